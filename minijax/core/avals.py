@@ -1,0 +1,88 @@
+"""Abstract values: what tracing knows about a value without its contents.
+
+`ShapedArray` (shape, dtype, weak_type) is the one array aval; `AbstractToken` types the
+tokens that order effects.  Avals are immutable and hashable because compile caches key on
+them.  Operators on tracers are looked up on the aval's class (`_add`, `_getitem`, ...)
+once the numpy layer installs them, so the core knows nothing of numpy semantics.
+"""
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+from minijax.core import dtypes
+
+
+class AbstractValue:
+  __slots__ = ()
+
+
+class ShapedArray(AbstractValue):
+  __slots__ = ("shape", "dtype", "weak_type", "_hash")
+
+  def __init__(self, shape, dtype, weak_type: bool = False):
+    self.shape = tuple(int(d) for d in shape)
+    self.dtype = np.dtype(dtype)
+    self.weak_type = bool(weak_type)
+    self._hash = hash((self.shape, self.dtype, self.weak_type))
+
+  ndim = property(lambda self: len(self.shape))
+  size = property(lambda self: math.prod(self.shape))
+
+  def update(self, shape=None, dtype=None, weak_type=None) -> "ShapedArray":
+    return ShapedArray(self.shape if shape is None else shape,
+                       self.dtype if dtype is None else dtype,
+                       self.weak_type if weak_type is None else weak_type)
+
+  def strip_weak_type(self) -> "ShapedArray":
+    return self.update(weak_type=False) if self.weak_type else self
+
+  def __eq__(self, other):
+    return (type(other) is ShapedArray and self.shape == other.shape
+            and self.dtype == other.dtype and self.weak_type == other.weak_type)
+
+  def __hash__(self):
+    return self._hash
+
+  def str_short(self) -> str:
+    return f"{dtypes.short_name(self.dtype)}[{','.join(map(str, self.shape))}]"
+
+  def __repr__(self):
+    weak = ", weak_type=True" if self.weak_type else ""
+    return f"ShapedArray({self.str_short()}{weak})"
+
+  def tangent_aval(self) -> "ShapedArray":
+    return ShapedArray(self.shape, dtypes.tangent_dtype(self.dtype), self.weak_type)
+
+
+class AbstractToken(AbstractValue):
+  __slots__ = ()
+
+  def __eq__(self, other):
+    return type(other) is AbstractToken
+
+  def __hash__(self):
+    return hash(AbstractToken)
+
+  def str_short(self) -> str:
+    return "Token"
+
+  __repr__ = str_short
+
+
+abstract_token = AbstractToken()
+
+
+def raise_to_shaped(aval: AbstractValue) -> AbstractValue:
+  return aval
+
+
+def shaped_abstractify(x: Any) -> ShapedArray:
+  """The aval of a concrete value (Array, numpy array or Python scalar)."""
+  aval = getattr(x, "aval", None)
+  if aval is not None:
+    return aval
+  dtype, weak = dtypes.dtype_and_weak_type(x)
+  return ShapedArray(np.shape(x), dtype, weak)

@@ -1,0 +1,171 @@
+"""Dtypes and JAX's promotion rules.
+
+Values have a dtype and a `weak_type` bit.  Python scalars are weakly typed: they take
+the dtype of whatever they meet (`x_f16 + 1.0` stays float16).  Promotion is the least
+upper bound in JAX's type lattice, where the weak kinds `i*`, `f*`, `c*` sit just above
+`bool` / below every concrete integer, float and complex type.  With x64 off (the default)
+64-bit types are canonicalized to their 32-bit counterparts when values enter the system.
+"""
+from __future__ import annotations
+
+import functools
+from typing import Any
+
+import ml_dtypes
+import numpy as np
+
+from minijax.config import config
+
+bfloat16 = np.dtype(ml_dtypes.bfloat16)
+float0 = np.dtype([("float0", np.void, 0)])  # tangent dtype of integer and bool values
+
+bool_ = np.dtype(np.bool_)
+int8, int16, int32, int64 = map(np.dtype, (np.int8, np.int16, np.int32, np.int64))
+uint8, uint16, uint32, uint64 = map(np.dtype, (np.uint8, np.uint16, np.uint32, np.uint64))
+float16, float32, float64 = map(np.dtype, (np.float16, np.float32, np.float64))
+complex64, complex128 = map(np.dtype, (np.complex64, np.complex128))
+
+_SUPPORTED = {bool_, int8, int16, int32, int64, uint8, uint16, uint32, uint64,
+              float16, bfloat16, float32, float64, complex64, complex128}
+_X32 = {int64: int32, uint64: uint32, float64: float32, complex128: complex64}
+
+_SHORT_NAMES = {bool_: "bool", bfloat16: "bf16", float0: "float0"}
+
+
+def short_name(dtype: np.dtype) -> str:
+  """`f32`, `i32`, `u8`, `bf16`, `bool`: the names jaxprs print."""
+  name = _SHORT_NAMES.get(dtype)
+  if name is None:
+    name = f"{dtype.kind}{dtype.itemsize * 8}"
+  return name
+
+
+def x64_enabled() -> bool:
+  return config.enable_x64
+
+
+def canonicalize_dtype(dtype: Any) -> np.dtype:
+  dtype = np.dtype(dtype)
+  if dtype == float0:
+    return dtype
+  if dtype not in _SUPPORTED:
+    raise TypeError(f"minijax does not support dtype {dtype}; supported: "
+                    + ", ".join(sorted(str(d) for d in _SUPPORTED)))
+  if not config.enable_x64:
+    return _X32.get(dtype, dtype)
+  return dtype
+
+
+def default_int_dtype() -> np.dtype:
+  return canonicalize_dtype(int64)
+
+
+def default_float_dtype() -> np.dtype:
+  return canonicalize_dtype(float64)
+
+
+def default_complex_dtype() -> np.dtype:
+  return canonicalize_dtype(complex128)
+
+
+def python_scalar_dtype(x: Any) -> np.dtype:
+  """The (canonical) dtype of a Python scalar, which is weakly typed."""
+  if isinstance(x, bool):
+    return bool_
+  if isinstance(x, int):
+    return default_int_dtype()
+  if isinstance(x, float):
+    return default_float_dtype()
+  if isinstance(x, complex):
+    return default_complex_dtype()
+  raise TypeError(f"{type(x).__name__} is not a Python scalar")
+
+
+def is_float(dtype) -> bool:
+  return np.issubdtype(dtype, np.floating) or dtype == bfloat16
+
+
+def is_integer(dtype) -> bool:
+  return np.issubdtype(dtype, np.integer)
+
+
+def is_inexact(dtype) -> bool:
+  return is_float(dtype) or np.issubdtype(dtype, np.complexfloating)
+
+
+def is_differentiable(dtype) -> bool:
+  return is_inexact(dtype)
+
+
+def tangent_dtype(dtype: np.dtype) -> np.dtype:
+  return dtype if is_inexact(dtype) else float0
+
+
+# JAX's promotion lattice.  Each node lists the nodes directly above it.
+_I, _F, _C = "i*", "f*", "c*"
+_LATTICE: dict[Any, list[Any]] = {
+    bool_: [_I],
+    _I: [uint8, int8],
+    uint8: [int16, uint16], uint16: [int32, uint32], uint32: [int64, uint64], uint64: [_F],
+    int8: [int16], int16: [int32], int32: [int64], int64: [_F],
+    _F: [_C, bfloat16, float16],
+    bfloat16: [float32], float16: [float32], float32: [float64, complex64], float64: [complex128],
+    _C: [complex64], complex64: [complex128], complex128: [],
+}
+
+
+@functools.cache
+def _upper_bounds(node) -> frozenset:
+  result = {node}
+  for parent in _LATTICE[node]:
+    result |= _upper_bounds(parent)
+  return frozenset(result)
+
+
+@functools.cache
+def _least_upper_bound(nodes: frozenset):
+  bounds = functools.reduce(frozenset.__and__, (_upper_bounds(n) for n in nodes))
+  for candidate in bounds:
+    if _upper_bounds(candidate) == bounds:
+      return candidate
+  raise TypeError(f"no common dtype for {sorted(map(str, nodes))}")
+
+
+def _node(dtype: np.dtype, weak: bool):
+  if not weak or dtype == bool_:
+    return dtype
+  if is_integer(dtype):
+    return _I
+  if is_float(dtype):
+    return _F
+  return _C
+
+
+def result_type(*typed: tuple[np.dtype, bool]) -> tuple[np.dtype, bool]:
+  """Promotes `(dtype, weak_type)` pairs; returns the canonical dtype and its weakness."""
+  if len(typed) == 1:
+    dtype, weak = typed[0]
+    return canonicalize_dtype(dtype), weak
+  lub = _least_upper_bound(frozenset(_node(d, w) for d, w in typed))
+  if lub == _I:
+    return default_int_dtype(), True
+  if lub == _F:
+    return default_float_dtype(), True
+  if lub == _C:
+    return default_complex_dtype(), True
+  return canonicalize_dtype(lub), False
+
+
+def dtype_and_weak_type(x: Any) -> tuple[np.dtype, bool]:
+  """The dtype and weakness a value would have inside minijax."""
+  aval = getattr(x, "aval", None)
+  if aval is not None:
+    return aval.dtype, aval.weak_type
+  if isinstance(x, (bool, int, float, complex)):
+    return python_scalar_dtype(x), not isinstance(x, bool)
+  if isinstance(x, (np.ndarray, np.generic)):
+    return canonicalize_dtype(x.dtype), False
+  if hasattr(x, "dtype") and hasattr(x, "shape"):
+    return canonicalize_dtype(x.dtype), False
+  raise TypeError(f"value of type {type(x).__name__} is not a valid minijax type: "
+                  f"{x!r:.80}; pass arrays, numpy arrays or Python scalars")
