@@ -1,0 +1,242 @@
+"""Jaxprs: the typed, first-order IR that tracing produces and every later stage reads.
+
+A `Jaxpr` lists constant variables, input variables, equations and outputs.  Each
+`JaxprEqn` applies one primitive to variables or literals, carries the primitive's params,
+the effects it has and the user's source location.  A jaxpr's `effects` is the union of its
+equations' effects.  `ClosedJaxpr` pairs a jaxpr with values for its constants.
+`eval_jaxpr` interprets a jaxpr by binding each primitive on the current trace, so
+evaluating a jaxpr under a transformation transforms it.  `typecheck_jaxpr` re-derives
+every equation's types and effects and reports the equation that disagrees.
+"""
+from __future__ import annotations
+
+import os
+import sys
+from typing import Any, NamedTuple, Sequence
+
+from minijax.core import effects as effects_lib
+from minijax.core.avals import AbstractValue, ShapedArray, shaped_abstractify
+
+
+class Var:
+  __slots__ = ("aval", "suffix")
+
+  def __init__(self, aval: AbstractValue, suffix: str = ""):
+    self.aval = aval
+    self.suffix = suffix
+
+  def __repr__(self):
+    return f"Var({id(self) % 10000}):{self.aval.str_short()}"
+
+
+class DropVar(Var):
+  """An output that nothing reads (printed as `_`)."""
+  __slots__ = ()
+
+
+class Literal:
+  __slots__ = ("val", "aval")
+
+  def __init__(self, val: Any, aval: AbstractValue):
+    self.val = val
+    self.aval = aval
+
+  def __repr__(self):
+    return f"Literal({self.val})"
+
+
+Atom = Var | Literal
+
+
+class SourceInfo(NamedTuple):
+  file: str
+  line: int
+  function: str
+
+  def __str__(self):
+    return f"{os.path.basename(self.file)}:{self.line} ({self.function})"
+
+
+_PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def user_source_info() -> SourceInfo | None:
+  """The innermost stack frame outside the minijax package."""
+  frame = sys._getframe(1)
+  while frame is not None:
+    filename = frame.f_code.co_filename
+    if not filename.startswith(_PACKAGE_DIR):
+      return SourceInfo(filename, frame.f_lineno, frame.f_code.co_name)
+    frame = frame.f_back
+  return None
+
+
+class JaxprEqn(NamedTuple):
+  invars: list[Atom]
+  outvars: list[Var]
+  primitive: Any
+  params: dict[str, Any]
+  effects: frozenset
+  source_info: SourceInfo | None
+
+  def replace(self, **kwargs) -> "JaxprEqn":
+    return self._replace(**kwargs)
+
+
+def new_jaxpr_eqn(invars, outvars, primitive, params, effects, source_info=None) -> JaxprEqn:
+  return JaxprEqn(list(invars), list(outvars), primitive, params, effects, source_info)
+
+
+class Jaxpr:
+  __slots__ = ("constvars", "invars", "outvars", "eqns", "effects", "debug_info")
+
+  def __init__(self, constvars: Sequence[Var], invars: Sequence[Var],
+               outvars: Sequence[Atom], eqns: Sequence[JaxprEqn],
+               effects: frozenset | None = None, debug_info: Any = None):
+    self.constvars = list(constvars)
+    self.invars = list(invars)
+    self.outvars = list(outvars)
+    self.eqns = list(eqns)
+    self.effects = (effects_lib.union(e.effects for e in self.eqns)
+                    if effects is None else effects)
+    self.debug_info = debug_info
+
+  in_avals = property(lambda self: [v.aval for v in self.invars])
+  out_avals = property(lambda self: [v.aval for v in self.outvars])
+
+  def __str__(self):
+    from minijax.core.pretty import pp_jaxpr
+    return pp_jaxpr(self)
+
+  __repr__ = __str__
+
+
+class ClosedJaxpr:
+  __slots__ = ("jaxpr", "consts")
+
+  def __init__(self, jaxpr: Jaxpr, consts: Sequence[Any]):
+    assert len(jaxpr.constvars) == len(consts), (len(jaxpr.constvars), len(consts))
+    self.jaxpr = jaxpr
+    self.consts = list(consts)
+
+  in_avals = property(lambda self: self.jaxpr.in_avals)
+  out_avals = property(lambda self: self.jaxpr.out_avals)
+  effects = property(lambda self: self.jaxpr.effects)
+  eqns = property(lambda self: self.jaxpr.eqns)
+
+  def __str__(self):
+    from minijax.core.pretty import pp_jaxpr
+    return pp_jaxpr(self.jaxpr, self.consts)
+
+  __repr__ = __str__
+
+
+def closed_call_jaxpr(jaxpr: Jaxpr) -> ClosedJaxpr:
+  return ClosedJaxpr(jaxpr, [])
+
+
+# ----------------------------------------------------------------------------- evaluation
+
+def eval_jaxpr(jaxpr: Jaxpr, consts: Sequence[Any], *args: Any) -> list[Any]:
+  """Interprets `jaxpr` by binding each equation's primitive on the current trace."""
+  env: dict[Var, Any] = {}
+
+  def read(atom):
+    return atom.val if type(atom) is Literal else env[atom]
+
+  if len(args) != len(jaxpr.invars):
+    raise TypeError(f"jaxpr takes {len(jaxpr.invars)} arguments, got {len(args)}")
+  env.update(zip(jaxpr.constvars, consts))
+  env.update(zip(jaxpr.invars, args))
+  for eqn in jaxpr.eqns:
+    try:
+      out = eqn.primitive.bind(*map(read, eqn.invars), **eqn.params)
+    except Exception as e:
+      _add_eqn_note(e, eqn)
+      raise
+    if eqn.primitive.multiple_results:
+      env.update(zip(eqn.outvars, out))
+    else:
+      env[eqn.outvars[0]] = out
+  return [read(v) for v in jaxpr.outvars]
+
+
+def eval_closed_jaxpr(closed: ClosedJaxpr, *args) -> list[Any]:
+  return eval_jaxpr(closed.jaxpr, closed.consts, *args)
+
+
+def _add_eqn_note(e: Exception, eqn: JaxprEqn) -> None:
+  if getattr(e, "_minijax_noted", False):
+    return
+  where = f" from {eqn.source_info}" if eqn.source_info else ""
+  e.add_note(f"while evaluating the equation '{eqn.primitive}'{where}")
+  try:
+    e._minijax_noted = True
+  except AttributeError:
+    pass
+
+
+# ----------------------------------------------------------------------------- typechecking
+
+class JaxprTypeError(TypeError):
+  pass
+
+
+def typecheck_jaxpr(jaxpr: Jaxpr) -> None:
+  """Checks variable scoping, every equation's output types and effects."""
+  from minijax.core.pretty import pp_eqn
+  defined: set[Var] = set()
+
+  def check_atom(atom, eqn=None):
+    if type(atom) is Literal:
+      return
+    if atom not in defined:
+      where = f" in equation:\n  {pp_eqn(eqn)}" if eqn is not None else " as an output"
+      raise JaxprTypeError(f"variable {atom} is used before it is defined{where}")
+
+  for v in [*jaxpr.constvars, *jaxpr.invars]:
+    if v in defined:
+      raise JaxprTypeError(f"variable {v} is bound twice")
+    defined.add(v)
+  for eqn in jaxpr.eqns:
+    for atom in eqn.invars:
+      check_atom(atom, eqn)
+    in_avals = [atom.aval for atom in eqn.invars]
+    try:
+      out_avals, effects = eqn.primitive.abstract_eval(*in_avals, **eqn.params)
+    except Exception as e:
+      raise JaxprTypeError(f"equation fails abstract evaluation ({e}):\n  {pp_eqn(eqn)}") from e
+    if not eqn.primitive.multiple_results:
+      out_avals = [out_avals]
+    declared = [v.aval for v in eqn.outvars]
+    if [_strip(a) for a in out_avals] != [_strip(a) for a in declared]:
+      raise JaxprTypeError(
+          f"equation declares outputs {[a.str_short() for a in declared]} but its primitive "
+          f"produces {[a.str_short() for a in out_avals]}:\n  {pp_eqn(eqn)}")
+    if not effects <= eqn.effects:
+      raise JaxprTypeError(f"equation has effects {set(effects)} but declares "
+                           f"{set(eqn.effects)}:\n  {pp_eqn(eqn)}")
+    if not eqn.effects <= jaxpr.effects:
+      raise JaxprTypeError(f"equation effects {set(eqn.effects)} are not within the jaxpr's "
+                           f"effects {set(jaxpr.effects)}:\n  {pp_eqn(eqn)}")
+    for v in eqn.outvars:
+      if v in defined:
+        raise JaxprTypeError(f"variable {v} is bound twice, in:\n  {pp_eqn(eqn)}")
+      defined.add(v)
+  for atom in jaxpr.outvars:
+    check_atom(atom)
+
+
+def _strip(aval):
+  return aval.strip_weak_type() if isinstance(aval, ShapedArray) else aval
+
+
+def literalable(x) -> bool:
+  """Python scalars and 0-d numpy values appear inline in jaxprs."""
+  import numpy as np
+  return isinstance(x, (bool, int, float, complex)) or (
+      isinstance(x, (np.ndarray, np.generic)) and np.shape(x) == ())
+
+
+def make_literal(x) -> Literal:
+  return Literal(x, shaped_abstractify(x))

@@ -1,0 +1,60 @@
+"""Primitives: named operations whose meaning is given by rule tables.
+
+A primitive owns its evaluation rule (`impl`, by default the runtime's compiled
+single-primitive dispatch) and its abstract evaluation, which returns output avals and the
+effects the operation has.  Every other rule (jvp, transpose, batching, lowering) lives in
+the table of the layer that uses it, keyed by the primitive.  `bind` is the only way to
+apply a primitive: it asks the current trace to process it.
+"""
+from __future__ import annotations
+
+from typing import Any, Callable
+
+from minijax.core import effects as effects_lib
+from minijax.core import trace as trace_lib
+
+AbstractEvalRule = Callable[..., Any]
+
+# Installed by minijax.runtime.dispatch: runs a primitive on concrete arrays.
+default_impl: list[Callable] = []
+
+
+class Primitive:
+  multiple_results = False
+
+  def __init__(self, name: str):
+    self.name = name
+    self._effectful_abstract_eval: Callable | None = None
+    self._impl: Callable | None = None
+
+  def __repr__(self):
+    return self.name
+
+  def bind(self, *args, **params):
+    return trace_lib._context.trace.process_primitive(self, args, params)
+
+  def def_impl(self, impl: Callable) -> Callable:
+    self._impl = impl
+    return impl
+
+  def impl(self, *args, **params):
+    if self._impl is not None:
+      return self._impl(*args, **params)
+    return default_impl[0](self, *args, **params)
+
+  def def_abstract_eval(self, rule: AbstractEvalRule) -> AbstractEvalRule:
+    """`rule(*avals, **params)` returns the output aval(s); the primitive has no effects."""
+    self._effectful_abstract_eval = lambda *a, **p: (rule(*a, **p), effects_lib.no_effects)
+    return rule
+
+  def def_effectful_abstract_eval(self, rule: AbstractEvalRule) -> AbstractEvalRule:
+    """`rule(*avals, **params)` returns `(output aval(s), frozenset of effects)`."""
+    self._effectful_abstract_eval = rule
+    return rule
+
+  def abstract_eval(self, *avals, **params):
+    if self._effectful_abstract_eval is None:
+      raise NotImplementedError(
+          f"primitive '{self.name}' has no abstract evaluation rule; define one with "
+          f"`{self.name}_p.def_abstract_eval(rule)` in its block in minijax/lax/")
+    return self._effectful_abstract_eval(*avals, **params)

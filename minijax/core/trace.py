@@ -1,0 +1,169 @@
+"""Traces, tracers, and the current-trace context.
+
+There is no stack of levels compared on every operation.  A thread has one *current trace*
+(an `EvalTrace` at the bottom), and `Primitive.bind` hands every operation to it.  A
+transformation creates a trace that remembers the trace that was current when it began
+(its `parent`); to process an operation it unwraps its own tracers and binds the rule's
+operations on the parent, by making the parent current for the duration.  A value that is
+not one of the trace's own tracers belongs to an enclosing computation and is treated as a
+constant (zero tangent, unbatched, a captured constant of the jaxpr being built).  When a
+transformation ends its trace is marked dead; meeting a tracer of a dead trace is the
+"leaked tracer" error.
+"""
+from __future__ import annotations
+
+import contextlib
+import threading
+from typing import Any, Sequence
+
+import numpy as np
+
+from minijax.core import avals as avals_lib
+from minijax.core.errors import ConcretizationTypeError, UnexpectedTracerError
+
+
+class Trace:
+  """One interpreter of primitives.  Subclasses implement `process_primitive`."""
+
+  def __init__(self):
+    self.parent = current_trace()
+    self.live = True
+
+  def process_primitive(self, primitive, args: Sequence[Any], params: dict):
+    raise NotImplementedError
+
+  def owns(self, x) -> bool:
+    """Whether `x` is one of this trace's tracers (a leaked tracer raises here)."""
+    if isinstance(x, Tracer):
+      if x._trace is self:
+        return True
+      if not x._trace.live:
+        raise UnexpectedTracerError(x)
+    return False
+
+  def __repr__(self):
+    return type(self).__name__
+
+
+class EvalTrace(Trace):
+  """The bottom trace: runs each primitive on concrete values."""
+
+  def __init__(self):
+    self.parent = None
+    self.live = True
+
+  def process_primitive(self, primitive, args, params):
+    for x in args:
+      if isinstance(x, Tracer):
+        raise UnexpectedTracerError(x)
+    return primitive.impl(*args, **params)
+
+  def __repr__(self):
+    return "EvalTrace"
+
+
+class _TraceContext(threading.local):
+  def __init__(self):
+    self.trace = EvalTrace()
+
+
+_context = _TraceContext()
+
+
+def current_trace() -> Trace:
+  return _context.trace
+
+
+@contextlib.contextmanager
+def set_current_trace(trace: Trace):
+  previous = _context.trace
+  _context.trace = trace
+  try:
+    yield trace
+  finally:
+    _context.trace = previous
+
+
+@contextlib.contextmanager
+def new_trace(trace: Trace):
+  """Makes `trace` current while a transformation runs, and kills it afterwards."""
+  previous = _context.trace
+  _context.trace = trace
+  try:
+    yield trace
+  finally:
+    _context.trace = previous
+    trace.live = False
+
+
+def is_eval_context() -> bool:
+  return type(_context.trace) is EvalTrace
+
+
+class Tracer:
+  """A value inside a transformation.  Operators come from the numpy layer."""
+  __slots__ = ("_trace", "__weakref__")
+  __array_priority__ = 1000
+
+  def __init__(self, trace: Trace):
+    self._trace = trace
+
+  @property
+  def aval(self) -> avals_lib.ShapedArray:
+    raise NotImplementedError
+
+  def to_concrete_value(self):
+    """The concrete value, when the transformation knows it (e.g. eager jvp primals)."""
+    return None
+
+  shape = property(lambda self: self.aval.shape)
+  dtype = property(lambda self: self.aval.dtype)
+  ndim = property(lambda self: self.aval.ndim)
+  size = property(lambda self: self.aval.size)
+  weak_type = property(lambda self: self.aval.weak_type)
+
+  def __len__(self):
+    if not self.shape:
+      raise TypeError("len() of unsized object")
+    return self.shape[0]
+
+  def _concrete(self, context: str):
+    value = self.to_concrete_value()
+    if value is None:
+      raise ConcretizationTypeError(self, context)
+    return value
+
+  def __bool__(self):
+    return bool(self._concrete("bool()"))
+
+  def __int__(self):
+    return int(self._concrete("int()"))
+
+  def __float__(self):
+    return float(self._concrete("float()"))
+
+  def __complex__(self):
+    return complex(self._concrete("complex()"))
+
+  def __index__(self):
+    return np.asarray(self._concrete("__index__()")).__index__()
+
+  def __array__(self, dtype=None, copy=None):
+    value = self.to_concrete_value()
+    if value is None:
+      raise TypeError(
+          f"cannot convert a traced value ({self.aval.str_short()}) to a numpy array "
+          "inside a transformation; use minijax.numpy functions on it instead, or "
+          "return it from the transformed function first.")
+    return np.asarray(value, dtype=dtype)
+
+  def __hash__(self):
+    raise TypeError(f"unhashable type: {type(self).__name__}")
+
+  def __iter__(self):
+    if not self.shape:
+      raise TypeError("iteration over a 0-d array")
+    return iter([self[i] for i in range(self.shape[0])])
+
+  def __repr__(self):
+    return f"{type(self).__name__}<{self.aval.str_short()}>"
