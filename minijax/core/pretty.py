@@ -7,7 +7,8 @@ named a, b, ..., z, ba, bb, ... in order of appearance, one counter shared with 
 jaxprs so every name is unique.  Jaxpr-valued params (the bodies of jit, cond, while, scan)
 print indented inside the equation.  An equation with effects is followed by
 `# effects: ...`, so effect propagation can be read off the text.  A primitive can
-override how its params print with `pp_rules[prim] = rule(params, names) -> [str]`.
+override how its params print with `pp_rules[prim] = rule(params, names, indent) -> [str]`
+(`indent`: the column the params start at, for nested jaxprs).
 """
 from __future__ import annotations
 
@@ -17,7 +18,7 @@ import numpy as np
 
 from minijax.core.jaxpr import ClosedJaxpr, DropVar, Jaxpr, JaxprEqn, Literal, Var
 
-PpRule = Callable[[dict, "_Names"], list]
+PpRule = Callable[[dict, "_Names", int], list]
 pp_rules: dict[Any, PpRule] = {}
 
 _LINE_WIDTH = 80
@@ -76,7 +77,7 @@ def _pp_param_value(value, names: _Names, indent: int) -> str:
 def pp_eqn(eqn: JaxprEqn, names: _Names | None = None, indent: int = 0) -> str:
   names = names or _Names()
   rule = pp_rules.get(eqn.primitive)
-  params = rule(eqn.params, names) if rule else [
+  params = rule(eqn.params, names, indent + 2) if rule else [
       f"{k}={_pp_param_value(v, names, indent + 2)}" for k, v in eqn.params.items()]
   ins = " ".join(names(v) for v in eqn.invars)
   outs = " ".join(names.binder(v) for v in eqn.outvars)

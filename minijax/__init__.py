@@ -1,0 +1,9 @@
+"""minijax: a small, readable reimplementation of JAX's core stack with fast host taps."""
+from minijax.config import config
+from minijax.runtime.array import Array, device_put
+from minijax.runtime.backend import devices, local_devices
+from minijax.runtime import dispatch as _dispatch  # installs the eager primitive impl
+from minijax import lax
+from minijax.api import jit, make_jaxpr
+
+__version__ = "0.1.0"

@@ -1,0 +1,4 @@
+"""`minijax.lax`: primitives, one block per primitive holding every rule it has."""
+from minijax.lax.call import jit_p
+from minijax.lax.elementwise import *  # noqa: F401,F403
+from minijax.lax.structural import *  # noqa: F401,F403

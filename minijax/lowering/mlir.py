@@ -1,0 +1,321 @@
+"""Lowering jaxprs to MLIR modules in the MHLO dialect.
+
+A module holds one public `main` and one private function per distinct nested jaxpr
+(`func.call` sites share it).  Every function takes, before its array arguments, one token
+per ordered effect of its jaxpr, in the fixed order of `effects.ordered_effects`, and
+returns the final tokens before its array results.  `jaxpr_subcomp` walks a jaxpr's
+equations, giving each lowering rule a `LoweringRuleContext` with the input and output
+avals and the tokens of the equation's ordered effects (`tokens_in`).  A rule for an
+effectful primitive must hand back the new tokens with `ctx.set_tokens_out`; the walker
+checks that it did, and that nothing else did, and names the primitive when not.
+
+Rules have the signature `rule(ctx, *operands: ir.Value, **params)` and return one
+`ir.Value`, or a sequence of them for primitives with multiple results.  They live in the
+primitive's own block (minijax/lax/...) and are registered with `register_lowering`.
+"""
+from __future__ import annotations
+
+import dataclasses
+from typing import Any, Callable, Sequence
+
+import numpy as np
+from jaxlib.mlir import ir
+from jaxlib.mlir.dialects import func as func_dialect
+from jaxlib.mlir.dialects import mhlo
+
+from minijax.core import dtypes
+from minijax.core.avals import AbstractToken, ShapedArray
+from minijax.core.effects import ordered_effects
+from minijax.core.jaxpr import ClosedJaxpr, Jaxpr, JaxprEqn, Literal
+from minijax.lowering.context import ir_context
+from minijax.lowering.tokens import TokenSet
+
+LoweringRule = Callable[..., Any]
+_lowerings: dict[Any, LoweringRule] = {}
+_platform_lowerings: dict[str, dict[Any, LoweringRule]] = {}
+
+
+def register_lowering(primitive, rule: LoweringRule, platform: str | None = None) -> LoweringRule:
+  table = _lowerings if platform is None else _platform_lowerings.setdefault(platform, {})
+  table[primitive] = rule
+  return rule
+
+
+def _find_rule(primitive, platform: str) -> LoweringRule:
+  rule = _platform_lowerings.get(platform, {}).get(primitive) or _lowerings.get(primitive)
+  if rule is None:
+    raise NotImplementedError(
+        f"primitive '{primitive}' has no MLIR lowering rule for platform '{platform}'; "
+        f"register one with `mlir.register_lowering({primitive.name}_p, rule)` in the "
+        "primitive's block in minijax/lax/")
+  return rule
+
+
+# ----------------------------------------------------------------------------- types
+
+_SCALAR_TYPES: dict[np.dtype, Callable[[], ir.Type]] = {
+    dtypes.bool_: lambda: ir.IntegerType.get_signless(1),
+    dtypes.float0: lambda: ir.IntegerType.get_signless(1),
+    dtypes.int8: lambda: ir.IntegerType.get_signless(8),
+    dtypes.int16: lambda: ir.IntegerType.get_signless(16),
+    dtypes.int32: lambda: ir.IntegerType.get_signless(32),
+    dtypes.int64: lambda: ir.IntegerType.get_signless(64),
+    dtypes.uint8: lambda: ir.IntegerType.get_unsigned(8),
+    dtypes.uint16: lambda: ir.IntegerType.get_unsigned(16),
+    dtypes.uint32: lambda: ir.IntegerType.get_unsigned(32),
+    dtypes.uint64: lambda: ir.IntegerType.get_unsigned(64),
+    dtypes.float16: ir.F16Type.get,
+    dtypes.bfloat16: ir.BF16Type.get,
+    dtypes.float32: ir.F32Type.get,
+    dtypes.float64: ir.F64Type.get,
+    dtypes.complex64: lambda: ir.ComplexType.get(ir.F32Type.get()),
+    dtypes.complex128: lambda: ir.ComplexType.get(ir.F64Type.get()),
+}
+
+
+def dtype_to_ir_type(dtype) -> ir.Type:
+  return _SCALAR_TYPES[np.dtype(dtype)]()
+
+
+def aval_to_ir_type(aval) -> ir.Type:
+  if isinstance(aval, AbstractToken):
+    return mhlo.TokenType.get()
+  return ir.RankedTensorType.get(aval.shape, dtype_to_ir_type(aval.dtype))
+
+
+def token_type() -> ir.Type:
+  return mhlo.TokenType.get()
+
+
+# ----------------------------------------------------------------------------- constants
+
+def ir_constant(val: Any, dtype=None) -> ir.Value:
+  """An MHLO constant.  Arrays broadcast along zero strides are emitted as a splat of
+  their distinct part and a `broadcast_in_dim`, not materialized."""
+  array = np.asarray(val, dtype=dtype)
+  if array.dtype == dtypes.float0:
+    array = np.zeros(array.shape, np.bool_)
+  if array.ndim and any(s == 0 for s in array.strides) and array.size:
+    keep = [d for d in range(array.ndim) if array.strides[d] != 0]
+    index = tuple(slice(None) if d in keep else 0 for d in range(array.ndim))
+    core = ir_constant(np.ascontiguousarray(array[index]))
+    out_type = ir.RankedTensorType.get(array.shape, dtype_to_ir_type(array.dtype))
+    return mhlo.BroadcastInDimOp(out_type, core, _dense_i64(keep)).result
+  array = np.ascontiguousarray(array)
+  if array.dtype == np.bool_:
+    attr = ir.DenseElementsAttr.get(np.packbits(array, bitorder="little"), type=ir.IntegerType.get_signless(1),
+                                    shape=array.shape)
+  else:
+    element_type = dtype_to_ir_type(array.dtype)
+    attr = ir.DenseElementsAttr.get(array.view(_storage_view(array.dtype)) if array.dtype == dtypes.bfloat16 else array,
+                                    type=element_type, shape=array.shape)
+  return mhlo.ConstantOp(attr).result
+
+
+def _storage_view(dtype):
+  return np.uint16 if dtype.itemsize == 2 else np.uint8
+
+
+def _dense_i64(values: Sequence[int]):
+  return ir.DenseI64ArrayAttr.get([int(v) for v in values])
+
+
+dense_i64 = _dense_i64
+
+
+# ----------------------------------------------------------------------------- contexts
+
+@dataclasses.dataclass
+class ModuleContext:
+  module: ir.Module
+  platform: str = "cpu"
+  host_callbacks: list = dataclasses.field(default_factory=list)
+  _functions: dict = dataclasses.field(default_factory=dict)
+  _symbol_table: Any = None
+  _names_used: set = dataclasses.field(default_factory=set)
+
+  def unique_name(self, name: str) -> str:
+    candidate, n = name, 0
+    while candidate in self._names_used:
+      n += 1
+      candidate = f"{name}_{n}"
+    self._names_used.add(candidate)
+    return candidate
+
+
+@dataclasses.dataclass
+class LoweringRuleContext:
+  module_context: ModuleContext
+  primitive: Any
+  avals_in: Sequence[Any]
+  avals_out: Sequence[Any]
+  tokens_in: TokenSet
+  tokens_out: TokenSet | None = None
+  source_info: Any = None
+
+  def set_tokens_out(self, tokens_out: TokenSet) -> None:
+    self.tokens_out = tokens_out
+
+
+# ----------------------------------------------------------------------------- lowering
+
+@dataclasses.dataclass
+class LoweringResult:
+  module: ir.Module
+  ordered_effects: tuple
+  host_callbacks: list
+  in_avals: list
+  out_avals: list
+
+
+def lower_jaxpr_to_module(closed_jaxpr: ClosedJaxpr, *, name: str = "main",
+                          donated_args: Sequence[bool] = (), platform: str = "cpu") -> LoweringResult:
+  """Lowers a closed jaxpr to a module whose public `main` takes and returns tokens first."""
+  with ir_context(), ir.Location.unknown():
+    module = ir.Module.create()
+    module.operation.attributes["sym_name"] = ir.StringAttr.get(f"jit_{name}")
+    mctx = ModuleContext(module, platform)
+    mctx._names_used.add("main")
+    lower_jaxpr_to_fun(mctx, "main", closed_jaxpr, public=True, donated_args=donated_args)
+  return LoweringResult(module, ordered_effects(closed_jaxpr.effects), mctx.host_callbacks,
+                        closed_jaxpr.in_avals, closed_jaxpr.out_avals)
+
+
+def lower_jaxpr_to_fun(mctx: ModuleContext, name: str, closed_jaxpr: ClosedJaxpr, *,
+                       public: bool = False, donated_args: Sequence[bool] = (),
+                       effects: Sequence[Any] | None = None) -> func_dialect.FuncOp:
+  """Emits `func.func @name(tokens..., args...) -> (tokens..., outs...)`."""
+  jaxpr = closed_jaxpr.jaxpr
+  effects = ordered_effects(jaxpr.effects) if effects is None else tuple(effects)
+  n = len(effects)
+  in_types = [token_type()] * n + [aval_to_ir_type(a) for a in jaxpr.in_avals]
+  out_types = [token_type()] * n + [aval_to_ir_type(v.aval) for v in jaxpr.outvars]
+  with ir.InsertionPoint(mctx.module.body):
+    fn = func_dialect.FuncOp(name, ir.FunctionType.get(in_types, out_types))
+  fn.attributes["sym_visibility"] = ir.StringAttr.get("public" if public else "private")
+  if donated_args and any(donated_args):
+    _set_aliasing_attrs(fn, jaxpr, donated_args, n)
+  block = fn.add_entry_block()
+  with ir.InsertionPoint(block):
+    tokens = TokenSet.from_lists(effects, list(block.arguments[:n]))
+    consts = [ir_constant(_to_numpy(c)) for c in closed_jaxpr.consts]
+    outs, tokens_out = jaxpr_subcomp(mctx, jaxpr, tokens, consts, *block.arguments[n:])
+    func_dialect.ReturnOp([*tokens_out.tokens(), *outs])
+  return fn
+
+
+def _to_numpy(x):
+  return np.asarray(x)
+
+
+def _set_aliasing_attrs(fn, jaxpr: Jaxpr, donated_args, num_tokens: int) -> None:
+  available: dict[Any, list[int]] = {}
+  for i, v in enumerate(jaxpr.outvars):
+    available.setdefault(v.aval.strip_weak_type(), []).append(num_tokens + i)
+  arg_attrs = [ir.DictAttr.get({}) for _ in range(num_tokens)]
+  for donated, aval in zip(donated_args, jaxpr.in_avals):
+    outs = available.get(aval.strip_weak_type()) if donated else None
+    if outs:
+      attr = {"tf.aliasing_output": ir.IntegerAttr.get(ir.IntegerType.get_signless(32), outs.pop(0))}
+      arg_attrs.append(ir.DictAttr.get(attr))
+    else:
+      arg_attrs.append(ir.DictAttr.get({}))
+  fn.arg_attrs = ir.ArrayAttr.get(arg_attrs)
+
+
+def lower_called_function(mctx: ModuleContext, name: str, closed_jaxpr: ClosedJaxpr,
+                          effects: Sequence[Any]) -> func_dialect.FuncOp:
+  """The private function for `closed_jaxpr`, emitted once per module and reused."""
+  key = (id(closed_jaxpr.jaxpr), tuple(map(id, closed_jaxpr.consts)), tuple(effects))
+  cached = mctx._functions.get(key)
+  if cached is None:
+    fn = lower_jaxpr_to_fun(mctx, mctx.unique_name(name), closed_jaxpr, effects=effects)
+    cached = mctx._functions[key] = (fn, closed_jaxpr)
+  return cached[0]
+
+
+def call_lowered_function(ctx: LoweringRuleContext, name: str, closed_jaxpr: ClosedJaxpr,
+                          *args: ir.Value) -> list[ir.Value]:
+  """`func.call`s the function for `closed_jaxpr`, threading the call's tokens."""
+  effects = ordered_effects(closed_jaxpr.effects)
+  fn = lower_called_function(ctx.module_context, name, closed_jaxpr, effects)
+  tokens_in = ctx.tokens_in.subset(effects)
+  call = func_dialect.CallOp(fn, [*tokens_in.tokens(), *args])
+  results = list(call.results)
+  if effects:
+    ctx.set_tokens_out(TokenSet.from_lists(effects, results[:len(effects)]))
+  return results[len(effects):]
+
+
+def _location(eqn: JaxprEqn) -> ir.Location:
+  info = eqn.source_info
+  if info is None:
+    return ir.Location.name(str(eqn.primitive))
+  return ir.Location.name(str(eqn.primitive),
+                          childLoc=ir.Location.file(info.file, info.line, 0))
+
+
+def jaxpr_subcomp(mctx: ModuleContext, jaxpr: Jaxpr, tokens: TokenSet,
+                  consts: Sequence[ir.Value], *args: ir.Value) -> tuple[list[ir.Value], TokenSet]:
+  """Emits the ops of `jaxpr` at the current insertion point; returns outputs and tokens."""
+  env: dict[Any, ir.Value] = {}
+
+  def read(atom):
+    if type(atom) is Literal:
+      return ir_constant(atom.val, atom.aval.dtype)
+    return env[atom]
+
+  if len(args) != len(jaxpr.invars):
+    raise ValueError(f"jaxpr_subcomp: {len(jaxpr.invars)} inputs expected, got {len(args)}")
+  env.update(zip(jaxpr.constvars, consts))
+  env.update(zip(jaxpr.invars, args))
+  for eqn in jaxpr.eqns:
+    rule = _find_rule(eqn.primitive, mctx.platform)
+    eqn_effects = ordered_effects(eqn.effects)
+    ctx = LoweringRuleContext(mctx, eqn.primitive, [a.aval for a in eqn.invars],
+                              [v.aval for v in eqn.outvars], tokens.subset(eqn_effects),
+                              None, eqn.source_info)
+    with _location(eqn):
+      try:
+        out = rule(ctx, *map(read, eqn.invars), **eqn.params)
+      except Exception as e:
+        e.add_note(f"while lowering the equation '{eqn.primitive}'"
+                   + (f" from {eqn.source_info}" if eqn.source_info else ""))
+        raise
+    _check_tokens_out(ctx, eqn_effects)
+    if eqn_effects:
+      tokens = tokens.update_tokens(ctx.tokens_out)
+    outs = list(out) if eqn.primitive.multiple_results else [out]
+    if len(outs) != len(eqn.outvars):
+      raise ValueError(f"lowering rule for '{eqn.primitive}' returned {len(outs)} values "
+                       f"for {len(eqn.outvars)} outputs")
+    env.update(zip(eqn.outvars, outs))
+  return [read(v) for v in jaxpr.outvars], tokens
+
+
+def _check_tokens_out(ctx: LoweringRuleContext, eqn_effects: tuple) -> None:
+  if eqn_effects and ctx.tokens_out is None:
+    raise ValueError(
+        f"lowering rule for '{ctx.primitive}' has ordered effects {list(eqn_effects)} but "
+        "did not call ctx.set_tokens_out(...) with their new tokens")
+  if ctx.tokens_out is not None and tuple(ctx.tokens_out.effects()) != eqn_effects:
+    raise ValueError(
+        f"lowering rule for '{ctx.primitive}' set output tokens for "
+        f"{list(ctx.tokens_out.effects())}, but the equation's ordered effects are "
+        f"{list(eqn_effects)}")
+
+
+# ----------------------------------------------------------------------------- helpers for rules
+
+def lower_fun(fun: Callable, multiple_results: bool = False) -> LoweringRule:
+  """A lowering rule that traces `fun` (written with minijax ops) and lowers the result."""
+  def rule(ctx: LoweringRuleContext, *args, **params):
+    from minijax.interpreters.partial_eval import trace_to_jaxpr_dynamic
+    f = lambda *xs: (fun(*xs, **params) if multiple_results else [fun(*xs, **params)])
+    jaxpr, consts = trace_to_jaxpr_dynamic(f, ctx.avals_in)
+    outs, tokens = jaxpr_subcomp(ctx.module_context, jaxpr, ctx.tokens_in,
+                                 [ir_constant(_to_numpy(c)) for c in consts], *args)
+    if len(ctx.tokens_in):
+      ctx.set_tokens_out(tokens)
+    return outs if multiple_results else outs[0]
+  return rule

@@ -1,0 +1,120 @@
+"""Compiling jaxprs and running them: the path shared by eager ops and `jit`.
+
+A primitive applied to concrete arrays runs as a one-equation jaxpr, compiled once per
+(primitive, params, avals, device) and cached, so eager execution and `jit` go through the
+same lowering and the same executables.  A jaxpr with no equations is evaluated without
+compiling.  With `debug_nans`, outputs are checked and a NaN is traced back to the
+primitive that produced it by re-running the jaxpr op by op.
+"""
+from __future__ import annotations
+
+import functools
+from typing import Any, Callable, Sequence
+
+import numpy as np
+
+from minijax.config import config
+from minijax.core import primitive as primitive_lib
+from minijax.core.avals import shaped_abstractify
+from minijax.core.jaxpr import ClosedJaxpr, Literal, eval_jaxpr
+from minijax.lowering.mlir import lower_jaxpr_to_module
+from minijax.runtime import backend
+from minijax.runtime import executable as executable_lib
+from minijax.runtime.array import Array, device_put
+
+CompiledFn = Callable[..., list]
+
+
+def device_of(args: Sequence[Any]):
+  for x in args:
+    if type(x) is Array:
+      return x._device
+  return backend.get_device(None)
+
+
+def compile_jaxpr(closed_jaxpr: ClosedJaxpr, *, device, name: str,
+                  donated_args: Sequence[bool] = ()) -> CompiledFn:
+  """A function from flat arguments to flat output Arrays, compiled for `device`."""
+  jaxpr = closed_jaxpr.jaxpr
+  if not jaxpr.eqns:
+    return functools.partial(_run_trivial, closed_jaxpr, device)
+  lowered = lower_jaxpr_to_module(closed_jaxpr, name=name, donated_args=donated_args)
+  return executable_lib.compile(
+      lowered.module, device=device, name=name, in_avals=lowered.in_avals,
+      out_avals=lowered.out_avals, donated_args=tuple(donated_args),
+      host_callbacks=lowered.host_callbacks, num_tokens=len(lowered.ordered_effects),
+      ordered_effects=lowered.ordered_effects)
+
+
+def _run_trivial(closed_jaxpr: ClosedJaxpr, device, *args) -> list:
+  jaxpr = closed_jaxpr.jaxpr
+  env = dict(zip(jaxpr.constvars, closed_jaxpr.consts))
+  env.update(zip(jaxpr.invars, args))
+  outs = []
+  for v in jaxpr.outvars:
+    x = v.val if type(v) is Literal else env[v]
+    outs.append(device_put(x, device) if not (type(x) is Array and x._device is device) else x)
+  return outs
+
+
+# ----------------------------------------------------------------------------- eager primitives
+
+_primitive_cache: dict[Any, CompiledFn] = {}
+
+
+def _hashable_params(params: dict):
+  try:
+    key = tuple(sorted(params.items()))
+    hash(key)
+    return key
+  except TypeError:
+    return None
+
+
+def apply_primitive(primitive, *args, **params):
+  """Runs `primitive` on concrete values through a cached one-equation executable."""
+  avals = tuple(shaped_abstractify(x) for x in args)
+  device = device_of(args)
+  params_key = _hashable_params(params)
+  key = (primitive, params_key, avals, device)
+  fn = _primitive_cache.get(key) if params_key is not None else None
+  if fn is None:
+    fn = _compile_primitive(primitive, params, avals, device)
+    if params_key is not None:
+      _primitive_cache[key] = fn
+  outs = fn(*args)
+  if config.debug_nans:
+    check_nans(primitive, outs)
+  return outs if primitive.multiple_results else outs[0]
+
+
+def _compile_primitive(primitive, params, avals, device) -> CompiledFn:
+  from minijax.interpreters.partial_eval import trace_to_jaxpr_dynamic
+
+  def fun(*xs):
+    out = primitive.bind(*xs, **params)
+    return out if primitive.multiple_results else [out]
+
+  jaxpr, consts = trace_to_jaxpr_dynamic(fun, avals)
+  return compile_jaxpr(ClosedJaxpr(jaxpr, consts), device=device, name=primitive.name)
+
+
+primitive_lib.default_impl.append(apply_primitive)
+
+
+# ----------------------------------------------------------------------------- debug_nans
+
+def check_nans(primitive, outs) -> None:
+  for out in outs:
+    if isinstance(out, Array) and np.issubdtype(out.dtype, np.inexact):
+      if np.isnan(np.asarray(out)).any():
+        raise FloatingPointError(f"invalid value (nan) encountered in {primitive}")
+
+
+def check_nans_in_jaxpr(closed_jaxpr: ClosedJaxpr, args, outs, name: str) -> None:
+  """After a compiled call produced a NaN, re-run it op by op to name the culprit."""
+  for out in outs:
+    if isinstance(out, Array) and np.issubdtype(out.dtype, np.inexact):
+      if np.isnan(np.asarray(out)).any():
+        eval_jaxpr(closed_jaxpr.jaxpr, closed_jaxpr.consts, *args)
+        raise FloatingPointError(f"invalid value (nan) encountered in jit({name})")
