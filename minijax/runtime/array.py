@@ -1,0 +1,283 @@
+"""`Array`: a value that lives on one device, and `device_put`, which makes one.
+
+An `Array` pairs one single-device jaxlib array (`_buffer`) with its minijax aval (`aval`, a
+`ShapedArray` carrying the weak-type bit that jaxlib does not know about) and the device it
+lives on.  Its contents reach the host only when asked for (`_value`, `__array__`, printing,
+conversion to Python scalars), and then once: the host copy is cached, read-only.
+
+Host-to-device goes through `xla_client.batched_device_put`; device-to-host goes through
+DLPack, copying out of the exported view so that no external reference outlives the read
+(an outstanding reference would silently stop jaxlib from donating the buffer later).  numpy
+refuses DLPack for the ml_dtypes types (bfloat16, float8): those are copied from the buffer's
+address once it is ready.  Neither direction goes near the jaxlib paths that import `jax`.
+
+Arithmetic, indexing, `.T`, `.at` and the reductions are installed on `Array` later by the numpy
+layer; this module only gives it what every array needs to exist, print and be converted.
+"""
+from __future__ import annotations
+
+import ctypes
+import operator
+from typing import Any
+
+import numpy as np
+
+from jaxlib import _jax, xla_client
+
+from minijax.config import config
+from minijax.core import dtypes
+from minijax.core.avals import ShapedArray
+from minijax.runtime import backend
+
+_DELETED_MESSAGE = ("Array has been deleted: it was deleted explicitly with .delete() or donated "
+                    "to a computation (donate_argnums), and its buffer is gone")
+_DLPACK_KINDS = frozenset("biufc")
+_IMMUTABLE_DURING_CALL = xla_client.HostBufferSemantics.IMMUTABLE_ONLY_DURING_CALL
+_PYTHON_SCALARS = (bool, int, float, complex)
+
+
+class _DLPackExport:
+  """Lets `np.from_dlpack` read a jaxlib buffer (only the unversioned protocol is offered)."""
+  __slots__ = ("buffer",)
+
+  def __init__(self, buffer):
+    self.buffer = buffer
+
+  def __dlpack__(self, *, stream=None, max_version=None, dl_device=None, copy=None):
+    return _jax.buffer_to_dlpack_managed_tensor(self.buffer)
+
+  def __dlpack_device__(self):
+    return (1, 0)  # kDLCPU, device 0: CPU memory is shared by every CPU device
+
+
+def _buffer_to_numpy(buffer, aval: ShapedArray) -> np.ndarray:
+  dtype = aval.dtype
+  if dtype.kind in _DLPACK_KINDS:
+    out = np.from_dlpack(_DLPackExport(buffer)).copy()
+  else:
+    out = np.empty(aval.shape, dtype)
+    buffer.block_until_ready()
+    if out.nbytes:
+      ctypes.memmove(out.ctypes.data, buffer.unsafe_buffer_pointer(), out.nbytes)
+  out.flags.writeable = False
+  return out
+
+
+class Array:
+  """An immutable array stored on one device."""
+  __slots__ = ("_buffer", "aval", "_device", "_npy", "__weakref__")
+  __array_priority__ = 100
+
+  def __init__(self, buffer, aval: ShapedArray, device):
+    self._buffer = buffer
+    self.aval = aval
+    self._device = device
+    self._npy = None
+
+  # ---- metadata: always available, even once deleted
+  shape = property(lambda self: self.aval.shape)
+  dtype = property(lambda self: self.aval.dtype)
+  ndim = property(lambda self: len(self.aval.shape))
+  size = property(lambda self: self.aval.size)
+  weak_type = property(lambda self: self.aval.weak_type)
+  device = property(lambda self: self._device)
+  sharding = property(lambda self: backend.sharding_for(self._device))
+
+  def devices(self) -> set:
+    return {self._device}
+
+  # ---- lifetime
+  def is_deleted(self) -> bool:
+    return self._buffer.is_deleted()
+
+  def delete(self) -> None:
+    self._buffer.delete()
+    self._npy = None
+
+  def _check_alive(self) -> None:
+    if self._buffer.is_deleted():
+      self._npy = None
+      raise RuntimeError(_DELETED_MESSAGE)
+
+  def block_until_ready(self) -> Array:
+    self._check_alive()
+    self._buffer.block_until_ready()
+    return self
+
+  def is_ready(self) -> bool:
+    self._check_alive()
+    return self._buffer.is_ready()
+
+  def copy_to_host_async(self) -> None:
+    """Device memory is host memory on CPU: nothing to start, the read itself is cheap."""
+    self._check_alive()
+
+  def unsafe_buffer_pointer(self) -> int:
+    self._check_alive()
+    return self._buffer.unsafe_buffer_pointer()
+
+  # ---- host values
+  @property
+  def _value(self) -> np.ndarray:
+    """The contents as a read-only numpy array, copied to the host once and cached."""
+    self._check_alive()
+    npy = self._npy
+    if npy is None:
+      npy = self._npy = _buffer_to_numpy(self._buffer, self.aval)
+    return npy
+
+  def __array__(self, dtype=None, copy=None):
+    value = self._value
+    if copy:
+      return np.array(value, dtype=dtype, copy=True)
+    if copy is False and dtype is not None and np.dtype(dtype) != value.dtype:
+      raise ValueError(f"converting an Array of dtype {value.dtype} to {np.dtype(dtype)} "
+                       "requires a copy, but copy=False was passed")
+    return value if dtype is None else value.astype(dtype, copy=False)
+
+  def __dlpack__(self, *, stream=None, max_version=None, dl_device=None, copy=None):
+    """Zero-copy export; while the consumer holds it, donating this array cannot reuse it."""
+    self._check_alive()
+    return _jax.buffer_to_dlpack_managed_tensor(self._buffer)
+
+  def __dlpack_device__(self):
+    return (1, 0)
+
+  def item(self):
+    return self._value.item()
+
+  def tolist(self):
+    return self._value.tolist()
+
+  def tobytes(self, order="C") -> bytes:
+    return self._value.tobytes(order)
+
+  def __bool__(self):
+    return bool(self._value)
+
+  def __int__(self):
+    return int(self._value)
+
+  def __float__(self):
+    return float(self._value)
+
+  def __complex__(self):
+    return complex(self._value)
+
+  def __index__(self):
+    return operator.index(self._value)
+
+  def __hash__(self):
+    raise TypeError("unhashable type: 'Array' (like numpy arrays, minijax Arrays are mutable in "
+                    "spirit and not hashable; use a tuple of Python scalars as a key instead)")
+
+  def __reduce__(self):
+    return (_rebuild, (self._value, self.aval.weak_type))
+
+  # ---- sequence protocol over the leading axis
+  def __len__(self):
+    if not self.aval.shape:
+      raise TypeError("len() of unsized object")
+    return self.aval.shape[0]
+
+  def __iter__(self):
+    if not self.aval.shape:
+      raise TypeError("iteration over a 0-d array")
+    aval = self.aval.update(shape=self.aval.shape[1:])
+    device = self._device
+    return (_put_numpy(row, aval, device) for row in self._value)
+
+  def __reversed__(self):
+    if not self.aval.shape:
+      raise TypeError("iteration over a 0-d array")
+    aval = self.aval.update(shape=self.aval.shape[1:])
+    device = self._device
+    return (_put_numpy(row, aval, device) for row in self._value[::-1])
+
+  # ---- printing
+  def __repr__(self):
+    prefix = "Array("
+    weak = ", weak_type=True" if self.aval.weak_type else ""
+    dtype_str = f"dtype={self.dtype.name}{weak})"
+    if self._buffer.is_deleted():
+      return f"{prefix}<deleted>, shape={self.shape}, {dtype_str}"
+    if self.size == 0:
+      body = f"[], shape={self.shape}"
+    else:
+      line_width = np.get_printoptions()["linewidth"]
+      body = np.array2string(self._value, prefix=prefix, suffix=",", separator=", ",
+                             max_line_width=line_width)
+      last_line_len = len(body) - body.rfind("\n") + 1
+      if last_line_len + len(dtype_str) + 1 > line_width:
+        return f"{prefix}{body},\n{' ' * len(prefix)}{dtype_str}"
+    return f"{prefix}{body}, {dtype_str}"
+
+  def __str__(self):
+    return str(self._value)
+
+  def __format__(self, format_spec):
+    value = self._value
+    return format(value[()] if value.ndim == 0 else value, format_spec)
+
+
+def make_array(buffer, aval: ShapedArray, device=None) -> Array:
+  """Wraps a jaxlib array whose aval is known (the dispatch path); finds its device if not given."""
+  if device is None:
+    device = buffer._sharding._device
+  return Array(buffer, aval, device)
+
+
+def _put_numpy(value: np.ndarray, aval: ShapedArray, device) -> Array:
+  """Copies `value` (already of dtype `aval.dtype` and shape `aval.shape`) to `device`."""
+  buffer = xla_client.batched_device_put(
+      aval, backend.sharding_for(device), [value], [device], True,
+      host_buffer_semantics=_IMMUTABLE_DURING_CALL, enable_x64=config.enable_x64)
+  return Array(buffer, aval, device)
+
+
+def _rebuild(value: np.ndarray, weak_type: bool) -> Array:
+  return _put_numpy(value, ShapedArray(value.shape, value.dtype, weak_type), backend.default_device())
+
+
+def _copy_to_device(x: Array, device) -> Array:
+  x._check_alive()
+  (buffer,) = _jax.batched_copy_array_to_devices_with_sharding(
+      [x._buffer], [xla_client.DeviceList((device,))], [backend.sharding_for(device)],
+      [xla_client.ArrayCopySemantics.ALWAYS_COPY])
+  return Array(buffer, x.aval, device)
+
+
+def device_put(x: Any, device=None) -> Array:
+  """Places `x` (an Array, a numpy array or scalar, or a Python scalar) on `device`.
+
+  `device` is None (device 0, or where an Array already is), an index, or a device object.
+  Python scalars are weakly typed; with x64 off, 64-bit values become their 32-bit kin.
+  """
+  if isinstance(x, Array):
+    if device is None:
+      return x
+    device = backend.get_device(device)
+    return x if x._device == device else _copy_to_device(x, device)
+  device = backend.get_device(device)
+  if isinstance(x, (np.ndarray, np.generic)):
+    value, weak_type = x, False
+  elif isinstance(x, _PYTHON_SCALARS):
+    value, weak_type = x, not isinstance(x, bool)
+  elif hasattr(x, "__array__") and hasattr(x, "dtype") and not hasattr(x, "aval"):
+    value, weak_type = np.asarray(x), False
+  else:
+    raise TypeError(f"device_put: values of type {type(x).__name__} cannot be put on a device "
+                    f"({x!r:.60}); pass an Array, a numpy array or a Python scalar")
+  if isinstance(value, _PYTHON_SCALARS):
+    dtype = dtypes.python_scalar_dtype(value)
+  else:
+    try:
+      dtype = dtypes.canonicalize_dtype(value.dtype)
+    except TypeError as err:
+      raise TypeError(f"device_put: cannot put a {type(x).__name__} of dtype {value.dtype} on a "
+                      f"device: {err}") from None
+    if dtype == dtypes.float0:
+      raise TypeError("device_put: float0 values (tangents of integers) stay on the host; "
+                      "use numpy zeros of dtype bool if a device value is needed")
+  value = np.asarray(value, dtype)
+  return _put_numpy(value, ShapedArray(value.shape, dtype, weak_type), device)

@@ -1,0 +1,262 @@
+"""Compiling MHLO modules for one device, and running them.
+
+`compile` hands an `ir.Module` to jaxlib's CPU client for one device and returns an
+`Executable`, which runs it on `Array`s and returns `Array`s.  Calling an executable is the
+dispatch hot path, so everything that can be decided once is decided at compile time: the
+result handlers (one per output, built from minijax's own avals with checks skipped, which is
+also what keeps jaxlib from importing `jax` to build them), the output avals and device, and
+whether the plain path applies.  The plain path reads `_buffer` off every argument, executes,
+and wraps the outputs; anything unusual (numpy or Python arguments, an argument on another
+device, tokens) falls to a slower path, and jaxlib's errors are translated only after they
+happen (a deleted or donated argument, a wrong count or aval).
+
+Ordered effects are chained through tokens.  The lowered `main` takes one token per ordered
+effect before its array arguments, in `ordered_effects` order, and returns the same number of
+tokens before its array results.  `runtime_tokens` keeps, for every (effect, device), the
+token returned by the last execution that carried the effect; the first execution gets a
+zero-byte `bool[0]` array.  Each execution therefore waits for the previous one with the same
+effect on that device, in call order, without the host ever blocking.  Executables with
+unordered effects record their execution-status token instead, so that
+`runtime_tokens.wait_all()` can wait for every started effectful computation.
+"""
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from typing import Any, Callable, Sequence
+
+import numpy as np
+
+from jaxlib import _jax, xla_client
+
+from minijax.config import config
+from minijax.core.avals import ShapedArray
+from minijax.runtime import backend
+from minijax.runtime.array import Array, _DELETED_MESSAGE, _put_numpy, device_put
+
+logger = logging.getLogger("minijax")
+
+_TOKEN_AVAL = ShapedArray((0,), np.bool_)
+_JaxRuntimeError = _jax.JaxRuntimeError
+
+
+class RuntimeTokens:
+  """The latest token of every (ordered effect, device), and the status of unordered runs."""
+
+  _MAX_UNORDERED = 256  # per device, before the oldest statuses are waited for and dropped
+
+  def __init__(self):
+    self._lock = threading.RLock()
+    self._tokens: dict[tuple[Any, Any], Any] = {}
+    self._unordered: dict[Any, list] = {}
+    self._initial: dict[Any, Any] = {}
+
+  def current(self, effect, device) -> Any:
+    """The token the next execution with `effect` on `device` must wait for."""
+    token = self._tokens.get((effect, device))
+    if token is None:
+      token = self._initial.get(device)
+      if token is None:
+        token = self._initial[device] = _put_numpy(np.zeros((0,), np.bool_), _TOKEN_AVAL,
+                                                   device)._buffer
+    return token
+
+  def _record_unordered(self, device, status) -> None:
+    statuses = self._unordered.setdefault(device, [])
+    statuses.append(status)
+    if len(statuses) > self._MAX_UNORDERED:
+      done, statuses[:] = statuses[:len(statuses) // 2], statuses[len(statuses) // 2:]
+      for old in done:
+        old.block_until_ready()
+
+  def pending(self) -> list:
+    """Everything a barrier must wait for: the current tokens and the unordered run statuses."""
+    with self._lock:
+      return list(self._tokens.values()) + [s for ss in self._unordered.values() for s in ss]
+
+  def wait_all(self) -> None:
+    """Blocks until every effectful computation started so far has finished (or failed)."""
+    with self._lock:
+      tokens = list(self._tokens.values())
+      statuses = [s for ss in self._unordered.values() for s in ss]
+      self._unordered.clear()
+    if tokens:
+      xla_client.batched_block_until_ready(tokens)
+    for status in statuses:
+      status.block_until_ready()
+
+  block_until_ready = wait_all
+
+  def clear(self) -> None:
+    """Forgets every token: the next effectful executions start new chains."""
+    with self._lock:
+      self._tokens.clear()
+      self._unordered.clear()
+
+
+runtime_tokens = RuntimeTokens()
+
+
+class Executable:
+  """A module compiled for one device; call it with one argument per array parameter."""
+
+  def __init__(self, loaded, *, name: str, device, in_avals, out_avals, donated_args,
+               host_callbacks, ordered_effects, unordered_effects, compile_seconds: float):
+    self._exe = loaded
+    self.name = name
+    self.device = device
+    self.in_avals = tuple(in_avals)
+    self.out_avals = tuple(out_avals)
+    self.donated_args = tuple(donated_args)
+    self.host_callbacks = tuple(host_callbacks)  # jaxlib holds them only as long as we do
+    self.ordered_effects = tuple(ordered_effects)
+    self.unordered_effects = tuple(unordered_effects)
+    self.num_tokens = len(self.ordered_effects)
+    self.compile_seconds = compile_seconds
+    sharding = backend.sharding_for(device)
+    self._handlers = [xla_client.array_result_handler(aval, sharding, True, _skip_checks=True)
+                      for aval in self.out_avals]
+    self._all_handlers = [xla_client.array_result_handler(_TOKEN_AVAL, sharding, True,
+                                                          _skip_checks=True)
+                          ] * self.num_tokens + self._handlers
+    self._out_devices = (device,) * len(self.out_avals)
+    self._plain = not self.ordered_effects and not self.unordered_effects
+    self._check_devices = backend.device_count() > 1
+    self._execute_sharded = loaded.execute_sharded
+
+  def __call__(self, *args) -> list[Array]:
+    if self._plain:
+      try:
+        buffers = [a._buffer for a in args]
+      except AttributeError:
+        return self._call_general(args)
+      if self._check_devices:
+        device = self.device
+        for a in args:
+          if a._device is not device:
+            return self._call_general(args)
+      try:
+        outs = self._execute_sharded(buffers).consume_with_handlers(self._handlers)
+      except _JaxRuntimeError as err:
+        self._diagnose(args, err)
+        raise
+      return list(map(Array, outs, self.out_avals, self._out_devices))
+    return self._call_general(args)
+
+  def _call_general(self, args) -> list[Array]:
+    args = self._prepare(args)
+    buffers = [a._buffer for a in args]
+    device = self.device
+    try:
+      if self.ordered_effects:
+        n = self.num_tokens
+        tokens = runtime_tokens
+        with tokens._lock:
+          effects = self.ordered_effects
+          results = self._execute_sharded(
+              [tokens.current(e, device) for e in effects] + buffers,
+              with_tokens=bool(self.unordered_effects))
+          if self.unordered_effects:
+            tokens._record_unordered(device, results.consume_token())
+          outs = results.consume_with_handlers(self._all_handlers)
+          for effect, token in zip(effects, outs[:n]):
+            tokens._tokens[(effect, device)] = token
+        outs = outs[n:]
+      elif self.unordered_effects:
+        results = self._execute_sharded(buffers, with_tokens=True)
+        with runtime_tokens._lock:
+          runtime_tokens._record_unordered(device, results.consume_token())
+        outs = results.consume_with_handlers(self._handlers)
+      else:
+        outs = self._execute_sharded(buffers).consume_with_handlers(self._handlers)
+    except _JaxRuntimeError as err:
+      self._diagnose(args, err)
+      raise
+    return list(map(Array, outs, self.out_avals, self._out_devices))
+
+  def _prepare(self, args) -> list[Array]:
+    """Puts every argument on this executable's device and checks it against `in_avals`."""
+    if len(args) != len(self.in_avals):
+      raise TypeError(f"{self._describe()} takes {len(self.in_avals)} array argument(s), "
+                      f"got {len(args)}")
+    device = self.device
+    prepared = []
+    for i, (arg, aval) in enumerate(zip(args, self.in_avals)):
+      if isinstance(arg, Array):
+        if arg._buffer.is_deleted():
+          raise RuntimeError(f"{_DELETED_MESSAGE} (argument {i} of {self._describe()})")
+        if arg._device != device:
+          arg = device_put(arg, device)
+      else:
+        arg = device_put(arg, device)
+      if arg.aval.shape != aval.shape or arg.aval.dtype != aval.dtype:
+        raise TypeError(f"argument {i} of {self._describe()} should be "
+                        f"{aval.str_short()}, got {arg.aval.str_short()}")
+      prepared.append(arg)
+    return prepared
+
+  def _diagnose(self, args, err: Exception) -> None:
+    """Raises a clearer error than jaxlib's when the arguments are at fault; else returns."""
+    try:
+      self._prepare(args)
+    except (TypeError, RuntimeError) as clearer:
+      raise clearer from err
+
+  def _describe(self) -> str:
+    return f"the computation {self.name!r} compiled for {self.device}"
+
+  def as_text(self) -> str:
+    """XLA's optimized HLO for this executable."""
+    return self._exe.get_hlo_text()
+
+  def cost_analysis(self) -> dict:
+    return self._exe.cost_analysis()
+
+  def __repr__(self):
+    ins = ", ".join(a.str_short() for a in self.in_avals)
+    outs = ", ".join(a.str_short() for a in self.out_avals)
+    return f"Executable({self.name}: ({ins}) -> ({outs}) on {self.device})"
+
+
+def compile(module, *, device, name: str, in_avals: Sequence[ShapedArray],
+            out_avals: Sequence[ShapedArray], donated_args: Sequence[bool] = (),
+            host_callbacks: Sequence[Callable] = (), num_tokens: int = 0,
+            ordered_effects: Sequence[Any] = (), unordered_effects: Sequence[Any] = ()
+            ) -> Executable:
+  """Compiles `module` (an `ir.Module` whose public `main` follows the token contract above).
+
+  `donated_args` is informational: the module's `tf.aliasing_output` argument attributes are
+  what make jaxlib reuse (and delete) donated inputs.  `host_callbacks` are the Python
+  callables that `xla_ffi_python_cpu_callback` custom calls refer to by index.
+  """
+  if num_tokens != len(ordered_effects):
+    raise ValueError(f"compiling {name!r}: num_tokens={num_tokens} but {len(ordered_effects)} "
+                     f"ordered effect(s) {list(ordered_effects)}; the module needs one token "
+                     "parameter and result per ordered effect")
+  if donated_args and len(donated_args) != len(in_avals):
+    raise ValueError(f"compiling {name!r}: donated_args has {len(donated_args)} entries for "
+                     f"{len(in_avals)} array argument(s)")
+  client = backend.get_client()
+  device = backend.get_device(device)
+  options = xla_client.CompileOptions()
+  options.device_assignment = xla_client.DeviceAssignment.create(
+      np.array([[device.id]], dtype=np.int32))
+  start = time.perf_counter()
+  try:
+    loaded = client.compile_and_load(module, xla_client.DeviceList((device,)), options,
+                                     host_callbacks=list(host_callbacks))
+  except _JaxRuntimeError as err:
+    err.add_note(f"while compiling {name!r} for {device}")
+    raise
+  seconds = time.perf_counter() - start
+  if config.log_compiles or logger.isEnabledFor(logging.DEBUG):
+    level = logging.WARNING if config.log_compiles else logging.DEBUG
+    logger.log(level, "Compiled %s for %s in %.1f ms: (%s) -> (%s)%s", name, device,
+               seconds * 1e3, ", ".join(a.str_short() for a in in_avals),
+               ", ".join(a.str_short() for a in out_avals),
+               f" with ordered effects {list(ordered_effects)}" if ordered_effects else "")
+  return Executable(loaded, name=name, device=device, in_avals=in_avals, out_avals=out_avals,
+                    donated_args=donated_args, host_callbacks=host_callbacks,
+                    ordered_effects=ordered_effects, unordered_effects=unordered_effects,
+                    compile_seconds=seconds)
