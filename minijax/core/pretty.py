@@ -74,16 +74,24 @@ def _pp_param_value(value, names: _Names, indent: int) -> str:
   return str(value)
 
 
+def _has_jaxpr(value) -> bool:
+  if isinstance(value, (Jaxpr, ClosedJaxpr)):
+    return True
+  return isinstance(value, tuple) and any(isinstance(v, (Jaxpr, ClosedJaxpr)) for v in value)
+
+
 def pp_eqn(eqn: JaxprEqn, names: _Names | None = None, indent: int = 0) -> str:
   names = names or _Names()
+  outs = " ".join(names.binder(v) for v in eqn.outvars)
   rule = pp_rules.get(eqn.primitive)
   params = rule(eqn.params, names, indent + 2) if rule else [
       f"{k}={_pp_param_value(v, names, indent + 2)}" for k, v in eqn.params.items()]
   ins = " ".join(names(v) for v in eqn.invars)
-  outs = " ".join(names.binder(v) for v in eqn.outvars)
+  multiline = (any(_has_jaxpr(v) for v in eqn.params.values())
+               or sum(len(p) + 1 for p in params) > _LINE_WIDTH)
   if not params:
     head = str(eqn.primitive)
-  elif any("\n" in p for p in params) or sum(len(p) + 1 for p in params) > _LINE_WIDTH:
+  elif multiline:
     pad = " " * (indent + 2)
     head = f"{eqn.primitive}[\n" + "\n".join(pad + p for p in params) + f"\n{' ' * indent}]"
   else:
@@ -101,7 +109,7 @@ def _pp_jaxpr_lines(jaxpr, names: _Names, indent: int, consts=None) -> str:
   invars = " ".join(names.binder(v) for v in jaxpr.invars)
   eqns = [pp_eqn(e, names, indent + 4) for e in jaxpr.eqns]
   outs = "(" + ", ".join(names(v) for v in jaxpr.outvars) + ("," if len(jaxpr.outvars) == 1 else "") + ")"
-  header = f"{{ lambda {constvars}{' ' if constvars else ''}; {invars}. let"
+  header = f"{{ lambda {constvars}; {invars}. let"
   one_line = f"{header} {' '.join(eqns)}{' ' if eqns else ''}in {outs} }}"
   if (len(one_line) + indent <= _LINE_WIDTH and len(eqns) <= 3
       and not any("\n" in e or "#" in e for e in eqns)):

@@ -1,0 +1,27 @@
+import os
+import sys
+
+import pytest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+@pytest.fixture
+def x64():
+  """Runs a test with 64-bit types enabled, restoring the flag afterwards."""
+  import minijax
+  previous = minijax.config.enable_x64
+  minijax.config.update("enable_x64", True)
+  try:
+    yield
+  finally:
+    minijax.config.update("enable_x64", previous)
+
+
+def run_python(code: str, env: dict | None = None, timeout: float = 120):
+  """Runs `code` in a fresh interpreter (for device counts, exit handlers, sys.modules)."""
+  import subprocess
+  full_env = dict(os.environ, **(env or {}))
+  full_env["PYTHONPATH"] = ROOT + os.pathsep + full_env.get("PYTHONPATH", "")
+  return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                        env=full_env, timeout=timeout)

@@ -1,0 +1,145 @@
+"""Core: dtypes and promotion, avals, tracing into jaxprs, the printer, the typechecker,
+and the errors tracing raises."""
+import numpy as np
+import pytest
+
+import minijax
+from minijax import lax
+from minijax.core import dtypes
+from minijax.core.avals import ShapedArray
+from minijax.core.errors import ConcretizationTypeError, UnexpectedTracerError
+from minijax.core.jaxpr import Jaxpr, JaxprEqn, Var, typecheck_jaxpr, JaxprTypeError
+
+
+@pytest.mark.parametrize("a, b, expected", [
+    ((dtypes.float16, False), (dtypes.float32, True), (dtypes.float16, False)),
+    ((dtypes.int32, False), (dtypes.float32, True), (dtypes.float32, True)),
+    ((dtypes.uint8, False), (dtypes.int8, False), (dtypes.int16, False)),
+    ((dtypes.bool_, False), (dtypes.int32, True), (dtypes.int32, True)),
+    ((dtypes.bfloat16, False), (dtypes.float16, False), (dtypes.float32, False)),
+    ((dtypes.int32, False), (dtypes.float32, False), (dtypes.float32, False)),
+    ((dtypes.int8, False), (dtypes.int32, True), (dtypes.int8, False)),
+])
+def test_promotion_follows_jax_lattice(a, b, expected):
+  assert dtypes.result_type(a, b) == expected
+
+
+def test_x64_off_canonicalizes_64_bit_types_to_32_bits():
+  assert dtypes.canonicalize_dtype(np.float64) == np.float32
+  assert dtypes.canonicalize_dtype(np.int64) == np.int32
+  x = minijax.device_put(np.arange(3, dtype=np.float64))
+  assert x.dtype == np.float32
+
+
+def test_x64_on_keeps_64_bit_types(x64):
+  assert dtypes.canonicalize_dtype(np.float64) == np.float64
+  x = minijax.device_put(np.arange(3, dtype=np.int64))
+  assert x.dtype == np.int64
+  assert minijax.device_put(1.5).dtype == np.float64
+
+
+def test_python_scalars_are_weakly_typed():
+  x = minijax.device_put(2.0)
+  assert x.weak_type and x.dtype == np.float32
+  y = lax.add(minijax.device_put(np.ones(2, np.float16)), 1.0)
+  assert y.dtype == np.float16 and not y.weak_type
+
+
+def test_unknown_config_flag_is_named():
+  with pytest.raises(AttributeError, match="no flag 'enable_x65'"):
+    minijax.config.update("enable_x65", True)
+
+
+def test_avals_print_short_and_hash_by_value():
+  a = ShapedArray((2, 3), np.float32)
+  assert a.str_short() == "f32[2,3]"
+  assert a == ShapedArray((2, 3), np.float32) and hash(a) == hash(ShapedArray((2, 3), np.float32))
+  assert ShapedArray((), dtypes.bfloat16).str_short() == "bf16[]"
+  assert ShapedArray((1,), np.bool_).str_short() == "bool[1]"
+
+
+def test_make_jaxpr_prints_a_short_jaxpr_on_one_line():
+  x = np.ones(3, np.float32)
+  assert str(minijax.make_jaxpr(lax.sin)(x)) == "{ lambda ; a:f32[3]. let b:f32[3] = sin a in (b,) }"
+
+
+def test_make_jaxpr_prints_longer_jaxprs_one_equation_per_line():
+  def f(x, y):
+    return lax.sin(lax.mul(lax.add(x, y), y)), lax.cos(x)
+  text = str(minijax.make_jaxpr(f)(np.ones(3, np.float32), np.ones(3, np.float32)))
+  assert text == """\
+{ lambda ; a:f32[3] b:f32[3]. let
+    c:f32[3] = add a b
+    d:f32[3] = mul c b
+    e:f32[3] = sin d
+    f:f32[3] = cos a
+  in (e, f) }"""
+
+
+def test_closed_over_arrays_print_as_constants_and_scalars_as_literals():
+  c = np.arange(3, dtype=np.float32)
+  text = str(minijax.make_jaxpr(lambda x: lax.add(lax.mul(x, c), 2.0))(np.ones(3, np.float32)))
+  assert text.startswith("{ lambda a:f32[3]; b:f32[3]. let")
+  assert "2.0:f32[]" in text
+
+
+def test_nested_jit_prints_its_jaxpr_indented():
+  inner = minijax.jit(lax.sin)
+  text = str(minijax.make_jaxpr(lambda x: lax.cos(inner(x)))(np.ones(2, np.float32)))
+  assert text == """\
+{ lambda ; a:f32[2]. let
+    b:f32[2] = jit[
+      name=sin
+      jaxpr={ lambda ; c:f32[2]. let d:f32[2] = sin c in (d,) }
+    ] a
+    e:f32[2] = cos b
+  in (e,) }"""
+
+
+def test_typecheck_accepts_traced_jaxprs():
+  closed = minijax.make_jaxpr(lambda x: lax.sin(lax.mul(x, x)))(np.ones(2, np.float32))
+  typecheck_jaxpr(closed.jaxpr)
+
+
+def test_typecheck_names_the_offending_equation():
+  a = Var(ShapedArray((2,), np.float32))
+  b = Var(ShapedArray((3,), np.float32))
+  from minijax.lax import sin_p
+  jaxpr = Jaxpr([], [a], [b], [JaxprEqn([a], [b], sin_p, {}, frozenset(), None)])
+  with pytest.raises(JaxprTypeError, match=r"declares outputs \['f32\[3\]'\].*produces \['f32\[2\]'\]"):
+    typecheck_jaxpr(jaxpr)
+
+
+def test_typecheck_rejects_undefined_variables():
+  a, b, c = (Var(ShapedArray((2,), np.float32)) for _ in range(3))
+  from minijax.lax import sin_p
+  jaxpr = Jaxpr([], [a], [c], [JaxprEqn([b], [c], sin_p, {}, frozenset(), None)])
+  with pytest.raises(JaxprTypeError, match="used before it is defined"):
+    typecheck_jaxpr(jaxpr)
+
+
+def test_traced_value_used_as_python_bool_names_the_argument():
+  def f(x):
+    if lax.sin(x):
+      return x
+    return x
+  with pytest.raises(ConcretizationTypeError, match=r"bool\(\).*static_argnums.*lax.cond"):
+    minijax.jit(f)(1.0)
+
+
+def test_traced_argument_used_as_python_int_names_it():
+  with pytest.raises(ConcretizationTypeError, match=r"int\(\) was called on the traced value n"):
+    minijax.jit(lambda x, n: lax.mul(x, int(n)))(1.0, 2)
+
+
+def test_leaked_tracer_is_reported_when_used_after_its_trace_ended():
+  leaked = []
+  minijax.jit(lambda x: leaked.append(x) or x)(1.0)
+  with pytest.raises(UnexpectedTracerError, match="leaked tracer"):
+    lax.sin(leaked[0])
+
+
+def test_equation_carries_the_users_source_location():
+  closed = minijax.make_jaxpr(lambda x: lax.sin(x))(1.0)
+  info = closed.jaxpr.eqns[0].source_info
+  assert info.file == __file__ and info.function == "<lambda>"
