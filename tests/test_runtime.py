@@ -34,7 +34,8 @@ def _tensor(aval):
 
 def build_module(in_avals, out_avals, body, *, num_tokens=0, aliases=None):
   """A module whose public `main` takes `num_tokens` tokens then `in_avals`; `body(tokens, args)`
-  returns (tokens, results).  `aliases` maps an argument index to the output it donates to."""
+  returns (tokens, results).  `aliases` maps an array argument to the array result it donates
+  to; in `tf.aliasing_output` both count the leading tokens."""
   with ir_context(), ir.Location.unknown():
     module = ir.Module.create()
     token = mhlo.TokenType.get()
@@ -46,7 +47,8 @@ def build_module(in_avals, out_avals, body, *, num_tokens=0, aliases=None):
       if aliases:
         i32 = ir.IntegerType.get_signless(32)
         main.arg_attrs = ir.ArrayAttr.get([
-            ir.DictAttr.get({"tf.aliasing_output": ir.IntegerAttr.get(i32, aliases[i - num_tokens])}
+            ir.DictAttr.get({"tf.aliasing_output":
+                             ir.IntegerAttr.get(i32, num_tokens + aliases[i - num_tokens])}
                             if i - num_tokens in aliases else {})
             for i in range(len(in_types))])
       block = main.add_entry_block()
@@ -65,14 +67,14 @@ def compile_add(device=None, aliases=None, aval=f32_4):
                          donated_args=(bool(aliases), False))
 
 
-def compile_effectful(effects):
+def compile_effectful(effects, aliases=None):
   """main(tokens..., x: f32[]) -> (tokens..., x + x): one token per effect, passed through."""
   module = build_module([f32_0d], [f32_0d],
                         lambda toks, args: (toks, [mhlo.AddOp(args[0], args[0]).result]),
-                        num_tokens=len(effects))
+                        num_tokens=len(effects), aliases=aliases)
   return runtime.compile(module, device=runtime.get_device(None), name="effectful",
                          in_avals=[f32_0d], out_avals=[f32_0d], num_tokens=len(effects),
-                         ordered_effects=effects)
+                         ordered_effects=effects, donated_args=(bool(aliases),))
 
 
 def run_python(code: str, **env) -> str:
@@ -303,6 +305,14 @@ def test_donated_argument_is_deleted_and_reading_it_raises():
     exe(x, y)
 
 
+def test_donation_next_to_tokens_counts_the_tokens_in_both_indices():
+  exe = compile_effectful(("a", "b"), aliases={0: 0})  # arg 2 -> result 2 in the module
+  x = runtime.device_put(np.float32(3))
+  (out,) = exe(x)
+  assert float(out) == 6.0 and x.is_deleted()
+  runtime.runtime_tokens.clear()
+
+
 def test_ordered_effects_chain_tokens_per_effect():
   runtime.runtime_tokens.clear()
   device = runtime.devices()[0]
@@ -324,6 +334,31 @@ def test_ordered_effects_chain_tokens_per_effect():
   tokens.wait_all()
   tokens.clear()
   assert tokens.pending() == []
+
+
+def test_host_callback_threaded_on_a_token_sees_calls_in_order():
+  seen = []
+  aval = ShapedArray((3,), np.float32)
+
+  def body(tokens, args):
+    call = mhlo.CustomCallOp(
+        [mhlo.TokenType.get()], [args[0], tokens[0]],
+        call_target_name=ir.StringAttr.get("xla_ffi_python_cpu_callback"),
+        has_side_effect=ir.BoolAttr.get(True),
+        api_version=ir.IntegerAttr.get(ir.IntegerType.get_signless(32), 4),
+        backend_config=ir.DictAttr.get(
+            {"index": ir.IntegerAttr.get(ir.IntegerType.get_unsigned(64), 0)}))
+    return [call.results[0]], args
+
+  module = build_module([aval], [aval], body, num_tokens=1)
+  exe = runtime.compile(module, device=None, name="tap", in_avals=[aval], out_avals=[aval],
+                        host_callbacks=[lambda x, token: seen.append(float(x[0])) or ()],
+                        num_tokens=1, ordered_effects=("io",))
+  for i in range(5):
+    exe(np.full(3, i, np.float32))
+  runtime.runtime_tokens.wait_all()
+  assert seen == [0, 1, 2, 3, 4]
+  runtime.runtime_tokens.clear()
 
 
 def test_num_tokens_must_match_ordered_effects():
