@@ -14,6 +14,7 @@ import inspect
 from typing import Any, Callable, Sequence
 
 from minijax import tree_util
+from minijax.config import config
 from minijax.core import trace as trace_lib
 from minijax.core.avals import shaped_abstractify
 from minijax.core.jaxpr import ClosedJaxpr, Jaxpr
@@ -21,7 +22,7 @@ from minijax.core.trace import Tracer
 from minijax.interpreters import partial_eval as pe
 from minijax.lax.call import compiled_call, jit_p
 from minijax.lowering.mlir import lower_jaxpr_to_module
-from minijax.runtime import backend
+from minijax.runtime import backend, dispatch
 from minijax.runtime.array import Array
 
 
@@ -70,13 +71,15 @@ def _flat_arg_names(fun, args, kwargs) -> list[str]:
 
 
 class _Traced:
-  __slots__ = ("jaxpr", "consts", "out_tree", "executable")
+  __slots__ = ("jaxpr", "consts", "out_tree", "donated", "executable", "device")
 
-  def __init__(self, jaxpr, consts, out_tree):
+  def __init__(self, jaxpr, consts, out_tree, donated):
     self.jaxpr = jaxpr            # ClosedJaxpr, constants hoisted to leading inputs
     self.consts = consts
     self.out_tree = out_tree
-    self.executable = None
+    self.donated = donated        # one flag per input of `jaxpr`
+    self.executable = None        # compiled for `device`, set on the first eager call
+    self.device = None
 
 
 def _hoist_consts(jaxpr: Jaxpr) -> ClosedJaxpr:
@@ -127,14 +130,14 @@ class JitWrapped:
         kwargs[where] = value
     return args, kwargs
 
-  def _donated_leaves(self, dyn_args, static, num_kwarg_leaves) -> tuple[bool, ...]:
-    if not self._donate_argnums:
-      return ()
+  def _donated_leaves(self, args, static) -> tuple[bool, ...]:
+    """One flag per dynamic leaf of `(dyn_args, dyn_kwargs)`."""
+    static_positions = {where for where, _ in static if isinstance(where, int)}
     flags = []
-    positions = [i for i in range(len(dyn_args) + len(static)) if i not in dict(static)]
-    for pos, arg in zip(positions, dyn_args):
-      flags.extend([pos in self._donate_argnums] * len(tree_util.tree_leaves(arg)))
-    return tuple(flags + [False] * num_kwarg_leaves)
+    for pos, arg in enumerate(args):
+      if pos not in static_positions:
+        flags.extend([pos in self._donate_argnums] * len(tree_util.tree_leaves(arg)))
+    return tuple(flags)
 
   # -- tracing
 
@@ -153,7 +156,10 @@ class JitWrapped:
         if not static else None
     debug = _DebugInfo(self._name, names if names and len(names) == len(avals) else None)
     jaxpr, consts = pe.trace_to_jaxpr_dynamic(flat_fun, avals, debug)
-    return _Traced(_hoist_consts(jaxpr), consts, out_tree_box[0])
+    donated = self._donated_leaves(self._merge(static, dyn_args, dyn_kwargs)[0], static) \
+        if self._donate_argnums else ()
+    donated = (False,) * len(consts) + donated + (False,) * (len(avals) - len(donated))
+    return _Traced(_hoist_consts(jaxpr), consts, out_tree_box[0], donated)
 
   def _traced_for(self, args, kwargs):
     dyn_args, dyn_kwargs, static = self._split(args, kwargs)
@@ -170,7 +176,8 @@ class JitWrapped:
   # -- calling
 
   def __call__(self, *args, **kwargs):
-    if type(trace_lib._context.trace) is trace_lib.EvalTrace:
+    eager = type(trace_lib._context.trace) is trace_lib.EvalTrace
+    if eager:
       dyn_args, dyn_kwargs, static = self._split(args, kwargs) if (
           self._static_argnums or self._static_argnames) else (args, kwargs, ())
       flat, in_tree = tree_util.tree_flatten((dyn_args, dyn_kwargs))
@@ -179,20 +186,23 @@ class JitWrapped:
       except TypeError as e:
         raise TypeError(f"jit({self._name}): {e}") from None
       traced = self._cache.get((in_tree, avals, static))
-      if traced is not None and traced.executable is not None:
-        return traced.out_tree.unflatten(traced.executable(*traced.consts, *flat))
+      if traced is not None and traced.executable is not None and (
+          self._device is not None or _first_device(flat) is traced.device):
+        outs = traced.executable(*traced.consts, *flat)
+        if config.debug_nans:
+          dispatch.check_nans_in_jaxpr(traced.jaxpr, [*traced.consts, *flat], outs, self._name)
+        return traced.out_tree.unflatten(outs)
     traced, flat, dyn_args, static, in_tree = self._traced_for(args, kwargs)
-    donated = self._donated_leaves(dyn_args, static, in_tree.num_leaves - sum(
-        len(tree_util.tree_leaves(a)) for a in dyn_args))
-    donated = (False,) * len(traced.consts) + donated if donated else (False,) * (
-        len(traced.consts) + len(flat))
-    if type(trace_lib._context.trace) is trace_lib.EvalTrace and not any(
-        isinstance(c, Tracer) for c in traced.consts):
+    if eager and not any(isinstance(c, Tracer) for c in traced.consts):
       device = self._device or _first_device(flat)
-      traced.executable = compiled_call(traced.jaxpr, self._name, donated, device)
-      return traced.out_tree.unflatten(traced.executable(*traced.consts, *flat))
+      traced.executable = compiled_call(traced.jaxpr, self._name, traced.donated, device)
+      traced.device = device
+      outs = traced.executable(*traced.consts, *flat)
+      if config.debug_nans:
+        dispatch.check_nans_in_jaxpr(traced.jaxpr, [*traced.consts, *flat], outs, self._name)
+      return traced.out_tree.unflatten(outs)
     outs = jit_p.bind(*traced.consts, *flat, jaxpr=traced.jaxpr, name=self._name,
-                      donated_invars=donated, device=self._device)
+                      donated_invars=traced.donated, device=self._device)
     return traced.out_tree.unflatten(outs)
 
   def lower(self, *args, **kwargs) -> "Lowered":
@@ -232,7 +242,7 @@ class Lowered:
     self._traced = traced
     self._name = name
     self._device = device
-    self._result = lower_jaxpr_to_module(traced.jaxpr, name=name)
+    self._result = lower_jaxpr_to_module(traced.jaxpr, name=name, donated_args=traced.donated)
 
   def as_text(self) -> str:
     return str(self._result.module)
@@ -241,8 +251,7 @@ class Lowered:
     return self._result.module
 
   def compile(self) -> "Compiled":
-    fn = compiled_call(self._traced.jaxpr, self._name,
-                       (False,) * len(self._traced.jaxpr.in_avals), self._device)
+    fn = compiled_call(self._traced.jaxpr, self._name, self._traced.donated, self._device)
     return Compiled(fn, self._traced)
 
 

@@ -43,7 +43,8 @@ def compile_jaxpr(closed_jaxpr: ClosedJaxpr, *, device, name: str,
       lowered.module, device=device, name=name, in_avals=lowered.in_avals,
       out_avals=lowered.out_avals, donated_args=tuple(donated_args),
       host_callbacks=lowered.host_callbacks, num_tokens=len(lowered.ordered_effects),
-      ordered_effects=lowered.ordered_effects)
+      ordered_effects=lowered.ordered_effects,
+      unordered_effects=tuple(e for e in jaxpr.effects if not e.ordered))
 
 
 def _run_trivial(closed_jaxpr: ClosedJaxpr, device, *args) -> list:

@@ -1,0 +1,171 @@
+"""jit: caching, static and donated arguments, lowering text, devices, and the errors
+users meet at the jit boundary."""
+import logging
+
+import numpy as np
+import pytest
+
+import minijax
+from minijax import lax
+from tests.conftest import run_python
+
+
+def _count_compiles(caplog, fn):
+  minijax.config.update("log_compiles", True)
+  try:
+    with caplog.at_level(logging.WARNING, logger="minijax"):
+      caplog.clear()
+      fn()
+    return sum("Compiled" in r.getMessage() for r in caplog.records)
+  finally:
+    minijax.config.update("log_compiles", False)
+
+
+def test_jit_compiles_once_per_shape_and_dtype(caplog):
+  f = minijax.jit(lambda x: lax.sin(lax.mul(x, x)))
+  x3 = np.ones(3, np.float32)
+  assert _count_compiles(caplog, lambda: [f(x3), f(x3 + 1), f(minijax.device_put(x3))]) == 1
+  assert _count_compiles(caplog, lambda: f(np.ones(4, np.float32))) == 1
+  np.testing.assert_allclose(f(x3), np.sin(x3 * x3), rtol=1e-6)
+
+
+def test_log_compiles_names_the_function_and_avals(caplog):
+  def my_function(x):
+    return lax.cos(x)
+  f = minijax.jit(my_function)
+  minijax.config.update("log_compiles", True)
+  try:
+    with caplog.at_level(logging.WARNING, logger="minijax"):
+      f(np.ones((2, 2), np.float32))
+  finally:
+    minijax.config.update("log_compiles", False)
+  assert any("my_function" in r.getMessage() and "f32[2,2]" in r.getMessage()
+             for r in caplog.records)
+
+
+def test_results_stay_on_device_as_arrays():
+  out = minijax.jit(lax.sin)(np.ones(2, np.float32))
+  assert isinstance(out, minijax.Array)
+  assert out.devices() == {minijax.devices()[0]}
+
+
+def test_static_argnums_and_argnames_select_python_values():
+  def f(x, n, *, scale):
+    for _ in range(n):
+      x = lax.mul(x, float(scale))
+    return x
+  g = minijax.jit(f, static_argnums=1, static_argnames="scale")
+  np.testing.assert_allclose(g(np.ones(2, np.float32), 3, scale=2.0), [8.0, 8.0])
+  np.testing.assert_allclose(g(np.ones(2, np.float32), 2, scale=3.0), [9.0, 9.0])
+
+
+def test_unhashable_static_argument_is_a_clear_error():
+  g = minijax.jit(lambda x, shape: x, static_argnums=1)
+  with pytest.raises(ValueError, match="static argument 1 of type list is not hashable"):
+    g(1.0, [1, 2])
+
+
+def test_pytree_arguments_and_results():
+  f = minijax.jit(lambda d: {"s": lax.sin(d["a"]), "pair": (d["b"], lax.cos(d["a"]))})
+  out = f({"a": np.zeros(2, np.float32), "b": np.ones(3, np.float32)})
+  np.testing.assert_allclose(out["pair"][1], [1.0, 1.0])
+  assert out["pair"][0].shape == (3,)
+
+
+def test_string_argument_is_rejected_with_its_type():
+  with pytest.raises(TypeError, match="str"):
+    minijax.jit(lambda x: x)("hello")
+
+
+def test_object_leaf_is_rejected_with_its_type():
+  with pytest.raises(TypeError, match="object"):
+    minijax.jit(lambda x: x)(object())
+
+
+def test_jaxpr_without_equations_returns_without_compiling(caplog):
+  f = minijax.jit(lambda x, y: (y, x))
+  assert _count_compiles(caplog, lambda: f(np.ones(2, np.float32), 3.0)) == 0
+  a, b = f(np.ones(2, np.float32), 3.0)
+  assert float(a) == 3.0 and isinstance(b, minijax.Array)
+
+
+def test_nested_jit_lowers_to_a_func_call_of_a_private_function():
+  inner = minijax.jit(lax.sin)
+  text = minijax.jit(lambda x: lax.add(inner(x), inner(x))).lower(np.ones(2, np.float32)).as_text()
+  assert "func.func public @main" in text
+  assert text.count("call @sin") == 2 and text.count("func.func private @sin") == 1
+  assert "mhlo.sine" in text
+
+
+def test_lowered_compile_shows_xla_optimized_hlo():
+  compiled = minijax.jit(lax.sin).lower(np.ones(2, np.float32)).compile()
+  assert "HloModule" in compiled.as_text()
+  np.testing.assert_allclose(compiled(np.zeros(2, np.float32)), [0.0, 0.0])
+
+
+def test_donated_argument_is_aliased_and_deleted_after_the_call():
+  f = minijax.jit(lambda x: lax.add(x, x), donate_argnums=0)
+  assert "tf.aliasing_output = 0 : i32" in f.lower(np.ones(4, np.float32)).as_text()
+  x = minijax.device_put(np.ones(4, np.float32))
+  y = f(x)
+  np.testing.assert_allclose(y, [2.0] * 4)
+  assert x.is_deleted()
+  with pytest.raises(RuntimeError, match="deleted"):
+    np.asarray(x)
+
+
+def test_deleted_array_cannot_be_read_or_passed():
+  x = minijax.device_put(np.ones(2, np.float32))
+  x.delete()
+  with pytest.raises(RuntimeError, match="deleted"):
+    minijax.jit(lax.sin)(x)
+
+
+def test_device_index_out_of_range_is_a_clear_error():
+  with pytest.raises(ValueError, match="MINIJAX_NUM_CPU_DEVICES"):
+    minijax.jit(lax.sin, device=99)
+
+
+def test_debug_nans_names_the_primitive_that_made_the_nan():
+  minijax.config.update("debug_nans", True)
+  try:
+    with pytest.raises(FloatingPointError, match="nan.*sin"):
+      lax.sin(np.float32(np.inf))
+    with pytest.raises(FloatingPointError, match="sin"):
+      minijax.jit(lambda x: lax.sin(lax.mul(x, x)))(np.float32(np.inf))
+  finally:
+    minijax.config.update("debug_nans", False)
+
+
+def test_a_function_jitted_for_each_of_4_devices_runs_there():
+  result = run_python("""
+import numpy as np, minijax
+from minijax import lax
+assert len(minijax.devices()) == 4
+for d in range(4):
+  f = minijax.jit(lambda x: lax.add(lax.mul(x, x), 1.0), device=d)
+  out = f(np.full(3, d, np.float32))
+  assert out.devices() == {minijax.devices()[d]}, (d, out.devices())
+  np.testing.assert_allclose(out, d * d + 1.0)
+  x = minijax.device_put(np.ones(2, np.float32), minijax.devices()[d])
+  y = lax.sin(x)
+  assert y.devices() == {minijax.devices()[d]}
+print("ok")
+""", env={"MINIJAX_NUM_CPU_DEVICES": "4"})
+  assert result.returncode == 0, result.stderr
+  assert "ok" in result.stdout
+
+
+def test_jax_is_never_imported():
+  result = run_python("""
+import sys, numpy as np, minijax
+from minijax import lax
+x = minijax.device_put(np.arange(4, dtype=np.float32))
+y = minijax.jit(lambda a: lax.sin(lax.mul(a, a)))(x)
+z = lax.cos(y)
+np.asarray(z); z.tolist(); repr(z)
+bad = [m for m in sys.modules if m == "jax" or m.startswith("jax.")]
+assert not bad, bad
+print("ok")
+""")
+  assert result.returncode == 0, result.stderr
