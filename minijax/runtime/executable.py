@@ -7,8 +7,10 @@ result handlers (one per output, built from minijax's own avals with checks skip
 also what keeps jaxlib from importing `jax` to build them), the output avals and device, and
 whether the plain path applies.  The plain path reads `_buffer` off every argument, executes,
 and wraps the outputs; anything unusual (numpy or Python arguments, an argument on another
-device, tokens) falls to a slower path, and jaxlib's errors are translated only after they
-happen (a deleted or donated argument, a wrong count or aval).
+device, tokens) falls to a slower path that converts and checks every argument.  The plain
+path trusts its caller to have chosen the executable by the arguments' avals (jaxlib checks
+byte sizes, not dtypes); jaxlib's errors are translated only after they happen (a deleted or
+donated argument, a wrong count or shape).
 
 Ordered effects are chained through tokens.  The lowered `main` takes one token per ordered
 effect before its array arguments, in `ordered_effects` order, and returns the same number of
