@@ -101,7 +101,7 @@ def ir_constant(val: Any, dtype=None) -> ir.Value:
     core = ir_constant(np.ascontiguousarray(array[index]))
     out_type = ir.RankedTensorType.get(array.shape, dtype_to_ir_type(array.dtype))
     return mhlo.BroadcastInDimOp(out_type, core, _dense_i64(keep)).result
-  array = np.ascontiguousarray(array)
+  array = np.ascontiguousarray(array).reshape(array.shape)  # ascontiguousarray makes 0-d 1-d
   if array.dtype == np.bool_:
     attr = ir.DenseElementsAttr.get(np.packbits(array, bitorder="little"), type=ir.IntegerType.get_signless(1),
                                     shape=array.shape)
