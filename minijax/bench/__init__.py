@@ -1,0 +1,1 @@
+"""Benchmarks that compare minijax with JAX side by side (`python -m minijax.bench`)."""
