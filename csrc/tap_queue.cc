@@ -1,0 +1,408 @@
+// minijax's native outfeed: an XLA FFI handler that copies tapped buffers into a
+// per-device queue, and the CPython module `minijax.runtime.taps._native` that the
+// receiver threads drain it through.
+//
+// Each queue is bounded in bytes.  A device that finds its queue full waits (never
+// drops a tap) until a receiver thread pops enough; the executing thread never has
+// to drain its own queue.  A message larger than the whole capacity is admitted
+// once the queue is empty, so it cannot deadlock.  Each message is one aligned
+// allocation holding the tapped arrays back to back; Python sees it as a writable
+// buffer object (`Payload`) that numpy views without copying.
+
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <deque>
+#include <mutex>
+#include <vector>
+
+#include "xla/ffi/api/ffi.h"
+
+namespace ffi = xla::ffi;
+
+namespace {
+
+constexpr size_t kAlignment = 64;
+constexpr size_t kMessageOverhead = 64;  // charged per message, so even empty taps are bounded
+constexpr int kMaxDevices = 1024;
+
+size_t AlignUp(size_t n) { return (n + kAlignment - 1) & ~(kAlignment - 1); }
+
+struct Message {
+  int64_t consumer;
+  uint64_t seq;
+  char* data;                   // owned until handed to a Payload
+  size_t size;                  // bytes in `data`
+  size_t charged;               // bytes counted against the queue
+  std::vector<size_t> offsets;  // start of each array inside `data`
+};
+
+struct Queue {
+  std::mutex mu;
+  std::condition_variable has_data;
+  std::condition_variable has_room;
+  std::deque<Message> items;
+  size_t used = 0;
+  size_t high_water = 0;
+  uint64_t enqueued = 0;        // also the next sequence number
+  uint64_t bytes_enqueued = 0;
+  int64_t blocked_ns = 0;
+  bool closed = false;
+};
+
+std::atomic<size_t> g_capacity{256u * 1024u * 1024u};
+std::atomic<Queue*> g_queues[kMaxDevices];
+
+Queue* GetQueue(int device) {
+  if (device < 0 || device >= kMaxDevices) return nullptr;
+  Queue* q = g_queues[device].load(std::memory_order_acquire);
+  if (q != nullptr) return q;
+  Queue* fresh = new Queue();
+  if (g_queues[device].compare_exchange_strong(q, fresh)) return fresh;
+  delete fresh;
+  return q;
+}
+
+char* AllocPayload(size_t size) {
+  void* p = nullptr;
+  if (posix_memalign(&p, kAlignment, size == 0 ? kAlignment : size) != 0) return nullptr;
+  return static_cast<char*>(p);
+}
+
+// Admits `msg` (allocated and filled by the caller) once there is room.
+void Enqueue(Queue* q, Message&& msg) {
+  std::unique_lock<std::mutex> lock(q->mu);
+  size_t capacity = g_capacity.load(std::memory_order_relaxed);
+  const size_t charged = msg.charged;
+  if (q->used > 0 && q->used + charged > capacity) {
+    auto start = std::chrono::steady_clock::now();
+    q->has_room.wait(lock, [&] {
+      return q->used == 0 || q->used + charged <= g_capacity.load(std::memory_order_relaxed);
+    });
+    q->blocked_ns += std::chrono::duration_cast<std::chrono::nanoseconds>(
+                         std::chrono::steady_clock::now() - start).count();
+  }
+  msg.seq = q->enqueued++;
+  q->bytes_enqueued += charged;
+  q->used += charged;
+  if (q->used > q->high_water) q->high_water = q->used;
+  q->items.push_back(std::move(msg));
+  lock.unlock();
+  q->has_data.notify_one();
+}
+
+ffi::Error TapImpl(int32_t device, int64_t consumer, ffi::RemainingArgs args,
+                   ffi::RemainingRets) {
+  Queue* q = GetQueue(device);
+  if (q == nullptr) return ffi::Error::InvalidArgument("minijax_tap: device ordinal out of range");
+  const size_t n = args.size();
+  std::vector<ffi::AnyBuffer> buffers;
+  buffers.reserve(n);
+  Message msg{consumer, 0, nullptr, 0, 0, {}};
+  msg.offsets.reserve(n);
+  size_t size = 0;
+  for (size_t i = 0; i < n; ++i) {
+    auto buf = args.get<ffi::AnyBuffer>(i);
+    if (!buf.has_value()) return buf.error();
+    if (buf->element_type() == ffi::DataType::TOKEN) continue;
+    buffers.push_back(*buf);
+    msg.offsets.push_back(size);
+    size += AlignUp(buf->size_bytes());
+  }
+  msg.size = size;
+  msg.charged = size + kMessageOverhead;
+  msg.data = AllocPayload(size);
+  if (msg.data == nullptr) return ffi::Error::Internal("minijax_tap: out of memory");
+  for (size_t i = 0; i < buffers.size(); ++i) {
+    std::memcpy(msg.data + msg.offsets[i], buffers[i].untyped_data(), buffers[i].size_bytes());
+  }
+  Enqueue(q, std::move(msg));
+  return ffi::Error::Success();
+}
+
+}  // namespace
+
+XLA_FFI_DEFINE_HANDLER_SYMBOL(MinijaxTapHandler, TapImpl,
+                              ffi::Ffi::Bind()
+                                  .Ctx<ffi::DeviceOrdinal>()
+                                  .Attr<int64_t>("consumer")
+                                  .RemainingArgs()
+                                  .RemainingRets());
+
+// ---------------------------------------------------------------------------
+// Payload: a writable buffer that owns one message's bytes.
+
+namespace {
+
+struct PayloadObject {
+  PyObject_HEAD
+  char* data;
+  Py_ssize_t size;
+};
+
+void PayloadDealloc(PyObject* self) {
+  std::free(reinterpret_cast<PayloadObject*>(self)->data);
+  Py_TYPE(self)->tp_free(self);
+}
+
+int PayloadGetBuffer(PyObject* self, Py_buffer* view, int flags) {
+  auto* p = reinterpret_cast<PayloadObject*>(self);
+  return PyBuffer_FillInfo(view, self, p->data, p->size, /*readonly=*/0, flags);
+}
+
+Py_ssize_t PayloadLength(PyObject* self) { return reinterpret_cast<PayloadObject*>(self)->size; }
+
+PyBufferProcs payload_as_buffer = {PayloadGetBuffer, nullptr};
+PySequenceMethods payload_as_sequence = {PayloadLength};
+
+PyTypeObject PayloadType = {PyVarObject_HEAD_INIT(nullptr, 0)};
+
+PyObject* NewPayload(char* data, size_t size) {
+  auto* p = PyObject_New(PayloadObject, &PayloadType);
+  if (p == nullptr) {
+    std::free(data);
+    return nullptr;
+  }
+  p->data = data;
+  p->size = static_cast<Py_ssize_t>(size);
+  return reinterpret_cast<PyObject*>(p);
+}
+
+bool ParseDevice(PyObject* arg, Queue** q) {
+  long device = PyLong_AsLong(arg);
+  if (device == -1 && PyErr_Occurred()) return false;
+  *q = GetQueue(static_cast<int>(device));
+  if (*q == nullptr) {
+    PyErr_Format(PyExc_ValueError, "device ordinal %ld out of range [0, %d)", device, kMaxDevices);
+    return false;
+  }
+  return true;
+}
+
+// ---------------------------------------------------------------------------
+// Module functions.
+
+PyObject* PyHandler(PyObject*, PyObject*) {
+  return PyCapsule_New(reinterpret_cast<void*>(&MinijaxTapHandler), nullptr, nullptr);
+}
+
+PyObject* PySetCapacity(PyObject*, PyObject* arg) {
+  long long capacity = PyLong_AsLongLong(arg);
+  if (capacity == -1 && PyErr_Occurred()) return nullptr;
+  if (capacity <= 0) {
+    PyErr_SetString(PyExc_ValueError, "tap queue capacity must be positive");
+    return nullptr;
+  }
+  g_capacity.store(static_cast<size_t>(capacity));
+  for (int d = 0; d < kMaxDevices; ++d) {
+    Queue* q = g_queues[d].load(std::memory_order_acquire);
+    if (q == nullptr) continue;
+    { std::lock_guard<std::mutex> lock(q->mu); }
+    q->has_room.notify_all();
+  }
+  Py_RETURN_NONE;
+}
+
+PyObject* PyCapacity(PyObject*, PyObject*) { return PyLong_FromSize_t(g_capacity.load()); }
+
+// pop(device, max_count) -> list of (consumer, seq, payload, offsets), or None once the
+// queue is closed and empty.  Blocks without the GIL.
+PyObject* PyPop(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
+  if (nargs != 2) {
+    PyErr_SetString(PyExc_TypeError, "pop(device, max_count)");
+    return nullptr;
+  }
+  Queue* q;
+  if (!ParseDevice(args[0], &q)) return nullptr;
+  Py_ssize_t max_count = PyLong_AsSsize_t(args[1]);
+  if (max_count == -1 && PyErr_Occurred()) return nullptr;
+  if (max_count < 1) max_count = 1;
+  std::vector<Message> batch;
+  Py_BEGIN_ALLOW_THREADS
+  {
+    std::unique_lock<std::mutex> lock(q->mu);
+    q->has_data.wait(lock, [&] { return !q->items.empty() || q->closed; });
+    size_t freed = 0;
+    while (!q->items.empty() && static_cast<Py_ssize_t>(batch.size()) < max_count) {
+      freed += q->items.front().charged;
+      batch.push_back(std::move(q->items.front()));
+      q->items.pop_front();
+    }
+    q->used -= freed;
+    lock.unlock();
+    if (freed > 0) q->has_room.notify_all();
+  }
+  Py_END_ALLOW_THREADS
+  if (batch.empty()) Py_RETURN_NONE;
+  PyObject* result = PyList_New(static_cast<Py_ssize_t>(batch.size()));
+  if (result == nullptr) {
+    for (auto& m : batch) std::free(m.data);
+    return nullptr;
+  }
+  for (size_t i = 0; i < batch.size(); ++i) {
+    Message& m = batch[i];
+    PyObject* offsets = PyTuple_New(static_cast<Py_ssize_t>(m.offsets.size()));
+    PyObject* payload = NewPayload(m.data, m.size);
+    m.data = nullptr;
+    if (offsets != nullptr) {
+      for (size_t k = 0; k < m.offsets.size(); ++k) {
+        PyTuple_SET_ITEM(offsets, k, PyLong_FromSize_t(m.offsets[k]));
+      }
+    }
+    PyObject* item = (offsets && payload)
+                         ? Py_BuildValue("(LKNN)", static_cast<long long>(m.consumer),
+                                         static_cast<unsigned long long>(m.seq), payload, offsets)
+                         : nullptr;
+    if (item == nullptr) {
+      Py_XDECREF(offsets);
+      Py_XDECREF(payload);
+      for (size_t j = i + 1; j < batch.size(); ++j) std::free(batch[j].data);
+      Py_DECREF(result);
+      return nullptr;
+    }
+    PyList_SET_ITEM(result, i, item);
+  }
+  return result;
+}
+
+// push(device, consumer, arrays): copies objects exposing C-contiguous buffers into
+// the device's queue, as the device handler does; used by the Python-callback mechanism.
+PyObject* PyPush(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
+  if (nargs != 3) {
+    PyErr_SetString(PyExc_TypeError, "push(device, consumer, arrays)");
+    return nullptr;
+  }
+  Queue* q;
+  if (!ParseDevice(args[0], &q)) return nullptr;
+  long long consumer = PyLong_AsLongLong(args[1]);
+  if (consumer == -1 && PyErr_Occurred()) return nullptr;
+  PyObject* seq = PySequence_Fast(args[2], "arrays must be a sequence");
+  if (seq == nullptr) return nullptr;
+  Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
+  std::vector<Py_buffer> views(n);
+  Message msg{consumer, 0, nullptr, 0, 0, {}};
+  Py_ssize_t acquired = 0;
+  bool ok = true;
+  for (; acquired < n; ++acquired) {
+    PyObject* item = PySequence_Fast_GET_ITEM(seq, acquired);
+    if (PyObject_GetBuffer(item, &views[acquired], PyBUF_C_CONTIGUOUS) != 0) {
+      ok = false;
+      break;
+    }
+    msg.offsets.push_back(msg.size);
+    msg.size += AlignUp(static_cast<size_t>(views[acquired].len));
+  }
+  if (ok) {
+    msg.charged = msg.size + kMessageOverhead;
+    msg.data = AllocPayload(msg.size);
+    if (msg.data == nullptr) {
+      PyErr_NoMemory();
+      ok = false;
+    }
+  }
+  if (ok) {
+    Py_BEGIN_ALLOW_THREADS
+    for (Py_ssize_t i = 0; i < n; ++i) {
+      std::memcpy(msg.data + msg.offsets[i], views[i].buf, static_cast<size_t>(views[i].len));
+    }
+    Enqueue(q, std::move(msg));
+    Py_END_ALLOW_THREADS
+  }
+  for (Py_ssize_t i = 0; i < acquired; ++i) PyBuffer_Release(&views[i]);
+  Py_DECREF(seq);
+  if (!ok) return nullptr;
+  Py_RETURN_NONE;
+}
+
+PyObject* SetClosed(PyObject* arg, bool closed) {
+  Queue* q;
+  if (!ParseDevice(arg, &q)) return nullptr;
+  {
+    std::lock_guard<std::mutex> lock(q->mu);
+    q->closed = closed;
+  }
+  q->has_data.notify_all();
+  Py_RETURN_NONE;
+}
+
+PyObject* PyClose(PyObject*, PyObject* arg) { return SetClosed(arg, true); }
+PyObject* PyOpen(PyObject*, PyObject* arg) { return SetClosed(arg, false); }
+
+PyObject* PyEnqueued(PyObject*, PyObject* arg) {
+  Queue* q;
+  if (!ParseDevice(arg, &q)) return nullptr;
+  std::lock_guard<std::mutex> lock(q->mu);
+  return PyLong_FromUnsignedLongLong(q->enqueued);
+}
+
+// counters(device) -> (enqueued, bytes_enqueued, queued_bytes, high_water, blocked_ns)
+PyObject* PyCounters(PyObject*, PyObject* arg) {
+  Queue* q;
+  if (!ParseDevice(arg, &q)) return nullptr;
+  std::lock_guard<std::mutex> lock(q->mu);
+  return Py_BuildValue("(KKnnL)", static_cast<unsigned long long>(q->enqueued),
+                       static_cast<unsigned long long>(q->bytes_enqueued),
+                       static_cast<Py_ssize_t>(q->used), static_cast<Py_ssize_t>(q->high_water),
+                       static_cast<long long>(q->blocked_ns));
+}
+
+PyObject* PyResetHighWater(PyObject*, PyObject* arg) {
+  Queue* q;
+  if (!ParseDevice(arg, &q)) return nullptr;
+  std::lock_guard<std::mutex> lock(q->mu);
+  q->high_water = q->used;
+  q->blocked_ns = 0;
+  Py_RETURN_NONE;
+}
+
+PyMethodDef methods[] = {
+    {"handler", PyHandler, METH_NOARGS,
+     "handler() -> PyCapsule holding the XLA FFI handler (NULL name, no destructor)."},
+    {"set_capacity", PySetCapacity, METH_O, "set_capacity(bytes): bound of every device queue."},
+    {"capacity", PyCapacity, METH_NOARGS, "capacity() -> bytes."},
+    {"pop", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(PyPop)), METH_FASTCALL,
+     "pop(device, max_count) -> [(consumer, seq, payload, offsets)] or None once closed and "
+     "empty; waits without the GIL."},
+    {"push", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(PyPush)), METH_FASTCALL,
+     "push(device, consumer, arrays): copies the arrays into the device queue."},
+    {"close", PyClose, METH_O, "close(device): pop returns None once the queue is empty."},
+    {"open", PyOpen, METH_O, "open(device): undoes close."},
+    {"enqueued", PyEnqueued, METH_O, "enqueued(device) -> taps admitted so far."},
+    {"counters", PyCounters, METH_O,
+     "counters(device) -> (enqueued, bytes_enqueued, queued_bytes, high_water, blocked_ns)."},
+    {"reset_high_water", PyResetHighWater, METH_O,
+     "reset_high_water(device): high-water mark := queued bytes; blocked time := 0."},
+    {nullptr, nullptr, 0, nullptr}};
+
+PyModuleDef module_def = {PyModuleDef_HEAD_INIT, "_native",
+                          "Native tap queue and XLA FFI handler for minijax.", -1, methods};
+
+}  // namespace
+
+PyMODINIT_FUNC PyInit__native() {
+  PayloadType.tp_name = "minijax.runtime.taps._native.Payload";
+  PayloadType.tp_basicsize = sizeof(PayloadObject);
+  PayloadType.tp_dealloc = PayloadDealloc;
+  PayloadType.tp_flags = Py_TPFLAGS_DEFAULT;
+  PayloadType.tp_doc = "The bytes of one tap, viewed by numpy without a copy.";
+  PayloadType.tp_as_buffer = &payload_as_buffer;
+  PayloadType.tp_as_sequence = &payload_as_sequence;
+  if (PyType_Ready(&PayloadType) < 0) return nullptr;
+  PyObject* m = PyModule_Create(&module_def);
+  if (m == nullptr) return nullptr;
+  Py_INCREF(&PayloadType);
+  if (PyModule_AddObject(m, "Payload", reinterpret_cast<PyObject*>(&PayloadType)) < 0 ||
+      PyModule_AddIntConstant(m, "ALIGNMENT", kAlignment) < 0 ||
+      PyModule_AddIntConstant(m, "MESSAGE_OVERHEAD", kMessageOverhead) < 0 ||
+      PyModule_AddIntConstant(m, "MAX_DEVICES", kMaxDevices) < 0) {
+    Py_DECREF(m);
+    return nullptr;
+  }
+  return m;
+}

@@ -1,0 +1,152 @@
+"""The per-device tap queues that receiver threads drain.
+
+Normally these are the native queues of the C++ extension `_native`, which the device-side
+FFI handler fills without the GIL and which the receivers wait on without the GIL.  When
+the extension is missing (its build failed), `PythonQueues` stands in with the same
+interface and the same rules, and only the Python-callback mechanism can fill it:
+
+* `push(ordinal, consumer, arrays)` copies the arrays; when the queue holds `capacity()`
+  bytes or more it waits for room, except that a queue holding nothing admits any message,
+  so a tap larger than the whole queue gets through instead of deadlocking;
+* `pop(ordinal, max_count)` waits for messages and returns up to `max_count` of them as
+  `(consumer, seq, payload, offsets)` tuples, or None once the queue is closed and empty;
+  sequence numbers count the taps a device has enqueued, from 0;
+* `counters(ordinal)` is `(enqueued, bytes_enqueued, queued_bytes, high_water, blocked_ns)`.
+
+A native payload is one buffer holding the arrays at `offsets`; a Python payload is the
+list of copied arrays itself and its `offsets` is None.
+"""
+from __future__ import annotations
+
+import collections
+import threading
+import time
+import warnings
+from typing import Any, Sequence
+
+import numpy as np
+
+try:
+  from minijax.runtime.taps import _native
+  native_import_error: BaseException | None = None
+except ImportError as e:  # the package was installed without a compiler, or the build failed
+  _native = None
+  native_import_error = e
+
+ALIGNMENT = 64
+MESSAGE_OVERHEAD = 64  # bytes charged per message, so even empty taps are bounded
+
+
+class _PyQueue:
+  __slots__ = ("items", "used", "high_water", "enqueued", "bytes_enqueued", "blocked_ns",
+               "closed", "cond")
+
+  def __init__(self):
+    self.items: collections.deque = collections.deque()
+    self.used = self.high_water = self.enqueued = self.bytes_enqueued = self.blocked_ns = 0
+    self.closed = False
+    self.cond = threading.Condition()
+
+
+class PythonQueues:
+  """Pure-Python queues with the native module's interface (see the module docstring)."""
+
+  def __init__(self):
+    self._capacity = 256 * 1024 * 1024
+    self._queues: dict[int, _PyQueue] = {}
+    self._lock = threading.Lock()
+
+  def _queue(self, ordinal: int) -> _PyQueue:
+    q = self._queues.get(ordinal)
+    if q is None:
+      with self._lock:
+        q = self._queues.setdefault(ordinal, _PyQueue())
+    return q
+
+  def set_capacity(self, nbytes: int) -> None:
+    if nbytes <= 0:
+      raise ValueError("tap queue capacity must be positive")
+    self._capacity = int(nbytes)
+    for q in list(self._queues.values()):
+      with q.cond:
+        q.cond.notify_all()
+
+  def capacity(self) -> int:
+    return self._capacity
+
+  def push(self, ordinal: int, consumer: int, arrays: Sequence[Any]) -> None:
+    copies = [np.array(a, copy=True, order="C") for a in arrays]
+    size = MESSAGE_OVERHEAD + sum(-(-c.nbytes // ALIGNMENT) * ALIGNMENT for c in copies)
+    q = self._queue(ordinal)
+    with q.cond:
+      if q.used > 0 and q.used + size > self._capacity:
+        start = time.perf_counter_ns()
+        q.cond.wait_for(lambda: q.used == 0 or q.used + size <= self._capacity)
+        q.blocked_ns += time.perf_counter_ns() - start
+      seq = q.enqueued
+      q.enqueued += 1
+      q.bytes_enqueued += size
+      q.used += size
+      q.high_water = max(q.high_water, q.used)
+      q.items.append((consumer, seq, copies, None, size))
+      q.cond.notify_all()
+
+  def pop(self, ordinal: int, max_count: int):
+    q = self._queue(ordinal)
+    with q.cond:
+      q.cond.wait_for(lambda: q.items or q.closed)
+      batch = []
+      while q.items and len(batch) < max_count:
+        consumer, seq, copies, offsets, size = q.items.popleft()
+        q.used -= size
+        batch.append((consumer, seq, copies, offsets))
+      q.cond.notify_all()
+    return batch or None
+
+  def _set_closed(self, ordinal: int, closed: bool) -> None:
+    q = self._queue(ordinal)
+    with q.cond:
+      q.closed = closed
+      q.cond.notify_all()
+
+  def close(self, ordinal: int) -> None:
+    self._set_closed(ordinal, True)
+
+  def open(self, ordinal: int) -> None:
+    self._set_closed(ordinal, False)
+
+  def enqueued(self, ordinal: int) -> int:
+    return self._queue(ordinal).enqueued
+
+  def counters(self, ordinal: int) -> tuple[int, int, int, int, int]:
+    q = self._queue(ordinal)
+    with q.cond:
+      return q.enqueued, q.bytes_enqueued, q.used, q.high_water, q.blocked_ns
+
+  def reset_high_water(self, ordinal: int) -> None:
+    q = self._queue(ordinal)
+    with q.cond:
+      q.high_water = q.used
+      q.blocked_ns = 0
+
+
+_warned = False
+
+
+def native_available() -> bool:
+  return _native is not None
+
+
+def warn_native_unavailable() -> None:
+  """Warns, once per process, that taps fall back to the Python-callback mechanism."""
+  global _warned
+  if not _warned:
+    _warned = True
+    warnings.warn(
+        "minijax's native tap extension (minijax.runtime.taps._native) could not be imported "
+        f"({native_import_error}); host taps use the slower Python-callback mechanism. "
+        "Reinstall minijax with a C++17 compiler available to build it.", RuntimeWarning,
+        stacklevel=3)
+
+
+queues: Any = _native if _native is not None else PythonQueues()

@@ -1,0 +1,314 @@
+"""Receiver threads: one per local device, each running its device's taps in tap order.
+
+A receiver waits on its device's queue without the GIL (inside `queues.pop`), pops taps in
+batches, rebuilds each tapped value from the consumer registry and calls the tap function.
+An exception in a tap function is logged on the "minijax.taps" logger with its traceback and
+counted; the receiver carries on, and the next `barrier_wait` raises `TapFunctionException`.
+
+Progress is counted, not probed: the queue numbers the taps each device enqueues, and the
+receiver counts the taps it has processed.  `barrier_wait` first waits for the computations
+that were already dispatched (`executable.runtime_tokens.wait_all()`, which covers every
+execution with an effect, plus anything reported through `note_execution`), at which point
+every tap they make is in a queue; it then waits until each device's processed count reaches
+the enqueued count read after that.  An idle barrier therefore compiles and runs nothing.
+
+Receivers start lazily (`ensure_started`, called when a tap is lowered and before a tapped
+computation runs), stop with `stop_outfeed_receiver`, and restart on the next use.  Both a
+barrier and a tapped computation launched from a tap function could wait on the very thread
+that runs them, so both raise RuntimeError there instead (`in_receiver_thread`).  An exit
+handler waits for pending taps so that no output is lost when the interpreter exits.
+"""
+from __future__ import annotations
+
+import atexit
+import collections
+import dataclasses
+import logging
+import sys
+import threading
+from typing import Any, Sequence
+
+from minijax.config import config
+from minijax.runtime.taps import registry
+from minijax.runtime.taps.queues import queues
+
+logger = logging.getLogger("minijax.taps")
+
+_BATCH = 256
+
+
+class TapFunctionException(Exception):
+  """Raised by `barrier_wait` when tap functions raised since the previous barrier."""
+
+
+@dataclasses.dataclass(frozen=True)
+class TapStats:
+  """Per-device tap counters since the process started (the high-water mark and blocked
+  time since the last `reset_tap_stats`)."""
+  taps_delivered: int
+  bytes_delivered: int
+  taps_enqueued: int
+  queued_bytes: int
+  queue_high_water_bytes: int
+  blocked_seconds: float
+  exceptions: int
+
+
+class _DeviceReceiver:
+  """The receiver state of one device; counters outlive stops and restarts."""
+
+  def __init__(self, ordinal: int, device: Any):
+    self.ordinal = ordinal
+    self.device = device
+    self.thread: threading.Thread | None = None
+    self.processed = 0
+    self.bytes_delivered = 0
+    self.exceptions = 0
+    self.pending: collections.deque = collections.deque()  # dispatched, maybe not finished
+
+
+_local = threading.local()
+_lock = threading.RLock()     # serializes start and stop
+_progress = threading.Condition()
+_receivers: dict[int, _DeviceReceiver] = {}  # by device ordinal
+_by_device: dict[Any, _DeviceReceiver] = {}
+_running = False
+_exceptions_since_barrier = 0
+_atexit_registered = False
+
+
+def in_receiver_thread() -> bool:
+  """Whether the calling thread is a tap receiver (that is, runs inside a tap function)."""
+  return getattr(_local, "is_receiver", False)
+
+
+def device_ordinal(device: Any) -> int:
+  """The index that the FFI handler's `DeviceOrdinal` reports for `device`."""
+  hw = device.local_hardware_id
+  return device.id if hw is None else hw
+
+
+def ensure_started() -> None:
+  """Starts the receiver threads if they are not running (creating the XLA client if needed)."""
+  global _running, _atexit_registered
+  if _running:
+    return
+  from minijax.runtime import backend
+  with _lock:
+    if _running:
+      return
+    queues.set_capacity(config.tap_queue_bytes)
+    for device in backend.local_devices():
+      ordinal = device_ordinal(device)
+      rec = _receivers.get(ordinal)
+      if rec is None:
+        rec = _receivers[ordinal] = _DeviceReceiver(ordinal, device)
+        _by_device[device] = rec
+      queues.open(ordinal)
+      rec.thread = threading.Thread(target=_receive, args=(rec,), daemon=True,
+                                    name=f"minijax-tap-receiver-{ordinal}")
+      rec.thread.start()
+    _running = True
+    if not _atexit_registered:
+      atexit.register(_at_exit)
+      _atexit_registered = True
+
+
+def _receive(rec: _DeviceReceiver) -> None:
+  _local.is_receiver = True
+  pop = queues.pop
+  while True:
+    batch = pop(rec.ordinal, _BATCH)
+    if batch is None:
+      return
+    for consumer_id, _, payload, offsets in batch:
+      _deliver(rec, consumer_id, payload, offsets)
+    with _progress:
+      rec.processed += len(batch)
+      _progress.notify_all()
+
+
+def _deliver(rec: _DeviceReceiver, consumer_id: int, payload, offsets) -> None:
+  global _exceptions_since_barrier
+  consumer = None
+  try:
+    consumer = registry.consumer(consumer_id)
+    consumer(consumer.unpack(payload, offsets), rec.device)
+    rec.bytes_delivered += consumer.nbytes
+  except Exception as e:
+    with _progress:
+      rec.exceptions += 1
+      _exceptions_since_barrier += 1
+    hint = ""
+    if isinstance(e, TypeError):
+      hint = (" (tap functions are called as tap_func(arg, transforms), or with device=... "
+              "when they take a `device` keyword)")
+    logger.error("Exception in tap function %s on device %s%s; it is re-raised as "
+                 "TapFunctionException by the next barrier_wait()",
+                 consumer if consumer is not None else f"<unknown consumer {consumer_id}>",
+                 rec.device, hint, exc_info=True)
+
+
+def before_execution() -> None:
+  """Call before executing a computation that contains taps.
+
+  Raises RuntimeError inside a tap function (the computation could block on a queue that
+  only the calling thread drains) and restarts receivers stopped by `stop_outfeed_receiver`.
+  """
+  if getattr(_local, "is_receiver", False):
+    raise RuntimeError(
+        "A tap function tried to run a computation that contains taps. Tap functions run on "
+        "the tap receiver thread, which would then have to drain its own queue, and could "
+        "deadlock. Run the computation from another thread, or without taps.")
+  if not _running:
+    ensure_started()
+
+
+def note_execution(device: Any, outputs: Sequence[Any]) -> None:
+  """Call after dispatching a computation that contains taps on `device`.
+
+  `outputs` are things with `block_until_ready()` (output arrays, or the execution's
+  token); `barrier_wait` waits on them, which guarantees the computation's taps are queued.
+  One per execution suffices: all outputs of an execution become ready together.
+  """
+  rec = _by_device.get(device)
+  if rec is None:
+    ensure_started()
+    rec = _by_device.get(device)
+    if rec is None:
+      raise ValueError(f"{device!r} is not a local device of minijax's client")
+  pending = rec.pending
+  # Drop finished executions from the front so that outputs are not kept alive forever.
+  while pending and _is_ready(pending[0]):
+    pending.popleft()
+  if outputs:
+    pending.append(outputs[0])
+
+
+def _is_ready(x) -> bool:
+  is_ready = getattr(x, "is_ready", None)
+  if is_ready is None:
+    return False
+  try:
+    return is_ready()
+  except Exception:  # deleted (donated) arrays raise; they no longer need waiting for
+    return True
+
+
+def _wait_for_dispatched() -> None:
+  for rec in list(_receivers.values()):
+    pending = rec.pending
+    while pending:
+      try:
+        x = pending.popleft()
+      except IndexError:
+        break
+      try:
+        x.block_until_ready()
+      except Exception:  # a failed or donated execution; its error surfaces elsewhere
+        pass
+  # Only consult the executable module if it is loaded: an idle barrier imports nothing.
+  executable = sys.modules.get("minijax.runtime.executable")
+  if executable is not None:
+    try:
+      executable.runtime_tokens.wait_all()
+    except Exception:  # a failed computation; its error surfaces where its results are used
+      pass
+
+
+def _wait_for_receivers() -> None:
+  targets = [(rec, queues.enqueued(rec.ordinal)) for rec in list(_receivers.values())]
+  if not any(rec.processed < target for rec, target in targets):
+    return
+  if not _running:
+    ensure_started()  # taps arrived while stopped: deliver them rather than wait forever
+  with _progress:
+    for rec, target in targets:
+      while rec.processed < target:
+        if not _progress.wait(timeout=1.0) and not (rec.thread and rec.thread.is_alive()):
+          raise RuntimeError(f"the tap receiver of device {rec.device} is not running, so "
+                             f"{target - rec.processed} tap(s) cannot be delivered")
+
+
+def barrier_wait() -> None:
+  """Waits until every tap of the computations already dispatched on every device has been
+  processed, then raises `TapFunctionException` if a tap function raised since the last
+  barrier."""
+  global _exceptions_since_barrier
+  if getattr(_local, "is_receiver", False):
+    raise RuntimeError(
+        "barrier_wait() was called from a tap function. It would wait for the receiver "
+        "thread that is running the tap function itself, forever. Call it from the thread "
+        "that launched the computation instead.")
+  if _receivers:
+    _wait_for_dispatched()
+    _wait_for_receivers()
+  if _exceptions_since_barrier:
+    with _progress:
+      n, _exceptions_since_barrier = _exceptions_since_barrier, 0
+    raise TapFunctionException(
+        f"{n} exception(s) were raised in tap functions since the last barrier_wait(); their "
+        "tracebacks were logged on the 'minijax.taps' logger.")
+
+
+def stop_outfeed_receiver() -> None:
+  """Waits for pending taps, then stops the receiver threads.
+
+  They restart on the next tap use.  The consumer registry is kept, and exceptions of tap
+  functions stay counted for the next `barrier_wait`.
+  """
+  global _running
+  if getattr(_local, "is_receiver", False):
+    raise RuntimeError("stop_outfeed_receiver() cannot be called from a tap function")
+  with _lock:
+    if not _running:
+      return
+    _wait_for_dispatched()
+    _wait_for_receivers()
+    for rec in _receivers.values():
+      queues.close(rec.ordinal)
+    for rec in _receivers.values():
+      if rec.thread is not None:
+        rec.thread.join()
+        rec.thread = None
+    for rec in _receivers.values():
+      queues.open(rec.ordinal)
+    _running = False
+
+
+def tap_stats() -> dict[Any, TapStats]:
+  """Per device (keyed by device object): taps and bytes delivered, queue use, the time the
+  device spent blocked on a full queue, and tap-function exceptions."""
+  stats = {}
+  for rec in list(_receivers.values()):
+    enqueued, _, used, high_water, blocked_ns = queues.counters(rec.ordinal)
+    stats[rec.device] = TapStats(rec.processed, rec.bytes_delivered, enqueued, used, high_water,
+                                 blocked_ns / 1e9, rec.exceptions)
+  return stats
+
+
+def reset_tap_stats() -> None:
+  """Resets each queue's high-water mark (to the bytes now queued) and blocked time."""
+  for rec in list(_receivers.values()):
+    queues.reset_high_water(rec.ordinal)
+
+
+def _at_exit() -> None:
+  try:
+    barrier_wait()
+  except TapFunctionException as e:
+    logger.error("At exit: %s", e)
+  except Exception:
+    logger.exception("At exit: waiting for pending taps failed")
+  try:
+    stop_outfeed_receiver()
+  except Exception:
+    logger.exception("At exit: stopping the tap receivers failed")
+
+
+def _on_config_change(name: str, value: Any) -> None:
+  if name == "tap_queue_bytes":
+    queues.set_capacity(int(value))
+
+
+config.on_change(_on_config_change)

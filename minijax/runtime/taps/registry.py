@@ -1,0 +1,133 @@
+"""The consumer registry: what a receiver needs to turn a tap's bytes back into a call.
+
+A consumer is a tap function together with the transforms applied to it, the tree
+structure of the tapped value and the shape and dtype of every leaf.  Lowering registers
+one (`register_consumer`) and bakes its id into the custom call; the receiver looks the id
+up (`consumer`) for every tap.  Ids come from a counter and are never reused, and records
+live for the whole process: a cached executable may still embed any id ever handed out.
+Registering an equal consumer again returns the same id.
+"""
+from __future__ import annotations
+
+import inspect
+import itertools
+import threading
+from typing import Any, Callable, Sequence
+
+import numpy as np
+
+
+class Consumer:
+  """A registered tap function and the layout of the values it receives."""
+  __slots__ = ("id", "func", "transforms", "treedef", "dtypes", "shapes", "counts", "nbytes",
+               "wants_device")
+
+  def __init__(self, id: int, func: Callable, transforms: tuple, treedef: Any,
+               dtypes: tuple, shapes: tuple):
+    self.id = id
+    self.func = func
+    self.transforms = transforms
+    self.treedef = treedef
+    self.dtypes = dtypes
+    self.shapes = shapes
+    self.counts = tuple(int(np.prod(s, dtype=np.int64)) for s in shapes)
+    self.nbytes = sum(c * d.itemsize for c, d in zip(self.counts, dtypes))
+    self.wants_device = _accepts_device_keyword(func)
+
+  def unpack(self, payload, offsets) -> list[np.ndarray]:
+    """Numpy views of the arrays in a native payload (copies for the Python queues)."""
+    if offsets is None:
+      return payload
+    if len(offsets) != len(self.dtypes):
+      raise RuntimeError(f"tap for consumer {self.id} carried {len(offsets)} arrays, but its "
+                         f"tap function expects {len(self.dtypes)}")
+    arrays = []
+    for dtype, count, shape, offset in zip(self.dtypes, self.counts, self.shapes, offsets):
+      if count == 0:
+        arrays.append(np.empty(shape, dtype))
+      else:
+        arrays.append(np.frombuffer(payload, dtype, count, offset).reshape(shape))
+    return arrays
+
+  def __call__(self, arrays: list, device) -> None:
+    arg = self.treedef.unflatten(arrays)
+    if self.wants_device:
+      self.func(arg, self.transforms, device=device)
+    else:
+      self.func(arg, self.transforms)
+
+  def __repr__(self):
+    name = getattr(self.func, "__qualname__", None) or repr(self.func)
+    leaves = ", ".join(f"{d.name}{list(s)}" for d, s in zip(self.dtypes, self.shapes))
+    return f"Consumer({self.id}, {name}, transforms={self.transforms}, leaves=({leaves}))"
+
+
+def _accepts_device_keyword(func: Callable) -> bool:
+  try:
+    params = inspect.signature(func).parameters
+  except (TypeError, ValueError):
+    return False
+  p = params.get("device")
+  return p is not None and p.kind in (p.KEYWORD_ONLY, p.POSITIONAL_OR_KEYWORD)
+
+
+def unpack_transform(transform: tuple) -> tuple[str, dict]:
+  """`(name, *params)` as the tap primitive stores it, or `(name, dict)`, to `(name, dict)`."""
+  name, *params = transform
+  if len(params) == 1 and isinstance(params[0], dict):
+    return name, dict(params[0])
+  if name == "batch":
+    return name, {"batch_dims": params[0]}
+  if name == "mask":
+    return name, {"logical_shapes": params[0]}
+  if params:
+    raise ValueError(f"transform {name!r} takes no parameters, got {params}")
+  return name, {}
+
+
+def _freeze(transform: tuple) -> tuple:
+  name, params = unpack_transform(transform)
+  return (name, tuple(sorted(params.items())))
+
+
+_lock = threading.Lock()
+_ids = itertools.count(1)  # 0 stays unused, so that a zeroed attribute is never a real consumer
+_by_key: dict[tuple, Consumer] = {}
+_by_id: dict[int, Consumer] = {}
+
+
+def register_consumer(func: Callable, transforms: Sequence[tuple], treedef: Any,
+                      avals: Sequence[Any]) -> int:
+  """The id of the consumer `(func, transforms, treedef, leaf shapes and dtypes)`.
+
+  `transforms` holds `(name, *params)` tuples (or `(name, params_dict)`), outermost last;
+  tap functions receive them as `(name, params_dict)` pairs.  `avals` are the leaves'
+  abstract values (anything with `.shape` and `.dtype`), in `treedef`'s leaf order.
+  """
+  if not callable(func):
+    raise TypeError(f"a tap function must be callable, got {type(func).__name__}: {func!r:.80}")
+  if treedef.num_leaves != len(avals):
+    raise ValueError(f"tree structure {treedef} has {treedef.num_leaves} leaves, but "
+                     f"{len(avals)} avals were given")
+  dtypes = tuple(np.dtype(a.dtype) for a in avals)
+  shapes = tuple(tuple(int(d) for d in a.shape) for a in avals)
+  frozen = tuple(_freeze(t) for t in transforms)
+  try:
+    hash(func)
+    func_key: Any = func
+  except TypeError:
+    func_key = ("unhashable", id(func))
+  key = (func_key, frozen, treedef, dtypes, shapes)
+  with _lock:
+    record = _by_key.get(key)
+    if record is None:
+      unpacked = tuple((name, dict(params)) for name, params in frozen)
+      record = Consumer(next(_ids), func, unpacked, treedef, dtypes, shapes)
+      _by_key[key] = record
+      _by_id[record.id] = record
+    return record.id
+
+
+def consumer(consumer_id: int) -> Consumer:
+  """The consumer registered under `consumer_id`; KeyError if there is none."""
+  return _by_id[consumer_id]

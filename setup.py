@@ -1,0 +1,51 @@
+"""Builds minijax's one native piece: the tap queue and its XLA FFI handler.
+
+The handler is written against the header-only XLA FFI API that jaxlib ships in
+`jaxlib/include`, so the build needs jaxlib (the same version as at run time) and a
+C++17 compiler, nothing else.  If the extension cannot be built, the package still
+installs: the runtime then falls back to jaxlib's Python callback mechanism.
+"""
+import os
+import sys
+
+from setuptools import Extension, setup
+from setuptools.command.build_ext import build_ext
+
+
+def _jaxlib_include() -> str:
+  import jaxlib
+  return os.path.join(os.path.dirname(jaxlib.__file__), "include")
+
+
+class _OptionalBuildExt(build_ext):
+  """Lets the install finish without the extension when it cannot be compiled."""
+
+  def run(self):
+    try:
+      super().run()
+    except Exception as e:  # setuptools raises several distutils error types here
+      self._warn(e)
+
+  def build_extension(self, ext):
+    try:
+      ext.extra_compile_args = ext.extra_compile_args + ["-isystem", _jaxlib_include()]
+      super().build_extension(ext)
+    except Exception as e:
+      self._warn(e)
+
+  def _warn(self, e):
+    print(f"warning: minijax's native tap extension was not built ({e}); "
+          "taps will use the Python callback mechanism", file=sys.stderr)
+
+
+setup(
+    ext_modules=[
+        Extension(
+            "minijax.runtime.taps._native",
+            sources=["csrc/tap_queue.cc"],
+            language="c++",
+            extra_compile_args=["-std=c++17", "-O2", "-fvisibility=hidden"],
+        )
+    ],
+    cmdclass={"build_ext": _OptionalBuildExt},
+)
