@@ -2,3 +2,4 @@
 from minijax.lax.call import jit_p
 from minijax.lax.elementwise import *  # noqa: F401,F403
 from minijax.lax.structural import *  # noqa: F401,F403
+from minijax.lax.control_flow import cond, cond_p, fori_loop, scan, scan_p, switch, while_loop, while_p  # noqa: F401

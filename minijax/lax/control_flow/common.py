@@ -1,0 +1,165 @@
+"""What every control-flow primitive shares: tracing user functions to jaxprs, type checks
+with JAX-like messages, and lowering a jaxpr into an MHLO region with tokens threaded.
+
+User functions are traced with `trace_to_jaxpr_dynamic` on flat avals.  The constants a
+function closes over (tracers of an enclosing transformation, arrays) are hoisted into
+leading inputs of the jaxpr, so every jaxpr stored in a control-flow param is a
+`ClosedJaxpr` without constants, and the values travel as ordinary operands of the
+equation, visible to every transformation.
+"""
+from __future__ import annotations
+
+from typing import Any, Callable, Sequence
+
+import numpy as np
+from jaxlib.mlir import ir
+from jaxlib.mlir.dialects import mhlo
+
+from minijax import tree_util
+from minijax.core import effects as effects_lib
+from minijax.core.avals import ShapedArray, shaped_abstractify
+from minijax.core.jaxpr import ClosedJaxpr, Jaxpr, Var
+from minijax.lowering import mlir
+from minijax.lowering.tokens import TokenSet
+
+
+def abstractify(x) -> ShapedArray:
+  try:
+    return shaped_abstractify(x)
+  except Exception:
+    raise TypeError(f"value of type {type(x).__name__} ({x!r:.60}) is not a valid minijax "
+                    "type; control-flow operands must be arrays or Python scalars "
+                    "(or pytrees of them)") from None
+
+
+def trace_fun(fun: Callable, in_tree, in_avals: Sequence[Any], name: str
+              ) -> tuple[ClosedJaxpr, list[Any], Any]:
+  """Traces `fun(*unflatten(in_tree, args))`; returns a const-free ClosedJaxpr whose leading
+  inputs are the hoisted constants, the constants, and the output tree."""
+  from minijax.interpreters.partial_eval import trace_to_jaxpr_dynamic
+  out_tree_box = []
+
+  def flat_fun(*flat):
+    args = tree_util.tree_unflatten(in_tree, list(flat))
+    out = fun(*args)
+    leaves, out_tree = tree_util.tree_flatten(out)
+    out_tree_box.append(out_tree)
+    return leaves
+
+  try:
+    jaxpr, consts = trace_to_jaxpr_dynamic(flat_fun, list(in_avals))
+  except Exception as e:
+    e.add_note(f"while tracing {name}")
+    raise
+  return hoist_consts(jaxpr), consts, out_tree_box[0]
+
+
+def hoist_consts(jaxpr: Jaxpr) -> ClosedJaxpr:
+  return ClosedJaxpr(Jaxpr([], [*jaxpr.constvars, *jaxpr.invars], jaxpr.outvars, jaxpr.eqns,
+                           jaxpr.effects, jaxpr.debug_info), [])
+
+
+def const_free(closed: ClosedJaxpr) -> tuple[ClosedJaxpr, list[Any]]:
+  """`closed` with its constants turned into leading inputs, and the constants."""
+  if not closed.consts and not closed.jaxpr.constvars:
+    return closed, []
+  return hoist_consts(closed.jaxpr), list(closed.consts)
+
+
+def prepend_unused_invars(closed: ClosedJaxpr, avals: Sequence[Any], at: int = 0) -> ClosedJaxpr:
+  """`closed` taking extra, unused inputs of types `avals` at position `at`."""
+  jaxpr = closed.jaxpr
+  new = [Var(a) for a in avals]
+  invars = [*jaxpr.invars[:at], *new, *jaxpr.invars[at:]]
+  return ClosedJaxpr(Jaxpr(jaxpr.constvars, invars, jaxpr.outvars, jaxpr.eqns, jaxpr.effects,
+                           jaxpr.debug_info), closed.consts)
+
+
+def jaxprs_effects(*jaxprs) -> frozenset:
+  return effects_lib.union(j.effects for j in jaxprs)
+
+
+# ----------------------------------------------------------------------------- type checks
+
+def same_type(a, b) -> bool:
+  """Equal shapes and dtypes; weak types may differ (they join to the strong type)."""
+  return a.shape == b.shape and a.dtype == b.dtype
+
+
+def join_weak(avals_lists: Sequence[Sequence[ShapedArray]]) -> list[ShapedArray]:
+  """Per position: weak only if weak in every list."""
+  out = []
+  for avals in zip(*avals_lists):
+    weak = all(a.weak_type for a in avals)
+    out.append(avals[0].update(weak_type=weak))
+  return out
+
+
+def check_tree_and_avals(what: str, tree1, avals1, tree2, avals2) -> None:
+  """Raises JAX's `TypeError` when two pytrees of avals differ, naming `what`."""
+  if tree1 != tree2:
+    raise TypeError(f"{what} must have same type structure, got {tree1} and {tree2}.")
+  if not all(map(same_type, avals1, avals2)):
+    diff = tree_util.tree_unflatten(tree1, [_diff(a, b) for a, b in zip(avals1, avals2)])
+    raise TypeError(f"{what} must have identical types, got\n{diff}.")
+
+
+def _diff(a, b) -> str:
+  return a.str_short() if same_type(a, b) else f"DIFFERENT {a.str_short()} vs. {b.str_short()}"
+
+
+def check_carry(what: str, in_tree, in_avals, out_tree, out_avals) -> bool:
+  """Checks that a loop carry keeps its types.  Returns True when the carry is stable
+  except for weak types (the caller then retraces with the weak types dropped)."""
+  if in_tree != out_tree:
+    raise TypeError(f"{what} must have same type structure, got {in_tree} and {out_tree}.")
+  if not all(map(same_type, in_avals, out_avals)):
+    lines = [f"  the input carry component {_path(in_tree, i)} has type {a.str_short()} but "
+             f"the corresponding output carry component has type {b.str_short()}"
+             for i, (a, b) in enumerate(zip(in_avals, out_avals)) if not same_type(a, b)]
+    raise TypeError(f"{what} must have identical types, but:\n" + "\n".join(lines)
+                    + "\nso the carry changes type from one iteration to the next.")
+  return any(a.weak_type != b.weak_type for a, b in zip(in_avals, out_avals))
+
+
+def _path(tree, i: int) -> str:
+  try:
+    leaves = tree_util.tree_unflatten(tree, list(range(tree.num_leaves)))
+    paths, _ = tree_util.tree_flatten_with_path(leaves)
+    return "carry" + "".join(str(k) for k in paths[i][0])
+  except Exception:
+    return f"#{i}"
+
+
+def strong(avals) -> list[ShapedArray]:
+  return [a.strip_weak_type() for a in avals]
+
+
+# ----------------------------------------------------------------------------- lowering helpers
+
+def lower_jaxpr_inline(mctx, closed: ClosedJaxpr, tokens: TokenSet, *args
+                       ) -> tuple[list[ir.Value], TokenSet]:
+  """Emits `closed` at the current insertion point (inside a region or not)."""
+  consts = [mlir.ir_constant(np.asarray(c)) for c in closed.consts]
+  return mlir.jaxpr_subcomp(mctx, closed.jaxpr, tokens, consts, *args)
+
+
+def add_block(region: ir.Region, types: Sequence[ir.Type]) -> ir.Block:
+  return region.blocks.append(*types)
+
+
+def ir_types(avals) -> list[ir.Type]:
+  return [mlir.aval_to_ir_type(a) for a in avals]
+
+
+def scalar_i32(value: int) -> ir.Value:
+  return mlir.ir_constant(np.int32(value))
+
+
+def compare(lhs: ir.Value, rhs: ir.Value, direction: str, kind: str = "SIGNED") -> ir.Value:
+  return mhlo.CompareOp(lhs, rhs, mhlo.ComparisonDirectionAttr.get(direction),
+                        compare_type=mhlo.ComparisonTypeAttr.get(kind)).result
+
+
+def tokens_like(tokens: TokenSet, values: Sequence[ir.Value]) -> TokenSet:
+  return TokenSet.from_lists(tokens.effects(), list(values))
