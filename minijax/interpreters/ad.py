@@ -1,4 +1,15 @@
-"""Forward and reverse mode automatic differentiation.
+"""Forward mode automatic differentiation, and the entry points of reverse mode.
+
+A `JVPTrace` carries a (primal, tangent) pair per value.  To process a primitive it unwraps
+its own tracers (any other value is a constant with a symbolic zero tangent), and, unless
+every tangent is zero, runs the primitive's jvp rule on the parent trace: the rule binds
+the primal computation and the tangent computation there, so whatever interprets the
+parent (evaluation, staging, partial evaluation, another jvp) sees both.
+
+Reverse mode follows JAX's design: `linearize` runs a jvp on top of a partial-evaluation
+trace (`partial_eval.JaxprTrace`) in which primals are known (computed at once on the
+parent) and tangents are unknown (recorded into a linear jaxpr whose constants are the
+residuals); `vjp` transposes that linear jaxpr with `transpose.backward_pass`.
 
 Rule tables (filled in each primitive's block in minijax/lax/):
   primitive_jvps[p](primals, tangents, **params) -> (primal_out, tangent_out)
@@ -8,15 +19,26 @@ are `UndefinedPrimal(aval)`.  `defjvp`, `defjvp2` and `deflinear` build the comm
 """
 from __future__ import annotations
 
-from typing import Any, Callable
+from typing import Any, Callable, Sequence
 
-from minijax.core.avals import ShapedArray
+import numpy as np
+
+from minijax.core import dtypes
+from minijax.core.avals import ShapedArray, shaped_abstractify
+from minijax.core.errors import MissingRuleError
+from minijax.core.jaxpr import ClosedJaxpr, eval_jaxpr
+from minijax.core.primitive import Primitive
+from minijax.core.trace import Trace, Tracer, new_trace, set_current_trace
 
 JvpRule = Callable[..., tuple[Any, Any]]
 TransposeRule = Callable[..., Any]
 
 primitive_jvps: dict[Any, JvpRule] = {}
 primitive_transposes: dict[Any, TransposeRule] = {}
+
+
+def get_aval(x):
+  return x.aval if isinstance(x, Tracer) else shaped_abstractify(x)
 
 
 class Zero:
@@ -31,8 +53,7 @@ class Zero:
 
   @staticmethod
   def from_primal_value(x) -> "Zero":
-    from minijax.core.avals import shaped_abstractify
-    return Zero(shaped_abstractify(x).tangent_aval())
+    return Zero(get_aval(x).tangent_aval())
 
 
 class UndefinedPrimal:
@@ -50,13 +71,35 @@ def is_undefined_primal(x) -> bool:
   return type(x) is UndefinedPrimal
 
 
+def is_float0(x) -> bool:
+  return get_aval(x).dtype == dtypes.float0
+
+
+def zeros_like_aval(aval):
+  if aval.dtype == dtypes.float0:
+    return np.zeros(aval.shape, dtypes.float0)
+  from minijax import lax
+  return lax.full(aval.shape, 0, aval.dtype)
+
+
 def instantiate_zeros(tangent):
   """A concrete zeros array in place of a symbolic `Zero`."""
   if type(tangent) is Zero:
-    from minijax import lax
-    aval = tangent.aval
-    return lax.full(aval.shape, 0, aval.dtype)
+    return zeros_like_aval(tangent.aval)
   return tangent
+
+
+# ---- add_any: tangent and cotangent accumulation (linear, with its own transpose)
+add_any_p = Primitive("add_any")
+
+
+def _add_any_abstract_eval(x, y):
+  if x.shape != y.shape or x.dtype != y.dtype:
+    raise TypeError(f"add_any: mismatched tangents {x.str_short()} and {y.str_short()}")
+  return ShapedArray(x.shape, x.dtype, x.weak_type and y.weak_type)
+
+
+add_any_p.def_abstract_eval(_add_any_abstract_eval)
 
 
 def add_tangents(x, y):
@@ -64,16 +107,197 @@ def add_tangents(x, y):
     return y
   if type(y) is Zero:
     return x
-  from minijax import lax
-  return lax.add(x, y)
+  if is_float0(x):
+    return x
+  return add_any_p.bind(x, y)
 
+
+def _register_add_any():
+  from jaxlib.mlir.dialects import mhlo
+  from minijax.interpreters import batching
+  from minijax.lowering import mlir
+  mlir.register_lowering(add_any_p, lambda ctx, x, y: mhlo.AddOp(x, y).result)
+  batching.defbroadcasting(add_any_p)
+
+
+_register_add_any()
+
+
+# ----------------------------------------------------------------------------- the jvp trace
+
+class JVPTracer(Tracer):
+  __slots__ = ("primal", "tangent")
+
+  def __init__(self, trace, primal, tangent):
+    self._trace = trace
+    self.primal = primal
+    self.tangent = tangent
+
+  @property
+  def aval(self):
+    return get_aval(self.primal)
+
+  def to_concrete_value(self):
+    p = self.primal
+    return p.to_concrete_value() if isinstance(p, Tracer) else p
+
+
+class JVPTrace(Trace):
+  def to_primal_tangent(self, x):
+    if self.owns(x):
+      return x.primal, x.tangent
+    return x, Zero.from_primal_value(x)
+
+  def make(self, primal, tangent):
+    if tangent is None or type(tangent) is Zero:
+      return primal
+    return JVPTracer(self, primal, tangent)
+
+  def process_primitive(self, primitive, args, params):
+    primals, tangents = [], []
+    for x in args:
+      if self.owns(x):
+        primals.append(x.primal)
+        tangents.append(x.tangent)
+      else:
+        primals.append(x)
+        tangents.append(None)
+    if all(t is None or type(t) is Zero for t in tangents):
+      with set_current_trace(self.parent):
+        return primitive.bind(*primals, **params)
+    rule = primitive_jvps.get(primitive)
+    if rule is None:
+      raise MissingRuleError(primitive, "jvp", "ad.primitive_jvps")
+    tangents = [Zero.from_primal_value(p) if t is None else t
+                for p, t in zip(primals, tangents)]
+    with set_current_trace(self.parent):
+      primal_out, tangent_out = rule(primals, tangents, **params)
+    if primitive.multiple_results:
+      if tangent_out is None:
+        return list(primal_out)
+      return [self.make(p, t) for p, t in zip(primal_out, tangent_out)]
+    return self.make(primal_out, tangent_out)
+
+
+def jvp_flat(fun: Callable, primals: Sequence[Any], tangents: Sequence[Any]):
+  """`fun(*primals) -> list`, with `tangents` (arrays or `Zero`) pushed forward.
+  Returns `(primals_out, tangents_out)`; output tangents may be `Zero`."""
+  trace = JVPTrace()
+  with new_trace(trace):
+    ins = [trace.make(p, t) for p, t in zip(primals, tangents)]
+    outs = fun(*ins)
+    pairs = [trace.to_primal_tangent(o) for o in outs]
+  return [p for p, _ in pairs], [t for _, t in pairs]
+
+
+def _broadcast_flags(flags, n: int) -> list[bool]:
+  return [bool(flags)] * n if isinstance(flags, bool) else list(flags)
+
+
+def jvp_jaxpr(closed_jaxpr: ClosedJaxpr, nonzeros: Sequence[bool],
+              instantiate: bool | Sequence[bool]) -> tuple[ClosedJaxpr, list[bool]]:
+  """Differentiates a jaxpr in forward mode.
+
+  `nonzeros[i]` says whether input i has a (non-symbolically-zero) tangent.  The result
+  takes `[*primals, *tangents of the nonzero inputs]` and returns
+  `[*primal outputs, *tangents of the nonzero outputs]`; `out_nonzeros` (the second result)
+  marks those outputs, forced True where `instantiate` (bool or one per output) says so.
+  """
+  from minijax.interpreters import partial_eval as pe
+  n = len(closed_jaxpr.in_avals)
+  instantiate = _broadcast_flags(instantiate, len(closed_jaxpr.out_avals))
+  out_nz_box = []
+
+  def fun(*args):
+    primals, rest = args[:n], iter(args[n:])
+    tangents = [next(rest) if nz else Zero(a.tangent_aval())
+                for a, nz in zip(closed_jaxpr.in_avals, nonzeros)]
+    outs_p, outs_t = jvp_flat(
+        lambda *xs: eval_jaxpr(closed_jaxpr.jaxpr, closed_jaxpr.consts, *xs), primals, tangents)
+    out_nz = [(type(t) is not Zero or inst) and get_aval(p).tangent_aval().dtype != dtypes.float0
+              for p, t, inst in zip(outs_p, outs_t, instantiate)]
+    out_nz_box.append(out_nz)
+    return [*outs_p, *(instantiate_zeros(t) for t, nz in zip(outs_t, out_nz) if nz)]
+
+  in_avals = [*closed_jaxpr.in_avals,
+              *(a.tangent_aval() for a, nz in zip(closed_jaxpr.in_avals, nonzeros) if nz)]
+  jaxpr, consts = pe.trace_to_jaxpr_dynamic(fun, in_avals)
+  return ClosedJaxpr(jaxpr, consts), out_nz_box[0]
+
+
+# ----------------------------------------------------------------------------- reverse mode
+
+def linearize_flat(fun: Callable, primals: Sequence[Any]):
+  """Runs `fun` forward and records its linearization.
+
+  Returns `(primals_out, out_tangent_avals, out_zero, lin)` where `lin` is a
+  `(jaxpr, residuals)` pair: `jaxpr` has the residuals as constants, takes the tangents of
+  the differentiable (inexact) inputs and returns the output tangents that are not
+  symbolically zero (`out_zero[i]` marks the others).  `diff` inputs are listed in
+  `lin.diff`.
+  """
+  from minijax.interpreters import partial_eval as pe
+  trace = pe.JaxprTrace()
+  with new_trace(trace):
+    diff = [dtypes.is_inexact(get_aval(p).dtype) for p in primals]
+    tangents = [trace.new_arg(get_aval(p).tangent_aval()) if d else Zero.from_primal_value(p)
+                for p, d in zip(primals, diff)]
+    primals_out, tangents_out = jvp_flat(fun, primals, tangents)
+    for p in primals_out:
+      if trace.owns(p):
+        raise RuntimeError("internal error: a primal output depends on tangents")
+    out_zero = [type(t) is Zero for t in tangents_out]
+    jaxpr, residuals = trace.to_jaxpr([t for t, z in zip(tangents_out, out_zero) if not z])
+  out_avals = [get_aval(p).tangent_aval() for p in primals_out]
+  return primals_out, out_avals, out_zero, Linearized(jaxpr, residuals, diff)
+
+
+class Linearized:
+  """A linear jaxpr from `linearize_flat`, with its residuals."""
+  __slots__ = ("jaxpr", "residuals", "diff")
+
+  def __init__(self, jaxpr, residuals, diff):
+    self.jaxpr, self.residuals, self.diff = jaxpr, residuals, diff
+
+  def jvp(self, tangents, out_avals, out_zero):
+    """Evaluates the linear map on one tangent per input (non-diff ones are ignored)."""
+    ins = [instantiate_zeros(t) for t, d in zip(tangents, self.diff) if d]
+    outs = iter(eval_jaxpr(self.jaxpr, self.residuals, *ins))
+    return [zeros_like_aval(a) if z else next(outs) for a, z in zip(out_avals, out_zero)]
+
+  def transpose(self, cts, in_avals, out_zero):
+    """Cotangents of the inputs (`Zero` where zero) from cotangents of the outputs."""
+    from minijax.interpreters.transpose import backward_pass
+    lin_cts = [ct for ct, z in zip(cts, out_zero) if not z]
+    args = [UndefinedPrimal(v.aval) for v in self.jaxpr.invars]
+    cts_in = iter(backward_pass(self.jaxpr, self.residuals, args, lin_cts))
+    return [next(cts_in) if d else Zero(a.tangent_aval()) for a, d in zip(in_avals, self.diff)]
+
+
+def vjp_flat(fun: Callable, primals: Sequence[Any]):
+  """`(primals_out, vjp_fn)` where `vjp_fn(cts_out) -> cts_in` (entries may be `Zero`)."""
+  primals_out, out_avals, out_zero, lin = linearize_flat(fun, primals)
+  in_avals = [get_aval(p) for p in primals]
+
+  def vjp_fn(cts):
+    return lin.transpose(list(cts), in_avals, out_zero)
+  return primals_out, vjp_fn
+
+
+# ----------------------------------------------------------------------------- rule helpers
 
 def defjvp(primitive, *jvp_fns: Callable | None) -> None:
   """One function per argument: `fn(tangent, *primals, **params)` gives that argument's
   contribution to the output tangent; `None` marks a non-differentiable argument."""
   def rule(primals, tangents, **params):
     out = primitive.bind(*primals, **params)
-    total = Zero.from_primal_value(out) if not primitive.multiple_results else None
+    if primitive.multiple_results:
+      total = [Zero.from_primal_value(o) for o in out]
+      for fn, t in zip(jvp_fns, tangents):
+        if fn is not None and type(t) is not Zero:
+          total = [add_tangents(a, b) for a, b in zip(total, fn(t, *primals, **params))]
+      return out, total
+    total = Zero.from_primal_value(out)
     for fn, t in zip(jvp_fns, tangents):
       if fn is not None and type(t) is not Zero:
         total = add_tangents(total, fn(t, *primals, **params))
@@ -109,3 +333,37 @@ def deflinear(primitive, transpose_rule: Callable) -> None:
 
   primitive_jvps[primitive] = jvp
   primitive_transposes[primitive] = transpose
+
+
+def deflinear2(primitive, transpose_rule: Callable) -> None:
+  """Like `deflinear`, with the arguments: `transpose_rule(ct, *args, **params)`."""
+  def jvp(primals, tangents, **params):
+    out = primitive.bind(*primals, **params)
+    if all(type(t) is Zero for t in tangents):
+      return out, Zero.from_primal_value(out)
+    return out, primitive.bind(*map(instantiate_zeros, tangents), **params)
+
+  def transpose(ct, *args, **params):
+    if type(ct) is Zero:
+      return [Zero(a.aval) if is_undefined_primal(a) else None for a in args]
+    return transpose_rule(ct, *args, **params)
+
+  primitive_jvps[primitive] = jvp
+  primitive_transposes[primitive] = transpose
+
+
+def _add_any_transpose(ct, x, y):
+  return [ct, ct]
+
+
+primitive_jvps[add_any_p] = lambda primals, tangents: (
+    add_any_p.bind(*primals), add_tangents(*tangents))
+primitive_transposes[add_any_p] = _add_any_transpose
+
+
+def __getattr__(name):
+  # The transposition machinery lives in transpose.py; re-exported here for callers.
+  if name in ("backward_pass", "transpose_jaxpr"):
+    from minijax.interpreters import transpose
+    return getattr(transpose, name)
+  raise AttributeError(name)

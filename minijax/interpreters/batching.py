@@ -1,13 +1,26 @@
 """Vectorizing map (vmap) by batching rules.
 
+A `BatchTrace` carries a value and a batch dimension per value (`None`: not batched, the
+same for every element of the batch).  Values that are not its tracers are unbatched
+constants.  To process a primitive with at least one batched input it runs the primitive's
+batching rule on the parent trace; with none it binds the primitive on the parent
+unchanged.  The trace knows the axis size, for rules that must broadcast an unbatched
+operand.
+
 Rule table (filled in each primitive's block in minijax/lax/):
   primitive_batchers[p](batched_args, batch_dims, **params) -> (out, out_batch_dims)
 where a batch dim is an int or `None` ("not batched").  `defvectorized` covers
 elementwise unary primitives and `defbroadcasting` n-ary elementwise ones.
+`batch_jaxpr` batches a whole jaxpr (for `jit_p` and control flow).
 """
 from __future__ import annotations
 
-from typing import Any, Callable
+from typing import Any, Callable, Sequence
+
+from minijax.core.avals import ShapedArray, shaped_abstractify
+from minijax.core.errors import MissingRuleError
+from minijax.core.jaxpr import ClosedJaxpr, eval_jaxpr
+from minijax.core.trace import Trace, Tracer, new_trace, set_current_trace
 
 BatchRule = Callable[..., tuple[Any, Any]]
 
@@ -41,10 +54,9 @@ def bdim_at_front(x, bdim, size: int):
 
 
 def defbroadcasting(primitive) -> None:
-  """Elementwise n-ary: batch dims move to the front and unbatched operands get a
-  leading axis of size 1 so they broadcast (ranks must match for lax ops)."""
+  """Elementwise n-ary: batch dims move to the front and unbatched operands are
+  broadcast to the batch size (lax ops take operands of equal shapes)."""
   def rule(batched_args, batch_dims, **params):
-    from minijax import lax
     size = next(x.shape[d] for x, d in zip(batched_args, batch_dims) if d is not None)
     if all(d == batch_dims[0] for d in batch_dims) and len({getattr(x, "ndim", 0) for x in batched_args}) == 1:
       return primitive.bind(*batched_args, **params), batch_dims[0]
@@ -52,3 +64,113 @@ def defbroadcasting(primitive) -> None:
     out = primitive.bind(*args, **params)
     return out, (0 if not primitive.multiple_results else [0] * len(out))
   primitive_batchers[primitive] = rule
+
+
+# ----------------------------------------------------------------------------- the batch trace
+
+class BatchTracer(Tracer):
+  __slots__ = ("val", "batch_dim")
+
+  def __init__(self, trace, val, batch_dim: int):
+    self._trace = trace
+    self.val = val
+    self.batch_dim = batch_dim
+
+  @property
+  def aval(self):
+    aval = self.val.aval if isinstance(self.val, Tracer) else shaped_abstractify(self.val)
+    shape = list(aval.shape)
+    del shape[self.batch_dim]
+    return ShapedArray(tuple(shape), aval.dtype, aval.weak_type)
+
+
+class BatchTrace(Trace):
+  def __init__(self, axis_size: int):
+    super().__init__()
+    self.axis_size = axis_size
+
+  def to_val_dim(self, x):
+    if self.owns(x):
+      return x.val, x.batch_dim
+    return x, None
+
+  def make(self, val, dim):
+    return val if dim is None else BatchTracer(self, val, dim)
+
+  def process_primitive(self, primitive, args, params):
+    vals, dims = zip(*map(self.to_val_dim, args)) if args else ((), ())
+    if all(d is None for d in dims):
+      with set_current_trace(self.parent):
+        return primitive.bind(*vals, **params)
+    rule = primitive_batchers.get(primitive)
+    if rule is None:
+      raise MissingRuleError(primitive, "batching", "batching.primitive_batchers")
+    with set_current_trace(self.parent):
+      out, out_dims = rule(list(vals), list(dims), **params)
+    if primitive.multiple_results:
+      return [self.make(v, d) for v, d in zip(out, out_dims)]
+    return self.make(out, out_dims)
+
+
+def matchaxis(x, src: int | None, dst: int | None, size: int, what: str = "output"):
+  """Moves the batch dim of `x` from `src` to `dst` (broadcasting if `src` is None)."""
+  from minijax import lax
+  if dst is None:
+    if src is None:
+      return x
+    raise ValueError(f"vmap has mapped {what} but out_axes is None; an output that "
+                     "depends on a mapped input needs a mapped out_axes")
+  if src is None:
+    x = lax.broadcast(lax.convert_to_array(x), (size,))
+    src = 0
+  return moveaxis(x, src, dst)
+
+
+def vmap_flat(fun: Callable, in_dims: Sequence[int | None], out_dims: Sequence[int | None],
+              axis_size: int, args: Sequence[Any]) -> list[Any]:
+  """Maps `fun(*args) -> list` over axis `in_dims[i]` of each arg (None: unmapped); the
+  outputs' batch dims go to `out_dims` (non-negative; None: must be unmapped)."""
+  trace = BatchTrace(axis_size)
+  with new_trace(trace):
+    ins = [trace.make(x, d) for x, d in zip(args, in_dims)]
+    outs = fun(*ins)
+    pairs = [trace.to_val_dim(o) for o in outs]
+  if callable(out_dims):
+    out_dims = out_dims(len(pairs))
+  return [matchaxis(v, d, od, axis_size) for (v, d), od in zip(pairs, out_dims)]
+
+
+def vmap_flat_dims(fun: Callable, in_dims, axis_size: int, args):
+  """Like `vmap_flat`, returning `(outputs, their batch dims)` without moving them."""
+  trace = BatchTrace(axis_size)
+  with new_trace(trace):
+    ins = [trace.make(x, d) for x, d in zip(args, in_dims)]
+    outs = fun(*ins)
+    pairs = [trace.to_val_dim(o) for o in outs]
+  return [v for v, _ in pairs], [d for _, d in pairs]
+
+
+def batch_jaxpr(closed_jaxpr: ClosedJaxpr, axis_size: int, in_batched: Sequence[bool],
+                instantiate: bool | Sequence[bool]) -> tuple[ClosedJaxpr, list[bool]]:
+  """Batches a jaxpr.  Inputs marked in `in_batched` get a leading batch axis of size
+  `axis_size`; in the result every batched output has its batch axis first.  Returns the
+  batched ClosedJaxpr and `out_batched`; `instantiate` (bool or one per output) forces
+  outputs to be batched (broadcast)."""
+  from minijax.interpreters import partial_eval as pe
+  n_out = len(closed_jaxpr.out_avals)
+  instantiate = [instantiate] * n_out if isinstance(instantiate, bool) else list(instantiate)
+  box = []
+
+  def fun(*args):
+    outs, dims = vmap_flat_dims(
+        lambda *xs: eval_jaxpr(closed_jaxpr.jaxpr, closed_jaxpr.consts, *xs),
+        [0 if b else None for b in in_batched], axis_size, args)
+    out_batched = [d is not None or inst for d, inst in zip(dims, instantiate)]
+    box.append(out_batched)
+    return [matchaxis(o, d, 0 if b else None, axis_size)
+            for o, d, b in zip(outs, dims, out_batched)]
+
+  avals = [ShapedArray((axis_size, *a.shape), a.dtype, a.weak_type) if b else a
+           for a, b in zip(closed_jaxpr.in_avals, in_batched)]
+  jaxpr, consts = pe.trace_to_jaxpr_dynamic(fun, avals)
+  return ClosedJaxpr(jaxpr, consts), box[0]

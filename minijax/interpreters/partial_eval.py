@@ -5,6 +5,12 @@ program order, so effects keep their order.  A value that is not one of its trac
 constant: Python scalars and 0-d numpy values become inline literals, anything else (an
 Array, a numpy array, a tracer of an enclosing transformation) becomes a constant variable
 of the jaxpr, with the value returned alongside so the caller can close over it.
+
+Partial evaluation (`JaxprTrace`, a staging trace) splits a computation into the part that
+can run now, from known values, and the part that must wait for unknown ones.  It is how
+`linearize`/`vjp` separate the primal computation from the linear tangent computation, and
+`partial_eval_jaxpr` applies it to a whole jaxpr (for `jit_p` and control flow).
+`dce_jaxpr` removes unused equations, keeping every equation that has effects.
 """
 from __future__ import annotations
 
@@ -16,7 +22,8 @@ from minijax.core import avals as avals_lib
 from minijax.core import dtypes
 from minijax.core.jaxpr import (ClosedJaxpr, Jaxpr, JaxprEqn, Literal, Var,
                                 literalable, user_source_info)
-from minijax.core.trace import Trace, Tracer, new_trace
+from minijax.core.jaxpr import eval_jaxpr
+from minijax.core.trace import Trace, Tracer, new_trace, set_current_trace
 
 
 class DynamicJaxprTracer(Tracer):
@@ -108,3 +115,124 @@ def trace_to_jaxpr_dynamic(fun: Callable, in_avals: Sequence[Any],
 def trace_to_closed_jaxpr(fun: Callable, in_avals: Sequence[Any], debug_info=None) -> ClosedJaxpr:
   jaxpr, consts = trace_to_jaxpr_dynamic(fun, in_avals, debug_info)
   return ClosedJaxpr(jaxpr, consts)
+
+
+def trace_to_jaxpr(fun: Callable, in_avals: Sequence[Any], debug_info=None):
+  """Alias of `trace_to_jaxpr_dynamic`: `fun(*flat) -> flat outs` to `(jaxpr, consts)`."""
+  return trace_to_jaxpr_dynamic(fun, in_avals, debug_info)
+
+
+def hoist_consts(closed: ClosedJaxpr) -> tuple[ClosedJaxpr, list[Any]]:
+  """`(jaxpr taking its constants as leading inputs, the constants)`: the form call
+  primitives such as `jit_p` take, so that constants may be tracers."""
+  jaxpr = closed.jaxpr
+  if not jaxpr.constvars:
+    return closed, []
+  return ClosedJaxpr(Jaxpr([], [*jaxpr.constvars, *jaxpr.invars], jaxpr.outvars, jaxpr.eqns,
+                           jaxpr.effects, jaxpr.debug_info), []), list(closed.consts)
+
+
+# ----------------------------------------------------------------------------- partial evaluation
+
+PartialEvalRule = Callable[..., Any]
+# partial_eval_rules[p](trace, args, **params) -> outputs: for primitives (call-like ones)
+# that can split themselves into a known part, bound on trace.parent, and an unknown part,
+# staged with trace.stage(...).  Without a rule an operation with an unknown input is
+# staged whole.
+partial_eval_rules: dict[Any, PartialEvalRule] = {}
+
+
+class JaxprTrace(DynamicJaxprTrace):
+  """Partial evaluation.  Known values are ordinary values of the parent trace (not this
+  trace's tracers); unknown values are this trace's tracers.  An operation whose inputs are
+  all known is bound on the parent at once, effects included (so a tap on primals fires
+  in the forward pass); one with an unknown input is recorded into the jaxpr of the
+  unknown part, whose constants (the known values it reads) are the residuals."""
+
+  def process_primitive(self, primitive, args, params):
+    if not any(self.owns(x) for x in args):
+      with set_current_trace(self.parent):
+        return primitive.bind(*args, **params)
+    rule = partial_eval_rules.get(primitive)
+    if rule is not None:
+      return rule(self, args, **params)
+    return self.stage(primitive, args, params)
+
+  def stage(self, primitive, args, params):
+    return DynamicJaxprTrace.process_primitive(self, primitive, args, params)
+
+  def is_known(self, x) -> bool:
+    return not self.owns(x)
+
+
+def _broadcast(flags, n):
+  return [bool(flags)] * n if isinstance(flags, bool) else list(flags)
+
+
+def partial_eval_jaxpr_nounits(closed: ClosedJaxpr, unknowns: Sequence[bool],
+                               instantiate: bool | Sequence[bool]):
+  """Splits `closed` into the part computable from the known inputs and the rest.
+
+  Returns `(jaxpr_known, jaxpr_unknown, out_unknowns, res_avals)`:
+    jaxpr_known:   [*known inputs]              -> [*known outputs, *residuals]
+    jaxpr_unknown: [*residuals, *unknown inputs] -> [*unknown outputs]
+  both ClosedJaxprs.  An output is unknown when it depends on an unknown input or
+  `instantiate` (bool or one per output) forces it.  Effectful equations whose inputs are
+  all known stay in `jaxpr_known`; the others go to `jaxpr_unknown`.
+  """
+  instantiate = _broadcast(instantiate, len(closed.out_avals))
+  box = {}
+
+  def known_fun(*known_ins):
+    trace = JaxprTrace()
+    with new_trace(trace):
+      it = iter(known_ins)
+      ins = [trace.new_arg(a) if uk else next(it) for a, uk in zip(closed.in_avals, unknowns)]
+      outs = eval_jaxpr(closed.jaxpr, closed.consts, *ins)
+      out_uk = [trace.owns(o) or inst for o, inst in zip(outs, instantiate)]
+      jaxpr_uk, residuals = trace.to_jaxpr([o for o, uk in zip(outs, out_uk) if uk])
+    box["uk"], box["out_uk"] = jaxpr_uk, out_uk
+    return [*(o for o, uk in zip(outs, out_uk) if not uk), *residuals]
+
+  known_avals = [a for a, uk in zip(closed.in_avals, unknowns) if not uk]
+  jaxpr_k, consts_k = trace_to_jaxpr_dynamic(known_fun, known_avals)
+  jaxpr_uk = box["uk"]
+  res_avals = [v.aval for v in jaxpr_uk.constvars]
+  jaxpr_uk = Jaxpr([], [*jaxpr_uk.constvars, *jaxpr_uk.invars], jaxpr_uk.outvars,
+                   jaxpr_uk.eqns, jaxpr_uk.effects)
+  return (ClosedJaxpr(jaxpr_k, consts_k), ClosedJaxpr(jaxpr_uk, []), box["out_uk"], res_avals)
+
+
+def partial_eval_jaxpr(closed: ClosedJaxpr, unknowns: Sequence[bool],
+                       instantiate: bool | Sequence[bool] = False):
+  """Like `partial_eval_jaxpr_nounits`, returning the number of residuals last:
+  `(jaxpr_known, jaxpr_unknown, out_unknowns, num_res)`."""
+  known, unknown, out_uk, res_avals = partial_eval_jaxpr_nounits(closed, unknowns, instantiate)
+  return known, unknown, out_uk, len(res_avals)
+
+
+# ----------------------------------------------------------------------------- dead code
+
+def dce_jaxpr(jaxpr: Jaxpr, used_outputs: Sequence[bool],
+              instantiate: bool | Sequence[bool] = False) -> tuple[Jaxpr, list[bool]]:
+  """Removes what the used outputs do not need.  Returns `(new_jaxpr, used_inputs)`;
+  `new_jaxpr` keeps the used outputs, its constvars, and only the inputs in `used_inputs`
+  (or every input where `instantiate` says so).  Equations with effects are never removed."""
+  instantiate = _broadcast(instantiate, len(jaxpr.invars))
+  live = {v for v, used in zip(jaxpr.outvars, used_outputs) if used and type(v) is Var}
+  new_eqns = []
+  for eqn in reversed(jaxpr.eqns):
+    if eqn.effects or any(v in live for v in eqn.outvars):
+      new_eqns.append(eqn)
+      live.update(a for a in eqn.invars if type(a) is not Literal)
+  used_inputs = [v in live or inst for v, inst in zip(jaxpr.invars, instantiate)]
+  new = Jaxpr(jaxpr.constvars, [v for v, u in zip(jaxpr.invars, used_inputs) if u],
+              [v for v, used in zip(jaxpr.outvars, used_outputs) if used],
+              new_eqns[::-1], debug_info=jaxpr.debug_info)
+  return new, used_inputs
+
+
+def dce_closed_jaxpr(closed: ClosedJaxpr, used_outputs: Sequence[bool],
+                     instantiate: bool | Sequence[bool] = False):
+  jaxpr, used_inputs = dce_jaxpr(closed.jaxpr, used_outputs, instantiate)
+  return ClosedJaxpr(jaxpr, closed.consts), used_inputs

@@ -1,0 +1,107 @@
+"""Transposition of linear jaxprs: the backward half of reverse mode.
+
+`backward_pass` first evaluates (binding on the current trace) every equation whose inputs
+are all known: residual computations and, inside `checkpoint`, the recomputed forward
+pass.  It then walks the remaining equations, which are linear in the `UndefinedPrimal`
+inputs, in reverse, calling each primitive's transpose rule with the cotangents of its
+outputs and accumulating the cotangents of its linear inputs.  Cotangents are symbolic
+`Zero`s until something contributes; an equation whose output cotangents are all zero is
+skipped, unless it has effects: effectful equations always run (their zero cotangents
+instantiated), so a tap on tangents fires in the backward pass.
+"""
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+from minijax.core.errors import MissingRuleError
+from minijax.core.jaxpr import ClosedJaxpr, Jaxpr, Literal
+from minijax.interpreters.ad import (UndefinedPrimal, Zero, add_tangents, instantiate_zeros,
+                                     is_undefined_primal, primitive_transposes)
+
+
+def backward_pass(jaxpr: Jaxpr, consts: Sequence[Any], args: Sequence[Any],
+                  cts_out: Sequence[Any]) -> list[Any]:
+  """Transposes `jaxpr` with respect to its `UndefinedPrimal` arguments.
+
+  `consts` are values of `jaxpr.constvars`, `args` one value or `UndefinedPrimal` per input,
+  `cts_out` one cotangent (array or `Zero`) per output.  Returns one entry per input: the
+  accumulated cotangent (possibly `Zero`) for undefined inputs, `None` for the others.
+  """
+  primal_env: dict[Any, Any] = {}
+
+  def read_primal(atom):
+    if type(atom) is Literal:
+      return atom.val
+    return primal_env.get(atom) if atom in primal_env else UndefinedPrimal(atom.aval)
+
+  primal_env.update(zip(jaxpr.constvars, consts))
+  for v, a in zip(jaxpr.invars, args):
+    if not is_undefined_primal(a):
+      primal_env[v] = a
+
+  linear_eqns = []
+  for eqn in jaxpr.eqns:
+    ins = [read_primal(a) for a in eqn.invars]
+    if any(is_undefined_primal(x) for x in ins):
+      linear_eqns.append(eqn)
+      continue
+    out = eqn.primitive.bind(*ins, **eqn.params)
+    primal_env.update(zip(eqn.outvars, out if eqn.primitive.multiple_results else [out]))
+
+  ct_env: dict[Any, Any] = {}
+
+  def write_ct(v, ct):
+    if type(v) is Literal or ct is None or type(ct) is Zero:
+      return
+    ct_env[v] = add_tangents(ct_env[v], ct) if v in ct_env else ct
+
+  for v, ct in zip(jaxpr.outvars, cts_out):
+    write_ct(v, ct)
+
+  for eqn in reversed(linear_eqns):
+    cts = [ct_env.pop(v, None) for v in eqn.outvars]
+    cts = [Zero(v.aval) if ct is None else ct for v, ct in zip(eqn.outvars, cts)]
+    if not eqn.effects and all(type(ct) is Zero for ct in cts):
+      continue
+    if eqn.effects:
+      cts = [instantiate_zeros(ct) for ct in cts]
+    rule = primitive_transposes.get(eqn.primitive)
+    if rule is None:
+      raise MissingRuleError(eqn.primitive, "transpose", "ad.primitive_transposes")
+    ins = [read_primal(a) for a in eqn.invars]
+    try:
+      cts_in = rule(cts if eqn.primitive.multiple_results else cts[0], *ins, **eqn.params)
+    except Exception as e:
+      from minijax.core.jaxpr import _add_eqn_note
+      _add_eqn_note(e, eqn)
+      raise
+    if not isinstance(cts_in, (list, tuple)):
+      cts_in = [cts_in]
+    for atom, x, ct in zip(eqn.invars, ins, cts_in):
+      if is_undefined_primal(x):
+        write_ct(atom, ct)
+
+  return [(ct_env.get(v, Zero(v.aval)) if is_undefined_primal(a) else None)
+          for v, a in zip(jaxpr.invars, args)]
+
+
+def transpose_jaxpr(closed_jaxpr: ClosedJaxpr, linear: Sequence[bool]) -> ClosedJaxpr:
+  """The transpose of a jaxpr that is linear in the inputs marked by `linear`.
+
+  The result takes `[*non-linear inputs, *one cotangent per output]` and returns one
+  cotangent per linear input (zeros instantiated), in input order.
+  """
+  from minijax.interpreters import partial_eval as pe
+  in_avals = closed_jaxpr.in_avals
+  lin_avals = [a for a, lin in zip(in_avals, linear) if lin]
+
+  def fun(*args):
+    nonlin = iter(args[:len(in_avals) - len(lin_avals)])
+    cts = args[len(in_avals) - len(lin_avals):]
+    primals = [UndefinedPrimal(a) if lin else next(nonlin) for a, lin in zip(in_avals, linear)]
+    cts_in = backward_pass(closed_jaxpr.jaxpr, closed_jaxpr.consts, primals, cts)
+    return [instantiate_zeros(ct) for ct, lin in zip(cts_in, linear) if lin]
+
+  avals = [*(a for a, lin in zip(in_avals, linear) if not lin), *closed_jaxpr.out_avals]
+  jaxpr, consts = pe.trace_to_jaxpr_dynamic(fun, avals)
+  return ClosedJaxpr(jaxpr, consts)
