@@ -119,3 +119,11 @@ def check_nans_in_jaxpr(closed_jaxpr: ClosedJaxpr, args, outs, name: str) -> Non
       if np.isnan(np.asarray(out)).any():
         eval_jaxpr(closed_jaxpr.jaxpr, closed_jaxpr.consts, *args)
         raise FloatingPointError(f"invalid value (nan) encountered in jit({name})")
+
+
+def _on_config_change(name, value):
+  if name == "tap_mechanism":
+    _primitive_cache.clear()
+
+
+config.on_change(_on_config_change)

@@ -34,7 +34,7 @@ from jaxlib import _jax, xla_client
 
 from minijax.config import config
 from minijax.core.avals import ShapedArray
-from minijax.runtime import backend
+from minijax.runtime import backend, taps
 from minijax.runtime.array import Array, _DELETED_MESSAGE, _put_numpy, device_put
 
 logger = logging.getLogger("minijax")
@@ -150,6 +150,9 @@ class Executable:
     args = self._prepare(args)
     buffers = [a._buffer for a in args]
     device = self.device
+    effectful = not self._plain
+    if effectful:
+      taps.before_execution()
     try:
       if self.ordered_effects:
         n = self.num_tokens
@@ -175,7 +178,11 @@ class Executable:
     except _JaxRuntimeError as err:
       self._diagnose(args, err)
       raise
-    return list(map(Array, outs, self.out_avals, self._out_devices))
+    outs = list(map(Array, outs, self.out_avals, self._out_devices))
+    if effectful:
+      taps.note_execution(device, outs or [runtime_tokens.current(e, device)
+                                           for e in self.ordered_effects])
+    return outs
 
   def _prepare(self, args) -> list[Array]:
     """Puts every argument on this executable's device and checks it against `in_avals`."""
@@ -241,6 +248,8 @@ def compile(module, *, device, name: str, in_avals: Sequence[ShapedArray],
                      f"{len(in_avals)} array argument(s)")
   client = backend.get_client()
   device = backend.get_device(device)
+  if host_callbacks:
+    host_callbacks = taps.bind_host_callbacks(host_callbacks, device)
   options = xla_client.CompileOptions()
   options.device_assignment = xla_client.DeviceAssignment.create(
       np.array([[device.id]], dtype=np.int32))

@@ -1,0 +1,1 @@
+"""Experimental APIs: `host_callback` (host taps)."""
