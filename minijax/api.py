@@ -1,4 +1,4 @@
-"""The user-facing transformations: `jit`, `make_jaxpr` (and, as they land, grad/vmap/...).
+"""The user-facing transformations: `jit`, `make_jaxpr`, `grad`, `vjp`, `jvp`, `vmap`, ...
 
 `jit(f)` keeps two caches keyed on the pytree structure of the arguments, their avals,
 the static arguments and the device: traced jaxprs, and compiled executables.  Called on
@@ -6,6 +6,11 @@ concrete values (the current trace is the eval trace) it takes the fast path: fl
 C++, look up the executable, run it.  Called under another transformation it binds
 `jit_p` with the traced jaxpr, so the transformation sees one equation and the lowering
 emits a `func.call`.
+
+The autodiff and batching functions flatten pytrees, hand flat functions to the
+interpreters (`ad.jvp_flat`, `ad.linearize_flat`, `ad.vjp_flat`, `batching.vmap_flat_dims`)
+and unflatten the results.  Jacobians vmap a jvp or vjp over the standard basis, one vmap
+per axis, so no reshapes are needed.
 """
 from __future__ import annotations
 
@@ -13,12 +18,16 @@ import functools
 import inspect
 from typing import Any, Callable, Sequence
 
-from minijax import tree_util
+import numpy as np
+
+from minijax import lax, tree_util
+from minijax.core import dtypes
 from minijax.config import config
 from minijax.core import trace as trace_lib
 from minijax.core.avals import shaped_abstractify
 from minijax.core.jaxpr import ClosedJaxpr, Jaxpr
 from minijax.core.trace import Tracer
+from minijax.interpreters import ad, batching
 from minijax.interpreters import partial_eval as pe
 from minijax.lax.call import compiled_call, jit_p
 from minijax.lowering.mlir import lower_jaxpr_to_module
@@ -300,3 +309,379 @@ def make_jaxpr(fun: Callable, static_argnums=()):
     jaxpr, consts = pe.trace_to_jaxpr_dynamic(flat_fun, [_abstractify(x) for x in flat])
     return ClosedJaxpr(jaxpr, consts)
   return make
+
+
+# ----------------------------------------------------------------------------- autodiff
+
+def _flat_fun_with_aux(fun, in_tree, has_aux, box):
+  """`fun` on flat leaves, returning the output leaves followed by the aux leaves."""
+  def flat_fun(*flat):
+    out = fun(*tree_util.tree_unflatten(in_tree, flat))
+    if has_aux:
+      if not (isinstance(out, (tuple, list)) and len(out) == 2):
+        raise TypeError("a function with has_aux=True must return a pair (output, aux), "
+                        f"got {type(out).__name__}")
+      out, aux = out
+      aux_leaves, aux_tree = tree_util.tree_flatten(aux)
+    else:
+      aux_leaves, aux_tree = [], None
+    leaves, out_tree = tree_util.tree_flatten(out)
+    box["out_tree"], box["aux_tree"], box["n_out"] = out_tree, aux_tree, len(leaves)
+    box.get("check", lambda leaves: None)(leaves)
+    return [*leaves, *aux_leaves]
+  return flat_fun
+
+
+def _instantiate(ct):
+  return ad.instantiate_zeros(ct)
+
+
+def jvp(fun: Callable, primals, tangents, has_aux: bool = False):
+  """Forward-mode derivative: `(fun(*primals), J(primals) @ tangents)` (and aux)."""
+  if not isinstance(primals, (tuple, list)) or not isinstance(tangents, (tuple, list)):
+    raise TypeError("primal and tangent arguments to minijax.jvp must be tuples or lists; "
+                    f"found {type(primals).__name__} and {type(tangents).__name__}.")
+  flat_p, tree_p = tree_util.tree_flatten(tuple(primals))
+  flat_t, tree_t = tree_util.tree_flatten(tuple(tangents))
+  if tree_p != tree_t:
+    raise TypeError("primal and tangent arguments to minijax.jvp must have the same tree "
+                    f"structure; primals have tree structure {tree_p} whereas tangents have "
+                    f"tree structure {tree_t}.")
+  flat_t = [_check_tangent(p, t) for p, t in zip(flat_p, flat_t)]
+  box = {}
+  flat_fun = _flat_fun_with_aux(lambda *a: fun(*a), tree_p, has_aux, box)
+  outs_p, outs_t = ad.jvp_flat(flat_fun, flat_p, flat_t)
+  n = box["n_out"]
+  out_p = box["out_tree"].unflatten(outs_p[:n])
+  out_t = box["out_tree"].unflatten([_instantiate(t) for t in outs_t[:n]])
+  if has_aux:
+    return out_p, out_t, box["aux_tree"].unflatten(outs_p[n:])
+  return out_p, out_t
+
+
+def _check_tangent(p, t):
+  pa, ta = ad.get_aval(p), ad.get_aval(t)
+  expected = pa.tangent_aval().dtype
+  if ta.dtype != expected and not (dtypes.is_inexact(expected) and ta.weak_type):
+    raise TypeError(
+        "primal and tangent arguments to minijax.jvp do not match; dtypes must be equal, or "
+        "in case of int/bool primal dtype the tangent dtype must be float0. Got primal dtype "
+        f"{pa.dtype} and so expected tangent dtype {expected}, but got tangent dtype "
+        f"{ta.dtype} instead.")
+  if pa.shape != ta.shape:
+    raise ValueError("minijax.jvp called with different primal and tangent shapes; Got "
+                     f"primal shape {pa.shape} and tangent shape as {ta.shape}")
+  return ad.Zero(pa.tangent_aval()) if expected == dtypes.float0 else t
+
+
+def linearize(fun: Callable, *primals, has_aux: bool = False):
+  """`(fun(*primals), f_jvp)` with `f_jvp(*tangents)` the linear map, evaluated from
+  saved residuals without re-running `fun` (and aux when `has_aux`)."""
+  flat_p, in_tree = tree_util.tree_flatten(primals)
+  box = {}
+  flat_fun = _flat_fun_with_aux(lambda *a: fun(*a), in_tree, has_aux, box)
+  outs, out_avals, out_zero, lin = ad.linearize_flat(flat_fun, flat_p)
+  n = box["n_out"]
+  out_tree = box["out_tree"]
+
+  def f_jvp(*tangents):
+    flat_t, tree_t = tree_util.tree_flatten(tangents)
+    if tree_t != in_tree:
+      raise TypeError(f"linearized function expects tangents of structure {in_tree}, got "
+                      f"{tree_t}")
+    return out_tree.unflatten(lin.jvp(flat_t, out_avals, out_zero)[:n])
+
+  out = out_tree.unflatten(outs[:n])
+  if has_aux:
+    return out, f_jvp, box["aux_tree"].unflatten(outs[n:])
+  return out, f_jvp
+
+
+def vjp(fun: Callable, *primals, has_aux: bool = False):
+  """`(fun(*primals), vjp_fn)` where `vjp_fn(cotangent)` returns one cotangent per primal
+  (and aux when `has_aux`)."""
+  flat_p, in_tree = tree_util.tree_flatten(primals)
+  box = {}
+  flat_fun = _flat_fun_with_aux(lambda *a: fun(*a), in_tree, has_aux, box)
+  outs, vjp_flat = ad.vjp_flat(flat_fun, flat_p)
+  n, out_tree = box["n_out"], box["out_tree"]
+  aux_avals = [ad.get_aval(a) for a in outs[n:]]
+
+  def vjp_fn(ct):
+    flat_ct, ct_tree = tree_util.tree_flatten(ct)
+    if ct_tree != out_tree:
+      raise TypeError(f"Tree structure of cotangent input {ct_tree}, does not match structure "
+                      f"of primal output {out_tree}.")
+    for c, o in zip(flat_ct, outs[:n]):
+      if ad.get_aval(c).shape != ad.get_aval(o).shape:
+        raise ValueError(f"Shape of cotangent input to vjp pullback function "
+                         f"{ad.get_aval(c).shape} must be the same as the shape of "
+                         f"corresponding primal input {ad.get_aval(o).shape}.")
+    cts = vjp_flat([*flat_ct, *(ad.Zero(a.tangent_aval()) for a in aux_avals)])
+    return in_tree.unflatten([_instantiate(c) for c in cts])
+
+  out = out_tree.unflatten(outs[:n])
+  if has_aux:
+    return out, vjp_fn, box["aux_tree"].unflatten(outs[n:])
+  return out, vjp_fn
+
+
+def _check_grad_input(x, allow_int):
+  dtype = ad.get_aval(x).dtype
+  if not dtypes.is_inexact(dtype) and not allow_int:
+    raise TypeError(
+        "grad requires real- or complex-valued inputs (input dtype that is a sub-dtype of "
+        f"np.inexact), but got {dtype.name}. If you want to use Boolean- or integer-valued "
+        "inputs, use vjp or set allow_int to True.")
+
+
+def _check_scalar_output(leaves):
+  if len(leaves) != 1:
+    raise TypeError("Gradient only defined for scalar-output functions. Output was a "
+                    f"pytree with {len(leaves)} leaves.")
+  aval = ad.get_aval(leaves[0])
+  if aval.shape != ():
+    raise TypeError("Gradient only defined for scalar-output functions. Output had shape: "
+                    f"{aval.shape}.")
+  if not dtypes.is_float(aval.dtype):
+    raise TypeError(
+        "grad requires real-valued outputs (output dtype that is a sub-dtype of np.floating), "
+        f"but got {aval.dtype.name}. For holomorphic differentiation, pass holomorphic=True. "
+        "For differentiation of non-holomorphic functions involving complex outputs, use "
+        "minijax.vjp directly.")
+
+
+def value_and_grad(fun: Callable, argnums=0, has_aux: bool = False, holomorphic: bool = False,
+                   allow_int: bool = False):
+  """`f(*args) -> (value, gradient w.r.t. args[argnums])` (value is `(out, aux)` with aux)."""
+  if holomorphic:
+    raise NotImplementedError("minijax supports holomorphic=False only")
+  int_argnums = isinstance(argnums, int)
+  argnums_t = (argnums,) if int_argnums else tuple(argnums)
+
+  @functools.wraps(fun)
+  def value_and_grad_f(*args, **kwargs):
+    if max(argnums_t, default=-1) >= len(args):
+      raise TypeError(f"differentiating with respect to argnums={argnums} requires at least "
+                      f"{max(argnums_t) + 1} positional arguments to be passed by the caller, "
+                      f"but got only {len(args)} positional arguments.")
+    dyn = tuple(args[i] for i in argnums_t)
+    flat, in_tree = tree_util.tree_flatten(dyn)
+    for x in flat:
+      _check_grad_input(x, allow_int)
+
+    def partial_fun(*dyn_args):
+      full = list(args)
+      for i, a in zip(argnums_t, dyn_args):
+        full[i] = a
+      return fun(*full, **kwargs)
+
+    box = {"check": _check_scalar_output}
+    flat_fun = _flat_fun_with_aux(partial_fun, in_tree, has_aux, box)
+    outs, vjp_flat = ad.vjp_flat(flat_fun, flat)
+    value = outs[0]
+    one = lax.full((), 1, ad.get_aval(value).dtype)
+    cts = vjp_flat([one, *(ad.Zero.from_primal_value(a) for a in outs[1:])])
+    g = in_tree.unflatten([_instantiate(c) for c in cts])
+    g = g[0] if int_argnums else g
+    if has_aux:
+      return (value, box["aux_tree"].unflatten(outs[1:])), g
+    return value, g
+  return value_and_grad_f
+
+
+def grad(fun: Callable, argnums=0, has_aux: bool = False, holomorphic: bool = False,
+         allow_int: bool = False):
+  """The gradient of scalar-valued `fun` with respect to `args[argnums]`."""
+  vg = value_and_grad(fun, argnums, has_aux, holomorphic, allow_int)
+
+  @functools.wraps(fun)
+  def grad_f(*args, **kwargs):
+    (value, g) = vg(*args, **kwargs)
+    if has_aux:
+      return g, value[1]
+    return g
+  return grad_f
+
+
+def _std_basis(aval) -> np.ndarray:
+  """The identity map of `aval`'s space, shaped `aval.shape * 2`."""
+  n = aval.size
+  return np.eye(n, dtype=aval.dtype).reshape(aval.shape + aval.shape)
+
+
+def _nested_vmap(f, ndim: int, out_axis_of):
+  """Maps `f` over the leading `ndim` axes of its argument (one vmap per axis)."""
+  for k in reversed(range(ndim)):
+    f = vmap(f, in_axes=0, out_axes=out_axis_of(k))
+  return f
+
+
+def _jac_assemble(per_input, in_tree, out_tree, argnums):
+  """`per_input[j][i]` (input leaf j, output leaf i) into out-tree-of-in-tree form."""
+  rows = [in_tree.unflatten([col[i] for col in per_input]) for i in range(out_tree.num_leaves)]
+  rows = [r[0] if isinstance(argnums, int) else r for r in rows]
+  return out_tree.unflatten(rows)
+
+
+def jacfwd(fun: Callable, argnums=0, has_aux: bool = False, holomorphic: bool = False):
+  """The Jacobian by forward mode: one jvp per input element, batched with vmap."""
+  int_argnums = isinstance(argnums, int)
+  argnums_t = (argnums,) if int_argnums else tuple(argnums)
+
+  def jac_f(*args):
+    dyn = tuple(args[i] for i in argnums_t)
+    flat, in_tree = tree_util.tree_flatten(dyn)
+
+    def flat_fun(*leaves):
+      full = list(args)
+      for i, a in zip(argnums_t, in_tree.unflatten(leaves)):
+        full[i] = a
+      return fun(*full)
+
+    out_box = {}
+
+    def push(j, t):
+      tangents = [t if k == j else ad.zeros_like_aval(ad.get_aval(x).tangent_aval())
+                  for k, x in enumerate(flat)]
+      res = jvp(flat_fun, tuple(flat), tuple(tangents), has_aux=has_aux)
+      out_box["tree"] = tree_util.tree_structure(res[0])
+      if has_aux:
+        out_box["aux"] = res[2]
+      return tree_util.tree_leaves(res[1])
+
+    cols = []
+    for j, x in enumerate(flat):
+      aval = ad.get_aval(x)
+      if not dtypes.is_inexact(aval.dtype):
+        raise TypeError(f"jacfwd requires real- or complex-valued inputs, got {aval.dtype}")
+      basis = _std_basis(aval)
+      cols.append(_nested_vmap(functools.partial(push, j), aval.ndim,
+                               lambda k, n=aval.ndim: k - n)(basis))
+    if not flat:
+      raise TypeError("jacfwd needs at least one differentiable input")
+    jac = _jac_assemble(cols, in_tree, out_box["tree"], argnums)
+    return (jac, out_box["aux"]) if has_aux else jac
+  return jac_f
+
+
+def jacrev(fun: Callable, argnums=0, has_aux: bool = False, holomorphic: bool = False,
+           allow_int: bool = False):
+  """The Jacobian by reverse mode: one vjp per output element, batched with vmap."""
+  int_argnums = isinstance(argnums, int)
+  argnums_t = (argnums,) if int_argnums else tuple(argnums)
+
+  def jac_f(*args):
+    dyn = tuple(args[i] for i in argnums_t)
+
+    def partial_fun(*dyn_args):
+      full = list(args)
+      for i, a in zip(argnums_t, dyn_args):
+        full[i] = a
+      return fun(*full)
+
+    res = vjp(partial_fun, *dyn, has_aux=has_aux)
+    out, pullback = res[0], res[1]
+    out_leaves, out_tree = tree_util.tree_flatten(out)
+    in_tree = tree_util.tree_structure(dyn)
+    rows = []
+    for i, o in enumerate(out_leaves):
+      aval = ad.get_aval(o)
+
+      def pull(ct, i=i):
+        cts = [ct if k == i else ad.zeros_like_aval(ad.get_aval(x).tangent_aval())
+               for k, x in enumerate(out_leaves)]
+        return tree_util.tree_leaves(pullback(out_tree.unflatten(cts)))
+
+      rows.append(_nested_vmap(pull, aval.ndim, lambda k: k)(_std_basis(aval)))
+    per_input = [[row[j] for row in rows] for j in range(in_tree.num_leaves)]
+    jac = _jac_assemble(per_input, in_tree, out_tree, argnums)
+    return (jac, res[2]) if has_aux else jac
+  return jac_f
+
+
+def hessian(fun: Callable, argnums=0, has_aux: bool = False, holomorphic: bool = False):
+  """The Hessian, as `jacfwd(jacrev(fun))`."""
+  return jacfwd(jacrev(fun, argnums, has_aux=has_aux), argnums, has_aux=has_aux)
+
+
+# ----------------------------------------------------------------------------- vmap
+
+def _broadcast_prefix(prefix, tree, what: str) -> list:
+  spec_leaves, spec_tree = tree_util.tree_flatten(prefix, is_leaf=lambda x: x is None)
+  try:
+    subtrees = spec_tree.flatten_up_to(tree)
+  except (ValueError, TypeError):
+    raise ValueError(f"vmap {what} specification must be a tree prefix of the corresponding "
+                     f"value, got specification {prefix} for value tree "
+                     f"{tree_util.tree_structure(tree)}.") from None
+  out = []
+  for spec, sub in zip(spec_leaves, subtrees):
+    if spec is not None and not isinstance(spec, int):
+      raise ValueError(f"vmap {what} must be an int, None, or a (nested) tuple of those; "
+                       f"got {spec!r}")
+    out.extend([spec] * len(tree_util.tree_leaves(sub)))
+  return out
+
+
+def vmap(fun: Callable, in_axes=0, out_axes=0, axis_size: int | None = None,
+         axis_name=None):
+  """Vectorizes `fun` over the axes `in_axes` of its arguments, stacking its results
+  along `out_axes`."""
+  if isinstance(in_axes, list):
+    in_axes = tuple(in_axes)
+
+  @functools.wraps(fun)
+  def vmapped(*args, **kwargs):
+    if isinstance(in_axes, tuple) and len(in_axes) != len(args):
+      raise ValueError("vmap in_axes must be an int, None, or a tuple of entries "
+                       "corresponding to the positional arguments passed to the function, "
+                       f"but got len(in_axes)={len(in_axes)}, len(args)={len(args)}")
+    axes = in_axes if isinstance(in_axes, tuple) else (in_axes,) * len(args)
+    flat_axes = _broadcast_prefix(axes, args, "in_axes")
+    flat_kw, kw_tree = tree_util.tree_flatten(kwargs)
+    flat, in_tree = tree_util.tree_flatten((args, kwargs))
+    flat_axes += [0] * len(flat_kw)
+    names = _flat_arg_names(fun, args, kwargs)
+    dims, sizes = [], []
+    for i, (x, a) in enumerate(zip(flat, flat_axes)):
+      if a is None:
+        dims.append(None)
+        continue
+      aval = ad.get_aval(x)
+      if not -aval.ndim <= a < aval.ndim:
+        raise ValueError(f"vmap was requested to map its argument along axis {a}, which "
+                         f"implies that its rank should be at least {max(a, -a - 1) + 1}, "
+                         f"but is only {aval.ndim} (its shape is {aval.shape})")
+      a = a % aval.ndim
+      dims.append(a)
+      name = names[i] if i < len(names) else f"args[{i}]"
+      sizes.append((aval.shape[a], f"axis {a} of argument {name} of type {aval.str_short()}"))
+    size = axis_size
+    if size is None:
+      if not sizes:
+        raise ValueError("vmap must have at least one non-None value in in_axes, or be "
+                         "given axis_size")
+      size = sizes[0][0]
+    if any(s != size for s, _ in sizes):
+      lines = "\n".join(f"  * one axis had size {s}: {where};" for s, where in sizes)
+      raise ValueError(f"vmap got inconsistent sizes for array axes to be mapped:\n{lines}"
+                       + (f"\n  (axis_size={axis_size})" if axis_size is not None else ""))
+    box = {}
+
+    def flat_fun(*xs):
+      a, kw = tree_util.tree_unflatten(in_tree, xs)
+      leaves, box["out_tree"] = tree_util.tree_flatten(fun(*a, **kw))
+      return leaves
+
+    outs, out_dims = batching.vmap_flat_dims(flat_fun, dims, size, flat)
+    out_tree = box["out_tree"]
+    out = out_tree.unflatten(outs)
+    flat_out_axes = _broadcast_prefix(out_axes, out, "out_axes")
+    results = []
+    for o, d, a in zip(outs, out_dims, flat_out_axes):
+      if a is not None:
+        a = a % (ad.get_aval(o).ndim + (d is None))
+      results.append(batching.matchaxis(o, d, a, size))
+    return out_tree.unflatten(results)
+  return vmapped

@@ -73,3 +73,92 @@ def _jit_pp(params, names, indent):
 
 
 pretty.pp_rules[jit_p] = _jit_pp
+
+
+# ----------------------------------------------------------------------------- transformation rules
+# Shared by every call-like primitive whose params hold `jaxpr` (a ClosedJaxpr without
+# constants): each transformation rewrites the inner jaxpr and binds the primitive again.
+# `fix_params(params, num_args)` adjusts params that depend on the number of arguments.
+
+from minijax.core.trace import set_current_trace  # noqa: E402
+from minijax.interpreters import ad, batching  # noqa: E402
+from minijax.interpreters import partial_eval as pe  # noqa: E402
+
+
+def _bind_call(primitive, fix_params, closed, args, params):
+  closed, consts = pe.hoist_consts(closed)
+  args = [*consts, *args]
+  return primitive.bind(*args, **fix_params(dict(params, jaxpr=closed), len(args)))
+
+
+def call_jvp_rule(primitive, fix_params):
+  def rule(primals, tangents, *, jaxpr, **params):
+    nonzeros = [type(t) is not ad.Zero and not ad.is_float0(t) for t in tangents]
+    jvp_closed, out_nz = ad.jvp_jaxpr(jaxpr, nonzeros, instantiate=False)
+    outs = _bind_call(primitive, fix_params, jvp_closed,
+                      [*primals, *(t for t, nz in zip(tangents, nonzeros) if nz)], params)
+    n = len(jaxpr.out_avals)
+    tangents_out = iter(outs[n:])
+    return outs[:n], [next(tangents_out) if nz else ad.Zero(a.tangent_aval())
+                      for a, nz in zip(jaxpr.out_avals, out_nz)]
+  return rule
+
+
+def call_partial_eval_rule(primitive, fix_params):
+  def rule(trace, args, *, jaxpr, **params):
+    unknowns = [trace.owns(x) for x in args]
+    known, unknown, out_uk, num_res = pe.partial_eval_jaxpr(jaxpr, unknowns, instantiate=False)
+    with set_current_trace(trace.parent):
+      known_outs = _bind_call(primitive, fix_params, known,
+                              [x for x, uk in zip(args, unknowns) if not uk], params)
+    res = known_outs[len(known_outs) - num_res:]
+    known_outs = iter(known_outs[:len(known_outs) - num_res])
+    unknown_args = [*res, *(x for x, uk in zip(args, unknowns) if uk)]
+    unknown_closed, consts = pe.hoist_consts(unknown)
+    unknown_args = [*consts, *unknown_args]
+    unknown_outs = iter(trace.stage(primitive, unknown_args,
+                                    fix_params(dict(params, jaxpr=unknown_closed),
+                                               len(unknown_args))))
+    return [next(unknown_outs) if uk else next(known_outs) for uk in out_uk]
+  return rule
+
+
+def call_transpose_rule(primitive, fix_params):
+  def rule(cts, *args, jaxpr, **params):
+    linear = [ad.is_undefined_primal(x) for x in args]
+    transposed = ad.transpose_jaxpr(jaxpr, linear)
+    cts = [ad.instantiate_zeros(ct) for ct in cts]
+    outs = iter(_bind_call(primitive, fix_params, transposed,
+                           [*(x for x, lin in zip(args, linear) if not lin), *cts], params))
+    return [next(outs) if lin else None for lin in linear]
+  return rule
+
+
+def call_batching_rule(primitive, fix_params):
+  def rule(args, dims, *, jaxpr, **params):
+    size = next(x.shape[d] for x, d in zip(args, dims) if d is not None)
+    args = [batching.moveaxis(x, d, 0) if d is not None else x for x, d in zip(args, dims)]
+    batched, out_batched = batching.batch_jaxpr(jaxpr, size, [d is not None for d in dims],
+                                                instantiate=False)
+    outs = _bind_call(primitive, fix_params, batched, args, params)
+    return outs, [0 if b else None for b in out_batched]
+  return rule
+
+
+def register_call_rules(primitive, fix_params=lambda params, n: params, *,
+                        partial_eval: bool = True) -> None:
+  ad.primitive_jvps[primitive] = call_jvp_rule(primitive, fix_params)
+  ad.primitive_transposes[primitive] = call_transpose_rule(primitive, fix_params)
+  batching.primitive_batchers[primitive] = call_batching_rule(primitive, fix_params)
+  if partial_eval:
+    pe.partial_eval_rules[primitive] = call_partial_eval_rule(primitive, fix_params)
+
+
+def _jit_fix_params(params, num_args):
+  donated = params["donated_invars"]
+  if len(donated) != num_args:
+    params = dict(params, donated_invars=(False,) * num_args)
+  return params
+
+
+register_call_rules(jit_p, _jit_fix_params)
