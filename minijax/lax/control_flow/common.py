@@ -36,6 +36,12 @@ def trace_fun(fun: Callable, in_tree, in_avals: Sequence[Any], name: str
               ) -> tuple[ClosedJaxpr, list[Any], Any]:
   """Traces `fun(*unflatten(in_tree, args))`; returns a const-free ClosedJaxpr whose leading
   inputs are the hoisted constants, the constants, and the output tree."""
+  closed, out_tree = trace_fun_closed(fun, in_tree, in_avals, name)
+  return hoist_consts(closed.jaxpr), list(closed.consts), out_tree
+
+
+def trace_fun_closed(fun: Callable, in_tree, in_avals: Sequence[Any], name: str):
+  """Like `trace_fun`, keeping the constants in a ClosedJaxpr: `(closed, out_tree)`."""
   from minijax.interpreters.partial_eval import trace_to_jaxpr_dynamic
   out_tree_box = []
 
@@ -51,7 +57,7 @@ def trace_fun(fun: Callable, in_tree, in_avals: Sequence[Any], name: str
   except Exception as e:
     e.add_note(f"while tracing {name}")
     raise
-  return hoist_consts(jaxpr), consts, out_tree_box[0]
+  return ClosedJaxpr(jaxpr, consts), out_tree_box[0]
 
 
 def hoist_consts(jaxpr: Jaxpr) -> ClosedJaxpr:
@@ -163,3 +169,58 @@ def compare(lhs: ir.Value, rhs: ir.Value, direction: str, kind: str = "SIGNED") 
 
 def tokens_like(tokens: TokenSet, values: Sequence[ir.Value]) -> TokenSet:
   return TokenSet.from_lists(tokens.effects(), list(values))
+
+
+# ----------------------------------------------------------------------------- jaxpr surgery
+
+def reorder(closed: ClosedJaxpr, in_order: Sequence[int] | None = None,
+            out_order: Sequence[int] | None = None) -> ClosedJaxpr:
+  """`closed` with its inputs/outputs permuted: new input k is old input `in_order[k]`."""
+  j = closed.jaxpr
+  invars = j.invars if in_order is None else [j.invars[i] for i in in_order]
+  outvars = j.outvars if out_order is None else [j.outvars[i] for i in out_order]
+  return ClosedJaxpr(Jaxpr(j.constvars, invars, outvars, j.eqns, j.effects, j.debug_info),
+                     closed.consts)
+
+
+def groups_order(sizes: Sequence[int], order: Sequence[int]) -> list[int]:
+  """Index permutation that lists consecutive groups of `sizes` in the group order `order`."""
+  starts = np.cumsum([0, *sizes]).tolist()
+  return [i for g in order for i in range(starts[g], starts[g] + sizes[g])]
+
+
+def join_consts(jaxprs: Sequence[ClosedJaxpr]) -> tuple[list[ClosedJaxpr], list[Any]]:
+  """Hoists each jaxpr's constants; every result takes the constants of all of them (in
+  order) as leading inputs, ignoring the others'.  Returns the jaxprs and the constants."""
+  hoisted = [const_free(j) for j in jaxprs]
+  consts_lists = [c for _, c in hoisted]
+  all_avals = [[v.aval for v in j.jaxpr.invars[:len(c)]] for j, c in hoisted]
+  out = []
+  for i, (j, consts) in enumerate(hoisted):
+    before = [a for avals in all_avals[:i] for a in avals]
+    after = [a for avals in all_avals[i + 1:] for a in avals]
+    j = prepend_unused_invars(j, before, 0)
+    j = prepend_unused_invars(j, after, len(before) + len(consts))
+    out.append(j)
+  return out, [c for consts in consts_lists for c in consts]
+
+
+def nonzero_tangent(t) -> bool:
+  from minijax.interpreters import ad
+  return type(t) is not ad.Zero and ad.get_aval(t).dtype != np.dtype(
+      [("float0", np.void, 0)])
+
+
+def merge(flags: Sequence[bool], when_true: Sequence[Any], when_false: Sequence[Any]) -> list:
+  t, f = iter(when_true), iter(when_false)
+  out = [next(t) if flag else next(f) for flag in flags]
+  return out
+
+
+def split_sizes(values: Sequence[Any], sizes: Sequence[int]) -> list[list[Any]]:
+  values, out, start = list(values), [], 0
+  for n in sizes:
+    out.append(values[start:start + n])
+    start += n
+  assert start == len(values), (sizes, len(values))
+  return out

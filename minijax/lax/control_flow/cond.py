@@ -75,27 +75,13 @@ def switch(index, branches: Sequence[Callable], *operands):
 def _bind_cond(index, funs, operands, names, what):
   flat, in_tree = tree_util.tree_flatten(operands)
   avals = [common.abstractify(x) for x in flat]
-  traced = [common.trace_fun(f, in_tree, avals, n) for f, n in zip(funs, names)]
-  jaxprs = [t[0] for t in traced]
-  out_tree = traced[0][2]
-  for (jaxpr, _, tree), name in zip(traced[1:], names[1:]):
-    common.check_tree_and_avals(what, out_tree, jaxprs[0].out_avals, tree, jaxpr.out_avals)
-  branches, all_consts = _join_consts(jaxprs, [t[1] for t in traced])
+  traced = [common.trace_fun_closed(f, in_tree, avals, n) for f, n in zip(funs, names)]
+  out_tree = traced[0][1]
+  for jaxpr, tree in traced[1:]:
+    common.check_tree_and_avals(what, out_tree, traced[0][0].out_avals, tree, jaxpr.out_avals)
+  branches, all_consts = common.join_consts([t[0] for t in traced])
   outs = cond_p.bind(index, *all_consts, *flat, branches=tuple(branches))
   return tree_util.tree_unflatten(out_tree, outs)
-
-
-def _join_consts(jaxprs, consts_lists):
-  """Every branch takes the constants of every branch (in branch order) as leading inputs."""
-  all_avals = [[v.aval for v in j.jaxpr.invars[:len(c)]] for j, c in zip(jaxprs, consts_lists)]
-  out = []
-  for i, j in enumerate(jaxprs):
-    before = [a for avals in all_avals[:i] for a in avals]
-    after = [a for avals in all_avals[i + 1:] for a in avals]
-    j = common.prepend_unused_invars(j, before, 0)
-    j = common.prepend_unused_invars(j, after, len(before) + len(consts_lists[i]))
-    out.append(j)
-  return out, [c for consts in consts_lists for c in consts]
 
 
 # ----------------------------------------------------------------------------- abstract eval
@@ -166,3 +152,95 @@ def _cond_pp(params, names, indent):
 
 
 pretty.pp_rules[cond_p] = _cond_pp
+
+
+# ----------------------------------------------------------------------------- jvp
+
+def _cond_jvp(primals, tangents, *, branches):
+  from minijax.interpreters import ad
+  index, *ops = primals
+  nz = [common.nonzero_tangent(t) for t in tangents[1:]]
+  out_nz = [False] * len(branches[0].out_avals)
+  for b in branches:
+    out_nz = [a or b_ for a, b_ in zip(out_nz, ad.jvp_jaxpr(b, nz, False)[1])]
+  jvps, consts = common.join_consts([ad.jvp_jaxpr(b, nz, out_nz)[0] for b in branches])
+  ops_t = [t for t, n in zip(tangents[1:], nz) if n]
+  outs = cond_p.bind(index, *consts, *ops, *ops_t, branches=tuple(jvps))
+  n = len(out_nz)
+  zeros = [ad.Zero(a.tangent_aval()) for a, z in zip(branches[0].out_avals, out_nz) if not z]
+  return outs[:n], common.merge(out_nz, outs[n:], zeros)
+
+
+# ----------------------------------------------------------------------------- partial eval
+
+def _cond_partial_eval(trace, args, *, branches):
+  """Known index: a cond of the known parts runs now and returns the residuals of the
+  branch it took (zeros for the others' slots); a cond of the unknown parts is staged.
+  Effectful equations on known values stay in the known cond."""
+  from minijax.core.jaxpr import eval_jaxpr
+  from minijax.core.trace import set_current_trace
+  from minijax.interpreters import ad
+  from minijax.interpreters import partial_eval as pe
+  index, *ops = args
+  if not trace.is_known(index):
+    return trace.stage(cond_p, args, dict(branches=branches))
+  uk = [not trace.is_known(x) for x in ops]
+  out_uk = [False] * len(branches[0].out_avals)
+  for b in branches:
+    out_uk = [a or b_ for a, b_ in zip(out_uk, pe.partial_eval_jaxpr_nounits(b, uk, False)[2])]
+  splits = [pe.partial_eval_jaxpr_nounits(b, uk, out_uk) for b in branches]
+  res_avals = [s[3] for s in splits]
+  n_known_out = out_uk.count(False)
+
+  def known_branch(i, known):
+    def fun(*xs):
+      outs = eval_jaxpr(known.jaxpr, known.consts, *xs)
+      res = iter(outs[n_known_out:])
+      padded = [next(res) if j == i else ad.zeros_like_aval(a)
+                for j, avals in enumerate(res_avals) for a in avals]
+      return [*outs[:n_known_out], *padded]
+    return pe.trace_to_closed_jaxpr(fun, known.in_avals)
+
+  known_ops = [x for x, u in zip(ops, uk) if not u]
+  known, k_consts = common.join_consts([known_branch(i, s[0]) for i, s in enumerate(splits)])
+  with set_current_trace(trace.parent):
+    k_outs = cond_p.bind(index, *k_consts, *known_ops, branches=tuple(known))
+  residuals = k_outs[n_known_out:]
+  unknown = []
+  for i, s in enumerate(splits):
+    before = [a for avals in res_avals[:i] for a in avals]
+    after = [a for avals in res_avals[i + 1:] for a in avals]
+    j = common.prepend_unused_invars(s[1], before, 0)
+    unknown.append(common.prepend_unused_invars(j, after, len(before) + len(res_avals[i])))
+  uk_ops = [x for x, u in zip(ops, uk) if u]
+  if any(out_uk) or any(j.effects for j in unknown):
+    uk_outs = trace.stage(cond_p, [index, *residuals, *uk_ops], dict(branches=tuple(unknown)))
+  else:
+    uk_outs = []
+  return common.merge(out_uk, uk_outs, k_outs[:n_known_out])
+
+
+# ----------------------------------------------------------------------------- transpose
+
+def _cond_transpose(cts, index, *ops, branches):
+  from minijax.interpreters import ad
+  from minijax.interpreters.transpose import transpose_jaxpr
+  if ad.is_undefined_primal(index):
+    raise TypeError("cond: cannot transpose with respect to the branch index")
+  linear = [ad.is_undefined_primal(x) for x in ops]
+  cts = [ad.instantiate_zeros(ct) for ct in cts]
+  transposed, consts = common.join_consts([transpose_jaxpr(b, linear) for b in branches])
+  res = [x for x, lin in zip(ops, linear) if not lin]
+  outs = cond_p.bind(index, *consts, *res, *cts, branches=tuple(transposed))
+  return [None, *common.merge(linear, outs, [None] * linear.count(False))]
+
+
+def _register_transformations():
+  from minijax.interpreters import ad
+  from minijax.interpreters import partial_eval as pe
+  ad.primitive_jvps[cond_p] = _cond_jvp
+  ad.primitive_transposes[cond_p] = _cond_transpose
+  pe.partial_eval_rules[cond_p] = _cond_partial_eval
+
+
+_register_transformations()

@@ -186,3 +186,158 @@ def _scan_pp(params, names, indent):
 
 
 pretty.pp_rules[scan_p] = _scan_pp
+
+
+# ----------------------------------------------------------------------------- jvp
+
+def _scan_jvp(primals, tangents, *, jaxpr, num_consts, num_carry, length, reverse, linear):
+  """A scan of the jvp of the body over primals and nonzero tangents.  The set of carries
+  with nonzero tangents is grown to a fixed point, so the carry types are stable."""
+  from minijax.interpreters import ad
+  nz = [common.nonzero_tangent(t) for t in tangents]
+  const_nz, carry_nz, xs_nz = _split(nz, num_consts, num_carry)
+  num_ys = len(jaxpr.out_avals) - num_carry
+  for _ in range(num_carry + 1):
+    jvp, out_nz = ad.jvp_jaxpr(jaxpr, [*const_nz, *carry_nz, *xs_nz],
+                               [*carry_nz, *[False] * num_ys])
+    carry_out_nz = out_nz[:num_carry]
+    if carry_out_nz == carry_nz:
+      break
+    carry_nz = [a or b for a, b in zip(carry_nz, carry_out_nz)]
+  ys_nz = out_nz[num_carry:]
+  jvp, jvp_consts = common.const_free(jvp)
+  # jvp inputs: [jconsts, consts, carry, xs, consts_t, carry_t, xs_t]; scan wants
+  # [jconsts, consts, consts_t, carry, carry_t, xs, xs_t] (and the same for outputs).
+  n_in = [len(jvp_consts), num_consts, num_carry, len(xs_nz), sum(const_nz), sum(carry_nz),
+          sum(xs_nz)]
+  n_out = [num_carry, num_ys, sum(carry_nz), sum(ys_nz)]
+  jvp = common.reorder(jvp, common.groups_order(n_in, [0, 1, 4, 2, 5, 3, 6]),
+                       common.groups_order(n_out, [0, 2, 1, 3]))
+  consts, init, xs = _split(primals, num_consts, num_carry)
+  consts_t, init_t, xs_t = _split(tangents, num_consts, num_carry)
+  pick = lambda ts, flags: [ad.instantiate_zeros(t) for t, f in zip(ts, flags) if f]
+  operands = [*jvp_consts, *consts, *pick(consts_t, const_nz), *init, *pick(init_t, carry_nz),
+              *xs, *pick(xs_t, xs_nz)]
+  outs = scan_p.bind(*operands, jaxpr=jvp, num_consts=len(jvp_consts) + num_consts + sum(const_nz),
+                     num_carry=num_carry + sum(carry_nz), length=length, reverse=reverse,
+                     linear=(False,) * len(operands))
+  carry_out, carry_t, ys, ys_t = common.split_sizes(outs, [n_out[i] for i in (0, 2, 1, 3)])
+  zeros = lambda avals, flags: [ad.Zero(a.tangent_aval()) for a, f in zip(avals, flags) if not f]
+  out_avals = jaxpr.out_avals
+  tangents_out = [*common.merge(carry_nz, list(carry_t), zeros(out_avals[:num_carry], carry_nz)),
+                  *common.merge(ys_nz, list(ys_t),
+                                zeros([ShapedArray((length, *a.shape), a.dtype)
+                                       for a in out_avals[num_carry:]], ys_nz))]
+  return [*carry_out, *ys], tangents_out
+
+
+# ----------------------------------------------------------------------------- partial eval
+
+def _scan_partial_eval(trace, args, *, jaxpr, num_consts, num_carry, length, reverse, linear):
+  """Splits the body into a known scan that runs now and also stacks the residuals as
+  extra outputs, and an unknown scan that is staged and reads them as extra `xs`.
+  Effectful equations on known values (a tap on primals) stay in the known scan, so they
+  run in the forward pass, once per iteration."""
+  from minijax.core.trace import set_current_trace
+  from minijax.interpreters import partial_eval as pe
+  uk = [not trace.is_known(x) for x in args]
+  const_uk, carry_uk, xs_uk = _split(uk, num_consts, num_carry)
+  num_ys = len(jaxpr.out_avals) - num_carry
+  for _ in range(num_carry + 1):
+    known, unknown, out_uk, res_avals = pe.partial_eval_jaxpr_nounits(
+        jaxpr, [*const_uk, *carry_uk, *xs_uk], [*carry_uk, *[False] * num_ys])
+    if out_uk[:num_carry] == carry_uk:
+      break
+    carry_uk = [a or b for a, b in zip(carry_uk, out_uk[:num_carry])]
+  uk = [*const_uk, *carry_uk, *xs_uk]
+  ys_uk = out_uk[num_carry:]
+  consts, init, xs = _split(args, num_consts, num_carry)
+  pick = lambda vals, flags, want: [v for v, f in zip(vals, flags) if f == want]
+  known, k_consts = common.const_free(known)
+  n_res = len(res_avals)
+  k_operands = [*k_consts, *pick(consts, const_uk, False), *pick(init, carry_uk, False),
+                *pick(xs, xs_uk, False)]
+  n_kcarry = carry_uk.count(False)
+  with set_current_trace(trace.parent):
+    k_outs = scan_p.bind(*k_operands, jaxpr=known,
+                         num_consts=len(k_consts) + const_uk.count(False), num_carry=n_kcarry,
+                         length=length, reverse=reverse, linear=(False,) * len(k_operands))
+  k_carry, k_ys, residuals = (k_outs[:n_kcarry], k_outs[n_kcarry:len(k_outs) - n_res],
+                              k_outs[len(k_outs) - n_res:])
+  # unknown inputs: [res, consts_uk, carry_uk, xs_uk] -> scan order [consts, carry, res, xs]
+  n_uk = [n_res, sum(const_uk), sum(carry_uk), sum(xs_uk)]
+  unknown = common.reorder(unknown, common.groups_order(n_uk, [1, 2, 0, 3]))
+  u_operands = [*pick(consts, const_uk, True), *pick(init, carry_uk, True), *residuals,
+                *pick(xs, xs_uk, True)]
+  if any(out_uk) or unknown.effects:
+    u_outs = trace.stage(scan_p, u_operands, dict(
+        jaxpr=unknown, num_consts=sum(const_uk), num_carry=sum(carry_uk), length=length,
+        reverse=reverse, linear=(False,) * len(u_operands)))
+  else:
+    u_outs = []
+  return [*common.merge(carry_uk, u_outs[:sum(carry_uk)], k_carry),
+          *common.merge(ys_uk, u_outs[sum(carry_uk):], k_ys)]
+
+
+# ----------------------------------------------------------------------------- transpose
+
+def _scan_transpose(cts, *args, jaxpr, num_consts, num_carry, length, reverse, linear):
+  """The transposed scan runs in the other direction.  Its carry holds the cotangents of the
+  linear constants (accumulated) and of the carry; its `xs` are the non-linear `xs`
+  (residuals) and the cotangents of the `ys`; its `ys` are the cotangents of the linear
+  `xs`.  The body is the transpose of the original body."""
+  from minijax.core.jaxpr import eval_jaxpr
+  from minijax.interpreters import ad
+  from minijax.interpreters import partial_eval as pe
+  from minijax.interpreters.transpose import transpose_jaxpr
+  const_lin, carry_lin, xs_lin = _split([ad.is_undefined_primal(x) for x in args],
+                                        num_consts, num_carry)
+  # The carry is transposed as linear even where its initial value is a known zero tangent.
+  is_lin = [*const_lin, *[True] * num_carry, *xs_lin]
+  consts, _, xs = _split(args, num_consts, num_carry)
+  ct_carry, ct_ys = cts[:num_carry], cts[num_carry:]
+  lin_const_avals = [a for a, lin in zip(jaxpr.in_avals[:num_consts], const_lin) if lin]
+  t_body = transpose_jaxpr(jaxpr, is_lin)
+  res_consts = [c for c, lin in zip(consts, const_lin) if not lin]
+  res_xs = [x for x, lin in zip(xs, xs_lin) if not lin]
+  n_rc, n_lc, n_rx = len(res_consts), len(lin_const_avals), len(res_xs)
+  ys_avals = jaxpr.out_avals[num_carry:]
+
+  def body(*vals):
+    rc, acc, ct_c, rx, ct_y = (vals[:n_rc], vals[n_rc:n_rc + n_lc],
+                               vals[n_rc + n_lc:n_rc + n_lc + num_carry],
+                               vals[n_rc + n_lc + num_carry:n_rc + n_lc + num_carry + n_rx],
+                               vals[n_rc + n_lc + num_carry + n_rx:])
+    outs = eval_jaxpr(t_body.jaxpr, t_body.consts, *rc, *rx, *ct_c, *ct_y)
+    ct_consts, ct_carry_new, ct_x = (outs[:n_lc], outs[n_lc:n_lc + num_carry],
+                                     outs[n_lc + num_carry:])
+    acc = [ad.add_tangents(a, c) for a, c in zip(acc, ct_consts)]
+    return [*acc, *ct_carry_new, *ct_x]
+
+  carry_avals = jaxpr.in_avals[num_consts:num_consts + num_carry]
+  in_avals = [*(ad.get_aval(c) for c in res_consts), *lin_const_avals, *carry_avals,
+              *(ShapedArray(ad.get_aval(x).shape[1:], ad.get_aval(x).dtype) for x in res_xs),
+              *ys_avals]
+  t_jaxpr, t_consts = common.const_free(pe.trace_to_closed_jaxpr(body, in_avals))
+  ct_ys = [ad.zeros_like_aval(ShapedArray((length, *a.shape), a.dtype)) if type(ct) is ad.Zero
+           else ct for ct, a in zip(ct_ys, ys_avals)]
+  operands = [*t_consts, *res_consts, *(ad.zeros_like_aval(a) for a in lin_const_avals),
+              *map(ad.instantiate_zeros, ct_carry), *res_xs, *ct_ys]
+  outs = scan_p.bind(*operands, jaxpr=t_jaxpr, num_consts=len(t_consts) + n_rc,
+                     num_carry=n_lc + num_carry, length=length, reverse=not reverse,
+                     linear=(False,) * len(operands))
+  ct_consts, ct_init, ct_xs = outs[:n_lc], outs[n_lc:n_lc + num_carry], outs[n_lc + num_carry:]
+  return [*common.merge(const_lin, ct_consts, [None] * const_lin.count(False)),
+          *(ct if lin else None for ct, lin in zip(ct_init, carry_lin)),
+          *common.merge(xs_lin, ct_xs, [None] * xs_lin.count(False))]
+
+
+def _register_transformations():
+  from minijax.interpreters import ad
+  from minijax.interpreters import partial_eval as pe
+  ad.primitive_jvps[scan_p] = _scan_jvp
+  ad.primitive_transposes[scan_p] = _scan_transpose
+  pe.partial_eval_rules[scan_p] = _scan_partial_eval
+
+
+_register_transformations()
