@@ -2,4 +2,10 @@
 from minijax.lax.call import jit_p
 from minijax.lax.elementwise import *  # noqa: F401,F403
 from minijax.lax.structural import *  # noqa: F401,F403
+from minijax.lax.misc import *  # noqa: F401,F403
+from minijax.lax.slicing import *  # noqa: F401,F403
+from minijax.lax.gather import *  # noqa: F401,F403
+from minijax.lax.reductions import *  # noqa: F401,F403
+from minijax.lax.reductions import take_along_axis  # noqa: F401
+from minijax.lax.dot import *  # noqa: F401,F403
 from minijax.lax.control_flow import cond, cond_p, fori_loop, scan, scan_p, switch, while_loop, while_p  # noqa: F401

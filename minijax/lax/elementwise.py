@@ -1,37 +1,57 @@
-"""Elementwise primitives.  Binary ops take operands of equal shape and dtype; Python
-scalars are accepted and take the other operand's dtype (keeping their weak type)."""
+"""Elementwise primitives: arithmetic, transcendental functions, comparisons, logic.
+
+Binary ops take operands of equal shape and dtype (`minijax.numpy` broadcasts and promotes
+before it binds them); Python scalars are accepted and take the other operand's dtype,
+keeping their weak type.  Each primitive's block holds every rule it has: abstract eval
+(from the shape/dtype rules of `utils`), lowering, jvp, transpose when it is linear, and
+batching (`defvectorized` for unary ops, `defbroadcasting` for n-ary ones).
+"""
 from __future__ import annotations
 
 import numpy as np
 from jaxlib.mlir.dialects import mhlo
 
 from minijax.core import dtypes
-from minijax.core.avals import shaped_abstractify
+from minijax.core.avals import ShapedArray, shaped_abstractify
 from minijax.interpreters import ad, batching
 from minijax.lax import utils
 from minijax.lowering import mlir
 
-__all__ = ["add", "sub", "mul", "neg", "sin", "cos",
-           "add_p", "sub_p", "mul_p", "neg_p", "sin_p", "cos_p"]
+__all__ = [
+    "add", "sub", "mul", "div", "rem", "neg", "max", "min", "pow", "integer_pow",
+    "abs", "sign", "floor", "ceil", "round", "exp", "log", "log1p", "expm1", "sin", "cos",
+    "tan", "tanh", "sqrt", "rsqrt", "logistic", "atan2", "is_finite", "square", "reciprocal",
+    "eq", "ne", "lt", "le", "gt", "ge", "bitwise_not", "bitwise_and", "bitwise_or",
+    "bitwise_xor", "not_", "and_", "or_", "xor", "shift_left", "shift_right_arithmetic",
+    "shift_right_logical", "RoundingMethod",
+    "add_p", "sub_p", "mul_p", "div_p", "rem_p", "neg_p", "max_p", "min_p", "pow_p",
+    "integer_pow_p", "abs_p", "sign_p", "floor_p", "ceil_p", "round_p", "exp_p", "log_p",
+    "log1p_p", "expm1_p", "sin_p", "cos_p", "tan_p", "tanh_p", "sqrt_p", "rsqrt_p",
+    "logistic_p", "atan2_p", "is_finite_p", "eq_p", "ne_p", "lt_p", "le_p", "gt_p", "ge_p",
+    "not_p", "and_p", "or_p", "xor_p", "shift_left_p", "shift_right_arithmetic_p",
+    "shift_right_logical_p",
+]
+
+_SCALARS = (bool, int, float, complex)
 
 
 def _coerce_scalars(*args):
-  """Python scalars take the dtype of the array operands."""
-  if not any(isinstance(a, (bool, int, float, complex)) for a in args):
+  """Python scalars take the dtype (and shape) of the array operands."""
+  if not any(isinstance(a, _SCALARS) for a in args):
     return args
-  arrays = [a for a in args if not isinstance(a, (bool, int, float, complex))]
+  arrays = [a for a in args if not isinstance(a, _SCALARS)]
   if not arrays:
     return args
-  dtype = shaped_abstractify(arrays[0]).dtype
-  shape = shaped_abstractify(arrays[0]).shape
+  aval = shaped_abstractify(arrays[0])
   from minijax.lax.structural import full
-  return tuple(full(shape, a, dtype, weak_type=True) if isinstance(a, (bool, int, float, complex))
+  return tuple(full(aval.shape, a, aval.dtype, weak_type=True) if isinstance(a, _SCALARS)
                else a for a in args)
 
 
-def _binop(name, accepted, what, mhlo_op):
-  prim = utils.standard_primitive(name, utils.same_shapes(name),
-                                  utils.same_dtypes_accepting(name, accepted, what))
+def _binop(name, accepted, what, mhlo_op, dtype_rule=None):
+  prim = utils.standard_primitive(
+      name, utils.same_shapes(name),
+      dtype_rule or utils.same_dtypes_accepting(name, accepted, what))
   batching.defbroadcasting(prim)
   mlir.register_lowering(prim, utils.nary_lowering(mhlo_op))
   return prim
@@ -41,13 +61,52 @@ def _unop(name, accepted, what, mhlo_op):
   prim = utils.standard_primitive(name, utils.same_shapes(name),
                                   utils.same_dtypes_accepting(name, accepted, what))
   batching.defvectorized(prim)
-  mlir.register_lowering(prim, utils.nary_lowering(mhlo_op))
+  if mhlo_op is not None:
+    mlir.register_lowering(prim, utils.nary_lowering(mhlo_op))
   return prim
+
+
+def _linear_transpose(fns):
+  """A transpose rule for a primitive linear in some arguments: `fns[i](ct, *args)` is the
+  cotangent of argument i when it is the undefined (linear) one."""
+  def rule(ct, *args, **params):
+    out = []
+    for fn, a in zip(fns, args):
+      if not ad.is_undefined_primal(a):
+        out.append(None)
+      elif type(ct) is ad.Zero:
+        out.append(ad.Zero(a.aval))
+      elif fn is None:
+        raise NotImplementedError("not linear in this argument")
+      else:
+        out.append(fn(ct, *args, **params))
+    return out
+  return rule
+
+
+def _zeros_like(x):
+  from minijax.lax.structural import full
+  aval = shaped_abstractify(x)
+  return full(aval.shape, 0, aval.dtype)
+
+
+def _ones_like(x):
+  from minijax.lax.structural import full
+  aval = shaped_abstractify(x)
+  return full(aval.shape, 1, aval.dtype)
+
+
+def _const(x, value):
+  """`value` as an array shaped and typed like `x`."""
+  from minijax.lax.structural import full
+  aval = shaped_abstractify(x)
+  return full(aval.shape, value, aval.dtype)
 
 
 # ---- add
 add_p = _binop("add", utils.is_number, "numbers", mhlo.AddOp)
 ad.defjvp(add_p, lambda g, x, y: g, lambda g, x, y: g)
+ad.primitive_transposes[add_p] = _linear_transpose([lambda ct, x, y: ct, lambda ct, x, y: ct])
 
 
 def add(x, y):
@@ -57,6 +116,8 @@ def add(x, y):
 # ---- sub
 sub_p = _binop("sub", utils.is_number, "numbers", mhlo.SubtractOp)
 ad.defjvp(sub_p, lambda g, x, y: g, lambda g, x, y: neg(g))
+ad.primitive_transposes[sub_p] = _linear_transpose([lambda ct, x, y: ct,
+                                                    lambda ct, x, y: neg(ct)])
 
 
 def sub(x, y):
@@ -66,10 +127,33 @@ def sub(x, y):
 # ---- mul
 mul_p = _binop("mul", utils.is_number, "numbers", mhlo.MulOp)
 ad.defjvp(mul_p, lambda g, x, y: mul(g, y), lambda g, x, y: mul(x, g))
+ad.primitive_transposes[mul_p] = _linear_transpose([lambda ct, x, y: mul(ct, y),
+                                                    lambda ct, x, y: mul(x, ct)])
 
 
 def mul(x, y):
   return mul_p.bind(*_coerce_scalars(x, y))
+
+
+# ---- div (integer division truncates toward zero, as in C)
+div_p = _binop("div", utils.is_number, "numbers", mhlo.DivOp)
+ad.defjvp(div_p, lambda g, x, y: div(g, y),
+          lambda g, x, y: mul(neg(g), div(x, mul(y, y))))
+ad.primitive_transposes[div_p] = _linear_transpose([lambda ct, x, y: div(ct, y), None])
+
+
+def div(x, y):
+  return div_p.bind(*_coerce_scalars(x, y))
+
+
+# ---- rem (sign of the dividend, as C's fmod)
+rem_p = _binop("rem", utils.is_number, "numbers", mhlo.RemOp)
+ad.defjvp(rem_p, lambda g, x, y: g,
+          lambda g, x, y: mul(neg(g), mul(sign(div(x, y)), floor(abs(div(x, y))))))
+
+
+def rem(x, y):
+  return rem_p.bind(*_coerce_scalars(x, y))
 
 
 # ---- neg
@@ -81,8 +165,214 @@ def neg(x):
   return neg_p.bind(x)
 
 
-# ---- sin
-sin_p = _unop("sin", utils.is_inexact, "floating point or complex", mhlo.SineOp)
+# ---- max / min: ties split the tangent evenly, as JAX does
+def _balanced_eq(x, z, y):
+  """1 where x is the selected value (0.5 on a tie with y), else 0, in x's dtype."""
+  from minijax.lax.structural import select_n
+  one, half, zero = _const(x, 1), _const(x, 0.5), _const(x, 0)
+  return select_n(eq(x, z), zero, select_n(eq(y, z), one, half))
+
+
+max_p = _binop("max", utils.any_dtype, "", mhlo.MaxOp)
+ad.defjvp2(max_p, lambda g, out, x, y: mul(g, _balanced_eq(x, out, y)),
+           lambda g, out, x, y: mul(g, _balanced_eq(y, out, x)))
+
+
+def max(x, y):
+  return max_p.bind(*_coerce_scalars(x, y))
+
+
+min_p = _binop("min", utils.any_dtype, "", mhlo.MinOp)
+ad.defjvp2(min_p, lambda g, out, x, y: mul(g, _balanced_eq(x, out, y)),
+           lambda g, out, x, y: mul(g, _balanced_eq(y, out, x)))
+
+
+def min(x, y):
+  return min_p.bind(*_coerce_scalars(x, y))
+
+
+# ---- pow (floating point or complex base and exponent of the same dtype)
+pow_p = _binop("pow", utils.is_inexact, "floating point or complex", mhlo.PowOp)
+
+
+def _pow_jvp_x(g, out, x, y):
+  # y * x**(y-1), written so that x == 0 with y == 0 gives 0 rather than nan
+  from minijax.lax.structural import select_n
+  safe = select_n(eq(y, _zeros_like(y)), pow(x, sub(y, _ones_like(y))), _zeros_like(x))
+  return mul(g, mul(y, safe))
+
+
+def _pow_jvp_y(g, out, x, y):
+  from minijax.lax.structural import select_n
+  zero = eq(x, _zeros_like(x))
+  safe_log = log(select_n(zero, x, _ones_like(x)))
+  return mul(g, select_n(zero, mul(out, safe_log), _zeros_like(out)))
+
+
+ad.defjvp2(pow_p, _pow_jvp_x, _pow_jvp_y)
+
+
+def pow(x, y):
+  return pow_p.bind(*_coerce_scalars(x, y))
+
+
+# ---- integer_pow (static integer exponent, lowered to repeated squaring)
+integer_pow_p = utils.standard_primitive(
+    "integer_pow", utils.same_shapes("integer_pow"),
+    utils.same_dtypes_accepting("integer_pow", utils.is_number, "numbers"))
+batching.defvectorized(integer_pow_p)
+
+
+def _integer_pow_lowering(ctx, x, *, y):
+  acc, base, n = None, x, abs_int(y)
+  while n:
+    if n & 1:
+      acc = base if acc is None else mhlo.MulOp(acc, base).result
+    n >>= 1
+    if n:
+      base = mhlo.MulOp(base, base).result
+  if acc is None:
+    acc = mlir.ir_constant(np.ones(ctx.avals_out[0].shape, ctx.avals_out[0].dtype))
+  if y < 0:
+    one = mlir.ir_constant(np.ones(ctx.avals_out[0].shape, ctx.avals_out[0].dtype))
+    acc = mhlo.DivOp(one, acc).result
+  return acc
+
+
+def abs_int(n: int) -> int:
+  return n if n >= 0 else -n
+
+
+mlir.register_lowering(integer_pow_p, _integer_pow_lowering)
+ad.defjvp(integer_pow_p, lambda g, x, *, y: (
+    _zeros_like(g) if y == 0 else mul(g, mul(_const(x, y), integer_pow(x, y - 1)))))
+
+
+def integer_pow(x, y: int):
+  if not isinstance(y, (int, np.integer)):
+    raise TypeError(f"integer_pow requires a static Python int exponent, got {type(y).__name__}")
+  return integer_pow_p.bind(x, y=int(y))
+
+
+def square(x):
+  return integer_pow(x, 2)
+
+
+def reciprocal(x):
+  return integer_pow(x, -1)
+
+
+# ---- abs (of a complex number: its modulus, a real value)
+def _abs_dtype(x):
+  if np.issubdtype(x.dtype, np.complexfloating):
+    return np.dtype(np.float64 if x.dtype == dtypes.complex128 else np.float32)
+  if x.dtype == dtypes.bool_:
+    raise TypeError(f"abs does not accept dtype bool ({x.str_short()}); it accepts numbers")
+  return x.dtype
+
+
+abs_p = utils.standard_primitive("abs", lambda x: x.shape, _abs_dtype)
+batching.defvectorized(abs_p)
+mlir.register_lowering(abs_p, utils.nary_lowering(mhlo.AbsOp))
+ad.defjvp2(abs_p, lambda g, out, x: mul(g, sign(x)))
+
+
+def abs(x):
+  return abs_p.bind(x)
+
+
+# ---- sign
+sign_p = _unop("sign", utils.is_number, "numbers", None)
+
+
+def _sign_lowering(ctx, x):
+  aval = ctx.avals_in[0]
+  if dtypes.is_integer(aval.dtype) and not np.issubdtype(aval.dtype, np.signedinteger):
+    zero = mlir.ir_constant(np.zeros(aval.shape, aval.dtype))
+    one = mlir.ir_constant(np.ones(aval.shape, aval.dtype))
+    is_zero = _compare_ir(x, zero, "EQ", aval.dtype)
+    return mhlo.SelectOp(is_zero, zero, one).result
+  return mhlo.SignOp(x).result
+
+
+mlir.register_lowering(sign_p, _sign_lowering)
+ad.defjvp(sign_p, lambda g, x: _zeros_like(g))
+
+
+def sign(x):
+  return sign_p.bind(x)
+
+
+# ---- floor, ceil, round: piecewise constant, zero derivative
+floor_p = _unop("floor", utils.is_float, "floating point", mhlo.FloorOp)
+ad.defjvp(floor_p, lambda g, x: _zeros_like(g))
+
+
+def floor(x):
+  return floor_p.bind(x)
+
+
+ceil_p = _unop("ceil", utils.is_float, "floating point", mhlo.CeilOp)
+ad.defjvp(ceil_p, lambda g, x: _zeros_like(g))
+
+
+def ceil(x):
+  return ceil_p.bind(x)
+
+
+class RoundingMethod:
+  AWAY_FROM_ZERO = 0
+  TO_NEAREST_EVEN = 1
+
+
+round_p = _unop("round", utils.is_float, "floating point", None)
+mlir.register_lowering(round_p, lambda ctx, x, *, rounding_method: (
+    mhlo.RoundNearestEvenOp(x) if rounding_method == RoundingMethod.TO_NEAREST_EVEN
+    else mhlo.RoundOp(x)).result)
+ad.defjvp(round_p, lambda g, x, **_: _zeros_like(g))
+
+
+def round(x, rounding_method: int = RoundingMethod.AWAY_FROM_ZERO):
+  return round_p.bind(x, rounding_method=int(rounding_method))
+
+
+# ---- exp, log, log1p, expm1
+_inexact = (utils.is_inexact, "floating point or complex")
+
+exp_p = _unop("exp", *_inexact, mhlo.ExpOp)
+ad.defjvp2(exp_p, lambda g, out, x: mul(g, out))
+
+
+def exp(x):
+  return exp_p.bind(x)
+
+
+log_p = _unop("log", *_inexact, mhlo.LogOp)
+ad.defjvp(log_p, lambda g, x: div(g, x))
+
+
+def log(x):
+  return log_p.bind(x)
+
+
+log1p_p = _unop("log1p", *_inexact, mhlo.Log1pOp)
+ad.defjvp(log1p_p, lambda g, x: div(g, add(x, _ones_like(x))))
+
+
+def log1p(x):
+  return log1p_p.bind(x)
+
+
+expm1_p = _unop("expm1", *_inexact, mhlo.Expm1Op)
+ad.defjvp2(expm1_p, lambda g, out, x: mul(g, add(out, _ones_like(out))))
+
+
+def expm1(x):
+  return expm1_p.bind(x)
+
+
+# ---- sin, cos, tan, tanh
+sin_p = _unop("sin", *_inexact, mhlo.SineOp)
 ad.defjvp(sin_p, lambda g, x: mul(g, cos(x)))
 
 
@@ -90,10 +380,195 @@ def sin(x):
   return sin_p.bind(x)
 
 
-# ---- cos
-cos_p = _unop("cos", utils.is_inexact, "floating point or complex", mhlo.CosineOp)
+cos_p = _unop("cos", *_inexact, mhlo.CosineOp)
 ad.defjvp(cos_p, lambda g, x: neg(mul(g, sin(x))))
 
 
 def cos(x):
   return cos_p.bind(x)
+
+
+tan_p = _unop("tan", *_inexact, mhlo.TanOp)
+ad.defjvp2(tan_p, lambda g, out, x: mul(g, add(_ones_like(out), mul(out, out))))
+
+
+def tan(x):
+  return tan_p.bind(x)
+
+
+tanh_p = _unop("tanh", *_inexact, mhlo.TanhOp)
+ad.defjvp2(tanh_p, lambda g, out, x: mul(g, sub(_ones_like(out), mul(out, out))))
+
+
+def tanh(x):
+  return tanh_p.bind(x)
+
+
+# ---- sqrt, rsqrt, logistic
+sqrt_p = _unop("sqrt", *_inexact, mhlo.SqrtOp)
+ad.defjvp2(sqrt_p, lambda g, out, x: div(g, mul(_const(out, 2), out)))
+
+
+def sqrt(x):
+  return sqrt_p.bind(x)
+
+
+rsqrt_p = _unop("rsqrt", *_inexact, mhlo.RsqrtOp)
+ad.defjvp2(rsqrt_p, lambda g, out, x: mul(g, mul(_const(out, -0.5), div(out, x))))
+
+
+def rsqrt(x):
+  return rsqrt_p.bind(x)
+
+
+logistic_p = _unop("logistic", *_inexact, mhlo.LogisticOp)
+ad.defjvp2(logistic_p, lambda g, out, x: mul(g, mul(out, sub(_ones_like(out), out))))
+
+
+def logistic(x):
+  return logistic_p.bind(x)
+
+
+# ---- atan2
+atan2_p = _binop("atan2", utils.is_float, "floating point", mhlo.Atan2Op)
+ad.defjvp(atan2_p, lambda g, x, y: mul(g, div(y, add(mul(x, x), mul(y, y)))),
+          lambda g, x, y: mul(g, div(neg(x), add(mul(x, x), mul(y, y)))))
+
+
+def atan2(x, y):
+  return atan2_p.bind(*_coerce_scalars(x, y))
+
+
+# ---- is_finite
+is_finite_p = utils.standard_primitive(
+    "is_finite", lambda x: x.shape,
+    lambda x: dtypes.bool_ if utils.is_float(x.dtype) else _reject("is_finite", x,
+                                                                  "floating point"),
+    lambda x: False)
+batching.defvectorized(is_finite_p)
+mlir.register_lowering(is_finite_p, utils.nary_lowering(mhlo.IsFiniteOp))
+ad.defjvp(is_finite_p, None)
+
+
+def _reject(name, aval, what):
+  raise TypeError(f"{name} does not accept dtype {aval.dtype} ({aval.str_short()}); "
+                  f"it accepts {what}")
+
+
+def is_finite(x):
+  return is_finite_p.bind(x)
+
+
+# ---- comparisons: bool results, not differentiable
+def _compare_type(dtype) -> str:
+  if utils.is_inexact(dtype):
+    return "FLOAT"
+  if np.issubdtype(dtype, np.unsignedinteger) or dtype == dtypes.bool_:
+    return "UNSIGNED"
+  return "SIGNED"
+
+
+def _compare_ir(x, y, direction: str, dtype):
+  return mhlo.CompareOp(x, y, mhlo.ComparisonDirectionAttr.get(direction),
+                        compare_type=mhlo.ComparisonTypeAttr.get(_compare_type(dtype))).result
+
+
+def _comparison(name, direction, accepted=utils.any_dtype, what=""):
+  same_dtype = utils.same_dtypes_accepting(name, accepted, what)
+  prim = utils.standard_primitive(
+      name, utils.same_shapes(name),
+      lambda *avals, **_: (same_dtype(*avals), dtypes.bool_)[1], lambda *a, **_: False)
+  batching.defbroadcasting(prim)
+  mlir.register_lowering(prim, lambda ctx, x, y: _compare_ir(x, y, direction,
+                                                             ctx.avals_in[0].dtype))
+  ad.defjvp(prim, None, None)
+  return prim
+
+
+def _no_complex(dtype):
+  return not np.issubdtype(dtype, np.complexfloating)
+
+
+eq_p = _comparison("eq", "EQ")
+ne_p = _comparison("ne", "NE")
+lt_p = _comparison("lt", "LT", _no_complex, "real numbers")
+le_p = _comparison("le", "LE", _no_complex, "real numbers")
+gt_p = _comparison("gt", "GT", _no_complex, "real numbers")
+ge_p = _comparison("ge", "GE", _no_complex, "real numbers")
+
+
+def eq(x, y):
+  return eq_p.bind(*_coerce_scalars(x, y))
+
+
+def ne(x, y):
+  return ne_p.bind(*_coerce_scalars(x, y))
+
+
+def lt(x, y):
+  return lt_p.bind(*_coerce_scalars(x, y))
+
+
+def le(x, y):
+  return le_p.bind(*_coerce_scalars(x, y))
+
+
+def gt(x, y):
+  return gt_p.bind(*_coerce_scalars(x, y))
+
+
+def ge(x, y):
+  return ge_p.bind(*_coerce_scalars(x, y))
+
+
+# ---- logical and bitwise ops (bool or integer): not differentiable
+_int_or_bool = (utils.is_int_or_bool, "integers or bool")
+
+not_p = _unop("not", *_int_or_bool, mhlo.NotOp)
+ad.defjvp(not_p, None)
+
+
+def bitwise_not(x):
+  return not_p.bind(x)
+
+
+and_p = _binop("and", *_int_or_bool, mhlo.AndOp)
+ad.defjvp(and_p, None, None)
+or_p = _binop("or", *_int_or_bool, mhlo.OrOp)
+ad.defjvp(or_p, None, None)
+xor_p = _binop("xor", *_int_or_bool, mhlo.XorOp)
+ad.defjvp(xor_p, None, None)
+
+
+def bitwise_and(x, y):
+  return and_p.bind(*_coerce_scalars(x, y))
+
+
+def bitwise_or(x, y):
+  return or_p.bind(*_coerce_scalars(x, y))
+
+
+def bitwise_xor(x, y):
+  return xor_p.bind(*_coerce_scalars(x, y))
+
+
+not_, and_, or_, xor = bitwise_not, bitwise_and, bitwise_or, bitwise_xor
+
+_ints = (utils.is_integer, "integers")
+shift_left_p = _binop("shift_left", *_ints, mhlo.ShiftLeftOp)
+shift_right_arithmetic_p = _binop("shift_right_arithmetic", *_ints, mhlo.ShiftRightArithmeticOp)
+shift_right_logical_p = _binop("shift_right_logical", *_ints, mhlo.ShiftRightLogicalOp)
+for _p in (shift_left_p, shift_right_arithmetic_p, shift_right_logical_p):
+  ad.defjvp(_p, None, None)
+
+
+def shift_left(x, y):
+  return shift_left_p.bind(*_coerce_scalars(x, y))
+
+
+def shift_right_arithmetic(x, y):
+  return shift_right_arithmetic_p.bind(*_coerce_scalars(x, y))
+
+
+def shift_right_logical(x, y):
+  return shift_right_logical_p.bind(*_coerce_scalars(x, y))

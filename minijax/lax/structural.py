@@ -1,17 +1,45 @@
-"""Shape-changing primitives: broadcast_in_dim, transpose, ... and `full`."""
+"""Shape-changing primitives: broadcast_in_dim, reshape, transpose, squeeze, rev,
+concatenate, pad; and `full`, `broadcast`, `expand_dims`, `convert_to_array`.
+
+All of these are linear, so each block has a jvp that applies the primitive to the tangent
+and a transpose that maps a cotangent back to the operand's shape.  Batching rules move the
+batch dimension to the front and shift the static dimension parameters by one.
+"""
 from __future__ import annotations
+
+from typing import Sequence
 
 import numpy as np
 from jaxlib.mlir.dialects import mhlo
 
 from minijax.core import dtypes
-from minijax.core.avals import ShapedArray
+from minijax.core.avals import ShapedArray, shaped_abstractify
 from minijax.core.primitive import Primitive
 from minijax.interpreters import ad, batching
 from minijax.lowering import mlir
 
-__all__ = ["broadcast_in_dim", "broadcast", "transpose", "full", "convert_to_array",
-           "broadcast_in_dim_p", "transpose_p"]
+__all__ = ["broadcast_in_dim", "broadcast", "broadcast_to_rank", "reshape", "transpose",
+           "squeeze", "expand_dims", "rev", "concatenate", "pad", "full", "convert_to_array",
+           "broadcast_in_dim_p", "reshape_p", "transpose_p", "squeeze_p", "rev_p",
+           "concatenate_p", "pad_p"]
+
+
+def _ct_rule(fn):
+  """Transpose rule of a unary linear primitive: `fn(ct, operand_aval, **params)`."""
+  def rule(ct, x, *rest, **params):
+    if type(ct) is ad.Zero:
+      return [ad.Zero(x.aval)] + [None] * len(rest)
+    return [fn(ct, x.aval, **params)] + [None] * len(rest)
+  return rule
+
+
+def _unary_linear_jvp(prim):
+  def jvp(primals, tangents, **params):
+    out = prim.bind(*primals, **params)
+    if type(tangents[0]) is ad.Zero:
+      return out, ad.Zero.from_primal_value(out)
+    return out, prim.bind(tangents[0], *primals[1:], **params)
+  ad.primitive_jvps[prim] = jvp
 
 
 # ---- broadcast_in_dim
@@ -19,8 +47,10 @@ broadcast_in_dim_p = Primitive("broadcast_in_dim")
 
 
 def _broadcast_in_dim_abstract_eval(x, *, shape, broadcast_dimensions):
-  if len(broadcast_dimensions) != x.ndim or any(
-      x.shape[i] not in (1, shape[d]) for i, d in enumerate(broadcast_dimensions)):
+  if (len(broadcast_dimensions) != x.ndim
+      or any(not 0 <= d < len(shape) for d in broadcast_dimensions)
+      or list(broadcast_dimensions) != sorted(set(broadcast_dimensions))
+      or any(x.shape[i] not in (1, shape[d]) for i, d in enumerate(broadcast_dimensions))):
     raise TypeError(f"broadcast_in_dim cannot broadcast {x.str_short()} to shape {shape} "
                     f"with broadcast_dimensions={broadcast_dimensions}")
   return ShapedArray(shape, x.dtype, x.weak_type)
@@ -31,22 +61,91 @@ broadcast_in_dim_p.def_abstract_eval(_broadcast_in_dim_abstract_eval)
 
 def _broadcast_in_dim_lowering(ctx, x, *, shape, broadcast_dimensions):
   return mhlo.BroadcastInDimOp(mlir.aval_to_ir_type(ctx.avals_out[0]), x,
-                               mlir.dense_i64(broadcast_dimensions)).result
+                               list(broadcast_dimensions)).result
 
 
 mlir.register_lowering(broadcast_in_dim_p, _broadcast_in_dim_lowering)
+_unary_linear_jvp(broadcast_in_dim_p)
+
+
+def _broadcast_in_dim_transpose(ct, aval, *, shape, broadcast_dimensions):
+  from minijax.lax.reductions import reduce_sum
+  summed = [d for d in range(len(shape)) if d not in broadcast_dimensions]
+  summed += [d for i, d in enumerate(broadcast_dimensions) if aval.shape[i] != shape[d]]
+  out = reduce_sum(ct, tuple(sorted(summed))) if summed else ct
+  return reshape(out, aval.shape)
+
+
+ad.primitive_transposes[broadcast_in_dim_p] = _ct_rule(_broadcast_in_dim_transpose)
+
+
+def _broadcast_in_dim_batch(args, dims, *, shape, broadcast_dimensions):
+  (x,), (d,) = args, dims
+  x = batching.moveaxis(x, d, 0)
+  return broadcast_in_dim(x, (x.shape[0],) + tuple(shape),
+                          (0,) + tuple(b + 1 for b in broadcast_dimensions)), 0
+
+
+batching.primitive_batchers[broadcast_in_dim_p] = _broadcast_in_dim_batch
 
 
 def broadcast_in_dim(x, shape, broadcast_dimensions):
-  return broadcast_in_dim_p.bind(x, shape=tuple(shape),
-                                 broadcast_dimensions=tuple(broadcast_dimensions))
+  x = convert_to_array(x)
+  shape, broadcast_dimensions = tuple(int(s) for s in shape), tuple(broadcast_dimensions)
+  if _aval(x).shape == shape and broadcast_dimensions == tuple(range(len(shape))):
+    return x
+  return broadcast_in_dim_p.bind(x, shape=shape, broadcast_dimensions=broadcast_dimensions)
 
 
 def broadcast(x, sizes):
   x = convert_to_array(x)
-  ndim = np.ndim(x) if not hasattr(x, "ndim") else x.ndim
-  shape = tuple(sizes) + tuple(x.shape)
-  return broadcast_in_dim(x, shape, tuple(range(len(sizes), len(sizes) + ndim)))
+  shape = tuple(sizes) + _aval(x).shape
+  return broadcast_in_dim(x, shape, tuple(range(len(sizes), len(shape))))
+
+
+def broadcast_to_rank(x, rank: int):
+  x = convert_to_array(x)
+  ndim = _aval(x).ndim
+  return broadcast(x, (1,) * (rank - ndim)) if ndim < rank else x
+
+
+# ---- reshape
+reshape_p = Primitive("reshape")
+
+
+def _reshape_abstract_eval(x, *, new_sizes):
+  if any(s < 0 for s in new_sizes) or int(np.prod(new_sizes, dtype=np.int64)) != x.size:
+    raise TypeError(f"reshape cannot reshape {x.str_short()} ({x.size} elements) to shape "
+                    f"{new_sizes}")
+  return ShapedArray(new_sizes, x.dtype, x.weak_type)
+
+
+reshape_p.def_abstract_eval(_reshape_abstract_eval)
+mlir.register_lowering(reshape_p, lambda ctx, x, *, new_sizes: mhlo.ReshapeOp(
+    mlir.aval_to_ir_type(ctx.avals_out[0]), x).result)
+_unary_linear_jvp(reshape_p)
+ad.primitive_transposes[reshape_p] = _ct_rule(
+    lambda ct, aval, *, new_sizes: reshape(ct, aval.shape))
+
+
+def _reshape_batch(args, dims, *, new_sizes):
+  (x,), (d,) = args, dims
+  x = batching.moveaxis(x, d, 0)
+  return reshape(x, (x.shape[0],) + tuple(new_sizes)), 0
+
+
+batching.primitive_batchers[reshape_p] = _reshape_batch
+
+
+def reshape(x, new_sizes, dimensions=None):
+  """Row-major reshape; `dimensions`, if given, transposes the operand first."""
+  x = convert_to_array(x)
+  if dimensions is not None and tuple(dimensions) != tuple(range(_aval(x).ndim)):
+    x = transpose(x, dimensions)
+  new_sizes = tuple(int(s) for s in new_sizes)
+  if _aval(x).shape == new_sizes:
+    return x
+  return reshape_p.bind(x, new_sizes=new_sizes)
 
 
 # ---- transpose
@@ -62,29 +161,317 @@ def _transpose_abstract_eval(x, *, permutation):
 
 transpose_p.def_abstract_eval(_transpose_abstract_eval)
 mlir.register_lowering(transpose_p, lambda ctx, x, *, permutation: mhlo.TransposeOp(
-    x, mlir.dense_i64(permutation)).result)
+    x, list(permutation)).result)
+_unary_linear_jvp(transpose_p)
+ad.primitive_transposes[transpose_p] = _ct_rule(
+    lambda ct, aval, *, permutation: transpose(ct, tuple(np.argsort(permutation))))
+
+
+def _transpose_batch(args, dims, *, permutation):
+  (x,), (d,) = args, dims
+  x = batching.moveaxis(x, d, 0)
+  return transpose(x, (0,) + tuple(p + 1 for p in permutation)), 0
+
+
+batching.primitive_batchers[transpose_p] = _transpose_batch
 
 
 def transpose(x, permutation):
-  return transpose_p.bind(x, permutation=tuple(permutation))
+  x = convert_to_array(x)
+  permutation = tuple(int(p) for p in permutation)
+  if permutation == tuple(range(len(permutation))) and len(permutation) == _aval(x).ndim:
+    return x
+  return transpose_p.bind(x, permutation=permutation)
+
+
+# ---- squeeze
+squeeze_p = Primitive("squeeze")
+
+
+def _squeeze_abstract_eval(x, *, dimensions):
+  if any(not 0 <= d < x.ndim or x.shape[d] != 1 for d in dimensions):
+    raise TypeError(f"squeeze dimensions {dimensions} must name axes of size 1 of "
+                    f"{x.str_short()}")
+  return ShapedArray(tuple(s for i, s in enumerate(x.shape) if i not in dimensions),
+                     x.dtype, x.weak_type)
+
+
+squeeze_p.def_abstract_eval(_squeeze_abstract_eval)
+mlir.register_lowering(squeeze_p, lambda ctx, x, *, dimensions: mhlo.ReshapeOp(
+    mlir.aval_to_ir_type(ctx.avals_out[0]), x).result)
+_unary_linear_jvp(squeeze_p)
+ad.primitive_transposes[squeeze_p] = _ct_rule(
+    lambda ct, aval, *, dimensions: reshape(ct, aval.shape))
+
+
+def _squeeze_batch(args, dims, *, dimensions):
+  (x,), (d,) = args, dims
+  x = batching.moveaxis(x, d, 0)
+  return squeeze(x, tuple(i + 1 for i in dimensions)), 0
+
+
+batching.primitive_batchers[squeeze_p] = _squeeze_batch
+
+
+def squeeze(x, dimensions):
+  x = convert_to_array(x)
+  ndim = _aval(x).ndim
+  dims = tuple(sorted({d % ndim if -ndim <= d < ndim else d for d in dimensions}))
+  if not dims:
+    return x
+  return squeeze_p.bind(x, dimensions=dims)
+
+
+def expand_dims(x, dimensions):
+  """Inserts axes of size 1 at `dimensions` (positions in the result)."""
+  x = convert_to_array(x)
+  ndim = _aval(x).ndim + len(dimensions)
+  dims = sorted(d % ndim for d in dimensions)
+  shape = list(_aval(x).shape)
+  for d in dims:
+    shape.insert(d, 1)
+  return reshape(x, shape)
+
+
+# ---- rev
+rev_p = Primitive("rev")
+
+
+def _rev_abstract_eval(x, *, dimensions):
+  if any(not 0 <= d < x.ndim for d in dimensions) or len(set(dimensions)) != len(dimensions):
+    raise TypeError(f"rev dimensions {dimensions} are not distinct axes of {x.str_short()}")
+  return x
+
+
+rev_p.def_abstract_eval(_rev_abstract_eval)
+mlir.register_lowering(rev_p, lambda ctx, x, *, dimensions: mhlo.ReverseOp(
+    x, list(dimensions)).result)
+_unary_linear_jvp(rev_p)
+ad.primitive_transposes[rev_p] = _ct_rule(lambda ct, aval, *, dimensions: rev(ct, dimensions))
+
+
+def _rev_batch(args, dims, *, dimensions):
+  (x,), (d,) = args, dims
+  return rev(x, tuple(i + (i >= d) for i in dimensions)), d
+
+
+batching.primitive_batchers[rev_p] = _rev_batch
+
+
+def rev(x, dimensions):
+  x = convert_to_array(x)
+  dims = tuple(int(d) for d in dimensions)
+  return rev_p.bind(x, dimensions=dims) if dims else x
+
+
+# ---- concatenate
+concatenate_p = Primitive("concatenate")
+
+
+def _concatenate_abstract_eval(*xs, dimension):
+  if not xs:
+    raise TypeError("concatenate requires at least one operand")
+  x0 = xs[0]
+  shown = ", ".join(x.str_short() for x in xs)
+  if not 0 <= dimension < x0.ndim:
+    raise TypeError(f"concatenate dimension {dimension} is out of range for {shown}")
+  if any(x.dtype != x0.dtype for x in xs):
+    raise TypeError(f"concatenate requires operands of one dtype, got {shown}")
+  if any(x.ndim != x0.ndim or any(a != b for i, (a, b) in enumerate(zip(x.shape, x0.shape))
+                                  if i != dimension) for x in xs):
+    raise TypeError(f"concatenate operands must have equal shapes except along dimension "
+                    f"{dimension}, got {shown}")
+  shape = list(x0.shape)
+  shape[dimension] = sum(x.shape[dimension] for x in xs)
+  return ShapedArray(shape, x0.dtype, all(x.weak_type for x in xs))
+
+
+concatenate_p.def_abstract_eval(_concatenate_abstract_eval)
+mlir.register_lowering(concatenate_p, lambda ctx, *xs, dimension: mhlo.ConcatenateOp(
+    list(xs), dimension).result)
+
+
+def _concatenate_jvp(primals, tangents, *, dimension):
+  out = concatenate(primals, dimension)
+  if all(type(t) is ad.Zero for t in tangents):
+    return out, ad.Zero.from_primal_value(out)
+  tangents = [ad.instantiate_zeros(t) for t in tangents]
+  return out, concatenate_p.bind(*tangents, dimension=dimension)
+
+
+def _concatenate_transpose(ct, *xs, dimension):
+  from minijax.lax.slicing import slice_in_dim
+  outs, start = [], 0
+  for x in xs:
+    size = x.aval.shape[dimension] if ad.is_undefined_primal(x) else np.shape(x)[dimension]
+    if not ad.is_undefined_primal(x):
+      outs.append(None)
+    elif type(ct) is ad.Zero:
+      outs.append(ad.Zero(x.aval))
+    else:
+      outs.append(slice_in_dim(ct, start, start + size, axis=dimension))
+    start += size
+  return outs
+
+
+def _concatenate_batch(args, dims, *, dimension):
+  size = next(x.shape[d] for x, d in zip(args, dims) if d is not None)
+  xs = [batching.bdim_at_front(x, d, size) for x, d in zip(args, dims)]
+  return concatenate_p.bind(*xs, dimension=dimension + 1), 0
+
+
+ad.primitive_jvps[concatenate_p] = _concatenate_jvp
+ad.primitive_transposes[concatenate_p] = _concatenate_transpose
+batching.primitive_batchers[concatenate_p] = _concatenate_batch
+
+
+def concatenate(operands: Sequence, dimension: int):
+  operands = [convert_to_array(x) for x in operands]
+  if len(operands) == 1:
+    return operands[0]
+  return concatenate_p.bind(*operands, dimension=int(dimension))
+
+
+# ---- pad: (low, high, interior) per axis; negative low/high crop
+pad_p = Primitive("pad")
+
+
+def _pad_abstract_eval(x, padding_value, *, padding_config):
+  if padding_value.shape != () or padding_value.dtype != x.dtype:
+    raise TypeError(f"pad requires a scalar padding value of the operand's dtype, got "
+                    f"operand {x.str_short()} and padding value {padding_value.str_short()}")
+  if len(padding_config) != x.ndim or any(i < 0 for _, _, i in padding_config):
+    raise TypeError(f"pad of {x.str_short()} needs one (low, high, interior>=0) triple per "
+                    f"axis, got {padding_config}")
+  shape = []
+  for n, (lo, hi, interior) in zip(x.shape, padding_config):
+    size = lo + hi + n + max(n - 1, 0) * interior
+    if size < 0:
+      raise TypeError(f"pad of {x.str_short()} with {padding_config} gives a negative size")
+    shape.append(size)
+  return ShapedArray(shape, x.dtype, x.weak_type)
+
+
+pad_p.def_abstract_eval(_pad_abstract_eval)
+
+
+def _pad_lowering(ctx, x, padding_value, *, padding_config):
+  lo, hi, interior = zip(*padding_config) if padding_config else ((), (), ())
+  return mhlo.PadOp(x, padding_value, list(lo), list(hi),
+                    list(interior)).result
+
+
+mlir.register_lowering(pad_p, _pad_lowering)
+
+
+def _pad_jvp(primals, tangents, *, padding_config):
+  out = pad_p.bind(*primals, padding_config=padding_config)
+  if all(type(t) is ad.Zero for t in tangents):
+    return out, ad.Zero.from_primal_value(out)
+  tx, tv = [ad.instantiate_zeros(t) for t in tangents]
+  return out, pad_p.bind(tx, tv, padding_config=padding_config)
+
+
+def _unpad(ct, aval, padding_config):
+  """The operand-shaped part of a padded cotangent."""
+  from minijax.lax.slicing import slice as lax_slice
+  if 0 in aval.shape:
+    return full(aval.shape, 0, ct.dtype)
+  zero = full((), 0, ct.dtype)
+  uncropped = pad(ct, zero, [(-lo, -hi, 0) for lo, hi, _ in padding_config])
+  return lax_slice(uncropped, (0,) * aval.ndim, uncropped.shape,
+                   tuple(i + 1 for _, _, i in padding_config))
+
+
+def _pad_transpose(ct, x, padding_value, *, padding_config):
+  from minijax.lax.reductions import reduce_sum
+  if type(ct) is ad.Zero:
+    return [ad.Zero(x.aval) if ad.is_undefined_primal(x) else None,
+            ad.Zero(padding_value.aval) if ad.is_undefined_primal(padding_value) else None]
+  aval = x.aval if ad.is_undefined_primal(x) else shaped_abstractify(x)
+  t_x = _unpad(ct, aval, padding_config)
+  t_v = None
+  if ad.is_undefined_primal(padding_value):
+    from minijax.lax.elementwise import sub
+    all_axes = tuple(range(ct.ndim))
+    t_v = sub(reduce_sum(ct, all_axes), reduce_sum(t_x, all_axes))
+  return [t_x if ad.is_undefined_primal(x) else None, t_v]
+
+
+def _pad_batch(args, dims, *, padding_config):
+  (x, v), (dx, dv) = args, dims
+  config = ((0, 0, 0),) + tuple(padding_config)
+  if dv is None:
+    size = x.shape[dx]
+    x = batching.moveaxis(x, dx, 0)
+    return pad(x, v, config), 0
+  from minijax.lax.misc import select_n
+  size = v.shape[dv]
+  x = batching.bdim_at_front(x, dx, size)
+  padded = pad(x, full((), 0, x.dtype), config)
+  mask = pad(full(x.shape, False, dtypes.bool_), full((), True, dtypes.bool_), config)
+  v = broadcast_in_dim(v, padded.shape, (0,))
+  return select_n(mask, padded, v), 0
+
+
+ad.primitive_jvps[pad_p] = _pad_jvp
+ad.primitive_transposes[pad_p] = _pad_transpose
+batching.primitive_batchers[pad_p] = _pad_batch
+
+
+def pad(x, padding_value, padding_config):
+  x = convert_to_array(x)
+  if isinstance(padding_value, (bool, int, float, complex)):
+    padding_value = full((), padding_value, _aval(x).dtype)
+  config = tuple((int(lo), int(hi), int(i)) for lo, hi, i in padding_config)
+  return pad_p.bind(x, padding_value, padding_config=config)
 
 
 # ---- full (not a primitive: a constant broadcast to a shape)
 
 def convert_to_array(x):
-  """Python scalars and numpy values become arrays (as device values or jaxpr literals)."""
+  """Python scalars and numpy values become arrays: device values when evaluating eagerly;
+  under a trace they stay host values (numpy ones canonicalized) and become literals or
+  constants of the jaxpr when bound."""
   if isinstance(x, (bool, int, float, complex, np.ndarray, np.generic)):
-    from minijax.runtime.array import device_put
-    return device_put(x)
+    from minijax.core.trace import is_eval_context
+    if is_eval_context():
+      from minijax.runtime.array import device_put
+      return device_put(x)
+    if isinstance(x, (np.ndarray, np.generic)):
+      return np.asarray(x, dtypes.canonicalize_dtype(x.dtype))
+    return x
+  if not hasattr(x, "aval"):
+    dtypes.dtype_and_weak_type(x)  # raises the TypeError that names the type
   return x
+
+
+def _aval(x) -> ShapedArray:
+  return shaped_abstractify(x)
 
 
 def full(shape, fill_value, dtype=None, weak_type=False):
   dtype = dtypes.canonicalize_dtype(dtype if dtype is not None else
                                     dtypes.dtype_and_weak_type(fill_value)[0])
+  shape = tuple(int(s) for s in shape)
+  if hasattr(fill_value, "aval") and not isinstance(fill_value, np.ndarray):
+    from minijax.lax.misc import convert_element_type
+    value = convert_element_type(fill_value, dtype, weak_type)
+    return broadcast_in_dim(value, shape, ())
   scalar = np.asarray(fill_value, dtype)
-  from minijax.runtime.array import device_put
+  from minijax.runtime.array import device_put, _put_numpy
   from minijax.core.trace import is_eval_context
   if is_eval_context():
-    return device_put(np.broadcast_to(scalar, tuple(shape)))
-  return broadcast_in_dim(scalar, tuple(shape), ())
+    if weak_type:
+      from minijax.runtime import backend
+      value = np.broadcast_to(scalar, shape)
+      return _put_numpy(np.ascontiguousarray(value), ShapedArray(shape, dtype, True),
+                        backend.get_device(None))
+    return device_put(np.broadcast_to(scalar, shape))
+  if weak_type:
+    if isinstance(fill_value, (bool, int, float, complex)) and (
+        dtypes.python_scalar_dtype(fill_value) == dtype):
+      return broadcast_in_dim(fill_value, shape, ())
+    from minijax.lax.misc import convert_element_type
+    return broadcast_in_dim(convert_element_type(scalar, dtype, True), shape, ())
+  return broadcast_in_dim(scalar, shape, ())

@@ -78,3 +78,18 @@ def nary_lowering(op_class) -> Callable:
   def rule(ctx, *args, **params):
     return op_class(*args).result
   return rule
+
+
+def is_float(dtype):
+  return dtypes.is_float(dtype)
+
+
+def is_integer(dtype):
+  return dtypes.is_integer(dtype)
+
+
+def canonicalize_axis(axis: int, ndim: int, name: str = "axis") -> int:
+  axis = int(axis)
+  if not -ndim <= axis < ndim:
+    raise ValueError(f"{name} {axis} is out of bounds for an array of rank {ndim}")
+  return axis % ndim

@@ -1,0 +1,173 @@
+"""dot_general: contraction over given axes with batch axes, and `dot` for the common cases.
+
+`dimension_numbers = ((lhs_contracting, rhs_contracting), (lhs_batch, rhs_batch))`; the
+result's axes are the batch axes, then lhs's free axes, then rhs's free axes (XLA's order).
+It is bilinear: the jvp is the sum of the two one-sided products and the transpose with
+respect to either operand is another dot_general of the cotangent with the other operand,
+followed by a transpose back into the operand's axis order.
+"""
+from __future__ import annotations
+
+import numpy as np
+from jaxlib.mlir.dialects import mhlo
+
+from minijax.core import dtypes
+from minijax.core.avals import ShapedArray, shaped_abstractify
+from minijax.core.primitive import Primitive
+from minijax.interpreters import ad, batching
+from minijax.lax.structural import convert_to_array, transpose
+from minijax.lowering import mlir
+
+__all__ = ["dot_general", "dot", "dot_general_p"]
+
+dot_general_p = Primitive("dot_general")
+
+
+def _free(ndim, contract, batch):
+  return tuple(i for i in range(ndim) if i not in contract and i not in batch)
+
+
+def _dot_general_abstract_eval(lhs, rhs, *, dimension_numbers, preferred_element_type):
+  (lc, rc), (lb, rb) = dimension_numbers
+  where = (f"dot_general of {lhs.str_short()} and {rhs.str_short()} with "
+           f"dimension_numbers={dimension_numbers}")
+  if lhs.dtype != rhs.dtype:
+    raise TypeError(f"{where}: operands must have one dtype (minijax.numpy promotes them)")
+  if len(lc) != len(rc) or len(lb) != len(rb):
+    raise TypeError(f"{where}: lhs and rhs need as many contracting and batch axes")
+  for dims, x in ((lc + lb, lhs), (rc + rb, rhs)):
+    if any(not 0 <= d < x.ndim for d in dims) or len(set(dims)) != len(dims):
+      raise TypeError(f"{where}: axes {dims} are not distinct axes of {x.str_short()}")
+  if any(lhs.shape[a] != rhs.shape[b] for a, b in zip(lc, rc)):
+    raise TypeError(f"{where}: contracting axes have sizes "
+                    f"{[lhs.shape[a] for a in lc]} and {[rhs.shape[b] for b in rc]}")
+  if any(lhs.shape[a] != rhs.shape[b] for a, b in zip(lb, rb)):
+    raise TypeError(f"{where}: batch axes have sizes "
+                    f"{[lhs.shape[a] for a in lb]} and {[rhs.shape[b] for b in rb]}")
+  shape = (tuple(lhs.shape[a] for a in lb)
+           + tuple(lhs.shape[i] for i in _free(lhs.ndim, lc, lb))
+           + tuple(rhs.shape[i] for i in _free(rhs.ndim, rc, rb)))
+  dtype = preferred_element_type if preferred_element_type is not None else lhs.dtype
+  return ShapedArray(shape, dtype, lhs.weak_type and rhs.weak_type)
+
+
+dot_general_p.def_abstract_eval(_dot_general_abstract_eval)
+
+
+def _dot_general_lowering(ctx, lhs, rhs, *, dimension_numbers, preferred_element_type):
+  (lc, rc), (lb, rb) = dimension_numbers
+  attr = mhlo.DotDimensionNumbers.get(
+      lhs_batching_dimensions=list(lb), rhs_batching_dimensions=list(rb),
+      lhs_contracting_dimensions=list(lc), rhs_contracting_dimensions=list(rc))
+  out_aval = ctx.avals_out[0]
+  if ctx.avals_in[0].dtype == dtypes.bool_:
+    # XLA has no boolean dot: multiply as int32 and test for a nonzero sum
+    from minijax.lax.elementwise import _compare_ir
+    i32 = lambda a: mlir.aval_to_ir_type(a.update(dtype=dtypes.int32))
+    lhs = mhlo.ConvertOp(i32(ctx.avals_in[0]), lhs).result
+    rhs = mhlo.ConvertOp(i32(ctx.avals_in[1]), rhs).result
+    out = mhlo.DotGeneralOp(i32(out_aval), lhs, rhs, attr).result
+    zero = mlir.ir_constant(np.zeros(out_aval.shape, np.int32))
+    return _compare_ir(out, zero, "NE", dtypes.int32)
+  return mhlo.DotGeneralOp(mlir.aval_to_ir_type(out_aval), lhs, rhs, attr).result
+
+
+mlir.register_lowering(dot_general_p, _dot_general_lowering)
+
+
+def _dot_general_jvp(primals, tangents, *, dimension_numbers, preferred_element_type):
+  lhs, rhs = primals
+  tl, tr = tangents
+  kw = dict(dimension_numbers=dimension_numbers, preferred_element_type=preferred_element_type)
+  out = dot_general_p.bind(lhs, rhs, **kw)
+  t = ad.Zero.from_primal_value(out)
+  if type(tl) is not ad.Zero:
+    t = ad.add_tangents(t, dot_general_p.bind(tl, rhs, **kw))
+  if type(tr) is not ad.Zero:
+    t = ad.add_tangents(t, dot_general_p.bind(lhs, tr, **kw))
+  return out, t
+
+
+def _transpose_to_operand(ct, other, operand_ndim, operand_contract, operand_batch,
+                          other_contract, other_batch, ct_free_self, ct_free_other, swap):
+  """The cotangent of one operand: contract `ct`'s axes of the other operand's free axes
+  against `other`, then permute into the operand's axis order."""
+  other_free = _free(other.ndim, other_contract, other_batch)
+  nb = len(operand_batch)
+  dims = ((tuple(ct_free_other), other_free), (tuple(range(nb)), tuple(other_batch)))
+  out = dot_general_p.bind(ct, other, dimension_numbers=dims, preferred_element_type=None)
+  # `out` axes: batch, the operand's free axes, then other's contracting axes in order
+  operand_free = _free(operand_ndim, operand_contract, operand_batch)
+  order = list(operand_batch) + list(operand_free)
+  order += [operand_contract[list(other_contract).index(c)] for c in sorted(other_contract)]
+  perm = [order.index(d) for d in range(operand_ndim)]
+  return transpose(out, perm)
+
+
+def _dot_general_transpose(ct, lhs, rhs, *, dimension_numbers, preferred_element_type):
+  from minijax.lax.misc import convert_element_type
+  (lc, rc), (lb, rb) = dimension_numbers
+  lhs_aval = lhs.aval if ad.is_undefined_primal(lhs) else shaped_abstractify(lhs)
+  rhs_aval = rhs.aval if ad.is_undefined_primal(rhs) else shaped_abstractify(rhs)
+  if type(ct) is ad.Zero:
+    return [ad.Zero(lhs_aval) if ad.is_undefined_primal(lhs) else None,
+            ad.Zero(rhs_aval) if ad.is_undefined_primal(rhs) else None]
+  ct = convert_element_type(ct, lhs_aval.dtype)
+  nb = len(lb)
+  n_lfree = len(_free(lhs_aval.ndim, lc, lb))
+  n_rfree = len(_free(rhs_aval.ndim, rc, rb))
+  ct_lfree = range(nb, nb + n_lfree)
+  ct_rfree = range(nb + n_lfree, nb + n_lfree + n_rfree)
+  t_lhs = t_rhs = None
+  if ad.is_undefined_primal(lhs):
+    out = _transpose_to_operand(ct, rhs, lhs_aval.ndim, lc, lb, rc, rb, ct_lfree, ct_rfree,
+                                False)
+    t_lhs = convert_element_type(out, lhs_aval.dtype)
+  if ad.is_undefined_primal(rhs):
+    out = _transpose_to_operand(ct, lhs, rhs_aval.ndim, rc, rb, lc, lb, ct_rfree, ct_lfree,
+                                True)
+    t_rhs = convert_element_type(out, rhs_aval.dtype)
+  return [t_lhs, t_rhs]
+
+
+def _dot_general_batch(args, dims, *, dimension_numbers, preferred_element_type):
+  (lhs, rhs), (dl, dr) = args, dims
+  (lc, rc), (lb, rb) = dimension_numbers
+  kw = dict(preferred_element_type=preferred_element_type)
+  shift = lambda ds: tuple(d + 1 for d in ds)
+  if dl is not None and dr is not None:
+    lhs, rhs = batching.moveaxis(lhs, dl, 0), batching.moveaxis(rhs, dr, 0)
+    dn = ((shift(lc), shift(rc)), ((0,) + shift(lb), (0,) + shift(rb)))
+    return dot_general_p.bind(lhs, rhs, dimension_numbers=dn, **kw), 0
+  if dl is not None:
+    lhs = batching.moveaxis(lhs, dl, 0)
+    dn = ((shift(lc), rc), (shift(lb), rb))
+    return dot_general_p.bind(lhs, rhs, dimension_numbers=dn, **kw), len(lb)
+  rhs = batching.moveaxis(rhs, dr, 0)
+  dn = ((lc, shift(rc)), (lb, shift(rb)))
+  n_lfree = len(_free(np.ndim(lhs), lc, lb))
+  return dot_general_p.bind(lhs, rhs, dimension_numbers=dn, **kw), len(lb) + n_lfree
+
+
+ad.primitive_jvps[dot_general_p] = _dot_general_jvp
+ad.primitive_transposes[dot_general_p] = _dot_general_transpose
+batching.primitive_batchers[dot_general_p] = _dot_general_batch
+
+
+def dot_general(lhs, rhs, dimension_numbers, preferred_element_type=None):
+  lhs, rhs = convert_to_array(lhs), convert_to_array(rhs)
+  (lc, rc), (lb, rb) = dimension_numbers
+  dn = ((tuple(int(d) for d in lc), tuple(int(d) for d in rc)),
+        (tuple(int(d) for d in lb), tuple(int(d) for d in rb)))
+  pet = dtypes.canonicalize_dtype(preferred_element_type) if preferred_element_type else None
+  return dot_general_p.bind(lhs, rhs, dimension_numbers=dn, preferred_element_type=pet)
+
+
+def dot(lhs, rhs, preferred_element_type=None):
+  """Vector-vector, matrix-vector or matrix-matrix product (rank 1 or 2 operands)."""
+  lhs, rhs = convert_to_array(lhs), convert_to_array(rhs)
+  la, ra = shaped_abstractify(lhs), shaped_abstractify(rhs)
+  if not (1 <= la.ndim <= 2 and 1 <= ra.ndim <= 2) or la.shape[-1] != ra.shape[0]:
+    raise TypeError(f"dot requires rank-1 or rank-2 operands with matching inner sizes, "
+                    f"got {la.str_short()} and {ra.str_short()}")
+  return dot_general(lhs, rhs, (((la.ndim - 1,), (0,)), ((), ())), preferred_element_type)

@@ -1,0 +1,404 @@
+"""gather and the scatter family (scatter, scatter_add, scatter_mul, scatter_min, scatter_max).
+
+Dimension numbers follow XLA's (with batching dimensions); the index vector is always the
+last axis of `indices`.  Out-of-bounds gathers clamp their start indices and out-of-bounds
+scatter windows are dropped, as XLA does; minijax.numpy normalizes negative indices first.
+
+gather is linear in its operand and transposes to scatter_add; scatter_add is linear in
+(operand, updates) and transposes to (identity, gather).  `scatter` (replace) assumes unique
+indices for its derivative, as JAX does when it may.  Under vmap, batch axes become the
+operand / index batching dimensions that XLA supports directly.
+"""
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import numpy as np
+from jaxlib.mlir import ir
+from jaxlib.mlir.dialects import mhlo
+
+from minijax.core import dtypes
+from minijax.core.avals import ShapedArray, shaped_abstractify
+from minijax.core.primitive import Primitive
+from minijax.interpreters import ad, batching
+from minijax.lax.structural import convert_to_array, full
+from minijax.lowering import mlir
+
+__all__ = ["GatherDimensionNumbers", "ScatterDimensionNumbers", "gather", "scatter",
+           "scatter_add", "scatter_mul", "scatter_min", "scatter_max",
+           "gather_p", "scatter_p", "scatter_add_p", "scatter_mul_p", "scatter_min_p",
+           "scatter_max_p"]
+
+
+class GatherDimensionNumbers(NamedTuple):
+  offset_dims: tuple
+  collapsed_slice_dims: tuple
+  start_index_map: tuple
+  operand_batching_dims: tuple = ()
+  start_indices_batching_dims: tuple = ()
+
+
+class ScatterDimensionNumbers(NamedTuple):
+  update_window_dims: tuple
+  inserted_window_dims: tuple
+  scattered_dims_to_operand_dims: tuple
+  operand_batching_dims: tuple = ()
+  scatter_indices_batching_dims: tuple = ()
+
+
+def _shift(dims, k=1):
+  return tuple(d + k for d in dims)
+
+
+# ---- gather
+gather_p = Primitive("gather")
+
+
+def _gather_abstract_eval(operand, indices, *, dimension_numbers, slice_sizes):
+  dn = dimension_numbers
+  where = (f"gather of {operand.str_short()} at indices {indices.str_short()} with "
+           f"slice_sizes={slice_sizes}")
+  if not dtypes.is_integer(indices.dtype) or indices.ndim < 1:
+    raise TypeError(f"{where}: indices must be integers with the index vector as last axis")
+  if indices.shape[-1] != len(dn.start_index_map):
+    raise TypeError(f"{where}: the index vector has {indices.shape[-1]} entries but "
+                    f"start_index_map={dn.start_index_map}")
+  if len(slice_sizes) != operand.ndim or any(
+      not 0 <= s <= n for s, n in zip(slice_sizes, operand.shape)):
+    raise TypeError(f"{where}: need one slice size per operand axis, within bounds")
+  dropped = set(dn.collapsed_slice_dims) | set(dn.operand_batching_dims)
+  if any(slice_sizes[d] != 1 for d in dropped):
+    raise TypeError(f"{where}: collapsed and batching axes must have slice size 1")
+  offset_sizes = [s for d, s in enumerate(slice_sizes) if d not in dropped]
+  batch_shape = list(indices.shape[:-1])
+  if len(dn.offset_dims) != len(offset_sizes):
+    raise TypeError(f"{where}: offset_dims={dn.offset_dims} must name {len(offset_sizes)} axes")
+  shape, oi, bi = [], 0, 0
+  for d in range(len(batch_shape) + len(offset_sizes)):
+    if d in dn.offset_dims:
+      shape.append(offset_sizes[oi])
+      oi += 1
+    else:
+      shape.append(batch_shape[bi])
+      bi += 1
+  return ShapedArray(shape, operand.dtype, operand.weak_type)
+
+
+gather_p.def_abstract_eval(_gather_abstract_eval)
+
+
+def _gather_lowering(ctx, operand, indices, *, dimension_numbers, slice_sizes):
+  dn = dimension_numbers
+  attr = mhlo.GatherDimensionNumbers.get(
+      offset_dims=list(dn.offset_dims), collapsed_slice_dims=list(dn.collapsed_slice_dims),
+      operand_batching_dims=list(dn.operand_batching_dims),
+      start_indices_batching_dims=list(dn.start_indices_batching_dims),
+      start_index_map=list(dn.start_index_map), index_vector_dim=ctx.avals_in[1].ndim - 1)
+  return mhlo.GatherOp(operand, indices, attr, list(slice_sizes),
+                       results=[mlir.aval_to_ir_type(ctx.avals_out[0])]).result
+
+
+mlir.register_lowering(gather_p, _gather_lowering)
+
+
+def _gather_jvp(primals, tangents, *, dimension_numbers, slice_sizes):
+  operand, indices = primals
+  out = gather_p.bind(operand, indices, dimension_numbers=dimension_numbers,
+                      slice_sizes=slice_sizes)
+  if type(tangents[0]) is ad.Zero:
+    return out, ad.Zero.from_primal_value(out)
+  return out, gather_p.bind(tangents[0], indices, dimension_numbers=dimension_numbers,
+                            slice_sizes=slice_sizes)
+
+
+def _scatter_dnums_of(dn: GatherDimensionNumbers) -> ScatterDimensionNumbers:
+  return ScatterDimensionNumbers(dn.offset_dims, dn.collapsed_slice_dims, dn.start_index_map,
+                                 dn.operand_batching_dims, dn.start_indices_batching_dims)
+
+
+def _gather_dnums_of(dn: ScatterDimensionNumbers) -> GatherDimensionNumbers:
+  return GatherDimensionNumbers(dn.update_window_dims, dn.inserted_window_dims,
+                                dn.scattered_dims_to_operand_dims, dn.operand_batching_dims,
+                                dn.scatter_indices_batching_dims)
+
+
+def _gather_transpose(ct, operand, indices, *, dimension_numbers, slice_sizes):
+  if ad.is_undefined_primal(indices):
+    raise ValueError("gather is not linear in its indices")
+  if type(ct) is ad.Zero:
+    return [ad.Zero(operand.aval), None]
+  zeros = full(operand.aval.shape, 0, ct.dtype)
+  return [scatter_add_p.bind(zeros, indices, ct,
+                             dimension_numbers=_scatter_dnums_of(dimension_numbers),
+                             indices_are_sorted=False, unique_indices=False), None]
+
+
+def _gather_batch(args, dims, *, dimension_numbers, slice_sizes):
+  (operand, indices), (do, di) = args, dims
+  dn = dimension_numbers
+  size = operand.shape[do] if do is not None else indices.shape[di]
+  if di is None:
+    operand = batching.moveaxis(operand, do, 0)
+    new = GatherDimensionNumbers(
+        offset_dims=(0,) + _shift(dn.offset_dims), collapsed_slice_dims=_shift(dn.collapsed_slice_dims),
+        start_index_map=_shift(dn.start_index_map),
+        operand_batching_dims=_shift(dn.operand_batching_dims),
+        start_indices_batching_dims=dn.start_indices_batching_dims)
+    return gather(operand, indices, new, (size,) + tuple(slice_sizes)), 0
+  indices = batching.moveaxis(indices, di, 0)
+  if do is None:
+    new = dn._replace(offset_dims=_shift(dn.offset_dims),
+                      start_indices_batching_dims=_shift(dn.start_indices_batching_dims))
+    return gather(operand, indices, new, slice_sizes), 0
+  operand = batching.moveaxis(operand, do, 0)
+  new = GatherDimensionNumbers(
+      offset_dims=_shift(dn.offset_dims), collapsed_slice_dims=_shift(dn.collapsed_slice_dims),
+      start_index_map=_shift(dn.start_index_map),
+      operand_batching_dims=(0,) + _shift(dn.operand_batching_dims),
+      start_indices_batching_dims=(0,) + _shift(dn.start_indices_batching_dims))
+  return gather(operand, indices, new, (1,) + tuple(slice_sizes)), 0
+
+
+ad.primitive_jvps[gather_p] = _gather_jvp
+ad.primitive_transposes[gather_p] = _gather_transpose
+batching.primitive_batchers[gather_p] = _gather_batch
+
+
+def gather(operand, indices, dimension_numbers: GatherDimensionNumbers, slice_sizes):
+  operand, indices = convert_to_array(operand), convert_to_array(indices)
+  dn = GatherDimensionNumbers(*(tuple(int(d) for d in f) for f in dimension_numbers))
+  return gather_p.bind(operand, indices, dimension_numbers=dn,
+                       slice_sizes=tuple(int(s) for s in slice_sizes))
+
+
+# ---- scatter family
+
+def _scatter_abstract_eval(name):
+  def rule(operand, indices, updates, *, dimension_numbers, indices_are_sorted,
+           unique_indices):
+    dn = dimension_numbers
+    where = (f"{name} into {operand.str_short()} at indices {indices.str_short()} of "
+             f"updates {updates.str_short()}")
+    if not dtypes.is_integer(indices.dtype) or indices.ndim < 1:
+      raise TypeError(f"{where}: indices must be integers with the index vector as last axis")
+    if updates.dtype != operand.dtype:
+      raise TypeError(f"{where}: updates must have the operand's dtype")
+    if indices.shape[-1] != len(dn.scattered_dims_to_operand_dims):
+      raise TypeError(f"{where}: the index vector has {indices.shape[-1]} entries but "
+                      f"scattered_dims_to_operand_dims={dn.scattered_dims_to_operand_dims}")
+    scatter_dims = [d for d in range(updates.ndim) if d not in dn.update_window_dims]
+    if [updates.shape[d] for d in scatter_dims] != list(indices.shape[:-1]):
+      raise TypeError(f"{where}: the update scatter axes must match the index batch shape")
+    window = [d for d in range(operand.ndim)
+              if d not in dn.inserted_window_dims and d not in dn.operand_batching_dims]
+    if len(window) != len(dn.update_window_dims) or any(
+        updates.shape[u] > operand.shape[o] for u, o in zip(dn.update_window_dims, window)):
+      raise TypeError(f"{where}: update windows do not fit the operand")
+    return ShapedArray(operand.shape, operand.dtype, operand.weak_type)
+  return rule
+
+
+def _scatter_lowering(combine):
+  def rule(ctx, operand, indices, updates, *, dimension_numbers, indices_are_sorted,
+           unique_indices):
+    dn = dimension_numbers
+    attr = mhlo.ScatterDimensionNumbers.get(
+        update_window_dims=list(dn.update_window_dims),
+        inserted_window_dims=list(dn.inserted_window_dims),
+        input_batching_dims=list(dn.operand_batching_dims),
+        scatter_indices_batching_dims=list(dn.scatter_indices_batching_dims),
+        scattered_dims_to_operand_dims=list(dn.scattered_dims_to_operand_dims),
+        index_vector_dim=ctx.avals_in[1].ndim - 1)
+    out_type = mlir.aval_to_ir_type(ctx.avals_out[0])
+    op = mhlo.ScatterOp([out_type], [operand], indices, [updates], attr,
+                        indices_are_sorted=bool(indices_are_sorted),
+                        unique_indices=bool(unique_indices))
+    scalar = mlir.aval_to_ir_type(ShapedArray((), ctx.avals_in[0].dtype))
+    block = op.regions[0].blocks.append(scalar, scalar)
+    with ir.InsertionPoint(block):
+      mhlo.ReturnOp([combine(*block.arguments, ctx.avals_in[0].dtype)])
+    return op.results[0]
+  return rule
+
+
+def _combine(op, bool_op):
+  """The scatter region's combiner; XLA's pred type has no add or mul, so bools use or/and."""
+  return lambda a, b, dtype: (bool_op if dtype == dtypes.bool_ else op)(a, b).result
+
+
+def _scatter_primitive(name, combine):
+  prim = Primitive(name)
+  prim.def_abstract_eval(_scatter_abstract_eval(name))
+  mlir.register_lowering(prim, _scatter_lowering(combine))
+  batching.primitive_batchers[prim] = _scatter_batch_rule(prim)
+  return prim
+
+
+def _scatter_batch_rule(prim):
+  def rule(args, dims, *, dimension_numbers, indices_are_sorted, unique_indices):
+    size = next(a.shape[d] for a, d in zip(args, dims) if d is not None)
+    operand, indices, updates = [batching.bdim_at_front(a, d, size) for a, d in zip(args, dims)]
+    dn = dimension_numbers
+    new = ScatterDimensionNumbers(
+        update_window_dims=_shift(dn.update_window_dims),
+        inserted_window_dims=_shift(dn.inserted_window_dims),
+        scattered_dims_to_operand_dims=_shift(dn.scattered_dims_to_operand_dims),
+        operand_batching_dims=(0,) + _shift(dn.operand_batching_dims),
+        scatter_indices_batching_dims=(0,) + _shift(dn.scatter_indices_batching_dims))
+    return prim.bind(operand, indices, updates, dimension_numbers=new,
+                     indices_are_sorted=indices_are_sorted, unique_indices=unique_indices), 0
+  return rule
+
+
+scatter_p = _scatter_primitive("scatter", lambda a, b, dtype: b)
+scatter_add_p = _scatter_primitive("scatter-add", _combine(mhlo.AddOp, mhlo.OrOp))
+scatter_mul_p = _scatter_primitive("scatter-mul", _combine(mhlo.MulOp, mhlo.AndOp))
+scatter_min_p = _scatter_primitive("scatter-min", _combine(mhlo.MinOp, mhlo.AndOp))
+scatter_max_p = _scatter_primitive("scatter-max", _combine(mhlo.MaxOp, mhlo.OrOp))
+
+
+def _gather_updates_like(ct, indices, updates_aval, dn):
+  """The updates-shaped cotangent of a scatter: `ct` gathered at the scattered windows."""
+  window = [d for d in range(ct.ndim)
+            if d not in dn.inserted_window_dims and d not in dn.operand_batching_dims]
+  sizes = [1] * ct.ndim
+  for u, o in zip(dn.update_window_dims, window):
+    sizes[o] = updates_aval.shape[u]
+  return gather_p.bind(ct, indices, dimension_numbers=_gather_dnums_of(dn),
+                       slice_sizes=tuple(sizes))
+
+
+def _scatter_linear_jvp(prim):
+  def jvp(primals, tangents, **params):
+    operand, indices, updates = primals
+    out = prim.bind(*primals, **params)
+    t_op, _, t_up = tangents
+    if type(t_op) is ad.Zero and type(t_up) is ad.Zero:
+      return out, ad.Zero.from_primal_value(out)
+    return out, prim.bind(ad.instantiate_zeros(t_op), indices, ad.instantiate_zeros(t_up),
+                          **params)
+  return jvp
+
+
+def _scatter_add_transpose(ct, operand, indices, updates, *, dimension_numbers, **_):
+  u_aval = updates.aval if ad.is_undefined_primal(updates) else shaped_abstractify(updates)
+  if type(ct) is ad.Zero:
+    return [ad.Zero(operand.aval) if ad.is_undefined_primal(operand) else None, None,
+            ad.Zero(u_aval) if ad.is_undefined_primal(updates) else None]
+  t_op = ct if ad.is_undefined_primal(operand) else None
+  t_up = (_gather_updates_like(ct, indices, u_aval, dimension_numbers)
+          if ad.is_undefined_primal(updates) else None)
+  return [t_op, None, t_up]
+
+
+def _scatter_transpose(ct, operand, indices, updates, *, dimension_numbers,
+                       indices_are_sorted, unique_indices):
+  u_aval = updates.aval if ad.is_undefined_primal(updates) else shaped_abstractify(updates)
+  if type(ct) is ad.Zero:
+    return [ad.Zero(operand.aval) if ad.is_undefined_primal(operand) else None, None,
+            ad.Zero(u_aval) if ad.is_undefined_primal(updates) else None]
+  t_op = t_up = None
+  if ad.is_undefined_primal(operand):
+    t_op = scatter_p.bind(ct, indices, full(u_aval.shape, 0, ct.dtype),
+                          dimension_numbers=dimension_numbers,
+                          indices_are_sorted=indices_are_sorted, unique_indices=unique_indices)
+  if ad.is_undefined_primal(updates):
+    t_up = _gather_updates_like(ct, indices, u_aval, dimension_numbers)
+  return [t_op, None, t_up]
+
+
+ad.primitive_jvps[scatter_add_p] = _scatter_linear_jvp(scatter_add_p)
+ad.primitive_transposes[scatter_add_p] = _scatter_add_transpose
+ad.primitive_jvps[scatter_p] = _scatter_linear_jvp(scatter_p)
+ad.primitive_transposes[scatter_p] = _scatter_transpose
+
+
+def _scatter_mul_jvp(primals, tangents, **params):
+  operand, indices, updates = primals
+  out = scatter_mul_p.bind(*primals, **params)
+  t_op, _, t_up = tangents
+  if type(t_up) is not ad.Zero:
+    raise NotImplementedError("scatter_mul is differentiable in its operand only; "
+                              "its updates must not carry a tangent")
+  if type(t_op) is ad.Zero:
+    return out, ad.Zero.from_primal_value(out)
+  return out, scatter_mul_p.bind(t_op, indices, updates, **params)
+
+
+def _scatter_mul_transpose(ct, operand, indices, updates, **params):
+  if ad.is_undefined_primal(updates):
+    raise NotImplementedError("scatter_mul is not linear in its updates")
+  if type(ct) is ad.Zero:
+    return [ad.Zero(operand.aval), None, None]
+  return [scatter_mul_p.bind(ct, indices, updates, **params), None, None]
+
+
+ad.primitive_jvps[scatter_mul_p] = _scatter_mul_jvp
+ad.primitive_transposes[scatter_mul_p] = _scatter_mul_transpose
+
+
+def _scatter_extremum_jvp(prim):
+  """Tangents flow from whichever of operand and updates produced the result; ties share
+  it evenly."""
+  def jvp(primals, tangents, *, dimension_numbers, **params):
+    from minijax.lax.elementwise import add, div, eq
+    from minijax.lax.misc import convert_element_type, select_n
+    operand, indices, updates = primals
+    out = prim.bind(*primals, dimension_numbers=dimension_numbers, **params)
+    t_op, _, t_up = map(ad.instantiate_zeros, tangents)
+    dn = dimension_numbers
+    u_aval = shaped_abstractify(updates)
+    won_op = eq(operand, out)
+    won_up = eq(updates, _gather_updates_like(out, indices, u_aval, dn))
+    zeros_out, zeros_up = full(out.shape, 0, out.dtype), full(u_aval.shape, 0, out.dtype)
+    kw = dict(dimension_numbers=dn, indices_are_sorted=False, unique_indices=False)
+    num = add(select_n(won_op, zeros_out, t_op),
+              scatter_add_p.bind(zeros_out, indices, select_n(won_up, zeros_up, t_up), **kw))
+    count = add(convert_element_type(won_op, out.dtype),
+                scatter_add_p.bind(zeros_out, indices, convert_element_type(won_up, out.dtype),
+                                   **kw))
+    return out, div(num, count)
+  return jvp
+
+
+ad.primitive_jvps[scatter_min_p] = _scatter_extremum_jvp(scatter_min_p)
+ad.primitive_jvps[scatter_max_p] = _scatter_extremum_jvp(scatter_max_p)
+
+
+def _scatter_bind(prim, operand, indices, updates, dimension_numbers, indices_are_sorted,
+                  unique_indices):
+  operand, indices, updates = map(convert_to_array, (operand, indices, updates))
+  dn = ScatterDimensionNumbers(*(tuple(int(d) for d in f) for f in dimension_numbers))
+  return prim.bind(operand, indices, updates, dimension_numbers=dn,
+                   indices_are_sorted=bool(indices_are_sorted),
+                   unique_indices=bool(unique_indices))
+
+
+def scatter(operand, indices, updates, dimension_numbers, *, indices_are_sorted=False,
+            unique_indices=False):
+  return _scatter_bind(scatter_p, operand, indices, updates, dimension_numbers,
+                       indices_are_sorted, unique_indices)
+
+
+def scatter_add(operand, indices, updates, dimension_numbers, *, indices_are_sorted=False,
+                unique_indices=False):
+  return _scatter_bind(scatter_add_p, operand, indices, updates, dimension_numbers,
+                       indices_are_sorted, unique_indices)
+
+
+def scatter_mul(operand, indices, updates, dimension_numbers, *, indices_are_sorted=False,
+                unique_indices=False):
+  return _scatter_bind(scatter_mul_p, operand, indices, updates, dimension_numbers,
+                       indices_are_sorted, unique_indices)
+
+
+def scatter_min(operand, indices, updates, dimension_numbers, *, indices_are_sorted=False,
+                unique_indices=False):
+  return _scatter_bind(scatter_min_p, operand, indices, updates, dimension_numbers,
+                       indices_are_sorted, unique_indices)
+
+
+def scatter_max(operand, indices, updates, dimension_numbers, *, indices_are_sorted=False,
+                unique_indices=False):
+  return _scatter_bind(scatter_max_p, operand, indices, updates, dimension_numbers,
+                       indices_are_sorted, unique_indices)

@@ -1,0 +1,317 @@
+"""Primitives that neither compute elementwise math nor move data around: dtype conversion,
+selection, iota, copy, stop_gradient, clamp.
+
+`convert_element_type` carries the target dtype and weak type as params, so a weakly typed
+constant can be converted without losing its weakness.  `select_n(which, *cases)` picks
+`cases[which]` elementwise (a bool `which` picks between two cases); it is linear in the
+cases, so its transpose routes the cotangent to the case that was selected.
+"""
+from __future__ import annotations
+
+import numpy as np
+from jaxlib.mlir import ir
+from jaxlib.mlir.dialects import mhlo
+
+from minijax.core import dtypes
+from minijax.core.avals import ShapedArray, shaped_abstractify
+from minijax.core.primitive import Primitive
+from minijax.interpreters import ad, batching
+from minijax.lax import utils
+from minijax.lax.structural import (broadcast_in_dim, convert_to_array, full,
+                                    _ct_rule, _unary_linear_jvp)
+from minijax.lowering import mlir
+
+__all__ = ["convert_element_type", "select_n", "select", "iota", "broadcasted_iota", "copy",
+           "stop_gradient", "clamp", "zeros_like_array",
+           "convert_element_type_p", "select_n_p", "iota_p", "copy_p", "stop_gradient_p",
+           "clamp_p"]
+
+
+# ---- convert_element_type
+convert_element_type_p = Primitive("convert_element_type")
+
+
+def _convert_abstract_eval(x, *, new_dtype, weak_type):
+  return ShapedArray(x.shape, new_dtype, weak_type)
+
+
+convert_element_type_p.def_abstract_eval(_convert_abstract_eval)
+
+
+def _convert_lowering(ctx, x, *, new_dtype, weak_type):
+  aval_in, aval_out = ctx.avals_in[0], ctx.avals_out[0]
+  if aval_in.dtype == aval_out.dtype:
+    return x
+  if new_dtype == dtypes.bool_ and aval_in.dtype != dtypes.bool_:
+    from minijax.lax.elementwise import _compare_ir
+    zero = mlir.ir_constant(np.zeros(aval_in.shape, aval_in.dtype))
+    return _compare_ir(x, zero, "NE", aval_in.dtype)
+  if (np.issubdtype(aval_in.dtype, np.complexfloating)
+      and not np.issubdtype(new_dtype, np.complexfloating)):
+    x = mhlo.RealOp(x).result
+  return mhlo.ConvertOp(mlir.aval_to_ir_type(aval_out), x).result
+
+
+mlir.register_lowering(convert_element_type_p, _convert_lowering)
+
+
+def _convert_jvp(primals, tangents, *, new_dtype, weak_type):
+  (x,), (t,) = primals, tangents
+  out = convert_element_type_p.bind(x, new_dtype=new_dtype, weak_type=weak_type)
+  if (type(t) is ad.Zero or not dtypes.is_differentiable(new_dtype)
+      or not dtypes.is_differentiable(shaped_abstractify(x).dtype)):
+    return out, ad.Zero.from_primal_value(out)
+  return out, convert_element_type_p.bind(t, new_dtype=new_dtype, weak_type=weak_type)
+
+
+ad.primitive_jvps[convert_element_type_p] = _convert_jvp
+ad.primitive_transposes[convert_element_type_p] = _ct_rule(
+    lambda ct, aval, *, new_dtype, weak_type: convert_element_type(ct, aval.dtype,
+                                                                   aval.weak_type))
+batching.defvectorized(convert_element_type_p)
+
+
+def convert_element_type(x, new_dtype, weak_type: bool = False):
+  new_dtype = dtypes.canonicalize_dtype(new_dtype)
+  x = convert_to_array(x)
+  aval = shaped_abstractify(x)
+  if aval.dtype == new_dtype and aval.weak_type == weak_type:
+    return x
+  return convert_element_type_p.bind(x, new_dtype=new_dtype, weak_type=bool(weak_type))
+
+
+# ---- select_n
+select_n_p = Primitive("select_n")
+
+
+def _select_n_abstract_eval(which, *cases):
+  if not cases:
+    raise TypeError("select_n requires at least one case")
+  shown = ", ".join(c.str_short() for c in cases)
+  if any(c.shape != cases[0].shape or c.dtype != cases[0].dtype for c in cases):
+    raise TypeError(f"select_n cases must have one shape and dtype, got {shown}")
+  if which.shape not in ((), cases[0].shape):
+    raise TypeError(f"select_n predicate {which.str_short()} must be a scalar or have the "
+                    f"cases' shape, got cases {shown}")
+  if which.dtype == dtypes.bool_:
+    if len(cases) > 2:
+      raise TypeError(f"select_n with a bool predicate takes at most 2 cases, got {len(cases)}")
+  elif which.dtype != dtypes.int32:
+    raise TypeError(f"select_n predicate must be bool or int32, got {which.str_short()}")
+  return ShapedArray(cases[0].shape, cases[0].dtype, all(c.weak_type for c in cases))
+
+
+select_n_p.def_abstract_eval(_select_n_abstract_eval)
+
+
+def _select_n_lowering(ctx, which, *cases):
+  which_aval, out_aval = ctx.avals_in[0], ctx.avals_out[0]
+  if which_aval.shape != out_aval.shape:
+    which_type = mlir.aval_to_ir_type(which_aval.update(shape=out_aval.shape))
+    which = mhlo.BroadcastInDimOp(which_type, which, mlir.dense_i64(())).result
+  if len(cases) == 1:
+    return cases[0]
+  if which_aval.dtype == dtypes.bool_:
+    return mhlo.SelectOp(which, cases[1], cases[0]).result
+  return _select_tree(which, cases, 0, out_aval.shape)
+
+
+def _select_tree(which, cases, offset, shape):
+  """`cases[which - offset]` by a balanced tree of selects on `which < midpoint`."""
+  from minijax.lax.elementwise import _compare_ir
+  if len(cases) == 1:
+    return cases[0]
+  mid = len(cases) // 2
+  bound = mlir.ir_constant(np.full(shape, offset + mid, np.int32))
+  lower = _compare_ir(which, bound, "LT", dtypes.int32)
+  return mhlo.SelectOp(lower, _select_tree(which, cases[:mid], offset, shape),
+                       _select_tree(which, cases[mid:], offset + mid, shape)).result
+
+
+mlir.register_lowering(select_n_p, _select_n_lowering)
+
+
+def _select_n_jvp(primals, tangents):
+  which, *cases = primals
+  out = select_n_p.bind(*primals)
+  case_tangents = tangents[1:]
+  if all(type(t) is ad.Zero for t in case_tangents):
+    return out, ad.Zero.from_primal_value(out)
+  return out, select_n_p.bind(which, *map(ad.instantiate_zeros, case_tangents))
+
+
+def _select_n_transpose(ct, which, *cases):
+  if ad.is_undefined_primal(which):
+    raise ValueError("select_n is not linear in its predicate")
+  outs = [None]
+  for i, c in enumerate(cases):
+    if not ad.is_undefined_primal(c):
+      outs.append(None)
+    elif type(ct) is ad.Zero:
+      outs.append(ad.Zero(c.aval))
+    else:
+      zeros = full(ct.shape, 0, ct.dtype)
+      outs.append(select_n_p.bind(which, *[ct if j == i else zeros
+                                           for j in range(len(cases))]))
+  return outs
+
+
+def _select_n_batch(args, dims):
+  size = next(x.shape[d] for x, d in zip(args, dims) if d is not None)
+  which, *cases = args
+  wdim, *cdims = dims
+  shape, d0 = tuple(np.shape(cases[0])), cdims[0]
+  case_shape = shape[:d0] + shape[d0 + 1:] if d0 is not None else shape
+  cases = [batching.bdim_at_front(c, d, size) for c, d in zip(cases, cdims)]
+  which_shape = tuple(np.shape(which)) if wdim is None else (
+      tuple(which.shape[:wdim]) + tuple(which.shape[wdim + 1:]))
+  if wdim is None and which_shape == ():
+    return select_n_p.bind(which, *cases), 0
+  which = batching.bdim_at_front(which, wdim, size)
+  if which_shape == () and case_shape != ():
+    which = broadcast_in_dim(which, (size,) + case_shape, (0,))
+  return select_n_p.bind(which, *cases), 0
+
+
+ad.primitive_jvps[select_n_p] = _select_n_jvp
+ad.primitive_transposes[select_n_p] = _select_n_transpose
+batching.primitive_batchers[select_n_p] = _select_n_batch
+
+
+def select_n(which, *cases):
+  """`cases[which]` elementwise; `which` is bool (two cases) or int32."""
+  which = convert_to_array(which)
+  cases = [convert_to_array(c) for c in cases]
+  return select_n_p.bind(which, *cases)
+
+
+def select(pred, on_true, on_false):
+  return select_n(pred, on_false, on_true)
+
+
+# ---- iota
+iota_p = Primitive("iota")
+
+
+def _iota_abstract_eval(*, dtype, shape, dimension):
+  if not 0 <= dimension < len(shape):
+    raise TypeError(f"iota dimension {dimension} is out of range for shape {shape}")
+  return ShapedArray(shape, dtype, False)
+
+
+iota_p.def_abstract_eval(_iota_abstract_eval)
+mlir.register_lowering(iota_p, lambda ctx, *, dtype, shape, dimension: mhlo.IotaOp(
+    mlir.aval_to_ir_type(ctx.avals_out[0]), dimension).result)
+
+
+def iota(dtype, size: int):
+  return broadcasted_iota(dtype, (size,), 0)
+
+
+def broadcasted_iota(dtype, shape, dimension: int):
+  return iota_p.bind(dtype=dtypes.canonicalize_dtype(dtype),
+                     shape=tuple(int(s) for s in shape), dimension=int(dimension))
+
+
+# ---- copy
+copy_p = Primitive("copy")
+copy_p.def_abstract_eval(lambda x: x)
+mlir.register_lowering(copy_p, lambda ctx, x: x)
+_unary_linear_jvp(copy_p)
+ad.primitive_transposes[copy_p] = _ct_rule(lambda ct, aval: copy(ct))
+batching.defvectorized(copy_p)
+
+
+def copy(x):
+  return copy_p.bind(convert_to_array(x))
+
+
+# ---- stop_gradient: the identity with a zero derivative
+stop_gradient_p = Primitive("stop_gradient")
+stop_gradient_p.def_abstract_eval(lambda x: x)
+mlir.register_lowering(stop_gradient_p, lambda ctx, x: x)
+batching.defvectorized(stop_gradient_p)
+
+
+def _stop_gradient_jvp(primals, tangents):
+  out = stop_gradient_p.bind(*primals)
+  return out, ad.Zero.from_primal_value(out)
+
+
+ad.primitive_jvps[stop_gradient_p] = _stop_gradient_jvp
+
+
+def stop_gradient(x):
+  """The identity on values; derivatives through it are zero."""
+  from minijax import tree_util
+  from minijax.core.trace import is_eval_context
+
+  def stop(leaf):
+    if is_eval_context():
+      return convert_to_array(leaf)
+    aval = shaped_abstractify(leaf)
+    if not dtypes.is_inexact(aval.dtype):
+      return leaf
+    return stop_gradient_p.bind(convert_to_array(leaf))
+  return tree_util.tree_map(stop, x)
+
+
+# ---- clamp(lo, x, hi)
+clamp_p = Primitive("clamp")
+
+
+def _clamp_abstract_eval(lo, x, hi):
+  for bound in (lo, hi):
+    if bound.dtype != x.dtype or bound.shape not in ((), x.shape):
+      raise TypeError(f"clamp bounds must be scalars or match the operand, got "
+                      f"lo={lo.str_short()}, x={x.str_short()}, hi={hi.str_short()}")
+  return ShapedArray(x.shape, x.dtype, x.weak_type)
+
+
+clamp_p.def_abstract_eval(_clamp_abstract_eval)
+mlir.register_lowering(clamp_p, lambda ctx, lo, x, hi: mhlo.ClampOp(lo, x, hi).result)
+
+
+def _clamp_jvp(primals, tangents):
+  from minijax.lax.elementwise import lt, gt, bitwise_or
+  lo, x, hi = primals
+  out = clamp_p.bind(lo, x, hi)
+  t = tangents[1]
+  if type(t) is ad.Zero:
+    return out, ad.Zero.from_primal_value(out)
+  lo_b = broadcast_in_dim(lo, x.shape, ()) if np.ndim(lo) == 0 else lo
+  hi_b = broadcast_in_dim(hi, x.shape, ()) if np.ndim(hi) == 0 else hi
+  outside = bitwise_or(lt(x, lo_b), gt(x, hi_b))
+  return out, select_n(outside, t, full(x.shape, 0, t.dtype))
+
+
+def _clamp_batch(args, dims):
+  size = next(x.shape[d] for x, d in zip(args, dims) if d is not None)
+  lo, x, hi = args
+  dlo, dx, dhi = dims
+  x = batching.bdim_at_front(x, dx, size)
+  bounds = []
+  for b, d in ((lo, dlo), (hi, dhi)):
+    if d is None and np.ndim(b) == 0:
+      bounds.append(b)
+    else:
+      b = batching.bdim_at_front(b, d, size)
+      bounds.append(broadcast_in_dim(b, x.shape, (0,)) if b.ndim == 1 and x.ndim > 1 else b)
+  return clamp_p.bind(bounds[0], x, bounds[1]), 0
+
+
+ad.primitive_jvps[clamp_p] = _clamp_jvp
+batching.primitive_batchers[clamp_p] = _clamp_batch
+
+
+def clamp(lo, x, hi):
+  x = convert_to_array(x)
+  aval = shaped_abstractify(x)
+  lo, hi = [full((), b, aval.dtype) if isinstance(b, (bool, int, float)) else b
+            for b in (lo, hi)]
+  return clamp_p.bind(lo, x, hi)
+
+
+def zeros_like_array(x):
+  aval = shaped_abstractify(x)
+  return full(aval.shape, 0, aval.dtype)

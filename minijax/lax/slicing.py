@@ -1,0 +1,282 @@
+"""Static and dynamic slicing: slice (with strides), dynamic_slice, dynamic_update_slice.
+
+Static slices transpose to a pad with interior padding.  The dynamic ops clamp their start
+indices so the window fits (XLA's semantics); under vmap with batched indices they become
+a gather / scatter (see gather.py), with the indices clamped first to keep those semantics.
+"""
+from __future__ import annotations
+
+import numpy as np
+from jaxlib.mlir.dialects import mhlo
+
+from minijax.core import dtypes
+from minijax.core.avals import ShapedArray, shaped_abstractify
+from minijax.core.primitive import Primitive
+from minijax.interpreters import ad, batching
+from minijax.lax.structural import (_ct_rule, _unary_linear_jvp, convert_to_array, full,
+                                    pad, reshape, squeeze)
+from minijax.lowering import mlir
+
+__all__ = ["slice", "slice_in_dim", "index_in_dim", "dynamic_slice", "dynamic_slice_in_dim",
+           "dynamic_index_in_dim", "dynamic_update_slice", "dynamic_update_slice_in_dim",
+           "slice_p", "dynamic_slice_p", "dynamic_update_slice_p"]
+
+
+# ---- slice
+slice_p = Primitive("slice")
+
+
+def _slice_abstract_eval(x, *, start_indices, limit_indices, strides):
+  ok = len(start_indices) == len(limit_indices) == len(strides) == x.ndim and all(
+      0 <= s <= l <= n and st >= 1
+      for s, l, n, st in zip(start_indices, limit_indices, x.shape, strides))
+  if not ok:
+    raise TypeError(f"slice of {x.str_short()} with start_indices={start_indices}, "
+                    f"limit_indices={limit_indices}, strides={strides} is out of bounds "
+                    "(need 0 <= start <= limit <= size and strides >= 1 per axis)")
+  shape = tuple((l - s + st - 1) // st for s, l, st in zip(start_indices, limit_indices, strides))
+  return ShapedArray(shape, x.dtype, x.weak_type)
+
+
+slice_p.def_abstract_eval(_slice_abstract_eval)
+mlir.register_lowering(slice_p, lambda ctx, x, *, start_indices, limit_indices, strides:
+                       mhlo.SliceOp(x, list(start_indices), list(limit_indices),
+                                    list(strides)).result)
+_unary_linear_jvp(slice_p)
+
+
+def _slice_transpose(ct, aval, *, start_indices, limit_indices, strides):
+  out_shape = ct.shape
+  if 0 in out_shape:
+    return full(aval.shape, 0, ct.dtype)
+  config = []
+  for n, s, st, m in zip(aval.shape, start_indices, strides, out_shape):
+    last = s + (m - 1) * st
+    config.append((s, n - 1 - last, st - 1))
+  return pad(ct, full((), 0, ct.dtype), config)
+
+
+ad.primitive_transposes[slice_p] = _ct_rule(_slice_transpose)
+
+
+def _slice_batch(args, dims, *, start_indices, limit_indices, strides):
+  (x,), (d,) = args, dims
+  x = batching.moveaxis(x, d, 0)
+  return slice_p.bind(x, start_indices=(0,) + start_indices,
+                      limit_indices=(x.shape[0],) + limit_indices,
+                      strides=(1,) + strides), 0
+
+
+batching.primitive_batchers[slice_p] = _slice_batch
+
+
+def slice(x, start_indices, limit_indices, strides=None):
+  x = convert_to_array(x)
+  start = tuple(int(i) for i in start_indices)
+  limit = tuple(int(i) for i in limit_indices)
+  strides = tuple(int(i) for i in strides) if strides is not None else (1,) * len(start)
+  if start == (0,) * len(start) and limit == tuple(x.shape) and strides == (1,) * len(start):
+    return x
+  return slice_p.bind(x, start_indices=start, limit_indices=limit, strides=strides)
+
+
+def slice_in_dim(x, start, limit, stride=1, axis=0):
+  x = convert_to_array(x)
+  starts, limits, strides = [0] * x.ndim, list(x.shape), [1] * x.ndim
+  starts[axis], limits[axis], strides[axis] = start, limit, stride
+  return slice(x, starts, limits, strides)
+
+
+def index_in_dim(x, index, axis=0, keepdims=True):
+  out = slice_in_dim(x, index, index + 1, 1, axis)
+  return out if keepdims else squeeze(out, (axis,))
+
+
+# ---- dynamic_slice
+dynamic_slice_p = Primitive("dynamic_slice")
+
+
+def _check_starts(name, x, starts):
+  if len(starts) != x.ndim or any(s.shape != () or not dtypes.is_integer(s.dtype)
+                                  for s in starts):
+    raise TypeError(f"{name} of {x.str_short()} needs {x.ndim} scalar integer start indices, "
+                    f"got {[s.str_short() for s in starts]}")
+
+
+def _dynamic_slice_abstract_eval(x, *starts, slice_sizes):
+  _check_starts("dynamic_slice", x, starts)
+  if len(slice_sizes) != x.ndim or any(not 0 <= s <= n for s, n in zip(slice_sizes, x.shape)):
+    raise TypeError(f"dynamic_slice sizes {slice_sizes} do not fit in {x.str_short()}")
+  return ShapedArray(slice_sizes, x.dtype, x.weak_type)
+
+
+dynamic_slice_p.def_abstract_eval(_dynamic_slice_abstract_eval)
+mlir.register_lowering(dynamic_slice_p, lambda ctx, x, *starts, slice_sizes: mhlo.DynamicSliceOp(
+    x, list(starts), list(slice_sizes)).result)
+
+
+def _dynamic_slice_jvp(primals, tangents, *, slice_sizes):
+  x, *starts = primals
+  out = dynamic_slice_p.bind(*primals, slice_sizes=slice_sizes)
+  if type(tangents[0]) is ad.Zero:
+    return out, ad.Zero.from_primal_value(out)
+  return out, dynamic_slice_p.bind(tangents[0], *starts, slice_sizes=slice_sizes)
+
+
+def _dynamic_slice_transpose(ct, x, *starts, slice_sizes):
+  rest = [None] * len(starts)
+  if type(ct) is ad.Zero:
+    return [ad.Zero(x.aval)] + rest
+  zeros = full(x.aval.shape, 0, ct.dtype)
+  return [dynamic_update_slice_p.bind(zeros, ct, *starts)] + rest
+
+
+def _starts_vector(starts, dims, size):
+  """Start indices as one int32 index vector per batch element: (size, k)."""
+  from minijax.lax.misc import convert_element_type
+  from minijax.lax.structural import broadcast_in_dim, concatenate
+  cols = []
+  for s, d in zip(starts, dims):
+    s = convert_element_type(s, dtypes.int32)
+    s = broadcast_in_dim(s, (size,), ()) if d is None else s
+    cols.append(reshape(s, (size, 1)))
+  return concatenate(cols, 1)
+
+
+def _dynamic_slice_batch(args, dims, *, slice_sizes):
+  from minijax.lax.gather import GatherDimensionNumbers, gather
+  x, *starts = args
+  dx, *dstarts = dims
+  if all(d is None for d in dstarts):
+    x = batching.moveaxis(x, dx, 0)
+    zero = full((), 0, shaped_abstractify(starts[0]).dtype if starts else dtypes.int32)
+    return dynamic_slice_p.bind(x, zero, *starts, slice_sizes=(x.shape[0],) + slice_sizes), 0
+  size = next(a.shape[d] for a, d in zip(args, dims) if d is not None)
+  x = batching.bdim_at_front(x, dx, size)
+  index = _starts_vector(starts, dstarts, size)
+  n = len(slice_sizes)
+  dnums = GatherDimensionNumbers(offset_dims=tuple(range(1, n + 1)), collapsed_slice_dims=(),
+                                 start_index_map=tuple(range(1, n + 1)),
+                                 operand_batching_dims=(0,), start_indices_batching_dims=(0,))
+  return gather(x, index, dnums, (1,) + tuple(slice_sizes)), 0
+
+
+ad.primitive_jvps[dynamic_slice_p] = _dynamic_slice_jvp
+ad.primitive_transposes[dynamic_slice_p] = _dynamic_slice_transpose
+batching.primitive_batchers[dynamic_slice_p] = _dynamic_slice_batch
+
+
+def _as_index(i):
+  from minijax.lax.misc import convert_element_type
+  i = convert_to_array(i)
+  aval = shaped_abstractify(i)
+  if aval.shape != () or not dtypes.is_integer(aval.dtype):
+    raise TypeError(f"start indices must be integer scalars, got {aval.str_short()}")
+  return convert_element_type(i, dtypes.int32) if aval.dtype != dtypes.int32 or aval.weak_type else i
+
+
+def dynamic_slice(x, start_indices, slice_sizes):
+  x = convert_to_array(x)
+  starts = [_as_index(i) for i in start_indices]
+  return dynamic_slice_p.bind(x, *starts, slice_sizes=tuple(int(s) for s in slice_sizes))
+
+
+def dynamic_slice_in_dim(x, start, size, axis=0):
+  x = convert_to_array(x)
+  starts = [0] * x.ndim
+  sizes = list(x.shape)
+  starts[axis], sizes[axis] = start, size
+  return dynamic_slice(x, starts, sizes)
+
+
+def dynamic_index_in_dim(x, index, axis=0, keepdims=True):
+  out = dynamic_slice_in_dim(x, index, 1, axis)
+  return out if keepdims else squeeze(out, (axis,))
+
+
+# ---- dynamic_update_slice
+dynamic_update_slice_p = Primitive("dynamic_update_slice")
+
+
+def _dus_abstract_eval(x, update, *starts):
+  _check_starts("dynamic_update_slice", x, starts)
+  if (update.dtype != x.dtype or update.ndim != x.ndim
+      or any(u > n for u, n in zip(update.shape, x.shape))):
+    raise TypeError(f"dynamic_update_slice update {update.str_short()} does not fit in "
+                    f"operand {x.str_short()} (same dtype and rank, no larger along any axis)")
+  return ShapedArray(x.shape, x.dtype, x.weak_type)
+
+
+dynamic_update_slice_p.def_abstract_eval(_dus_abstract_eval)
+mlir.register_lowering(dynamic_update_slice_p, lambda ctx, x, update, *starts:
+                       mhlo.DynamicUpdateSliceOp(x, update, list(starts)).result)
+
+
+def _dus_jvp(primals, tangents):
+  x, update, *starts = primals
+  out = dynamic_update_slice_p.bind(*primals)
+  tx, tu = tangents[:2]
+  if type(tx) is ad.Zero and type(tu) is ad.Zero:
+    return out, ad.Zero.from_primal_value(out)
+  tx, tu = ad.instantiate_zeros(tx), ad.instantiate_zeros(tu)
+  return out, dynamic_update_slice_p.bind(tx, tu, *starts)
+
+
+def _dus_transpose(ct, x, update, *starts):
+  rest = [None] * len(starts)
+  u_aval = update.aval if ad.is_undefined_primal(update) else shaped_abstractify(update)
+  if type(ct) is ad.Zero:
+    return [ad.Zero(x.aval) if ad.is_undefined_primal(x) else None,
+            ad.Zero(u_aval) if ad.is_undefined_primal(update) else None] + rest
+  t_x = t_u = None
+  if ad.is_undefined_primal(x):
+    t_x = dynamic_update_slice_p.bind(ct, full(u_aval.shape, 0, ct.dtype), *starts)
+  if ad.is_undefined_primal(update):
+    t_u = dynamic_slice_p.bind(ct, *starts, slice_sizes=u_aval.shape)
+  return [t_x, t_u] + rest
+
+
+def _dus_batch(args, dims):
+  from minijax.lax.gather import ScatterDimensionNumbers, scatter
+  from minijax.lax.misc import clamp
+  x, update, *starts = args
+  dx, du, *dstarts = dims
+  size = next(a.shape[d] for a, d in zip(args, dims) if d is not None)
+  x = batching.bdim_at_front(x, dx, size)
+  update = batching.bdim_at_front(update, du, size)
+  if all(d is None for d in dstarts):
+    zero = full((), 0, dtypes.int32)
+    return dynamic_update_slice_p.bind(x, update, zero, *starts), 0
+  index = _starts_vector(starts, dstarts, size)
+  limits = np.array([n - u for n, u in zip(x.shape[1:], update.shape[1:])], np.int32)
+  index = clamp(full(index.shape, 0, dtypes.int32), index,
+                _broadcast_rows(limits, index.shape))
+  n = x.ndim - 1
+  dnums = ScatterDimensionNumbers(update_window_dims=tuple(range(1, n + 1)),
+                                  inserted_window_dims=(),
+                                  scattered_dims_to_operand_dims=tuple(range(1, n + 1)),
+                                  operand_batching_dims=(0,), scatter_indices_batching_dims=(0,))
+  return scatter(x, index, update, dnums), 0
+
+
+def _broadcast_rows(row, shape):
+  from minijax.lax.structural import broadcast_in_dim
+  return broadcast_in_dim(row, shape, (1,))
+
+
+ad.primitive_jvps[dynamic_update_slice_p] = _dus_jvp
+ad.primitive_transposes[dynamic_update_slice_p] = _dus_transpose
+batching.primitive_batchers[dynamic_update_slice_p] = _dus_batch
+
+
+def dynamic_update_slice(x, update, start_indices):
+  x, update = convert_to_array(x), convert_to_array(update)
+  starts = [_as_index(i) for i in start_indices]
+  return dynamic_update_slice_p.bind(x, update, *starts)
+
+
+def dynamic_update_slice_in_dim(x, update, start, axis=0):
+  x = convert_to_array(x)
+  starts = [0] * x.ndim
+  starts[axis] = start
+  return dynamic_update_slice(x, update, starts)
