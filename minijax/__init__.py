@@ -8,3 +8,5 @@ from minijax.api import (jit, make_jaxpr, grad, value_and_grad, vjp, jvp, linear
                          jacfwd, jacrev, hessian)
 
 __version__ = "0.1.0"
+from minijax.api import checkpoint, remat, named_call
+from minijax.custom_derivatives import custom_jvp, custom_vjp

@@ -1,0 +1,344 @@
+"""`custom_jvp` and `custom_vjp`: functions whose derivative rules the user supplies.
+
+Calling a decorated function traces it to a jaxpr and binds `custom_jvp_call_p` /
+`custom_vjp_call_p` with that jaxpr and the user's rules, wrapped as flat Python callables.
+Evaluation and lowering (under jit) run the traced function.  The jvp rule of
+`custom_jvp_call_p` calls the user's jvp rule; the jvp rule of `custom_vjp_call_p` runs
+the user's `fwd` for the primal outputs and residuals and expresses the output tangents as
+`custom_lin_p(residuals, tangents)`, a linear primitive whose transpose calls `bwd`, so
+reverse mode (jvp, partial evaluation, transposition) uses the user's backward function
+while forward mode through a custom_vjp function is an error, as in JAX.  Batching
+broadcasts every argument to the batch and vmaps the traced function and the rules.
+Values the function closes over are passed as leading arguments (`num_consts`) and are
+not differentiated.
+"""
+from __future__ import annotations
+
+import functools
+from typing import Any, Callable, Sequence
+
+from minijax import tree_util
+from minijax.core import dtypes, pretty
+from minijax.core.avals import ShapedArray
+from minijax.core.jaxpr import ClosedJaxpr, eval_jaxpr
+from minijax.core.primitive import Primitive
+from minijax.core.trace import is_eval_context
+from minijax.interpreters import ad, batching
+from minijax.interpreters import partial_eval as pe
+from minijax.lowering import mlir
+
+__all__ = ["custom_jvp", "custom_vjp", "custom_jvp_call_p", "custom_vjp_call_p",
+           "custom_lin_p"]
+
+
+def _resolve_argnums(fun, nondiff_argnums, args):
+  nondiff = tuple(i % len(args) if i < 0 else i for i in nondiff_argnums)
+  return nondiff, [a for i, a in enumerate(args) if i not in nondiff], [args[i] for i in nondiff]
+
+
+def _rebuild(args_len, nondiff, nondiff_vals, diff_vals):
+  it, nd = iter(diff_vals), dict(zip(nondiff, nondiff_vals))
+  return [nd[i] if i in nd else next(it) for i in range(args_len)]
+
+
+def _trace(fun, flat_args):
+  box = {}
+
+  def flat_fun(*xs):
+    leaves, box["tree"] = tree_util.tree_flatten(fun(*xs))
+    return leaves
+  jaxpr, consts = pe.trace_to_jaxpr_dynamic(flat_fun, [ad.get_aval(x) for x in flat_args])
+  closed, consts = pe.hoist_consts(ClosedJaxpr(jaxpr, consts))
+  return closed, consts, box["tree"]
+
+
+def _check_outs(what, outs, avals):
+  got = [ad.get_aval(o) for o in outs]
+  if len(got) != len(avals) or any(
+      g.shape != a.shape or g.dtype != a.dtype for g, a in zip(got, avals)):
+    raise TypeError(f"{what} must produce outputs with the same shapes and dtypes as the "
+                    f"function's outputs; expected {[a.str_short() for a in avals]}, got "
+                    f"{[g.str_short() for g in got]}")
+
+
+def _call_abstract_eval(*avals, call_jaxpr, **params):
+  return call_jaxpr.out_avals, call_jaxpr.effects
+
+
+def _call_impl(*args, call_jaxpr, **params):
+  return eval_jaxpr(call_jaxpr.jaxpr, call_jaxpr.consts, *args)
+
+
+def _call_lowering(ctx, *args, call_jaxpr, **params):
+  outs, tokens = mlir.jaxpr_subcomp(ctx.module_context, call_jaxpr.jaxpr, ctx.tokens_in, [],
+                                    *args)
+  if len(ctx.tokens_in):
+    ctx.set_tokens_out(tokens)
+  return outs
+
+
+def _pp(params, names, indent):
+  return [f"name={params['name']}",
+          "call_jaxpr=" + pretty._pp_jaxpr_lines(params["call_jaxpr"], names, indent)]
+
+
+def _broadcast_all(args, dims, size):
+  return [batching.bdim_at_front(x, d, size) for x, d in zip(args, dims)]
+
+
+def _batched_avals(avals, size):
+  return [ShapedArray((size, *a.shape), a.dtype, a.weak_type) for a in avals]
+
+
+# ----------------------------------------------------------------------------- custom_jvp
+
+custom_jvp_call_p = Primitive("custom_jvp_call")
+custom_jvp_call_p.multiple_results = True
+custom_jvp_call_p.def_effectful_abstract_eval(_call_abstract_eval)
+custom_jvp_call_p.def_impl(_call_impl)
+mlir.register_lowering(custom_jvp_call_p, _call_lowering)
+pretty.pp_rules[custom_jvp_call_p] = _pp
+
+
+def _custom_jvp_call_jvp(primals, tangents, *, call_jaxpr, jvp, num_consts, name):
+  args = primals[num_consts:]
+  tangents = [ad.instantiate_zeros(t) for t in tangents[num_consts:]]
+  outs, tangents_out = jvp(args, tangents)
+  _check_outs(f"the custom_jvp rule of {name}", outs, call_jaxpr.out_avals)
+  return outs, tangents_out
+
+
+def _custom_jvp_call_batch(args, dims, *, call_jaxpr, jvp, num_consts, name):
+  size = next(x.shape[d] for x, d in zip(args, dims) if d is not None)
+  args = _broadcast_all(args, dims, size)
+  batched, _ = batching.batch_jaxpr(call_jaxpr, size, [True] * len(args), instantiate=True)
+  batched, consts = pe.hoist_consts(batched)
+  n = len(args) - num_consts
+
+  def batched_jvp(primals, tangents):
+    def flat(*xs):
+      o, t = jvp(xs[:n], xs[n:])
+      return [*o, *(ad.instantiate_zeros(x) for x in t)]
+    outs = batching.vmap_flat(flat, [0] * (2 * n), lambda k: [0] * k, size,
+                              [*primals, *tangents])
+    return outs[:len(outs) // 2], outs[len(outs) // 2:]
+
+  outs = custom_jvp_call_p.bind(*consts, *args, call_jaxpr=batched, jvp=batched_jvp,
+                                num_consts=num_consts + len(consts), name=name)
+  return outs, [0] * len(outs)
+
+
+ad.primitive_jvps[custom_jvp_call_p] = _custom_jvp_call_jvp
+batching.primitive_batchers[custom_jvp_call_p] = _custom_jvp_call_batch
+
+
+class custom_jvp:
+  """A function with a custom forward-mode rule, usable in reverse mode too (the rule's
+  tangent computation is linearized and transposed like any other).
+
+    @custom_jvp
+    def f(x): ...
+    @f.defjvp
+    def f_jvp(primals, tangents): return f(*primals), tangent_out
+  """
+
+  def __init__(self, fun: Callable, nondiff_argnums: Sequence[int] = ()):
+    functools.update_wrapper(self, fun)
+    self.fun = fun
+    self.nondiff_argnums = tuple(nondiff_argnums)
+    self.jvp: Callable | None = None
+
+  def defjvp(self, jvp: Callable, symbolic_zeros: bool = False) -> Callable:
+    self.jvp = jvp
+    return jvp
+
+  def defjvps(self, *jvps: Callable | None) -> None:
+    """One function per argument: `jvp_i(tangent_i, primal_out, *primals)`."""
+    def jvp(primals, tangents):
+      out = self(*primals)
+      out_leaves, out_tree = tree_util.tree_flatten(out)
+      total = [ad.Zero.from_primal_value(o) for o in out_leaves]
+      for fn, t in zip(jvps, tangents):
+        if fn is not None:
+          contrib = tree_util.tree_leaves(fn(t, out, *primals))
+          total = [ad.add_tangents(a, b) for a, b in zip(total, contrib)]
+      return out, out_tree.unflatten([ad.instantiate_zeros(t) for t in total])
+    self.jvp = jvp
+
+  def __call__(self, *args, **kwargs):
+    if kwargs:
+      raise TypeError(f"custom_jvp function {self.__name__} takes positional arguments only")
+    if self.jvp is None:
+      raise AttributeError(f"No JVP defined for custom_jvp function {self.__name__} using "
+                           "defjvp.")
+    nondiff, diff_args, nondiff_vals = _resolve_argnums(self.fun, self.nondiff_argnums, args)
+    if is_eval_context():
+      return self.fun(*args)
+    flat, in_tree = tree_util.tree_flatten(tuple(diff_args))
+    fun = lambda *xs: self.fun(*_rebuild(len(args), nondiff, nondiff_vals,
+                                         tree_util.tree_unflatten(in_tree, xs)))
+    closed, consts, out_tree = _trace(fun, flat)
+    user_jvp, name = self.jvp, self.__name__
+
+    def flat_jvp(primals, tangents):
+      p = tuple(tree_util.tree_unflatten(in_tree, primals))
+      t = tuple(tree_util.tree_unflatten(in_tree, tangents))
+      out, t_out = user_jvp(*nondiff_vals, p, t)
+      outs, tree = tree_util.tree_flatten(out)
+      t_outs, t_tree = tree_util.tree_flatten(t_out)
+      if tree != out_tree or t_tree != out_tree:
+        raise TypeError(f"the custom_jvp rule of {name} must return a pair (primal_out, "
+                        f"tangent_out) whose parts have the function's output structure "
+                        f"{out_tree}; got {tree} and {t_tree}")
+      return outs, t_outs
+
+    outs = custom_jvp_call_p.bind(*consts, *flat, call_jaxpr=closed, jvp=flat_jvp,
+                                  num_consts=len(consts), name=name)
+    return tree_util.tree_unflatten(out_tree, outs)
+
+
+# ----------------------------------------------------------------------------- custom_vjp
+
+custom_vjp_call_p = Primitive("custom_vjp_call")
+custom_vjp_call_p.multiple_results = True
+custom_vjp_call_p.def_effectful_abstract_eval(_call_abstract_eval)
+custom_vjp_call_p.def_impl(_call_impl)
+mlir.register_lowering(custom_vjp_call_p, _call_lowering)
+pretty.pp_rules[custom_vjp_call_p] = _pp
+
+custom_lin_p = Primitive("custom_lin")
+custom_lin_p.multiple_results = True
+
+
+def _custom_lin_abstract_eval(*avals, num_res, bwd, out_avals, name):
+  return [a.tangent_aval() for a in out_avals]
+
+
+custom_lin_p.def_abstract_eval(_custom_lin_abstract_eval)
+
+
+def _custom_lin_impl(*args, name, **params):
+  raise TypeError(f"can't apply forward-mode autodiff (jvp) to a custom_vjp function "
+                  f"({name}); use reverse mode (grad, vjp) or define it with custom_jvp")
+
+
+custom_lin_p.def_impl(_custom_lin_impl)
+
+
+def _custom_lin_transpose(cts, *args, num_res, bwd, out_avals, name):
+  res = args[:num_res]
+  cts = [ad.instantiate_zeros(ct) for ct in cts]
+  cts_in = bwd(res, cts)
+  return [None] * num_res + list(cts_in)
+
+
+ad.primitive_transposes[custom_lin_p] = _custom_lin_transpose
+
+
+def _custom_vjp_call_jvp(primals, tangents, *, call_jaxpr, fwd, bwd, num_consts, name):
+  args = primals[num_consts:]
+  outs, res = fwd(args)
+  _check_outs(f"the custom_vjp fwd rule of {name}", outs, call_jaxpr.out_avals)
+  tangents = [ad.instantiate_zeros(t) for t in tangents[num_consts:]]
+  diff_tangents = [t for t in tangents if not ad.is_float0(t)]
+  tangents_out = custom_lin_p.bind(*res, *diff_tangents, num_res=len(res), bwd=bwd,
+                                   out_avals=tuple(call_jaxpr.out_avals), name=name)
+  return outs, tangents_out
+
+
+def _custom_vjp_call_batch(args, dims, *, call_jaxpr, fwd, bwd, num_consts, name):
+  size = next(x.shape[d] for x, d in zip(args, dims) if d is not None)
+  args = _broadcast_all(args, dims, size)
+  batched, _ = batching.batch_jaxpr(call_jaxpr, size, [True] * len(args), instantiate=True)
+  batched, consts = pe.hoist_consts(batched)
+  all0 = lambda k: [0] * k
+  res_count = []
+
+  def batched_fwd(xs):
+    def flat(*ys):
+      o, r = fwd(ys)
+      res_count.append(len(r))
+      return [*o, *r]
+    outs = batching.vmap_flat(flat, [0] * len(xs), all0, size, xs)
+    n_out = len(outs) - res_count[-1]
+    return outs[:n_out], outs[n_out:]
+
+  def batched_bwd(res, cts):
+    return batching.vmap_flat(lambda *ys: list(bwd(ys[:len(res)], ys[len(res):])),
+                              [0] * (len(res) + len(cts)), all0, size, [*res, *cts])
+
+  outs = custom_vjp_call_p.bind(*consts, *args, call_jaxpr=batched, fwd=batched_fwd,
+                                bwd=batched_bwd, num_consts=num_consts + len(consts), name=name)
+  return outs, [0] * len(outs)
+
+
+ad.primitive_jvps[custom_vjp_call_p] = _custom_vjp_call_jvp
+batching.primitive_batchers[custom_vjp_call_p] = _custom_vjp_call_batch
+
+
+class custom_vjp:
+  """A function with a custom reverse-mode rule.
+
+    @custom_vjp
+    def f(x): ...
+    def f_fwd(x): return f(x), residuals
+    def f_bwd(residuals, g): return (cotangent_x,)
+    f.defvjp(f_fwd, f_bwd)
+
+  With `nondiff_argnums`, `bwd` takes those arguments first: `bwd(*nondiff, res, g)`.
+  """
+
+  def __init__(self, fun: Callable, nondiff_argnums: Sequence[int] = ()):
+    functools.update_wrapper(self, fun)
+    self.fun = fun
+    self.nondiff_argnums = tuple(nondiff_argnums)
+    self.fwd: Callable | None = None
+    self.bwd: Callable | None = None
+
+  def defvjp(self, fwd: Callable, bwd: Callable, symbolic_zeros: bool = False) -> None:
+    self.fwd, self.bwd = fwd, bwd
+
+  def __call__(self, *args, **kwargs):
+    if kwargs:
+      raise TypeError(f"custom_vjp function {self.__name__} takes positional arguments only")
+    if self.fwd is None:
+      raise AttributeError(f"No VJP defined for custom_vjp function {self.__name__} using "
+                           "defvjp.")
+    nondiff, diff_args, nondiff_vals = _resolve_argnums(self.fun, self.nondiff_argnums, args)
+    if is_eval_context():
+      return self.fun(*args)
+    flat, in_tree = tree_util.tree_flatten(tuple(diff_args))
+    rebuild = lambda xs: _rebuild(len(args), nondiff, nondiff_vals,
+                                  tree_util.tree_unflatten(in_tree, xs))
+    closed, consts, out_tree = _trace(lambda *xs: self.fun(*rebuild(xs)), flat)
+    user_fwd, user_bwd, name = self.fwd, self.bwd, self.__name__
+    in_avals = [ad.get_aval(x) for x in flat]
+    res_tree_box = []
+
+    def flat_fwd(xs):
+      out, res = user_fwd(*rebuild(xs))
+      outs, tree = tree_util.tree_flatten(out)
+      if tree != out_tree:
+        raise TypeError(f"the custom_vjp fwd rule of {name} must return (output, residuals) "
+                        f"with output of structure {out_tree}, got {tree}")
+      res_leaves, res_tree = tree_util.tree_flatten(res)
+      res_tree_box.append(res_tree)
+      return outs, res_leaves
+
+    def flat_bwd(res, cts):
+      r = tree_util.tree_unflatten(res_tree_box[-1], res)
+      g = tree_util.tree_unflatten(out_tree, cts)
+      cts_in = user_bwd(*nondiff_vals, r, g)
+      if not isinstance(cts_in, (tuple, list)) or len(cts_in) != len(diff_args):
+        raise TypeError(f"the custom_vjp bwd rule of {name} must return a tuple with one "
+                        f"cotangent per differentiable argument ({len(diff_args)}), got "
+                        f"{cts_in!r:.100}")
+      leaves = in_tree.flatten_up_to(tuple(cts_in))
+      out = []
+      for ct, leaf_tree, aval in zip(leaves, [None] * len(in_avals), in_avals):
+        out.append(ad.Zero(aval.tangent_aval()) if ct is None else ct)
+      return [c for c, a in zip(out, in_avals) if a.tangent_aval().dtype != dtypes.float0]
+
+    outs = custom_vjp_call_p.bind(*consts, *flat, call_jaxpr=closed, fwd=flat_fwd, bwd=flat_bwd,
+                                  num_consts=len(consts), name=name)
+    return tree_util.tree_unflatten(out_tree, outs)
