@@ -224,3 +224,25 @@ def split_sizes(values: Sequence[Any], sizes: Sequence[int]) -> list[list[Any]]:
     start += n
   assert start == len(values), (sizes, len(values))
   return out
+
+
+def batch_jaxpr_const_free(closed: ClosedJaxpr, size: int, batched, instantiate):
+  """`batching.batch_jaxpr` with the result's constants hoisted: `(jaxpr, consts, out_b)`."""
+  from minijax.interpreters import batching
+  jaxpr, out_batched = batching.batch_jaxpr(closed, size, list(batched), instantiate)
+  jaxpr, consts = const_free(jaxpr)
+  return jaxpr, consts, out_batched
+
+
+def moved(vals, dims, batched, size: int, to: int = 0) -> list:
+  """Each value with its batch dim at `to` if `batched` says so (broadcast when needed)."""
+  from minijax.interpreters import batching
+  return [batching.matchaxis(v, d, to, size) if b else v
+          for v, d, b in zip(vals, dims, batched)]
+
+
+def bcast_lanes(pred, shape):
+  """A per-lane predicate `bool[B]` broadcast against a value of `shape` (batch first)."""
+  from minijax import lax
+  return pred if tuple(shape) == tuple(pred.shape) else lax.broadcast_in_dim(
+      pred, tuple(shape), (0,))

@@ -244,3 +244,52 @@ def _register_transformations():
 
 
 _register_transformations()
+
+
+# ----------------------------------------------------------------------------- batching
+
+def _cond_batch(args, dims, *, branches):
+  """An unbatched index keeps the cond, over batched branches.  A batched index runs every
+  branch on the whole batch and selects per lane; branches with effects cannot do that
+  (every lane would see every branch's effects), so that raises."""
+  from minijax import lax
+  from minijax.core.jaxpr import eval_jaxpr
+  size = next(x.shape[d] for x, d in zip(args, dims) if d is not None)
+  index, *ops = args
+  index_dim, *op_dims = dims
+  ops_b = [d is not None for d in op_dims]
+  n_out = len(branches[0].out_avals)
+  if index_dim is None:
+    out_b = [False] * n_out
+    for b in branches:
+      out_b = [x or y for x, y in zip(out_b, common.batch_jaxpr_const_free(b, size, ops_b, False)[2])]
+    batched, consts = common.join_consts(
+        [common.batch_jaxpr_const_free(b, size, ops_b, out_b)[0] for b in branches])
+    outs = cond_p.bind(index, *consts, *common.moved(ops, op_dims, ops_b, size),
+                       branches=tuple(batched))
+    return outs, [0 if b else None for b in out_b]
+  if any(b.effects for b in branches):
+    effects = sorted(map(repr, common.jaxprs_effects(*branches)))
+    raise NotImplementedError(
+        f"vmap of cond/switch with a batched predicate over branches with effects {effects} "
+        "is not supported: it would run every branch for every lane. Make the predicate "
+        "unbatched, or move the effect out of the branches.")
+  index = lax.convert_element_type(index, np.int32) if index.dtype != np.int32 else index
+  index = lax.clamp(np.int32(0), index, np.int32(len(branches) - 1))
+  index = common.moved([index], [index_dim], [True], size)[0]
+  ops = common.moved(ops, op_dims, [True] * len(ops), size)
+  results = []
+  for b in branches:
+    jaxpr, consts, _ = common.batch_jaxpr_const_free(b, size, [True] * len(ops), True)
+    results.append(eval_jaxpr(jaxpr.jaxpr, [], *consts, *ops))
+  outs = [lax.select_n(common.bcast_lanes(index, cases[0].shape), *cases)
+          for cases in zip(*results)]
+  return outs, [0] * n_out
+
+
+def _register_batching():
+  from minijax.interpreters import batching
+  batching.primitive_batchers[cond_p] = _cond_batch
+
+
+_register_batching()

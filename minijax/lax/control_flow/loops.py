@@ -201,6 +201,178 @@ def _while_lowering(ctx, *args, cond_jaxpr, body_jaxpr, cond_nconsts, body_ncons
 mlir.register_lowering(while_p, _while_lowering)
 
 
+# ----------------------------------------------------------------------------- jvp
+
+def _while_jvp(primals, tangents, *, cond_jaxpr, body_jaxpr, cond_nconsts, body_nconsts):
+  """A while over primals and nonzero tangents: the body is the body's jvp (nonzero carries
+  grown to a fixed point) and the condition ignores the tangents."""
+  from minijax.interpreters import ad
+  nz = [common.nonzero_tangent(t) for t in tangents]
+  bconst_nz = nz[cond_nconsts:cond_nconsts + body_nconsts]
+  carry_nz = nz[cond_nconsts + body_nconsts:]
+  n = len(carry_nz)
+  for _ in range(n + 1):
+    jvp, out_nz = ad.jvp_jaxpr(body_jaxpr, [*bconst_nz, *carry_nz], carry_nz)
+    if out_nz == carry_nz:
+      break
+    carry_nz = [a or b for a, b in zip(carry_nz, out_nz)]
+  jvp, jconsts = common.const_free(jvp)
+  sizes = [len(jconsts), body_nconsts, n, sum(bconst_nz), sum(carry_nz)]
+  jvp = common.reorder(jvp, common.groups_order(sizes, [0, 1, 3, 2, 4]))
+  carry_t_avals = [a.tangent_aval() for a, z in zip(body_jaxpr.out_avals, carry_nz) if z]
+  cond = common.prepend_unused_invars(cond_jaxpr, carry_t_avals, len(cond_jaxpr.in_avals))
+  cconsts, bconsts, init = common.split_sizes(primals, [cond_nconsts, body_nconsts, n])
+  _, bconsts_t, init_t = common.split_sizes(tangents, [cond_nconsts, body_nconsts, n])
+  pick = lambda ts, flags: [ad.instantiate_zeros(t) for t, f in zip(ts, flags) if f]
+  outs = while_p.bind(*cconsts, *jconsts, *bconsts, *pick(bconsts_t, bconst_nz), *init,
+                      *pick(init_t, carry_nz), cond_jaxpr=cond, body_jaxpr=jvp,
+                      cond_nconsts=cond_nconsts,
+                      body_nconsts=len(jconsts) + body_nconsts + sum(bconst_nz))
+  zeros = [ad.Zero(a.tangent_aval()) for a, z in zip(body_jaxpr.out_avals, carry_nz) if not z]
+  return outs[:n], common.merge(carry_nz, outs[n:], zeros)
+
+
+# ----------------------------------------------------------------------------- partial eval
+
+_REVERSE_MODE_ERROR = (
+    "Reverse-mode differentiation does not work for lax.while_loop or lax.fori_loop with "
+    "dynamic start/stop values. Try using lax.scan, or using fori_loop with static "
+    "start/stop.")
+
+
+def _while_partial_eval(trace, args, *, cond_jaxpr, body_jaxpr, cond_nconsts, body_nconsts):
+  """The carries that depend only on known values (and a known predicate) are computed now
+  by a while over the known part of the body; the unknown outputs come from the whole loop,
+  staged.  A loop with effects is not split (its effects would run twice): it is staged
+  whole, which reverse mode cannot use, so that raises JAX's error."""
+  from minijax.core.trace import set_current_trace
+  from minijax.interpreters import partial_eval as pe
+  params = dict(cond_jaxpr=cond_jaxpr, body_jaxpr=body_jaxpr, cond_nconsts=cond_nconsts,
+                body_nconsts=body_nconsts)
+  uk = [not trace.is_known(x) for x in args]
+  cconst_uk, bconst_uk, carry_uk = common.split_sizes(
+      uk, [cond_nconsts, body_nconsts, len(args) - cond_nconsts - body_nconsts])
+  n = len(carry_uk)
+  for _ in range(n + 1):
+    body_known, _, out_uk, _ = pe.partial_eval_jaxpr_nounits(
+        body_jaxpr, [*bconst_uk, *carry_uk], carry_uk)
+    if out_uk == carry_uk:
+      break
+    carry_uk = [a or b for a, b in zip(carry_uk, out_uk)]
+  cond_known, _, pred_uk, _ = pe.partial_eval_jaxpr_nounits(
+      cond_jaxpr, [*cconst_uk, *carry_uk], False)
+  if pred_uk[0] or all(carry_uk):
+    return trace.stage(while_p, args, params)
+  if cond_jaxpr.effects or body_jaxpr.effects:
+    raise NotImplementedError(
+        "linearize/grad of a lax.while_loop with effects (e.g. taps) is not supported: "
+        + _REVERSE_MODE_ERROR)
+  n_known = carry_uk.count(False)
+  body_known = common.const_free(pe.dce_closed_jaxpr(
+      body_known, [True] * n_known + [False] * (len(body_known.out_avals) - n_known), True)[0])
+  cond_known = common.const_free(pe.dce_closed_jaxpr(
+      cond_known, [True] + [False] * (len(cond_known.out_avals) - 1), True)[0])
+  cconsts, bconsts, init = common.split_sizes(args, [cond_nconsts, body_nconsts, n])
+  pick = lambda vals, flags: [v for v, f in zip(vals, flags) if not f]
+  operands = [*cond_known[1], *pick(cconsts, cconst_uk), *body_known[1],
+              *pick(bconsts, bconst_uk), *pick(init, carry_uk)]
+  with set_current_trace(trace.parent):
+    known_outs = while_p.bind(
+        *operands, cond_jaxpr=cond_known[0], body_jaxpr=body_known[0],
+        cond_nconsts=len(cond_known[1]) + cconst_uk.count(False),
+        body_nconsts=len(body_known[1]) + bconst_uk.count(False))
+  all_outs = trace.stage(while_p, args, params)
+  return common.merge(carry_uk, [o for o, u in zip(all_outs, carry_uk) if u], known_outs)
+
+
+def _while_transpose(cts, *args, **params):
+  raise ValueError(_REVERSE_MODE_ERROR)
+
+
+def _register_transformations():
+  from minijax.interpreters import ad
+  from minijax.interpreters import partial_eval as pe
+  ad.primitive_jvps[while_p] = _while_jvp
+  ad.primitive_transposes[while_p] = _while_transpose
+  pe.partial_eval_rules[while_p] = _while_partial_eval
+
+
+_register_transformations()
+
+
+# ----------------------------------------------------------------------------- batching
+
+def _while_batch(args, dims, *, cond_jaxpr, body_jaxpr, cond_nconsts, body_nconsts):
+  """With an unbatched predicate the loop runs over batched jaxprs.  With a batched one
+  every carry is batched and the loop runs until no lane wants to go on: the per-lane
+  predicate is carried (computed once before the loop and once per iteration, after the
+  body, so effects in the condition run once per evaluation), and finished lanes keep
+  their carry through a select."""
+  from minijax import lax
+  from minijax.core.jaxpr import eval_jaxpr
+  from minijax.interpreters import partial_eval as pe
+  size = next(x.shape[d] for x, d in zip(args, dims) if d is not None)
+  n = len(args) - cond_nconsts - body_nconsts
+  cconst_b, bconst_b, carry_b = common.split_sizes([d is not None for d in dims],
+                                                   [cond_nconsts, body_nconsts, n])
+  for _ in range(n + 1):
+    _, _, out_b = common.batch_jaxpr_const_free(body_jaxpr, size, [*bconst_b, *carry_b],
+                                                carry_b)
+    _, _, (pred_b,) = common.batch_jaxpr_const_free(cond_jaxpr, size, [*cconst_b, *carry_b],
+                                                    False)
+    if pred_b:
+      out_b = [True] * n
+    if out_b == carry_b:
+      break
+    carry_b = [a or b for a, b in zip(carry_b, out_b)]
+  body, bconsts_extra, _ = common.batch_jaxpr_const_free(body_jaxpr, size, [*bconst_b, *carry_b],
+                                                         carry_b)
+  cond, cconsts_extra, _ = common.batch_jaxpr_const_free(cond_jaxpr, size, [*cconst_b, *carry_b],
+                                                         False)
+  args = common.moved(args, dims, [*cconst_b, *bconst_b, *carry_b], size)
+  cconsts, bconsts, init = common.split_sizes(args, [cond_nconsts, body_nconsts, n])
+  carry_dims = [0 if b else None for b in carry_b]
+  if not pred_b:
+    outs = while_p.bind(*cconsts_extra, *cconsts, *bconsts_extra, *bconsts, *init,
+                        cond_jaxpr=cond, body_jaxpr=body,
+                        cond_nconsts=len(cconsts_extra) + cond_nconsts,
+                        body_nconsts=len(bconsts_extra) + body_nconsts)
+    return outs, carry_dims
+  nc, nb = len(cconsts_extra) + cond_nconsts, len(bconsts_extra) + body_nconsts
+  run_cond = lambda cc, carry: eval_jaxpr(cond.jaxpr, [], *cc, *carry)[0]
+
+  def new_cond(pred, *carry):
+    return [lax.reduce_or(pred, (0,))]
+
+  def new_body(*vals):
+    cc, bc, (pred, *carry) = common.split_sizes(vals, [nc, nb, n + 1])
+    new = eval_jaxpr(body.jaxpr, [], *bc, *carry)
+    new = [lax.select_n(common.bcast_lanes(pred, x.shape), x, y) for x, y in zip(carry, new)]
+    return [run_cond(cc, new), *new]
+
+  cc_vals, bc_vals = [*cconsts_extra, *cconsts], [*bconsts_extra, *bconsts]
+  pred0 = run_cond(cc_vals, init)
+  carry_avals = [*cond.in_avals[nc:]]
+  pred_aval = ShapedArray((size,), dtypes.bool_)
+  new_cond_jaxpr = pe.trace_to_closed_jaxpr(new_cond, [pred_aval, *carry_avals])
+  new_body_jaxpr = pe.trace_to_closed_jaxpr(
+      new_body, [*cond.in_avals[:nc], *body.in_avals[:nb], pred_aval, *carry_avals])
+  new_cond_jaxpr, c1 = common.const_free(new_cond_jaxpr)
+  new_body_jaxpr, c2 = common.const_free(new_body_jaxpr)
+  outs = while_p.bind(*c1, *c2, *cc_vals, *bc_vals, pred0, *init,
+                      cond_jaxpr=new_cond_jaxpr, body_jaxpr=new_body_jaxpr,
+                      cond_nconsts=len(c1), body_nconsts=len(c2) + nc + nb)
+  return outs[1:], carry_dims
+
+
+def _register_batching():
+  from minijax.interpreters import batching
+  batching.primitive_batchers[while_p] = _while_batch
+
+
+_register_batching()
+
+
 # ----------------------------------------------------------------------------- printing
 
 def _while_pp(params, names, indent):

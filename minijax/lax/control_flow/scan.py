@@ -341,3 +341,38 @@ def _register_transformations():
 
 
 _register_transformations()
+
+
+# ----------------------------------------------------------------------------- batching
+
+def _scan_batch(args, dims, *, jaxpr, num_consts, num_carry, length, reverse, linear):
+  """A scan of the batched body.  Batched constants and carries get their batch dim first;
+  batched `xs` get it second (the first is the scanned axis), and so do the `ys`.  The set
+  of batched carries is grown to a fixed point."""
+  size = next(x.shape[d] for x, d in zip(args, dims) if d is not None)
+  const_b, carry_b, xs_b = _split([d is not None for d in dims], num_consts, num_carry)
+  num_ys = len(jaxpr.out_avals) - num_carry
+  for _ in range(num_carry + 1):
+    body, consts_extra, out_b = common.batch_jaxpr_const_free(
+        jaxpr, size, [*const_b, *carry_b, *xs_b], [*carry_b, *[False] * num_ys])
+    if out_b[:num_carry] == carry_b:
+      break
+    carry_b = [a or b for a, b in zip(carry_b, out_b[:num_carry])]
+  consts, init, xs = _split(args, num_consts, num_carry)
+  const_d, init_d, xs_d = _split(dims, num_consts, num_carry)
+  operands = [*consts_extra, *common.moved(consts, const_d, const_b, size),
+              *common.moved(init, init_d, carry_b, size),
+              *common.moved(xs, xs_d, xs_b, size, to=1)]
+  outs = scan_p.bind(*operands, jaxpr=body, num_consts=len(consts_extra) + num_consts,
+                     num_carry=num_carry, length=length, reverse=reverse,
+                     linear=(False,) * len(operands))
+  out_dims = [*(0 if b else None for b in carry_b), *(1 if b else None for b in out_b[num_carry:])]
+  return outs, out_dims
+
+
+def _register_batching():
+  from minijax.interpreters import batching
+  batching.primitive_batchers[scan_p] = _scan_batch
+
+
+_register_batching()
