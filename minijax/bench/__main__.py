@@ -1,0 +1,263 @@
+"""`python -m minijax.bench`: the cost of host callbacks, minijax's taps side by side with JAX's.
+
+  python -m minijax.bench [--quick] [--json PATH] [--plot PATH] [--iterations N]
+                          [--payloads scalar,1MiB] [--rounds N] [--devices N]
+                          [--mechanisms native,callback,jax-debug,...] [--no-jax]
+
+Runs every measurement of `minijax.bench.callbacks` in one process (interleaved rounds, so
+machine drift touches all contenders alike), prints one plain-text table per measurement
+(median [25th-75th percentile] and the ratio to minijax native ordered), and optionally
+writes the rows as JSON and a log-scale bar chart as PNG.  JAX columns appear when `jax` is
+importable (the `bench` extra); without it the minijax rows are measured alone.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import sys
+import time
+
+QUICK = dict(iterations=200, rounds=3, dispatch_calls=50, barrier_calls=50)
+
+MEASURES = [
+    ("loop", "Per tap inside a compiled fori_loop of {iterations} iterations, until every "
+             "host call has run (µs per tap, minus the same loop without a tap)"),
+    ("loop_device", "Same, device side only: until the loop's result is ready, before the "
+                    "barrier (µs per tap)"),
+    ("throughput", "End to end: taps delivered per second to a no-op tap function "
+                   "(the loop above, loop cost included)"),
+    ("vmap", "The scalar loop under vmap (batch {batch}): host calls per iteration and µs per "
+             "iteration over the untapped vmapped loop"),
+    ("grad", "The scalar loop under grad: host calls per iteration and µs per iteration over "
+             "the untapped grad"),
+    ("dispatch", "Dispatch of jit(lambda x: tap(x) + 1) on a scalar: µs per call over a burst, "
+                 "until results and host calls are done"),
+    ("barrier", "Idle barrier: barrier_wait / jax.effects_barrier with nothing pending (µs)"),
+]
+
+
+def parse_args(argv):
+  from minijax.bench import callbacks as cb
+  p = argparse.ArgumentParser(prog="python -m minijax.bench",
+                              description=__doc__.splitlines()[0])
+  p.add_argument("--quick", action="store_true",
+                 help="few iterations and rounds, for CI smoke runs (under a minute)")
+  p.add_argument("--iterations", type=int, help="fori_loop iterations (default 1000)")
+  p.add_argument("--payloads", default="scalar,1MiB",
+                 help="comma-separated tap payload sizes: scalar, 64KiB, 1MiB, 4096 (bytes)")
+  p.add_argument("--rounds", "--repeats", type=int, dest="rounds",
+                 help="interleaved rounds, one sample of each contender per round (default 7)")
+  p.add_argument("--devices", type=int, default=1,
+                 help="run the loop on this many CPU devices at once (sets "
+                      "MINIJAX_NUM_CPU_DEVICES and JAX's host device count)")
+  p.add_argument("--batch", type=int, default=8, help="vmap batch size (default 8)")
+  p.add_argument("--mechanisms", help="comma-separated subset of: " + ", ".join(cb.MECHANISM_KEYS)
+                 + " (no-tap baselines are always added)")
+  p.add_argument("--no-jax", action="store_true", help="leave JAX out even if installed")
+  p.add_argument("--no-transforms", action="store_true", help="skip the vmap and grad loops")
+  p.add_argument("--json", metavar="PATH", help="write the result rows as JSON")
+  p.add_argument("--plot", metavar="PATH", help="write a PNG bar chart (needs matplotlib)")
+  args = p.parse_args(argv)
+  if args.mechanisms:
+    keys = [k.strip() for k in args.mechanisms.split(",") if k.strip()]
+    unknown = [k for k in keys if k not in cb.MECHANISM_KEYS]
+    if unknown:
+      p.error(f"unknown mechanisms {unknown}; choose from {cb.MECHANISM_KEYS}")
+    args.mechanisms = tuple(keys)
+  try:
+    args.payloads = tuple(cb.parse_payload(s) for s in args.payloads.split(",") if s.strip())
+  except ValueError:
+    p.error(f"cannot read --payloads {args.payloads!r}")
+  return args
+
+
+def settings_from(args):
+  from minijax.bench.callbacks import Settings
+  s = Settings(payloads=args.payloads, devices=args.devices, batch=args.batch,
+               mechanisms=args.mechanisms, with_jax=not args.no_jax,
+               transforms=() if args.no_transforms else ("vmap", "grad"))
+  if args.quick:
+    for k, v in QUICK.items():
+      setattr(s, k, v)
+  if args.iterations:
+    s.iterations = args.iterations
+  if args.rounds:
+    s.rounds = args.rounds
+  return s
+
+
+def set_device_count(n: int) -> None:
+  """Before any client exists: n CPU devices for minijax and for JAX."""
+  if n > 1:
+    os.environ["MINIJAX_NUM_CPU_DEVICES"] = str(n)
+    flags = os.environ.get("XLA_FLAGS", "")
+    os.environ["XLA_FLAGS"] = f"{flags} --xla_force_host_platform_device_count={n}".strip()
+
+
+# ----------------------------------------------------------------------------- output
+
+def _cell(r: dict) -> str:
+  if not r["available"]:
+    return "n/a"
+  if r["unit"] == "taps/s":
+    return f"{r['value']:,.0f}"
+  if r["median_us"] is None:
+    return "-"
+  digits = 1 if abs(r["median_us"]) >= 10 else 2
+  return f"{r['median_us']:.{digits}f} [{r['p25_us']:.{digits}f}-{r['p75_us']:.{digits}f}]"
+
+
+def _ratio(r: dict) -> str:
+  ratio = r.get("ratio_vs_native")
+  if ratio is None or not r["available"]:
+    return ""
+  return f"{ratio:.1f}x" if ratio >= 10 else f"{ratio:.2f}x"
+
+
+def tables(rows: list[dict], settings) -> str:
+  """One table per measure: mechanisms down, payloads across."""
+  from minijax.bench.timing import format_table
+  out = []
+  for measure, title in MEASURES:
+    rs = [r for r in rows if r["measure"] == measure]
+    if not rs:
+      continue
+    payloads = list(dict.fromkeys(r["payload"] for r in rs))
+    mechs = list(dict.fromkeys(r["mechanism"] for r in rs))
+    headers = ["mechanism"]
+    for p in payloads:
+      label = p or "median [p25-p75]"
+      if measure in ("vmap", "grad"):
+        headers += ["calls/iter", f"µs/iter {label}"]
+      elif measure == "throughput":
+        headers += [f"taps/s {label}"]
+      else:
+        headers += [f"{label}", "x native"]
+    headers.append("note")
+    body = []
+    for m in mechs:
+      line, notes = [m], []
+      for p in payloads:
+        r = next((r for r in rs if r["mechanism"] == m and r["payload"] == p), None)
+        if r is None:
+          line += [""] * (1 if measure == "throughput" else 2)
+          continue
+        if measure in ("vmap", "grad"):
+          calls = r["calls_per_iter"]
+          line += ["error" if not r["available"] else
+                   ("-" if calls is None else f"{calls:g}"), _cell(r)]
+        elif measure == "throughput":
+          line += [_cell(r)]
+        else:
+          line += [_cell(r), _ratio(r)]
+        if r["note"]:
+          notes.append((p, r["note"]))
+      if len({n for _, n in notes}) == 1 and len(notes) in (1, len(payloads)):
+        line.append(notes[0][1])
+      else:
+        line.append("; ".join(f"{p}: {n}" for p, n in notes))
+      body.append(line)
+    out.append(title.format(iterations=settings.iterations, batch=settings.batch))
+    out.append(format_table(headers, body))
+    out.append("")
+  return "\n".join(out)
+
+
+def machine() -> str:
+  model = platform.processor() or platform.machine()
+  try:
+    with open("/proc/cpuinfo") as f:
+      for line in f:
+        if line.startswith("model name"):
+          model = line.split(":", 1)[1].strip()
+          break
+  except OSError:
+    pass
+  return f"{os.cpu_count()} CPUs, {model}, Python {platform.python_version()}"
+
+
+def versions() -> dict:
+  out = {}
+  for name in ("jaxlib", "jax"):
+    try:
+      module = __import__(name)
+      out[name] = getattr(module, "__version__", "?")
+    except ImportError:
+      out[name] = None
+  return out
+
+
+def write_plot(rows: list[dict], path: str) -> bool:
+  """Log-scale bars of µs per tap in the loop, by mechanism, one group per payload."""
+  try:
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+  except ImportError:
+    print("(matplotlib is not installed: no plot written)", file=sys.stderr)
+    return False
+  rs = [r for r in rows if r["measure"] == "loop" and r["available"]
+        and r["median_us"] is not None and not r["mechanism"].startswith("no tap")]
+  payloads = list(dict.fromkeys(r["payload"] for r in rs))
+  mechs = list(dict.fromkeys(r["mechanism"] for r in rs))
+  fig, ax = plt.subplots(figsize=(9, 4.8))
+  width = 0.8 / max(1, len(payloads))
+  for i, p in enumerate(payloads):
+    xs, ys, lo, hi = [], [], [], []
+    for j, m in enumerate(mechs):
+      r = next((r for r in rs if r["mechanism"] == m and r["payload"] == p), None)
+      if r is None:
+        continue
+      y = max(r["median_us"], 1e-2)
+      xs.append(j + (i - (len(payloads) - 1) / 2) * width)
+      ys.append(y)
+      lo.append(max(0.0, y - max(r["p25_us"], 1e-2)))
+      hi.append(max(0.0, r["p75_us"] - y))
+    bars = ax.bar(xs, ys, width, yerr=[lo, hi], capsize=3, label=p)
+    for x, y in zip(xs, ys):
+      ax.text(x, y * 1.15, f"{y:.3g}", ha="center", va="bottom", fontsize=7)
+    del bars
+  ax.set_yscale("log")
+  ax.set_xticks(range(len(mechs)))
+  ax.set_xticklabels(mechs, rotation=25, ha="right", fontsize=8)
+  ax.set_ylabel("µs per tap (median, 25-75% whiskers)")
+  ax.set_title("Host callback overhead inside a compiled loop (lower is better)")
+  ax.legend(title="payload")
+  ax.grid(axis="y", which="both", alpha=0.3)
+  fig.tight_layout()
+  fig.savefig(path, dpi=120)
+  plt.close(fig)
+  return True
+
+
+def main(argv=None) -> int:
+  args = parse_args(argv)
+  set_device_count(args.devices)
+  from minijax.bench import callbacks as cb
+  settings = settings_from(args)
+  started = time.perf_counter()
+  rows = cb.run(settings)
+  elapsed = time.perf_counter() - started
+  header = (f"minijax callback benchmark: {machine()}; "
+            + ", ".join(f"{k} {v or 'not installed'}" for k, v in versions().items())
+            + f"; {settings.rounds} rounds, {settings.devices} device(s), {elapsed:.0f} s")
+  print(header)
+  print()
+  print(tables(rows, settings))
+  if not any(r["library"] == "jax" for r in rows):
+    print("(jax is not installed or was left out: install the `bench` extra for the JAX rows)")
+  if args.json:
+    with open(args.json, "w") as f:
+      json.dump({"machine": machine(), "versions": versions(),
+                 "settings": {k: (list(v) if isinstance(v, tuple) else v)
+                              for k, v in vars(settings).items()},
+                 "elapsed_s": elapsed, "rows": rows}, f, indent=1)
+  if args.plot:
+    write_plot(rows, args.plot)
+  return 0
+
+
+if __name__ == "__main__":
+  sys.exit(main())

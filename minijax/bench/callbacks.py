@@ -1,0 +1,534 @@
+"""What a host callback costs, measured side by side for minijax's taps and JAX's callbacks.
+
+Every contender is a *mechanism*: a way to send the value `x` of a loop's carry to a Python
+function on the host from inside compiled code (`tap(x)` returns something that depends on
+the host call, so no compiler may drop it).  A library adapter (`MinijaxLib`, `JaxLib`) gives
+each mechanism the same vocabulary (jit, fori_loop, vmap, grad, device_put, wait), so every
+measurement is one function written once and run for all contenders:
+
+  * `loop`: `fori_loop(0, iterations, lambda i, x: tap(x) + 1, x)`, timed from the call until
+    the result is ready *and* every host call has run (`barrier_wait` for minijax,
+    `jax.effects_barrier` for JAX), so asynchronous delivery is not free.  The per-tap cost
+    is the difference to the same loop without a tap, paired round by round;
+  * the same loop under `vmap` (batch 8) and under `grad`, with the host calls per iteration
+    counted in the tap function, or the error the mechanism raises;
+  * `dispatch`: µs per call of `jit(lambda x: tap(x) + 1)` on a device-resident scalar, over
+    a burst of calls that ends when the last result and its host calls are done;
+  * `barrier`: an idle `barrier_wait` / `effects_barrier`.
+
+Samples are taken with `timing.interleaved` (one sample of each contender per round), and a
+row reports the median with the 25th-75th percentiles.  The functions here return plain row
+dicts (see `Row`); `minijax.bench.__main__` runs them, prints tables and writes JSON / PNG.
+JAX is imported only when `JaxLib` is built, and only if it is installed.
+"""
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import itertools
+import time
+from typing import Any, Callable
+
+import numpy as np
+
+from minijax.bench.timing import Stats, interleaved
+
+# ----------------------------------------------------------------------------- rows
+
+ROW_KEYS = ("measure", "mechanism", "library", "payload", "median_us", "p25_us", "p75_us",
+            "ratio_vs_native", "calls_per_iter", "value", "unit", "samples", "available",
+            "note")
+
+NATIVE = "minijax native ordered"
+
+
+def row(measure: str, mechanism: str, library: str, payload: str | None, *,
+        stats: Stats | None = None, scale: float = 1e6, **extra) -> dict:
+  """One result row with every key of `ROW_KEYS` present (None when not applicable)."""
+  r = dict.fromkeys(ROW_KEYS)
+  r.update(measure=measure, mechanism=mechanism, library=library, payload=payload,
+           available=True, note="")
+  if stats is not None and stats.samples:
+    r.update(median_us=stats.median * scale, p25_us=stats.p25 * scale,
+             p75_us=stats.p75 * scale, samples=len(stats.samples))
+  r.update(extra)
+  return r
+
+
+def short_reason(e: BaseException, limit: int = 72) -> str:
+  """`TypeName: first clause of the message`, short enough for a table cell."""
+  msg = " ".join(str(e).split())
+  for stop in (". ", "; ", ": "):
+    cut = msg.find(stop, 12)
+    if cut > 0:
+      msg = msg[:cut]
+  text = f"{type(e).__name__}: {msg}" if msg else type(e).__name__
+  return text if len(text) <= limit else text[:limit - 3] + "..."
+
+
+# ----------------------------------------------------------------------------- tap counting
+
+class Counter:
+  """A near no-op host function that counts its calls (thread-safe without a lock:
+  `next` on an `itertools.count` is atomic under the GIL).  `ret` is what it returns
+  (needed by JAX's pure_callback)."""
+
+  def __init__(self, ret: Any = None):
+    self._count = itertools.count()
+    self._seen = 0
+    self.ret = ret
+
+  def __call__(self, *args, **kwargs):
+    next(self._count)
+    return self.ret
+
+  @property
+  def n(self) -> int:
+    # itertools.count has no public value; its repr holds the next number.
+    return int(repr(self._count)[6:-1]) - self._seen
+
+  def reset(self) -> None:
+    self._seen += self.n
+
+
+# ----------------------------------------------------------------------------- libraries
+
+class MinijaxLib:
+  name = "minijax"
+
+  def __init__(self):
+    import minijax
+    from minijax import lax
+    from minijax.experimental import host_callback as hcb
+    from minijax.lax.control_flow import fori_loop
+    self.mj, self.lax, self.hcb, self._fori = minijax, lax, hcb, fori_loop
+
+  def devices(self):
+    return self.mj.devices()
+
+  def jit(self, f, device=None):
+    return self.mj.jit(f, device=device)
+
+  def fori_loop(self, n, body, x):
+    return self._fori(0, n, body, x)
+
+  def add1(self, x):
+    return self.lax.add(x, 1.0)
+
+  def vmap(self, f):
+    if not hasattr(self.mj, "vmap"):
+      raise NotImplementedError("minijax.vmap is not available yet")
+    return self.mj.vmap(f)
+
+  def grad(self, f):
+    if not hasattr(self.mj, "grad"):
+      raise NotImplementedError("minijax.grad is not available yet")
+    return self.mj.grad(f)
+
+  def put(self, x, device):
+    return self.mj.device_put(x, device)
+
+  def block(self, out):
+    out.block_until_ready()
+
+  def barrier(self):
+    self.hcb.barrier_wait()
+
+  @contextlib.contextmanager
+  def mechanism(self, which: str | None):
+    """Sets `tap_mechanism` while a contender traces and compiles (lowering reads it)."""
+    previous = self.mj.config.tap_mechanism
+    if which:
+      self.mj.config.update("tap_mechanism", which)
+    try:
+      yield
+    finally:
+      if which:
+        self.mj.config.update("tap_mechanism", previous)
+
+
+class JaxLib:
+  name = "jax"
+
+  def __init__(self):
+    import jax  # only here: the benchmark works without jax
+    from jax.experimental import io_callback
+    self.jax, self.io_callback = jax, io_callback
+
+  def devices(self):
+    return self.jax.devices()
+
+  def jit(self, f, device=None):
+    return self.jax.jit(f)  # placement follows the committed argument
+
+  def fori_loop(self, n, body, x):
+    return self.jax.lax.fori_loop(0, n, body, x)
+
+  def add1(self, x):
+    return x + np.float32(1.0)
+
+  def vmap(self, f):
+    return self.jax.vmap(f)
+
+  def grad(self, f):
+    return self.jax.grad(f)
+
+  def put(self, x, device):
+    return self.jax.device_put(x, device)
+
+  def block(self, out):
+    out.block_until_ready()
+
+  def barrier(self):
+    self.jax.effects_barrier()
+
+  @contextlib.contextmanager
+  def mechanism(self, which):
+    yield
+
+
+def jax_available() -> bool:
+  try:
+    import jax  # noqa: F401
+  except ImportError:
+    return False
+  return True
+
+
+# ----------------------------------------------------------------------------- mechanisms
+
+@dataclasses.dataclass
+class Mechanism:
+  """A contender: `make_tap(counter)` returns `tap(x)` for use inside traced code."""
+  key: str
+  name: str
+  library: str
+  make_tap: Callable[[Any, Counter], Callable] | None  # (lib, counter) -> tap; None: no tap
+  config: str | None = None  # minijax tap_mechanism while compiling
+  counter_ret: Callable[[], Any] | None = None
+
+  @property
+  def is_baseline(self) -> bool:
+    return self.make_tap is None
+
+
+def _mj_tap(ordered: bool):
+  def make(lib, counter):
+    return lambda x: lib.hcb.id_tap(counter, x, ordered=ordered)
+  return make
+
+
+def _jax_debug(lib, counter):
+  def tap(x):
+    lib.jax.debug.callback(counter, x)
+    return x
+  return tap
+
+
+def _jax_io(ordered: bool):
+  def make(lib, counter):
+    def tap(x):
+      lib.io_callback(counter, None, x, ordered=ordered)  # effectful: never dropped
+      return x
+    return tap
+  return make
+
+
+def _jax_pure(lib, counter):
+  def tap(x):
+    # pure_callback may be dropped when unused: its (zero) result is added to x.
+    zero = lib.jax.pure_callback(counter, lib.jax.ShapeDtypeStruct((), np.float32), x)
+    return x + zero
+  return tap
+
+
+MECHANISMS = [
+    Mechanism("none", "no tap", "minijax", None),
+    Mechanism("native", NATIVE, "minijax", _mj_tap(True), "native"),
+    Mechanism("native-unordered", "minijax native unordered", "minijax", _mj_tap(False),
+              "native"),
+    Mechanism("callback", "minijax callback", "minijax", _mj_tap(True), "callback"),
+    Mechanism("jax-none", "no tap (jax)", "jax", None),
+    Mechanism("jax-debug", "jax.debug.callback", "jax", _jax_debug),
+    Mechanism("jax-io-ordered", "jax io_callback ordered", "jax", _jax_io(True)),
+    Mechanism("jax-io-unordered", "jax io_callback unordered", "jax", _jax_io(False)),
+    Mechanism("jax-pure", "jax.pure_callback", "jax", _jax_pure,
+              counter_ret=lambda: np.zeros((), np.float32)),
+]
+MECHANISM_KEYS = [m.key for m in MECHANISMS]
+BASELINE = {"minijax": "none", "jax": "jax-none"}
+
+
+def select_mechanisms(keys: list[str] | None, with_jax: bool) -> list[Mechanism]:
+  """The chosen mechanisms plus the no-tap baseline of every library they use."""
+  chosen = [m for m in MECHANISMS if keys is None or m.key in keys]
+  if not with_jax:
+    chosen = [m for m in chosen if m.library != "jax"]
+  libs = {m.library for m in chosen}
+  keep = {m.key for m in chosen} | {BASELINE[lib] for lib in libs}
+  return [m for m in MECHANISMS if m.key in keep]
+
+
+# ----------------------------------------------------------------------------- payloads
+
+def payload_array(nbytes: int) -> np.ndarray:
+  """A float32 payload: a scalar for 4 bytes or fewer, else a vector of `nbytes` bytes."""
+  if nbytes <= 4:
+    return np.float32(0.0)
+  return np.zeros(nbytes // 4, np.float32)
+
+
+def payload_label(nbytes: int) -> str:
+  if nbytes <= 4:
+    return "scalar"
+  for unit, size in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
+    if nbytes >= size and nbytes % size == 0:
+      return f"{nbytes // size} {unit}"
+  return f"{nbytes} B"
+
+
+def parse_payload(text: str) -> int:
+  t = text.strip().replace(" ", "").lower()
+  if t in ("scalar", "0", "4"):
+    return 4
+  for unit, size in (("gib", 1 << 30), ("mib", 1 << 20), ("kib", 1 << 10), ("gb", 10**9),
+                     ("mb", 10**6), ("kb", 10**3), ("b", 1)):
+    if t.endswith(unit):
+      return int(float(t[:-len(unit)]) * size)
+  return int(t)
+
+
+# ----------------------------------------------------------------------------- contenders
+
+class Contender:
+  """One mechanism made runnable for one measurement: compiled (once, in `warm`) on every
+  device, with its counter.  `error` holds the short reason when it cannot run."""
+
+  def __init__(self, mech: Mechanism, lib, build: Callable[[Callable], Callable],
+               inputs: Callable[[], np.ndarray], devices: list):
+    self.mech, self.lib = mech, lib
+    self.counter = Counter(mech.counter_ret() if mech.counter_ret else None)
+    self.error: str | None = None
+    self.fns, self.xs = [], []
+    try:
+      tap = mech.make_tap(lib, self.counter) if mech.make_tap else (lambda x: x)
+      with lib.mechanism(mech.config):
+        for d in devices:
+          self.fns.append(lib.jit(build(tap), device=d))
+          self.xs.append(lib.put(inputs(), d))
+        self.run()  # traces, lowers and compiles under the mechanism's config
+    except Exception as e:  # noqa: BLE001 - the reason goes into the table
+      self.error = short_reason(e)
+      with contextlib.suppress(Exception):
+        lib.barrier()
+
+  def run(self) -> tuple[float, float]:
+    """Runs once on every device; returns (seconds until results are ready, seconds until
+    every host call has also run)."""
+    t0 = time.perf_counter()
+    outs = [f(x) for f, x in zip(self.fns, self.xs)]
+    for o in outs:
+      self.lib.block(o)
+    t1 = time.perf_counter()
+    self.lib.barrier()
+    return t1 - t0, time.perf_counter() - t0
+
+
+def make_libs(mechs: list[Mechanism]) -> dict[str, Any]:
+  libs = {}
+  for m in mechs:
+    if m.library not in libs:
+      libs[m.library] = MinijaxLib() if m.library == "minijax" else JaxLib()
+  return libs
+
+
+def _devices(lib, n: int) -> list:
+  devs = lib.devices()
+  if len(devs) < n:
+    raise RuntimeError(f"{lib.name} has {len(devs)} devices, {n} were asked for")
+  return devs[:n]
+
+
+def _paired_per_tap(tapped: list, base: list, taps: float, part: int) -> Stats:
+  """Per-tap seconds from round-paired samples: (tapped - baseline) / taps."""
+  return Stats([(t[part] - b[part]) / taps for t, b in zip(tapped, base)])
+
+
+def _ratios(rows: list[dict]) -> None:
+  """Fills `ratio_vs_native` against the minijax native ordered row of the same measure
+  and payload."""
+  ref = {(r["measure"], r["payload"]): r["median_us"] for r in rows
+         if r["mechanism"] == NATIVE and r["median_us"]}
+  for r in rows:
+    base = ref.get((r["measure"], r["payload"]))
+    if r["mechanism"].startswith("no tap"):
+      continue
+    if base and r["median_us"] is not None and r["mechanism"] != NATIVE:
+      r["ratio_vs_native"] = r["median_us"] / base
+    elif base and r["mechanism"] == NATIVE:
+      r["ratio_vs_native"] = 1.0
+
+
+# ----------------------------------------------------------------------------- measurements
+
+def measure_loop(mechs, libs, *, iterations: int, payloads: list[int], rounds: int,
+                 devices: int, transform: str | None = None, batch: int = 8) -> list[dict]:
+  """The tapped fori_loop, plain (one row set per payload) or under vmap / grad (scalar)."""
+  rows = []
+  if transform is not None:
+    payloads = [4]
+  for nbytes in payloads:
+    label = payload_label(nbytes)
+    measure = "loop" if transform is None else transform
+    contenders = {}
+    for m in mechs:
+      lib = libs[m.library]
+
+      def build(tap, lib=lib):
+        def loop(x):
+          return lib.fori_loop(iterations, lambda i, v: lib.add1(tap(v)), x)
+        if transform == "vmap":
+          return lib.vmap(loop)
+        if transform == "grad":
+          return lib.grad(loop)
+        return loop
+
+      if transform == "vmap":
+        inputs = lambda: np.zeros(batch, np.float32)  # noqa: E731
+      else:
+        inputs = lambda nbytes=nbytes: payload_array(nbytes)  # noqa: E731
+      try:
+        devs = _devices(lib, devices)
+      except RuntimeError as e:
+        rows.append(row(measure, m.name, m.library, label, available=False,
+                        note=short_reason(e)))
+        continue
+      c = Contender(m, lib, build, inputs, devs)
+      calls = c.counter.n / (iterations * devices)
+      c.counter.reset()
+      if c.error:
+        rows.append(row(measure, m.name, m.library, label, available=False, note=c.error))
+      else:
+        contenders[m.key] = c
+        c.calls_per_iter = calls
+
+    what = f"{measure} {label}" + (f" x{batch}" if transform == "vmap" else "")
+    stats = interleaved({k: c.run for k, c in contenders.items()}, rounds, what)
+    for m in mechs:
+      if m.key not in contenders:
+        continue
+      c, samples = contenders[m.key], stats[m.key].samples
+      if m.is_baseline:
+        rows.append(row(measure, m.name, m.library, label,
+                        stats=Stats([s[1] / iterations for s in samples]),
+                        note="baseline: loop µs per iteration, no tap"))
+        continue
+      base_key = BASELINE[m.library]
+      if base_key not in contenders:
+        rows.append(row(measure, m.name, m.library, label, available=False,
+                        note="no baseline to subtract"))
+        continue
+      base = stats[base_key].samples
+      taps = iterations * devices
+      delivered = c.counter.n
+      expected = round(c.calls_per_iter * taps * rounds)
+      note = "" if delivered == expected else f"{delivered} of {expected} host calls counted"
+      per_tap = _paired_per_tap(samples, base, taps, 1)
+      rows.append(row(measure, m.name, m.library, label, stats=per_tap,
+                      calls_per_iter=c.calls_per_iter, note=note))
+      if transform is None:
+        device = _paired_per_tap(samples, base, taps, 0)
+        rows.append(row("loop_device", m.name, m.library, label, stats=device,
+                        calls_per_iter=c.calls_per_iter))
+        rate = Stats([taps / s[1] for s in samples])
+        rows.append(row("throughput", m.name, m.library, label,
+                        value=rate.median, unit="taps/s",
+                        note=f"{rate.median * nbytes / 1e9:.2f} GB/s" if nbytes > 4 else ""))
+  return rows
+
+
+def measure_dispatch(mechs, libs, *, calls: int, rounds: int) -> list[dict]:
+  """µs per call of a jitted `tap(x) + 1` on a scalar, a burst of `calls` calls ending when
+  the last result and all host calls are done."""
+  rows, contenders = [], {}
+  for m in mechs:
+    lib = libs[m.library]
+    c = Contender(m, lib, lambda tap, lib=lib: (lambda x: lib.add1(tap(x))),
+                  lambda: np.float32(1.0), [lib.devices()[0]])
+    if c.error:
+      rows.append(row("dispatch", m.name, m.library, "scalar", available=False, note=c.error))
+    else:
+      contenders[m.key] = c
+
+  def burst(c):
+    def sample():
+      f, x = c.fns[0], c.xs[0]
+      t0 = time.perf_counter()
+      for _ in range(calls - 1):
+        f(x)
+      c.lib.block(f(x))
+      c.lib.barrier()
+      return (time.perf_counter() - t0) / calls
+    return sample
+
+  stats = interleaved({k: burst(c) for k, c in contenders.items()}, rounds, "dispatch")
+  for m in mechs:
+    if m.key in contenders:
+      base = stats.get(BASELINE[m.library])
+      note = ""
+      if base is not None and not m.is_baseline:
+        note = f"{stats[m.key].median / base.median:.1f}x untapped"
+      rows.append(row("dispatch", m.name, m.library, "scalar", stats=stats[m.key], note=note))
+  return rows
+
+
+def measure_barrier(libs, *, calls: int, rounds: int) -> list[dict]:
+  """An idle barrier: nothing pending (the receivers/effects have been used before)."""
+  names = {"minijax": "minijax barrier_wait", "jax": "jax.effects_barrier"}
+  contenders = {}
+  for name, lib in libs.items():
+    lib.barrier()
+    contenders[name] = (lambda lib=lib: _per_call(lib.barrier, calls))
+  stats = interleaved(contenders, rounds, "idle barrier")
+  return [row("barrier", names[name], name, None, stats=stats[name]) for name in libs]
+
+
+def _per_call(fn, number):
+  t0 = time.perf_counter()
+  for _ in range(number):
+    fn()
+  return (time.perf_counter() - t0) / number
+
+
+# ----------------------------------------------------------------------------- the run
+
+@dataclasses.dataclass
+class Settings:
+  iterations: int = 1000
+  payloads: tuple = (4, 1 << 20)
+  rounds: int = 7
+  devices: int = 1
+  batch: int = 8
+  dispatch_calls: int = 200
+  barrier_calls: int = 200
+  mechanisms: tuple | None = None
+  with_jax: bool = True
+  transforms: tuple = ("vmap", "grad")
+
+
+def run(settings: Settings) -> list[dict]:
+  """Every measurement for the chosen mechanisms; a list of rows (see `ROW_KEYS`)."""
+  mechs = select_mechanisms(list(settings.mechanisms) if settings.mechanisms else None,
+                            settings.with_jax and jax_available())
+  libs = make_libs(mechs)
+  rows = measure_loop(mechs, libs, iterations=settings.iterations,
+                      payloads=list(settings.payloads), rounds=settings.rounds,
+                      devices=settings.devices)
+  for transform in settings.transforms:
+    rows += measure_loop(mechs, libs, iterations=settings.iterations, payloads=[4],
+                         rounds=max(3, settings.rounds // 2), devices=1,
+                         transform=transform, batch=settings.batch)
+  rows += measure_dispatch(mechs, libs, calls=settings.dispatch_calls, rounds=settings.rounds)
+  rows += measure_barrier(libs, calls=settings.barrier_calls, rounds=settings.rounds)
+  _ratios(rows)
+  return rows

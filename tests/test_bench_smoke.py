@@ -1,0 +1,51 @@
+"""Smoke test of the callback benchmark: `python -m minijax.bench --quick --json PATH` runs in a
+subprocess (in the test environment, where jax is absent) and its JSON holds every row."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+MINIJAX_MECHANISMS = ["minijax native ordered", "minijax native unordered", "minijax callback"]
+TAPPED_MEASURES = ["loop", "loop_device", "throughput", "vmap", "grad", "dispatch"]
+
+
+def test_quick_benchmark_writes_every_row_as_json(tmp_path):
+  out = tmp_path / "bench.json"
+  env = dict(os.environ, PYTHONPATH=REPO + os.pathsep + os.environ.get("PYTHONPATH", ""))
+  proc = subprocess.run(
+      [sys.executable, "-m", "minijax.bench", "--quick", "--iterations", "100",
+       "--payloads", "scalar,64KiB", "--json", str(out), "--plot", str(tmp_path / "p.png")],
+      cwd=REPO, env=env, capture_output=True, text=True, timeout=120)
+  assert proc.returncode == 0, proc.stderr[-3000:]
+  assert "Per tap inside a compiled fori_loop" in proc.stdout
+  assert "round" in proc.stderr  # the progress line
+  data = json.loads(out.read_text())
+  rows = data["rows"]
+  from minijax.bench.callbacks import ROW_KEYS
+  assert all(set(r) == set(ROW_KEYS) for r in rows)
+  have = {(r["measure"], r["mechanism"], r["payload"]) for r in rows}
+  for mech in MINIJAX_MECHANISMS:
+    for payload in ("scalar", "64 KiB"):
+      assert ("loop", mech, payload) in have
+      assert ("loop_device", mech, payload) in have
+      assert ("throughput", mech, payload) in have
+    for measure in ("vmap", "grad", "dispatch"):
+      assert (measure, mech, "scalar") in have
+  assert ("loop", "no tap", "scalar") in have and ("dispatch", "no tap", "scalar") in have
+  assert ("barrier", "minijax barrier_wait", None) in have
+  for r in rows:
+    if r["library"] == "minijax" and r["measure"] in TAPPED_MEASURES:
+      # minijax rows must be measured, or say why not.
+      assert r["available"] or r["note"], r
+    if r["available"] and r["measure"] not in ("throughput",):
+      assert r["median_us"] is not None and r["p25_us"] <= r["median_us"] <= r["p75_us"], r
+  native = [r for r in rows if r["mechanism"] == "minijax native ordered" and r["measure"] == "loop"]
+  assert all(r["ratio_vs_native"] == 1.0 for r in native)
+  # jax rows are either absent (jax not installed) or present with a value or a reason.
+  for r in rows:
+    if r["library"] == "jax":
+      assert r["available"] or r["note"]
