@@ -19,7 +19,10 @@
 #include <cstdlib>
 #include <cstring>
 #include <deque>
+#include <map>
 #include <mutex>
+#include <thread>
+#include <algorithm>
 #include <vector>
 
 #include "xla/ffi/api/ffi.h"
@@ -34,13 +37,77 @@ constexpr int kMaxDevices = 1024;
 
 size_t AlignUp(size_t n) { return (n + kAlignment - 1) & ~(kAlignment - 1); }
 
+// One tap is one allocation: a header holding the allocation's capacity, the number of
+// arrays and each array's offset from the start, then the arrays, each at a multiple of
+// kAlignment from the start.
+struct Layout {
+  size_t header = 0;
+  size_t total = 0;
+};
+
+Layout HeaderFor(size_t n_arrays) {
+  Layout l;
+  l.header = AlignUp(sizeof(uint64_t) * (2 + n_arrays));
+  l.total = l.header;
+  return l;
+}
+
+uint64_t* HeaderOf(char* data) { return reinterpret_cast<uint64_t*>(data); }
+
+// Large payloads are recycled: touching fresh pages costs more than copying into them
+// (a 1 MiB tap copied into new memory spends most of its time in page faults).
+constexpr size_t kPoolMin = 64 * 1024;
+constexpr size_t kPoolGranule = 64 * 1024;
+constexpr size_t kPoolMaxBuffer = 16u << 20;
+constexpr size_t kPoolMaxBytes = 64u << 20;
+
+struct Pool {
+  std::mutex mu;
+  std::multimap<size_t, char*> free;  // by capacity
+  size_t bytes = 0;
+};
+Pool g_pool;
+
+char* AllocPayload(size_t size) {
+  size_t capacity = size;
+  char* p = nullptr;
+  if (size >= kPoolMin) {
+    capacity = (size + kPoolGranule - 1) / kPoolGranule * kPoolGranule;
+    if (capacity <= kPoolMaxBuffer) {
+      std::lock_guard<std::mutex> lock(g_pool.mu);
+      auto it = g_pool.free.lower_bound(capacity);
+      if (it != g_pool.free.end() && it->first <= capacity + capacity / 4) {
+        capacity = it->first;
+        p = it->second;
+        g_pool.bytes -= capacity;
+        g_pool.free.erase(it);
+      }
+    }
+  }
+  if (p == nullptr) p = static_cast<char*>(std::malloc(capacity));
+  if (p != nullptr) HeaderOf(p)[0] = capacity;
+  return p;
+}
+
+void FreePayload(char* p) {
+  const size_t capacity = HeaderOf(p)[0];
+  if (capacity >= kPoolMin && capacity <= kPoolMaxBuffer) {
+    std::lock_guard<std::mutex> lock(g_pool.mu);
+    if (g_pool.bytes + capacity <= kPoolMaxBytes) {
+      g_pool.free.emplace(capacity, p);
+      g_pool.bytes += capacity;
+      return;
+    }
+  }
+  std::free(p);
+}
+
 struct Message {
   int64_t consumer;
   uint64_t seq;
-  char* data;                   // owned until handed to a Payload
-  size_t size;                  // bytes in `data`
-  size_t charged;               // bytes counted against the queue
-  std::vector<size_t> offsets;  // start of each array inside `data`
+  char* data;      // owned until handed to a Payload
+  size_t size;     // bytes in `data`
+  size_t charged;  // bytes counted against the queue
 };
 
 struct Queue {
@@ -48,15 +115,19 @@ struct Queue {
   std::condition_variable has_data;
   std::condition_variable has_room;
   std::deque<Message> items;
+  std::atomic<size_t> n_items{0};  // items.size(), readable without the lock
   size_t used = 0;
   size_t high_water = 0;
-  uint64_t enqueued = 0;        // also the next sequence number
+  uint64_t enqueued = 0;           // also the next sequence number
   uint64_t bytes_enqueued = 0;
   int64_t blocked_ns = 0;
+  int producers_waiting = 0;
+  bool consumer_waiting = false;
   bool closed = false;
 };
 
 std::atomic<size_t> g_capacity{256u * 1024u * 1024u};
+std::atomic<int64_t> g_spin_ns{50000};
 std::atomic<Queue*> g_queues[kMaxDevices];
 
 Queue* GetQueue(int device) {
@@ -69,22 +140,19 @@ Queue* GetQueue(int device) {
   return q;
 }
 
-char* AllocPayload(size_t size) {
-  void* p = nullptr;
-  if (posix_memalign(&p, kAlignment, size == 0 ? kAlignment : size) != 0) return nullptr;
-  return static_cast<char*>(p);
-}
-
-// Admits `msg` (allocated and filled by the caller) once there is room.
+// Admits `msg` (allocated and filled by the caller) once there is room.  Only wakes the
+// receiver when it sleeps: while it is busy or spinning, a tap costs no system call.
 void Enqueue(Queue* q, Message&& msg) {
   std::unique_lock<std::mutex> lock(q->mu);
-  size_t capacity = g_capacity.load(std::memory_order_relaxed);
   const size_t charged = msg.charged;
-  if (q->used > 0 && q->used + charged > capacity) {
+  auto has_room = [&] {
+    return q->used == 0 || q->used + charged <= g_capacity.load(std::memory_order_relaxed);
+  };
+  if (!has_room()) {
     auto start = std::chrono::steady_clock::now();
-    q->has_room.wait(lock, [&] {
-      return q->used == 0 || q->used + charged <= g_capacity.load(std::memory_order_relaxed);
-    });
+    ++q->producers_waiting;
+    q->has_room.wait(lock, has_room);
+    --q->producers_waiting;
     q->blocked_ns += std::chrono::duration_cast<std::chrono::nanoseconds>(
                          std::chrono::steady_clock::now() - start).count();
   }
@@ -93,8 +161,10 @@ void Enqueue(Queue* q, Message&& msg) {
   q->used += charged;
   if (q->used > q->high_water) q->high_water = q->used;
   q->items.push_back(std::move(msg));
+  q->n_items.store(q->items.size(), std::memory_order_release);
+  const bool wake = q->consumer_waiting;
   lock.unlock();
-  q->has_data.notify_one();
+  if (wake) q->has_data.notify_one();
 }
 
 ffi::Error TapImpl(int32_t device, int64_t consumer, ffi::RemainingArgs args,
@@ -102,27 +172,30 @@ ffi::Error TapImpl(int32_t device, int64_t consumer, ffi::RemainingArgs args,
   Queue* q = GetQueue(device);
   if (q == nullptr) return ffi::Error::InvalidArgument("minijax_tap: device ordinal out of range");
   const size_t n = args.size();
-  std::vector<ffi::AnyBuffer> buffers;
-  buffers.reserve(n);
-  Message msg{consumer, 0, nullptr, 0, 0, {}};
-  msg.offsets.reserve(n);
-  size_t size = 0;
+  size_t n_arrays = 0;
   for (size_t i = 0; i < n; ++i) {
     auto buf = args.get<ffi::AnyBuffer>(i);
     if (!buf.has_value()) return buf.error();
+    if (buf->element_type() != ffi::DataType::TOKEN) ++n_arrays;
+  }
+  Layout layout = HeaderFor(n_arrays);
+  for (size_t i = 0; i < n; ++i) {
+    auto buf = args.get<ffi::AnyBuffer>(i);
+    if (buf->element_type() != ffi::DataType::TOKEN) layout.total += AlignUp(buf->size_bytes());
+  }
+  char* data = AllocPayload(layout.total);
+  if (data == nullptr) return ffi::Error::Internal("minijax_tap: out of memory");
+  uint64_t* header = HeaderOf(data);
+  header[1] = n_arrays;
+  size_t offset = layout.header, k = 0;
+  for (size_t i = 0; i < n; ++i) {
+    auto buf = args.get<ffi::AnyBuffer>(i);
     if (buf->element_type() == ffi::DataType::TOKEN) continue;
-    buffers.push_back(*buf);
-    msg.offsets.push_back(size);
-    size += AlignUp(buf->size_bytes());
+    header[2 + k++] = offset;
+    std::memcpy(data + offset, buf->untyped_data(), buf->size_bytes());
+    offset += AlignUp(buf->size_bytes());
   }
-  msg.size = size;
-  msg.charged = size + kMessageOverhead;
-  msg.data = AllocPayload(size);
-  if (msg.data == nullptr) return ffi::Error::Internal("minijax_tap: out of memory");
-  for (size_t i = 0; i < buffers.size(); ++i) {
-    std::memcpy(msg.data + msg.offsets[i], buffers[i].untyped_data(), buffers[i].size_bytes());
-  }
-  Enqueue(q, std::move(msg));
+  Enqueue(q, Message{consumer, 0, data, layout.total, layout.total + kMessageOverhead});
   return ffi::Error::Success();
 }
 
@@ -147,7 +220,7 @@ struct PayloadObject {
 };
 
 void PayloadDealloc(PyObject* self) {
-  std::free(reinterpret_cast<PayloadObject*>(self)->data);
+  FreePayload(reinterpret_cast<PayloadObject*>(self)->data);
   Py_TYPE(self)->tp_free(self);
 }
 
@@ -166,7 +239,7 @@ PyTypeObject PayloadType = {PyVarObject_HEAD_INIT(nullptr, 0)};
 PyObject* NewPayload(char* data, size_t size) {
   auto* p = PyObject_New(PayloadObject, &PayloadType);
   if (p == nullptr) {
-    std::free(data);
+    FreePayload(data);
     return nullptr;
   }
   p->data = data;
@@ -209,7 +282,47 @@ PyObject* PySetCapacity(PyObject*, PyObject* arg) {
   Py_RETURN_NONE;
 }
 
+PyObject* PySetSpin(PyObject*, PyObject* arg) {
+  long long ns = PyLong_AsLongLong(arg);
+  if (ns == -1 && PyErr_Occurred()) return nullptr;
+  g_spin_ns.store(ns < 0 ? 0 : ns);
+  Py_RETURN_NONE;
+}
+
 PyObject* PyCapacity(PyObject*, PyObject*) { return PyLong_FromSize_t(g_capacity.load()); }
+
+// Waits for messages and takes up to `max_count` of them.  Before sleeping it spins for
+// g_spin_ns, so that a receiver keeping up with a device is woken by no system call.
+std::vector<Message> PopBatch(Queue* q, size_t max_count) {
+  std::vector<Message> batch;
+  if (q->n_items.load(std::memory_order_acquire) == 0) {
+    auto deadline = std::chrono::steady_clock::now() +
+                    std::chrono::nanoseconds(g_spin_ns.load(std::memory_order_relaxed));
+    while (q->n_items.load(std::memory_order_acquire) == 0 &&
+           std::chrono::steady_clock::now() < deadline) {
+      std::this_thread::yield();
+    }
+  }
+  std::unique_lock<std::mutex> lock(q->mu);
+  while (q->items.empty() && !q->closed) {
+    q->consumer_waiting = true;
+    q->has_data.wait(lock);
+    q->consumer_waiting = false;
+  }
+  size_t freed = 0;
+  batch.reserve(std::min(max_count, q->items.size()));
+  while (!q->items.empty() && batch.size() < max_count) {
+    freed += q->items.front().charged;
+    batch.push_back(q->items.front());
+    q->items.pop_front();
+  }
+  q->n_items.store(q->items.size(), std::memory_order_release);
+  q->used -= freed;
+  const bool wake = freed > 0 && q->producers_waiting > 0;
+  lock.unlock();
+  if (wake) q->has_room.notify_all();
+  return batch;
+}
 
 // pop(device, max_count) -> list of (consumer, seq, payload, offsets), or None once the
 // queue is closed and empty.  Blocks without the GIL.
@@ -225,36 +338,19 @@ PyObject* PyPop(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
   if (max_count < 1) max_count = 1;
   std::vector<Message> batch;
   Py_BEGIN_ALLOW_THREADS
-  {
-    std::unique_lock<std::mutex> lock(q->mu);
-    q->has_data.wait(lock, [&] { return !q->items.empty() || q->closed; });
-    size_t freed = 0;
-    while (!q->items.empty() && static_cast<Py_ssize_t>(batch.size()) < max_count) {
-      freed += q->items.front().charged;
-      batch.push_back(std::move(q->items.front()));
-      q->items.pop_front();
-    }
-    q->used -= freed;
-    lock.unlock();
-    if (freed > 0) q->has_room.notify_all();
-  }
+  batch = PopBatch(q, static_cast<size_t>(max_count));
   Py_END_ALLOW_THREADS
   if (batch.empty()) Py_RETURN_NONE;
   PyObject* result = PyList_New(static_cast<Py_ssize_t>(batch.size()));
-  if (result == nullptr) {
-    for (auto& m : batch) std::free(m.data);
-    return nullptr;
-  }
-  for (size_t i = 0; i < batch.size(); ++i) {
-    Message& m = batch[i];
-    PyObject* offsets = PyTuple_New(static_cast<Py_ssize_t>(m.offsets.size()));
-    PyObject* payload = NewPayload(m.data, m.size);
-    m.data = nullptr;
-    if (offsets != nullptr) {
-      for (size_t k = 0; k < m.offsets.size(); ++k) {
-        PyTuple_SET_ITEM(offsets, k, PyLong_FromSize_t(m.offsets[k]));
-      }
+  size_t done = 0;
+  for (; result != nullptr && done < batch.size(); ++done) {
+    Message& m = batch[done];
+    const uint64_t* header = HeaderOf(m.data);
+    PyObject* offsets = PyTuple_New(static_cast<Py_ssize_t>(header[1]));
+    for (uint64_t k = 0; offsets != nullptr && k < header[1]; ++k) {
+      PyTuple_SET_ITEM(offsets, k, PyLong_FromUnsignedLongLong(header[2 + k]));
     }
+    PyObject* payload = NewPayload(m.data, m.size);  // owns m.data from here on, even on error
     PyObject* item = (offsets && payload)
                          ? Py_BuildValue("(LKNN)", static_cast<long long>(m.consumer),
                                          static_cast<unsigned long long>(m.seq), payload, offsets)
@@ -262,12 +358,13 @@ PyObject* PyPop(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
     if (item == nullptr) {
       Py_XDECREF(offsets);
       Py_XDECREF(payload);
-      for (size_t j = i + 1; j < batch.size(); ++j) std::free(batch[j].data);
-      Py_DECREF(result);
-      return nullptr;
+      Py_CLEAR(result);
+      ++done;
+      break;
     }
-    PyList_SET_ITEM(result, i, item);
+    PyList_SET_ITEM(result, done, item);
   }
+  for (; done < batch.size(); ++done) FreePayload(batch[done].data);
   return result;
 }
 
@@ -286,7 +383,7 @@ PyObject* PyPush(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
   if (seq == nullptr) return nullptr;
   Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
   std::vector<Py_buffer> views(n);
-  Message msg{consumer, 0, nullptr, 0, 0, {}};
+  Layout layout = HeaderFor(static_cast<size_t>(n));
   Py_ssize_t acquired = 0;
   bool ok = true;
   for (; acquired < n; ++acquired) {
@@ -295,23 +392,24 @@ PyObject* PyPush(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
       ok = false;
       break;
     }
-    msg.offsets.push_back(msg.size);
-    msg.size += AlignUp(static_cast<size_t>(views[acquired].len));
+    layout.total += AlignUp(static_cast<size_t>(views[acquired].len));
   }
-  if (ok) {
-    msg.charged = msg.size + kMessageOverhead;
-    msg.data = AllocPayload(msg.size);
-    if (msg.data == nullptr) {
-      PyErr_NoMemory();
-      ok = false;
-    }
+  char* data = ok ? AllocPayload(layout.total) : nullptr;
+  if (ok && data == nullptr) {
+    PyErr_NoMemory();
+    ok = false;
   }
   if (ok) {
     Py_BEGIN_ALLOW_THREADS
+    uint64_t* header = HeaderOf(data);
+    header[1] = static_cast<uint64_t>(n);
+    size_t offset = layout.header;
     for (Py_ssize_t i = 0; i < n; ++i) {
-      std::memcpy(msg.data + msg.offsets[i], views[i].buf, static_cast<size_t>(views[i].len));
+      header[2 + i] = offset;
+      std::memcpy(data + offset, views[i].buf, static_cast<size_t>(views[i].len));
+      offset += AlignUp(static_cast<size_t>(views[i].len));
     }
-    Enqueue(q, std::move(msg));
+    Enqueue(q, Message{consumer, 0, data, layout.total, layout.total + kMessageOverhead});
     Py_END_ALLOW_THREADS
   }
   for (Py_ssize_t i = 0; i < acquired; ++i) PyBuffer_Release(&views[i]);
@@ -366,6 +464,8 @@ PyMethodDef methods[] = {
      "handler() -> PyCapsule holding the XLA FFI handler (NULL name, no destructor)."},
     {"set_capacity", PySetCapacity, METH_O, "set_capacity(bytes): bound of every device queue."},
     {"capacity", PyCapacity, METH_NOARGS, "capacity() -> bytes."},
+    {"set_spin_ns", PySetSpin, METH_O,
+     "set_spin_ns(ns): how long an idle receiver polls before it sleeps (default 50 us)."},
     {"pop", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(PyPop)), METH_FASTCALL,
      "pop(device, max_count) -> [(consumer, seq, payload, offsets)] or None once closed and "
      "empty; waits without the GIL."},

@@ -206,7 +206,8 @@ def test_taps_from_successive_calls_arrive_in_call_order(mechanism):
   assert [int(a[0]) for a in rec.args] == list(range(50))
 
 
-def test_taps_inside_a_while_loop_arrive_in_iteration_order(mechanism):
+@pytest.mark.parametrize("ordered", [True, False], ids=["ordered", "unordered"])
+def test_taps_inside_a_while_loop_arrive_in_iteration_order(mechanism, ordered):
   rec = Recorder()
 
   def body(token, args, host_callbacks):
@@ -214,11 +215,24 @@ def test_taps_inside_a_while_loop_arrive_in_iteration_order(mechanism):
     args[0] = mhlo.AddOp(x, i32_constant(1)).result
     return tap_args(rec)(token, args, host_callbacks)
 
-  exe = compile_tapping([ShapedArray((), np.int32)], in_loop(100, body))
+  exe = compile_tapping([ShapedArray((), np.int32)], in_loop(100, body), ordered=ordered)
   outs = run(exe, np.int32(0))
   taps.barrier_wait()
   assert int(np.asarray(outs[0])) == 100
   assert [int(a[0]) for a in rec.args] == list(range(1, 101))
+
+
+def test_a_tap_of_an_empty_tuple_still_calls_the_tap_function(mechanism):
+  got = []
+
+  def body(token, args, host_callbacks):
+    cid = consumer_for(lambda arg, t: got.append(arg), [])
+    return taps.emit_tap(cid, token, [], host_callbacks=host_callbacks)
+
+  exe = compile_tapping([ShapedArray((), f32)], body)
+  run(exe, f32(0))
+  taps.barrier_wait()
+  assert got == [()]
 
 
 def test_several_arrays_and_a_pytree_arrive_in_one_tap(mechanism):
@@ -395,8 +409,12 @@ def test_tap_stats_count_taps_and_bytes_per_device(mechanism):
 
 
 def test_an_idle_barrier_compiles_nothing_and_is_fast(mechanism, caplog):
-  taps.barrier_wait()
   with caplog.at_level(logging.DEBUG, logger="minijax"):
+    exe = compile_tapping([ShapedArray((), f32)], tap_args(lambda a, t: None))
+    run(exe, f32(0))
+    taps.barrier_wait()
+    assert [r for r in caplog.records if "Compiled" in r.getMessage()]  # compiles are logged
+    caplog.clear()
     times = []
     for _ in range(200):
       start = time.perf_counter()
@@ -445,15 +463,15 @@ def _run_python(code: str, env_extra=None, timeout=60):
 @pytest.mark.parametrize("which", ["native", "callback"])
 def test_an_exit_with_pending_taps_prints_them_all(which):
   proc = _run_python("""
-      import time, numpy as np
+      import sys, time, numpy as np
       from test_tap_runtime import compile_tapping, tap_args, run, ShapedArray
       def slow_print(arg, transforms):
         time.sleep(0.002)
-        print("tap", int(arg[0]), flush=False)
+        sys.stdout.write(f"tap {int(arg[0])}\\n")  # one write: lines of two threads never mix
       exe = compile_tapping([ShapedArray((), np.int32)], tap_args(slow_print))
       for i in range(100):
         run(exe, np.int32(i))
-      print("main done")
+      sys.stdout.write("main done\\n")
       """, {"MINIJAX_TAP_MECHANISM": which})
   assert proc.returncode == 0, proc.stderr
   lines = proc.stdout.split("\n")

@@ -34,7 +34,7 @@ from minijax.runtime.taps.queues import queues
 
 logger = logging.getLogger("minijax.taps")
 
-_BATCH = 256
+_BATCH = 64
 
 
 class TapFunctionException(Exception):
@@ -135,7 +135,7 @@ def _deliver(rec: _DeviceReceiver, consumer_id: int, payload, offsets) -> None:
     consumer = registry.consumer(consumer_id)
     consumer(consumer.unpack(payload, offsets), rec.device)
     rec.bytes_delivered += consumer.nbytes
-  except Exception as e:
+  except BaseException as e:  # even SystemExit must not end a receiver
     with _progress:
       rec.exceptions += 1
       _exceptions_since_barrier += 1
