@@ -594,7 +594,7 @@ def jacrev(fun: Callable, argnums=0, has_aux: bool = False, holomorphic: bool = 
                for k, x in enumerate(out_leaves)]
         return tree_util.tree_leaves(pullback(out_tree.unflatten(cts)))
 
-      rows.append(_nested_vmap(pull, aval.ndim, lambda k: k)(_std_basis(aval)))
+      rows.append(_nested_vmap(pull, aval.ndim, lambda k: 0)(_std_basis(aval)))
     per_input = [[row[j] for row in rows] for j in range(in_tree.num_leaves)]
     jac = _jac_assemble(per_input, in_tree, out_tree, argnums)
     return (jac, res[2]) if has_aux else jac
