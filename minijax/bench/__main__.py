@@ -56,7 +56,9 @@ def parse_args(argv):
   p.add_argument("--mechanisms", help="comma-separated subset of: " + ", ".join(cb.MECHANISM_KEYS)
                  + " (no-tap baselines are always added)")
   p.add_argument("--no-jax", action="store_true", help="leave JAX out even if installed")
-  p.add_argument("--no-transforms", action="store_true", help="skip the vmap and grad loops")
+  p.add_argument("--measures", default=",".join(cb.MEASURE_GROUPS),
+                 help="comma-separated subset of: " + ", ".join(cb.MEASURE_GROUPS)
+                 + " (loop includes its device-side and throughput rows)")
   p.add_argument("--json", metavar="PATH", help="write the result rows as JSON")
   p.add_argument("--plot", metavar="PATH", help="write a PNG bar chart (needs matplotlib)")
   args = p.parse_args(argv)
@@ -66,6 +68,10 @@ def parse_args(argv):
     if unknown:
       p.error(f"unknown mechanisms {unknown}; choose from {cb.MECHANISM_KEYS}")
     args.mechanisms = tuple(keys)
+  args.measures = tuple(k.strip() for k in args.measures.split(",") if k.strip())
+  if set(args.measures) - set(cb.MEASURE_GROUPS):
+    p.error(f"unknown measures {sorted(set(args.measures) - set(cb.MEASURE_GROUPS))}; "
+            f"choose from {list(cb.MEASURE_GROUPS)}")
   try:
     args.payloads = tuple(cb.parse_payload(s) for s in args.payloads.split(",") if s.strip())
   except ValueError:
@@ -77,7 +83,7 @@ def settings_from(args):
   from minijax.bench.callbacks import Settings
   s = Settings(payloads=args.payloads, devices=args.devices, batch=args.batch,
                mechanisms=args.mechanisms, with_jax=not args.no_jax,
-               transforms=() if args.no_transforms else ("vmap", "grad"))
+               measures=args.measures)
   if args.quick:
     for k, v in QUICK.items():
       setattr(s, k, v)
@@ -118,6 +124,7 @@ def _ratio(r: dict) -> str:
 
 def tables(rows: list[dict], settings) -> str:
   """One table per measure: mechanisms down, payloads across."""
+  from minijax.bench import callbacks as cb
   from minijax.bench.timing import format_table
   out = []
   for measure, title in MEASURES:
@@ -125,7 +132,8 @@ def tables(rows: list[dict], settings) -> str:
     if not rs:
       continue
     payloads = list(dict.fromkeys(r["payload"] for r in rs))
-    mechs = list(dict.fromkeys(r["mechanism"] for r in rs))
+    order = {m.name: i for i, m in enumerate(cb.MECHANISMS)}
+    mechs = sorted(dict.fromkeys(r["mechanism"] for r in rs), key=lambda m: order.get(m, 99))
     headers = ["mechanism"]
     for p in payloads:
       label = p or "median [p25-p75]"

@@ -55,7 +55,7 @@ def row(measure: str, mechanism: str, library: str, payload: str | None, *,
   return r
 
 
-def short_reason(e: BaseException, limit: int = 72) -> str:
+def short_reason(e: BaseException, limit: int = 100) -> str:
   """`TypeName: first clause of the message`, short enough for a table cell."""
   msg = " ".join(str(e).split())
   for stop in (". ", "; ", ": "):
@@ -502,6 +502,9 @@ def _per_call(fn, number):
 
 # ----------------------------------------------------------------------------- the run
 
+MEASURE_GROUPS = ("loop", "vmap", "grad", "dispatch", "barrier")
+
+
 @dataclasses.dataclass
 class Settings:
   iterations: int = 1000
@@ -513,22 +516,27 @@ class Settings:
   barrier_calls: int = 200
   mechanisms: tuple | None = None
   with_jax: bool = True
-  transforms: tuple = ("vmap", "grad")
+  measures: tuple = MEASURE_GROUPS
 
 
 def run(settings: Settings) -> list[dict]:
-  """Every measurement for the chosen mechanisms; a list of rows (see `ROW_KEYS`)."""
+  """Every chosen measurement for the chosen mechanisms; a list of rows (see `ROW_KEYS`)."""
   mechs = select_mechanisms(list(settings.mechanisms) if settings.mechanisms else None,
                             settings.with_jax and jax_available())
   libs = make_libs(mechs)
-  rows = measure_loop(mechs, libs, iterations=settings.iterations,
-                      payloads=list(settings.payloads), rounds=settings.rounds,
-                      devices=settings.devices)
-  for transform in settings.transforms:
-    rows += measure_loop(mechs, libs, iterations=settings.iterations, payloads=[4],
-                         rounds=max(3, settings.rounds // 2), devices=1,
-                         transform=transform, batch=settings.batch)
-  rows += measure_dispatch(mechs, libs, calls=settings.dispatch_calls, rounds=settings.rounds)
-  rows += measure_barrier(libs, calls=settings.barrier_calls, rounds=settings.rounds)
+  rows = []
+  if "loop" in settings.measures:
+    rows += measure_loop(mechs, libs, iterations=settings.iterations,
+                         payloads=list(settings.payloads), rounds=settings.rounds,
+                         devices=settings.devices)
+  for transform in ("vmap", "grad"):
+    if transform in settings.measures:
+      rows += measure_loop(mechs, libs, iterations=settings.iterations, payloads=[4],
+                           rounds=settings.rounds, devices=1, transform=transform,
+                           batch=settings.batch)
+  if "dispatch" in settings.measures:
+    rows += measure_dispatch(mechs, libs, calls=settings.dispatch_calls, rounds=settings.rounds)
+  if "barrier" in settings.measures:
+    rows += measure_barrier(libs, calls=settings.barrier_calls, rounds=settings.rounds)
   _ratios(rows)
   return rows
