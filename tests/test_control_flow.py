@@ -304,3 +304,207 @@ def test_tokens_thread_through_scan_and_switch():
   close(c, xs.sum())
   close(ys, np.sin(xs))
   assert ordered_test_effect in minijax.make_jaxpr(f)(xs).effects
+
+
+# ----------------------------------------------------------------------------- transformations
+
+def _numeric_grad(f, x, eps=1e-3):
+  x = np.asarray(x, np.float64)
+  g = np.zeros_like(x)
+  for i in np.ndindex(x.shape):
+    d = np.zeros_like(x)
+    d[i] = eps
+    g[i] = (float(f(np.asarray(x + d, f32))) - float(f(np.asarray(x - d, f32)))) / (2 * eps)
+  return g
+
+
+def _cond_loss(x):
+  y = lax.cond(lax.lt(lax.reduce_sum(x, (0,)), f32(0)),
+               lambda x: lax.mul(lax.sin(x), x), lambda x: lax.cos(lax.mul(x, x)), x)
+  return lax.reduce_sum(y, (0,))
+
+
+def _switch_loss(x):
+  i = lax.convert_element_type(lax.reduce_sum(x, (0,)), np.int32)
+  y = lax.switch(i, [lax.sin, lambda x: lax.mul(x, x), lax.exp], x)
+  return lax.reduce_sum(y, (0,))
+
+
+def _scan_loss(x):
+  w = lax.mul(x, 0.5)
+  def step(c, xi):
+    c = lax.add(lax.mul(lax.sin(c), w), xi)
+    return c, lax.mul(c, c)
+  c, ys = lax.scan(step, x, lax.mul(lax.broadcast(x, (4,)), 0.3))
+  return lax.add(lax.reduce_sum(c, (0,)), lax.reduce_sum(ys, (0, 1)))
+
+
+def _reverse_scan_loss(x):
+  c, ys = lax.scan(lambda c, xi: (lax.mul(c, xi), lax.sin(c)), x,
+                   lax.broadcast(x, (3,)), reverse=True)
+  return lax.add(lax.reduce_sum(c, (0,)), lax.reduce_sum(ys, (0, 1)))
+
+
+def _fori_loss(x):
+  y = lax.fori_loop(1, 4, lambda i, v: lax.mul(lax.sin(v), lax.broadcast(lax.convert_element_type(i, np.float32), (3,))), x)
+  return lax.reduce_sum(y, (0,))
+
+
+LOSSES = [_cond_loss, _switch_loss, _scan_loss, _reverse_scan_loss, _fori_loss]
+needs_lax = pytest.mark.skipif(not all(hasattr(lax, n) for n in ("reduce_sum", "convert_element_type", "select_n")),
+                               reason="lax reductions/select have not landed")
+
+
+@needs_lax
+@pytest.mark.parametrize("loss", LOSSES, ids=lambda f: f.__name__)
+@pytest.mark.parametrize("sign", [1, -1])
+def test_grad_through_control_flow_matches_finite_differences(loss, sign):
+  x = np.asarray([0.3, -0.2, 0.5], f32) * sign
+  expected = _numeric_grad(loss, x)
+  close(minijax.grad(loss)(x), expected, 2e-2)
+  close(minijax.jit(minijax.grad(loss))(x), expected, 2e-2)
+  close(minijax.grad(minijax.jit(loss))(x), expected, 2e-2)
+  _, t = minijax.jvp(loss, (x,), (np.ones(3, f32),))
+  close(t, expected.sum(), 2e-2)
+
+
+@needs_lax
+@pytest.mark.parametrize("loss", [_cond_loss, _scan_loss], ids=lambda f: f.__name__)
+def test_second_order_and_vmap_of_grad_through_control_flow(loss):
+  x = np.asarray([0.3, -0.2, 0.5], f32)
+  g = minijax.jit(minijax.grad(loss))
+  hess = np.stack([_numeric_grad(lambda x: np.asarray(g(x))[i], x) for i in range(3)])
+  close(minijax.jacfwd(g)(x), hess, 5e-2)
+  close(minijax.hessian(loss)(x), hess, 5e-2)
+  xs = np.stack([x, -x])
+  close(minijax.vmap(g)(xs), np.stack([g(x), g(-x)]), 1e-5)
+
+
+@needs_lax
+def test_vjp_dot_product_through_scan_and_cond():
+  def f(c0, x):
+    c, ys = lax.scan(lambda c, xi: (lax.add(lax.sin(c), xi), lax.mul(c, xi)), c0, x)
+    return lax.cond(lax.gt(lax.reduce_sum(c, (0,)), f32(0)), lax.sin, lax.cos, ys)
+  c0, x = rng_array((2,), 3), rng_array((3, 2))
+  u0, u, v = rng_array((2,), 4), rng_array((3, 2), 1), rng_array((3, 2), 2)
+  _, ju = minijax.jvp(f, (c0, x), (u0, u))
+  _, vjp = minijax.vjp(f, c0, x)
+  jtv0, jtv = vjp(v)
+  close(np.sum(np.asarray(ju) * v), np.sum(u * np.asarray(jtv)) + np.sum(u0 * np.asarray(jtv0)),
+        1e-4)
+
+
+@needs_lax
+def test_while_loop_forward_mode_works_and_reverse_mode_raises_jax_error():
+  def f(n, x):
+    return lax.fori_loop(0, n, lambda i, v: lax.mul(lax.sin(v), 2.0), x)
+  x, expected = f32(0.5), f32(0.5)
+  d = 1.0
+  for _ in range(4):
+    d *= 2 * np.cos(expected)
+    expected = 2 * np.sin(expected)
+  p, t = minijax.jvp(lambda x: f(np.int32(4), x), (x,), (f32(1),))
+  close(p, expected)
+  close(t, d)
+  p, t = minijax.jit(lambda n, x: minijax.jvp(lambda x: f(n, x), (x,), (f32(1),)))(np.int32(4), x)
+  close(t, d)
+  with pytest.raises(ValueError, match="Reverse-mode differentiation does not work for lax.while_loop"):
+    minijax.jit(lambda n, x: minijax.grad(lambda x: f(n, x))(x))(np.int32(4), x)
+
+
+@needs_lax
+def test_vmap_of_cond_with_batched_and_unbatched_predicates():
+  xs = rng_array((4, 3))
+  ps = np.array([True, False, True, False])
+  expected = np.where(ps[:, None], np.sin(xs), np.cos(xs))
+  close(minijax.vmap(_cond_fn)(ps, xs), expected)
+  close(minijax.jit(minijax.vmap(_cond_fn))(ps, xs), expected)
+  close(minijax.vmap(_cond_fn, (None, 0))(True, xs), np.sin(xs))
+  close(minijax.vmap(_cond_fn, (None, 1), 1)(False, xs.T), np.cos(xs).T)
+  idx = np.array([0, 2, 1, 7], np.int32)
+  branches = [lax.sin, lax.cos, lax.neg]
+  expected = np.stack([[np.sin, np.cos, np.negative][min(i, 2)](x) for i, x in zip(idx, xs)])
+  close(minijax.vmap(lambda i, x: lax.switch(i, branches, x))(idx, xs), expected)
+
+
+@needs_lax
+def test_vmap_of_while_with_a_batched_predicate_runs_until_every_lane_is_done():
+  def f(limit, x):
+    return lax.while_loop(lambda v: lax.lt(v, limit), lambda v: lax.add(v, 1.5), x)
+  limits = np.array([1., 5., 10., 0.], f32)
+  expected = []
+  for limit in limits:
+    v = f32(0)
+    while v < limit:
+      v += 1.5
+    expected.append(v)
+  close(minijax.vmap(f, (0, None))(limits, f32(0)), expected)
+  close(minijax.jit(minijax.vmap(f))(limits, np.zeros(4, f32)), expected)
+  close(minijax.vmap(f, (None, 0))(f32(4), np.array([0., 3., 5.], f32)), [4.5, 4.5, 5.])
+
+
+@needs_lax
+def test_vmap_of_scan_over_batched_xs_carry_and_consts():
+  def f(w, c, xs):
+    return lax.scan(lambda c, x: (lax.add(lax.mul(c, w), x), lax.sin(c)), c, xs)
+  w, c, xs = rng_array((2, 3)), rng_array((2, 3), 1), rng_array((2, 5, 3), 2)
+  for in_axes in [(None, None, 0), (0, None, None), (None, 0, None), (0, 0, 0)]:
+    args = [a if ax == 0 else a[0] for a, ax in zip((w, c, xs), in_axes)]
+    out_c, out_ys = minijax.vmap(f, in_axes)(*args)
+    for b in range(2):
+      ref_c, ref_ys = f(*[a[b] if ax == 0 else a for a, ax in zip(args, in_axes)])
+      close(np.asarray(out_c)[b], ref_c)
+      close(np.asarray(out_ys)[b], ref_ys)
+
+
+# ----------------------------------------------------------------------------- taps
+
+def _tapper(log, name):
+  def tap(x, transforms):
+    log.append((name, np.asarray(x).tolist(), tuple(t if isinstance(t, str) else t[0]
+                                                   for t in transforms)))
+  return tap
+
+
+def test_taps_inside_while_cond_and_body_arrive_in_program_order():
+  hcb = pytest.importorskip("minijax.experimental.host_callback")
+  log = []
+  f = lambda x: lax.while_loop(lambda v: lax.lt(hcb.id_tap(_tapper(log, "cond"), v), f32(2)),
+                               lambda v: hcb.id_tap(_tapper(log, "body"), lax.add(v, f32(1))), x)
+  expected = [("cond", 0.0, ()), ("body", 1.0, ()), ("cond", 1.0, ()), ("body", 2.0, ()),
+              ("cond", 2.0, ())]
+  for run in (f, minijax.jit(f)):
+    close(run(f32(0)), 2.0)
+    hcb.barrier_wait()
+    assert log == expected
+    log.clear()
+
+
+def test_taps_inside_cond_fire_only_for_the_branch_taken():
+  hcb = pytest.importorskip("minijax.experimental.host_callback")
+  log = []
+  f = minijax.jit(lambda p, x: lax.cond(p, lambda x: hcb.id_tap(_tapper(log, "T"), x),
+                                        lambda x: hcb.id_tap(_tapper(log, "F"), x), x))
+  f(True, f32(1))
+  f(False, f32(2))
+  hcb.barrier_wait()
+  assert log == [("T", 1.0, ()), ("F", 2.0, ())]
+
+
+def test_grad_of_scan_keeps_every_tap():
+  hcb = pytest.importorskip("minijax.experimental.host_callback")
+  log = []
+
+  def f(x):
+    def step(c, xi):
+      c = hcb.id_tap(_tapper(log, "c"), lax.mul(lax.sin(c), xi))
+      return c, c
+    return lax.scan(step, x, np.arange(1, 4, dtype=f32))[0]
+
+  for run in (minijax.grad(f), minijax.jit(minijax.grad(f))):
+    run(f32(0.5))
+    hcb.barrier_wait()
+    assert [t for _, _, t in log] == [()] * 3 + [("jvp", "transpose")] * 3
+    close([v for _, v, _ in log[:3]], [np.sin(0.5), np.sin(np.sin(0.5)) * 2,
+                                       np.sin(np.sin(np.sin(0.5)) * 2) * 3])
+    log.clear()
