@@ -207,3 +207,234 @@ def test_python_control_flow_on_jvp_primals_works_eagerly():
   def f(x):
     return lax.sin(x) if float(x) > 0 else lax.cos(x)
   allclose(minijax.jvp(f, (np.float32(1.0),), (np.float32(1.0),))[1], np.cos(1.0))
+
+
+# ----------------------------------------------------------------------------- compositions
+# Base functions of one scalar, with a float64 numpy twin for finite differences.
+
+def _poly_sin(x):
+  return lax.add(lax.mul(lax.sin(x), x), lax.integer_pow(x, 3))
+
+
+_inner_jit = minijax.jit(lambda x: lax.exp(lax.sin(x)))
+
+
+def _with_jit(x):
+  return lax.mul(_inner_jit(x), x)
+
+
+def _with_cond(x):
+  return lax.cond(lax.gt(x, 0.0), lambda v: lax.mul(lax.sin(v), v), lax.cos, x)
+
+
+def _with_scan(x):
+  def body(c, w):
+    return lax.add(lax.mul(c, lax.sin(x)), w), lax.mul(c, c)
+  c, ys = lax.scan(body, x, np.array([0.5, -1.0, 2.0], np.float32))
+  return lax.add(c, lax.reduce_sum(ys, (0,)))
+
+
+def _with_fori(x):
+  return lax.fori_loop(0, 3, lambda i, c: lax.add(lax.mul(c, x), lax.sin(c)), x)
+
+
+@minijax.custom_jvp
+def _softplus(x):
+  return lax.log1p(lax.exp(x))
+
+
+_softplus.defjvp(lambda p, t: (_softplus(p[0]), lax.mul(t[0], lax.logistic(p[0]))))
+
+
+@minijax.custom_vjp
+def _softplus_vjp(x):
+  return lax.log1p(lax.exp(x))
+
+
+_softplus_vjp.defvjp(lambda x: (_softplus_vjp(x), x),
+                     lambda x, g: (lax.mul(g, lax.logistic(x)),))
+
+_remat_fn = minijax.checkpoint(lambda x: lax.mul(lax.sin(lax.sin(x)), x))
+_named_fn = minijax.named_call(lambda x: lax.mul(lax.tanh(x), x), name="tanh_x")
+
+
+def _np_scan(x):
+  c, total = x, 0.0
+  for w in (0.5, -1.0, 2.0):
+    total += c * c
+    c = c * np.sin(x) + w
+  return c + total
+
+
+def _np_fori(x):
+  c = x
+  for _ in range(3):
+    c = c * x + np.sin(c)
+  return c
+
+
+BASES = {
+    "poly_sin": (_poly_sin, lambda x: np.sin(x) * x + x ** 3),
+    "jit": (_with_jit, lambda x: np.exp(np.sin(x)) * x),
+    "cond": (_with_cond, lambda x: np.where(x > 0, np.sin(x) * x, np.cos(x))),
+    "scan": (_with_scan, _np_scan),
+    "fori_loop": (_with_fori, _np_fori),
+    "custom_jvp": (_softplus, lambda x: np.log1p(np.exp(x))),
+    "custom_vjp": (_softplus_vjp, lambda x: np.log1p(np.exp(x))),
+    "checkpoint": (_remat_fn, lambda x: np.sin(np.sin(x)) * x),
+    "named_call": (_named_fn, lambda x: np.tanh(x) * x),
+}
+
+G = minijax.grad
+J = minijax.jit
+V = minijax.vmap
+# name -> (transformation of a scalar function, derivative order, vectorized input)
+STACKS = {
+    "grad": (lambda f: G(f), 1, False),
+    "jit(grad)": (lambda f: J(G(f)), 1, False),
+    "grad(jit)": (lambda f: G(J(f)), 1, False),
+    "grad(grad)": (lambda f: G(G(f)), 2, False),
+    "jit(grad(grad(jit)))": (lambda f: J(G(G(J(f)))), 2, False),
+    "vmap(grad)": (lambda f: V(G(f)), 1, True),
+    "jit(vmap(grad(jit)))": (lambda f: J(V(G(J(f)))), 1, True),
+    "vmap(grad(grad))": (lambda f: V(G(G(f))), 2, True),
+    "grad(sum(vmap))": (lambda f: G(lambda xs: lax.reduce_sum(V(f)(xs), (0,))), 1, True),
+    "jacfwd(jacrev)": (lambda f: minijax.jacfwd(minijax.jacrev(f)), 2, False),
+    "jacrev(jacrev)": (lambda f: minijax.jacrev(minijax.jacrev(f)), 2, False),
+    "jvp": (lambda f: lambda x: minijax.jvp(f, (x,), (np.ones_like(x),))[1], 1, False),
+    "linearize": (lambda f: lambda x: minijax.linearize(f, x)[1](np.ones_like(x)), 1, False),
+    "jvp(grad)": (lambda f: lambda x: minijax.jvp(G(f), (x,), (np.ones_like(x),))[1], 2, False),
+}
+# forward mode through a custom_vjp function is an error, as in JAX
+_UNSUPPORTED = {("custom_vjp", s) for s in ("jacfwd(jacrev)", "jvp", "linearize", "jvp(grad)")}
+
+
+def _fd(np_f, x, order, eps=1e-3):
+  if order == 1:
+    return (np_f(x + eps) - np_f(x - eps)) / (2 * eps)
+  return (np_f(x + eps) - 2 * np_f(x) + np_f(x - eps)) / eps ** 2
+
+
+@pytest.mark.parametrize("stack", list(STACKS))
+@pytest.mark.parametrize("base", list(BASES))
+def test_composition_table(base, stack):
+  if (base, stack) in _UNSUPPORTED:
+    pytest.skip("forward mode through custom_vjp is an error, as in JAX")
+  f, np_f = BASES[base]
+  transform, order, vectorized = STACKS[stack]
+  xs = np.array([0.7, -0.4, 1.1], np.float32)
+  x = xs if vectorized else xs[0]
+  got = transform(f)(x)
+  expected = _fd(np_f, np.asarray(x, np.float64), order)
+  allclose(got, expected, rtol=2e-2 if order == 2 else 2e-3, atol=2e-2 if order == 2 else 2e-3)
+
+
+def test_jvp_of_custom_vjp_function_raises():
+  with pytest.raises(TypeError, match="can't apply forward-mode autodiff"):
+    minijax.jvp(_softplus_vjp, (np.float32(1.0),), (np.float32(1.0),))
+
+
+# ----------------------------------------------------------------------------- dot-product test
+
+_UNARY = [lax.sin, lax.cos, lax.tanh, lambda v: lax.mul(v, v), lax.logistic,
+          lambda v: lax.rev(v, (0,)), lambda v: lax.cumsum(v, 0)]
+_BINARY = [lax.add, lax.sub, lax.mul]
+
+
+def _random_program(seed):
+  rng = np.random.default_rng(seed)
+  steps = [(rng.integers(2), rng.integers(len(_UNARY)), rng.integers(len(_BINARY)),
+            rng.integers(3)) for _ in range(6)]
+
+  def f(x, y):
+    vals = [x, y]
+    for kind, u, b, k in steps:
+      a = vals[-1 - k % len(vals)]
+      vals.append(_UNARY[u](a) if kind == 0 else _BINARY[b](a, vals[-1]))
+    return vals[-1], lax.reduce_sum(vals[-2], (0,))
+  return f
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_vjp_dot_product_identity_over_random_programs(seed):
+  f = _random_program(seed)
+  rng = np.random.default_rng(100 + seed)
+  x, y = rng.standard_normal(4).astype(np.float32), rng.standard_normal(4).astype(np.float32)
+  u = rand_like(rng, (x, y))
+  run = (lambda g: g) if seed % 2 else minijax.jit
+  out, ju = run(lambda a, b, u: minijax.jvp(f, (a, b), u))(x, y, u)
+  v = rand_like(rng, out)
+  jtv = run(lambda a, b, v: minijax.vjp(f, a, b)[1](v))(x, y, v)
+  lhs, rhs = vdot(ju, v), vdot(u, jtv)
+  assert abs(lhs - rhs) <= 1e-4 * max(1.0, abs(lhs)), (lhs, rhs)
+
+
+# ----------------------------------------------------------------------------- jaxprs and effects
+
+def test_make_jaxpr_of_each_transformation():
+  f = lambda x: lax.sin(lax.mul(x, x))
+  x = np.ones(3, np.float32)
+  for name, g in {"grad": minijax.grad(lambda x: lax.reduce_sum(f(x), (0,))),
+                  "vmap": minijax.vmap(f),
+                  "jvp": lambda x: minijax.jvp(f, (x,), (x,)),
+                  "vjp": lambda x: minijax.vjp(f, x)[1](x),
+                  "jacrev": minijax.jacrev(f)}.items():
+    closed = minijax.make_jaxpr(g)(x)
+    assert closed.eqns, name
+    from minijax.core.jaxpr import eval_closed_jaxpr, typecheck_jaxpr
+    typecheck_jaxpr(closed.jaxpr)
+    got = eval_closed_jaxpr(closed, x)
+    want = minijax.tree_util.tree_leaves(g(x))
+    for a, b in zip(got, want):
+      allclose(a, b)
+
+
+class _Noisy(minijax.core.effects.Effect):
+  ordered = False
+
+
+_noisy_p = Primitive("noisy")
+_noisy_p.def_effectful_abstract_eval(lambda x: (x, frozenset([_Noisy()])))
+
+
+def test_partial_eval_runs_known_effects_in_the_known_part_and_stages_the_rest():
+  def f(x, y):
+    a = _noisy_p.bind(lax.sin(x))
+    b = _noisy_p.bind(lax.mul(a, y))
+    return [b]
+  closed = pe.trace_to_closed_jaxpr(f, [ad.get_aval(np.float32(1))] * 2)
+  assert _Noisy() in closed.effects
+  known, unknown, out_uk, num_res = pe.partial_eval_jaxpr(closed, [False, True])
+  assert out_uk == [True]
+  assert [e.primitive.name for e in known.eqns] == ["sin", "noisy"]
+  assert [e.primitive.name for e in unknown.eqns] == ["mul", "noisy"]
+  assert _Noisy() in known.effects and _Noisy() in unknown.effects
+  assert num_res == 1
+
+
+def test_dce_keeps_effectful_equations():
+  def f(x):
+    _noisy_p.bind(lax.cos(x))
+    lax.sin(x)
+    return [lax.neg(x)]
+  closed = pe.trace_to_closed_jaxpr(f, [ad.get_aval(np.float32(1))])
+  new, used = pe.dce_jaxpr(closed.jaxpr, [True])
+  assert [e.primitive.name for e in new.eqns] == ["cos", "noisy", "neg"]
+  assert used == [True]
+  new, used = pe.dce_jaxpr(closed.jaxpr, [False])
+  assert [e.primitive.name for e in new.eqns] == ["cos", "noisy"]
+
+
+def test_transformed_jaxprs_carry_their_equations_effects():
+  ad.primitive_jvps[_noisy_p] = lambda p, t: (_noisy_p.bind(*p), _noisy_p.bind(*t))
+  ad.primitive_transposes[_noisy_p] = lambda ct, x: [_noisy_p.bind(ct)]
+  batching.primitive_batchers[_noisy_p] = lambda a, d: (_noisy_p.bind(*a), d[0])
+  f = lambda x: lax.sin(_noisy_p.bind(x))
+  x = np.float32(0.5)
+  for g, arg in ((minijax.grad(f), x), (minijax.vmap(f), np.ones(2, np.float32)),
+                 (minijax.jit(minijax.grad(f)), x), (lambda x: minijax.jvp(f, (x,), (x,)), x)):
+    assert _Noisy() in minijax.make_jaxpr(g)(arg).effects
+  closed = minijax.make_jaxpr(minijax.grad(f))(x)
+  assert sum(e.primitive is _noisy_p for e in closed.eqns) == 2  # forward tap, transposed tap
+  closed = minijax.make_jaxpr(minijax.grad(minijax.jit(f)))(x)
+  assert all(_Noisy() in e.effects for e in closed.eqns if e.primitive.name == "jit")
