@@ -26,6 +26,7 @@ import dataclasses
 import logging
 import sys
 import threading
+import weakref
 from typing import Any, Sequence
 
 from minijax.config import config
@@ -169,7 +170,8 @@ def note_execution(device: Any, outputs: Sequence[Any]) -> None:
 
   `outputs` are things with `block_until_ready()` (output arrays, or the execution's
   token); `barrier_wait` waits on them, which guarantees the computation's taps are queued.
-  One per execution suffices: all outputs of an execution become ready together.
+  One per execution suffices: all outputs of an execution become ready together.  Only a
+  weak reference is kept where possible, so that noting never keeps an output alive.
   """
   rec = _by_device.get(device)
   if rec is None:
@@ -178,17 +180,20 @@ def note_execution(device: Any, outputs: Sequence[Any]) -> None:
     if rec is None:
       raise ValueError(f"{device!r} is not a local device of minijax's client")
   pending = rec.pending
-  # Drop finished executions from the front so that outputs are not kept alive forever.
-  while pending and _is_ready(pending[0]):
+  while pending and _is_ready(pending[0]):  # drop finished executions from the front
     pending.popleft()
   if outputs:
-    pending.append(outputs[0])
+    try:
+      pending.append(weakref.ref(outputs[0]))
+    except TypeError:
+      pending.append(lambda x=outputs[0]: x)
 
 
-def _is_ready(x) -> bool:
+def _is_ready(ref) -> bool:
+  x = ref()
   is_ready = getattr(x, "is_ready", None)
   if is_ready is None:
-    return False
+    return x is None
   try:
     return is_ready()
   except Exception:  # deleted (donated) arrays raise; they no longer need waiting for
@@ -200,9 +205,11 @@ def _wait_for_dispatched() -> None:
     pending = rec.pending
     while pending:
       try:
-        x = pending.popleft()
+        x = pending.popleft()()
       except IndexError:
         break
+      if x is None:
+        continue
       try:
         x.block_until_ready()
       except Exception:  # a failed or donated execution; its error surfaces elsewhere
