@@ -1,0 +1,185 @@
+"""custom_jvp and custom_vjp: the user's rules are used (not autodiff of the function)
+under jvp, grad, jit, vmap and their compositions; nondiff_argnums; pytrees; errors."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import minijax
+from minijax import lax
+
+
+def allclose(a, b, rtol=1e-5, atol=1e-6):
+  np.testing.assert_allclose(np.asarray(a, np.float64), np.asarray(b, np.float64),
+                             rtol=rtol, atol=atol)
+
+
+@minijax.custom_jvp
+def sin_tenfold(x):
+  return lax.sin(x)
+
+
+@sin_tenfold.defjvp
+def _sin_tenfold_jvp(primals, tangents):
+  (x,), (t,) = primals, tangents
+  return sin_tenfold(x), lax.mul(lax.mul(t, lax.cos(x)), 10.0)
+
+
+@minijax.custom_vjp
+def sin_threefold(x):
+  return lax.sin(x)
+
+
+def _st_fwd(x):
+  return sin_threefold(x), lax.cos(x)
+
+
+def _st_bwd(cos_x, g):
+  return (lax.mul(lax.mul(g, cos_x), 3.0),)
+
+
+sin_threefold.defvjp(_st_fwd, _st_bwd)
+
+TRANSFORMS = {
+    "grad": lambda f: minijax.grad(f),
+    "jit(grad)": lambda f: minijax.jit(minijax.grad(f)),
+    "grad(jit)": lambda f: minijax.grad(minijax.jit(f)),
+    "vmap(grad)": lambda f: minijax.vmap(minijax.grad(f)),
+    "grad(sum(vmap))": lambda f: minijax.grad(lambda xs: lax.reduce_sum(minijax.vmap(f)(xs), (0,))),
+    "jit(vmap(grad(jit)))": lambda f: minijax.jit(minijax.vmap(minijax.grad(minijax.jit(f)))),
+}
+
+
+@pytest.mark.parametrize("name", list(TRANSFORMS))
+@pytest.mark.parametrize("fn,scale", [(sin_tenfold, 10.0), (sin_threefold, 3.0)],
+                         ids=["custom_jvp", "custom_vjp"])
+def test_custom_rule_is_used_under_every_transformation(fn, scale, name):
+  xs = np.array([0.3, -0.8, 1.4], np.float32)
+  vectorized = "vmap" in name
+  x = xs if vectorized else xs[0]
+  allclose(TRANSFORMS[name](fn)(x), scale * np.cos(x))
+
+
+def test_custom_functions_evaluate_and_jit_and_vmap_to_the_function():
+  xs = np.array([0.3, -0.8], np.float32)
+  for fn in (sin_tenfold, sin_threefold):
+    allclose(fn(xs), np.sin(xs))
+    allclose(minijax.jit(fn)(xs), np.sin(xs))
+    allclose(minijax.vmap(fn)(xs), np.sin(xs))
+    allclose(minijax.jit(minijax.vmap(fn))(xs), np.sin(xs))
+
+
+def test_jvp_uses_the_custom_jvp_rule_and_staging_shows_the_call():
+  _, t = minijax.jvp(sin_tenfold, (np.float32(0.5),), (np.float32(1.0),))
+  allclose(t, 10 * np.cos(0.5))
+  text = str(minijax.make_jaxpr(sin_tenfold)(np.float32(0.5)))
+  assert "custom_jvp_call" in text
+  assert "custom_vjp_call" in str(minijax.make_jaxpr(sin_threefold)(np.float32(0.5)))
+
+
+def test_second_order_through_custom_rules():
+  x = np.float32(0.4)
+  # d/dx (10 cos x) = -10 sin x: the rule's own tangent computation is differentiated.
+  allclose(minijax.grad(minijax.grad(sin_tenfold))(x), -10 * np.sin(x))
+  allclose(minijax.grad(minijax.grad(sin_threefold))(x), -3 * np.sin(x))
+
+
+def test_custom_jvp_defjvps():
+  @minijax.custom_jvp
+  def f(x, y):
+    return lax.mul(x, y)
+  f.defjvps(lambda tx, out, x, y: lax.mul(tx, 2.0), lambda ty, out, x, y: lax.mul(ty, 5.0))
+  gx, gy = minijax.grad(f, argnums=(0, 1))(np.float32(1.0), np.float32(2.0))
+  allclose(gx, 2.0)
+  allclose(gy, 5.0)
+
+
+def test_custom_jvp_nondiff_argnums_passes_them_first():
+  from functools import partial
+
+  @partial(minijax.custom_jvp, nondiff_argnums=(0,))
+  def apply(fn, x):
+    return fn(x)
+
+  @apply.defjvp
+  def _apply_jvp(fn, primals, tangents):
+    return apply(fn, primals[0]), lax.mul(tangents[0], 7.0)
+
+  allclose(minijax.grad(lambda x: apply(lax.sin, x))(np.float32(0.2)), 7.0)
+  allclose(minijax.jit(minijax.grad(lambda x: apply(lax.cos, x)))(np.float32(0.2)), 7.0)
+
+
+def test_custom_vjp_nondiff_argnums_pytrees_and_none_cotangents():
+  from functools import partial
+
+  @partial(minijax.custom_vjp, nondiff_argnums=(2,))
+  def f(p, q, power):
+    return {"out": lax.mul(lax.integer_pow(p["a"], power), q)}
+
+  def fwd(p, q, power):
+    return f(p, q, power), (p["a"], q)
+
+  def bwd(power, res, g):
+    a, q = res
+    ga = lax.mul(lax.mul(g["out"], q), lax.mul(float(power), lax.integer_pow(a, power - 1)))
+    return {"a": ga}, None
+
+  f.defvjp(fwd, bwd)
+  p, q = {"a": np.float32(2.0)}, np.float32(3.0)
+  loss = lambda p, q: f(p, q, 3)["out"]
+  gp, gq = minijax.grad(loss, argnums=(0, 1))(p, q)
+  allclose(gp["a"], 3 * 4.0 * 3.0)
+  allclose(gq, 0.0)
+  allclose(minijax.jit(minijax.grad(loss))(p, q)["a"], 36.0)
+
+
+def test_custom_vjp_function_closing_over_an_outer_tracer():
+  def outer(y):
+    @minijax.custom_vjp
+    def g(x):
+      return lax.mul(x, y)
+    g.defvjp(lambda x: (g(x), None), lambda res, ct: (lax.mul(ct, 2.0),))
+    return minijax.grad(g)(np.float32(1.0))
+  allclose(outer(np.float32(5.0)), 2.0)
+  allclose(minijax.jit(outer)(np.float32(5.0)), 2.0)
+
+
+def test_custom_rule_errors():
+  @minijax.custom_jvp
+  def no_rule(x):
+    return x
+  with pytest.raises(AttributeError, match="No JVP defined"):
+    minijax.grad(no_rule)(np.float32(1.0))
+
+  @minijax.custom_vjp
+  def bad(x):
+    return lax.sin(x)
+  bad.defvjp(lambda x: (bad(x), None), lambda res, g: (g, g))
+  with pytest.raises(TypeError, match="one cotangent per differentiable argument"):
+    minijax.grad(bad)(np.float32(1.0))
+
+  @minijax.custom_jvp
+  def wrong_shape(x):
+    return lax.sin(x)
+  wrong_shape.defjvp(lambda p, t: (lax.broadcast(p[0], (2,)), t[0]))
+  with pytest.raises(TypeError, match="same shapes and dtypes"):
+    minijax.jvp(wrong_shape, (np.float32(1.0),), (np.float32(1.0),))
+
+
+def test_checkpoint_recomputes_instead_of_saving_residuals():
+  f = minijax.checkpoint(lambda x: lax.sin(lax.sin(x)))
+  x = np.float32(0.7)
+  allclose(minijax.grad(f)(x), np.cos(np.sin(x)) * np.cos(x))
+  jaxpr = minijax.make_jaxpr(minijax.grad(f))(x)
+  backward = [e for e in jaxpr.eqns if e.primitive.name == "checkpoint"]
+  assert len(backward) == 1
+  # the staged backward pass recomputes sin(x) from x instead of reading a saved residual
+  assert [e.primitive.name for e in backward[0].params["jaxpr"].eqns][0] == "sin"
+
+
+def test_named_call_keeps_its_name_in_jaxprs_and_lowering():
+  f = minijax.named_call(lambda x: lax.sin(x), name="my_block")
+  x = np.float32(0.5)
+  assert "name=my_block" in str(minijax.make_jaxpr(minijax.grad(f))(x))
+  assert "my_block" in minijax.jit(f).lower(x).as_text()
+  allclose(minijax.vmap(f)(np.ones(2, np.float32)), np.sin(np.ones(2)))
