@@ -238,6 +238,13 @@ def test_scan_with_pytrees_length_and_no_xs():
   close(ys, [0, 1, 2])
 
 
+def test_scan_of_length_zero_returns_init_and_empty_ys():
+  c, ys = minijax.jit(lambda xs: lax.scan(lambda c, x: (lax.add(c, x), x), f32(1), xs))(
+      np.zeros((0, 2), f32)[:, 0])
+  close(c, 1.0)
+  assert ys.shape == (0,)
+
+
 def test_scan_errors():
   with pytest.raises(ValueError, match="different leading axis sizes"):
     lax.scan(lambda c, x: (c, x), f32(0), (np.zeros(3, f32), np.zeros(4, f32)))

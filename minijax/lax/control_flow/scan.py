@@ -126,6 +126,10 @@ def _scan_lowering(ctx, *args, jaxpr, num_consts, num_carry, length, reverse, li
   const_avals, carry_avals, x_avals = _split(ctx.avals_in, num_consts, num_carry)
   y_avals = ctx.avals_out[num_carry:]
   ys_init = [mlir.ir_constant(np.broadcast_to(np.zeros((), a.dtype), a.shape)) for a in y_avals]
+  if length == 0:
+    if ntok:
+      ctx.set_tokens_out(tokens)
+    return [*init, *ys_init]
   i32 = ShapedArray((), np.int32)
   avals = [i32, *const_avals, *carry_avals, *x_avals, *y_avals]
   types = [mlir.token_type()] * ntok + common.ir_types(avals)
