@@ -5,9 +5,10 @@
 // Each queue is bounded in bytes.  A device that finds its queue full waits (never
 // drops a tap) until a receiver thread pops enough; the executing thread never has
 // to drain its own queue.  A message larger than the whole capacity is admitted
-// once the queue is empty, so it cannot deadlock.  Each message is one aligned
-// allocation holding the tapped arrays back to back; Python sees it as a writable
-// buffer object (`Payload`) that numpy views without copying.
+// once the queue is empty, so it cannot deadlock.  Each message is one allocation (a
+// header, then the tapped arrays); Python sees it as a writable buffer object
+// (`Payload`) that numpy views without copying.  A receiver that keeps up with its
+// device is never put to sleep, so the device side of a tap makes no system call.
 
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
