@@ -33,7 +33,12 @@ class _OptionalBuildExt(build_ext):
     except Exception as e:
       self._warn(e)
 
+  _warned = False
+
   def _warn(self, e):
+    if self._warned:
+      return
+    self._warned = True
     print(f"warning: minijax's native tap extension was not built ({e}); "
           "taps will use the Python callback mechanism", file=sys.stderr)
 
