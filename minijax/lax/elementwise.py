@@ -168,7 +168,7 @@ def neg(x):
 # ---- max / min: ties split the tangent evenly, as JAX does
 def _balanced_eq(x, z, y):
   """1 where x is the selected value (0.5 on a tie with y), else 0, in x's dtype."""
-  from minijax.lax.structural import select_n
+  from minijax.lax.misc import select_n
   one, half, zero = _const(x, 1), _const(x, 0.5), _const(x, 0)
   return select_n(eq(x, z), zero, select_n(eq(y, z), one, half))
 
@@ -197,13 +197,13 @@ pow_p = _binop("pow", utils.is_inexact, "floating point or complex", mhlo.PowOp)
 
 def _pow_jvp_x(g, out, x, y):
   # y * x**(y-1), written so that x == 0 with y == 0 gives 0 rather than nan
-  from minijax.lax.structural import select_n
+  from minijax.lax.misc import select_n
   safe = select_n(eq(y, _zeros_like(y)), pow(x, sub(y, _ones_like(y))), _zeros_like(x))
   return mul(g, mul(y, safe))
 
 
 def _pow_jvp_y(g, out, x, y):
-  from minijax.lax.structural import select_n
+  from minijax.lax.misc import select_n
   zero = eq(x, _zeros_like(x))
   safe_log = log(select_n(zero, x, _ones_like(x)))
   return mul(g, select_n(zero, mul(out, safe_log), _zeros_like(out)))

@@ -1,0 +1,103 @@
+"""`minijax.numpy`: the numpy API on minijax arrays, eager or traced.
+
+Functions promote their arguments with JAX's dtype lattice (Python scalars are weakly typed),
+broadcast with numpy's rules and bind lax primitives, so the same code runs eagerly and
+under every transformation.  Importing this package installs the array operators and
+methods on `Array` and `Tracer` (see array_methods.py).
+"""
+from __future__ import annotations
+
+import numpy as _np
+
+from minijax.core import dtypes as _dtypes
+from minijax.runtime.array import Array as ndarray  # noqa: F401
+
+from minijax.numpy.ufuncs import (  # noqa: F401
+    add, subtract, multiply, true_divide, divide, floor_divide, remainder, mod, fmod, divmod,
+    power, pow, maximum, minimum, fmax, fmin, arctan2, logaddexp, hypot, copysign,
+    equal, not_equal, less, less_equal, greater, greater_equal,
+    logical_and, logical_or, logical_xor, logical_not, bitwise_and, bitwise_or, bitwise_xor,
+    bitwise_not, invert, left_shift, right_shift,
+    negative, positive, absolute, abs, sign, floor, ceil, trunc, rint, fix, round, around,
+    exp, exp2, log, log2, log10, log1p, expm1, sin, cos, tan, tanh, sqrt, sinh, cosh,
+    arcsin, arccos, arctan, arctanh, arcsinh, arccosh, cbrt, deg2rad, rad2deg, radians,
+    degrees, square, reciprocal, isnan, isfinite, isinf, signbit, isclose, allclose,
+    array_equal, clip, where, real, conjugate, conj)
+from minijax.numpy.creation import (  # noqa: F401
+    array, asarray, full, zeros, ones, empty, zeros_like, ones_like, empty_like, full_like,
+    arange, linspace, eye, identity, tri, tril, triu, meshgrid)
+from minijax.numpy.reductions import (  # noqa: F401
+    sum, prod, max, min, amax, amin, all, any, count_nonzero, mean, var, std, argmax, argmin,
+    cumsum, cumprod, cumulative_sum, ptp, average)
+from minijax.numpy.shape import (  # noqa: F401
+    reshape, ravel, transpose, permute_dims, swapaxes, moveaxis, squeeze, expand_dims,
+    broadcast_to, broadcast_shapes, broadcast_arrays, atleast_1d, atleast_2d, atleast_3d,
+    concatenate, concat, stack, hstack, vstack, dstack, column_stack, split, array_split,
+    hsplit, vsplit, tile, repeat, flip, fliplr, flipud, roll, rot90, sort, argsort,
+    take_along_axis, take, pad, diagonal, trace, diag)
+from minijax.numpy.indexing import nonzero, flatnonzero, argwhere, unique  # noqa: F401
+from minijax.numpy.linalg import (  # noqa: F401
+    dot, matmul, vdot, inner, outer, tensordot, einsum, linalg)
+
+# dtypes and constants
+bool_ = _np.dtype(_np.bool_).type
+int8, int16, int32, int64 = _np.int8, _np.int16, _np.int32, _np.int64
+uint8, uint16, uint32, uint64 = _np.uint8, _np.uint16, _np.uint32, _np.uint64
+float16, float32, float64 = _np.float16, _np.float32, _np.float64
+complex64, complex128 = _np.complex64, _np.complex128
+bfloat16 = _dtypes.bfloat16.type
+float_ = float64
+int_ = int64
+dtype = _np.dtype
+iinfo, finfo = _np.iinfo, _np.finfo
+issubdtype = _np.issubdtype
+integer, floating, inexact, number, signedinteger, unsignedinteger, complexfloating = (
+    _np.integer, _np.floating, _np.inexact, _np.number, _np.signedinteger,
+    _np.unsignedinteger, _np.complexfloating)
+pi, e, inf, nan, euler_gamma = _np.pi, _np.e, _np.inf, _np.nan, _np.euler_gamma
+newaxis = None
+
+
+def ndim(a) -> int:
+  return _np.ndim(a) if not hasattr(a, "aval") else a.ndim
+
+
+def shape(a) -> tuple:
+  return _np.shape(a) if not hasattr(a, "aval") else a.shape
+
+
+def size(a, axis=None) -> int:
+  s = shape(a)
+  return int(_np.prod(s)) if axis is None else s[axis]
+
+
+def result_type(*args):
+  """The dtype JAX's promotion gives for these values or dtypes."""
+  typed = []
+  for a in args:
+    if isinstance(a, (type, _np.dtype, str)) and not isinstance(a, (bool, int, float, complex)):
+      typed.append((_np.dtype(a), False))
+    else:
+      typed.append(_dtypes.dtype_and_weak_type(a))
+  return _dtypes.result_type(*typed)[0]
+
+
+def promote_types(a, b):
+  return _dtypes.result_type((_np.dtype(a), False), (_np.dtype(b), False))[0]
+
+
+def can_cast(from_, to, casting="safe"):
+  return _np.can_cast(from_, to, casting)
+
+
+def isscalar(element) -> bool:
+  return _np.isscalar(element) or (hasattr(element, "aval") and element.ndim == 0)
+
+
+def copy(a):
+  return asarray(a)
+
+
+from minijax.numpy import array_methods as _array_methods  # noqa: E402
+
+_array_methods.install_all()

@@ -1,0 +1,141 @@
+"""Argument checking, dtype promotion and broadcasting shared by minijax.numpy.
+
+Every numpy function turns its array arguments into minijax values through `check` (which
+rejects strings and other objects with a TypeError naming the type), promotes them with
+JAX's lattice (`dtypes.result_type` on (dtype, weak_type) pairs, so Python scalars are
+weak) and broadcasts them with numpy's rules before binding lax primitives.
+"""
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+import numpy as np
+
+from minijax import lax
+from minijax.core import dtypes
+from minijax.core.avals import ShapedArray, shaped_abstractify
+from minijax.core.trace import Tracer
+
+_SCALARS = (bool, int, float, complex)
+
+
+def is_arraylike(x) -> bool:
+  if isinstance(x, (Tracer, np.ndarray, np.generic) + _SCALARS):
+    return True
+  return hasattr(x, "aval") and hasattr(x, "shape")
+
+
+def check(name: str, *args) -> None:
+  for x in args:
+    if not is_arraylike(x):
+      raise TypeError(f"{name}: argument of type {type(x).__name__} is not a valid array "
+                      f"({x!r:.60}); pass minijax arrays, numpy arrays or Python scalars")
+
+
+def aval(x) -> ShapedArray:
+  return shaped_abstractify(x)
+
+
+def shape(x) -> tuple:
+  return aval(x).shape
+
+
+def ndim(x) -> int:
+  return len(aval(x).shape)
+
+
+def dtype(x) -> np.dtype:
+  return aval(x).dtype
+
+
+def asarray(x, dtype=None):
+  """`x` as a minijax value (an Array, a tracer, or a literal under a trace)."""
+  if isinstance(x, (list, tuple)):
+    from minijax.numpy.creation import array
+    return array(x, dtype)
+  check("asarray", x)
+  out = lax.convert_to_array(x)
+  if dtype is not None:
+    out = lax.convert_element_type(out, dtype)
+  elif isinstance(x, _SCALARS):
+    pass
+  return out
+
+
+def to_array(x, dtype_: np.dtype, weak: bool):
+  """`x` converted to `dtype_` with the given weakness (Python scalars become constants)."""
+  if isinstance(x, _SCALARS):
+    return lax.full((), x, dtype_, weak_type=weak)
+  x = lax.convert_to_array(x)
+  a = aval(x)
+  if a.dtype == dtype_ and a.weak_type == weak:
+    return x
+  return lax.convert_element_type(x, dtype_, weak)
+
+
+def result_type_of(*args) -> tuple[np.dtype, bool]:
+  return dtypes.result_type(*(dtypes.dtype_and_weak_type(a) for a in args))
+
+
+def promote(name: str, *args):
+  """Converts `args` to their common (JAX-promoted) dtype."""
+  check(name, *args)
+  dt, weak = result_type_of(*args)
+  return [to_array(a, dt, weak) for a in args]
+
+
+def promote_inexact(name: str, *args):
+  """Like `promote`, but integers and bools become the default float type."""
+  check(name, *args)
+  dt, weak = result_type_of(*args)
+  if not dtypes.is_inexact(dt):
+    dt = dtypes.default_float_dtype()
+  return [to_array(a, dt, weak) for a in args]
+
+
+def broadcast_shapes(name: str, *shapes) -> tuple:
+  try:
+    return tuple(np.broadcast_shapes(*shapes))
+  except ValueError:
+    shown = " and ".join(str(tuple(s)) for s in shapes)
+    raise ValueError(f"{name}: incompatible shapes for broadcasting: {shown}") from None
+
+
+def broadcast_to(x, shape_: Sequence[int]):
+  shape_ = tuple(int(s) for s in shape_)
+  xs = tuple(np.shape(x)) if isinstance(x, _SCALARS) else aval(x).shape
+  if xs == shape_:
+    return lax.convert_to_array(x)
+  if len(xs) > len(shape_) or any(a not in (1, b) for a, b in zip(xs[::-1], shape_[::-1])):
+    raise ValueError(f"broadcast_to: cannot broadcast an array of shape {xs} to {shape_}")
+  nd = len(shape_)
+  return lax.broadcast_in_dim(x, shape_, tuple(range(nd - len(xs), nd)))
+
+
+def promote_and_broadcast(name: str, *args, inexact: bool = False):
+  args = promote_inexact(name, *args) if inexact else promote(name, *args)
+  out_shape = broadcast_shapes(name, *(aval(a).shape for a in args))
+  return [broadcast_to(a, out_shape) for a in args]
+
+
+def canonicalize_axes(axis, nd: int, name: str = "axis") -> tuple[int, ...]:
+  if axis is None:
+    return tuple(range(nd))
+  axes = (axis,) if isinstance(axis, (int, np.integer)) else tuple(axis)
+  out = []
+  for a in axes:
+    a = int(a)
+    if not -nd <= a < nd:
+      raise ValueError(f"{name} {a} is out of bounds for an array of dimension {nd}")
+    out.append(a % nd)
+  if len(set(out)) != len(out):
+    raise ValueError(f"repeated axis in {name}: {axis}")
+  return tuple(out)
+
+
+def is_concrete_scalar(x) -> bool:
+  return isinstance(x, _SCALARS + (np.generic,))
+
+
+def size(x) -> int:
+  return aval(x).size

@@ -1,0 +1,133 @@
+"""Operators and methods of arrays, installed once on both `Array` and `Tracer`.
+
+The same functions serve concrete arrays and traced values: they call minijax.numpy, whose
+lax calls bind onto whatever trace is current, so `x + y` runs eagerly under the eval trace
+and becomes an equation under `jit`.  Reflected operators swap their operands; an operand of
+an unsupported type makes the operator return NotImplemented, so Python raises its usual
+TypeError naming both types.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from minijax import lax
+from minijax.core import dtypes
+from minijax.numpy import _util
+
+
+def _binop(fn, reflected=False):
+  def op(self, other):
+    if isinstance(other, (list, tuple)) or not _util.is_arraylike(other):
+      return NotImplemented
+    return fn(other, self) if reflected else fn(self, other)
+  return op
+
+
+def _defer(name):
+  """A method that calls `minijax.numpy.<name>(self, ...)`."""
+  def method(self, *args, **kwargs):
+    import minijax.numpy as jnp
+    return getattr(jnp, name)(self, *args, **kwargs)
+  method.__name__ = name
+  return method
+
+
+def _reshape(self, *shape, order="C"):
+  import minijax.numpy as jnp
+  if len(shape) == 1 and not isinstance(shape[0], (int, np.integer)):
+    shape = shape[0]
+  return jnp.reshape(self, shape, order)
+
+
+def _transpose(self, *axes):
+  import minijax.numpy as jnp
+  if len(axes) == 1 and (axes[0] is None or not isinstance(axes[0], (int, np.integer))):
+    axes = axes[0]
+  return jnp.transpose(self, axes if axes else None)
+
+
+def _astype(self, dtype, copy=False):
+  return lax.convert_element_type(self, dtypes.canonicalize_dtype(dtype))
+
+
+def _getitem(self, idx):
+  from minijax.numpy.indexing import getitem
+  return getitem(self, idx)
+
+
+def _at(self):
+  from minijax.numpy.indexing import _IndexUpdateHelper
+  return _IndexUpdateHelper(self)
+
+
+def _T(self):
+  return lax.transpose(self, tuple(reversed(range(self.ndim))))
+
+
+def _mT(self):
+  nd = self.ndim
+  return lax.transpose(self, tuple(range(nd - 2)) + (nd - 1, nd - 2))
+
+
+def _flatten(self, order="C"):
+  import minijax.numpy as jnp
+  return jnp.ravel(self)
+
+
+def _squeeze(self, axis=None):
+  import minijax.numpy as jnp
+  return jnp.squeeze(self, axis)
+
+
+def _round(self, ndigits=None):
+  import minijax.numpy as jnp
+  return jnp.round(self, ndigits or 0)
+
+
+def install(cls) -> None:
+  import minijax.numpy as jnp
+  ops = {
+      "__add__": _binop(jnp.add), "__radd__": _binop(jnp.add, True),
+      "__sub__": _binop(jnp.subtract), "__rsub__": _binop(jnp.subtract, True),
+      "__mul__": _binop(jnp.multiply), "__rmul__": _binop(jnp.multiply, True),
+      "__truediv__": _binop(jnp.true_divide), "__rtruediv__": _binop(jnp.true_divide, True),
+      "__floordiv__": _binop(jnp.floor_divide),
+      "__rfloordiv__": _binop(jnp.floor_divide, True),
+      "__mod__": _binop(jnp.remainder), "__rmod__": _binop(jnp.remainder, True),
+      "__divmod__": _binop(jnp.divmod), "__rdivmod__": _binop(jnp.divmod, True),
+      "__pow__": _binop(jnp.power), "__rpow__": _binop(jnp.power, True),
+      "__matmul__": _binop(jnp.matmul), "__rmatmul__": _binop(jnp.matmul, True),
+      "__and__": _binop(jnp.bitwise_and), "__rand__": _binop(jnp.bitwise_and, True),
+      "__or__": _binop(jnp.bitwise_or), "__ror__": _binop(jnp.bitwise_or, True),
+      "__xor__": _binop(jnp.bitwise_xor), "__rxor__": _binop(jnp.bitwise_xor, True),
+      "__lshift__": _binop(jnp.left_shift), "__rlshift__": _binop(jnp.left_shift, True),
+      "__rshift__": _binop(jnp.right_shift), "__rrshift__": _binop(jnp.right_shift, True),
+      "__eq__": _binop(jnp.equal), "__ne__": _binop(jnp.not_equal),
+      "__lt__": _binop(jnp.less), "__le__": _binop(jnp.less_equal),
+      "__gt__": _binop(jnp.greater), "__ge__": _binop(jnp.greater_equal),
+      "__neg__": lambda self: jnp.negative(self),
+      "__pos__": lambda self: jnp.positive(self),
+      "__abs__": lambda self: jnp.absolute(self),
+      "__invert__": lambda self: jnp.invert(self),
+      "__round__": _round,
+      "__getitem__": _getitem,
+      "reshape": _reshape, "transpose": _transpose, "astype": _astype,
+      "flatten": _flatten, "squeeze": _squeeze,
+      "T": property(_T), "mT": property(_mT), "at": property(_at),
+  }
+  for name in ("sum", "prod", "max", "min", "mean", "var", "std", "all", "any", "argmax",
+               "argmin", "cumsum", "cumprod", "ravel", "dot", "clip", "round", "swapaxes",
+               "sort", "argsort", "take", "repeat", "nonzero", "ptp", "conj", "conjugate",
+               "trace", "diagonal"):
+    ops[name] = _defer(name)
+  ops["real"] = property(lambda self: self)
+  for name, value in ops.items():
+    setattr(cls, name, value)
+  cls.__array_priority__ = max(getattr(cls, "__array_priority__", 0), 100)
+
+
+def install_all() -> None:
+  from minijax.core.trace import Tracer
+  from minijax.runtime.array import Array
+  install(Array)
+  install(Tracer)

@@ -1,0 +1,236 @@
+"""Array creation: array/asarray, zeros/ones/full(_like), arange, linspace, eye, identity,
+tri/tril/triu, meshgrid.
+
+Concrete inputs are built on the host with numpy and placed on the device once; shapes are
+always static.  `array` of a (nested) list holding traced values stacks them.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from minijax import lax
+from minijax.core import dtypes
+from minijax.core.trace import Tracer
+from minijax.numpy import _util
+
+
+def _canonical(dtype):
+  return dtypes.canonicalize_dtype(dtype) if dtype is not None else None
+
+
+def _contains_traced(obj) -> bool:
+  if isinstance(obj, (list, tuple)):
+    return any(_contains_traced(o) for o in obj)
+  return isinstance(obj, Tracer) or (hasattr(obj, "aval") and not isinstance(obj, np.ndarray))
+
+
+def array(object, dtype=None, copy=True, ndmin=0):
+  dtype = _canonical(dtype)
+  if isinstance(object, (list, tuple)):
+    if _contains_traced(object):
+      from minijax.numpy.shape import stack
+      parts = [array(o) for o in object]
+      if not parts:
+        out = _util.asarray(np.array([], dtype or dtypes.default_float_dtype()))
+      else:
+        out = stack(parts)
+      if dtype is not None:
+        out = lax.convert_element_type(out, dtype)
+    else:
+      host = np.array(object)
+      if host.dtype == object:
+        raise TypeError(f"array: cannot make an array from {object!r:.60}")
+      if host.dtype.kind == "U" or host.dtype.kind == "S":
+        raise TypeError(f"array: strings are not valid minijax values ({object!r:.60})")
+      out = lax.convert_to_array(np.asarray(host, dtype or dtypes.canonicalize_dtype(host.dtype)))
+  else:
+    _util.check("array", object)
+    if isinstance(object, (bool, int, float, complex)):
+      dt, _ = dtypes.dtype_and_weak_type(object)
+      out = lax.convert_to_array(np.asarray(object, dtype or dt))
+    else:
+      out = lax.convert_to_array(object)
+      if dtype is not None:
+        out = lax.convert_element_type(out, dtype)
+      elif _util.aval(out).weak_type:
+        out = lax.convert_element_type(out, _util.dtype(out), False)
+  nd = _util.ndim(out)
+  if ndmin > nd:
+    out = lax.reshape(out, (1,) * (ndmin - nd) + _util.shape(out))
+  return out
+
+
+def asarray(a, dtype=None, copy=None):
+  if isinstance(a, (list, tuple)):
+    return array(a, dtype)
+  _util.check("asarray", a)
+  out = lax.convert_to_array(a)
+  if dtype is not None:
+    out = lax.convert_element_type(out, _canonical(dtype))
+  return out
+
+
+def _shape_tuple(shape):
+  if isinstance(shape, (int, np.integer)):
+    return (int(shape),)
+  try:
+    return tuple(int(s) for s in shape)
+  except TypeError:
+    raise TypeError(f"shape must be an int or a sequence of ints, got {shape!r:.60}") from None
+
+
+def full(shape, fill_value, dtype=None):
+  shape = _shape_tuple(shape)
+  _util.check("full", fill_value)
+  if dtype is None:
+    dtype, _ = dtypes.dtype_and_weak_type(fill_value)
+  dtype = _canonical(dtype)
+  if _util.ndim(fill_value) == 0:
+    return lax.full(shape, fill_value, dtype)
+  return _util.broadcast_to(lax.convert_element_type(fill_value, dtype), shape)
+
+
+def zeros(shape, dtype=None):
+  return lax.full(_shape_tuple(shape), 0, _canonical(dtype) or dtypes.default_float_dtype())
+
+
+def ones(shape, dtype=None):
+  return lax.full(_shape_tuple(shape), 1, _canonical(dtype) or dtypes.default_float_dtype())
+
+
+def empty(shape, dtype=None):
+  return zeros(shape, dtype)
+
+
+def _like(name, a, dtype, shape):
+  _util.check(name, a)
+  aval = _util.aval(a)
+  return (_shape_tuple(shape) if shape is not None else aval.shape,
+          _canonical(dtype) or aval.dtype)
+
+
+def zeros_like(a, dtype=None, shape=None):
+  shape, dtype = _like("zeros_like", a, dtype, shape)
+  return lax.full(shape, 0, dtype)
+
+
+def ones_like(a, dtype=None, shape=None):
+  shape, dtype = _like("ones_like", a, dtype, shape)
+  return lax.full(shape, 1, dtype)
+
+
+def empty_like(a, dtype=None, shape=None):
+  return zeros_like(a, dtype, shape)
+
+
+def full_like(a, fill_value, dtype=None, shape=None):
+  shape, dtype = _like("full_like", a, dtype, shape)
+  return full(shape, fill_value, dtype)
+
+
+def _concrete(name, x):
+  if isinstance(x, Tracer):
+    value = x.to_concrete_value()
+    if value is None:
+      raise TypeError(f"{name} needs concrete (non-traced) arguments to know the result's "
+                      "shape; pass Python numbers, or mark the argument static under jit")
+    return np.asarray(value).item()
+  if hasattr(x, "aval"):
+    return np.asarray(x).item()
+  return x
+
+
+def arange(start, stop=None, step=None, dtype=None):
+  start = _concrete("arange", start)
+  stop = _concrete("arange", stop) if stop is not None else None
+  step = _concrete("arange", step) if step is not None else None
+  if stop is None and step is None:
+    host_dtype = np.arange(start).dtype
+    n = len(range(int(np.ceil(start)))) if start > 0 else 0
+    dt = _canonical(dtype) or dtypes.canonicalize_dtype(host_dtype)
+    if dt in (dtypes.int32, dtypes.int64) and isinstance(start, (int, np.integer)):
+      return lax.iota(dt, n)
+    return lax.convert_to_array(np.arange(start, dtype=dt))
+  host = np.arange(start, stop, step)
+  dt = _canonical(dtype) or dtypes.canonicalize_dtype(host.dtype)
+  return lax.convert_to_array(np.arange(start, stop, step).astype(dt))
+
+
+def linspace(start, stop, num=50, endpoint=True, retstep=False, dtype=None, axis=0):
+  num = int(_concrete("linspace", num))
+  traced = any(isinstance(v, Tracer) for v in (start, stop))
+  dt = _canonical(dtype) or dtypes.default_float_dtype()
+  if not traced and all(np.ndim(v) == 0 for v in (start, stop)):
+    s, e = float(np.asarray(start)), float(np.asarray(stop))
+    host, step = np.linspace(s, e, num, endpoint=endpoint, retstep=True)
+    out = lax.convert_to_array(host.astype(dt))
+    return (out, step) if retstep else out
+  from minijax.numpy.ufuncs import add, multiply, subtract
+  from minijax.numpy.shape import expand_dims, moveaxis
+  s = lax.convert_element_type(_util.asarray(start), dt)
+  e = lax.convert_element_type(_util.asarray(stop), dt)
+  div = (num - 1) if endpoint else num
+  frac = lax.convert_to_array((np.arange(num) / max(div, 1)).astype(dt))
+  nd = _util.ndim(s)
+  frac = lax.reshape(frac, (num,) + (1,) * nd)
+  out = add(expand_dims(s, 0), multiply(frac, expand_dims(subtract(e, s), 0)))
+  out = moveaxis(out, 0, axis)
+  step = subtract(e, s) / div if div else None
+  return (out, step) if retstep else out
+
+
+def eye(N, M=None, k=0, dtype=None):
+  N = int(N)
+  M = N if M is None else int(M)
+  dt = _canonical(dtype) or dtypes.default_float_dtype()
+  rows = lax.broadcasted_iota(dtypes.int32, (N, M), 0)
+  cols = lax.broadcasted_iota(dtypes.int32, (N, M), 1)
+  on = lax.eq(lax.add(rows, lax.full((N, M), int(k), dtypes.int32)), cols)
+  return lax.convert_element_type(on, dt)
+
+
+def identity(n, dtype=None):
+  return eye(n, dtype=dtype)
+
+
+def tri(N, M=None, k=0, dtype=None):
+  M = N if M is None else M
+  rows = lax.broadcasted_iota(dtypes.int32, (N, M), 0)
+  cols = lax.broadcasted_iota(dtypes.int32, (N, M), 1)
+  mask = lax.ge(lax.add(rows, lax.full((N, M), int(k), dtypes.int32)), cols)
+  return lax.convert_element_type(mask, _canonical(dtype) or dtypes.default_float_dtype())
+
+
+def _tri_mask(m, k, lower):
+  n_rows, n_cols = _util.shape(m)[-2:]
+  rows = lax.broadcasted_iota(dtypes.int32, (n_rows, n_cols), 0)
+  cols = lax.broadcasted_iota(dtypes.int32, (n_rows, n_cols), 1)
+  shifted = lax.add(rows, lax.full((n_rows, n_cols), int(k), dtypes.int32))
+  return lax.ge(shifted, cols) if lower else lax.le(shifted, cols)
+
+
+def tril(m, k=0):
+  from minijax.numpy.ufuncs import where
+  m = _util.asarray(m)
+  return where(_tri_mask(m, k, True), m, lax.full((), 0, _util.dtype(m)))
+
+
+def triu(m, k=0):
+  from minijax.numpy.ufuncs import where
+  m = _util.asarray(m)
+  return where(_tri_mask(m, k - 1, True), lax.full((), 0, _util.dtype(m)), m)
+
+
+def meshgrid(*xi, indexing="xy"):
+  from minijax.numpy.shape import reshape
+  arrays = [_util.asarray(x) for x in xi]
+  shape = [_util.shape(a)[0] for a in arrays]
+  if indexing == "xy" and len(arrays) >= 2:
+    shape[0], shape[1] = shape[1], shape[0]
+  outs = []
+  for i, a in enumerate(arrays):
+    axis = i
+    if indexing == "xy" and len(arrays) >= 2 and i < 2:
+      axis = 1 - i
+    outs.append(lax.broadcast_in_dim(a, tuple(shape), (axis,)))
+  return outs

@@ -1,0 +1,319 @@
+"""numpy indexing (`x[idx]`) and functional updates (`x.at[idx].set/add/mul/min/max/get`).
+
+`getitem` first turns `None` and boolean scalars into new size-1 axes (so they become plain
+slices), expands `Ellipsis`, and concrete boolean masks into integer arrays.  Then:
+  * only ints and slices: one `slice` (strided), a `rev` for negative steps, a `squeeze`;
+  * traced scalar indices too: a `dynamic_slice` for those axes;
+  * integer arrays: a `gather` whose index vector stacks the broadcast advanced indices; the
+    broadcast axes go where numpy puts them (in place if the advanced indices are adjacent,
+    else first).
+Negative indices count from the end; out-of-bounds array indices clamp, as in JAX.
+
+Updates find the flat positions an index selects by indexing an iota of the array's size
+with the same expression, then scatter into the flattened array; so every index form that
+`getitem` accepts can be updated, under every transformation.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from minijax import lax
+from minijax.core import dtypes
+from minijax.core.trace import Tracer
+from minijax.numpy import _util
+
+_INTS = (int, np.integer)
+
+
+def _is_array(x) -> bool:
+  return isinstance(x, (Tracer, np.ndarray)) or (hasattr(x, "aval") and hasattr(x, "shape"))
+
+
+def _concrete_value(x):
+  if isinstance(x, np.ndarray):
+    return x
+  if isinstance(x, Tracer):
+    v = x.to_concrete_value()
+    return None if v is None else np.asarray(v)
+  return np.asarray(x)
+
+
+def _normalize_entries(idx, nd: int):
+  """Turns `idx` into a list of entries that are ints, slices, None, Ellipsis or arrays, with
+  concrete boolean masks replaced by integer arrays."""
+  if not isinstance(idx, tuple):
+    idx = (idx,)
+  out = []
+  for e in idx:
+    if isinstance(e, list):
+      e = np.asarray(e)
+      if e.dtype == object or e.dtype.kind not in "biu":
+        raise IndexError(f"index lists must hold integers or bools, got {e!r:.60}")
+      if e.size == 0:
+        e = e.astype(np.int32)
+    if isinstance(e, (bool, np.bool_)):
+      out.append(bool(e))
+    elif isinstance(e, _INTS):
+      out.append(int(e))
+    elif e is None or e is Ellipsis or isinstance(e, slice):
+      if isinstance(e, slice):
+        for part in (e.start, e.stop, e.step):
+          if part is not None and not isinstance(part, _INTS):
+            if isinstance(part, Tracer) or hasattr(part, "aval"):
+              raise IndexError("slice bounds must be static Python ints; traced slice "
+                               "bounds cannot be used (use lax.dynamic_slice instead)")
+            raise TypeError(f"slice indices must be integers or None, got "
+                            f"{type(part).__name__}")
+      out.append(e)
+    elif _is_array(e):
+      dt = _util.dtype(e)
+      if dt == dtypes.bool_:
+        value = _concrete_value(e)
+        if value is None:
+          raise IndexError(
+              f"boolean mask indexing needs a concrete mask, but got a traced "
+              f"{_util.aval(e).str_short()}: its result shape would depend on its values. "
+              "Use minijax.numpy.where(mask, x, 0) instead.")
+        if value.ndim == 0:
+          out.append(bool(value))
+        else:
+          out.extend(np.asarray(i, np.int32) for i in np.nonzero(value))
+      elif dtypes.is_integer(dt):
+        if isinstance(e, np.ndarray) and e.ndim == 0:
+          out.append(int(e))
+        else:
+          out.append(e)
+      else:
+        raise IndexError(f"indices must be integers, got an array of dtype {dt}")
+    else:
+      raise TypeError(f"invalid index of type {type(e).__name__} ({e!r:.60}); indices must be "
+                      "ints, slices, None, Ellipsis, bools or integer arrays")
+  if sum(e is Ellipsis for e in out) > 1:
+    raise IndexError("an index can only have a single ellipsis ('...')")
+  consumed = sum(1 for e in out if not (e is None or e is Ellipsis or isinstance(e, bool)))
+  if consumed > nd:
+    raise IndexError(f"too many indices for array: array is {nd}-dimensional, but "
+                     f"{consumed} were indexed")
+  if any(e is Ellipsis for e in out):
+    i = next(k for k, e in enumerate(out) if e is Ellipsis)
+    out[i:i + 1] = [slice(None)] * (nd - consumed)
+  else:
+    out += [slice(None)] * (nd - consumed)
+  return out
+
+
+def _insert_new_axes(x, entries):
+  """Makes None and bool entries into axes of size 1 of `x`, indexed by a slice."""
+  if not any(e is None or isinstance(e, bool) for e in entries):
+    return x, entries
+  shape, new_entries, dim = [], [], 0
+  xshape = _util.shape(x)
+  for e in entries:
+    if e is None or isinstance(e, bool):
+      shape.append(1)
+      new_entries.append(slice(0, 0) if e is False else slice(None))
+    else:
+      shape.append(xshape[dim])
+      dim += 1
+      new_entries.append(e)
+  return lax.reshape(x, tuple(shape)), new_entries
+
+
+def _normalize_array_index(i, n: int):
+  i = lax.convert_to_array(i)
+  dt = _util.dtype(i)
+  if dt != dtypes.int32:
+    i = lax.convert_element_type(i, dtypes.int32)
+  shape = _util.shape(i)
+  return lax.select(lax.lt(i, lax.full(shape, 0, dtypes.int32)),
+                    lax.add(i, lax.full(shape, n, dtypes.int32)), i)
+
+
+def _static_slices(x, entries, keep_arrays: bool):
+  """Applies slices (and static ints unless `keep_arrays`) as one strided slice plus rev;
+  returns the new x, and for each axis the entry left to apply (None when done)."""
+  shape = _util.shape(x)
+  starts, limits, strides, flips, left = [], [], [], [], []
+  for d, (e, n) in enumerate(zip(entries, shape)):
+    if isinstance(e, slice):
+      start, stop, step = e.indices(n)
+      if step > 0:
+        m = len(range(start, stop, step))
+        starts.append(start), limits.append(start + (m - 1) * step + 1 if m else start)
+        strides.append(step)
+      else:
+        m = len(range(start, stop, step))
+        low = start + (m - 1) * step if m else 0
+        starts.append(low), limits.append(start + 1 if m else 0), strides.append(-step)
+        if m:
+          flips.append(d)
+      left.append(None)
+    elif isinstance(e, int) and not keep_arrays:
+      if not -n <= e < n:
+        raise IndexError(f"index {e} is out of bounds for axis {d} with size {n}")
+      e %= n
+      starts.append(e), limits.append(e + 1), strides.append(1)
+      left.append("squeeze")
+    else:
+      starts.append(0), limits.append(n), strides.append(1)
+      left.append(e)
+  x = lax.slice(x, starts, limits, strides)
+  if flips:
+    x = lax.rev(x, flips)
+  return x, left
+
+
+def getitem(x, idx):
+  x = lax.convert_to_array(x)
+  entries = _normalize_entries(idx, _util.ndim(x))
+  x, entries = _insert_new_axes(x, entries)
+  arrays = [e for e in entries if _is_array(e)]
+  if not arrays or all(_util.ndim(a) == 0 for a in arrays):
+    x, left = _static_slices(x, entries, keep_arrays=False)
+    shape = _util.shape(x)
+    if arrays:
+      starts = [lax.full((), 0, dtypes.int32)] * len(shape)
+      sizes = list(shape)
+      for d, e in enumerate(left):
+        if _is_array(e):
+          starts[d] = _clamped_scalar(e, shape[d])
+          sizes[d] = 1
+      x = lax.dynamic_slice(x, starts, sizes)
+    squeeze = [d for d, e in enumerate(left) if e is not None]
+    return lax.squeeze(x, squeeze) if squeeze else x
+  x, left = _static_slices(x, entries, keep_arrays=True)
+  shape = _util.shape(x)
+  adv = [d for d, e in enumerate(left) if e is not None]
+  index_arrays = []
+  for d in adv:
+    e = left[d]
+    if isinstance(e, int):
+      if not -shape[d] <= e < shape[d]:
+        raise IndexError(f"index {e} is out of bounds for axis {d} with size {shape[d]}")
+      e = np.int32(e % shape[d])
+    index_arrays.append(_normalize_array_index(e, shape[d]))
+  bshape = _util.broadcast_shapes("indexing", *(_util.shape(a) for a in index_arrays))
+  index_arrays = [_util.broadcast_to(a, bshape) for a in index_arrays]
+  indices = lax.concatenate([lax.reshape(a, bshape + (1,)) for a in index_arrays],
+                            len(bshape))
+  contiguous = adv == list(range(adv[0], adv[-1] + 1))
+  rest = [d for d in range(len(shape)) if d not in adv]
+  p = sum(1 for d in rest if d < adv[0]) if contiguous else 0
+  nb = len(bshape)
+  offset_dims = tuple(list(range(p)) + list(range(p + nb, nb + len(rest))))
+  dnums = lax.GatherDimensionNumbers(offset_dims=offset_dims, collapsed_slice_dims=tuple(adv),
+                                     start_index_map=tuple(adv))
+  sizes = tuple(1 if d in adv else s for d, s in enumerate(shape))
+  return lax.gather(x, indices, dnums, sizes)
+
+
+def _clamped_scalar(e, n):
+  return _normalize_array_index(e, n)
+
+
+# ---- functional updates
+
+class _IndexUpdateHelper:
+  """`x.at`: `x.at[idx]` gives the updater for those positions."""
+  __slots__ = ("array",)
+
+  def __init__(self, array):
+    self.array = array
+
+  def __getitem__(self, idx):
+    return _IndexUpdateRef(self.array, idx)
+
+  def __repr__(self):
+    return f"_IndexUpdateHelper({self.array!r})"
+
+
+class _IndexUpdateRef:
+  __slots__ = ("array", "index")
+
+  def __init__(self, array, index):
+    self.array = array
+    self.index = index
+
+  def get(self, **_):
+    return getitem(self.array, self.index)
+
+  def set(self, values, **_):
+    return _update(lax.scatter, self.array, self.index, values)
+
+  def add(self, values, **_):
+    return _update(lax.scatter_add, self.array, self.index, values)
+
+  def subtract(self, values, **_):
+    from minijax.numpy.ufuncs import negative
+    return self.add(negative(values))
+
+  def multiply(self, values, **_):
+    return _update(lax.scatter_mul, self.array, self.index, values)
+
+  mul = multiply
+
+  def divide(self, values, **_):
+    from minijax.numpy.ufuncs import true_divide
+    return self.multiply(true_divide(1, values))
+
+  def min(self, values, **_):
+    return _update(lax.scatter_min, self.array, self.index, values)
+
+  def max(self, values, **_):
+    return _update(lax.scatter_max, self.array, self.index, values)
+
+  def apply(self, func, **_):
+    return self.set(func(self.get()))
+
+
+def _update(scatter_fn, x, idx, values):
+  x = lax.convert_to_array(x)
+  _util.check("at[].update", values)
+  shape, size = _util.shape(x), _util.size(x)
+  positions = getitem(lax.reshape(lax.iota(dtypes.int32, size), shape), idx)
+  pshape = _util.shape(positions)
+  n = int(np.prod(pshape, dtype=np.int64))
+  aval = _util.aval(x)
+  values = _util.to_array(values, aval.dtype, aval.weak_type) if not (
+      _util.is_arraylike(values) and not isinstance(values, (bool, int, float, complex))
+      and _util.dtype(values) == aval.dtype) else values
+  values = _util.broadcast_to(values, pshape)
+  dnums = lax.ScatterDimensionNumbers(update_window_dims=(), inserted_window_dims=(0,),
+                                      scattered_dims_to_operand_dims=(0,))
+  flat = scatter_fn(lax.reshape(x, (size,)), lax.reshape(positions, (n, 1)),
+                    lax.reshape(values, (n,)), dnums)
+  return lax.reshape(flat, shape)
+
+
+# ---- value-dependent shapes (concrete inputs only)
+
+def _host(name, a):
+  v = _concrete_value(a) if _is_array(a) else np.asarray(a)
+  if v is None:
+    raise TypeError(f"{name}: the result's shape depends on the values of a traced array; "
+                    "call it outside jit or pass size= where supported")
+  return v
+
+
+def nonzero(a, *, size=None, fill_value=None):
+  v = _host("nonzero", a)
+  out = np.nonzero(np.atleast_1d(v))
+  if size is not None:
+    fill = 0 if fill_value is None else fill_value
+    out = tuple(np.concatenate([o[:size], np.full(max(size - len(o), 0), fill, o.dtype)])
+                for o in out)
+  return tuple(lax.convert_to_array(o.astype(dtypes.default_int_dtype())) for o in out)
+
+
+def flatnonzero(a, *, size=None, fill_value=None):
+  from minijax.numpy.shape import ravel
+  return nonzero(ravel(a), size=size, fill_value=fill_value)[0]
+
+
+def argwhere(a, *, size=None, fill_value=None):
+  v = _host("argwhere", a)
+  return lax.convert_to_array(np.argwhere(v).astype(dtypes.default_int_dtype()))
+
+
+def unique(ar):
+  return lax.convert_to_array(np.unique(_host("unique", ar)))

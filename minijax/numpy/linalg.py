@@ -1,0 +1,190 @@
+"""Products: dot, matmul (`@`), vdot, inner, outer, tensordot, einsum, and `linalg.norm`.
+
+All are `dot_general` with numpy's axis conventions worked out in Python.  `einsum` handles
+one or two operands without repeated indices within an operand: indices shared by both and
+kept in the output are batch axes, shared and dropped ones are contracted, and indices that
+appear in one operand only and are dropped are summed first.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from minijax import lax
+from minijax.core import dtypes
+from minijax.numpy import _util
+
+
+def _operands(name, a, b):
+  _util.check(name, a, b)
+  x, y = _util.promote(name, a, b)
+  return x, y
+
+
+def _shapes_error(name, x, y, detail=""):
+  raise ValueError(f"{name}: shapes {_util.shape(x)} and {_util.shape(y)} are not aligned"
+                   + (f": {detail}" if detail else ""))
+
+
+def dot(a, b, *, precision=None, preferred_element_type=None):
+  x, y = _operands("dot", a, b)
+  nx, ny = _util.ndim(x), _util.ndim(y)
+  if nx == 0 or ny == 0:
+    from minijax.numpy.ufuncs import multiply
+    return multiply(x, y)
+  cy = 0 if ny == 1 else ny - 2
+  if _util.shape(x)[-1] != _util.shape(y)[cy]:
+    _shapes_error("dot", x, y, f"{_util.shape(x)[-1]} (dim {nx - 1}) != "
+                  f"{_util.shape(y)[cy]} (dim {cy})")
+  out = lax.dot_general(x, y, (((nx - 1,), (cy,)), ((), ())), preferred_element_type)
+  return out
+
+
+def matmul(a, b, *, precision=None, preferred_element_type=None):
+  x, y = _operands("matmul", a, b)
+  nx, ny = _util.ndim(x), _util.ndim(y)
+  if nx == 0 or ny == 0:
+    raise ValueError(f"matmul: operands must not be scalars, got shapes {_util.shape(x)} and "
+                     f"{_util.shape(y)}")
+  x2 = lax.reshape(x, (1,) + _util.shape(x)) if nx == 1 else x
+  y2 = lax.reshape(y, _util.shape(y) + (1,)) if ny == 1 else y
+  sx, sy = _util.shape(x2), _util.shape(y2)
+  if sx[-1] != sy[-2]:
+    _shapes_error("matmul", x, y, f"{sx[-1]} (dim {len(sx) - 1}) != {sy[-2]} "
+                  f"(dim {len(sy) - 2})")
+  try:
+    batch = tuple(np.broadcast_shapes(sx[:-2], sy[:-2]))
+  except ValueError:
+    _shapes_error("matmul", x, y, "batch dimensions do not broadcast")
+  x2 = _util.broadcast_to(x2, batch + sx[-2:])
+  y2 = _util.broadcast_to(y2, batch + sy[-2:])
+  nb = len(batch)
+  out = lax.dot_general(x2, y2, (((nb + 1,), (nb,)), (tuple(range(nb)), tuple(range(nb)))),
+                        preferred_element_type)
+  if nx == 1:
+    out = lax.squeeze(out, (nb,))
+  if ny == 1:
+    out = lax.squeeze(out, (_util.ndim(out) - 1,))
+  return out
+
+
+def vdot(a, b):
+  from minijax.numpy.shape import ravel
+  return dot(ravel(_util.asarray(a)), ravel(_util.asarray(b)))
+
+
+def inner(a, b):
+  x, y = _operands("inner", a, b)
+  nx, ny = _util.ndim(x), _util.ndim(y)
+  if nx == 0 or ny == 0:
+    from minijax.numpy.ufuncs import multiply
+    return multiply(x, y)
+  if _util.shape(x)[-1] != _util.shape(y)[-1]:
+    _shapes_error("inner", x, y, "last dimensions differ")
+  return lax.dot_general(x, y, (((nx - 1,), (ny - 1,)), ((), ())))
+
+
+def outer(a, b):
+  from minijax.numpy.shape import ravel
+  x, y = _operands("outer", a, b)
+  x, y = ravel(x), ravel(y)
+  return lax.dot_general(lax.reshape(x, _util.shape(x) + (1,)),
+                         lax.reshape(y, (1,) + _util.shape(y)), (((1,), (0,)), ((), ())))
+
+
+def tensordot(a, b, axes=2):
+  x, y = _operands("tensordot", a, b)
+  nx, ny = _util.ndim(x), _util.ndim(y)
+  if isinstance(axes, (int, np.integer)):
+    ax = tuple(range(nx - axes, nx))
+    bx = tuple(range(axes))
+  else:
+    ax, bx = axes
+    ax = (ax,) if isinstance(ax, (int, np.integer)) else tuple(ax)
+    bx = (bx,) if isinstance(bx, (int, np.integer)) else tuple(bx)
+  ax = _util.canonicalize_axes(ax, nx)
+  bx = _util.canonicalize_axes(bx, ny)
+  if [_util.shape(x)[i] for i in ax] != [_util.shape(y)[i] for i in bx]:
+    _shapes_error("tensordot", x, y, f"contracted axes {ax} and {bx} differ in size")
+  return lax.dot_general(x, y, ((ax, bx), ((), ())))
+
+
+def einsum(subscripts, *operands, optimize=None, precision=None, preferred_element_type=None):
+  if not isinstance(subscripts, str):
+    raise TypeError("einsum: only the string form of subscripts is supported")
+  spec = subscripts.replace(" ", "")
+  if "..." in spec:
+    raise NotImplementedError("einsum: ellipsis subscripts are not supported")
+  if "->" in spec:
+    inputs, output = spec.split("->")
+  else:
+    inputs = spec
+    letters = inputs.replace(",", "")
+    output = "".join(sorted(c for c in set(letters) if letters.count(c) == 1))
+  in_specs = inputs.split(",")
+  if len(in_specs) != len(operands):
+    raise ValueError(f"einsum: {len(in_specs)} operand subscripts but {len(operands)} operands")
+  if len(operands) not in (1, 2):
+    raise NotImplementedError("einsum: only one or two operands are supported")
+  _util.check("einsum", *operands)
+  xs = _util.promote("einsum", *operands)
+  for s, x in zip(in_specs, xs):
+    if len(s) != _util.ndim(x):
+      raise ValueError(f"einsum: subscripts {s!r} do not match an operand of shape "
+                       f"{_util.shape(x)}")
+    if len(set(s)) != len(s):
+      raise NotImplementedError(f"einsum: repeated subscripts within an operand ({s!r})")
+  sizes = {}
+  for s, x in zip(in_specs, xs):
+    for c, n in zip(s, _util.shape(x)):
+      if sizes.setdefault(c, n) != n:
+        raise ValueError(f"einsum: subscript {c!r} has sizes {sizes[c]} and {n}")
+  if len(xs) == 1:
+    (s,), (x,) = in_specs, xs
+    summed = tuple(i for i, c in enumerate(s) if c not in output)
+    x = lax.reduce_sum(x, summed) if summed else x
+    kept = [c for c in s if c in output]
+    return lax.transpose(x, tuple(kept.index(c) for c in output))
+  (sa, sb), (x, y) = in_specs, xs
+  # sum out indices private to one operand and absent from the output
+  for which in (0, 1):
+    s, other = (sa, sb) if which == 0 else (sb, sa)
+    arr = x if which == 0 else y
+    summed = tuple(i for i, c in enumerate(s) if c not in other and c not in output)
+    if summed:
+      arr = lax.reduce_sum(arr, summed)
+      s = "".join(c for c in s if c in other or c in output)
+    if which == 0:
+      x, sa = arr, s
+    else:
+      y, sb = arr, s
+  batch = [c for c in sa if c in sb and c in output]
+  contract = [c for c in sa if c in sb and c not in output]
+  dn = ((tuple(sa.index(c) for c in contract), tuple(sb.index(c) for c in contract)),
+        (tuple(sa.index(c) for c in batch), tuple(sb.index(c) for c in batch)))
+  out = lax.dot_general(x, y, dn, preferred_element_type)
+  result = batch + [c for c in sa if c not in batch and c not in contract] + \
+      [c for c in sb if c not in batch and c not in contract]
+  return lax.transpose(out, tuple(result.index(c) for c in output))
+
+
+class _Linalg:
+  """`minijax.numpy.linalg`: the norms (the decompositions are out of scope)."""
+
+  @staticmethod
+  def norm(x, ord=None, axis=None, keepdims=False):
+    from minijax.numpy.reductions import max as _max, sum as _sum
+    from minijax.numpy.ufuncs import absolute, sqrt
+    (a,) = _util.promote_inexact("norm", x)
+    if ord is None or ord == 2 and (axis is None and _util.ndim(a) == 1 or
+                                    isinstance(axis, int)):
+      return sqrt(_sum(lax.mul(a, a), axis=axis, keepdims=keepdims))
+    if ord == 1:
+      return _sum(absolute(a), axis=axis, keepdims=keepdims)
+    if ord == np.inf:
+      return _max(absolute(a), axis=axis, keepdims=keepdims)
+    if ord == "fro":
+      return sqrt(_sum(lax.mul(a, a), axis=axis, keepdims=keepdims))
+    raise NotImplementedError(f"norm: ord={ord!r} is not supported")
+
+
+linalg = _Linalg()

@@ -1,0 +1,212 @@
+"""Reductions with numpy's `axis` (int, tuple, negative, None) and `keepdims`: sum, prod,
+max, min, mean, var, std, all, any, argmax, argmin, cumsum, cumprod, count_nonzero.
+
+Sums and products of bools and small integers accumulate in the default integer type, as
+numpy does; means of integers are floats.  max / min of an empty axis raise ValueError, as
+in numpy (there is no identity to return).
+"""
+from __future__ import annotations
+
+import builtins
+
+import numpy as np
+
+from minijax import lax
+from minijax.core import dtypes
+from minijax.numpy import _util
+
+
+def _prep(name, a, axis):
+  _util.check(name, a)
+  (x,) = _util.promote(name, a) if not isinstance(a, (list, tuple)) else (_util.asarray(a),)
+  axes = _util.canonicalize_axes(axis, _util.ndim(x))
+  return x, axes
+
+
+def _keep(out, x, axes, keepdims):
+  if not keepdims:
+    return out
+  shape = tuple(1 if i in axes else s for i, s in enumerate(_util.shape(x)))
+  return lax.reshape(out, shape)
+
+
+def _sum_dtype(dt):
+  if dt == dtypes.bool_:
+    return dtypes.default_int_dtype()
+  if np.issubdtype(dt, np.signedinteger) and dt.itemsize < dtypes.default_int_dtype().itemsize:
+    return dtypes.default_int_dtype()
+  if np.issubdtype(dt, np.unsignedinteger) and dt.itemsize < 4:
+    return dtypes.canonicalize_dtype(np.uint64) if dtypes.x64_enabled() else dtypes.uint32
+  return dt
+
+
+def _cast(x, dtype):
+  return lax.convert_element_type(x, dtypes.canonicalize_dtype(dtype)) if (
+      dtype is not None and _util.dtype(x) != np.dtype(dtype)) else x
+
+
+def sum(a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where=None):
+  x, axes = _prep("sum", a, axis)
+  x = _cast(x, dtype if dtype is not None else _sum_dtype(_util.dtype(x)))
+  out = lax.reduce_sum(x, axes)
+  if initial is not None:
+    out = lax.add(out, initial)
+  return _keep(out, x, axes, keepdims)
+
+
+def prod(a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where=None):
+  x, axes = _prep("prod", a, axis)
+  x = _cast(x, dtype if dtype is not None else _sum_dtype(_util.dtype(x)))
+  out = lax.reduce_prod(x, axes)
+  if initial is not None:
+    out = lax.mul(out, initial)
+  return _keep(out, x, axes, keepdims)
+
+
+def _check_nonempty(name, x, axes):
+  if builtins.any(_util.shape(x)[a] == 0 for a in axes):
+    raise ValueError(f"zero-size array to reduction operation {name} which has no identity")
+
+
+def max(a, axis=None, out=None, keepdims=False, initial=None, where=None):
+  x, axes = _prep("max", a, axis)
+  if initial is None:
+    _check_nonempty("max", x, axes)
+  out = lax.reduce_max(x, axes)
+  if initial is not None:
+    from minijax.numpy.ufuncs import maximum
+    out = maximum(out, initial)
+  return _keep(out, x, axes, keepdims)
+
+
+def min(a, axis=None, out=None, keepdims=False, initial=None, where=None):
+  x, axes = _prep("min", a, axis)
+  if initial is None:
+    _check_nonempty("min", x, axes)
+  out = lax.reduce_min(x, axes)
+  if initial is not None:
+    from minijax.numpy.ufuncs import minimum
+    out = minimum(out, initial)
+  return _keep(out, x, axes, keepdims)
+
+
+amax, amin = max, min
+
+
+def _to_bool(x):
+  if _util.dtype(x) == dtypes.bool_:
+    return x
+  return lax.ne(x, lax.full(_util.shape(x), 0, _util.dtype(x)))
+
+
+def all(a, axis=None, out=None, keepdims=False, where=None):
+  x, axes = _prep("all", a, axis)
+  x = _to_bool(x)
+  return _keep(lax.reduce_and(x, axes), x, axes, keepdims)
+
+
+def any(a, axis=None, out=None, keepdims=False, where=None):
+  x, axes = _prep("any", a, axis)
+  x = _to_bool(x)
+  return _keep(lax.reduce_or(x, axes), x, axes, keepdims)
+
+
+def count_nonzero(a, axis=None, keepdims=False):
+  x, axes = _prep("count_nonzero", a, axis)
+  x = lax.convert_element_type(_to_bool(x), dtypes.default_int_dtype())
+  return _keep(lax.reduce_sum(x, axes), x, axes, keepdims)
+
+
+def _count(x, axes) -> int:
+  shape = _util.shape(x)
+  return int(np.prod([shape[a] for a in axes], dtype=np.int64))
+
+
+def _mean_dtype(dt, dtype):
+  if dtype is not None:
+    return dtypes.canonicalize_dtype(dtype)
+  return dt if dtypes.is_inexact(dt) else dtypes.default_float_dtype()
+
+
+def mean(a, axis=None, dtype=None, out=None, keepdims=False, where=None):
+  x, axes = _prep("mean", a, axis)
+  dt = _mean_dtype(_util.dtype(x), dtype)
+  x = _cast(x, dt)
+  n = _count(x, axes)
+  total = lax.reduce_sum(x, axes)
+  out = lax.div(total, lax.full(_util.shape(total), n if n else np.nan, dt))
+  return _keep(out, x, axes, keepdims)
+
+
+def var(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, where=None):
+  x, axes = _prep("var", a, axis)
+  dt = _mean_dtype(_util.dtype(x), dtype)
+  x = _cast(x, dt)
+  centered = lax.sub(x, _util.broadcast_to(mean(x, axes, keepdims=True), _util.shape(x)))
+  sq = lax.mul(centered, centered)
+  total = lax.reduce_sum(sq, axes)
+  n = _count(x, axes) - ddof
+  out = lax.div(total, lax.full(_util.shape(total), n if n > 0 else np.nan, dt))
+  return _keep(out, x, axes, keepdims)
+
+
+def std(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, where=None):
+  return lax.sqrt(var(a, axis, dtype, out, ddof, keepdims))
+
+
+def _arg(name, lax_fn, a, axis, keepdims):
+  _util.check(name, a)
+  x = _util.asarray(a)
+  if axis is None:
+    if _util.shape(x) and 0 in _util.shape(x) or _util.size(x) == 0:
+      raise ValueError(f"attempt to get {name} of an empty sequence")
+    flat = lax.reshape(x, (_util.size(x),))
+    out = lax_fn(flat, 0, dtypes.default_int_dtype())
+    return lax.reshape(out, (1,) * _util.ndim(x)) if keepdims else out
+  (ax,) = _util.canonicalize_axes(axis, _util.ndim(x))
+  if _util.shape(x)[ax] == 0:
+    raise ValueError(f"attempt to get {name} of an empty sequence")
+  out = lax_fn(x, ax, dtypes.default_int_dtype())
+  return _keep(out, x, (ax,), keepdims)
+
+
+def argmax(a, axis=None, out=None, keepdims=False):
+  return _arg("argmax", lax.argmax, a, axis, keepdims)
+
+
+def argmin(a, axis=None, out=None, keepdims=False):
+  return _arg("argmin", lax.argmin, a, axis, keepdims)
+
+
+def _cumulative(name, lax_fn, a, axis, dtype):
+  _util.check(name, a)
+  x = _util.asarray(a)
+  if axis is None:
+    x = lax.reshape(x, (_util.size(x),))
+    axis = 0
+  (ax,) = _util.canonicalize_axes(axis, _util.ndim(x))
+  x = _cast(x, dtype if dtype is not None else _sum_dtype(_util.dtype(x)))
+  return lax_fn(x, ax)
+
+
+def cumsum(a, axis=None, dtype=None, out=None):
+  return _cumulative("cumsum", lax.cumsum, a, axis, dtype)
+
+
+def cumprod(a, axis=None, dtype=None, out=None):
+  return _cumulative("cumprod", lax.cumprod, a, axis, dtype)
+
+
+cumulative_sum = cumsum
+
+
+def ptp(a, axis=None, keepdims=False):
+  return lax.sub(max(a, axis, keepdims=keepdims), min(a, axis, keepdims=keepdims))
+
+
+def average(a, axis=None, weights=None):
+  if weights is None:
+    return mean(a, axis)
+  from minijax.numpy.ufuncs import multiply
+  return lax.div(*_util.promote("average", sum(multiply(a, weights), axis),
+                                sum(_util.broadcast_to(weights, _util.shape(a)), axis)))

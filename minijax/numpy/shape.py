@@ -1,0 +1,441 @@
+"""Shape manipulation: reshape, ravel, transpose, swapaxes, moveaxis, squeeze, expand_dims,
+broadcast_to/arrays, concatenate, stack, hstack, vstack, split, tile, repeat, flip, roll,
+atleast_*d, sort, argsort, take, take_along_axis, pad, diagonal, trace.
+
+Shapes are static, so everything here is a composition of lax's structural primitives with
+the sizes computed in Python.
+"""
+from __future__ import annotations
+
+import builtins
+import math
+
+import numpy as np
+
+from minijax import lax
+from minijax.core import dtypes
+from minijax.numpy import _util
+
+
+def _arr(name, a):
+  if isinstance(a, (list, tuple)):
+    from minijax.numpy.creation import array
+    return array(a)
+  _util.check(name, a)
+  return lax.convert_to_array(a)
+
+
+def reshape(a, newshape=None, order="C", *, shape=None):
+  newshape = shape if shape is not None else newshape
+  if order != "C":
+    raise NotImplementedError("reshape: only order='C' is supported")
+  x = _arr("reshape", a)
+  if isinstance(newshape, (int, np.integer)):
+    newshape = (int(newshape),)
+  newshape = [int(s) for s in newshape]
+  size = _util.size(x)
+  if newshape.count(-1) > 1:
+    raise ValueError("reshape: can only specify one unknown dimension")
+  if -1 in newshape:
+    known = math.prod(s for s in newshape if s != -1)
+    if known == 0 or size % known:
+      raise ValueError(f"cannot reshape array of size {size} into shape {tuple(newshape)}")
+    newshape[newshape.index(-1)] = size // known
+  if math.prod(newshape) != size:
+    raise ValueError(f"cannot reshape array of size {size} into shape {tuple(newshape)}")
+  return lax.reshape(x, tuple(newshape))
+
+
+def ravel(a, order="C"):
+  x = _arr("ravel", a)
+  return lax.reshape(x, (_util.size(x),))
+
+
+def transpose(a, axes=None):
+  x = _arr("transpose", a)
+  nd = _util.ndim(x)
+  if axes is None:
+    axes = tuple(reversed(range(nd)))
+  axes = tuple(int(ax) % nd if nd else int(ax) for ax in axes)
+  if sorted(axes) != list(range(nd)):
+    raise ValueError(f"transpose: axes {axes} don't match an array of dimension {nd}")
+  return lax.transpose(x, axes)
+
+
+def permute_dims(a, axes=None):
+  return transpose(a, axes)
+
+
+def swapaxes(a, axis1, axis2):
+  x = _arr("swapaxes", a)
+  nd = _util.ndim(x)
+  a1, a2 = _util.canonicalize_axes((axis1,), nd)[0], _util.canonicalize_axes((axis2,), nd)[0]
+  perm = list(range(nd))
+  perm[a1], perm[a2] = perm[a2], perm[a1]
+  return lax.transpose(x, perm)
+
+
+def moveaxis(a, source, destination):
+  x = _arr("moveaxis", a)
+  nd = _util.ndim(x)
+  src = _util.canonicalize_axes(source, nd, "source")
+  dst = _util.canonicalize_axes(destination, nd, "destination")
+  if len(src) != len(dst):
+    raise ValueError("moveaxis: source and destination must have the same number of axes")
+  rest = [i for i in range(nd) if i not in src]
+  perm = [None] * nd
+  for s, d in zip(src, dst):
+    perm[d] = s
+  it = iter(rest)
+  perm = [p if p is not None else next(it) for p in perm]
+  return lax.transpose(x, perm)
+
+
+def squeeze(a, axis=None):
+  x = _arr("squeeze", a)
+  shape = _util.shape(x)
+  if axis is None:
+    axes = tuple(i for i, s in enumerate(shape) if s == 1)
+  else:
+    axes = _util.canonicalize_axes(axis, len(shape))
+    for ax in axes:
+      if shape[ax] != 1:
+        raise ValueError(f"cannot select an axis to squeeze out which has size not equal to "
+                         f"one (axis {ax} of shape {shape})")
+  return lax.squeeze(x, axes)
+
+
+def expand_dims(a, axis):
+  x = _arr("expand_dims", a)
+  axes = (axis,) if isinstance(axis, (int, np.integer)) else tuple(axis)
+  out_nd = _util.ndim(x) + len(axes)
+  axes = _util.canonicalize_axes(axes, out_nd)
+  return lax.expand_dims(x, axes)
+
+
+def broadcast_to(array, shape):
+  x = _arr("broadcast_to", array)
+  shape = (int(shape),) if isinstance(shape, (int, np.integer)) else tuple(shape)
+  return _util.broadcast_to(x, shape)
+
+
+def broadcast_shapes(*shapes):
+  return _util.broadcast_shapes("broadcast_shapes", *shapes)
+
+
+def broadcast_arrays(*args):
+  xs = [_arr("broadcast_arrays", a) for a in args]
+  shape = _util.broadcast_shapes("broadcast_arrays", *(_util.shape(x) for x in xs))
+  return [_util.broadcast_to(x, shape) for x in xs]
+
+
+def atleast_1d(*arys):
+  outs = [reshape(a, (1,)) if _util.ndim(_arr("atleast_1d", a)) == 0 else _arr("atleast_1d", a)
+          for a in arys]
+  return outs[0] if len(outs) == 1 else outs
+
+
+def atleast_2d(*arys):
+  outs = []
+  for a in arys:
+    x = _arr("atleast_2d", a)
+    nd = _util.ndim(x)
+    outs.append(lax.reshape(x, (1,) * (2 - nd) + _util.shape(x)) if nd < 2 else x)
+  return outs[0] if len(outs) == 1 else outs
+
+
+def atleast_3d(*arys):
+  outs = []
+  for a in arys:
+    x = _arr("atleast_3d", a)
+    s = _util.shape(x)
+    if len(s) == 0:
+      x = lax.reshape(x, (1, 1, 1))
+    elif len(s) == 1:
+      x = lax.reshape(x, (1, s[0], 1))
+    elif len(s) == 2:
+      x = lax.reshape(x, s + (1,))
+    outs.append(x)
+  return outs[0] if len(outs) == 1 else outs
+
+
+def concatenate(arrays, axis=0, dtype=None):
+  if not isinstance(arrays, (list, tuple)):
+    arrays = list(arrays)
+  if not arrays:
+    raise ValueError("need at least one array to concatenate")
+  xs = [_arr("concatenate", a) for a in arrays]
+  if axis is None:
+    xs = [ravel(x) for x in xs]
+    axis = 0
+  xs = _util.promote("concatenate", *xs)
+  if dtype is not None:
+    xs = [lax.convert_element_type(x, dtype) for x in xs]
+  nd = _util.ndim(xs[0])
+  if nd == 0:
+    raise ValueError("zero-dimensional arrays cannot be concatenated")
+  if any(_util.ndim(x) != nd for x in xs):
+    shapes = ", ".join(str(_util.shape(x)) for x in xs)
+    raise ValueError(f"concatenate: all arrays must have the same number of dimensions, got "
+                     f"shapes {shapes}")
+  (ax,) = _util.canonicalize_axes(axis, nd)
+  return lax.concatenate(xs, ax)
+
+
+concat = concatenate
+
+
+def stack(arrays, axis=0, dtype=None):
+  xs = [_arr("stack", a) for a in arrays]
+  if not xs:
+    raise ValueError("need at least one array to stack")
+  shapes = {_util.shape(x) for x in xs}
+  if len(shapes) != 1:
+    raise ValueError(f"stack: all input arrays must have the same shape, got "
+                     f"{[_util.shape(x) for x in xs]}")
+  nd = _util.ndim(xs[0]) + 1
+  (ax,) = _util.canonicalize_axes(axis, nd)
+  return concatenate([lax.expand_dims(x, (ax,)) for x in xs], ax, dtype)
+
+
+def hstack(tup, dtype=None):
+  xs = [atleast_1d(a) for a in tup]
+  return concatenate(xs, 0 if _util.ndim(xs[0]) == 1 else 1, dtype)
+
+
+def vstack(tup, dtype=None):
+  return concatenate([atleast_2d(a) for a in tup], 0, dtype)
+
+
+def dstack(tup, dtype=None):
+  return concatenate([atleast_3d(a) for a in tup], 2, dtype)
+
+
+def column_stack(tup):
+  xs = []
+  for a in tup:
+    x = _arr("column_stack", a)
+    xs.append(lax.reshape(x, (_util.size(x), 1)) if _util.ndim(x) < 2 else x)
+  return concatenate(xs, 1)
+
+
+def split(ary, indices_or_sections, axis=0):
+  return _split("split", ary, indices_or_sections, axis, strict=True)
+
+
+def array_split(ary, indices_or_sections, axis=0):
+  return _split("array_split", ary, indices_or_sections, axis, strict=False)
+
+
+def _split(name, ary, sections, axis, strict):
+  x = _arr(name, ary)
+  (ax,) = _util.canonicalize_axes(axis, _util.ndim(x))
+  n = _util.shape(x)[ax]
+  if isinstance(sections, (int, np.integer)):
+    k = int(sections)
+    if k <= 0:
+      raise ValueError(f"{name}: number of sections must be larger than 0")
+    if strict and n % k:
+      raise ValueError("array split does not result in an equal division")
+    q, r = divmod(n, k)
+    sizes = [q + 1] * r + [q] * (k - r)
+    bounds = np.cumsum([0] + sizes).tolist()
+  else:
+    idx = [builtins.min(builtins.max(int(i) if i >= 0 else int(i) + n, 0), n) for i in sections]
+    bounds = [0] + idx + [n]
+  outs = []
+  for lo, hi in zip(bounds[:-1], bounds[1:]):
+    hi = builtins.max(hi, lo)
+    outs.append(lax.slice_in_dim(x, lo, hi, 1, ax))
+  return outs
+
+
+def hsplit(ary, indices_or_sections):
+  return split(ary, indices_or_sections, 1 if _util.ndim(ary) > 1 else 0)
+
+
+def vsplit(ary, indices_or_sections):
+  return split(ary, indices_or_sections, 0)
+
+
+def tile(A, reps):
+  x = _arr("tile", A)
+  reps = (int(reps),) if isinstance(reps, (int, np.integer)) else tuple(int(r) for r in reps)
+  nd = builtins.max(len(reps), _util.ndim(x))
+  reps = (1,) * (nd - len(reps)) + reps
+  x = lax.reshape(x, (1,) * (nd - _util.ndim(x)) + _util.shape(x))
+  shape = _util.shape(x)
+  # broadcast to (r0, s0, r1, s1, ...) then merge each pair
+  big = []
+  dims = []
+  for i, (r, s) in enumerate(zip(reps, shape)):
+    big += [r, s]
+    dims.append(2 * i + 1)
+  out = lax.broadcast_in_dim(x, tuple(big), tuple(dims))
+  return lax.reshape(out, tuple(r * s for r, s in zip(reps, shape)))
+
+
+def repeat(a, repeats, axis=None, total_repeat_length=None):
+  x = _arr("repeat", a)
+  if axis is None:
+    x = ravel(x)
+    axis = 0
+  (ax,) = _util.canonicalize_axes(axis, _util.ndim(x))
+  shape = _util.shape(x)
+  if isinstance(repeats, (int, np.integer)):
+    r = int(repeats)
+    big = shape[:ax + 1] + (r,) + shape[ax + 1:]
+    dims = tuple(i if i <= ax else i + 1 for i in range(len(shape)))
+    out = lax.broadcast_in_dim(x, big, dims)
+    return lax.reshape(out, shape[:ax] + (shape[ax] * r,) + shape[ax + 1:])
+  reps = np.asarray(repeats)
+  if reps.ndim != 1 or len(reps) != shape[ax]:
+    raise ValueError(f"repeat: repeats must be an int or one per element of axis {ax}")
+  index = np.repeat(np.arange(shape[ax]), reps)
+  return take(x, index.astype(np.int32), axis=ax)
+
+
+def flip(m, axis=None):
+  x = _arr("flip", m)
+  return lax.rev(x, _util.canonicalize_axes(axis, _util.ndim(x)))
+
+
+def fliplr(m):
+  return flip(m, 1)
+
+
+def flipud(m):
+  return flip(m, 0)
+
+
+def roll(a, shift, axis=None):
+  x = _arr("roll", a)
+  if axis is None:
+    return reshape(roll(ravel(x), shift, 0), _util.shape(x))
+  shifts = (shift,) if isinstance(shift, (int, np.integer)) else tuple(shift)
+  axes = (axis,) if isinstance(axis, (int, np.integer)) else tuple(axis)
+  if len(shifts) == 1 and len(axes) > 1:
+    shifts = shifts * len(axes)
+  for s, ax in zip(shifts, axes):
+    (ax,) = _util.canonicalize_axes(ax, _util.ndim(x))
+    n = _util.shape(x)[ax]
+    if n == 0:
+      continue
+    s = int(s) % n
+    if s:
+      x = lax.concatenate([lax.slice_in_dim(x, n - s, n, 1, ax),
+                           lax.slice_in_dim(x, 0, n - s, 1, ax)], ax)
+  return x
+
+
+def rot90(m, k=1, axes=(0, 1)):
+  x = _arr("rot90", m)
+  k %= 4
+  a0, a1 = axes
+  for _ in range(k):
+    x = swapaxes(flip(x, a1), a0, a1)
+  return x
+
+
+def sort(a, axis=-1, kind=None, order=None, stable=True, descending=False):
+  x = _arr("sort", a)
+  if axis is None:
+    x, axis = ravel(x), 0
+  if _util.ndim(x) == 0:
+    return x
+  (ax,) = _util.canonicalize_axes(axis, _util.ndim(x))
+  out = lax.sort(x, ax, is_stable=True)
+  return lax.rev(out, (ax,)) if descending else out
+
+
+def argsort(a, axis=-1, kind=None, order=None, stable=True, descending=False):
+  x = _arr("argsort", a)
+  if axis is None:
+    x, axis = ravel(x), 0
+  (ax,) = _util.canonicalize_axes(axis, _util.ndim(x))
+  iota = lax.broadcasted_iota(dtypes.default_int_dtype(), _util.shape(x), ax)
+  if descending:
+    x = lax.rev(x, (ax,))
+    iota = lax.rev(iota, (ax,))
+  _, perm = lax.sort((x, iota), ax, is_stable=True, num_keys=1)
+  return lax.rev(perm, (ax,)) if descending else perm
+
+
+def take_along_axis(arr, indices, axis):
+  x = _arr("take_along_axis", arr)
+  idx = _arr("take_along_axis", indices)
+  if axis is None:
+    x, axis = ravel(x), 0
+  (ax,) = _util.canonicalize_axes(axis, _util.ndim(x))
+  if not dtypes.is_integer(_util.dtype(idx)):
+    raise TypeError(f"take_along_axis: indices must be integers, got {_util.dtype(idx)}")
+  shape = list(_util.shape(x))
+  ishape = _util.shape(idx)
+  out_shape = tuple(builtins.max(a, b) if i != ax else b
+                    for i, (a, b) in enumerate(zip(shape, ishape)))
+  bshape = list(out_shape)
+  bshape[ax] = shape[ax]
+  x = _util.broadcast_to(x, tuple(bshape))
+  idx = _util.broadcast_to(idx, out_shape)
+  idx = _normalize_index(idx, shape[ax])
+  return lax.take_along_axis(x, idx, ax)
+
+
+def _normalize_index(idx, n):
+  """Negative indices count from the end."""
+  idx = lax.convert_element_type(idx, dtypes.int32)
+  zero = lax.full(_util.shape(idx), 0, dtypes.int32)
+  size = lax.full(_util.shape(idx), n, dtypes.int32)
+  return lax.select(lax.lt(idx, zero), lax.add(idx, size), idx)
+
+
+def take(a, indices, axis=None, mode=None):
+  x = _arr("take", a)
+  if axis is None:
+    x, axis = ravel(x), 0
+  from minijax.numpy.indexing import getitem
+  (ax,) = _util.canonicalize_axes(axis, _util.ndim(x))
+  return getitem(x, (slice(None),) * ax + (_arr("take", indices),))
+
+
+def pad(array, pad_width, mode="constant", constant_values=0):
+  if mode != "constant":
+    raise NotImplementedError(f"pad: only mode='constant' is supported, got {mode!r}")
+  x = _arr("pad", array)
+  nd = _util.ndim(x)
+  pw = np.broadcast_to(np.asarray(pad_width, dtype=np.int64).reshape(-1, 2)
+                       if np.ndim(pad_width) else np.full((1, 2), pad_width), (nd, 2))
+  value = lax.convert_element_type(_arr("pad", constant_values), _util.dtype(x))
+  return lax.pad(x, value, [(int(lo), int(hi), 0) for lo, hi in pw])
+
+
+def diagonal(a, offset=0, axis1=0, axis2=1):
+  from minijax.numpy.indexing import getitem
+  x = _arr("diagonal", a)
+  nd = _util.ndim(x)
+  a1, a2 = _util.canonicalize_axes((axis1, axis2), nd)
+  x = moveaxis(x, (a1, a2), (-2, -1))
+  n, m = _util.shape(x)[-2:]
+  i = np.arange(builtins.max(0, builtins.min(n, m - offset) if offset >= 0
+                             else builtins.min(n + offset, m)))
+  rows, cols = (i, i + offset) if offset >= 0 else (i - offset, i)
+  return getitem(x, (Ellipsis, rows.astype(np.int32), cols.astype(np.int32)))
+
+
+def trace(a, offset=0, axis1=0, axis2=1, dtype=None):
+  from minijax.numpy.reductions import sum as _sum
+  return _sum(diagonal(a, offset, axis1, axis2), axis=-1, dtype=dtype)
+
+
+def diag(v, k=0):
+  x = _arr("diag", v)
+  if _util.ndim(x) == 2:
+    return diagonal(x, k)
+  if _util.ndim(x) != 1:
+    raise ValueError("diag: input must be 1-d or 2-d")
+  n = _util.shape(x)[0] + builtins.abs(k)
+  from minijax.numpy.creation import eye
+  padded = lax.pad(x, lax.full((), 0, _util.dtype(x)), [(0, builtins.abs(k), 0)])
+  mask = eye(n, k=k, dtype=dtypes.bool_)
+  vals = lax.broadcast_in_dim(padded, (n, n), (0,) if k >= 0 else (1,))
+  return lax.select(mask, vals, lax.full((n, n), 0, _util.dtype(x)))

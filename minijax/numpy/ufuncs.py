@@ -1,0 +1,476 @@
+"""Elementwise numpy functions: promotion and broadcasting, then lax primitives.
+
+Where numpy and XLA disagree the numpy meaning is built from lax ops: floor division and
+`remainder` round toward minus infinity (XLA truncates), `true_divide` of integers gives
+floats, `add` / `multiply` of bools are logical or / and, integer `power` is exponentiation
+by squaring, and `round` rounds halves to even.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from minijax import lax
+from minijax.core import dtypes
+from minijax.numpy import _util
+from minijax.numpy._util import promote_and_broadcast as _pb
+
+_SCALARS = (bool, int, float, complex)
+
+
+def _is_bool(x):
+  return _util.dtype(x) == dtypes.bool_
+
+
+def _is_int(x):
+  return dtypes.is_integer(_util.dtype(x))
+
+
+def _binary(name, fn, inexact=False):
+  def ufunc(x1, x2, /):
+    a, b = _pb(name, x1, x2, inexact=inexact)
+    return fn(a, b)
+  ufunc.__name__ = ufunc.__qualname__ = name
+  ufunc.__doc__ = f"numpy.{name} with JAX's dtype promotion and numpy broadcasting."
+  return ufunc
+
+
+def _unary(name, fn, inexact=False):
+  def ufunc(x, /):
+    (a,) = _util.promote_inexact(name, x) if inexact else _util.promote(name, x)
+    return fn(a)
+  ufunc.__name__ = ufunc.__qualname__ = name
+  ufunc.__doc__ = f"numpy.{name}."
+  return ufunc
+
+
+def _add(a, b):
+  return lax.bitwise_or(a, b) if _is_bool(a) else lax.add(a, b)
+
+
+def _multiply(a, b):
+  return lax.bitwise_and(a, b) if _is_bool(a) else lax.mul(a, b)
+
+
+def _subtract(a, b):
+  if _is_bool(a):
+    raise TypeError("subtract: numpy boolean subtract is not supported; use logical_xor")
+  return lax.sub(a, b)
+
+
+add = _binary("add", _add)
+subtract = _binary("subtract", _subtract)
+multiply = _binary("multiply", _multiply)
+true_divide = _binary("true_divide", lax.div, inexact=True)
+divide = true_divide
+
+
+def _as_int_if_bool(a):
+  return lax.convert_element_type(a, np.int32) if _is_bool(a) else a
+
+
+def _floor_divide(a, b):
+  a, b = _as_int_if_bool(a), _as_int_if_bool(b)
+  if _is_int(a):
+    q = lax.div(a, b)
+    r = lax.rem(a, b)
+    zero = lax.full(_util.shape(r), 0, _util.dtype(r))
+    adjust = lax.bitwise_and(lax.ne(r, zero), lax.ne(lax.lt(r, zero), lax.lt(b, zero)))
+    return lax.select(adjust, lax.sub(q, lax.full(_util.shape(q), 1, _util.dtype(q))), q)
+  return lax.floor(lax.div(a, b))
+
+
+def _remainder(a, b):
+  a, b = _as_int_if_bool(a), _as_int_if_bool(b)
+  r = lax.rem(a, b)
+  zero = lax.full(_util.shape(r), 0, _util.dtype(r))
+  adjust = lax.bitwise_and(lax.ne(r, zero), lax.ne(lax.lt(r, zero), lax.lt(b, zero)))
+  return lax.select(adjust, lax.add(r, b), r)
+
+
+floor_divide = _binary("floor_divide", _floor_divide)
+remainder = _binary("remainder", _remainder)
+mod = remainder
+
+
+def fmod(x1, x2, /):
+  a, b = _pb("fmod", x1, x2)
+  return lax.rem(_as_int_if_bool(a), _as_int_if_bool(b))
+
+
+def divmod(x1, x2, /):
+  return floor_divide(x1, x2), remainder(x1, x2)
+
+
+def _int_power(a, b):
+  """a ** b for integer arrays, by squaring over the bits of b (negative b gives 0 unless
+  |a| == 1, as integer division would)."""
+  dt = _util.dtype(a)
+  shp = _util.shape(a)
+  one = lax.full(shp, 1, dt)
+  zero = lax.full(shp, 0, dt)
+  acc, base, e = one, a, b
+  bits = dt.itemsize * 8
+  for _ in range(bits):
+    acc = lax.select(lax.ne(lax.bitwise_and(e, one), zero), lax.mul(acc, base), acc)
+    base = lax.mul(base, base)
+    e = lax.shift_right_logical(e, one)
+  if np.issubdtype(dt, np.signedinteger):
+    neg = lax.lt(b, zero)
+    minus_one = lax.neg(one)
+    inv = lax.select(lax.eq(a, one), one,
+                     lax.select(lax.eq(a, minus_one), lax.select(
+                         lax.eq(lax.bitwise_and(b, one), zero), one, minus_one), zero))
+    acc = lax.select(neg, inv, acc)
+  return acc
+
+
+def power(x1, x2, /):
+  _util.check("power", x1, x2)
+  if isinstance(x2, int) and not isinstance(x2, bool) and not isinstance(x1, _SCALARS):
+    (a,) = _util.promote("power", x1)
+    if _is_bool(a):
+      a = lax.convert_element_type(a, dtypes.default_int_dtype())
+    if _is_int(a) and x2 < 0:
+      raise ValueError("power: integers to negative integer powers are not allowed")
+    return lax.integer_pow(a, x2)
+  a, b = _pb("power", x1, x2)
+  if _is_bool(a):
+    a, b = _as_int_if_bool(a), _as_int_if_bool(b)
+  if _is_int(a):
+    return _int_power(a, b)
+  return lax.pow(a, b)
+
+
+pow = power
+
+
+def _max(a, b):
+  return lax.bitwise_or(a, b) if _is_bool(a) else lax.max(a, b)
+
+
+def _min(a, b):
+  return lax.bitwise_and(a, b) if _is_bool(a) else lax.min(a, b)
+
+
+maximum = _binary("maximum", _max)
+minimum = _binary("minimum", _min)
+
+
+def _fmax(a, b):
+  if not dtypes.is_inexact(_util.dtype(a)):
+    return _max(a, b)
+  return lax.select(lax.ne(b, b), a, lax.select(lax.ne(a, a), b, lax.max(a, b)))
+
+
+def _fmin(a, b):
+  if not dtypes.is_inexact(_util.dtype(a)):
+    return _min(a, b)
+  return lax.select(lax.ne(b, b), a, lax.select(lax.ne(a, a), b, lax.min(a, b)))
+
+
+fmax = _binary("fmax", _fmax)
+fmin = _binary("fmin", _fmin)
+arctan2 = _binary("arctan2", lax.atan2, inexact=True)
+
+
+def _logaddexp(a, b):
+  m = lax.max(a, b)
+  finite = lax.is_finite(m)
+  m_safe = lax.select(finite, m, lax.full(_util.shape(m), 0, _util.dtype(m)))
+  out = lax.add(m_safe, lax.log(lax.add(lax.exp(lax.sub(a, m_safe)),
+                                        lax.exp(lax.sub(b, m_safe)))))
+  return lax.select(finite, out, m)
+
+
+logaddexp = _binary("logaddexp", _logaddexp, inexact=True)
+hypot = _binary("hypot", lambda a, b: lax.sqrt(lax.add(lax.mul(a, a), lax.mul(b, b))),
+                inexact=True)
+
+
+def _copysign(a, b):
+  return lax.select(lax.bitwise_or(lax.lt(b, lax.full(_util.shape(b), 0, _util.dtype(b))),
+                                   _signbit(b)), lax.neg(lax.abs(a)), lax.abs(a))
+
+
+def _signbit(x):
+  return lax.lt(x, lax.full(_util.shape(x), 0, _util.dtype(x)))
+
+
+copysign = _binary("copysign", _copysign, inexact=True)
+
+# ---- comparisons
+equal = _binary("equal", lax.eq)
+not_equal = _binary("not_equal", lax.ne)
+less = _binary("less", lax.lt)
+less_equal = _binary("less_equal", lax.le)
+greater = _binary("greater", lax.gt)
+greater_equal = _binary("greater_equal", lax.ge)
+
+
+# ---- logical and bitwise
+def _to_bool(x):
+  return x if _is_bool(x) else lax.ne(x, lax.full(_util.shape(x), 0, _util.dtype(x)))
+
+
+def logical_and(x1, x2, /):
+  a, b = _pb("logical_and", x1, x2)
+  return lax.bitwise_and(_to_bool(a), _to_bool(b))
+
+
+def logical_or(x1, x2, /):
+  a, b = _pb("logical_or", x1, x2)
+  return lax.bitwise_or(_to_bool(a), _to_bool(b))
+
+
+def logical_xor(x1, x2, /):
+  a, b = _pb("logical_xor", x1, x2)
+  return lax.bitwise_xor(_to_bool(a), _to_bool(b))
+
+
+def logical_not(x, /):
+  (a,) = _util.promote("logical_not", x)
+  return lax.bitwise_not(_to_bool(a))
+
+
+def _int_or_bool_only(name, fn):
+  def wrapped(a, b):
+    if not (_is_int(a) or _is_bool(a)):
+      raise TypeError(f"{name} is only defined for integer and bool arrays, got "
+                      f"{_util.dtype(a)}")
+    return fn(a, b)
+  return wrapped
+
+
+bitwise_and = _binary("bitwise_and", _int_or_bool_only("bitwise_and", lax.bitwise_and))
+bitwise_or = _binary("bitwise_or", _int_or_bool_only("bitwise_or", lax.bitwise_or))
+bitwise_xor = _binary("bitwise_xor", _int_or_bool_only("bitwise_xor", lax.bitwise_xor))
+left_shift = _binary("left_shift", lax.shift_left)
+
+
+def _right_shift(a, b):
+  if np.issubdtype(_util.dtype(a), np.unsignedinteger):
+    return lax.shift_right_logical(a, b)
+  return lax.shift_right_arithmetic(a, b)
+
+
+right_shift = _binary("right_shift", _right_shift)
+
+
+def invert(x, /):
+  (a,) = _util.promote("invert", x)
+  if not (_is_int(a) or _is_bool(a)):
+    raise TypeError(f"invert is only defined for integer and bool arrays, got {_util.dtype(a)}")
+  return lax.bitwise_not(a)
+
+
+bitwise_not = invert
+
+
+# ---- unary arithmetic
+def _negative(a):
+  if _is_bool(a):
+    raise TypeError("negative: the numpy boolean negative is not supported; use logical_not")
+  return lax.neg(a)
+
+
+negative = _unary("negative", _negative)
+positive = _unary("positive", lambda a: a)
+
+
+def _abs(a):
+  if _is_bool(a) or np.issubdtype(_util.dtype(a), np.unsignedinteger):
+    return a
+  return lax.abs(a)
+
+
+absolute = _unary("absolute", _abs)
+abs = absolute
+
+
+def _sign(a):
+  if _is_bool(a):
+    return a
+  return lax.sign(a)
+
+
+sign = _unary("sign", _sign)
+
+
+def _exact_passthrough(fn):
+  return lambda a: a if not dtypes.is_inexact(_util.dtype(a)) else fn(a)
+
+
+floor = _unary("floor", _exact_passthrough(lax.floor))
+ceil = _unary("ceil", _exact_passthrough(lax.ceil))
+trunc = _unary("trunc", _exact_passthrough(
+    lambda a: lax.select(lax.lt(a, lax.full(_util.shape(a), 0, _util.dtype(a))),
+                         lax.ceil(a), lax.floor(a))))
+rint = _unary("rint", _exact_passthrough(
+    lambda a: lax.round(a, lax.RoundingMethod.TO_NEAREST_EVEN)))
+fix = trunc
+
+
+def round(a, decimals: int = 0, out=None):
+  (x,) = _util.promote("round", a)
+  if not dtypes.is_inexact(_util.dtype(x)):
+    if decimals >= 0:
+      return x
+    factor = lax.full(_util.shape(x), 10 ** (-decimals), _util.dtype(x))
+    return lax.mul(_floor_divide(lax.add(x, lax.div(factor, lax.full(
+        _util.shape(x), 2, _util.dtype(x)))), factor), factor)
+  even = lax.RoundingMethod.TO_NEAREST_EVEN
+  if decimals == 0:
+    return lax.round(x, even)
+  factor = lax.full(_util.shape(x), 10.0 ** decimals, _util.dtype(x))
+  return lax.div(lax.round(lax.mul(x, factor), even), factor)
+
+
+around = round
+exp = _unary("exp", lax.exp, inexact=True)
+exp2 = _unary("exp2", lambda a: lax.exp(lax.mul(a, lax.full(_util.shape(a), np.log(2),
+                                                            _util.dtype(a)))), inexact=True)
+log = _unary("log", lax.log, inexact=True)
+log2 = _unary("log2", lambda a: lax.div(lax.log(a), lax.full(_util.shape(a), np.log(2),
+                                                             _util.dtype(a))), inexact=True)
+log10 = _unary("log10", lambda a: lax.div(lax.log(a), lax.full(_util.shape(a), np.log(10),
+                                                               _util.dtype(a))), inexact=True)
+log1p = _unary("log1p", lax.log1p, inexact=True)
+expm1 = _unary("expm1", lax.expm1, inexact=True)
+sin = _unary("sin", lax.sin, inexact=True)
+cos = _unary("cos", lax.cos, inexact=True)
+tan = _unary("tan", lax.tan, inexact=True)
+tanh = _unary("tanh", lax.tanh, inexact=True)
+sqrt = _unary("sqrt", lax.sqrt, inexact=True)
+
+
+def _one(a):
+  return lax.full(_util.shape(a), 1, _util.dtype(a))
+
+
+sinh = _unary("sinh", lambda a: lax.div(lax.sub(lax.exp(a), lax.exp(lax.neg(a))),
+                                        lax.full(_util.shape(a), 2, _util.dtype(a))),
+              inexact=True)
+cosh = _unary("cosh", lambda a: lax.div(lax.add(lax.exp(a), lax.exp(lax.neg(a))),
+                                        lax.full(_util.shape(a), 2, _util.dtype(a))),
+              inexact=True)
+arcsin = _unary("arcsin", lambda a: lax.atan2(a, lax.sqrt(lax.sub(_one(a), lax.mul(a, a)))),
+                inexact=True)
+arccos = _unary("arccos", lambda a: lax.atan2(lax.sqrt(lax.sub(_one(a), lax.mul(a, a))), a),
+                inexact=True)
+arctan = _unary("arctan", lambda a: lax.atan2(a, _one(a)), inexact=True)
+arctanh = _unary("arctanh", lambda a: lax.mul(
+    lax.full(_util.shape(a), 0.5, _util.dtype(a)),
+    lax.log(lax.div(lax.add(_one(a), a), lax.sub(_one(a), a)))), inexact=True)
+arcsinh = _unary("arcsinh", lambda a: lax.log(lax.add(a, lax.sqrt(lax.add(lax.mul(a, a),
+                                                                          _one(a))))),
+                 inexact=True)
+arccosh = _unary("arccosh", lambda a: lax.log(lax.add(a, lax.sqrt(lax.sub(lax.mul(a, a),
+                                                                          _one(a))))),
+                 inexact=True)
+cbrt = _unary("cbrt", lambda a: lax.mul(lax.sign(a), lax.pow(lax.abs(a), lax.full(
+    _util.shape(a), 1 / 3, _util.dtype(a)))), inexact=True)
+deg2rad = _unary("deg2rad", lambda a: lax.mul(a, lax.full(_util.shape(a), np.pi / 180,
+                                                          _util.dtype(a))), inexact=True)
+rad2deg = _unary("rad2deg", lambda a: lax.mul(a, lax.full(_util.shape(a), 180 / np.pi,
+                                                          _util.dtype(a))), inexact=True)
+radians, degrees = deg2rad, rad2deg
+
+
+def _square(a):
+  return lax.bitwise_and(a, a) if _is_bool(a) else lax.integer_pow(a, 2)
+
+
+square = _unary("square", _square)
+reciprocal = _unary("reciprocal", lambda a: lax.integer_pow(a, -1) if dtypes.is_inexact(
+    _util.dtype(a)) else lax.div(_one(a), a))
+
+
+def _isnan(a):
+  if not dtypes.is_inexact(_util.dtype(a)):
+    return lax.full(_util.shape(a), False, dtypes.bool_)
+  return lax.ne(a, a)
+
+
+def _isfinite(a):
+  if not dtypes.is_inexact(_util.dtype(a)):
+    return lax.full(_util.shape(a), True, dtypes.bool_)
+  return lax.is_finite(a)
+
+
+def _isinf(a):
+  if not dtypes.is_inexact(_util.dtype(a)):
+    return lax.full(_util.shape(a), False, dtypes.bool_)
+  return lax.eq(lax.abs(a), lax.full(_util.shape(a), np.inf, _util.dtype(a)))
+
+
+isnan = _unary("isnan", _isnan)
+isfinite = _unary("isfinite", _isfinite)
+isinf = _unary("isinf", _isinf)
+signbit = _unary("signbit", lambda a: _signbit(a) if not _is_bool(a) else lax.full(
+    _util.shape(a), False, dtypes.bool_))
+
+
+def isclose(a, b, rtol=1e-05, atol=1e-08, equal_nan=False):
+  x, y = _pb("isclose", a, b)
+  if not dtypes.is_inexact(_util.dtype(x)):
+    return lax.eq(x, y)
+  dt, shp = _util.dtype(x), _util.shape(x)
+  diff = lax.abs(lax.sub(x, y))
+  tol = lax.add(lax.full(shp, atol, dt), lax.mul(lax.full(shp, rtol, dt), lax.abs(y)))
+  close = lax.bitwise_or(lax.le(diff, tol), lax.eq(x, y))
+  if equal_nan:
+    close = lax.bitwise_or(close, lax.bitwise_and(lax.ne(x, x), lax.ne(y, y)))
+  return close
+
+
+def allclose(a, b, rtol=1e-05, atol=1e-08, equal_nan=False):
+  from minijax.numpy.reductions import all as _all
+  return _all(isclose(a, b, rtol, atol, equal_nan))
+
+
+def array_equal(a1, a2, equal_nan=False):
+  from minijax.numpy.reductions import all as _all
+  if _util.shape(a1) != _util.shape(a2):
+    return False
+  return _all(equal(a1, a2))
+
+
+def clip(a, a_min=None, a_max=None, *, min=None, max=None):
+  lo = a_min if a_min is not None else min
+  hi = a_max if a_max is not None else max
+  out = a
+  if lo is not None:
+    out = maximum(out, lo)
+  if hi is not None:
+    out = minimum(out, hi)
+  if lo is None and hi is None:
+    (out,) = _util.promote("clip", a)
+  return out
+
+
+def where(condition, x=None, y=None, /):
+  if x is None and y is None:
+    from minijax.numpy.indexing import nonzero
+    return nonzero(condition)
+  if x is None or y is None:
+    raise ValueError("where: either both or neither of x and y must be given")
+  _util.check("where", condition, x, y)
+  a, b = _util.promote("where", x, y)
+  (c,) = _util.promote("where", condition)
+  c = _to_bool(c)
+  shp = _util.broadcast_shapes("where", _util.shape(c), _util.shape(a), _util.shape(b))
+  c, a, b = (_util.broadcast_to(v, shp) for v in (c, a, b))
+  return lax.select(c, a, b)
+
+
+def real(x, /):
+  (a,) = _util.promote("real", x)
+  return a
+
+
+def conjugate(x, /):
+  (a,) = _util.promote("conjugate", x)
+  return a
+
+
+conj = conjugate
