@@ -117,37 +117,38 @@ def ensure_started() -> None:
 
 def _receive(rec: _DeviceReceiver) -> None:
   _local.is_receiver = True
-  pop = queues.pop
+  pop, consumers, device = queues.pop, registry.consumers_by_id, rec.device
   while True:
     batch = pop(rec.ordinal, _BATCH)
     if batch is None:
       return
+    nbytes = 0
     for consumer_id, _, payload, offsets in batch:
-      _deliver(rec, consumer_id, payload, offsets)
+      consumer = consumers.get(consumer_id)
+      try:
+        consumer.deliver(payload, offsets, device)
+        nbytes += consumer.nbytes
+      except BaseException as e:  # even SystemExit must not end a receiver
+        _report(rec, consumer_id, consumer, e)
     with _progress:
       rec.processed += len(batch)
+      rec.bytes_delivered += nbytes
       _progress.notify_all()
 
 
-def _deliver(rec: _DeviceReceiver, consumer_id: int, payload, offsets) -> None:
+def _report(rec: _DeviceReceiver, consumer_id: int, consumer, e: BaseException) -> None:
   global _exceptions_since_barrier
-  consumer = None
-  try:
-    consumer = registry.consumer(consumer_id)
-    consumer(consumer.unpack(payload, offsets), rec.device)
-    rec.bytes_delivered += consumer.nbytes
-  except BaseException as e:  # even SystemExit must not end a receiver
-    with _progress:
-      rec.exceptions += 1
-      _exceptions_since_barrier += 1
-    hint = ""
-    if isinstance(e, TypeError):
-      hint = (" (tap functions are called as tap_func(arg, transforms), or with device=... "
-              "when they take a `device` keyword)")
-    logger.error("Exception in tap function %s on device %s%s; it is re-raised as "
-                 "TapFunctionException by the next barrier_wait()",
-                 consumer if consumer is not None else f"<unknown consumer {consumer_id}>",
-                 rec.device, hint, exc_info=True)
+  with _progress:
+    rec.exceptions += 1
+    _exceptions_since_barrier += 1
+  hint = ""
+  if isinstance(e, TypeError):
+    hint = (" (tap functions are called as tap_func(arg, transforms), or with device=... "
+            "when they take a `device` keyword)")
+  logger.error("Exception in tap function %s on device %s%s; it is re-raised as "
+               "TapFunctionException by the next barrier_wait()",
+               consumer if consumer is not None else f"<unknown consumer {consumer_id}>",
+               rec.device, hint, exc_info=e)
 
 
 def before_execution() -> None:

@@ -20,7 +20,7 @@ import numpy as np
 class Consumer:
   """A registered tap function and the layout of the values it receives."""
   __slots__ = ("id", "func", "transforms", "treedef", "dtypes", "shapes", "counts", "nbytes",
-               "wants_device")
+               "wants_device", "_leaves")
 
   def __init__(self, id: int, func: Callable, transforms: tuple, treedef: Any,
                dtypes: tuple, shapes: tuple):
@@ -33,24 +33,21 @@ class Consumer:
     self.counts = tuple(int(np.prod(s, dtype=np.int64)) for s in shapes)
     self.nbytes = sum(c * d.itemsize for c, d in zip(self.counts, dtypes))
     self.wants_device = _accepts_device_keyword(func)
+    self._leaves = tuple(zip(shapes, dtypes, self.counts))
 
   def unpack(self, payload, offsets) -> list[np.ndarray]:
     """Numpy views of the arrays in a native payload (copies for the Python queues)."""
     if offsets is None:
       return payload
-    if len(offsets) != len(self.dtypes):
+    if len(offsets) != len(self._leaves):
       raise RuntimeError(f"tap for consumer {self.id} carried {len(offsets)} arrays, but its "
-                         f"tap function expects {len(self.dtypes)}")
-    arrays = []
-    for dtype, count, shape, offset in zip(self.dtypes, self.counts, self.shapes, offsets):
-      if count == 0:
-        arrays.append(np.empty(shape, dtype))
-      else:
-        arrays.append(np.frombuffer(payload, dtype, count, offset).reshape(shape))
-    return arrays
+                         f"tap function expects {len(self._leaves)}")
+    return [np.ndarray(shape, dtype, payload, offset) if count else np.empty(shape, dtype)
+            for (shape, dtype, count), offset in zip(self._leaves, offsets)]
 
-  def __call__(self, arrays: list, device) -> None:
-    arg = self.treedef.unflatten(arrays)
+  def deliver(self, payload, offsets, device) -> None:
+    """Calls the tap function with the value a tap carried."""
+    arg = self.treedef.unflatten(self.unpack(payload, offsets))
     if self.wants_device:
       self.func(arg, self.transforms, device=device)
     else:
@@ -93,7 +90,7 @@ def _freeze(transform: tuple) -> tuple:
 _lock = threading.Lock()
 _ids = itertools.count(1)  # 0 stays unused, so that a zeroed attribute is never a real consumer
 _by_key: dict[tuple, Consumer] = {}
-_by_id: dict[int, Consumer] = {}
+consumers_by_id: dict[int, Consumer] = {}  # read by receivers without the lock
 
 
 def register_consumer(func: Callable, transforms: Sequence[tuple], treedef: Any,
@@ -124,10 +121,10 @@ def register_consumer(func: Callable, transforms: Sequence[tuple], treedef: Any,
       unpacked = tuple((name, dict(params)) for name, params in frozen)
       record = Consumer(next(_ids), func, unpacked, treedef, dtypes, shapes)
       _by_key[key] = record
-      _by_id[record.id] = record
+      consumers_by_id[record.id] = record
     return record.id
 
 
 def consumer(consumer_id: int) -> Consumer:
   """The consumer registered under `consumer_id`; KeyError if there is none."""
-  return _by_id[consumer_id]
+  return consumers_by_id[consumer_id]
