@@ -223,6 +223,7 @@ def _custom_lin_impl(*args, name, **params):
 
 
 custom_lin_p.def_impl(_custom_lin_impl)
+mlir.register_lowering(custom_lin_p, lambda ctx, *args, **params: _custom_lin_impl(**params))
 
 
 def _custom_lin_transpose(cts, *args, num_res, bwd, out_avals, name):
