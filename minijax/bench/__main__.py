@@ -48,7 +48,7 @@ def parse_args(argv):
   p.add_argument("--payloads", default="scalar,1MiB",
                  help="comma-separated tap payload sizes: scalar, 64KiB, 1MiB, 4096 (bytes)")
   p.add_argument("--rounds", "--repeats", type=int, dest="rounds",
-                 help="interleaved rounds, one sample of each contender per round (default 7)")
+                 help="interleaved rounds, one sample of each contender per round (default 9)")
   p.add_argument("--devices", type=int, default=1,
                  help="run the loop on this many CPU devices at once (sets "
                       "MINIJAX_NUM_CPU_DEVICES and JAX's host device count)")
@@ -223,15 +223,15 @@ def write_plot(rows: list[dict], path: str) -> bool:
       ys.append(y)
       lo.append(max(0.0, y - max(r["p25_us"], 1e-2)))
       hi.append(max(0.0, r["p75_us"] - y))
-    bars = ax.bar(xs, ys, width, yerr=[lo, hi], capsize=3, label=p)
-    for x, y in zip(xs, ys):
-      ax.text(x, y * 1.15, f"{y:.3g}", ha="center", va="bottom", fontsize=7)
-    del bars
+    ax.bar(xs, ys, width, yerr=[lo, hi], capsize=3, label=p)
+    for x, y, h in zip(xs, ys, hi):
+      ax.text(x, (y + h) * 1.12, f"{y:.3g}", ha="center", va="bottom", fontsize=7)
   ax.set_yscale("log")
   ax.set_xticks(range(len(mechs)))
   ax.set_xticklabels(mechs, rotation=25, ha="right", fontsize=8)
   ax.set_ylabel("µs per tap (median, 25-75% whiskers)")
-  ax.set_title("Host callback overhead inside a compiled loop (lower is better)")
+  ax.set_title("Host callback overhead inside a compiled loop (lower is better)\n"
+               + machine(), fontsize=10)
   ax.legend(title="payload")
   ax.grid(axis="y", which="both", alpha=0.3)
   fig.tight_layout()

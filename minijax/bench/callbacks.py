@@ -26,6 +26,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import itertools
+import os
 import time
 from typing import Any, Callable
 
@@ -413,7 +414,7 @@ def measure_loop(mechs, libs, *, iterations: int, payloads: list[int], rounds: i
         c.calls_per_iter = calls
 
     what = f"{measure} {label}" + (f" x{batch}" if transform == "vmap" else "")
-    stats = interleaved({k: c.run for k, c in contenders.items()}, rounds, what)
+    stats = interleaved({k: settled(c.run) for k, c in contenders.items()}, rounds, what)
     for m in mechs:
       if m.key not in contenders:
         continue
@@ -493,6 +494,20 @@ def measure_barrier(libs, *, calls: int, rounds: int) -> list[dict]:
   return [row("barrier", names[name], name, None, stats=stats[name]) for name in libs]
 
 
+SETTLE_SECONDS = float(os.environ.get("MINIJAX_BENCH_SETTLE", "0.05"))
+
+
+def settled(sample: Callable[[], Any]) -> Callable[[], Any]:
+  """`sample`, then an untimed pause: worker threads of the previous contender (JAX's
+  spin briefly after a callback) go idle before the next contender is timed."""
+  def run():
+    value = sample()
+    if SETTLE_SECONDS:
+      time.sleep(SETTLE_SECONDS)
+    return value
+  return run
+
+
 def _per_call(fn, number):
   t0 = time.perf_counter()
   for _ in range(number):
@@ -509,7 +524,7 @@ MEASURE_GROUPS = ("loop", "vmap", "grad", "dispatch", "barrier")
 class Settings:
   iterations: int = 1000
   payloads: tuple = (4, 1 << 20)
-  rounds: int = 7
+  rounds: int = 9
   devices: int = 1
   batch: int = 8
   dispatch_calls: int = 200
