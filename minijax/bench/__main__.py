@@ -186,6 +186,14 @@ def machine() -> str:
   return f"{os.cpu_count()} CPUs, {model}, Python {platform.python_version()}"
 
 
+def _load() -> float | None:
+  """The 1-minute load average: other work on the machine widens the spreads."""
+  try:
+    return round(os.getloadavg()[0], 2)
+  except OSError:
+    return None
+
+
 def versions() -> dict:
   out = {}
   for name in ("jaxlib", "jax"):
@@ -245,12 +253,13 @@ def main(argv=None) -> int:
   set_device_count(args.devices)
   from minijax.bench import callbacks as cb
   settings = settings_from(args)
-  started = time.perf_counter()
+  started, load_before = time.perf_counter(), _load()
   rows = cb.run(settings)
-  elapsed = time.perf_counter() - started
-  header = (f"minijax callback benchmark: {machine()}; "
+  elapsed, load_after = time.perf_counter() - started, _load()
+  header = (f"minijax callback benchmark: {machine()}\n"
             + ", ".join(f"{k} {v or 'not installed'}" for k, v in versions().items())
-            + f"; {settings.rounds} rounds, {settings.devices} device(s), {elapsed:.0f} s")
+            + f"; {settings.rounds} rounds, {settings.devices} device(s), {elapsed:.0f} s; "
+            f"load average {load_before} before, {load_after} after")
   print(header)
   print()
   print(tables(rows, settings))
@@ -261,7 +270,8 @@ def main(argv=None) -> int:
       json.dump({"machine": machine(), "versions": versions(),
                  "settings": {k: (list(v) if isinstance(v, tuple) else v)
                               for k, v in vars(settings).items()},
-                 "elapsed_s": elapsed, "rows": rows}, f, indent=1)
+                 "elapsed_s": elapsed, "load_average": [load_before, load_after],
+                 "rows": rows}, f, indent=1)
   if args.plot:
     write_plot(rows, args.plot)
   return 0
