@@ -245,6 +245,13 @@ def test_scan_of_length_zero_returns_init_and_empty_ys():
   assert ys.shape == (0,)
 
 
+def test_lax_map_applies_a_function_to_each_slice():
+  xs = rng_array((4, 3))
+  close(lax.map(lax.sin, xs), np.sin(xs))
+  out = minijax.jit(lambda xs: lax.map(lambda x: {"s": lax.sin(x), "c": lax.cos(x)}, xs))(xs)
+  close(out["c"], np.cos(xs))
+
+
 def test_scan_errors():
   with pytest.raises(ValueError, match="different leading axis sizes"):
     lax.scan(lambda c, x: (c, x), f32(0), (np.zeros(3, f32), np.zeros(4, f32)))

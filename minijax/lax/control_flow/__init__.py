@@ -3,3 +3,4 @@
 from minijax.lax.control_flow.cond import cond, cond_p, switch
 from minijax.lax.control_flow.loops import fori_loop, while_loop, while_p
 from minijax.lax.control_flow.scan import scan, scan_p
+from minijax.lax.control_flow.scan import scan_map as map  # noqa: A004  (lax.map, as in JAX)

@@ -243,8 +243,8 @@ _REVERSE_MODE_ERROR = (
 def _while_partial_eval(trace, args, *, cond_jaxpr, body_jaxpr, cond_nconsts, body_nconsts):
   """The carries that depend only on known values (and a known predicate) are computed now
   by a while over the known part of the body; the unknown outputs come from the whole loop,
-  staged.  A loop with effects is not split (its effects would run twice): it is staged
-  whole, which reverse mode cannot use, so that raises JAX's error."""
+  staged (which reverse mode cannot transpose: JAX's error).  A loop with effects and
+  unknown carries is not split, since its effects would run twice: that raises at once."""
   from minijax.core.trace import set_current_trace
   from minijax.interpreters import partial_eval as pe
   params = dict(cond_jaxpr=cond_jaxpr, body_jaxpr=body_jaxpr, cond_nconsts=cond_nconsts,
@@ -254,18 +254,20 @@ def _while_partial_eval(trace, args, *, cond_jaxpr, body_jaxpr, cond_nconsts, bo
       uk, [cond_nconsts, body_nconsts, len(args) - cond_nconsts - body_nconsts])
   n = len(carry_uk)
   for _ in range(n + 1):
-    body_known, _, out_uk, _ = pe.partial_eval_jaxpr_nounits(
+    body_known, body_unknown, out_uk, _ = pe.partial_eval_jaxpr_nounits(
         body_jaxpr, [*bconst_uk, *carry_uk], carry_uk)
     if out_uk == carry_uk:
       break
     carry_uk = [a or b for a, b in zip(carry_uk, out_uk)]
-  cond_known, _, pred_uk, _ = pe.partial_eval_jaxpr_nounits(
+  cond_known, cond_unknown, pred_uk, _ = pe.partial_eval_jaxpr_nounits(
       cond_jaxpr, [*cconst_uk, *carry_uk], False)
   if pred_uk[0] or all(carry_uk):
     return trace.stage(while_p, args, params)
-  if cond_jaxpr.effects or body_jaxpr.effects:
+  effects = cond_jaxpr.effects or body_jaxpr.effects
+  if effects and (any(carry_uk) or body_unknown.effects or cond_unknown.effects):
     raise NotImplementedError(
-        "linearize/grad of a lax.while_loop with effects (e.g. taps) is not supported: "
+        "linearize/grad of a lax.while_loop with effects (e.g. taps) whose carry depends on "
+        "the differentiated inputs is not supported (the effects would run twice). "
         + _REVERSE_MODE_ERROR)
   n_known = carry_uk.count(False)
   body_known = common.const_free(pe.dce_closed_jaxpr(
@@ -281,6 +283,8 @@ def _while_partial_eval(trace, args, *, cond_jaxpr, body_jaxpr, cond_nconsts, bo
         *operands, cond_jaxpr=cond_known[0], body_jaxpr=body_known[0],
         cond_nconsts=len(cond_known[1]) + cconst_uk.count(False),
         body_nconsts=len(body_known[1]) + bconst_uk.count(False))
+  if not any(carry_uk):
+    return known_outs
   all_outs = trace.stage(while_p, args, params)
   return common.merge(carry_uk, [o for o, u in zip(all_outs, carry_uk) if u], known_outs)
 

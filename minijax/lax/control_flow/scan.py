@@ -27,7 +27,7 @@ from minijax.core.primitive import Primitive
 from minijax.lax.control_flow import common
 from minijax.lowering import mlir
 
-__all__ = ["scan", "scan_p"]
+__all__ = ["scan", "scan_map", "scan_p"]
 
 scan_p = Primitive("scan")
 scan_p.multiple_results = True
@@ -86,6 +86,12 @@ def scan(f: Callable, init, xs=None, length: int | None = None, reverse: bool = 
   carry_out = tree_util.tree_unflatten(carry_tree, outs[:num_carry])
   ys = tree_util.tree_unflatten(y_tree, outs[num_carry:])
   return carry_out, ys
+
+
+def scan_map(f: Callable, xs):
+  """`f` applied to each leading slice of `xs`, results stacked (a scan without a carry)."""
+  _, ys = scan(lambda _, x: ((), f(x)), (), xs)
+  return ys
 
 
 # ----------------------------------------------------------------------------- abstract eval
