@@ -85,8 +85,42 @@ from minijax.interpreters import ad, batching  # noqa: E402
 from minijax.interpreters import partial_eval as pe  # noqa: E402
 
 
+_rewrites: dict = {}
+
+
+def _memo(fn, closed, *flags):
+  """`fn(closed, *flags)`, cached per (jaxpr object, flags) when its constants are not
+  tracers, so that an eager `grad(jit(f))` reuses the rewritten jaxprs (and thereby the
+  compiled executables, which are keyed on them) from one call to the next."""
+  from minijax.core.trace import Tracer
+  if any(isinstance(c, Tracer) for c in closed.consts):
+    return fn(closed, *flags)
+  key = (fn, closed, *(tuple(f) if isinstance(f, list) else f for f in flags))
+  result = _rewrites.get(key)
+  if result is None:
+    if len(_rewrites) > 4096:
+      _rewrites.clear()
+    result = _rewrites[key] = (closed, fn(closed, *flags))  # keeps `closed` alive with its id
+  return result[1]
+
+
+_hoisted: dict = {}
+
+
+def _hoist(closed):
+  from minijax.core.trace import Tracer
+  if any(isinstance(c, Tracer) for c in closed.consts):
+    return pe.hoist_consts(closed)
+  result = _hoisted.get(closed)
+  if result is None:
+    if len(_hoisted) > 4096:
+      _hoisted.clear()
+    result = _hoisted[closed] = pe.hoist_consts(closed)
+  return result
+
+
 def _bind_call(primitive, fix_params, closed, args, params):
-  closed, consts = pe.hoist_consts(closed)
+  closed, consts = _hoist(closed)
   args = [*consts, *args]
   return primitive.bind(*args, **fix_params(dict(params, jaxpr=closed), len(args)))
 
@@ -94,7 +128,7 @@ def _bind_call(primitive, fix_params, closed, args, params):
 def call_jvp_rule(primitive, fix_params):
   def rule(primals, tangents, *, jaxpr, **params):
     nonzeros = [type(t) is not ad.Zero and not ad.is_float0(t) for t in tangents]
-    jvp_closed, out_nz = ad.jvp_jaxpr(jaxpr, nonzeros, instantiate=False)
+    jvp_closed, out_nz = _memo(ad.jvp_jaxpr, jaxpr, nonzeros, False)
     outs = _bind_call(primitive, fix_params, jvp_closed,
                       [*primals, *(t for t, nz in zip(tangents, nonzeros) if nz)], params)
     n = len(jaxpr.out_avals)
@@ -107,14 +141,14 @@ def call_jvp_rule(primitive, fix_params):
 def call_partial_eval_rule(primitive, fix_params):
   def rule(trace, args, *, jaxpr, **params):
     unknowns = [trace.owns(x) for x in args]
-    known, unknown, out_uk, num_res = pe.partial_eval_jaxpr(jaxpr, unknowns, instantiate=False)
+    known, unknown, out_uk, num_res = _memo(pe.partial_eval_jaxpr, jaxpr, unknowns, False)
     with set_current_trace(trace.parent):
       known_outs = _bind_call(primitive, fix_params, known,
                               [x for x, uk in zip(args, unknowns) if not uk], params)
     res = known_outs[len(known_outs) - num_res:]
     known_outs = iter(known_outs[:len(known_outs) - num_res])
     unknown_args = [*res, *(x for x, uk in zip(args, unknowns) if uk)]
-    unknown_closed, consts = pe.hoist_consts(unknown)
+    unknown_closed, consts = _hoist(unknown)
     unknown_args = [*consts, *unknown_args]
     unknown_outs = iter(trace.stage(primitive, unknown_args,
                                     fix_params(dict(params, jaxpr=unknown_closed),
@@ -126,7 +160,7 @@ def call_partial_eval_rule(primitive, fix_params):
 def call_transpose_rule(primitive, fix_params):
   def rule(cts, *args, jaxpr, **params):
     linear = [ad.is_undefined_primal(x) for x in args]
-    transposed = ad.transpose_jaxpr(jaxpr, linear)
+    transposed = _memo(ad.transpose_jaxpr, jaxpr, linear)
     cts = [ad.instantiate_zeros(ct) for ct in cts]
     outs = iter(_bind_call(primitive, fix_params, transposed,
                            [*(x for x, lin in zip(args, linear) if not lin), *cts], params))
@@ -138,8 +172,8 @@ def call_batching_rule(primitive, fix_params):
   def rule(args, dims, *, jaxpr, **params):
     size = next(x.shape[d] for x, d in zip(args, dims) if d is not None)
     args = [batching.moveaxis(x, d, 0) if d is not None else x for x, d in zip(args, dims)]
-    batched, out_batched = batching.batch_jaxpr(jaxpr, size, [d is not None for d in dims],
-                                                instantiate=False)
+    batched, out_batched = _memo(batching.batch_jaxpr, jaxpr, size,
+                                 [d is not None for d in dims], False)
     outs = _bind_call(primitive, fix_params, batched, args, params)
     return outs, [0 if b else None for b in out_batched]
   return rule
