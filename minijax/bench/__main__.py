@@ -173,6 +173,66 @@ def tables(rows: list[dict], settings) -> str:
   return "\n".join(out)
 
 
+def _find(rows, measure, mechanism, payload="scalar"):
+  return next((r for r in rows if r["measure"] == measure and r["mechanism"] == mechanism
+               and r["payload"] == payload and r["available"]), None)
+
+
+def targets(rows: list[dict]) -> str:
+  """The project's targets for minijax native, each with what this run measured."""
+  from minijax.bench.callbacks import NATIVE
+  checks = []
+
+  def check(what, value, ok, shown):
+    if value is not None:
+      checks.append([what, shown, "met" if ok else "MISSED"])
+
+  loop, dev = _find(rows, "loop", NATIVE), _find(rows, "loop_device", NATIVE)
+  if loop:
+    check("<= 2 µs per scalar tap, delivered", loop["median_us"], loop["median_us"] <= 2,
+          f"{loop['median_us']:.2f} µs")
+  if dev:
+    check("<= 2 µs per scalar tap, device side", dev["median_us"], dev["median_us"] <= 2,
+          f"{dev['median_us']:.2f} µs")
+  jax_loops = [r for r in rows if r["measure"] == "loop" and r["library"] == "jax"
+               and r["payload"] == "scalar" and r["available"] and r["ratio_vs_native"]
+               and not r["mechanism"].startswith("no tap")]
+  if jax_loops:
+    low = min(r["ratio_vs_native"] for r in jax_loops)
+    check(">= 50x below every jax callback (scalar loop)", low, low >= 50, f"{low:.0f}x")
+  rate = _find(rows, "throughput", NATIVE)
+  if rate:
+    check(">= 100,000 scalar taps/s end to end", rate["value"], rate["value"] >= 1e5,
+          f"{rate['value']:,.0f}/s")
+  big = [r for r in rows if r["measure"] == "throughput" and r["mechanism"] == NATIVE
+         and r["payload"] not in ("scalar", None) and r["available"]]
+  for r in big:
+    gbs = float(r["note"].split()[0])
+    check(f">= 2 GB/s with {r['payload']} taps", gbs, gbs >= 2, f"{gbs:.2f} GB/s")
+  d, d0 = _find(rows, "dispatch", NATIVE), _find(rows, "dispatch", "no tap")
+  if d and d0:
+    ratio = d["median_us"] / d0["median_us"]
+    check("dispatch of a tapped function <= 2x an untapped one", ratio, ratio <= 2,
+          f"{ratio:.1f}x ({d['median_us']:.0f} vs {d0['median_us']:.0f} µs)")
+  v = _find(rows, "vmap", NATIVE)
+  if v:
+    check("one host call per iteration under vmap", v["calls_per_iter"],
+          v["calls_per_iter"] == 1, f"{v['calls_per_iter']:g}")
+  g = _find(rows, "grad", NATIVE)
+  if g:
+    check("taps delivered under grad", g["calls_per_iter"], g["calls_per_iter"] >= 1,
+          f"{g['calls_per_iter']:g} per iteration (primal + cotangent)")
+  b = _find(rows, "barrier", "minijax barrier_wait", None)
+  if b:
+    check("idle barrier_wait <= 200 µs", b["median_us"], b["median_us"] <= 200,
+          f"{b['median_us']:.1f} µs")
+  if not checks:
+    return ""
+  from minijax.bench.timing import format_table
+  return ("Targets for minijax native (medians of this run)\n"
+          + format_table(["target", "measured", ""], checks) + "\n")
+
+
 def machine() -> str:
   model = platform.processor() or platform.machine()
   try:
@@ -263,6 +323,7 @@ def main(argv=None) -> int:
   print(header)
   print()
   print(tables(rows, settings))
+  print(targets(rows))
   if not any(r["library"] == "jax" for r in rows):
     print("(jax is not installed or was left out: install the `bench` extra for the JAX rows)")
   if args.json:
