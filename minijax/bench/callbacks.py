@@ -25,8 +25,8 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import itertools
 import os
+import threading
 import time
 from typing import Any, Callable
 
@@ -70,26 +70,23 @@ def short_reason(e: BaseException, limit: int = 100) -> str:
 # ----------------------------------------------------------------------------- tap counting
 
 class Counter:
-  """A near no-op host function that counts its calls (thread-safe without a lock:
-  `next` on an `itertools.count` is atomic under the GIL).  `ret` is what it returns
-  (needed by JAX's pure_callback)."""
+  """A near no-op host function that counts its calls (under a lock: with several devices
+  several receiver threads call it).  `ret` is what it returns (JAX's pure_callback needs
+  a value)."""
 
   def __init__(self, ret: Any = None):
-    self._count = itertools.count()
-    self._seen = 0
+    self._lock = threading.Lock()
+    self.n = 0
     self.ret = ret
 
   def __call__(self, *args, **kwargs):
-    next(self._count)
+    with self._lock:
+      self.n += 1
     return self.ret
 
-  @property
-  def n(self) -> int:
-    # itertools.count has no public value; its repr holds the next number.
-    return int(repr(self._count)[6:-1]) - self._seen
-
   def reset(self) -> None:
-    self._seen += self.n
+    with self._lock:
+      self.n = 0
 
 
 # ----------------------------------------------------------------------------- libraries
