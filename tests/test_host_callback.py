@@ -372,3 +372,148 @@ for i in range(50):
 """)
   assert result.returncode == 0, result.stderr[-3000:]
   assert result.stdout.count("n: tap") == 50
+
+
+# ----------------------------------------------------------------------------- transformations
+
+def power3_with_tap(rec):
+  def power3(x):
+    y = lax.mul(x, x)
+    _, y = hcb.id_tap(rec, (x, y))
+    return lax.mul(y, x)
+  return power3
+
+
+def _floats(arg):
+  return [np.asarray(a, np.float32).tolist() for a in arg]
+
+
+def test_vmap_taps_the_whole_batch_once_with_its_batch_dims():
+  rec = Recorder()
+  minijax.vmap(power3_with_tap(rec))(np.arange(3, dtype=np.float32))
+  hcb.barrier_wait()
+  assert len(rec.calls) == 1
+  arg, transforms = rec.calls[0]
+  assert transforms == (("batch", {"batch_dims": (0, 0)}),)
+  assert _floats(arg) == [[0.0, 1.0, 2.0], [0.0, 1.0, 4.0]]
+
+
+def test_vmap_marks_unbatched_leaves_with_none():
+  rec = Recorder()
+  c = np.float32(7.0)
+  minijax.vmap(lambda x: hcb.id_tap(rec, (x, c))[0])(np.arange(2, dtype=np.float32))
+  hcb.barrier_wait()
+  assert rec.calls[0][1] == (("batch", {"batch_dims": (0, None)}),)
+
+
+def test_vmap_of_vmap_adds_two_batch_entries():
+  rec = Recorder()
+  minijax.vmap(minijax.vmap(power3_with_tap(rec)))(np.ones((2, 3), np.float32))
+  hcb.barrier_wait()
+  assert len(rec.calls) == 1
+  assert rec.calls[0][1] == (("batch", {"batch_dims": (0, 0)}),) * 2
+  assert rec.calls[0][0][1].shape == (2, 3)
+
+
+def test_jvp_taps_the_primals_then_the_tangents():
+  rec = Recorder()
+  minijax.jvp(power3_with_tap(rec), (np.float32(3.0),), (np.float32(0.1),))
+  hcb.barrier_wait()
+  assert [t for _, t in rec.calls] == [(), (("jvp", {}),)]
+  assert _floats(rec.calls[0][0]) == [3.0, 9.0]
+  np.testing.assert_allclose(_floats(rec.calls[1][0]), [0.1, 0.6], rtol=1e-6)
+
+
+def test_jvp_instantiates_symbolic_zero_tangents():
+  rec = Recorder()
+  c = np.float32(5.0)
+  minijax.jvp(lambda x: hcb.id_tap(rec, (x, c))[0], (np.float32(1.0),), (np.float32(1.0),))
+  hcb.barrier_wait()
+  assert _floats(rec.calls[1][0]) == [1.0, 0.0]
+
+
+def test_grad_taps_primals_forward_and_cotangents_backward():
+  rec = Recorder()
+  g = minijax.grad(power3_with_tap(rec))(np.float32(3.0))
+  hcb.barrier_wait()
+  assert float(g) == 27.0
+  assert [t for _, t in rec.calls] == [(), (("jvp", {}), ("transpose", {}))]
+  assert _floats(rec.calls[0][0]) == [3.0, 9.0]
+  assert _floats(rec.calls[1][0]) == [0.0, 3.0]
+
+
+def test_grad_with_an_unused_primal_still_taps_and_differentiates():
+  rec = Recorder()
+  def f(x):
+    hcb.id_tap(rec, x)
+    return lax.mul(x, 2.0)
+  assert float(minijax.grad(f)(np.float32(3.0))) == 2.0
+  hcb.barrier_wait()
+  assert float(rec.values()[0]) == 3.0
+
+
+def test_grad_of_grad_taps_each_order():
+  rec = Recorder()
+  g2 = minijax.grad(minijax.grad(power3_with_tap(rec)))(np.float32(3.0))
+  hcb.barrier_wait()
+  assert float(g2) == 18.0
+  transforms = [tuple(name for name, _ in t) for _, t in rec.calls]
+  assert () in transforms and ("jvp", "transpose") in transforms
+  assert ("jvp", "transpose", "jvp", "transpose") in transforms
+
+
+def test_vmap_of_grad_taps_batched_primals_and_cotangents():
+  rec = Recorder()
+  g = minijax.vmap(minijax.grad(power3_with_tap(rec)))(np.arange(2, dtype=np.float32))
+  hcb.barrier_wait()
+  np.testing.assert_allclose(g, [0.0, 3.0])
+  assert len(rec.calls) == 2
+  assert rec.calls[0][1] == (("batch", {"batch_dims": (0, 0)}),)
+  assert rec.calls[1][1][:2] == (("jvp", {}), ("transpose", {}))
+  assert rec.calls[1][1][2][0] == "batch"
+
+
+def test_jit_of_grad_and_grad_of_jit_tap_like_grad():
+  for transform in (lambda f: minijax.jit(minijax.grad(f)), lambda f: minijax.grad(minijax.jit(f))):
+    rec = Recorder()
+    assert float(transform(power3_with_tap(rec))(np.float32(3.0))) == 27.0
+    hcb.barrier_wait()
+    assert [tuple(n for n, _ in t) for _, t in rec.calls] == [(), ("jvp", "transpose")]
+
+
+def test_grad_of_scan_delivers_every_forward_and_backward_tap():
+  rec = Recorder()
+  def loss(x):
+    def step(c, _):
+      c = lax.mul(hcb.id_tap(rec, c), 1.5)
+      return c, None
+    c, _ = lax.scan(step, x, None, length=4)
+    return c
+  g = minijax.grad(loss)(np.float32(1.0))
+  hcb.barrier_wait()
+  np.testing.assert_allclose(float(g), 1.5 ** 4, rtol=1e-6)
+  kinds = [tuple(n for n, _ in t) for _, t in rec.calls]
+  assert kinds.count(()) == 4 and kinds.count(("jvp", "transpose")) == 4
+
+
+def test_taps_inside_custom_jvp_and_custom_vjp_survive_grad():
+  rec = Recorder()
+
+  @minijax.custom_jvp
+  def f(x):
+    return lax.sin(hcb.id_tap(rec, x))
+
+  @f.defjvp
+  def f_jvp(primals, tangents):
+    (x,), (t,) = primals, tangents
+    return f(x), lax.mul(lax.cos(x), t)
+
+  @minijax.custom_vjp
+  def g(x):
+    return lax.mul(hcb.id_tap(rec, x), 2.0)
+
+  g.defvjp(lambda x: (g(x), None), lambda res, ct: (lax.mul(ct, 2.0),))
+  out = minijax.grad(lambda x: g(f(x)))(np.float32(0.5))
+  hcb.barrier_wait()
+  np.testing.assert_allclose(float(out), 2 * np.cos(0.5), rtol=1e-6)
+  assert len(rec.calls) >= 2
