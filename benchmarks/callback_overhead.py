@@ -7,9 +7,14 @@ flag and every measurement is `minijax.bench.__main__`'s (see its docstring, or 
 """
 from __future__ import annotations
 
+import os
 import sys
 
-from minijax.bench.__main__ import main
+try:
+  from minijax.bench.__main__ import main
+except ImportError:  # run from a checkout without installing it
+  sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+  from minijax.bench.__main__ import main
 
 if __name__ == "__main__":
   sys.exit(main())
