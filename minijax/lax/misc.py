@@ -108,7 +108,7 @@ def _select_n_lowering(ctx, which, *cases):
   which_aval, out_aval = ctx.avals_in[0], ctx.avals_out[0]
   if which_aval.shape != out_aval.shape:
     which_type = mlir.aval_to_ir_type(which_aval.update(shape=out_aval.shape))
-    which = mhlo.BroadcastInDimOp(which_type, which, mlir.dense_i64(())).result
+    which = mhlo.BroadcastInDimOp(which_type, which, []).result
   if len(cases) == 1:
     return cases[0]
   if which_aval.dtype == dtypes.bool_:
