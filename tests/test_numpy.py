@@ -1,0 +1,486 @@
+"""minijax.numpy against numpy, eagerly and under jit: ufuncs, creation, reductions, shape
+functions, products, indexing and `.at` updates, array operators and methods, and JAX's
+dtype promotion.  Functions are rows of tables; jit reruns each row once.
+"""
+from __future__ import annotations
+
+import operator
+
+import ml_dtypes
+import numpy as np
+import pytest
+
+import minijax
+import minijax.numpy as jnp
+
+bf16 = np.dtype(ml_dtypes.bfloat16)
+_rng = np.random.default_rng(1)
+
+
+def _canonical(dtype):
+  return {np.dtype(np.float64): np.dtype(np.float32), np.dtype(np.int64): np.dtype(np.int32),
+          np.dtype(np.uint64): np.dtype(np.uint32),
+          np.dtype(np.complex128): np.dtype(np.complex64)}.get(np.dtype(dtype), np.dtype(dtype))
+
+
+def assert_close(actual, expected, rtol=2e-5, atol=2e-6):
+  if isinstance(actual, (list, tuple)):
+    assert isinstance(expected, (list, tuple)) and len(actual) == len(expected)
+    for a, e in zip(actual, expected):
+      assert_close(a, e, rtol, atol)
+    return
+  actual, expected = np.asarray(actual), np.asarray(expected)
+  assert actual.shape == expected.shape, (actual.shape, expected.shape)
+  if actual.dtype.kind in "fc" or actual.dtype == bf16 or expected.dtype.kind in "fc":
+    np.testing.assert_allclose(actual.astype(np.float64), expected.astype(np.float64),
+                               rtol=rtol, atol=atol, equal_nan=True)
+  else:
+    np.testing.assert_array_equal(actual, expected)
+
+
+def check(fn, np_fn, *args, jit=True, **tol):
+  expected = np_fn(*args)
+  out = fn(*args)
+  assert_close(out, expected, **tol)
+  if jit:
+    assert_close(minijax.jit(fn)(*args), out, **tol)
+  return out
+
+
+F = _rng.standard_normal((3, 4)).astype(np.float32)
+P = _rng.uniform(0.5, 2.0, (3, 4)).astype(np.float32)
+U = _rng.uniform(-0.9, 0.9, (3, 4)).astype(np.float32)
+I = _rng.integers(-6, 7, (3, 4)).astype(np.int32)
+NZ = np.where(I == 0, 3, I).astype(np.int32)
+B = _rng.random((3, 4)) < 0.5
+ROW = _rng.standard_normal((4,)).astype(np.float32)
+E = np.zeros((0, 4), np.float32)
+
+UFUNCS = {
+    # name: (args...) -- compared against numpy's function of the same name
+    "add": (F, ROW), "add_bool": (B, B), "add_int_scalar": (I, 3), "subtract": (F, 2.5),
+    "multiply": (I, NZ), "multiply_bool": (B, B), "true_divide": (F, P),
+    "true_divide_ints": (I, NZ), "floor_divide": (I, NZ), "floor_divide_f": (F, P),
+    "remainder": (I, NZ), "remainder_f": (F, P), "mod": (I, -4), "fmod": (I, NZ),
+    "power": (P, U), "power_int": (I, np.abs(I) % 4), "power_scalar": (F, 3),
+    "maximum": (F, ROW), "minimum": (I, 0), "fmax": (F, np.float32(np.nan)),
+    "arctan2": (F, P), "logaddexp": (F, U), "hypot": (F, P),
+    "equal": (I, NZ), "not_equal": (F, F), "less": (F, 0.0), "less_equal": (I, NZ),
+    "greater": (F, ROW), "greater_equal": (I, 1),
+    "logical_and": (B, I), "logical_or": (B, B), "logical_xor": (I, B), "logical_not": (F,),
+    "bitwise_and": (I, NZ), "bitwise_or": (B, B), "bitwise_xor": (I, 5), "invert": (I,),
+    "left_shift": (np.abs(I), 2), "right_shift": (I, 1),
+    "negative": (F,), "positive": (I,), "absolute": (I,), "abs": (F,), "sign": (F,),
+    "floor": (F,), "ceil": (F,), "trunc": (F * 3,), "rint": (F * 3,), "round": (F * 3,),
+    "exp": (U,), "exp2": (F,), "log": (P,), "log2": (P,), "log10": (P,), "log1p": (P,),
+    "expm1": (U,), "sin": (F,), "sin_int": (I,), "cos": (F,), "tan": (U,), "tanh": (F,),
+    "sqrt": (P,), "sinh": (U,), "cosh": (U,), "arcsin": (U,), "arccos": (U,),
+    "arctan": (F,), "arctanh": (U,), "arcsinh": (F,), "arccosh": (P + 1,), "cbrt": (F,),
+    "deg2rad": (F,), "rad2deg": (F,), "square": (I,), "reciprocal": (P,),
+    "isnan": (np.array([1.0, np.nan, np.inf], np.float32),),
+    "isfinite": (np.array([1.0, np.nan, -np.inf], np.float32),),
+    "isinf": (np.array([1.0, np.nan, -np.inf], np.float32),), "signbit": (F,),
+    "isclose": (F, F + 1e-7), "clip": (F, -0.5, 0.5), "where": (B, F, I),
+}
+
+
+@pytest.mark.parametrize("name", list(UFUNCS))
+def test_ufunc_matches_numpy(name):
+  args = UFUNCS[name]
+  base = name
+  while not hasattr(np, base):
+    base = base.rsplit("_", 1)[0]
+  fn, np_fn = getattr(jnp, base), getattr(np, base)
+  check(lambda *a: fn(*a), lambda *a: np_fn(*a), *args, rtol=2e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("shape", [(), (0,), (2, 0, 3)])
+def test_ufuncs_on_scalars_and_empty_arrays(shape):
+  x = np.ones(shape, np.float32)
+  for fn, np_fn in ((jnp.add, np.add), (jnp.multiply, np.multiply), (jnp.maximum, np.maximum)):
+    assert_close(fn(x, x), np_fn(x, x))
+  assert_close(jnp.sin(x), np.sin(x))
+  assert_close(jnp.sum(x), np.sum(x))
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.int32, bf16, np.uint8, np.float16])
+def test_binary_operators_across_dtypes(dtype):
+  x = (np.arange(1, 7).reshape(2, 3) % 5 + 1).astype(dtype)
+  y = (np.arange(6, 0, -1).reshape(2, 3) % 4 + 1).astype(dtype)
+  ax, ay = jnp.asarray(x), jnp.asarray(y)
+  tol = dict(rtol=2e-2, atol=2e-2) if dtype in (bf16, np.float16) else {}
+  for op in (operator.add, operator.sub, operator.mul, operator.truediv, operator.floordiv,
+             operator.mod, operator.lt, operator.eq, operator.ge):
+    out = op(ax, ay)
+    with np.errstate(all="ignore"):
+      expected = op(x.astype(np.float64), y.astype(np.float64)) if dtype == bf16 else op(x, y)
+    assert_close(out, expected, **tol)
+    if op is operator.truediv:
+      assert np.dtype(out.dtype).kind == "f" or out.dtype == bf16
+    elif op not in (operator.lt, operator.eq, operator.ge):
+      assert out.dtype == np.dtype(dtype)
+
+
+def test_reflected_and_unary_operators():
+  x = jnp.asarray(I)
+  assert_close(3 - x, 3 - I)
+  assert_close(2 ** jnp.asarray(np.abs(I) % 5), 2 ** (np.abs(I) % 5))
+  assert_close(10 // jnp.asarray(NZ), 10 // NZ)
+  assert_close(7 % jnp.asarray(NZ), 7 % NZ)
+  assert_close(-x, -I)
+  assert_close(+x, I)
+  assert_close(abs(x), np.abs(I))
+  assert_close(~x, ~I)
+  assert_close(x & 3, I & 3)
+  assert_close(1 | x, 1 | I)
+  assert_close(x ^ x, I ^ I)
+  assert_close(x << 1, I << 1)
+  assert_close(x >> 1, I >> 1)
+  assert_close(np.ones(4, np.float32) + jnp.asarray(F), 1 + F)
+  assert_close(F @ jnp.asarray(F.T), F @ F.T)
+  assert_close(jnp.asarray(F) @ F.T, F @ F.T)
+  assert isinstance(np.float32(2) * jnp.asarray(F), minijax.Array)
+
+
+def test_operators_under_jit_bind_onto_the_trace():
+  def f(x, y):
+    return ((x + y) * 2 - x / y) ** 2 @ (x.T > 0).astype(jnp.float32) // 3 % 5
+  x, y = F, P
+  expected = ((x + y) * 2 - x / y) ** 2 @ (x.T > 0).astype(np.float32) // 3 % 5
+  assert_close(f(jnp.asarray(x), jnp.asarray(y)), expected, rtol=1e-4, atol=1e-4)
+  assert_close(minijax.jit(f)(x, y), expected, rtol=1e-4, atol=1e-4)
+  jaxpr = str(minijax.make_jaxpr(f)(x, y))
+  assert "dot_general" in jaxpr and "div" in jaxpr
+
+
+# ---- promotion
+@pytest.mark.parametrize("a,b,expected", [
+    (np.float32(1), 1.0, np.float32), (np.int32(1), 1.0, np.float32),
+    (np.int8(1), 1, np.int8), (np.uint8(1), np.int8(1), np.int16),
+    (bf16.type(1), np.float16(1), np.float32), (bf16.type(1), 2, bf16),
+    (np.bool_(True), 1, np.int32), (np.int32(1), np.float16(1), np.float16),
+    (np.bool_(True), np.bool_(False), np.bool_), (np.uint32(1), np.int32(1), np.int64),
+])
+def test_binary_ops_promote_like_jax(a, b, expected):
+  out = jnp.add(jnp.asarray(a), b)
+  assert out.dtype == _canonical(expected)
+  assert jnp.result_type(jnp.asarray(a), b) == _canonical(expected)
+
+
+def test_python_scalars_are_weak_and_arrays_are_not():
+  x = jnp.asarray(np.ones(3, np.float16))
+  assert (x + 1.0).dtype == np.float16
+  assert (x * 2).dtype == np.float16
+  assert jnp.asarray(1.0).dtype == np.float32
+  assert (jnp.asarray(np.int32(1)) + 1.5).dtype == np.float32
+  assert jnp.promote_types(np.int32, np.float32) == np.float32
+  s = jnp.add(1.0, 2.0)
+  assert s.dtype == np.float32 and s.weak_type
+
+
+def test_x64_promotion(x64):
+  x = jnp.asarray(np.ones(3, np.float64))
+  assert x.dtype == np.float64
+  assert (x + 1).dtype == np.float64
+  assert jnp.arange(3).dtype == np.int64
+  assert (jnp.asarray(np.int32(1)) + 1.5).dtype == np.float64
+  assert jnp.sum(jnp.ones(3, jnp.int32)).dtype == np.int64
+  assert_close(jnp.dot(x, x), 3.0)
+  assert_close(minijax.jit(lambda v: jnp.cumsum(v * 2))(np.arange(4.0)), [0, 2, 6, 12])
+
+
+# ---- creation
+def test_creation_functions():
+  assert_close(jnp.zeros((2, 3)), np.zeros((2, 3), np.float32))
+  assert jnp.zeros(3, jnp.int32).dtype == np.int32
+  assert_close(jnp.ones(4, jnp.bool_), np.ones(4, bool))
+  assert_close(jnp.full((2, 2), 7), np.full((2, 2), 7))
+  assert_close(jnp.full((2, 3), ROW[:3]), np.full((2, 3), ROW[:3]))
+  assert_close(jnp.zeros_like(I), np.zeros_like(I))
+  assert_close(jnp.ones_like(F, dtype=jnp.int32), np.ones_like(F, dtype=np.int32))
+  assert_close(jnp.full_like(F, 2.5), np.full_like(F, 2.5))
+  assert_close(jnp.arange(5), np.arange(5))
+  assert_close(jnp.arange(2, 11, 3), np.arange(2, 11, 3))
+  assert_close(jnp.arange(0.0, 1.0, 0.25), np.arange(0.0, 1.0, 0.25))
+  assert_close(jnp.arange(0), np.arange(0))
+  assert jnp.arange(5).dtype == np.int32 and jnp.arange(5.0).dtype == np.float32
+  assert_close(jnp.linspace(0, 1, 7), np.linspace(0, 1, 7))
+  assert_close(jnp.linspace(2, 3, 4, endpoint=False), np.linspace(2, 3, 4, endpoint=False))
+  assert_close(jnp.eye(3), np.eye(3))
+  assert_close(jnp.eye(3, 4, k=-1, dtype=jnp.int32), np.eye(3, 4, k=-1, dtype=np.int32))
+  assert_close(jnp.identity(2), np.identity(2))
+  assert_close(jnp.array([[1, 2], [3, 4]]), np.array([[1, 2], [3, 4]]))
+  assert jnp.array([1.0, 2.0]).dtype == np.float32
+  assert_close(jnp.array(3), np.array(3))
+  assert_close(jnp.array(F, dtype=jnp.int32), F.astype(np.int32))
+  assert_close(jnp.asarray([True, False]), np.array([True, False]))
+  assert_close(jnp.tril(F), np.tril(F))
+  assert_close(jnp.triu(F, 1), np.triu(F, 1))
+  assert_close(jnp.meshgrid(np.arange(3), np.arange(2)), np.meshgrid(np.arange(3), np.arange(2)))
+  assert jnp.array(np.ones(2, bf16)).dtype == bf16
+
+
+def test_array_of_traced_values_stacks_them():
+  f = minijax.jit(lambda x, y: jnp.array([x, y, x * y]))
+  assert_close(f(2.0, 3.0), [2.0, 3.0, 6.0])
+  g = minijax.jit(lambda x: jnp.linspace(x, x + 1, 3))
+  assert_close(g(np.float32(1)), [1.0, 1.5, 2.0])
+
+
+# ---- reductions
+REDUCTIONS = ["sum", "prod", "max", "min", "mean", "var", "std", "all", "any", "argmax",
+              "argmin", "cumsum", "cumprod", "ptp", "count_nonzero"]
+
+
+@pytest.mark.parametrize("name", REDUCTIONS)
+def test_reduction_matches_numpy_for_each_axis_form(name):
+  fn, np_fn = getattr(jnp, name), getattr(np, name)
+  x = _rng.uniform(0.5, 1.5, (2, 3, 4)).astype(np.float32)
+  if name in ("all", "any", "count_nonzero"):
+    x = x > 1.0
+  axes = [None, 0, -1, 1]
+  if name not in ("argmax", "argmin", "cumsum", "cumprod"):
+    axes += [(0, 2), (-1, -2)]
+  for k, axis in enumerate(axes):
+    kw = {} if name in ("cumsum", "cumprod") else {"keepdims": k % 2 == 1}
+    check(lambda v: fn(v, axis=axis, **kw), lambda v: np_fn(v, axis=axis, **kw), x,
+          jit=(k < 2), rtol=1e-5, atol=1e-5)
+
+
+def test_reductions_of_ints_bools_scalars_and_empty_arrays():
+  assert jnp.sum(B).dtype == np.int32 and int(jnp.sum(B)) == int(B.sum())
+  assert jnp.sum(np.ones(3, np.int8)).dtype == np.int32
+  assert jnp.mean(I).dtype == np.float32
+  assert_close(jnp.mean(I, axis=0), I.mean(0))
+  assert_close(jnp.var(I, ddof=1), I.var(ddof=1))
+  assert_close(jnp.sum(E), 0.0)
+  assert_close(jnp.sum(E, axis=0), np.zeros(4))
+  assert_close(jnp.prod(E, axis=1), np.ones(0))
+  assert_close(jnp.max(np.float32(3)), 3.0)
+  assert_close(jnp.all(E), True)
+  assert_close(jnp.any(E, axis=0), np.zeros(4, bool))
+  assert_close(jnp.max(F, initial=10.0), 10.0)
+  assert_close(jnp.argmax(np.array([1.0, np.nan, 3.0])), 1)
+  with pytest.raises(ValueError, match="zero-size array"):
+    jnp.max(E, axis=0)
+  with pytest.raises(ValueError, match="empty sequence"):
+    jnp.argmax(E)
+  with pytest.raises(ValueError, match="out of bounds"):
+    jnp.sum(F, axis=2)
+
+
+# ---- shape functions: name -> (function, numpy function, args)
+SHAPE_FUNCS = {
+    "reshape": (lambda x: jnp.reshape(x, (2, -1)), lambda x: np.reshape(x, (2, -1)), (F,)),
+    "ravel": (jnp.ravel, np.ravel, (F,)),
+    "transpose": (jnp.transpose, np.transpose, (F,)),
+    "transpose_axes": (lambda x: jnp.transpose(x, (1, 2, 0)),
+                       lambda x: np.transpose(x, (1, 2, 0)), (F.reshape(3, 2, 2),)),
+    "swapaxes": (lambda x: jnp.swapaxes(x, 0, -1), lambda x: np.swapaxes(x, 0, -1),
+                 (F.reshape(3, 2, 2),)),
+    "moveaxis": (lambda x: jnp.moveaxis(x, 0, -1), lambda x: np.moveaxis(x, 0, -1),
+                 (F.reshape(3, 2, 2),)),
+    "moveaxis_multi": (lambda x: jnp.moveaxis(x, (0, 1), (2, 0)),
+                       lambda x: np.moveaxis(x, (0, 1), (2, 0)), (F.reshape(3, 2, 2),)),
+    "squeeze": (jnp.squeeze, np.squeeze, (F.reshape(1, 3, 1, 4),)),
+    "squeeze_axis": (lambda x: jnp.squeeze(x, 2), lambda x: np.squeeze(x, 2),
+                     (F.reshape(1, 3, 1, 4),)),
+    "expand_dims": (lambda x: jnp.expand_dims(x, (0, -1)),
+                    lambda x: np.expand_dims(x, (0, -1)), (F,)),
+    "broadcast_to": (lambda x: jnp.broadcast_to(x, (2, 3, 4)),
+                     lambda x: np.broadcast_to(x, (2, 3, 4)), (F,)),
+    "broadcast_arrays": (lambda x, y: jnp.broadcast_arrays(x, y),
+                         lambda x, y: list(np.broadcast_arrays(x, y)), (F, ROW)),
+    "concatenate": (lambda x, y: jnp.concatenate([x, y, x], axis=0),
+                    lambda x, y: np.concatenate([x, y, x], axis=0), (F, E)),
+    "concatenate_promotes": (lambda x, y: jnp.concatenate([x, y], axis=-1),
+                             lambda x, y: np.concatenate([x, y], axis=-1), (F, I)),
+    "concatenate_none": (lambda x, y: jnp.concatenate([x, y], axis=None),
+                         lambda x, y: np.concatenate([x, y], axis=None), (F, ROW)),
+    "stack": (lambda x, y: jnp.stack([x, y], axis=1), lambda x, y: np.stack([x, y], axis=1),
+              (F, P)),
+    "hstack": (lambda x, y: jnp.hstack([x, y]), lambda x, y: np.hstack([x, y]), (F, P)),
+    "vstack": (lambda x, y: jnp.vstack([x, y]), lambda x, y: np.vstack([x, y]), (ROW, F)),
+    "split": (lambda x: jnp.split(x, 2, axis=1), lambda x: np.split(x, 2, axis=1), (F,)),
+    "split_indices": (lambda x: jnp.split(x, [1, 3], axis=1),
+                      lambda x: np.split(x, [1, 3], axis=1), (F,)),
+    "array_split": (lambda x: jnp.array_split(x, 3, axis=1),
+                    lambda x: np.array_split(x, 3, axis=1), (F,)),
+    "tile": (lambda x: jnp.tile(x, (2, 1, 3)), lambda x: np.tile(x, (2, 1, 3)), (F,)),
+    "repeat": (lambda x: jnp.repeat(x, 2, axis=1), lambda x: np.repeat(x, 2, axis=1), (F,)),
+    "repeat_flat": (lambda x: jnp.repeat(x, 3), lambda x: np.repeat(x, 3), (I,)),
+    "repeat_counts": (lambda x: jnp.repeat(x, [1, 0, 2], axis=0),
+                      lambda x: np.repeat(x, [1, 0, 2], axis=0), (F,)),
+    "flip": (jnp.flip, np.flip, (F,)),
+    "flip_axis": (lambda x: jnp.flip(x, 1), lambda x: np.flip(x, 1), (F,)),
+    "roll": (lambda x: jnp.roll(x, 2, axis=1), lambda x: np.roll(x, 2, axis=1), (F,)),
+    "roll_flat": (lambda x: jnp.roll(x, -5), lambda x: np.roll(x, -5), (F,)),
+    "rot90": (jnp.rot90, np.rot90, (F,)),
+    "sort": (jnp.sort, np.sort, (F,)),
+    "sort_axis0": (lambda x: jnp.sort(x, axis=0), lambda x: np.sort(x, axis=0), (I,)),
+    "argsort": (lambda x: jnp.argsort(x, axis=1), lambda x: np.argsort(x, axis=1,
+                                                                        kind="stable"), (I,)),
+    "take": (lambda x: jnp.take(x, np.array([2, 0, -1]), axis=1),
+             lambda x: np.take(x, np.array([2, 0, -1]), axis=1), (F,)),
+    "take_along_axis": (lambda x: jnp.take_along_axis(x, np.argsort(F, 1), 1),
+                        lambda x: np.take_along_axis(x, np.argsort(F, 1), 1), (F,)),
+    "pad": (lambda x: jnp.pad(x, ((1, 0), (2, 1))), lambda x: np.pad(x, ((1, 0), (2, 1))),
+            (F,)),
+    "diagonal": (jnp.diagonal, np.diagonal, (F,)),
+    "diagonal_offset": (lambda x: jnp.diagonal(x, -1), lambda x: np.diagonal(x, -1), (F,)),
+    "trace": (jnp.trace, np.trace, (F,)),
+    "diag": (lambda x: jnp.diag(x, 1), lambda x: np.diag(x, 1), (ROW,)),
+    "atleast_2d": (jnp.atleast_2d, np.atleast_2d, (ROW,)),
+    "dot": (jnp.dot, np.dot, (F, F.T.copy())),
+    "dot_vec": (jnp.dot, np.dot, (F, ROW)),
+    "dot_nd": (jnp.dot, np.dot, (F.reshape(3, 2, 2), F.reshape(2, 2, 3))),
+    "dot_scalar": (jnp.dot, np.dot, (F, np.float32(2))),
+    "matmul": (jnp.matmul, np.matmul, (F, F.T.copy())),
+    "matmul_batched": (jnp.matmul, np.matmul, (F.reshape(3, 1, 4), P.reshape(3, 4, 1))),
+    "matmul_broadcast": (jnp.matmul, np.matmul, (F.reshape(1, 3, 4), ROW)),
+    "matmul_vec_mat": (jnp.matmul, np.matmul, (ROW[:3], F)),
+    "vdot": (jnp.vdot, np.vdot, (F, P)),
+    "inner": (jnp.inner, np.inner, (F, P)),
+    "outer": (jnp.outer, np.outer, (ROW, ROW[:3])),
+    "tensordot": (lambda x, y: jnp.tensordot(x, y, ((0, 1), (1, 0))),
+                  lambda x, y: np.tensordot(x, y, ((0, 1), (1, 0))), (F, P.T.copy())),
+    "einsum_matmul": (lambda x, y: jnp.einsum("ij,jk->ik", x, y),
+                      lambda x, y: np.einsum("ij,jk->ik", x, y), (F, P.T.copy())),
+    "einsum_batch": (lambda x, y: jnp.einsum("bij,bkj->bki", x, y),
+                     lambda x, y: np.einsum("bij,bkj->bki", x, y),
+                     (F.reshape(3, 2, 2), P.reshape(3, 2, 2))),
+    "einsum_implicit": (lambda x, y: jnp.einsum("ij,ij", x, y),
+                        lambda x, y: np.einsum("ij,ij", x, y), (F, P)),
+    "einsum_sum_private": (lambda x, y: jnp.einsum("ij,k->j", x, y),
+                           lambda x, y: np.einsum("ij,k->j", x, y), (F, ROW)),
+    "einsum_transpose": (lambda x: jnp.einsum("ij->ji", x), lambda x: np.einsum("ij->ji", x),
+                         (F,)),
+    "einsum_outer": (lambda x, y: jnp.einsum("i,j->ij", x, y),
+                     lambda x, y: np.einsum("i,j->ij", x, y), (ROW, ROW)),
+    "norm": (jnp.linalg.norm, np.linalg.norm, (ROW,)),
+    "allclose": (jnp.allclose, np.allclose, (F, F)),
+}
+
+
+@pytest.mark.parametrize("name", list(SHAPE_FUNCS))
+def test_shape_and_product_functions_match_numpy(name):
+  fn, np_fn, args = SHAPE_FUNCS[name]
+  check(fn, np_fn, *args, rtol=1e-5, atol=1e-5)
+
+
+def test_method_forms():
+  x = jnp.asarray(F)
+  assert_close(x.T, F.T)
+  assert_close(x.reshape(2, 6), F.reshape(2, 6))
+  assert_close(x.reshape((4, 3)), F.reshape(4, 3))
+  assert_close(x.astype(jnp.int32), F.astype(np.int32))
+  assert_close(x.transpose(), F.T)
+  assert_close(x.transpose(1, 0), F.T)
+  assert_close(x.ravel(), F.ravel())
+  assert_close(x.flatten(), F.flatten())
+  assert_close(x.reshape(1, 12).squeeze(), F.ravel())
+  assert_close(x.sum(), F.sum(), rtol=1e-5)
+  assert_close(x.sum(axis=0), F.sum(0), rtol=1e-5)
+  assert_close(x.mean(1), F.mean(1), rtol=1e-5)
+  assert_close(x.max(), F.max())
+  assert_close(x.min(0), F.min(0))
+  assert_close(x.prod(), F.prod(), rtol=1e-4)
+  assert_close((x > 0).any(), (F > 0).any())
+  assert_close((x > 0).all(1), (F > 0).all(1))
+  assert_close(x.argmax(), F.argmax())
+  assert_close(x.argmin(1), F.argmin(1))
+  assert_close(x.std(), F.std(), rtol=1e-5)
+  assert_close(x.var(0), F.var(0), rtol=1e-5)
+  assert_close(x.cumsum(1), F.cumsum(1), rtol=1e-5)
+  assert_close(x.dot(F.T), F @ F.T, rtol=1e-5)
+  assert_close(x.clip(0, 1), F.clip(0, 1))
+  assert_close(round(x), np.round(F))
+  assert_close(x.round(1), np.round(F, 1), rtol=1e-5)
+  assert x.shape == (3, 4) and x.ndim == 2 and x.size == 12 and x.dtype == np.float32
+  assert jnp.ndim(F) == 2 and jnp.shape(x) == (3, 4) and jnp.size(x) == 12
+  y = minijax.jit(lambda v: v.T.reshape(-1).sum() + v.mean(axis=0).max())(F)
+  assert_close(y, F.sum() + F.mean(0).max(), rtol=1e-5)
+
+
+# ---- indexing
+M = np.arange(60, dtype=np.float32).reshape(3, 4, 5)
+INDEXES = [
+    0, -1, (1, 2), (1, 2, 3), (-1, -2, -3), slice(None), slice(1, None), slice(None, None, -1),
+    (slice(None), slice(None, None, 2)), (slice(None), slice(3, 0, -2)),
+    (slice(5, -10, -1),), (Ellipsis, 1), (0, Ellipsis), (None,), (None, 0, None, Ellipsis),
+    (slice(None), None, 1), (Ellipsis, None), True, (False,), (0, True), (slice(1, 1),),
+    np.array([0, 2]), np.array([[0, 1], [2, -1]]), (np.array([0, 2]), np.array([1, 3])),
+    (slice(None), np.array([0, 3, 1])), (np.array([0, 1]), slice(None), np.array([4, 0])),
+    (1, slice(None), np.array([1, 2])), (Ellipsis, np.array([0, -1])),
+    (np.array([[0], [2]]), np.array([1, 2, 3])), [0, 2], ([0, 1], [1, 2]),
+    (None, np.array([1, 2])), (slice(None, None, -1), np.array([0, 1]), 2),
+    np.array([True, False, True]), (slice(None), np.array([True, False, True, True])),
+    np.array(1), (np.int32(2), np.int64(1)), np.array([], np.int32),
+]
+
+
+@pytest.mark.parametrize("index", INDEXES, ids=[repr(i)[:40] for i in INDEXES])
+def test_getitem_matches_numpy(index):
+  x = jnp.asarray(M)
+  assert_close(x[index], M[index])
+
+
+def test_getitem_under_jit_with_traced_indices():
+  x = jnp.asarray(M)
+  f = minijax.jit(lambda v, i: v[i])
+  assert_close(f(M, 1), M[1])
+  assert_close(f(M, -1), M[-1])
+  assert_close(f(M, np.array([2, 0])), M[[2, 0]])
+  g = minijax.jit(lambda v, i, j: v[i, :, j])
+  assert_close(g(M, 2, np.array([1, 4])), M[2, :, [1, 4]])
+  h = minijax.jit(lambda v, i: v[1:, i, ::-1])
+  assert_close(h(M, 3), M[1:, 3, ::-1])
+  # out-of-bounds array indices clamp (JAX's semantics)
+  assert_close(x[np.array([7])], M[[2]])
+  assert_close(minijax.jit(lambda v: v[:, 1, 2])(M), M[:, 1, 2])
+
+
+def test_getitem_on_scalars_and_empty_arrays():
+  s = jnp.asarray(np.float32(3))
+  assert_close(s[()], 3.0)
+  assert_close(s[None], [3.0])
+  assert_close(s[...], 3.0)
+  e = jnp.asarray(E)
+  assert_close(e[:, 1], E[:, 1])
+  assert_close(e[::-1], E[::-1])
+
+
+def test_at_updates_match_numpy():
+  x = jnp.asarray(M)
+  def np_at(op, idx, v):
+    out = M.copy()
+    getattr(np, op).at(out, idx, v) if op != "set" else out.__setitem__(idx, v)
+    return out
+  cases = [(0, 1.0), ((1, 2, 3), -5.0), ((slice(None), 1), np.arange(5, dtype=np.float32)),
+           ((Ellipsis, np.array([0, 0, 4])), 2.0), (np.array([2, 0]), 7.0),
+           ((slice(None, None, -1), 0, slice(1, 3)), 3.0)]
+  for idx, v in cases:
+    assert_close(x.at[idx].set(v), np_at("set", idx, v))
+    assert_close(x.at[idx].add(v), np_at("add", idx, v))
+    assert_close(x.at[idx].mul(v), np_at("multiply", idx, v))
+    assert_close(x.at[idx].min(v), np_at("minimum", idx, v))
+    assert_close(x.at[idx].max(v), np_at("maximum", idx, v))
+    assert_close(x.at[idx].get(), M[idx])
+  repeated = jnp.zeros(3).at[np.array([0, 0, 2])].add(1.0)
+  assert_close(repeated, [2.0, 0.0, 1.0])
+  f = minijax.jit(lambda v, i, u: v.at[i, 1:].set(u))
+  assert_close(f(M[0], 2, np.float32(9)), np_at("set", (0, 2, slice(1, None)), 9.0)[0])
+  ints = jnp.asarray(I).at[0].set(2.7)
+  assert ints.dtype == np.int32 and int(ints[0, 0]) == 2
+
+
+def test_where_nonzero_and_friends():
+  assert_close(jnp.where(F > 0, 1.0, -1.0), np.where(F > 0, 1.0, -1.0))
+  assert_close(jnp.nonzero(B), np.nonzero(B))
+  assert_close(jnp.where(B), np.where(B))
+  assert_close(jnp.argwhere(I > 2), np.argwhere(I > 2))
+  assert_close(jnp.flatnonzero(B), np.flatnonzero(B))
+  assert_close(jnp.nonzero(np.array([0, 3, 0, 4]), size=3), (np.array([1, 3, 0]),))
+  assert jnp.isscalar(jnp.asarray(1.0)) and not jnp.isscalar(jnp.asarray(F))
+  assert jnp.pi == np.pi and np.isnan(jnp.nan) and jnp.inf == np.inf
+  assert jnp.float32 is np.float32 and jnp.dtype(jnp.bfloat16) == bf16
