@@ -263,7 +263,8 @@ def _cond_batch(args, dims, *, branches):
   if index_dim is None:
     out_b = [False] * n_out
     for b in branches:
-      out_b = [x or y for x, y in zip(out_b, common.batch_jaxpr_const_free(b, size, ops_b, False)[2])]
+      b_out = common.batch_jaxpr_const_free(b, size, ops_b, False)[2]
+      out_b = [x or y for x, y in zip(out_b, b_out)]
     batched, consts = common.join_consts(
         [common.batch_jaxpr_const_free(b, size, ops_b, out_b)[0] for b in branches])
     outs = cond_p.bind(index, *consts, *common.moved(ops, op_dims, ops_b, size),

@@ -96,8 +96,8 @@ def fori_loop(lower, upper, body_fun: Callable, init_val):
     return result
   from minijax import lax
   dtype = _index_dtype(lower, upper)
-  lower = lax.convert_element_type(lower, dtype) if common.abstractify(lower).dtype != dtype else lower
-  upper = lax.convert_element_type(upper, dtype) if common.abstractify(upper).dtype != dtype else upper
+  lower, upper = [lax.convert_element_type(b, dtype) if common.abstractify(b).dtype != dtype
+                  else b for b in (lower, upper)]
 
   def cond(carry):
     i, hi, _ = carry
