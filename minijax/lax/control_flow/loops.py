@@ -127,7 +127,7 @@ def _index_dtype(lower, upper):
     if a.shape != () or not dtypes.is_integer(a.dtype):
       raise TypeError(f"fori_loop bounds must be integer scalars, got {a.str_short()}")
   strong = [a.dtype for a in avals if not a.weak_type]
-  return np.dtype(strong[0]) if strong else dtypes.canonicalize_dtype(dtypes.default_int_dtype())
+  return dtypes.canonicalize_dtype(strong[0] if strong else dtypes.default_int_dtype())
 
 
 # ----------------------------------------------------------------------------- abstract eval
