@@ -23,8 +23,9 @@ class ShapedArray(AbstractValue):
   __slots__ = ("shape", "dtype", "weak_type", "_hash")
 
   def __init__(self, shape, dtype, weak_type: bool = False):
-    self.shape = tuple(int(d) for d in shape)
-    self.dtype = np.dtype(dtype)
+    self.shape = shape if type(shape) is tuple and all(type(d) is int for d in shape) \
+        else tuple(map(int, shape))
+    self.dtype = dtype if isinstance(dtype, np.dtype) else np.dtype(dtype)
     self.weak_type = bool(weak_type)
     self._hash = hash((self.shape, self.dtype, self.weak_type))
 

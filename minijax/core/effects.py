@@ -8,6 +8,7 @@ equation that has an effect.
 """
 from __future__ import annotations
 
+import functools
 from typing import ClassVar, Iterable
 
 
@@ -31,6 +32,13 @@ no_effects: frozenset = frozenset()
 
 def ordered_effects(effects: Iterable[Effect]) -> tuple[Effect, ...]:
   """The ordered effects among `effects`, in the one fixed order tokens use."""
+  if isinstance(effects, frozenset):
+    return _ordered_effects_of_set(effects)
+  return tuple(sorted((e for e in effects if e.ordered), key=repr))
+
+
+@functools.lru_cache(maxsize=1024)
+def _ordered_effects_of_set(effects: frozenset) -> tuple[Effect, ...]:
   return tuple(sorted((e for e in effects if e.ordered), key=repr))
 
 

@@ -60,13 +60,20 @@ class SourceInfo(NamedTuple):
 _PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
+_is_internal_code: dict = {}
+
+
 def user_source_info() -> SourceInfo | None:
   """The innermost stack frame outside the minijax package."""
   frame = sys._getframe(1)
+  internal = _is_internal_code
   while frame is not None:
-    filename = frame.f_code.co_filename
-    if not filename.startswith(_PACKAGE_DIR):
-      return SourceInfo(filename, frame.f_lineno, frame.f_code.co_name)
+    code = frame.f_code
+    is_internal = internal.get(code)
+    if is_internal is None:
+      is_internal = internal[code] = code.co_filename.startswith(_PACKAGE_DIR)
+    if not is_internal:
+      return SourceInfo(code.co_filename, frame.f_lineno, code.co_name)
     frame = frame.f_back
   return None
 

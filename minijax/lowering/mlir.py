@@ -133,6 +133,7 @@ class ModuleContext:
   _functions: dict = dataclasses.field(default_factory=dict)
   _symbol_table: Any = None
   _names_used: set = dataclasses.field(default_factory=set)
+  _locations: dict = dataclasses.field(default_factory=dict)
 
   def unique_name(self, name: str) -> str:
     candidate, n = name, 0
@@ -247,12 +248,21 @@ def call_lowered_function(ctx: LoweringRuleContext, name: str, closed_jaxpr: Clo
   return results[len(effects):]
 
 
-def _location(eqn: JaxprEqn) -> ir.Location:
-  info = eqn.source_info
-  if info is None:
-    return ir.Location.name(str(eqn.primitive))
-  return ir.Location.name(str(eqn.primitive),
-                          childLoc=ir.Location.file(info.file, info.line, 0))
+def _location(mctx: ModuleContext, eqn: JaxprEqn) -> ir.Location:
+  key = (eqn.primitive.name, eqn.source_info)
+  loc = mctx._locations.get(key)
+  if loc is None:
+    info = eqn.source_info
+    if info is None:
+      loc = ir.Location.name(eqn.primitive.name)
+    else:
+      loc = ir.Location.name(eqn.primitive.name,
+                             childLoc=ir.Location.file(info.file, info.line, 0))
+    mctx._locations[key] = loc
+  return loc
+
+
+_NO_TOKENS = TokenSet()
 
 
 def jaxpr_subcomp(mctx: ModuleContext, jaxpr: Jaxpr, tokens: TokenSet,
@@ -271,11 +281,12 @@ def jaxpr_subcomp(mctx: ModuleContext, jaxpr: Jaxpr, tokens: TokenSet,
   env.update(zip(jaxpr.invars, args))
   for eqn in jaxpr.eqns:
     rule = _find_rule(eqn.primitive, mctx.platform)
-    eqn_effects = ordered_effects(eqn.effects)
+    eqn_effects = ordered_effects(eqn.effects) if eqn.effects else ()
     ctx = LoweringRuleContext(mctx, eqn.primitive, [a.aval for a in eqn.invars],
-                              [v.aval for v in eqn.outvars], tokens.subset(eqn_effects),
+                              [v.aval for v in eqn.outvars],
+                              tokens.subset(eqn_effects) if eqn_effects else _NO_TOKENS,
                               None, eqn.source_info)
-    with _location(eqn):
+    with _location(mctx, eqn):
       try:
         out = rule(ctx, *map(read, eqn.invars), **eqn.params)
       except Exception as e:
