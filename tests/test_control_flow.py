@@ -398,6 +398,7 @@ def test_second_order_and_vmap_of_grad_through_control_flow(loss):
   hess = np.stack([_numeric_grad(lambda x: np.asarray(g(x))[i], x) for i in range(3)])
   close(minijax.jacfwd(g)(x), hess, 5e-2)
   close(minijax.hessian(loss)(x), hess, 5e-2)
+  close(minijax.jacrev(g)(x), hess, 5e-2)
   xs = np.stack([x, -x])
   close(minijax.vmap(g)(xs), np.stack([g(x), g(-x)]), 1e-5)
 
