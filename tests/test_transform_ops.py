@@ -8,7 +8,9 @@ import pytest
 
 import minijax
 from minijax import lax
-from tests.transform_checks import check_grads, check_vmap
+import functools
+
+from tests.transform_checks import GradCheck, VmapCheck, run_together
 
 f64 = np.float64
 _rng = np.random.default_rng(42)
@@ -118,10 +120,43 @@ def _x64(x64):
   yield
 
 
+# Checks run in chunks of one compiled program each (compiling dominates the cost); each
+# test then verifies its own results, or runs alone when its chunk failed.
+_CHUNK = 16
+
+
+def _chunked(table: dict, make_check, key):
+  names = list(table)
+  i = names.index(key) // _CHUNK * _CHUNK
+  results = _chunk_results(id(table), tuple(names[i:i + _CHUNK]), make_check, table)
+  check = make_check(table, key)
+  if key in results:
+    check.verify(results[key])
+  else:
+    check.run()
+
+
+@functools.lru_cache(maxsize=None)
+def _chunk_results_cached(table_id, names, make_check, x64):
+  return run_together({n: make_check(_TABLES[table_id], n) for n in names})
+
+
+def _chunk_results(table_id, names, make_check, table):
+  _TABLES[table_id] = table
+  return _chunk_results_cached(table_id, names, make_check, minijax.config.enable_x64)
+
+
+_TABLES: dict = {}
+
+
+def _op_grad_check(table, name):
+  fn, args, opts = table[name]
+  return GradCheck(fn, tuple(np.asarray(a, f64) for a in args), order=2, **opts)
+
+
 @pytest.mark.parametrize("name", list(OPS))
 def test_primitive_gradients_match_finite_differences_to_second_order(name):
-  fn, args, opts = OPS[name]
-  check_grads(fn, tuple(np.asarray(a, f64) for a in args), order=2, **opts)
+  _chunked(OPS, _op_grad_check, name)
 
 
 def _in_axes_variants(args):
@@ -135,9 +170,115 @@ def _in_axes_variants(args):
   return variants
 
 
-@pytest.mark.parametrize("name", list(OPS) + list(VMAP_ONLY))
-def test_primitive_vmap_matches_a_loop_over_slices(name):
-  fn, args = (OPS[name][:2] if name in OPS else VMAP_ONLY[name])
+_VMAP_TABLE = {**{k: v[:2] for k, v in OPS.items()}, **VMAP_ONLY}
+
+
+def _op_vmap_check(table, name):
+  fn, args = table[name]
   args = [np.asarray(a) for a in args]
-  for k, in_axes in enumerate(_in_axes_variants(args)):
-    check_vmap(fn, args, in_axes, out_axes=0 if k % 2 == 0 else -1, seed=k)
+  variants = [(in_axes, 0 if k % 2 == 0 else -1)
+              for k, in_axes in enumerate(_in_axes_variants(args))]
+  return VmapCheck(fn, args, variants)
+
+
+@pytest.mark.parametrize("name", list(_VMAP_TABLE))
+def test_primitive_vmap_matches_a_loop_over_slices(name):
+  _chunked(_VMAP_TABLE, _op_vmap_check, name)
+
+
+# ----------------------------------------------------------------------------- minijax.numpy
+
+import minijax.numpy as jnp  # noqa: E402
+
+_M = np.array([[True, False, True], [False, True, True]])
+NUMPY = {
+    "abs": (jnp.abs, (away(2, 3),)),
+    "arccos": (jnp.arccos, (small(2, 3),)),
+    "arccosh": (jnp.arccosh, (pos(2, 3) + 1.0,)),
+    "arcsin": (jnp.arcsin, (small(2, 3),)),
+    "arcsinh": (jnp.arcsinh, (nrm(2, 3),)),
+    "arctan": (jnp.arctan, (nrm(2, 3),)),
+    "arctan2": (jnp.arctan2, (away(2, 3), away(2, 3))),
+    "arctanh": (jnp.arctanh, (small(2, 3),)),
+    "cbrt": (jnp.cbrt, (pos(2, 3),)),
+    "cosh": (jnp.cosh, (nrm(2, 3),)),
+    "sinh": (jnp.sinh, (nrm(2, 3),)),
+    "exp2": (jnp.exp2, (nrm(2, 3),)),
+    "log2": (jnp.log2, (pos(2, 3),)),
+    "log10": (jnp.log10, (pos(2, 3),)),
+    "hypot": (jnp.hypot, (away(2, 3), away(2, 3))),
+    "logaddexp": (jnp.logaddexp, (nrm(2, 3), nrm(2, 3))),
+    "power": (jnp.power, (pos(2, 3), nrm(2, 3))),
+    "square": (jnp.square, (nrm(2, 3),)),
+    "reciprocal": (jnp.reciprocal, (away(2, 3),)),
+    "true_divide_broadcast": (jnp.true_divide, (nrm(2, 3), away(3))),
+    "multiply_scalar": (lambda x: jnp.multiply(x, 2.5), (nrm(2, 3),)),
+    "subtract_broadcast": (jnp.subtract, (nrm(2, 1), nrm(3))),
+    "maximum": (jnp.maximum, (distinct(2, 3), distinct(2, 3) + 0.05)),
+    "clip": (lambda x: jnp.clip(x, -0.5, 0.5), (away(2, 3) * 0.6,)),
+    "where": (lambda x, y: jnp.where(_M, x, y), (nrm(2, 3), nrm(2, 3))),
+    "sum": (lambda x: jnp.sum(x, axis=1), (nrm(2, 3),)),
+    "mean_keepdims": (lambda x: jnp.mean(x, axis=0, keepdims=True), (nrm(2, 3),)),
+    "prod": (lambda x: jnp.prod(x, axis=1), (away(2, 3),)),
+    "max": (lambda x: jnp.max(x, axis=0), (distinct(2, 3),)),
+    "min": (jnp.min, (distinct(2, 3),)),
+    "std": (jnp.std, (nrm(2, 3),)),
+    "var": (lambda x: jnp.var(x, axis=1), (nrm(2, 3),)),
+    "average": (lambda x: jnp.average(x, axis=0, weights=np.array([[1.0] * 3, [3.0] * 3])),
+                (nrm(2, 3),)),
+    "cumsum": (lambda x: jnp.cumsum(x, axis=1), (nrm(2, 3),)),
+    "cumprod": (lambda x: jnp.cumprod(x, axis=0), (away(2, 3),)),
+    "dot": (jnp.dot, (nrm(2, 3), nrm(3))),
+    "matmul": (jnp.matmul, (nrm(2, 2, 3), nrm(2, 3, 2))),
+    "einsum": (lambda a, b: jnp.einsum("ij,jk->ki", a, b), (nrm(2, 3), nrm(3, 2))),
+    "inner": (jnp.inner, (nrm(2, 3), nrm(4, 3))),
+    "outer": (jnp.outer, (nrm(2), nrm(3))),
+    "tensordot": (lambda a, b: jnp.tensordot(a, b, axes=1), (nrm(2, 3), nrm(3, 2))),
+    "vdot": (jnp.vdot, (nrm(2, 3), nrm(2, 3))),
+    "trace": (jnp.trace, (nrm(3, 3),)),
+    "diagonal": (jnp.diagonal, (nrm(3, 3),)),
+    "tril": (jnp.tril, (nrm(3, 3),)),
+    "transpose": (jnp.transpose, (nrm(2, 3, 2),)),
+    "swapaxes": (lambda x: jnp.swapaxes(x, 0, 2), (nrm(2, 3, 2),)),
+    "moveaxis": (lambda x: jnp.moveaxis(x, 0, -1), (nrm(2, 3, 2),)),
+    "reshape": (lambda x: jnp.reshape(x, (3, -1)), (nrm(2, 3),)),
+    "ravel": (jnp.ravel, (nrm(2, 3),)),
+    "stack": (lambda a, b: jnp.stack([a, b], axis=1), (nrm(2, 3), nrm(2, 3))),
+    "concatenate": (lambda a, b: jnp.concatenate([a, b], axis=0), (nrm(2, 3), nrm(1, 3))),
+    "tile": (lambda x: jnp.tile(x, (2, 1)), (nrm(2, 3),)),
+    "repeat": (lambda x: jnp.repeat(x, 2, axis=1), (nrm(2, 3),)),
+    "roll": (lambda x: jnp.roll(x, 1, axis=1), (nrm(2, 3),)),
+    "flip": (jnp.flip, (nrm(2, 3),)),
+    "rot90": (jnp.rot90, (nrm(2, 3),)),
+    "pad": (lambda x: jnp.pad(x, ((1, 0), (0, 2))), (nrm(2, 3),)),
+    "take": (lambda x: jnp.take(x, np.array([2, 0, 2]), axis=1), (nrm(2, 3),)),
+    "sort": (lambda x: jnp.sort(x, axis=1), (distinct(2, 3),)),
+    "norm": (jnp.linalg.norm, (nrm(2, 3),)),
+    "broadcast_to": (lambda x: jnp.broadcast_to(x, (2, 3)), (nrm(3),)),
+    "getitem": (lambda x: x[1:, ::2], (nrm(3, 4),)),
+    "getitem_array": (lambda x: x[np.array([0, 2, 2])], (nrm(3, 2),)),
+    "at_set": (lambda x, y: x.at[0, 1:].set(y), (nrm(2, 3), nrm(2))),
+    "at_add": (lambda x, y: x.at[np.array([1, 1])].add(y), (nrm(3, 2), nrm(2, 2))),
+    "operators": (lambda x, y: (x * y - x / (y * y + 1.0)) ** 2 + jnp.sum(-x @ y.T), (nrm(2, 3), nrm(2, 3))),
+}
+
+
+def _np_grad_check(table, name):
+  fn, args = table[name]
+  return GradCheck(fn, tuple(np.asarray(a, f64) for a in args), order=2)
+
+
+def _np_vmap_check(table, name):
+  fn, args = table[name]
+  args = [np.asarray(a, np.float32) for a in args]
+  return VmapCheck(fn, args, [([0] * len(args), -1)])
+
+
+@pytest.mark.parametrize("name", list(NUMPY))
+def test_numpy_gradients_match_finite_differences_to_second_order(name):
+  _chunked(NUMPY, _np_grad_check, name)
+
+
+@pytest.mark.parametrize("name", list(NUMPY))
+def test_numpy_vmap_matches_a_loop_over_slices(name):
+  _chunked(NUMPY, _np_vmap_check, name)

@@ -29,38 +29,80 @@ def _close(a, b, rtol, atol, what):
     np.testing.assert_allclose(x, y, rtol=rtol, atol=atol, err_msg=what)
 
 
-def check_jvp(f, args, v, eps, rtol, atol):
-  out, t = minijax.jit(lambda a, v: minijax.jvp(f, a, v))(args, v)
-  fj = minijax.jit(f)
-  plus = fj(*tree_util.tree_map(lambda x, d: x + eps * d, args, v))
-  minus = fj(*tree_util.tree_map(lambda x, d: x - eps * d, args, v))
+def _pattern(shape, dtype):
+  """A fixed, irregular cotangent of a given shape (built while tracing)."""
+  n = int(np.prod(shape))
+  return np.cos(np.arange(n) * 1.37 + 0.5).reshape(shape).astype(dtype)
+
+
+def _derivatives(f, args, v, eps):
+  """jvp, vjp and the two finite-difference evaluations of `f` (traced, for one program)."""
+  out, t = minijax.jvp(f, args, v)
+  plus = f(*tree_util.tree_map(lambda x, d: x + eps * d, args, v))
+  minus = f(*tree_util.tree_map(lambda x, d: x - eps * d, args, v))
+  u = tree_util.tree_map(lambda o: _pattern(o.shape, o.dtype), out)
+  cts = minijax.vjp(f, *args)[1](u)
+  return t, plus, minus, u, cts
+
+
+def _check_derivatives(results, v, eps, rtol, atol, order):
+  t, plus, minus, u, cts = results
   num = tree_util.tree_map(lambda p, m: (np.asarray(p, np.float64) - np.asarray(m, np.float64))
                            / (2 * eps), plus, minus)
-  _close(t, num, rtol, atol, "jvp vs central differences")
-  return out, t, num
-
-
-def check_vjp(f, args, v, out, t, num, rng, rtol, atol):
-  u = rand_like(rng, out)
-  cts = minijax.jit(lambda a, u: minijax.vjp(f, *a)[1](u))(args, u)
-  lhs, rhs = vdot(u, t), vdot(cts, v)
+  _close(t, num, rtol, atol, f"order {order}: jvp vs central differences")
+  lhs, rhs, num_lhs = vdot(u, t), vdot(cts, v), vdot(u, num)
   scale = max(1.0, abs(lhs), abs(rhs))
-  assert abs(lhs - rhs) <= 10 * rtol * scale + atol, ("<u, J v> != <J^T u, v>", lhs, rhs)
-  num_lhs = vdot(u, num)
+  assert abs(lhs - rhs) <= 10 * rtol * scale + atol, (
+      f"order {order}: <u, J v> != <J^T u, v>", lhs, rhs)
   assert abs(num_lhs - rhs) <= 10 * rtol * scale + 10 * atol, (
-      "vjp vs central differences", num_lhs, rhs)
+      f"order {order}: vjp vs central differences", num_lhs, rhs)
+
+
+class GradCheck:
+  """Forward and reverse mode of `f` at `args` (a tuple) up to `order` (order k checks the
+  derivatives of the jvp of order k-1): the tangent against central differences, and
+  <u, J v> against <J^T u, v> and against the differences.  `traced` builds the program,
+  `verify` checks its results, so that many checks can share one compiled program."""
+
+  def __init__(self, f, args, order=2, eps=1e-4, rtol=1e-5, atol=1e-6, seed=0):
+    rng = np.random.default_rng(seed)
+    self.args = tuple(args)
+    self.vs = [rand_like(rng, self.args) for _ in range(order)]
+    ws = [rand_like(rng, self.args) for _ in range(order)]
+    self.fs = [f]
+    for k in range(1, order):
+      self.fs.append(lambda *a, g=self.fs[-1], w=ws[k]: minijax.jvp(g, a, w)[1])
+    self.eps, self.rtol, self.atol = eps, rtol, atol
+
+  def traced(self, args, vs):
+    return [_derivatives(g, args, v, self.eps) for g, v in zip(self.fs, vs)]
+
+  def verify(self, results):
+    for k, (res, v) in enumerate(zip(results, self.vs)):
+      _check_derivatives(res, v, self.eps, self.rtol * 10 ** k, self.atol * 10 ** k, k + 1)
+
+  def run(self):
+    self.verify(minijax.jit(self.traced)(self.args, self.vs))
 
 
 def check_grads(f, args, order=2, eps=1e-4, rtol=1e-5, atol=1e-6, seed=0):
-  """Forward and reverse mode of `f` at `args` (a tuple) up to `order`."""
-  rng = np.random.default_rng(seed)
-  v = rand_like(rng, tuple(args))
-  out, t, num = check_jvp(f, tuple(args), v, eps, rtol, atol)
-  check_vjp(f, tuple(args), v, out, t, num, rng, rtol, atol)
-  if order > 1:
-    w = rand_like(rng, tuple(args))
-    f_jvp = lambda *a: minijax.jvp(f, a, w)[1]
-    check_grads(f_jvp, args, order - 1, eps, rtol * 10, atol * 10, seed + 1)
+  GradCheck(f, args, order, eps, rtol, atol, seed).run()
+
+
+def run_together(checks: dict) -> dict:
+  """Runs the programs of several checks (`name -> check`) as one compiled program and
+  returns `name -> results`; if that fails, each check runs alone (its error then shows
+  in its own test)."""
+  names = list(checks)
+  try:
+    outs = minijax.jit(lambda inputs: [checks[n].traced(*i) for n, i in zip(names, inputs)])(
+        [checks[n].inputs() for n in names])
+    return dict(zip(names, outs))
+  except Exception:
+    return {}
+
+
+GradCheck.inputs = lambda self: (self.args, self.vs)
 
 
 def batched(rng, x, axis, size):
@@ -73,14 +115,39 @@ def batched(rng, x, axis, size):
   return np.stack(slices, axis=axis)
 
 
-def check_vmap(f, args, in_axes, out_axes=0, size=3, seed=0):
-  rng = np.random.default_rng(seed)
-  bargs = [batched(rng, x, a, size) for x, a in zip(args, in_axes)]
-  got = minijax.vmap(f, in_axes=tuple(in_axes), out_axes=out_axes)(*bargs)
-  expected = []
-  for i in range(size):
-    sl = [x if a is None else np.take(x, i, axis=a) for x, a in zip(bargs, in_axes)]
-    expected.append(leaves(f(*sl)))
-  for k, g in enumerate(leaves(got)):
-    want = np.stack([e[k] for e in expected], axis=out_axes)
-    np.testing.assert_allclose(g, want, rtol=1e-5, atol=1e-5)
+class VmapCheck:
+  """vmap of `f` for each `(in_axes, out_axes)` variant against `f` on each slice."""
+
+  def __init__(self, f, args, variants, size=3, seed=0):
+    rng = np.random.default_rng(seed)
+    self.f, self.variants = f, variants
+    self.all_bargs, self.all_slices = [], []
+    for in_axes, _ in variants:
+      bargs = [batched(rng, x, a, size) for x, a in zip(args, in_axes)]
+      self.all_bargs.append(bargs)
+      self.all_slices.append([[x if a is None else np.take(x, i, axis=a)
+                               for x, a in zip(bargs, in_axes)] for i in range(size)])
+
+  def inputs(self):
+    return self.all_bargs, self.all_slices
+
+  def traced(self, all_bargs, all_slices):
+    f = self.f
+    return [(minijax.vmap(f, in_axes=tuple(in_axes), out_axes=out_axes)(*bargs),
+             [f(*sl) for sl in slices])
+            for (in_axes, out_axes), bargs, slices in zip(self.variants, all_bargs, all_slices)]
+
+  def verify(self, results):
+    for (in_axes, out_axes), (got, expected) in zip(self.variants, results):
+      expected = [leaves(e) for e in expected]
+      for k, g in enumerate(leaves(got)):
+        want = np.stack([e[k] for e in expected], axis=out_axes)
+        np.testing.assert_allclose(g, want, rtol=1e-5, atol=1e-5,
+                                   err_msg=f"in_axes={in_axes} out_axes={out_axes}")
+
+  def run(self):
+    self.verify(minijax.jit(self.traced)(*self.inputs()))
+
+
+def check_vmap(f, args, variants, size=3, seed=0):
+  VmapCheck(f, args, variants, size, seed).run()
