@@ -18,8 +18,22 @@ measurement is one function written once and run for all contenders:
 
 Samples are taken with `timing.interleaved` (one sample of each contender per round), and a
 row reports the median with the 25th-75th percentiles.  The functions here return plain row
-dicts (see `Row`); `minijax.bench.__main__` runs them, prints tables and writes JSON / PNG.
-JAX is imported only when `JaxLib` is built, and only if it is installed.
+dicts; `minijax.bench.__main__` runs them, prints tables and writes JSON / PNG.  JAX is
+imported only when `JaxLib` is built, and only if it is installed.
+
+A row (the JSON schema; every key is always present, None when it does not apply):
+  measure          loop | loop_device | throughput | vmap | grad | dispatch | barrier
+  mechanism        "no tap", "minijax native ordered", ..., "jax.pure_callback"
+  library          minijax | jax
+  payload          "scalar", "1 MiB", ... (None for the barrier)
+  median_us, p25_us, p75_us   µs per tap (loop), per iteration (vmap, grad), per call
+                   (dispatch, barrier); baselines ("no tap") hold the loop's µs/iteration
+  ratio_vs_native  median_us / minijax native ordered's, same measure and payload
+  calls_per_iter   host calls counted per loop iteration (loop, vmap, grad)
+  value, unit      throughput rows: taps/s
+  samples          number of samples (rounds)
+  available        False when the mechanism cannot run there; `note` says why
+  note             the error's short reason, or remarks
 """
 from __future__ import annotations
 
