@@ -147,6 +147,8 @@ def call_partial_eval_rule(primitive, fix_params):
                               [x for x, uk in zip(args, unknowns) if not uk], params)
     res = known_outs[len(known_outs) - num_res:]
     known_outs = iter(known_outs[:len(known_outs) - num_res])
+    if not any(out_uk) and not unknown.effects:
+      return list(known_outs)
     unknown_args = [*res, *(x for x, uk in zip(args, unknowns) if uk)]
     unknown_closed, consts = _hoist(unknown)
     unknown_args = [*consts, *unknown_args]

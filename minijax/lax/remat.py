@@ -106,6 +106,8 @@ def _remat_partial_eval(trace, args, *, jaxpr, **params):
   with set_current_trace(trace.parent):
     known_outs = iter(eval_jaxpr(known.jaxpr, known.consts,
                                  *(x for x, uk in zip(args, unknowns) if not uk)))
+  if not any(out_uk) and not jaxpr.effects:
+    return list(known_outs)
   recompute, _ = pe.dce_closed_jaxpr(jaxpr, out_uk, instantiate=True)
   unknown_outs = iter(trace.stage(remat_p, args, dict(params, jaxpr=recompute)))
   return [next(unknown_outs) if uk else next(known_outs) for uk in out_uk]
