@@ -360,6 +360,10 @@ def jvp(fun: Callable, primals, tangents, has_aux: bool = False):
   return out_p, out_t
 
 
+def _dtype_name(dtype) -> str:
+  return "float0" if dtype == dtypes.float0 else np.dtype(dtype).name
+
+
 def _check_tangent(p, t):
   pa, ta = ad.get_aval(p), ad.get_aval(t)
   expected = pa.tangent_aval().dtype
@@ -367,8 +371,8 @@ def _check_tangent(p, t):
     raise TypeError(
         "primal and tangent arguments to minijax.jvp do not match; dtypes must be equal, or "
         "in case of int/bool primal dtype the tangent dtype must be float0. Got primal dtype "
-        f"{pa.dtype} and so expected tangent dtype {expected}, but got tangent dtype "
-        f"{ta.dtype} instead.")
+        f"{pa.dtype} and so expected tangent dtype {_dtype_name(expected)}, but got "
+        f"tangent dtype {_dtype_name(ta.dtype)} instead.")
   if pa.shape != ta.shape:
     raise ValueError("minijax.jvp called with different primal and tangent shapes; Got "
                      f"primal shape {pa.shape} and tangent shape as {ta.shape}")

@@ -438,3 +438,64 @@ def test_transformed_jaxprs_carry_their_equations_effects():
   assert sum(e.primitive is _noisy_p for e in closed.eqns) == 2  # forward tap, transposed tap
   closed = minijax.make_jaxpr(minijax.grad(minijax.jit(f)))(x)
   assert all(_Noisy() in e.effects for e in closed.eqns if e.primitive.name == "jit")
+
+
+# ----------------------------------------------------------------------------- more API
+
+def test_jvp_vjp_linearize_with_aux():
+  f = lambda x: (lax.sin(x), {"aux": lax.cos(x)})
+  x = np.float32(0.3)
+  out, t, aux = minijax.jvp(f, (x,), (np.float32(2.0),), has_aux=True)
+  allclose(t, 2 * np.cos(x))
+  allclose(aux["aux"], np.cos(x))
+  out, pullback, aux = minijax.vjp(f, x, has_aux=True)
+  allclose(pullback(np.float32(1.0))[0], np.cos(x))
+  allclose(aux["aux"], np.cos(x))
+  out, f_jvp, aux = minijax.linearize(f, x, has_aux=True)
+  allclose(f_jvp(np.float32(3.0)), 3 * np.cos(x))
+
+
+def test_jvp_argument_errors():
+  with pytest.raises(TypeError, match="must be tuples or lists"):
+    minijax.jvp(lax.sin, np.float32(1), np.float32(1))
+  with pytest.raises(TypeError, match="same tree structure"):
+    minijax.jvp(lax.add, (np.float32(1), np.float32(1)), (np.float32(1),))
+  with pytest.raises(TypeError, match="expected tangent dtype float0"):
+    minijax.jvp(lambda n: n, (np.int32(1),), (np.float32(1),))
+  with pytest.raises(ValueError, match="different primal and tangent shapes"):
+    minijax.jvp(lax.sin, (np.ones(2, np.float32),), (np.ones(3, np.float32),))
+
+
+def test_grad_argnums_out_of_range():
+  with pytest.raises(TypeError, match="requires at least 2 positional arguments"):
+    minijax.grad(lax.sin, argnums=1)(np.float32(1))
+
+
+def test_eager_grad_of_jit_compiles_once(caplog):
+  import logging
+  f = minijax.jit(lambda x: lax.reduce_sum(lax.sin(lax.mul(x, x)), (0,)))
+  g = minijax.grad(f)
+  x = np.ones(5, np.float32)
+  g(x)
+  minijax.config.update("log_compiles", True)
+  try:
+    with caplog.at_level(logging.WARNING, logger="minijax"):
+      caplog.clear()
+      g(x + 1)
+      g(x + 2)
+  finally:
+    minijax.config.update("log_compiles", False)
+  assert sum("Compiled" in r.getMessage() for r in caplog.records) == 0
+  allclose(g(x), 2 * x * np.cos(x * x))
+
+
+def test_grad_of_a_function_of_a_jitted_vmap_and_back():
+  w = np.array([[0.5, -1.0], [2.0, 0.3], [1.0, 1.0]], np.float32)
+
+  def loss(w, xs):
+    pred = minijax.vmap(lambda x: lax.tanh(lax.dot(x, w)))(xs)
+    return lax.reduce_sum(lax.mul(pred, pred), (0, 1))
+  xs = np.arange(12, dtype=np.float32).reshape(4, 3) / 10
+  g = minijax.jit(minijax.grad(loss))(w, xs)
+  pred = np.tanh(xs @ w)
+  allclose(g, xs.T @ (2 * pred * (1 - pred ** 2)), rtol=1e-4, atol=1e-5)
