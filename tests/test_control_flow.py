@@ -403,6 +403,20 @@ def test_second_order_and_vmap_of_grad_through_control_flow(loss):
   close(minijax.vmap(g)(xs), np.stack([g(x), g(-x)]), 1e-5)
 
 
+def test_grad_of_scan_computes_loop_invariant_residuals_once():
+  w = rng_array((3, 3))
+
+  def f(w, x):
+    c, _ = lax.scan(lambda c, _: (lax.sin(lax.dot(c, lax.mul(w, 2.0))), None), x, None,
+                    length=50)
+    return lax.reduce_sum(c, (0,))
+
+  text = str(minijax.make_jaxpr(minijax.grad(f))(w, np.ones(3, f32)))
+  assert "f32[50,3,3]" not in text and "f32[50,3]" in text
+  expected = _numeric_grad(lambda w: f(w, np.ones(3, f32)), w)
+  close(minijax.jit(minijax.grad(f))(w, np.ones(3, f32)), expected, 2e-2)
+
+
 def test_vjp_dot_product_through_scan_and_cond():
   def f(c0, x):
     c, ys = lax.scan(lambda c, xi: (lax.add(lax.sin(c), xi), lax.mul(c, xi)), c0, x)

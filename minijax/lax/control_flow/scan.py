@@ -23,6 +23,7 @@ from jaxlib.mlir.dialects import mhlo
 from minijax import tree_util
 from minijax.core import pretty
 from minijax.core.avals import ShapedArray
+from minijax.core.jaxpr import ClosedJaxpr, Jaxpr, Literal
 from minijax.core.primitive import Primitive
 from minijax.lax.control_flow import common, eager
 from minijax.lowering import mlir
@@ -246,9 +247,11 @@ def _scan_jvp(primals, tangents, *, jaxpr, num_consts, num_carry, length, revers
 
 def _scan_partial_eval(trace, args, *, jaxpr, num_consts, num_carry, length, reverse, linear):
   """Splits the body into a known scan that runs now and also stacks the residuals as
-  extra outputs, and an unknown scan that is staged and reads them as extra `xs`.
+  extra outputs, and an unknown scan that is staged and reads them as extra `xs`
+  (loop-invariant residuals are computed once and read as constants).
   Effectful equations on known values (a tap on primals) stay in the known scan, so they
   run in the forward pass, once per iteration."""
+  from minijax.core.jaxpr import eval_jaxpr
   from minijax.core.trace import set_current_trace
   from minijax.interpreters import partial_eval as pe
   uk = [not trace.is_known(x) for x in args]
@@ -268,26 +271,62 @@ def _scan_partial_eval(trace, args, *, jaxpr, num_consts, num_carry, length, rev
   n_res = len(res_avals)
   k_operands = [*k_consts, *pick(consts, const_uk, False), *pick(init, carry_uk, False),
                 *pick(xs, xs_uk, False)]
+  n_kconsts = len(k_consts) + const_uk.count(False)
+  # Residuals computed from constants alone are computed once, outside the loop, and read
+  # by the unknown scan as constants instead of being stacked `length` times.
+  invariant = _loop_invariant_outputs(known.jaxpr, n_kconsts)[len(known.out_avals) - n_res:]
+  res_vars = known.jaxpr.outvars[len(known.out_avals) - n_res:]
+  hoisted = _slice(known.jaxpr, n_kconsts, [v for v, i in zip(res_vars, invariant) if i])
+  known = ClosedJaxpr(Jaxpr(
+      [], known.jaxpr.invars, [*known.jaxpr.outvars[:len(known.out_avals) - n_res],
+                               *(v for v, i in zip(res_vars, invariant) if not i)],
+      known.jaxpr.eqns, known.jaxpr.effects), [])
   n_kcarry = carry_uk.count(False)
   with set_current_trace(trace.parent):
-    k_outs = scan_p.bind(*k_operands, jaxpr=known,
-                         num_consts=len(k_consts) + const_uk.count(False), num_carry=n_kcarry,
+    invariant_res = eval_jaxpr(hoisted, [], *k_operands[:n_kconsts])
+    k_outs = scan_p.bind(*k_operands, jaxpr=known, num_consts=n_kconsts, num_carry=n_kcarry,
                          length=length, reverse=reverse, linear=(False,) * len(k_operands))
-  k_carry, k_ys, residuals = (k_outs[:n_kcarry], k_outs[n_kcarry:len(k_outs) - n_res],
-                              k_outs[len(k_outs) - n_res:])
-  # unknown inputs: [res, consts_uk, carry_uk, xs_uk] -> scan order [consts, carry, res, xs]
-  n_uk = [n_res, sum(const_uk), sum(carry_uk), sum(xs_uk)]
-  unknown = common.reorder(unknown, common.groups_order(n_uk, [1, 2, 0, 3]))
-  u_operands = [*pick(consts, const_uk, True), *pick(init, carry_uk, True), *residuals,
-                *pick(xs, xs_uk, True)]
+  n_var = invariant.count(False)
+  k_carry, k_ys, stacked_res = (k_outs[:n_kcarry], k_outs[n_kcarry:len(k_outs) - n_var],
+                                k_outs[len(k_outs) - n_var:])
+  # unknown inputs: [res, consts_uk, carry_uk, xs_uk]; scan order:
+  # [consts_uk, invariant res, carry_uk, stacked res, xs_uk]
+  n_cu, n_ku = sum(const_uk), sum(carry_uk)
+  res_idx = list(range(n_res))
+  in_order = [*range(n_res, n_res + n_cu), *(i for i in res_idx if invariant[i]),
+              *range(n_res + n_cu, n_res + n_cu + n_ku), *(i for i in res_idx if not invariant[i]),
+              *range(n_res + n_cu + n_ku, len(unknown.in_avals))]
+  unknown = common.reorder(unknown, in_order)
+  u_operands = [*pick(consts, const_uk, True), *invariant_res, *pick(init, carry_uk, True),
+                *stacked_res, *pick(xs, xs_uk, True)]
   if any(out_uk) or unknown.effects:
     u_outs = trace.stage(scan_p, u_operands, dict(
-        jaxpr=unknown, num_consts=sum(const_uk), num_carry=sum(carry_uk), length=length,
+        jaxpr=unknown, num_consts=n_cu + len(invariant_res), num_carry=n_ku, length=length,
         reverse=reverse, linear=(False,) * len(u_operands)))
   else:
     u_outs = []
   return [*common.merge(carry_uk, u_outs[:sum(carry_uk)], k_carry),
           *common.merge(ys_uk, u_outs[sum(carry_uk):], k_ys)]
+
+
+def _loop_invariant_outputs(jaxpr: Jaxpr, n_invariant_inputs: int) -> list[bool]:
+  """Which outputs depend only on the first inputs, through equations without effects."""
+  inv = set(jaxpr.invars[:n_invariant_inputs])
+  for eqn in jaxpr.eqns:
+    if not eqn.effects and all(type(a) is Literal or a in inv for a in eqn.invars):
+      inv.update(eqn.outvars)
+  return [type(v) is Literal or v in inv for v in jaxpr.outvars]
+
+
+def _slice(jaxpr: Jaxpr, n_inputs: int, outvars) -> Jaxpr:
+  """The equations of `jaxpr` that `outvars` need, as a jaxpr of its first inputs."""
+  needed = {v for v in outvars if type(v) is not Literal}
+  eqns = []
+  for eqn in reversed(jaxpr.eqns):
+    if any(v in needed for v in eqn.outvars):
+      eqns.append(eqn)
+      needed.update(a for a in eqn.invars if type(a) is not Literal)
+  return Jaxpr([], jaxpr.invars[:n_inputs], list(outvars), eqns[::-1])
 
 
 # ----------------------------------------------------------------------------- transpose
