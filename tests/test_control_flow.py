@@ -476,6 +476,20 @@ def test_vmap_of_while_with_a_batched_predicate_runs_until_every_lane_is_done():
   close(minijax.vmap(f, (None, 0))(f32(4), np.array([0., 3., 5.], f32)), [4.5, 4.5, 5.])
 
 
+def test_forward_mode_and_vmap_compose_through_while_with_a_batched_predicate():
+  def w(x):
+    body = lambda v: (lax.add(v[0], lax.exp(lax.mul(v[1], 0.1))), lax.sin(v[1]))
+    return lax.while_loop(lambda v: lax.lt(v[0], f32(5)), body, (x, x))[1]
+
+  xs = np.array([0.5, 1., 3., 4.9], f32)
+  jvp = lambda x: minijax.jvp(w, (x,), (f32(1),))
+  expected = np.array([jvp(x) for x in xs], np.float64).T
+  for out in (minijax.vmap(jvp)(xs), minijax.jit(minijax.vmap(jvp))(xs),
+              minijax.jvp(minijax.vmap(w), (xs,), (np.ones(4, f32),))):
+    close(out[0], expected[0])
+    close(out[1], expected[1])
+
+
 def test_vmap_of_scan_over_batched_xs_carry_and_consts():
   def f(w, c, xs):
     return lax.scan(lambda c, x: (lax.add(lax.mul(c, w), x), lax.sin(c)), c, xs)
