@@ -230,11 +230,11 @@ def jvp_jaxpr(closed_jaxpr: ClosedJaxpr, nonzeros: Sequence[bool],
 def linearize_flat(fun: Callable, primals: Sequence[Any]):
   """Runs `fun` forward and records its linearization.
 
-  Returns `(primals_out, out_tangent_avals, out_zero, lin)` where `lin` is a
-  `(jaxpr, residuals)` pair: `jaxpr` has the residuals as constants, takes the tangents of
-  the differentiable (inexact) inputs and returns the output tangents that are not
-  symbolically zero (`out_zero[i]` marks the others).  `diff` inputs are listed in
-  `lin.diff`.
+  Returns `(primals_out, out_tangent_avals, out_zero, lin)`.  `lin` is a `Linearized`:
+  `lin.jaxpr` has the residuals `lin.residuals` as constants, takes the tangents of the
+  differentiable (inexact) inputs, marked in `lin.diff`, and returns the output tangents
+  that are not symbolically zero (`out_zero[i]` marks the others).  A primal output that
+  depended on a tangent would mean a jvp rule mixed them up, and is an internal error.
   """
   from minijax.interpreters import partial_eval as pe
   trace = pe.JaxprTrace()
