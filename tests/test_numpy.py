@@ -474,6 +474,37 @@ def test_at_updates_match_numpy():
   assert ints.dtype == np.int32 and int(ints[0, 0]) == 2
 
 
+EXTRAS = {
+    "diff": (lambda x: jnp.diff(x, axis=0), lambda x: np.diff(x, axis=0), (F,)),
+    "diff_n2": (lambda x: jnp.diff(x, n=2), lambda x: np.diff(x, n=2), (F,)),
+    "nan_to_num": (jnp.nan_to_num, np.nan_to_num, (np.array([1.0, np.nan, np.inf], np.float32),)),
+    "nansum": (lambda x: jnp.nansum(x, 0), lambda x: np.nansum(x, 0),
+               (np.where(F > 1, np.nan, F).astype(np.float32),)),
+    "nanmax": (jnp.nanmax, np.nanmax, (np.where(F > 1, np.nan, F).astype(np.float32),)),
+    "nanmean": (lambda x: jnp.nanmean(x, 1), lambda x: np.nanmean(x, 1),
+                (np.where(F > 1, np.nan, F).astype(np.float32),)),
+    "median": (lambda x: jnp.median(x, axis=1), lambda x: np.median(x, axis=1), (F,)),
+    "quantile": (lambda x: jnp.quantile(x, np.array([0.1, 0.5])),
+                 lambda x: np.quantile(x, [0.1, 0.5]), (F,)),
+    "percentile": (lambda x: jnp.percentile(x, 30, axis=0), lambda x: np.percentile(x, 30, axis=0),
+                   (F,)),
+    "append": (lambda x: jnp.append(x, ROW), lambda x: np.append(x, ROW), (F,)),
+    "searchsorted": (lambda v: jnp.searchsorted(np.sort(ROW), v),
+                     lambda v: np.searchsorted(np.sort(ROW), v), (F,)),
+    "cross": (jnp.cross, np.cross, (F[:, :3], P[:, :3])),
+    "kron": (jnp.kron, np.kron, (F[:2, :2], I[:2, :3])),
+    "isin": (lambda x: jnp.isin(x, [1, 2, 3]), lambda x: np.isin(x, [1, 2, 3]), (I,)),
+    "indices": (lambda: jnp.indices((2, 3)), lambda: np.indices((2, 3)), ()),
+    "logspace": (lambda: jnp.logspace(0, 2, 5), lambda: np.logspace(0, 2, 5), ()),
+}
+
+
+@pytest.mark.parametrize("name", list(EXTRAS))
+def test_extra_functions_match_numpy(name):
+  fn, np_fn, args = EXTRAS[name]
+  check(fn, np_fn, *args, rtol=1e-5, atol=1e-5)
+
+
 def test_where_nonzero_and_friends():
   assert_close(jnp.where(F > 0, 1.0, -1.0), np.where(F > 0, 1.0, -1.0))
   assert_close(jnp.nonzero(B), np.nonzero(B))
@@ -483,4 +514,7 @@ def test_where_nonzero_and_friends():
   assert_close(jnp.nonzero(np.array([0, 3, 0, 4]), size=3), (np.array([1, 3, 0]),))
   assert jnp.isscalar(jnp.asarray(1.0)) and not jnp.isscalar(jnp.asarray(F))
   assert jnp.pi == np.pi and np.isnan(jnp.nan) and jnp.inf == np.inf
-  assert jnp.float32 is np.float32 and jnp.dtype(jnp.bfloat16) == bf16
+  assert np.dtype(jnp.float32) == np.float32 and jnp.dtype(jnp.bfloat16) == bf16
+  assert isinstance(jnp.ones(2), jnp.ndarray)
+  out = minijax.jit(lambda v: (jnp.float32(v) * 2, isinstance(v, jnp.ndarray)))(3)
+  assert out[0].dtype == np.float32 and float(out[0]) == 6.0 and out[1]

@@ -465,7 +465,7 @@ def full(shape, fill_value, dtype=None, weak_type=False):
     if weak_type:
       from minijax.runtime import backend
       value = np.broadcast_to(scalar, shape)
-      return _put_numpy(np.ascontiguousarray(value), ShapedArray(shape, dtype, True),
+      return _put_numpy(np.array(value), ShapedArray(shape, dtype, True),
                         backend.get_device(None))
     return device_put(np.broadcast_to(scalar, shape))
   if weak_type:

@@ -10,7 +10,8 @@ from __future__ import annotations
 import numpy as _np
 
 from minijax.core import dtypes as _dtypes
-from minijax.runtime.array import Array as ndarray  # noqa: F401
+from minijax.core.trace import Tracer as _Tracer
+from minijax.runtime.array import Array as _Array
 
 from minijax.numpy.ufuncs import (  # noqa: F401
     add, subtract, multiply, true_divide, divide, floor_divide, remainder, mod, fmod, divmod,
@@ -36,16 +37,47 @@ from minijax.numpy.shape import (  # noqa: F401
     hsplit, vsplit, tile, repeat, flip, fliplr, flipud, roll, rot90, sort, argsort,
     take_along_axis, take, pad, diagonal, trace, diag)
 from minijax.numpy.indexing import nonzero, flatnonzero, argwhere, unique  # noqa: F401
+from minijax.numpy.extras import (  # noqa: F401
+    diff, nan_to_num, nansum, nanmax, nanmin, nanmean, median, quantile, percentile, append,
+    searchsorted, cross, kron, astype, isin, indices, triu_indices, tril_indices, logspace,
+    unravel_index)
 from minijax.numpy.linalg import (  # noqa: F401
     dot, matmul, vdot, inner, outer, tensordot, einsum, linalg)
 
-# dtypes and constants
-bool_ = _np.dtype(_np.bool_).type
-int8, int16, int32, int64 = _np.int8, _np.int16, _np.int32, _np.int64
-uint8, uint16, uint32, uint64 = _np.uint8, _np.uint16, _np.uint32, _np.uint64
-float16, float32, float64 = _np.float16, _np.float32, _np.float64
-complex64, complex128 = _np.complex64, _np.complex128
-bfloat16 = _dtypes.bfloat16.type
+
+
+class _ArrayMeta(type):
+  def __instancecheck__(cls, obj):
+    return isinstance(obj, (_Array, _Tracer))
+
+
+class ndarray(metaclass=_ArrayMeta):
+  """`isinstance(x, jnp.ndarray)` holds for arrays and for traced values."""
+
+
+class _ScalarMeta(type):
+  """`jnp.float32(x)` makes an array of that dtype (traced values included); the type
+  itself works wherever numpy expects a dtype."""
+
+  def __call__(cls, x=0):
+    return asarray(x, dtype=cls.dtype)
+
+  def __repr__(cls):
+    return f"minijax.numpy.{cls.__name__}"
+
+
+def _scalar_type(name, dtype):
+  return _ScalarMeta(name, (object,), {"dtype": _np.dtype(dtype)})
+
+
+bool_ = _scalar_type("bool_", _np.bool_)
+int8, int16, int32, int64 = (_scalar_type(n, n) for n in ("int8", "int16", "int32", "int64"))
+uint8, uint16, uint32, uint64 = (_scalar_type(n, n) for n in ("uint8", "uint16", "uint32",
+                                                              "uint64"))
+float16, float32, float64 = (_scalar_type(n, n) for n in ("float16", "float32", "float64"))
+complex64, complex128 = _scalar_type("complex64", "complex64"), _scalar_type("complex128",
+                                                                              "complex128")
+bfloat16 = _scalar_type("bfloat16", _dtypes.bfloat16)
 float_ = float64
 int_ = int64
 dtype = _np.dtype

@@ -46,14 +46,12 @@ def array(object, dtype=None, copy=True, ndmin=0):
   else:
     _util.check("array", object)
     if isinstance(object, (bool, int, float, complex)):
-      dt, _ = dtypes.dtype_and_weak_type(object)
-      out = lax.convert_to_array(np.asarray(object, dtype or dt))
+      dt, weak = dtypes.dtype_and_weak_type(object)
+      out = lax.full((), object, dtype or dt, weak_type=weak and dtype is None)
     else:
       out = lax.convert_to_array(object)
       if dtype is not None:
         out = lax.convert_element_type(out, dtype)
-      elif _util.aval(out).weak_type:
-        out = lax.convert_element_type(out, _util.dtype(out), False)
   nd = _util.ndim(out)
   if ndmin > nd:
     out = lax.reshape(out, (1,) * (ndmin - nd) + _util.shape(out))
