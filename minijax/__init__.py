@@ -6,7 +6,8 @@ from minijax.runtime import dispatch as _dispatch  # installs the eager primitiv
 from minijax import lax
 from minijax import numpy  # installs the array operators and methods
 from minijax.api import (jit, make_jaxpr, grad, value_and_grad, vjp, jvp, linearize, vmap,
-                         jacfwd, jacrev, hessian)
+                         jacfwd, jacrev, hessian, eval_shape, linear_transpose,
+                         ShapeDtypeStruct)
 
 __version__ = "0.1.0"
 from minijax.api import checkpoint, remat, named_call

@@ -690,3 +690,70 @@ def vmap(fun: Callable, in_axes=0, out_axes=0, axis_size: int | None = None,
       results.append(batching.matchaxis(o, d, a, size))
     return out_tree.unflatten(results)
   return vmapped
+
+
+# ----------------------------------------------------------------------------- shapes, transposes
+
+class ShapeDtypeStruct:
+  """The shape and dtype of a value, as `eval_shape` returns them."""
+  __slots__ = ("shape", "dtype", "weak_type")
+
+  def __init__(self, shape, dtype, weak_type: bool = False):
+    self.shape, self.dtype, self.weak_type = tuple(shape), np.dtype(dtype), weak_type
+
+  def __repr__(self):
+    return f"ShapeDtypeStruct(shape={self.shape}, dtype={self.dtype.name})"
+
+  def __eq__(self, other):
+    return (isinstance(other, ShapeDtypeStruct) and self.shape == other.shape
+            and self.dtype == other.dtype)
+
+  def __hash__(self):
+    return hash((self.shape, self.dtype))
+
+
+def _aval_of(x):
+  if isinstance(x, ShapeDtypeStruct):
+    from minijax.core.avals import ShapedArray
+    return ShapedArray(x.shape, dtypes.canonicalize_dtype(x.dtype), x.weak_type)
+  return _abstractify(x)
+
+
+def eval_shape(fun: Callable, *args, **kwargs):
+  """The shapes and dtypes of `fun(*args, **kwargs)`, found by tracing (nothing runs);
+  arguments may be arrays or `ShapeDtypeStruct`s."""
+  flat, in_tree = tree_util.tree_flatten((args, kwargs))
+  box = {}
+
+  def flat_fun(*xs):
+    a, kw = tree_util.tree_unflatten(in_tree, xs)
+    leaves, box["tree"] = tree_util.tree_flatten(fun(*a, **kw))
+    return leaves
+  jaxpr, _ = pe.trace_to_jaxpr_dynamic(flat_fun, [_aval_of(x) for x in flat])
+  return box["tree"].unflatten([ShapeDtypeStruct(a.shape, a.dtype, a.weak_type)
+                                for a in jaxpr.out_avals])
+
+
+def linear_transpose(fun: Callable, *primals):
+  """The transpose of `fun`, which must be linear in its arguments: `primals` give their
+  shapes and dtypes, and the result maps an output cotangent to one cotangent per
+  argument."""
+  flat, in_tree = tree_util.tree_flatten(primals)
+  box = {}
+
+  def flat_fun(*xs):
+    leaves, box["tree"] = tree_util.tree_flatten(fun(*tree_util.tree_unflatten(in_tree, xs)))
+    return leaves
+  in_avals = [_aval_of(x) for x in flat]
+  jaxpr, consts = pe.trace_to_jaxpr_dynamic(flat_fun, in_avals)
+  out_tree = box["tree"]
+
+  def transposed(out_ct):
+    flat_ct, ct_tree = tree_util.tree_flatten(out_ct)
+    if ct_tree != out_tree:
+      raise TypeError(f"linear_transpose: cotangent structure {ct_tree} does not match the "
+                      f"function's output structure {out_tree}")
+    from minijax.interpreters.transpose import backward_pass
+    cts = backward_pass(jaxpr, consts, [ad.UndefinedPrimal(a) for a in in_avals], flat_ct)
+    return in_tree.unflatten([_instantiate(c) for c in cts])
+  return transposed

@@ -499,3 +499,13 @@ def test_grad_of_a_function_of_a_jitted_vmap_and_back():
   g = minijax.jit(minijax.grad(loss))(w, xs)
   pred = np.tanh(xs @ w)
   allclose(g, xs.T @ (2 * pred * (1 - pred ** 2)), rtol=1e-4, atol=1e-5)
+
+
+def test_eval_shape_and_linear_transpose():
+  s = minijax.eval_shape(lambda x, y: {"p": lax.dot(x, y)},
+                         minijax.ShapeDtypeStruct((2, 3), np.float32), np.ones((3, 4), np.float32))
+  assert s["p"] == minijax.ShapeDtypeStruct((2, 4), np.float32)
+  m = np.arange(6, dtype=np.float32).reshape(2, 3)
+  f_t = minijax.linear_transpose(lambda x: lax.dot(m, x), np.ones(3, np.float32))
+  (ct,) = f_t(np.array([1.0, -1.0], np.float32))
+  allclose(ct, m.T @ np.array([1.0, -1.0]))
