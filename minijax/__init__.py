@@ -10,5 +10,5 @@ from minijax.api import (jit, make_jaxpr, grad, value_and_grad, vjp, jvp, linear
                          ShapeDtypeStruct)
 
 __version__ = "0.1.0"
-from minijax.api import checkpoint, remat, named_call
+from minijax.api import checkpoint, checkpoint_policies, remat, named_call
 from minijax.custom_derivatives import custom_jvp, custom_vjp

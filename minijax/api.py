@@ -30,7 +30,7 @@ from minijax.core.trace import Tracer
 from minijax.interpreters import ad, batching
 from minijax.interpreters import partial_eval as pe
 from minijax.lax.call import compiled_call, jit_p
-from minijax.lax.remat import checkpoint, named_call, remat  # noqa: F401
+from minijax.lax.remat import checkpoint, checkpoint_policies, named_call, remat  # noqa: F401
 from minijax.lowering.mlir import lower_jaxpr_to_module
 from minijax.runtime import backend, dispatch
 from minijax.runtime.array import Array

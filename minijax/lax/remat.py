@@ -24,7 +24,7 @@ from minijax.interpreters import partial_eval as pe
 from minijax.lax.call import register_call_rules
 from minijax.lowering import mlir
 
-__all__ = ["checkpoint", "remat", "named_call", "remat_p", "named_call_p"]
+__all__ = ["checkpoint", "remat", "named_call", "remat_p", "named_call_p", "checkpoint_policies"]
 
 
 def _call_abstract_eval(*avals, jaxpr, **params):
@@ -138,3 +138,23 @@ def checkpoint(fun: Callable, *, prevent_cse: bool = True, policy=None,
 
 
 remat = checkpoint
+
+
+class checkpoint_policies:
+  """JAX's policy names, accepted by `checkpoint(policy=...)` so ported code runs.  This
+  simple remat saves nothing whatever the policy says (it recomputes everything)."""
+
+  @staticmethod
+  def everything_saveable(prim, *avals, **params) -> bool:
+    return True
+
+  @staticmethod
+  def nothing_saveable(prim, *avals, **params) -> bool:
+    return False
+
+  @staticmethod
+  def dots_saveable(prim, *avals, **params) -> bool:
+    return prim.name == "dot_general"
+
+  checkpoint_dots = dots_saveable
+  dots_with_no_batch_dims_saveable = dots_saveable
