@@ -261,6 +261,12 @@ def test_reductions_of_ints_bools_scalars_and_empty_arrays():
   assert_close(jnp.any(E, axis=0), np.zeros(4, bool))
   assert_close(jnp.max(F, initial=10.0), 10.0)
   assert_close(jnp.argmax(np.array([1.0, np.nan, 3.0])), 1)
+  w = F > 0
+  assert_close(jnp.sum(F, where=w), np.sum(F, where=w), rtol=1e-5)
+  assert_close(jnp.mean(F, axis=1, where=w), np.mean(F, axis=1, where=w), rtol=1e-5)
+  assert_close(jnp.max(F, axis=0, where=w, initial=-9.0), np.max(F, axis=0, where=w,
+                                                                 initial=-9.0))
+  assert_close(jnp.all(F > -1, where=w), np.all(F > -1, where=w))
   with pytest.raises(ValueError, match="zero-size array"):
     jnp.max(E, axis=0)
   with pytest.raises(ValueError, match="empty sequence"):

@@ -16,10 +16,19 @@ from minijax.core import dtypes
 from minijax.numpy import _util
 
 
-def _prep(name, a, axis):
-  _util.check(name, a)
+def _prep(name, a, axis, out=None, where=None, fill=None):
+  """The operand as an array and the axes; `where=False` positions become `fill`."""
+  if out is not None:
+    raise NotImplementedError(f"{name}: out= is not supported (minijax arrays are immutable)")
+  if not isinstance(a, (list, tuple)):
+    _util.check(name, a)
   (x,) = _util.promote(name, a) if not isinstance(a, (list, tuple)) else (_util.asarray(a),)
   axes = _util.canonicalize_axes(axis, _util.ndim(x))
+  if where is not None:
+    if fill is None:
+      raise ValueError(f"{name}: where= needs initial= (the reduction has no identity)")
+    from minijax.numpy.ufuncs import where as _where
+    x = _where(_util.broadcast_to(where, _util.shape(x)), x, fill)
   return x, axes
 
 
@@ -46,7 +55,7 @@ def _cast(x, dtype):
 
 
 def sum(a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where=None):
-  x, axes = _prep("sum", a, axis)
+  x, axes = _prep("sum", a, axis, out, where, 0)
   x = _cast(x, dtype if dtype is not None else _sum_dtype(_util.dtype(x)))
   out = lax.reduce_sum(x, axes)
   if initial is not None:
@@ -55,7 +64,7 @@ def sum(a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where=
 
 
 def prod(a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where=None):
-  x, axes = _prep("prod", a, axis)
+  x, axes = _prep("prod", a, axis, out, where, 1)
   x = _cast(x, dtype if dtype is not None else _sum_dtype(_util.dtype(x)))
   out = lax.reduce_prod(x, axes)
   if initial is not None:
@@ -69,7 +78,7 @@ def _check_nonempty(name, x, axes):
 
 
 def max(a, axis=None, out=None, keepdims=False, initial=None, where=None):
-  x, axes = _prep("max", a, axis)
+  x, axes = _prep("max", a, axis, out, where, initial)
   if initial is None:
     _check_nonempty("max", x, axes)
   out = lax.reduce_max(x, axes)
@@ -80,7 +89,7 @@ def max(a, axis=None, out=None, keepdims=False, initial=None, where=None):
 
 
 def min(a, axis=None, out=None, keepdims=False, initial=None, where=None):
-  x, axes = _prep("min", a, axis)
+  x, axes = _prep("min", a, axis, out, where, initial)
   if initial is None:
     _check_nonempty("min", x, axes)
   out = lax.reduce_min(x, axes)
@@ -100,13 +109,13 @@ def _to_bool(x):
 
 
 def all(a, axis=None, out=None, keepdims=False, where=None):
-  x, axes = _prep("all", a, axis)
+  x, axes = _prep("all", a, axis, out, where, True)
   x = _to_bool(x)
   return _keep(lax.reduce_and(x, axes), x, axes, keepdims)
 
 
 def any(a, axis=None, out=None, keepdims=False, where=None):
-  x, axes = _prep("any", a, axis)
+  x, axes = _prep("any", a, axis, out, where, False)
   x = _to_bool(x)
   return _keep(lax.reduce_or(x, axes), x, axes, keepdims)
 
@@ -129,13 +138,16 @@ def _mean_dtype(dt, dtype):
 
 
 def mean(a, axis=None, dtype=None, out=None, keepdims=False, where=None):
-  x, axes = _prep("mean", a, axis)
+  x, axes = _prep("mean", a, axis, out, where, 0)
   dt = _mean_dtype(_util.dtype(x), dtype)
   x = _cast(x, dt)
-  n = _count(x, axes)
   total = lax.reduce_sum(x, axes)
-  out = lax.div(total, lax.full(_util.shape(total), n if n else np.nan, dt))
-  return _keep(out, x, axes, keepdims)
+  if where is not None:
+    count = sum(_util.broadcast_to(where, _util.shape(x)), axes, dt)
+    return _keep(lax.div(total, count), x, axes, keepdims)
+  n = _count(x, axes)
+  result = lax.div(total, lax.full(_util.shape(total), n if n else np.nan, dt))
+  return _keep(result, x, axes, keepdims)
 
 
 def var(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, where=None):
