@@ -15,7 +15,7 @@ not differentiated.
 from __future__ import annotations
 
 import functools
-from typing import Any, Callable, Sequence
+from typing import Callable, Sequence
 
 from minijax import tree_util
 from minijax.core import dtypes, pretty
@@ -335,10 +335,8 @@ class custom_vjp:
                         f"cotangent per differentiable argument ({len(diff_args)}), got "
                         f"{cts_in!r:.100}")
       leaves = in_tree.flatten_up_to(tuple(cts_in))
-      out = []
-      for ct, leaf_tree, aval in zip(leaves, [None] * len(in_avals), in_avals):
-        out.append(ad.Zero(aval.tangent_aval()) if ct is None else ct)
-      return [c for c, a in zip(out, in_avals) if a.tangent_aval().dtype != dtypes.float0]
+      return [ad.Zero(a.tangent_aval()) if ct is None else ct
+              for ct, a in zip(leaves, in_avals) if a.tangent_aval().dtype != dtypes.float0]
 
     outs = custom_vjp_call_p.bind(*consts, *flat, call_jaxpr=closed, fwd=flat_fwd, bwd=flat_bwd,
                                   num_consts=len(consts), name=name)
