@@ -334,6 +334,8 @@ class custom_vjp:
         raise TypeError(f"the custom_vjp bwd rule of {name} must return a tuple with one "
                         f"cotangent per differentiable argument ({len(diff_args)}), got "
                         f"{cts_in!r:.100}")
+      cts_in = [tree_util.tree_map(lambda _: None, a) if ct is None else ct
+                for ct, a in zip(cts_in, diff_args)]
       leaves = in_tree.flatten_up_to(tuple(cts_in))
       return [ad.Zero(a.tangent_aval()) if ct is None else ct
               for ct, a in zip(leaves, in_avals) if a.tangent_aval().dtype != dtypes.float0]

@@ -133,6 +133,16 @@ def test_custom_vjp_nondiff_argnums_pytrees_and_none_cotangents():
   allclose(minijax.jit(minijax.grad(loss))(p, q)["a"], 36.0)
 
 
+def test_custom_vjp_bwd_may_return_none_for_a_whole_pytree_argument():
+  @minijax.custom_vjp
+  def f(x, d):
+    return lax.mul(x, d["k"])
+  f.defvjp(lambda x, d: (f(x, d), d["k"]), lambda k, g: (lax.mul(g, k), None))
+  gx, gd = minijax.grad(f, argnums=(0, 1))(np.float32(2.0), {"k": np.float32(3.0)})
+  allclose(gx, 3.0)
+  allclose(gd["k"], 0.0)
+
+
 def test_custom_vjp_function_closing_over_an_outer_tracer():
   def outer(y):
     @minijax.custom_vjp
