@@ -113,9 +113,16 @@ def broadcast_to(x, shape_: Sequence[int]):
 
 
 def promote_and_broadcast(name: str, *args, inexact: bool = False):
-  args = promote_inexact(name, *args) if inexact else promote(name, *args)
-  out_shape = broadcast_shapes(name, *(aval(a).shape for a in args))
-  return [broadcast_to(a, out_shape) for a in args]
+  """Promoted and broadcast operands; Python scalars become constants of the full shape
+  directly (one device value, or one broadcast of a literal under a trace)."""
+  check(name, *args)
+  dt, weak = result_type_of(*args)
+  if inexact and not dtypes.is_inexact(dt):
+    dt = dtypes.default_float_dtype()
+  out_shape = broadcast_shapes(name, *(np.shape(a) if isinstance(a, _SCALARS) else aval(a).shape
+                                       for a in args))
+  return [lax.full(out_shape, a, dt, weak_type=weak) if isinstance(a, _SCALARS)
+          else broadcast_to(to_array(a, dt, weak), out_shape) for a in args]
 
 
 def canonicalize_axes(axis, nd: int, name: str = "axis") -> tuple[int, ...]:

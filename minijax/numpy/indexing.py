@@ -266,18 +266,68 @@ class _IndexUpdateRef:
     return self.set(func(self.get()))
 
 
+_BOX_COMBINE = {lax.scatter: None, lax.scatter_add: "add", lax.scatter_mul: "mul",
+                lax.scatter_min: "min", lax.scatter_max: "max"}
+
+
+def _box(x, idx):
+  """For an index of static ints and unit-step slices only: the (starts, sizes, kept axes)
+  of the box it selects; else None."""
+  shape = _util.shape(x)
+  if not isinstance(idx, tuple):
+    idx = (idx,)
+  if any(not (isinstance(e, _INTS) and not isinstance(e, (bool, np.bool_)) or
+              isinstance(e, slice) and e.step in (None, 1) and
+              all(p is None or isinstance(p, _INTS) for p in (e.start, e.stop)))
+         for e in idx) or len(idx) > len(shape):
+    return None
+  idx = idx + (slice(None),) * (len(shape) - len(idx))
+  starts, sizes, kept = [], [], []
+  for d, (e, n) in enumerate(zip(idx, shape)):
+    if isinstance(e, slice):
+      start, stop, _ = e.indices(n)
+      starts.append(start), sizes.append(max(stop - start, 0)), kept.append(d)
+    else:
+      if not -n <= e < n:
+        raise IndexError(f"index {e} is out of bounds for axis {d} with size {n}")
+      starts.append(int(e) % n), sizes.append(1)
+  return starts, sizes, kept
+
+
+def _update_box(scatter_fn, x, box, values):
+  """An update of a box: slice, combine, dynamic_update_slice (no scatter needed)."""
+  starts, sizes, kept = box
+  aval = _util.aval(x)
+  region_shape = tuple(sizes[d] for d in kept)
+  values = _util.broadcast_to(_cast_values(values, aval), region_shape)
+  values = lax.reshape(values, tuple(sizes))
+  combine = _BOX_COMBINE[scatter_fn]
+  if combine is not None:
+    region = lax.slice(x, starts, [s + n for s, n in zip(starts, sizes)])
+    if aval.dtype == dtypes.bool_ and combine in ("add", "mul"):
+      combine = "bitwise_or" if combine == "add" else "bitwise_and"
+    values = getattr(lax, combine)(region, values)
+  return lax.dynamic_update_slice(x, values, [np.int32(s) for s in starts])
+
+
+def _cast_values(values, aval):
+  if _util.is_arraylike(values) and not isinstance(values, (bool, int, float, complex)) and (
+      _util.dtype(values) == aval.dtype):
+    return values
+  return _util.to_array(values, aval.dtype, aval.weak_type)
+
+
 def _update(scatter_fn, x, idx, values):
   x = lax.convert_to_array(x)
   _util.check("at[].update", values)
+  box = _box(x, idx)
+  if box is not None:
+    return _update_box(scatter_fn, x, box, values)
   shape, size = _util.shape(x), _util.size(x)
   positions = getitem(lax.reshape(lax.iota(dtypes.int32, size), shape), idx)
   pshape = _util.shape(positions)
   n = int(np.prod(pshape, dtype=np.int64))
-  aval = _util.aval(x)
-  values = _util.to_array(values, aval.dtype, aval.weak_type) if not (
-      _util.is_arraylike(values) and not isinstance(values, (bool, int, float, complex))
-      and _util.dtype(values) == aval.dtype) else values
-  values = _util.broadcast_to(values, pshape)
+  values = _util.broadcast_to(_cast_values(values, _util.aval(x)), pshape)
   dnums = lax.ScatterDimensionNumbers(update_window_dims=(), inserted_window_dims=(0,),
                                       scattered_dims_to_operand_dims=(0,))
   flat = scatter_fn(lax.reshape(x, (size,)), lax.reshape(positions, (n, 1)),
