@@ -251,6 +251,9 @@ def test_reductions_of_ints_bools_scalars_and_empty_arrays():
   assert jnp.sum(B).dtype == np.int32 and int(jnp.sum(B)) == int(B.sum())
   assert jnp.sum(np.ones(3, np.int8)).dtype == np.int32
   assert jnp.mean(I).dtype == np.float32
+  h = np.full(4096, 0.1, bf16)
+  assert jnp.sum(h).dtype == bf16 and abs(float(jnp.sum(h)) - 409.6) < 2
+  assert jnp.mean(h).dtype == bf16 and abs(float(jnp.mean(h)) - 0.1) < 1e-3
   assert_close(jnp.mean(I, axis=0), I.mean(0))
   assert_close(jnp.var(I, ddof=1), I.var(ddof=1))
   assert_close(jnp.sum(E), 0.0)

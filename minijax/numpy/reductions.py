@@ -54,10 +54,22 @@ def _cast(x, dtype):
       dtype is not None and _util.dtype(x) != np.dtype(dtype)) else x
 
 
+_HALF = (dtypes.bfloat16, dtypes.float16)
+
+
+def _accumulate(reduce_fn, x, axes):
+  """Half-precision floats accumulate in float32 and round once at the end, as JAX does."""
+  dt = _util.dtype(x)
+  if dt in _HALF:
+    return lax.convert_element_type(reduce_fn(lax.convert_element_type(x, dtypes.float32),
+                                              axes), dt)
+  return reduce_fn(x, axes)
+
+
 def sum(a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where=None):
   x, axes = _prep("sum", a, axis, out, where, 0)
   x = _cast(x, dtype if dtype is not None else _sum_dtype(_util.dtype(x)))
-  out = lax.reduce_sum(x, axes)
+  out = _accumulate(lax.reduce_sum, x, axes)
   if initial is not None:
     out = lax.add(out, initial)
   return _keep(out, x, axes, keepdims)
@@ -66,7 +78,7 @@ def sum(a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where=
 def prod(a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where=None):
   x, axes = _prep("prod", a, axis, out, where, 1)
   x = _cast(x, dtype if dtype is not None else _sum_dtype(_util.dtype(x)))
-  out = lax.reduce_prod(x, axes)
+  out = _accumulate(lax.reduce_prod, x, axes)
   if initial is not None:
     out = lax.mul(out, initial)
   return _keep(out, x, axes, keepdims)
@@ -141,7 +153,7 @@ def mean(a, axis=None, dtype=None, out=None, keepdims=False, where=None):
   x, axes = _prep("mean", a, axis, out, where, 0)
   dt = _mean_dtype(_util.dtype(x), dtype)
   x = _cast(x, dt)
-  total = lax.reduce_sum(x, axes)
+  total = _accumulate(lax.reduce_sum, x, axes)
   if where is not None:
     count = sum(_util.broadcast_to(where, _util.shape(x)), axes, dt)
     return _keep(lax.div(total, count), x, axes, keepdims)
@@ -156,7 +168,7 @@ def var(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, where=None):
   x = _cast(x, dt)
   centered = lax.sub(x, _util.broadcast_to(mean(x, axes, keepdims=True), _util.shape(x)))
   sq = lax.mul(centered, centered)
-  total = lax.reduce_sum(sq, axes)
+  total = _accumulate(lax.reduce_sum, sq, axes)
   n = _count(x, axes) - ddof
   out = lax.div(total, lax.full(_util.shape(total), n if n > 0 else np.nan, dt))
   return _keep(out, x, axes, keepdims)
