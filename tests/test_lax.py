@@ -106,6 +106,7 @@ UNARY = {
     "rsqrt": (lax.rsqrt, lambda x: 1 / np.sqrt(x), FLOATS, "pos"),
     "logistic": (lax.logistic, lambda x: 1 / (1 + np.exp(-x)), FLOATS, "any"),
     "is_finite": (lax.is_finite, np.isfinite, FLOATS, "any"),
+    "erf": (lax.erf, np.vectorize(__import__("math").erf, otypes=[np.float64]), FLOATS, "any"),
     "not": (lax.bitwise_not, np.invert, INTS, "any"),
     "integer_pow_3": (lambda x: lax.integer_pow(x, 3), lambda x: x ** 3, (f32, i32), "any"),
     "integer_pow_0": (lambda x: lax.integer_pow(x, 0), lambda x: x ** 0, (f32,), "any"),
@@ -381,6 +382,16 @@ STRUCTURAL = {
     "clamp_array_bounds": (lambda lo, x, hi: lax.clamp(lo, x, hi), (A23 - 1, A23 * 2, A23 + 1),
                            lambda lo, x, hi: np.minimum(np.maximum(x, lo), hi)),
     "full": (lambda: lax.full((2, 2), 3, np.int32), (), lambda: np.full((2, 2), 3, np.int32)),
+    "full_like": (lambda x: lax.full_like(x, 2), (I23,), lambda x: np.full_like(x, 2)),
+    "dot_general_preferred": (lambda x, y: lax.dot_general(x, y, (((1,), (0,)), ((), ())),
+                                                           preferred_element_type=np.float32),
+                              (I23, I23.T.copy()), lambda x, y: (x @ y).astype(np.float32)),
+    "batch_matmul": (lax.batch_matmul, (A234, sample((2, 4, 5), f32)),
+                     lambda x, y: x @ y),
+    "dynamic_update_index_in_dim": (
+        lambda x, u, i: lax.dynamic_update_index_in_dim(x, u, i, 1), (A23, A23[:, 0] + 5,
+                                                                      np.int32(2)),
+        lambda x, u, i: np.concatenate([x[:, :2], (u + 0)[:, None]], 1)),
 }
 
 

@@ -18,7 +18,7 @@ from minijax.interpreters import ad, batching
 from minijax.lax.structural import convert_to_array, transpose
 from minijax.lowering import mlir
 
-__all__ = ["dot_general", "dot", "dot_general_p"]
+__all__ = ["dot_general", "dot", "batch_matmul", "dot_general_p"]
 
 dot_general_p = Primitive("dot_general")
 
@@ -154,7 +154,7 @@ ad.primitive_transposes[dot_general_p] = _dot_general_transpose
 batching.primitive_batchers[dot_general_p] = _dot_general_batch
 
 
-def dot_general(lhs, rhs, dimension_numbers, preferred_element_type=None):
+def dot_general(lhs, rhs, dimension_numbers, precision=None, preferred_element_type=None):
   lhs, rhs = convert_to_array(lhs), convert_to_array(rhs)
   (lc, rc), (lb, rb) = dimension_numbers
   dn = ((tuple(int(d) for d in lc), tuple(int(d) for d in rc)),
@@ -163,11 +163,21 @@ def dot_general(lhs, rhs, dimension_numbers, preferred_element_type=None):
   return dot_general_p.bind(lhs, rhs, dimension_numbers=dn, preferred_element_type=pet)
 
 
-def dot(lhs, rhs, preferred_element_type=None):
+def dot(lhs, rhs, precision=None, preferred_element_type=None):
   """Vector-vector, matrix-vector or matrix-matrix product (rank 1 or 2 operands)."""
   lhs, rhs = convert_to_array(lhs), convert_to_array(rhs)
   la, ra = shaped_abstractify(lhs), shaped_abstractify(rhs)
   if not (1 <= la.ndim <= 2 and 1 <= ra.ndim <= 2) or la.shape[-1] != ra.shape[0]:
     raise TypeError(f"dot requires rank-1 or rank-2 operands with matching inner sizes, "
                     f"got {la.str_short()} and {ra.str_short()}")
-  return dot_general(lhs, rhs, (((la.ndim - 1,), (0,)), ((), ())), preferred_element_type)
+  return dot_general(lhs, rhs, (((la.ndim - 1,), (0,)), ((), ())),
+                     preferred_element_type=preferred_element_type)
+
+
+def batch_matmul(lhs, rhs, precision=None, preferred_element_type=None):
+  """Matrix products over the last two axes, batched over the leading (equal) axes."""
+  lhs, rhs = convert_to_array(lhs), convert_to_array(rhs)
+  nd = shaped_abstractify(lhs).ndim
+  batch = tuple(range(nd - 2))
+  return dot_general(lhs, rhs, (((nd - 1,), (nd - 2,)), (batch, batch)),
+                     preferred_element_type=preferred_element_type)

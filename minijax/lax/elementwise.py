@@ -20,14 +20,14 @@ from minijax.lowering import mlir
 __all__ = [
     "add", "sub", "mul", "div", "rem", "neg", "max", "min", "pow", "integer_pow",
     "abs", "sign", "floor", "ceil", "round", "exp", "log", "log1p", "expm1", "sin", "cos",
-    "tan", "tanh", "sqrt", "rsqrt", "logistic", "atan2", "is_finite", "square", "reciprocal",
+    "tan", "tanh", "sqrt", "rsqrt", "logistic", "erf", "atan2", "is_finite", "square", "reciprocal",
     "eq", "ne", "lt", "le", "gt", "ge", "bitwise_not", "bitwise_and", "bitwise_or",
     "bitwise_xor", "not_", "and_", "or_", "xor", "shift_left", "shift_right_arithmetic",
     "shift_right_logical", "RoundingMethod",
     "add_p", "sub_p", "mul_p", "div_p", "rem_p", "neg_p", "max_p", "min_p", "pow_p",
     "integer_pow_p", "abs_p", "sign_p", "floor_p", "ceil_p", "round_p", "exp_p", "log_p",
     "log1p_p", "expm1_p", "sin_p", "cos_p", "tan_p", "tanh_p", "sqrt_p", "rsqrt_p",
-    "logistic_p", "atan2_p", "is_finite_p", "eq_p", "ne_p", "lt_p", "le_p", "gt_p", "ge_p",
+    "logistic_p", "erf_p", "atan2_p", "is_finite_p", "eq_p", "ne_p", "lt_p", "le_p", "gt_p", "ge_p",
     "not_p", "and_p", "or_p", "xor_p", "shift_left_p", "shift_right_arithmetic_p",
     "shift_right_logical_p",
 ]
@@ -427,6 +427,15 @@ ad.defjvp2(logistic_p, lambda g, out, x: mul(g, mul(out, sub(_ones_like(out), ou
 
 def logistic(x):
   return logistic_p.bind(x)
+
+
+# ---- erf
+erf_p = _unop("erf", utils.is_float, "floating point", mhlo.ErfOp)
+ad.defjvp(erf_p, lambda g, x: mul(g, mul(_const(x, 2 / np.sqrt(np.pi)), exp(neg(mul(x, x))))))
+
+
+def erf(x):
+  return erf_p.bind(x)
 
 
 # ---- atan2

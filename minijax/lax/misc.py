@@ -22,7 +22,7 @@ from minijax.lax.structural import (broadcast_in_dim, convert_to_array, full,
 from minijax.lowering import mlir
 
 __all__ = ["convert_element_type", "select_n", "select", "iota", "broadcasted_iota", "copy",
-           "stop_gradient", "clamp", "zeros_like_array",
+           "stop_gradient", "clamp", "zeros_like_array", "full_like",
            "convert_element_type_p", "select_n_p", "iota_p", "copy_p", "stop_gradient_p",
            "clamp_p"]
 
@@ -310,6 +310,12 @@ def clamp(lo, x, hi):
   lo, hi = [full((), b, aval.dtype) if isinstance(b, (bool, int, float)) else b
             for b in (lo, hi)]
   return clamp_p.bind(lo, x, hi)
+
+
+def full_like(x, fill_value, dtype=None, shape=None):
+  aval = shaped_abstractify(x)
+  return full(aval.shape if shape is None else shape, fill_value,
+              aval.dtype if dtype is None else dtype)
 
 
 def zeros_like_array(x):

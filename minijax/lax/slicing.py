@@ -19,6 +19,7 @@ from minijax.lowering import mlir
 
 __all__ = ["slice", "slice_in_dim", "index_in_dim", "dynamic_slice", "dynamic_slice_in_dim",
            "dynamic_index_in_dim", "dynamic_update_slice", "dynamic_update_slice_in_dim",
+           "dynamic_update_index_in_dim",
            "slice_p", "dynamic_slice_p", "dynamic_update_slice_p"]
 
 
@@ -280,3 +281,13 @@ def dynamic_update_slice_in_dim(x, update, start, axis=0):
   starts = [0] * x.ndim
   starts[axis] = start
   return dynamic_update_slice(x, update, starts)
+
+
+def dynamic_update_index_in_dim(x, update, index, axis=0):
+  """Writes `update` (without the `axis` dimension, or with it of size 1) at `index`."""
+  x, update = convert_to_array(x), convert_to_array(update)
+  if shaped_abstractify(update).ndim == shaped_abstractify(x).ndim - 1:
+    shape = list(shaped_abstractify(update).shape)
+    shape.insert(axis, 1)
+    update = reshape(update, shape)
+  return dynamic_update_slice_in_dim(x, update, index, axis)
