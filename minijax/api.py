@@ -81,15 +81,13 @@ def _flat_arg_names(fun, args, kwargs) -> list[str]:
 
 
 class _Traced:
-  __slots__ = ("jaxpr", "consts", "out_tree", "donated", "executable", "device")
+  __slots__ = ("jaxpr", "consts", "out_tree", "donated")
 
   def __init__(self, jaxpr, consts, out_tree, donated):
     self.jaxpr = jaxpr            # ClosedJaxpr, constants hoisted to leading inputs
     self.consts = consts
     self.out_tree = out_tree
     self.donated = donated        # one flag per input of `jaxpr`
-    self.executable = None        # compiled for `device`, set on the first eager call
-    self.device = None
 
 
 def _hoist_consts(jaxpr: Jaxpr) -> ClosedJaxpr:
@@ -111,6 +109,9 @@ class JitWrapped:
     self._donate_argnums = frozenset(_normalize_argnums(donate_argnums))
     self._device = backend.get_device(device) if device is not None else None
     self._cache: dict[Any, _Traced] = {}
+    self._fast: dict[Any, tuple] = {}
+    self._fast_ok = not (self._static_argnums or self._static_argnames)
+    self._multi_device = False
 
   # -- argument handling
 
@@ -184,30 +185,40 @@ class JitWrapped:
     return traced, flat, dyn_args, static, in_tree
 
   # -- calling
+  # The fast path serves calls without keyword or static arguments whose leaves are all
+  # Arrays, from `_fast`: (tree structure, leaf avals[, device]) -> (executable, consts,
+  # out_tree, jaxpr).  Everything else, and every first call, takes `_call_slow`.
 
   def __call__(self, *args, **kwargs):
-    eager = type(trace_lib._context.trace) is trace_lib.EvalTrace
-    if eager:
-      dyn_args, dyn_kwargs, static = self._split(args, kwargs) if (
-          self._static_argnums or self._static_argnames) else (args, kwargs, ())
-      flat, in_tree = tree_util.tree_flatten((dyn_args, dyn_kwargs))
+    if not kwargs and self._fast_ok and type(trace_lib._context.trace) is trace_lib.EvalTrace:
+      flat, in_tree = _flatten(args)
       try:
-        avals = tuple([x.aval if type(x) is Array else _abstractify(x) for x in flat])
-      except TypeError as e:
-        raise TypeError(f"jit({self._name}): {e}") from None
-      traced = self._cache.get((in_tree, avals, static))
-      if traced is not None and traced.executable is not None and (
-          self._device is not None or _first_device(flat) is traced.device):
-        outs = traced.executable(*traced.consts, *flat)
+        key = (in_tree, *[x.aval for x in flat])
+      except AttributeError:
+        return self._call_slow(args, kwargs)
+      if self._multi_device:
+        key += (_first_device(flat),)
+      entry = self._fast.get(key)
+      if entry is not None:
+        executable, consts, out_tree, jaxpr = entry
+        outs = executable(*consts, *flat)
         if config.debug_nans:
-          dispatch.check_nans_in_jaxpr(traced.jaxpr, [*traced.consts, *flat], outs, self._name)
-        return traced.out_tree.unflatten(outs)
+          dispatch.check_nans_in_jaxpr(jaxpr, [*consts, *flat], outs, self._name)
+        return out_tree.unflatten(outs)
+    return self._call_slow(args, kwargs)
+
+  def _call_slow(self, args, kwargs):
     traced, flat, dyn_args, static, in_tree = self._traced_for(args, kwargs)
-    if eager and not any(isinstance(c, Tracer) for c in traced.consts):
+    if type(trace_lib._context.trace) is trace_lib.EvalTrace and not any(
+        isinstance(c, Tracer) for c in traced.consts):
       device = self._device or _first_device(flat)
-      traced.executable = compiled_call(traced.jaxpr, self._name, traced.donated, device)
-      traced.device = device
-      outs = traced.executable(*traced.consts, *flat)
+      executable = compiled_call(traced.jaxpr, self._name, traced.donated, device)
+      if self._fast_ok and not kwargs and all(type(x) is Array for x in flat):
+        self._multi_device = self._device is None and backend.device_count() > 1
+        key = (_flatten(args)[1], *[x.aval for x in flat]) + (
+            (device,) if self._multi_device else ())
+        self._fast[key] = (executable, traced.consts, traced.out_tree, traced.jaxpr)
+      outs = executable(*traced.consts, *flat)
       if config.debug_nans:
         dispatch.check_nans_in_jaxpr(traced.jaxpr, [*traced.consts, *flat], outs, self._name)
       return traced.out_tree.unflatten(outs)
@@ -225,6 +236,9 @@ class JitWrapped:
 
   def __get__(self, obj, objtype=None):
     return self if obj is None else functools.partial(self, obj)
+
+
+_flatten = tree_util.registry.flatten
 
 
 def _first_device(flat):
