@@ -40,7 +40,8 @@ from minijax.numpy.indexing import nonzero, flatnonzero, argwhere, unique  # noq
 from minijax.numpy.extras import (  # noqa: F401
     diff, nan_to_num, nansum, nanmax, nanmin, nanmean, median, quantile, percentile, append,
     searchsorted, cross, kron, astype, isin, indices, triu_indices, tril_indices, logspace,
-    unravel_index)
+    unravel_index, select, heaviside, float_power, sinc, interp, digitize, bincount, cov,
+    corrcoef, nanargmax, nanargmin, nancumsum, nanvar, nanstd, imag, ldexp, delete, insert)
 from minijax.numpy.linalg import (  # noqa: F401
     dot, matmul, vdot, inner, outer, tensordot, einsum, linalg)
 

@@ -1,6 +1,6 @@
 """Less central numpy functions built from the rest of minijax.numpy: diff, nan-aware
 reductions, median / quantile (by sorting), append, searchsorted, cross, kron, isin,
-indices, logspace, unravel_index.
+indices, logspace, unravel_index, select, interp, digitize, bincount, cov, corrcoef, ...
 
 Functions whose result shape depends on values (`triu_indices` and friends) take static
 arguments only.
@@ -11,6 +11,7 @@ import numpy as np
 
 from minijax import lax
 from minijax.core import dtypes
+from minijax.core.trace import Tracer
 from minijax.numpy import _util
 
 
@@ -203,3 +204,185 @@ def unravel_index(indices_, shape):
     out.append(jnp.remainder(idx, s))
     idx = jnp.floor_divide(idx, s)
   return tuple(reversed(out))
+
+
+def select(condlist, choicelist, default=0):
+  jnp = _jnp()
+  if len(condlist) != len(choicelist):
+    raise ValueError("select: condlist and choicelist must have the same length")
+  out = default
+  for cond, choice in reversed(list(zip(condlist, choicelist))):
+    out = jnp.where(cond, choice, out)
+  return _util.asarray(out)
+
+
+def heaviside(x1, x2):
+  jnp = _jnp()
+  x, h0 = _util.promote_and_broadcast("heaviside", x1, x2, inexact=True)
+  return jnp.where(x < 0, 0, jnp.where(x > 0, 1, h0)).astype(_util.dtype(x))
+
+
+def float_power(x1, x2):
+  jnp = _jnp()
+  dt = dtypes.default_float_dtype()
+  return jnp.power(jnp.asarray(x1, dt), jnp.asarray(x2, dt))
+
+
+def sinc(x):
+  jnp = _jnp()
+  (a,) = _util.promote_inexact("sinc", x)
+  px = a * np.pi
+  safe = jnp.where(a == 0, 1, px)
+  return jnp.where(a == 0, 1, jnp.sin(safe) / safe).astype(_util.dtype(a))
+
+
+def interp(x, xp, fp, left=None, right=None):
+  """Piecewise-linear interpolation on increasing sample points `xp`."""
+  jnp = _jnp()
+  xs, xps, fps = _util.promote_inexact("interp", x, xp, fp)
+  n = _util.shape(xps)[0]
+  i = jnp.clip(searchsorted(xps, xs, side="right"), 1, n - 1)
+  x0, x1 = jnp.take(xps, i - 1), jnp.take(xps, i)
+  f0, f1 = jnp.take(fps, i - 1), jnp.take(fps, i)
+  dx = x1 - x0
+  t = jnp.where(dx == 0, 0, (xs - x0) / jnp.where(dx == 0, 1, dx))
+  out = f0 + t * (f1 - f0)
+  out = jnp.where(xs < xps[0], fps[0] if left is None else left, out)
+  out = jnp.where(xs > xps[-1], fps[-1] if right is None else right, out)
+  return out
+
+
+def digitize(x, bins, right=False):
+  jnp = _jnp()
+  b = _util.asarray(bins)
+  increasing = True
+  if _util.shape(b)[0] > 1 and not isinstance(b, Tracer):
+    values = np.asarray(b)
+    increasing = bool(values[-1] >= values[0])
+  if increasing:
+    return searchsorted(b, x, side="left" if right else "right")
+  rb = jnp.flip(b)
+  n = _util.shape(b)[0]
+  return n - searchsorted(rb, x, side="right" if right else "left")
+
+
+def bincount(x, weights=None, minlength=0, *, length=None):
+  """Counts of each non-negative integer; under a trace `length` must be given."""
+  jnp = _jnp()
+  xs = _util.asarray(x)
+  if length is None:
+    from minijax.numpy.indexing import _host
+    values = _host("bincount", xs)
+    length = max(int(values.max()) + 1 if values.size else 0, minlength)
+  length = max(int(length), int(minlength))
+  w = jnp.ones(_util.shape(xs), dtypes.default_int_dtype()) if weights is None else \
+      _util.asarray(weights)
+  return jnp.zeros(length, _util.dtype(w)).at[xs].add(w)
+
+
+def cov(m, y=None, rowvar=True, bias=False, ddof=None):
+  jnp = _jnp()
+  (x,) = _util.promote_inexact("cov", m)
+  x = jnp.atleast_2d(x)
+  if not rowvar and _util.shape(x)[0] != 1:
+    x = x.T
+  if y is not None:
+    (yy,) = _util.promote_inexact("cov", y)
+    yy = jnp.atleast_2d(yy)
+    if not rowvar and _util.shape(yy)[0] != 1:
+      yy = yy.T
+    x = jnp.concatenate([x, yy.astype(_util.dtype(x))], axis=0)
+  n = _util.shape(x)[1]
+  ddof = (0 if bias else 1) if ddof is None else ddof
+  xc = x - jnp.mean(x, axis=1, keepdims=True)
+  out = jnp.matmul(xc, xc.T) / (n - ddof)
+  return jnp.squeeze(out) if _util.shape(out) == (1, 1) else out
+
+
+def corrcoef(x, y=None, rowvar=True):
+  jnp = _jnp()
+  c = cov(x, y, rowvar)
+  if _util.ndim(c) == 0:
+    return c / c
+  d = jnp.sqrt(jnp.diagonal(c))
+  return jnp.clip(c / d[:, None] / d[None, :], -1, 1)
+
+
+def _nan_arg(name, fn, a, axis, fill):
+  jnp = _jnp()
+  (x,) = _util.promote(name, a)
+  if dtypes.is_inexact(_util.dtype(x)):
+    x = jnp.where(jnp.isnan(x), fill, x)
+  return fn(x, axis=axis)
+
+
+def nanargmax(a, axis=None):
+  return _nan_arg("nanargmax", _jnp().argmax, a, axis, -np.inf)
+
+
+def nanargmin(a, axis=None):
+  return _nan_arg("nanargmin", _jnp().argmin, a, axis, np.inf)
+
+
+def nancumsum(a, axis=None, dtype=None):
+  return _jnp().cumsum(_nan_fill("nancumsum", a, 0), axis=axis, dtype=dtype)
+
+
+def nanvar(a, axis=None, ddof=0, keepdims=False):
+  jnp = _jnp()
+  (x,) = _util.promote_inexact("nanvar", a)
+  valid = jnp.logical_not(jnp.isnan(x))
+  count = jnp.sum(valid, axis=axis, keepdims=True).astype(_util.dtype(x))
+  mean_ = jnp.sum(jnp.where(valid, x, 0), axis=axis, keepdims=True) / count
+  sq = jnp.where(valid, (x - mean_) ** 2, 0)
+  out = jnp.sum(sq, axis=axis, keepdims=True) / (count - ddof)
+  return out if keepdims else jnp.squeeze(out, axis=axis)
+
+
+def nanstd(a, axis=None, ddof=0, keepdims=False):
+  return _jnp().sqrt(nanvar(a, axis, ddof, keepdims))
+
+
+def imag(x):
+  (a,) = _util.promote("imag", x)
+  return lax.full(_util.shape(a), 0, _util.dtype(a))
+
+
+def ldexp(x1, x2):
+  jnp = _jnp()
+  (x,) = _util.promote_inexact("ldexp", x1)
+  return x * jnp.power(2.0, _util.asarray(x2)).astype(_util.dtype(x))
+
+
+def delete(arr, obj, axis=None):
+  """Removes the entries at static indices `obj` along `axis`."""
+  jnp = _jnp()
+  x = _util.asarray(arr)
+  if axis is None:
+    x, axis = jnp.ravel(x), 0
+  (ax,) = _util.canonicalize_axes(axis, _util.ndim(x))
+  n = _util.shape(x)[ax]
+  drop = np.arange(n)[obj] if isinstance(obj, slice) else np.asarray(obj) % max(n, 1)
+  keep = np.setdiff1d(np.arange(n), np.atleast_1d(drop)).astype(np.int32)
+  return jnp.take(x, keep, axis=ax)
+
+
+def insert(arr, obj, values, axis=None):
+  """Inserts `values` before the static index `obj` along `axis`."""
+  jnp = _jnp()
+  x = _util.asarray(arr)
+  if axis is None:
+    x, axis = jnp.ravel(x), 0
+  (ax,) = _util.canonicalize_axes(axis, _util.ndim(x))
+  if not isinstance(obj, (int, np.integer)):
+    raise NotImplementedError("insert: only a single static index is supported")
+  n = _util.shape(x)[ax]
+  i = int(obj) % (n + 1) if obj < 0 else int(obj)
+  shape = list(_util.shape(x))
+  v = _util.asarray(values)
+  vshape = list(shape)
+  vshape[ax] = _util.shape(v)[ax] if _util.ndim(v) == len(shape) else 1
+  v = _util.broadcast_to(v, tuple(vshape)).astype(_util.dtype(x))
+  before = lax.slice_in_dim(x, 0, i, 1, ax)
+  after = lax.slice_in_dim(x, i, n, 1, ax)
+  return jnp.concatenate([before, v, after], axis=ax)
