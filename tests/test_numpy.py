@@ -528,6 +528,16 @@ EXTRAS = {
                (F,)),
     "insert": (lambda x: jnp.insert(x, 1, 9.0, axis=0), lambda x: np.insert(x, 1, 9.0, axis=0),
                (F,)),
+    "choose": (lambda i: jnp.choose(i, [F, P, U]), lambda i: np.choose(i, [F, P, U]),
+               (np.abs(I) % 3,)),
+    "convolve": (jnp.convolve, np.convolve, (ROW, ROW[:3])),
+    "convolve_same": (lambda a, v: jnp.convolve(a, v, "same"),
+                      lambda a, v: np.convolve(a, v, "same"), (ROW, ROW[:3])),
+    "convolve_valid": (lambda a, v: jnp.convolve(a, v, "valid"),
+                       lambda a, v: np.convolve(a, v, "valid"), (ROW, ROW[:3])),
+    "polyval": (lambda x: jnp.polyval(np.array([1.0, -2.0, 3.0], np.float32), x),
+                lambda x: np.polyval(np.array([1.0, -2.0, 3.0], np.float32), x), (F,)),
+    "ediff1d": (jnp.ediff1d, np.ediff1d, (F,)),
 }
 
 

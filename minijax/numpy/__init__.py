@@ -41,7 +41,8 @@ from minijax.numpy.extras import (  # noqa: F401
     diff, nan_to_num, nansum, nanmax, nanmin, nanmean, median, quantile, percentile, append,
     searchsorted, cross, kron, astype, isin, indices, triu_indices, tril_indices, logspace,
     unravel_index, select, heaviside, float_power, sinc, interp, digitize, bincount, cov,
-    corrcoef, nanargmax, nanargmin, nancumsum, nanvar, nanstd, imag, ldexp, delete, insert)
+    corrcoef, nanargmax, nanargmin, nancumsum, nanvar, nanstd, imag, ldexp, delete, insert,
+    choose, nanprod, iscomplexobj, diag_indices, ediff1d, convolve, polyval)
 from minijax.numpy.linalg import (  # noqa: F401
     dot, matmul, vdot, inner, outer, tensordot, einsum, linalg)
 
@@ -81,6 +82,8 @@ complex64, complex128 = _scalar_type("complex64", "complex64"), _scalar_type("co
 bfloat16 = _scalar_type("bfloat16", _dtypes.bfloat16)
 float_ = float64
 int_ = int64
+bool = bool_  # noqa: A001
+printoptions = _np.printoptions
 dtype = _np.dtype
 iinfo, finfo = _np.iinfo, _np.finfo
 issubdtype = _np.issubdtype

@@ -386,3 +386,69 @@ def insert(arr, obj, values, axis=None):
   before = lax.slice_in_dim(x, 0, i, 1, ax)
   after = lax.slice_in_dim(x, i, n, 1, ax)
   return jnp.concatenate([before, v, after], axis=ax)
+
+
+def choose(a, choices, mode="raise"):
+  jnp = _jnp()
+  idx = _util.asarray(a)
+  arrays = jnp.broadcast_arrays(idx, *choices)
+  idx, arrays = arrays[0], _util.promote("choose", *arrays[1:])
+  if mode == "clip":
+    idx = jnp.clip(idx, 0, len(arrays) - 1)
+  elif mode == "wrap":
+    idx = jnp.remainder(idx, len(arrays))
+  return lax.select_n(lax.convert_element_type(idx, dtypes.int32), *arrays)
+
+
+def nanprod(a, axis=None, dtype=None, keepdims=False):
+  return _jnp().prod(_nan_fill("nanprod", a, 1), axis=axis, dtype=dtype, keepdims=keepdims)
+
+
+def iscomplexobj(x) -> bool:
+  return np.issubdtype(_util.dtype(x), np.complexfloating)
+
+
+def diag_indices(n, ndim=2):
+  i = lax.iota(dtypes.default_int_dtype(), int(n))
+  return (i,) * ndim
+
+
+def ediff1d(ary, to_end=None, to_begin=None):
+  jnp = _jnp()
+  return diff(jnp.ravel(ary), prepend=to_begin, append=to_end) if (
+      to_begin is None or _util.ndim(to_begin) == 0) and (
+      to_end is None or _util.ndim(to_end) == 0) else jnp.concatenate(
+      [jnp.ravel(to_begin), diff(jnp.ravel(ary)), jnp.ravel(to_end)])
+
+
+def convolve(a, v, mode="full"):
+  """1-d discrete convolution (numpy's `full`, `same` and `valid` modes)."""
+  jnp = _jnp()
+  x, y = _util.promote("convolve", a, v)
+  if _util.ndim(x) != 1 or _util.ndim(y) != 1:
+    raise ValueError("convolve: both inputs must be 1-dimensional")
+  n, m = _util.shape(x)[0], _util.shape(y)[0]
+  if n == 0 or m == 0:
+    raise ValueError("convolve: inputs cannot be empty")
+  positions = (np.arange(n)[:, None] + np.arange(m)[None, :]).astype(np.int32).ravel()
+  full_ = jnp.zeros(n + m - 1, _util.dtype(x)).at[positions].add(jnp.ravel(jnp.outer(x, y)))
+  if mode == "full":
+    return full_
+  if mode == "same":
+    size = max(n, m)
+    start = (n + m - 1 - size) // 2
+    return full_[start:start + size]
+  if mode == "valid":
+    size = max(n, m) - min(n, m) + 1
+    start = min(n, m) - 1
+    return full_[start:start + size]
+  raise ValueError(f"convolve: unknown mode {mode!r}")
+
+
+def polyval(p, x):
+  jnp = _jnp()
+  coeffs = _util.asarray(p)
+  out = jnp.zeros_like(_util.asarray(x)) if _util.ndim(coeffs) else coeffs
+  for i in range(_util.shape(coeffs)[0]):
+    out = out * x + coeffs[i]
+  return out
