@@ -49,3 +49,14 @@ def test_quick_benchmark_writes_every_row_as_json(tmp_path):
   for r in rows:
     if r["library"] == "jax":
       assert r["available"] or r["note"]
+
+
+def test_payload_sizes_and_error_reasons_read_and_print_as_users_write_them():
+  from minijax.bench.callbacks import parse_payload, payload_label, select_mechanisms, short_reason
+  assert [parse_payload(s) for s in ("scalar", "1MiB", "64 KiB", "4096")] == [4, 1 << 20, 65536, 4096]
+  assert [payload_label(n) for n in (4, 1 << 20, 65536, 1000)] == ["scalar", "1 MiB", "64 KiB", "1000 B"]
+  reason = short_reason(ValueError("Cannot `vmap` ordered IO callback. More text follows here."))
+  assert reason == "ValueError: Cannot `vmap` ordered IO callback."
+  assert len(short_reason(RuntimeError("x" * 500))) <= 100
+  keys = [m.key for m in select_mechanisms(["callback", "jax-debug"], with_jax=False)]
+  assert keys == ["none", "callback"]  # the baseline comes along, jax rows are left out

@@ -75,7 +75,7 @@ def short_reason(e: BaseException, limit: int = 100) -> str:
   for stop in (". ", "; ", ": "):
     cut = msg.find(stop, 12)
     if cut > 0:
-      msg = msg[:cut]
+      msg = msg[:cut + (stop == ". ")]  # a sentence keeps its full stop
   text = f"{type(e).__name__}: {msg}" if msg else type(e).__name__
   return text if len(text) <= limit else text[:limit - 3] + "..."
 
