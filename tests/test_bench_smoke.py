@@ -10,7 +10,8 @@ import sys
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 MINIJAX_MECHANISMS = ["minijax native ordered", "minijax native unordered", "minijax callback"]
-TAPPED_MEASURES = ["loop", "loop_device", "throughput", "vmap", "grad", "dispatch"]
+TAPPED_MEASURES = ["loop", "loop_device", "loop_return", "throughput", "vmap", "grad",
+                   "dispatch"]
 
 
 def test_quick_benchmark_writes_every_row_as_json(tmp_path):
@@ -32,6 +33,7 @@ def test_quick_benchmark_writes_every_row_as_json(tmp_path):
     for payload in ("scalar", "64 KiB"):
       assert ("loop", mech, payload) in have
       assert ("loop_device", mech, payload) in have
+      assert ("loop_return", mech, payload) in have
       assert ("throughput", mech, payload) in have
     for measure in ("vmap", "grad", "dispatch"):
       assert (measure, mech, "scalar") in have

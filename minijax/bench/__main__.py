@@ -26,6 +26,9 @@ MEASURES = [
              "host call has run (µs per tap, minus the same loop without a tap)"),
     ("loop_device", "Same, device side only: until the loop's result is ready, before the "
                     "barrier (µs per tap)"),
+    ("loop_return", "The loop's call: µs until jit(loop)(x) returns to Python, and its share "
+                    "of the time until every host call has run (asynchronous dispatch returns "
+                    "early; a synchronous callback holds the caller)"),
     ("throughput", "End to end: taps delivered per second to a no-op tap function "
                    "(the loop above, loop cost included)"),
     ("vmap", "The scalar loop under vmap (batch {batch}): host calls per iteration and µs per "

@@ -22,12 +22,14 @@ dicts; `minijax.bench.__main__` runs them, prints tables and writes JSON / PNG. 
 imported only when `JaxLib` is built, and only if it is installed.
 
 A row (the JSON schema; every key is always present, None when it does not apply):
-  measure          loop | loop_device | throughput | vmap | grad | dispatch | barrier
+  measure          loop | loop_device | loop_return | throughput | vmap | grad | dispatch |
+                   barrier
   mechanism        "no tap", "minijax native ordered", ..., "jax.pure_callback"
   library          minijax | jax
   payload          "scalar", "1 MiB", ... (None for the barrier)
-  median_us, p25_us, p75_us   µs per tap (loop), per iteration (vmap, grad), per call
-                   (dispatch, barrier); baselines ("no tap") hold the loop's µs/iteration
+  median_us, p25_us, p75_us   µs per tap (loop, loop_device), per iteration (vmap, grad),
+                   per call (loop_return, dispatch, barrier); the "no tap" baselines of loop,
+                   vmap and grad hold the loop's µs per iteration
   ratio_vs_native  median_us / minijax native ordered's, same measure and payload
   calls_per_iter   host calls counted per loop iteration (loop, vmap, grad)
   value, unit      throughput rows: taps/s
@@ -337,16 +339,17 @@ class Contender:
       with contextlib.suppress(Exception):
         lib.barrier()
 
-  def run(self) -> tuple[float, float]:
-    """Runs once on every device; returns (seconds until results are ready, seconds until
-    every host call has also run)."""
+  def run(self) -> tuple[float, float, float]:
+    """Runs once on every device; returns the seconds until the calls returned, until the
+    results were ready, and until every host call had also run."""
     t0 = time.perf_counter()
     outs = [f(x) for f, x in zip(self.fns, self.xs)]
+    t1 = time.perf_counter()
     for o in outs:
       self.lib.block(o)
-    t1 = time.perf_counter()
+    t2 = time.perf_counter()
     self.lib.barrier()
-    return t1 - t0, time.perf_counter() - t0
+    return t1 - t0, t2 - t0, time.perf_counter() - t0
 
 
 def make_libs(mechs: list[Mechanism]) -> dict[str, Any]:
@@ -433,9 +436,15 @@ def measure_loop(mechs, libs, *, iterations: int, payloads: list[int], rounds: i
       if m.key not in contenders:
         continue
       c, samples = contenders[m.key], stats[m.key].samples
+      if transform is None:
+        total = Stats([s[2] for s in samples]).median
+        rows.append(row("loop_return", m.name, m.library, label,
+                        stats=Stats([s[0] for s in samples]),
+                        note=f"{100 * Stats([s[0] for s in samples]).median / total:.0f}% "
+                             f"of {total * 1e3:.1f} ms"))
       if m.is_baseline:
         rows.append(row(measure, m.name, m.library, label,
-                        stats=Stats([s[1] / iterations for s in samples]),
+                        stats=Stats([s[2] / iterations for s in samples]),
                         note="baseline: loop µs per iteration, no tap"))
         continue
       base_key = BASELINE[m.library]
@@ -448,14 +457,14 @@ def measure_loop(mechs, libs, *, iterations: int, payloads: list[int], rounds: i
       delivered = c.counter.n
       expected = round(c.calls_per_iter * taps * rounds)
       note = "" if delivered == expected else f"{delivered} of {expected} host calls counted"
-      per_tap = _paired_per_tap(samples, base, taps, 1)
+      per_tap = _paired_per_tap(samples, base, taps, 2)
       rows.append(row(measure, m.name, m.library, label, stats=per_tap,
                       calls_per_iter=c.calls_per_iter, note=note))
       if transform is None:
-        device = _paired_per_tap(samples, base, taps, 0)
+        device = _paired_per_tap(samples, base, taps, 1)
         rows.append(row("loop_device", m.name, m.library, label, stats=device,
                         calls_per_iter=c.calls_per_iter))
-        rate = Stats([taps / s[1] for s in samples])
+        rate = Stats([taps / s[2] for s in samples])
         rows.append(row("throughput", m.name, m.library, label,
                         value=rate.median, unit="taps/s",
                         note=f"{rate.median * nbytes / 1e9:.2f} GB/s" if nbytes > 4 else ""))
