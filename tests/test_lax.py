@@ -137,6 +137,10 @@ BINARY = {
     "shift_left": (lax.shift_left, lambda x, y: np.left_shift(x, y % 8), (i32,), "pos"),
     "shift_right_arithmetic": (lax.shift_right_arithmetic,
                                lambda x, y: np.right_shift(x, y % 8), (i32,), "pos"),
+    "shift_right_logical": (lax.shift_right_logical,
+                            lambda x, y: np.right_shift(x.astype(np.uint32),
+                                                        (y % 8).astype(np.uint32)).astype(x.dtype),
+                            (i32,), "pos"),
 }
 
 
@@ -174,7 +178,7 @@ def test_binary_primitive_matches_numpy_eagerly_and_under_jit(name):
         continue
       x, y = sample(shape, dtype, "any" if name != "pow" else "pos"), sample(shape, dtype,
                                                                              domain)
-      if name == "shift_left" or name == "shift_right_arithmetic":
+      if name.startswith("shift"):
         y = (y % 8).astype(dtype)
       expected = _ref(np_fn, x, y)
       out = fn(x, y)

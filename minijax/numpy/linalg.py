@@ -1,4 +1,5 @@
-"""Products: dot, matmul (`@`), vdot, inner, outer, tensordot, einsum, and `linalg.norm`.
+"""Products: dot, matmul (`@`), vdot, inner, outer, tensordot, einsum; this module is also
+`minijax.numpy.linalg` (with `norm`; decompositions are out of scope).
 
 All are `dot_general` with numpy's axis conventions worked out in Python.  `einsum` handles
 one or two operands without repeated indices within an operand: indices shared by both and
@@ -168,24 +169,16 @@ def einsum(subscripts, *operands, optimize=None, precision=None, preferred_eleme
   return lax.transpose(out, tuple(result.index(c) for c in output))
 
 
-class _Linalg:
-  """`minijax.numpy.linalg`: the norms (the decompositions are out of scope)."""
-
-  @staticmethod
-  def norm(x, ord=None, axis=None, keepdims=False):
-    from minijax.numpy.reductions import max as _max, sum as _sum
-    from minijax.numpy.ufuncs import absolute, sqrt
-    (a,) = _util.promote_inexact("norm", x)
-    if ord is None or ord == 2 and (axis is None and _util.ndim(a) == 1 or
-                                    isinstance(axis, int)):
-      return sqrt(_sum(lax.mul(a, a), axis=axis, keepdims=keepdims))
-    if ord == 1:
-      return _sum(absolute(a), axis=axis, keepdims=keepdims)
-    if ord == np.inf:
-      return _max(absolute(a), axis=axis, keepdims=keepdims)
-    if ord == "fro":
-      return sqrt(_sum(lax.mul(a, a), axis=axis, keepdims=keepdims))
-    raise NotImplementedError(f"norm: ord={ord!r} is not supported")
-
-
-linalg = _Linalg()
+def norm(x, ord=None, axis=None, keepdims=False):
+  """Vector norms (2, 1, inf) and the Frobenius norm; `jnp.linalg.norm`."""
+  from minijax.numpy.reductions import max as _max, sum as _sum
+  from minijax.numpy.ufuncs import absolute, sqrt
+  (a,) = _util.promote_inexact("norm", x)
+  if ord is None or ord == "fro" or (ord == 2 and (axis is None and _util.ndim(a) == 1
+                                                   or isinstance(axis, int))):
+    return sqrt(_sum(lax.mul(a, a), axis=axis, keepdims=keepdims))
+  if ord == 1:
+    return _sum(absolute(a), axis=axis, keepdims=keepdims)
+  if ord == np.inf:
+    return _max(absolute(a), axis=axis, keepdims=keepdims)
+  raise NotImplementedError(f"norm: ord={ord!r} is not supported")
