@@ -366,6 +366,12 @@ SHAPE_FUNCS = {
                          (F,)),
     "einsum_outer": (lambda x, y: jnp.einsum("i,j->ij", x, y),
                      lambda x, y: np.einsum("i,j->ij", x, y), (ROW, ROW)),
+    "einsum_three": (lambda x, y, z: jnp.einsum("ij,jk,kl->il", x, y, z),
+                     lambda x, y, z: np.einsum("ij,jk,kl->il", x, y, z),
+                     (F, P.T.copy(), F)),
+    "einsum_trace": (lambda x: jnp.einsum("ii", x), lambda x: np.einsum("ii", x), (F[:, :3],)),
+    "einsum_diag": (lambda x: jnp.einsum("ii->i", x), lambda x: np.einsum("ii->i", x),
+                    (F[:, :3],)),
     "norm": (jnp.linalg.norm, np.linalg.norm, (ROW,)),
     "allclose": (jnp.allclose, np.allclose, (F, F)),
 }

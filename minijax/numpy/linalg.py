@@ -1,10 +1,11 @@
 """Products: dot, matmul (`@`), vdot, inner, outer, tensordot, einsum; this module is also
 `minijax.numpy.linalg` (with `norm`; decompositions are out of scope).
 
-All are `dot_general` with numpy's axis conventions worked out in Python.  `einsum` handles
-one or two operands without repeated indices within an operand: indices shared by both and
-kept in the output are batch axes, shared and dropped ones are contracted, and indices that
-appear in one operand only and are dropped are summed first.
+All are `dot_general` with numpy's axis conventions worked out in Python.  In `einsum`
+(without ellipses) an index repeated within an operand takes a diagonal; for two operands,
+indices shared by both and kept in the output are batch axes, shared and dropped ones are
+contracted, and indices private to one operand and dropped are summed first; more operands
+are contracted left to right.
 """
 from __future__ import annotations
 
@@ -125,16 +126,23 @@ def einsum(subscripts, *operands, optimize=None, precision=None, preferred_eleme
   in_specs = inputs.split(",")
   if len(in_specs) != len(operands):
     raise ValueError(f"einsum: {len(in_specs)} operand subscripts but {len(operands)} operands")
-  if len(operands) not in (1, 2):
-    raise NotImplementedError("einsum: only one or two operands are supported")
   _util.check("einsum", *operands)
   xs = _util.promote("einsum", *operands)
   for s, x in zip(in_specs, xs):
     if len(s) != _util.ndim(x):
       raise ValueError(f"einsum: subscripts {s!r} do not match an operand of shape "
                        f"{_util.shape(x)}")
-    if len(set(s)) != len(s):
-      raise NotImplementedError(f"einsum: repeated subscripts within an operand ({s!r})")
+  in_specs, xs = map(list, zip(*(_take_diagonals(s, x) for s, x in zip(in_specs, xs))))
+  if len(xs) > 2:
+    # contract left to right, keeping the indices that later operands or the output need
+    acc_spec, acc = in_specs[0], xs[0]
+    for k in range(1, len(xs)):
+      later = "".join(in_specs[k + 1:]) + output
+      keep = "".join(c for c in dict.fromkeys(acc_spec + in_specs[k]) if c in later)
+      acc = einsum(f"{acc_spec},{in_specs[k]}->{keep}", acc, xs[k],
+                   preferred_element_type=preferred_element_type)
+      acc_spec = keep
+    return einsum(f"{acc_spec}->{output}", acc)
   sizes = {}
   for s, x in zip(in_specs, xs):
     for c, n in zip(s, _util.shape(x)):
@@ -182,3 +190,15 @@ def norm(x, ord=None, axis=None, keepdims=False):
   if ord == np.inf:
     return _max(absolute(a), axis=axis, keepdims=keepdims)
   raise NotImplementedError(f"norm: ord={ord!r} is not supported")
+
+
+def _take_diagonals(spec: str, x):
+  """Resolves an index repeated within one operand ('ii') by taking that diagonal."""
+  from minijax.numpy.shape import diagonal
+  while len(set(spec)) != len(spec):
+    c = next(c for c in spec if spec.count(c) > 1)
+    p = spec.index(c)
+    q = spec.index(c, p + 1)
+    x = diagonal(x, 0, p, q)
+    spec = spec[:p] + spec[p + 1:q] + spec[q + 1:] + c
+  return spec, x
