@@ -463,3 +463,36 @@ def test_lowered_text_names_the_mhlo_ops():
     assert op in text
   text = minijax.jit(lambda x: lax.gather(x, IDX, GATHER_DN, (1, 3))).lower(x).as_text()
   assert "gather" in text
+
+
+def _fd(f, args, tans, eps=1e-6):
+  plus = f(*[a + eps * t for a, t in zip(args, tans)])
+  minus = f(*[a - eps * t for a, t in zip(args, tans)])
+  return (np.asarray(plus) - np.asarray(minus)) / (2 * eps)
+
+
+@pytest.mark.parametrize("op", ["set", "add", "mul", "min", "max"])
+def test_scatter_family_jvp_vjp_and_vmap(x64, op):
+  import minijax.numpy as jnp
+  rng = np.random.default_rng(3)
+  x, u = rng.standard_normal(5), rng.standard_normal(3)
+  idx = np.array([0, 2, 4]) if op == "set" else np.array([0, 2, 2])
+  if op == "mul":
+    f, args = (lambda x: jnp.asarray(x).at[idx].mul(u)), (x,)
+  else:
+    f, args = (lambda x, u: getattr(jnp.asarray(x).at[idx], op)(u)), (x, u)
+  tans = tuple(rng.standard_normal(a.shape) for a in args)
+  out, t = minijax.jvp(f, args, tans)
+  np.testing.assert_allclose(t, _fd(f, args, tans), atol=1e-6)
+  if op in ("set", "add", "mul"):
+    _, vjp = minijax.vjp(f, *args)
+    ct = rng.standard_normal(np.shape(out))
+    lhs = sum(np.vdot(c, tt) for c, tt in zip(vjp(ct), tans))
+    np.testing.assert_allclose(lhs, np.vdot(ct, t), rtol=1e-10)
+  xs, us = rng.standard_normal((4, 5)), rng.standard_normal((4, 3))
+  idxs = np.array([[0, 1, 2], [4, 3, 0], [1, 2, 3], [3, 2, 1]])
+  g = lambda x, i, u: getattr(jnp.asarray(x).at[i], op)(u)
+  expected = np.stack([np.asarray(g(a, i, c)) for a, i, c in zip(xs, idxs, us)])
+  np.testing.assert_allclose(minijax.vmap(g)(xs, idxs, us), expected)
+  np.testing.assert_allclose(minijax.vmap(g, (0, None, 0))(xs, idxs[0], us),
+                             np.stack([np.asarray(g(a, idxs[0], c)) for a, c in zip(xs, us)]))

@@ -135,6 +135,13 @@ def copy(a):
   return asarray(a)
 
 
+def __getattr__(name):
+  if hasattr(_np, name):
+    raise AttributeError(f"minijax.numpy does not implement numpy.{name} yet; build it from "
+                         "the functions it has, or from minijax.lax")
+  raise AttributeError(f"module 'minijax.numpy' has no attribute {name!r}")
+
+
 from minijax.numpy import array_methods as _array_methods  # noqa: E402
 
 _array_methods.install_all()
