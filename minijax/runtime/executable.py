@@ -147,42 +147,42 @@ class Executable:
     return self._call_general(args)
 
   def _call_general(self, args) -> list[Array]:
-    args = self._prepare(args)
-    buffers = [a._buffer for a in args]
-    device = self.device
-    effectful = not self._plain
-    if effectful:
+    try:
+      buffers = [a._buffer for a in args]
+      if self._check_devices and any(a._device is not self.device for a in args):
+        raise AttributeError
+    except AttributeError:
+      args = self._prepare(args)
+      buffers = [a._buffer for a in args]
+    if not self._plain:
       taps.before_execution()
     try:
       if self.ordered_effects:
-        n = self.num_tokens
-        tokens = runtime_tokens
-        with tokens._lock:
-          effects = self.ordered_effects
-          results = self._execute_sharded(
-              [tokens.current(e, device) for e in effects] + buffers,
-              with_tokens=bool(self.unordered_effects))
-          if self.unordered_effects:
-            tokens._record_unordered(device, results.consume_token())
-          outs = results.consume_with_handlers(self._all_handlers)
-          for effect, token in zip(effects, outs[:n]):
-            tokens._tokens[(effect, device)] = token
-        outs = outs[n:]
+        outs = self._execute_ordered(buffers)
       elif self.unordered_effects:
         results = self._execute_sharded(buffers, with_tokens=True)
         with runtime_tokens._lock:
-          runtime_tokens._record_unordered(device, results.consume_token())
+          runtime_tokens._record_unordered(self.device, results.consume_token())
         outs = results.consume_with_handlers(self._handlers)
       else:
         outs = self._execute_sharded(buffers).consume_with_handlers(self._handlers)
     except _JaxRuntimeError as err:
       self._diagnose(args, err)
       raise
-    outs = list(map(Array, outs, self.out_avals, self._out_devices))
-    if effectful:
-      taps.note_execution(device, outs or [runtime_tokens.current(e, device)
-                                           for e in self.ordered_effects])
-    return outs
+    return list(map(Array, outs, self.out_avals, self._out_devices))
+
+  def _execute_ordered(self, buffers) -> list:
+    """Runs with the current token of each ordered effect and keeps the new ones."""
+    device, effects, tokens = self.device, self.ordered_effects, runtime_tokens
+    with tokens._lock:
+      results = self._execute_sharded([tokens.current(e, device) for e in effects] + buffers,
+                                      with_tokens=bool(self.unordered_effects))
+      if self.unordered_effects:
+        tokens._record_unordered(device, results.consume_token())
+      outs = results.consume_with_handlers(self._all_handlers)
+      for effect, token in zip(effects, outs):
+        tokens._tokens[(effect, device)] = token
+    return outs[self.num_tokens:]
 
   def _prepare(self, args) -> list[Array]:
     """Puts every argument on this executable's device and checks it against `in_avals`."""

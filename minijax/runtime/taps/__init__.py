@@ -7,9 +7,9 @@ receiver thread pops them, rebuilds the pytree and calls the tap function
 (`receiver`).  `barrier_wait` waits for all of that using counters, never by running code.
 
 The dispatch layer's part of the contract, for an executable that contains taps:
-`before_execution()` before running it, `note_execution(device, outputs)` after, and
 `bind_host_callbacks(host_callbacks, device)` on the lowering's host callbacks when
-compiling it.
+compiling it, and `before_execution()` before running it.  Barriers find the computations
+in flight through the runtime's tokens (`executable.runtime_tokens`).
 """
 from minijax.runtime.taps.custom_call import (
     CALLBACK_TARGET,
@@ -28,7 +28,6 @@ from minijax.runtime.taps.receiver import (
     device_ordinal,
     ensure_started,
     in_receiver_thread,
-    note_execution,
     reset_tap_stats,
     stop_outfeed_receiver,
     tap_stats,
@@ -39,6 +38,6 @@ __all__ = [
     "CALLBACK_TARGET", "NATIVE_TARGET", "Consumer", "TapCallback", "TapFunctionException",
     "TapStats", "barrier_wait", "before_execution", "bind_host_callbacks", "consumer",
     "device_ordinal", "emit_tap", "ensure_started", "in_receiver_thread", "mechanism",
-    "native_available", "note_execution", "register_consumer", "reset_tap_stats",
+    "native_available", "register_consumer", "reset_tap_stats",
     "stop_outfeed_receiver", "tap_stats",
 ]

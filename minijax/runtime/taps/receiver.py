@@ -8,8 +8,8 @@ counted; the receiver carries on, and the next `barrier_wait` raises `TapFunctio
 Progress is counted, not probed: the queue numbers the taps each device enqueues, and the
 receiver counts the taps it has processed.  `barrier_wait` first waits for the computations
 that were already dispatched (`executable.runtime_tokens.wait_all()`, which covers every
-execution with an effect, plus anything reported through `note_execution`), at which point
-every tap they make is in a queue; it then waits until each device's processed count reaches
+execution with an effect: the last token of each ordered effect and the status of each
+unordered run), at which point every tap they make is in a queue; it then waits until each device's processed count reaches
 the enqueued count read after that.  An idle barrier therefore compiles and runs nothing.
 
 Receivers start lazily (`ensure_started`, called when a tap is lowered and before a tapped
@@ -21,12 +21,10 @@ handler waits for pending taps so that no output is lost when the interpreter ex
 from __future__ import annotations
 
 import atexit
-import collections
 import dataclasses
 import logging
 import sys
 import threading
-import weakref
 from typing import Any, Sequence
 
 from minijax.config import config
@@ -65,7 +63,6 @@ class _DeviceReceiver:
     self.processed = 0
     self.bytes_delivered = 0
     self.exceptions = 0
-    self.pending: collections.deque = collections.deque()  # dispatched, maybe not finished
 
 
 _local = threading.local()
@@ -166,55 +163,7 @@ def before_execution() -> None:
     ensure_started()
 
 
-def note_execution(device: Any, outputs: Sequence[Any]) -> None:
-  """Call after dispatching a computation that contains taps on `device`.
-
-  `outputs` are things with `block_until_ready()` (output arrays, or the execution's
-  token); `barrier_wait` waits on them, which guarantees the computation's taps are queued.
-  One per execution suffices: all outputs of an execution become ready together.  Only a
-  weak reference is kept where possible, so that noting never keeps an output alive.
-  """
-  rec = _by_device.get(device)
-  if rec is None:
-    ensure_started()
-    rec = _by_device.get(device)
-    if rec is None:
-      raise ValueError(f"{device!r} is not a local device of minijax's client")
-  pending = rec.pending
-  while pending and _is_ready(pending[0]):  # drop finished executions from the front
-    pending.popleft()
-  if outputs:
-    try:
-      pending.append(weakref.ref(outputs[0]))
-    except TypeError:
-      pending.append(lambda x=outputs[0]: x)
-
-
-def _is_ready(ref) -> bool:
-  x = ref()
-  is_ready = getattr(x, "is_ready", None)
-  if is_ready is None:
-    return x is None
-  try:
-    return is_ready()
-  except Exception:  # deleted (donated) arrays raise; they no longer need waiting for
-    return True
-
-
 def _wait_for_dispatched() -> None:
-  for rec in list(_receivers.values()):
-    pending = rec.pending
-    while pending:
-      try:
-        x = pending.popleft()()
-      except IndexError:
-        break
-      if x is None:
-        continue
-      try:
-        x.block_until_ready()
-      except Exception:  # a failed or donated execution; its error surfaces elsewhere
-        pass
   # Only consult the executable module if it is loaded: an idle barrier imports nothing.
   executable = sys.modules.get("minijax.runtime.executable")
   if executable is not None:
