@@ -84,6 +84,12 @@ def _round(self, ndigits=None):
   return jnp.round(self, ndigits or 0)
 
 
+def _tracer_item(self):
+  """A traced value's Python scalar, when its transformation knows it (else the
+  concretization error)."""
+  return np.asarray(self._concrete("item()")).item()
+
+
 def install(cls) -> None:
   import minijax.numpy as jnp
   ops = {
@@ -121,8 +127,12 @@ def install(cls) -> None:
                "trace", "diagonal"):
     ops[name] = _defer(name)
   ops["real"] = property(lambda self: self)
+  ops["itemsize"] = property(lambda self: np.dtype(self.dtype).itemsize)
+  ops["nbytes"] = property(lambda self: self.size * np.dtype(self.dtype).itemsize)
   for name, value in ops.items():
     setattr(cls, name, value)
+  if not hasattr(cls, "item"):
+    cls.item = _tracer_item
   cls.__array_priority__ = max(getattr(cls, "__array_priority__", 0), 100)
 
 
