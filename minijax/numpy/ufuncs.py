@@ -11,6 +11,7 @@ import numpy as np
 
 from minijax import lax
 from minijax.core import dtypes
+from minijax.core.trace import is_eval_context
 from minijax.numpy import _util
 from minijax.numpy._util import promote_and_broadcast as _pb
 
@@ -25,19 +26,46 @@ def _is_int(x):
   return dtypes.is_integer(_util.dtype(x))
 
 
+def _eager_compiled(name, impl):
+  """Runs `impl` eagerly as one compiled call (promotion, broadcasting and the op fused into
+  one executable, cached per argument types) instead of one dispatch per lax op; under a
+  trace `impl` runs inline, so jaxprs show the primitives themselves."""
+  compiled = []
+
+  def run(*args):
+    if not is_eval_context():
+      return impl(*args)
+    _util.check(name, *args)
+    if not compiled:
+      from minijax.api import jit
+      compiled.append(jit(impl))
+    return compiled[0](*args)
+  return run
+
+
 def _binary(name, fn, inexact=False):
-  def ufunc(x1, x2, /):
+  def impl(x1, x2):
     a, b = _pb(name, x1, x2, inexact=inexact)
     return fn(a, b)
+  impl.__name__ = name
+  run = _eager_compiled(name, impl)
+
+  def ufunc(x1, x2, /):
+    return run(x1, x2)
   ufunc.__name__ = ufunc.__qualname__ = name
   ufunc.__doc__ = f"numpy.{name} with JAX's dtype promotion and numpy broadcasting."
   return ufunc
 
 
 def _unary(name, fn, inexact=False):
-  def ufunc(x, /):
+  def impl(x):
     (a,) = _util.promote_inexact(name, x) if inexact else _util.promote(name, x)
     return fn(a)
+  impl.__name__ = name
+  run = _eager_compiled(name, impl)
+
+  def ufunc(x, /):
+    return run(x)
   ufunc.__name__ = ufunc.__qualname__ = name
   ufunc.__doc__ = f"numpy.{name}."
   return ufunc
@@ -454,6 +482,10 @@ def where(condition, x=None, y=None, /):
     return nonzero(condition)
   if x is None or y is None:
     raise ValueError("where: either both or neither of x and y must be given")
+  return _where3(condition, x, y)
+
+
+def _where_impl(condition, x, y):
   _util.check("where", condition, x, y)
   a, b = _util.promote("where", x, y)
   (c,) = _util.promote("where", condition)
@@ -461,6 +493,9 @@ def where(condition, x=None, y=None, /):
   shp = _util.broadcast_shapes("where", _util.shape(c), _util.shape(a), _util.shape(b))
   c, a, b = (_util.broadcast_to(v, shp) for v in (c, a, b))
   return lax.select(c, a, b)
+
+
+_where3 = _eager_compiled("where", _where_impl)
 
 
 def real(x, /):
