@@ -485,6 +485,10 @@ def test_at_updates_match_numpy():
   assert_close(repeated, [2.0, 0.0, 1.0])
   f = minijax.jit(lambda v, i, u: v.at[i, 1:].set(u))
   assert_close(f(M[0], 2, np.float32(9)), np_at("set", (0, 2, slice(1, None)), 9.0)[0])
+  # out-of-bounds array indices are dropped by updates (and clamped by reads), as in JAX
+  assert_close(jnp.arange(5.0).at[np.array([1, 7, -9, -1])].set(-1.0), [0, -1, 2, 3, -1])
+  assert_close(minijax.jit(lambda v, i: v.at[i].add(1.0))(np.zeros(3, np.float32), 5), [0, 0, 0])
+  assert_close(jnp.zeros((3, 2)).at[np.array([0, 4]), 1].set(1.0), [[0, 1], [0, 0], [0, 0]])
   ints = jnp.asarray(I).at[0].set(2.7)
   assert ints.dtype == np.int32 and int(ints[0, 0]) == 2
 

@@ -7,7 +7,8 @@ slices), expands `Ellipsis`, and concrete boolean masks into integer arrays.  Th
   * integer arrays: a `gather` whose index vector stacks the broadcast advanced indices; the
     broadcast axes go where numpy puts them (in place if the advanced indices are adjacent,
     else first).
-Negative indices count from the end; out-of-bounds array indices clamp, as in JAX.
+Negative indices count from the end; out-of-bounds array indices clamp when reading and are
+dropped when updating, as in JAX (static out-of-bounds ints raise IndexError, as in numpy).
 
 Updates find the flat positions an index selects by indexing an iota of the array's size
 with the same expression, then scatter into the flattened array; so every index form that
@@ -164,6 +165,20 @@ def _static_slices(x, entries, keep_arrays: bool):
 
 
 def getitem(x, idx):
+  return _getitem(x, idx)[0]
+
+
+def _in_bounds(e, n):
+  """Whether integer index array `e` is within [-n, n)."""
+  e = lax.convert_element_type(lax.convert_to_array(e), dtypes.int32)
+  shape = _util.shape(e)
+  return lax.bitwise_and(lax.ge(e, lax.full(shape, -n, dtypes.int32)),
+                         lax.lt(e, lax.full(shape, n, dtypes.int32)))
+
+
+def _getitem(x, idx, want_valid=False):
+  """`x[idx]`, and with `want_valid` a bool array of the result's shape telling which
+  elements came from in-bounds array indices (None when every index was static)."""
   x = lax.convert_to_array(x)
   entries = _normalize_entries(idx, _util.ndim(x))
   x, entries = _insert_new_axes(x, entries)
@@ -171,6 +186,7 @@ def getitem(x, idx):
   if not arrays or all(_util.ndim(a) == 0 for a in arrays):
     x, left = _static_slices(x, entries, keep_arrays=False)
     shape = _util.shape(x)
+    valid = None
     if arrays:
       starts = [lax.full((), 0, dtypes.int32)] * len(shape)
       sizes = list(shape)
@@ -178,19 +194,30 @@ def getitem(x, idx):
         if _is_array(e):
           starts[d] = _clamped_scalar(e, shape[d])
           sizes[d] = 1
+          if want_valid:
+            ok = _in_bounds(e, shape[d])
+            valid = ok if valid is None else lax.bitwise_and(valid, ok)
       x = lax.dynamic_slice(x, starts, sizes)
     squeeze = [d for d, e in enumerate(left) if e is not None]
-    return lax.squeeze(x, squeeze) if squeeze else x
+    out = lax.squeeze(x, squeeze) if squeeze else x
+    if valid is not None:
+      valid = lax.broadcast_in_dim(valid, _util.shape(out), ())
+    return out, valid
   x, left = _static_slices(x, entries, keep_arrays=True)
   shape = _util.shape(x)
   adv = [d for d, e in enumerate(left) if e is not None]
-  index_arrays = []
+  index_arrays, valid = [], None
   for d in adv:
     e = left[d]
     if isinstance(e, int):
       if not -shape[d] <= e < shape[d]:
         raise IndexError(f"index {e} is out of bounds for axis {d} with size {shape[d]}")
       e = np.int32(e % shape[d])
+    elif want_valid:
+      ok = _in_bounds(e, shape[d])
+      valid = ok if valid is None else lax.bitwise_and(
+          *(_util.broadcast_to(v, _util.broadcast_shapes("indexing", _util.shape(valid),
+                                                         _util.shape(ok))) for v in (valid, ok)))
     index_arrays.append(_normalize_array_index(e, shape[d]))
   bshape = _util.broadcast_shapes("indexing", *(_util.shape(a) for a in index_arrays))
   index_arrays = [_util.broadcast_to(a, bshape) for a in index_arrays]
@@ -204,7 +231,11 @@ def getitem(x, idx):
   dnums = lax.GatherDimensionNumbers(offset_dims=offset_dims, collapsed_slice_dims=tuple(adv),
                                      start_index_map=tuple(adv))
   sizes = tuple(1 if d in adv else s for d, s in enumerate(shape))
-  return lax.gather(x, indices, dnums, sizes)
+  out = lax.gather(x, indices, dnums, sizes)
+  if valid is not None:
+    valid = lax.broadcast_in_dim(_util.broadcast_to(valid, bshape), _util.shape(out),
+                                 tuple(range(p, p + nb)))
+  return out, valid
 
 
 def _clamped_scalar(e, n):
@@ -324,8 +355,12 @@ def _update(scatter_fn, x, idx, values):
   if box is not None:
     return _update_box(scatter_fn, x, box, values)
   shape, size = _util.shape(x), _util.size(x)
-  positions = getitem(lax.reshape(lax.iota(dtypes.int32, size), shape), idx)
+  positions, valid = _getitem(lax.reshape(lax.iota(dtypes.int32, size), shape), idx,
+                              want_valid=True)
   pshape = _util.shape(positions)
+  if valid is not None:
+    # out-of-bounds array indices point past the end, where the scatter drops them
+    positions = lax.select(valid, positions, lax.full(pshape, size, dtypes.int32))
   n = int(np.prod(pshape, dtype=np.int64))
   values = _util.broadcast_to(_cast_values(values, _util.aval(x)), pshape)
   dnums = lax.ScatterDimensionNumbers(update_window_dims=(), inserted_window_dims=(0,),
