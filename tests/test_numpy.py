@@ -489,6 +489,11 @@ def test_at_updates_match_numpy():
   assert_close(jnp.arange(5.0).at[np.array([1, 7, -9, -1])].set(-1.0), [0, -1, 2, 3, -1])
   assert_close(minijax.jit(lambda v, i: v.at[i].add(1.0))(np.zeros(3, np.float32), 5), [0, 0, 0])
   assert_close(jnp.zeros((3, 2)).at[np.array([0, 4]), 1].set(1.0), [[0, 1], [0, 0], [0, 0]])
+  assert_close(jnp.arange(5.0).at[np.array([1, 7])].set(-1.0, mode="clip"), [0, -1, 2, 3, -1])
+  assert_close(jnp.arange(5.0).at[np.array([1, 7])].get(mode="fill"), [1.0, np.nan])
+  assert_close(jnp.arange(3).at[np.array([5])].get(mode="fill", fill_value=-1), [-1])
+  assert_close(jnp.arange(5.0).at[2].apply(lambda v: v * 10), [0, 1, 20, 3, 4])
+  assert_close(jnp.arange(5.0).at[1:3].subtract(1.0), [0, 0, 1, 3, 4])
   ints = jnp.asarray(I).at[0].set(2.7)
   assert ints.dtype == np.int32 and int(ints[0, 0]) == 2
 

@@ -265,36 +265,49 @@ class _IndexUpdateRef:
     self.array = array
     self.index = index
 
-  def get(self, **_):
-    return getitem(self.array, self.index)
+  def get(self, *, mode=None, fill_value=None, **_):
+    """`x[idx]`; with mode='fill', out-of-bounds array indices read `fill_value` (NaN for
+    floats, the extreme value for integers, True for bools)."""
+    if mode != "fill":
+      return getitem(self.array, self.index)
+    out, valid = _getitem(self.array, self.index, want_valid=True)
+    if valid is None:
+      return out
+    aval = _util.aval(out)
+    if fill_value is None:
+      dt = aval.dtype
+      fill_value = (np.nan if dtypes.is_inexact(dt) else True if dt == dtypes.bool_
+                    else np.iinfo(dt).min if np.issubdtype(dt, np.signedinteger)
+                    else np.iinfo(dt).max)
+    return lax.select(valid, out, lax.full(aval.shape, fill_value, aval.dtype))
 
-  def set(self, values, **_):
-    return _update(lax.scatter, self.array, self.index, values)
+  def set(self, values, *, mode=None, **_):
+    return _update(lax.scatter, self.array, self.index, values, mode)
 
-  def add(self, values, **_):
-    return _update(lax.scatter_add, self.array, self.index, values)
+  def add(self, values, *, mode=None, **_):
+    return _update(lax.scatter_add, self.array, self.index, values, mode)
 
-  def subtract(self, values, **_):
+  def subtract(self, values, *, mode=None, **_):
     from minijax.numpy.ufuncs import negative
-    return self.add(negative(values))
+    return self.add(negative(values), mode=mode)
 
-  def multiply(self, values, **_):
-    return _update(lax.scatter_mul, self.array, self.index, values)
+  def multiply(self, values, *, mode=None, **_):
+    return _update(lax.scatter_mul, self.array, self.index, values, mode)
 
   mul = multiply
 
-  def divide(self, values, **_):
+  def divide(self, values, *, mode=None, **_):
     from minijax.numpy.ufuncs import true_divide
-    return self.multiply(true_divide(1, values))
+    return self.multiply(true_divide(1, values), mode=mode)
 
-  def min(self, values, **_):
-    return _update(lax.scatter_min, self.array, self.index, values)
+  def min(self, values, *, mode=None, **_):
+    return _update(lax.scatter_min, self.array, self.index, values, mode)
 
-  def max(self, values, **_):
-    return _update(lax.scatter_max, self.array, self.index, values)
+  def max(self, values, *, mode=None, **_):
+    return _update(lax.scatter_max, self.array, self.index, values, mode)
 
-  def apply(self, func, **_):
-    return self.set(func(self.get()))
+  def apply(self, func, *, mode=None, **_):
+    return self.set(func(self.get()), mode=mode)
 
 
 _BOX_COMBINE = {lax.scatter: None, lax.scatter_add: "add", lax.scatter_mul: "mul",
@@ -348,7 +361,11 @@ def _cast_values(values, aval):
   return _util.to_array(values, aval.dtype, aval.weak_type)
 
 
-def _update(scatter_fn, x, idx, values):
+def _update(scatter_fn, x, idx, values, mode=None):
+  """Scatters `values` at `x[idx]`; out-of-bounds array indices are dropped, or clamped
+  with mode='clip'."""
+  if mode not in (None, "drop", "clip", "promise_in_bounds", "fill"):
+    raise ValueError(f"unknown index update mode {mode!r}")
   x = lax.convert_to_array(x)
   _util.check("at[].update", values)
   box = _box(x, idx)
@@ -358,7 +375,7 @@ def _update(scatter_fn, x, idx, values):
   positions, valid = _getitem(lax.reshape(lax.iota(dtypes.int32, size), shape), idx,
                               want_valid=True)
   pshape = _util.shape(positions)
-  if valid is not None:
+  if valid is not None and mode not in ("clip", "promise_in_bounds"):
     # out-of-bounds array indices point past the end, where the scatter drops them
     positions = lax.select(valid, positions, lax.full(pshape, size, dtypes.int32))
   n = int(np.prod(pshape, dtype=np.int64))
