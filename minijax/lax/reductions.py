@@ -27,7 +27,7 @@ from minijax.lowering import mlir
 
 __all__ = ["reduce_sum", "reduce_max", "reduce_min", "reduce_prod", "reduce_and", "reduce_or",
            "argmax", "argmin", "cumsum", "cumprod", "cummax", "cummin", "sort",
-           "sort_key_val", "reduce_sum_p", "reduce_max_p", "reduce_min_p", "reduce_prod_p",
+           "sort_key_val", "top_k", "reduce_sum_p", "reduce_max_p", "reduce_min_p", "reduce_prod_p",
            "reduce_and_p", "reduce_or_p", "argmax_p", "argmin_p", "cumsum_p", "sort_p"]
 
 
@@ -487,3 +487,26 @@ def sort(operand, dimension: int = -1, is_stable: bool = True, num_keys: int = 1
 
 def sort_key_val(keys, values, dimension: int = -1, is_stable: bool = True):
   return sort((keys, values), dimension, is_stable, 1)
+
+
+def top_k(operand, k: int):
+  """The `k` largest entries along the last axis, descending, and their indices (ties keep
+  index order).  A composition of sort and slice, so every transformation applies."""
+  from minijax.lax.elementwise import neg
+  from minijax.lax.misc import broadcasted_iota
+  from minijax.lax.slicing import slice_in_dim
+  x = convert_to_array(operand)
+  aval = shaped_abstractify(x)
+  if aval.ndim == 0 or not 0 <= k <= aval.shape[-1]:
+    raise ValueError(f"top_k needs 0 <= k <= the last axis size, got k={k} for "
+                     f"{aval.str_short()}")
+  last = aval.ndim - 1
+  if aval.dtype == dtypes.bool_:
+    from minijax.lax.misc import convert_element_type
+    keys = neg(convert_element_type(x, dtypes.int32))
+  else:
+    keys = neg(x)
+  iota = broadcasted_iota(dtypes.int32, aval.shape, last)
+  _, idx = sort((keys, iota), last, num_keys=1)
+  idx = slice_in_dim(idx, 0, k, 1, last)
+  return take_along_axis(x, idx, last), idx
