@@ -411,6 +411,8 @@ def test_method_forms():
   assert_close(x.clip(0, 1), F.clip(0, 1))
   assert_close(round(x), np.round(F))
   assert_close(x.round(1), np.round(F, 1), rtol=1e-5)
+  ints = np.array([15, 25, -15, 149, 151], np.int32)
+  assert_close(jnp.round(ints, -1), np.round(ints, -1))
   assert x.shape == (3, 4) and x.ndim == 2 and x.size == 12 and x.dtype == np.float32
   assert jnp.ndim(F) == 2 and jnp.shape(x) == (3, 4) and jnp.size(x) == 12
   y = minijax.jit(lambda v: v.T.reshape(-1).sum() + v.mean(axis=0).max())(F)

@@ -343,9 +343,12 @@ def round(a, decimals: int = 0, out=None):
   if not dtypes.is_inexact(_util.dtype(x)):
     if decimals >= 0:
       return x
-    factor = lax.full(_util.shape(x), 10 ** (-decimals), _util.dtype(x))
-    return lax.mul(_floor_divide(lax.add(x, lax.div(factor, lax.full(
-        _util.shape(x), 2, _util.dtype(x)))), factor), factor)
+    # round half to even in floating point, then back to the integer type
+    dt = _util.dtype(x)
+    fx = lax.convert_element_type(x, dtypes.default_float_dtype())
+    factor = lax.full(_util.shape(x), 10.0 ** (-decimals), _util.dtype(fx))
+    rounded = lax.round(lax.div(fx, factor), lax.RoundingMethod.TO_NEAREST_EVEN)
+    return lax.convert_element_type(lax.mul(rounded, factor), dt)
   even = lax.RoundingMethod.TO_NEAREST_EVEN
   if decimals == 0:
     return lax.round(x, even)
