@@ -178,6 +178,18 @@ def test_python_scalars_are_weak_and_arrays_are_not():
   assert s.dtype == np.float32 and s.weak_type
 
 
+def test_eager_ops_follow_the_x64_flag_when_it_changes():
+  a = np.arange(3, dtype=np.int32)
+  assert jnp.true_divide(a, a + 1).dtype == np.float32
+  previous = minijax.config.enable_x64
+  minijax.config.update("enable_x64", True)
+  try:
+    assert jnp.true_divide(a, a + 1).dtype == np.float64
+  finally:
+    minijax.config.update("enable_x64", previous)
+  assert jnp.true_divide(a, a + 1).dtype == np.float32
+
+
 def test_x64_promotion(x64):
   x = jnp.asarray(np.ones(3, np.float64))
   assert x.dtype == np.float64

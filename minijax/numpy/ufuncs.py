@@ -10,6 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from minijax import lax
+from minijax.config import config
 from minijax.core import dtypes
 from minijax.core.trace import is_eval_context
 from minijax.numpy import _util
@@ -30,16 +31,18 @@ def _eager_compiled(name, impl):
   """Runs `impl` eagerly as one compiled call (promotion, broadcasting and the op fused into
   one executable, cached per argument types) instead of one dispatch per lax op; under a
   trace `impl` runs inline, so jaxprs show the primitives themselves."""
-  compiled = []
+  compiled = {}  # one per x64 setting: the traced promotion depends on it
 
   def run(*args):
     if not is_eval_context():
       return impl(*args)
     _util.check(name, *args)
-    if not compiled:
+    x64 = config.enable_x64
+    fn = compiled.get(x64)
+    if fn is None:
       from minijax.api import jit
-      compiled.append(jit(impl))
-    return compiled[0](*args)
+      fn = compiled[x64] = jit(impl)
+    return fn(*args)
   return run
 
 
