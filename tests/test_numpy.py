@@ -587,5 +587,7 @@ def test_where_nonzero_and_friends():
   assert jnp.pi == np.pi and np.isnan(jnp.nan) and jnp.inf == np.inf
   assert np.dtype(jnp.float32) == np.float32 and jnp.dtype(jnp.bfloat16) == bf16
   assert isinstance(jnp.ones(2), jnp.ndarray)
+  assert jnp.issubdtype(jnp.bfloat16, jnp.floating) and not jnp.issubdtype(bf16, jnp.integer)
+  assert jnp.issubdtype(np.int8, jnp.signedinteger) and jnp.finfo(jnp.bfloat16).bits == 16
   out = minijax.jit(lambda v: (jnp.float32(v) * 2, isinstance(v, jnp.ndarray)))(3)
   assert out[0].dtype == np.float32 and float(out[0]) == 6.0 and out[1]

@@ -86,8 +86,34 @@ int_ = int64
 bool = bool_  # noqa: A001
 printoptions = _np.printoptions
 dtype = _np.dtype
-iinfo, finfo = _np.iinfo, _np.finfo
-issubdtype = _np.issubdtype
+iinfo = _np.iinfo
+
+
+def finfo(dtype):
+  """Machine limits of a floating point type, bfloat16 included."""
+  import ml_dtypes
+  return ml_dtypes.finfo(_np.dtype(dtype))
+
+
+_ABSTRACT_TYPES = (_np.generic, _np.number, _np.inexact, _np.floating, _np.complexfloating,
+                   _np.integer, _np.signedinteger, _np.unsignedinteger)
+
+
+def _is_bfloat16(x) -> bool:
+  if any(x is t for t in _ABSTRACT_TYPES):
+    return False
+  try:
+    return _np.dtype(x) == _dtypes.bfloat16
+  except TypeError:
+    return False
+
+
+def issubdtype(arg1, arg2) -> bool:
+  """numpy's issubdtype, with bfloat16 counted as a floating point type."""
+  if _is_bfloat16(arg1):
+    return _is_bfloat16(arg2) or any(arg2 is t for t in (_np.floating, _np.inexact,
+                                                          _np.number, _np.generic))
+  return _np.issubdtype(arg1, arg2)
 integer, floating, inexact, number, signedinteger, unsignedinteger, complexfloating = (
     _np.integer, _np.floating, _np.inexact, _np.number, _np.signedinteger,
     _np.unsignedinteger, _np.complexfloating)
