@@ -100,7 +100,7 @@ _ABSTRACT_TYPES = (_np.generic, _np.number, _np.inexact, _np.floating, _np.compl
 
 
 def _is_bfloat16(x) -> bool:
-  if any(x is t for t in _ABSTRACT_TYPES):
+  if x in _ABSTRACT_TYPES:
     return False
   try:
     return _np.dtype(x) == _dtypes.bfloat16
@@ -111,8 +111,7 @@ def _is_bfloat16(x) -> bool:
 def issubdtype(arg1, arg2) -> bool:
   """numpy's issubdtype, with bfloat16 counted as a floating point type."""
   if _is_bfloat16(arg1):
-    return _is_bfloat16(arg2) or any(arg2 is t for t in (_np.floating, _np.inexact,
-                                                          _np.number, _np.generic))
+    return _is_bfloat16(arg2) or arg2 in (_np.floating, _np.inexact, _np.number, _np.generic)
   return _np.issubdtype(arg1, arg2)
 integer, floating, inexact, number, signedinteger, unsignedinteger, complexfloating = (
     _np.integer, _np.floating, _np.inexact, _np.number, _np.signedinteger,
