@@ -567,6 +567,12 @@ EXTRAS = {
     "polyval": (lambda x: jnp.polyval(np.array([1.0, -2.0, 3.0], np.float32), x),
                 lambda x: np.polyval(np.array([1.0, -2.0, 3.0], np.float32), x), (F,)),
     "ediff1d": (jnp.ediff1d, np.ediff1d, (F,)),
+    "vectorize": (lambda x, y: jnp.vectorize(lambda a, b: jnp.where(a > b, a - b, a * b))(x, y),
+                  lambda x, y: np.where(x > y, x - y, x * y), (F, ROW)),
+    "apply_along_axis": (lambda x: jnp.apply_along_axis(lambda v: v[::-1].cumsum(), 0, x),
+                         lambda x: np.apply_along_axis(lambda v: v[::-1].cumsum(), 0, x), (F,)),
+    "apply_along_axis_scalar": (lambda x: jnp.apply_along_axis(jnp.max, 1, x),
+                                lambda x: np.apply_along_axis(np.max, 1, x), (F,)),
 }
 
 

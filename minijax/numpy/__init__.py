@@ -42,7 +42,8 @@ from minijax.numpy.extras import (  # noqa: F401
     searchsorted, cross, kron, astype, isin, indices, triu_indices, tril_indices, logspace,
     unravel_index, select, heaviside, float_power, sinc, interp, digitize, bincount, cov,
     corrcoef, nanargmax, nanargmin, nancumsum, nanvar, nanstd, imag, ldexp, delete, insert,
-    choose, nanprod, iscomplexobj, diag_indices, ediff1d, convolve, polyval)
+    choose, nanprod, iscomplexobj, diag_indices, ediff1d, convolve, polyval, vectorize,
+    apply_along_axis)
 from minijax.numpy.linalg import (  # noqa: F401
     dot, matmul, vdot, inner, outer, tensordot, einsum)
 from minijax.numpy import linalg  # noqa: F401

@@ -452,3 +452,52 @@ def polyval(p, x):
   for i in range(_util.shape(coeffs)[0]):
     out = out * x + coeffs[i]
   return out
+
+
+def vectorize(pyfunc, *, excluded=frozenset(), signature=None):
+  """Applies a scalar function elementwise over broadcast arguments, by vmap over the
+  flattened broadcast shape (generalized `signature`s are not supported)."""
+  import functools
+
+  if signature is not None:
+    raise NotImplementedError("vectorize: signature= is not supported")
+
+  @functools.wraps(pyfunc)
+  def wrapped(*args):
+    from minijax.api import vmap
+    jnp = _jnp()
+    dynamic = [i for i in range(len(args)) if i not in excluded]
+    arrays = jnp.broadcast_arrays(*(args[i] for i in dynamic))
+    shape = _util.shape(arrays[0]) if arrays else ()
+    flat = [jnp.ravel(a) for a in arrays]
+
+    def call(*xs):
+      full = list(args)
+      for i, x in zip(dynamic, xs):
+        full[i] = x
+      return pyfunc(*full)
+
+    if not shape:
+      return call(*arrays)
+    from minijax import tree_util
+    out = vmap(call)(*flat)
+    return tree_util.tree_map(lambda o: jnp.reshape(o, shape + _util.shape(o)[1:]), out)
+  return wrapped
+
+
+def apply_along_axis(func1d, axis, arr, *args, **kwargs):
+  """`func1d` applied to every 1-d slice along `axis` (by vmap over the other axes)."""
+  from minijax.api import vmap
+  jnp = _jnp()
+  x = _util.asarray(arr)
+  (ax,) = _util.canonicalize_axes(axis, _util.ndim(x))
+  x = jnp.moveaxis(x, ax, -1)
+  fn = lambda v: func1d(v, *args, **kwargs)
+  for _ in range(_util.ndim(x) - 1):
+    fn = vmap(fn)
+  out = fn(x)
+  nd_out = _util.ndim(out) - (_util.ndim(x) - 1)
+  if nd_out == 0:
+    return out
+  return jnp.moveaxis(out, tuple(range(_util.ndim(x) - 1, _util.ndim(out))),
+                      tuple(range(ax, ax + nd_out)))
