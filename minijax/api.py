@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import functools
 import inspect
+import operator
 from typing import Any, Callable, Sequence
 
 import numpy as np
@@ -100,7 +101,6 @@ class JitWrapped:
 
   def __init__(self, fun: Callable, static_argnums=(), static_argnames=(), donate_argnums=(),
                device=None):
-    functools.update_wrapper(self, fun)
     self._fun = fun
     self._name = _fun_name(fun)
     self._static_argnums = frozenset(_normalize_argnums(static_argnums))
@@ -184,28 +184,7 @@ class JitWrapped:
         self._cache[key] = traced
     return traced, flat, dyn_args, static, in_tree
 
-  # -- calling
-  # The fast path serves calls without keyword or static arguments whose leaves are all
-  # Arrays, from `_fast`: (tree structure, leaf avals[, device]) -> (executable, consts,
-  # out_tree, jaxpr).  Everything else, and every first call, takes `_call_slow`.
-
-  def __call__(self, *args, **kwargs):
-    if not kwargs and self._fast_ok and type(trace_lib._context.trace) is trace_lib.EvalTrace:
-      flat, in_tree = _flatten(args)
-      try:
-        key = (in_tree, *[x.aval for x in flat])
-      except AttributeError:
-        return self._call_slow(args, kwargs)
-      if self._multi_device:
-        key += (_first_device(flat),)
-      entry = self._fast.get(key)
-      if entry is not None:
-        executable, consts, out_tree, jaxpr = entry
-        outs = executable(*consts, *flat)
-        if config.debug_nans:
-          dispatch.check_nans_in_jaxpr(jaxpr, [*consts, *flat], outs, self._name)
-        return out_tree.unflatten(outs)
-    return self._call_slow(args, kwargs)
+  # -- calling (the fast path lives in `_jitted`, the function `jit` returns)
 
   def _call_slow(self, args, kwargs):
     traced, flat, dyn_args, static, in_tree = self._traced_for(args, kwargs)
@@ -217,7 +196,8 @@ class JitWrapped:
         self._multi_device = self._device is None and backend.device_count() > 1
         key = (_flatten(args)[1], *[x.aval for x in flat]) + (
             (device,) if self._multi_device else ())
-        self._fast[key] = (executable, traced.consts, traced.out_tree, traced.jaxpr)
+        self._fast[key] = (getattr(executable, "call", executable), traced.consts,
+                           traced.out_tree, traced.jaxpr)
       outs = executable(*traced.consts, *flat)
       if config.debug_nans:
         dispatch.check_nans_in_jaxpr(traced.jaxpr, [*traced.consts, *flat], outs, self._name)
@@ -234,11 +214,8 @@ class JitWrapped:
     traced, *_ = self._traced_for(args, kwargs)
     return traced.jaxpr
 
-  def __get__(self, obj, objtype=None):
-    return self if obj is None else functools.partial(self, obj)
-
-
 _flatten = tree_util.registry.flatten
+_get_aval = operator.attrgetter("aval")
 
 
 def _first_device(flat):
@@ -302,7 +279,41 @@ def jit(fun: Callable | None = None, *, static_argnums=(), static_argnames=(),
                          donate_argnums=donate_argnums, device=device)
   if not callable(fun):
     raise TypeError(f"jit expects a callable, got {type(fun).__name__}")
-  return JitWrapped(fun, static_argnums, static_argnames, donate_argnums, device)
+  return _jitted(JitWrapped(fun, static_argnums, static_argnames, donate_argnums, device))
+
+
+def _jitted(wrapped: JitWrapped) -> Callable:
+  """The function `jit` returns.  Its fast path serves calls without keyword or static
+  arguments whose leaves are all Arrays, from `wrapped._fast`: (tree structure, leaf
+  avals[, device]) -> (executable, consts, out_tree, jaxpr).  Everything else, and every
+  first call, takes `wrapped._call_slow`.  Closure variables keep the path short."""
+  fast, slow, name = wrapped._fast, wrapped._call_slow, wrapped._name
+  context, EvalTrace = trace_lib._context, trace_lib.EvalTrace
+  get_aval = _get_aval
+
+  def jitted(*args, **kwargs):
+    if not kwargs and wrapped._fast_ok and type(context.trace) is EvalTrace:
+      flat, in_tree = _flatten(args)
+      try:
+        key = (in_tree, *map(get_aval, flat))
+      except AttributeError:
+        return slow(args, kwargs)
+      if wrapped._multi_device:
+        key += (_first_device(flat),)
+      entry = fast.get(key)
+      if entry is not None:
+        executable, consts, out_tree, jaxpr = entry
+        outs = executable(*consts, *flat)
+        if config.debug_nans:
+          dispatch.check_nans_in_jaxpr(jaxpr, [*consts, *flat], outs, name)
+        return out_tree.unflatten(outs)
+    return slow(args, kwargs)
+
+  functools.update_wrapper(jitted, wrapped._fun)
+  jitted.lower = wrapped.lower
+  jitted.trace = wrapped.trace
+  jitted._wrapped = wrapped
+  return jitted
 
 
 def make_jaxpr(fun: Callable, static_argnums=()):

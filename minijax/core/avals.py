@@ -20,14 +20,28 @@ class AbstractValue:
 
 
 class ShapedArray(AbstractValue):
-  __slots__ = ("shape", "dtype", "weak_type", "_hash")
+  """An array type.  Instances are interned: equal avals are the same object, so they
+  compare and hash by identity, which keeps cache lookups on the dispatch path in C."""
+  __slots__ = ("shape", "dtype", "weak_type", "__weakref__")
+  _interned: dict[tuple, "ShapedArray"] = {}
 
-  def __init__(self, shape, dtype, weak_type: bool = False):
-    self.shape = shape if type(shape) is tuple and all(type(d) is int for d in shape) \
-        else tuple(map(int, shape))
-    self.dtype = dtype if isinstance(dtype, np.dtype) else np.dtype(dtype)
-    self.weak_type = bool(weak_type)
-    self._hash = hash((self.shape, self.dtype, self.weak_type))
+  def __new__(cls, shape, dtype, weak_type: bool = False):
+    key = (shape if type(shape) is tuple else tuple(shape), dtype, weak_type)
+    self = cls._interned.get(key)
+    if self is None:
+      shape = tuple(map(int, key[0]))
+      dtype = dtype if isinstance(dtype, np.dtype) else np.dtype(dtype)
+      canonical = (shape, dtype, bool(weak_type))
+      self = cls._interned.get(canonical)
+      if self is None:
+        self = object.__new__(cls)
+        self.shape, self.dtype, self.weak_type = canonical
+        cls._interned[canonical] = self
+      cls._interned[key] = self
+    return self
+
+  def __reduce__(self):
+    return ShapedArray, (self.shape, self.dtype, self.weak_type)
 
   ndim = property(lambda self: len(self.shape))
   size = property(lambda self: math.prod(self.shape))
@@ -39,13 +53,6 @@ class ShapedArray(AbstractValue):
 
   def strip_weak_type(self) -> "ShapedArray":
     return self.update(weak_type=False) if self.weak_type else self
-
-  def __eq__(self, other):
-    return (type(other) is ShapedArray and self.shape == other.shape
-            and self.dtype == other.dtype and self.weak_type == other.weak_type)
-
-  def __hash__(self):
-    return self._hash
 
   def str_short(self) -> str:
     return f"{dtypes.short_name(self.dtype)}[{','.join(map(str, self.shape))}]"
