@@ -73,6 +73,12 @@ def test_every_snippet_of_the_effects_walkthrough_runs_and_prints_what_it_shows(
       assert matches(e, a), f"{DOCS[0]} block {i + 1} printed:\n{a}\nbut the doc shows:\n{e}"
 
 
+def test_the_readme_tour_runs():
+  _, actual = _run_doc("README.md")
+  tour = actual[0]
+  assert "what: c" in tour and "mhlo.sine" in tour and "HloModule" in tour
+
+
 def test_the_doc_runner_matches_ellipses_and_finds_outputs():
   assert matches("a ... d\nlast", "a b c d\nlast  \n")
   assert matches("first\n...\nlast", "first\nx\ny\nlast")
