@@ -20,7 +20,7 @@ import numpy as np
 class Consumer:
   """A registered tap function and the layout of the values it receives."""
   __slots__ = ("id", "func", "transforms", "treedef", "dtypes", "shapes", "counts", "nbytes",
-               "wants_device", "_leaves")
+               "wants_device", "deliver", "_leaves")
 
   def __init__(self, id: int, func: Callable, transforms: tuple, treedef: Any,
                dtypes: tuple, shapes: tuple):
@@ -34,6 +34,7 @@ class Consumer:
     self.nbytes = sum(c * d.itemsize for c, d in zip(self.counts, dtypes))
     self.wants_device = _accepts_device_keyword(func)
     self._leaves = tuple(zip(shapes, dtypes, self.counts))
+    self.deliver = self._make_deliver()
 
   def unpack(self, payload, offsets) -> list[np.ndarray]:
     """Numpy views of the arrays in a native payload (copies for the Python queues)."""
@@ -45,8 +46,22 @@ class Consumer:
     return [np.ndarray(shape, dtype, payload, offset) if count else np.empty(shape, dtype)
             for (shape, dtype, count), offset in zip(self._leaves, offsets)]
 
-  def deliver(self, payload, offsets, device) -> None:
-    """Calls the tap function with the value a tap carried."""
+  def _make_deliver(self) -> Callable:
+    """`deliver(payload, offsets, device)` calls the tap function with the value a tap
+    carried.  The common tap of one non-empty array skips the tree and list machinery:
+    this runs on the receiver thread once per tap."""
+    if self.wants_device or len(self._leaves) != 1 or not self.counts[0] or \
+        self.treedef.num_nodes != 1:
+      return self._deliver
+    (shape, dtype, _), = self._leaves
+    func, transforms, ndarray = self.func, self.transforms, np.ndarray
+
+    def deliver(payload, offsets, device) -> None:
+      func(payload[0] if offsets is None else ndarray(shape, dtype, payload, offsets[0]),
+           transforms)
+    return deliver
+
+  def _deliver(self, payload, offsets, device) -> None:
     arg = self.treedef.unflatten(self.unpack(payload, offsets))
     if self.wants_device:
       self.func(arg, self.transforms, device=device)
