@@ -17,6 +17,17 @@ bf16 = np.dtype(ml_dtypes.bfloat16)
 _rng = np.random.default_rng(1)
 
 
+@pytest.fixture(autouse=True)
+def _x64_off():
+  """These tables state 32-bit results; tests that want 64-bit types ask for `x64`."""
+  previous = minijax.config.enable_x64
+  minijax.config.update("enable_x64", False)
+  try:
+    yield
+  finally:
+    minijax.config.update("enable_x64", previous)
+
+
 def _canonical(dtype):
   return {np.dtype(np.float64): np.dtype(np.float32), np.dtype(np.int64): np.dtype(np.int32),
           np.dtype(np.uint64): np.dtype(np.uint32),
