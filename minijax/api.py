@@ -110,8 +110,15 @@ class JitWrapped:
     self._device = backend.get_device(device) if device is not None else None
     self._cache: dict[Any, _Traced] = {}
     self._fast: dict[Any, tuple] = {}
+    self._config_epoch = _config_epoch[0]
     self._fast_ok = not (self._static_argnums or self._static_argnames)
     self._multi_device = False
+
+  def _forget(self):
+    """Drops traces and executables made under other dtype or tap-mechanism settings."""
+    self._cache.clear()
+    self._fast.clear()
+    self._config_epoch = _config_epoch[0]
 
   # -- argument handling
 
@@ -215,6 +222,17 @@ class JitWrapped:
     return traced.jaxpr
 
 _flatten = tree_util.registry.flatten
+
+# Bumped when a flag that changes what tracing or lowering produces changes.
+_config_epoch = [0]
+
+
+def _on_config_change(name, value):
+  if name in ("enable_x64", "tap_mechanism"):
+    _config_epoch[0] += 1
+
+
+config.on_change(_on_config_change)
 _get_aval = operator.attrgetter("aval")
 
 
@@ -292,6 +310,8 @@ def _jitted(wrapped: JitWrapped) -> Callable:
   get_aval = _get_aval
 
   def jitted(*args, **kwargs):
+    if wrapped._config_epoch != _config_epoch[0]:
+      wrapped._forget()
     if not kwargs and wrapped._fast_ok and type(context.trace) is EvalTrace:
       flat, in_tree = _flatten(args)
       try:

@@ -169,3 +169,29 @@ assert not bad, bad
 print("ok")
 """)
   assert result.returncode == 0, result.stderr
+
+
+def test_changing_enable_x64_retraces_jitted_functions():
+  f = minijax.jit(lambda x: lax.mul(x, 2.5))
+  x = minijax.device_put(np.float32(2.0))
+  assert f(x).dtype == np.float32 and f(3.0).dtype == np.float32
+  minijax.config.update("enable_x64", True)
+  try:
+    assert f(3.0).dtype == np.float64
+  finally:
+    minijax.config.update("enable_x64", False)
+  assert f(3.0).dtype == np.float32
+
+
+def test_changing_the_tap_mechanism_relowers_jitted_functions():
+  from minijax.experimental import host_callback as hcb
+  f = minijax.jit(lambda x: hcb.id_tap(lambda *a: None, x))
+  previous = minijax.config.tap_mechanism
+  try:
+    for mechanism, target in [("native", "minijax_tap"), ("callback", "xla_ffi_python_cpu_callback")]:
+      minijax.config.update("tap_mechanism", mechanism)
+      assert target in f.lower(np.float32(1.0)).as_text()
+      f(np.float32(1.0))
+  finally:
+    minijax.config.update("tap_mechanism", previous)
+    hcb.barrier_wait()

@@ -2,8 +2,9 @@
 
 `ShapedArray` (shape, dtype, weak_type) is the one array aval; `AbstractToken` types the
 tokens that order effects.  Avals are immutable and hashable because compile caches key on
-them.  Operators on tracers are looked up on the aval's class (`_add`, `_getitem`, ...)
-once the numpy layer installs them, so the core knows nothing of numpy semantics.
+them.  Operators and methods of arrays and tracers (`+`, `x[i]`, `x.sum()`, ...) are
+installed on `Array` and `Tracer` by the numpy layer, so the core knows nothing of numpy
+semantics.
 """
 from __future__ import annotations
 
