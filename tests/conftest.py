@@ -18,6 +18,18 @@ def x64():
     minijax.config.update("enable_x64", previous)
 
 
+@pytest.fixture
+def x64_off():
+  """Runs a test with 64-bit types disabled, whatever MINIJAX_ENABLE_X64 says."""
+  import minijax
+  previous = minijax.config.enable_x64
+  minijax.config.update("enable_x64", False)
+  try:
+    yield
+  finally:
+    minijax.config.update("enable_x64", previous)
+
+
 def run_python(code: str, env: dict | None = None, timeout: float = 120):
   """Runs `code` in a fresh interpreter (for device counts, exit handlers, sys.modules)."""
   import subprocess

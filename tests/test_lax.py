@@ -18,15 +18,8 @@ f32, i32, u8, b = np.dtype(np.float32), np.dtype(np.int32), np.dtype(np.uint8), 
 _rng = np.random.default_rng(0)
 
 
-@pytest.fixture(autouse=True)
-def _x64_off():
-  """These tables state 32-bit results; tests that want 64-bit types ask for `x64`."""
-  previous = minijax.config.enable_x64
-  minijax.config.update("enable_x64", False)
-  try:
-    yield
-  finally:
-    minijax.config.update("enable_x64", previous)
+# These tables state 32-bit results; tests that want 64-bit types ask for `x64`.
+pytestmark = pytest.mark.usefixtures("x64_off")
 
 
 def sample(shape, dtype, domain="any"):

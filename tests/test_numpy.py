@@ -17,15 +17,8 @@ bf16 = np.dtype(ml_dtypes.bfloat16)
 _rng = np.random.default_rng(1)
 
 
-@pytest.fixture(autouse=True)
-def _x64_off():
-  """These tables state 32-bit results; tests that want 64-bit types ask for `x64`."""
-  previous = minijax.config.enable_x64
-  minijax.config.update("enable_x64", False)
-  try:
-    yield
-  finally:
-    minijax.config.update("enable_x64", previous)
+# These tables state 32-bit results; tests that want 64-bit types ask for `x64`.
+pytestmark = pytest.mark.usefixtures("x64_off")
 
 
 def _canonical(dtype):

@@ -87,12 +87,10 @@ def set_current_trace(trace: Trace):
 @contextlib.contextmanager
 def new_trace(trace: Trace):
   """Makes `trace` current while a transformation runs, and kills it afterwards."""
-  previous = _context.trace
-  _context.trace = trace
   try:
-    yield trace
+    with set_current_trace(trace):
+      yield trace
   finally:
-    _context.trace = previous
     trace.live = False
 
 
