@@ -6,28 +6,26 @@ import pytest
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
-@pytest.fixture
-def x64():
-  """Runs a test with 64-bit types enabled, restoring the flag afterwards."""
+def _with_x64(enabled: bool):
   import minijax
   previous = minijax.config.enable_x64
-  minijax.config.update("enable_x64", True)
+  minijax.config.update("enable_x64", enabled)
   try:
     yield
   finally:
     minijax.config.update("enable_x64", previous)
+
+
+@pytest.fixture
+def x64():
+  """Runs a test with 64-bit types enabled, restoring the flag afterwards."""
+  yield from _with_x64(True)
 
 
 @pytest.fixture
 def x64_off():
   """Runs a test with 64-bit types disabled, whatever MINIJAX_ENABLE_X64 says."""
-  import minijax
-  previous = minijax.config.enable_x64
-  minijax.config.update("enable_x64", False)
-  try:
-    yield
-  finally:
-    minijax.config.update("enable_x64", previous)
+  yield from _with_x64(False)
 
 
 def run_python(code: str, env: dict | None = None, timeout: float = 120):
