@@ -17,7 +17,7 @@ from __future__ import annotations
 import functools
 import inspect
 import operator
-from typing import Any, Callable, Sequence
+from typing import Any, Callable
 
 import numpy as np
 
@@ -344,15 +344,12 @@ def make_jaxpr(fun: Callable, static_argnums=()):
   def make(*args, **kwargs):
     static = {i: args[i] for i in static_argnums}
     dyn = [a for i, a in enumerate(args) if i not in static]
-    flat, in_tree = tree_util.tree_flatten((dyn, kwargs))
 
-    def flat_fun(*flat_args):
-      d, kw = tree_util.tree_unflatten(in_tree, flat_args)
+    def dyn_fun(*d, **kw):
       it = iter(d)
-      full = [static[i] if i in static else next(it) for i in range(len(args))]
-      return tree_util.tree_leaves(fun(*full, **kw))
+      return fun(*[static[i] if i in static else next(it) for i in range(len(args))], **kw)
 
-    jaxpr, consts = pe.trace_to_jaxpr_dynamic(flat_fun, [_abstractify(x) for x in flat])
+    jaxpr, consts, _, _ = pe.trace_pytree_fun(dyn_fun, dyn, kwargs, _abstractify)
     return ClosedJaxpr(jaxpr, consts)
   return make
 
@@ -767,15 +764,8 @@ def _aval_of(x):
 def eval_shape(fun: Callable, *args, **kwargs):
   """The shapes and dtypes of `fun(*args, **kwargs)`, found by tracing (nothing runs);
   arguments may be arrays or `ShapeDtypeStruct`s."""
-  flat, in_tree = tree_util.tree_flatten((args, kwargs))
-  box = {}
-
-  def flat_fun(*xs):
-    a, kw = tree_util.tree_unflatten(in_tree, xs)
-    leaves, box["tree"] = tree_util.tree_flatten(fun(*a, **kw))
-    return leaves
-  jaxpr, _ = pe.trace_to_jaxpr_dynamic(flat_fun, [_aval_of(x) for x in flat])
-  return box["tree"].unflatten([ShapeDtypeStruct(a.shape, a.dtype, a.weak_type)
+  jaxpr, _, _, out_tree = pe.trace_pytree_fun(fun, args, kwargs, _aval_of)
+  return out_tree.unflatten([ShapeDtypeStruct(a.shape, a.dtype, a.weak_type)
                                 for a in jaxpr.out_avals])
 
 

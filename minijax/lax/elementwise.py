@@ -12,7 +12,7 @@ import numpy as np
 from jaxlib.mlir.dialects import mhlo
 
 from minijax.core import dtypes
-from minijax.core.avals import ShapedArray, shaped_abstractify
+from minijax.core.avals import shaped_abstractify
 from minijax.interpreters import ad, batching
 from minijax.lax import utils
 from minijax.lowering import mlir

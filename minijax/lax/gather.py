@@ -13,7 +13,6 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-import numpy as np
 from jaxlib.mlir import ir
 from jaxlib.mlir.dialects import mhlo
 

@@ -9,14 +9,12 @@ cases, so its transpose routes the cotangent to the case that was selected.
 from __future__ import annotations
 
 import numpy as np
-from jaxlib.mlir import ir
 from jaxlib.mlir.dialects import mhlo
 
 from minijax.core import dtypes
 from minijax.core.avals import ShapedArray, shaped_abstractify
 from minijax.core.primitive import Primitive
 from minijax.interpreters import ad, batching
-from minijax.lax import utils
 from minijax.lax.structural import (broadcast_in_dim, convert_to_array, full,
                                     _ct_rule, _unary_linear_jvp)
 from minijax.lowering import mlir

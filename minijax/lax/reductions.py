@@ -42,7 +42,6 @@ def _scalar_type(dtype):
 
 
 def _reduce_ir(x, init, axes, dtype, combine):
-  out_shape = None  # inferred
   op = mhlo.ReduceOp([_result_type(x, axes, dtype)], [x], [init], list(axes))
   block = op.regions[0].blocks.append(_scalar_type(dtype), _scalar_type(dtype))
   with ir.InsertionPoint(block):
@@ -201,8 +200,6 @@ def _reduce_prod_jvp(primals, tangents, *, axes):
 
 def _exclusive(c, axis, identity, forward):
   """Shifts a cumulative result by one along `axis`, filling with `identity`."""
-  from minijax.lax.slicing import slice_in_dim
-  n = c.shape[axis]
   config = [(0, 0, 0)] * c.ndim
   config[axis] = (1, -1, 0) if forward else (-1, 1, 0)
   return pad(c, full((), identity, c.dtype), config)

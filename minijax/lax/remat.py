@@ -14,7 +14,6 @@ from __future__ import annotations
 import functools
 from typing import Callable
 
-from minijax import tree_util
 from minijax.core import pretty
 from minijax.core.jaxpr import eval_jaxpr
 from minijax.core.primitive import Primitive
@@ -51,17 +50,9 @@ def _pp_call(params, names, indent):
 
 def _stage_fun(fun, args, kwargs):
   """`(closed jaxpr with constants as leading inputs, constants, flat args, out tree)`."""
-  flat, in_tree = tree_util.tree_flatten((args, kwargs))
-  box = {}
-
-  def flat_fun(*xs):
-    a, kw = tree_util.tree_unflatten(in_tree, xs)
-    leaves, box["out_tree"] = tree_util.tree_flatten(fun(*a, **kw))
-    return leaves
-
-  jaxpr, consts = pe.trace_to_jaxpr_dynamic(flat_fun, [ad.get_aval(x) for x in flat])
+  jaxpr, consts, flat, out_tree = pe.trace_pytree_fun(fun, args, kwargs, ad.get_aval)
   closed, hoisted = pe.hoist_consts(pe.ClosedJaxpr(jaxpr, consts))
-  return closed, hoisted, flat, box["out_tree"]
+  return closed, hoisted, flat, out_tree
 
 
 # ---- named_call

@@ -14,7 +14,6 @@ import numpy as np
 from minijax.core import dtypes
 from minijax.core.avals import ShapedArray
 from minijax.core.primitive import Primitive
-from minijax.lowering import mlir
 
 
 def standard_primitive(name: str, shape_rule: Callable, dtype_rule: Callable,

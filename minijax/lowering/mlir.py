@@ -24,7 +24,7 @@ from jaxlib.mlir.dialects import func as func_dialect
 from jaxlib.mlir.dialects import mhlo
 
 from minijax.core import dtypes
-from minijax.core.avals import AbstractToken, ShapedArray
+from minijax.core.avals import AbstractToken
 from minijax.core.effects import ordered_effects
 from minijax.core.jaxpr import ClosedJaxpr, Jaxpr, JaxprEqn, Literal
 from minijax.lowering.context import ir_context

@@ -7,7 +7,7 @@ weak) and broadcasts them with numpy's rules before binding lax primitives.
 """
 from __future__ import annotations
 
-from typing import Any, Sequence
+from typing import Sequence
 
 import numpy as np
 

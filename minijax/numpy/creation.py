@@ -220,7 +220,6 @@ def triu(m, k=0):
 
 
 def meshgrid(*xi, indexing="xy"):
-  from minijax.numpy.shape import reshape
   arrays = [_util.asarray(x) for x in xi]
   shape = [_util.shape(a)[0] for a in arrays]
   if indexing == "xy" and len(arrays) >= 2:

@@ -12,7 +12,6 @@ from __future__ import annotations
 import numpy as np
 
 from minijax import lax
-from minijax.core import dtypes
 from minijax.numpy import _util
 
 

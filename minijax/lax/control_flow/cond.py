@@ -22,7 +22,6 @@ from jaxlib.mlir.dialects import mhlo
 
 from minijax import tree_util
 from minijax.core import dtypes, pretty
-from minijax.core.avals import ShapedArray
 from minijax.core.primitive import Primitive
 from minijax.lax.control_flow import common, eager
 from minijax.lowering import mlir

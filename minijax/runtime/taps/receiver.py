@@ -25,7 +25,7 @@ import dataclasses
 import logging
 import sys
 import threading
-from typing import Any, Sequence
+from typing import Any
 
 from minijax.config import config
 from minijax.runtime.taps import registry
