@@ -601,3 +601,12 @@ def test_where_nonzero_and_friends():
   assert jnp.issubdtype(np.int8, jnp.signedinteger) and jnp.finfo(jnp.bfloat16).bits == 16
   out = minijax.jit(lambda v: (jnp.float32(v) * 2, isinstance(v, jnp.ndarray)))(3)
   assert out[0].dtype == np.float32 and float(out[0]) == 6.0 and out[1]
+
+
+@pytest.mark.parametrize("axis, weights", [(0, [1.0, 2.0]), (1, [1.0, 2.0, 3.0]), (-1, [3.0, 2.0, 1.0])])
+def test_average_with_1d_weights_along_an_axis_matches_numpy(axis, weights):
+  a = np.arange(6.0, dtype=np.float32).reshape(2, 3)
+  np.testing.assert_allclose(jnp.average(a, axis=axis, weights=weights),
+                             np.average(a, axis=axis, weights=weights), rtol=1e-6)
+  with pytest.raises(ValueError, match="weights do not match axis"):
+    jnp.average(a, axis=axis, weights=[1.0] * 5)

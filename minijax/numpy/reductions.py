@@ -231,6 +231,18 @@ def ptp(a, axis=None, keepdims=False):
 def average(a, axis=None, weights=None):
   if weights is None:
     return mean(a, axis)
+  from minijax.numpy.creation import asarray
   from minijax.numpy.ufuncs import multiply
+  weights = asarray(weights)
+  a_shape, w_shape = _util.shape(a), _util.shape(weights)
+  if a_shape != w_shape:  # numpy: 1-D weights apply along `axis`
+    if axis is None or len(w_shape) != 1:
+      raise TypeError("average: when the shapes of a and weights differ, weights must be 1-D "
+                      "and axis must be given")
+    axis = axis % len(a_shape)
+    if w_shape[0] != a_shape[axis]:
+      raise ValueError(f"average: {w_shape[0]} weights do not match axis {axis} of an array "
+                       f"of shape {a_shape}")
+    weights = lax.broadcast_in_dim(weights, a_shape, (axis,))
   return lax.div(*_util.promote("average", sum(multiply(a, weights), axis),
                                 sum(_util.broadcast_to(weights, _util.shape(a)), axis)))
