@@ -197,7 +197,7 @@ class JitWrapped:
     traced, flat, dyn_args, static, in_tree = self._traced_for(args, kwargs)
     if type(trace_lib._context.trace) is trace_lib.EvalTrace and not any(
         isinstance(c, Tracer) for c in traced.consts):
-      device = self._device or _first_device(flat)
+      device = self._device or dispatch.device_of(flat)
       executable = compiled_call(traced.jaxpr, self._name, traced.donated, device)
       if self._fast_ok and not kwargs and all(type(x) is Array for x in flat):
         self._multi_device = self._device is None and backend.device_count() > 1
@@ -215,7 +215,7 @@ class JitWrapped:
 
   def lower(self, *args, **kwargs) -> "Lowered":
     traced, flat, dyn_args, static, in_tree = self._traced_for(args, kwargs)
-    return Lowered(traced, self._name, self._device or _first_device(flat))
+    return Lowered(traced, self._name, self._device or dispatch.device_of(flat))
 
   def trace(self, *args, **kwargs):
     traced, *_ = self._traced_for(args, kwargs)
@@ -234,13 +234,6 @@ def _on_config_change(name, value):
 
 config.on_change(_on_config_change)
 _get_aval = operator.attrgetter("aval")
-
-
-def _first_device(flat):
-  for x in flat:
-    if type(x) is Array:
-      return x._device
-  return backend.get_device(None)
 
 
 def _check_static(value, where):
@@ -319,7 +312,7 @@ def _jitted(wrapped: JitWrapped) -> Callable:
       except AttributeError:
         return slow(args, kwargs)
       if wrapped._multi_device:
-        key += (_first_device(flat),)
+        key += (dispatch.device_of(flat),)
       entry = fast.get(key)
       if entry is not None:
         executable, consts, out_tree, jaxpr = entry

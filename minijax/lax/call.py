@@ -39,19 +39,11 @@ def compiled_call(jaxpr, name, donated_invars, device):
 
 
 def _jit_impl(*args, jaxpr, name, donated_invars, device):
-  fn = compiled_call(jaxpr, name, donated_invars, device or _committed_device(args))
+  fn = compiled_call(jaxpr, name, donated_invars, device or dispatch.device_of(args))
   outs = fn(*args)
   if config.debug_nans:
     dispatch.check_nans_in_jaxpr(jaxpr, args, outs, name)
   return outs
-
-
-def _committed_device(args):
-  from minijax.runtime.array import Array
-  for x in args:
-    if type(x) is Array:
-      return x._device
-  return None
 
 
 jit_p.def_impl(_jit_impl)
