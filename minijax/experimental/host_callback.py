@@ -193,10 +193,8 @@ mlir.register_lowering(id_tap_p, _id_tap_lowering)
 
 
 def _instantiate(tangent, aval):
-  if type(tangent) is not ad.Zero and tangent is not None:
-    return tangent
-  from minijax import lax
-  return lax.full(aval.shape, 0, aval.dtype)
+  """A concrete value for a symbolic zero (or a missing cotangent) of type `aval`."""
+  return ad.instantiate_zeros(ad.Zero(aval) if tangent is None else tangent)
 
 
 def _aval(x):
