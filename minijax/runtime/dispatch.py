@@ -1,13 +1,15 @@
 """Compiling jaxprs and running them: the path shared by eager ops and `jit`.
 
 A primitive applied to concrete arrays runs as a one-equation jaxpr, compiled once per
-(primitive, params, avals, device) and cached, so eager execution and `jit` go through the
+(primitive, params, avals, device) and kept in a bounded LRU cache (params holding jaxprs,
+as control flow's do, are keyed by their structure), so eager execution and `jit` go through the
 same lowering and the same executables.  A jaxpr with no equations is evaluated without
 compiling.  With `debug_nans`, outputs are checked and a NaN is traced back to the
 primitive that produced it by re-running the jaxpr op by op.
 """
 from __future__ import annotations
 
+import collections
 import functools
 from typing import Any, Callable, Sequence
 
@@ -16,7 +18,7 @@ import numpy as np
 from minijax.config import config
 from minijax.core import primitive as primitive_lib
 from minijax.core.avals import shaped_abstractify
-from minijax.core.jaxpr import ClosedJaxpr, Literal, eval_jaxpr
+from minijax.core.jaxpr import ClosedJaxpr, Jaxpr, Literal, eval_jaxpr
 from minijax.lowering.mlir import lower_jaxpr_to_module
 from minijax.runtime import backend
 from minijax.runtime import executable as executable_lib
@@ -60,29 +62,95 @@ def _run_trivial(closed_jaxpr: ClosedJaxpr, device, *args) -> list:
 
 # ----------------------------------------------------------------------------- eager primitives
 
-_primitive_cache: dict[Any, CompiledFn] = {}
+_CACHE_SIZE = 4096
+_primitive_cache: collections.OrderedDict = collections.OrderedDict()  # an LRU
 
 
-def _hashable_params(params: dict):
+def params_key(params: dict):
+  """A hashable key, equal for params that compile to the same program.  Jaxpr-valued params
+  (the bodies of cond, while, scan: traced afresh at every eager call) compare by structure,
+  numpy arrays by value, other unhashable values by identity."""
+  items = tuple(sorted(params.items()))
+  if not any(_holds_jaxpr(v) for _, v in items):
+    try:
+      hash(items)
+      return items
+    except TypeError:
+      pass
+  return fingerprint(params)
+
+
+def _holds_jaxpr(value) -> bool:
+  return isinstance(value, (Jaxpr, ClosedJaxpr)) or (
+      type(value) is tuple and any(isinstance(v, (Jaxpr, ClosedJaxpr)) for v in value))
+
+
+def fingerprint(value: Any) -> Any:
+  """A hashable value, equal for structurally equal params."""
+  if isinstance(value, ClosedJaxpr):
+    return ("closed", _jaxpr_fingerprint(value.jaxpr), tuple(map(_Ident, value.consts)))
+  if isinstance(value, Jaxpr):
+    return _jaxpr_fingerprint(value)
+  if isinstance(value, (tuple, list)):
+    return (type(value).__name__, tuple(fingerprint(v) for v in value))
+  if isinstance(value, dict):
+    return ("dict", tuple(sorted((k, fingerprint(v)) for k, v in value.items())))
+  if isinstance(value, np.ndarray):
+    return ("array", value.dtype.str, value.shape, value.tobytes())
   try:
-    key = tuple(sorted(params.items()))
-    hash(key)
-    return key
+    hash(value)
   except TypeError:
-    return None
+    return _Ident(value)
+  return value
+
+
+class _Ident:
+  """Compares by identity and keeps its object alive, so its id cannot be reused."""
+  __slots__ = ("obj",)
+
+  def __init__(self, obj):
+    self.obj = obj
+
+  def __eq__(self, other):
+    return type(other) is _Ident and other.obj is self.obj
+
+  def __hash__(self):
+    return id(self.obj)
+
+
+def _jaxpr_fingerprint(jaxpr: Jaxpr):
+  """Variables numbered in order of appearance, literals by their bytes."""
+  ids: dict = {}
+
+  def atom(a):
+    if type(a) is Literal:
+      val = np.asarray(a.val)
+      return ("lit", a.aval, val.dtype.str, val.tobytes())
+    n = ids.get(a)
+    if n is None:
+      n = ids[a] = len(ids)
+      return (n, a.aval)
+    return n
+
+  binders = tuple(atom(v) for v in [*jaxpr.constvars, *jaxpr.invars])
+  eqns = tuple((eqn.primitive, fingerprint(eqn.params), tuple(map(atom, eqn.invars)),
+                tuple(map(atom, eqn.outvars)), eqn.effects) for eqn in jaxpr.eqns)
+  return ("jaxpr", len(jaxpr.constvars), binders, eqns, tuple(map(atom, jaxpr.outvars)),
+          jaxpr.effects)
 
 
 def apply_primitive(primitive, *args, **params):
   """Runs `primitive` on concrete values through a cached one-equation executable."""
   avals = tuple(shaped_abstractify(x) for x in args)
   device = device_of(args)
-  params_key = _hashable_params(params)
-  key = (primitive, params_key, avals, device)
-  fn = _primitive_cache.get(key) if params_key is not None else None
+  key = (primitive, params_key(params), avals, device)
+  fn = _primitive_cache.get(key)
   if fn is None:
-    fn = _compile_primitive(primitive, params, avals, device)
-    if params_key is not None:
-      _primitive_cache[key] = fn
+    fn = _primitive_cache[key] = _compile_primitive(primitive, params, avals, device)
+    if len(_primitive_cache) > _CACHE_SIZE:
+      _primitive_cache.popitem(last=False)
+  else:
+    _primitive_cache.move_to_end(key)
   outs = fn(*args)
   if config.debug_nans:
     check_nans(primitive, outs)

@@ -23,14 +23,13 @@ from jaxlib.mlir.dialects import mhlo
 from minijax import tree_util
 from minijax.core import dtypes, pretty
 from minijax.core.primitive import Primitive
-from minijax.lax.control_flow import common, eager
+from minijax.lax.control_flow import common
 from minijax.lowering import mlir
 
 __all__ = ["cond", "switch", "cond_p"]
 
 cond_p = Primitive("cond")
 cond_p.multiple_results = True
-eager.def_cached_impl(cond_p)
 
 
 # ----------------------------------------------------------------------------- API

@@ -32,7 +32,7 @@ from minijax.core.avals import ShapedArray
 from minijax.core.effects import ordered_effects
 from minijax.core.primitive import Primitive
 from minijax.core.trace import Tracer
-from minijax.lax.control_flow import common, eager
+from minijax.lax.control_flow import common
 from minijax.lowering import mlir
 from minijax.lowering.tokens import TokenSet
 
@@ -40,7 +40,6 @@ __all__ = ["while_loop", "fori_loop", "while_p"]
 
 while_p = Primitive("while")
 while_p.multiple_results = True
-eager.def_cached_impl(while_p)
 
 
 # ----------------------------------------------------------------------------- API

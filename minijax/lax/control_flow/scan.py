@@ -25,14 +25,13 @@ from minijax.core import pretty
 from minijax.core.avals import ShapedArray
 from minijax.core.jaxpr import ClosedJaxpr, Jaxpr, Literal
 from minijax.core.primitive import Primitive
-from minijax.lax.control_flow import common, eager
+from minijax.lax.control_flow import common
 from minijax.lowering import mlir
 
 __all__ = ["scan", "scan_map", "scan_p"]
 
 scan_p = Primitive("scan")
 scan_p.multiple_results = True
-eager.def_cached_impl(scan_p)
 
 
 # ----------------------------------------------------------------------------- API
