@@ -10,7 +10,6 @@ from __future__ import annotations
 import numpy as np
 
 from minijax import lax
-from minijax.config import config
 from minijax.core import dtypes
 from minijax.core.trace import is_eval_context
 from minijax.numpy import _util
@@ -31,18 +30,16 @@ def _eager_compiled(name, impl):
   """Runs `impl` eagerly as one compiled call (promotion, broadcasting and the op fused into
   one executable, cached per argument types) instead of one dispatch per lax op; under a
   trace `impl` runs inline, so jaxprs show the primitives themselves."""
-  compiled = {}  # one per x64 setting: the traced promotion depends on it
+  compiled = []  # jit retraces by itself when enable_x64 changes the promotion
 
   def run(*args):
     if not is_eval_context():
       return impl(*args)
     _util.check(name, *args)
-    x64 = config.enable_x64
-    fn = compiled.get(x64)
-    if fn is None:
+    if not compiled:
       from minijax.api import jit
-      fn = compiled[x64] = jit(impl)
-    return fn(*args)
+      compiled.append(jit(impl))
+    return compiled[0](*args)
   return run
 
 
