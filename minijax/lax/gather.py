@@ -373,31 +373,18 @@ def _scatter_bind(prim, operand, indices, updates, dimension_numbers, indices_ar
                    unique_indices=bool(unique_indices))
 
 
-def scatter(operand, indices, updates, dimension_numbers, *, indices_are_sorted=False,
-            unique_indices=False):
-  return _scatter_bind(scatter_p, operand, indices, updates, dimension_numbers,
-                       indices_are_sorted, unique_indices)
+def _scatter_fn(name: str, prim, doc: str):
+  def fn(operand, indices, updates, dimension_numbers, *, indices_are_sorted=False,
+         unique_indices=False):
+    return _scatter_bind(prim, operand, indices, updates, dimension_numbers,
+                         indices_are_sorted, unique_indices)
+  fn.__name__ = fn.__qualname__ = name
+  fn.__doc__ = doc
+  return fn
 
 
-def scatter_add(operand, indices, updates, dimension_numbers, *, indices_are_sorted=False,
-                unique_indices=False):
-  return _scatter_bind(scatter_add_p, operand, indices, updates, dimension_numbers,
-                       indices_are_sorted, unique_indices)
-
-
-def scatter_mul(operand, indices, updates, dimension_numbers, *, indices_are_sorted=False,
-                unique_indices=False):
-  return _scatter_bind(scatter_mul_p, operand, indices, updates, dimension_numbers,
-                       indices_are_sorted, unique_indices)
-
-
-def scatter_min(operand, indices, updates, dimension_numbers, *, indices_are_sorted=False,
-                unique_indices=False):
-  return _scatter_bind(scatter_min_p, operand, indices, updates, dimension_numbers,
-                       indices_are_sorted, unique_indices)
-
-
-def scatter_max(operand, indices, updates, dimension_numbers, *, indices_are_sorted=False,
-                unique_indices=False):
-  return _scatter_bind(scatter_max_p, operand, indices, updates, dimension_numbers,
-                       indices_are_sorted, unique_indices)
+scatter = _scatter_fn("scatter", scatter_p, "Writes `updates` into `operand` at `indices`.")
+scatter_add = _scatter_fn("scatter_add", scatter_add_p, "Adds `updates` into `operand` at `indices`.")
+scatter_mul = _scatter_fn("scatter_mul", scatter_mul_p, "Multiplies by `updates` at `indices`.")
+scatter_min = _scatter_fn("scatter_min", scatter_min_p, "Takes the minimum at `indices`.")
+scatter_max = _scatter_fn("scatter_max", scatter_max_p, "Takes the maximum at `indices`.")

@@ -89,26 +89,23 @@ def _check_nonempty(name, x, axes):
     raise ValueError(f"zero-size array to reduction operation {name} which has no identity")
 
 
-def max(a, axis=None, out=None, keepdims=False, initial=None, where=None):
-  x, axes = _prep("max", a, axis, out, where, initial)
+def _extremum(name, a, axis, out, keepdims, initial, where):
+  from minijax.numpy import ufuncs
+  x, axes = _prep(name, a, axis, out, where, initial)
   if initial is None:
-    _check_nonempty("max", x, axes)
-  out = lax.reduce_max(x, axes)
+    _check_nonempty(name, x, axes)
+  out = (lax.reduce_max if name == "max" else lax.reduce_min)(x, axes)
   if initial is not None:
-    from minijax.numpy.ufuncs import maximum
-    out = maximum(out, initial)
+    out = (ufuncs.maximum if name == "max" else ufuncs.minimum)(out, initial)
   return _keep(out, x, axes, keepdims)
+
+
+def max(a, axis=None, out=None, keepdims=False, initial=None, where=None):
+  return _extremum("max", a, axis, out, keepdims, initial, where)
 
 
 def min(a, axis=None, out=None, keepdims=False, initial=None, where=None):
-  x, axes = _prep("min", a, axis, out, where, initial)
-  if initial is None:
-    _check_nonempty("min", x, axes)
-  out = lax.reduce_min(x, axes)
-  if initial is not None:
-    from minijax.numpy.ufuncs import minimum
-    out = minimum(out, initial)
-  return _keep(out, x, axes, keepdims)
+  return _extremum("min", a, axis, out, keepdims, initial, where)
 
 
 amax, amin = max, min
