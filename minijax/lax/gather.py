@@ -384,7 +384,7 @@ def _scatter_fn(name: str, prim, doc: str):
 
 
 scatter = _scatter_fn("scatter", scatter_p, "Writes `updates` into `operand` at `indices`.")
-scatter_add = _scatter_fn("scatter_add", scatter_add_p, "Adds `updates` into `operand` at `indices`.")
+scatter_add = _scatter_fn("scatter_add", scatter_add_p, "Adds `updates` at `indices`.")
 scatter_mul = _scatter_fn("scatter_mul", scatter_mul_p, "Multiplies by `updates` at `indices`.")
 scatter_min = _scatter_fn("scatter_min", scatter_min_p, "Takes the minimum at `indices`.")
 scatter_max = _scatter_fn("scatter_max", scatter_max_p, "Takes the maximum at `indices`.")
