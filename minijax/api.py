@@ -17,6 +17,7 @@ from __future__ import annotations
 import functools
 import inspect
 import operator
+import weakref
 from typing import Any, Callable
 
 import numpy as np
@@ -34,7 +35,7 @@ from minijax.lax.call import compiled_call, jit_p
 from minijax.lax.remat import checkpoint, checkpoint_policies, named_call, remat  # noqa: F401
 from minijax.lowering.mlir import lower_jaxpr_to_module
 from minijax.runtime import backend, dispatch
-from minijax.runtime.array import Array
+from minijax.runtime.array import Array, device_put
 
 
 def _abstractify(x):
@@ -109,16 +110,16 @@ class JitWrapped:
     self._donate_argnums = frozenset(_normalize_argnums(donate_argnums))
     self._device = backend.get_device(device) if device is not None else None
     self._cache: dict[Any, _Traced] = {}
-    self._fast: dict[Any, tuple] = {}
-    self._config_epoch = _config_epoch[0]
+    self._fast: dict[Any, Callable] = {}
     self._fast_ok = not (self._static_argnums or self._static_argnames)
     self._multi_device = False
+    _all_jitted.add(self)
 
   def _forget(self):
-    """Drops traces and executables made under other dtype or tap-mechanism settings."""
+    """Drops traces and executables made under other dtype, tap-mechanism or NaN-checking
+    settings."""
     self._cache.clear()
     self._fast.clear()
-    self._config_epoch = _config_epoch[0]
 
   # -- argument handling
 
@@ -199,12 +200,9 @@ class JitWrapped:
         isinstance(c, Tracer) for c in traced.consts):
       device = self._device or dispatch.device_of(flat)
       executable = compiled_call(traced.jaxpr, self._name, traced.donated, device)
-      if self._fast_ok and not kwargs and all(type(x) is Array for x in flat):
-        self._multi_device = self._device is None and backend.device_count() > 1
-        key = (_flatten(args)[1], *[x.aval for x in flat]) + (
-            (device,) if self._multi_device else ())
-        self._fast[key] = (getattr(executable, "call", executable), traced.consts,
-                           traced.out_tree, traced.jaxpr)
+      if (self._fast_ok and not kwargs and not config.debug_nans
+          and all(type(x) is Array for x in flat)):
+        self._remember_fast(args, flat, device, executable, traced)
       outs = executable(*traced.consts, *flat)
       if config.debug_nans:
         dispatch.check_nans_in_jaxpr(traced.jaxpr, [*traced.consts, *flat], outs, self._name)
@@ -212,6 +210,22 @@ class JitWrapped:
     outs = jit_p.bind(*traced.consts, *flat, jaxpr=traced.jaxpr, name=self._name,
                       donated_invars=traced.donated, device=self._device)
     return traced.out_tree.unflatten(outs)
+
+  def _remember_fast(self, args, flat, device, executable, traced):
+    """Files `executable` under the fast path's key for these arguments (see `_jitted`)."""
+    self._multi_device = self._device is None and backend.device_count() > 1
+    if all(type(a) is Array for a in args):
+      key = (*map(type, args), *map(_get_aval, args))
+    else:
+      key = (_flatten(args)[1], *map(_get_aval, flat))
+    if self._multi_device:
+      key += (device,)
+    consts = [c if type(c) is Array and c._device is device else device_put(c, device)
+              for c in traced.consts]
+    if hasattr(executable, "make_call"):
+      self._fast[key] = executable.make_call(consts, traced.out_tree)
+    else:  # a jaxpr without equations: nothing was compiled
+      self._fast[key] = lambda *flat: traced.out_tree.unflatten(executable(*consts, *flat))
 
   def lower(self, *args, **kwargs) -> "Lowered":
     traced, flat, dyn_args, static, in_tree = self._traced_for(args, kwargs)
@@ -223,13 +237,15 @@ class JitWrapped:
 
 _flatten = tree_util.registry.flatten
 
-# Bumped when a flag that changes what tracing or lowering produces changes.
-_config_epoch = [0]
+# Every live `jit` function, so that a flag that changes what tracing or lowering produces
+# (or whether the fast path may skip NaN checks) can drop their caches.
+_all_jitted: "weakref.WeakSet[JitWrapped]" = weakref.WeakSet()
 
 
 def _on_config_change(name, value):
-  if name in ("enable_x64", "tap_mechanism"):
-    _config_epoch[0] += 1
+  if name in ("enable_x64", "tap_mechanism", "debug_nans"):
+    for wrapped in list(_all_jitted):
+      wrapped._forget()
 
 
 config.on_change(_on_config_change)
@@ -294,32 +310,32 @@ def jit(fun: Callable | None = None, *, static_argnums=(), static_argnames=(),
 
 
 def _jitted(wrapped: JitWrapped) -> Callable:
-  """The function `jit` returns.  Its fast path serves calls without keyword or static
-  arguments whose leaves are all Arrays, from `wrapped._fast`: (tree structure, leaf
-  avals[, device]) -> (executable, consts, out_tree, jaxpr).  Everything else, and every
-  first call, takes `wrapped._call_slow`.  Closure variables keep the path short."""
-  fast, slow, name = wrapped._fast, wrapped._call_slow, wrapped._name
+  """The function `jit` returns.  Its fast path serves calls without keyword arguments on
+  concrete Arrays from `wrapped._fast`, whose entries run an executable and unflatten its
+  results (`Executable.make_call`).  When every argument is an Array the key is their types
+  and avals, with no flattening; for other pytrees it is the tree structure and the leaves'
+  avals; with several devices and no `device=`, the first argument's device is added.
+  Everything else, and every first call, takes `wrapped._call_slow`."""
+  fast, slow = wrapped._fast, wrapped._call_slow
   context, EvalTrace = trace_lib._context, trace_lib.EvalTrace
   get_aval = _get_aval
 
   def jitted(*args, **kwargs):
-    if wrapped._config_epoch != _config_epoch[0]:
-      wrapped._forget()
-    if not kwargs and wrapped._fast_ok and type(context.trace) is EvalTrace:
-      flat, in_tree = _flatten(args)
+    if not kwargs and type(context.trace) is EvalTrace:
+      flat = args
       try:
-        key = (in_tree, *map(get_aval, flat))
+        key = (*map(type, args), *map(get_aval, args))
       except AttributeError:
-        return slow(args, kwargs)
+        flat, in_tree = _flatten(args)
+        try:
+          key = (in_tree, *map(get_aval, flat))
+        except AttributeError:
+          return slow(args, kwargs)
       if wrapped._multi_device:
         key += (dispatch.device_of(flat),)
       entry = fast.get(key)
       if entry is not None:
-        executable, consts, out_tree, jaxpr = entry
-        outs = executable(*consts, *flat)
-        if config.debug_nans:
-          dispatch.check_nans_in_jaxpr(jaxpr, [*consts, *flat], outs, name)
-        return out_tree.unflatten(outs)
+        return entry(*flat)
     return slow(args, kwargs)
 
   functools.update_wrapper(jitted, wrapped._fun)

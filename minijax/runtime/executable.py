@@ -2,15 +2,16 @@
 
 `compile` hands an `ir.Module` to jaxlib's CPU client for one device and returns an
 `Executable`, which runs it on `Array`s and returns `Array`s.  Calling an executable is the
-dispatch hot path, so everything that can be decided once is decided at compile time: the
-result handlers (one per output, built from minijax's own avals with checks skipped, which is
-also what keeps jaxlib from importing `jax` to build them), the output avals and device, and
-whether the plain path applies.  The plain path reads `_buffer` off every argument, executes,
-and wraps the outputs; anything unusual (numpy or Python arguments, an argument on another
-device, tokens) falls to a slower path that converts and checks every argument.  The plain
-path trusts its caller to have chosen the executable by the arguments' avals (jaxlib checks
-byte sizes, not dtypes); jaxlib's errors are translated only after they happen (a deleted or
-donated argument, a wrong count or shape).
+dispatch hot path, so everything that can be decided once is decided at compile time and
+bound into a closure (`make_call`, which `jit`'s fast path also uses with the function's
+constants and output tree): the result handlers (one per output, built from minijax's own
+avals with checks skipped, which is also what keeps jaxlib from importing `jax` to build
+them), the output avals and device, and how tokens are passed.  The closure reads `_buffer`
+off every argument, executes, and wraps the outputs; anything unusual (numpy or Python
+arguments, an argument on another device) falls to `_call_general`, which converts and
+checks every argument.  The closure trusts its caller to have chosen the executable by the
+arguments' avals (jaxlib checks byte sizes, not dtypes); jaxlib's errors are translated only
+after they happen (a deleted or donated argument, a wrong count or shape).
 
 Ordered effects are chained through tokens.  The lowered `main` takes one token per ordered
 effect before its array arguments, in `ordered_effects` order, and returns the same number of
@@ -24,6 +25,7 @@ unordered effects record their execution-status token instead, so that
 from __future__ import annotations
 
 import logging
+import operator
 import threading
 import time
 from typing import Any, Callable, Sequence
@@ -41,6 +43,7 @@ logger = logging.getLogger("minijax")
 
 _TOKEN_AVAL = ShapedArray((0,), np.bool_)
 _JaxRuntimeError = _jax.JaxRuntimeError
+_get_buffer = operator.attrgetter("_buffer")
 
 
 class RuntimeTokens:
@@ -56,21 +59,27 @@ class RuntimeTokens:
 
   def current(self, effect, device) -> Any:
     """The token the next execution with `effect` on `device` must wait for."""
-    token = self._tokens.get((effect, device))
+    return self.current_for((effect, device))
+
+  def current_for(self, key: tuple[Any, Any]) -> Any:
+    token = self._tokens.get(key)
     if token is None:
+      device = key[1]
       token = self._initial.get(device)
       if token is None:
         token = self._initial[device] = _put_numpy(np.zeros((0,), np.bool_), _TOKEN_AVAL,
                                                    device)._buffer
     return token
 
-  def _record_unordered(self, device, status) -> None:
-    statuses = self._unordered.setdefault(device, [])
-    statuses.append(status)
-    if len(statuses) > self._MAX_UNORDERED:
-      done, statuses[:] = statuses[:len(statuses) // 2], statuses[len(statuses) // 2:]
-      for old in done:
-        old.block_until_ready()
+  def record_status(self, device, status) -> None:
+    """Keeps the execution status of a run with unordered effects, for `wait_all`."""
+    with self._lock:
+      statuses = self._unordered.setdefault(device, [])
+      statuses.append(status)
+      if len(statuses) > self._MAX_UNORDERED:
+        done, statuses[:] = statuses[:len(statuses) // 2], statuses[len(statuses) // 2:]
+        for old in done:
+          old.block_until_ready()
 
   def pending(self) -> list:
     """Everything a barrier must wait for: the current tokens and the unordered run statuses."""
@@ -119,82 +128,96 @@ class Executable:
     sharding = backend.sharding_for(device)
     self._handlers = [xla_client.array_result_handler(aval, sharding, True, _skip_checks=True)
                       for aval in self.out_avals]
-    self._all_handlers = [xla_client.array_result_handler(_TOKEN_AVAL, sharding, True,
-                                                          _skip_checks=True)
-                          ] * self.num_tokens + self._handlers
     self._out_devices = (device,) * len(self.out_avals)
-    self._plain = not self.ordered_effects and not self.unordered_effects
-    self._check_devices = backend.device_count() > 1
-    self._execute_sharded = loaded.execute_sharded
-    self.call = self._make_call()
+    self._run_effectful = self._make_run_effectful()
+    self.call = self.make_call()
 
   def __call__(self, *args) -> list[Array]:
     return self.call(*args)
 
-  def _make_call(self) -> Callable[..., list[Array]]:
-    """The fastest way to run this executable: for plain executables, a closure over
-    everything fixed at compile time (this is the dispatch hot path)."""
-    general = self._call_general
-    if not self._plain:
-      return lambda *args: general(args)
-    execute, handlers, diagnose = self._execute_sharded, self._handlers, self._diagnose
-    out_avals, out_devices = self.out_avals, self._out_devices
-    check_devices, device = self._check_devices, self.device
+  def _make_run_effectful(self) -> Callable[[list], list] | None:
+    """For executables with effects, a function from argument buffers to output buffers that
+    passes and keeps the tokens (see `RuntimeTokens`); None for plain executables."""
+    if not self.ordered_effects and not self.unordered_effects:
+      return None
+    execute, handlers, tokens = self._exe.execute_sharded, self._handlers, runtime_tokens
+    device, with_status = self.device, bool(self.unordered_effects)
+    if not self.ordered_effects:
+      def run_unordered(buffers):
+        results = execute(buffers, with_tokens=True)
+        tokens.record_status(device, results.consume_token())
+        return results.consume_with_handlers(handlers)
+      return run_unordered
+    keys = [(effect, device) for effect in self.ordered_effects]
+    n, current, latest, lock = len(keys), tokens.current_for, tokens._tokens, tokens._lock
+    sharding = backend.sharding_for(device)
+    all_handlers = [xla_client.array_result_handler(_TOKEN_AVAL, sharding, True,
+                                                    _skip_checks=True)] * n + handlers
+
+    def run_ordered(buffers):
+      with lock:
+        results = execute([*map(current, keys), *buffers], with_tokens=with_status)
+        if with_status:
+          tokens.record_status(device, results.consume_token())
+        outs = results.consume_with_handlers(all_handlers)
+        for key, token in zip(keys, outs):
+          latest[key] = token
+      return outs[n:]
+    return run_ordered
+
+  def make_call(self, consts: Sequence[Array] = (), out_tree=None) -> Callable:
+    """The fastest way to run this executable: `call(*args)` runs it on `(*consts, *args)`
+    and returns the list of output Arrays, or `out_tree.unflatten` of it.  Everything fixed
+    at compile time is bound into the closure (this is the dispatch hot path).  Arguments
+    that are not Arrays on this executable's device take `_call_general`, which converts
+    and checks them."""
+    general, diagnose, run_effectful = self._call_general, self._diagnose, self._run_effectful
+    execute, handlers = self._exe.execute_sharded, self._handlers
+    out_avals, out_devices, device = self.out_avals, self._out_devices, self.device
+    check_devices = backend.device_count() > 1
+    consts = tuple(consts)
+    const_buffers = [c._buffer for c in consts]
+    before_execution = taps.before_execution
+    unflatten = out_tree.unflatten if out_tree is not None else None
+    single = unflatten is not None and out_tree.num_leaves == 1 and out_tree.num_nodes == 1
+    out_aval = out_avals[0] if single else None
 
     def call(*args):
       try:
-        buffers = [a._buffer for a in args]
+        buffers = [*const_buffers, *map(_get_buffer, args)]
+        if check_devices and any(a._device is not device for a in args):
+          raise AttributeError
       except AttributeError:
-        return general(args)
-      if check_devices:
-        for a in args:
-          if a._device is not device:
-            return general(args)
+        outs = general((*consts, *args))
+        return unflatten(outs) if unflatten is not None else outs
       try:
-        outs = execute(buffers).consume_with_handlers(handlers)
+        if run_effectful is None:
+          outs = execute(buffers).consume_with_handlers(handlers)
+        else:
+          before_execution()
+          outs = run_effectful(buffers)
       except _JaxRuntimeError as err:
-        diagnose(args, err)
+        diagnose((*consts, *args), err)
         raise
-      return list(map(Array, outs, out_avals, out_devices))
+      if single:
+        return Array(outs[0], out_aval, device)
+      outs = list(map(Array, outs, out_avals, out_devices))
+      return unflatten(outs) if unflatten is not None else outs
     return call
 
   def _call_general(self, args) -> list[Array]:
+    args = self._prepare(args)
+    buffers = [a._buffer for a in args]
     try:
-      buffers = [a._buffer for a in args]
-      if self._check_devices and any(a._device is not self.device for a in args):
-        raise AttributeError
-    except AttributeError:
-      args = self._prepare(args)
-      buffers = [a._buffer for a in args]
-    if not self._plain:
-      taps.before_execution()
-    try:
-      if self.ordered_effects:
-        outs = self._execute_ordered(buffers)
-      elif self.unordered_effects:
-        results = self._execute_sharded(buffers, with_tokens=True)
-        with runtime_tokens._lock:
-          runtime_tokens._record_unordered(self.device, results.consume_token())
-        outs = results.consume_with_handlers(self._handlers)
+      if self._run_effectful is None:
+        outs = self._exe.execute_sharded(buffers).consume_with_handlers(self._handlers)
       else:
-        outs = self._execute_sharded(buffers).consume_with_handlers(self._handlers)
+        taps.before_execution()
+        outs = self._run_effectful(buffers)
     except _JaxRuntimeError as err:
       self._diagnose(args, err)
       raise
     return list(map(Array, outs, self.out_avals, self._out_devices))
-
-  def _execute_ordered(self, buffers) -> list:
-    """Runs with the current token of each ordered effect and keeps the new ones."""
-    device, effects, tokens = self.device, self.ordered_effects, runtime_tokens
-    with tokens._lock:
-      results = self._execute_sharded([tokens.current(e, device) for e in effects] + buffers,
-                                      with_tokens=bool(self.unordered_effects))
-      if self.unordered_effects:
-        tokens._record_unordered(device, results.consume_token())
-      outs = results.consume_with_handlers(self._all_handlers)
-      for effect, token in zip(effects, outs):
-        tokens._tokens[(effect, device)] = token
-    return outs[self.num_tokens:]
 
   def _prepare(self, args) -> list[Array]:
     """Puts every argument on this executable's device and checks it against `in_avals`."""
