@@ -125,10 +125,13 @@ struct Queue {
   int producers_waiting = 0;
   bool consumer_waiting = false;
   bool closed = false;
+  bool flush = false;              // deliver what is queued without lingering, until empty
+  std::chrono::steady_clock::time_point last_pop{};
 };
 
 std::atomic<size_t> g_capacity{256u * 1024u * 1024u};
 std::atomic<int64_t> g_spin_ns{50000};
+std::atomic<int64_t> g_linger_ns{200000};
 std::atomic<Queue*> g_queues[kMaxDevices];
 
 Queue* GetQueue(int device) {
@@ -152,6 +155,7 @@ void Enqueue(Queue* q, Message&& msg) {
   if (!has_room()) {
     auto start = std::chrono::steady_clock::now();
     ++q->producers_waiting;
+    q->has_data.notify_one();  // a lingering receiver must drain now
     q->has_room.wait(lock, has_room);
     --q->producers_waiting;
     q->blocked_ns += std::chrono::duration_cast<std::chrono::nanoseconds>(
@@ -290,10 +294,24 @@ PyObject* PySetSpin(PyObject*, PyObject* arg) {
   Py_RETURN_NONE;
 }
 
+PyObject* PySetLinger(PyObject*, PyObject* arg) {
+  long long ns = PyLong_AsLongLong(arg);
+  if (ns == -1 && PyErr_Occurred()) return nullptr;
+  g_linger_ns.store(ns < 0 ? 0 : ns);
+  Py_RETURN_NONE;
+}
+
 PyObject* PyCapacity(PyObject*, PyObject*) { return PyLong_FromSize_t(g_capacity.load()); }
 
 // Waits for messages and takes up to `max_count` of them.  Before sleeping it spins for
 // g_spin_ns, so that a receiver keeping up with a device is woken by no system call.
+//
+// In a burst (this pop comes less than g_linger_ns after the previous one returned) it
+// lingers up to g_linger_ns for more taps before taking the batch, unless `max_count` are
+// already queued, the queue is full, closed or flushed.  A receiver that wakes once per tap
+// costs the dispatching thread two GIL hand-offs per call; lingering turns a burst of calls
+// into a few batches.  An isolated tap is delivered at once, and `flush` (which barriers
+// call) ends any lingering.
 std::vector<Message> PopBatch(Queue* q, size_t max_count) {
   std::vector<Message> batch;
   if (q->n_items.load(std::memory_order_acquire) == 0) {
@@ -310,6 +328,14 @@ std::vector<Message> PopBatch(Queue* q, size_t max_count) {
     q->has_data.wait(lock);
     q->consumer_waiting = false;
   }
+  const auto linger = std::chrono::nanoseconds(g_linger_ns.load(std::memory_order_relaxed));
+  const auto now = std::chrono::steady_clock::now();
+  auto stop_lingering = [&] {
+    return q->closed || q->flush || q->producers_waiting > 0 || q->items.size() >= max_count;
+  };
+  if (linger.count() > 0 && now - q->last_pop < linger && !stop_lingering()) {
+    q->has_data.wait_until(lock, now + linger, stop_lingering);
+  }
   size_t freed = 0;
   batch.reserve(std::min(max_count, q->items.size()));
   while (!q->items.empty() && batch.size() < max_count) {
@@ -317,8 +343,10 @@ std::vector<Message> PopBatch(Queue* q, size_t max_count) {
     batch.push_back(q->items.front());
     q->items.pop_front();
   }
+  if (q->items.empty()) q->flush = false;
   q->n_items.store(q->items.size(), std::memory_order_release);
   q->used -= freed;
+  q->last_pop = std::chrono::steady_clock::now();
   const bool wake = freed > 0 && q->producers_waiting > 0;
   lock.unlock();
   if (wake) q->has_room.notify_all();
@@ -430,6 +458,17 @@ PyObject* SetClosed(PyObject* arg, bool closed) {
   Py_RETURN_NONE;
 }
 
+PyObject* PyFlush(PyObject*, PyObject* arg) {
+  Queue* q;
+  if (!ParseDevice(arg, &q)) return nullptr;
+  {
+    std::lock_guard<std::mutex> lock(q->mu);
+    if (!q->items.empty()) q->flush = true;
+  }
+  q->has_data.notify_all();
+  Py_RETURN_NONE;
+}
+
 PyObject* PyClose(PyObject*, PyObject* arg) { return SetClosed(arg, true); }
 PyObject* PyOpen(PyObject*, PyObject* arg) { return SetClosed(arg, false); }
 
@@ -467,6 +506,9 @@ PyMethodDef methods[] = {
     {"capacity", PyCapacity, METH_NOARGS, "capacity() -> bytes."},
     {"set_spin_ns", PySetSpin, METH_O,
      "set_spin_ns(ns): how long an idle receiver polls before it sleeps (default 50 us)."},
+    {"set_linger_ns", PySetLinger, METH_O,
+     "set_linger_ns(ns): how long a receiver in a burst waits for more taps (default 200 us)."},
+    {"flush", PyFlush, METH_O, "flush(device): deliver what is queued now, without lingering."},
     {"pop", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(PyPop)), METH_FASTCALL,
      "pop(device, max_count) -> [(consumer, seq, payload, offsets)] or None once closed and "
      "empty; waits without the GIL."},

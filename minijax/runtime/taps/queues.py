@@ -11,6 +11,8 @@ interface and the same rules, and only the Python-callback mechanism can fill it
 * `pop(ordinal, max_count)` waits for messages and returns up to `max_count` of them as
   `(consumer, seq, payload, offsets)` tuples, or None once the queue is closed and empty;
   sequence numbers count the taps a device has enqueued, from 0;
+* `flush(ordinal)` asks the receiver to take what is queued now rather than wait for more
+  (the native queues let a receiver linger briefly during bursts; barriers flush);
 * `counters(ordinal)` is `(enqueued, bytes_enqueued, queued_bytes, high_water, blocked_ns)`.
 
 A native payload is one buffer holding the arrays at `offsets`; a Python payload is the
@@ -108,6 +110,9 @@ class PythonQueues:
     with q.cond:
       q.closed = closed
       q.cond.notify_all()
+
+  def flush(self, ordinal: int) -> None:
+    """Nothing to do: these queues hand over every message as soon as it arrives."""
 
   def close(self, ordinal: int) -> None:
     self._set_closed(ordinal, True)
