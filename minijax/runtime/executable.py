@@ -47,39 +47,44 @@ _get_buffer = operator.attrgetter("_buffer")
 
 
 class RuntimeTokens:
-  """The latest token of every (ordered effect, device), and the status of unordered runs."""
+  """The latest token of every (ordered effect, device), and the status of unordered runs.
+
+  Executables bind the dict of latest tokens, the lock and their device's status list
+  into their call closures, so these containers are only ever changed in place."""
 
   _MAX_UNORDERED = 256  # per device, before the oldest statuses are waited for and dropped
 
   def __init__(self):
-    self._lock = threading.RLock()
+    self._lock = threading.Lock()
     self._tokens: dict[tuple[Any, Any], Any] = {}
     self._unordered: dict[Any, list] = {}
     self._initial: dict[Any, Any] = {}
 
   def current(self, effect, device) -> Any:
     """The token the next execution with `effect` on `device` must wait for."""
-    return self.current_for((effect, device))
+    token = self._tokens.get((effect, device))
+    return self.initial(device) if token is None else token
 
-  def current_for(self, key: tuple[Any, Any]) -> Any:
-    token = self._tokens.get(key)
+  def initial(self, device) -> Any:
+    """The token a chain starts from: a zero-byte array on `device`."""
+    token = self._initial.get(device)
     if token is None:
-      device = key[1]
-      token = self._initial.get(device)
-      if token is None:
-        token = self._initial[device] = _put_numpy(np.zeros((0,), np.bool_), _TOKEN_AVAL,
-                                                   device)._buffer
+      token = self._initial[device] = _put_numpy(np.zeros((0,), np.bool_), _TOKEN_AVAL,
+                                                 device)._buffer
     return token
 
-  def record_status(self, device, status) -> None:
-    """Keeps the execution status of a run with unordered effects, for `wait_all`."""
+  def statuses(self, device) -> list:
+    """The execution statuses of unordered runs on `device`, not yet waited for."""
     with self._lock:
-      statuses = self._unordered.setdefault(device, [])
-      statuses.append(status)
-      if len(statuses) > self._MAX_UNORDERED:
-        done, statuses[:] = statuses[:len(statuses) // 2], statuses[len(statuses) // 2:]
-        for old in done:
-          old.block_until_ready()
+      return self._unordered.setdefault(device, [])
+
+  def trim(self, statuses: list) -> None:
+    """Drops the older half of a long status list, once those runs are done."""
+    with self._lock:
+      done = statuses[:len(statuses) // 2]
+      del statuses[:len(done)]
+    for status in done:
+      status.block_until_ready()
 
   def pending(self) -> list:
     """Everything a barrier must wait for: the current tokens and the unordered run statuses."""
@@ -91,7 +96,8 @@ class RuntimeTokens:
     with self._lock:
       tokens = list(self._tokens.values())
       statuses = [s for ss in self._unordered.values() for s in ss]
-      self._unordered.clear()
+      for ss in self._unordered.values():
+        ss.clear()
     if tokens:
       xla_client.batched_block_until_ready(tokens)
     for status in statuses:
@@ -103,7 +109,8 @@ class RuntimeTokens:
     """Forgets every token: the next effectful executions start new chains."""
     with self._lock:
       self._tokens.clear()
-      self._unordered.clear()
+      for statuses in self._unordered.values():
+        statuses.clear()
 
 
 runtime_tokens = RuntimeTokens()
@@ -141,27 +148,46 @@ class Executable:
     if not self.ordered_effects and not self.unordered_effects:
       return None
     execute, handlers, tokens = self._exe.execute_sharded, self._handlers, runtime_tokens
-    device, with_status = self.device, bool(self.unordered_effects)
+    device, limit, lock = self.device, RuntimeTokens._MAX_UNORDERED, tokens._lock
+    statuses = tokens.statuses(device) if self.unordered_effects else None
     if not self.ordered_effects:
       def run_unordered(buffers):
         results = execute(buffers, with_tokens=True)
-        tokens.record_status(device, results.consume_token())
+        with lock:
+          statuses.append(results.consume_token())
+        if len(statuses) > limit:
+          tokens.trim(statuses)
         return results.consume_with_handlers(handlers)
       return run_unordered
+
     keys = [(effect, device) for effect in self.ordered_effects]
-    n, current, latest, lock = len(keys), tokens.current_for, tokens._tokens, tokens._lock
+    n, latest, initial = len(keys), tokens._tokens, tokens.initial(device)
     sharding = backend.sharding_for(device)
     all_handlers = [xla_client.array_result_handler(_TOKEN_AVAL, sharding, True,
                                                     _skip_checks=True)] * n + handlers
+    if n == 1 and statuses is None:  # the common case: one ordered effect, e.g. taps
+      key = keys[0]
+
+      def run_ordered_once(buffers):
+        with lock:
+          outs = execute([latest.get(key, initial), *buffers]).consume_with_handlers(
+              all_handlers)
+          latest[key] = outs[0]
+        del outs[0]
+        return outs
+      return run_ordered_once
 
     def run_ordered(buffers):
       with lock:
-        results = execute([*map(current, keys), *buffers], with_tokens=with_status)
-        if with_status:
-          tokens.record_status(device, results.consume_token())
+        results = execute([*[latest.get(k, initial) for k in keys], *buffers],
+                          with_tokens=statuses is not None)
+        if statuses is not None:
+          statuses.append(results.consume_token())
         outs = results.consume_with_handlers(all_handlers)
         for key, token in zip(keys, outs):
           latest[key] = token
+      if statuses is not None and len(statuses) > limit:
+        tokens.trim(statuses)
       return outs[n:]
     return run_ordered
 

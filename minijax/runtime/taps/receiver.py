@@ -33,7 +33,8 @@ from minijax.runtime.taps.queues import queues
 
 logger = logging.getLogger("minijax.taps")
 
-_BATCH = 64
+_BATCH = 256
+_get_ident = threading.get_ident
 
 
 class TapFunctionException(Exception):
@@ -65,7 +66,7 @@ class _DeviceReceiver:
     self.exceptions = 0
 
 
-_local = threading.local()
+_receiver_idents: set[int] = set()  # the threads running tap functions
 _lock = threading.RLock()     # serializes start and stop
 _progress = threading.Condition()
 _receivers: dict[int, _DeviceReceiver] = {}  # by device ordinal
@@ -77,7 +78,7 @@ _atexit_registered = False
 
 def in_receiver_thread() -> bool:
   """Whether the calling thread is a tap receiver (that is, runs inside a tap function)."""
-  return getattr(_local, "is_receiver", False)
+  return threading.get_ident() in _receiver_idents
 
 
 def device_ordinal(device: Any) -> int:
@@ -113,7 +114,15 @@ def ensure_started() -> None:
 
 
 def _receive(rec: _DeviceReceiver) -> None:
-  _local.is_receiver = True
+  ident = threading.get_ident()
+  _receiver_idents.add(ident)
+  try:
+    _drain(rec)
+  finally:
+    _receiver_idents.discard(ident)
+
+
+def _drain(rec: _DeviceReceiver) -> None:
   pop, consumers, device = queues.pop, registry.consumers_by_id, rec.device
   while True:
     batch = pop(rec.ordinal, _BATCH)
@@ -154,7 +163,9 @@ def before_execution() -> None:
   Raises RuntimeError inside a tap function (the computation could block on a queue that
   only the calling thread drains) and restarts receivers stopped by `stop_outfeed_receiver`.
   """
-  if getattr(_local, "is_receiver", False):
+  if _running and _get_ident() not in _receiver_idents:
+    return
+  if in_receiver_thread():
     raise RuntimeError(
         "A tap function tried to run a computation that contains taps. Tap functions run on "
         "the tap receiver thread, which would then have to drain its own queue, and could "
@@ -179,6 +190,9 @@ def _wait_for_receivers() -> None:
     return
   if not _running:
     ensure_started()  # taps arrived while stopped: deliver them rather than wait forever
+  for rec, target in targets:
+    if rec.processed < target:
+      queues.flush(rec.ordinal)
   with _progress:
     for rec, target in targets:
       while rec.processed < target:
@@ -192,7 +206,7 @@ def barrier_wait() -> None:
   processed, then raises `TapFunctionException` if a tap function raised since the last
   barrier."""
   global _exceptions_since_barrier
-  if getattr(_local, "is_receiver", False):
+  if in_receiver_thread():
     raise RuntimeError(
         "barrier_wait() was called from a tap function. It would wait for the receiver "
         "thread that is running the tap function itself, forever. Call it from the thread "
@@ -215,7 +229,7 @@ def stop_outfeed_receiver() -> None:
   functions stay counted for the next `barrier_wait`.
   """
   global _running
-  if getattr(_local, "is_receiver", False):
+  if in_receiver_thread():
     raise RuntimeError("stop_outfeed_receiver() cannot be called from a tap function")
   with _lock:
     if not _running:
