@@ -109,17 +109,18 @@ class JitWrapped:
                                       else static_argnames or ())
     self._donate_argnums = frozenset(_normalize_argnums(donate_argnums))
     self._device = backend.get_device(device) if device is not None else None
-    self._cache: dict[Any, _Traced] = {}
-    self._fast: dict[Any, Callable] = {}
     self._fast_ok = not (self._static_argnums or self._static_argnames)
     self._multi_device = False
+    # Traces and fast-path entries, per state of the flags that change what tracing and
+    # lowering produce (`_flag_state`); `_cache` and `_fast` are the current state's.
+    self._by_state: dict[tuple, tuple[dict, dict]] = {}
+    self._cache: dict[Any, _Traced] = {}
+    self._fast: dict[Any, Callable] = {}
+    self._select_state(_flag_state())
     _all_jitted.add(self)
 
-  def _forget(self):
-    """Drops traces and executables made under other dtype, tap-mechanism or NaN-checking
-    settings."""
-    self._cache.clear()
-    self._fast.clear()
+  def _select_state(self, state: tuple) -> None:
+    self._cache, self._fast = self._by_state.setdefault(state, ({}, {}))
 
   # -- argument handling
 
@@ -237,15 +238,24 @@ class JitWrapped:
 
 _flatten = tree_util.registry.flatten
 
-# Every live `jit` function, so that a flag that changes what tracing or lowering produces
-# (or whether the fast path may skip NaN checks) can drop their caches.
+# Flags that change what tracing or lowering produces, or whether the fast path may skip
+# NaN checks.  Like JAX's trace context, they key jit's caches: switching a flag back and
+# forth reuses what was compiled before.
+_STATE_FLAGS = ("enable_x64", "tap_mechanism", "debug_nans")
+
+
+def _flag_state() -> tuple:
+  return tuple(getattr(config, name) for name in _STATE_FLAGS)
+
+
 _all_jitted: "weakref.WeakSet[JitWrapped]" = weakref.WeakSet()
 
 
 def _on_config_change(name, value):
-  if name in ("enable_x64", "tap_mechanism", "debug_nans"):
+  if name in _STATE_FLAGS:
+    state = _flag_state()
     for wrapped in list(_all_jitted):
-      wrapped._forget()
+      wrapped._select_state(state)
 
 
 config.on_change(_on_config_change)
@@ -316,7 +326,7 @@ def _jitted(wrapped: JitWrapped) -> Callable:
   and avals, with no flattening; for other pytrees it is the tree structure and the leaves'
   avals; with several devices and no `device=`, the first argument's device is added.
   Everything else, and every first call, takes `wrapped._call_slow`."""
-  fast, slow = wrapped._fast, wrapped._call_slow
+  slow = wrapped._call_slow
   context, EvalTrace = trace_lib._context, trace_lib.EvalTrace
   get_aval = _get_aval
 
@@ -333,7 +343,7 @@ def _jitted(wrapped: JitWrapped) -> Callable:
           return slow(args, kwargs)
       if wrapped._multi_device:
         key += (dispatch.device_of(flat),)
-      entry = fast.get(key)
+      entry = wrapped._fast.get(key)
       if entry is not None:
         return entry(*flat)
     return slow(args, kwargs)

@@ -195,3 +195,22 @@ def test_changing_the_tap_mechanism_relowers_jitted_functions():
   finally:
     minijax.config.update("tap_mechanism", previous)
     hcb.barrier_wait()
+
+
+def test_switching_the_tap_mechanism_back_reuses_what_was_compiled_for_it(caplog):
+  from minijax.experimental import host_callback as hcb
+  f = minijax.jit(lambda x: hcb.id_tap(lambda *a: None, x) + 1)
+  x = minijax.device_put(np.float32(1.0))
+  previous = minijax.config.tap_mechanism
+  try:
+    for mechanism in ("native", "callback"):
+      minijax.config.update("tap_mechanism", mechanism)
+      f(x)
+    with caplog.at_level(logging.DEBUG, logger="minijax"):
+      for mechanism in ("native", "callback", "native"):
+        minijax.config.update("tap_mechanism", mechanism)
+        assert float(f(x)) == 2.0
+    assert not [r for r in caplog.records if r.getMessage().startswith("Compiled")]
+  finally:
+    minijax.config.update("tap_mechanism", previous)
+    hcb.barrier_wait()

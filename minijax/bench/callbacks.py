@@ -318,8 +318,10 @@ def parse_payload(text: str) -> int:
 # ----------------------------------------------------------------------------- contenders
 
 class Contender:
-  """One mechanism made runnable for one measurement: compiled (once, in `warm`) on every
-  device, with its counter.  `error` holds the short reason when it cannot run."""
+  """One mechanism made runnable for one measurement: compiled once on every device, with
+  its counter.  Every run happens under the mechanism's config, because minijax keys jit's
+  caches on it (a call under another mechanism would compile again, for that mechanism).
+  `error` holds the short reason when it cannot run."""
 
   def __init__(self, mech: Mechanism, lib, build: Callable[[Callable], Callable],
                inputs: Callable[[], np.ndarray], devices: list):
@@ -342,14 +344,16 @@ class Contender:
   def run(self) -> tuple[float, float, float]:
     """Runs once on every device; returns the seconds until the calls returned, until the
     results were ready, and until every host call had also run."""
-    t0 = time.perf_counter()
-    outs = [f(x) for f, x in zip(self.fns, self.xs)]
-    t1 = time.perf_counter()
-    for o in outs:
-      self.lib.block(o)
-    t2 = time.perf_counter()
-    self.lib.barrier()
-    return t1 - t0, t2 - t0, time.perf_counter() - t0
+    with self.lib.mechanism(self.mech.config):
+      t0 = time.perf_counter()
+      outs = [f(x) for f, x in zip(self.fns, self.xs)]
+      t1 = time.perf_counter()
+      for o in outs:
+        self.lib.block(o)
+      t2 = time.perf_counter()
+      self.lib.barrier()
+      t3 = time.perf_counter()
+    return t1 - t0, t2 - t0, t3 - t0
 
 
 def make_libs(mechs: list[Mechanism]) -> dict[str, Any]:
@@ -487,12 +491,14 @@ def measure_dispatch(mechs, libs, *, calls: int, rounds: int) -> list[dict]:
   def burst(c):
     def sample():
       f, x = c.fns[0], c.xs[0]
-      t0 = time.perf_counter()
-      for _ in range(calls - 1):
-        f(x)
-      c.lib.block(f(x))
-      c.lib.barrier()
-      return (time.perf_counter() - t0) / calls
+      with c.lib.mechanism(c.mech.config):
+        t0 = time.perf_counter()
+        for _ in range(calls - 1):
+          f(x)
+        c.lib.block(f(x))
+        c.lib.barrier()
+        t1 = time.perf_counter()
+      return (t1 - t0) / calls
     return sample
 
   stats = interleaved({k: burst(c) for k, c in contenders.items()}, rounds, "dispatch")
