@@ -28,6 +28,7 @@ from minijax.config import config
 from minijax.core import trace as trace_lib
 from minijax.core.avals import shaped_abstractify
 from minijax.core.jaxpr import ClosedJaxpr, Jaxpr
+from minijax.core.errors import UnexpectedTracerError
 from minijax.core.trace import Tracer
 from minijax.interpreters import ad, batching
 from minijax.interpreters import partial_eval as pe
@@ -199,6 +200,9 @@ class JitWrapped:
     traced, flat, dyn_args, static, in_tree = self._traced_for(args, kwargs)
     if type(trace_lib._context.trace) is trace_lib.EvalTrace and not any(
         isinstance(c, Tracer) for c in traced.consts):
+      leaked = next((x for x in flat if isinstance(x, Tracer)), None)
+      if leaked is not None:  # no trace is active, so its trace has ended
+        raise UnexpectedTracerError(leaked)
       device = self._device or dispatch.device_of(flat)
       executable = compiled_call(traced.jaxpr, self._name, traced.donated, device)
       if (self._fast_ok and not kwargs and not config.debug_nans
@@ -212,19 +216,28 @@ class JitWrapped:
                       donated_invars=traced.donated, device=self._device)
     return traced.out_tree.unflatten(outs)
 
+  def _call_fallback(self, args):
+    """Where a fast-path entry sends arguments that turn out not to be Arrays (a leaked
+    tracer, say, whose aval matched the key) or that live on another device (an entry
+    for pytree arguments gets its leaves back, and rebuilds `args` first)."""
+    return self._call_slow(args, {})
+
   def _remember_fast(self, args, flat, device, executable, traced):
     """Files `executable` under the fast path's key for these arguments (see `_jitted`)."""
     self._multi_device = self._device is None and backend.device_count() > 1
     if all(type(a) is Array for a in args):
-      key = (*map(type, args), *map(_get_aval, args))
+      key = args[0].aval if len(args) == 1 else (*map(_get_aval, args),)
+      fallback = self._call_fallback
     else:
-      key = (_flatten(args)[1], *map(_get_aval, flat))
+      args_tree = _flatten(args)[1]
+      key = (args_tree, *map(_get_aval, flat))
+      fallback = lambda flat: self._call_fallback(args_tree.unflatten(flat))  # noqa: E731
     if self._multi_device:
-      key += (device,)
+      key = (key, device)
     consts = [c if type(c) is Array and c._device is device else device_put(c, device)
               for c in traced.consts]
     if hasattr(executable, "make_call"):
-      self._fast[key] = executable.make_call(consts, traced.out_tree)
+      self._fast[key] = executable.make_call(consts, traced.out_tree, fallback)
     else:  # a jaxpr without equations: nothing was compiled
       self._fast[key] = lambda *flat: traced.out_tree.unflatten(executable(*consts, *flat))
 
@@ -322,10 +335,12 @@ def jit(fun: Callable | None = None, *, static_argnums=(), static_argnames=(),
 def _jitted(wrapped: JitWrapped) -> Callable:
   """The function `jit` returns.  Its fast path serves calls without keyword arguments on
   concrete Arrays from `wrapped._fast`, whose entries run an executable and unflatten its
-  results (`Executable.make_call`).  When every argument is an Array the key is their types
-  and avals, with no flattening; for other pytrees it is the tree structure and the leaves'
-  avals; with several devices and no `device=`, the first argument's device is added.
-  Everything else, and every first call, takes `wrapped._call_slow`."""
+  results (`Executable.make_call`).  When every argument is an Array the key is their
+  avals (the aval itself for one argument), with no flattening; for other pytrees it is
+  the tree structure and the leaves' avals; with several devices and no `device=`, the
+  first argument's device is added.  An entry hands arguments that are not Arrays
+  (anything else with an `aval`) back to `wrapped._call_slow`, which also serves every
+  first call."""
   slow = wrapped._call_slow
   context, EvalTrace = trace_lib._context, trace_lib.EvalTrace
   get_aval = _get_aval
@@ -334,7 +349,7 @@ def _jitted(wrapped: JitWrapped) -> Callable:
     if not kwargs and type(context.trace) is EvalTrace:
       flat = args
       try:
-        key = (*map(type, args), *map(get_aval, args))
+        key = args[0].aval if len(args) == 1 else (*map(get_aval, args),)
       except AttributeError:
         flat, in_tree = _flatten(args)
         try:
@@ -342,7 +357,7 @@ def _jitted(wrapped: JitWrapped) -> Callable:
         except AttributeError:
           return slow(args, kwargs)
       if wrapped._multi_device:
-        key += (dispatch.device_of(flat),)
+        key = (key, dispatch.device_of(flat))
       entry = wrapped._fast.get(key)
       if entry is not None:
         return entry(*flat)

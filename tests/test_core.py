@@ -143,3 +143,17 @@ def test_equation_carries_the_users_source_location():
   closed = minijax.make_jaxpr(lambda x: lax.sin(x))(1.0)
   info = closed.jaxpr.eqns[0].source_info
   assert info.file == __file__ and info.function == "<lambda>"
+
+
+def test_leaked_tracer_passed_to_a_jitted_function_is_reported():
+  leaked = []
+  minijax.jit(lambda x: leaked.append(x) or x)(np.float32(1.0))
+  f = minijax.jit(lambda x: x + 1)
+  assert float(f(minijax.device_put(np.float32(1.0)))) == 2.0  # fills the fast path for f32[]
+  with pytest.raises(UnexpectedTracerError, match="leaked tracer"):
+    f(leaked[0])
+  g = minijax.jit(lambda pair: pair[0] + pair[1])
+  one = minijax.device_put(np.float32(1.0))
+  assert float(g((one, one))) == 2.0
+  with pytest.raises(UnexpectedTracerError, match="leaked tracer"):
+    g((one, leaked[0]))

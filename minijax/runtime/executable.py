@@ -191,12 +191,13 @@ class Executable:
       return outs[n:]
     return run_ordered
 
-  def make_call(self, consts: Sequence[Array] = (), out_tree=None) -> Callable:
+  def make_call(self, consts: Sequence[Array] = (), out_tree=None,
+                fallback: Callable | None = None) -> Callable:
     """The fastest way to run this executable: `call(*args)` runs it on `(*consts, *args)`
     and returns the list of output Arrays, or `out_tree.unflatten` of it.  Everything fixed
     at compile time is bound into the closure (this is the dispatch hot path).  Arguments
-    that are not Arrays on this executable's device take `_call_general`, which converts
-    and checks them."""
+    that are not Arrays on this executable's device go to `fallback(args)` when given, else
+    to `_call_general`, which converts and checks them."""
     general, diagnose, run_effectful = self._call_general, self._diagnose, self._run_effectful
     execute, handlers = self._exe.execute_sharded, self._handlers
     out_avals, out_devices, device = self.out_avals, self._out_devices, self.device
@@ -208,12 +209,16 @@ class Executable:
     single = unflatten is not None and out_tree.num_leaves == 1 and out_tree.num_nodes == 1
     out_aval = out_avals[0] if single else None
 
+    one_arg = not consts and len(self.in_avals) == 1  # the most common call: f(x)
+
     def call(*args):
       try:
-        buffers = [*const_buffers, *map(_get_buffer, args)]
+        buffers = [args[0]._buffer] if one_arg else [*const_buffers, *map(_get_buffer, args)]
         if check_devices and any(a._device is not device for a in args):
           raise AttributeError
       except AttributeError:
+        if fallback is not None:
+          return fallback(args)
         outs = general((*consts, *args))
         return unflatten(outs) if unflatten is not None else outs
       try:
