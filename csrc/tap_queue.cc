@@ -132,6 +132,7 @@ struct Queue {
 std::atomic<size_t> g_capacity{256u * 1024u * 1024u};
 std::atomic<int64_t> g_spin_ns{50000};
 std::atomic<int64_t> g_linger_ns{200000};
+constexpr std::chrono::milliseconds kMaxLinger{10};
 std::atomic<Queue*> g_queues[kMaxDevices];
 
 Queue* GetQueue(int device) {
@@ -307,11 +308,12 @@ PyObject* PyCapacity(PyObject*, PyObject*) { return PyLong_FromSize_t(g_capacity
 // g_spin_ns, so that a receiver keeping up with a device is woken by no system call.
 //
 // In a burst (this pop comes less than g_linger_ns after the previous one returned) it
-// lingers up to g_linger_ns for more taps before taking the batch, unless `max_count` are
-// already queued, the queue is full, closed or flushed.  A receiver that wakes once per tap
-// costs the dispatching thread two GIL hand-offs per call; lingering turns a burst of calls
-// into a few batches.  An isolated tap is delivered at once, and `flush` (which barriers
-// call) ends any lingering.
+// lingers while taps keep coming: until none arrived for g_linger_ns, `max_count` are
+// queued, the queue is full, closed or flushed, or kMaxLinger has passed.  Tap functions
+// need the GIL that the dispatching thread holds, so a receiver woken for every tap of a
+// burst of calls costs each call two GIL hand-offs; lingering delivers the burst in a few
+// batches.  An isolated tap is delivered at once, and `flush` (which barriers call) ends
+// any lingering.
 std::vector<Message> PopBatch(Queue* q, size_t max_count) {
   std::vector<Message> batch;
   if (q->n_items.load(std::memory_order_acquire) == 0) {
@@ -333,8 +335,16 @@ std::vector<Message> PopBatch(Queue* q, size_t max_count) {
   auto stop_lingering = [&] {
     return q->closed || q->flush || q->producers_waiting > 0 || q->items.size() >= max_count;
   };
-  if (linger.count() > 0 && now - q->last_pop < linger && !stop_lingering()) {
-    q->has_data.wait_until(lock, now + linger, stop_lingering);
+  if (linger.count() > 0 && now - q->last_pop < linger) {
+    const auto give_up = now + kMaxLinger;
+    size_t seen = q->items.size();
+    auto quiet_until = now + linger;
+    while (!stop_lingering() && quiet_until < give_up) {
+      q->has_data.wait_until(lock, quiet_until, stop_lingering);
+      if (q->items.size() == seen) break;  // quiet for a whole window
+      seen = q->items.size();
+      quiet_until = std::chrono::steady_clock::now() + linger;
+    }
   }
   size_t freed = 0;
   batch.reserve(std::min(max_count, q->items.size()));
@@ -507,7 +517,8 @@ PyMethodDef methods[] = {
     {"set_spin_ns", PySetSpin, METH_O,
      "set_spin_ns(ns): how long an idle receiver polls before it sleeps (default 50 us)."},
     {"set_linger_ns", PySetLinger, METH_O,
-     "set_linger_ns(ns): how long a receiver in a burst waits for more taps (default 200 us)."},
+     "set_linger_ns(ns): the quiet time that ends a receiver's wait for more taps in a burst "
+     "(default 200 us; 0 delivers every tap at once)."},
     {"flush", PyFlush, METH_O, "flush(device): deliver what is queued now, without lingering."},
     {"pop", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(PyPop)), METH_FASTCALL,
      "pop(device, max_count) -> [(consumer, seq, payload, offsets)] or None once closed and "
