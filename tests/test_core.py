@@ -76,6 +76,16 @@ def test_make_jaxpr_prints_longer_jaxprs_one_equation_per_line():
   in (e, f) }"""
 
 
+def test_python_scalars_stay_rank0_literals_as_in_jax():
+  x = np.ones(3, np.float32)
+  assert (str(minijax.make_jaxpr(lambda x: x * 2.0)(x))
+          == "{ lambda ; a:f32[3]. let b:f32[3] = mul a 2.0:f32[] in (b,) }")
+  assert (str(minijax.make_jaxpr(lambda x, y: x - y)(x, np.float32(2)))
+          == "{ lambda ; a:f32[3] b:f32[]. let c:f32[3] = sub a b in (c,) }")
+  assert (str(minijax.make_jaxpr(lambda x: lax.lt(1, x))(np.ones(2, np.int32)))
+          == "{ lambda ; a:i32[2]. let b:bool[2] = lt 1:i32[] a in (b,) }")
+
+
 def test_closed_over_arrays_print_as_constants_and_scalars_as_literals():
   c = np.arange(3, dtype=np.float32)
   text = str(minijax.make_jaxpr(lambda x: lax.add(lax.mul(x, c), 2.0))(np.ones(3, np.float32)))

@@ -190,6 +190,51 @@ def test_binary_primitive_matches_numpy_eagerly_and_under_jit(name):
       check(fn, (x, y), expected, jit=(k == 0 and j == 0))
 
 
+@pytest.mark.parametrize("side", ["rank0_x", "rank0_y"])
+@pytest.mark.parametrize("name", _cases(BINARY))
+def test_binary_primitive_takes_a_rank0_operand_on_either_side(name, side):
+  fn, np_fn, dts, domain = BINARY[name]
+  for dtype in dts[:2]:
+    x, y = sample((2, 3), dtype, "any" if name != "pow" else "pos"), sample((2, 3), dtype,
+                                                                           domain)
+    if name.startswith("shift"):
+      y = (y % 8).astype(dtype)
+    if side == "rank0_x":
+      x = np.asarray(x[1, 2])
+    else:
+      y = np.asarray(y[1, 2])
+    expected = _ref(np_fn, x, y)
+    out = check(fn, (x, y), expected.astype(np.asarray(fn(x, y)).dtype))
+    assert out.shape == (2, 3)
+
+
+def test_binary_ops_broadcast_only_rank0_operands():
+  x3 = np.ones(3, np.float32)
+  assert lax.add(x3, np.float32(2)).shape == (3,)
+  assert lax.eq(np.float32(1), x3).shape == (3,)
+  with pytest.raises(TypeError, match=r"add requires arguments of the same shape, got "
+                                      r"f32\[3\], f32\[1\]; rank-0 ones broadcast"):
+    lax.add(x3, np.ones(1, np.float32))
+  with pytest.raises(TypeError, match=r"mul requires arguments of the same shape, got "
+                                      r"f32\[\], f32\[2,3\], f32\[3\]"):
+    minijax.make_jaxpr(lambda a, b, c: lax.mul_p.bind(a, b, c))(
+        np.float32(1), np.ones((2, 3), np.float32), x3)
+
+
+def test_rank0_operands_lower_to_a_splat_constant_or_a_broadcast():
+  x = np.ones(3, np.float32)
+  text = minijax.jit(lambda v: lax.mul(v, 2.0)).lower(x).as_text()
+  assert "mhlo.constant dense<2.000000e+00> : tensor<3xf32>" in text
+  assert "broadcast_in_dim" not in text
+  assert_close(minijax.jit(lambda v: lax.mul(v, 2.0))(x), 2 * x)
+  c = minijax.device_put(np.float32(3.0))  # one rank-0 constant, used twice
+  assert_close(minijax.jit(lambda v: lax.add(lax.mul(v, c), c))(x), np.full(3, 6.0))
+  text = minijax.jit(lax.lt).lower(np.float32(0), x).as_text()
+  assert "mhlo.broadcast_in_dim" in text and "mhlo.compare" in text
+  assert_close(minijax.jit(lax.lt)(np.float32(0.5), np.arange(3, dtype=np.float32)),
+               np.array([False, True, True]))
+
+
 def test_binary_ops_take_python_scalars_in_the_arrays_dtype():
   x = np.arange(4, dtype=np.float32)
   out = lax.add(x, 1)

@@ -371,6 +371,69 @@ def test_vjp_dot_product_identity_over_random_programs(seed):
   assert abs(lhs - rhs) <= 1e-4 * max(1.0, abs(lhs)), (lhs, rhs)
 
 
+# ----------------------------------------------------------------------------- rank-0 operands
+
+_XV = np.array([0.5, -1.5, 2.0], np.float32)
+
+
+def test_grad_with_respect_to_a_rank0_operand_sums_the_cotangent():
+  y = np.float32(1.7)
+  allclose(minijax.grad(lambda y: lax.reduce_sum(lax.mul(_XV, y), (0,)))(y), _XV.sum())
+  allclose(minijax.grad(lambda y: lax.reduce_sum(lax.mul(y, _XV), (0,)))(y), _XV.sum())
+  allclose(minijax.grad(lambda y: lax.reduce_sum(lax.sub(_XV, y), (0,)))(y), -3.0)
+  allclose(minijax.grad(lambda y: lax.reduce_sum(lax.div(_XV, y), (0,)))(y),
+           -_XV.sum() / y ** 2, rtol=1e-5)
+  g = minijax.grad(lambda y, x: lax.reduce_sum(lax.mul(x, y), (0,)), argnums=(0, 1))(y, _XV)
+  allclose(g[0], _XV.sum())
+  allclose(g[1], np.full(3, y))
+  # mul's transpose for its rank-0 operand is a mul and a sum to rank 0 (as in JAX)
+  closed = minijax.make_jaxpr(minijax.grad(lambda y: lax.reduce_sum(lax.mul(_XV, y), (0,))))(y)
+  last = closed.jaxpr.eqns[-2:]
+  assert [e.primitive.name for e in last] == ["mul", "reduce_sum"], closed
+  assert last[0].outvars[0].aval.shape == (3,) and last[1].outvars[0].aval.shape == ()
+
+
+def test_jvp_broadcasts_the_tangent_of_a_lone_rank0_operand():
+  y = np.float32(0.25)
+  out, t = minijax.jvp(lambda y: lax.add(_XV, y), (y,), (np.float32(2.0),))
+  allclose(out, _XV + y)
+  assert np.shape(t) == (3,)
+  allclose(t, np.full(3, 2.0))
+  out, t = minijax.jvp(lambda x, y: lax.mul(x, y), (_XV, y), (np.ones(3, np.float32),
+                                                              np.float32(3.0)))
+  allclose(t, y + 3.0 * _XV)
+  # the rank-0 operand's tangent is zero: the result's tangent keeps the array's shape
+  _, t = minijax.jvp(lambda x: lax.max(x, np.float32(0.0)), (_XV,), (np.ones(3, np.float32),))
+  allclose(t, [1.0, 0.0, 1.0])
+
+
+def test_vjp_and_linear_transpose_of_a_rank0_operand():
+  ct = np.array([1.0, 2.0, 4.0], np.float32)
+  _, vjp = minijax.vjp(lambda y: lax.add(_XV, y), np.float32(0.5))
+  allclose(vjp(ct)[0], 7.0)
+  (t,) = minijax.linear_transpose(lambda y: lax.mul(_XV, y), np.float32(0.0))(ct)
+  assert np.shape(t) == ()
+  allclose(t, np.dot(_XV, ct))
+
+
+def test_vmap_over_a_rank0_operand_only_broadcasts_it_against_the_array():
+  ys = np.array([1.0, 2.0], np.float32)
+  x23 = np.arange(6, dtype=np.float32).reshape(2, 3)
+  allclose(minijax.vmap(lambda y: lax.mul(_XV, y))(ys), np.outer(ys, _XV))
+  allclose(minijax.vmap(lambda y: lax.sub(y, x23))(ys), ys[:, None, None] - x23)
+  allclose(minijax.vmap(lambda y: lax.sub(y, x23), out_axes=2)(ys),
+           np.moveaxis(ys[:, None, None] - x23, 0, 2))
+  # both batched, the rank-0 one along its only axis and the array along a later one
+  xs = np.stack([_XV, 2 * _XV], axis=1)
+  allclose(minijax.vmap(lax.mul, in_axes=(1, 0))(xs, ys), xs.T * ys[:, None])
+  # batched array, unbatched rank-0 operand: the operand stays a rank-0 literal
+  text = str(minijax.make_jaxpr(minijax.vmap(lambda x: lax.mul(x, 2.0)))(x23))
+  assert text == "{ lambda ; a:f32[2,3]. let b:f32[2,3] = mul a 2.0:f32[] in (b,) }", text
+  # grad of vmap and vmap of grad with respect to the rank-0 operand
+  g = minijax.vmap(minijax.grad(lambda y: lax.reduce_sum(lax.mul(_XV, lax.mul(y, y)), (0,))))
+  allclose(g(ys), 2 * ys * _XV.sum())
+
+
 # ----------------------------------------------------------------------------- jaxprs and effects
 
 def test_make_jaxpr_of_each_transformation():

@@ -117,7 +117,15 @@ def _register_add_any():
   from minijax.interpreters import batching
   from minijax.lowering import mlir
   mlir.register_lowering(add_any_p, lambda ctx, x, y: mhlo.AddOp(x, y).result)
-  batching.defbroadcasting(add_any_p)
+
+  def batch(args, dims):  # operands of equal shapes: both get the batch dim first
+    (x, y), (dx, dy) = args, dims
+    if dx == dy:
+      return add_any_p.bind(x, y), dx
+    size = x.shape[dx] if dx is not None else y.shape[dy]
+    return add_any_p.bind(batching.bdim_at_front(x, dx, size),
+                          batching.bdim_at_front(y, dy, size)), 0
+  batching.primitive_batchers[add_any_p] = batch
 
 
 _register_add_any()
@@ -286,6 +294,17 @@ def vjp_flat(fun: Callable, primals: Sequence[Any]):
 
 # ----------------------------------------------------------------------------- rule helpers
 
+def _fit_tangent(t, shape):
+  """A contribution to an output tangent of `shape`: broadcast when it has rank 0 and the
+  output does not (an elementwise op's rank-0 operand, e.g. `add`'s tangent `g`)."""
+  if not shape or get_aval(t).shape:
+    return t
+  if is_float0(t):
+    return np.zeros(shape, dtypes.float0)
+  from minijax import lax
+  return lax.broadcast_in_dim(t, shape, ())
+
+
 def defjvp(primitive, *jvp_fns: Callable | None) -> None:
   """One function per argument: `fn(tangent, *primals, **params)` gives that argument's
   contribution to the output tangent; `None` marks a non-differentiable argument."""
@@ -298,9 +317,10 @@ def defjvp(primitive, *jvp_fns: Callable | None) -> None:
           total = [add_tangents(a, b) for a, b in zip(total, fn(t, *primals, **params))]
       return out, total
     total = Zero.from_primal_value(out)
+    shape = total.aval.shape
     for fn, t in zip(jvp_fns, tangents):
       if fn is not None and type(t) is not Zero:
-        total = add_tangents(total, fn(t, *primals, **params))
+        total = add_tangents(total, _fit_tangent(fn(t, *primals, **params), shape))
     return out, total
   primitive_jvps[primitive] = rule
 
@@ -310,9 +330,10 @@ def defjvp2(primitive, *jvp_fns: Callable | None) -> None:
   def rule(primals, tangents, **params):
     out = primitive.bind(*primals, **params)
     total = Zero.from_primal_value(out)
+    shape = total.aval.shape
     for fn, t in zip(jvp_fns, tangents):
       if fn is not None and type(t) is not Zero:
-        total = add_tangents(total, fn(t, out, *primals, **params))
+        total = add_tangents(total, _fit_tangent(fn(t, out, *primals, **params), shape))
     return out, total
   primitive_jvps[primitive] = rule
 

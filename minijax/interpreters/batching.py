@@ -54,16 +54,53 @@ def bdim_at_front(x, bdim, size: int):
 
 
 def defbroadcasting(primitive) -> None:
-  """Elementwise n-ary: batch dims move to the front and unbatched operands are
-  broadcast to the batch size (lax ops take operands of equal shapes)."""
+  """Elementwise n-ary (operands of one shape S, or of rank 0): when every batched operand
+  has the same shape and batch dim and the unbatched ones have rank 0, the primitive applies
+  as is.  Otherwise batch dims move to the front, a batched operand of rank 0 (per element)
+  is broadcast to the batch size times S, and an unbatched one of shape S is broadcast to
+  the batch size; unbatched rank-0 operands stay rank 0."""
   def rule(batched_args, batch_dims, **params):
-    size = next(x.shape[d] for x, d in zip(batched_args, batch_dims) if d is not None)
-    if all(d == batch_dims[0] for d in batch_dims) and len({getattr(x, "ndim", 0) for x in batched_args}) == 1:
-      return primitive.bind(*batched_args, **params), batch_dims[0]
-    args = [bdim_at_front(x, d, size) for x, d in zip(batched_args, batch_dims)]
+    shape = dim = None
+    fast = True
+    for x, d in zip(batched_args, batch_dims):
+      if d is None:
+        fast = fast and not _shape(x)
+      elif dim is None:
+        shape, dim = _shape(x), d
+      else:
+        fast = fast and d == dim and _shape(x) == shape
+    if fast:
+      out = primitive.bind(*batched_args, **params)
+      return out, (dim if not primitive.multiple_results else [dim] * len(out))
+    size = shape[dim]
+    elem_shape = ()  # the unbatched result shape S
+    for x, d in zip(batched_args, batch_dims):
+      s = _shape(x)
+      if d is not None:
+        s = s[:d] + s[d + 1:]
+      if s:
+        elem_shape = s
+        break
+    args = [_to_batched(x, d, size, elem_shape) for x, d in zip(batched_args, batch_dims)]
     out = primitive.bind(*args, **params)
     return out, (0 if not primitive.multiple_results else [0] * len(out))
   primitive_batchers[primitive] = rule
+
+
+def _shape(x) -> tuple:
+  return x.aval.shape if isinstance(x, Tracer) else shaped_abstractify(x).shape
+
+
+def _to_batched(x, d, size: int, elem_shape: tuple):
+  """An operand of an elementwise op with the batch dim first and the shape (size, *S), or
+  rank 0 when it is unbatched and of rank 0."""
+  from minijax import lax
+  if d is None:
+    return x if not _shape(x) else bdim_at_front(x, None, size)
+  x = moveaxis(x, d, 0)
+  if elem_shape and len(_shape(x)) == 1:
+    x = lax.broadcast_in_dim(x, (size, *elem_shape), (0,))
+  return x
 
 
 # ----------------------------------------------------------------------------- the batch trace

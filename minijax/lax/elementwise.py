@@ -1,10 +1,11 @@
 """Elementwise primitives: arithmetic, transcendental functions, comparisons, logic.
 
-Binary ops take operands of equal shape and dtype (`minijax.numpy` broadcasts and promotes
-before it binds them); Python scalars are accepted and take the other operand's dtype,
-keeping their weak type.  Each primitive's block holds every rule it has: abstract eval
-(from the shape/dtype rules of `utils`), lowering, jvp, transpose when it is linear, and
-batching (`defvectorized` for unary ops, `defbroadcasting` for n-ary ones).
+Binary ops take operands of equal dtype and of one shape, except that any of them may have
+rank 0 (`utils.elementwise_shapes`; `minijax.numpy` promotes and broadcasts the rest
+before it binds them); Python scalars are accepted and become rank-0 operands of the other
+operand's dtype, keeping their weak type.  Each primitive's block holds every rule it has:
+abstract eval (from the shape/dtype rules of `utils`), lowering, jvp, transpose when it is
+linear, and batching (`defvectorized` for unary ops, `defbroadcasting` for n-ary ones).
 """
 from __future__ import annotations
 
@@ -36,7 +37,8 @@ _SCALARS = (bool, int, float, complex)
 
 
 def _coerce_scalars(*args):
-  """Python scalars take the dtype (and shape) of the array operands."""
+  """Python scalars become rank-0 operands of the array operands' dtype, weakly typed
+  only when that array is (the result is weak only if every operand is)."""
   if not any(isinstance(a, _SCALARS) for a in args):
     return args
   arrays = [a for a in args if not isinstance(a, _SCALARS)]
@@ -44,13 +46,13 @@ def _coerce_scalars(*args):
     return args
   aval = shaped_abstractify(arrays[0])
   from minijax.lax.structural import full
-  return tuple(full(aval.shape, a, aval.dtype, weak_type=True) if isinstance(a, _SCALARS)
+  return tuple(full((), a, aval.dtype, weak_type=aval.weak_type) if isinstance(a, _SCALARS)
                else a for a in args)
 
 
 def _binop(name, accepted, what, mhlo_op, dtype_rule=None):
   prim = utils.standard_primitive(
-      name, utils.same_shapes(name),
+      name, utils.elementwise_shapes(name),
       dtype_rule or utils.same_dtypes_accepting(name, accepted, what))
   batching.defbroadcasting(prim)
   mlir.register_lowering(prim, utils.nary_lowering(mhlo_op))
@@ -58,7 +60,7 @@ def _binop(name, accepted, what, mhlo_op, dtype_rule=None):
 
 
 def _unop(name, accepted, what, mhlo_op):
-  prim = utils.standard_primitive(name, utils.same_shapes(name),
+  prim = utils.standard_primitive(name, utils.elementwise_shapes(name),
                                   utils.same_dtypes_accepting(name, accepted, what))
   batching.defvectorized(prim)
   if mhlo_op is not None:
@@ -68,7 +70,8 @@ def _unop(name, accepted, what, mhlo_op):
 
 def _linear_transpose(fns):
   """A transpose rule for a primitive linear in some arguments: `fns[i](ct, *args)` is the
-  cotangent of argument i when it is the undefined (linear) one."""
+  cotangent of argument i when it is the undefined (linear) one (summed to rank 0 for a
+  rank-0 argument of a larger result)."""
   def rule(ct, *args, **params):
     out = []
     for fn, a in zip(fns, args):
@@ -79,7 +82,7 @@ def _linear_transpose(fns):
       elif fn is None:
         raise NotImplementedError("not linear in this argument")
       else:
-        out.append(fn(ct, *args, **params))
+        out.append(utils.unbroadcast_scalar(fn(ct, *args, **params), a.aval))
     return out
   return rule
 
@@ -167,9 +170,10 @@ def neg(x):
 
 # ---- max / min: ties split the tangent evenly, as JAX does
 def _balanced_eq(x, z, y):
-  """1 where x is the selected value (0.5 on a tie with y), else 0, in x's dtype."""
+  """1 where x is the selected value (0.5 on a tie with y), else 0, in x's dtype and the
+  shape of the result z (x or y may have rank 0)."""
   from minijax.lax.misc import select_n
-  one, half, zero = _const(x, 1), _const(x, 0.5), _const(x, 0)
+  one, half, zero = _const(z, 1), _const(z, 0.5), _const(z, 0)
   return select_n(eq(x, z), zero, select_n(eq(y, z), one, half))
 
 
@@ -198,7 +202,7 @@ pow_p = _binop("pow", utils.is_inexact, "floating point or complex", mhlo.PowOp)
 def _pow_jvp_x(g, out, x, y):
   # y * x**(y-1), written so that x == 0 with y == 0 gives 0 rather than nan
   from minijax.lax.misc import select_n
-  safe = select_n(eq(y, _zeros_like(y)), pow(x, sub(y, _ones_like(y))), _zeros_like(x))
+  safe = select_n(eq(y, _zeros_like(y)), pow(x, sub(y, _ones_like(y))), _zeros_like(out))
   return mul(g, mul(y, safe))
 
 
@@ -218,7 +222,7 @@ def pow(x, y):
 
 # ---- integer_pow (static integer exponent, lowered to repeated squaring)
 integer_pow_p = utils.standard_primitive(
-    "integer_pow", utils.same_shapes("integer_pow"),
+    "integer_pow", utils.elementwise_shapes("integer_pow"),
     utils.same_dtypes_accepting("integer_pow", utils.is_number, "numbers"))
 batching.defvectorized(integer_pow_p)
 
@@ -485,11 +489,11 @@ def _compare_ir(x, y, direction: str, dtype):
 def _comparison(name, direction, accepted=utils.any_dtype, what=""):
   same_dtype = utils.same_dtypes_accepting(name, accepted, what)
   prim = utils.standard_primitive(
-      name, utils.same_shapes(name),
+      name, utils.elementwise_shapes(name),
       lambda *avals, **_: (same_dtype(*avals), dtypes.bool_)[1], lambda *a, **_: False)
   batching.defbroadcasting(prim)
-  mlir.register_lowering(prim, lambda ctx, x, y: _compare_ir(x, y, direction,
-                                                             ctx.avals_in[0].dtype))
+  mlir.register_lowering(prim, lambda ctx, *args: _compare_ir(
+      *utils.broadcast_scalar_operands(ctx, args), direction, ctx.avals_in[0].dtype))
   ad.defjvp(prim, None, None)
   return prim
 

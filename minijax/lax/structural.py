@@ -459,8 +459,14 @@ def full(shape, fill_value, dtype=None, weak_type=False):
     value = convert_element_type(fill_value, dtype, weak_type)
     return broadcast_in_dim(value, shape, ())
   scalar = np.asarray(fill_value, dtype)
-  from minijax.runtime.array import device_put, _put_numpy
   from minijax.core.trace import is_eval_context
+  if not shape and not is_eval_context():  # a literal under a trace
+    if not weak_type:
+      return scalar
+    if isinstance(fill_value, (bool, int, float, complex)) and (
+        dtypes.python_scalar_dtype(fill_value) == dtype):
+      return fill_value
+  from minijax.runtime.array import device_put, _put_numpy
   if is_eval_context():
     if weak_type:
       from minijax.runtime import backend

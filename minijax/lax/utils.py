@@ -4,6 +4,13 @@
 abstract evaluation derives the output aval from those rules and whose evaluation is the
 runtime's compiled dispatch.  `nary_lowering(op_class)` is the lowering of an MHLO op
 whose result type is the equation's output type.
+
+Elementwise n-ary primitives share one shape rule, `elementwise_shapes`: their operands
+have one common shape S, except that any of them may be rank 0 (a scalar, as JAX allows),
+and the result has shape S.  That is the only broadcasting lax does; every rule that
+touches these primitives handles it through the helpers here and in `ad`/`batching`
+(`broadcast_scalar_operands` in lowering, `unbroadcast_scalar` in transposes, the
+broadcast of a rank-0 tangent in `ad.defjvp`, and `batching.defbroadcasting`).
 """
 from __future__ import annotations
 
@@ -12,8 +19,9 @@ from typing import Callable
 import numpy as np
 
 from minijax.core import dtypes
-from minijax.core.avals import ShapedArray
+from minijax.core.avals import ShapedArray, shaped_abstractify
 from minijax.core.primitive import Primitive
+from minijax.lowering import mlir
 
 
 def standard_primitive(name: str, shape_rule: Callable, dtype_rule: Callable,
@@ -32,14 +40,20 @@ def _all_weak(*avals, **params) -> bool:
   return bool(avals) and all(a.weak_type for a in avals)
 
 
-def same_shapes(name: str):
+def elementwise_shapes(name: str):
+  """Shape rule of elementwise primitives: one common shape, rank-0 operands allowed."""
   def rule(*avals, **params):
-    shapes = {a.shape for a in avals}
-    if len(shapes) != 1:
-      shown = ", ".join(a.str_short() for a in avals)
-      raise TypeError(f"{name} requires arguments of the same shape, got {shown}; "
-                      "broadcast them first (minijax.numpy broadcasts for you)")
-    return avals[0].shape
+    shape = avals[0].shape
+    for a in avals:
+      if a.shape != shape:
+        if not shape:
+          shape = a.shape
+        elif a.shape:
+          shown = ", ".join(a.str_short() for a in avals)
+          raise TypeError(f"{name} requires arguments of the same shape, got {shown}; "
+                          "rank-0 ones broadcast, broadcast the others first "
+                          "(minijax.numpy broadcasts for you)")
+    return shape
   return rule
 
 
@@ -73,10 +87,37 @@ def is_int_or_bool(dtype):
   return dtypes.is_integer(dtype) or dtype == dtypes.bool_
 
 
+def broadcast_scalar_operands(ctx, args) -> list:
+  """The operands of an elementwise op, rank-0 ones broadcast to the result's shape: a
+  scalar constant becomes a splat constant of that shape, anything else a
+  `broadcast_in_dim` with no dimensions."""
+  shape = ctx.avals_out[0].shape
+  if not shape:
+    return list(args)
+  out = list(args)
+  for i, aval in enumerate(ctx.avals_in):
+    if aval.shape != shape:
+      out[i] = mlir.broadcast_scalar(out[i], aval.update(shape=shape))
+  return out
+
+
 def nary_lowering(op_class) -> Callable:
   def rule(ctx, *args, **params):
+    for aval in ctx.avals_in:
+      if aval.shape != ctx.avals_out[0].shape:
+        return op_class(*broadcast_scalar_operands(ctx, args)).result
     return op_class(*args).result
   return rule
+
+
+def unbroadcast_scalar(ct, aval):
+  """A cotangent of an elementwise op's result, for an operand of `aval`: summed to rank 0
+  when the operand was a rank-0 one broadcast against a larger shape."""
+  ndim = len(shaped_abstractify(ct).shape)
+  if aval.shape or not ndim:
+    return ct
+  from minijax.lax.reductions import reduce_sum
+  return reduce_sum(ct, tuple(range(ndim)))
 
 
 def is_float(dtype):

@@ -112,6 +112,21 @@ def ir_constant(val: Any, dtype=None) -> ir.Value:
   return mhlo.ConstantOp(attr).result
 
 
+def broadcast_scalar(x: ir.Value, aval) -> ir.Value:
+  """A rank-0 `x` broadcast to `aval`'s shape: a splat constant when `x` is a constant (a
+  jaxpr literal, say), else a `broadcast_in_dim` with no dimensions."""
+  out_type = aval_to_ir_type(aval)
+  op = x.owner
+  if getattr(op, "name", None) == "mhlo.constant":
+    value = op.attributes["value"]
+    if isinstance(value, ir.DenseElementsAttr) and value.is_splat:
+      # (the scalar constant may have other uses, e.g. a constvar's; a dead one is dropped
+      # by the compiler)
+      return mhlo.ConstantOp(ir.DenseElementsAttr.get_splat(
+          out_type, value.get_splat_value())).result
+  return mhlo.BroadcastInDimOp(out_type, x, []).result
+
+
 def _storage_view(dtype):
   return np.uint16 if dtype.itemsize == 2 else np.uint8
 

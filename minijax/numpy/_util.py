@@ -3,7 +3,8 @@
 Every numpy function turns its array arguments into minijax values through `check` (which
 rejects strings and other objects with a TypeError naming the type), promotes them with
 JAX's lattice (`dtypes.result_type` on (dtype, weak_type) pairs, so Python scalars are
-weak) and broadcasts them with numpy's rules before binding lax primitives.
+weak) and broadcasts them with numpy's rules before binding lax primitives; functions that
+bind one elementwise lax op leave rank-0 operands rank 0 (`keep_scalars`), as JAX does.
 """
 from __future__ import annotations
 
@@ -112,15 +113,22 @@ def broadcast_to(x, shape_: Sequence[int]):
   return lax.broadcast_in_dim(x, shape_, tuple(range(nd - len(xs), nd)))
 
 
-def promote_and_broadcast(name: str, *args, inexact: bool = False):
+def promote_and_broadcast(name: str, *args, inexact: bool = False, keep_scalars: bool = False):
   """Promoted and broadcast operands; Python scalars become constants of the full shape
-  directly (one device value, or one broadcast of a literal under a trace)."""
+  directly (one device value, or one broadcast of a literal under a trace).
+
+  With `keep_scalars` (for callers that only bind elementwise lax ops, which accept rank-0
+  operands among operands of one shape), rank-0 operands (Python scalars, rank-0 arrays)
+  are only promoted: they stay rank 0 and lax broadcasts them, as in JAX's jaxprs."""
   check(name, *args)
   dt, weak = result_type_of(*args)
   if inexact and not dtypes.is_inexact(dt):
     dt = dtypes.default_float_dtype()
-  out_shape = broadcast_shapes(name, *(np.shape(a) if isinstance(a, _SCALARS) else aval(a).shape
-                                       for a in args))
+  shapes = [np.shape(a) if isinstance(a, _SCALARS) else aval(a).shape for a in args]
+  out_shape = broadcast_shapes(name, *shapes)
+  if keep_scalars:
+    return [to_array(a, dt, weak) if not s else broadcast_to(to_array(a, dt, weak), out_shape)
+            for a, s in zip(args, shapes)]
   return [lax.full(out_shape, a, dt, weak_type=weak) if isinstance(a, _SCALARS)
           else broadcast_to(to_array(a, dt, weak), out_shape) for a in args]
 

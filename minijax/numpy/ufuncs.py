@@ -43,9 +43,11 @@ def _eager_compiled(name, impl):
   return run
 
 
-def _binary(name, fn, inexact=False):
+def _binary(name, fn, inexact=False, keep_scalars=False):
+  """A binary ufunc; `keep_scalars` when `fn` only binds elementwise lax ops (which take a
+  rank-0 operand as it is) so Python scalars and rank-0 arrays are not broadcast."""
   def impl(x1, x2):
-    a, b = _pb(name, x1, x2, inexact=inexact)
+    a, b = _pb(name, x1, x2, inexact=inexact, keep_scalars=keep_scalars)
     return fn(a, b)
   impl.__name__ = name
   run = _eager_compiled(name, impl)
@@ -85,10 +87,10 @@ def _subtract(a, b):
   return lax.sub(a, b)
 
 
-add = _binary("add", _add)
-subtract = _binary("subtract", _subtract)
-multiply = _binary("multiply", _multiply)
-true_divide = _binary("true_divide", lax.div, inexact=True)
+add = _binary("add", _add, keep_scalars=True)
+subtract = _binary("subtract", _subtract, keep_scalars=True)
+multiply = _binary("multiply", _multiply, keep_scalars=True)
+true_divide = _binary("true_divide", lax.div, inexact=True, keep_scalars=True)
 divide = true_divide
 
 
@@ -180,8 +182,8 @@ def _min(a, b):
   return lax.bitwise_and(a, b) if _is_bool(a) else lax.min(a, b)
 
 
-maximum = _binary("maximum", _max)
-minimum = _binary("minimum", _min)
+maximum = _binary("maximum", _max, keep_scalars=True)
+minimum = _binary("minimum", _min, keep_scalars=True)
 
 
 def _fmax(a, b):
@@ -198,7 +200,7 @@ def _fmin(a, b):
 
 fmax = _binary("fmax", _fmax)
 fmin = _binary("fmin", _fmin)
-arctan2 = _binary("arctan2", lax.atan2, inexact=True)
+arctan2 = _binary("arctan2", lax.atan2, inexact=True, keep_scalars=True)
 
 
 def _logaddexp(a, b):
@@ -227,12 +229,12 @@ def _signbit(x):
 copysign = _binary("copysign", _copysign, inexact=True)
 
 # ---- comparisons
-equal = _binary("equal", lax.eq)
-not_equal = _binary("not_equal", lax.ne)
-less = _binary("less", lax.lt)
-less_equal = _binary("less_equal", lax.le)
-greater = _binary("greater", lax.gt)
-greater_equal = _binary("greater_equal", lax.ge)
+equal = _binary("equal", lax.eq, keep_scalars=True)
+not_equal = _binary("not_equal", lax.ne, keep_scalars=True)
+less = _binary("less", lax.lt, keep_scalars=True)
+less_equal = _binary("less_equal", lax.le, keep_scalars=True)
+greater = _binary("greater", lax.gt, keep_scalars=True)
+greater_equal = _binary("greater_equal", lax.ge, keep_scalars=True)
 
 
 # ---- logical and bitwise
@@ -269,10 +271,13 @@ def _int_or_bool_only(name, fn):
   return wrapped
 
 
-bitwise_and = _binary("bitwise_and", _int_or_bool_only("bitwise_and", lax.bitwise_and))
-bitwise_or = _binary("bitwise_or", _int_or_bool_only("bitwise_or", lax.bitwise_or))
-bitwise_xor = _binary("bitwise_xor", _int_or_bool_only("bitwise_xor", lax.bitwise_xor))
-left_shift = _binary("left_shift", lax.shift_left)
+bitwise_and = _binary("bitwise_and", _int_or_bool_only("bitwise_and", lax.bitwise_and),
+                       keep_scalars=True)
+bitwise_or = _binary("bitwise_or", _int_or_bool_only("bitwise_or", lax.bitwise_or),
+                      keep_scalars=True)
+bitwise_xor = _binary("bitwise_xor", _int_or_bool_only("bitwise_xor", lax.bitwise_xor),
+                       keep_scalars=True)
+left_shift = _binary("left_shift", lax.shift_left, keep_scalars=True)
 
 
 def _right_shift(a, b):
@@ -281,7 +286,7 @@ def _right_shift(a, b):
   return lax.shift_right_arithmetic(a, b)
 
 
-right_shift = _binary("right_shift", _right_shift)
+right_shift = _binary("right_shift", _right_shift, keep_scalars=True)
 
 
 def invert(x, /):
