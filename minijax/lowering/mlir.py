@@ -90,26 +90,43 @@ def token_type() -> ir.Type:
 # ----------------------------------------------------------------------------- constants
 
 def ir_constant(val: Any, dtype=None) -> ir.Value:
-  """An MHLO constant.  Arrays broadcast along zero strides are emitted as a splat of
-  their distinct part and a `broadcast_in_dim`, not materialized."""
+  """An MHLO constant.  An array broadcast along zero strides is not materialized: it is
+  emitted as a constant of its distinct part and a `broadcast_in_dim`, or as a splat when
+  that part is a single element."""
   array = np.asarray(val, dtype=dtype)
   if array.dtype == dtypes.float0:
     array = np.zeros(array.shape, np.bool_)
-  if array.ndim and any(s == 0 for s in array.strides) and array.size:
+  if array.ndim and array.size and 0 in array.strides:
     keep = [d for d in range(array.ndim) if array.strides[d] != 0]
     index = tuple(slice(None) if d in keep else 0 for d in range(array.ndim))
-    core = ir_constant(np.ascontiguousarray(array[index]))
+    # np.array, not np.ascontiguousarray, which would make a 0-d core 1-d
+    core = np.array(array[index])
+    if not keep:
+      return splat_constant(core, array.shape)
     out_type = ir.RankedTensorType.get(array.shape, dtype_to_ir_type(array.dtype))
-    return mhlo.BroadcastInDimOp(out_type, core, _dense_i64(keep)).result
-  array = np.ascontiguousarray(array).reshape(array.shape)  # ascontiguousarray makes 0-d 1-d
-  if array.dtype == np.bool_:
-    attr = ir.DenseElementsAttr.get(np.packbits(array, bitorder="little"), type=ir.IntegerType.get_signless(1),
-                                    shape=array.shape)
-  else:
-    element_type = dtype_to_ir_type(array.dtype)
-    attr = ir.DenseElementsAttr.get(array.view(_storage_view(array.dtype)) if array.dtype == dtypes.bfloat16 else array,
-                                    type=element_type, shape=array.shape)
-  return mhlo.ConstantOp(attr).result
+    # mhlo's builder wants a list here: it makes the DenseIntElementsAttr the op needs, where
+    # a DenseI64ArrayAttr would be dropped and leave an op the verifier rejects
+    return mhlo.BroadcastInDimOp(out_type, ir_constant(core), keep).result
+  return mhlo.ConstantOp(_dense_attr(array, array.shape)).result
+
+
+def _dense_attr(array: np.ndarray, shape: Sequence[int]) -> ir.DenseElementsAttr:
+  """`array`'s elements as an attribute of `shape`: `array`'s own shape, or any shape when
+  `array` holds one element, which then is splat."""
+  # (bool arrays go in unpacked: the binding packs them, and reads a packed buffer of one
+  # byte as a splat)
+  array = np.ascontiguousarray(array)  # (makes a 0-d array 1-d, which the binding takes)
+  return ir.DenseElementsAttr.get(
+      array.view(_storage_view(array.dtype)) if array.dtype == dtypes.bfloat16 else array,
+      type=dtype_to_ir_type(array.dtype), shape=shape)
+
+
+def splat_constant(value: Any, shape: Sequence[int], dtype=None) -> ir.Value:
+  """A constant of `shape` whose every element is the scalar `value` (cast to `dtype`)."""
+  value = np.asarray(value, dtype=dtype)
+  if 0 in shape:
+    return ir_constant(np.zeros(shape, value.dtype))
+  return mhlo.ConstantOp(_dense_attr(value, shape)).result
 
 
 def broadcast_scalar(x: ir.Value, aval) -> ir.Value:
