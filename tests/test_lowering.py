@@ -86,3 +86,34 @@ def test_scan_lowering_emits_a_valid_module():
   assert "dense<0.000000e+00> : tensor<5xf32>" in str(module)
   carry, ys = minijax.jit(fun)(xs)
   np.testing.assert_array_equal(np.asarray(ys), [0, 0, 2, 9, 24])
+
+
+def test_rank0_literals_of_elementwise_ops_lower_to_splats_of_the_result_shape():
+  f = minijax.jit(lambda x: lax.add(lax.mul(lax.sin(x), 1.01), 0.5) * 1.01)
+  text = f.lower(np.ones(1024, np.float32)).as_text()
+  assert text.count("mhlo.constant dense<1.010000e+00> : tensor<1024xf32>") == 2
+  assert "mhlo.constant dense<5.000000e-01> : tensor<1024xf32>" in text
+  assert "broadcast_in_dim" not in text and "tensor<f32>" not in text
+  x = np.linspace(-3, 3, 1024, dtype=np.float32)
+  expected = (np.sin(x) * np.float32(1.01) + 0.5) * np.float32(1.01)
+  np.testing.assert_allclose(np.asarray(f(x)), expected, rtol=1e-6, atol=1e-6)
+
+
+@pytest.mark.parametrize("fun, x", [
+    (lambda x: lax.mul(x, -0.0) + lax.mul(x, 0.0), np.arange(4, dtype=np.float32) - 2),
+    (lambda x: lax.div(1.0, x), np.array([-0.0, 0.0, 2.0], np.float32)),
+    (lambda x: lax.lt(x, 2), np.arange(5, dtype=np.int32)),
+    (lambda x: lax.bitwise_and(x, True) ^ lax.bitwise_or(x, False), np.array([True, False])),
+    (lambda x: lax.max(x, np.uint8(200)), np.arange(250, 256, dtype=np.uint8)),
+    (lambda x: lax.add(x, 1 + 2j), np.ones(3, np.complex64)),
+    (lambda x: lax.add(x, 1.0), np.ones((0, 3), np.float32)),
+    (lambda x: lax.add(x, 1.5), np.ones(3, np.float16)),
+])
+def test_splat_literals_compute_what_the_ops_compute_on_scalars(fun, x):
+  # (each op run eagerly lowers with its literal an operand of rank 0, not a splat)
+  module = mlir.lower_jaxpr_to_module(minijax.make_jaxpr(fun)(x)).module
+  assert module.operation.verify()
+  out, expected = np.asarray(minijax.jit(fun)(x)), np.asarray(fun(x))
+  np.testing.assert_array_equal(out, expected)
+  if out.dtype.kind == "f":
+    np.testing.assert_array_equal(np.signbit(out), np.signbit(expected))
