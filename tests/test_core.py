@@ -86,6 +86,37 @@ def test_python_scalars_stay_rank0_literals_as_in_jax():
           == "{ lambda ; a:i32[2]. let b:bool[2] = lt 1:i32[] a in (b,) }")
 
 
+# Golden strings from jax 0.10.2, which prints a scalar literal as the Python value of its
+# item: an f32 literal shows the double nearest the f32 (1.0099999904632568), not the shortest
+# f32 repr ('1.01'), while f64 literals come out short because the item is the value itself.
+@pytest.mark.parametrize("fun, arg, literal", [
+    (lambda x: x * 1.01, np.ones(3, np.float32), "1.0099999904632568:f32[]"),
+    (lambda x: x * 1e-10, np.ones(3, np.float32), "1.000000013351432e-10:f32[]"),
+    (lambda x: x * 123456789.0, np.ones(3, np.float32), "123456792.0:f32[]"),
+    (lambda x: x * -0.0, np.ones(3, np.float32), "-0.0:f32[]"),
+    (lambda x: x * float("inf"), np.ones(3, np.float32), "inf:f32[]"),
+    (lambda x: x * 1.01, np.ones(3, np.float16), "1.009765625:f16[]"),
+    (lambda x: x * 1.01, np.ones(3, dtypes.bfloat16), "1.0078125:bf16[]"),
+    (lambda x: x * 3, np.ones(3, np.int32), "3:i32[]"),
+    (lambda x: x * np.uint8(3), np.ones(3, np.uint8), "3:u8[]"),
+    (lambda x: lax.bitwise_and(x, True), np.ones(3, bool), "True:bool[]"),
+    (lambda x: x * (1 + 2j), np.ones(3, np.complex64), "(1+2j):c64[]"),
+])
+def test_literals_print_as_in_jax(fun, arg, literal):
+  text = str(minijax.make_jaxpr(fun)(arg))
+  assert text.endswith(f" a {literal} in (b,) }}"), text
+
+
+@pytest.mark.parametrize("fun, arg, literal", [
+    (lambda x: x * 1.01, np.ones(3, np.float64), "1.01:f64[]"),
+    (lambda x: x * 1e20, np.ones(3, np.float64), "1e+20:f64[]"),
+    (lambda x: x * 1.01, np.ones(3, np.float32), "1.0099999904632568:f32[]"),
+    (lambda x: x * 3, np.ones(3, np.int64), "3:i64[]"),
+])
+def test_64bit_literals_print_as_in_jax(x64, fun, arg, literal):
+  assert str(minijax.make_jaxpr(fun)(arg)).endswith(f" a {literal} in (b,) }}")
+
+
 def test_closed_over_arrays_print_as_constants_and_scalars_as_literals():
   c = np.arange(3, dtype=np.float32)
   text = str(minijax.make_jaxpr(lambda x: lax.add(lax.mul(x, c), 2.0))(np.ones(3, np.float32)))

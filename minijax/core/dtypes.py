@@ -81,14 +81,29 @@ def python_scalar_dtype(x: Any) -> np.dtype:
   raise TypeError(f"{type(x).__name__} is not a Python scalar")
 
 
+def _memoized(predicate):
+  # (np.issubdtype costs microseconds, and tracing asks about the same few dtypes per op)
+  answers: dict = {}
+  def memoized(dtype) -> bool:
+    answer = answers.get(dtype)
+    if answer is None:
+      answer = answers[dtype] = bool(predicate(dtype))
+    return answer
+  memoized.__name__ = predicate.__name__
+  return memoized
+
+
+@_memoized
 def is_float(dtype) -> bool:
   return np.issubdtype(dtype, np.floating) or dtype == bfloat16
 
 
+@_memoized
 def is_integer(dtype) -> bool:
   return np.issubdtype(dtype, np.integer)
 
 
+@_memoized
 def is_inexact(dtype) -> bool:
   return is_float(dtype) or np.issubdtype(dtype, np.complexfloating)
 

@@ -55,7 +55,7 @@ def _binop(name, accepted, what, mhlo_op, dtype_rule=None):
       name, utils.elementwise_shapes(name),
       dtype_rule or utils.same_dtypes_accepting(name, accepted, what))
   batching.defbroadcasting(prim)
-  mlir.register_lowering(prim, utils.nary_lowering(mhlo_op))
+  mlir.register_lowering(prim, utils.nary_lowering(mhlo_op), splat_literals=True)
   return prim
 
 
@@ -64,7 +64,7 @@ def _unop(name, accepted, what, mhlo_op):
                                   utils.same_dtypes_accepting(name, accepted, what))
   batching.defvectorized(prim)
   if mhlo_op is not None:
-    mlir.register_lowering(prim, utils.nary_lowering(mhlo_op))
+    mlir.register_lowering(prim, utils.nary_lowering(mhlo_op), splat_literals=True)
   return prim
 
 
@@ -277,7 +277,7 @@ def _abs_dtype(x):
 
 abs_p = utils.standard_primitive("abs", lambda x: x.shape, _abs_dtype)
 batching.defvectorized(abs_p)
-mlir.register_lowering(abs_p, utils.nary_lowering(mhlo.AbsOp))
+mlir.register_lowering(abs_p, utils.nary_lowering(mhlo.AbsOp), splat_literals=True)
 ad.defjvp2(abs_p, lambda g, out, x: mul(g, sign(x)))
 
 
@@ -459,7 +459,8 @@ is_finite_p = utils.standard_primitive(
                                                                   "floating point"),
     lambda x: False)
 batching.defvectorized(is_finite_p)
-mlir.register_lowering(is_finite_p, utils.nary_lowering(mhlo.IsFiniteOp))
+mlir.register_lowering(is_finite_p, utils.nary_lowering(mhlo.IsFiniteOp),
+                       splat_literals=True)
 ad.defjvp(is_finite_p, None)
 
 
@@ -493,7 +494,8 @@ def _comparison(name, direction, accepted=utils.any_dtype, what=""):
       lambda *avals, **_: (same_dtype(*avals), dtypes.bool_)[1], lambda *a, **_: False)
   batching.defbroadcasting(prim)
   mlir.register_lowering(prim, lambda ctx, *args: _compare_ir(
-      *utils.broadcast_scalar_operands(ctx, args), direction, ctx.avals_in[0].dtype))
+      *utils.broadcast_scalar_operands(ctx, args), direction, ctx.avals_in[0].dtype),
+      splat_literals=True)
   ad.defjvp(prim, None, None)
   return prim
 

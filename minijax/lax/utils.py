@@ -10,7 +10,10 @@ have one common shape S, except that any of them may be rank 0 (a scalar, as JAX
 and the result has shape S.  That is the only broadcasting lax does; every rule that
 touches these primitives handles it through the helpers here and in `ad`/`batching`
 (`broadcast_scalar_operands` in lowering, `unbroadcast_scalar` in transposes, the
-broadcast of a rank-0 tangent in `ad.defjvp`, and `batching.defbroadcasting`).
+broadcast of a rank-0 tangent in `ad.defjvp`, and `batching.defbroadcasting`).  Their
+lowerings are registered with `splat_literals=True`, so a rank-0 literal operand (the 1.0
+of `x + 1.0`) arrives as a splat constant of the result's shape instead of a scalar
+constant that would then need broadcasting.
 """
 from __future__ import annotations
 
@@ -102,11 +105,14 @@ def broadcast_scalar_operands(ctx, args) -> list:
 
 
 def nary_lowering(op_class) -> Callable:
+  name = op_class.OPERATION_NAME
   def rule(ctx, *args, **params):
+    shape = ctx.avals_out[0].shape
     for aval in ctx.avals_in:
-      if aval.shape != ctx.avals_out[0].shape:
-        return op_class(*broadcast_scalar_operands(ctx, args)).result
-    return op_class(*args).result
+      if aval.shape != shape:
+        args = broadcast_scalar_operands(ctx, args)
+        break
+    return mlir.emit_elementwise(ctx, name, args)
   return rule
 
 

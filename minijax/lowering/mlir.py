@@ -38,11 +38,17 @@ from minijax.lowering.tokens import TokenSet
 LoweringRule = Callable[..., Any]
 _lowerings: dict[Any, LoweringRule] = {}
 _platform_lowerings: dict[str, dict[Any, LoweringRule]] = {}
+_splat_literals: set = set()  # rules that take rank-0 literals splat to the result's shape
 
 
-def register_lowering(primitive, rule: LoweringRule, platform: str | None = None) -> LoweringRule:
+def register_lowering(primitive, rule: LoweringRule, platform: str | None = None, *,
+                      splat_literals: bool = False) -> LoweringRule:
+  """Registers `rule` for `primitive`.  `splat_literals=True` is for elementwise rules:
+  `jaxpr_subcomp` then hands them a rank-0 literal operand of a larger result already as a
+  splat constant of the result's shape, its `ctx.avals_in` entry reshaped to match."""
   table = _lowerings if platform is None else _platform_lowerings.setdefault(platform, {})
   table[primitive] = rule
+  (_splat_literals.add if splat_literals else _splat_literals.discard)(rule)
   return rule
 
 
@@ -100,26 +106,43 @@ def runtime_token_type() -> ir.Type:
 # ----------------------------------------------------------------------------- constants
 
 def ir_constant(val: Any, dtype=None) -> ir.Value:
-  """An MHLO constant.  Arrays broadcast along zero strides are emitted as a splat of
-  their distinct part and a `broadcast_in_dim`, not materialized."""
+  """An MHLO constant.  An array broadcast along zero strides is not materialized: it is
+  emitted as a constant of its distinct part and a `broadcast_in_dim`, or as a splat when
+  that part is a single element."""
   array = np.asarray(val, dtype=dtype)
   if array.dtype == dtypes.float0:
     array = np.zeros(array.shape, np.bool_)
-  if array.ndim and any(s == 0 for s in array.strides) and array.size:
+  if array.ndim and array.size and 0 in array.strides:
     keep = [d for d in range(array.ndim) if array.strides[d] != 0]
     index = tuple(slice(None) if d in keep else 0 for d in range(array.ndim))
-    core = ir_constant(np.ascontiguousarray(array[index]))
+    # np.array, not np.ascontiguousarray, which would make a 0-d core 1-d
+    core = np.array(array[index])
+    if not keep:
+      return splat_constant(core, array.shape)
     out_type = ir.RankedTensorType.get(array.shape, dtype_to_ir_type(array.dtype))
-    return mhlo.BroadcastInDimOp(out_type, core, _dense_i64(keep)).result
-  array = np.ascontiguousarray(array).reshape(array.shape)  # ascontiguousarray makes 0-d 1-d
-  if array.dtype == np.bool_:
-    attr = ir.DenseElementsAttr.get(np.packbits(array, bitorder="little"), type=ir.IntegerType.get_signless(1),
-                                    shape=array.shape)
-  else:
-    element_type = dtype_to_ir_type(array.dtype)
-    attr = ir.DenseElementsAttr.get(array.view(_storage_view(array.dtype)) if array.dtype == dtypes.bfloat16 else array,
-                                    type=element_type, shape=array.shape)
-  return mhlo.ConstantOp(attr).result
+    # mhlo's builder wants a list here: it makes the DenseIntElementsAttr the op needs, where
+    # a DenseI64ArrayAttr would be dropped and leave an op the verifier rejects
+    return mhlo.BroadcastInDimOp(out_type, ir_constant(core), keep).result
+  return mhlo.ConstantOp(_dense_attr(array, array.shape)).result
+
+
+def _dense_attr(array: np.ndarray, shape: Sequence[int]) -> ir.DenseElementsAttr:
+  """`array`'s elements as an attribute of `shape`: `array`'s own shape, or any shape when
+  `array` holds one element, which then is splat."""
+  # (bool arrays go in unpacked: the binding packs them, and reads a packed buffer of one
+  # byte as a splat)
+  array = np.ascontiguousarray(array)  # (makes a 0-d array 1-d, which the binding takes)
+  return ir.DenseElementsAttr.get(
+      array.view(_storage_view(array.dtype)) if array.dtype == dtypes.bfloat16 else array,
+      type=dtype_to_ir_type(array.dtype), shape=shape)
+
+
+def splat_constant(value: Any, shape: Sequence[int], dtype=None) -> ir.Value:
+  """A constant of `shape` whose every element is the scalar `value` (cast to `dtype`)."""
+  value = np.asarray(value, dtype=dtype)
+  if 0 in shape:
+    return ir_constant(np.zeros(shape, value.dtype))
+  return mhlo.ConstantOp(_dense_attr(value, shape)).result
 
 
 def broadcast_scalar(x: ir.Value, aval) -> ir.Value:
@@ -159,6 +182,9 @@ class ModuleContext:
   _symbol_table: Any = None
   _names_used: set = dataclasses.field(default_factory=set)
   _locations: dict = dataclasses.field(default_factory=dict)
+  _splats: dict = dataclasses.field(default_factory=dict)
+  _types: dict = dataclasses.field(default_factory=dict)
+  _rules: dict = dataclasses.field(default_factory=dict)
 
   def unique_name(self, name: str) -> str:
     candidate, n = name, 0
@@ -168,8 +194,23 @@ class ModuleContext:
     self._names_used.add(candidate)
     return candidate
 
+  def ir_type(self, aval) -> ir.Type:
+    """`aval_to_ir_type(aval)`, built once per module (avals are interned)."""
+    t = self._types.get(aval)
+    if t is None:
+      t = self._types[aval] = aval_to_ir_type(aval)
+    return t
 
-@dataclasses.dataclass
+  def rule(self, primitive) -> tuple[LoweringRule, bool]:
+    """The primitive's rule for this platform, and whether it takes splat literals."""
+    found = self._rules.get(primitive)
+    if found is None:
+      rule = _find_rule(primitive, self.platform)
+      found = self._rules[primitive] = (rule, rule in _splat_literals)
+    return found
+
+
+@dataclasses.dataclass(slots=True)
 class LoweringRuleContext:
   module_context: ModuleContext
   primitive: Any
@@ -313,28 +354,64 @@ def jaxpr_subcomp(mctx: ModuleContext, jaxpr: Jaxpr, tokens: TokenSet,
   env.update(zip(jaxpr.constvars, consts))
   env.update(zip(jaxpr.invars, args))
   for eqn in jaxpr.eqns:
-    rule = _find_rule(eqn.primitive, mctx.platform)
+    rule, splat = mctx.rule(eqn.primitive)
     eqn_effects = ordered_effects(eqn.effects) if eqn.effects else ()
-    ctx = LoweringRuleContext(mctx, eqn.primitive, [a.aval for a in eqn.invars],
-                              [v.aval for v in eqn.outvars],
+    avals_out = [v.aval for v in eqn.outvars]
+    avals_in = [a.aval for a in eqn.invars]
+    ctx = LoweringRuleContext(mctx, eqn.primitive, avals_in, avals_out,
                               tokens.subset(eqn_effects) if eqn_effects else _NO_TOKENS,
                               None, eqn.source_info)
     with _location(mctx, eqn):
       try:
-        out = rule(ctx, *map(read, eqn.invars), **eqn.params)
+        shape = avals_out[0].shape if splat else ()
+        if shape:
+          operands = []
+          for i, atom in enumerate(eqn.invars):
+            if type(atom) is Literal and atom.aval.shape != shape:
+              operands.append(_splat_literal(mctx, atom, shape))
+              avals_in[i] = atom.aval.update(shape=shape)
+            else:
+              operands.append(read(atom))
+        else:
+          operands = map(read, eqn.invars)
+        out = rule(ctx, *operands, **eqn.params)
       except Exception as e:
         e.add_note(f"while lowering the equation '{eqn.primitive}'"
                    + (f" from {eqn.source_info}" if eqn.source_info else ""))
         raise
-    _check_tokens_out(ctx, eqn_effects)
-    if eqn_effects:
-      tokens = tokens.update_tokens(ctx.tokens_out)
+    if eqn_effects or ctx.tokens_out is not None:
+      _check_tokens_out(ctx, eqn_effects)
+      if eqn_effects:
+        tokens = tokens.update_tokens(ctx.tokens_out)
+    if not eqn.primitive.multiple_results and len(eqn.outvars) == 1:
+      env[eqn.outvars[0]] = out
+      continue
     outs = list(out) if eqn.primitive.multiple_results else [out]
     if len(outs) != len(eqn.outvars):
       raise ValueError(f"lowering rule for '{eqn.primitive}' returned {len(outs)} values "
                        f"for {len(eqn.outvars)} outputs")
     env.update(zip(eqn.outvars, outs))
   return [read(v) for v in jaxpr.outvars], tokens
+
+
+def _splat_literal(mctx: ModuleContext, literal: Literal, shape) -> ir.Value:
+  # a literal recurs across a jaxpr (the 1.0 of every `x + 1.0`): its attribute is built once
+  value = np.asarray(literal.val, literal.aval.dtype)
+  key = (value.dtype, value.tobytes(), shape)
+  attr = mctx._splats.get(key)
+  if attr is None:
+    if 0 in shape:
+      return ir_constant(np.zeros(shape, value.dtype))
+    attr = mctx._splats[key] = _dense_attr(value, shape)
+  return ir.Operation.create("mhlo.constant", results=[attr.type],
+                             attributes={"value": attr}).result
+
+
+def emit_elementwise(ctx: LoweringRuleContext, op_name: str, operands) -> ir.Value:
+  """The op `op_name` (no attributes, one result of the equation's output type) built
+  directly: the dialect's generated builder would infer a type we already know."""
+  return ir.Operation.create(op_name, results=[ctx.module_context.ir_type(ctx.avals_out[0])],
+                             operands=operands).result
 
 
 def _check_tokens_out(ctx: LoweringRuleContext, eqn_effects: tuple) -> None:
