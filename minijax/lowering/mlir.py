@@ -3,12 +3,7 @@
 A module holds one public `main` and one private function per distinct nested jaxpr
 (`func.call` sites share it).  Every function takes, before its array arguments, one token
 per ordered effect of its jaxpr, in the fixed order of `effects.ordered_effects`, and
-returns the final tokens before its array results.  `main` passes them as runtime tokens,
-zero-byte `bool[0]` arrays, as JAX's entry functions do: it creates fresh `!mhlo.token`s
-inside and returns empty arrays.  Ordering across executions needs no more, because an
-execution's outputs become ready only when all of it has run, and the runtime hands each
-execution the previous one's output (XLA:CPU also returns an array several µs faster per
-call than a real token).  `jaxpr_subcomp` walks a jaxpr's
+returns the final tokens before its array results.  `jaxpr_subcomp` walks a jaxpr's
 equations, giving each lowering rule a `LoweringRuleContext` with the input and output
 avals and the tokens of the equation's ordered effects (`tokens_in`).  A rule for an
 effectful primitive must hand back the new tokens with `ctx.set_tokens_out`; the walker
@@ -96,11 +91,6 @@ def aval_to_ir_type(aval) -> ir.Type:
 
 def token_type() -> ir.Type:
   return mhlo.TokenType.get()
-
-
-def runtime_token_type() -> ir.Type:
-  """How `main` passes the token of an ordered effect: a zero-byte `bool[0]` array."""
-  return ir.RankedTensorType.get((0,), ir.IntegerType.get_signless(1))
 
 
 # ----------------------------------------------------------------------------- constants
@@ -255,9 +245,8 @@ def lower_jaxpr_to_fun(mctx: ModuleContext, name: str, closed_jaxpr: ClosedJaxpr
   jaxpr = closed_jaxpr.jaxpr
   effects = ordered_effects(jaxpr.effects) if effects is None else tuple(effects)
   n = len(effects)
-  boundary_token = runtime_token_type() if public else token_type()
-  in_types = [boundary_token] * n + [aval_to_ir_type(a) for a in jaxpr.in_avals]
-  out_types = [boundary_token] * n + [aval_to_ir_type(v.aval) for v in jaxpr.outvars]
+  in_types = [token_type()] * n + [aval_to_ir_type(a) for a in jaxpr.in_avals]
+  out_types = [token_type()] * n + [aval_to_ir_type(v.aval) for v in jaxpr.outvars]
   with ir.InsertionPoint(mctx.module.body):
     fn = func_dialect.FuncOp(name, ir.FunctionType.get(in_types, out_types))
   fn.attributes["sym_visibility"] = ir.StringAttr.get("public" if public else "private")
@@ -265,17 +254,10 @@ def lower_jaxpr_to_fun(mctx: ModuleContext, name: str, closed_jaxpr: ClosedJaxpr
     _set_aliasing_attrs(fn, jaxpr, donated_args, n)
   block = fn.add_entry_block()
   with ir.InsertionPoint(block):
-    if public:  # the runtime's tokens only order executions; inside, chains start afresh
-      tokens = TokenSet.from_lists(effects, [mhlo.CreateTokenOp().result for _ in effects])
-    else:
-      tokens = TokenSet.from_lists(effects, list(block.arguments[:n]))
+    tokens = TokenSet.from_lists(effects, list(block.arguments[:n]))
     consts = [ir_constant(_to_numpy(c)) for c in closed_jaxpr.consts]
     outs, tokens_out = jaxpr_subcomp(mctx, jaxpr, tokens, consts, *block.arguments[n:])
-    if public:
-      token_outs = [ir_constant(np.zeros((0,), np.bool_)) for _ in effects]
-    else:
-      token_outs = tokens_out.tokens()
-    func_dialect.ReturnOp([*token_outs, *outs])
+    func_dialect.ReturnOp([*tokens_out.tokens(), *outs])
   return fn
 
 
