@@ -125,14 +125,33 @@ struct Queue {
   int producers_waiting = 0;
   bool consumer_waiting = false;
   bool closed = false;
-  bool flush = false;              // deliver what is queued without lingering, until empty
+  // Set by a barrier's flush, by close and by a producer that finds the queue full: the
+  // receiver takes what is queued without lingering, until the queue is empty.
+  std::atomic<bool> hurry{false};
   std::chrono::steady_clock::time_point last_pop{};
+  // Taps the receiver has finished with: a batch counts once the receiver asks for the next.
+  std::atomic<uint64_t> delivered{0};
+  uint64_t in_flight = 0;          // the receiver's current batch (only it touches this)
+  std::condition_variable drained;
 };
 
 std::atomic<size_t> g_capacity{256u * 1024u * 1024u};
 std::atomic<int64_t> g_spin_ns{50000};
 std::atomic<int64_t> g_linger_ns{200000};
 constexpr std::chrono::milliseconds kMaxLinger{10};
+constexpr std::chrono::milliseconds kDrainSpin{2};
+
+// Polls `done` (yielding the CPU) until it holds or `deadline` passes.  Waiting this way
+// instead of sleeping matters on virtual machines, where waking a sleeping thread can
+// take 50-100 µs.
+template <typename Done>
+bool SpinUntil(std::chrono::steady_clock::time_point deadline, Done done) {
+  while (!done()) {
+    if (std::chrono::steady_clock::now() >= deadline) return false;
+    std::this_thread::yield();
+  }
+  return true;
+}
 std::atomic<Queue*> g_queues[kMaxDevices];
 
 Queue* GetQueue(int device) {
@@ -156,7 +175,8 @@ void Enqueue(Queue* q, Message&& msg) {
   if (!has_room()) {
     auto start = std::chrono::steady_clock::now();
     ++q->producers_waiting;
-    q->has_data.notify_one();  // a lingering receiver must drain now
+    q->hurry.store(true, std::memory_order_release);  // a lingering receiver must drain now
+    q->has_data.notify_one();
     q->has_room.wait(lock, has_room);
     --q->producers_waiting;
     q->blocked_ns += std::chrono::duration_cast<std::chrono::nanoseconds>(
@@ -305,7 +325,8 @@ PyObject* PySetLinger(PyObject*, PyObject* arg) {
 PyObject* PyCapacity(PyObject*, PyObject*) { return PyLong_FromSize_t(g_capacity.load()); }
 
 // Waits for messages and takes up to `max_count` of them.  Before sleeping it spins for
-// g_spin_ns, so that a receiver keeping up with a device is woken by no system call.
+// g_spin_ns, so that a receiver keeping up with a device is woken by no system call.  It
+// first counts the previous batch as delivered (see WaitDelivered).
 //
 // In a burst (this pop comes less than g_linger_ns after the previous one returned) it
 // lingers while taps keep coming: until none arrived for g_linger_ns, `max_count` are
@@ -313,16 +334,19 @@ PyObject* PyCapacity(PyObject*, PyObject*) { return PyLong_FromSize_t(g_capacity
 // need the GIL that the dispatching thread holds, so a receiver woken for every tap of a
 // burst of calls costs each call two GIL hand-offs; lingering delivers the burst in a few
 // batches.  An isolated tap is delivered at once, and `flush` (which barriers call) ends
-// any lingering.
+// any lingering.  Lingering polls rather than sleeps, so that a flush is seen at once.
 std::vector<Message> PopBatch(Queue* q, size_t max_count) {
+  if (q->in_flight > 0) {  // the previous batch has been processed
+    q->delivered.fetch_add(q->in_flight, std::memory_order_acq_rel);
+    q->in_flight = 0;
+    { std::lock_guard<std::mutex> lock(q->mu); }  // no waiter misses the notification
+    q->drained.notify_all();
+  }
   std::vector<Message> batch;
   if (q->n_items.load(std::memory_order_acquire) == 0) {
-    auto deadline = std::chrono::steady_clock::now() +
-                    std::chrono::nanoseconds(g_spin_ns.load(std::memory_order_relaxed));
-    while (q->n_items.load(std::memory_order_acquire) == 0 &&
-           std::chrono::steady_clock::now() < deadline) {
-      std::this_thread::yield();
-    }
+    SpinUntil(std::chrono::steady_clock::now() +
+                  std::chrono::nanoseconds(g_spin_ns.load(std::memory_order_relaxed)),
+              [&] { return q->n_items.load(std::memory_order_acquire) != 0; });
   }
   std::unique_lock<std::mutex> lock(q->mu);
   while (q->items.empty() && !q->closed) {
@@ -332,15 +356,18 @@ std::vector<Message> PopBatch(Queue* q, size_t max_count) {
   }
   const auto linger = std::chrono::nanoseconds(g_linger_ns.load(std::memory_order_relaxed));
   const auto now = std::chrono::steady_clock::now();
-  auto stop_lingering = [&] {
-    return q->closed || q->flush || q->producers_waiting > 0 || q->items.size() >= max_count;
-  };
   if (linger.count() > 0 && now - q->last_pop < linger) {
     const auto give_up = now + kMaxLinger;
     size_t seen = q->items.size();
     auto quiet_until = now + linger;
+    auto stop_lingering = [&] {
+      return q->hurry.load(std::memory_order_acquire) ||
+             q->n_items.load(std::memory_order_acquire) >= max_count;
+    };
     while (!stop_lingering() && quiet_until < give_up) {
-      q->has_data.wait_until(lock, quiet_until, stop_lingering);
+      lock.unlock();
+      SpinUntil(quiet_until, stop_lingering);
+      lock.lock();
       if (q->items.size() == seen) break;  // quiet for a whole window
       seen = q->items.size();
       quiet_until = std::chrono::steady_clock::now() + linger;
@@ -353,14 +380,26 @@ std::vector<Message> PopBatch(Queue* q, size_t max_count) {
     batch.push_back(q->items.front());
     q->items.pop_front();
   }
-  if (q->items.empty()) q->flush = false;
+  if (q->items.empty() && !q->closed) q->hurry.store(false, std::memory_order_release);
   q->n_items.store(q->items.size(), std::memory_order_release);
   q->used -= freed;
   q->last_pop = std::chrono::steady_clock::now();
+  q->in_flight = batch.size();
   const bool wake = freed > 0 && q->producers_waiting > 0;
   lock.unlock();
   if (wake) q->has_room.notify_all();
   return batch;
+}
+
+// Waits until the receiver has finished with `target` taps, or `timeout` passes.
+bool WaitDelivered(Queue* q, uint64_t target, std::chrono::nanoseconds timeout) {
+  auto reached = [&] { return q->delivered.load(std::memory_order_acquire) >= target; };
+  const auto start = std::chrono::steady_clock::now();
+  if (SpinUntil(start + std::min<std::chrono::nanoseconds>(kDrainSpin, timeout), reached)) {
+    return true;
+  }
+  std::unique_lock<std::mutex> lock(q->mu);
+  return q->drained.wait_until(lock, start + timeout, reached);
 }
 
 // pop(device, max_count) -> list of (consumer, seq, payload, offsets), or None once the
@@ -463,6 +502,7 @@ PyObject* SetClosed(PyObject* arg, bool closed) {
   {
     std::lock_guard<std::mutex> lock(q->mu);
     q->closed = closed;
+    q->hurry.store(closed, std::memory_order_release);
   }
   q->has_data.notify_all();
   Py_RETURN_NONE;
@@ -473,10 +513,31 @@ PyObject* PyFlush(PyObject*, PyObject* arg) {
   if (!ParseDevice(arg, &q)) return nullptr;
   {
     std::lock_guard<std::mutex> lock(q->mu);
-    if (!q->items.empty()) q->flush = true;
+    if (!q->items.empty()) q->hurry.store(true, std::memory_order_release);
   }
   q->has_data.notify_all();
   Py_RETURN_NONE;
+}
+
+// wait_delivered(device, target, timeout_s) -> whether the receiver has finished with
+// `target` taps; waits without the GIL.
+PyObject* PyWaitDelivered(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
+  if (nargs != 3) {
+    PyErr_SetString(PyExc_TypeError, "wait_delivered(device, target, timeout_s)");
+    return nullptr;
+  }
+  Queue* q;
+  if (!ParseDevice(args[0], &q)) return nullptr;
+  unsigned long long target = PyLong_AsUnsignedLongLong(args[1]);
+  if (target == static_cast<unsigned long long>(-1) && PyErr_Occurred()) return nullptr;
+  double timeout_s = PyFloat_AsDouble(args[2]);
+  if (timeout_s == -1.0 && PyErr_Occurred()) return nullptr;
+  bool reached;
+  Py_BEGIN_ALLOW_THREADS
+  const auto timeout = std::chrono::nanoseconds(static_cast<int64_t>(timeout_s * 1e9));
+  reached = WaitDelivered(q, target, timeout);
+  Py_END_ALLOW_THREADS
+  return PyBool_FromLong(reached);
 }
 
 PyObject* PyClose(PyObject*, PyObject* arg) { return SetClosed(arg, true); }
@@ -520,6 +581,11 @@ PyMethodDef methods[] = {
      "set_linger_ns(ns): the quiet time that ends a receiver's wait for more taps in a burst "
      "(default 200 us; 0 delivers every tap at once)."},
     {"flush", PyFlush, METH_O, "flush(device): deliver what is queued now, without lingering."},
+    {"wait_delivered",
+     reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(PyWaitDelivered)),
+     METH_FASTCALL,
+     "wait_delivered(device, target, timeout_s) -> bool: whether the receiver has finished "
+     "with `target` taps (a batch counts once it asks for the next); waits without the GIL."},
     {"pop", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(PyPop)), METH_FASTCALL,
      "pop(device, max_count) -> [(consumer, seq, payload, offsets)] or None once closed and "
      "empty; waits without the GIL."},

@@ -13,6 +13,8 @@ interface and the same rules, and only the Python-callback mechanism can fill it
   sequence numbers count the taps a device has enqueued, from 0;
 * `flush(ordinal)` asks the receiver to take what is queued now rather than wait for more
   (the native queues let a receiver linger briefly during bursts; barriers flush);
+* `wait_delivered(ordinal, target, timeout_s)` waits until the receiver has finished with
+  `target` taps (a batch counts once the receiver pops again) and says whether it has;
 * `counters(ordinal)` is `(enqueued, bytes_enqueued, queued_bytes, high_water, blocked_ns)`.
 
 A native payload is one buffer holding the arrays at `offsets`; a Python payload is the
@@ -41,13 +43,14 @@ MESSAGE_OVERHEAD = 64  # bytes charged per message, so even empty taps are bound
 
 class _PyQueue:
   __slots__ = ("items", "used", "high_water", "enqueued", "bytes_enqueued", "blocked_ns",
-               "closed", "cond")
+               "closed", "cond", "delivered", "in_flight")
 
   def __init__(self):
     self.items: collections.deque = collections.deque()
     self.used = self.high_water = self.enqueued = self.bytes_enqueued = self.blocked_ns = 0
     self.closed = False
     self.cond = threading.Condition()
+    self.delivered = self.in_flight = 0
 
 
 class PythonQueues:
@@ -96,14 +99,22 @@ class PythonQueues:
   def pop(self, ordinal: int, max_count: int):
     q = self._queue(ordinal)
     with q.cond:
+      q.delivered, q.in_flight = q.delivered + q.in_flight, 0
+      q.cond.notify_all()
       q.cond.wait_for(lambda: q.items or q.closed)
       batch = []
       while q.items and len(batch) < max_count:
         consumer, seq, copies, offsets, size = q.items.popleft()
         q.used -= size
         batch.append((consumer, seq, copies, offsets))
+      q.in_flight = len(batch)
       q.cond.notify_all()
     return batch or None
+
+  def wait_delivered(self, ordinal: int, target: int, timeout_s: float) -> bool:
+    q = self._queue(ordinal)
+    with q.cond:
+      return q.cond.wait_for(lambda: q.delivered >= target, timeout_s)
 
   def _set_closed(self, ordinal: int, closed: bool) -> None:
     q = self._queue(ordinal)

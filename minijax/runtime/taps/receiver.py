@@ -5,12 +5,14 @@ batches, rebuilds each tapped value from the consumer registry and calls the tap
 An exception in a tap function is logged on the "minijax.taps" logger with its traceback and
 counted; the receiver carries on, and the next `barrier_wait` raises `TapFunctionException`.
 
-Progress is counted, not probed: the queue numbers the taps each device enqueues, and the
-receiver counts the taps it has processed.  `barrier_wait` first waits for the computations
-that were already dispatched (`executable.runtime_tokens.wait_all()`, which covers every
-execution with an effect: the last token of each ordered effect and the status of each
-unordered run), at which point every tap they make is in a queue; it then waits until each device's processed count reaches
-the enqueued count read after that.  An idle barrier therefore compiles and runs nothing.
+Progress is counted, not probed: the queue numbers the taps each device enqueues, and
+counts those its receiver has finished with (a batch once the receiver asks for the next).
+`barrier_wait` first waits for the computations that were already dispatched
+(`executable.runtime_tokens.wait_all()`, which covers every execution with an effect: the
+last token of each ordered effect and the status of each unordered run), at which point
+every tap they make is in a queue; it then flushes each queue and waits, without the GIL,
+until the finished count reaches the enqueued count read after that.  An idle barrier
+therefore compiles and runs nothing.
 
 Receivers start lazily (`ensure_started`, called when a tap is lowered and before a tapped
 computation runs), stop with `stop_outfeed_receiver`, and restart on the next use.  Both a
@@ -68,7 +70,7 @@ class _DeviceReceiver:
 
 _receiver_idents: set[int] = set()  # the threads running tap functions
 _lock = threading.RLock()     # serializes start and stop
-_progress = threading.Condition()
+_counters = threading.Lock()
 _receivers: dict[int, _DeviceReceiver] = {}  # by device ordinal
 _by_device: dict[Any, _DeviceReceiver] = {}
 _running = False
@@ -136,15 +138,14 @@ def _drain(rec: _DeviceReceiver) -> None:
         nbytes += consumer.nbytes
       except BaseException as e:  # even SystemExit must not end a receiver
         _report(rec, consumer_id, consumer, e)
-    with _progress:
+    with _counters:
       rec.processed += len(batch)
       rec.bytes_delivered += nbytes
-      _progress.notify_all()
 
 
 def _report(rec: _DeviceReceiver, consumer_id: int, consumer, e: BaseException) -> None:
   global _exceptions_since_barrier
-  with _progress:
+  with _counters:
     rec.exceptions += 1
     _exceptions_since_barrier += 1
   hint = ""
@@ -186,19 +187,18 @@ def _wait_for_dispatched() -> None:
 
 def _wait_for_receivers() -> None:
   targets = [(rec, queues.enqueued(rec.ordinal)) for rec in list(_receivers.values())]
-  if not any(rec.processed < target for rec, target in targets):
+  pending = [(rec, target) for rec, target in targets if rec.processed < target]
+  if not pending:
     return
   if not _running:
     ensure_started()  # taps arrived while stopped: deliver them rather than wait forever
-  for rec, target in targets:
-    if rec.processed < target:
-      queues.flush(rec.ordinal)
-  with _progress:
-    for rec, target in targets:
-      while rec.processed < target:
-        if not _progress.wait(timeout=1.0) and not (rec.thread and rec.thread.is_alive()):
-          raise RuntimeError(f"the tap receiver of device {rec.device} is not running, so "
-                             f"{target - rec.processed} tap(s) cannot be delivered")
+  for rec, _ in pending:
+    queues.flush(rec.ordinal)
+  for rec, target in pending:
+    while not queues.wait_delivered(rec.ordinal, target, 1.0):
+      if not (rec.thread and rec.thread.is_alive()):
+        raise RuntimeError(f"the tap receiver of device {rec.device} is not running, so "
+                           f"{target - rec.processed} tap(s) cannot be delivered")
 
 
 def barrier_wait() -> None:
@@ -215,7 +215,7 @@ def barrier_wait() -> None:
     _wait_for_dispatched()
     _wait_for_receivers()
   if _exceptions_since_barrier:
-    with _progress:
+    with _counters:
       n, _exceptions_since_barrier = _exceptions_since_barrier, 0
     raise TapFunctionException(
         f"{n} exception(s) were raised in tap functions since the last barrier_wait(); their "
