@@ -425,3 +425,14 @@ def test_runtime_never_imports_jax():
     print("ok")
   """)
   assert out.strip() == "ok"
+
+
+def test_a_one_input_executable_called_with_another_number_of_arrays_says_so():
+  module = build_module([f32_4], [f32_4], lambda toks, args: ([], [mhlo.NegOp(args[0]).result]))
+  exe = runtime.compile(module, device=runtime.get_device(None), name="neg",
+                        in_avals=[f32_4], out_avals=[f32_4])
+  x = runtime.device_put(np.ones(4, np.float32))
+  assert np.asarray(exe(x)[0]).tolist() == [-1.0] * 4
+  for args in [(), (x, x)]:
+    with pytest.raises(TypeError, match=r"takes 1 array argument\(s\), got"):
+      exe(*args)

@@ -216,7 +216,10 @@ class Executable:
 
     def call(*args):
       try:
-        buffers = [args[0]._buffer] if one_arg else [*const_buffers, *map(_get_buffer, args)]
+        if one_arg and len(args) == 1:
+          buffers = [args[0]._buffer]
+        else:
+          buffers = [*const_buffers, *map(_get_buffer, args)]
         if check_devices and any(a._device is not device for a in args):
           raise AttributeError
       except AttributeError:
