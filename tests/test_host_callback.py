@@ -2,6 +2,7 @@
 callback): ordering, values, pytrees, dtypes, sizes, errors, threads, devices, control flow.
 Tests wait for taps with `barrier_wait`, never with `sleep`."""
 import io
+import logging
 import threading
 
 import numpy as np
@@ -229,6 +230,30 @@ def test_an_exception_in_a_tap_function_is_raised_at_the_barrier_and_others_stil
   with pytest.raises(hcb.TapFunctionException):
     hcb.barrier_wait()
   assert len(rec.calls) == 4
+
+
+def test_a_failing_tap_of_one_array_is_logged_with_its_traceback_and_spares_the_receiver(
+    caplog):
+  got = []
+  def bad(arg, transforms):
+    if float(arg) == 2.0:
+      raise SystemExit("tap function exits")  # not even this may end a receiver
+    if float(arg) == 3.0:
+      raise ValueError("tap function refuses")
+    got.append(float(arg))
+  f = minijax.jit(lambda x: hcb.id_tap(bad, x))
+  with caplog.at_level(logging.ERROR, logger="minijax.taps"):
+    for v in [1.0, 2.0, 3.0, 4.0]:
+      f(np.float32(v))
+    with pytest.raises(hcb.TapFunctionException, match="2 exception"):
+      hcb.barrier_wait()
+  failures = [r for r in caplog.records if r.name == "minijax.taps"]
+  assert len(failures) == 2
+  assert "tap function exits" in failures[0].exc_text
+  assert "tap function refuses" in failures[1].exc_text and "in bad" in failures[1].exc_text
+  f(np.float32(5.0))
+  hcb.barrier_wait()
+  assert got == [1.0, 4.0, 5.0]
 
 
 def test_taps_from_concurrent_jit_calls_in_5_threads_all_arrive():

@@ -8,13 +8,19 @@ interface and the same rules, and only the Python-callback mechanism can fill it
 * `push(ordinal, consumer, arrays)` copies the arrays; when the queue holds `capacity()`
   bytes or more it waits for room, except that a queue holding nothing admits any message,
   so a tap larger than the whole queue gets through instead of deadlocking;
-* `pop(ordinal, max_count)` waits for messages and returns up to `max_count` of them as
-  `(consumer, seq, payload, offsets)` tuples, or None once the queue is closed and empty;
-  sequence numbers count the taps a device has enqueued, from 0;
+* `deliver(ordinal, max_count, simple, slow, on_error, ndarray)` waits for taps, takes up
+  to `max_count` and delivers them in order: a tap whose consumer id is in `simple` (id ->
+  (func, transforms, shape, dtype, nbytes)) as `func(ndarray(shape, dtype, payload,
+  offset), transforms)`, calling `on_error(consumer_id, exception)` if that raises; any
+  other as `slow(consumer_id, payload, offsets)`, which returns the bytes it delivered.  It
+  returns `(count, nbytes)`, or None once the queue is closed and empty.  The native queues
+  do this in C, which saves most of a receiver's work per tap; the Python queues hand
+  every tap to `slow`;
 * `flush(ordinal)` asks the receiver to take what is queued now rather than wait for more
   (the native queues let a receiver linger briefly during bursts; barriers flush);
 * `wait_delivered(ordinal, target, timeout_s)` waits until the receiver has finished with
-  `target` taps (a batch counts once the receiver pops again) and says whether it has;
+  `target` taps (a batch counts once the receiver asks for the next) and says whether it
+  has;
 * `counters(ordinal)` is `(enqueued, bytes_enqueued, queued_bytes, high_water, blocked_ns)`.
 
 A native payload is one buffer holding the arrays at `offsets`; a Python payload is the
@@ -96,7 +102,7 @@ class PythonQueues:
       q.items.append((consumer, seq, copies, None, size))
       q.cond.notify_all()
 
-  def pop(self, ordinal: int, max_count: int):
+  def _pop(self, ordinal: int, max_count: int):
     q = self._queue(ordinal)
     with q.cond:
       q.delivered, q.in_flight = q.delivered + q.in_flight, 0
@@ -110,6 +116,12 @@ class PythonQueues:
       q.in_flight = len(batch)
       q.cond.notify_all()
     return batch or None
+
+  def deliver(self, ordinal: int, max_count: int, simple, slow, on_error, ndarray):
+    batch = self._pop(ordinal, max_count)
+    if batch is None:
+      return None
+    return len(batch), sum(slow(c, payload, offsets) for c, _, payload, offsets in batch)
 
   def wait_delivered(self, ordinal: int, target: int, timeout_s: float) -> bool:
     q = self._queue(ordinal)

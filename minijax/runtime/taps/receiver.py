@@ -1,7 +1,8 @@
 """Receiver threads: one per local device, each running its device's taps in tap order.
 
-A receiver waits on its device's queue without the GIL (inside `queues.pop`), pops taps in
-batches, rebuilds each tapped value from the consumer registry and calls the tap function.
+A receiver waits on its device's queue without the GIL (inside `queues.deliver`), takes taps
+in batches, rebuilds each tapped value from the consumer registry and calls the tap
+function (the native queues do that themselves for the common tap of one array).
 An exception in a tap function is logged on the "minijax.taps" logger with its traceback and
 counted; the receiver carries on, and the next `barrier_wait` raises `TapFunctionException`.
 
@@ -28,6 +29,8 @@ import logging
 import sys
 import threading
 from typing import Any
+
+import numpy as np
 
 from minijax.config import config
 from minijax.runtime.taps import registry
@@ -125,22 +128,28 @@ def _receive(rec: _DeviceReceiver) -> None:
 
 
 def _drain(rec: _DeviceReceiver) -> None:
-  pop, consumers, device = queues.pop, registry.consumers_by_id, rec.device
+  consumers, device = registry.consumers_by_id, rec.device
+
+  def slow(consumer_id: int, payload, offsets) -> int:
+    consumer = consumers.get(consumer_id)
+    try:
+      consumer.deliver(payload, offsets, device)
+      return consumer.nbytes
+    except BaseException as e:  # even SystemExit must not end a receiver
+      _report(rec, consumer_id, consumer, e)
+      return 0
+
+  def on_error(consumer_id: int, e: BaseException) -> None:
+    _report(rec, consumer_id, consumers.get(consumer_id), e)
+
+  deliver, simple = queues.deliver, registry.simple_consumers
   while True:
-    batch = pop(rec.ordinal, _BATCH)
-    if batch is None:
+    done = deliver(rec.ordinal, _BATCH, simple, slow, on_error, np.ndarray)
+    if done is None:
       return
-    nbytes = 0
-    for consumer_id, _, payload, offsets in batch:
-      consumer = consumers.get(consumer_id)
-      try:
-        consumer.deliver(payload, offsets, device)
-        nbytes += consumer.nbytes
-      except BaseException as e:  # even SystemExit must not end a receiver
-        _report(rec, consumer_id, consumer, e)
     with _counters:
-      rec.processed += len(batch)
-      rec.bytes_delivered += nbytes
+      rec.processed += done[0]
+      rec.bytes_delivered += done[1]
 
 
 def _report(rec: _DeviceReceiver, consumer_id: int, consumer, e: BaseException) -> None:

@@ -46,12 +46,17 @@ class Consumer:
     return [np.ndarray(shape, dtype, payload, offset) if count else np.empty(shape, dtype)
             for (shape, dtype, count), offset in zip(self._leaves, offsets)]
 
+  @property
+  def is_simple(self) -> bool:
+    """The common tap: one non-empty array, a tap function without a `device` keyword."""
+    return (not self.wants_device and len(self._leaves) == 1 and bool(self.counts[0])
+            and self.treedef.num_nodes == 1)
+
   def _make_deliver(self) -> Callable:
     """`deliver(payload, offsets, device)` calls the tap function with the value a tap
-    carried.  The common tap of one non-empty array skips the tree and list machinery:
-    this runs on the receiver thread once per tap."""
-    if self.wants_device or len(self._leaves) != 1 or not self.counts[0] or \
-        self.treedef.num_nodes != 1:
+    carried.  The simple tap skips the tree and list machinery: this runs on the receiver
+    thread once per tap (the native queues deliver simple taps themselves)."""
+    if not self.is_simple:
       return self._deliver
     (shape, dtype, _), = self._leaves
     func, transforms, ndarray = self.func, self.transforms, np.ndarray
@@ -106,6 +111,9 @@ _lock = threading.Lock()
 _ids = itertools.count(1)  # 0 stays unused, so that a zeroed attribute is never a real consumer
 _by_key: dict[tuple, Consumer] = {}
 consumers_by_id: dict[int, Consumer] = {}  # read by receivers without the lock
+# The consumers whose taps the native queues deliver themselves (see `Consumer.is_simple`):
+# id -> (func, transforms, shape, dtype, nbytes).
+simple_consumers: dict[int, tuple] = {}
 
 
 def register_consumer(func: Callable, transforms: Sequence[tuple], treedef: Any,
@@ -137,6 +145,9 @@ def register_consumer(func: Callable, transforms: Sequence[tuple], treedef: Any,
       record = Consumer(next(_ids), func, unpacked, treedef, dtypes, shapes)
       _by_key[key] = record
       consumers_by_id[record.id] = record
+      if record.is_simple:
+        simple_consumers[record.id] = (func, record.transforms, shapes[0], dtypes[0],
+                                       record.nbytes)
     return record.id
 
 
