@@ -493,6 +493,7 @@ PyObject* PyDeliver(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
     }
     if (entry != nullptr && PyTuple_Check(entry) && PyTuple_GET_SIZE(entry) == 5 &&
         header[1] == 1) {
+      Py_INCREF(entry);  // the tap function may change `fast`
       PyObject* offset = PyLong_FromUnsignedLongLong(header[2]);
       PyObject* array = nullptr;
       if (offset != nullptr) {
@@ -510,6 +511,7 @@ PyObject* PyDeliver(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
       if (result != nullptr) {
         Py_DECREF(result);
         nbytes += PyLong_AsUnsignedLongLong(PyTuple_GET_ITEM(entry, 4));
+        if (PyErr_Occurred()) failed = true;
       } else {
         PyObject *type, *exc, *traceback;
         PyErr_Fetch(&type, &exc, &traceback);
@@ -523,6 +525,7 @@ PyObject* PyDeliver(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
         if (handled == nullptr) failed = true;
         Py_XDECREF(handled);
       }
+      Py_DECREF(entry);
     } else {
       PyObject* offsets = PyTuple_New(static_cast<Py_ssize_t>(header[1]));
       for (uint64_t k = 0; offsets != nullptr && k < header[1]; ++k) {
@@ -536,6 +539,7 @@ PyObject* PyDeliver(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
       } else {
         nbytes += PyLong_AsUnsignedLongLong(delivered);
         Py_DECREF(delivered);
+        if (PyErr_Occurred()) failed = true;
       }
     }
     Py_DECREF(id);
