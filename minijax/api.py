@@ -196,7 +196,10 @@ class JitWrapped:
 
   # -- calling (the fast path lives in `_jitted`, the function `jit` returns)
 
-  def _call_slow(self, args, kwargs):
+  def _call_slow(self, args, kwargs, fast_key=None, args_tree=None):
+    """Traces (if needed), compiles (if needed) and runs.  `fast_key` is the key `jitted`
+    computed for these arguments and did not find (`args_tree` is their tree structure when
+    they are not all Arrays); the compiled executable is filed under it."""
     traced, flat, dyn_args, static, in_tree = self._traced_for(args, kwargs)
     if type(trace_lib._context.trace) is trace_lib.EvalTrace and not any(
         isinstance(c, Tracer) for c in traced.consts):
@@ -205,9 +208,9 @@ class JitWrapped:
         raise UnexpectedTracerError(leaked)
       device = self._device or dispatch.device_of(flat)
       executable = compiled_call(traced.jaxpr, self._name, traced.donated, device)
-      if (self._fast_ok and not kwargs and not config.debug_nans
+      if (fast_key is not None and self._fast_ok and not config.debug_nans
           and all(type(x) is Array for x in flat)):
-        self._remember_fast(args, flat, device, executable, traced)
+        self._remember_fast(fast_key, args_tree, device, executable, traced)
       outs = executable(*traced.consts, *flat)
       if config.debug_nans:
         dispatch.check_nans_in_jaxpr(traced.jaxpr, [*traced.consts, *flat], outs, self._name)
@@ -222,18 +225,16 @@ class JitWrapped:
     for pytree arguments gets its leaves back, and rebuilds `args` first)."""
     return self._call_slow(args, {})
 
-  def _remember_fast(self, args, flat, device, executable, traced):
-    """Files `executable` under the fast path's key for these arguments (see `_jitted`)."""
-    self._multi_device = self._device is None and backend.device_count() > 1
-    if all(type(a) is Array for a in args):
-      key = args[0].aval if len(args) == 1 else (*map(_get_aval, args),)
+  def _remember_fast(self, key, args_tree, device, executable, traced):
+    """Files `executable` under the fast path's `key` (see `_jitted`)."""
+    multi_device = self._device is None and backend.device_count() > 1
+    if multi_device and not self._multi_device:  # `jitted` did not know to add the device
+      key = (key, device)
+    self._multi_device = multi_device
+    if args_tree is None:
       fallback = self._call_fallback
     else:
-      args_tree = _flatten(args)[1]
-      key = (args_tree, *map(_get_aval, flat))
       fallback = lambda flat: self._call_fallback(args_tree.unflatten(flat))  # noqa: E731
-    if self._multi_device:
-      key = (key, device)
     consts = [c if type(c) is Array and c._device is device else device_put(c, device)
               for c in traced.consts]
     if hasattr(executable, "make_call"):
@@ -340,14 +341,15 @@ def _jitted(wrapped: JitWrapped) -> Callable:
   the tree structure and the leaves' avals; with several devices and no `device=`, the
   first argument's device is added.  An entry hands arguments that are not Arrays
   (anything else with an `aval`) back to `wrapped._call_slow`, which also serves every
-  first call."""
+  first call and files the new entry under the key computed here, the one place that
+  defines it."""
   slow = wrapped._call_slow
   context, EvalTrace = trace_lib._context, trace_lib.EvalTrace
   get_aval = _get_aval
 
   def jitted(*args, **kwargs):
     if not kwargs and type(context.trace) is EvalTrace:
-      flat = args
+      flat, in_tree = args, None
       try:
         key = args[0].aval if len(args) == 1 else (*map(get_aval, args),)
       except AttributeError:
@@ -361,6 +363,7 @@ def _jitted(wrapped: JitWrapped) -> Callable:
       entry = wrapped._fast.get(key)
       if entry is not None:
         return entry(*flat)
+      return slow(args, kwargs, key, in_tree)
     return slow(args, kwargs)
 
   functools.update_wrapper(jitted, wrapped._fun)
