@@ -46,24 +46,41 @@ _JaxRuntimeError = _jax.JaxRuntimeError
 _get_buffer = operator.attrgetter("_buffer")
 
 
-class RuntimeTokens:
-  """The latest token of every (ordered effect, device), and the status of unordered runs.
+class TokenChain:
+  """The runtime token of one (ordered effect, device): `token` is what the next execution
+  with that effect on that device must take, and is replaced by the token it returns."""
+  __slots__ = ("token", "initial")
 
-  Executables bind the dict of latest tokens, the lock and their device's status list
-  into their call closures, so these containers are only ever changed in place."""
+  def __init__(self, initial):
+    self.token = self.initial = initial
+
+
+class RuntimeTokens:
+  """The token chain of every (ordered effect, device), and the status of unordered runs.
+
+  Executables bind their chains, the lock and their device's status list into their call
+  closures, so these objects are only ever changed in place."""
 
   _MAX_UNORDERED = 256  # per device, before the oldest statuses are waited for and dropped
 
   def __init__(self):
     self._lock = threading.Lock()
-    self._tokens: dict[tuple[Any, Any], Any] = {}
+    self._chains: dict[tuple[Any, Any], TokenChain] = {}
     self._unordered: dict[Any, list] = {}
     self._initial: dict[Any, Any] = {}
 
+  def chain(self, effect, device) -> TokenChain:
+    """The chain of `effect` on `device`, created on first use."""
+    key = (effect, device)
+    with self._lock:
+      chain = self._chains.get(key)
+      if chain is None:
+        chain = self._chains[key] = TokenChain(self.initial(device))
+      return chain
+
   def current(self, effect, device) -> Any:
     """The token the next execution with `effect` on `device` must wait for."""
-    token = self._tokens.get((effect, device))
-    return self.initial(device) if token is None else token
+    return self.chain(effect, device).token
 
   def initial(self, device) -> Any:
     """The token a chain starts from: a zero-byte array on `device`."""
@@ -86,15 +103,19 @@ class RuntimeTokens:
     for status in done:
       status.block_until_ready()
 
+  def _started_tokens(self) -> list:
+    return [c.token for c in self._chains.values() if c.token is not c.initial]
+
   def pending(self) -> list:
-    """Everything a barrier must wait for: the current tokens and the unordered run statuses."""
+    """Everything a barrier must wait for: the tokens of chains that have started, and the
+    unordered run statuses."""
     with self._lock:
-      return list(self._tokens.values()) + [s for ss in self._unordered.values() for s in ss]
+      return self._started_tokens() + [s for ss in self._unordered.values() for s in ss]
 
   def wait_all(self) -> None:
     """Blocks until every effectful computation started so far has finished (or failed)."""
     with self._lock:
-      tokens = list(self._tokens.values())
+      tokens = self._started_tokens()
       statuses = [s for ss in self._unordered.values() for s in ss]
       for ss in self._unordered.values():
         ss.clear()
@@ -108,7 +129,8 @@ class RuntimeTokens:
   def clear(self) -> None:
     """Forgets every token: the next effectful executions start new chains."""
     with self._lock:
-      self._tokens.clear()
+      for chain in self._chains.values():
+        chain.token = chain.initial
       for statuses in self._unordered.values():
         statuses.clear()
 
@@ -136,6 +158,10 @@ class Executable:
     self._handlers = [xla_client.array_result_handler(aval, sharding, True, _skip_checks=True)
                       for aval in self.out_avals]
     self._out_devices = (device,) * len(self.out_avals)
+    self._chains = [runtime_tokens.chain(effect, device) for effect in self.ordered_effects]
+    token_handler = xla_client.array_result_handler(_TOKEN_AVAL, sharding, True,
+                                                    _skip_checks=True)
+    self._token_and_result_handlers = [token_handler] * len(self._chains) + self._handlers
     self._run_effectful = self._make_run_effectful()
     self.call = self.make_call()
 
@@ -148,8 +174,8 @@ class Executable:
     if not self.ordered_effects and not self.unordered_effects:
       return None
     execute, handlers, tokens = self._exe.execute_sharded, self._handlers, runtime_tokens
-    device, limit, lock = self.device, RuntimeTokens._MAX_UNORDERED, tokens._lock
-    statuses = tokens.statuses(device) if self.unordered_effects else None
+    limit, lock = RuntimeTokens._MAX_UNORDERED, tokens._lock
+    statuses = tokens.statuses(self.device) if self.unordered_effects else None
     if not self.ordered_effects:
       def run_unordered(buffers):
         results = execute(buffers, with_tokens=True)
@@ -160,35 +186,17 @@ class Executable:
         return results.consume_with_handlers(handlers)
       return run_unordered
 
-    keys = [(effect, device) for effect in self.ordered_effects]
-    n, latest, initial = len(keys), tokens._tokens, tokens.initial(device)
-    sharding = backend.sharding_for(device)
-    all_handlers = [xla_client.array_result_handler(_TOKEN_AVAL, sharding, True,
-                                                    _skip_checks=True)] * n + handlers
-    if n == 1 and statuses is None:  # the common case: one ordered effect, e.g. taps
-      key, acquire, release = keys[0], lock.acquire, lock.release
-
-      def run_ordered_once(buffers):
-        acquire()  # a `with` block costs twice as much here
-        try:
-          outs = execute([latest.get(key, initial), *buffers]).consume_with_handlers(
-              all_handlers)
-          latest[key] = outs[0]
-        finally:
-          release()
-        del outs[0]
-        return outs
-      return run_ordered_once
+    chains, all_handlers, n = self._chains, self._token_and_result_handlers, len(self._chains)
 
     def run_ordered(buffers):
       with lock:
-        results = execute([*[latest.get(k, initial) for k in keys], *buffers],
+        results = execute([*[c.token for c in chains], *buffers],
                           with_tokens=statuses is not None)
         if statuses is not None:
           statuses.append(results.consume_token())
         outs = results.consume_with_handlers(all_handlers)
-        for key, token in zip(keys, outs):
-          latest[key] = token
+        for chain, token in zip(chains, outs):
+          chain.token = token
       if statuses is not None and len(statuses) > limit:
         tokens.trim(statuses)
       return outs[n:]
@@ -213,6 +221,11 @@ class Executable:
     out_aval = out_avals[0] if single else None
 
     one_arg = not consts and len(self.in_avals) == 1  # the most common call: f(x)
+    # One ordered effect and no other (an executable with taps): the token passing of
+    # `run_effectful` is inlined below, which saves a call on this path.
+    chain = self._chains[0] if len(self._chains) == 1 and not self.unordered_effects else None
+    token_handlers = self._token_and_result_handlers
+    acquire, release = runtime_tokens._lock.acquire, runtime_tokens._lock.release
 
     def call(*args):
       try:
@@ -230,6 +243,16 @@ class Executable:
       try:
         if run_effectful is None:
           outs = execute(buffers).consume_with_handlers(handlers)
+        elif chain is not None:
+          before_execution()
+          acquire()  # a `with` block costs twice as much here
+          try:
+            buffers.insert(0, chain.token)
+            outs = execute(buffers).consume_with_handlers(token_handlers)
+            chain.token = outs[0]
+          finally:
+            release()
+          del outs[0]
         else:
           before_execution()
           outs = run_effectful(buffers)
