@@ -128,7 +128,6 @@ struct Queue {
   // Set by a barrier's flush, by close and by a producer that finds the queue full: the
   // receiver takes what is queued without lingering, until the queue is empty.
   std::atomic<bool> hurry{false};
-  std::chrono::steady_clock::time_point last_pop{};
   // Taps the receiver has finished with: a batch counts once the receiver asks for the next.
   std::atomic<uint64_t> delivered{0};
   uint64_t in_flight = 0;          // the receiver's current batch (only it touches this)
@@ -328,13 +327,13 @@ PyObject* PyCapacity(PyObject*, PyObject*) { return PyLong_FromSize_t(g_capacity
 // g_spin_ns, so that a receiver keeping up with a device is woken by no system call.  It
 // first counts the previous batch as delivered (see WaitDelivered).
 //
-// In a burst (this pop comes less than g_linger_ns after the previous one returned) it
-// lingers while taps keep coming: until none arrived for g_linger_ns, `max_count` are
-// queued, the queue is full, closed or flushed, or kMaxLinger has passed.  Tap functions
-// need the GIL that the dispatching thread holds, so a receiver woken for every tap of a
-// burst of calls costs each call two GIL hand-offs; lingering delivers the burst in a few
-// batches.  An isolated tap is delivered at once, and `flush` (which barriers call) ends
-// any lingering.  Lingering polls rather than sleeps, so that a flush is seen at once.
+// Then it lingers while taps keep coming: until none arrived for g_linger_ns, `max_count`
+// are queued, the queue is full, closed or flushed, or kMaxLinger has passed.  Tap
+// functions need the GIL, which the dispatching thread takes back after every execution;
+// a receiver that grabbed it for each tap of a burst of calls would make each call wait
+// for a GIL hand-off (a thread wake-up, 50-100 µs on a virtual machine).  Lingering
+// delivers a burst in one batch, once the calls stop or a barrier (`flush`) asks for it.
+// Lingering polls rather than sleeps, so that a flush is seen at once.
 std::vector<Message> PopBatch(Queue* q, size_t max_count) {
   if (q->in_flight > 0) {  // the previous batch has been processed
     q->delivered.fetch_add(q->in_flight, std::memory_order_acq_rel);
@@ -355,8 +354,8 @@ std::vector<Message> PopBatch(Queue* q, size_t max_count) {
     q->consumer_waiting = false;
   }
   const auto linger = std::chrono::nanoseconds(g_linger_ns.load(std::memory_order_relaxed));
-  const auto now = std::chrono::steady_clock::now();
-  if (linger.count() > 0 && now - q->last_pop < linger) {
+  if (linger.count() > 0) {
+    const auto now = std::chrono::steady_clock::now();
     const auto give_up = now + kMaxLinger;
     size_t seen = q->items.size();
     auto quiet_until = now + linger;
@@ -383,7 +382,6 @@ std::vector<Message> PopBatch(Queue* q, size_t max_count) {
   if (q->items.empty() && !q->closed) q->hurry.store(false, std::memory_order_release);
   q->n_items.store(q->items.size(), std::memory_order_release);
   q->used -= freed;
-  q->last_pop = std::chrono::steady_clock::now();
   q->in_flight = batch.size();
   const bool wake = freed > 0 && q->producers_waiting > 0;
   lock.unlock();
@@ -632,7 +630,7 @@ PyMethodDef methods[] = {
     {"set_spin_ns", PySetSpin, METH_O,
      "set_spin_ns(ns): how long an idle receiver polls before it sleeps (default 50 us)."},
     {"set_linger_ns", PySetLinger, METH_O,
-     "set_linger_ns(ns): the quiet time that ends a receiver's wait for more taps in a burst "
+     "set_linger_ns(ns): the quiet time that ends a receiver's wait for more taps "
      "(default 200 us; 0 delivers every tap at once)."},
     {"flush", PyFlush, METH_O, "flush(device): deliver what is queued now, without lingering."},
     {"deliver", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(PyDeliver)),
