@@ -331,9 +331,9 @@ def test_ordered_effects_chain_tokens_per_effect():
   assert tokens.current("b", device) is not after_first[1]
   (out,) = both(np.float32(1))  # numpy arguments take the same path
   assert len(tokens.pending()) == 2
-  tokens.wait_all()
-  tokens.clear()
+  tokens.wait_all()  # finished chains go back to their initial token
   assert tokens.pending() == []
+  assert tokens.current("a", device) is initial and tokens.current("b", device) is initial
 
 
 def test_host_callback_threaded_on_a_token_sees_calls_in_order():

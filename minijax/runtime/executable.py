@@ -16,8 +16,8 @@ after they happen (a deleted or donated argument, a wrong count or shape).
 Ordered effects are chained through tokens.  The lowered `main` takes one token per ordered
 effect before its array arguments, in `ordered_effects` order, and returns the same number of
 tokens before its array results.  `runtime_tokens` keeps, for every (effect, device), the
-token returned by the last execution that carried the effect; the first execution gets a
-zero-byte `bool[0]` array.  Each execution therefore waits for the previous one with the same
+token returned by the last execution that carried the effect; the first execution, and the
+first after a barrier saw the chain finish, gets a zero-byte `bool[0]` array.  Each execution therefore waits for the previous one with the same
 effect on that device, in call order, without the host ever blocking.  Executables with
 unordered effects record their execution-status token instead, so that
 `runtime_tokens.wait_all()` can wait for every started effectful computation.
@@ -103,24 +103,29 @@ class RuntimeTokens:
     for status in done:
       status.block_until_ready()
 
-  def _started_tokens(self) -> list:
-    return [c.token for c in self._chains.values() if c.token is not c.initial]
-
   def pending(self) -> list:
     """Everything a barrier must wait for: the tokens of chains that have started, and the
     unordered run statuses."""
     with self._lock:
-      return self._started_tokens() + [s for ss in self._unordered.values() for s in ss]
+      return ([c.token for c in self._chains.values() if c.token is not c.initial] +
+              [s for ss in self._unordered.values() for s in ss])
 
   def wait_all(self) -> None:
-    """Blocks until every effectful computation started so far has finished (or failed)."""
+    """Blocks until every effectful computation started so far has finished (or failed).
+
+    A chain whose token is done then goes back to its initial token, which orders nothing
+    more than a finished token does, so that the next idle barrier has nothing to wait for."""
     with self._lock:
-      tokens = self._started_tokens()
+      started = [(c, c.token) for c in self._chains.values() if c.token is not c.initial]
       statuses = [s for ss in self._unordered.values() for s in ss]
       for ss in self._unordered.values():
         ss.clear()
-    if tokens:
-      xla_client.batched_block_until_ready(tokens)
+    if started:
+      xla_client.batched_block_until_ready([token for _, token in started])
+      with self._lock:
+        for chain, token in started:
+          if chain.token is token:  # no execution has extended the chain meanwhile
+            chain.token = chain.initial
     for status in statuses:
       status.block_until_ready()
 
