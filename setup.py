@@ -1,8 +1,9 @@
 """Builds minijax's one native piece: the tap queue and its XLA FFI handler.
 
 The handler is written against the header-only XLA FFI API that jaxlib ships in
-`jaxlib/include`, so the build needs jaxlib (the same version as at run time) and a
-C++17 compiler, nothing else.  If the extension cannot be built, the package still
+`jaxlib/include`, and the delivery of taps builds numpy arrays through numpy's C API, so
+the build needs jaxlib (the same version as at run time), numpy and a C++17 compiler,
+nothing else.  If the extension cannot be built, the package still
 installs: the runtime then falls back to jaxlib's Python callback mechanism.
 """
 import os
@@ -28,7 +29,9 @@ class _OptionalBuildExt(build_ext):
 
   def build_extension(self, ext):
     try:
-      ext.extra_compile_args = ext.extra_compile_args + ["-isystem", _jaxlib_include()]
+      import numpy
+      ext.extra_compile_args = ext.extra_compile_args + [
+          "-isystem", _jaxlib_include(), "-isystem", numpy.get_include()]
       super().build_extension(ext)
     except Exception as e:
       self._warn(e)

@@ -12,6 +12,8 @@
 
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
+#define NPY_NO_DEPRECATED_API NPY_1_7_API_VERSION
+#include <numpy/arrayobject.h>
 
 #include <atomic>
 #include <chrono>
@@ -272,6 +274,31 @@ PyObject* NewPayload(char* data, size_t size) {
   return reinterpret_cast<PyObject*>(p);
 }
 
+// A writable numpy array of `shape` (a tuple of ints) and `dtype` (a numpy dtype) over
+// `data`, which `payload` owns; the array keeps `payload` alive.
+PyObject* NewArrayView(PyObject* shape, PyObject* dtype, PyObject* payload, char* data) {
+  if (!PyTuple_Check(shape) || PyTuple_GET_SIZE(shape) > NPY_MAXDIMS || !PyArray_DescrCheck(dtype)) {
+    PyErr_SetString(PyExc_TypeError, "a simple consumer needs a shape tuple and a numpy dtype");
+    return nullptr;
+  }
+  const int nd = static_cast<int>(PyTuple_GET_SIZE(shape));
+  npy_intp dims[NPY_MAXDIMS];
+  for (int i = 0; i < nd; ++i) {
+    dims[i] = PyLong_AsSsize_t(PyTuple_GET_ITEM(shape, i));
+    if (dims[i] == -1 && PyErr_Occurred()) return nullptr;
+  }
+  Py_INCREF(dtype);  // stolen by PyArray_NewFromDescr
+  PyObject* array = PyArray_NewFromDescr(&PyArray_Type, reinterpret_cast<PyArray_Descr*>(dtype),
+                                         nd, dims, nullptr, data, NPY_ARRAY_CARRAY, nullptr);
+  if (array == nullptr) return nullptr;
+  Py_INCREF(payload);  // stolen by PyArray_SetBaseObject
+  if (PyArray_SetBaseObject(reinterpret_cast<PyArrayObject*>(array), payload) < 0) {
+    Py_DECREF(array);
+    return nullptr;
+  }
+  return array;
+}
+
 bool ParseDevice(PyObject* arg, Queue** q) {
   long device = PyLong_AsLong(arg);
   if (device == -1 && PyErr_Occurred()) return false;
@@ -450,17 +477,16 @@ PyObject* PyPush(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
   Py_RETURN_NONE;
 }
 
-// deliver(device, max_count, fast, slow, on_error, ndarray) -> (count, nbytes), or None
-// once the queue is closed and empty.  Waits for a batch without the GIL, then delivers it
-// in order.  A tap whose consumer id is in the dict `fast`, as (func, transforms, shape, dtype,
-// nbytes), is delivered here: func(ndarray(shape, dtype, payload, offset), transforms);
+// deliver(device, max_count, fast, slow, on_error) -> (count, nbytes), or None once the
+// queue is closed and empty.  Waits for a batch without the GIL, then delivers it in
+// order.  A tap whose consumer id is in the dict `fast`, as (func, transforms, shape, dtype,
+// nbytes), is delivered here: func(array, transforms), the array a numpy view of the payload;
 // if that raises, on_error(consumer_id, exception).  Any other tap goes to
 // slow(consumer_id, payload, offsets), which returns the bytes it delivered.  Doing the
 // common case in C saves most of the interpreter's work per tap.
 PyObject* PyDeliver(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
-  if (nargs != 6 || !PyDict_Check(args[2])) {
-    PyErr_SetString(PyExc_TypeError,
-                    "deliver(device, max_count, fast: dict, slow, on_error, ndarray)");
+  if (nargs != 5 || !PyDict_Check(args[2])) {
+    PyErr_SetString(PyExc_TypeError, "deliver(device, max_count, fast: dict, slow, on_error)");
     return nullptr;
   }
   Queue* q;
@@ -468,7 +494,7 @@ PyObject* PyDeliver(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
   Py_ssize_t max_count = PyLong_AsSsize_t(args[1]);
   if (max_count == -1 && PyErr_Occurred()) return nullptr;
   if (max_count < 1) max_count = 1;
-  PyObject *fast = args[2], *slow = args[3], *on_error = args[4], *ndarray = args[5];
+  PyObject *fast = args[2], *slow = args[3], *on_error = args[4];
   std::vector<Message> batch;
   Py_BEGIN_ALLOW_THREADS
   batch = PopBatch(q, static_cast<size_t>(max_count));
@@ -492,14 +518,8 @@ PyObject* PyDeliver(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
     if (entry != nullptr && PyTuple_Check(entry) && PyTuple_GET_SIZE(entry) == 5 &&
         header[1] == 1) {
       Py_INCREF(entry);  // the tap function may change `fast`
-      PyObject* offset = PyLong_FromUnsignedLongLong(header[2]);
-      PyObject* array = nullptr;
-      if (offset != nullptr) {
-        PyObject* array_args[] = {PyTuple_GET_ITEM(entry, 2), PyTuple_GET_ITEM(entry, 3),
-                                  payload, offset};
-        array = PyObject_Vectorcall(ndarray, array_args, 4, nullptr);
-        Py_DECREF(offset);
-      }
+      PyObject* array = NewArrayView(PyTuple_GET_ITEM(entry, 2), PyTuple_GET_ITEM(entry, 3),
+                                     payload, m.data + header[2]);
       PyObject* result = nullptr;
       if (array != nullptr) {
         PyObject* call_args[] = {array, PyTuple_GET_ITEM(entry, 1)};
@@ -635,7 +655,7 @@ PyMethodDef methods[] = {
     {"flush", PyFlush, METH_O, "flush(device): deliver what is queued now, without lingering."},
     {"deliver", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(PyDeliver)),
      METH_FASTCALL,
-     "deliver(device, max_count, fast, slow, on_error, ndarray) -> (count, nbytes) or None "
+     "deliver(device, max_count, fast, slow, on_error) -> (count, nbytes) or None "
      "once closed and empty: pops a batch and delivers it in order (see the source)."},
     {"wait_delivered",
      reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(PyWaitDelivered)),
@@ -666,6 +686,7 @@ PyMODINIT_FUNC PyInit__native() {
   PayloadType.tp_doc = "The bytes of one tap, viewed by numpy without a copy.";
   PayloadType.tp_as_buffer = &payload_as_buffer;
   PayloadType.tp_as_sequence = &payload_as_sequence;
+  if (_import_array() < 0) return nullptr;
   if (PyType_Ready(&PayloadType) < 0) return nullptr;
   PyObject* m = PyModule_Create(&module_def);
   if (m == nullptr) return nullptr;

@@ -8,16 +8,16 @@ interface and the same rules, and only the Python-callback mechanism can fill it
 * `push(ordinal, consumer, arrays)` copies the arrays; when the queue holds `capacity()`
   bytes or more it waits for room, except that a queue holding nothing admits any message,
   so a tap larger than the whole queue gets through instead of deadlocking;
-* `deliver(ordinal, max_count, simple, slow, on_error, ndarray)` waits for taps, takes up
-  to `max_count` and delivers them in order: a tap whose consumer id is in `simple` (id ->
-  (func, transforms, shape, dtype, nbytes)) as `func(ndarray(shape, dtype, payload,
-  offset), transforms)`, calling `on_error(consumer_id, exception)` if that raises; any
+* `deliver(ordinal, max_count, simple, slow, on_error)` waits for taps, takes up to
+  `max_count` and delivers them in order: a tap whose consumer id is in `simple` (id ->
+  (func, transforms, shape, dtype, nbytes)) as `func(array, transforms)`, the array a numpy
+  view of the payload, calling `on_error(consumer_id, exception)` if that raises; any
   other as `slow(consumer_id, payload, offsets)`, which returns the bytes it delivered.  It
   returns `(count, nbytes)`, or None once the queue is closed and empty.  The native queues
   do this in C, which saves most of a receiver's work per tap; the Python queues hand
   every tap to `slow`;
 * `flush(ordinal)` asks the receiver to take what is queued now rather than wait for more
-  (the native queues let a receiver linger briefly during bursts; barriers flush);
+  (the native queues let a receiver linger while taps keep coming; barriers flush);
 * `wait_delivered(ordinal, target, timeout_s)` waits until the receiver has finished with
   `target` taps (a batch counts once the receiver asks for the next) and says whether it
   has;
@@ -117,7 +117,7 @@ class PythonQueues:
       q.cond.notify_all()
     return batch or None
 
-  def deliver(self, ordinal: int, max_count: int, simple, slow, on_error, ndarray):
+  def deliver(self, ordinal: int, max_count: int, simple, slow, on_error):
     batch = self._pop(ordinal, max_count)
     if batch is None:
       return None

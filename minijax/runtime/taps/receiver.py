@@ -30,8 +30,6 @@ import sys
 import threading
 from typing import Any
 
-import numpy as np
-
 from minijax.config import config
 from minijax.runtime.taps import registry
 from minijax.runtime.taps.queues import queues
@@ -144,7 +142,7 @@ def _drain(rec: _DeviceReceiver) -> None:
 
   deliver, simple = queues.deliver, registry.simple_consumers
   while True:
-    done = deliver(rec.ordinal, _BATCH, simple, slow, on_error, np.ndarray)
+    done = deliver(rec.ordinal, _BATCH, simple, slow, on_error)
     if done is None:
       return
     with _counters:
