@@ -5,7 +5,6 @@ import pytest
 
 import minijax
 from minijax import lax
-from minijax.core.jaxpr import ClosedJaxpr
 from minijax.lowering import mlir
 from minijax.runtime import backend, dispatch
 
