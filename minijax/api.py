@@ -26,7 +26,7 @@ from minijax import lax, tree_util
 from minijax.core import dtypes
 from minijax.config import config
 from minijax.core import trace as trace_lib
-from minijax.core.avals import shaped_abstractify
+from minijax.core.avals import PYTHON_SCALARS, python_scalar_aval, shaped_abstractify
 from minijax.core.jaxpr import ClosedJaxpr, Jaxpr
 from minijax.core.errors import UnexpectedTracerError
 from minijax.core.trace import Tracer
@@ -209,8 +209,8 @@ class JitWrapped:
       device = self._device or dispatch.device_of(flat)
       executable = compiled_call(traced.jaxpr, self._name, traced.donated, device)
       if (fast_key is not None and self._fast_ok and not config.debug_nans
-          and all(type(x) is Array for x in flat)):
-        self._remember_fast(fast_key, args_tree, device, executable, traced)
+          and all(type(x) is Array or type(x) in PYTHON_SCALARS for x in flat)):
+        self._remember_fast(fast_key, args_tree, device, executable, traced, flat)
       outs = executable(*traced.consts, *flat)
       if config.debug_nans:
         dispatch.check_nans_in_jaxpr(traced.jaxpr, [*traced.consts, *flat], outs, self._name)
@@ -225,8 +225,9 @@ class JitWrapped:
     for pytree arguments gets its leaves back, and rebuilds `args` first)."""
     return self._call_slow(args, {})
 
-  def _remember_fast(self, key, args_tree, device, executable, traced):
-    """Files `executable` under the fast path's `key` (see `_jitted`)."""
+  def _remember_fast(self, key, args_tree, device, executable, traced, flat):
+    """Files `executable` under the fast path's `key` (see `_jitted`), which `flat`, the
+    call's arguments, produced."""
     multi_device = self._device is None and backend.device_count() > 1
     if multi_device and not self._multi_device:  # `jitted` did not know to add the device
       key = (key, device)
@@ -238,7 +239,8 @@ class JitWrapped:
     consts = [c if type(c) is Array and c._device is device else device_put(c, device)
               for c in traced.consts]
     if hasattr(executable, "make_call"):
-      self._fast[key] = executable.make_call(consts, traced.out_tree, fallback)
+      self._fast[key] = executable.make_call(
+          consts, traced.out_tree, fallback, scalars=any(type(x) in PYTHON_SCALARS for x in flat))
     else:  # a jaxpr without equations: nothing was compiled
       self._fast[key] = lambda *flat: traced.out_tree.unflatten(executable(*consts, *flat))
 
@@ -274,6 +276,14 @@ def _on_config_change(name, value):
 
 config.on_change(_on_config_change)
 _get_aval = operator.attrgetter("aval")
+
+
+def _arg_aval(x):
+  """The aval of an argument on `jit`'s fast path: a Python scalar's, or an Array's
+  (AttributeError for anything without an aval)."""
+  if type(x) in PYTHON_SCALARS:
+    return python_scalar_aval(x)
+  return x.aval
 
 
 def _check_static(value, where):
@@ -335,17 +345,18 @@ def jit(fun: Callable | None = None, *, static_argnums=(), static_argnames=(),
 
 def _jitted(wrapped: JitWrapped) -> Callable:
   """The function `jit` returns.  Its fast path serves calls without keyword arguments on
-  concrete Arrays from `wrapped._fast`, whose entries run an executable and unflatten its
-  results (`Executable.make_call`).  When every argument is an Array the key is their
-  avals (the aval itself for one argument), with no flattening; for other pytrees it is
-  the tree structure and the leaves' avals; with several devices and no `device=`, the
-  first argument's device is added.  An entry hands arguments that are not Arrays
-  (anything else with an `aval`) back to `wrapped._call_slow`, which also serves every
-  first call and files the new entry under the key computed here, the one place that
+  concrete Arrays and Python scalars from `wrapped._fast`, whose entries run an executable
+  and unflatten its results (`Executable.make_call`).  When every argument is an Array the
+  key is their avals (the aval itself for one argument), with no flattening; with Python
+  scalars among them, the tuple of avals (a scalar's is weakly typed, as in JAX); for other
+  pytrees it is the tree structure and the leaves' avals; with several devices and no
+  `device=`, the first argument's device is added.  An entry hands arguments that are
+  neither (anything else with an `aval`) back to `wrapped._call_slow`, which also serves
+  every first call and files the new entry under the key computed here, the one place that
   defines it."""
   slow = wrapped._call_slow
   context, EvalTrace = trace_lib._context, trace_lib.EvalTrace
-  get_aval = _get_aval
+  get_aval, arg_aval = _get_aval, _arg_aval
 
   def jitted(*args, **kwargs):
     if not kwargs and type(context.trace) is EvalTrace:
@@ -353,11 +364,14 @@ def _jitted(wrapped: JitWrapped) -> Callable:
       try:
         key = args[0].aval if len(args) == 1 else (*map(get_aval, args),)
       except AttributeError:
-        flat, in_tree = _flatten(args)
         try:
-          key = (in_tree, *map(get_aval, flat))
+          key = (*map(arg_aval, args),)  # Python scalars among the Arrays
         except AttributeError:
-          return slow(args, kwargs)
+          flat, in_tree = _flatten(args)
+          try:
+            key = (in_tree, *map(arg_aval, flat))
+          except AttributeError:
+            return slow(args, kwargs)
       if wrapped._multi_device:
         key = (key, dispatch.device_of(flat))
       entry = wrapped._fast.get(key)

@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 import minijax
+import minijax.numpy as jnp
 from minijax import lax
 from tests.conftest import run_python
 
@@ -95,6 +96,33 @@ def test_nested_jit_lowers_to_a_func_call_of_a_private_function():
   assert "func.func public @main" in text
   assert text.count("call @sin") == 2 and text.count("func.func private @sin") == 1
   assert "mhlo.sine" in text
+
+
+def test_python_scalar_arguments_are_served_by_one_compiled_entry(caplog):
+  from minijax.core.avals import python_scalar_aval
+  f = minijax.jit(lambda x, s: jnp.multiply(x, s))
+  x = minijax.device_put(np.ones(2, np.float32))
+  values = [2.0, 3.0, -0.0, 0.0, float("inf"), float("nan"), 2.0]
+  assert _count_compiles(caplog, lambda: f(x, 1.0)) == 1
+  assert _count_compiles(caplog, lambda: [f(x, v) for v in values]) == 0
+  results = [np.asarray(f(x, v)) for v in values]
+  for v, r in zip(values, results):
+    assert r.dtype == np.float32
+    np.testing.assert_array_equal(r, [v, v])
+    assert np.signbit(r).all() == np.signbit(v)  # -0.0 and 0.0 stay apart
+  # the key is the avals, a Python float's being the weakly typed f32[] (as in JAX)
+  assert list(f._wrapped._fast) == [(x.aval, python_scalar_aval(1.0))]
+  assert f(x, 3).dtype == np.float32 and f(x, True).dtype == np.float32
+  assert len(f._wrapped._fast) == 3  # an int and a bool have avals of their own
+  with pytest.raises(OverflowError):
+    f(x, 2**40)
+
+
+def test_a_donated_python_scalar_gets_a_buffer_of_its_own_each_call():
+  bump = minijax.jit(lambda s: s + 1.0, donate_argnums=0)
+  assert "tf.aliasing_output" in bump.lower(1.0).as_text()
+  assert [float(bump(1.0)) for _ in range(3)] == [2.0, 2.0, 2.0]
+  assert float(minijax.jit(lambda s: s * 3.0)(1.0)) == 3.0
 
 
 def test_lowered_compile_shows_xla_optimized_hlo():

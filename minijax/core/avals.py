@@ -88,6 +88,23 @@ def raise_to_shaped(aval: AbstractValue) -> AbstractValue:
   return aval
 
 
+PYTHON_SCALARS = (bool, int, float, complex)
+_python_scalar_avals: dict[tuple, ShapedArray] = {}
+
+
+def python_scalar_aval(x: Any) -> ShapedArray:
+  """The aval of a Python scalar (exactly bool, int, float or complex): rank 0, the default
+  dtype of its kind, weakly typed except for bools.  TypeError for anything else."""
+  key = (type(x), dtypes.x64_enabled())
+  aval = _python_scalar_avals.get(key)
+  if aval is None:
+    if type(x) not in PYTHON_SCALARS:
+      raise TypeError(f"{type(x).__name__} is not a Python scalar")
+    aval = ShapedArray((), dtypes.python_scalar_dtype(x), type(x) is not bool)
+    _python_scalar_avals[key] = aval
+  return aval
+
+
 def shaped_abstractify(x: Any) -> ShapedArray:
   """The aval of a concrete value (Array, numpy array or Python scalar)."""
   aval = getattr(x, "aval", None)

@@ -16,14 +16,14 @@ from minijax import lax
 from minijax.core import dtypes
 from minijax.core.avals import ShapedArray, shaped_abstractify
 from minijax.core.trace import Tracer
+from minijax.runtime.array import Array
 
 _SCALARS = (bool, int, float, complex)
+_ARRAYLIKE = (Array, Tracer, np.ndarray, np.generic) + _SCALARS
 
 
 def is_arraylike(x) -> bool:
-  if isinstance(x, (Tracer, np.ndarray, np.generic) + _SCALARS):
-    return True
-  return hasattr(x, "aval") and hasattr(x, "shape")
+  return isinstance(x, _ARRAYLIKE) or (hasattr(x, "aval") and hasattr(x, "shape"))
 
 
 def check(name: str, *args) -> None:

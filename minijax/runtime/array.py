@@ -17,6 +17,7 @@ layer; this module only gives it what every array needs to exist, print and be c
 from __future__ import annotations
 
 import ctypes
+import math
 import operator
 from typing import Any
 
@@ -233,6 +234,30 @@ def _put_numpy(value: np.ndarray, aval: ShapedArray, device) -> Array:
       aval, backend.sharding_for(device), [value], [device], True,
       host_buffer_semantics=_IMMUTABLE_DURING_CALL, enable_x64=config.enable_x64)
   return Array(buffer, aval, device)
+
+
+_scalar_buffers: dict[tuple, Any] = {}
+_MAX_SCALAR_BUFFERS = 1024
+
+
+def scalar_buffer(x, aval: ShapedArray, device, *, reuse: bool = True):
+  """A device buffer holding the Python scalar `x` as `aval` (its `python_scalar_aval`).
+
+  Putting a scalar on a device costs about 6 µs, and code passes the same few constants
+  (`x + 1.0`, a learning rate) over and over, so buffers are immutable and the buffers of
+  up to `_MAX_SCALAR_BUFFERS` recent values are kept and shared, unless `reuse` is False (an
+  executable that donates its arguments would delete a shared buffer).  Zeros are told apart
+  by sign; NaNs and complex values are never shared."""
+  if reuse and type(x) is not complex and x == x:
+    key = (x, aval, device) if x or type(x) is not float else (math.copysign(1.0, x), aval,
+                                                                 device, "zero")
+    buffer = _scalar_buffers.get(key)
+    if buffer is None:
+      if len(_scalar_buffers) >= _MAX_SCALAR_BUFFERS:
+        _scalar_buffers.clear()
+      buffer = _scalar_buffers[key] = _put_numpy(np.asarray(x, aval.dtype), aval, device)._buffer
+    return buffer
+  return _put_numpy(np.asarray(x, aval.dtype), aval, device)._buffer
 
 
 def _rebuild(value: np.ndarray, weak_type: bool) -> Array:

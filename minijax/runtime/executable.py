@@ -35,9 +35,10 @@ import numpy as np
 from jaxlib import _jax, xla_client
 
 from minijax.config import config
-from minijax.core.avals import ShapedArray
+from minijax.core.avals import PYTHON_SCALARS, ShapedArray, python_scalar_aval
 from minijax.runtime import backend, taps
-from minijax.runtime.array import Array, _DELETED_MESSAGE, _put_numpy, device_put
+from minijax.runtime.array import (Array, _DELETED_MESSAGE, _put_numpy, device_put,
+                                   scalar_buffer)
 
 logger = logging.getLogger("minijax")
 
@@ -208,12 +209,14 @@ class Executable:
     return run_ordered
 
   def make_call(self, consts: Sequence[Array] = (), out_tree=None,
-                fallback: Callable | None = None) -> Callable:
+                fallback: Callable | None = None, scalars: bool = False) -> Callable:
     """The fastest way to run this executable: `call(*args)` runs it on `(*consts, *args)`
     and returns the list of output Arrays, or `out_tree.unflatten` of it.  Everything fixed
     at compile time is bound into the closure (this is the dispatch hot path).  Arguments
-    that are not Arrays on this executable's device go to `fallback(args)` when given, else
-    to `_call_general`, which converts and checks them."""
+    may be Arrays on this executable's device and Python scalars of the parameters' avals
+    (expected from the start when `scalars`, the way `jit` keys calls with scalars); others
+    go to `fallback(args)` when given, else to `_call_general`, which converts and checks
+    them."""
     general, diagnose, run_effectful = self._call_general, self._diagnose, self._run_effectful
     execute, handlers = self._exe.execute_sharded, self._handlers
     out_avals, out_devices, device = self.out_avals, self._out_devices, self.device
@@ -231,20 +234,43 @@ class Executable:
     chain = self._chains[0] if len(self._chains) == 1 and not self.unordered_effects else None
     token_handlers = self._token_and_result_handlers
     acquire, release = runtime_tokens._lock.acquire, runtime_tokens._lock.release
+    arg_avals = self.in_avals[len(consts):]
+    reuse_scalars = not any(self.donated_args)
+
+    def with_scalars(args) -> list | None:
+      """The argument buffers when every argument is an Array on this device or a Python
+      scalar of the parameter's aval (`jit`'s fast path keys those by aval too); else None."""
+      if len(args) != len(arg_avals):
+        return None
+      buffers = list(const_buffers)
+      for x, aval in zip(args, arg_avals):
+        if type(x) is Array and x._device is device:
+          buffers.append(x._buffer)
+        elif type(x) in PYTHON_SCALARS and python_scalar_aval(x) is aval:
+          buffers.append(scalar_buffer(x, aval, device, reuse=reuse_scalars))
+        else:
+          return None
+      return buffers
 
     def call(*args):
-      try:
-        if one_arg and len(args) == 1:
-          buffers = [args[0]._buffer]
-        else:
-          buffers = [*const_buffers, *map(_get_buffer, args)]
-        if check_devices and any(a._device is not device for a in args):
-          raise AttributeError
-      except AttributeError:
-        if fallback is not None:
-          return fallback(args)
-        outs = general((*consts, *args))
-        return unflatten(outs) if unflatten is not None else outs
+      buffers = None
+      if not scalars:
+        try:
+          if one_arg and len(args) == 1:
+            buffers = [args[0]._buffer]
+          else:
+            buffers = [*const_buffers, *map(_get_buffer, args)]
+          if check_devices and any(a._device is not device for a in args):
+            buffers = None
+        except AttributeError:
+          pass
+      if buffers is None:
+        buffers = with_scalars(args)
+        if buffers is None:
+          if fallback is not None:
+            return fallback(args)
+          outs = general((*consts, *args))
+          return unflatten(outs) if unflatten is not None else outs
       try:
         if run_effectful is None:
           outs = execute(buffers).consume_with_handlers(handlers)
