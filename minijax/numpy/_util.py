@@ -5,6 +5,8 @@ rejects strings and other objects with a TypeError naming the type), promotes th
 JAX's lattice (`dtypes.result_type` on (dtype, weak_type) pairs, so Python scalars are
 weak) and broadcasts them with numpy's rules before binding lax primitives; functions that
 bind one elementwise lax op leave rank-0 operands rank 0 (`keep_scalars`), as JAX does.
+Called eagerly, a function made of several lax ops runs as one compiled call
+(`compiled_when_eager`), as JAX's jitted numpy functions do.
 """
 from __future__ import annotations
 
@@ -15,7 +17,7 @@ import numpy as np
 from minijax import lax
 from minijax.core import dtypes
 from minijax.core.avals import ShapedArray, shaped_abstractify
-from minijax.core.trace import Tracer
+from minijax.core.trace import Tracer, is_eval_context
 from minijax.runtime.array import Array
 
 _SCALARS = (bool, int, float, complex)
@@ -24,6 +26,47 @@ _ARRAYLIKE = (Array, Tracer, np.ndarray, np.generic) + _SCALARS
 
 def is_arraylike(x) -> bool:
   return isinstance(x, _ARRAYLIKE) or (hasattr(x, "aval") and hasattr(x, "shape"))
+
+
+def compiled_when_eager(name: str, dynamic: int | None = None):
+  """Decorator: the function runs as one compiled call when called eagerly, instead of one
+  dispatch per lax op; under a trace it runs inline, so jaxprs show its primitives.
+
+  The first `dynamic` positional arguments (all of them when None) are arrays, checked with
+  `check` (None is let through) and passed to the compiled call; the others, positional or
+  keyword, are static: one jitted function per value of them.  Numpy's sequences among the
+  arrays, and unhashable static values (a list `axis`, an array `where=`), make the function
+  run op by op instead."""
+  def wrap(impl):
+    jitted: dict = {}
+
+    def run(*args, **kwargs):
+      if not is_eval_context():
+        return impl(*args, **kwargs)
+      arrays = args if dynamic is None else args[:dynamic]
+      if any(type(a) in (list, tuple) for a in arrays):
+        return impl(*args, **kwargs)
+      check(name, *(a for a in arrays if a is not None))
+      static = () if dynamic is None else args[dynamic:]
+      key = (static, *kwargs.items()) if kwargs else static
+      try:
+        fn = jitted.get(key)
+      except TypeError:
+        return impl(*args, **kwargs)
+      if fn is None:
+        from minijax.api import jit
+
+        def compiled(*xs):
+          return impl(*xs, *static, **kwargs)
+        compiled.__name__ = compiled.__qualname__ = name
+        fn = jitted[key] = jit(compiled)
+      return fn(*arrays)
+
+    run.__name__ = run.__qualname__ = impl.__name__
+    run.__doc__ = impl.__doc__
+    run.__wrapped__ = impl
+    return run
+  return wrap
 
 
 def check(name: str, *args) -> None:

@@ -11,7 +11,6 @@ import numpy as np
 
 from minijax import lax
 from minijax.core import dtypes
-from minijax.core.trace import is_eval_context
 from minijax.numpy import _util
 from minijax.numpy._util import promote_and_broadcast as _pb
 
@@ -26,23 +25,6 @@ def _is_int(x):
   return dtypes.is_integer(_util.dtype(x))
 
 
-def _eager_compiled(name, impl):
-  """Runs `impl` eagerly as one compiled call (promotion, broadcasting and the op fused into
-  one executable, cached per argument types) instead of one dispatch per lax op; under a
-  trace `impl` runs inline, so jaxprs show the primitives themselves."""
-  compiled = []  # jit retraces by itself when enable_x64 changes the promotion
-
-  def run(*args):
-    if not is_eval_context():
-      return impl(*args)
-    _util.check(name, *args)
-    if not compiled:
-      from minijax.api import jit
-      compiled.append(jit(impl))
-    return compiled[0](*args)
-  return run
-
-
 def _binary(name, fn, inexact=False, keep_scalars=False):
   """A binary ufunc; `keep_scalars` when `fn` only binds elementwise lax ops (which take a
   rank-0 operand as it is) so Python scalars and rank-0 arrays are not broadcast."""
@@ -50,7 +32,7 @@ def _binary(name, fn, inexact=False, keep_scalars=False):
     a, b = _pb(name, x1, x2, inexact=inexact, keep_scalars=keep_scalars)
     return fn(a, b)
   impl.__name__ = name
-  run = _eager_compiled(name, impl)
+  run = _util.compiled_when_eager(name)(impl)
 
   def ufunc(x1, x2, /):
     return run(x1, x2)
@@ -64,7 +46,7 @@ def _unary(name, fn, inexact=False):
     (a,) = _util.promote_inexact(name, x) if inexact else _util.promote(name, x)
     return fn(a)
   impl.__name__ = name
-  run = _eager_compiled(name, impl)
+  run = _util.compiled_when_eager(name)(impl)
 
   def ufunc(x, /):
     return run(x)
@@ -472,8 +454,11 @@ def array_equal(a1, a2, equal_nan=False):
 
 
 def clip(a, a_min=None, a_max=None, *, min=None, max=None):
-  lo = a_min if a_min is not None else min
-  hi = a_max if a_max is not None else max
+  return _clip(a, a_min if a_min is not None else min, a_max if a_max is not None else max)
+
+
+@_util.compiled_when_eager("clip")
+def _clip(a, lo, hi):
   out = a
   if lo is not None:
     out = maximum(out, lo)
@@ -503,7 +488,7 @@ def _where_impl(condition, x, y):
   return lax.select(c, a, b)
 
 
-_where3 = _eager_compiled("where", _where_impl)
+_where3 = _util.compiled_when_eager("where")(_where_impl)
 
 
 def real(x, /):
