@@ -2,9 +2,10 @@
 
   python benchmarks/dispatch.py [--rounds N]
 
-Measures µs per call of a jitted `x + 1` on a device-resident scalar, and the ms to trace,
-lower and compile a 100-op elementwise chain on f32[1024].  Prints medians with the
-25th-75th percentile spread and the ratios minijax / jax.
+Measures µs per call of a jitted `x + 1` on a device-resident scalar, µs per eager call of
+a few numpy functions on f32[1024] (each runs as one compiled call in both libraries), and
+the ms to trace, lower and compile a 100-op elementwise chain on f32[1024].  Prints
+medians with the 25th-75th percentile spread and the ratios minijax / jax.
 """
 from __future__ import annotations
 
@@ -32,6 +33,14 @@ def chain(np_module):
       x = np_module.cos(x)
     return x
   return f
+
+
+EAGER = {
+    "x + 1.0": lambda np_module, x: x + 1.0,
+    "mean(x)": lambda np_module, x: np_module.mean(x),
+    "var(x)": lambda np_module, x: np_module.var(x),
+    "dot(x, x)": lambda np_module, x: np_module.dot(x, x),
+}
 
 
 def compile_path_sampler(lib: str, stage: str):
@@ -74,19 +83,34 @@ def main(argv=None):
     contenders["jax"] = lambda: per_call_seconds(lambda: f_jx(x_jx), args.calls)
   dispatch = interleaved(contenders, args.rounds, "dispatch")
 
+  eager = {}
+  x = np.arange(1024, dtype=np.float32)
+  arrays = {"minijax": (mnp, minijax.device_put(x))}
+  if jax is not None:
+    arrays["jax"] = (jnp, jax.device_put(x))
+  for name, op in EAGER.items():
+    samplers = {}
+    for lib, (np_module, array) in arrays.items():
+      call = lambda np_module=np_module, array=array: op(np_module, array)  # noqa: E731
+      call()  # compiles
+      samplers[lib] = lambda call=call: per_call_seconds(call, args.calls // 4)
+    eager[name] = interleaved(samplers, args.rounds, f"eager {name}")
+
   stages = {}
   for stage in ("trace", "lower", "compile"):
     stages[stage] = interleaved({lib: compile_path_sampler(lib, stage) for lib in libs},
                                 max(3, args.rounds // 3), stage)
 
-  rows = [["dispatch, jit(x + 1) on f32[] (µs)"] + [fmt(dispatch[l]) for l in libs]]
-  for stage, stats in stages.items():
-    rows.append([f"{stage}, 100-op chain on f32[1024] (ms)"] + [fmt(stats[l], 1e3, 2) for l in libs])
+  measured = [("dispatch, jit(x + 1) on f32[] (µs)", dispatch, 1e6, 1)]
+  measured += [(f"eager {name} on f32[1024] (µs)", stats, 1e6, 1) for name, stats in eager.items()]
+  measured += [(f"{stage}, 100-op chain on f32[1024] (ms)", stats, 1e3, 2)
+               for stage, stats in stages.items()]
+  rows = [[what] + [fmt(stats[l], scale, digits) for l in libs]
+          for what, stats, scale, digits in measured]
   headers = ["measure (median [p25-p75])"] + libs
   if jax is not None:
     headers.append("minijax / jax")
-    rows[0].append(f"{dispatch['minijax'].median / dispatch['jax'].median:.2f}")
-    for row, stats in zip(rows[1:], stages.values()):
+    for row, (_, stats, _, _) in zip(rows, measured):
       row.append(f"{stats['minijax'].median / stats['jax'].median:.2f}")
     tl_mj = stages["trace"]["minijax"].median + stages["lower"]["minijax"].median
     tl_jx = stages["trace"]["jax"].median + stages["lower"]["jax"].median
