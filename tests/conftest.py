@@ -1,3 +1,4 @@
+import logging
 import os
 import sys
 
@@ -35,3 +36,16 @@ def run_python(code: str, env: dict | None = None, timeout: float = 120):
   full_env["PYTHONPATH"] = ROOT + os.pathsep + full_env.get("PYTHONPATH", "")
   return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                         env=full_env, timeout=timeout)
+
+
+def compiles(caplog, fn) -> list[str]:
+  """The compilations `fn()` logs (minijax's "Compiled ..." lines)."""
+  import minijax
+  minijax.config.update("log_compiles", True)
+  try:
+    with caplog.at_level(logging.WARNING, logger="minijax"):
+      caplog.clear()
+      fn()
+    return [r.getMessage() for r in caplog.records if "Compiled" in r.getMessage()]
+  finally:
+    minijax.config.update("log_compiles", False)

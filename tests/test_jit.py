@@ -8,18 +8,11 @@ import pytest
 import minijax
 import minijax.numpy as jnp
 from minijax import lax
-from tests.conftest import run_python
+from tests.conftest import compiles, run_python
 
 
 def _count_compiles(caplog, fn):
-  minijax.config.update("log_compiles", True)
-  try:
-    with caplog.at_level(logging.WARNING, logger="minijax"):
-      caplog.clear()
-      fn()
-    return sum("Compiled" in r.getMessage() for r in caplog.records)
-  finally:
-    minijax.config.update("log_compiles", False)
+  return len(compiles(caplog, fn))
 
 
 def test_jit_compiles_once_per_shape_and_dtype(caplog):

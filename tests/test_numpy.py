@@ -12,6 +12,7 @@ import pytest
 
 import minijax
 import minijax.numpy as jnp
+from tests.conftest import compiles
 
 bf16 = np.dtype(ml_dtypes.bfloat16)
 _rng = np.random.default_rng(1)
@@ -194,29 +195,17 @@ def test_eager_ops_follow_the_x64_flag_when_it_changes():
   assert jnp.true_divide(a, a + 1).dtype == np.float32
 
 
-def _compiles(caplog, fn):
-  import logging
-  minijax.config.update("log_compiles", True)
-  try:
-    with caplog.at_level(logging.WARNING, logger="minijax"):
-      caplog.clear()
-      fn()
-    return [r.getMessage() for r in caplog.records if "Compiled" in r.getMessage()]
-  finally:
-    minijax.config.update("log_compiles", False)
-
-
 def test_eager_numpy_functions_run_as_one_compiled_call_per_static_arguments(caplog):
   # a shape no other test uses, so that nothing is compiled for it yet
   x = jnp.asarray(np.arange(12.0, dtype=np.float32).reshape(3, 4)) * jnp.ones((5, 3, 4))
   xt = jnp.swapaxes(x, 1, 2)
   for fn in (lambda: jnp.var(x, axis=1, ddof=1), lambda: jnp.clip(x, 2.0, 9.0),
              lambda: jnp.dot(x, xt), lambda: x + 1.0):
-    first = _compiles(caplog, fn)
+    first = compiles(caplog, fn)
     assert len(first) == 1, first  # the whole function, not one executable per lax op
-    assert _compiles(caplog, fn) == []
+    assert compiles(caplog, fn) == []
   assert_close(jnp.var(x, axis=1, ddof=1), np.var(np.asarray(x), axis=1, ddof=1))
-  assert len(_compiles(caplog, lambda: jnp.var(x, axis=0))) == 1  # new static arguments
+  assert len(compiles(caplog, lambda: jnp.var(x, axis=0))) == 1  # new static arguments
   # unhashable static values and numpy's sequences still work, op by op
   assert_close(jnp.sum(x, axis=[0, 1, 2]), 330.0)
   assert_close(jnp.sum([1.0, 2.0, 3.0]), 6.0)
