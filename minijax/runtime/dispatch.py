@@ -11,10 +11,12 @@ from __future__ import annotations
 
 import collections
 import functools
+import operator
 from typing import Any, Callable, Sequence
 
 import numpy as np
 
+from minijax import tree_util
 from minijax.config import config
 from minijax.core import primitive as primitive_lib
 from minijax.core.avals import shaped_abstractify
@@ -141,23 +143,32 @@ def _jaxpr_fingerprint(jaxpr: Jaxpr):
 
 def apply_primitive(primitive, *args, **params):
   """Runs `primitive` on concrete values through a cached one-equation executable."""
-  avals = tuple(shaped_abstractify(x) for x in args)
+  try:
+    avals = tuple(map(_get_aval, args))
+  except AttributeError:  # numpy values or Python scalars among the arguments
+    avals = tuple(map(shaped_abstractify, args))
   device = device_of(args)
-  key = (primitive, params_key(params), avals, device)
-  fn = _primitive_cache.get(key)
-  if fn is None:
-    fn = _primitive_cache[key] = _compile_primitive(primitive, params, avals, device)
+  key = (primitive, params_key(params) if params else (), avals, device)
+  run = _primitive_cache.get(key)
+  if run is None:
+    run = _primitive_cache[key] = _compile_primitive(primitive, params, avals, device)
     if len(_primitive_cache) > _CACHE_SIZE:
       _primitive_cache.popitem(last=False)
   else:
     _primitive_cache.move_to_end(key)
-  outs = fn(*args)
+  out = run(*args)
   if config.debug_nans:
-    check_nans(primitive, outs)
-  return outs if primitive.multiple_results else outs[0]
+    check_nans(primitive, out if primitive.multiple_results else [out])
+  return out
 
 
-def _compile_primitive(primitive, params, avals, device) -> CompiledFn:
+_get_aval = operator.attrgetter("aval")
+_LEAF = tree_util.tree_structure(0)
+
+
+def _compile_primitive(primitive, params, avals, device) -> Callable:
+  """A function of the arguments that returns the primitive's result: a list of Arrays
+  when it has multiple results, else the Array."""
   from minijax.interpreters.partial_eval import trace_to_jaxpr_dynamic
 
   def fun(*xs):
@@ -165,7 +176,12 @@ def _compile_primitive(primitive, params, avals, device) -> CompiledFn:
     return out if primitive.multiple_results else [out]
 
   jaxpr, consts = trace_to_jaxpr_dynamic(fun, avals)
-  return compile_jaxpr(ClosedJaxpr(jaxpr, consts), device=device, name=primitive.name)
+  fn = compile_jaxpr(ClosedJaxpr(jaxpr, consts), device=device, name=primitive.name)
+  if primitive.multiple_results:
+    return fn
+  if isinstance(fn, executable_lib.Executable) and not consts:
+    return fn.make_call(out_tree=_LEAF)
+  return lambda *xs: fn(*xs)[0]
 
 
 primitive_lib.default_impl.append(apply_primitive)
