@@ -7,9 +7,10 @@ bound into a closure (`make_call`, which `jit`'s fast path also uses with the fu
 constants and output tree): the result handlers (one per output, built from minijax's own
 avals with checks skipped, which is also what keeps jaxlib from importing `jax` to build
 them), the output avals and device, and how tokens are passed.  The closure reads `_buffer`
-off every argument, executes, and wraps the outputs; anything unusual (numpy or Python
-arguments, an argument on another device) falls to `_call_general`, which converts and
-checks every argument.  The closure trusts its caller to have chosen the executable by the
+off every argument, executes, and wraps the outputs; a Python scalar of a parameter's aval
+gets a device buffer shared by every call with that value (`array.scalar_buffer`), and
+anything else unusual (numpy arguments, an argument on another device) falls to
+`_call_general`, which converts and checks every argument.  The closure trusts its caller to have chosen the executable by the
 arguments' avals (jaxlib checks byte sizes, not dtypes); jaxlib's errors are translated only
 after they happen (a deleted or donated argument, a wrong count or shape).
 
