@@ -28,7 +28,7 @@ def is_arraylike(x) -> bool:
   return isinstance(x, _ARRAYLIKE) or (hasattr(x, "aval") and hasattr(x, "shape"))
 
 
-def compiled_when_eager(name: str, dynamic: int | None = None):
+def compiled_when_eager(dynamic: int | None = None, *, name: str | None = None):
   """Decorator: the function runs as one compiled call when called eagerly, instead of one
   dispatch per lax op; under a trace it runs inline, so jaxprs show its primitives.
 
@@ -36,8 +36,9 @@ def compiled_when_eager(name: str, dynamic: int | None = None):
   `check` (None is let through) and passed to the compiled call; the others, positional or
   keyword, are static: one jitted function per value of them.  Numpy's sequences among the
   arrays, and unhashable static values (a list `axis`, an array `where=`), make the function
-  run op by op instead."""
+  run op by op instead.  `name` (by default the function's) names it in errors and logs."""
   def wrap(impl):
+    fn_name = name or impl.__name__
     jitted: dict = {}
 
     def run(*args, **kwargs):
@@ -46,7 +47,7 @@ def compiled_when_eager(name: str, dynamic: int | None = None):
       arrays = args if dynamic is None else args[:dynamic]
       if any(type(a) in (list, tuple) for a in arrays):
         return impl(*args, **kwargs)
-      check(name, *(a for a in arrays if a is not None))
+      check(fn_name, *(a for a in arrays if a is not None))
       static = () if dynamic is None else args[dynamic:]
       key = (static, *kwargs.items()) if kwargs else static
       try:
@@ -58,7 +59,7 @@ def compiled_when_eager(name: str, dynamic: int | None = None):
 
         def compiled(*xs):
           return impl(*xs, *static, **kwargs)
-        compiled.__name__ = compiled.__qualname__ = name
+        compiled.__name__ = compiled.__qualname__ = fn_name
         fn = jitted[key] = jit(compiled)
       return fn(*arrays)
 

@@ -26,7 +26,7 @@ def _shapes_error(name, x, y, detail=""):
                    + (f": {detail}" if detail else ""))
 
 
-@_util.compiled_when_eager("dot", dynamic=2)
+@_util.compiled_when_eager(dynamic=2)
 def dot(a, b, *, precision=None, preferred_element_type=None):
   x, y = _operands("dot", a, b)
   nx, ny = _util.ndim(x), _util.ndim(y)
@@ -42,7 +42,7 @@ def dot(a, b, *, precision=None, preferred_element_type=None):
   return out
 
 
-@_util.compiled_when_eager("matmul", dynamic=2)
+@_util.compiled_when_eager(dynamic=2)
 def matmul(a, b, *, precision=None, preferred_element_type=None):
   x, y = _operands("matmul", a, b)
   nx, ny = _util.ndim(x), _util.ndim(y)
@@ -71,13 +71,13 @@ def matmul(a, b, *, precision=None, preferred_element_type=None):
   return out
 
 
-@_util.compiled_when_eager("vdot", dynamic=2)
+@_util.compiled_when_eager(dynamic=2)
 def vdot(a, b):
   from minijax.numpy.shape import ravel
   return dot(ravel(_util.asarray(a)), ravel(_util.asarray(b)))
 
 
-@_util.compiled_when_eager("inner", dynamic=2)
+@_util.compiled_when_eager(dynamic=2)
 def inner(a, b):
   x, y = _operands("inner", a, b)
   nx, ny = _util.ndim(x), _util.ndim(y)
@@ -89,7 +89,7 @@ def inner(a, b):
   return lax.dot_general(x, y, (((nx - 1,), (ny - 1,)), ((), ())))
 
 
-@_util.compiled_when_eager("outer", dynamic=2)
+@_util.compiled_when_eager(dynamic=2)
 def outer(a, b):
   from minijax.numpy.shape import ravel
   x, y = _operands("outer", a, b)
@@ -98,7 +98,7 @@ def outer(a, b):
                          lax.reshape(y, (1,) + _util.shape(y)), (((1,), (0,)), ((), ())))
 
 
-@_util.compiled_when_eager("tensordot", dynamic=2)
+@_util.compiled_when_eager(dynamic=2)
 def tensordot(a, b, axes=2):
   x, y = _operands("tensordot", a, b)
   nx, ny = _util.ndim(x), _util.ndim(y)
@@ -182,7 +182,7 @@ def einsum(subscripts, *operands, optimize=None, precision=None, preferred_eleme
   return lax.transpose(out, tuple(result.index(c) for c in output))
 
 
-@_util.compiled_when_eager("norm", dynamic=1)
+@_util.compiled_when_eager(dynamic=1)
 def norm(x, ord=None, axis=None, keepdims=False):
   """Vector norms (2, 1, inf) and the Frobenius norm; `jnp.linalg.norm`."""
   from minijax.numpy.reductions import max as _max, sum as _sum

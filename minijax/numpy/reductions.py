@@ -66,7 +66,7 @@ def _accumulate(reduce_fn, x, axes):
   return reduce_fn(x, axes)
 
 
-@_util.compiled_when_eager("sum", dynamic=1)
+@_util.compiled_when_eager(dynamic=1)
 def sum(a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where=None):
   x, axes = _prep("sum", a, axis, out, where, 0)
   x = _cast(x, dtype if dtype is not None else _sum_dtype(_util.dtype(x)))
@@ -76,7 +76,7 @@ def sum(a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where=
   return _keep(out, x, axes, keepdims)
 
 
-@_util.compiled_when_eager("prod", dynamic=1)
+@_util.compiled_when_eager(dynamic=1)
 def prod(a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where=None):
   x, axes = _prep("prod", a, axis, out, where, 1)
   x = _cast(x, dtype if dtype is not None else _sum_dtype(_util.dtype(x)))
@@ -102,12 +102,12 @@ def _extremum(name, a, axis, out, keepdims, initial, where):
   return _keep(out, x, axes, keepdims)
 
 
-@_util.compiled_when_eager("max", dynamic=1)
+@_util.compiled_when_eager(dynamic=1)
 def max(a, axis=None, out=None, keepdims=False, initial=None, where=None):
   return _extremum("max", a, axis, out, keepdims, initial, where)
 
 
-@_util.compiled_when_eager("min", dynamic=1)
+@_util.compiled_when_eager(dynamic=1)
 def min(a, axis=None, out=None, keepdims=False, initial=None, where=None):
   return _extremum("min", a, axis, out, keepdims, initial, where)
 
@@ -121,21 +121,21 @@ def _to_bool(x):
   return lax.ne(x, lax.full(_util.shape(x), 0, _util.dtype(x)))
 
 
-@_util.compiled_when_eager("all", dynamic=1)
+@_util.compiled_when_eager(dynamic=1)
 def all(a, axis=None, out=None, keepdims=False, where=None):
   x, axes = _prep("all", a, axis, out, where, True)
   x = _to_bool(x)
   return _keep(lax.reduce_and(x, axes), x, axes, keepdims)
 
 
-@_util.compiled_when_eager("any", dynamic=1)
+@_util.compiled_when_eager(dynamic=1)
 def any(a, axis=None, out=None, keepdims=False, where=None):
   x, axes = _prep("any", a, axis, out, where, False)
   x = _to_bool(x)
   return _keep(lax.reduce_or(x, axes), x, axes, keepdims)
 
 
-@_util.compiled_when_eager("count_nonzero", dynamic=1)
+@_util.compiled_when_eager(dynamic=1)
 def count_nonzero(a, axis=None, keepdims=False):
   x, axes = _prep("count_nonzero", a, axis)
   x = lax.convert_element_type(_to_bool(x), dtypes.default_int_dtype())
@@ -153,7 +153,7 @@ def _mean_dtype(dt, dtype):
   return dt if dtypes.is_inexact(dt) else dtypes.default_float_dtype()
 
 
-@_util.compiled_when_eager("mean", dynamic=1)
+@_util.compiled_when_eager(dynamic=1)
 def mean(a, axis=None, dtype=None, out=None, keepdims=False, where=None):
   x, axes = _prep("mean", a, axis, out, where, 0)
   dt = _mean_dtype(_util.dtype(x), dtype)
@@ -167,7 +167,7 @@ def mean(a, axis=None, dtype=None, out=None, keepdims=False, where=None):
   return _keep(result, x, axes, keepdims)
 
 
-@_util.compiled_when_eager("var", dynamic=1)
+@_util.compiled_when_eager(dynamic=1)
 def var(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, where=None):
   x, axes = _prep("var", a, axis)
   dt = _mean_dtype(_util.dtype(x), dtype)
@@ -180,7 +180,7 @@ def var(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, where=None):
   return _keep(out, x, axes, keepdims)
 
 
-@_util.compiled_when_eager("std", dynamic=1)
+@_util.compiled_when_eager(dynamic=1)
 def std(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, where=None):
   return lax.sqrt(var(a, axis, dtype, out, ddof, keepdims))
 
@@ -201,12 +201,12 @@ def _arg(name, lax_fn, a, axis, keepdims):
   return _keep(out, x, (ax,), keepdims)
 
 
-@_util.compiled_when_eager("argmax", dynamic=1)
+@_util.compiled_when_eager(dynamic=1)
 def argmax(a, axis=None, out=None, keepdims=False):
   return _arg("argmax", lax.argmax, a, axis, keepdims)
 
 
-@_util.compiled_when_eager("argmin", dynamic=1)
+@_util.compiled_when_eager(dynamic=1)
 def argmin(a, axis=None, out=None, keepdims=False):
   return _arg("argmin", lax.argmin, a, axis, keepdims)
 
@@ -222,12 +222,12 @@ def _cumulative(name, lax_fn, a, axis, dtype):
   return lax_fn(x, ax)
 
 
-@_util.compiled_when_eager("cumsum", dynamic=1)
+@_util.compiled_when_eager(dynamic=1)
 def cumsum(a, axis=None, dtype=None, out=None):
   return _cumulative("cumsum", lax.cumsum, a, axis, dtype)
 
 
-@_util.compiled_when_eager("cumprod", dynamic=1)
+@_util.compiled_when_eager(dynamic=1)
 def cumprod(a, axis=None, dtype=None, out=None):
   return _cumulative("cumprod", lax.cumprod, a, axis, dtype)
 

@@ -32,7 +32,7 @@ def _binary(name, fn, inexact=False, keep_scalars=False):
     a, b = _pb(name, x1, x2, inexact=inexact, keep_scalars=keep_scalars)
     return fn(a, b)
   impl.__name__ = name
-  run = _util.compiled_when_eager(name)(impl)
+  run = _util.compiled_when_eager()(impl)
 
   def ufunc(x1, x2, /):
     return run(x1, x2)
@@ -46,7 +46,7 @@ def _unary(name, fn, inexact=False):
     (a,) = _util.promote_inexact(name, x) if inexact else _util.promote(name, x)
     return fn(a)
   impl.__name__ = name
-  run = _util.compiled_when_eager(name)(impl)
+  run = _util.compiled_when_eager()(impl)
 
   def ufunc(x, /):
     return run(x)
@@ -457,7 +457,7 @@ def clip(a, a_min=None, a_max=None, *, min=None, max=None):
   return _clip(a, a_min if a_min is not None else min, a_max if a_max is not None else max)
 
 
-@_util.compiled_when_eager("clip")
+@_util.compiled_when_eager(name="clip")
 def _clip(a, lo, hi):
   out = a
   if lo is not None:
@@ -488,7 +488,7 @@ def _where_impl(condition, x, y):
   return lax.select(c, a, b)
 
 
-_where3 = _util.compiled_when_eager("where")(_where_impl)
+_where3 = _util.compiled_when_eager(name="where")(_where_impl)
 
 
 def real(x, /):

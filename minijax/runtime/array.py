@@ -248,16 +248,19 @@ def scalar_buffer(x, aval: ShapedArray, device, *, reuse: bool = True):
   up to `_MAX_SCALAR_BUFFERS` recent values are kept and shared, unless `reuse` is False (an
   executable that donates its arguments would delete a shared buffer).  Zeros are told apart
   by sign; NaNs and complex values are never shared."""
+  key = None
   if reuse and type(x) is not complex and x == x:
     key = (x, aval, device) if x or type(x) is not float else (math.copysign(1.0, x), aval,
                                                                  device, "zero")
     buffer = _scalar_buffers.get(key)
-    if buffer is None:
-      if len(_scalar_buffers) >= _MAX_SCALAR_BUFFERS:
-        _scalar_buffers.clear()
-      buffer = _scalar_buffers[key] = _put_numpy(np.asarray(x, aval.dtype), aval, device)._buffer
-    return buffer
-  return _put_numpy(np.asarray(x, aval.dtype), aval, device)._buffer
+    if buffer is not None:
+      return buffer
+  buffer = _put_numpy(np.asarray(x, aval.dtype), aval, device)._buffer
+  if key is not None:
+    if len(_scalar_buffers) >= _MAX_SCALAR_BUFFERS:
+      _scalar_buffers.clear()
+    _scalar_buffers[key] = buffer
+  return buffer
 
 
 def _rebuild(value: np.ndarray, weak_type: bool) -> Array:

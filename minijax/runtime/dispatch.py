@@ -179,7 +179,7 @@ def _compile_primitive(primitive, params, avals, device) -> Callable:
   fn = compile_jaxpr(ClosedJaxpr(jaxpr, consts), device=device, name=primitive.name)
   if primitive.multiple_results:
     return fn
-  if isinstance(fn, executable_lib.Executable) and not consts:
+  if isinstance(fn, executable_lib.Executable):
     return fn.make_call(out_tree=_LEAF)
   return lambda *xs: fn(*xs)[0]
 

@@ -10,18 +10,20 @@ them), the output avals and device, and how tokens are passed.  The closure read
 off every argument, executes, and wraps the outputs; a Python scalar of a parameter's aval
 gets a device buffer shared by every call with that value (`array.scalar_buffer`), and
 anything else unusual (numpy arguments, an argument on another device) falls to
-`_call_general`, which converts and checks every argument.  The closure trusts its caller to have chosen the executable by the
-arguments' avals (jaxlib checks byte sizes, not dtypes); jaxlib's errors are translated only
-after they happen (a deleted or donated argument, a wrong count or shape).
+`_call_general`, which converts and checks every argument.  The closure trusts its caller
+to have chosen the executable by the arguments' avals (jaxlib checks byte sizes, not
+dtypes); jaxlib's errors are translated only after they happen (a deleted or donated
+argument, a wrong count or shape).
 
 Ordered effects are chained through tokens.  The lowered `main` takes one token per ordered
 effect before its array arguments, in `ordered_effects` order, and returns the same number of
 tokens before its array results.  `runtime_tokens` keeps, for every (effect, device), the
 token returned by the last execution that carried the effect; the first execution, and the
-first after a barrier saw the chain finish, gets a zero-byte `bool[0]` array.  Each execution therefore waits for the previous one with the same
-effect on that device, in call order, without the host ever blocking.  Executables with
-unordered effects record their execution-status token instead, so that
-`runtime_tokens.wait_all()` can wait for every started effectful computation.
+first after a barrier saw the chain finish, gets a zero-byte `bool[0]` array.  Each
+execution therefore waits for the previous one with the same effect on that device, in call
+order, without the host ever blocking.  Executables with unordered effects record their
+execution-status token instead, so that `runtime_tokens.wait_all()` can wait for every
+started effectful computation.
 """
 from __future__ import annotations
 
