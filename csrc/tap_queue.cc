@@ -310,6 +310,17 @@ bool ParseDevice(PyObject* arg, Queue** q) {
   return true;
 }
 
+// Checks the argument count of a module function called as `usage` and parses its first
+// argument, a device ordinal.
+bool DeviceCall(PyObject* const* args, Py_ssize_t nargs, Py_ssize_t expected, const char* usage,
+                Queue** q) {
+  if (nargs != expected) {
+    PyErr_SetString(PyExc_TypeError, usage);
+    return false;
+  }
+  return ParseDevice(args[0], q);
+}
+
 // ---------------------------------------------------------------------------
 // Module functions.
 
@@ -434,12 +445,8 @@ bool WaitDelivered(Queue* q, uint64_t target, std::chrono::nanoseconds timeout) 
 // push(device, consumer, arrays): copies objects exposing C-contiguous buffers into
 // the device's queue, as the device handler does; used by the Python-callback mechanism.
 PyObject* PyPush(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
-  if (nargs != 3) {
-    PyErr_SetString(PyExc_TypeError, "push(device, consumer, arrays)");
-    return nullptr;
-  }
   Queue* q;
-  if (!ParseDevice(args[0], &q)) return nullptr;
+  if (!DeviceCall(args, nargs, 3, "push(device, consumer, arrays)", &q)) return nullptr;
   long long consumer = PyLong_AsLongLong(args[1]);
   if (consumer == -1 && PyErr_Occurred()) return nullptr;
   PyObject* seq = PySequence_Fast(args[2], "arrays must be a sequence");
@@ -489,12 +496,13 @@ PyObject* PyPush(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
 // slow(consumer_id, payload, offsets), which returns the bytes it delivered.  Doing the
 // common case in C saves most of the interpreter's work per tap.
 PyObject* PyDeliver(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
-  if (nargs != 5 || !PyDict_Check(args[2])) {
-    PyErr_SetString(PyExc_TypeError, "deliver(device, max_count, fast: dict, slow, on_error)");
+  static const char* usage = "deliver(device, max_count, fast: dict, slow, on_error)";
+  Queue* q;
+  if (!DeviceCall(args, nargs, 5, usage, &q)) return nullptr;
+  if (!PyDict_Check(args[2])) {
+    PyErr_SetString(PyExc_TypeError, usage);
     return nullptr;
   }
-  Queue* q;
-  if (!ParseDevice(args[0], &q)) return nullptr;
   Py_ssize_t max_count = PyLong_AsSsize_t(args[1]);
   if (max_count == -1 && PyErr_Occurred()) return nullptr;
   if (max_count < 1) max_count = 1;
@@ -598,12 +606,10 @@ PyObject* PyFlush(PyObject*, PyObject* arg) {
 // wait_delivered(device, target, timeout_s) -> whether the receiver has finished with
 // `target` taps; waits without the GIL.
 PyObject* PyWaitDelivered(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
-  if (nargs != 3) {
-    PyErr_SetString(PyExc_TypeError, "wait_delivered(device, target, timeout_s)");
+  Queue* q;
+  if (!DeviceCall(args, nargs, 3, "wait_delivered(device, target, timeout_s)", &q)) {
     return nullptr;
   }
-  Queue* q;
-  if (!ParseDevice(args[0], &q)) return nullptr;
   unsigned long long target = PyLong_AsUnsignedLongLong(args[1]);
   if (target == static_cast<unsigned long long>(-1) && PyErr_Occurred()) return nullptr;
   double timeout_s = PyFloat_AsDouble(args[2]);
