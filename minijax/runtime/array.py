@@ -8,8 +8,9 @@ conversion to Python scalars), and then once: the host copy is cached, read-only
 Host-to-device goes through `xla_client.batched_device_put`; device-to-host goes through
 DLPack, copying out of the exported view so that no external reference outlives the read
 (an outstanding reference would silently stop jaxlib from donating the buffer later).  numpy
-refuses DLPack for the ml_dtypes types (bfloat16, float8): those are copied from the buffer's
-address once it is ready.  Neither direction goes near the jaxlib paths that import `jax`.
+refuses DLPack for the ml_dtypes types (bfloat16, float8): those are copied from the address
+that the DLPack tensor itself carries (jaxlib's `unsafe_buffer_pointer` imports `jax`).  Neither
+direction goes near the jaxlib paths that import `jax`.
 
 Arithmetic, indexing, `.T`, `.at` and the reductions are installed on `Array` later by the numpy
 layer; this module only gives it what every array needs to exist, print and be converted.
@@ -51,15 +52,36 @@ class _DLPackExport:
     return (1, 0)  # kDLCPU, device 0: CPU memory is shared by every CPU device
 
 
+class _DLTensor(ctypes.Structure):
+  """The head of DLPack's `DLManagedTensor`: where the data is (the rest is not read)."""
+  _fields_ = [("data", ctypes.c_void_p), ("device_type", ctypes.c_int32),
+              ("device_id", ctypes.c_int32), ("ndim", ctypes.c_int32),
+              ("dtype", ctypes.c_uint32), ("shape", ctypes.c_void_p),
+              ("strides", ctypes.c_void_p), ("byte_offset", ctypes.c_uint64)]
+
+
+_capsule_pointer = ctypes.pythonapi.PyCapsule_GetPointer
+_capsule_pointer.restype = ctypes.c_void_p
+_capsule_pointer.argtypes = [ctypes.py_object, ctypes.c_char_p]
+
+
+def _copy_raw(buffer, out: np.ndarray) -> None:
+  """Copies `buffer`'s bytes into `out` through a DLPack export (which waits for the buffer
+  to be ready); the capsule, still unconsumed, releases the export when it is dropped."""
+  capsule = _jax.buffer_to_dlpack_managed_tensor(buffer)
+  tensor = _DLTensor.from_address(_capsule_pointer(capsule, b"dltensor"))
+  ctypes.memmove(out.ctypes.data, tensor.data + tensor.byte_offset, out.nbytes)
+  del tensor, capsule
+
+
 def _buffer_to_numpy(buffer, aval: ShapedArray) -> np.ndarray:
   dtype = aval.dtype
   if dtype.kind in _DLPACK_KINDS:
     out = np.from_dlpack(_DLPackExport(buffer)).copy()
   else:
     out = np.empty(aval.shape, dtype)
-    buffer.block_until_ready()
     if out.nbytes:
-      ctypes.memmove(out.ctypes.data, buffer.unsafe_buffer_pointer(), out.nbytes)
+      _copy_raw(buffer, out)
   out.flags.writeable = False
   return out
 
