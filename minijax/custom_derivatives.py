@@ -20,6 +20,7 @@ from typing import Callable, Sequence
 from minijax import tree_util
 from minijax.core import dtypes, pretty
 from minijax.core.avals import ShapedArray
+from minijax.core.effects import check_allowed
 from minijax.core.jaxpr import ClosedJaxpr, eval_jaxpr
 from minijax.core.primitive import Primitive
 from minijax.core.trace import is_eval_context
@@ -61,7 +62,9 @@ def _check_outs(what, outs, avals):
                     f"{[g.str_short() for g in got]}")
 
 
-def _call_abstract_eval(*avals, call_jaxpr, **params):
+def _call_abstract_eval(*avals, call_jaxpr, name, **params):
+  if call_jaxpr.effects:
+    check_allowed(call_jaxpr.effects, "custom_derivatives", name)
   return call_jaxpr.out_avals, call_jaxpr.effects
 
 

@@ -15,7 +15,7 @@ import sys
 from typing import Any, NamedTuple, Sequence
 
 from minijax.core import effects as effects_lib
-from minijax.core.avals import AbstractValue, ShapedArray, shaped_abstractify
+from minijax.core.avals import AbstractValue, ShapedArray, get_aval
 
 
 class Var:
@@ -138,8 +138,16 @@ class ClosedJaxpr:
   __repr__ = __str__
 
 
-def closed_call_jaxpr(jaxpr: Jaxpr) -> ClosedJaxpr:
-  return ClosedJaxpr(jaxpr, [])
+def hoist_consts(closed: ClosedJaxpr) -> tuple[ClosedJaxpr, list[Any]]:
+  """`(closed with its constants turned into leading inputs, the constants)`: the form that
+  call primitives (`jit_p`, control flow, remat, custom derivatives) take, so that their
+  constants travel as operands, visible to every transformation (they may be tracers)."""
+  jaxpr = closed.jaxpr
+  if not jaxpr.constvars:
+    return closed, list(closed.consts)
+  hoisted = Jaxpr([], [*jaxpr.constvars, *jaxpr.invars], jaxpr.outvars, jaxpr.eqns,
+                  jaxpr.effects, jaxpr.debug_info)
+  return ClosedJaxpr(hoisted, []), list(closed.consts)
 
 
 # ----------------------------------------------------------------------------- evaluation
@@ -246,4 +254,4 @@ def literalable(x) -> bool:
 
 
 def make_literal(x) -> Literal:
-  return Literal(x, shaped_abstractify(x))
+  return Literal(x, get_aval(x))

@@ -28,7 +28,7 @@ from typing import Any, Callable
 import numpy as np
 
 from minijax import tree_util
-from minijax.core.avals import shaped_abstractify
+from minijax.core.avals import get_aval
 from minijax.core import pretty
 from minijax.core.effects import Effect
 from minijax.core.primitive import Primitive
@@ -198,7 +198,7 @@ def _instantiate(tangent, aval):
 
 
 def _aval(x):
-  return x.aval if isinstance(x, (ad.UndefinedPrimal, Tracer, Array)) else shaped_abstractify(x)
+  return x.aval if isinstance(x, (ad.UndefinedPrimal, Tracer, Array)) else get_aval(x)
 
 
 def _id_tap_jvp(primals, tangents, **params):

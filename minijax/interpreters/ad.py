@@ -24,7 +24,7 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from minijax.core import dtypes
-from minijax.core.avals import ShapedArray, shaped_abstractify
+from minijax.core.avals import ShapedArray, get_aval
 from minijax.core.errors import MissingRuleError
 from minijax.core.jaxpr import ClosedJaxpr, eval_jaxpr
 from minijax.core.primitive import Primitive
@@ -35,10 +35,6 @@ TransposeRule = Callable[..., Any]
 
 primitive_jvps: dict[Any, JvpRule] = {}
 primitive_transposes: dict[Any, TransposeRule] = {}
-
-
-def get_aval(x):
-  return x.aval if isinstance(x, Tracer) else shaped_abstractify(x)
 
 
 class Zero:

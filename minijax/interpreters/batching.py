@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from typing import Any, Callable, Sequence
 
-from minijax.core.avals import ShapedArray, shaped_abstractify
+from minijax.core.avals import ShapedArray, get_aval
 from minijax.core.errors import MissingRuleError
 from minijax.core.jaxpr import ClosedJaxpr, eval_jaxpr
 from minijax.core.trace import Trace, Tracer, new_trace, set_current_trace
@@ -88,7 +88,7 @@ def defbroadcasting(primitive) -> None:
 
 
 def _shape(x) -> tuple:
-  return x.aval.shape if isinstance(x, Tracer) else shaped_abstractify(x).shape
+  return x.aval.shape if isinstance(x, Tracer) else get_aval(x).shape
 
 
 def _to_batched(x, d, size: int, elem_shape: tuple):
@@ -115,7 +115,7 @@ class BatchTracer(Tracer):
 
   @property
   def aval(self):
-    aval = self.val.aval if isinstance(self.val, Tracer) else shaped_abstractify(self.val)
+    aval = self.val.aval if isinstance(self.val, Tracer) else get_aval(self.val)
     shape = list(aval.shape)
     del shape[self.batch_dim]
     return ShapedArray(tuple(shape), aval.dtype, aval.weak_type)

@@ -2,16 +2,16 @@
 
 Params: `jaxpr` (a ClosedJaxpr with no constants; they are passed as leading arguments),
 `name`, `donated_invars` and `device`.  Evaluating it compiles the jaxpr once per device
-through the shared dispatch path; lowering it emits a `func.call` to one private function
-per jaxpr, with the tokens of its ordered effects threaded through.
+(the impl is installed by `minijax.staging`, which owns compilation); lowering it emits a
+`func.call` to one private function per jaxpr, with the tokens of its ordered effects
+threaded through.
 """
 from __future__ import annotations
 
-from minijax.config import config
 from minijax.core import pretty
+from minijax.core.effects import must_keep
 from minijax.core.primitive import Primitive
 from minijax.lowering import mlir
-from minijax.runtime import dispatch
 
 jit_p = Primitive("jit")
 jit_p.multiple_results = True
@@ -22,32 +22,6 @@ def _jit_abstract_eval(*avals, jaxpr, name, donated_invars, device):
 
 
 jit_p.def_effectful_abstract_eval(_jit_abstract_eval)
-
-_compiled: dict = {}
-
-
-def compiled_call(jaxpr, name, donated_invars, device):
-  """The compiled executable for a jit_p equation (shared with the `jit` fast path)."""
-  from minijax.runtime import backend
-  device = backend.get_device(device) if device is not None else None
-  key = (jaxpr, donated_invars, device)
-  fn = _compiled.get(key)
-  if fn is None:
-    fn = _compiled[key] = dispatch.compile_jaxpr(
-        jaxpr, device=device or backend.get_device(None), name=name, donated_args=donated_invars)
-  return fn
-
-
-def _jit_impl(*args, jaxpr, name, donated_invars, device):
-  fn = compiled_call(jaxpr, name, donated_invars, device or dispatch.device_of(args))
-  outs = fn(*args)
-  if config.debug_nans:
-    dispatch.check_nans_in_jaxpr(jaxpr, args, outs, name)
-  return outs
-
-
-jit_p.def_impl(_jit_impl)
-
 
 def _jit_lowering(ctx, *args, jaxpr, name, donated_invars, device):
   return mlir.call_lowered_function(ctx, name, jaxpr, *args)
@@ -139,7 +113,7 @@ def call_partial_eval_rule(primitive, fix_params):
                               [x for x, uk in zip(args, unknowns) if not uk], params)
     res = known_outs[len(known_outs) - num_res:]
     known_outs = iter(known_outs[:len(known_outs) - num_res])
-    if not any(out_uk) and not unknown.effects:
+    if not any(out_uk) and not must_keep(unknown.effects):
       return list(known_outs)
     unknown_args = [*res, *(x for x, uk in zip(args, unknowns) if uk)]
     unknown_closed, consts = _hoist(unknown)

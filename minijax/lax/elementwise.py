@@ -13,7 +13,7 @@ import numpy as np
 from jaxlib.mlir.dialects import mhlo
 
 from minijax.core import dtypes
-from minijax.core.avals import shaped_abstractify
+from minijax.core.avals import get_aval
 from minijax.interpreters import ad, batching
 from minijax.lax import utils
 from minijax.lowering import mlir
@@ -44,7 +44,7 @@ def _coerce_scalars(*args):
   arrays = [a for a in args if not isinstance(a, _SCALARS)]
   if not arrays:
     return args
-  aval = shaped_abstractify(arrays[0])
+  aval = get_aval(arrays[0])
   from minijax.lax.structural import full
   return tuple(full((), a, aval.dtype, weak_type=aval.weak_type) if isinstance(a, _SCALARS)
                else a for a in args)
@@ -89,20 +89,20 @@ def _linear_transpose(fns):
 
 def _zeros_like(x):
   from minijax.lax.structural import full
-  aval = shaped_abstractify(x)
+  aval = get_aval(x)
   return full(aval.shape, 0, aval.dtype)
 
 
 def _ones_like(x):
   from minijax.lax.structural import full
-  aval = shaped_abstractify(x)
+  aval = get_aval(x)
   return full(aval.shape, 1, aval.dtype)
 
 
 def _const(x, value):
   """`value` as an array shaped and typed like `x`."""
   from minijax.lax.structural import full
-  aval = shaped_abstractify(x)
+  aval = get_aval(x)
   return full(aval.shape, value, aval.dtype)
 
 

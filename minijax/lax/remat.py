@@ -15,6 +15,7 @@ import functools
 from typing import Callable
 
 from minijax.core import pretty
+from minijax.core.effects import check_allowed, must_keep
 from minijax.core.jaxpr import eval_jaxpr
 from minijax.core.primitive import Primitive
 from minijax.core.trace import set_current_trace
@@ -81,7 +82,13 @@ def named_call(fun: Callable, *, name: str | None = None) -> Callable:
 # ---- checkpoint / remat
 remat_p = Primitive("checkpoint")
 remat_p.multiple_results = True
-remat_p.def_effectful_abstract_eval(_call_abstract_eval)
+def _remat_abstract_eval(*avals, jaxpr, **params):
+  if jaxpr.effects:
+    check_allowed(jaxpr.effects, "remat", "checkpoint")
+  return jaxpr.out_avals, jaxpr.effects
+
+
+remat_p.def_effectful_abstract_eval(_remat_abstract_eval)
 remat_p.def_impl(_call_impl)
 register_call_rules(remat_p, partial_eval=False)
 pretty.pp_rules[remat_p] = _pp_call
@@ -97,7 +104,7 @@ def _remat_partial_eval(trace, args, *, jaxpr, **params):
   with set_current_trace(trace.parent):
     known_outs = iter(eval_jaxpr(known.jaxpr, known.consts,
                                  *(x for x, uk in zip(args, unknowns) if not uk)))
-  if not any(out_uk) and not jaxpr.effects:
+  if not any(out_uk) and not must_keep(jaxpr.effects):
     return list(known_outs)
   recompute, _ = pe.dce_closed_jaxpr(jaxpr, out_uk, instantiate=True)
   unknown_outs = iter(trace.stage(remat_p, args, dict(params, jaxpr=recompute)))

@@ -13,7 +13,7 @@ import numpy as np
 from jaxlib.mlir.dialects import mhlo
 
 from minijax.core import dtypes
-from minijax.core.avals import ShapedArray, shaped_abstractify
+from minijax.core.avals import ShapedArray, get_aval
 from minijax.core.primitive import Primitive
 from minijax.interpreters import ad, batching
 from minijax.lowering import mlir
@@ -388,7 +388,7 @@ def _pad_transpose(ct, x, padding_value, *, padding_config):
   if type(ct) is ad.Zero:
     return [ad.Zero(x.aval) if ad.is_undefined_primal(x) else None,
             ad.Zero(padding_value.aval) if ad.is_undefined_primal(padding_value) else None]
-  aval = x.aval if ad.is_undefined_primal(x) else shaped_abstractify(x)
+  aval = x.aval if ad.is_undefined_primal(x) else get_aval(x)
   t_x = _unpad(ct, aval, padding_config)
   t_v = None
   if ad.is_undefined_primal(padding_value):
@@ -447,7 +447,7 @@ def convert_to_array(x):
 
 
 def _aval(x) -> ShapedArray:
-  return shaped_abstractify(x)
+  return get_aval(x)
 
 
 def full(shape, fill_value, dtype=None, weak_type=False):

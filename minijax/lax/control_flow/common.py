@@ -17,7 +17,7 @@ from jaxlib.mlir.dialects import mhlo
 
 from minijax import tree_util
 from minijax.core import effects as effects_lib
-from minijax.core.avals import ShapedArray, shaped_abstractify
+from minijax.core.avals import ShapedArray, get_aval
 from minijax.core.jaxpr import ClosedJaxpr, Jaxpr, Var
 from minijax.lowering import mlir
 from minijax.lowering.tokens import TokenSet
@@ -25,7 +25,7 @@ from minijax.lowering.tokens import TokenSet
 
 def abstractify(x) -> ShapedArray:
   try:
-    return shaped_abstractify(x)
+    return get_aval(x)
   except Exception:
     raise TypeError(f"value of type {type(x).__name__} ({x!r:.60}) is not a valid minijax "
                     "type; control-flow operands must be arrays or Python scalars "
@@ -81,8 +81,13 @@ def prepend_unused_invars(closed: ClosedJaxpr, avals: Sequence[Any], at: int = 0
                            jaxpr.debug_info), closed.consts)
 
 
-def jaxprs_effects(*jaxprs) -> frozenset:
-  return effects_lib.union(j.effects for j in jaxprs)
+def jaxprs_effects(construct: str, *jaxprs) -> frozenset:
+  """The effects of a control-flow equation over `jaxprs`, checked against each effect's
+  `allowed_in_control_flow` policy (`construct` names the function, for the error)."""
+  effects = effects_lib.union(j.effects for j in jaxprs)
+  if effects:
+    effects_lib.check_allowed(effects, "control_flow", construct)
+  return effects
 
 
 # ----------------------------------------------------------------------------- type checks

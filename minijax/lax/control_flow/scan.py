@@ -22,6 +22,7 @@ from jaxlib.mlir.dialects import mhlo
 
 from minijax import tree_util
 from minijax.core import pretty
+from minijax.core.effects import must_keep
 from minijax.core.avals import ShapedArray
 from minijax.core.jaxpr import ClosedJaxpr, Jaxpr, Literal
 from minijax.core.primitive import Primitive
@@ -111,7 +112,7 @@ def _scan_abstract_eval(*avals, jaxpr, num_consts, num_carry, length, reverse, l
                     f"input carry {[a.str_short() for a in carry]}")
   ys = [ShapedArray((length, *a.shape), a.dtype, a.weak_type)
         for a in jaxpr.out_avals[num_carry:]]
-  return [*common.join_weak([carry, carry_out]), *ys], jaxpr.effects
+  return [*common.join_weak([carry, carry_out]), *ys], common.jaxprs_effects("lax.scan", jaxpr)
 
 
 def _split(values, num_consts, num_carry):
@@ -298,7 +299,7 @@ def _scan_partial_eval(trace, args, *, jaxpr, num_consts, num_carry, length, rev
   unknown = common.reorder(unknown, in_order)
   u_operands = [*pick(consts, const_uk, True), *invariant_res, *pick(init, carry_uk, True),
                 *stacked_res, *pick(xs, xs_uk, True)]
-  if any(out_uk) or unknown.effects:
+  if any(out_uk) or must_keep(unknown.effects):
     u_outs = trace.stage(scan_p, u_operands, dict(
         jaxpr=unknown, num_consts=n_cu + len(invariant_res), num_carry=n_ku, length=length,
         reverse=reverse, linear=(False,) * len(u_operands)))

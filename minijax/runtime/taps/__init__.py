@@ -9,7 +9,7 @@ receiver thread pops them, rebuilds the pytree and calls the tap function
 The dispatch layer's part of the contract, for an executable that contains taps:
 `bind_host_callbacks(host_callbacks, device)` on the lowering's host callbacks when
 compiling it, and `before_execution()` before running it.  Barriers find the computations
-in flight through the runtime's tokens (`executable.runtime_tokens`).
+in flight through the runtime tokens (`tokens.runtime_tokens`).
 """
 from minijax.runtime.taps.custom_call import (
     CALLBACK_TARGET,

@@ -9,7 +9,7 @@ counted; the receiver carries on, and the next `barrier_wait` raises `TapFunctio
 Progress is counted, not probed: the queue numbers the taps each device enqueues, and
 counts those its receiver has finished with (a batch once the receiver asks for the next).
 `barrier_wait` first waits for the computations that were already dispatched
-(`executable.runtime_tokens.wait_all()`, which covers every execution with an effect: the
+(`tokens.runtime_tokens.wait_all()`, which covers every execution with an effect: the
 last token of each ordered effect and the status of each unordered run), at which point
 every tap they make is in a queue; it then flushes each queue and waits, without the GIL,
 until the finished count reaches the enqueued count read after that.  An idle barrier
@@ -26,13 +26,13 @@ from __future__ import annotations
 import atexit
 import dataclasses
 import logging
-import sys
 import threading
 from typing import Any
 
 from minijax.config import config
 from minijax.runtime.taps import registry
 from minijax.runtime.taps.queues import queues
+from minijax.runtime.tokens import runtime_tokens
 
 logger = logging.getLogger("minijax.taps")
 
@@ -183,13 +183,10 @@ def before_execution() -> None:
 
 
 def _wait_for_dispatched() -> None:
-  # Only consult the executable module if it is loaded: an idle barrier imports nothing.
-  executable = sys.modules.get("minijax.runtime.executable")
-  if executable is not None:
-    try:
-      executable.runtime_tokens.wait_all()
-    except Exception:  # a failed computation; its error surfaces where its results are used
-      pass
+  try:
+    runtime_tokens.wait_all()
+  except Exception:  # a failed computation; its error surfaces where its results are used
+    pass
 
 
 def _wait_for_receivers() -> None:
