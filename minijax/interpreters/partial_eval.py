@@ -141,16 +141,6 @@ def trace_to_jaxpr(fun: Callable, in_avals: Sequence[Any], debug_info=None):
   return trace_to_jaxpr_dynamic(fun, in_avals, debug_info)
 
 
-def hoist_consts(closed: ClosedJaxpr) -> tuple[ClosedJaxpr, list[Any]]:
-  """`(jaxpr taking its constants as leading inputs, the constants)`: the form call
-  primitives such as `jit_p` take, so that constants may be tracers."""
-  jaxpr = closed.jaxpr
-  if not jaxpr.constvars:
-    return closed, []
-  return ClosedJaxpr(Jaxpr([], [*jaxpr.constvars, *jaxpr.invars], jaxpr.outvars, jaxpr.eqns,
-                           jaxpr.effects, jaxpr.debug_info), []), list(closed.consts)
-
-
 # ----------------------------------------------------------------------------- partial evaluation
 
 PartialEvalRule = Callable[..., Any]

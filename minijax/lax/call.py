@@ -10,7 +10,11 @@ from __future__ import annotations
 
 from minijax.core import pretty
 from minijax.core.effects import must_keep
+from minijax.core.jaxpr import hoist_consts
 from minijax.core.primitive import Primitive
+from minijax.core.trace import Tracer, set_current_trace
+from minijax.interpreters import ad, batching
+from minijax.interpreters import partial_eval as pe
 from minijax.lowering import mlir
 
 jit_p = Primitive("jit")
@@ -46,11 +50,6 @@ pretty.pp_rules[jit_p] = _jit_pp
 # constants): each transformation rewrites the inner jaxpr and binds the primitive again.
 # `fix_params(params, num_args)` adjusts params that depend on the number of arguments.
 
-from minijax.core.trace import set_current_trace  # noqa: E402
-from minijax.interpreters import ad, batching  # noqa: E402
-from minijax.interpreters import partial_eval as pe  # noqa: E402
-
-
 _rewrites: dict = {}
 
 
@@ -58,7 +57,6 @@ def _memo(fn, closed, *flags):
   """`fn(closed, *flags)`, cached per (jaxpr object, flags) when its constants are not
   tracers, so that an eager `grad(jit(f))` reuses the rewritten jaxprs (and thereby the
   compiled executables, which are keyed on them) from one call to the next."""
-  from minijax.core.trace import Tracer
   if any(isinstance(c, Tracer) for c in closed.consts):
     return fn(closed, *flags)
   key = (fn, closed, *(tuple(f) if isinstance(f, list) else f for f in flags))
@@ -74,14 +72,13 @@ _hoisted: dict = {}
 
 
 def _hoist(closed):
-  from minijax.core.trace import Tracer
   if any(isinstance(c, Tracer) for c in closed.consts):
-    return pe.hoist_consts(closed)
+    return hoist_consts(closed)
   result = _hoisted.get(closed)
   if result is None:
     if len(_hoisted) > 4096:
       _hoisted.clear()
-    result = _hoisted[closed] = pe.hoist_consts(closed)
+    result = _hoisted[closed] = hoist_consts(closed)
   return result
 
 

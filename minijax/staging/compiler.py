@@ -27,6 +27,7 @@ from minijax.core.avals import get_aval
 from minijax.core.jaxpr import ClosedJaxpr, Literal, eval_jaxpr
 from minijax.interpreters.partial_eval import trace_to_jaxpr_dynamic
 from minijax.lax.call import jit_p
+from minijax.lax.structural import device_put_p
 from minijax.lowering.mlir import LoweringResult, lower_jaxpr_to_module
 from minijax.runtime import backend
 from minijax.runtime import executable as executable_lib
@@ -104,6 +105,7 @@ def _jit_impl(*args, jaxpr, name, donated_invars, device):
 
 
 jit_p.def_impl(_jit_impl)
+device_put_p.def_impl(device_put)
 
 
 # ----------------------------------------------------------------------------- eager primitives

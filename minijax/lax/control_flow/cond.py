@@ -129,7 +129,7 @@ def _cond_lowering(ctx, index, *args, branches):
   for region, branch in zip(regions, ordered):
     block = region.blocks.append()
     with ir.InsertionPoint(block):
-      outs, tokens_out = common.lower_jaxpr_inline(mctx, branch, tokens, *args)
+      outs, tokens_out = mlir.lower_closed_jaxpr(mctx, branch, tokens, *args)
       mhlo.ReturnOp([*tokens_out.tokens(), *outs])
   results = list(op.results)
   if len(tokens):
