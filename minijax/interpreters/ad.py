@@ -24,7 +24,7 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from minijax.core import dtypes
-from minijax.core.avals import ShapedArray, get_aval
+from minijax.core.avals import get_aval
 from minijax.core.errors import MissingRuleError
 from minijax.core.jaxpr import ClosedJaxpr, eval_jaxpr
 from minijax.core.trace import Trace, Tracer, new_trace, set_current_trace

@@ -15,8 +15,7 @@ every tap they make is in a queue; it then flushes each queue and waits, without
 until the finished count reaches the enqueued count read after that.  An idle barrier
 therefore compiles and runs nothing.
 
-Receivers start lazily (`ensure_started`, called when a tap is lowered and before a tapped
-computation runs), stop with `stop_outfeed_receiver`, and restart on the next use.  Both a
+Receivers start lazily (`ensure_started`, called before a computation with effects runs), stop with `stop_outfeed_receiver`, and restart on the next use.  Both a
 barrier and a tapped computation launched from a tap function could wait on the very thread
 that runs them, so both raise RuntimeError there instead (`in_receiver_thread`).  An exit
 handler waits for pending taps so that no output is lost when the interpreter exits.
