@@ -19,7 +19,6 @@ from typing import Callable, Sequence
 
 from minijax import tree_util
 from minijax.core import dtypes, pretty
-from minijax.core.avals import ShapedArray
 from minijax.core.effects import check_allowed
 from minijax.core.jaxpr import ClosedJaxpr, eval_jaxpr, hoist_consts
 from minijax.core.primitive import Primitive
@@ -83,10 +82,6 @@ def _pp(params, names, indent):
 
 def _broadcast_all(args, dims, size):
   return [batching.bdim_at_front(x, d, size) for x, d in zip(args, dims)]
-
-
-def _batched_avals(avals, size):
-  return [ShapedArray((size, *a.shape), a.dtype, a.weak_type) for a in avals]
 
 
 # ----------------------------------------------------------------------------- custom_jvp

@@ -81,13 +81,6 @@ class AbstractToken(AbstractValue):
   __repr__ = str_short
 
 
-abstract_token = AbstractToken()
-
-
-def raise_to_shaped(aval: AbstractValue) -> AbstractValue:
-  return aval
-
-
 PYTHON_SCALARS = (bool, int, float, complex)
 _python_scalar_avals: dict[tuple, ShapedArray] = {}
 

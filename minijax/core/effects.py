@@ -66,7 +66,6 @@ def sort_key(effect: Effect) -> tuple:
   return (cls.__name__, cls.__module__, repr(effect.data()))
 
 
-Effects = frozenset
 no_effects: frozenset = frozenset()
 
 _POLICIES = {

@@ -15,7 +15,7 @@ import sys
 from typing import Any, NamedTuple, Sequence
 
 from minijax.core import effects as effects_lib
-from minijax.core.avals import AbstractValue, ShapedArray, get_aval
+from minijax.core.avals import AbstractValue, ShapedArray
 
 
 class Var:
@@ -88,10 +88,6 @@ class JaxprEqn(NamedTuple):
 
   def replace(self, **kwargs) -> "JaxprEqn":
     return self._replace(**kwargs)
-
-
-def new_jaxpr_eqn(invars, outvars, primitive, params, effects, source_info=None) -> JaxprEqn:
-  return JaxprEqn(list(invars), list(outvars), primitive, params, effects, source_info)
 
 
 class Jaxpr:
@@ -251,7 +247,3 @@ def literalable(x) -> bool:
   import numpy as np
   return isinstance(x, (bool, int, float, complex)) or (
       isinstance(x, (np.ndarray, np.generic)) and np.shape(x) == ())
-
-
-def make_literal(x) -> Literal:
-  return Literal(x, get_aval(x))

@@ -316,28 +316,3 @@ def deflinear(primitive, transpose_rule: Callable) -> None:
 
   primitive_jvps[primitive] = jvp
   primitive_transposes[primitive] = transpose
-
-
-def deflinear2(primitive, transpose_rule: Callable) -> None:
-  """Like `deflinear`, with the arguments: `transpose_rule(ct, *args, **params)`."""
-  def jvp(primals, tangents, **params):
-    out = primitive.bind(*primals, **params)
-    if all(type(t) is Zero for t in tangents):
-      return out, Zero.from_primal_value(out)
-    return out, primitive.bind(*map(instantiate_zeros, tangents), **params)
-
-  def transpose(ct, *args, **params):
-    if type(ct) is Zero:
-      return [Zero(a.aval) if is_undefined_primal(a) else None for a in args]
-    return transpose_rule(ct, *args, **params)
-
-  primitive_jvps[primitive] = jvp
-  primitive_transposes[primitive] = transpose
-
-
-def __getattr__(name):
-  # The transposition machinery lives in transpose.py; re-exported here for callers.
-  if name in ("backward_pass", "transpose_jaxpr"):
-    from minijax.interpreters import transpose
-    return getattr(transpose, name)
-  raise AttributeError(name)

@@ -136,11 +136,6 @@ def trace_to_closed_jaxpr(fun: Callable, in_avals: Sequence[Any], debug_info=Non
   return ClosedJaxpr(jaxpr, consts)
 
 
-def trace_to_jaxpr(fun: Callable, in_avals: Sequence[Any], debug_info=None):
-  """Alias of `trace_to_jaxpr_dynamic`: `fun(*flat) -> flat outs` to `(jaxpr, consts)`."""
-  return trace_to_jaxpr_dynamic(fun, in_avals, debug_info)
-
-
 # ----------------------------------------------------------------------------- partial evaluation
 
 PartialEvalRule = Callable[..., Any]

@@ -89,7 +89,7 @@ def _dot_general_jvp(primals, tangents, *, dimension_numbers, preferred_element_
 
 
 def _transpose_to_operand(ct, other, operand_ndim, operand_contract, operand_batch,
-                          other_contract, other_batch, ct_free_self, ct_free_other, swap):
+                          other_contract, other_batch, ct_free_other):
   """The cotangent of one operand: contract `ct`'s axes of the other operand's free axes
   against `other`, then permute into the operand's axis order."""
   other_free = _free(other.ndim, other_contract, other_batch)
@@ -120,12 +120,10 @@ def _dot_general_transpose(ct, lhs, rhs, *, dimension_numbers, preferred_element
   ct_rfree = range(nb + n_lfree, nb + n_lfree + n_rfree)
   t_lhs = t_rhs = None
   if ad.is_undefined_primal(lhs):
-    out = _transpose_to_operand(ct, rhs, lhs_aval.ndim, lc, lb, rc, rb, ct_lfree, ct_rfree,
-                                False)
+    out = _transpose_to_operand(ct, rhs, lhs_aval.ndim, lc, lb, rc, rb, ct_rfree)
     t_lhs = convert_element_type(out, lhs_aval.dtype)
   if ad.is_undefined_primal(rhs):
-    out = _transpose_to_operand(ct, lhs, rhs_aval.ndim, rc, rb, lc, lb, ct_rfree, ct_lfree,
-                                True)
+    out = _transpose_to_operand(ct, lhs, rhs_aval.ndim, rc, rb, lc, lb, ct_lfree)
     t_rhs = convert_element_type(out, rhs_aval.dtype)
   return [t_lhs, t_rhs]
 

@@ -192,9 +192,5 @@ def canonicalize_axes(axis, nd: int, name: str = "axis") -> tuple[int, ...]:
   return tuple(out)
 
 
-def is_concrete_scalar(x) -> bool:
-  return isinstance(x, _SCALARS + (np.generic,))
-
-
 def size(x) -> int:
   return aval(x).size
