@@ -15,6 +15,7 @@ from minijax.core.primitive import Primitive
 from minijax.core.trace import Tracer, set_current_trace
 from minijax.interpreters import ad, batching
 from minijax.interpreters import partial_eval as pe
+from minijax.interpreters.transpose import transpose_jaxpr
 from minijax.lowering import mlir
 
 jit_p = Primitive("jit")
@@ -125,7 +126,7 @@ def call_partial_eval_rule(primitive, fix_params):
 def call_transpose_rule(primitive, fix_params):
   def rule(cts, *args, jaxpr, **params):
     linear = [ad.is_undefined_primal(x) for x in args]
-    transposed = _memo(ad.transpose_jaxpr, jaxpr, linear)
+    transposed = _memo(transpose_jaxpr, jaxpr, linear)
     cts = [ad.instantiate_zeros(ct) for ct in cts]
     outs = iter(_bind_call(primitive, fix_params, transposed,
                            [*(x for x, lin in zip(args, linear) if not lin), *cts], params))
