@@ -37,7 +37,7 @@ def make_jaxpr(fun: Callable, static_argnums=()):
       it = iter(d)
       return fun(*[static[i] if i in static else next(it) for i in range(len(args))], **kw)
 
-    jaxpr, consts, _, _ = pe.trace_pytree_fun(dyn_fun, dyn, kwargs, get_aval)
+    jaxpr, consts, _, _ = pe.trace_pytree_fun(dyn_fun, dyn, kwargs)
     return ClosedJaxpr(jaxpr, consts)
   return make
 
@@ -402,15 +402,9 @@ def vmap(fun: Callable, in_axes=0, out_axes=0, axis_size: int | None = None,
       lines = "\n".join(f"  * one axis had size {s}: {where};" for s, where in sizes)
       raise ValueError(f"vmap got inconsistent sizes for array axes to be mapped:\n{lines}"
                        + (f"\n  (axis_size={axis_size})" if axis_size is not None else ""))
-    box = {}
-
-    def flat_fun(*xs):
-      a, kw = tree_util.tree_unflatten(in_tree, xs)
-      leaves, box["out_tree"] = tree_util.tree_flatten(fun(*a, **kw))
-      return leaves
-
+    flat_fun, out_tree = tree_util.flatten_fun(fun, in_tree)
     outs, out_dims = batching.vmap_flat_dims(flat_fun, dims, size, flat)
-    out_tree = box["out_tree"]
+    out_tree = out_tree()
     out = out_tree.unflatten(outs)
     flat_out_axes = _broadcast_prefix(out_axes, out, "out_axes")
     results = []
@@ -450,7 +444,7 @@ class ShapeDtypeStruct:
 def eval_shape(fun: Callable, *args, **kwargs):
   """The shapes and dtypes of `fun(*args, **kwargs)`, found by tracing (nothing runs);
   arguments may be arrays or `ShapeDtypeStruct`s."""
-  jaxpr, _, _, out_tree = pe.trace_pytree_fun(fun, args, kwargs, get_aval)
+  jaxpr, _, _, out_tree = pe.trace_pytree_fun(fun, args, kwargs)
   return out_tree.unflatten([ShapeDtypeStruct(a.shape, a.dtype, a.weak_type)
                                 for a in jaxpr.out_avals])
 
@@ -460,14 +454,10 @@ def linear_transpose(fun: Callable, *primals):
   shapes and dtypes, and the result maps an output cotangent to one cotangent per
   argument."""
   flat, in_tree = tree_util.tree_flatten(primals)
-  box = {}
-
-  def flat_fun(*xs):
-    leaves, box["tree"] = tree_util.tree_flatten(fun(*tree_util.tree_unflatten(in_tree, xs)))
-    return leaves
+  flat_fun, out_tree = tree_util.flatten_fun_nokwargs(fun, in_tree)
   in_avals = [get_aval(x) for x in flat]
   jaxpr, consts = pe.trace_to_jaxpr_dynamic(flat_fun, in_avals)
-  out_tree = box["tree"]
+  out_tree = out_tree()
 
   def transposed(out_ct):
     flat_ct, ct_tree = tree_util.tree_flatten(out_ct)

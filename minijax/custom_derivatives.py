@@ -42,14 +42,11 @@ def _rebuild(args_len, nondiff, nondiff_vals, diff_vals):
 
 
 def _trace(fun, flat_args):
-  box = {}
-
-  def flat_fun(*xs):
-    leaves, box["tree"] = tree_util.tree_flatten(fun(*xs))
-    return leaves
+  flat_fun, out_tree = tree_util.flatten_fun_nokwargs(
+      fun, tree_util.tree_structure(tuple(flat_args)))
   jaxpr, consts = pe.trace_to_jaxpr_dynamic(flat_fun, [ad.get_aval(x) for x in flat_args])
   closed, consts = hoist_consts(ClosedJaxpr(jaxpr, consts))
-  return closed, consts, box["tree"]
+  return closed, consts, out_tree()
 
 
 def _check_outs(what, outs, avals):

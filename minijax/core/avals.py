@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 
 from minijax.core import dtypes
+from minijax.core.dtypes import PYTHON_SCALARS
 
 
 class AbstractValue:
@@ -81,7 +82,6 @@ class AbstractToken(AbstractValue):
   __repr__ = str_short
 
 
-PYTHON_SCALARS = (bool, int, float, complex)
 _python_scalar_avals: dict[tuple, ShapedArray] = {}
 
 

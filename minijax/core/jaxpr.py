@@ -14,6 +14,7 @@ import os
 import sys
 from typing import Any, NamedTuple, Sequence
 
+from minijax.core import dtypes
 from minijax.core import effects as effects_lib
 from minijax.core.avals import AbstractValue, ShapedArray
 
@@ -245,5 +246,5 @@ def _strip(aval):
 def literalable(x) -> bool:
   """Python scalars and 0-d numpy values appear inline in jaxprs."""
   import numpy as np
-  return isinstance(x, (bool, int, float, complex)) or (
+  return isinstance(x, dtypes.PYTHON_SCALARS) or (
       isinstance(x, (np.ndarray, np.generic)) and np.shape(x) == ())

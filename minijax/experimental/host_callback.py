@@ -34,6 +34,7 @@ from jaxlib.mlir.dialects import mhlo
 from minijax import tree_util
 from minijax.core import pretty
 from minijax.core.avals import get_aval
+from minijax.core.dtypes import PYTHON_SCALARS
 from minijax.core.effects import Effect
 from minijax.core.primitive import Primitive
 from minijax.core.trace import Tracer
@@ -68,7 +69,7 @@ unordered_tap = UnorderedTap()
 
 def _check_leaves(leaves, what: str) -> None:
   for leaf in leaves:
-    if isinstance(leaf, (Array, Tracer, np.ndarray, np.generic, bool, int, float, complex)):
+    if isinstance(leaf, (Array, Tracer, np.ndarray, np.generic, *PYTHON_SCALARS)):
       continue
     raise TypeError(f"{what} must be a pytree of arrays or scalars, but it has a leaf of "
                     f"type {type(leaf).__name__}: {leaf!r:.60}")

@@ -18,6 +18,7 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
+from minijax import tree_util
 from minijax.core import avals as avals_lib
 from minijax.core import dtypes
 from minijax.core.effects import must_keep
@@ -113,22 +114,13 @@ def trace_to_jaxpr_dynamic(fun: Callable, in_avals: Sequence[Any],
   return jaxpr, consts
 
 
-def trace_pytree_fun(fun: Callable, args: Sequence[Any], kwargs: dict | None = None,
-                     aval_of: Callable = avals_lib.get_aval):
+def trace_pytree_fun(fun: Callable, args: Sequence[Any], kwargs: dict | None = None):
   """Stages `fun(*args, **kwargs)`, whose arguments and result are pytrees.  Returns the
   jaxpr over the flat leaves, its constants, the flat arguments and the output tree."""
-  from minijax import tree_util
   flat, in_tree = tree_util.tree_flatten((tuple(args), kwargs or {}))
-  out_tree = []
-
-  def flat_fun(*leaves):
-    a, kw = in_tree.unflatten(leaves)
-    out, tree = tree_util.tree_flatten(fun(*a, **kw))
-    out_tree.append(tree)
-    return out
-
-  jaxpr, consts = trace_to_jaxpr_dynamic(flat_fun, [aval_of(x) for x in flat])
-  return jaxpr, consts, flat, out_tree[0]
+  flat_fun, out_tree = tree_util.flatten_fun(fun, in_tree)
+  jaxpr, consts = trace_to_jaxpr_dynamic(flat_fun, [avals_lib.get_aval(x) for x in flat])
+  return jaxpr, consts, flat, out_tree()
 
 
 def trace_to_closed_jaxpr(fun: Callable, in_avals: Sequence[Any], debug_info=None) -> ClosedJaxpr:

@@ -33,20 +33,17 @@ __all__ = [
     "shift_right_logical_p",
 ]
 
-_SCALARS = (bool, int, float, complex)
-
-
 def _coerce_scalars(*args):
   """Python scalars become rank-0 operands of the array operands' dtype, weakly typed
   only when that array is (the result is weak only if every operand is)."""
-  if not any(isinstance(a, _SCALARS) for a in args):
+  if not any(isinstance(a, dtypes.PYTHON_SCALARS) for a in args):
     return args
-  arrays = [a for a in args if not isinstance(a, _SCALARS)]
+  arrays = [a for a in args if not isinstance(a, dtypes.PYTHON_SCALARS)]
   if not arrays:
     return args
   aval = get_aval(arrays[0])
   from minijax.lax.structural import full
-  return tuple(full((), a, aval.dtype, weak_type=aval.weak_type) if isinstance(a, _SCALARS)
+  return tuple(full((), a, aval.dtype, weak_type=aval.weak_type) if isinstance(a, dtypes.PYTHON_SCALARS)
                else a for a in args)
 
 

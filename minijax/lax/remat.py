@@ -19,7 +19,6 @@ from minijax.core.effects import check_allowed, must_keep
 from minijax.core.jaxpr import ClosedJaxpr, eval_jaxpr, hoist_consts
 from minijax.core.primitive import Primitive
 from minijax.core.trace import set_current_trace
-from minijax.interpreters import ad
 from minijax.interpreters import partial_eval as pe
 from minijax.lax.call import register_call_rules
 from minijax.lowering import mlir
@@ -43,7 +42,7 @@ def _pp_call(params, names, indent):
 
 def _stage_fun(fun, args, kwargs):
   """`(closed jaxpr with constants as leading inputs, constants, flat args, out tree)`."""
-  jaxpr, consts, flat, out_tree = pe.trace_pytree_fun(fun, args, kwargs, ad.get_aval)
+  jaxpr, consts, flat, out_tree = pe.trace_pytree_fun(fun, args, kwargs)
   closed, hoisted = hoist_consts(ClosedJaxpr(jaxpr, consts))
   return closed, hoisted, flat, out_tree
 

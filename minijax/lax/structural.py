@@ -14,7 +14,7 @@ import numpy as np
 from jaxlib.mlir.dialects import mhlo
 
 from minijax.core import dtypes
-from minijax.core.avals import PYTHON_SCALARS, ShapedArray, get_aval
+from minijax.core.avals import ShapedArray, get_aval
 from minijax.core.primitive import Primitive
 from minijax.core.trace import is_eval_context
 from minijax.interpreters import ad, batching
@@ -423,7 +423,7 @@ batching.primitive_batchers[pad_p] = _pad_batch
 
 def pad(x, padding_value, padding_config):
   x = convert_to_array(x)
-  if isinstance(padding_value, (bool, int, float, complex)):
+  if isinstance(padding_value, dtypes.PYTHON_SCALARS):
     padding_value = full((), padding_value, get_aval(x).dtype)
   config = tuple((int(lo), int(hi), int(i)) for lo, hi, i in padding_config)
   return pad_p.bind(x, padding_value, padding_config=config)
@@ -444,7 +444,7 @@ def convert_to_array(x):
   """Python scalars and numpy values become arrays: Arrays on the default device when
   evaluating eagerly (`device_put_p`); under a trace they stay host values (numpy ones
   canonicalized) and become literals or constants of the jaxpr when bound."""
-  if isinstance(x, (*PYTHON_SCALARS, np.ndarray, np.generic)):
+  if isinstance(x, (*dtypes.PYTHON_SCALARS, np.ndarray, np.generic)):
     if isinstance(x, (np.ndarray, np.generic)):
       x = np.asarray(x, dtypes.canonicalize_dtype(x.dtype))
     return device_put_p.bind(x) if is_eval_context() else x
@@ -463,7 +463,7 @@ def full(shape, fill_value, dtype=None, weak_type=False):
     from minijax.lax.misc import convert_element_type
     return broadcast_in_dim(convert_element_type(fill_value, dtype, weak_type), shape, ())
   if weak_type:
-    if type(fill_value) in PYTHON_SCALARS and dtypes.python_scalar_dtype(fill_value) == dtype:
+    if type(fill_value) in dtypes.PYTHON_SCALARS and dtypes.python_scalar_dtype(fill_value) == dtype:
       scalar = fill_value  # already weakly typed, of this dtype
     else:
       from minijax.lax.misc import convert_element_type

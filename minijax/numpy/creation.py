@@ -45,7 +45,7 @@ def array(object, dtype=None, copy=True, ndmin=0):
       out = lax.convert_to_array(np.asarray(host, dtype or dtypes.canonicalize_dtype(host.dtype)))
   else:
     _util.check("array", object)
-    if isinstance(object, (bool, int, float, complex)):
+    if isinstance(object, dtypes.PYTHON_SCALARS):
       dt, weak = dtypes.dtype_and_weak_type(object)
       out = lax.full((), object, dtype or dt, weak_type=weak and dtype is None)
     else:

@@ -355,7 +355,7 @@ def _update_box(scatter_fn, x, box, values):
 
 
 def _cast_values(values, aval):
-  if _util.is_arraylike(values) and not isinstance(values, (bool, int, float, complex)) and (
+  if _util.is_arraylike(values) and not isinstance(values, dtypes.PYTHON_SCALARS) and (
       _util.dtype(values) == aval.dtype):
     return values
   return _util.to_array(values, aval.dtype, aval.weak_type)

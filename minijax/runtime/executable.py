@@ -32,7 +32,8 @@ import numpy as np
 from jaxlib import _jax, xla_client
 
 from minijax.config import config
-from minijax.core.avals import PYTHON_SCALARS, ShapedArray, python_scalar_aval
+from minijax.core.avals import ShapedArray, python_scalar_aval
+from minijax.core.dtypes import PYTHON_SCALARS
 from minijax.runtime import backend, taps
 from minijax.runtime.array import Array, _DELETED_MESSAGE, device_put, scalar_buffer
 from minijax.runtime.tokens import TOKEN_AVAL, RuntimeTokens, runtime_tokens

@@ -22,7 +22,8 @@ from minijax import tree_util
 from minijax.api_util import DebugInfo, flat_arg_names, fun_name, normalize_argnums
 from minijax.config import config
 from minijax.core import trace as trace_lib
-from minijax.core.avals import PYTHON_SCALARS, get_aval, python_scalar_aval
+from minijax.core.avals import get_aval, python_scalar_aval
+from minijax.core.dtypes import PYTHON_SCALARS
 from minijax.core.errors import UnexpectedTracerError
 from minijax.core.jaxpr import ClosedJaxpr, hoist_consts
 from minijax.core.trace import Tracer

@@ -44,21 +44,13 @@ def trace_fun(fun: Callable, in_tree, in_avals: Sequence[Any], name: str
 def trace_fun_closed(fun: Callable, in_tree, in_avals: Sequence[Any], name: str):
   """Like `trace_fun`, keeping the constants in a ClosedJaxpr: `(closed, out_tree)`."""
   from minijax.interpreters.partial_eval import trace_to_jaxpr_dynamic
-  out_tree_box = []
-
-  def flat_fun(*flat):
-    args = tree_util.tree_unflatten(in_tree, list(flat))
-    out = fun(*args)
-    leaves, out_tree = tree_util.tree_flatten(out)
-    out_tree_box.append(out_tree)
-    return leaves
-
+  flat_fun, out_tree = tree_util.flatten_fun_nokwargs(fun, in_tree)
   try:
     jaxpr, consts = trace_to_jaxpr_dynamic(flat_fun, list(in_avals))
   except Exception as e:
     e.add_note(f"while tracing {name}")
     raise
-  return ClosedJaxpr(jaxpr, consts), out_tree_box[0]
+  return ClosedJaxpr(jaxpr, consts), out_tree()
 
 
 def prepend_unused_invars(closed: ClosedJaxpr, avals: Sequence[Any], at: int = 0) -> ClosedJaxpr:
