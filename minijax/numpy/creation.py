@@ -10,6 +10,7 @@ import numpy as np
 
 from minijax import lax
 from minijax.core import dtypes
+from minijax.core.avals import get_aval
 from minijax.core.trace import Tracer
 from minijax.numpy import _util
 
@@ -102,7 +103,7 @@ def empty(shape, dtype=None):
 
 def _like(name, a, dtype, shape):
   _util.check(name, a)
-  aval = _util.aval(a)
+  aval = get_aval(a)
   return (_shape_tuple(shape) if shape is not None else aval.shape,
           _canonical(dtype) or aval.dtype)
 

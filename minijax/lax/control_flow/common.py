@@ -17,19 +17,10 @@ from jaxlib.mlir.dialects import mhlo
 
 from minijax import tree_util
 from minijax.core import effects as effects_lib
-from minijax.core.avals import ShapedArray, get_aval
+from minijax.core.avals import ShapedArray
 from minijax.core.jaxpr import ClosedJaxpr, Jaxpr, Var, hoist_consts
 from minijax.lowering import mlir
 from minijax.lowering.tokens import TokenSet
-
-
-def abstractify(x) -> ShapedArray:
-  try:
-    return get_aval(x)
-  except Exception:
-    raise TypeError(f"value of type {type(x).__name__} ({x!r:.60}) is not a valid minijax "
-                    "type; control-flow operands must be arrays or Python scalars "
-                    "(or pytrees of them)") from None
 
 
 def trace_fun(fun: Callable, in_tree, in_avals: Sequence[Any], name: str

@@ -22,6 +22,7 @@ from jaxlib.mlir.dialects import mhlo
 
 from minijax import tree_util
 from minijax.core import dtypes, pretty
+from minijax.core.avals import get_aval
 from minijax.core.effects import must_keep
 from minijax.core.primitive import Primitive
 from minijax.lax.control_flow import common
@@ -39,7 +40,7 @@ def cond(pred, true_fun: Callable, false_fun: Callable, *operands):
   """`true_fun(*operands)` if `pred` else `false_fun(*operands)`, staged so both are traced."""
   if not callable(true_fun) or not callable(false_fun):
     raise TypeError("lax.cond: true_fun and false_fun arguments should be callable.")
-  pred_aval = common.abstractify(pred)
+  pred_aval = get_aval(pred)
   if pred_aval.shape != ():
     raise TypeError(f"Pred must be a scalar, got {pred} of shape {pred_aval.shape}.")
   if pred_aval.dtype != dtypes.bool_:
@@ -58,7 +59,7 @@ def switch(index, branches: Sequence[Callable], *operands):
     raise ValueError("Empty branch sequence")
   if not all(callable(b) for b in branches):
     raise TypeError("lax.switch: branches argument should be a sequence of callables.")
-  index_aval = common.abstractify(index)
+  index_aval = get_aval(index)
   if index_aval.shape != ():
     raise TypeError(f"Branch index must be scalar, got {index} of shape {index_aval.shape}.")
   if not dtypes.is_integer(index_aval.dtype):
@@ -74,7 +75,7 @@ def switch(index, branches: Sequence[Callable], *operands):
 
 def _bind_cond(index, funs, operands, names, what):
   flat, in_tree = tree_util.tree_flatten(operands)
-  avals = [common.abstractify(x) for x in flat]
+  avals = [get_aval(x) for x in flat]
   traced = [common.trace_fun_closed(f, in_tree, avals, n) for f, n in zip(funs, names)]
   out_tree = traced[0][1]
   for jaxpr, tree in traced[1:]:

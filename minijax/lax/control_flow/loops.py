@@ -28,7 +28,7 @@ from jaxlib.mlir.dialects import mhlo
 
 from minijax import tree_util
 from minijax.core import dtypes, pretty
-from minijax.core.avals import ShapedArray
+from minijax.core.avals import ShapedArray, get_aval
 from minijax.core.effects import ordered_effects
 from minijax.core.jaxpr import hoist_consts
 from minijax.core.primitive import Primitive
@@ -51,7 +51,7 @@ def while_loop(cond_fun: Callable, body_fun: Callable, init_val):
     raise TypeError("lax.while_loop: cond_fun and body_fun arguments should be callable.")
   flat, init_tree = tree_util.tree_flatten(init_val)
   in_tree = tree_util.treedef_tuple([init_tree])
-  avals = [common.abstractify(x) for x in flat]
+  avals = [get_aval(x) for x in flat]
   for _ in range(2):
     cond_jaxpr, cond_consts, cond_tree = common.trace_fun(cond_fun, in_tree, avals, "cond_fun")
     body_jaxpr, body_consts, body_tree = common.trace_fun(body_fun, in_tree, avals, "body_fun")
@@ -96,7 +96,7 @@ def fori_loop(lower, upper, body_fun: Callable, init_val):
     return result
   from minijax import lax
   dtype = _index_dtype(lower, upper)
-  lower, upper = [lax.convert_element_type(b, dtype) if common.abstractify(b).dtype != dtype
+  lower, upper = [lax.convert_element_type(b, dtype) if get_aval(b).dtype != dtype
                   else b for b in (lower, upper)]
 
   def cond(carry):
@@ -115,14 +115,14 @@ def _concrete_int(x):
   if isinstance(x, Tracer):
     value = x.to_concrete_value()
     return None if value is None else int(value)
-  aval = common.abstractify(x)
+  aval = get_aval(x)
   if aval.shape != () or not dtypes.is_integer(aval.dtype):
     raise TypeError(f"fori_loop bounds must be integer scalars, got {aval.str_short()}")
   return int(np.asarray(x))
 
 
 def _index_dtype(lower, upper):
-  avals = [common.abstractify(x) for x in (lower, upper)]
+  avals = [get_aval(x) for x in (lower, upper)]
   for a in avals:
     if a.shape != () or not dtypes.is_integer(a.dtype):
       raise TypeError(f"fori_loop bounds must be integer scalars, got {a.str_short()}")

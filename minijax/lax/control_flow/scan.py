@@ -23,7 +23,7 @@ from jaxlib.mlir.dialects import mhlo
 from minijax import tree_util
 from minijax.core import pretty
 from minijax.core.effects import must_keep
-from minijax.core.avals import ShapedArray
+from minijax.core.avals import ShapedArray, get_aval
 from minijax.core.jaxpr import ClosedJaxpr, Jaxpr, Literal, hoist_consts
 from minijax.core.primitive import Primitive
 from minijax.lax.control_flow import common
@@ -44,7 +44,7 @@ def scan(f: Callable, init, xs=None, length: int | None = None, reverse: bool = 
   if not callable(f):
     raise TypeError("lax.scan: f argument should be callable.")
   x_flat, x_tree = tree_util.tree_flatten(xs)
-  x_avals = [common.abstractify(x) for x in x_flat]
+  x_avals = [get_aval(x) for x in x_flat]
   for a in x_avals:
     if a.ndim == 0:
       raise ValueError("scan got value with no leading axis to scan over: "
@@ -64,7 +64,7 @@ def scan(f: Callable, init, xs=None, length: int | None = None, reverse: bool = 
     length = sizes.pop()
 
   init_flat, init_tree = tree_util.tree_flatten(init)
-  carry_avals = [common.abstractify(x) for x in init_flat]
+  carry_avals = [get_aval(x) for x in init_flat]
   slice_avals = [ShapedArray(a.shape[1:], a.dtype, a.weak_type) for a in x_avals]
   in_tree = tree_util.treedef_tuple([init_tree, x_tree])
   for _ in range(2):
