@@ -31,7 +31,7 @@ FLOORS: list[tuple[str, ...]] = [
     ("minijax",),                             # the package itself
     ("bench",),                               # the benchmark
 ]
-SHARED_FLOOR = 7
+SHARED_FLOOR = 7  # the libraries
 FLOOR = {name: i for i, names in enumerate(FLOORS) for name in names}
 # Walls across floors: the primitive library never touches devices (staging joins them).
 WALLS = {"lax": {"runtime"}, "custom_derivatives": {"runtime"}}
@@ -122,3 +122,20 @@ def test_a_broken_rule_is_reported_with_the_file_and_the_import(tmp_path, packag
   found = violations([(str(path), f"minijax.{package}.mod")])
   assert len(found) == 1 and message in found[0], found
   assert "mod.py" in found[0]
+
+
+def test_the_architecture_page_draws_every_package_on_its_floor():
+  """docs/architecture.md's diagram lists each package of the tree on the floor FLOORS gives."""
+  text = open(os.path.join(ROOT, "docs", "architecture.md")).read()
+  drawn: dict[int, str] = {}
+  floor = None
+  for line in text.split("```")[1].splitlines():
+    head = line.strip().split()
+    if head[:1] == ["floor"]:
+      floor = int(head[1])
+    if floor is not None:
+      drawn[floor] = drawn.get(floor, "") + " " + line
+  present = {_package_of(module) for _, module in _modules()}
+  for package in present - {"minijax"}:
+    name = package + ("/" if os.path.isdir(os.path.join(PACKAGE, package)) else ".py")
+    assert name in drawn.get(FLOOR[package], ""), (package, FLOOR[package])
