@@ -5,7 +5,17 @@
 // Each queue is bounded in bytes.  A device that finds its queue full waits (never
 // drops a tap) until a receiver thread pops enough; the executing thread never has
 // to drain its own queue.  A message larger than the whole capacity is admitted
-// once the queue is empty, so it cannot deadlock.  Each message is one allocation (a
+// once the queue is empty, so it cannot deadlock.  A closed queue (its receivers are
+// stopped, or stopping) admits every message at once: nobody may be drained for a
+// while, so waiting could be forever; the taps are delivered once receivers restart.
+//
+// A Python thread that waits for room (the thread that called a cheap program, which
+// jaxlib runs inline, or the Python-callback mechanism's) wakes every kSignalPoll to run
+// Python's pending signal handlers (`PyErr_CheckSignals`, which does nothing off the main
+// thread).  When one raises (Ctrl-C: KeyboardInterrupt), the tap is dropped, the FFI
+// handler fails, which abandons the computation, and the exception is kept for
+// `take_interrupt()`, which the dispatching code calls when the run fails, to raise it
+// from the user's call.  Each message is one allocation (a
 // header, then the tapped arrays); Python sees it as a writable buffer object
 // (`Payload`) that numpy views without copying.  A receiver that keeps up with its
 // device is never put to sleep, so the device side of a tap makes no system call.
@@ -124,7 +134,7 @@ struct Queue {
   uint64_t enqueued = 0;           // also the next sequence number
   uint64_t bytes_enqueued = 0;
   int64_t blocked_ns = 0;
-  int producers_waiting = 0;
+  std::atomic<int> producers_waiting{0};  // readable without the lock
   bool consumer_waiting = false;
   bool closed = false;
   // Set by a barrier's flush, by close and by a producer that finds the queue full: the
@@ -165,23 +175,76 @@ Queue* GetQueue(int device) {
   return q;
 }
 
-// Admits `msg` (allocated and filled by the caller) once there is room.  Only wakes the
+constexpr std::chrono::milliseconds kSignalPoll{50};
+
+// The exception a signal handler raised while this thread waited for room (owned; taken
+// by `take_interrupt`).  Only touched with the GIL held.
+thread_local PyObject* t_interrupt = nullptr;
+
+bool InterpreterFinalizing() {
+#if PY_VERSION_HEX >= 0x030D0000
+  return Py_IsFinalizing();
+#else
+  return _Py_IsFinalizing();
+#endif
+}
+
+// Runs Python's pending signal handlers on this thread (a Python thread that released the
+// GIL); true, with the exception kept in t_interrupt, when one raised.
+bool SignalHandlerRaised() {
+  if (InterpreterFinalizing()) return false;
+  PyGILState_STATE gil = PyGILState_Ensure();
+  bool raised = false;
+  if (PyErr_CheckSignals() != 0) {
+    PyObject *type, *value, *traceback;
+    PyErr_Fetch(&type, &value, &traceback);
+    PyErr_NormalizeException(&type, &value, &traceback);
+    if (value != nullptr && traceback != nullptr) PyException_SetTraceback(value, traceback);
+    Py_XDECREF(type);
+    Py_XDECREF(traceback);
+    Py_XSETREF(t_interrupt, value);
+    raised = value != nullptr;
+  }
+  PyGILState_Release(gil);
+  return raised;
+}
+
+enum class Admitted { kQueued, kInterrupted };
+
+// Admits `msg` (allocated and filled by the caller) once there is room (see the top of the
+// file); a message not queued (its wait was interrupted) is freed here.  Only wakes the
 // receiver when it sleeps: while it is busy or spinning, a tap costs no system call.
-void Enqueue(Queue* q, Message&& msg) {
+Admitted Enqueue(Queue* q, Message&& msg) {
   std::unique_lock<std::mutex> lock(q->mu);
   const size_t charged = msg.charged;
   auto has_room = [&] {
-    return q->used == 0 || q->used + charged <= g_capacity.load(std::memory_order_relaxed);
+    return q->closed || q->used == 0 ||
+           q->used + charged <= g_capacity.load(std::memory_order_relaxed);
   };
   if (!has_room()) {
     auto start = std::chrono::steady_clock::now();
     ++q->producers_waiting;
     q->hurry.store(true, std::memory_order_release);  // a lingering receiver must drain now
     q->has_data.notify_one();
-    q->has_room.wait(lock, has_room);
+    bool interrupted = false;
+    if (PyGILState_GetThisThreadState() == nullptr) {  // an XLA thread: signals never come here
+      q->has_room.wait(lock, has_room);
+    } else {
+      while (!q->has_room.wait_for(lock, kSignalPoll, has_room)) {
+        lock.unlock();
+        interrupted = SignalHandlerRaised();
+        lock.lock();
+        if (interrupted) break;
+      }
+    }
     --q->producers_waiting;
     q->blocked_ns += std::chrono::duration_cast<std::chrono::nanoseconds>(
                          std::chrono::steady_clock::now() - start).count();
+    if (interrupted) {
+      lock.unlock();
+      FreePayload(msg.data);
+      return Admitted::kInterrupted;
+    }
   }
   msg.seq = q->enqueued++;
   q->bytes_enqueued += charged;
@@ -192,6 +255,7 @@ void Enqueue(Queue* q, Message&& msg) {
   const bool wake = q->consumer_waiting;
   lock.unlock();
   if (wake) q->has_data.notify_one();
+  return Admitted::kQueued;
 }
 
 ffi::Error TapImpl(int32_t device, int64_t consumer, ffi::RemainingArgs args,
@@ -222,7 +286,12 @@ ffi::Error TapImpl(int32_t device, int64_t consumer, ffi::RemainingArgs args,
     std::memcpy(data + offset, buf->untyped_data(), buf->size_bytes());
     offset += AlignUp(buf->size_bytes());
   }
-  Enqueue(q, Message{consumer, 0, data, layout.total, layout.total + kMessageOverhead});
+  if (Enqueue(q, Message{consumer, 0, data, layout.total, layout.total + kMessageOverhead}) ==
+      Admitted::kInterrupted) {
+    return ffi::Error(ffi::ErrorCode::kCancelled,
+                      "minijax_tap: a signal handler raised while this tap waited for room "
+                      "in its device's tap queue; the computation was abandoned");
+  }
   return ffi::Error::Success();
 }
 
@@ -469,6 +538,7 @@ PyObject* PyPush(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
     PyErr_NoMemory();
     ok = false;
   }
+  Admitted admitted = Admitted::kQueued;
   if (ok) {
     Py_BEGIN_ALLOW_THREADS
     uint64_t* header = HeaderOf(data);
@@ -479,12 +549,16 @@ PyObject* PyPush(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
       std::memcpy(data + offset, views[i].buf, static_cast<size_t>(views[i].len));
       offset += AlignUp(static_cast<size_t>(views[i].len));
     }
-    Enqueue(q, Message{consumer, 0, data, layout.total, layout.total + kMessageOverhead});
+    admitted = Enqueue(q, Message{consumer, 0, data, layout.total, layout.total + kMessageOverhead});
     Py_END_ALLOW_THREADS
   }
   for (Py_ssize_t i = 0; i < acquired; ++i) PyBuffer_Release(&views[i]);
   Py_DECREF(seq);
   if (!ok) return nullptr;
+  if (admitted == Admitted::kInterrupted && t_interrupt != nullptr) {
+    PyErr_SetObject(reinterpret_cast<PyObject*>(Py_TYPE(t_interrupt)), t_interrupt);
+    return nullptr;  // t_interrupt stays for take_interrupt()
+  }
   Py_RETURN_NONE;
 }
 
@@ -589,6 +663,28 @@ PyObject* SetClosed(PyObject* arg, bool closed) {
     q->hurry.store(closed, std::memory_order_release);
   }
   q->has_data.notify_all();
+  q->has_room.notify_all();  // a closed queue admits at once
+  Py_RETURN_NONE;
+}
+
+PyObject* PyProducersWaiting(PyObject*, PyObject* arg) {
+  Queue* q;
+  if (!ParseDevice(arg, &q)) return nullptr;
+  return PyLong_FromLong(q->producers_waiting.load(std::memory_order_acquire));
+}
+
+PyObject* PyTakeInterrupt(PyObject*, PyObject*) {
+  PyObject* exc = t_interrupt;
+  t_interrupt = nullptr;
+  if (exc == nullptr) Py_RETURN_NONE;
+  return exc;  // the reference t_interrupt owned
+}
+
+// In a child process after fork: every queue starts afresh (a parent thread may have held a
+// queue's mutex at the fork; the old queues are leaked, never touched again).
+PyObject* PyResetAfterFork(PyObject*, PyObject*) {
+  for (int d = 0; d < kMaxDevices; ++d) g_queues[d].store(nullptr, std::memory_order_release);
+  t_interrupt = nullptr;
   Py_RETURN_NONE;
 }
 
@@ -674,8 +770,16 @@ PyMethodDef methods[] = {
      "with `target` taps (a batch counts once it asks for the next); waits without the GIL."},
     {"push", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(PyPush)), METH_FASTCALL,
      "push(device, consumer, arrays): copies the arrays into the device queue."},
-    {"close", PyClose, METH_O, "close(device): pop returns None once the queue is empty."},
+    {"close", PyClose, METH_O,
+     "close(device): pop returns None once the queue is empty; pushes no longer wait."},
     {"open", PyOpen, METH_O, "open(device): undoes close."},
+    {"producers_waiting", PyProducersWaiting, METH_O,
+     "producers_waiting(device) -> taps waiting for room in the queue now."},
+    {"take_interrupt", PyTakeInterrupt, METH_NOARGS,
+     "take_interrupt() -> the exception a signal handler raised while a tap of this thread "
+     "waited for room (then forgotten), or None."},
+    {"reset_after_fork", PyResetAfterFork, METH_NOARGS,
+     "reset_after_fork(): in a forked child, gives every device a fresh, empty queue."},
     {"enqueued", PyEnqueued, METH_O, "enqueued(device) -> taps admitted so far."},
     {"counters", PyCounters, METH_O,
      "counters(device) -> (enqueued, bytes_enqueued, queued_bytes, high_water, blocked_ns)."},

@@ -21,7 +21,7 @@ from minijax.core.jaxpr import ClosedJaxpr
 from minijax.interpreters import ad, batching
 from minijax.interpreters import partial_eval as pe
 from minijax.lax.remat import checkpoint, checkpoint_policies, named_call, remat  # noqa: F401
-from minijax.staging.jit import jit  # noqa: F401
+from minijax.staging.jit import clear_caches, jit  # noqa: F401
 
 
 def make_jaxpr(fun: Callable, static_argnums=()):

@@ -3,44 +3,190 @@
 Each flag has one place to read it (`config.<name>`), so hot paths pay an attribute
 load and nothing more.  Observers registered with `on_change` let caches that depend
 on a flag (the x64 dtype rules, the tap mechanism) reset themselves.
+
+Every flag is a row of `FLAGS`: its name, default, environment variable and validator.
+A validator turns an accepted value into the value stored (`True` for `1`) and raises
+`ValueError` naming what is allowed for anything else, so a bad value is refused before
+it is stored or seen by any observer.  The environment is read, and every `MINIJAX_*`
+variable of the table checked, when this module is imported: a bad one fails the import
+with an error that names the variable, its value and what is allowed (an empty variable
+counts as unset).  Another name for a flag (an alias) reuses its row, so it gets the same
+checks.
 """
 from __future__ import annotations
 
+import dataclasses
+import math
 import os
 from typing import Any, Callable
 
+# The native tap queues have one slot per device ordinal (`csrc/tap_queue.cc`).
+MAX_DEVICES = 1024
+MAX_QUEUE_BYTES = 2**63 - 1  # the native queues count bytes in signed 64-bit integers
 
-def _env_bool(name: str, default: bool = False) -> bool:
-  value = os.environ.get(name)
-  if value is None:
-    return default
-  return value.strip().lower() in ("1", "true", "yes", "on")
+
+@dataclasses.dataclass(frozen=True)
+class Flag:
+  """One flag: `validate(value)` returns what to store or raises ValueError; `parse(text)`
+  reads the environment variable `env` (then `validate` checks the result); `allowed`
+  says, in words, what `validate` accepts, and `env_allowed` what the variable may hold
+  (when that reads differently)."""
+  name: str
+  default: Any
+  env: str | None
+  validate: Callable[[Any], Any]
+  parse: Callable[[str], Any]
+  allowed: str
+  help: str
+  env_allowed: str | None = None
+
+  def check(self, value: Any, where: str | None = None) -> Any:
+    """`value`, validated for this flag; the error names `where` (the flag by default)."""
+    try:
+      return self.validate(value)
+    except (TypeError, ValueError):
+      where = where or f"minijax.config.{self.name}"
+      raise ValueError(f"{where} cannot be {value!r}: expected {self.allowed}") from None
+
+  def from_env(self, environ=os.environ) -> Any:
+    """The flag's value from the environment (the default when its variable is unset or
+    empty); a bad value raises ValueError naming the variable, the value and what is
+    allowed."""
+    raw = environ.get(self.env) if self.env else None
+    if raw is None or not raw.strip():
+      return self.default
+    try:
+      return self.validate(self.parse(raw.strip()))
+    except (TypeError, ValueError, OverflowError):
+      raise ValueError(f"the environment variable {self.env}={raw!r} is not valid for "
+                       f"minijax.config.{self.name}: expected "
+                       f"{self.env_allowed or self.allowed}") from None
+
+
+_TRUE = ("1", "true", "yes", "on", "y", "t")
+_FALSE = ("0", "false", "no", "off", "n", "f")
+
+
+def _parse_bool(text: str) -> bool:
+  lowered = text.lower()
+  if lowered in _TRUE:
+    return True
+  if lowered in _FALSE:
+    return False
+  raise ValueError(text)
+
+
+def _validate_bool(value) -> bool:
+  if isinstance(value, bool) or (type(value) is int and value in (0, 1)):
+    return bool(value)
+  if type(value).__module__ == "numpy" and type(value).__name__ in ("bool", "bool_"):
+    return bool(value)  # numpy's bool scalar
+  raise ValueError(value)
+
+
+def bool_flag(name: str, env: str | None, default: bool, help: str) -> Flag:
+  return Flag(name, default, env, _validate_bool, _parse_bool, "True or False", help,
+              env_allowed="one of " + ", ".join(_TRUE + _FALSE))
+
+
+def int_flag(name: str, env: str | None, default: int, low: int, high: int, help: str,
+             unit: str = "") -> Flag:
+  def validate(value) -> int:
+    if isinstance(value, bool) or not hasattr(value, "__index__"):
+      raise ValueError(value)
+    value = value.__index__()
+    if not low <= value <= high:
+      raise ValueError(value)
+    return value
+  unit = f" {unit}" if unit else ""
+  return Flag(name, default, env, validate, int, f"an integer from {low} to {high}{unit}", help)
+
+
+def float_flag(name: str, env: str | None, default: float, low: float, high: float,
+               help: str, unit: str = "") -> Flag:
+  def validate(value) -> float:
+    if isinstance(value, (bool, str, bytes)):
+      raise ValueError(value)
+    value = float(value)
+    if math.isnan(value) or not low <= value <= high:
+      raise ValueError(value)
+    return value
+  unit = f" {unit}" if unit else ""
+  return Flag(name, default, env, validate, float, f"a number from {low:g} to {high:g}{unit}",
+              help)
+
+
+def choice_flag(name: str, env: str | None, default: str, choices: tuple[str, ...],
+                help: str) -> Flag:
+  def validate(value) -> str:
+    if not isinstance(value, str) or value not in choices:
+      raise ValueError(value)
+    return value
+  return Flag(name, default, env, validate, str,
+              "one of " + ", ".join(repr(c) for c in choices), help)
+
+
+TAP_MECHANISMS = ("native", "callback")
+
+FLAGS: dict[str, Flag] = {f.name: f for f in [
+    bool_flag("enable_x64", "MINIJAX_ENABLE_X64", False,
+              "64-bit types (float64, int64, ...) instead of their 32-bit counterparts"),
+    bool_flag("debug_nans", "MINIJAX_DEBUG_NANS", False,
+              "check every result for NaNs and name the primitive that made one"),
+    bool_flag("log_compiles", "MINIJAX_LOG_COMPILES", False,
+              "log every compilation on the 'minijax' logger at WARNING level"),
+    choice_flag("tap_mechanism", "MINIJAX_TAP_MECHANISM", "native", TAP_MECHANISMS,
+                "how compiled code hands tapped values to the host"),
+    int_flag("tap_queue_bytes", "MINIJAX_TAP_QUEUE_BYTES", 256 * 1024 * 1024, 1,
+             MAX_QUEUE_BYTES, "the bound of each device's tap queue", "bytes"),
+    float_flag("tap_exit_timeout", "MINIJAX_TAP_EXIT_TIMEOUT", 5.0, 0.0, 1e9,
+               "how long the exit handler waits for pending taps before it reports those "
+               "not delivered and lets the interpreter exit", "seconds"),
+    int_flag("num_cpu_devices", "MINIJAX_NUM_CPU_DEVICES", 1, 1, MAX_DEVICES,
+             "the number of CPU devices (read when the XLA client is created)",
+             "devices (the native tap queues' limit)"),
+    int_flag("eager_cache_size", "MINIJAX_EAGER_CACHE_SIZE", 4096, 1, 2**31 - 1,
+             "executables of primitives applied outside jit (least recently used "
+             "evicted)", "entries"),
+    int_flag("jit_cache_size", "MINIJAX_JIT_CACHE_SIZE", 4096, 1, 2**31 - 1,
+             "traces and executables each jitted function keeps (oldest evicted), and "
+             "executables of staged jaxprs kept while their jaxpr lives (least recently "
+             "used evicted)", "entries"),
+    int_flag("transform_cache_size", "MINIJAX_TRANSFORM_CACHE_SIZE", 4096, 1, 2**31 - 1,
+             "jaxprs rewritten by transformations of call primitives, kept while the "
+             "jaxpr they came from lives (least recently used evicted)", "entries"),
+]}
 
 
 class Config:
-  _defaults: dict[str, Callable[[], Any]] = {
-      "enable_x64": lambda: _env_bool("MINIJAX_ENABLE_X64"),
-      "debug_nans": lambda: _env_bool("MINIJAX_DEBUG_NANS"),
-      "log_compiles": lambda: _env_bool("MINIJAX_LOG_COMPILES"),
-      "tap_mechanism": lambda: os.environ.get("MINIJAX_TAP_MECHANISM", "native"),
-      "tap_queue_bytes": lambda: int(os.environ.get("MINIJAX_TAP_QUEUE_BYTES", 256 * 1024 * 1024)),
-  }
+  """The flags' current values, as attributes; `update` changes one."""
 
-  def __init__(self):
-    for name, default in self._defaults.items():
-      object.__setattr__(self, name, default())
+  def __init__(self, environ=os.environ):
+    for name, flag in FLAGS.items():
+      object.__setattr__(self, name, flag.from_env(environ))
     object.__setattr__(self, "_observers", [])
+    object.__setattr__(self, "_guards", {})
 
   def update(self, name: str, value: Any) -> None:
-    if name not in self._defaults:
-      known = ", ".join(sorted(self._defaults))
+    flag = FLAGS.get(name)
+    if flag is None:
+      known = ", ".join(sorted(FLAGS))
       raise AttributeError(f"minijax.config has no flag {name!r}; known flags: {known}")
+    value = flag.check(value)
+    guard = self._guards.get(name)
+    if guard is not None:
+      guard(value)
     object.__setattr__(self, name, value)
     for observer in self._observers:
       observer(name, value)
 
   def on_change(self, observer: Callable[[str, Any], None]) -> None:
     self._observers.append(observer)
+
+  def guard(self, name: str, check: Callable[[Any], None]) -> None:
+    """`check(value)` runs before a valid new value of `name` is stored and may refuse it
+    by raising (a flag read once, such as the device count, refuses changes after use)."""
+    self._guards[name] = check
 
   def __setattr__(self, name, value):
     raise AttributeError("use minijax.config.update(name, value) to change a flag")

@@ -7,6 +7,17 @@ import pytest
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
+def pytest_addoption(parser):
+  parser.addoption("--soak-seconds", type=float, default=4.0,
+                   help="how long tests/test_soak.py dispatches (4 s, short enough for CI; "
+                        "try 300 locally)")
+
+
+@pytest.fixture
+def soak_seconds(request) -> float:
+  return request.config.getoption("--soak-seconds")
+
+
 def _with_x64(enabled: bool):
   import minijax
   previous = minijax.config.enable_x64

@@ -61,7 +61,8 @@ class SourceInfo(NamedTuple):
 _PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
-_is_internal_code: dict = {}
+_is_internal_code: dict = {}  # code object -> whether it is minijax's own
+_MAX_CODE_OBJECTS = 4096  # then the memo starts afresh (code made by exec() is never reused)
 
 
 def user_source_info() -> SourceInfo | None:
@@ -72,6 +73,8 @@ def user_source_info() -> SourceInfo | None:
     code = frame.f_code
     is_internal = internal.get(code)
     if is_internal is None:
+      if len(internal) >= _MAX_CODE_OBJECTS:
+        internal.clear()
       is_internal = internal[code] = code.co_filename.startswith(_PACKAGE_DIR)
     if not is_internal:
       return SourceInfo(code.co_filename, frame.f_lineno, code.co_name)
@@ -116,7 +119,9 @@ class Jaxpr:
 
 
 class ClosedJaxpr:
-  __slots__ = ("jaxpr", "consts")
+  # Weakly referenceable: compiled executables and transformed jaxprs are cached while the
+  # jaxpr they come from lives (`core.caches.WeakLRU`).
+  __slots__ = ("jaxpr", "consts", "__weakref__")
 
   def __init__(self, jaxpr: Jaxpr, consts: Sequence[Any]):
     assert len(jaxpr.constvars) == len(consts), (len(jaxpr.constvars), len(consts))

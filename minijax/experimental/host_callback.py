@@ -11,7 +11,8 @@ evaluation is the identity plus that effect.  The lowering threads one token thr
 runtime's tokens, in call order across calls; an unordered tap is ordered only by its data
 dependencies.  Whether a tap takes a token is read from its effect, nowhere else.  The
 lowering registers a consumer (tap function, transforms, tree structure, leaf types) with
-the runtime and emits a custom call to the runtime's tap target (`emit_tap_custom_call`),
+the runtime, owned by the module being lowered (so that it lives as long as the executable
+compiled from it, and no longer), and emits a custom call to the runtime's tap target (`emit_tap_custom_call`),
 which copies the values into the device's tap queue; a receiver thread per device calls
 the tap functions (see `minijax.runtime.taps`).
 
@@ -215,7 +216,8 @@ def emit_tap_custom_call(consumer_id: int, token: ir.Value | None, operands, *,
 
 def _id_tap_lowering(ctx, *args, tap_func_, arg_treedef_, nr_tapped_args_, transforms, effect):
   consumer_id = tap_runtime.register_consumer(tap_func_, transforms, arg_treedef_,
-                                              ctx.avals_in[:nr_tapped_args_])
+                                              ctx.avals_in[:nr_tapped_args_],
+                                              owner=ctx.module_context.keepalives)
   token = ctx.tokens_in.get(effect) if effect.ordered else None
   token = emit_tap_custom_call(consumer_id, token, args[:nr_tapped_args_],
                                host_callbacks=ctx.module_context.host_callbacks)

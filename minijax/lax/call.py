@@ -8,7 +8,7 @@ threaded through.
 """
 from __future__ import annotations
 
-from minijax.core import pretty
+from minijax.core import caches, pretty
 from minijax.core.effects import must_keep
 from minijax.core.jaxpr import hoist_consts
 from minijax.core.primitive import Primitive
@@ -51,7 +51,32 @@ pretty.pp_rules[jit_p] = _jit_pp
 # constants): each transformation rewrites the inner jaxpr and binds the primitive again.
 # `fix_params(params, num_args)` adjusts params that depend on the number of arguments.
 
-_rewrites: dict = {}
+_SAME = object()  # stands for the jaxpr a rewrite was given, when it returns that jaxpr
+
+
+def _rewrite(closed, fn, flags):
+  # A cached value must not refer to its key: a rewrite that hands back the jaxpr itself
+  # (or a tuple holding it) is stored with `_SAME` in its place.
+  result = fn(closed, *flags)
+  if result is closed:
+    return _SAME
+  if type(result) is tuple and any(r is closed for r in result):
+    return tuple(_SAME if r is closed else r for r in result)
+  return result
+
+
+def _restore(result, closed):
+  if result is _SAME:
+    return closed
+  if type(result) is tuple and any(r is _SAME for r in result):
+    return tuple(closed if r is _SAME else r for r in result)
+  return result
+
+
+# Keyed weakly on the jaxpr rewritten: an entry lives as long as that jaxpr (and so as long
+# as the function it was traced from), and at most `config.transform_cache_size` entries.
+_rewrites = caches.WeakLRU(_rewrite, "transform_cache_size")
+_hoisted = caches.WeakLRU(hoist_consts, "transform_cache_size")
 
 
 def _memo(fn, closed, *flags):
@@ -60,27 +85,16 @@ def _memo(fn, closed, *flags):
   compiled executables, which are keyed on them) from one call to the next."""
   if any(isinstance(c, Tracer) for c in closed.consts):
     return fn(closed, *flags)
-  key = (fn, closed, *(tuple(f) if isinstance(f, list) else f for f in flags))
-  result = _rewrites.get(key)
-  if result is None:
-    if len(_rewrites) > 4096:
-      _rewrites.clear()
-    result = _rewrites[key] = (closed, fn(closed, *flags))  # keeps `closed` alive with its id
-  return result[1]
-
-
-_hoisted: dict = {}
+  flags = tuple(tuple(f) if isinstance(f, list) else f for f in flags)
+  return _restore(_rewrites(closed, fn, flags), closed)
 
 
 def _hoist(closed):
+  if not closed.jaxpr.constvars:  # nothing to hoist (and a value must not hold its key)
+    return closed, list(closed.consts)
   if any(isinstance(c, Tracer) for c in closed.consts):
     return hoist_consts(closed)
-  result = _hoisted.get(closed)
-  if result is None:
-    if len(_hoisted) > 4096:
-      _hoisted.clear()
-    result = _hoisted[closed] = hoist_consts(closed)
-  return result
+  return _hoisted(closed)
 
 
 def _bind_call(primitive, fix_params, closed, args, params):

@@ -158,6 +158,8 @@ def _storage_view(dtype):
 class ModuleContext:
   module: ir.Module
   host_callbacks: list = dataclasses.field(default_factory=list)
+  # Objects the compiled executable must keep alive (the tap consumers its custom calls name).
+  keepalives: list = dataclasses.field(default_factory=list)
   _functions: dict = dataclasses.field(default_factory=dict)
   _symbol_table: Any = None
   _names_used: set = dataclasses.field(default_factory=set)
@@ -213,6 +215,7 @@ class LoweringResult:
   host_callbacks: list
   in_avals: list
   out_avals: list
+  keepalives: list = dataclasses.field(default_factory=list)
 
 
 def lower_jaxpr_to_module(closed_jaxpr: ClosedJaxpr, *, name: str = "main",
@@ -225,7 +228,7 @@ def lower_jaxpr_to_module(closed_jaxpr: ClosedJaxpr, *, name: str = "main",
     mctx._names_used.add("main")
     lower_jaxpr_to_fun(mctx, "main", closed_jaxpr, public=True, donated_args=donated_args)
   return LoweringResult(module, ordered_effects(closed_jaxpr.effects), mctx.host_callbacks,
-                        closed_jaxpr.in_avals, closed_jaxpr.out_avals)
+                        closed_jaxpr.in_avals, closed_jaxpr.out_avals, mctx.keepalives)
 
 
 def lower_jaxpr_to_fun(mctx: ModuleContext, name: str, closed_jaxpr: ClosedJaxpr, *,

@@ -284,6 +284,11 @@ def scalar_buffer(x, aval: ShapedArray, device, *, reuse: bool = True):
   return buffer
 
 
+def clear_scalar_buffers() -> None:
+  """Forgets the shared buffers of Python scalars (`scalar_buffer`)."""
+  _scalar_buffers.clear()
+
+
 def _rebuild(value: np.ndarray, weak_type: bool) -> Array:
   return _put_numpy(value, ShapedArray(value.shape, value.dtype, weak_type), backend.default_device())
 

@@ -1,10 +1,24 @@
 """The one XLA client minijax runs on, its devices, and their shardings.
 
 minijax runs on jaxlib's CPU client only.  The client is created lazily, once, on the first
-call to `get_client()`; `MINIJAX_NUM_CPU_DEVICES` (default 1) says how many CPU devices it
-exposes.  Code that must act right after the client exists (the tap runtime registers its
-custom-call targets, which only takes effect once a client is up) hooks in with
-`on_client_created`; those hooks run before any other thread can see the client.
+call to `get_client()`; the flag `num_cpu_devices` (`MINIJAX_NUM_CPU_DEVICES`, default 1)
+says how many CPU devices it exposes, and cannot change once the client exists.  Code that
+must act right after the client exists (the tap runtime registers its custom-call targets,
+which only takes effect once a client is up) hooks in with `on_client_created`; those hooks
+run before any other thread can see the client.
+
+jaxlib defers dropping some Python objects that its own threads release (the tracebacks it
+records at every execution, for one) until `collect_garbage()` is called on a thread that
+holds the GIL; JAX calls it after every run of Python's cyclic garbage collector, and so
+does this module (without it, every execution whose arguments are all reused leaks about
+90 bytes).
+
+jaxlib is not fork-safe once the client exists: its thread pools do not survive `fork`.
+So, as JAX does, `os.fork()` warns once the client exists.  In the child, compiling would
+hang, so it raises instead (`check_can_compile`), while executables compiled before the
+fork still run; and the client is kept alive for good, because destroying it at exit
+would touch threads that do not exist there (a segfault).  Processes that need minijax
+should be started with `multiprocessing`'s "spawn" (or "forkserver") start method.
 
 Every single-device value and executable is described to jaxlib by a
 `_jax.SingleDeviceSharding`.  jaxlib asks a sharding for its HLO form through a Python method
@@ -13,11 +27,15 @@ one device) when this module is imported.
 """
 from __future__ import annotations
 
+import gc
 import os
 import threading
+import warnings
 from typing import Any, Callable
 
 from jaxlib import _jax, xla_client
+
+from minijax.config import config
 
 Device = _jax.Device
 Client = _jax.Client
@@ -39,15 +57,59 @@ if not hasattr(_jax.SingleDeviceSharding, "_to_xla_hlo_sharding"):
   _jax.SingleDeviceSharding._to_xla_hlo_sharding = _replicated_hlo_sharding
 
 
-def _requested_num_devices() -> int:
-  raw = os.environ.get(NUM_DEVICES_ENV, "1")
-  try:
-    n = int(raw)
-  except ValueError:
-    n = 0
-  if n < 1:
-    raise ValueError(f"{NUM_DEVICES_ENV}={raw!r}: expected a positive integer number of CPU devices")
-  return n
+def _collect_jaxlib_garbage(phase: str, info: dict) -> None:
+  _jax.collect_garbage()
+
+
+if _collect_jaxlib_garbage not in gc.callbacks:
+  gc.callbacks.append(_collect_jaxlib_garbage)
+
+
+FORK_WARNING = (
+    "os.fork() was called after minijax created its XLA client. jaxlib is multithreaded and "
+    "not fork-safe: the child can run executables compiled before the fork, but compiling "
+    "there raises (it would hang). Start processes with multiprocessing's 'spawn' start "
+    "method (multiprocessing.get_context('spawn')) instead.")
+_forked_child = False  # this process was forked from one whose client existed
+
+
+def _warn_before_fork() -> None:
+  if _client is not None:
+    warnings.warn(FORK_WARNING, RuntimeWarning, stacklevel=2)
+
+
+def _after_fork_in_child() -> None:
+  global _forked_child
+  _lock._at_fork_reinit()
+  if _client is not None:
+    _forked_child = True
+    import ctypes  # one reference that is never dropped: the client is never destroyed here
+    ctypes.pythonapi.Py_IncRef(ctypes.py_object(_client))
+
+
+if hasattr(os, "register_at_fork"):
+  os.register_at_fork(before=_warn_before_fork, after_in_child=_after_fork_in_child)
+
+
+def check_can_compile() -> None:
+  """Raises RuntimeError in a process forked after the client was created (see above)."""
+  if _forked_child:
+    raise RuntimeError(
+        "minijax cannot compile in a process forked after its XLA client was created: "
+        "jaxlib's compiler threads did not survive the fork, and compiling would hang. "
+        "Compile before forking (executables compiled then still run in the child), or "
+        "start processes with multiprocessing's 'spawn' start method.")
+
+
+def _refuse_device_count_change(n: int) -> None:
+  if _client is not None and n != len(_devices):
+    raise RuntimeError(
+        f"minijax.config.num_cpu_devices cannot change to {n}: the XLA client already exists "
+        f"with {len(_devices)} device(s). Set it (or {NUM_DEVICES_ENV}) before the first "
+        "minijax computation.")
+
+
+config.guard("num_cpu_devices", _refuse_device_count_change)
 
 
 def get_client() -> Client:
@@ -63,7 +125,7 @@ def get_client() -> Client:
 
 def _create_client() -> None:
   global _client, _devices
-  client = xla_client.make_cpu_client(num_devices=_requested_num_devices())
+  client = xla_client.make_cpu_client(num_devices=config.num_cpu_devices)
   _devices = tuple(client.devices())
   # Hooks run while `_lock` is held, so no other thread gets the client before they finish.
   # `_lock` is re-entrant, so a hook may call back into this module.

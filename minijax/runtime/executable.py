@@ -18,13 +18,29 @@ argument, a wrong count or shape).
 Ordered effects are chained through the runtime tokens of `runtime/tokens.py`: an
 executable binds the token chain of each of its (ordered effect, device) pairs into its call
 closure, passes the chain's token before its array arguments and keeps the token it
-returns; an executable with unordered effects records its execution status.
+returns, holding its device's ordering lock from reading the token to storing the new one
+(and no other lock: with jaxlib's inline execution of cheap programs the lock is held while
+the program runs, maybe waiting for room in a tap queue, and barriers never take it); an
+executable with unordered effects records its execution status, with its `keepalive`.
+
+An executable keeps `keepalive` (what its lowering asked for: the tap consumers its custom
+calls name) and its host callbacks for as long as it lives, and no longer: nothing global
+refers to it, so it goes with the caches that hold it (`jit`'s, the eager cache).  The
+closure it calls itself through (`self.call`) refers back to it weakly, so that no cycle
+keeps it until Python's cyclic collector runs.
+
+A run interrupted by a signal (Ctrl-C while a tap on this thread waits for room in a full
+queue; see `taps.queues`) fails inside jaxlib; the call then raises what the signal
+handler raised (`KeyboardInterrupt`), not jaxlib's error.  The computation is abandoned:
+taps it made before are delivered, its later taps are not made, its token chains keep
+their previous tokens, and later calls run normally.
 """
 from __future__ import annotations
 
 import logging
 import operator
 import time
+import weakref
 from typing import Any, Callable, Sequence
 
 import numpy as np
@@ -42,15 +58,15 @@ logger = logging.getLogger("minijax")
 
 _JaxRuntimeError = _jax.JaxRuntimeError
 _get_buffer = operator.attrgetter("_buffer")
-
-
+_take_interrupt = taps.take_interrupt
 
 
 class Executable:
   """A module compiled for one device; call it with one argument per array parameter."""
 
   def __init__(self, loaded, *, name: str, device, in_avals, out_avals, donated_args,
-               host_callbacks, ordered_effects, unordered_effects, compile_seconds: float):
+               host_callbacks, ordered_effects, unordered_effects, compile_seconds: float,
+               keepalive=()):
     self._exe = loaded
     self.name = name
     self.device = device
@@ -58,6 +74,7 @@ class Executable:
     self.out_avals = tuple(out_avals)
     self.donated_args = tuple(donated_args)
     self.host_callbacks = tuple(host_callbacks)  # jaxlib holds them only as long as we do
+    self.keepalive = tuple(keepalive)
     self.ordered_effects = tuple(ordered_effects)
     self.unordered_effects = tuple(unordered_effects)
     self.num_tokens = len(self.ordered_effects)
@@ -71,7 +88,7 @@ class Executable:
                                                     _skip_checks=True)
     self._token_and_result_handlers = [token_handler] * len(self._chains) + self._handlers
     self._run_effectful = self._make_run_effectful()
-    self.call = self.make_call()
+    self.call = self.make_call(_weak_self=True)
 
   def __call__(self, *args) -> list[Array]:
     return self.call(*args)
@@ -84,24 +101,29 @@ class Executable:
     execute, handlers, tokens = self._exe.execute_sharded, self._handlers, runtime_tokens
     limit, lock = RuntimeTokens._MAX_UNORDERED, tokens._lock
     statuses = tokens.statuses(self.device) if self.unordered_effects else None
+    keep = self.keepalive  # an unordered run keeps the consumers it taps to until it is done
     if not self.ordered_effects:
       def run_unordered(buffers):
         results = execute(buffers, with_tokens=True)
+        status = results.consume_token()
         with lock:
-          statuses.append(results.consume_token())
+          statuses.append((status, keep))
         if len(statuses) > limit:
           tokens.trim(statuses)
         return results.consume_with_handlers(handlers)
       return run_unordered
 
     chains, all_handlers, n = self._chains, self._token_and_result_handlers, len(self._chains)
+    ordering = tokens.ordering_lock(self.device)
 
     def run_ordered(buffers):
-      with lock:
+      with ordering:
         results = execute([*[c.token for c in chains], *buffers],
                           with_tokens=statuses is not None)
         if statuses is not None:
-          statuses.append(results.consume_token())
+          status = results.consume_token()
+          with lock:
+            statuses.append((status, keep))
         outs = results.consume_with_handlers(all_handlers)
         for chain, token in zip(chains, outs):
           chain.token = token
@@ -111,21 +133,28 @@ class Executable:
     return run_ordered
 
   def make_call(self, consts: Sequence[Array] = (), out_tree=None,
-                fallback: Callable | None = None, scalars: bool = False) -> Callable:
+                fallback: Callable | None = None, scalars: bool = False,
+                _weak_self: bool = False) -> Callable:
     """The fastest way to run this executable: `call(*args)` runs it on `(*consts, *args)`
     and returns the list of output Arrays, or `out_tree.unflatten` of it.  Everything fixed
     at compile time is bound into the closure (this is the dispatch hot path).  Arguments
     may be Arrays on this executable's device and Python scalars of the parameters' avals
     (expected from the start when `scalars`, the way `jit` keys calls with scalars); others
     go to `fallback(args)` when given, else to `_call_general`, which converts and checks
-    them."""
-    general, diagnose, run_effectful = self._call_general, self._diagnose, self._run_effectful
+    them.  The closure keeps this executable alive (except `self.call`'s: `_weak_self`)."""
+    if _weak_self:
+      this = weakref.ref(self)
+      general = lambda args: this()._call_general(args)  # noqa: E731
+      diagnose = lambda args, err: this()._diagnose(args, err)  # noqa: E731
+    else:
+      general, diagnose = self._call_general, self._diagnose
+    run_effectful = self._run_effectful
     execute, handlers = self._exe.execute_sharded, self._handlers
     out_avals, out_devices, device = self.out_avals, self._out_devices, self.device
     check_devices = backend.device_count() > 1
     consts = tuple(consts)
     const_buffers = [c._buffer for c in consts]
-    before_execution = taps.before_execution
+    before_execution, ordinal = taps.before_execution, taps.device_ordinal(device)
     unflatten = out_tree.unflatten if out_tree is not None else None
     single = unflatten is not None and out_tree.num_leaves == 1 and out_tree.num_nodes == 1
     out_aval = out_avals[0] if single else None
@@ -135,7 +164,8 @@ class Executable:
     # `run_effectful` is inlined below, which saves a call on this path.
     chain = self._chains[0] if len(self._chains) == 1 and not self.unordered_effects else None
     token_handlers = self._token_and_result_handlers
-    acquire, release = runtime_tokens._lock.acquire, runtime_tokens._lock.release
+    ordering = runtime_tokens.ordering_lock(device)
+    acquire, release = ordering.acquire, ordering.release
     arg_avals = self.in_avals[len(consts):]
     reuse_scalars = not any(self.donated_args)
 
@@ -177,7 +207,7 @@ class Executable:
         if run_effectful is None:
           outs = execute(buffers).consume_with_handlers(handlers)
         elif chain is not None:
-          before_execution()
+          before_execution(ordinal)
           acquire()  # a `with` block costs twice as much here
           try:
             buffers.insert(0, chain.token)
@@ -187,9 +217,12 @@ class Executable:
             release()
           del outs[0]
         else:
-          before_execution()
+          before_execution(ordinal)
           outs = run_effectful(buffers)
       except _JaxRuntimeError as err:
+        interrupt = _take_interrupt()
+        if interrupt is not None:
+          raise interrupt from None
         diagnose((*consts, *args), err)
         raise
       if single:
@@ -205,9 +238,12 @@ class Executable:
       if self._run_effectful is None:
         outs = self._exe.execute_sharded(buffers).consume_with_handlers(self._handlers)
       else:
-        taps.before_execution()
+        taps.before_execution(taps.device_ordinal(self.device))
         outs = self._run_effectful(buffers)
     except _JaxRuntimeError as err:
+      interrupt = _take_interrupt()
+      if interrupt is not None:
+        raise interrupt from None
       self._diagnose(args, err)
       raise
     return list(map(Array, outs, self.out_avals, self._out_devices))
@@ -259,13 +295,14 @@ class Executable:
 def compile(module, *, device, name: str, in_avals: Sequence[ShapedArray],
             out_avals: Sequence[ShapedArray], donated_args: Sequence[bool] = (),
             host_callbacks: Sequence[Callable] = (), num_tokens: int = 0,
-            ordered_effects: Sequence[Any] = (), unordered_effects: Sequence[Any] = ()
-            ) -> Executable:
+            ordered_effects: Sequence[Any] = (), unordered_effects: Sequence[Any] = (),
+            keepalive: Sequence[Any] = ()) -> Executable:
   """Compiles `module` (an `ir.Module` whose public `main` follows the token contract above).
 
   `donated_args` is informational: the module's `tf.aliasing_output` argument attributes are
   what make jaxlib reuse (and delete) donated inputs.  `host_callbacks` are the Python
-  callables that `xla_ffi_python_cpu_callback` custom calls refer to by index.
+  callables that `xla_ffi_python_cpu_callback` custom calls refer to by index.  `keepalive`
+  is kept for the executable's lifetime (the lowering's keepalives).
   """
   if num_tokens != len(ordered_effects):
     raise ValueError(f"compiling {name!r}: num_tokens={num_tokens} but {len(ordered_effects)} "
@@ -274,8 +311,10 @@ def compile(module, *, device, name: str, in_avals: Sequence[ShapedArray],
   if donated_args and len(donated_args) != len(in_avals):
     raise ValueError(f"compiling {name!r}: donated_args has {len(donated_args)} entries for "
                      f"{len(in_avals)} array argument(s)")
+  backend.check_can_compile()
   client = backend.get_client()
   device = backend.get_device(device)
+  taps.sweep_retired()  # forget the tap consumers of executables gone meanwhile
   if host_callbacks:
     host_callbacks = taps.bind_host_callbacks(host_callbacks, device)
   options = xla_client.CompileOptions()
@@ -298,4 +337,4 @@ def compile(module, *, device, name: str, in_avals: Sequence[ShapedArray],
   return Executable(loaded, name=name, device=device, in_avals=in_avals, out_avals=out_avals,
                     donated_args=donated_args, host_callbacks=host_callbacks,
                     ordered_effects=ordered_effects, unordered_effects=unordered_effects,
-                    compile_seconds=seconds)
+                    compile_seconds=seconds, keepalive=keepalive)

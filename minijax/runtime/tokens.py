@@ -7,11 +7,21 @@ every (ordered effect, device) a `TokenChain` keeps the token returned by the la
 execution that carried the effect; the first execution, and the first after a barrier saw
 the chain finish, gets a zero-byte `bool[0]` array.  Each execution therefore waits for the
 previous one with the same effect on that device, in call order, without the host ever
-blocking.  Executions with unordered effects record their execution status instead, so
-that `runtime_tokens.wait_all()` can wait for every started effectful computation.
+blocking.  Executions with unordered effects record their execution status instead (with
+what the execution keeps alive until it is done), so that a barrier can wait for every
+started effectful computation.
+
+Two kinds of lock: `ordering_lock(device)`, which a dispatching thread holds from reading
+its chains' tokens to storing the ones its execution returns (jaxlib may run a cheap
+program inline, so this can last as long as the program, which may wait for room in a
+tap queue); and `_lock`, held only for a few list and dict operations.  Waiting for
+computations never takes an ordering lock, so a barrier never waits behind a blocked
+dispatch: it reads the chains' tokens (`snapshot`), waits for them as it sees fit, and
+then lets go of what finished (`release`).
 """
 from __future__ import annotations
 
+import os
 import threading
 from typing import Any
 
@@ -47,6 +57,16 @@ class RuntimeTokens:
     self._chains: dict[tuple[Any, Any], TokenChain] = {}
     self._unordered: dict[Any, list] = {}
     self._initial: dict[Any, Any] = {}
+    self._ordering: dict[Any, threading.Lock] = {}
+
+  def ordering_lock(self, device) -> threading.Lock:
+    """The lock that orders the executions with ordered effects on `device` (see the module
+    docstring)."""
+    with self._lock:
+      lock = self._ordering.get(device)
+      if lock is None:
+        lock = self._ordering[device] = threading.Lock()
+      return lock
 
   def chain(self, effect, device) -> TokenChain:
     """The chain of `effect` on `device`, created on first use."""
@@ -70,7 +90,8 @@ class RuntimeTokens:
     return token
 
   def statuses(self, device) -> list:
-    """The execution statuses of unordered runs on `device`, not yet waited for."""
+    """The unordered runs on `device` not yet waited for: `(execution status, what the run
+    keeps alive)` pairs, appended under `_lock`."""
     with self._lock:
       return self._unordered.setdefault(device, [])
 
@@ -79,34 +100,52 @@ class RuntimeTokens:
     with self._lock:
       done = statuses[:len(statuses) // 2]
       del statuses[:len(done)]
-    for status in done:
+    for status, _ in done:
       status.block_until_ready()
 
   def pending(self) -> list:
     """Everything a barrier must wait for: the tokens of chains that have started, and the
     unordered run statuses."""
-    with self._lock:
-      return ([c.token for c in self._chains.values() if c.token is not c.initial] +
-              [s for ss in self._unordered.values() for s in ss])
+    started, entries = self.snapshot()
+    return [token for _, token in started] + [status for status, _ in entries]
 
-  def wait_all(self) -> None:
-    """Blocks until every effectful computation started so far has finished (or failed).
-
-    A chain whose token is done then goes back to its initial token, which orders nothing
-    more than a finished token does, so that the next idle barrier has nothing to wait for."""
+  def snapshot(self) -> tuple[list, list]:
+    """`(started, entries)`: the (chain, token) of every chain that has started, and the
+    unordered runs not yet waited for.  Nothing is removed; see `release`."""
     with self._lock:
       started = [(c, c.token) for c in self._chains.values() if c.token is not c.initial]
-      statuses = [s for ss in self._unordered.values() for s in ss]
-      for ss in self._unordered.values():
-        ss.clear()
+      entries = [e for ss in self._unordered.values() for e in ss]
+    return started, entries
+
+  def started_tokens(self) -> list:
+    """The current token of every chain that has started: once they are all ready, every
+    ordered execution dispatched so far has finished."""
+    with self._lock:
+      return [c.token for c in self._chains.values() if c.token is not c.initial]
+
+  def release(self, started: list, entries: list) -> None:
+    """After waiting for a `snapshot`: chains whose token is still the one waited for go
+    back to their initial token (which orders nothing more than a finished token does, so
+    that the next idle barrier has nothing to wait for), and the runs waited for are
+    dropped."""
+    waited = {id(e) for e in entries}
+    with self._lock:
+      for chain, token in started:
+        if chain.token is token:  # no execution has extended the chain meanwhile
+          chain.token = chain.initial
+      if waited:
+        for ss in self._unordered.values():
+          ss[:] = [e for e in ss if id(e) not in waited]
+
+  def wait_all(self) -> None:
+    """Blocks until every effectful computation started so far has finished (or failed),
+    then `release`s them.  It cannot be interrupted; barriers wait in smaller steps."""
+    started, entries = self.snapshot()
     if started:
       xla_client.batched_block_until_ready([token for _, token in started])
-      with self._lock:
-        for chain, token in started:
-          if chain.token is token:  # no execution has extended the chain meanwhile
-            chain.token = chain.initial
-    for status in statuses:
+    for status, _ in entries:
       status.block_until_ready()
+    self.release(started, entries)
 
   block_until_ready = wait_all
 
@@ -118,5 +157,16 @@ class RuntimeTokens:
       for statuses in self._unordered.values():
         statuses.clear()
 
+  def after_fork_in_child(self) -> None:
+    """In a forked child: locks a parent thread may have held are made anew, and the
+    parent's computations, which never finish here, are forgotten."""
+    self._lock._at_fork_reinit()
+    for lock in self._ordering.values():
+      lock._at_fork_reinit()
+    self.clear()
+
 
 runtime_tokens = RuntimeTokens()
+
+if hasattr(os, "register_at_fork"):
+  os.register_at_fork(after_in_child=runtime_tokens.after_fork_in_child)

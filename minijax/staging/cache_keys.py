@@ -4,7 +4,9 @@ The eager primitive cache keys an executable on (primitive, params, avals, devic
 params are hashable and compare by value; jaxpr-valued params (the bodies of cond, while,
 scan, traced afresh at every eager call) compare by structure, numpy arrays by value, and
 other unhashable values by identity (`_Ident` keeps the object alive so its id cannot be
-reused).
+reused).  Functions (a tap function, say) compare by identity too, even when they define
+`__eq__`: an executable calls back the very function it was compiled for, so two equal
+but distinct functions must not share one.
 """
 from __future__ import annotations
 
@@ -20,13 +22,18 @@ def params_key(params: dict):
   (the bodies of cond, while, scan: traced afresh at every eager call) compare by structure,
   numpy arrays by value, other unhashable values by identity."""
   items = tuple(sorted(params.items()))
-  if not any(_holds_jaxpr(v) for _, v in items):
+  if not any(_holds_jaxpr(v) or _is_function(v) for _, v in items):
     try:
       hash(items)
       return items
     except TypeError:
       pass
   return fingerprint(params)
+
+
+def _is_function(value) -> bool:
+  """A callable that is not a type (types are compared by identity anyway)."""
+  return callable(value) and not isinstance(value, type)
 
 
 def _holds_jaxpr(value) -> bool:
@@ -46,6 +53,8 @@ def fingerprint(value: Any) -> Any:
     return ("dict", tuple(sorted((k, fingerprint(v)) for k, v in value.items())))
   if isinstance(value, np.ndarray):
     return ("array", value.dtype.str, value.shape, value.tobytes())
+  if _is_function(value):
+    return _Ident(value)
   try:
     hash(value)
   except TypeError:

@@ -21,6 +21,7 @@ import numpy as np
 
 from minijax import tree_util
 from minijax.config import config
+from minijax.core import caches
 from minijax.core import effects as effects_lib
 from minijax.core import primitive as primitive_lib
 from minijax.core.avals import get_aval
@@ -30,6 +31,7 @@ from minijax.lax.call import jit_p
 from minijax.lax.structural import device_put_p
 from minijax.lowering.mlir import LoweringResult, lower_jaxpr_to_module
 from minijax.runtime import backend
+from minijax.runtime import array as array_lib
 from minijax.runtime import executable as executable_lib
 from minijax.runtime.array import Array, device_put
 from minijax.staging.cache_keys import params_key
@@ -56,8 +58,8 @@ def compile_jaxpr(closed_jaxpr: ClosedJaxpr, *, device, name: str,
   """A function from flat arguments to flat output Arrays, compiled for `device` (from
   `lowered`, the jaxpr's lowering, when the caller has it already)."""
   jaxpr = closed_jaxpr.jaxpr
-  if not jaxpr.eqns:
-    return functools.partial(_run_trivial, closed_jaxpr, device)
+  if not jaxpr.eqns:  # (the inner jaxpr, not `closed_jaxpr`: caches are weak on that)
+    return functools.partial(_run_trivial, jaxpr, tuple(closed_jaxpr.consts), device)
   if lowered is None:
     lowered = lower_jaxpr_to_module(closed_jaxpr, name=name, donated_args=donated_args)
   return executable_lib.compile(
@@ -65,12 +67,12 @@ def compile_jaxpr(closed_jaxpr: ClosedJaxpr, *, device, name: str,
       out_avals=lowered.out_avals, donated_args=tuple(donated_args),
       host_callbacks=lowered.host_callbacks, num_tokens=len(lowered.ordered_effects),
       ordered_effects=lowered.ordered_effects,
-      unordered_effects=effects_lib.unordered_effects(jaxpr.effects))
+      unordered_effects=effects_lib.unordered_effects(jaxpr.effects),
+      keepalive=lowered.keepalives)
 
 
-def _run_trivial(closed_jaxpr: ClosedJaxpr, device, *args) -> list:
-  jaxpr = closed_jaxpr.jaxpr
-  env = dict(zip(jaxpr.constvars, closed_jaxpr.consts))
+def _run_trivial(jaxpr, consts, device, *args) -> list:
+  env = dict(zip(jaxpr.constvars, consts))
   env.update(zip(jaxpr.invars, args))
   outs = []
   for v in jaxpr.outvars:
@@ -81,18 +83,29 @@ def _run_trivial(closed_jaxpr: ClosedJaxpr, device, *args) -> list:
 
 # ----------------------------------------------------------------------------- jit_p
 
-_compiled: dict = {}
+class _CompiledSlot:
+  """Where `compiled_call` files the executable of one (jaxpr, donation, device)."""
+  __slots__ = ("fn",)
+
+  def __init__(self, *key):
+    self.fn = None
+
+
+# Keyed weakly on the jaxpr: an executable lives while its jaxpr does (jit keeps the jaxprs
+# it traced for as long as the jitted function lives), and at most `config.jit_cache_size`
+# of them, the least recently used evicted.
+_compiled = caches.WeakLRU(_CompiledSlot, "jit_cache_size")
 
 
 def compiled_call(jaxpr: ClosedJaxpr, name: str, donated_invars, device,
                   lowered: LoweringResult | None = None) -> CompiledFn:
   """The compiled executable for a `jit_p` equation on `device` (shared with `jit`'s fast
   path), compiled on first use (from `lowered` when given)."""
-  key = (jaxpr, donated_invars, device)
-  fn = _compiled.get(key)
+  slot = _compiled(jaxpr, donated_invars, device, config.tap_mechanism)
+  fn = slot.fn
   if fn is None:
-    fn = _compiled[key] = compile_jaxpr(jaxpr, device=device, name=name,
-                                        donated_args=donated_invars, lowered=lowered)
+    fn = slot.fn = compile_jaxpr(jaxpr, device=device, name=name,
+                                 donated_args=donated_invars, lowered=lowered)
   return fn
 
 
@@ -110,8 +123,8 @@ device_put_p.def_impl(device_put)
 
 # ----------------------------------------------------------------------------- eager primitives
 
-_CACHE_SIZE = 4096
-_primitive_cache: collections.OrderedDict = collections.OrderedDict()  # an LRU
+# The least recently used entry goes beyond `config.eager_cache_size` entries.
+_primitive_cache: collections.OrderedDict = collections.OrderedDict()
 _aval_attr = operator.attrgetter("aval")
 _LEAF = tree_util.tree_structure(0)
 
@@ -121,20 +134,32 @@ def apply_primitive(primitive, *args, **params):
   try:
     avals = tuple(map(_aval_attr, args))
   except AttributeError:  # numpy values or Python scalars among the arguments
+    avals = None
+  if avals is None:  # outside the `except`, so that get_aval's errors are not chained to it
     avals = tuple(map(get_aval, args))
   device = device_of(args)
   key = (primitive, params_key(params) if params else (), avals, device)
   run = _primitive_cache.get(key)
   if run is None:
     run = _primitive_cache[key] = _compile_primitive(primitive, params, avals, device)
-    if len(_primitive_cache) > _CACHE_SIZE:
-      _primitive_cache.popitem(last=False)
+    _evict_primitives(config.eager_cache_size)
   else:
-    _primitive_cache.move_to_end(key)
+    try:
+      _primitive_cache.move_to_end(key)
+    except KeyError:  # another thread evicted it meanwhile
+      pass
   out = run(*args)
   if config.debug_nans:
     check_nans(primitive, out if primitive.multiple_results else [out])
   return out
+
+
+def _evict_primitives(size: int) -> None:
+  while len(_primitive_cache) > size:
+    try:
+      _primitive_cache.popitem(last=False)
+    except KeyError:  # emptied by another thread
+      return
 
 
 def _compile_primitive(primitive, params, avals, device) -> Callable:
@@ -178,6 +203,15 @@ def check_nans_in_jaxpr(closed_jaxpr: ClosedJaxpr, args, outs, name: str) -> Non
 def _on_config_change(name, value):
   if name == "tap_mechanism":
     _primitive_cache.clear()
+  elif name == "eager_cache_size":
+    _evict_primitives(value)
+
+
+def clear_caches() -> None:
+  """Forgets every compiled executable and rewritten jaxpr below `jit`'s own caches."""
+  _primitive_cache.clear()
+  caches.clear_all()
+  array_lib.clear_scalar_buffers()
 
 
 config.on_change(_on_config_change)

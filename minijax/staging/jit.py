@@ -34,7 +34,7 @@ from minijax.runtime import backend
 from minijax.runtime.array import Array, device_put
 from minijax.staging import compiler
 
-__all__ = ["jit", "JitWrapped", "Lowered", "Compiled"]
+__all__ = ["jit", "clear_caches", "JitWrapped", "Lowered", "Compiled"]
 
 
 class _Traced:
@@ -139,7 +139,7 @@ class JitWrapped:
     if traced is None:
       traced = self._trace(static, dyn_args, dyn_kwargs, in_tree, avals)
       if not _has_tracer(traced.consts):
-        self._cache[key] = traced
+        _bounded_insert(self._cache, key, traced)
     return traced, flat
 
   # -- calling (the fast path lives in `_jitted`, the function `jit` returns)
@@ -179,17 +179,22 @@ class JitWrapped:
     if multi_device and not self._multi_device:  # `jitted` did not know to add the device
       key = (key, device)
     self._multi_device = multi_device
+    # The entry refers back to this object weakly: it lives in `self._fast`, and a cycle
+    # would keep the function's executables (and their tap consumers) alive until Python's
+    # cyclic garbage collector runs, instead of going as soon as the function does.
+    this = weakref.ref(self)
     if args_tree is None:
-      fallback = self._call_fallback
+      fallback = lambda args: this()._call_fallback(args)  # noqa: E731
     else:
-      fallback = lambda flat: self._call_fallback(args_tree.unflatten(flat))  # noqa: E731
+      fallback = lambda flat: this()._call_fallback(args_tree.unflatten(flat))  # noqa: E731
     consts = [c if type(c) is Array and c._device is device else device_put(c, device)
               for c in traced.consts]
     if hasattr(executable, "make_call"):
-      self._fast[key] = executable.make_call(
+      entry = executable.make_call(
           consts, traced.out_tree, fallback, scalars=any(type(x) in PYTHON_SCALARS for x in flat))
     else:  # a jaxpr without equations: nothing was compiled
-      self._fast[key] = lambda *flat: traced.out_tree.unflatten(executable(*consts, *flat))
+      entry = lambda *flat: traced.out_tree.unflatten(executable(*consts, *flat))  # noqa: E731
+    _bounded_insert(self._fast, key, entry)
 
   def lower(self, *args, **kwargs) -> "Lowered":
     traced, flat = self._traced_for(args, kwargs)
@@ -198,6 +203,17 @@ class JitWrapped:
   def trace(self, *args, **kwargs) -> ClosedJaxpr:
     traced, _ = self._traced_for(args, kwargs)
     return traced.jaxpr
+
+
+def _bounded_insert(cache: dict, key, value) -> None:
+  """`cache[key] = value`, first dropping the oldest entries beyond `config.jit_cache_size`
+  (insertion order: a hit costs nothing more than the lookup)."""
+  while len(cache) >= config.jit_cache_size:
+    try:
+      del cache[next(iter(cache))]
+    except (StopIteration, KeyError, RuntimeError):  # changed by another thread meanwhile
+      break
+  cache[key] = value
 
 
 # Flags that change what tracing or lowering produces, or whether the fast path may skip
@@ -221,6 +237,17 @@ def _on_config_change(name, value):
 
 
 config.on_change(_on_config_change)
+
+
+def clear_caches() -> None:
+  """Clears every compilation and staging cache, as `jax.clear_caches()` does: the traces
+  and executables of every jitted function, the executables of primitives applied outside
+  jit, the jaxprs rewritten by transformations and the shared buffers of Python scalars.
+  Executables (and the tap consumers they own) are freed once nothing else holds them."""
+  for wrapped in list(_all_jitted):
+    wrapped._by_state.clear()
+    wrapped._select_state(_flag_state())
+  compiler.clear_caches()
 
 
 def _check_static(value, where):
@@ -295,6 +322,22 @@ def _arg_aval(x):
   return x.aval
 
 
+def _pytree_key(args) -> tuple[Any, tuple, Any]:
+  """`(key, flat, in_tree)` of the fast path for arguments that are not all Arrays (see
+  `_jitted`); the key is None when some leaf has no aval.  A function of its own, so that
+  the slow path is never called inside an `except` block: its errors would be chained to
+  the fast path's AttributeErrors."""
+  try:
+    return (*map(_arg_aval, args),), args, None  # Python scalars among the Arrays
+  except AttributeError:
+    pass
+  flat, in_tree = _flatten(args)
+  try:
+    return (in_tree, *map(_arg_aval, flat)), flat, in_tree
+  except AttributeError:
+    return None, flat, in_tree
+
+
 def _jitted(wrapped: JitWrapped) -> Callable:
   """The function `jit` returns.  Its fast path serves calls without keyword arguments on
   concrete Arrays and Python scalars from `wrapped._fast`, whose entries run an executable
@@ -308,7 +351,7 @@ def _jitted(wrapped: JitWrapped) -> Callable:
   defines it."""
   slow = wrapped._call_slow
   context, EvalTrace = trace_lib._context, trace_lib.EvalTrace
-  aval_attr, arg_aval, device_of = _aval_attr, _arg_aval, compiler.device_of
+  aval_attr, device_of = _aval_attr, compiler.device_of
 
   def jitted(*args, **kwargs):
     if not kwargs and type(context.trace) is EvalTrace:
@@ -316,14 +359,11 @@ def _jitted(wrapped: JitWrapped) -> Callable:
       try:
         key = args[0].aval if len(args) == 1 else (*map(aval_attr, args),)
       except AttributeError:
-        try:
-          key = (*map(arg_aval, args),)  # Python scalars among the Arrays
-        except AttributeError:
-          flat, in_tree = _flatten(args)
-          try:
-            key = (in_tree, *map(arg_aval, flat))
-          except AttributeError:
-            return slow(args, kwargs)
+        key = None
+      if key is None:
+        key, flat, in_tree = _pytree_key(args)
+        if key is None:
+          return slow(args, kwargs)
       if wrapped._multi_device:
         key = (key, device_of(flat))
       entry = wrapped._fast.get(key)

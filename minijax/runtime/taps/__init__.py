@@ -10,8 +10,10 @@ code.
 
 The executable's part of the contract, for a computation that contains taps:
 `bind_host_callbacks(host_callbacks, device)` on the lowering's host callbacks when
-compiling it, and `before_execution()` (which starts the receivers) before running it.  Barriers find the computations
-in flight through the runtime tokens (`tokens.runtime_tokens`).
+compiling it, `before_execution()` (which starts the receivers) before running it, and
+`take_interrupt()` when a run fails (a signal handler's exception, to raise instead of
+jaxlib's error).  Barriers find the computations in flight through the runtime tokens
+(`tokens.runtime_tokens`).  `exit` drains the queues when the interpreter exits.
 """
 from minijax.runtime.taps.custom_call import (
     CALLBACK_TARGET,
@@ -33,14 +35,17 @@ from minijax.runtime.taps.receiver import (
     in_receiver_thread,
     reset_tap_stats,
     stop_outfeed_receiver,
+    sweep_retired,
+    take_interrupt,
     tap_stats,
 )
 from minijax.runtime.taps.registry import Consumer, consumer, register_consumer
+from minijax.runtime.taps import exit as _exit  # noqa: F401  (registers the exit handler)
 
 __all__ = [
     "CALLBACK_TARGET", "NATIVE_CONSUMER_ATTRIBUTE", "NATIVE_TARGET", "Consumer", "TapCallback", "TapFunctionException",
     "TapStats", "barrier_wait", "before_execution", "bind_host_callbacks", "consumer", "effects_barrier",
     "device_ordinal", "ensure_started", "in_receiver_thread", "mechanism",
     "native_available", "register_consumer", "reset_tap_stats",
-    "stop_outfeed_receiver", "tap_stats",
+    "stop_outfeed_receiver", "sweep_retired", "take_interrupt", "tap_stats",
 ]

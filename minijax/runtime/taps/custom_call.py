@@ -20,7 +20,7 @@ from typing import Any, Sequence
 
 from jaxlib import xla_client
 
-from minijax.config import config
+from minijax.config import TAP_MECHANISMS, config
 from minijax.runtime import backend
 from minijax.runtime.taps import queues as queues_mod
 from minijax.runtime.taps import receiver
@@ -28,7 +28,7 @@ from minijax.runtime.taps import receiver
 NATIVE_TARGET = "minijax_tap"
 NATIVE_CONSUMER_ATTRIBUTE = "consumer"  # the backend_config entry the native handler reads
 CALLBACK_TARGET = "xla_ffi_python_cpu_callback"
-MECHANISMS = ("native", "callback")
+MECHANISMS = TAP_MECHANISMS
 
 
 def mechanism() -> str:

@@ -7,7 +7,11 @@ interface and the same rules, and only the Python-callback mechanism can fill it
 
 * `push(ordinal, consumer, arrays)` copies the arrays; when the queue holds `capacity()`
   bytes or more it waits for room, except that a queue holding nothing admits any message,
-  so a tap larger than the whole queue gets through instead of deadlocking;
+  so a tap larger than the whole queue gets through instead of deadlocking, and a closed
+  queue admits every message at once (its receiver is stopped: the taps wait there for the
+  next one).  A Python thread waiting for room runs pending
+  signal handlers; if one raises (Ctrl-C), the push gives up, raises that exception and
+  keeps it for `take_interrupt()`;
 * `deliver(ordinal, max_count, simple, slow, on_error)` waits for taps, takes up to
   `max_count` and delivers them in order: a tap whose consumer id is in `simple` (id ->
   (func, transforms, shape, dtype, nbytes)) as `func(array, transforms)`, the array a numpy
@@ -21,7 +25,11 @@ interface and the same rules, and only the Python-callback mechanism can fill it
 * `wait_delivered(ordinal, target, timeout_s)` waits until the receiver has finished with
   `target` taps (a batch counts once the receiver asks for the next) and says whether it
   has;
-* `counters(ordinal)` is `(enqueued, bytes_enqueued, queued_bytes, high_water, blocked_ns)`.
+* `counters(ordinal)` is `(enqueued, bytes_enqueued, queued_bytes, high_water, blocked_ns)`;
+  `producers_waiting(ordinal)` counts the taps waiting for room now;
+* `close(ordinal)` / `open(ordinal)` detach and attach a receiver; `take_interrupt()`
+  returns, once, the exception that ended a wait of the calling thread (see `push`);
+  `reset_after_fork()` gives a forked child fresh, empty queues.
 
 A native payload is one buffer holding the arrays at `offsets`; a Python payload is the
 list of copied arrays itself and its `offsets` is None.
@@ -49,12 +57,13 @@ MESSAGE_OVERHEAD = 64  # bytes charged per message, so even empty taps are bound
 
 class _PyQueue:
   __slots__ = ("items", "used", "high_water", "enqueued", "bytes_enqueued", "blocked_ns",
-               "closed", "cond", "delivered", "in_flight")
+               "closed", "waiting", "cond", "delivered", "in_flight")
 
   def __init__(self):
     self.items: collections.deque = collections.deque()
     self.used = self.high_water = self.enqueued = self.bytes_enqueued = self.blocked_ns = 0
     self.closed = False
+    self.waiting = 0
     self.cond = threading.Condition()
     self.delivered = self.in_flight = 0
 
@@ -66,6 +75,7 @@ class PythonQueues:
     self._capacity = 256 * 1024 * 1024
     self._queues: dict[int, _PyQueue] = {}
     self._lock = threading.Lock()
+    self._interrupts = threading.local()
 
   def _queue(self, ordinal: int) -> _PyQueue:
     q = self._queues.get(ordinal)
@@ -90,10 +100,18 @@ class PythonQueues:
     size = MESSAGE_OVERHEAD + sum(-(-c.nbytes // ALIGNMENT) * ALIGNMENT for c in copies)
     q = self._queue(ordinal)
     with q.cond:
-      if q.used > 0 and q.used + size > self._capacity:
+      if q.used > 0 and q.used + size > self._capacity and not q.closed:
         start = time.perf_counter_ns()
-        q.cond.wait_for(lambda: q.used == 0 or q.used + size <= self._capacity)
-        q.blocked_ns += time.perf_counter_ns() - start
+        q.waiting += 1
+        try:  # a Condition wait runs signal handlers on the main thread
+          q.cond.wait_for(lambda: q.used == 0 or q.used + size <= self._capacity or
+                          q.closed)
+        except BaseException as e:
+          self._interrupts.exception = e
+          raise
+        finally:
+          q.waiting -= 1
+          q.blocked_ns += time.perf_counter_ns() - start
       seq = q.enqueued
       q.enqueued += 1
       q.bytes_enqueued += size
@@ -133,6 +151,19 @@ class PythonQueues:
     with q.cond:
       q.closed = closed
       q.cond.notify_all()
+
+  def producers_waiting(self, ordinal: int) -> int:
+    return self._queue(ordinal).waiting
+
+  def take_interrupt(self):
+    exception = getattr(self._interrupts, "exception", None)
+    self._interrupts.exception = None
+    return exception
+
+  def reset_after_fork(self) -> None:
+    self._queues = {}
+    self._lock = threading.Lock()
+    self._interrupts = threading.local()
 
   def flush(self, ordinal: int) -> None:
     """Nothing to do: these queues hand over every message as soon as it arrives."""

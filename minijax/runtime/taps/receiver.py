@@ -8,25 +8,45 @@ counted; the receiver carries on, and the next `barrier_wait` raises `TapFunctio
 
 Progress is counted, not probed: the queue numbers the taps each device enqueues, and
 counts those its receiver has finished with (a batch once the receiver asks for the next).
-`effects_barrier` (alias `barrier_wait`) first waits for the computations that were already dispatched
-(`tokens.runtime_tokens.wait_all()`, which covers every execution with an effect: the
-last token of each ordered effect and the status of each unordered run), at which point
+`effects_barrier` (alias `barrier_wait`) first waits for the computations that were already
+dispatched (every execution with an effect: the last token of each ordered effect and the
+status of each unordered run, from `tokens.runtime_tokens.snapshot()`), at which point
 every tap they make is in a queue; it then flushes each queue and waits, without the GIL,
 until the finished count reaches the enqueued count read after that.  An idle barrier
 therefore compiles and runs nothing.
 
-Receivers start lazily (`ensure_started`, called before a computation with effects runs), stop with `stop_outfeed_receiver`, and restart on the next use.  Both a
-barrier and a tapped computation launched from a tap function could wait on the very thread
-that runs them, so both raise RuntimeError there instead (`in_receiver_thread`).  An exit
-handler waits for pending taps so that no output is lost when the interpreter exits.
+Every wait is made of short steps with Python in between, so that Ctrl-C raises
+KeyboardInterrupt within a fraction of a second: tokens are polled (`is_ready`, spinning
+briefly, then sleeping a growing interval of at most 5 ms), and receivers are waited for
+a quarter of a second at a time.  An unordered run's status can only be waited for without
+a timeout, so that wait starts only once no tap is waiting for room in a queue (a
+computation stuck on a full queue is the one wait that can last).  The same steps take a
+deadline, which the exit handler (`exit.py`) uses.
+
+Receivers start lazily (`ensure_started`, called before a computation with effects runs),
+stop with `stop_outfeed_receiver`, and restart on the next use.  Stopping waits for every
+computation dispatched before it and their taps, then closes the queues: a tap pushed into
+a closed queue (by a computation that raced the stop) is admitted at once, never waited
+for, and delivered when the receivers restart (the next tapped call or barrier, or the
+exit handler).  No lock is held while a computation waits for room in a queue.  Both a
+barrier and a tapped computation launched from a tap function could wait on the very
+thread that runs them, so both raise RuntimeError there instead (`in_receiver_thread`).
+
+The consumers of executables that were freed (`registry.take_released`) are forgotten once
+every tap that could carry their ids has been delivered (`sweep_retired`): once the token
+chains read when they were released are done (any ordered run of the freed executable came
+before those tokens; an unordered run keeps its executable's consumers alive until it is
+waited for), and the receivers have delivered what had been enqueued by then.  Sweeps run
+after barriers, after receiver batches, and before compiles.
 """
 from __future__ import annotations
 
-import atexit
 import dataclasses
 import logging
+import os
 import threading
-from typing import Any
+import time
+from typing import Any, Callable
 
 from minijax.config import config
 from minijax.runtime.taps import registry
@@ -36,7 +56,10 @@ from minijax.runtime.tokens import runtime_tokens
 logger = logging.getLogger("minijax.taps")
 
 _BATCH = 256
+_RECEIVER_STEP_S = 0.25  # the longest a barrier waits on a receiver without checking signals
 _get_ident = threading.get_ident
+_producers_waiting = queues.producers_waiting
+take_interrupt = queues.take_interrupt
 
 
 class TapFunctionException(Exception):
@@ -75,7 +98,8 @@ _receivers: dict[int, _DeviceReceiver] = {}  # by device ordinal
 _by_device: dict[Any, _DeviceReceiver] = {}
 _running = False
 _exceptions_since_barrier = 0
-_atexit_registered = False
+_retiring: list[list] = []  # [released consumers, tokens to wait for, delivery targets]
+_retire_lock = threading.Lock()
 
 
 def in_receiver_thread() -> bool:
@@ -91,7 +115,7 @@ def device_ordinal(device: Any) -> int:
 
 def ensure_started() -> None:
   """Starts the receiver threads if they are not running (creating the XLA client if needed)."""
-  global _running, _atexit_registered
+  global _running
   if _running:
     return
   from minijax.runtime import backend
@@ -110,9 +134,6 @@ def ensure_started() -> None:
                                     name=f"minijax-tap-receiver-{ordinal}")
       rec.thread.start()
     _running = True
-    if not _atexit_registered:
-      atexit.register(_at_exit)
-      _atexit_registered = True
 
 
 def _receive(rec: _DeviceReceiver) -> None:
@@ -139,7 +160,7 @@ def _drain(rec: _DeviceReceiver) -> None:
   def on_error(consumer_id: int, e: BaseException) -> None:
     _report(rec, consumer_id, consumers.get(consumer_id), e)
 
-  deliver, simple = queues.deliver, registry.simple_consumers
+  deliver, simple, released = queues.deliver, registry.simple_consumers, registry._released
   while True:
     done = deliver(rec.ordinal, _BATCH, simple, slow, on_error)
     if done is None:
@@ -147,6 +168,8 @@ def _drain(rec: _DeviceReceiver) -> None:
     with _counters:
       rec.processed += done[0]
       rec.bytes_delivered += done[1]
+    if _retiring or released:
+      sweep_retired()
 
 
 def _report(rec: _DeviceReceiver, consumer_id: int, consumer, e: BaseException) -> None:
@@ -164,13 +187,19 @@ def _report(rec: _DeviceReceiver, consumer_id: int, consumer, e: BaseException) 
                rec.device, hint, exc_info=e)
 
 
-def before_execution() -> None:
-  """Call before executing a computation that contains taps.
+def before_execution(ordinal: int | None = None) -> None:
+  """Call before executing a computation that contains taps (on the device `ordinal`).
 
   Raises RuntimeError inside a tap function (the computation could block on a queue that
   only the calling thread drains) and restarts receivers stopped by `stop_outfeed_receiver`.
+  While a tap waits for room in the device's queue, it waits (in steps that let signal
+  handlers run) until that tap got in: jaxlib runs computations asynchronously, so a
+  dispatching thread would otherwise only stop once jaxlib's own limit of computations in
+  flight is reached, inside jaxlib, where Ctrl-C cannot reach it.
   """
   if _running and _get_ident() not in _receiver_idents:
+    if ordinal is not None and _producers_waiting(ordinal):
+      _wait_until(lambda: not _producers_waiting(ordinal), None)
     return
   if in_receiver_thread():
     raise RuntimeError(
@@ -181,34 +210,98 @@ def before_execution() -> None:
     ensure_started()
 
 
-def _wait_for_dispatched() -> None:
+# ----------------------------------------------------------------------------- waiting
+
+def _is_ready(token) -> bool:
   try:
-    runtime_tokens.wait_all()
-  except Exception:  # a failed computation; its error surfaces where its results are used
-    pass
+    return token.is_ready()
+  except Exception:  # a failed computation: its error surfaces where its results are used
+    return True
 
 
-def _wait_for_receivers() -> None:
+def _no_tap_waiting_for_room() -> bool:
+  return not any(queues.producers_waiting(o) for o in list(_receivers))
+
+
+def _wait_until(done: Callable[[], bool], deadline: float | None) -> bool:
+  """Polls `done` (spinning for about 200 µs, then sleeping up to 5 ms between polls, which
+  lets signal handlers run) until it holds (True) or `deadline` passes (False)."""
+  if done():
+    return True
+  spin_until = time.perf_counter() + 2e-4
+  while time.perf_counter() < spin_until:
+    if done():
+      return True
+  pause = 5e-5
+  while not done():
+    if deadline is not None and time.monotonic() >= deadline:
+      return False
+    time.sleep(pause)
+    pause = min(pause * 2, 5e-3)
+  return True
+
+
+def _wait_for_dispatched(deadline: float | None = None) -> bool:
+  """Waits for every computation with effects dispatched so far (see the module docstring);
+  False if `deadline` (a `time.monotonic()` value) passed first."""
+  started, entries = runtime_tokens.snapshot()
+  if not started and not entries:
+    return True
+  tokens = [token for _, token in started]
+  if not _wait_until(lambda: all(map(_is_ready, tokens)), deadline):
+    return False
+  if entries:
+    if not _wait_until(_no_tap_waiting_for_room, deadline):
+      return False
+    for status, _ in entries:
+      try:
+        status.block_until_ready()
+      except Exception:  # a failed computation: its error surfaces where its results are used
+        pass
+  runtime_tokens.release(started, entries)
+  return True
+
+
+def _undelivered() -> list[tuple[_DeviceReceiver, int]]:
+  """(receiver, enqueued count) for every device whose receiver is behind its queue."""
   targets = [(rec, queues.enqueued(rec.ordinal)) for rec in list(_receivers.values())]
-  pending = [(rec, target) for rec, target in targets if rec.processed < target]
+  return [(rec, target) for rec, target in targets if rec.processed < target]
+
+
+def _wait_for_receivers(deadline: float | None = None) -> bool:
+  """Waits until each receiver has delivered every tap enqueued so far (restarting stopped
+  receivers when taps are waiting for them); False if `deadline` passed first."""
+  pending = _undelivered()
   if not pending:
-    return
+    return True
   if not _running:
     ensure_started()  # taps arrived while stopped: deliver them rather than wait forever
   for rec, _ in pending:
     queues.flush(rec.ordinal)
   for rec, target in pending:
-    while not queues.wait_delivered(rec.ordinal, target, 1.0):
-      if not (rec.thread and rec.thread.is_alive()):
-        raise RuntimeError(f"the tap receiver of device {rec.device} is not running, so "
-                           f"{target - rec.processed} tap(s) cannot be delivered")
+    while True:
+      step = _RECEIVER_STEP_S
+      if deadline is not None:
+        step = min(step, deadline - time.monotonic())
+        if step <= 0:
+          return False
+      if queues.wait_delivered(rec.ordinal, target, step):
+        break
+      thread = rec.thread
+      if not (thread and thread.is_alive()):
+        ensure_started()  # stopped by another thread meanwhile: restart, as above
+        thread = rec.thread
+        if not (thread and thread.is_alive()):
+          raise RuntimeError(f"the tap receiver of device {rec.device} is not running, so "
+                             f"{target - rec.processed} tap(s) cannot be delivered")
+  return True
 
 
 def effects_barrier() -> None:
   """Waits until every computation with effects already dispatched, on every device, has
   finished and every tap it made has been delivered (the runtime tokens of every effect,
   then every tap queue); then raises `TapFunctionException` if a tap function raised since
-  the last barrier."""
+  the last barrier.  Ctrl-C interrupts the wait (KeyboardInterrupt)."""
   _barrier("effects_barrier")
 
 
@@ -221,7 +314,6 @@ def barrier_wait(logging_name: str | None = None) -> None:
 
 
 def _barrier(name: str) -> None:
-  global _exceptions_since_barrier
   if in_receiver_thread():
     raise RuntimeError(
         f"{name}() was called from a tap function. It would wait for the receiver "
@@ -230,21 +322,32 @@ def _barrier(name: str) -> None:
   if _receivers:
     _wait_for_dispatched()
     _wait_for_receivers()
+    sweep_retired()
+  raise_tap_exceptions()
+
+
+def raise_tap_exceptions() -> None:
+  """Raises `TapFunctionException` if tap functions raised since the last time (and resets
+  the count)."""
+  global _exceptions_since_barrier
   if _exceptions_since_barrier:
     with _counters:
       n, _exceptions_since_barrier = _exceptions_since_barrier, 0
-    raise TapFunctionException(
-        f"{n} exception(s) were raised in tap functions since the last barrier_wait(); their "
-        "tracebacks were logged on the 'minijax.taps' logger.")
+    if n:
+      raise TapFunctionException(
+          f"{n} exception(s) were raised in tap functions since the last barrier_wait(); "
+          "their tracebacks were logged on the 'minijax.taps' logger.")
 
 
 def stop_outfeed_receiver() -> None:
   """Waits for pending taps, then stops the receiver threads.
 
   They restart on the next tap use.  The consumer registry is kept, and exceptions of tap
-  functions stay counted for the next `barrier_wait`.
+  functions stay counted for the next `barrier_wait`.  Computations dispatched before the
+  stop are waited for and their taps delivered; a computation racing the stop on another
+  thread leaves its taps in the (closed) queues, never waiting for room, and they are
+  delivered when the receivers restart.
   """
-  global _running
   if in_receiver_thread():
     raise RuntimeError("stop_outfeed_receiver() cannot be called from a tap function")
   with _lock:
@@ -252,15 +355,26 @@ def stop_outfeed_receiver() -> None:
       return
     _wait_for_dispatched()
     _wait_for_receivers()
+    _stop_receivers()
+  sweep_retired()
+
+
+def _stop_receivers(timeout: float | None = None) -> bool:
+  """Closes the queues (pushes stop waiting for room) and joins the receivers, which finish
+  what is queued first; False if one is still running after `timeout`."""
+  global _running
+  with _lock:
     for rec in _receivers.values():
       queues.close(rec.ordinal)
+    deadline = None if timeout is None else time.monotonic() + timeout
     for rec in _receivers.values():
       if rec.thread is not None:
-        rec.thread.join()
+        rec.thread.join(None if deadline is None else max(0.0, deadline - time.monotonic()))
+        if rec.thread.is_alive():
+          return False
         rec.thread = None
-    for rec in _receivers.values():
-      queues.open(rec.ordinal)
     _running = False
+    return True
 
 
 def tap_stats() -> dict[Any, TapStats]:
@@ -280,22 +394,65 @@ def reset_tap_stats() -> None:
     queues.reset_high_water(rec.ordinal)
 
 
-def _at_exit() -> None:
-  try:
-    barrier_wait()
-  except TapFunctionException as e:
-    logger.error("At exit: %s", e)
-  except Exception:
-    logger.exception("At exit: waiting for pending taps failed")
-  try:
-    stop_outfeed_receiver()
-  except Exception:
-    logger.exception("At exit: stopping the tap receivers failed")
+# ----------------------------------------------------------------------------- lifetimes
+
+def sweep_retired() -> None:
+  """Forgets released consumers (see the module docstring) whose taps have all been
+  delivered; never waits."""
+  released = registry.take_released()
+  if not released and not _retiring:
+    return
+  with _retire_lock:
+    if released:
+      _retiring.append([released, runtime_tokens.started_tokens(), None])
+    keep = []
+    for item in _retiring:
+      consumers, tokens, targets = item
+      if tokens is not None:
+        if not all(map(_is_ready, tokens)):
+          keep.append(item)
+          continue
+        item[1] = None
+        item[2] = targets = {o: queues.enqueued(o) for o in list(_receivers)}
+      if all(_receivers[o].processed >= t for o, t in targets.items()):
+        registry.forget(consumers)
+      else:
+        keep.append(item)
+    _retiring[:] = keep
+
+
+def retiring_consumers() -> int:
+  """How many released consumers wait for their taps to be delivered."""
+  return sum(len(item[0]) for item in list(_retiring))
+
+
+# ----------------------------------------------------------------------------- fork
+
+def _after_fork_in_child() -> None:
+  """The child of a fork has none of the parent's threads: receivers are marked stopped
+  (they restart on the next tap), every lock is made anew (a parent thread may have held
+  one), and the queues start empty."""
+  global _running, _exceptions_since_barrier
+  _lock._at_fork_reinit()
+  _counters._at_fork_reinit()
+  _retire_lock._at_fork_reinit()
+  _receiver_idents.clear()
+  _running = False
+  _exceptions_since_barrier = 0
+  _retiring.clear()
+  for rec in _receivers.values():
+    rec.thread = None
+    rec.processed = rec.bytes_delivered = rec.exceptions = 0
+  queues.reset_after_fork()
+
+
+if hasattr(os, "register_at_fork"):
+  os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
 def _on_config_change(name: str, value: Any) -> None:
   if name == "tap_queue_bytes":
-    queues.set_capacity(int(value))
+    queues.set_capacity(value)
 
 
 config.on_change(_on_config_change)

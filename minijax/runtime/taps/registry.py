@@ -3,14 +3,27 @@
 A consumer is a tap function together with the transforms applied to it, the tree
 structure of the tapped value and the shape and dtype of every leaf.  Lowering registers
 one (`register_consumer`) and bakes its id into the custom call; the receiver looks the id
-up (`consumer`) for every tap.  Ids come from a counter and are never reused, and records
-live for the whole process: a cached executable may still embed any id ever handed out.
-Registering an equal consumer again returns the same id.
+up (`consumer`) for every tap.  Ids come from a counter and are never reused.
+
+Registering the same consumer again (the same tap function object, transforms, tree and
+leaf types) returns the same id.  Tap functions are told apart by identity, never by
+equality: two functions that compare equal (frozen dataclasses, say) are two consumers.
+
+A consumer lives as long as something needs it.  A lowering that registers one passes its
+list of `keepalives` as `owner`, and gets a `ConsumerRef` appended to it; the compiled
+executable keeps that list, so the consumer (and its tap function) lives at least as long
+as the executable.  When the last `ConsumerRef` of a consumer goes, the consumer is
+*released* (`take_released`): new registrations make a new consumer, but the record stays
+until the receivers have delivered every tap that could still carry its id, which the
+receiver module establishes before it calls `forget` (see `receiver.sweep_retired`).  A
+consumer registered without an `owner` lives for the whole process.
 """
 from __future__ import annotations
 
+import collections
 import inspect
 import itertools
+import os
 import threading
 from typing import Any, Callable, Sequence
 
@@ -105,22 +118,47 @@ def _freeze(transform: tuple) -> tuple:
   return (name, tuple(sorted(params.items())))
 
 
+class ConsumerRef:
+  """One owner's hold on a consumer (see the module docstring); when the last one is
+  dropped, the consumer is released."""
+  __slots__ = ("consumer",)
+
+  def __init__(self, consumer: Consumer):
+    self.consumer = consumer
+
+  def __del__(self):
+    # May run in any thread, inside the garbage collector, even while this module holds
+    # `_lock`: only a lock-free append here, the rest in `take_released`.
+    try:
+      _released.append(self.consumer)
+    except Exception:  # interpreter shutdown: nothing to release into
+      pass
+
+  def __repr__(self):
+    return f"ConsumerRef({self.consumer.id})"
+
+
 _lock = threading.Lock()
 _ids = itertools.count(1)  # 0 stays unused, so that a zeroed attribute is never a real consumer
-_by_key: dict[tuple, Consumer] = {}
+_by_key: dict[tuple, Consumer] = {}  # keyed on id(tap function): the record keeps it alive
 consumers_by_id: dict[int, Consumer] = {}  # read by receivers without the lock
 # The consumers whose taps the native queues deliver themselves (see `Consumer.is_simple`):
 # id -> (func, transforms, shape, dtype, nbytes).
 simple_consumers: dict[int, tuple] = {}
+_owners: dict[int, int] = {}  # consumer id -> number of live ConsumerRefs; absent: permanent
+_keys: dict[int, tuple] = {}  # consumer id -> its key in `_by_key`, for owned consumers
+_released: collections.deque = collections.deque()  # consumers whose ConsumerRef went
 
 
 def register_consumer(func: Callable, transforms: Sequence[tuple], treedef: Any,
-                      avals: Sequence[Any]) -> int:
+                      avals: Sequence[Any], owner: list | None = None) -> int:
   """The id of the consumer `(func, transforms, treedef, leaf shapes and dtypes)`.
 
   `transforms` holds `(name, *params)` tuples (or `(name, params_dict)`), outermost last;
   tap functions receive them as `(name, params_dict)` pairs.  `avals` are the leaves'
-  abstract values (anything with `.shape` and `.dtype`), in `treedef`'s leaf order.
+  abstract values (anything with `.shape` and `.dtype`), in `treedef`'s leaf order.  With
+  an `owner` (a lowering's keepalive list) the consumer lives while that list does (see the
+  module docstring); without, for the whole process.
   """
   if not callable(func):
     raise TypeError(f"a tap function must be callable, got {type(func).__name__}: {func!r:.80}")
@@ -130,12 +168,7 @@ def register_consumer(func: Callable, transforms: Sequence[tuple], treedef: Any,
   dtypes = tuple(np.dtype(a.dtype) for a in avals)
   shapes = tuple(tuple(int(d) for d in a.shape) for a in avals)
   frozen = tuple(_freeze(t) for t in transforms)
-  try:
-    hash(func)
-    func_key: Any = func
-  except TypeError:
-    func_key = ("unhashable", id(func))
-  key = (func_key, frozen, treedef, dtypes, shapes)
+  key = (id(func), frozen, treedef, dtypes, shapes)
   with _lock:
     record = _by_key.get(key)
     if record is None:
@@ -146,9 +179,64 @@ def register_consumer(func: Callable, transforms: Sequence[tuple], treedef: Any,
       if record.is_simple:
         simple_consumers[record.id] = (func, record.transforms, shapes[0], dtypes[0],
                                        record.nbytes)
+      if owner is not None:
+        _owners[record.id] = 0
+        _keys[record.id] = key
+    if owner is None:
+      _owners.pop(record.id, None)  # wanted for good
+      _keys.pop(record.id, None)
+    elif record.id in _owners:
+      _owners[record.id] += 1
+    if owner is not None:
+      owner.append(ConsumerRef(record))
     return record.id
+
+
+def take_released() -> list[Consumer]:
+  """The consumers whose last `ConsumerRef` went since the previous call: no new
+  registration returns them any more, and the caller must `forget` them once no tap for
+  them can be pending."""
+  if not _released:
+    return []
+  done = []
+  with _lock:
+    while _released:
+      record = _released.popleft()
+      count = _owners.get(record.id)
+      if count is None:  # registered for good meanwhile
+        continue
+      if count > 1:
+        _owners[record.id] = count - 1
+        continue
+      del _owners[record.id]
+      key = _keys.pop(record.id)
+      if _by_key.get(key) is record:
+        del _by_key[key]
+      done.append(record)
+  return done
+
+
+def forget(records: Sequence[Consumer]) -> None:
+  """Drops released consumers for good: their ids are never used again."""
+  with _lock:
+    for record in records:
+      consumers_by_id.pop(record.id, None)
+      simple_consumers.pop(record.id, None)
 
 
 def consumer(consumer_id: int) -> Consumer:
   """The consumer registered under `consumer_id`; KeyError if there is none."""
   return consumers_by_id[consumer_id]
+
+
+def _after_fork_in_child() -> None:
+  _lock._at_fork_reinit()  # a parent thread may have held it at the fork
+
+
+if hasattr(os, "register_at_fork"):
+  os.register_at_fork(after_in_child=_after_fork_in_child)
+
+
+def live_consumers() -> int:
+  """How many consumers are registered (released ones not yet forgotten included)."""
+  return len(consumers_by_id)

@@ -1,0 +1,224 @@
+"""Ctrl-C, exits, stops and forks: each case runs in a fresh interpreter, which sends itself
+SIGINT where a user would press Ctrl-C.
+
+Tap functions here block on an Event that is never set (or set only later), so a run that
+does not handle the interrupt or bound its wait hangs: the subprocess' timeout is what
+fails such a test, never a measured duration.
+"""
+from __future__ import annotations
+
+import textwrap
+
+import pytest
+
+from tests.conftest import run_python
+
+SMALL_QUEUE = {"MINIJAX_TAP_QUEUE_BYTES": str(256 * 1024)}  # four taps of 64 KB
+
+PRELUDE = """
+import os, signal, sys, threading, time
+import numpy as np
+import minijax, minijax.numpy as jnp
+from minijax.config import config
+from minijax.experimental import host_callback as hcb
+from minijax.runtime import taps
+
+release = threading.Event()
+tapped = threading.Event()
+
+def stuck(arg, transforms):  # the tap function of a user whose host code hangs
+  tapped.set()
+  release.wait()
+
+def interrupt_after(seconds, event=tapped):
+  def run():
+    event.wait()
+    time.sleep(seconds)
+    os.kill(os.getpid(), signal.SIGINT)
+  threading.Thread(target=run, daemon=True).start()
+"""
+
+
+def run(code: str, env: dict | None = None, timeout: float = 60):
+  return run_python(textwrap.dedent(PRELUDE) + textwrap.dedent(code),
+                    env={**SMALL_QUEUE, **(env or {})}, timeout=timeout)
+
+
+def test_ctrl_c_ends_a_call_blocked_on_a_full_queue_and_the_process_stays_usable():
+  proc = run("""
+      for mechanism in ("native", "callback"):
+        config.update("tap_mechanism", mechanism)
+        release.clear(); tapped.clear()
+        f = minijax.jit(lambda x: hcb.id_tap(stuck, x + 1.0))
+        interrupt_after(1.0)
+        try:
+          for i in range(100_000):
+            f(jnp.zeros(16 * 1024))  # 64 KB a tap: the queue is full after four
+          print(mechanism, "never blocked")
+        except KeyboardInterrupt as e:
+          assert e.__cause__ is None and (e.__context__ is None or e.__suppress_context__)
+          print(mechanism, "interrupted")
+        release.set()
+        hcb.barrier_wait()
+        got = []
+        g = minijax.jit(lambda x: hcb.id_tap(lambda a, t: got.append(float(a[0])), x * 2))
+        y = g(jnp.ones(3))
+        hcb.barrier_wait()
+        print(mechanism, "usable", float(y[0]), got)
+      """)
+  assert proc.returncode == 0, proc.stderr
+  for mechanism in ("native", "callback"):
+    assert f"{mechanism} interrupted" in proc.stdout, proc.stdout
+    assert f"{mechanism} usable 2.0 [2.0]" in proc.stdout, proc.stdout
+
+
+def test_ctrl_c_in_barrier_wait_then_the_exit_handler_gives_up_within_a_second():
+  proc = run("""
+      f = minijax.jit(lambda x: hcb.id_tap(stuck, x + 1.0))
+      for i in range(3):
+        f(jnp.zeros(16 * 1024))
+      interrupt_after(0.5)
+      hcb.barrier_wait()
+      """, env={"MINIJAX_TAP_EXIT_TIMEOUT": "600"})
+  assert "KeyboardInterrupt" in proc.stderr, proc.stderr
+  assert ("minijax: exiting with 3 tap(s) not delivered (the tap functions did not finish "
+          "within tap_exit_timeout=1 s)") in proc.stderr, proc.stderr
+
+
+def test_at_exit_pending_taps_are_waited_for_at_most_the_exit_timeout():
+  # A daemon thread is still dispatching, held back by the full queue, when the main
+  # thread ends.
+  proc = run("""
+      f = minijax.jit(lambda x: hcb.id_tap(stuck, x + 1.0))
+      def dispatch():
+        for i in range(100_000):
+          f(jnp.zeros(16 * 1024))
+      threading.Thread(target=dispatch, daemon=True).start()
+      tapped.wait()
+      time.sleep(0.5)
+      print("main done")
+      """, env={"MINIJAX_TAP_EXIT_TIMEOUT": "0.5"})
+  assert proc.returncode == 0, proc.stderr
+  assert "main done" in proc.stdout
+  assert "not delivered (the tap functions did not finish within tap_exit_timeout=0.5 s)" in (
+      proc.stderr), proc.stderr
+
+
+def test_ctrl_c_while_the_exit_handler_waits_ends_the_wait():
+  proc = run("""
+      f = minijax.jit(lambda x: hcb.id_tap(stuck, x + 1.0))
+      for i in range(3):
+        f(jnp.zeros(16 * 1024))
+      main_done = threading.Event()
+      interrupt_after(1.0, main_done)
+      print("main done", flush=True)
+      main_done.set()
+      """, env={"MINIJAX_TAP_EXIT_TIMEOUT": "600"})
+  assert "main done" in proc.stdout
+  assert "minijax: exiting with 3 tap(s) not delivered (interrupted)" in proc.stderr, (
+      proc.stderr)
+
+
+@pytest.mark.parametrize("mechanism", ["native", "callback"])
+def test_taps_pushed_while_receivers_are_stopped_never_wait_and_arrive_on_restart(mechanism):
+  # What a computation racing `stop_outfeed_receiver` does: its taps reach queues whose
+  # receivers are gone.  Twenty taps of 64 KB overfill the queue four times.
+  proc = run(f"""
+      from minijax.runtime.taps.queues import queues
+      config.update("tap_mechanism", {mechanism!r})
+      got = []
+      f = minijax.jit(lambda x: hcb.id_tap(lambda a, t: got.append(int(a[0])), x))
+      f(np.zeros(16 * 1024, np.int32))
+      hcb.barrier_wait()
+      cid = max(taps.registry.consumers_by_id)
+      taps.stop_outfeed_receiver()
+      for i in range(1, 21):
+        queues.push(0, cid, [np.full(16 * 1024, i, np.int32)])
+      print("pushed")
+      hcb.barrier_wait()
+      print(got == list(range(21)), len(got))
+      """)
+  assert proc.returncode == 0, proc.stderr
+  assert "pushed\nTrue 21" in proc.stdout, proc.stdout
+
+
+def test_a_dispatch_blocked_on_one_device_holds_no_lock_another_device_needs():
+  # The callback mechanism runs a tapped program inline, so its dispatching thread waits
+  # for room inside the call.  Another thread's ordered taps on device 1 must go on.
+  proc = run("""
+      config.update("tap_mechanism", "callback")
+      f0 = minijax.jit(lambda x: hcb.id_tap(stuck, x + 1.0), device=0)
+      done = threading.Event()
+      def dispatch():
+        while not done.is_set():
+          f0(jnp.zeros(16 * 1024))
+      blocked = threading.Thread(target=dispatch)
+      blocked.start()
+      tapped.wait()
+      time.sleep(0.5)
+      arrived = threading.Event()
+      f1 = minijax.jit(lambda x: hcb.id_tap(lambda a, t: arrived.set(), x * 3.0), device=1)
+      y = f1(jnp.ones(2))
+      print("device 1 ran", float(y[0]), arrived.wait(30))
+      done.set()
+      release.set()
+      blocked.join()
+      hcb.barrier_wait()
+      print("done")
+      """, env={"MINIJAX_NUM_CPU_DEVICES": "2"})
+  assert proc.returncode == 0, proc.stderr
+  assert "device 1 ran 3.0 True\ndone" in proc.stdout, proc.stdout
+
+
+def test_forked_children_warn_exit_cleanly_run_cached_code_and_refuse_to_compile():
+  # The parent never taps before forking (a child that only exits used to segfault then).
+  proc = run("""
+      import warnings
+      f = minijax.jit(lambda x: x * 2.0)
+      x = jnp.ones(3)
+      f(x).block_until_ready()
+      got = []
+      g = minijax.jit(lambda x: hcb.id_tap(lambda a, t: got.append(float(a[0])), x + 1.0))
+      g_compiled = g.lower(x).compile()
+
+      def child(mode):
+        if mode == "cached":
+          print("cached", float(np.asarray(f(x))[0]), flush=True)
+        elif mode == "compile":
+          try:
+            minijax.jit(lambda x: x - 1.0)(x)
+          except RuntimeError as e:
+            print("compile refused:", "forked" in str(e) and "spawn" in str(e), flush=True)
+        elif mode == "tap":
+          g_compiled(x)
+          hcb.barrier_wait()
+          print("tapped", got, flush=True)
+        sys.exit(0)
+
+      for mode in ("exit", "cached", "compile", "tap"):
+        with warnings.catch_warnings(record=True) as caught:
+          warnings.simplefilter("always")
+          pid = os.fork()
+          if pid == 0:
+            child(mode)
+        deadline = time.time() + 30
+        while True:
+          done, status = os.waitpid(pid, os.WNOHANG)
+          if done:
+            break
+          if time.time() > deadline:
+            os.kill(pid, signal.SIGKILL)
+            os.waitpid(pid, 0)
+            status = None
+            break
+          time.sleep(0.02)
+        code = "hung" if status is None else os.waitstatus_to_exitcode(status)
+        warned = [str(w.message) for w in caught if issubclass(w.category, RuntimeWarning)]
+        print(mode, "exit code", code, "warned", len(warned) == 1 and "spawn" in warned[0],
+              flush=True)
+      """)
+  assert proc.returncode == 0, proc.stderr
+  out = proc.stdout
+  for mode in ("exit", "cached", "compile", "tap"):
+    assert f"{mode} exit code 0 warned True" in out, out
+  assert "cached 2.0" in out and "compile refused: True" in out and "tapped [2.0]" in out, out

@@ -1,0 +1,255 @@
+"""Nothing outlives its use: no memory per call, executables and tap consumers go with the
+functions that made them, every global cache is bounded by a flag, `clear_caches()` empties
+them, and tap functions are told apart by identity.
+
+Memory is counted in Python's allocated blocks (`sys.getallocatedblocks`, after a barrier
+and a collection) and in live objects (`Executable`s found by the garbage collector,
+consumers in the registry), which do not depend on the allocator's habits as RSS does.
+"""
+from __future__ import annotations
+
+import dataclasses
+import gc
+import sys
+import time
+
+import numpy as np
+import pytest
+
+import minijax
+import minijax.numpy as jnp
+from minijax import lax
+from minijax.config import config
+from minijax.experimental import host_callback as hcb
+from minijax.lax import call as call_lib
+from minijax.runtime.executable import Executable
+from minijax.runtime.taps import receiver, registry
+from minijax.staging import compiler
+
+
+def live_executables() -> int:
+  return sum(1 for o in gc.get_objects() if type(o) is Executable)
+
+
+def settle():
+  """Waits for every tap, frees what is garbage, and lets the registry forget released
+  consumers (a barrier sweeps them)."""
+  hcb.barrier_wait()
+  gc.collect()
+  hcb.barrier_wait()
+
+
+@pytest.fixture
+def flag():
+  """`flag(name, value)` sets a flag for the test and restores it afterwards."""
+  saved = []
+
+  def set_flag(name, value):
+    saved.append((name, getattr(config, name)))
+    config.update(name, value)
+  yield set_flag
+  for name, value in reversed(saved):
+    config.update(name, value)
+
+
+# ----------------------------------------------------------------------------- per call
+
+def _nothing(arg, transforms):
+  pass
+
+
+CALLS = {
+    "plain": lambda x: x * 2,
+    "ordered tap": lambda x: hcb.id_tap(_nothing, x * 2),
+    "unordered tap": lambda x: hcb.id_tap(_nothing, x * 2, ordered=False),
+}
+
+
+@pytest.mark.parametrize("kind", list(CALLS))
+def test_a_call_leaves_no_allocation_behind(kind):
+  """jaxlib defers dropping the traceback it records at each execution to its
+  `collect_garbage()`, which minijax now runs after each garbage collection: before, each
+  call with reused arguments kept one block (about 90 bytes)."""
+  f, x = minijax.jit(CALLS[kind]), jnp.ones(3)
+  for _ in range(300):
+    f(x)
+  settle()
+  before = sys.getallocatedblocks()
+  n = 3000
+  for _ in range(n):
+    f(x)
+  settle()
+  assert sys.getallocatedblocks() - before < n // 10
+
+
+# ----------------------------------------------------------------------------- executables
+
+def test_executables_go_with_the_jitted_function_without_waiting_for_the_collector():
+  gc.collect()
+  before = live_executables()
+  f = minijax.jit(lambda x: lax.sin(x) * 2.0)
+  for n in range(1, 9):
+    f(np.ones(n, np.float32))
+  assert live_executables() == before + 8
+  del f
+  assert live_executables() == before  # freed by reference counting: no cycle holds them
+  assert len(compiler._compiled) <= 1
+
+
+def test_jaxprs_rewritten_for_a_transformation_go_with_the_function():
+  settle()
+  before = len(call_lib._rewrites), len(compiler._compiled)
+  g = minijax.jit(lambda x: lax.sin(x) * x)
+  for n in range(1, 4):
+    minijax.grad(lambda x: g(x).sum())(np.ones(n, np.float32))
+  assert len(call_lib._rewrites) > before[0] and len(compiler._compiled) > before[1]
+  del g
+  gc.collect()
+  assert (len(call_lib._rewrites), len(compiler._compiled)) == before
+
+
+def test_short_lived_jitted_closures_with_taps_free_their_executables_and_consumers():
+  settle()
+  consumers, executables = registry.live_consumers(), live_executables()
+  got = []
+  x = np.float32(0)
+  for i in range(40):
+    def g(x, i=i):
+      return hcb.id_tap(lambda a, t: got.append(i), x + i)
+    minijax.jit(g)(x)
+  settle()
+  assert got == list(range(40))
+  assert registry.live_consumers() == consumers
+  assert receiver.retiring_consumers() == 0
+  assert live_executables() == executables
+
+
+@pytest.mark.parametrize("mechanism", ["native", "callback"])
+@pytest.mark.parametrize("ordered", [True, False], ids=["ordered", "unordered"])
+def test_taps_of_a_function_freed_before_they_are_delivered_still_arrive(flag, mechanism,
+                                                                        ordered):
+  flag("tap_mechanism", mechanism)
+  got = []
+
+  def slow(i):
+    def tap(a, t):
+      time.sleep(0.002)
+      got.append((i, int(a)))
+    return tap
+
+  for i in range(20):
+    minijax.jit(lambda x, i=i: hcb.id_tap(slow(i), x + i, ordered=ordered))(np.int32(100))
+    gc.collect()  # the function, its executable and its ConsumerRef are gone now
+  hcb.barrier_wait()
+  assert sorted(got) == [(i, 100 + i) for i in range(20)]
+  if ordered:
+    assert got == sorted(got)
+  settle()
+  assert receiver.retiring_consumers() == 0
+
+
+def test_a_consumer_lives_as_long_as_its_executable():
+  got = []
+
+  def make():
+    local = [0]
+
+    def tap(a, t):
+      local[0] += 1
+      got.append(local[0])
+    return minijax.jit(lambda x: hcb.id_tap(tap, x))
+  f = make()  # only the executable (through f) refers to `tap` now
+  f(np.float32(1))
+  settle()
+  f(np.float32(2))
+  hcb.barrier_wait()
+  assert got == [1, 2]
+
+
+def test_a_released_consumer_is_forgotten_only_through_the_registry():
+  settle()  # earlier tests' consumers are forgotten
+  keep: list = []
+  func = lambda a, t: None  # noqa: E731
+  treedef = minijax.tree_util.tree_structure((0,))
+  avals = [minijax.ShapeDtypeStruct((2,), np.float32)]
+  cid = registry.register_consumer(func, (), treedef, avals, owner=keep)
+  assert registry.register_consumer(func, (), treedef, avals, owner=keep) == cid
+  assert len(keep) == 2
+  keep.pop()
+  assert registry.take_released() == []  # one owner is left
+  keep.clear()
+  (released,) = registry.take_released()
+  assert released.id == cid and registry.consumer(cid) is released
+  assert registry.register_consumer(func, (), treedef, avals, owner=keep) != cid  # a new one
+  registry.forget([released])
+  with pytest.raises(KeyError):
+    registry.consumer(cid)
+
+
+# ----------------------------------------------------------------------------- bounds
+
+def test_the_eager_cache_keeps_at_most_its_flags_number_of_executables(flag):
+  flag("eager_cache_size", 4)
+  for n in range(1, 11):
+    np.testing.assert_allclose(lax.sin(np.ones(n, np.float32)), np.sin(np.ones(n)), rtol=1e-6)
+  assert len(compiler._primitive_cache) <= 4
+  flag("eager_cache_size", 2)  # shrinking evicts at once
+  assert len(compiler._primitive_cache) <= 2
+
+
+def test_a_jitted_function_keeps_at_most_its_flags_number_of_traces_and_executables(flag):
+  flag("jit_cache_size", 3)
+  f = minijax.jit(lambda x: x * 2.0)
+  for n in list(range(1, 9)) + [1]:
+    np.testing.assert_allclose(f(np.ones(n, np.float32)), 2 * np.ones(n))
+  wrapped = f._wrapped
+  assert len(wrapped._cache) <= 3 and len(wrapped._fast) <= 3
+  assert len(compiler._compiled) <= 3
+
+
+def test_the_transformation_cache_keeps_at_most_its_flags_number_of_jaxprs(flag):
+  flag("transform_cache_size", 2)
+  g = minijax.jit(lambda x: x * x)
+  for n in range(1, 6):
+    minijax.grad(lambda x: g(x).sum())(np.ones(n, np.float32))
+  assert len(call_lib._rewrites) <= 2
+
+
+def test_clear_caches_frees_every_executable_and_everything_still_runs():
+  f = minijax.jit(lambda x: lax.cos(x) + 1.0)
+  x = np.ones(3, np.float32)
+  f(x)
+  lax.exp(x)
+  minijax.grad(lambda x: f(x).sum())(x)
+  settle()
+  minijax.clear_caches()
+  gc.collect()
+  assert live_executables() == 0
+  assert len(compiler._primitive_cache) == len(compiler._compiled) == len(call_lib._rewrites) == 0
+  np.testing.assert_allclose(f(x), np.cos(1.0) + 1.0, rtol=1e-6)
+  np.testing.assert_allclose(lax.exp(x), np.e, rtol=1e-6)
+
+
+# ----------------------------------------------------------------------------- identity
+
+@dataclasses.dataclass(frozen=True)
+class NamedTap:
+  """A tap function that compares equal to any other of the same name."""
+  name: str
+  got: list = dataclasses.field(compare=False, hash=False)
+
+  def __call__(self, arg, transforms):
+    self.got.append(float(arg))
+
+
+@pytest.mark.parametrize("staging", ["jit", "eager"])
+def test_two_equal_tap_functions_each_get_their_own_taps(staging):
+  first, second = NamedTap("same", []), NamedTap("same", [])
+  assert first == second and hash(first) == hash(second)
+  for tap, value in [(first, 1.0), (second, 2.0), (first, 3.0)]:
+    if staging == "jit":
+      minijax.jit(lambda x, tap=tap: hcb.id_tap(tap, x))(np.float32(value))
+    else:
+      hcb.id_tap(tap, jnp.float32(value))
+  hcb.barrier_wait()
+  assert first.got == [1.0, 3.0] and second.got == [2.0]

@@ -1,0 +1,163 @@
+"""Settings are checked before they are stored, the environment when minijax is imported, and
+errors on jit's slow path reach the user as one exception, not chained to the fast path's.
+
+Every flag of `minijax.config.FLAGS` is tried with values it must refuse (the error names
+the flag, the value and what is allowed; the old value stays and no observer hears of it)
+and values it accepts (stored as the flag's type).  The environment is read by building a
+`Config` from a dictionary, and once for real in a fresh interpreter.
+"""
+from __future__ import annotations
+
+import math
+import re
+import traceback
+
+import numpy as np
+import pytest
+
+import minijax
+from minijax.config import FLAGS, MAX_DEVICES, Config, config
+from minijax.experimental import host_callback as hcb
+
+from tests.conftest import run_python
+
+# (flag, values refused, values accepted -> what is stored)
+BAD_AND_GOOD = [
+    ("enable_x64", ["yes", 2, None, 1.0], [(True, True), (0, False), (np.bool_(True), True)]),
+    ("debug_nans", ["no", -1], [(False, False)]),
+    ("log_compiles", ["1"], [(1, True)]),
+    ("tap_mechanism", ["fast", None, 1], [("callback", "callback"), ("native", "native")]),
+    ("tap_queue_bytes", [0, -5, 2**63, 1.5, "100", True, 99999999999999999999],
+     [(1, 1), (1 << 20, 1 << 20), (np.int64(4096), 4096)]),
+    ("tap_exit_timeout", [-1, float("nan"), float("inf"), "3", True],
+     [(0, 0.0), (2.5, 2.5), (np.float32(1.5), 1.5)]),
+    ("eager_cache_size", [0, -1, 1.0], [(1, 1), (64, 64)]),
+    ("jit_cache_size", [0, "8"], [(8, 8)]),
+    ("transform_cache_size", [0, None], [(16, 16)]),
+]
+
+
+def test_every_flag_is_in_the_table_of_bad_and_good_values():
+  assert {row[0] for row in BAD_AND_GOOD} | {"num_cpu_devices"} == set(FLAGS)
+
+
+@pytest.mark.parametrize("name,bad,good", BAD_AND_GOOD, ids=[row[0] for row in BAD_AND_GOOD])
+def test_a_bad_value_is_refused_before_it_is_stored_and_a_good_one_is_normalized(
+    name, bad, good):
+  before = getattr(config, name)
+  heard = []
+  config.on_change(lambda n, v: heard.append((n, v)))
+  try:
+    for value in bad:
+      with pytest.raises(ValueError, match=rf"minijax\.config\.{name} cannot be .*: expected "
+                         rf"{re.escape(FLAGS[name].allowed)}"):
+        config.update(name, value)
+      assert getattr(config, name) == before or (
+          isinstance(before, float) and math.isnan(before))
+    assert heard == []
+    for value, stored in good:
+      config.update(name, value)
+      assert getattr(config, name) == stored and type(getattr(config, name)) is type(stored)
+  finally:
+    config._observers.pop()
+    config.update(name, before)
+
+
+def test_a_refused_queue_size_leaves_taps_working():
+  with pytest.raises(ValueError, match="tap_queue_bytes cannot be 0: expected an integer "
+                     "from 1 to 9223372036854775807 bytes"):
+    config.update("tap_queue_bytes", 0)
+  got = []
+  minijax.jit(lambda x: hcb.id_tap(lambda a, t: got.append(float(a)), x))(np.float32(3))
+  hcb.barrier_wait()
+  assert got == [3.0]
+
+
+def test_an_unknown_flag_is_an_attribute_error_naming_the_known_ones():
+  with pytest.raises(AttributeError, match="no flag 'enable_x32'.*enable_x64"):
+    config.update("enable_x32", True)
+
+
+def test_the_device_count_cannot_change_once_the_client_exists():
+  n = len(minijax.devices())
+  with pytest.raises(RuntimeError, match=rf"cannot change to {n + 1}.*already exists with {n} "
+                     r"device\(s\).*MINIJAX_NUM_CPU_DEVICES"):
+    config.update("num_cpu_devices", n + 1)
+  assert config.num_cpu_devices == n
+  config.update("num_cpu_devices", n)  # no change: allowed
+
+
+# (variable, value, the flag's value read from it, or None when it must be refused)
+ENVIRONMENT = [
+    ("MINIJAX_ENABLE_X64", "1", True), ("MINIJAX_ENABLE_X64", " Off ", False),
+    ("MINIJAX_ENABLE_X64", "maybe", None), ("MINIJAX_ENABLE_X64", "", False),
+    ("MINIJAX_DEBUG_NANS", "true", True), ("MINIJAX_LOG_COMPILES", "2", None),
+    ("MINIJAX_TAP_MECHANISM", "callback", "callback"), ("MINIJAX_TAP_MECHANISM", "fast", None),
+    ("MINIJAX_TAP_QUEUE_BYTES", "1000000", 1000000), ("MINIJAX_TAP_QUEUE_BYTES", "abc", None),
+    ("MINIJAX_TAP_QUEUE_BYTES", "0", None),
+    ("MINIJAX_TAP_QUEUE_BYTES", "99999999999999999999", None),
+    ("MINIJAX_TAP_EXIT_TIMEOUT", "0.5", 0.5), ("MINIJAX_TAP_EXIT_TIMEOUT", "-1", None),
+    ("MINIJAX_NUM_CPU_DEVICES", "1024", 1024), ("MINIJAX_NUM_CPU_DEVICES", "1025", None),
+    ("MINIJAX_NUM_CPU_DEVICES", "0", None), ("MINIJAX_NUM_CPU_DEVICES", "four", None),
+    ("MINIJAX_EAGER_CACHE_SIZE", "10", 10), ("MINIJAX_JIT_CACHE_SIZE", "-3", None),
+    ("MINIJAX_TRANSFORM_CACHE_SIZE", "1e3", None),
+]
+
+
+@pytest.mark.parametrize("variable,text,expected", ENVIRONMENT,
+                         ids=[f"{v}={t!r}" for v, t, _ in ENVIRONMENT])
+def test_each_environment_variable_is_checked_and_a_bad_one_names_itself(variable, text,
+                                                                          expected):
+  flag = next(f for f in FLAGS.values() if f.env == variable)
+  if expected is None:
+    allowed = re.escape(flag.env_allowed or flag.allowed)
+    with pytest.raises(ValueError, match=rf"^the environment variable {variable}="
+                       rf"{re.escape(repr(text))} is not valid for minijax\.config\."
+                       rf"{flag.name}: expected {allowed}$"):
+      Config({variable: text})
+  else:
+    assert getattr(Config({variable: text}), flag.name) == expected
+
+
+def test_every_flag_reads_a_minijax_variable():
+  assert all(f.env and f.env.startswith("MINIJAX_") for f in FLAGS.values())
+  assert MAX_DEVICES == 1024
+
+
+def test_a_bad_variable_fails_the_import_with_its_name_value_and_the_limit():
+  for env, message in [
+      ({"MINIJAX_TAP_QUEUE_BYTES": "abc"},
+       "MINIJAX_TAP_QUEUE_BYTES='abc' is not valid for minijax.config.tap_queue_bytes: "
+       "expected an integer from 1 to 9223372036854775807 bytes"),
+      ({"MINIJAX_NUM_CPU_DEVICES": "1025"},
+       "MINIJAX_NUM_CPU_DEVICES='1025' is not valid for minijax.config.num_cpu_devices: "
+       "expected an integer from 1 to 1024 devices (the native tap queues' limit)")]:
+    proc = run_python("import minijax", env=env)
+    assert proc.returncode != 0
+    assert f"ValueError: the environment variable {message}" in proc.stderr, proc.stderr
+
+
+# ----------------------------------------------------------------------------- clean errors
+
+def _raise_mine(*args):
+  raise ValueError("mine")
+
+
+@pytest.mark.parametrize("arg", [np.ones(3, np.float32), "abc", {"a": np.ones(2)},
+                                 (minijax.numpy.ones(2), 1.0), [np.float32(1)]],
+                         ids=["numpy", "string", "dict", "tuple", "list"])
+def test_an_error_on_jits_slow_path_is_not_chained_to_the_fast_paths(arg):
+  f = minijax.jit(_raise_mine if not isinstance(arg, str) else lambda s: s)
+  with pytest.raises((ValueError, TypeError)) as info:
+    f(arg)
+  e = info.value
+  assert e.__context__ is None and e.__cause__ is None
+  text = "".join(traceback.format_exception(e))
+  assert "During handling of the above exception" not in text
+  assert "AttributeError" not in text
+
+
+def test_an_eager_error_on_a_numpy_argument_is_not_chained_either():
+  with pytest.raises(TypeError) as info:
+    minijax.lax.add(np.ones(2, np.float32), "x")
+  assert info.value.__context__ is None
