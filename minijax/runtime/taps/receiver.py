@@ -58,7 +58,7 @@ logger = logging.getLogger("minijax.taps")
 _BATCH = 256
 _RECEIVER_STEP_S = 0.25  # the longest a barrier waits on a receiver without checking signals
 _get_ident = threading.get_ident
-_producers_waiting = queues.producers_waiting
+_waiting = queues.waiting  # per device ordinal: taps waiting for room (no call to read it)
 take_interrupt = queues.take_interrupt
 
 
@@ -198,8 +198,8 @@ def before_execution(ordinal: int | None = None) -> None:
   flight is reached, inside jaxlib, where Ctrl-C cannot reach it.
   """
   if _running and _get_ident() not in _receiver_idents:
-    if ordinal is not None and _producers_waiting(ordinal):
-      _wait_until(lambda: not _producers_waiting(ordinal), None)
+    if ordinal is not None and _waiting[ordinal]:
+      _wait_until(lambda: not _waiting[ordinal], None)
     return
   if in_receiver_thread():
     raise RuntimeError(
@@ -220,7 +220,7 @@ def _is_ready(token) -> bool:
 
 
 def _no_tap_waiting_for_room() -> bool:
-  return not any(queues.producers_waiting(o) for o in list(_receivers))
+  return not any(_waiting[o] for o in list(_receivers))
 
 
 def _wait_until(done: Callable[[], bool], deadline: float | None) -> bool:
