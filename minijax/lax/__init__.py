@@ -1,6 +1,7 @@
 """`minijax.lax`: primitives, one block per primitive holding every rule it has."""
 from minijax.lax.call import jit_p
 from minijax.lax.elementwise import *  # noqa: F401,F403
+from minijax.lax.complex_ops import *  # noqa: F401,F403
 from minijax.lax.structural import *  # noqa: F401,F403
 from minijax.lax.misc import *  # noqa: F401,F403
 from minijax.lax.slicing import *  # noqa: F401,F403
