@@ -1,5 +1,4 @@
-"""Products: dot, matmul (`@`), vdot, inner, outer, tensordot, einsum, and the vector and
-matrix norms of `minijax.numpy.linalg.norm`.
+"""Products: dot, matmul (`@`), vdot, inner, outer, tensordot, einsum.
 
 All are `dot_general` with numpy's axis conventions worked out in Python.  Operands whose
 contracted sizes differ raise a TypeError, as JAX's do (the message is JAX's, with the
@@ -185,24 +184,6 @@ def einsum(subscripts, *operands, optimize=None, precision=None, preferred_eleme
   result = batch + [c for c in sa if c not in batch and c not in contract] + \
       [c for c in sb if c not in batch and c not in contract]
   return lax.transpose(out, tuple(result.index(c) for c in output))
-
-
-@_util.compiled_when_eager(dynamic=1)
-def norm(x, ord=None, axis=None, keepdims=False):
-  """Vector norms (2, 1, inf) and the Frobenius norm; `jnp.linalg.norm`."""
-  from minijax.numpy.reductions import max as _max, sum as _sum
-  from minijax.numpy.ufuncs import absolute, sqrt
-  (a,) = _util.promote_inexact("norm", x)
-  if ord is None or ord == "fro" or (ord == 2 and (axis is None and _util.ndim(a) == 1
-                                                   or isinstance(axis, int))):
-    if np.issubdtype(_util.dtype(a), np.complexfloating):
-      a = lax.abs(a)
-    return sqrt(_sum(lax.mul(a, a), axis=axis, keepdims=keepdims))
-  if ord == 1:
-    return _sum(absolute(a), axis=axis, keepdims=keepdims)
-  if ord == np.inf:
-    return _max(absolute(a), axis=axis, keepdims=keepdims)
-  raise NotImplementedError(f"norm: ord={ord!r} is not supported")
 
 
 def _take_diagonals(spec: str, x):
