@@ -254,7 +254,9 @@ def _slogdet_jvp(primals, tangents):
   jnp = _jnp()
   (x,), (g,) = primals, tangents
   sign, ans = _slogdet_lu(x)
-  ans_dot = jnp.trace(solve(x, g), axis1=-1, axis2=-2)
+  # trace(x^-1 g), by the triangular solves (linear in g, so reverse mode transposes them)
+  lu_, _, permutation = lax_linalg.lu(x)
+  ans_dot = jnp.trace(lax_linalg.lu_solve(lu_, permutation, g), axis1=-1, axis2=-2)
   if jnp.iscomplexobj(x):
     sign_dot = (ans_dot - jnp.real(ans_dot).astype(ans_dot.dtype)) * sign
     ans_dot = jnp.real(ans_dot)

@@ -106,6 +106,7 @@ def eigh(x, *, lower: bool = True, symmetrize_input: bool = True,
   if implementation is not None:
     raise NotImplementedError(f"eigh: implementation={implementation!r}; the CPU has only "
                               "LAPACK's (implementation=None)")
+  _eigh_abstract_eval(mx.aval(x), lower=lower, sort_eigenvalues=sort_eigenvalues)
   if symmetrize_input:
     x = mx.symmetrize(x)
   v, w = eigh_p.bind(x, lower=bool(lower), sort_eigenvalues=bool(sort_eigenvalues))

@@ -76,6 +76,7 @@ def cholesky(x, *, symmetrize_input: bool = True):
   batch `[..., n, n]`; NaNs where `x` is not positive definite.  With `symmetrize_input`,
   `(x + x^H) / 2` is factored; without, only the lower triangle of `x` is read."""
   x = lax.convert_to_array(x)
+  _cholesky_abstract_eval(mx.aval(x))  # the shape errors before symmetrizing
   if symmetrize_input:
     x = mx.symmetrize(x)
   return mx.tril(cholesky_p.bind(x))
