@@ -26,7 +26,7 @@ from jaxlib.mlir import ir
 from jaxlib.mlir.dialects import mhlo
 
 from minijax.core import dtypes
-from minijax.core.avals import shaped_abstractify
+from minijax.core.avals import get_aval
 from minijax.interpreters import ad, batching
 from minijax.lax import utils
 from minijax.lowering import mlir
@@ -67,13 +67,13 @@ def _unop(name, dtype_rule, mhlo_op):
 
 def _zeros(x, dtype=None):
   from minijax.lax.structural import full
-  aval = shaped_abstractify(x)
+  aval = get_aval(x)
   return full(aval.shape, 0, dtype or aval.dtype)
 
 
 # ---- real
 real_p = _unop("real", _complex_operand_rule("real"), mhlo.RealOp)
-ad.deflinear2(real_p, lambda ct, x: [complex(ct, _zeros(ct))])
+ad.deflinear(real_p, lambda ct: [complex(ct, _zeros(ct))])
 
 
 def real(x):
@@ -85,12 +85,12 @@ def real(x):
 imag_p = _unop("imag", _complex_operand_rule("imag"), mhlo.ImagOp)
 
 
-def _imag_transpose(ct, x):
+def _imag_transpose(ct):
   from minijax.lax.elementwise import neg
   return [complex(_zeros(ct), neg(ct))]
 
 
-ad.deflinear2(imag_p, _imag_transpose)
+ad.deflinear(imag_p, _imag_transpose)
 
 
 def imag(x):
@@ -113,14 +113,24 @@ batching.defbroadcasting(complex_p)
 mlir.register_lowering(complex_p, utils.nary_lowering(mhlo.ComplexOp), splat_literals=True)
 
 
+def _complex_jvp(primals, tangents):
+  out = complex_p.bind(*primals)
+  if all(type(t) is ad.Zero for t in tangents):
+    return out, ad.Zero.from_primal_value(out)
+  return out, complex_p.bind(*map(ad.instantiate_zeros, tangents))
+
+
 def _complex_transpose(ct, x, y):
   from minijax.lax.elementwise import neg
+  if type(ct) is ad.Zero:
+    return [ad.Zero(a.aval) if ad.is_undefined_primal(a) else None for a in (x, y)]
   return [utils.unbroadcast_scalar(real(ct), x.aval) if ad.is_undefined_primal(x) else None,
           utils.unbroadcast_scalar(neg(imag(ct)), y.aval) if ad.is_undefined_primal(y)
           else None]
 
 
-ad.deflinear2(complex_p, _complex_transpose)
+ad.primitive_jvps[complex_p] = _complex_jvp
+ad.primitive_transposes[complex_p] = _complex_transpose
 
 
 def complex(x, y):
@@ -154,21 +164,21 @@ def _conj_lowering(ctx, x, *, input_dtype):
 mlir.register_lowering(conj_p, _conj_lowering)
 
 
-def _conj_transpose(ct, x, *, input_dtype):
+def _conj_transpose(ct, *, input_dtype):
   if is_complex(input_dtype):
     return [conj(ct)]
   from minijax.lax.misc import convert_element_type
   return [convert_element_type(real(ct), input_dtype)]
 
 
-ad.deflinear2(conj_p, _conj_transpose)
+ad.deflinear(conj_p, _conj_transpose)
 
 
 def conj(x):
   """The complex conjugate (complex even for a real operand, as in JAX)."""
   from minijax.lax.structural import convert_to_array
   x = convert_to_array(x)
-  return conj_p.bind(x, input_dtype=shaped_abstractify(x).dtype)
+  return conj_p.bind(x, input_dtype=get_aval(x).dtype)
 
 
 # ---- numpy's order of complex values, for lowering rules

@@ -12,7 +12,7 @@ import numpy as np
 from jaxlib.mlir.dialects import mhlo
 
 from minijax.core import dtypes
-from minijax.core.avals import ShapedArray, shaped_abstractify
+from minijax.core.avals import ShapedArray, get_aval
 from minijax.core.primitive import Primitive
 from minijax.interpreters import ad, batching
 from minijax.lax.structural import (broadcast_in_dim, convert_to_array, full,
@@ -57,7 +57,7 @@ def _convert_jvp(primals, tangents, *, new_dtype, weak_type):
   (x,), (t,) = primals, tangents
   out = convert_element_type_p.bind(x, new_dtype=new_dtype, weak_type=weak_type)
   if (type(t) is ad.Zero or not dtypes.is_differentiable(new_dtype)
-      or not dtypes.is_differentiable(shaped_abstractify(x).dtype)):
+      or not dtypes.is_differentiable(get_aval(x).dtype)):
     return out, ad.Zero.from_primal_value(out)
   return out, convert_element_type_p.bind(t, new_dtype=new_dtype, weak_type=weak_type)
 
@@ -68,7 +68,7 @@ ad.primitive_jvps[convert_element_type_p] = _convert_jvp
 def _convert_transpose(ct, aval, *, new_dtype, weak_type):
   # (the cotangent of a real value converted to complex is the real part of the complex
   # cotangent: no ComplexWarning for that)
-  ct_aval = shaped_abstractify(ct)
+  ct_aval = get_aval(ct)
   if ct_aval.dtype == aval.dtype and ct_aval.weak_type == aval.weak_type:
     return ct
   return convert_element_type_p.bind(ct, new_dtype=aval.dtype, weak_type=aval.weak_type)
@@ -81,7 +81,7 @@ batching.defvectorized(convert_element_type_p)
 def convert_element_type(x, new_dtype, weak_type: bool = False):
   new_dtype = dtypes.canonicalize_dtype(new_dtype)
   x = convert_to_array(x)
-  aval = shaped_abstractify(x)
+  aval = get_aval(x)
   if aval.dtype == new_dtype and aval.weak_type == weak_type:
     return x
   if (np.issubdtype(aval.dtype, np.complexfloating) and new_dtype != dtypes.bool_
@@ -261,7 +261,7 @@ def stop_gradient(x):
   def stop(leaf):
     if is_eval_context():
       return convert_to_array(leaf)
-    aval = shaped_abstractify(leaf)
+    aval = get_aval(leaf)
     if not dtypes.is_inexact(aval.dtype):
       return leaf
     return stop_gradient_p.bind(convert_to_array(leaf))
@@ -331,18 +331,18 @@ batching.primitive_batchers[clamp_p] = _clamp_batch
 
 def clamp(lo, x, hi):
   x = convert_to_array(x)
-  aval = shaped_abstractify(x)
+  aval = get_aval(x)
   lo, hi = [full((), b, aval.dtype) if isinstance(b, (bool, int, float)) else b
             for b in (lo, hi)]
   return clamp_p.bind(lo, x, hi)
 
 
 def full_like(x, fill_value, dtype=None, shape=None):
-  aval = shaped_abstractify(x)
+  aval = get_aval(x)
   return full(aval.shape if shape is None else shape, fill_value,
               aval.dtype if dtype is None else dtype)
 
 
 def zeros_like_array(x):
-  aval = shaped_abstractify(x)
+  aval = get_aval(x)
   return full(aval.shape, 0, aval.dtype)

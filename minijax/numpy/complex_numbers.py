@@ -15,6 +15,7 @@ from __future__ import annotations
 import numpy as np
 
 from minijax import lax
+from minijax.core.avals import get_aval
 from minijax.core import dtypes
 from minijax.numpy import _util
 
@@ -38,7 +39,7 @@ def imag(val, /):
   (a,) = _util.promote("imag", val)
   if _is_complex(a):
     return lax.imag(a)
-  return lax.full(_util.shape(a), 0, _util.dtype(a), weak_type=_util.aval(a).weak_type)
+  return lax.full(_util.shape(a), 0, _util.dtype(a), weak_type=get_aval(a).weak_type)
 
 
 def conjugate(x, /):

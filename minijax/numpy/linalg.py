@@ -429,7 +429,7 @@ def pinv(a, rtol=None, hermitian: bool = False, *, rcond=None):
     if rtol is not None:
       raise ValueError("pinv: only one of rtol and rcond may be specified.")
     rtol = rcond
-  if rtol is not None and not _util.is_concrete_scalar(rtol):
+  if rtol is not None and not isinstance(rtol, (int, float, np.generic)):
     raise TypeError("pinv: rtol must be a Python number or numpy scalar in minijax")
   (x,) = _inexact("jnp.linalg.pinv", a)
   return _pinv(x, rtol, bool(hermitian))

@@ -13,6 +13,7 @@ from __future__ import annotations
 import numpy as np
 
 from minijax import lax
+from minijax.core.avals import get_aval
 from minijax.numpy import _util
 
 
@@ -58,8 +59,8 @@ def matmul(a, b, *, precision=None, preferred_element_type=None):
   try:
     batch = tuple(np.broadcast_shapes(sx[:-2], sy[:-2]))
   except ValueError:
-    raise ValueError(f"Incompatible types for matmul arguments: {_util.aval(x).str_short()} "
-                     f"and {_util.aval(y).str_short()} (their batch dimensions do not "
+    raise ValueError(f"Incompatible types for matmul arguments: {get_aval(x).str_short()} "
+                     f"and {get_aval(y).str_short()} (their batch dimensions do not "
                      "broadcast)") from None
   x2 = _util.broadcast_to(x2, batch + sx[-2:])
   y2 = _util.broadcast_to(y2, batch + sy[-2:])

@@ -22,9 +22,6 @@ from minijax.numpy._util import promote_and_broadcast as _pb
 from minijax.numpy.complex_numbers import (conj, conjugate, imag, lexicographic,  # noqa: F401
                                            real, reject_complex)
 
-_SCALARS = (bool, int, float, complex)
-
-
 def _is_bool(x):
   return _util.dtype(x) == dtypes.bool_
 
@@ -152,7 +149,7 @@ def _int_power(a, b):
 
 def power(x1, x2, /):
   _util.check("power", x1, x2)
-  if isinstance(x2, int) and not isinstance(x2, bool) and not isinstance(x1, _SCALARS):
+  if isinstance(x2, int) and not isinstance(x2, bool) and not isinstance(x1, dtypes.PYTHON_SCALARS):
     (a,) = _util.promote("power", x1)
     if _is_bool(a):
       a = lax.convert_element_type(a, dtypes.default_int_dtype())

@@ -11,13 +11,13 @@ import numpy as np
 
 from minijax import lax
 from minijax.core import dtypes
-from minijax.core.avals import shaped_abstractify
+from minijax.core.avals import get_aval
 
 LAPACK_DTYPES = (dtypes.float32, dtypes.float64, dtypes.complex64, dtypes.complex128)
 
 
 def aval(x):
-  return shaped_abstractify(x)
+  return get_aval(x)
 
 
 def is_complex(dtype) -> bool:
