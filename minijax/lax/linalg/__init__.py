@@ -2,9 +2,10 @@
 
 Every primitive lowers to jaxlib's CPU LAPACK kernels (typed-FFI custom calls, `lapack.py`),
 exactly as JAX does on CPU: `cholesky` to potrf, `triangular_solve` to trsm, `lu` to getrf,
-`qr` to geqrf and orgqr/ungqr, `eigh` to syevd/heevd, `svd` to gesdd.  Every primitive takes batches of matrices (`[..., m, n]`) and has JAX's jvp
-rule; `triangular_solve` is linear in its right-hand side and has a transpose rule.  Only
-float32, float64, complex64 and complex128 are accepted.
+`qr` to geqrf and orgqr/ungqr, `eigh` to syevd/heevd, `svd` to gesdd.  Every primitive takes
+batches of matrices (`[..., m, n]`) and has JAX's jvp rule; `triangular_solve` is linear in
+its right-hand side and has a transpose rule.  Only float32, float64, complex64 and
+complex128 are accepted.
 """
 from __future__ import annotations
 
