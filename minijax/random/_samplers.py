@@ -448,17 +448,17 @@ def choice(key, a, shape=(), replace=True, p=None, axis=0, mode=None):
     raise TypeError(f"shape argument of random.choice must be a sequence, got {shape}")
   shape = _keys.shape_tuple(shape, "choice")
   arr = jnp.asarray(a)
-  if arr.ndim == 0:
+  if jnp.ndim(arr) == 0:
     from minijax.core.trace import Tracer
     if isinstance(a, Tracer):
       raise TypeError("choice: an integer `a` must be concrete (a static population size)")
-    n_inputs = int(a)
+    n_inputs, scalar = int(a), True
   else:
-    axis = canonicalize_axis(axis, arr.ndim)
+    axis, scalar = canonicalize_axis(axis, arr.ndim), False
     n_inputs = arr.shape[axis]
   n_draws = math.prod(shape)
   if n_draws == 0:
-    return jnp.zeros(shape, dtype=arr.dtype)
+    return jnp.zeros(shape, dtype=shaped_abstractify(arr).dtype)
   if n_inputs <= 0:
     raise ValueError("a must be greater than 0 unless no samples are taken")
   if not replace and n_draws > n_inputs:
@@ -467,10 +467,10 @@ def choice(key, a, shape=(), replace=True, p=None, axis=0, mode=None):
   if p is None:
     if replace:
       ind = randint(key, shape, 0, n_inputs)
-      result = ind if arr.ndim == 0 else jnp.take(arr, ind, axis)
+      result = ind if scalar else jnp.take(arr, ind, axis)
     else:
-      perm = permutation(key, n_inputs if arr.ndim == 0 else arr, axis)
-      result = lax.slice_in_dim(perm, 0, n_draws, axis=0 if arr.ndim == 0 else axis)
+      perm = permutation(key, n_inputs if scalar else arr, axis)
+      result = lax.slice_in_dim(perm, 0, n_draws, axis=0 if scalar else axis)
   else:
     p_arr = jnp.asarray(p)
     if not dtypes.is_inexact(p_arr.dtype):
@@ -480,9 +480,9 @@ def choice(key, a, shape=(), replace=True, p=None, axis=0, mode=None):
                        f"p has shape {p_arr.shape} and a.shape[axis] is {n_inputs}.")
     ind = compiled(_choice_p, shape=shape, replace=bool(replace), n_draws=n_draws,
                    mode=mode or "low")(data, p_arr)
-    result = ind if arr.ndim == 0 else jnp.take(arr, ind, axis)
-  out_shape = shape if arr.ndim == 0 else arr.shape[:axis] + shape + arr.shape[axis + 1:]
-  return result.reshape(out_shape)
+    result = ind if scalar else jnp.take(arr, ind, axis)
+  out_shape = shape if scalar else arr.shape[:axis] + shape + arr.shape[axis + 1:]
+  return jnp.reshape(result, out_shape)
 
 
 def _choice_p(key, p, *, shape, replace, n_draws, mode):
@@ -574,7 +574,7 @@ def _multivariate_normal(key, mean, cov, *, shape, dtype, method):
   else:
     factor = linalg.cholesky(cov)
   samples = _normal(key, shape=shape + mean.shape[-1:], dtype=dtype)
-  return jnp.add(mean, jnp.einsum("...ij,...j->...i", factor, samples))
+  return jnp.add(mean, jnp.matmul(factor, jnp.expand_dims(samples, -1))[..., 0])
 
 
 def orthogonal(key, n, shape=(), dtype=None, m=None):
