@@ -8,14 +8,17 @@ five groups of four rounds `x1 += x2; x2 = rotl(x2, r); x2 ^= x1`, with rotation
 13, 15, 26, 6 and 17, 29, 16, 24 alternating by group, and after each group a key
 injection from the schedule `(k1, k2, k1 ^ k2 ^ 0x1BD11BDA)` plus the group number.
 
-The lowering emits those integer ops straight into the module (unrolled: about a hundred
-elementwise ops that XLA fuses into one loop), so the cipher costs no call and no loop.
-Its results are integers and it has no derivative; batching is elementwise broadcasting.
+The lowering emits those integer ops straight into the module, as a `while` of five
+iterations (one per group of rounds, the rotation amounts picked by the group's parity)
+rather than unrolled: samplers that draw inside loops (gamma, poisson) hold several
+ciphers, and the rolled form compiles several times faster.  Its results are integers and
+it has no derivative; batching is elementwise broadcasting.
 """
 from __future__ import annotations
 
 import numpy as np
 from jaxlib.mlir import ir
+from jaxlib.mlir.dialects import mhlo
 
 from minijax.core import dtypes
 from minijax.core.avals import ShapedArray
@@ -50,27 +53,54 @@ threefry2x32_p.def_abstract_eval(_threefry2x32_abstract_eval)
 def _threefry2x32_lowering(ctx, k1, k2, x1, x2):
   aval = ctx.avals_out[0]
   k1, k2, x1, x2 = utils.broadcast_scalar_operands(ctx, [k1, k2, x1, x2])
-  out_type = ctx.module_context.ir_type(aval)
+  u32 = ctx.module_context.ir_type(aval)
+  u32_scalar = ir.RankedTensorType.get((), mlir.dtype_to_ir_type(dtypes.uint32))
+  i32_scalar = ir.RankedTensorType.get((), ir.IntegerType.get_signless(32))
 
-  def op(name, a, b):
-    return ir.Operation.create(name, results=[out_type], operands=[a, b]).result
+  def op(name, a, b, result=u32):
+    return ir.Operation.create(name, results=[result], operands=[a, b]).result
 
-  def const(value):
+  def splat(value):
     return mlir.splat_constant(np.uint32(value), aval.shape)
 
-  def rotate_left(v, r):
-    return op("mhlo.or", op("mhlo.shift_left", v, const(r)),
-              op("mhlo.shift_right_logical", v, const(32 - r)))
-
-  schedule = [k1, k2, op("mhlo.xor", op("mhlo.xor", k1, k2), const(_KEY_PARITY))]
+  schedule = [k1, k2, op("mhlo.xor", op("mhlo.xor", k1, k2), splat(_KEY_PARITY))]
   a, b = op("mhlo.add", x1, schedule[0]), op("mhlo.add", x2, schedule[1])
-  for group in range(5):
-    for r in _ROTATIONS[group % 2]:
+  # One loop iteration per group of four rounds.  The carry holds the group number, the
+  # two words and the key schedule rotated so that its first two entries are the group's
+  # injection: (ks[(g+1)%3], ks[(g+2)%3], ks[g%3]).
+  types = [i32_scalar] + [u32] * 5
+  init = [mlir.ir_constant(np.int32(0)), a, b, schedule[1], schedule[2], schedule[0]]
+  loop = mhlo.WhileOp(types, init)
+  cond = loop.cond.blocks.append(*types)
+  with ir.InsertionPoint(cond):
+    five = mlir.ir_constant(np.int32(5))
+    mhlo.ReturnOp([mhlo.CompareOp(cond.arguments[0], five,
+                                  mhlo.ComparisonDirectionAttr.get("LT"),
+                                  compare_type=mhlo.ComparisonTypeAttr.get("SIGNED")).result])
+  body = loop.body.blocks.append(*types)
+  with ir.InsertionPoint(body):
+    group, a, b, inject_a, inject_b, rest = body.arguments
+    parity = op("mhlo.and", group, mlir.ir_constant(np.int32(1)), i32_scalar)
+    even = mhlo.CompareOp(parity, mlir.ir_constant(np.int32(0)),
+                          mhlo.ComparisonDirectionAttr.get("EQ"),
+                          compare_type=mhlo.ComparisonTypeAttr.get("SIGNED")).result
+    for even_r, odd_r in zip(*_ROTATIONS):
+      r = mhlo.SelectOp(even, mlir.ir_constant(np.uint32(even_r)),
+                        mlir.ir_constant(np.uint32(odd_r))).result
+      left = mhlo.BroadcastInDimOp(u32, r, []).result
+      right = mhlo.BroadcastInDimOp(
+          u32, op("mhlo.subtract", mlir.ir_constant(np.uint32(32)), r, u32_scalar), []).result
       a = op("mhlo.add", a, b)
-      b = op("mhlo.xor", a, rotate_left(b, r))
-    a = op("mhlo.add", a, schedule[(group + 1) % 3])
-    b = op("mhlo.add", op("mhlo.add", b, schedule[(group + 2) % 3]), const(group + 1))
-  return [a, b]
+      rotated = op("mhlo.or", op("mhlo.shift_left", b, left),
+                   op("mhlo.shift_right_logical", b, right))
+      b = op("mhlo.xor", a, rotated)
+    next_group = op("mhlo.add", group, mlir.ir_constant(np.int32(1)), i32_scalar)
+    count = mhlo.BroadcastInDimOp(
+        u32, mhlo.ConvertOp(u32_scalar, next_group).result, []).result
+    a = op("mhlo.add", a, inject_a)
+    b = op("mhlo.add", op("mhlo.add", b, inject_b), count)
+    mhlo.ReturnOp([next_group, a, b, inject_b, rest, inject_a])
+  return [loop.results[1], loop.results[2]]
 
 
 mlir.register_lowering(threefry2x32_p, _threefry2x32_lowering, splat_literals=True)

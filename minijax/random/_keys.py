@@ -311,10 +311,9 @@ def check_impl(impl, what: str = "impl"):
 
 
 def shape_tuple(shape, name: str) -> tuple:
-  """A shape argument as a tuple of non-negative Python ints."""
+  """A shape argument (a sequence of ints, or one int) as a tuple of non-negative ints."""
   if isinstance(shape, (int, np.integer)):
-    raise TypeError(f"random.{name}: shapes must be 1D sequences of concrete values of "
-                    f"integer type, got {shape!r}; write ({shape},)")
+    shape = (shape,)
   try:
     out = tuple(operator.index(d) for d in shape)
   except TypeError:
@@ -381,7 +380,9 @@ def fold_in(key, data):
                     f"{tuple(np.shape(data))} != (). Use minijax.vmap for batching.")
   from minijax.random._samplers import compiled
   if isinstance(data, (int, np.integer)):
-    data = np.uint32(int(data) & 0xFFFFFFFF)
+    if not 0 <= int(data) < 2 ** 32:
+      raise OverflowError(f"Python integer {data} out of bounds for uint32 (fold_in data)")
+    data = np.uint32(data)
   return rewrap(typed, compiled(_fold_in_impl)(key_data_, data))
 
 

@@ -353,10 +353,11 @@ def randint(key, shape, minval, maxval, dtype=None):
   sampling_dtype = dtype
   if info.bits < 32:  # sampled in 32 bits, as JAX does, to keep the modulo bias small
     sampling_dtype = np.dtype(np.int32)
-    minval = jnp.clip(jnp.asarray(minval).astype("int32"), int(info.min), int(info.max))
-    maxval = jnp.clip(jnp.asarray(maxval).astype("int32"), int(info.min), int(info.max) + 1)
+    minval = jnp.clip(lax.convert_element_type(minval, np.int32), int(info.min), int(info.max))
+    maxval = jnp.clip(lax.convert_element_type(maxval, np.int32), int(info.min),
+                      int(info.max) + 1)
   out = compiled(_randint, shape=shape, dtype=sampling_dtype)(data, minval, maxval)
-  return out.astype(dtype)
+  return lax.convert_element_type(out, dtype)
 
 
 def _randint(key, minval, maxval, *, shape, dtype):
