@@ -10,7 +10,7 @@ textbook formula has a removable singularity or a derivative that autodiff would
 Some are computed differently from JAX (numbers agree to rounding, not bit for bit):
 `ndtr` is 0.5 erfc(-x/√2); `ndtri` is √2 erf⁻¹(2p - 1) in the middle and, in the tails,
 Newton's method on log Φ from the first terms of the asymptotic expansion (so tiny p keep
-their precision); `betaln` uses lgamma directly for small arguments and Stirling's series
+their precision), with the derivative of the inverse function as its custom jvp; `betaln` uses lgamma directly for small arguments and Stirling's series
 for the difference lgamma(b) - lgamma(a + b) when b is large, where the direct sum cancels.
 """
 from __future__ import annotations
@@ -44,12 +44,14 @@ def _c(x, value):
 
 # ----------------------------------------------------------------------------- gamma family
 
+@_util.compiled_when_eager()
 def gammaln(x):
   """log |Γ(x)|."""
   x, = _promote("gammaln", x)
   return lax.lgamma(x)
 
 
+@_util.compiled_when_eager()
 def gammasgn(x):
   """The sign of Γ(x): 1 for x > 0, (-1)^ceil(-x) between the poles, nan at the poles
   x = -1, -2, ...; ±1 at ±0 (the sign of the zero)."""
@@ -61,18 +63,21 @@ def gammasgn(x):
   return jnp.where(jnp.logical_and(jnp.less(x, 0), jnp.equal(floor_x, x)), _c(x, np.nan), out)
 
 
+@_util.compiled_when_eager()
 def gamma(x):
   """Γ(x) for real x."""
   x, = _promote("gamma", x)
   return jnp.multiply(gammasgn(x), lax.exp(lax.lgamma(x)))
 
 
+@_util.compiled_when_eager()
 def digamma(x):
   """ψ(x) = d/dx log Γ(x)."""
   x, = _promote("digamma", x)
   return lax.digamma(x)
 
 
+@_util.compiled_when_eager()
 def polygamma(n, x):
   """ψ^(n)(x), the n-th derivative of the digamma function (n a non-negative integer)."""
   if not np.issubdtype(_util.dtype(n), np.integer) and not isinstance(n, (int, np.integer)):
@@ -83,6 +88,7 @@ def polygamma(n, x):
   return lax.polygamma(n, x)
 
 
+@_util.compiled_when_eager()
 def zeta(x, q=None):
   """The Hurwitz zeta function Σ_k (k + q)^-x (Riemann's when q is None)."""
   if q is None:
@@ -93,18 +99,21 @@ def zeta(x, q=None):
   return lax.zeta(x, q)
 
 
+@_util.compiled_when_eager()
 def gammainc(a, x):
   """The regularized lower incomplete gamma function P(a, x)."""
   a, x = _promote("gammainc", a, x)
   return lax.igamma(a, x)
 
 
+@_util.compiled_when_eager()
 def gammaincc(a, x):
   """The regularized upper incomplete gamma function Q(a, x) = 1 - P(a, x)."""
   a, x = _promote("gammaincc", a, x)
   return lax.igammac(a, x)
 
 
+@_util.compiled_when_eager(dynamic=1)
 def multigammaln(a, d):
   """log of the multivariate gamma function of dimension d (a static int)."""
   import operator
@@ -125,6 +134,7 @@ def _stirling_tail(x):
   return jnp.multiply(inv, series)
 
 
+@_util.compiled_when_eager()
 def betaln(a, b):
   """log |B(a, b)| = log Γ(a) + log Γ(b) - log Γ(a + b)."""
   a, b = _promote("betaln", a, b)
@@ -141,6 +151,7 @@ def betaln(a, b):
   return jnp.where(jnp.less(b, 8), direct, jnp.add(lax.lgamma(a), diff))
 
 
+@_util.compiled_when_eager()
 def beta(a, b):
   """B(a, b) = Γ(a) Γ(b) / Γ(a + b)."""
   a, b = _promote("beta", a, b)
@@ -148,12 +159,14 @@ def beta(a, b):
   return jnp.multiply(sign, jnp.exp(betaln(a, b)))
 
 
+@_util.compiled_when_eager()
 def betainc(a, b, x):
   """The regularized incomplete beta function I_x(a, b)."""
   a, b, x = _promote("betainc", a, b, x)
   return lax.betainc(a, b, x)
 
 
+@_util.compiled_when_eager(dynamic=1)
 def factorial(n, exact=False):
   """n! as Γ(n + 1) (0 for negative n)."""
   if exact:
@@ -164,21 +177,25 @@ def factorial(n, exact=False):
 
 # ----------------------------------------------------------------------------- error function
 
+@_util.compiled_when_eager()
 def erf(x):
   x, = _promote("erf", x)
   return lax.erf(x)
 
 
+@_util.compiled_when_eager()
 def erfc(x):
   x, = _promote("erfc", x)
   return lax.erfc(x)
 
 
+@_util.compiled_when_eager()
 def erfinv(x):
   x, = _promote("erfinv", x)
   return lax.erf_inv(x)
 
 
+@_util.compiled_when_eager()
 def ndtr(x):
   """Φ(x), the standard normal CDF."""
   x, = _promote("ndtr", x)
@@ -218,6 +235,7 @@ def _log_ndtr_jvp(primals, tangents):
   return out, jnp.multiply(t, jnp.exp(jnp.subtract(log_pdf, out)))
 
 
+@_util.compiled_when_eager(dynamic=1)
 def log_ndtr(x, series_order=3):
   """log Φ(x), accurate far into both tails."""
   if not isinstance(series_order, int) or series_order < 0:
@@ -226,9 +244,7 @@ def log_ndtr(x, series_order=3):
   return _log_ndtr(x)
 
 
-def ndtri(p):
-  """Φ⁻¹(p), the standard normal quantile function."""
-  p, = _promote("ndtri", p)
+def _ndtri_value(p):
   central = jnp.multiply(np.sqrt(2), lax.erf_inv(jnp.subtract(jnp.multiply(2, p), 1)))
   # tails: z with log Φ(z) = log q for q = min(p, 1 - p), from the asymptotic start
   # z0 = -sqrt(-2 log q - log(-4π log q)) refined by Newton steps on log Φ
@@ -239,15 +255,34 @@ def ndtri(p):
                                         _c(t, 0.5))))
   for _ in range(4):
     log_cdf = _log_ndtr(z)
-    log_pdf = jnp.subtract(jnp.multiply(-0.5, jnp.multiply(z, z)), 0.5 * np.log(2 * np.pi))
     # Newton on f(z) = log Φ(z) - log q, f' = φ/Φ
     z = jnp.subtract(z, jnp.multiply(jnp.subtract(log_cdf, log_q),
-                                     jnp.exp(jnp.subtract(log_cdf, log_pdf))))
+                                     jnp.exp(jnp.subtract(log_cdf, _log_norm_pdf(z)))))
   tail = jnp.where(jnp.less(p, 0.5), z, jnp.negative(z))
   out = jnp.where(jnp.less(jnp.abs(jnp.subtract(p, 0.5)), 0.425), central, tail)
   out = jnp.where(jnp.equal(p, 0), _c(p, -np.inf), out)
   out = jnp.where(jnp.equal(p, 1), _c(p, np.inf), out)
   return jnp.where(jnp.logical_or(jnp.less(p, 0), jnp.greater(p, 1)), _c(p, np.nan), out)
+
+
+def _log_norm_pdf(z):
+  return jnp.subtract(jnp.multiply(-0.5, jnp.multiply(z, z)), 0.5 * np.log(2 * np.pi))
+
+
+@custom_jvp
+def _ndtri(p):
+  return _ndtri_value(p)
+
+
+# d Φ⁻¹(p) / dp = 1 / φ(Φ⁻¹(p)): the derivative of the inverse, not of the iteration
+_ndtri.defjvps(lambda t, z, p: jnp.multiply(t, jnp.exp(jnp.negative(_log_norm_pdf(z)))))
+
+
+@_util.compiled_when_eager()
+def ndtri(p):
+  """Φ⁻¹(p), the standard normal quantile function."""
+  p, = _promote("ndtri", p)
+  return _ndtri(p)
 
 
 # ----------------------------------------------------------------------------- logistic
@@ -260,12 +295,14 @@ def _logit(x):
 _logit.defjvps(lambda t, ans, x: lax.div(t, lax.mul(x, lax.sub(_c(x, 1), x))))
 
 
+@_util.compiled_when_eager()
 def logit(x):
   """log(x / (1 - x))."""
   x, = _promote("logit", x)
   return _logit(x)
 
 
+@_util.compiled_when_eager()
 def expit(x):
   """1 / (1 + exp(-x))."""
   x, = _promote("expit", x)
@@ -287,6 +324,7 @@ def _xlogy_jvp(primals, tangents):
   return _xlogy(x, y), jnp.add(jnp.multiply(tx, lax.log(y)), jnp.divide(jnp.multiply(ty, x), y))
 
 
+@_util.compiled_when_eager()
 def xlogy(x, y):
   """x log(y), 0 where x = 0 (unless y is nan)."""
   x, y = _promote("xlogy", x, y)
@@ -307,6 +345,7 @@ def _xlog1py_jvp(primals, tangents):
                                  jnp.divide(jnp.multiply(ty, x), jnp.add(1, y)))
 
 
+@_util.compiled_when_eager()
 def xlog1py(x, y):
   """x log(1 + y), 0 where x = 0 (unless y is nan)."""
   x, y = _promote("xlog1py", x, y)
@@ -322,12 +361,14 @@ _xlogx.defjvp(lambda primals, tangents: (
     _xlogx(primals[0]), jnp.multiply(tangents[0], jnp.add(lax.log(primals[0]), 1))))
 
 
+@_util.compiled_when_eager()
 def entr(x):
   """-x log x for x > 0, 0 at 0, -inf below."""
   x, = _promote("entr", x)
   return jnp.where(jnp.less(x, 0), _c(x, -np.inf), jnp.negative(_xlogx(x)))
 
 
+@_util.compiled_when_eager()
 def rel_entr(p, q):
   """p log(p / q) for p, q > 0; 0 where p = 0 and q >= 0; inf otherwise."""
   p, q = _promote("rel_entr", p, q)
@@ -339,6 +380,7 @@ def rel_entr(p, q):
   return jnp.where(both_pos, value, jnp.where(zero_p, _c(p, 0), _c(p, np.inf)))
 
 
+@_util.compiled_when_eager()
 def kl_div(p, q):
   """p log(p / q) - p + q for p, q > 0; q where p = 0 and q >= 0; inf otherwise."""
   p, q = _promote("kl_div", p, q)
@@ -357,6 +399,13 @@ def logsumexp(a, axis=None, b=None, keepdims=False, return_sign=False, where=Non
   """log Σ b exp(a) over `axis`, computed around the maximum so that it neither overflows
   nor underflows.  With `return_sign`, (log |Σ|, sign of Σ); otherwise a negative sum
   gives nan."""
+  if isinstance(axis, list):
+    axis = tuple(axis)
+  return _logsumexp(a, b, where, axis, bool(keepdims), bool(return_sign))
+
+
+@_util.compiled_when_eager(dynamic=3)
+def _logsumexp(a, b, where, axis, keepdims, return_sign):
   if where is not None:
     a = jnp.where(where, a, 0)
   if b is not None:
@@ -382,6 +431,7 @@ def logsumexp(a, axis=None, b=None, keepdims=False, return_sign=False, where=Non
   return out
 
 
+@_util.compiled_when_eager(dynamic=1)
 def softmax(x, axis=None):
   """exp(x) / Σ exp(x) over `axis` (all axes by default)."""
   x, = _util.promote_inexact("softmax", x)
@@ -391,6 +441,7 @@ def softmax(x, axis=None):
   return jnp.divide(unnormalized, jnp.sum(unnormalized, axis=dims, keepdims=True))
 
 
+@_util.compiled_when_eager(dynamic=1)
 def log_softmax(x, axis=None):
   """x - logsumexp(x) over `axis` (all axes by default)."""
   x, = _util.promote_inexact("log_softmax", x)

@@ -56,4 +56,5 @@ def ppf(q, loc=0, scale=1):
 @compiled_when_eager()
 def isf(q, loc=0, scale=1):
   q, loc, scale = promote("norm.isf", q, loc, scale)
-  return jnp.add(jnp.multiply(special.ndtri(jnp.subtract(1, q)), scale), loc)
+  # the normal is symmetric: isf(q) = -ppf(q), which keeps small q's precision
+  return jnp.subtract(loc, jnp.multiply(special.ndtri(q), scale))
