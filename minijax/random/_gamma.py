@@ -236,6 +236,26 @@ def _chisquare(key, df, *, shape, dtype):
   return jnp.multiply(two, jnp.exp(log_g))
 
 
+def f(key, dfnum, dfden, shape=None, dtype=None):
+  """Samples of the F distribution: a ratio of chi-squared samples over their degrees of
+  freedom."""
+  data, _ = unwrap("f", key)
+  dtype = float_dtype("f", dtype)
+  if shape is not None:
+    shape = _keys.shape_tuple(shape, "f")
+  shape = shape_of_params("f", shape, dfnum, dfden)
+  return compiled(_f, shape=shape, dtype=dtype)(data, dfnum, dfden)
+
+
+def _f(key, dfnum, dfden, *, shape, dtype):
+  dfden = lax.convert_element_type(dfden, dtype)
+  dfnum = lax.convert_element_type(dfnum, dtype)
+  key_den, key_num = _split2(key)
+  chi2_num = _chisquare(key_num, dfnum, shape=shape, dtype=dtype)
+  chi2_den = _chisquare(key_den, dfden, shape=shape, dtype=dtype)
+  return lax.div(lax.div(chi2_num, dfnum), lax.div(chi2_den, dfden))
+
+
 # ----------------------------------------------------------------------------- poisson
 
 def _poisson_knuth(key, lam, shape, dtype, max_iters):

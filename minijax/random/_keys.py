@@ -55,7 +55,7 @@ class KeyDType:
     return hash(self.name)
 
 
-key_dtype = KeyDType()
+key_dtype_ = KeyDType()
 
 
 class PRNGKeyArray:
@@ -80,7 +80,7 @@ class PRNGKeyArray:
 
   @property
   def dtype(self) -> KeyDType:
-    return key_dtype
+    return key_dtype_
 
   def __len__(self):
     if not self.shape:
@@ -407,6 +407,12 @@ def wrap_key_data(key_bits_array, *, impl=None, dtype=None):
       key_bits_array)
   check_key_data(data)
   return PRNGKeyArray(lax.convert_to_array(data) if isinstance(data, np.ndarray) else data)
+
+
+def key_dtype(impl=None) -> KeyDType:
+  """The dtype of typed keys (`key<fry>`)."""
+  check_impl(impl)
+  return key_dtype_
 
 
 def key_impl(keys) -> str:
