@@ -2,15 +2,15 @@
 from minijax.config import config
 from minijax.runtime.array import Array, device_put
 from minijax.runtime.backend import devices, local_devices
-from minijax.runtime import dispatch as _dispatch  # installs the eager primitive impl
+from minijax.runtime.taps import effects_barrier
+from minijax import staging as _staging  # installs the eager and jit_p impls
 from minijax import lax
 from minijax import numpy  # installs the array operators and methods
 from minijax.api import (jit, make_jaxpr, grad, value_and_grad, vjp, jvp, linearize, vmap,
                          jacfwd, jacrev, hessian, eval_shape, linear_transpose,
-                         ShapeDtypeStruct)
+                         ShapeDtypeStruct, checkpoint, checkpoint_policies, remat, named_call)
+from minijax.custom_derivatives import custom_jvp, custom_vjp
 
 __version__ = "0.1.0"
-from minijax.api import checkpoint, checkpoint_policies, remat, named_call
-from minijax.custom_derivatives import custom_jvp, custom_vjp
 from minijax import random  # noqa: E402
 from minijax import scipy  # noqa: E402

@@ -124,6 +124,24 @@ def test_lowered_compile_shows_xla_optimized_hlo():
   np.testing.assert_allclose(compiled(np.zeros(2, np.float32)), [0.0, 0.0])
 
 
+def test_lower_then_compile_lowers_once_and_the_call_reuses_that_executable(monkeypatch):
+  from minijax.lowering import mlir
+  from minijax.staging import compiler, jit as jit_module
+  lowerings = []
+  original = mlir.lower_jaxpr_to_module
+
+  def counting(*args, **kwargs):
+    lowerings.append(kwargs.get("name"))
+    return original(*args, **kwargs)
+  monkeypatch.setattr(jit_module, "lower_jaxpr_to_module", counting)
+  monkeypatch.setattr(compiler, "lower_jaxpr_to_module", counting)
+  f = minijax.jit(lambda x: lax.cos(x) * 2.0)
+  compiled = f.lower(np.ones(3, np.float32)).compile()
+  np.testing.assert_allclose(compiled(np.zeros(3, np.float32)), [2.0] * 3)
+  np.testing.assert_allclose(f(np.zeros(3, np.float32)), [2.0] * 3)
+  assert lowerings == ["<lambda>"]
+
+
 def test_donated_argument_is_aliased_and_deleted_after_the_call():
   f = minijax.jit(lambda x: lax.add(x, x), donate_argnums=0)
   assert "tf.aliasing_output = 0 : i32" in f.lower(np.ones(4, np.float32)).as_text()

@@ -25,6 +25,8 @@ uint8, uint16, uint32, uint64 = map(np.dtype, (np.uint8, np.uint16, np.uint32, n
 float16, float32, float64 = map(np.dtype, (np.float16, np.float32, np.float64))
 complex64, complex128 = map(np.dtype, (np.complex64, np.complex128))
 
+PYTHON_SCALARS = (bool, int, float, complex)  # Python scalars: values, weakly typed but for bool
+
 _SUPPORTED = {bool_, int8, int16, int32, int64, uint8, uint16, uint32, uint64,
               float16, bfloat16, float32, float64, complex64, complex128}
 _X32 = {int64: int32, uint64: uint32, float64: float32, complex128: complex64}
@@ -176,7 +178,7 @@ def dtype_and_weak_type(x: Any) -> tuple[np.dtype, bool]:
   aval = getattr(x, "aval", None)
   if aval is not None:
     return aval.dtype, aval.weak_type
-  if isinstance(x, (bool, int, float, complex)):
+  if isinstance(x, PYTHON_SCALARS):
     return python_scalar_dtype(x), not isinstance(x, bool)
   if isinstance(x, (np.ndarray, np.generic)):
     return canonicalize_dtype(x.dtype), False

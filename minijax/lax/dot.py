@@ -12,7 +12,7 @@ import numpy as np
 from jaxlib.mlir.dialects import mhlo
 
 from minijax.core import dtypes
-from minijax.core.avals import ShapedArray, shaped_abstractify
+from minijax.core.avals import ShapedArray, get_aval
 from minijax.core.primitive import Primitive
 from minijax.interpreters import ad, batching
 from minijax.lax.structural import convert_to_array, transpose
@@ -89,7 +89,7 @@ def _dot_general_jvp(primals, tangents, *, dimension_numbers, preferred_element_
 
 
 def _transpose_to_operand(ct, other, operand_ndim, operand_contract, operand_batch,
-                          other_contract, other_batch, ct_free_self, ct_free_other, swap):
+                          other_contract, other_batch, ct_free_other):
   """The cotangent of one operand: contract `ct`'s axes of the other operand's free axes
   against `other`, then permute into the operand's axis order."""
   other_free = _free(other.ndim, other_contract, other_batch)
@@ -107,8 +107,8 @@ def _transpose_to_operand(ct, other, operand_ndim, operand_contract, operand_bat
 def _dot_general_transpose(ct, lhs, rhs, *, dimension_numbers, preferred_element_type):
   from minijax.lax.misc import convert_element_type
   (lc, rc), (lb, rb) = dimension_numbers
-  lhs_aval = lhs.aval if ad.is_undefined_primal(lhs) else shaped_abstractify(lhs)
-  rhs_aval = rhs.aval if ad.is_undefined_primal(rhs) else shaped_abstractify(rhs)
+  lhs_aval = lhs.aval if ad.is_undefined_primal(lhs) else get_aval(lhs)
+  rhs_aval = rhs.aval if ad.is_undefined_primal(rhs) else get_aval(rhs)
   if type(ct) is ad.Zero:
     return [ad.Zero(lhs_aval) if ad.is_undefined_primal(lhs) else None,
             ad.Zero(rhs_aval) if ad.is_undefined_primal(rhs) else None]
@@ -120,12 +120,10 @@ def _dot_general_transpose(ct, lhs, rhs, *, dimension_numbers, preferred_element
   ct_rfree = range(nb + n_lfree, nb + n_lfree + n_rfree)
   t_lhs = t_rhs = None
   if ad.is_undefined_primal(lhs):
-    out = _transpose_to_operand(ct, rhs, lhs_aval.ndim, lc, lb, rc, rb, ct_lfree, ct_rfree,
-                                False)
+    out = _transpose_to_operand(ct, rhs, lhs_aval.ndim, lc, lb, rc, rb, ct_rfree)
     t_lhs = convert_element_type(out, lhs_aval.dtype)
   if ad.is_undefined_primal(rhs):
-    out = _transpose_to_operand(ct, lhs, rhs_aval.ndim, rc, rb, lc, lb, ct_rfree, ct_lfree,
-                                True)
+    out = _transpose_to_operand(ct, lhs, rhs_aval.ndim, rc, rb, lc, lb, ct_lfree)
     t_rhs = convert_element_type(out, rhs_aval.dtype)
   return [t_lhs, t_rhs]
 
@@ -166,7 +164,7 @@ def dot_general(lhs, rhs, dimension_numbers, precision=None, preferred_element_t
 def dot(lhs, rhs, precision=None, preferred_element_type=None):
   """Vector-vector, matrix-vector or matrix-matrix product (rank 1 or 2 operands)."""
   lhs, rhs = convert_to_array(lhs), convert_to_array(rhs)
-  la, ra = shaped_abstractify(lhs), shaped_abstractify(rhs)
+  la, ra = get_aval(lhs), get_aval(rhs)
   if not (1 <= la.ndim <= 2 and 1 <= ra.ndim <= 2) or la.shape[-1] != ra.shape[0]:
     raise TypeError(f"dot requires rank-1 or rank-2 operands with matching inner sizes, "
                     f"got {la.str_short()} and {ra.str_short()}")
@@ -177,7 +175,7 @@ def dot(lhs, rhs, precision=None, preferred_element_type=None):
 def batch_matmul(lhs, rhs, precision=None, preferred_element_type=None):
   """Matrix products over the last two axes, batched over the leading (equal) axes."""
   lhs, rhs = convert_to_array(lhs), convert_to_array(rhs)
-  nd = shaped_abstractify(lhs).ndim
+  nd = get_aval(lhs).ndim
   batch = tuple(range(nd - 2))
   return dot_general(lhs, rhs, (((nd - 1,), (nd - 2,)), (batch, batch)),
                      preferred_element_type=preferred_element_type)

@@ -17,7 +17,7 @@ from jaxlib.mlir import ir
 from jaxlib.mlir.dialects import mhlo
 
 from minijax.core import dtypes
-from minijax.core.avals import ShapedArray, shaped_abstractify
+from minijax.core.avals import ShapedArray, get_aval
 from minijax.core.primitive import Primitive
 from minijax.interpreters import ad, batching
 from minijax.lax import utils
@@ -106,7 +106,7 @@ def _reduction(kind, accepted=utils.any_dtype, what=""):
 
 def _check_axes(x, axes):
   x = convert_to_array(x)
-  ndim = shaped_abstractify(x).ndim
+  ndim = get_aval(x).ndim
   return x, tuple(sorted(utils.canonicalize_axis(a, ndim) for a in axes))
 
 
@@ -289,13 +289,13 @@ argmin_p = _arg_reduction("min")
 
 def argmax(x, axis: int, index_dtype=dtypes.int32):
   x = convert_to_array(x)
-  axis = utils.canonicalize_axis(axis, shaped_abstractify(x).ndim)
+  axis = utils.canonicalize_axis(axis, get_aval(x).ndim)
   return argmax_p.bind(x, axes=(axis,), index_dtype=dtypes.canonicalize_dtype(index_dtype))
 
 
 def argmin(x, axis: int, index_dtype=dtypes.int32):
   x = convert_to_array(x)
-  axis = utils.canonicalize_axis(axis, shaped_abstractify(x).ndim)
+  axis = utils.canonicalize_axis(axis, get_aval(x).ndim)
   return argmin_p.bind(x, axes=(axis,), index_dtype=dtypes.canonicalize_dtype(index_dtype))
 
 
@@ -357,14 +357,14 @@ batching.primitive_batchers[cumsum_p] = _cumsum_batch
 
 def cumsum(x, axis: int = 0, reverse: bool = False):
   x = convert_to_array(x)
-  axis = utils.canonicalize_axis(axis, shaped_abstractify(x).ndim)
+  axis = utils.canonicalize_axis(axis, get_aval(x).ndim)
   return cumsum_p.bind(x, axis=axis, reverse=bool(reverse))
 
 
 # ---- cumprod / cummax / cummin: doubling steps of pad + combine
 def _cumulative(x, axis, reverse, combine, identity):
   x = convert_to_array(x)
-  aval = shaped_abstractify(x)
+  aval = get_aval(x)
   axis = utils.canonicalize_axis(axis, aval.ndim)
   n = aval.shape[axis]
   if reverse:
@@ -476,7 +476,7 @@ def sort(operand, dimension: int = -1, is_stable: bool = True, num_keys: int = 1
   """Sorts an array, or a tuple of arrays by their first `num_keys` (lexicographically)."""
   single = not isinstance(operand, (tuple, list))
   xs = [convert_to_array(x) for x in ([operand] if single else operand)]
-  dimension = utils.canonicalize_axis(dimension, shaped_abstractify(xs[0]).ndim)
+  dimension = utils.canonicalize_axis(dimension, get_aval(xs[0]).ndim)
   outs = sort_p.bind(*xs, dimension=dimension, is_stable=bool(is_stable),
                      num_keys=int(num_keys))
   return outs[0] if single else tuple(outs)
@@ -493,7 +493,7 @@ def top_k(operand, k: int):
   from minijax.lax.misc import broadcasted_iota
   from minijax.lax.slicing import slice_in_dim
   x = convert_to_array(operand)
-  aval = shaped_abstractify(x)
+  aval = get_aval(x)
   if aval.ndim == 0 or not 0 <= k <= aval.shape[-1]:
     raise ValueError(f"top_k needs 0 <= k <= the last axis size, got k={k} for "
                      f"{aval.str_short()}")

@@ -138,7 +138,7 @@ def result_type(*args):
   """The dtype JAX's promotion gives for these values or dtypes."""
   typed = []
   for a in args:
-    if isinstance(a, (type, _np.dtype, str)) and not isinstance(a, (bool, int, float, complex)):
+    if isinstance(a, (type, _np.dtype, str)) and not isinstance(a, _dtypes.PYTHON_SCALARS):
       typed.append((_np.dtype(a), False))
     else:
       typed.append(_dtypes.dtype_and_weak_type(a))

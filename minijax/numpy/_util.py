@@ -16,12 +16,11 @@ import numpy as np
 
 from minijax import lax
 from minijax.core import dtypes
-from minijax.core.avals import ShapedArray, shaped_abstractify
+from minijax.core.avals import get_aval
 from minijax.core.trace import Tracer, is_eval_context
 from minijax.runtime.array import Array
 
-_SCALARS = (bool, int, float, complex)
-_ARRAYLIKE = (Array, Tracer, np.ndarray, np.generic) + _SCALARS
+_ARRAYLIKE = (Array, Tracer, np.ndarray, np.generic) + dtypes.PYTHON_SCALARS
 
 
 def is_arraylike(x) -> bool:
@@ -77,20 +76,16 @@ def check(name: str, *args) -> None:
                       f"({x!r:.60}); pass minijax arrays, numpy arrays or Python scalars")
 
 
-def aval(x) -> ShapedArray:
-  return shaped_abstractify(x)
-
-
 def shape(x) -> tuple:
-  return aval(x).shape
+  return get_aval(x).shape
 
 
 def ndim(x) -> int:
-  return len(aval(x).shape)
+  return len(get_aval(x).shape)
 
 
 def dtype(x) -> np.dtype:
-  return aval(x).dtype
+  return get_aval(x).dtype
 
 
 def asarray(x, dtype=None):
@@ -102,17 +97,17 @@ def asarray(x, dtype=None):
   out = lax.convert_to_array(x)
   if dtype is not None:
     out = lax.convert_element_type(out, dtype)
-  elif isinstance(x, _SCALARS):
+  elif isinstance(x, dtypes.PYTHON_SCALARS):
     pass
   return out
 
 
 def to_array(x, dtype_: np.dtype, weak: bool):
   """`x` converted to `dtype_` with the given weakness (Python scalars become constants)."""
-  if isinstance(x, _SCALARS):
+  if isinstance(x, dtypes.PYTHON_SCALARS):
     return lax.full((), x, dtype_, weak_type=weak)
   x = lax.convert_to_array(x)
-  a = aval(x)
+  a = get_aval(x)
   if a.dtype == dtype_ and a.weak_type == weak:
     return x
   return lax.convert_element_type(x, dtype_, weak)
@@ -148,7 +143,7 @@ def broadcast_shapes(name: str, *shapes) -> tuple:
 
 def broadcast_to(x, shape_: Sequence[int]):
   shape_ = tuple(int(s) for s in shape_)
-  xs = tuple(np.shape(x)) if isinstance(x, _SCALARS) else aval(x).shape
+  xs = tuple(np.shape(x)) if isinstance(x, dtypes.PYTHON_SCALARS) else get_aval(x).shape
   if xs == shape_:
     return lax.convert_to_array(x)
   if len(xs) > len(shape_) or any(a not in (1, b) for a, b in zip(xs[::-1], shape_[::-1])):
@@ -168,12 +163,12 @@ def promote_and_broadcast(name: str, *args, inexact: bool = False, keep_scalars:
   dt, weak = result_type_of(*args)
   if inexact and not dtypes.is_inexact(dt):
     dt = dtypes.default_float_dtype()
-  shapes = [np.shape(a) if isinstance(a, _SCALARS) else aval(a).shape for a in args]
+  shapes = [np.shape(a) if isinstance(a, dtypes.PYTHON_SCALARS) else get_aval(a).shape for a in args]
   out_shape = broadcast_shapes(name, *shapes)
   if keep_scalars:
     return [to_array(a, dt, weak) if not s else broadcast_to(to_array(a, dt, weak), out_shape)
             for a, s in zip(args, shapes)]
-  return [lax.full(out_shape, a, dt, weak_type=weak) if isinstance(a, _SCALARS)
+  return [lax.full(out_shape, a, dt, weak_type=weak) if isinstance(a, dtypes.PYTHON_SCALARS)
           else broadcast_to(to_array(a, dt, weak), out_shape) for a in args]
 
 
@@ -192,9 +187,5 @@ def canonicalize_axes(axis, nd: int, name: str = "axis") -> tuple[int, ...]:
   return tuple(out)
 
 
-def is_concrete_scalar(x) -> bool:
-  return isinstance(x, _SCALARS + (np.generic,))
-
-
 def size(x) -> int:
-  return aval(x).size
+  return get_aval(x).size

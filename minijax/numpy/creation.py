@@ -10,6 +10,7 @@ import numpy as np
 
 from minijax import lax
 from minijax.core import dtypes
+from minijax.core.avals import get_aval
 from minijax.core.trace import Tracer
 from minijax.numpy import _util
 
@@ -45,7 +46,7 @@ def array(object, dtype=None, copy=True, ndmin=0):
       out = lax.convert_to_array(np.asarray(host, dtype or dtypes.canonicalize_dtype(host.dtype)))
   else:
     _util.check("array", object)
-    if isinstance(object, (bool, int, float, complex)):
+    if isinstance(object, dtypes.PYTHON_SCALARS):
       dt, weak = dtypes.dtype_and_weak_type(object)
       out = lax.full((), object, dtype or dt, weak_type=weak and dtype is None)
     else:
@@ -102,7 +103,7 @@ def empty(shape, dtype=None):
 
 def _like(name, a, dtype, shape):
   _util.check(name, a)
-  aval = _util.aval(a)
+  aval = get_aval(a)
   return (_shape_tuple(shape) if shape is not None else aval.shape,
           _canonical(dtype) or aval.dtype)
 

@@ -20,6 +20,7 @@ import numpy as np
 
 from minijax import lax
 from minijax.core import dtypes
+from minijax.core.avals import get_aval
 from minijax.core.trace import Tracer
 from minijax.numpy import _util
 
@@ -73,7 +74,7 @@ def _normalize_entries(idx, nd: int):
         if value is None:
           raise IndexError(
               f"boolean mask indexing needs a concrete mask, but got a traced "
-              f"{_util.aval(e).str_short()}: its result shape would depend on its values. "
+              f"{get_aval(e).str_short()}: its result shape would depend on its values. "
               "Use minijax.numpy.where(mask, x, 0) instead.")
         if value.ndim == 0:
           out.append(bool(value))
@@ -273,7 +274,7 @@ class _IndexUpdateRef:
     out, valid = _getitem(self.array, self.index, want_valid=True)
     if valid is None:
       return out
-    aval = _util.aval(out)
+    aval = get_aval(out)
     if fill_value is None:
       dt = aval.dtype
       fill_value = (np.nan if dtypes.is_inexact(dt) else True if dt == dtypes.bool_
@@ -341,7 +342,7 @@ def _box(x, idx):
 def _update_box(scatter_fn, x, box, values):
   """An update of a box: slice, combine, dynamic_update_slice (no scatter needed)."""
   starts, sizes, kept = box
-  aval = _util.aval(x)
+  aval = get_aval(x)
   region_shape = tuple(sizes[d] for d in kept)
   values = _util.broadcast_to(_cast_values(values, aval), region_shape)
   values = lax.reshape(values, tuple(sizes))
@@ -355,7 +356,7 @@ def _update_box(scatter_fn, x, box, values):
 
 
 def _cast_values(values, aval):
-  if _util.is_arraylike(values) and not isinstance(values, (bool, int, float, complex)) and (
+  if _util.is_arraylike(values) and not isinstance(values, dtypes.PYTHON_SCALARS) and (
       _util.dtype(values) == aval.dtype):
     return values
   return _util.to_array(values, aval.dtype, aval.weak_type)
@@ -379,7 +380,7 @@ def _update(scatter_fn, x, idx, values, mode=None):
     # out-of-bounds array indices point past the end, where the scatter drops them
     positions = lax.select(valid, positions, lax.full(pshape, size, dtypes.int32))
   n = int(np.prod(pshape, dtype=np.int64))
-  values = _util.broadcast_to(_cast_values(values, _util.aval(x)), pshape)
+  values = _util.broadcast_to(_cast_values(values, get_aval(x)), pshape)
   dnums = lax.ScatterDimensionNumbers(update_window_dims=(), inserted_window_dims=(0,),
                                       scattered_dims_to_operand_dims=(0,))
   flat = scatter_fn(lax.reshape(x, (size,)), lax.reshape(positions, (n, 1)),

@@ -14,9 +14,6 @@ from minijax.core import dtypes
 from minijax.numpy import _util
 from minijax.numpy._util import promote_and_broadcast as _pb
 
-_SCALARS = (bool, int, float, complex)
-
-
 def _is_bool(x):
   return _util.dtype(x) == dtypes.bool_
 
@@ -138,7 +135,7 @@ def _int_power(a, b):
 
 def power(x1, x2, /):
   _util.check("power", x1, x2)
-  if isinstance(x2, int) and not isinstance(x2, bool) and not isinstance(x1, _SCALARS):
+  if isinstance(x2, int) and not isinstance(x2, bool) and not isinstance(x1, dtypes.PYTHON_SCALARS):
     (a,) = _util.promote("power", x1)
     if _is_bool(a):
       a = lax.convert_element_type(a, dtypes.default_int_dtype())

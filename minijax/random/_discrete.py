@@ -14,7 +14,7 @@ import numpy as np
 from minijax import lax
 from minijax import numpy as jnp
 from minijax.core import dtypes
-from minijax.core.avals import shaped_abstractify
+from minijax.core.avals import get_aval
 from minijax.lax.utils import canonicalize_axis
 from minijax.random import _keys
 from minijax.random._keys import random_bits, unwrap
@@ -26,7 +26,7 @@ from minijax.random._samplers import (_UINT, _gumbel, _split2, _uniform, check_s
 
 def _clip_to(val, dtype):
   """Integer `val` converted to integer `dtype`, clipped to its range instead of wrapping."""
-  src = np.iinfo(shaped_abstractify(val).dtype)
+  src = np.iinfo(get_aval(val).dtype)
   dst = np.iinfo(dtype)
   lo = lax.full((), max(int(dst.min), int(src.min)), src.dtype)
   hi = lax.full((), min(int(dst.max), int(src.max)), src.dtype)
@@ -87,7 +87,7 @@ def permutation(key, x, axis=0, independent=False):
     x = np.asarray(x) if not isinstance(x, (int, np.integer)) else x
   ndim = np.ndim(x)
   if not ndim:
-    if not np.issubdtype(shaped_abstractify(x).dtype, np.integer):
+    if not np.issubdtype(get_aval(x).dtype, np.integer):
       raise TypeError("x must be an integer or at least 1-dimensional")
     from minijax.core.trace import Tracer
     if isinstance(x, Tracer):
@@ -148,7 +148,7 @@ def choice(key, a, shape=(), replace=True, p=None, axis=0, mode=None):
     n_inputs = arr.shape[axis]
   n_draws = math.prod(shape)
   if n_draws == 0:
-    return jnp.zeros(shape, dtype=shaped_abstractify(arr).dtype)
+    return jnp.zeros(shape, dtype=get_aval(arr).dtype)
   if n_inputs <= 0:
     raise ValueError("a must be greater than 0 unless no samples are taken")
   if not replace and n_draws > n_inputs:
@@ -176,7 +176,7 @@ def choice(key, a, shape=(), replace=True, p=None, axis=0, mode=None):
 
 
 def _choice_p(key, p, *, shape, replace, n_draws, mode):
-  dtype = shaped_abstractify(p).dtype
+  dtype = get_aval(p).dtype
   if replace:
     cumulative = jnp.cumsum(p)
     r = jnp.multiply(cumulative[-1],
@@ -237,9 +237,9 @@ def geometric(key, p, shape=None, dtype=None):
 
 def _geometric(key, p, *, shape, dtype):
   p = jnp.asarray(p)
-  if not dtypes.is_inexact(shaped_abstractify(p).dtype):
+  if not dtypes.is_inexact(get_aval(p).dtype):
     p = p.astype(dtypes.default_float_dtype())
-  u = _uniform(key, 0., 1., shape=shape, dtype=shaped_abstractify(p).dtype)
+  u = _uniform(key, 0., 1., shape=shape, dtype=get_aval(p).dtype)
   u = jnp.where(jnp.equal(u, 0), jnp.ones_like(u), u)  # (as JAX: u = 0 counts as 1)
   trials = lax.floor(lax.div(lax.log(u), jnp.broadcast_to(lax.log1p(jnp.negative(p)), shape)))
   return jnp.add(trials, 1).astype(dtype)

@@ -19,7 +19,7 @@ import numpy as np
 from minijax import api, lax
 from minijax import numpy as jnp
 from minijax.core import dtypes
-from minijax.core.avals import shaped_abstractify
+from minijax.core.avals import get_aval
 from minijax.random import _keys
 from minijax.random._keys import random_bits, unwrap
 
@@ -185,7 +185,7 @@ def bernoulli(key, p=np.float32(0.5), shape=None, mode="low"):
   if mode not in ("high", "low"):
     raise ValueError(f"got mode={mode!r}, expected 'high' or 'low'")
   data, _ = unwrap("bernoulli", key)
-  dtype = shaped_abstractify(p).dtype
+  dtype = get_aval(p).dtype
   if not dtypes.is_float(dtype):
     raise TypeError(f"bernoulli probability `p` must have a floating dtype, got {dtype}.")
   if shape is not None:
@@ -195,7 +195,7 @@ def bernoulli(key, p=np.float32(0.5), shape=None, mode="low"):
 
 
 def _bernoulli(key, p, *, shape, mode):
-  dtype = shaped_abstractify(p).dtype
+  dtype = get_aval(p).dtype
   p = lax.convert_element_type(p, dtype)
   if mode == "high":
     u = _uniform(key, 0., 1., shape=(2, *shape), dtype=dtype)

@@ -35,7 +35,6 @@ _DELETED_MESSAGE = ("Array has been deleted: it was deleted explicitly with .del
                     "to a computation (donate_argnums), and its buffer is gone")
 _DLPACK_KINDS = frozenset("biufc")
 _IMMUTABLE_DURING_CALL = xla_client.HostBufferSemantics.IMMUTABLE_ONLY_DURING_CALL
-_PYTHON_SCALARS = (bool, int, float, complex)
 
 
 class _DLPackExport:
@@ -311,14 +310,14 @@ def device_put(x: Any, device=None) -> Array:
   device = backend.get_device(device)
   if isinstance(x, (np.ndarray, np.generic)):
     value, weak_type = x, False
-  elif isinstance(x, _PYTHON_SCALARS):
+  elif isinstance(x, dtypes.PYTHON_SCALARS):
     value, weak_type = x, not isinstance(x, bool)
   elif hasattr(x, "__array__") and hasattr(x, "dtype") and not hasattr(x, "aval"):
     value, weak_type = np.asarray(x), False
   else:
     raise TypeError(f"device_put: values of type {type(x).__name__} cannot be put on a device "
                     f"({x!r:.60}); pass an Array, a numpy array or a Python scalar")
-  if isinstance(value, _PYTHON_SCALARS):
+  if isinstance(value, dtypes.PYTHON_SCALARS):
     dtype = dtypes.python_scalar_dtype(value)
   else:
     try:

@@ -22,6 +22,8 @@ from jaxlib.mlir.dialects import mhlo
 
 from minijax import tree_util
 from minijax.core import dtypes, pretty
+from minijax.core.avals import get_aval
+from minijax.core.effects import must_keep
 from minijax.core.primitive import Primitive
 from minijax.lax.control_flow import common
 from minijax.lowering import mlir
@@ -38,7 +40,7 @@ def cond(pred, true_fun: Callable, false_fun: Callable, *operands):
   """`true_fun(*operands)` if `pred` else `false_fun(*operands)`, staged so both are traced."""
   if not callable(true_fun) or not callable(false_fun):
     raise TypeError("lax.cond: true_fun and false_fun arguments should be callable.")
-  pred_aval = common.abstractify(pred)
+  pred_aval = get_aval(pred)
   if pred_aval.shape != ():
     raise TypeError(f"Pred must be a scalar, got {pred} of shape {pred_aval.shape}.")
   if pred_aval.dtype != dtypes.bool_:
@@ -57,7 +59,7 @@ def switch(index, branches: Sequence[Callable], *operands):
     raise ValueError("Empty branch sequence")
   if not all(callable(b) for b in branches):
     raise TypeError("lax.switch: branches argument should be a sequence of callables.")
-  index_aval = common.abstractify(index)
+  index_aval = get_aval(index)
   if index_aval.shape != ():
     raise TypeError(f"Branch index must be scalar, got {index} of shape {index_aval.shape}.")
   if not dtypes.is_integer(index_aval.dtype):
@@ -73,7 +75,7 @@ def switch(index, branches: Sequence[Callable], *operands):
 
 def _bind_cond(index, funs, operands, names, what):
   flat, in_tree = tree_util.tree_flatten(operands)
-  avals = [common.abstractify(x) for x in flat]
+  avals = [get_aval(x) for x in flat]
   traced = [common.trace_fun_closed(f, in_tree, avals, n) for f, n in zip(funs, names)]
   out_tree = traced[0][1]
   for jaxpr, tree in traced[1:]:
@@ -98,7 +100,7 @@ def _cond_abstract_eval(index, *avals, branches):
       raise TypeError(f"cond branch {i} returns {[a.str_short() for a in b.out_avals]} but "
                       f"branch 0 returns {[a.str_short() for a in branches[0].out_avals]}")
   out_avals = common.join_weak([b.out_avals for b in branches])
-  return out_avals, common.jaxprs_effects(*branches)
+  return out_avals, common.jaxprs_effects("lax.cond", *branches)
 
 
 cond_p.def_effectful_abstract_eval(_cond_abstract_eval)
@@ -128,7 +130,7 @@ def _cond_lowering(ctx, index, *args, branches):
   for region, branch in zip(regions, ordered):
     block = region.blocks.append()
     with ir.InsertionPoint(block):
-      outs, tokens_out = common.lower_jaxpr_inline(mctx, branch, tokens, *args)
+      outs, tokens_out = mlir.lower_closed_jaxpr(mctx, branch, tokens, *args)
       mhlo.ReturnOp([*tokens_out.tokens(), *outs])
   results = list(op.results)
   if len(tokens):
@@ -212,7 +214,7 @@ def _cond_partial_eval(trace, args, *, branches):
     j = common.prepend_unused_invars(s[1], before, 0)
     unknown.append(common.prepend_unused_invars(j, after, len(before) + len(res_avals[i])))
   uk_ops = [x for x, u in zip(ops, uk) if u]
-  if any(out_uk) or any(j.effects for j in unknown):
+  if any(out_uk) or any(must_keep(j.effects) for j in unknown):
     uk_outs = trace.stage(cond_p, [index, *residuals, *uk_ops], dict(branches=tuple(unknown)))
   else:
     uk_outs = []

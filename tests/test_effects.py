@@ -1,0 +1,150 @@
+"""Effects as data: each effect class declares its policy, and every stage reads it.
+
+An effect may carry data and still compare, hash and sort deterministically; the policy
+flags decide whether an effect may appear in control flow, remat and custom derivatives,
+whether dead-code elimination keeps it, and whether the backward pass runs it with zero
+cotangents.  `effects_barrier` waits for every effect and tap."""
+from __future__ import annotations
+
+import dataclasses
+import threading
+
+import numpy as np
+import pytest
+from jaxlib.mlir.dialects import mhlo
+
+import minijax
+from minijax import lax
+from minijax.core import effects as effects_lib
+from minijax.core.effects import Effect
+from minijax.core.primitive import Primitive
+from minijax.experimental import host_callback as hcb
+from minijax.interpreters import ad, batching
+from minijax.interpreters import partial_eval as pe
+from minijax.lowering import mlir
+from minijax.lowering.tokens import TokenSet
+
+
+@dataclasses.dataclass(frozen=True)
+class Resource(Effect):
+  """An ordered effect per named resource."""
+  ordered = True
+  name: str
+
+
+class Quiet(Effect):
+  """An effect that nothing needs to keep, that may not go into control flow, remat or
+  custom derivatives, and that the backward pass skips when its cotangents are zero."""
+  kept_when_unused = False
+  allowed_in_control_flow = False
+  allowed_in_remat = False
+  allowed_in_custom_derivatives = False
+  runs_with_zero_cotangents = False
+
+
+def _identity_with(effect, name):
+  """A primitive `x -> x` with `effect`, its lowering threading the token when ordered,
+  and linear rules."""
+  prim = Primitive(name)
+  prim.def_effectful_abstract_eval(lambda x: (x, frozenset([effect])))
+
+  def lowering(ctx, x):
+    if effect.ordered:
+      ctx.set_tokens_out(TokenSet({effect: mhlo.AfterAllOp([ctx.tokens_in.get(effect)]).result}))
+    return x
+  mlir.register_lowering(prim, lowering)
+  ad.deflinear(prim, lambda ct: [prim.bind(ct)])
+  batching.defvectorized(prim)
+  return prim
+
+
+log_a_p = _identity_with(Resource("a"), "log_a")
+log_b_p = _identity_with(Resource("b"), "log_b")
+quiet_p = _identity_with(Quiet(), "quiet")
+
+
+def test_effects_that_carry_data_compare_hash_and_sort_by_class_and_data():
+  assert Resource("a") == Resource("a") and Resource("a") != Resource("b")
+  assert hash(Resource("a")) == hash(Resource("a"))
+  assert len({Resource("a"), Resource("a"), Resource("b"), Quiet()}) == 3
+  assert Quiet() == Quiet() and Quiet() != Resource("a")
+  assert repr(Resource("a")) == "Resource(name='a')" and repr(Quiet()) == "Quiet"
+  mixed = [Resource("b"), Quiet(), Resource("a")]
+  assert sorted(mixed, key=effects_lib.sort_key) == [Quiet(), Resource("a"), Resource("b")]
+  assert effects_lib.ordered_effects(frozenset(mixed)) == (Resource("a"), Resource("b"))
+
+
+def test_each_resource_gets_its_own_token_in_a_fixed_order():
+  def f(x):
+    return log_b_p.bind(log_a_p.bind(log_b_p.bind(x)))
+  text = minijax.jit(f).lower(np.float32(1.0)).as_text()
+  main = next(line for line in text.splitlines() if "func.func public @main" in line)
+  assert main.count("!mhlo.token") == 4  # two token arguments, two token results
+  assert float(minijax.jit(f)(np.float32(3.0))) == 3.0
+
+
+@pytest.mark.parametrize("construct, fn", [
+    ("lax.cond", lambda x: lax.cond(True, quiet_p.bind, lambda y: y, x)),
+    ("lax.while_loop", lambda x: lax.while_loop(lambda c: c < 1.0, quiet_p.bind, x)),
+    ("lax.scan", lambda x: lax.scan(lambda c, _: (quiet_p.bind(c), None), x, None, length=2)[0]),
+    ("checkpoint", minijax.checkpoint(lambda x: quiet_p.bind(x))),
+])
+def test_an_effect_that_forbids_a_construct_is_rejected_there_by_name(construct, fn):
+  with pytest.raises(NotImplementedError, match=f"Effects not supported in {construct}: "
+                                                r"\[Quiet\]"):
+    minijax.make_jaxpr(fn)(np.float32(0.0))
+
+
+def test_an_effect_that_forbids_custom_derivatives_is_rejected_there():
+  @minijax.custom_jvp
+  def f(x):
+    return quiet_p.bind(x)
+  f.defjvp(lambda primals, tangents: (f(*primals), tangents[0]))
+  with pytest.raises(NotImplementedError, match="allowed_in_custom_derivatives = False"):
+    minijax.make_jaxpr(f)(np.float32(0.0))
+
+
+def test_dead_code_elimination_keeps_an_unused_effect_only_when_its_class_says_so():
+  def f(x):
+    quiet_p.bind(x)
+    log_a_p.bind(x)
+    return x
+  closed = minijax.make_jaxpr(f)(np.float32(0.0))
+  kept, _ = pe.dce_jaxpr(closed.jaxpr, [True])
+  assert [str(e.primitive) for e in kept.eqns] == ["log_a"]
+
+
+def test_the_backward_pass_runs_an_effect_with_zero_cotangents_only_when_its_class_says_so():
+  ran = []
+  seen_p = _identity_with(Quiet(), "seen_quiet")
+  ad.primitive_transposes[seen_p] = lambda ct, x: ran.append("quiet") or [ct]
+  loud_p = _identity_with(Resource("c"), "seen_loud")
+  ad.primitive_transposes[loud_p] = lambda ct, x: ran.append("loud") or [ct]
+
+  def f(x):
+    seen_p.bind(x)   # outputs unused: zero cotangents
+    loud_p.bind(x)
+    return x * 2.0
+  assert float(minijax.grad(f)(np.float32(1.0))) == 2.0
+  assert ran == ["loud"]
+
+
+def test_effects_barrier_waits_for_taps_and_raises_what_a_tap_function_raised():
+  got = []
+  release = threading.Event()
+
+  def slow(x, transforms):
+    release.wait(5)
+    got.append(float(x))
+
+  minijax.jit(lambda x: hcb.id_tap(slow, x))(np.float32(4.0))
+  release.set()
+  minijax.effects_barrier()
+  assert got == [4.0]
+
+  def broken(x, transforms):
+    raise ValueError("boom")
+  minijax.jit(lambda x: hcb.id_tap(broken, x))(np.float32(1.0))
+  with pytest.raises(hcb.TapFunctionException):
+    minijax.effects_barrier()
+  hcb.barrier_wait("a named barrier")  # the tap-flavoured form takes JAX's logging_name
