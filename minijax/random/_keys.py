@@ -186,14 +186,12 @@ def unwrap(name: str, key, allow_batched: bool = False):
   """`(key data, was_typed)` for a typed or raw key passed to `random.<name>`."""
   if isinstance(key, PRNGKeyArray):
     data, typed = key._base, True
-  elif isinstance(key, (bool, int, float, complex, str, bytes)) or not _has_array_interface(
-      key) and not isinstance(key, (list, tuple)):
+  elif not _has_array_interface(key):
     raise TypeError(f"random.{name} expects a PRNG key (from random.key or random.PRNGKey) "
                     f"as its key argument, got {key!r} of type {type(key).__name__}")
   else:
-    data = key if _has_array_interface(key) else np.asarray(key)
-    check_key_data(data, f"key passed to random.{name}")
-    typed = False
+    check_key_data(key, f"key passed to random.{name}")
+    data, typed = key, False
   if not allow_batched and len(np.shape(data)) > 1:
     raise ValueError(f"{name} accepts a single key, but was given a key array of shape "
                      f"{tuple(np.shape(data))[:-1]} != (). Use minijax.vmap for batching.")
