@@ -26,6 +26,3 @@ def const(x, value):
 def standardize(x, loc, scale):
   return jnp.divide(jnp.subtract(x, loc), scale)
 
-
-def nan_where_bad_scale(out, scale):
-  return jnp.where(jnp.greater(scale, 0), out, const(out, np.nan))
