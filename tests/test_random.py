@@ -456,13 +456,6 @@ def test_gamma_gradient_matches_jax_and_is_the_implicit_derivative_of_its_quanti
     np.testing.assert_allclose(residual + density * dx, 0, atol=2e-5)
 
 
-def test_dirichlet_gradient_matches_jax():
-  got = minijax.grad(lambda a: (random.dirichlet(random.PRNGKey(3), a) * jnp.arange(3.)).sum())(
-      jnp.array([1., 2., 3.]))
-  np.testing.assert_allclose(got, [-0.07301999, -0.069149695, 0.023849633], rtol=2e-5,
-                             atol=1e-7)
-
-
 # ----------------------------------------------------------------------------- errors
 
 def _raises(exc, match, fn):

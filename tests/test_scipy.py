@@ -330,7 +330,6 @@ GRADS = {
                    np.array([[1.0, 2.0], [0.5, 1.5], [2.0, 0.7]])), 2),
     "norm.logpdf": (stats.norm.logpdf, (_pts(-1.0, 0.5), _pts(0.2, -0.3), _pts(1.5, 0.7)), 1),
     "norm.logcdf": (stats.norm.logcdf, (_pts(-1.0, 0.5), _pts(0.2, -0.3), _pts(1.5, 0.7)), 1),
-    "norm.ppf": (stats.norm.ppf, (_pts(0.1, 0.6), _pts(0.2, -0.3), _pts(1.5, 0.7)), 1),
     "gamma.logpdf": (stats.gamma.logpdf, (_pts(0.5, 2.5), _pts(1.5, 3.0)), 1),
     "gamma.cdf": (stats.gamma.cdf, (_pts(0.5, 2.5), _pts(1.5, 3.0)), 1),
     "beta.logpdf": (stats.beta.logpdf, (_pts(0.2, 0.7), _pts(1.5, 3.0), _pts(2.0, 0.8)), 1),
