@@ -115,6 +115,17 @@ OPS = {
     "dot": (lax.dot, (nrm(2, 3), nrm(3, 4)), {}),
     "dot_general_batch": (lambda x, y: lax.dot_general(x, y, (((2,), (1,)), ((0,), (0,)))),
                           (nrm(2, 3, 4), nrm(2, 4, 3)), {}),
+    "conv_strided_dilated": (lambda x, w: lax.conv_general_dilated(
+        x, w, (2, 1), [(1, 0), (2, 1)], (1, 2), (2, 1)), (nrm(2, 2, 5, 3), nrm(3, 2, 2, 2)), {}),
+    "conv_nhwc_same": (lambda x, w: lax.conv_general_dilated(
+        x, w, (1, 2), "SAME", dimension_numbers=("NHWC", "HWIO", "NHWC")),
+        (nrm(1, 4, 5, 2), nrm(3, 2, 2, 3)), {}),
+    "conv_feature_groups": (lambda x, w: lax.conv_general_dilated(
+        x, w, (1,), [(1, 1)], feature_group_count=2), (nrm(2, 4, 5), nrm(4, 2, 3)), {}),
+    "conv_batch_groups": (lambda x, w: lax.conv_general_dilated(
+        x, w, (2,), "VALID", batch_group_count=2), (nrm(4, 3, 5), nrm(4, 3, 2)), {}),
+    "conv_transpose": (lambda x, w: lax.conv_transpose(x, w, (2,), "SAME"),
+                       (nrm(2, 3, 2), nrm(3, 2, 3)), {}),
 }
 
 # Zero-derivative or derivative-free primitives are still checked under vmap.
