@@ -36,6 +36,8 @@ def small(*shape):
   return _rng.uniform(-0.7, 0.7, shape)
 
 
+_POOLED = distinct(4, 5)  # the fixed operand whose windows select for select_and_*_add
+
 # name -> (function of the differentiable arguments, arguments, options)
 OPS = {
     "neg": (lax.neg, (nrm(2, 3),), {}),
@@ -126,6 +128,21 @@ OPS = {
         x, w, (2,), "VALID", batch_group_count=2), (nrm(4, 3, 5), nrm(4, 3, 2)), {}),
     "conv_transpose": (lambda x, w: lax.conv_transpose(x, w, (2,), "SAME"),
                        (nrm(2, 3, 2), nrm(3, 2, 3)), {}),
+    "reduce_window_sum": (lambda x: lax.reduce_window(
+        x, 0.0, lax.add, (2, 3), (2, 1), [(1, 0), (0, 2)], (1, 2), (2, 1)), (nrm(4, 3),), {}),
+    "reduce_window_max_same": (lambda x: lax.reduce_window(
+        x, -np.inf, lax.max, (2, 2), (1, 2), "SAME"), (distinct(4, 5),), {}),
+    "reduce_window_max_negative_padding": (lambda x: lax.reduce_window(
+        x, -np.inf, lax.max, (2, 2), (2, 1), [(-1, 1), (1, -1)]), (distinct(5, 4),), {}),
+    "reduce_window_min_base_dilation": (lambda x: lax.reduce_window(
+        x, np.inf, lax.min, (3,), (2,), [(1, 1)], (2,)), (distinct(5),), {}),
+    "select_and_scatter_add": (lambda s: lax.select_and_scatter_add_p.bind(
+        s, _POOLED, select_prim=lax.ge_p, window_dimensions=(2, 2),
+        window_strides=(1, 2), padding=((1, 0), (0, 1))), (nrm(4, 3),), {}),
+    "select_and_gather_add": (lambda t: lax.select_and_gather_add_p.bind(
+        t, _POOLED, select_prim=lax.le_p, window_dimensions=(2, 2),
+        window_strides=(2, 1), padding=((0, 1), (1, 0)), base_dilation=(1, 1),
+        window_dilation=(1, 1)), (nrm(4, 5),), {}),
 }
 
 # Zero-derivative or derivative-free primitives are still checked under vmap.
