@@ -114,6 +114,13 @@ OPS = {
     "cummax": (lambda x: lax.cummax(x, 1), (distinct(2, 3),), {}),
     "sort": (lambda x: lax.sort(x, 1), (distinct(2, 3),), {}),
     "sort_key_val": (lambda k, v: lax.sort_key_val(k, v, 0), (distinct(4, 2), nrm(4, 2)), {}),
+    "top_k": (lambda x: lax.top_k(x, 2)[0], (distinct(2, 4),), {}),
+    "associative_scan_mul": (lambda x: lax.associative_scan(lax.mul, x, axis=1),
+                             (away(2, 5),), {}),
+    "associative_scan_reverse": (lambda x, y: lax.associative_scan(
+        lambda a, b: (a[0] + b[0], a[1] * b[0] + b[1]), (x, y), reverse=True),
+        (nrm(4), nrm(4)), {}),
+    "top_k_axis0": (lambda x: lax.top_k(x, 2, axis=0)[0], (distinct(3, 2),), {}),
     "dot": (lax.dot, (nrm(2, 3), nrm(3, 4)), {}),
     "dot_general_batch": (lambda x, y: lax.dot_general(x, y, (((2,), (1,)), ((0,), (0,)))),
                           (nrm(2, 3, 4), nrm(2, 4, 3)), {}),
