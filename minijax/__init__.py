@@ -12,3 +12,5 @@ from minijax.api import (jit, make_jaxpr, grad, value_and_grad, vjp, jvp, linear
 __version__ = "0.1.0"
 from minijax.api import checkpoint, checkpoint_policies, remat, named_call
 from minijax.custom_derivatives import custom_jvp, custom_vjp
+from minijax import random  # noqa: E402
+from minijax import scipy  # noqa: E402

@@ -11,4 +11,7 @@ from minijax.lax.dot import *  # noqa: F401,F403
 from minijax.lax.convolution import *  # noqa: F401,F403
 from minijax.lax.windowed_reductions import *  # noqa: F401,F403
 from minijax.lax.associative_scan import associative_scan  # noqa: F401
+from minijax.lax.prng import *  # noqa: F401,F403
+from minijax.lax.special import *  # noqa: F401,F403
+from minijax.lax.incomplete import *  # noqa: F401,F403
 from minijax.lax.control_flow import cond, cond_p, fori_loop, map, scan, scan_p, switch, while_loop, while_p  # noqa: F401,A004
