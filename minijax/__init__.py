@@ -14,3 +14,4 @@ from minijax.api import checkpoint, checkpoint_policies, remat, named_call
 from minijax.custom_derivatives import custom_jvp, custom_vjp
 from minijax import random  # noqa: E402
 from minijax import scipy  # noqa: E402
+from minijax import nn  # noqa: E402
