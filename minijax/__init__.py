@@ -2,7 +2,7 @@
 from minijax.config import config
 from minijax.runtime.array import Array, device_put
 from minijax.runtime.backend import devices, local_devices
-from minijax.runtime import dispatch as _dispatch  # installs the eager primitive impl
+from minijax import staging as _staging  # installs the eager and jit_p impls
 from minijax import lax
 from minijax import numpy  # installs the array operators and methods
 from minijax.api import (jit, make_jaxpr, grad, value_and_grad, vjp, jvp, linearize, vmap,

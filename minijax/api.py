@@ -1,395 +1,32 @@
-"""The user-facing transformations: `jit`, `make_jaxpr`, `grad`, `vjp`, `jvp`, `vmap`, ...
+"""The user-facing transformations: `make_jaxpr`, `grad`, `vjp`, `jvp`, `vmap`, Jacobians.
 
-`jit(f)` keeps two caches keyed on the pytree structure of the arguments, their avals,
-the static arguments and the device: traced jaxprs, and compiled executables.  Called on
-concrete values (the current trace is the eval trace) it takes the fast path: flatten in
-C++, look up the executable, run it.  Called under another transformation it binds
-`jit_p` with the traced jaxpr, so the transformation sees one equation and the lowering
-emits a `func.call`.
-
-The autodiff and batching functions flatten pytrees, hand flat functions to the
-interpreters (`ad.jvp_flat`, `ad.linearize_flat`, `ad.vjp_flat`, `batching.vmap_flat_dims`)
-and unflatten the results.  Jacobians vmap a jvp or vjp over the standard basis, one vmap
-per axis, so no reshapes are needed.
+`jit` lives in `minijax.staging.jit` (re-exported here and at the top level).  The autodiff
+and batching functions flatten pytrees, hand flat functions to the interpreters
+(`ad.jvp_flat`, `ad.linearize_flat`, `ad.vjp_flat`, `batching.vmap_flat_dims`) and
+unflatten the results.  Jacobians vmap a jvp or vjp over the standard basis, one vmap per
+axis, so no reshapes are needed.
 """
 from __future__ import annotations
 
 import functools
-import inspect
-import operator
-import weakref
-from typing import Any, Callable
+from typing import Callable
 
 import numpy as np
 
 from minijax import lax, tree_util
+from minijax.api_util import flat_arg_names, normalize_argnums
 from minijax.core import dtypes
-from minijax.config import config
-from minijax.core import trace as trace_lib
-from minijax.core.avals import PYTHON_SCALARS, python_scalar_aval, shaped_abstractify
-from minijax.core.jaxpr import ClosedJaxpr, Jaxpr
-from minijax.core.errors import UnexpectedTracerError
-from minijax.core.trace import Tracer
+from minijax.core.avals import ShapedArray, get_aval
+from minijax.core.jaxpr import ClosedJaxpr
 from minijax.interpreters import ad, batching
 from minijax.interpreters import partial_eval as pe
-from minijax.lax.call import compiled_call, jit_p
 from minijax.lax.remat import checkpoint, checkpoint_policies, named_call, remat  # noqa: F401
-from minijax.lowering.mlir import lower_jaxpr_to_module
-from minijax.runtime import backend, dispatch
-from minijax.runtime.array import Array, device_put
-
-
-def _abstractify(x):
-  if type(x) is Array:
-    return x.aval
-  return shaped_abstractify(x)
-
-
-def _normalize_argnums(argnums, nargs=None) -> tuple[int, ...]:
-  if argnums is None:
-    return ()
-  if isinstance(argnums, int):
-    argnums = (argnums,)
-  return tuple(argnums)
-
-
-class _DebugInfo:
-  __slots__ = ("fun_name", "arg_names")
-
-  def __init__(self, fun_name, arg_names):
-    self.fun_name = fun_name
-    self.arg_names = arg_names
-
-
-def _fun_name(fun) -> str:
-  return getattr(fun, "__name__", None) or type(fun).__name__
-
-
-def _flat_arg_names(fun, args, kwargs) -> list[str]:
-  try:
-    sig = inspect.signature(fun)
-    bound = sig.bind_partial(*args)
-    names = list(bound.arguments)
-  except (TypeError, ValueError):
-    names = []
-  out = []
-  for i, arg in enumerate(args):
-    base = names[i] if i < len(names) else f"args[{i}]"
-    paths, _ = tree_util.tree_flatten_with_path(arg)
-    out.extend(base + "".join(str(k) for k in path) for path, _ in paths)
-  for k, v in kwargs.items():
-    paths, _ = tree_util.tree_flatten_with_path(v)
-    out.extend(k + "".join(str(p) for p in path) for path, _ in paths)
-  return out
-
-
-class _Traced:
-  __slots__ = ("jaxpr", "consts", "out_tree", "donated")
-
-  def __init__(self, jaxpr, consts, out_tree, donated):
-    self.jaxpr = jaxpr            # ClosedJaxpr, constants hoisted to leading inputs
-    self.consts = consts
-    self.out_tree = out_tree
-    self.donated = donated        # one flag per input of `jaxpr`
-
-
-def _hoist_consts(jaxpr: Jaxpr) -> ClosedJaxpr:
-  return ClosedJaxpr(Jaxpr([], [*jaxpr.constvars, *jaxpr.invars], jaxpr.outvars, jaxpr.eqns,
-                           jaxpr.effects, jaxpr.debug_info), [])
-
-
-class JitWrapped:
-  """The result of `jit(fun)`."""
-
-  def __init__(self, fun: Callable, static_argnums=(), static_argnames=(), donate_argnums=(),
-               device=None):
-    self._fun = fun
-    self._name = _fun_name(fun)
-    self._static_argnums = frozenset(_normalize_argnums(static_argnums))
-    self._static_argnames = frozenset((static_argnames,) if isinstance(static_argnames, str)
-                                      else static_argnames or ())
-    self._donate_argnums = frozenset(_normalize_argnums(donate_argnums))
-    self._device = backend.get_device(device) if device is not None else None
-    self._fast_ok = not (self._static_argnums or self._static_argnames)
-    self._multi_device = False
-    # Traces and fast-path entries, per state of the flags that change what tracing and
-    # lowering produce (`_flag_state`); `_cache` and `_fast` are the current state's.
-    self._by_state: dict[tuple, tuple[dict, dict]] = {}
-    self._cache: dict[Any, _Traced] = {}
-    self._fast: dict[Any, Callable] = {}
-    self._select_state(_flag_state())
-    _all_jitted.add(self)
-
-  def _select_state(self, state: tuple) -> None:
-    self._cache, self._fast = self._by_state.setdefault(state, ({}, {}))
-
-  # -- argument handling
-
-  def _split(self, args, kwargs):
-    if not self._static_argnums and not self._static_argnames:
-      return args, kwargs, ()
-    dyn_args, static = [], []
-    for i, a in enumerate(args):
-      if i in self._static_argnums or (i - len(args)) in self._static_argnums:
-        static.append((i, _check_static(a, i)))
-      else:
-        dyn_args.append(a)
-    dyn_kwargs = {}
-    for k, v in kwargs.items():
-      if k in self._static_argnames:
-        static.append((k, _check_static(v, k)))
-      else:
-        dyn_kwargs[k] = v
-    return tuple(dyn_args), dyn_kwargs, tuple(static)
-
-  def _merge(self, static, dyn_args, dyn_kwargs):
-    args, kwargs = list(dyn_args), dict(dyn_kwargs)
-    for where, value in static:
-      if isinstance(where, int):
-        args.insert(where, value)
-      else:
-        kwargs[where] = value
-    return args, kwargs
-
-  def _donated_leaves(self, args, static) -> tuple[bool, ...]:
-    """One flag per dynamic leaf of `(dyn_args, dyn_kwargs)`."""
-    static_positions = {where for where, _ in static if isinstance(where, int)}
-    flags = []
-    for pos, arg in enumerate(args):
-      if pos not in static_positions:
-        flags.extend([pos in self._donate_argnums] * len(tree_util.tree_leaves(arg)))
-    return tuple(flags)
-
-  # -- tracing
-
-  def _trace(self, static, dyn_args, dyn_kwargs, in_tree, avals) -> _Traced:
-    out_tree_box = []
-
-    def flat_fun(*flat):
-      args, kwargs = tree_util.tree_unflatten(in_tree, flat)
-      args, kwargs = self._merge(static, args, kwargs)
-      out = self._fun(*args, **kwargs)
-      leaves, out_tree = tree_util.tree_flatten(out)
-      out_tree_box.append(out_tree)
-      return leaves
-
-    names = _flat_arg_names(self._fun, *self._merge(static, dyn_args, dyn_kwargs)) \
-        if not static else None
-    debug = _DebugInfo(self._name, names if names and len(names) == len(avals) else None)
-    jaxpr, consts = pe.trace_to_jaxpr_dynamic(flat_fun, avals, debug)
-    donated = self._donated_leaves(self._merge(static, dyn_args, dyn_kwargs)[0], static) \
-        if self._donate_argnums else ()
-    donated = (False,) * len(consts) + donated + (False,) * (len(avals) - len(donated))
-    return _Traced(_hoist_consts(jaxpr), consts, out_tree_box[0], donated)
-
-  def _traced_for(self, args, kwargs):
-    dyn_args, dyn_kwargs, static = self._split(args, kwargs)
-    flat, in_tree = tree_util.tree_flatten((dyn_args, dyn_kwargs))
-    avals = tuple(map(_abstractify, flat))
-    key = (in_tree, avals, static)
-    traced = self._cache.get(key)
-    if traced is None:
-      traced = self._trace(static, dyn_args, dyn_kwargs, in_tree, avals)
-      if not any(isinstance(c, Tracer) for c in traced.consts):
-        self._cache[key] = traced
-    return traced, flat, dyn_args, static, in_tree
-
-  # -- calling (the fast path lives in `_jitted`, the function `jit` returns)
-
-  def _call_slow(self, args, kwargs, fast_key=None, args_tree=None):
-    """Traces (if needed), compiles (if needed) and runs.  `fast_key` is the key `jitted`
-    computed for these arguments and did not find (`args_tree` is their tree structure when
-    they are not all Arrays); the compiled executable is filed under it."""
-    traced, flat, dyn_args, static, in_tree = self._traced_for(args, kwargs)
-    if type(trace_lib._context.trace) is trace_lib.EvalTrace and not any(
-        isinstance(c, Tracer) for c in traced.consts):
-      leaked = next((x for x in flat if isinstance(x, Tracer)), None)
-      if leaked is not None:  # no trace is active, so its trace has ended
-        raise UnexpectedTracerError(leaked)
-      device = self._device or dispatch.device_of(flat)
-      executable = compiled_call(traced.jaxpr, self._name, traced.donated, device)
-      if (fast_key is not None and self._fast_ok and not config.debug_nans
-          and all(type(x) is Array or type(x) in PYTHON_SCALARS for x in flat)):
-        self._remember_fast(fast_key, args_tree, device, executable, traced, flat)
-      outs = executable(*traced.consts, *flat)
-      if config.debug_nans:
-        dispatch.check_nans_in_jaxpr(traced.jaxpr, [*traced.consts, *flat], outs, self._name)
-      return traced.out_tree.unflatten(outs)
-    outs = jit_p.bind(*traced.consts, *flat, jaxpr=traced.jaxpr, name=self._name,
-                      donated_invars=traced.donated, device=self._device)
-    return traced.out_tree.unflatten(outs)
-
-  def _call_fallback(self, args):
-    """Where a fast-path entry sends arguments that turn out not to be Arrays (a leaked
-    tracer, say, whose aval matched the key) or that live on another device (an entry
-    for pytree arguments gets its leaves back, and rebuilds `args` first)."""
-    return self._call_slow(args, {})
-
-  def _remember_fast(self, key, args_tree, device, executable, traced, flat):
-    """Files `executable` under the fast path's `key` (see `_jitted`), which `flat`, the
-    call's arguments, produced."""
-    multi_device = self._device is None and backend.device_count() > 1
-    if multi_device and not self._multi_device:  # `jitted` did not know to add the device
-      key = (key, device)
-    self._multi_device = multi_device
-    if args_tree is None:
-      fallback = self._call_fallback
-    else:
-      fallback = lambda flat: self._call_fallback(args_tree.unflatten(flat))  # noqa: E731
-    consts = [c if type(c) is Array and c._device is device else device_put(c, device)
-              for c in traced.consts]
-    if hasattr(executable, "make_call"):
-      self._fast[key] = executable.make_call(
-          consts, traced.out_tree, fallback, scalars=any(type(x) in PYTHON_SCALARS for x in flat))
-    else:  # a jaxpr without equations: nothing was compiled
-      self._fast[key] = lambda *flat: traced.out_tree.unflatten(executable(*consts, *flat))
-
-  def lower(self, *args, **kwargs) -> "Lowered":
-    traced, flat, dyn_args, static, in_tree = self._traced_for(args, kwargs)
-    return Lowered(traced, self._name, self._device or dispatch.device_of(flat))
-
-  def trace(self, *args, **kwargs):
-    traced, *_ = self._traced_for(args, kwargs)
-    return traced.jaxpr
-
-_flatten = tree_util.registry.flatten
-
-# Flags that change what tracing or lowering produces, or whether the fast path may skip
-# NaN checks.  Like JAX's trace context, they key jit's caches: switching a flag back and
-# forth reuses what was compiled before.
-_STATE_FLAGS = ("enable_x64", "tap_mechanism", "debug_nans")
-
-
-def _flag_state() -> tuple:
-  return tuple(getattr(config, name) for name in _STATE_FLAGS)
-
-
-_all_jitted: "weakref.WeakSet[JitWrapped]" = weakref.WeakSet()
-
-
-def _on_config_change(name, value):
-  if name in _STATE_FLAGS:
-    state = _flag_state()
-    for wrapped in list(_all_jitted):
-      wrapped._select_state(state)
-
-
-config.on_change(_on_config_change)
-_get_aval = operator.attrgetter("aval")
-
-
-def _arg_aval(x):
-  """The aval of an argument on `jit`'s fast path: a Python scalar's, or an Array's
-  (AttributeError for anything without an aval)."""
-  if type(x) in PYTHON_SCALARS:
-    return python_scalar_aval(x)
-  return x.aval
-
-
-def _check_static(value, where):
-  try:
-    hash(value)
-  except TypeError:
-    raise ValueError(
-        f"static argument {where!r} of type {type(value).__name__} is not hashable; static "
-        "arguments must be hashable (use a tuple instead of a list, or make it a dynamic "
-        "argument)") from None
-  return value
-
-
-class Lowered:
-  """`jit(f).lower(*args)`: the MHLO module, ready to compile."""
-
-  def __init__(self, traced: _Traced, name: str, device):
-    self._traced = traced
-    self._name = name
-    self._device = device
-    self._result = lower_jaxpr_to_module(traced.jaxpr, name=name, donated_args=traced.donated)
-
-  def as_text(self) -> str:
-    return str(self._result.module)
-
-  def compiler_ir(self):
-    return self._result.module
-
-  def compile(self) -> "Compiled":
-    fn = compiled_call(self._traced.jaxpr, self._name, self._traced.donated, self._device)
-    return Compiled(fn, self._traced)
-
-
-class Compiled:
-  def __init__(self, fn, traced: _Traced):
-    self._fn = fn
-    self._traced = traced
-
-  def as_text(self) -> str:
-    if hasattr(self._fn, "as_text"):
-      return self._fn.as_text()
-    return "(no XLA computation: the jaxpr has no equations)"
-
-  def __call__(self, *args, **kwargs):
-    flat, _ = tree_util.tree_flatten((args, kwargs))
-    return self._traced.out_tree.unflatten(self._fn(*self._traced.consts, *flat))
-
-
-def jit(fun: Callable | None = None, *, static_argnums=(), static_argnames=(),
-        donate_argnums=(), device=None):
-  """Compiles `fun` with XLA; usable as `@jit` or `@jit(static_argnums=...)`."""
-  if fun is None:
-    return lambda f: jit(f, static_argnums=static_argnums, static_argnames=static_argnames,
-                         donate_argnums=donate_argnums, device=device)
-  if not callable(fun):
-    raise TypeError(f"jit expects a callable, got {type(fun).__name__}")
-  return _jitted(JitWrapped(fun, static_argnums, static_argnames, donate_argnums, device))
-
-
-def _jitted(wrapped: JitWrapped) -> Callable:
-  """The function `jit` returns.  Its fast path serves calls without keyword arguments on
-  concrete Arrays and Python scalars from `wrapped._fast`, whose entries run an executable
-  and unflatten its results (`Executable.make_call`).  When every argument is an Array the
-  key is their avals (the aval itself for one argument), with no flattening; with Python
-  scalars among them, the tuple of avals (a scalar's is weakly typed, as in JAX); for other
-  pytrees it is the tree structure and the leaves' avals; with several devices and no
-  `device=`, the first argument's device is added.  An entry hands arguments that are
-  neither (anything else with an `aval`) back to `wrapped._call_slow`, which also serves
-  every first call and files the new entry under the key computed here, the one place that
-  defines it."""
-  slow = wrapped._call_slow
-  context, EvalTrace = trace_lib._context, trace_lib.EvalTrace
-  get_aval, arg_aval = _get_aval, _arg_aval
-
-  def jitted(*args, **kwargs):
-    if not kwargs and type(context.trace) is EvalTrace:
-      flat, in_tree = args, None
-      try:
-        key = args[0].aval if len(args) == 1 else (*map(get_aval, args),)
-      except AttributeError:
-        try:
-          key = (*map(arg_aval, args),)  # Python scalars among the Arrays
-        except AttributeError:
-          flat, in_tree = _flatten(args)
-          try:
-            key = (in_tree, *map(arg_aval, flat))
-          except AttributeError:
-            return slow(args, kwargs)
-      if wrapped._multi_device:
-        key = (key, dispatch.device_of(flat))
-      entry = wrapped._fast.get(key)
-      if entry is not None:
-        return entry(*flat)
-      return slow(args, kwargs, key, in_tree)
-    return slow(args, kwargs)
-
-  functools.update_wrapper(jitted, wrapped._fun)
-  jitted.lower = wrapped.lower
-  jitted.trace = wrapped.trace
-  jitted._wrapped = wrapped
-  return jitted
+from minijax.staging.jit import jit  # noqa: F401
 
 
 def make_jaxpr(fun: Callable, static_argnums=()):
   """`make_jaxpr(f)(*args)` returns the ClosedJaxpr `f` traces to."""
-  static_argnums = _normalize_argnums(static_argnums)
+  static_argnums = normalize_argnums(static_argnums)
 
   @functools.wraps(fun)
   def make(*args, **kwargs):
@@ -400,7 +37,7 @@ def make_jaxpr(fun: Callable, static_argnums=()):
       it = iter(d)
       return fun(*[static[i] if i in static else next(it) for i in range(len(args))], **kw)
 
-    jaxpr, consts, _, _ = pe.trace_pytree_fun(dyn_fun, dyn, kwargs, _abstractify)
+    jaxpr, consts, _, _ = pe.trace_pytree_fun(dyn_fun, dyn, kwargs, get_aval)
     return ClosedJaxpr(jaxpr, consts)
   return make
 
@@ -740,7 +377,7 @@ def vmap(fun: Callable, in_axes=0, out_axes=0, axis_size: int | None = None,
     flat_kw, kw_tree = tree_util.tree_flatten(kwargs)
     flat, in_tree = tree_util.tree_flatten((args, kwargs))
     flat_axes += [0] * len(flat_kw)
-    names = _flat_arg_names(fun, args, kwargs)
+    names = flat_arg_names(fun, args, kwargs)
     dims, sizes = [], []
     for i, (x, a) in enumerate(zip(flat, flat_axes)):
       if a is None:
@@ -794,6 +431,11 @@ class ShapeDtypeStruct:
   def __init__(self, shape, dtype, weak_type: bool = False):
     self.shape, self.dtype, self.weak_type = tuple(shape), np.dtype(dtype), weak_type
 
+  @property
+  def aval(self) -> ShapedArray:
+    """What tracing sees: a `ShapeDtypeStruct` stands for an array of its type."""
+    return ShapedArray(self.shape, dtypes.canonicalize_dtype(self.dtype), self.weak_type)
+
   def __repr__(self):
     return f"ShapeDtypeStruct(shape={self.shape}, dtype={self.dtype.name})"
 
@@ -805,17 +447,10 @@ class ShapeDtypeStruct:
     return hash((self.shape, self.dtype))
 
 
-def _aval_of(x):
-  if isinstance(x, ShapeDtypeStruct):
-    from minijax.core.avals import ShapedArray
-    return ShapedArray(x.shape, dtypes.canonicalize_dtype(x.dtype), x.weak_type)
-  return _abstractify(x)
-
-
 def eval_shape(fun: Callable, *args, **kwargs):
   """The shapes and dtypes of `fun(*args, **kwargs)`, found by tracing (nothing runs);
   arguments may be arrays or `ShapeDtypeStruct`s."""
-  jaxpr, _, _, out_tree = pe.trace_pytree_fun(fun, args, kwargs, _aval_of)
+  jaxpr, _, _, out_tree = pe.trace_pytree_fun(fun, args, kwargs, get_aval)
   return out_tree.unflatten([ShapeDtypeStruct(a.shape, a.dtype, a.weak_type)
                                 for a in jaxpr.out_avals])
 
@@ -830,7 +465,7 @@ def linear_transpose(fun: Callable, *primals):
   def flat_fun(*xs):
     leaves, box["tree"] = tree_util.tree_flatten(fun(*tree_util.tree_unflatten(in_tree, xs)))
     return leaves
-  in_avals = [_aval_of(x) for x in flat]
+  in_avals = [get_aval(x) for x in flat]
   jaxpr, consts = pe.trace_to_jaxpr_dynamic(flat_fun, in_avals)
   out_tree = box["tree"]
 

@@ -19,8 +19,8 @@ from typing import Callable, Sequence
 
 from minijax import tree_util
 from minijax.core import dtypes, pretty
-from minijax.core.avals import ShapedArray
-from minijax.core.jaxpr import ClosedJaxpr, eval_jaxpr
+from minijax.core.effects import check_allowed
+from minijax.core.jaxpr import ClosedJaxpr, eval_jaxpr, hoist_consts
 from minijax.core.primitive import Primitive
 from minijax.core.trace import is_eval_context
 from minijax.interpreters import ad, batching
@@ -48,7 +48,7 @@ def _trace(fun, flat_args):
     leaves, box["tree"] = tree_util.tree_flatten(fun(*xs))
     return leaves
   jaxpr, consts = pe.trace_to_jaxpr_dynamic(flat_fun, [ad.get_aval(x) for x in flat_args])
-  closed, consts = pe.hoist_consts(ClosedJaxpr(jaxpr, consts))
+  closed, consts = hoist_consts(ClosedJaxpr(jaxpr, consts))
   return closed, consts, box["tree"]
 
 
@@ -61,7 +61,9 @@ def _check_outs(what, outs, avals):
                     f"{[g.str_short() for g in got]}")
 
 
-def _call_abstract_eval(*avals, call_jaxpr, **params):
+def _call_abstract_eval(*avals, call_jaxpr, name, **params):
+  if call_jaxpr.effects:
+    check_allowed(call_jaxpr.effects, "custom_derivatives", name)
   return call_jaxpr.out_avals, call_jaxpr.effects
 
 
@@ -70,11 +72,7 @@ def _call_impl(*args, call_jaxpr, **params):
 
 
 def _call_lowering(ctx, *args, call_jaxpr, **params):
-  outs, tokens = mlir.jaxpr_subcomp(ctx.module_context, call_jaxpr.jaxpr, ctx.tokens_in, [],
-                                    *args)
-  if len(ctx.tokens_in):
-    ctx.set_tokens_out(tokens)
-  return outs
+  return mlir.lower_call_inline(ctx, call_jaxpr, *args)
 
 
 def _pp(params, names, indent):
@@ -84,10 +82,6 @@ def _pp(params, names, indent):
 
 def _broadcast_all(args, dims, size):
   return [batching.bdim_at_front(x, d, size) for x, d in zip(args, dims)]
-
-
-def _batched_avals(avals, size):
-  return [ShapedArray((size, *a.shape), a.dtype, a.weak_type) for a in avals]
 
 
 # ----------------------------------------------------------------------------- custom_jvp
@@ -112,7 +106,7 @@ def _custom_jvp_call_batch(args, dims, *, call_jaxpr, jvp, num_consts, name):
   size = next(x.shape[d] for x, d in zip(args, dims) if d is not None)
   args = _broadcast_all(args, dims, size)
   batched, _ = batching.batch_jaxpr(call_jaxpr, size, [True] * len(args), instantiate=True)
-  batched, consts = pe.hoist_consts(batched)
+  batched, consts = hoist_consts(batched)
   n = len(args) - num_consts
 
   def batched_jvp(primals, tangents):
@@ -251,7 +245,7 @@ def _custom_vjp_call_batch(args, dims, *, call_jaxpr, fwd, bwd, num_consts, name
   size = next(x.shape[d] for x, d in zip(args, dims) if d is not None)
   args = _broadcast_all(args, dims, size)
   batched, _ = batching.batch_jaxpr(call_jaxpr, size, [True] * len(args), instantiate=True)
-  batched, consts = pe.hoist_consts(batched)
+  batched, consts = hoist_consts(batched)
   all0 = lambda k: [0] * k
   res_count = []
 

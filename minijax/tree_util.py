@@ -45,6 +45,23 @@ def tree_flatten_with_path(tree: Any, is_leaf=None):
   return registry.flatten_with_path(tree, is_leaf)
 
 
+def flatten_fun(fun: Callable, in_tree: PyTreeDef) -> tuple[Callable, Callable[[], PyTreeDef]]:
+  """`(flat_fun, out_tree)` for tracing `fun` on flat leaves.
+
+  `in_tree` is the tree of `(args, kwargs)`; `flat_fun(*leaves)` unflattens the leaves into
+  them, calls `fun(*args, **kwargs)` and returns the leaves of the result, whose tree
+  structure `out_tree()` then gives (that of the latest call)."""
+  store: list[PyTreeDef] = []
+
+  def flat_fun(*leaves):
+    args, kwargs = in_tree.unflatten(leaves)
+    out_leaves, tree = registry.flatten(fun(*args, **kwargs))
+    store[:] = [tree]
+    return out_leaves
+
+  return flat_fun, lambda: store[0]
+
+
 def treedef_tuple(treedefs) -> PyTreeDef:
   return _pytree.treedef_tuple(registry, list(treedefs))
 

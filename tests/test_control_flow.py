@@ -264,14 +264,14 @@ def test_scan_lowers_to_a_while_with_dynamic_slices():
 
 
 def test_eager_control_flow_compiles_once_per_structure_and_uses_current_values():
-  from minijax.runtime import dispatch
+  from minijax.staging import compiler
   xs = rng_array((4, 3))
   results, sizes = [], []
   for scale in (1.0, 2.0, 2.0):
     w = np.full(3, scale, f32)              # an array constant: an operand of the scan
     step = lambda c, x: (lax.add(c, lax.mul(x, w)), lax.mul(c, scale))  # a literal
     results.append(lax.scan(step, np.zeros(3, f32), xs))
-    sizes.append(len(dispatch._primitive_cache))
+    sizes.append(len(compiler._primitive_cache))
   for (c, ys), scale in zip(results, (1.0, 2.0, 2.0)):
     close(c, xs.sum(0) * scale)
     close(ys, np.concatenate([np.zeros((1, 3)), np.cumsum(xs, 0)[:-1]]) * scale ** 2)

@@ -6,7 +6,8 @@ import pytest
 import minijax
 from minijax import lax
 from minijax.lowering import mlir
-from minijax.runtime import backend, dispatch
+from minijax.runtime import backend
+from minijax.staging import compiler
 
 
 def _lower_and_run(fun, *args):
@@ -17,7 +18,7 @@ def _lower_and_run(fun, *args):
   module = mlir.lower_jaxpr_to_module(closed, name="consts").module
   assert module.operation.verify()
   text = module.operation.get_asm(large_elements_limit=64)
-  run = dispatch.compile_jaxpr(closed, device=backend.default_device(), name="consts")
+  run = compiler.compile_jaxpr(closed, device=backend.default_device(), name="consts")
   return text, [np.asarray(out) for out in run(*args)]
 
 

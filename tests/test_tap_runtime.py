@@ -1,5 +1,5 @@
 """The tap runtime on real jaxlib: hand-built MHLO modules whose custom calls come from
-`taps.emit_tap`, compiled through `executable.compile`, for both tap mechanisms.
+`hcb.emit_tap_custom_call`, compiled through `executable.compile`, for both tap mechanisms.
 
 Every module is `main(token, *args) -> (token, *args)` (or without the token for unordered
 taps): the identity, tapping some of its arguments on the way.  Tests wait for taps with
@@ -26,6 +26,7 @@ from minijax import tree_util
 from minijax.config import config
 from minijax.core.avals import ShapedArray
 from minijax.core.effects import Effect
+from minijax.experimental import host_callback as hcb
 from minijax.lowering.context import ir_context
 from minijax.lowering.mlir import aval_to_ir_type
 from minijax.runtime import backend, executable
@@ -80,7 +81,7 @@ def tap_args(func, indices=None, transforms=()):
     chosen = args if indices is None else [args[i] for i in indices]
     avals = [_aval_of(v) for v in chosen]
     cid = consumer_for(func, avals, transforms)
-    return taps.emit_tap(cid, token, chosen, host_callbacks=host_callbacks)
+    return hcb.emit_tap_custom_call(cid, token, chosen, host_callbacks=host_callbacks)
   return body
 
 
@@ -228,7 +229,7 @@ def test_a_tap_of_an_empty_tuple_still_calls_the_tap_function(mechanism):
 
   def body(token, args, host_callbacks):
     cid = consumer_for(lambda arg, t: got.append(arg), [])
-    return taps.emit_tap(cid, token, [], host_callbacks=host_callbacks)
+    return hcb.emit_tap_custom_call(cid, token, [], host_callbacks=host_callbacks)
 
   exe = compile_tapping([ShapedArray((), f32)], body)
   run(exe, f32(0))
@@ -242,7 +243,7 @@ def test_several_arrays_and_a_pytree_arrive_in_one_tap(mechanism):
 
   def body(token, args, host_callbacks):
     cid = consumer_for(lambda arg, t: got.append(arg), [_aval_of(v) for v in args], tree=tree)
-    return taps.emit_tap(cid, token, args, host_callbacks=host_callbacks)
+    return hcb.emit_tap_custom_call(cid, token, args, host_callbacks=host_callbacks)
 
   exe = compile_tapping([ShapedArray((2,), f32), ShapedArray((), np.int32),
                          ShapedArray((2, 2), np.uint8)], body)

@@ -81,13 +81,6 @@ class AbstractToken(AbstractValue):
   __repr__ = str_short
 
 
-abstract_token = AbstractToken()
-
-
-def raise_to_shaped(aval: AbstractValue) -> AbstractValue:
-  return aval
-
-
 PYTHON_SCALARS = (bool, int, float, complex)
 _python_scalar_avals: dict[tuple, ShapedArray] = {}
 
@@ -105,8 +98,9 @@ def python_scalar_aval(x: Any) -> ShapedArray:
   return aval
 
 
-def shaped_abstractify(x: Any) -> ShapedArray:
-  """The aval of a concrete value (Array, numpy array or Python scalar)."""
+def get_aval(x: Any) -> ShapedArray:
+  """The aval of any value: a tracer's or an Array's own, or that of a numpy value or a
+  Python scalar (TypeError for anything else)."""
   aval = getattr(x, "aval", None)
   if aval is not None:
     return aval

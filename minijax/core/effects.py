@@ -1,45 +1,115 @@
-"""Effects as data.
+"""Effects as data, each class declaring its own policy.
 
-An effect is any hashable object; equations and jaxprs carry a frozenset of them.  Whether
-an effect must keep program order is a class attribute (`ordered`), read by the lowering,
-which threads one token per ordered effect, and by the runtime, which keeps the last token
-of each ordered effect per device.  Partial evaluation and dead-code elimination keep every
-equation that has an effect.
+Equations and jaxprs carry a frozenset of effects.  An effect is an instance of a subclass
+of `Effect`; it may carry data (one effect per resource, say), declared as the fields of a
+frozen dataclass, and effects still compare, hash and sort deterministically: by class and
+data, in the order of `sort_key` (class name, module, data).
+
+What the rest of minijax may do with an equation that has an effect is decided by the
+effect's class, in these flags, and read in one place each (the functions below):
+
+  ordered                       gets a token: the lowering threads one token per ordered
+                                effect through every function, call, branch and loop, and
+                                the runtime chains executions by it (`ordered_effects`);
+  allowed_in_control_flow       may appear in `cond` branches, `while` loops and `scan`
+                                bodies (`check_allowed(..., "control_flow", ...)`);
+  allowed_in_remat              may appear inside `checkpoint`;
+  allowed_in_custom_derivatives may appear inside `custom_jvp`/`custom_vjp` functions;
+  kept_when_unused              dead-code elimination and partial evaluation keep the
+                                equation even when nothing reads its outputs
+                                (`must_keep`);
+  runs_with_zero_cotangents     the backward pass runs the equation's transpose even when
+                                all its output cotangents are symbolically zero, with
+                                zeros instantiated (a tap on cotangents fires in every
+                                backward pass: `run_with_zero_cotangents`).
+
+The defaults are the conservative ones for a side effect: allowed everywhere, never
+dropped, transposed even with zero cotangents, unordered.
 """
 from __future__ import annotations
 
+import dataclasses
 import functools
 from typing import ClassVar, Iterable
 
 
 class Effect:
-  """Base class of effects.  Subclasses set `ordered = True` to get a token."""
+  """Base class of effects; subclasses set the policy flags (see the module docstring)."""
   ordered: ClassVar[bool] = False
+  allowed_in_control_flow: ClassVar[bool] = True
+  allowed_in_remat: ClassVar[bool] = True
+  allowed_in_custom_derivatives: ClassVar[bool] = True
+  kept_when_unused: ClassVar[bool] = True
+  runs_with_zero_cotangents: ClassVar[bool] = True
 
-  def __repr__(self):
-    return type(self).__name__
+  def data(self) -> tuple:
+    """What tells two effects of one class apart: a dataclass's fields, else nothing."""
+    if dataclasses.is_dataclass(self):
+      return tuple(getattr(self, f.name) for f in dataclasses.fields(self))
+    return ()
 
   def __eq__(self, other):
-    return type(self) is type(other)
+    return type(self) is type(other) and self.data() == other.data()
 
   def __hash__(self):
-    return hash(type(self))
+    return hash((type(self), self.data()))
+
+  def __repr__(self):
+    data = self.data()
+    name = type(self).__name__
+    return f"{name}({', '.join(map(repr, data))})" if data else name
 
 
-Effects = frozenset
+def sort_key(effect: Effect) -> tuple:
+  """The fixed order of effects (and so of tokens): by class name, module, then data."""
+  cls = type(effect)
+  return (cls.__name__, cls.__module__, repr(effect.data()))
+
+
 no_effects: frozenset = frozenset()
+
+_POLICIES = {
+    "control_flow": ("allowed_in_control_flow", "control flow (cond, while_loop, scan)"),
+    "remat": ("allowed_in_remat", "checkpoint (remat)"),
+    "custom_derivatives": ("allowed_in_custom_derivatives", "custom_jvp and custom_vjp"),
+}
 
 
 def ordered_effects(effects: Iterable[Effect]) -> tuple[Effect, ...]:
   """The ordered effects among `effects`, in the one fixed order tokens use."""
   if isinstance(effects, frozenset):
     return _ordered_effects_of_set(effects)
-  return tuple(sorted((e for e in effects if e.ordered), key=repr))
+  return tuple(sorted((e for e in effects if e.ordered), key=sort_key))
 
 
 @functools.lru_cache(maxsize=1024)
 def _ordered_effects_of_set(effects: frozenset) -> tuple[Effect, ...]:
-  return tuple(sorted((e for e in effects if e.ordered), key=repr))
+  return tuple(sorted((e for e in effects if e.ordered), key=sort_key))
+
+
+def unordered_effects(effects: Iterable[Effect]) -> tuple[Effect, ...]:
+  return tuple(sorted((e for e in effects if not e.ordered), key=sort_key))
+
+
+def must_keep(effects: frozenset) -> bool:
+  """Whether an equation with `effects` stays even when its outputs are unused."""
+  return any(e.kept_when_unused for e in effects)
+
+
+def run_with_zero_cotangents(effects: frozenset) -> bool:
+  """Whether the backward pass runs an equation with `effects` when its cotangents are zero."""
+  return any(e.runs_with_zero_cotangents for e in effects)
+
+
+def check_allowed(effects: Iterable[Effect], where: str, construct: str) -> None:
+  """Raises NotImplementedError naming the effects that may not appear in `where`
+  ("control_flow", "remat" or "custom_derivatives"), as used by `construct`."""
+  flag, description = _POLICIES[where]
+  disallowed = sorted((e for e in effects if not getattr(e, flag)), key=sort_key)
+  if disallowed:
+    raise NotImplementedError(
+        f"Effects not supported in {construct}: {disallowed}. These effects may not appear "
+        f"in {description}: their class sets `{flag} = False`.")
 
 
 def union(effect_sets: Iterable[frozenset]) -> frozenset:

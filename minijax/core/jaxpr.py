@@ -15,7 +15,7 @@ import sys
 from typing import Any, NamedTuple, Sequence
 
 from minijax.core import effects as effects_lib
-from minijax.core.avals import AbstractValue, ShapedArray, shaped_abstractify
+from minijax.core.avals import AbstractValue, ShapedArray
 
 
 class Var:
@@ -90,10 +90,6 @@ class JaxprEqn(NamedTuple):
     return self._replace(**kwargs)
 
 
-def new_jaxpr_eqn(invars, outvars, primitive, params, effects, source_info=None) -> JaxprEqn:
-  return JaxprEqn(list(invars), list(outvars), primitive, params, effects, source_info)
-
-
 class Jaxpr:
   __slots__ = ("constvars", "invars", "outvars", "eqns", "effects", "debug_info")
 
@@ -138,8 +134,16 @@ class ClosedJaxpr:
   __repr__ = __str__
 
 
-def closed_call_jaxpr(jaxpr: Jaxpr) -> ClosedJaxpr:
-  return ClosedJaxpr(jaxpr, [])
+def hoist_consts(closed: ClosedJaxpr) -> tuple[ClosedJaxpr, list[Any]]:
+  """`(closed with its constants turned into leading inputs, the constants)`: the form that
+  call primitives (`jit_p`, control flow, remat, custom derivatives) take, so that their
+  constants travel as operands, visible to every transformation (they may be tracers)."""
+  jaxpr = closed.jaxpr
+  if not jaxpr.constvars:
+    return closed, list(closed.consts)
+  hoisted = Jaxpr([], [*jaxpr.constvars, *jaxpr.invars], jaxpr.outvars, jaxpr.eqns,
+                  jaxpr.effects, jaxpr.debug_info)
+  return ClosedJaxpr(hoisted, []), list(closed.consts)
 
 
 # ----------------------------------------------------------------------------- evaluation
@@ -243,7 +247,3 @@ def literalable(x) -> bool:
   import numpy as np
   return isinstance(x, (bool, int, float, complex)) or (
       isinstance(x, (np.ndarray, np.generic)) and np.shape(x) == ())
-
-
-def make_literal(x) -> Literal:
-  return Literal(x, shaped_abstractify(x))

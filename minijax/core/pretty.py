@@ -16,6 +16,7 @@ from typing import Any, Callable
 
 import numpy as np
 
+from minijax.core import effects as effects_lib
 from minijax.core.jaxpr import ClosedJaxpr, DropVar, Jaxpr, JaxprEqn, Literal, Var
 
 PpRule = Callable[[dict, "_Names", int], list]
@@ -98,7 +99,7 @@ def pp_eqn(eqn: JaxprEqn, names: _Names | None = None, indent: int = 0) -> str:
     head = f"{eqn.primitive}[{' '.join(params)}]"
   text = f"{outs} = {head} {ins}".rstrip() if outs else f"{head} {ins}".rstrip()
   if eqn.effects:
-    text += "  # effects: " + ", ".join(sorted(map(repr, eqn.effects)))
+    text += "  # effects: " + ", ".join(map(repr, sorted(eqn.effects, key=effects_lib.sort_key)))
   return text
 
 

@@ -1,7 +1,8 @@
 """Primitives: named operations whose meaning is given by rule tables.
 
-A primitive owns its evaluation rule (`impl`, by default the runtime's compiled
-single-primitive dispatch) and its abstract evaluation, which returns output avals and the
+A primitive owns its evaluation rule (`impl`: its own, or else the eager impl that the
+staging layer installs with `set_eager_impl`, which compiles and runs the primitive on
+concrete values) and its abstract evaluation, which returns output avals and the
 effects the operation has.  Every other rule (jvp, transpose, batching, lowering) lives in
 the table of the layer that uses it, keyed by the primitive.  `bind` is the only way to
 apply a primitive: it asks the current trace to process it.
@@ -15,8 +16,19 @@ from minijax.core import trace as trace_lib
 
 AbstractEvalRule = Callable[..., Any]
 
-# Installed by minijax.runtime.dispatch: runs a primitive on concrete arrays.
-default_impl: list[Callable] = []
+def _no_eager_impl(primitive, *args, **params):
+  raise RuntimeError(f"cannot evaluate '{primitive}' on concrete values: no eager impl is "
+                     "installed (importing minijax installs minijax.staging's)")
+
+
+_eager_impl: Callable = _no_eager_impl
+
+
+def set_eager_impl(impl: Callable) -> None:
+  """Installs `impl(primitive, *args, **params)`, which runs primitives that have no impl of
+  their own on concrete values."""
+  global _eager_impl
+  _eager_impl = impl
 
 
 class Primitive:
@@ -40,7 +52,7 @@ class Primitive:
   def impl(self, *args, **params):
     if self._impl is not None:
       return self._impl(*args, **params)
-    return default_impl[0](self, *args, **params)
+    return _eager_impl(self, *args, **params)
 
   def def_abstract_eval(self, rule: AbstractEvalRule) -> AbstractEvalRule:
     """`rule(*avals, **params)` returns the output aval(s); the primitive has no effects."""

@@ -4,14 +4,16 @@
     y = id_tap(tap_func, x, result=z)  # taps x, returns z
     id_print(x, what="activation")     # prints "what: activation" and x on the host
 
-A tap is one primitive, `id_tap_p`, whose every rule is in this file.  Its abstract
-evaluation is the identity plus an effect: `OrderedTap` (the default) or `UnorderedTap`
-(`ordered=False`).  The lowering threads one token through every `OrderedTap` equation, so
-taps on a device arrive in program order and, through the runtime's tokens, in call order
-across calls; an unordered tap is ordered only by its data dependencies.  The lowering
-registers a consumer (tap function, transforms, tree structure, leaf types) and emits the
-runtime's custom call, which copies the values into the device's tap queue; a receiver
-thread per device calls the tap functions (see `minijax.runtime.taps`).
+A tap is one primitive, `id_tap_p`, whose every rule is in this file.  Its `effect` param
+is `OrderedTap()` (the default) or `UnorderedTap()` (`ordered=False`), and its abstract
+evaluation is the identity plus that effect.  The lowering threads one token through every
+`OrderedTap` equation, so taps on a device arrive in program order and, through the
+runtime's tokens, in call order across calls; an unordered tap is ordered only by its data
+dependencies.  Whether a tap takes a token is read from its effect, nowhere else.  The
+lowering registers a consumer (tap function, transforms, tree structure, leaf types) with
+the runtime and emits a custom call to the runtime's tap target (`emit_tap_custom_call`),
+which copies the values into the device's tap queue; a receiver thread per device calls
+the tap functions (see `minijax.runtime.taps`).
 
 Transformations follow JAX's host_callback: vmap taps the whole batch once and adds
 `('batch', {'batch_dims': ...})` to `transforms`; jvp taps the primals and then the tangents
@@ -26,10 +28,12 @@ import warnings
 from typing import Any, Callable
 
 import numpy as np
+from jaxlib.mlir import ir
+from jaxlib.mlir.dialects import mhlo
 
 from minijax import tree_util
-from minijax.core.avals import shaped_abstractify
 from minijax.core import pretty
+from minijax.core.avals import get_aval
 from minijax.core.effects import Effect
 from minijax.core.primitive import Primitive
 from minijax.core.trace import Tracer
@@ -85,7 +89,7 @@ def id_tap(tap_func: Callable, arg: Any, *, result: Any = None, ordered: bool = 
   flat_args, arg_treedef = tree_util.tree_flatten(arg)
   _check_leaves(flat_args, "the tapped value")
   params = dict(tap_func_=tap_func, arg_treedef_=arg_treedef, nr_tapped_args_=len(flat_args),
-                transforms=(), ordered=bool(ordered))
+                transforms=(), effect=ordered_tap if ordered else unordered_tap)
   if result is None:
     return arg_treedef.unflatten(id_tap_p.bind(*flat_args, **params))
   flat_results, result_treedef = tree_util.tree_flatten(result)
@@ -158,7 +162,7 @@ def _print_consumer(arg, transforms, *, output_stream=None, threshold=None, **kw
 # ----------------------------------------------------------------------------- the primitive
 # Params: tap_func_, arg_treedef_, nr_tapped_args_ (the leading operands that are tapped;
 # the rest only pass through, for `result=` and data dependencies), transforms (a tuple of
-# `(name, *params)`, innermost first) and ordered.
+# `(name, *params)`, innermost first) and effect (an OrderedTap or UnorderedTap).
 
 id_tap_p = Primitive("id_tap")
 id_tap_p.multiple_results = True
@@ -168,24 +172,54 @@ def _add_transform(params: dict, name: str, *transform_params) -> dict:
   return dict(params, transforms=params["transforms"] + ((name, *transform_params),))
 
 
-def _id_tap_abstract_eval(*avals, ordered, **params):
-  return list(avals), frozenset([ordered_tap if ordered else unordered_tap])
+def _id_tap_abstract_eval(*avals, effect, **params):
+  return list(avals), frozenset([effect])
 
 
 id_tap_p.def_effectful_abstract_eval(_id_tap_abstract_eval)
 
 
-def _id_tap_lowering(ctx, *args, tap_func_, arg_treedef_, nr_tapped_args_, transforms, ordered):
+def _i64(value: int, signed: bool = True) -> ir.IntegerAttr:
+  kind = ir.IntegerType.get_signless(64) if signed else ir.IntegerType.get_unsigned(64)
+  return ir.IntegerAttr.get(kind, value)
+
+
+def emit_tap_custom_call(consumer_id: int, token: ir.Value | None, operands, *,
+                         host_callbacks: list) -> ir.Value | None:
+  """Emits, at the current insertion point, the custom call that sends `operands` to the
+  consumer `consumer_id` (from `register_consumer`) through the tap mechanism in use:
+
+      %t1 = mhlo.custom_call @minijax_tap(%t0, %x, %y) {api_version = 4 : i32,
+          has_side_effect = true, backend_config = {consumer = 7 : i64}}
+          : (!mhlo.token, tensor<3xf32>, tensor<i32>) -> !mhlo.token
+
+  With a `token` (an ordered tap) the call is sequenced after it and returns the next
+  token; without one it has no results, and `has_side_effect` keeps XLA from dropping it.
+  For the callback mechanism the target is jaxlib's Python callback, and the host callable
+  is appended to `host_callbacks` (the module's list, compiled with the executable)."""
+  takes_token = token is not None
+  if tap_runtime.mechanism() == "native":
+    target = tap_runtime.NATIVE_TARGET
+    config_attr = ir.DictAttr.get({tap_runtime.NATIVE_CONSUMER_ATTRIBUTE: _i64(consumer_id)})
+  else:
+    target = tap_runtime.CALLBACK_TARGET
+    config_attr = ir.DictAttr.get({"index": _i64(len(host_callbacks), signed=False)})
+    host_callbacks.append(tap_runtime.TapCallback(consumer_id, takes_token))
+  op = mhlo.CustomCallOp([mhlo.TokenType.get()] if takes_token else [],
+                         ([token] if takes_token else []) + list(operands), target,
+                         has_side_effect=True, backend_config=config_attr,
+                         api_version=ir.IntegerAttr.get(ir.IntegerType.get_signless(32), 4))
+  return op.result if takes_token else None
+
+
+def _id_tap_lowering(ctx, *args, tap_func_, arg_treedef_, nr_tapped_args_, transforms, effect):
   consumer_id = tap_runtime.register_consumer(tap_func_, transforms, arg_treedef_,
                                               ctx.avals_in[:nr_tapped_args_])
-  sink = ctx.module_context.host_callbacks
-  tapped = args[:nr_tapped_args_]
-  if ordered:
-    token = tap_runtime.emit_tap(consumer_id, ctx.tokens_in.get(ordered_tap), tapped,
-                                 host_callbacks=sink)
-    ctx.set_tokens_out(TokenSet({ordered_tap: token}))
-  else:
-    tap_runtime.emit_tap(consumer_id, None, tapped, host_callbacks=sink)
+  token = ctx.tokens_in.get(effect) if effect.ordered else None
+  token = emit_tap_custom_call(consumer_id, token, args[:nr_tapped_args_],
+                               host_callbacks=ctx.module_context.host_callbacks)
+  if effect.ordered:
+    ctx.set_tokens_out(TokenSet({effect: token}))
   return list(args)
 
 
@@ -197,20 +231,16 @@ def _instantiate(tangent, aval):
   return ad.instantiate_zeros(ad.Zero(aval) if tangent is None else tangent)
 
 
-def _aval(x):
-  return x.aval if isinstance(x, (ad.UndefinedPrimal, Tracer, Array)) else shaped_abstractify(x)
-
-
 def _id_tap_jvp(primals, tangents, **params):
   out_primals = id_tap_p.bind(*primals, **params)
   # One primal output rides along, untapped, so the tangent tap comes after the primal one.
-  tangent_values = [_instantiate(t, _aval(p).tangent_aval()) for p, t in zip(primals, tangents)]
+  tangent_values = [_instantiate(t, get_aval(p).tangent_aval()) for p, t in zip(primals, tangents)]
   out_tangents = id_tap_p.bind(*tangent_values, out_primals[0], **_add_transform(params, "jvp"))
   return out_primals, out_tangents[:-1]
 
 
 def _id_tap_transpose(cts, *args, **params):
-  cts = [_instantiate(ct, _aval(a)) for a, ct in zip(args, cts)]
+  cts = [_instantiate(ct, get_aval(a)) for a, ct in zip(args, cts)]
   ct_args = id_tap_p.bind(*cts, **_add_transform(params, "transpose"))
   return [ct if ad.is_undefined_primal(a) else None for a, ct in zip(args, ct_args)]
 
@@ -233,8 +263,6 @@ def _id_tap_pp(params, names, indent):
            f"nr_tapped_args_={params['nr_tapped_args_']}"]
   if params["transforms"]:
     lines.append(f"transforms={params['transforms']}")
-  if not params["ordered"]:
-    lines.append("ordered=False")
   return lines
 
 

@@ -24,21 +24,17 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from minijax.core import dtypes
-from minijax.core.avals import ShapedArray, shaped_abstractify
+from minijax.core.avals import get_aval
 from minijax.core.errors import MissingRuleError
 from minijax.core.jaxpr import ClosedJaxpr, eval_jaxpr
-from minijax.core.primitive import Primitive
 from minijax.core.trace import Trace, Tracer, new_trace, set_current_trace
+from minijax.interpreters import array_ops
 
 JvpRule = Callable[..., tuple[Any, Any]]
 TransposeRule = Callable[..., Any]
 
 primitive_jvps: dict[Any, JvpRule] = {}
 primitive_transposes: dict[Any, TransposeRule] = {}
-
-
-def get_aval(x):
-  return x.aval if isinstance(x, Tracer) else shaped_abstractify(x)
 
 
 class Zero:
@@ -78,8 +74,7 @@ def is_float0(x) -> bool:
 def zeros_like_aval(aval):
   if aval.dtype == dtypes.float0:
     return np.zeros(aval.shape, dtypes.float0)
-  from minijax import lax
-  return lax.full(aval.shape, 0, aval.dtype)
+  return array_ops.zeros(aval)
 
 
 def instantiate_zeros(tangent):
@@ -89,19 +84,6 @@ def instantiate_zeros(tangent):
   return tangent
 
 
-# ---- add_any: tangent and cotangent accumulation (linear, with its own transpose)
-add_any_p = Primitive("add_any")
-
-
-def _add_any_abstract_eval(x, y):
-  if x.shape != y.shape or x.dtype != y.dtype:
-    raise TypeError(f"add_any: mismatched tangents {x.str_short()} and {y.str_short()}")
-  return ShapedArray(x.shape, x.dtype, x.weak_type and y.weak_type)
-
-
-add_any_p.def_abstract_eval(_add_any_abstract_eval)
-
-
 def add_tangents(x, y):
   if type(x) is Zero:
     return y
@@ -109,26 +91,7 @@ def add_tangents(x, y):
     return x
   if is_float0(x):
     return x
-  return add_any_p.bind(x, y)
-
-
-def _register_add_any():
-  from jaxlib.mlir.dialects import mhlo
-  from minijax.interpreters import batching
-  from minijax.lowering import mlir
-  mlir.register_lowering(add_any_p, lambda ctx, x, y: mhlo.AddOp(x, y).result)
-
-  def batch(args, dims):  # operands of equal shapes: both get the batch dim first
-    (x, y), (dx, dy) = args, dims
-    if dx == dy:
-      return add_any_p.bind(x, y), dx
-    size = x.shape[dx] if dx is not None else y.shape[dy]
-    return add_any_p.bind(batching.bdim_at_front(x, dx, size),
-                          batching.bdim_at_front(y, dy, size)), 0
-  batching.primitive_batchers[add_any_p] = batch
-
-
-_register_add_any()
+  return array_ops.add_any(x, y)
 
 
 # ----------------------------------------------------------------------------- the jvp trace
@@ -301,8 +264,7 @@ def _fit_tangent(t, shape):
     return t
   if is_float0(t):
     return np.zeros(shape, dtypes.float0)
-  from minijax import lax
-  return lax.broadcast_in_dim(t, shape, ())
+  return array_ops.broadcast_in_dim(t, shape, ())
 
 
 def defjvp(primitive, *jvp_fns: Callable | None) -> None:
@@ -354,37 +316,3 @@ def deflinear(primitive, transpose_rule: Callable) -> None:
 
   primitive_jvps[primitive] = jvp
   primitive_transposes[primitive] = transpose
-
-
-def deflinear2(primitive, transpose_rule: Callable) -> None:
-  """Like `deflinear`, with the arguments: `transpose_rule(ct, *args, **params)`."""
-  def jvp(primals, tangents, **params):
-    out = primitive.bind(*primals, **params)
-    if all(type(t) is Zero for t in tangents):
-      return out, Zero.from_primal_value(out)
-    return out, primitive.bind(*map(instantiate_zeros, tangents), **params)
-
-  def transpose(ct, *args, **params):
-    if type(ct) is Zero:
-      return [Zero(a.aval) if is_undefined_primal(a) else None for a in args]
-    return transpose_rule(ct, *args, **params)
-
-  primitive_jvps[primitive] = jvp
-  primitive_transposes[primitive] = transpose
-
-
-def _add_any_transpose(ct, x, y):
-  return [ct, ct]
-
-
-primitive_jvps[add_any_p] = lambda primals, tangents: (
-    add_any_p.bind(*primals), add_tangents(*tangents))
-primitive_transposes[add_any_p] = _add_any_transpose
-
-
-def __getattr__(name):
-  # The transposition machinery lives in transpose.py; re-exported here for callers.
-  if name in ("backward_pass", "transpose_jaxpr"):
-    from minijax.interpreters import transpose
-    return getattr(transpose, name)
-  raise AttributeError(name)

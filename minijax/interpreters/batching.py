@@ -17,24 +17,23 @@ from __future__ import annotations
 
 from typing import Any, Callable, Sequence
 
-from minijax.core.avals import ShapedArray, shaped_abstractify
+from minijax.core.avals import ShapedArray, get_aval
 from minijax.core.errors import MissingRuleError
 from minijax.core.jaxpr import ClosedJaxpr, eval_jaxpr
 from minijax.core.trace import Trace, Tracer, new_trace, set_current_trace
+from minijax.interpreters import array_ops
 
 BatchRule = Callable[..., tuple[Any, Any]]
 
-not_mapped = None
 primitive_batchers: dict[Any, BatchRule] = {}
 
 
 def moveaxis(x, src: int, dst: int):
-  from minijax import lax
   if src == dst:
     return x
   perm = [i for i in range(x.ndim) if i != src]
   perm.insert(dst, src)
-  return lax.transpose(x, tuple(perm))
+  return array_ops.transpose(x, tuple(perm))
 
 
 def defvectorized(primitive) -> None:
@@ -46,11 +45,15 @@ def defvectorized(primitive) -> None:
 
 def bdim_at_front(x, bdim, size: int):
   """`x` with its batch dimension first, broadcasting an unbatched `x` to `size`."""
-  from minijax import lax
   if bdim is None:
-    x = lax.convert_to_array(x)
-    return lax.broadcast(x, (size,))
+    return _broadcast_front(x, size)
   return moveaxis(x, bdim, 0)
+
+
+def _broadcast_front(x, size: int):
+  """`x` (not batched) repeated `size` times along a new leading axis."""
+  shape = _shape(x)
+  return array_ops.broadcast_in_dim(x, (size, *shape), tuple(range(1, len(shape) + 1)))
 
 
 def defbroadcasting(primitive) -> None:
@@ -88,18 +91,17 @@ def defbroadcasting(primitive) -> None:
 
 
 def _shape(x) -> tuple:
-  return x.aval.shape if isinstance(x, Tracer) else shaped_abstractify(x).shape
+  return x.aval.shape if isinstance(x, Tracer) else get_aval(x).shape
 
 
 def _to_batched(x, d, size: int, elem_shape: tuple):
   """An operand of an elementwise op with the batch dim first and the shape (size, *S), or
   rank 0 when it is unbatched and of rank 0."""
-  from minijax import lax
   if d is None:
     return x if not _shape(x) else bdim_at_front(x, None, size)
   x = moveaxis(x, d, 0)
   if elem_shape and len(_shape(x)) == 1:
-    x = lax.broadcast_in_dim(x, (size, *elem_shape), (0,))
+    x = array_ops.broadcast_in_dim(x, (size, *elem_shape), (0,))
   return x
 
 
@@ -115,7 +117,7 @@ class BatchTracer(Tracer):
 
   @property
   def aval(self):
-    aval = self.val.aval if isinstance(self.val, Tracer) else shaped_abstractify(self.val)
+    aval = self.val.aval if isinstance(self.val, Tracer) else get_aval(self.val)
     shape = list(aval.shape)
     del shape[self.batch_dim]
     return ShapedArray(tuple(shape), aval.dtype, aval.weak_type)
@@ -151,14 +153,13 @@ class BatchTrace(Trace):
 
 def matchaxis(x, src: int | None, dst: int | None, size: int, what: str = "output"):
   """Moves the batch dim of `x` from `src` to `dst` (broadcasting if `src` is None)."""
-  from minijax import lax
   if dst is None:
     if src is None:
       return x
     raise ValueError(f"vmap has mapped {what} but out_axes is None; an output that "
                      "depends on a mapped input needs a mapped out_axes")
   if src is None:
-    x = lax.broadcast(lax.convert_to_array(x), (size,))
+    x = _broadcast_front(x, size)
     src = 0
   return moveaxis(x, src, dst)
 

@@ -20,6 +20,7 @@ import numpy as np
 
 from minijax.core import avals as avals_lib
 from minijax.core import dtypes
+from minijax.core.effects import must_keep
 from minijax.core.jaxpr import (ClosedJaxpr, Jaxpr, JaxprEqn, Literal, Var,
                                 literalable, user_source_info)
 from minijax.core.jaxpr import eval_jaxpr
@@ -76,7 +77,7 @@ class DynamicJaxprTrace(Trace):
       dtype, weak = dtypes.dtype_and_weak_type(x)
       return Literal(np.asarray(x, dtype) if not weak else x,
                      avals_lib.ShapedArray((), dtype, weak))
-    aval = x.aval if isinstance(x, Tracer) else avals_lib.shaped_abstractify(x)
+    aval = x.aval if isinstance(x, Tracer) else avals_lib.get_aval(x)
     var = Var(aval)
     self._const_var_by_id[id(x)] = var
     self.constvars.append(var)
@@ -113,7 +114,7 @@ def trace_to_jaxpr_dynamic(fun: Callable, in_avals: Sequence[Any],
 
 
 def trace_pytree_fun(fun: Callable, args: Sequence[Any], kwargs: dict | None = None,
-                     aval_of: Callable = avals_lib.shaped_abstractify):
+                     aval_of: Callable = avals_lib.get_aval):
   """Stages `fun(*args, **kwargs)`, whose arguments and result are pytrees.  Returns the
   jaxpr over the flat leaves, its constants, the flat arguments and the output tree."""
   from minijax import tree_util
@@ -133,21 +134,6 @@ def trace_pytree_fun(fun: Callable, args: Sequence[Any], kwargs: dict | None = N
 def trace_to_closed_jaxpr(fun: Callable, in_avals: Sequence[Any], debug_info=None) -> ClosedJaxpr:
   jaxpr, consts = trace_to_jaxpr_dynamic(fun, in_avals, debug_info)
   return ClosedJaxpr(jaxpr, consts)
-
-
-def trace_to_jaxpr(fun: Callable, in_avals: Sequence[Any], debug_info=None):
-  """Alias of `trace_to_jaxpr_dynamic`: `fun(*flat) -> flat outs` to `(jaxpr, consts)`."""
-  return trace_to_jaxpr_dynamic(fun, in_avals, debug_info)
-
-
-def hoist_consts(closed: ClosedJaxpr) -> tuple[ClosedJaxpr, list[Any]]:
-  """`(jaxpr taking its constants as leading inputs, the constants)`: the form call
-  primitives such as `jit_p` take, so that constants may be tracers."""
-  jaxpr = closed.jaxpr
-  if not jaxpr.constvars:
-    return closed, []
-  return ClosedJaxpr(Jaxpr([], [*jaxpr.constvars, *jaxpr.invars], jaxpr.outvars, jaxpr.eqns,
-                           jaxpr.effects, jaxpr.debug_info), []), list(closed.consts)
 
 
 # ----------------------------------------------------------------------------- partial evaluation
@@ -235,12 +221,13 @@ def dce_jaxpr(jaxpr: Jaxpr, used_outputs: Sequence[bool],
               instantiate: bool | Sequence[bool] = False) -> tuple[Jaxpr, list[bool]]:
   """Removes what the used outputs do not need.  Returns `(new_jaxpr, used_inputs)`;
   `new_jaxpr` keeps the used outputs, its constvars, and only the inputs in `used_inputs`
-  (or every input where `instantiate` says so).  Equations with effects are never removed."""
+  (or every input where `instantiate` says so).  Equations whose effects must be kept
+  (`effects.must_keep`) are never removed."""
   instantiate = _broadcast(instantiate, len(jaxpr.invars))
   live = {v for v, used in zip(jaxpr.outvars, used_outputs) if used and type(v) is Var}
   new_eqns = []
   for eqn in reversed(jaxpr.eqns):
-    if eqn.effects or any(v in live for v in eqn.outvars):
+    if must_keep(eqn.effects) or any(v in live for v in eqn.outvars):
       new_eqns.append(eqn)
       live.update(a for a in eqn.invars if type(a) is not Literal)
   used_inputs = [v in live or inst for v, inst in zip(jaxpr.invars, instantiate)]

@@ -6,13 +6,15 @@ pass.  It then walks the remaining equations, which are linear in the `Undefined
 inputs, in reverse, calling each primitive's transpose rule with the cotangents of its
 outputs and accumulating the cotangents of its linear inputs.  Cotangents are symbolic
 `Zero`s until something contributes; an equation whose output cotangents are all zero is
-skipped, unless it has effects: effectful equations always run (their zero cotangents
-instantiated), so a tap on tangents fires in the backward pass.
+skipped, unless one of its effects says `runs_with_zero_cotangents` (the default): those
+always run with their zero cotangents instantiated, so a tap on tangents fires in the
+backward pass.
 """
 from __future__ import annotations
 
 from typing import Any, Sequence
 
+from minijax.core.effects import run_with_zero_cotangents
 from minijax.core.errors import MissingRuleError
 from minijax.core.jaxpr import ClosedJaxpr, Jaxpr, Literal
 from minijax.interpreters.ad import (UndefinedPrimal, Zero, add_tangents, instantiate_zeros,
@@ -61,9 +63,10 @@ def backward_pass(jaxpr: Jaxpr, consts: Sequence[Any], args: Sequence[Any],
   for eqn in reversed(linear_eqns):
     cts = [ct_env.pop(v, None) for v in eqn.outvars]
     cts = [Zero(v.aval) if ct is None else ct for v, ct in zip(eqn.outvars, cts)]
-    if not eqn.effects and all(type(ct) is Zero for ct in cts):
+    runs_anyway = run_with_zero_cotangents(eqn.effects)
+    if not runs_anyway and all(type(ct) is Zero for ct in cts):
       continue
-    if eqn.effects:
+    if runs_anyway:
       cts = [instantiate_zeros(ct) for ct in cts]
     rule = primitive_transposes.get(eqn.primitive)
     if rule is None:

@@ -1,4 +1,7 @@
-"""`minijax.lax`: primitives, one block per primitive holding every rule it has."""
+"""`minijax.lax`: primitives, one block per primitive holding every rule it has.
+
+Importing it also hands the interpreters the array operations they build on
+(`interpreters.array_ops`)."""
 from minijax.lax.call import jit_p
 from minijax.lax.elementwise import *  # noqa: F401,F403
 from minijax.lax.structural import *  # noqa: F401,F403
@@ -15,3 +18,8 @@ from minijax.lax.prng import *  # noqa: F401,F403
 from minijax.lax.special import *  # noqa: F401,F403
 from minijax.lax.incomplete import *  # noqa: F401,F403
 from minijax.lax.control_flow import cond, cond_p, fori_loop, map, scan, scan_p, switch, while_loop, while_p  # noqa: F401,A004
+
+from minijax.interpreters import array_ops as _array_ops  # noqa: E402
+
+_array_ops.install(zeros=lambda aval: full(aval.shape, 0, aval.dtype), add_any=add_any,
+                   broadcast_in_dim=broadcast_in_dim, transpose=transpose)

@@ -13,7 +13,7 @@ from __future__ import annotations
 from typing import Callable
 
 from minijax import tree_util
-from minijax.core.avals import shaped_abstractify
+from minijax.core.avals import get_aval
 from minijax.lax import utils
 from minijax.lax.slicing import slice_in_dim
 from minijax.lax.structural import concatenate, convert_to_array, expand_dims, reshape, rev
@@ -28,7 +28,7 @@ def associative_scan(fn: Callable, elems, reverse: bool = False, axis: int = 0):
   if not flat:
     return elems
   flat = [convert_to_array(x) for x in flat]
-  avals = [shaped_abstractify(x) for x in flat]
+  avals = [get_aval(x) for x in flat]
   axis = utils.canonicalize_axis(axis, avals[0].ndim)
   lengths = [a.shape[axis] if a.ndim > axis else None for a in avals]
   if any(n != lengths[0] for n in lengths):
@@ -47,7 +47,7 @@ def associative_scan(fn: Callable, elems, reverse: bool = False, axis: int = 0):
     return [slice_in_dim(x, start, stop, step, axis) for x in xs]
 
   def scan(xs):
-    n = shaped_abstractify(xs[0]).shape[axis]
+    n = get_aval(xs[0]).shape[axis]
     if n < 2:
       return xs
     pairs = combine(take(xs, 0, n - 1, 2), take(xs, 1, n, 2))
@@ -67,10 +67,10 @@ def associative_scan(fn: Callable, elems, reverse: bool = False, axis: int = 0):
 
 def _interleave(a, b, axis: int):
   """a[0], b[0], a[1], b[1], ... along `axis`, where `a` is as long as `b` or one longer."""
-  na, nb = shaped_abstractify(a).shape[axis], shaped_abstractify(b).shape[axis]
+  na, nb = get_aval(a).shape[axis], get_aval(b).shape[axis]
   if na > nb:  # pad b with any element; the extra slot is cut off below
     b = concatenate([b, slice_in_dim(a, 0, 1, 1, axis)], axis)
   pairs = concatenate([expand_dims(a, (axis + 1,)), expand_dims(b, (axis + 1,))], axis + 1)
-  shape = list(shaped_abstractify(a).shape)
+  shape = list(get_aval(a).shape)
   shape[axis] = 2 * na
   return slice_in_dim(reshape(pairs, tuple(shape)), 0, na + nb, 1, axis)

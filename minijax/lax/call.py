@@ -2,16 +2,21 @@
 
 Params: `jaxpr` (a ClosedJaxpr with no constants; they are passed as leading arguments),
 `name`, `donated_invars` and `device`.  Evaluating it compiles the jaxpr once per device
-through the shared dispatch path; lowering it emits a `func.call` to one private function
-per jaxpr, with the tokens of its ordered effects threaded through.
+(the impl is installed by `minijax.staging`, which owns compilation); lowering it emits a
+`func.call` to one private function per jaxpr, with the tokens of its ordered effects
+threaded through.
 """
 from __future__ import annotations
 
-from minijax.config import config
 from minijax.core import pretty
+from minijax.core.effects import must_keep
+from minijax.core.jaxpr import hoist_consts
 from minijax.core.primitive import Primitive
+from minijax.core.trace import Tracer, set_current_trace
+from minijax.interpreters import ad, batching
+from minijax.interpreters import partial_eval as pe
+from minijax.interpreters.transpose import transpose_jaxpr
 from minijax.lowering import mlir
-from minijax.runtime import dispatch
 
 jit_p = Primitive("jit")
 jit_p.multiple_results = True
@@ -22,32 +27,6 @@ def _jit_abstract_eval(*avals, jaxpr, name, donated_invars, device):
 
 
 jit_p.def_effectful_abstract_eval(_jit_abstract_eval)
-
-_compiled: dict = {}
-
-
-def compiled_call(jaxpr, name, donated_invars, device):
-  """The compiled executable for a jit_p equation (shared with the `jit` fast path)."""
-  from minijax.runtime import backend
-  device = backend.get_device(device) if device is not None else None
-  key = (jaxpr, donated_invars, device)
-  fn = _compiled.get(key)
-  if fn is None:
-    fn = _compiled[key] = dispatch.compile_jaxpr(
-        jaxpr, device=device or backend.get_device(None), name=name, donated_args=donated_invars)
-  return fn
-
-
-def _jit_impl(*args, jaxpr, name, donated_invars, device):
-  fn = compiled_call(jaxpr, name, donated_invars, device or dispatch.device_of(args))
-  outs = fn(*args)
-  if config.debug_nans:
-    dispatch.check_nans_in_jaxpr(jaxpr, args, outs, name)
-  return outs
-
-
-jit_p.def_impl(_jit_impl)
-
 
 def _jit_lowering(ctx, *args, jaxpr, name, donated_invars, device):
   return mlir.call_lowered_function(ctx, name, jaxpr, *args)
@@ -72,11 +51,6 @@ pretty.pp_rules[jit_p] = _jit_pp
 # constants): each transformation rewrites the inner jaxpr and binds the primitive again.
 # `fix_params(params, num_args)` adjusts params that depend on the number of arguments.
 
-from minijax.core.trace import set_current_trace  # noqa: E402
-from minijax.interpreters import ad, batching  # noqa: E402
-from minijax.interpreters import partial_eval as pe  # noqa: E402
-
-
 _rewrites: dict = {}
 
 
@@ -84,7 +58,6 @@ def _memo(fn, closed, *flags):
   """`fn(closed, *flags)`, cached per (jaxpr object, flags) when its constants are not
   tracers, so that an eager `grad(jit(f))` reuses the rewritten jaxprs (and thereby the
   compiled executables, which are keyed on them) from one call to the next."""
-  from minijax.core.trace import Tracer
   if any(isinstance(c, Tracer) for c in closed.consts):
     return fn(closed, *flags)
   key = (fn, closed, *(tuple(f) if isinstance(f, list) else f for f in flags))
@@ -100,14 +73,13 @@ _hoisted: dict = {}
 
 
 def _hoist(closed):
-  from minijax.core.trace import Tracer
   if any(isinstance(c, Tracer) for c in closed.consts):
-    return pe.hoist_consts(closed)
+    return hoist_consts(closed)
   result = _hoisted.get(closed)
   if result is None:
     if len(_hoisted) > 4096:
       _hoisted.clear()
-    result = _hoisted[closed] = pe.hoist_consts(closed)
+    result = _hoisted[closed] = hoist_consts(closed)
   return result
 
 
@@ -139,7 +111,7 @@ def call_partial_eval_rule(primitive, fix_params):
                               [x for x, uk in zip(args, unknowns) if not uk], params)
     res = known_outs[len(known_outs) - num_res:]
     known_outs = iter(known_outs[:len(known_outs) - num_res])
-    if not any(out_uk) and not unknown.effects:
+    if not any(out_uk) and not must_keep(unknown.effects):
       return list(known_outs)
     unknown_args = [*res, *(x for x, uk in zip(args, unknowns) if uk)]
     unknown_closed, consts = _hoist(unknown)
@@ -154,7 +126,7 @@ def call_partial_eval_rule(primitive, fix_params):
 def call_transpose_rule(primitive, fix_params):
   def rule(cts, *args, jaxpr, **params):
     linear = [ad.is_undefined_primal(x) for x in args]
-    transposed = _memo(ad.transpose_jaxpr, jaxpr, linear)
+    transposed = _memo(transpose_jaxpr, jaxpr, linear)
     cts = [ad.instantiate_zeros(ct) for ct in cts]
     outs = iter(_bind_call(primitive, fix_params, transposed,
                            [*(x for x, lin in zip(args, linear) if not lin), *cts], params))

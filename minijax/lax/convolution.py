@@ -30,7 +30,7 @@ from jaxlib.mlir import ir
 from jaxlib.mlir.dialects import mhlo
 
 from minijax.core import dtypes
-from minijax.core.avals import ShapedArray, shaped_abstractify
+from minijax.core.avals import ShapedArray, get_aval
 from minijax.core.primitive import Primitive
 from minijax.interpreters import ad, batching
 from minijax.lax.dot import (canonicalize_precision, canonicalize_preferred,
@@ -366,8 +366,8 @@ def _transpose_rhs(ct, lhs, rhs_aval, *, window_strides, padding, lhs_dilation, 
 def _conv_transpose_rule(ct, lhs, rhs, **params):
   from minijax.lax.misc import convert_element_type
   lhs_undefined, rhs_undefined = ad.is_undefined_primal(lhs), ad.is_undefined_primal(rhs)
-  lhs_aval = lhs.aval if lhs_undefined else shaped_abstractify(lhs)
-  rhs_aval = rhs.aval if rhs_undefined else shaped_abstractify(rhs)
+  lhs_aval = lhs.aval if lhs_undefined else get_aval(lhs)
+  rhs_aval = rhs.aval if rhs_undefined else get_aval(rhs)
   if type(ct) is ad.Zero:
     return [ad.Zero(lhs_aval) if lhs_undefined else None,
             ad.Zero(rhs_aval) if rhs_undefined else None]
@@ -391,7 +391,7 @@ def _conv_batch(args, dims, **params):
   g, b = params["feature_group_count"], params["batch_group_count"]
   size = lhs.shape[dl] if dl is not None else rhs.shape[dr]
   if size == 0:
-    lhs_aval, rhs_aval = map(shaped_abstractify, (lhs, rhs))
+    lhs_aval, rhs_aval = map(get_aval, (lhs, rhs))
     unbatched = [ShapedArray(tuple(s for i, s in enumerate(a.shape) if i != d), a.dtype)
                  if d is not None else a for a, d in ((lhs_aval, dl), (rhs_aval, dr))]
     out = _conv_abstract_eval(*unbatched, **params)
@@ -463,7 +463,7 @@ def conv_general_dilated(lhs, rhs, window_strides, padding, lhs_dilation=None,
     raise NotImplementedError("conv_general_dilated: out_sharding is not supported by "
                               "minijax (one device per computation)")
   lhs, rhs = convert_to_array(lhs), convert_to_array(rhs)
-  lhs_shape, rhs_shape = shaped_abstractify(lhs).shape, shaped_abstractify(rhs).shape
+  lhs_shape, rhs_shape = get_aval(lhs).shape, get_aval(rhs).shape
   dnums = conv_dimension_numbers(lhs_shape, rhs_shape, dimension_numbers)
   n = len(lhs_shape) - 2
   window_strides = _int_tuple("window_strides", window_strides, n)
@@ -537,7 +537,7 @@ def conv_transpose(lhs, rhs, strides, padding, rhs_dilation=None, dimension_numb
   'NHWC').  `transpose_kernel=True` flips the kernel's spatial axes and swaps its feature
   axes, giving the gradient of the forward convolution with that kernel."""
   lhs, rhs = convert_to_array(lhs), convert_to_array(rhs)
-  lhs_shape, rhs_shape = shaped_abstractify(lhs).shape, shaped_abstractify(rhs).shape
+  lhs_shape, rhs_shape = get_aval(lhs).shape, get_aval(rhs).shape
   ndim = len(lhs_shape)
   if ndim != len(rhs_shape) or ndim < 2:
     raise TypeError("conv_transpose needs lhs and rhs of one rank, at least 2; got shapes "

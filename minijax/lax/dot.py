@@ -22,7 +22,7 @@ from jaxlib.mlir import ir
 from jaxlib.mlir.dialects import mhlo
 
 from minijax.core import dtypes
-from minijax.core.avals import ShapedArray, shaped_abstractify
+from minijax.core.avals import ShapedArray, get_aval
 from minijax.core.primitive import Primitive
 from minijax.interpreters import ad, batching
 from minijax.lax.structural import convert_to_array, transpose
@@ -190,15 +190,12 @@ def _dot_general_jvp(primals, tangents, *, dimension_numbers, precision,
 
 
 def _transpose_to_operand(ct, other, operand_ndim, operand_contract, operand_batch,
-                          other_contract, other_batch, ct_free_self, ct_free_other, swap,
-                          precision):
+                          other_contract, other_batch, ct_free_other, precision):
   """The cotangent of one operand: contract `ct`'s axes of the other operand's free axes
   against `other`, then permute into the operand's axis order."""
   other_free = _free(other.ndim, other_contract, other_batch)
   nb = len(operand_batch)
   dims = ((tuple(ct_free_other), other_free), (tuple(range(nb)), tuple(other_batch)))
-  if precision is not None and swap:
-    precision = precision[::-1]
   out = dot_general_p.bind(ct, other, dimension_numbers=dims, precision=precision,
                            preferred_element_type=None)
   # `out` axes: batch, the operand's free axes, then other's contracting axes in order
@@ -213,8 +210,8 @@ def _dot_general_transpose(ct, lhs, rhs, *, dimension_numbers, precision,
                            preferred_element_type):
   from minijax.lax.misc import convert_element_type
   (lc, rc), (lb, rb) = dimension_numbers
-  lhs_aval = lhs.aval if ad.is_undefined_primal(lhs) else shaped_abstractify(lhs)
-  rhs_aval = rhs.aval if ad.is_undefined_primal(rhs) else shaped_abstractify(rhs)
+  lhs_aval = lhs.aval if ad.is_undefined_primal(lhs) else get_aval(lhs)
+  rhs_aval = rhs.aval if ad.is_undefined_primal(rhs) else get_aval(rhs)
   if type(ct) is ad.Zero:
     return [ad.Zero(lhs_aval) if ad.is_undefined_primal(lhs) else None,
             ad.Zero(rhs_aval) if ad.is_undefined_primal(rhs) else None]
@@ -226,12 +223,12 @@ def _dot_general_transpose(ct, lhs, rhs, *, dimension_numbers, precision,
   ct_rfree = range(nb + n_lfree, nb + n_lfree + n_rfree)
   t_lhs = t_rhs = None
   if ad.is_undefined_primal(lhs):
-    out = _transpose_to_operand(ct, rhs, lhs_aval.ndim, lc, lb, rc, rb, ct_lfree, ct_rfree,
-                                False, precision)
+    out = _transpose_to_operand(ct, rhs, lhs_aval.ndim, lc, lb, rc, rb, ct_rfree, precision)
     t_lhs = convert_element_type(out, lhs_aval.dtype)
   if ad.is_undefined_primal(rhs):
-    out = _transpose_to_operand(ct, lhs, rhs_aval.ndim, rc, rb, lc, lb, ct_rfree, ct_lfree,
-                                True, precision)
+    # the other operand (lhs) is now the product's rhs: its precision goes second
+    swapped = None if precision is None else precision[::-1]
+    out = _transpose_to_operand(ct, lhs, rhs_aval.ndim, rc, rb, lc, lb, ct_lfree, swapped)
     t_rhs = convert_element_type(out, rhs_aval.dtype)
   return [t_lhs, t_rhs]
 
@@ -274,7 +271,7 @@ def dot_general(lhs, rhs, dimension_numbers, precision=None, preferred_element_t
 def dot(lhs, rhs, precision=None, preferred_element_type=None):
   """Vector-vector, matrix-vector or matrix-matrix product (rank 1 or 2 operands)."""
   lhs, rhs = convert_to_array(lhs), convert_to_array(rhs)
-  la, ra = shaped_abstractify(lhs), shaped_abstractify(rhs)
+  la, ra = get_aval(lhs), get_aval(rhs)
   if not (1 <= la.ndim <= 2 and 1 <= ra.ndim <= 2) or la.shape[-1] != ra.shape[0]:
     raise TypeError(f"dot requires rank-1 or rank-2 operands with matching inner sizes, "
                     f"got {la.str_short()} and {ra.str_short()}")
@@ -285,7 +282,7 @@ def dot(lhs, rhs, precision=None, preferred_element_type=None):
 def batch_matmul(lhs, rhs, precision=None, preferred_element_type=None):
   """Matrix products over the last two axes, batched over the leading (equal) axes."""
   lhs, rhs = convert_to_array(lhs), convert_to_array(rhs)
-  nd = shaped_abstractify(lhs).ndim
+  nd = get_aval(lhs).ndim
   batch = tuple(range(nd - 2))
   return dot_general(lhs, rhs, (((nd - 1,), (nd - 2,)), (batch, batch)), precision=precision,
                      preferred_element_type=preferred_element_type)

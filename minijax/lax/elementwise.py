@@ -13,19 +13,19 @@ import numpy as np
 from jaxlib.mlir.dialects import mhlo
 
 from minijax.core import dtypes
-from minijax.core.avals import shaped_abstractify
+from minijax.core.avals import get_aval
 from minijax.interpreters import ad, batching
 from minijax.lax import utils
 from minijax.lowering import mlir
 
 __all__ = [
-    "add", "sub", "mul", "div", "rem", "neg", "max", "min", "pow", "integer_pow",
+    "add", "add_any", "sub", "mul", "div", "rem", "neg", "max", "min", "pow", "integer_pow",
     "abs", "sign", "floor", "ceil", "round", "exp", "log", "log1p", "expm1", "sin", "cos",
     "tan", "tanh", "sqrt", "rsqrt", "logistic", "erf", "atan2", "is_finite", "square", "reciprocal",
     "eq", "ne", "lt", "le", "gt", "ge", "bitwise_not", "bitwise_and", "bitwise_or",
     "bitwise_xor", "not_", "and_", "or_", "xor", "shift_left", "shift_right_arithmetic",
     "shift_right_logical", "RoundingMethod",
-    "add_p", "sub_p", "mul_p", "div_p", "rem_p", "neg_p", "max_p", "min_p", "pow_p",
+    "add_p", "add_any_p", "sub_p", "mul_p", "div_p", "rem_p", "neg_p", "max_p", "min_p", "pow_p",
     "integer_pow_p", "abs_p", "sign_p", "floor_p", "ceil_p", "round_p", "exp_p", "log_p",
     "log1p_p", "expm1_p", "sin_p", "cos_p", "tan_p", "tanh_p", "sqrt_p", "rsqrt_p",
     "logistic_p", "erf_p", "atan2_p", "is_finite_p", "eq_p", "ne_p", "lt_p", "le_p", "gt_p", "ge_p",
@@ -44,7 +44,7 @@ def _coerce_scalars(*args):
   arrays = [a for a in args if not isinstance(a, _SCALARS)]
   if not arrays:
     return args
-  aval = shaped_abstractify(arrays[0])
+  aval = get_aval(arrays[0])
   from minijax.lax.structural import full
   return tuple(full((), a, aval.dtype, weak_type=aval.weak_type) if isinstance(a, _SCALARS)
                else a for a in args)
@@ -89,20 +89,20 @@ def _linear_transpose(fns):
 
 def _zeros_like(x):
   from minijax.lax.structural import full
-  aval = shaped_abstractify(x)
+  aval = get_aval(x)
   return full(aval.shape, 0, aval.dtype)
 
 
 def _ones_like(x):
   from minijax.lax.structural import full
-  aval = shaped_abstractify(x)
+  aval = get_aval(x)
   return full(aval.shape, 1, aval.dtype)
 
 
 def _const(x, value):
   """`value` as an array shaped and typed like `x`."""
   from minijax.lax.structural import full
-  aval = shaped_abstractify(x)
+  aval = get_aval(x)
   return full(aval.shape, value, aval.dtype)
 
 
@@ -114,6 +114,21 @@ ad.primitive_transposes[add_p] = _linear_transpose([lambda ct, x, y: ct, lambda 
 
 def add(x, y):
   return add_p.bind(*_coerce_scalars(x, y))
+
+
+# ---- add_any: the sum of two tangents or cotangents (what autodiff accumulates with)
+add_any_p = utils.standard_primitive(
+    "add_any", utils.elementwise_shapes("add_any"),
+    utils.same_dtypes_accepting("add_any", utils.any_dtype, ""))
+batching.defbroadcasting(add_any_p)
+mlir.register_lowering(add_any_p, utils.nary_lowering(mhlo.AddOp))
+ad.primitive_jvps[add_any_p] = lambda primals, tangents: (
+    add_any_p.bind(*primals), ad.add_tangents(*tangents))
+ad.primitive_transposes[add_any_p] = lambda ct, x, y: [ct, ct]
+
+
+def add_any(x, y):
+  return add_any_p.bind(x, y)
 
 
 # ---- sub

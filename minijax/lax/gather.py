@@ -17,7 +17,7 @@ from jaxlib.mlir import ir
 from jaxlib.mlir.dialects import mhlo
 
 from minijax.core import dtypes
-from minijax.core.avals import ShapedArray, shaped_abstractify
+from minijax.core.avals import ShapedArray, get_aval
 from minijax.core.primitive import Primitive
 from minijax.interpreters import ad, batching
 from minijax.lax.structural import convert_to_array, full
@@ -280,7 +280,7 @@ def _scatter_linear_jvp(prim):
 
 
 def _scatter_add_transpose(ct, operand, indices, updates, *, dimension_numbers, **_):
-  u_aval = updates.aval if ad.is_undefined_primal(updates) else shaped_abstractify(updates)
+  u_aval = updates.aval if ad.is_undefined_primal(updates) else get_aval(updates)
   if type(ct) is ad.Zero:
     return [ad.Zero(operand.aval) if ad.is_undefined_primal(operand) else None, None,
             ad.Zero(u_aval) if ad.is_undefined_primal(updates) else None]
@@ -292,7 +292,7 @@ def _scatter_add_transpose(ct, operand, indices, updates, *, dimension_numbers, 
 
 def _scatter_transpose(ct, operand, indices, updates, *, dimension_numbers,
                        indices_are_sorted, unique_indices):
-  u_aval = updates.aval if ad.is_undefined_primal(updates) else shaped_abstractify(updates)
+  u_aval = updates.aval if ad.is_undefined_primal(updates) else get_aval(updates)
   if type(ct) is ad.Zero:
     return [ad.Zero(operand.aval) if ad.is_undefined_primal(operand) else None, None,
             ad.Zero(u_aval) if ad.is_undefined_primal(updates) else None]
@@ -346,7 +346,7 @@ def _scatter_extremum_jvp(prim):
     out = prim.bind(*primals, dimension_numbers=dimension_numbers, **params)
     t_op, _, t_up = map(ad.instantiate_zeros, tangents)
     dn = dimension_numbers
-    u_aval = shaped_abstractify(updates)
+    u_aval = get_aval(updates)
     won_op = eq(operand, out)
     won_up = eq(updates, _gather_updates_like(out, indices, u_aval, dn))
     zeros_out, zeros_up = full(out.shape, 0, out.dtype), full(u_aval.shape, 0, out.dtype)

@@ -30,7 +30,7 @@ from __future__ import annotations
 import numpy as np
 
 from minijax.core import dtypes
-from minijax.core.avals import shaped_abstractify
+from minijax.core.avals import get_aval
 from minijax.lax.elementwise import (_const, _coerce_scalars, abs, add, div, eq, exp, ge, gt,
                                      le, log, log1p, lt, mul, ne, neg, sub, bitwise_and,
                                      bitwise_not, bitwise_or)
@@ -50,17 +50,17 @@ def _full_like(x, value):
 
 def _any(pred):
   from minijax.lax.reductions import reduce_or
-  return reduce_or(pred, tuple(range(len(shaped_abstractify(pred).shape))))
+  return reduce_or(pred, tuple(range(len(get_aval(pred).shape))))
 
 
 def _eps(x):
-  return float(np.finfo(shaped_abstractify(x).dtype).eps)
+  return float(np.finfo(get_aval(x).dtype).eps)
 
 
 def _prefactor(a, x):
   """log(x^a e^-x / Γ(a)), and whether its exponential underflows."""
   log_ax = sub(sub(mul(a, log(x)), x), lgamma(a))
-  max_log = float(np.log(np.finfo(shaped_abstractify(a).dtype).max))
+  max_log = float(np.log(np.finfo(get_aval(a).dtype).max))
   return log_ax, lt(log_ax, _const(log_ax, -max_log))
 
 
@@ -101,7 +101,7 @@ def _continued_fraction(a, x, active, with_derivative):
   Q(a, x) = x^a e^-x / Γ(a) · F, by the modified Lentz method (Numerical Recipes §5.2),
   carrying the derivatives in `a` of its auxiliary quantities when asked."""
   from minijax.lax.control_flow import while_loop
-  dtype = shaped_abstractify(a).dtype
+  dtype = get_aval(a).dtype
   eps = _eps(a)
   tiny = float(np.finfo(dtype).tiny) / eps
   max_steps = 2000
@@ -222,7 +222,7 @@ def _grad_a_parts(a, x, sample):
 def _float_operands(name, a, x):
   from minijax.lax.structural import convert_to_array
   a, x = (convert_to_array(v) for v in _coerce_scalars(a, x))
-  aa, xa = shaped_abstractify(a), shaped_abstractify(x)
+  aa, xa = get_aval(a), get_aval(x)
   if aa.dtype != xa.dtype or not dtypes.is_float(aa.dtype):
     raise TypeError(f"{name} requires floating point arguments of one dtype, got "
                     f"a={aa.str_short()}, x={xa.str_short()}")
@@ -307,7 +307,7 @@ def _beta_fraction(a, b, x):
   by the modified Lentz method."""
   from minijax.lax.control_flow import while_loop
   from minijax.lax.structural import full
-  dtype = shaped_abstractify(a).dtype
+  dtype = get_aval(a).dtype
   eps = _eps(a)
   tiny = float(np.finfo(dtype).tiny) / eps
   one = _const(a, 1)
@@ -369,7 +369,7 @@ def _betainc_value(a, b, x):
 def _three_float_operands(name, a, b, x):
   from minijax.lax.structural import broadcast_in_dim, convert_to_array
   args = [convert_to_array(v) for v in _coerce_scalars(a, b, x)]
-  avals = [shaped_abstractify(v) for v in args]
+  avals = [get_aval(v) for v in args]
   shown = ", ".join(f"{n}={v.str_short()}" for n, v in zip("abx", avals))
   if len({v.dtype for v in avals}) != 1 or not dtypes.is_float(avals[0].dtype):
     raise TypeError(f"{name} requires floating point arguments of one dtype, got {shown}")

@@ -14,7 +14,7 @@ import numpy as np
 from jaxlib.mlir.dialects import mhlo
 
 from minijax.core import dtypes
-from minijax.core.avals import ShapedArray, shaped_abstractify
+from minijax.core.avals import ShapedArray, get_aval
 from minijax.core.primitive import Primitive
 from minijax.interpreters import ad, batching
 from minijax.lax.structural import (broadcast_in_dim, convert_to_array, full,
@@ -59,7 +59,7 @@ def _convert_jvp(primals, tangents, *, new_dtype, weak_type):
   (x,), (t,) = primals, tangents
   out = convert_element_type_p.bind(x, new_dtype=new_dtype, weak_type=weak_type)
   if (type(t) is ad.Zero or not dtypes.is_differentiable(new_dtype)
-      or not dtypes.is_differentiable(shaped_abstractify(x).dtype)):
+      or not dtypes.is_differentiable(get_aval(x).dtype)):
     return out, ad.Zero.from_primal_value(out)
   return out, convert_element_type_p.bind(t, new_dtype=new_dtype, weak_type=weak_type)
 
@@ -74,7 +74,7 @@ batching.defvectorized(convert_element_type_p)
 def convert_element_type(x, new_dtype, weak_type: bool = False):
   new_dtype = dtypes.canonicalize_dtype(new_dtype)
   x = convert_to_array(x)
-  aval = shaped_abstractify(x)
+  aval = get_aval(x)
   if aval.dtype == new_dtype and aval.weak_type == weak_type:
     return x
   return convert_element_type_p.bind(x, new_dtype=new_dtype, weak_type=bool(weak_type))
@@ -123,7 +123,7 @@ def bitcast_convert_type(operand, new_dtype):
   """`operand`'s bits read as `new_dtype` (see the module docstring for the shapes)."""
   new_dtype = dtypes.canonicalize_dtype(new_dtype)
   x = convert_to_array(operand)
-  if shaped_abstractify(x).dtype == new_dtype:
+  if get_aval(x).dtype == new_dtype:
     return x
   return bitcast_convert_type_p.bind(x, new_dtype=new_dtype)
 
@@ -297,7 +297,7 @@ def stop_gradient(x):
   def stop(leaf):
     if is_eval_context():
       return convert_to_array(leaf)
-    aval = shaped_abstractify(leaf)
+    aval = get_aval(leaf)
     if not dtypes.is_inexact(aval.dtype):
       return leaf
     return stop_gradient_p.bind(convert_to_array(leaf))
@@ -354,18 +354,18 @@ batching.primitive_batchers[clamp_p] = _clamp_batch
 
 def clamp(lo, x, hi):
   x = convert_to_array(x)
-  aval = shaped_abstractify(x)
+  aval = get_aval(x)
   lo, hi = [full((), b, aval.dtype) if isinstance(b, (bool, int, float)) else b
             for b in (lo, hi)]
   return clamp_p.bind(lo, x, hi)
 
 
 def full_like(x, fill_value, dtype=None, shape=None):
-  aval = shaped_abstractify(x)
+  aval = get_aval(x)
   return full(aval.shape if shape is None else shape, fill_value,
               aval.dtype if dtype is None else dtype)
 
 
 def zeros_like_array(x):
-  aval = shaped_abstractify(x)
+  aval = get_aval(x)
   return full(aval.shape, 0, aval.dtype)

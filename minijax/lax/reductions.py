@@ -19,7 +19,7 @@ from jaxlib.mlir import ir
 from jaxlib.mlir.dialects import mhlo
 
 from minijax.core import dtypes
-from minijax.core.avals import ShapedArray, shaped_abstractify
+from minijax.core.avals import ShapedArray, get_aval
 from minijax.core.primitive import Primitive
 from minijax.interpreters import ad, batching
 from minijax.lax import utils
@@ -108,7 +108,7 @@ def _reduction(kind, accepted=utils.any_dtype, what=""):
 
 def _check_axes(x, axes):
   x = convert_to_array(x)
-  ndim = shaped_abstractify(x).ndim
+  ndim = get_aval(x).ndim
   return x, tuple(sorted(utils.canonicalize_axis(a, ndim) for a in axes))
 
 
@@ -291,13 +291,13 @@ argmin_p = _arg_reduction("min")
 
 def argmax(x, axis: int, index_dtype=dtypes.int32):
   x = convert_to_array(x)
-  axis = utils.canonicalize_axis(axis, shaped_abstractify(x).ndim)
+  axis = utils.canonicalize_axis(axis, get_aval(x).ndim)
   return argmax_p.bind(x, axes=(axis,), index_dtype=dtypes.canonicalize_dtype(index_dtype))
 
 
 def argmin(x, axis: int, index_dtype=dtypes.int32):
   x = convert_to_array(x)
-  axis = utils.canonicalize_axis(axis, shaped_abstractify(x).ndim)
+  axis = utils.canonicalize_axis(axis, get_aval(x).ndim)
   return argmin_p.bind(x, axes=(axis,), index_dtype=dtypes.canonicalize_dtype(index_dtype))
 
 
@@ -359,14 +359,14 @@ batching.primitive_batchers[cumsum_p] = _cumsum_batch
 
 def cumsum(x, axis: int = 0, reverse: bool = False):
   x = convert_to_array(x)
-  axis = utils.canonicalize_axis(axis, shaped_abstractify(x).ndim)
+  axis = utils.canonicalize_axis(axis, get_aval(x).ndim)
   return cumsum_p.bind(x, axis=axis, reverse=bool(reverse))
 
 
 # ---- cumprod / cummax / cummin: doubling steps of pad + combine
 def _cumulative(x, axis, reverse, combine, identity):
   x = convert_to_array(x)
-  aval = shaped_abstractify(x)
+  aval = get_aval(x)
   axis = utils.canonicalize_axis(axis, aval.ndim)
   n = aval.shape[axis]
   if reverse:
@@ -478,7 +478,7 @@ def sort(operand, dimension: int = -1, is_stable: bool = True, num_keys: int = 1
   """Sorts an array, or a tuple of arrays by their first `num_keys` (lexicographically)."""
   single = not isinstance(operand, (tuple, list))
   xs = [convert_to_array(x) for x in ([operand] if single else operand)]
-  dimension = utils.canonicalize_axis(dimension, shaped_abstractify(xs[0]).ndim)
+  dimension = utils.canonicalize_axis(dimension, get_aval(xs[0]).ndim)
   outs = sort_p.bind(*xs, dimension=dimension, is_stable=bool(is_stable),
                      num_keys=int(num_keys))
   return outs[0] if single else tuple(outs)
@@ -554,5 +554,5 @@ def top_k(operand, k: int, *, axis: int = -1):
   k = int(k)
   if k < 0:
     raise ValueError(f"k argument to top_k must be nonnegative, got {k}")
-  axis = utils.canonicalize_axis(axis, max(shaped_abstractify(x).ndim, 1))
+  axis = utils.canonicalize_axis(axis, max(get_aval(x).ndim, 1))
   return tuple(top_k_p.bind(x, k=k, axis=axis))

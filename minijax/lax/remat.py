@@ -15,7 +15,8 @@ import functools
 from typing import Callable
 
 from minijax.core import pretty
-from minijax.core.jaxpr import eval_jaxpr
+from minijax.core.effects import check_allowed, must_keep
+from minijax.core.jaxpr import ClosedJaxpr, eval_jaxpr, hoist_consts
 from minijax.core.primitive import Primitive
 from minijax.core.trace import set_current_trace
 from minijax.interpreters import ad
@@ -34,14 +35,6 @@ def _call_impl(*args, jaxpr, **params):
   return eval_jaxpr(jaxpr.jaxpr, jaxpr.consts, *args)
 
 
-def _inline_lowering(ctx, *args, jaxpr, **params):
-  outs, tokens = mlir.jaxpr_subcomp(ctx.module_context, jaxpr.jaxpr, ctx.tokens_in,
-                                    [mlir.ir_constant(c) for c in jaxpr.consts], *args)
-  if len(ctx.tokens_in):
-    ctx.set_tokens_out(tokens)
-  return outs
-
-
 def _pp_call(params, names, indent):
   lines = [f"{k}={v}" for k, v in params.items() if k != "jaxpr"]
   lines.append("jaxpr=" + pretty._pp_jaxpr_lines(params["jaxpr"], names, indent))
@@ -51,7 +44,7 @@ def _pp_call(params, names, indent):
 def _stage_fun(fun, args, kwargs):
   """`(closed jaxpr with constants as leading inputs, constants, flat args, out tree)`."""
   jaxpr, consts, flat, out_tree = pe.trace_pytree_fun(fun, args, kwargs, ad.get_aval)
-  closed, hoisted = pe.hoist_consts(pe.ClosedJaxpr(jaxpr, consts))
+  closed, hoisted = hoist_consts(ClosedJaxpr(jaxpr, consts))
   return closed, hoisted, flat, out_tree
 
 
@@ -81,11 +74,18 @@ def named_call(fun: Callable, *, name: str | None = None) -> Callable:
 # ---- checkpoint / remat
 remat_p = Primitive("checkpoint")
 remat_p.multiple_results = True
-remat_p.def_effectful_abstract_eval(_call_abstract_eval)
+def _remat_abstract_eval(*avals, jaxpr, **params):
+  if jaxpr.effects:
+    check_allowed(jaxpr.effects, "remat", "checkpoint")
+  return jaxpr.out_avals, jaxpr.effects
+
+
+remat_p.def_effectful_abstract_eval(_remat_abstract_eval)
 remat_p.def_impl(_call_impl)
 register_call_rules(remat_p, partial_eval=False)
 pretty.pp_rules[remat_p] = _pp_call
-mlir.register_lowering(remat_p, _inline_lowering)
+mlir.register_lowering(remat_p, lambda ctx, *args, jaxpr, **params: mlir.lower_call_inline(
+    ctx, jaxpr, *args))
 
 
 def _remat_partial_eval(trace, args, *, jaxpr, **params):
@@ -97,7 +97,7 @@ def _remat_partial_eval(trace, args, *, jaxpr, **params):
   with set_current_trace(trace.parent):
     known_outs = iter(eval_jaxpr(known.jaxpr, known.consts,
                                  *(x for x, uk in zip(args, unknowns) if not uk)))
-  if not any(out_uk) and not jaxpr.effects:
+  if not any(out_uk) and not must_keep(jaxpr.effects):
     return list(known_outs)
   recompute, _ = pe.dce_closed_jaxpr(jaxpr, out_uk, instantiate=True)
   unknown_outs = iter(trace.stage(remat_p, args, dict(params, jaxpr=recompute)))

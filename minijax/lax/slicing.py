@@ -10,7 +10,7 @@ import numpy as np
 from jaxlib.mlir.dialects import mhlo
 
 from minijax.core import dtypes
-from minijax.core.avals import ShapedArray, shaped_abstractify
+from minijax.core.avals import ShapedArray, get_aval
 from minijax.core.primitive import Primitive
 from minijax.interpreters import ad, batching
 from minijax.lax.structural import (_ct_rule, _unary_linear_jvp, convert_to_array, full,
@@ -150,7 +150,7 @@ def _dynamic_slice_batch(args, dims, *, slice_sizes):
   dx, *dstarts = dims
   if all(d is None for d in dstarts):
     x = batching.moveaxis(x, dx, 0)
-    zero = full((), 0, shaped_abstractify(starts[0]).dtype if starts else dtypes.int32)
+    zero = full((), 0, get_aval(starts[0]).dtype if starts else dtypes.int32)
     return dynamic_slice_p.bind(x, zero, *starts, slice_sizes=(x.shape[0],) + slice_sizes), 0
   size = next(a.shape[d] for a, d in zip(args, dims) if d is not None)
   x = batching.bdim_at_front(x, dx, size)
@@ -170,7 +170,7 @@ batching.primitive_batchers[dynamic_slice_p] = _dynamic_slice_batch
 def _as_index(i):
   from minijax.lax.misc import convert_element_type
   i = convert_to_array(i)
-  aval = shaped_abstractify(i)
+  aval = get_aval(i)
   if aval.shape != () or not dtypes.is_integer(aval.dtype):
     raise TypeError(f"start indices must be integer scalars, got {aval.str_short()}")
   return convert_element_type(i, dtypes.int32) if aval.dtype != dtypes.int32 or aval.weak_type else i
@@ -225,7 +225,7 @@ def _dus_jvp(primals, tangents):
 
 def _dus_transpose(ct, x, update, *starts):
   rest = [None] * len(starts)
-  u_aval = update.aval if ad.is_undefined_primal(update) else shaped_abstractify(update)
+  u_aval = update.aval if ad.is_undefined_primal(update) else get_aval(update)
   if type(ct) is ad.Zero:
     return [ad.Zero(x.aval) if ad.is_undefined_primal(x) else None,
             ad.Zero(u_aval) if ad.is_undefined_primal(update) else None] + rest
@@ -286,8 +286,8 @@ def dynamic_update_slice_in_dim(x, update, start, axis=0):
 def dynamic_update_index_in_dim(x, update, index, axis=0):
   """Writes `update` (without the `axis` dimension, or with it of size 1) at `index`."""
   x, update = convert_to_array(x), convert_to_array(update)
-  if shaped_abstractify(update).ndim == shaped_abstractify(x).ndim - 1:
-    shape = list(shaped_abstractify(update).shape)
+  if get_aval(update).ndim == get_aval(x).ndim - 1:
+    shape = list(get_aval(update).shape)
     shape.insert(axis, 1)
     update = reshape(update, shape)
   return dynamic_update_slice_in_dim(x, update, index, axis)

@@ -1,5 +1,6 @@
 """Shape-changing primitives: broadcast_in_dim, reshape, transpose, squeeze, rev,
-concatenate, pad; and `full`, `broadcast`, `expand_dims`, `convert_to_array`.
+concatenate, pad; `device_put_p`, which makes a host value an Array; and `full`, `broadcast`,
+`expand_dims`, `convert_to_array`.
 
 All of these are linear, so each block has a jvp that applies the primitive to the tangent
 and a transpose that maps a cotangent back to the operand's shape.  Batching rules move the
@@ -13,14 +14,15 @@ import numpy as np
 from jaxlib.mlir.dialects import mhlo
 
 from minijax.core import dtypes
-from minijax.core.avals import ShapedArray, shaped_abstractify
+from minijax.core.avals import PYTHON_SCALARS, ShapedArray, get_aval
 from minijax.core.primitive import Primitive
+from minijax.core.trace import is_eval_context
 from minijax.interpreters import ad, batching
 from minijax.lowering import mlir
 
 __all__ = ["broadcast_in_dim", "broadcast", "broadcast_to_rank", "reshape", "transpose",
            "squeeze", "expand_dims", "rev", "concatenate", "pad", "full", "convert_to_array",
-           "broadcast_in_dim_p", "reshape_p", "transpose_p", "squeeze_p", "rev_p",
+           "device_put_p", "broadcast_in_dim_p", "reshape_p", "transpose_p", "squeeze_p", "rev_p",
            "concatenate_p", "pad_p"]
 
 
@@ -92,20 +94,20 @@ batching.primitive_batchers[broadcast_in_dim_p] = _broadcast_in_dim_batch
 def broadcast_in_dim(x, shape, broadcast_dimensions):
   x = convert_to_array(x)
   shape, broadcast_dimensions = tuple(int(s) for s in shape), tuple(broadcast_dimensions)
-  if _aval(x).shape == shape and broadcast_dimensions == tuple(range(len(shape))):
+  if get_aval(x).shape == shape and broadcast_dimensions == tuple(range(len(shape))):
     return x
   return broadcast_in_dim_p.bind(x, shape=shape, broadcast_dimensions=broadcast_dimensions)
 
 
 def broadcast(x, sizes):
   x = convert_to_array(x)
-  shape = tuple(sizes) + _aval(x).shape
+  shape = tuple(sizes) + get_aval(x).shape
   return broadcast_in_dim(x, shape, tuple(range(len(sizes), len(shape))))
 
 
 def broadcast_to_rank(x, rank: int):
   x = convert_to_array(x)
-  ndim = _aval(x).ndim
+  ndim = get_aval(x).ndim
   return broadcast(x, (1,) * (rank - ndim)) if ndim < rank else x
 
 
@@ -140,10 +142,10 @@ batching.primitive_batchers[reshape_p] = _reshape_batch
 def reshape(x, new_sizes, dimensions=None):
   """Row-major reshape; `dimensions`, if given, transposes the operand first."""
   x = convert_to_array(x)
-  if dimensions is not None and tuple(dimensions) != tuple(range(_aval(x).ndim)):
+  if dimensions is not None and tuple(dimensions) != tuple(range(get_aval(x).ndim)):
     x = transpose(x, dimensions)
   new_sizes = tuple(int(s) for s in new_sizes)
-  if _aval(x).shape == new_sizes:
+  if get_aval(x).shape == new_sizes:
     return x
   return reshape_p.bind(x, new_sizes=new_sizes)
 
@@ -179,7 +181,7 @@ batching.primitive_batchers[transpose_p] = _transpose_batch
 def transpose(x, permutation):
   x = convert_to_array(x)
   permutation = tuple(int(p) for p in permutation)
-  if permutation == tuple(range(len(permutation))) and len(permutation) == _aval(x).ndim:
+  if permutation == tuple(range(len(permutation))) and len(permutation) == get_aval(x).ndim:
     return x
   return transpose_p.bind(x, permutation=permutation)
 
@@ -215,7 +217,7 @@ batching.primitive_batchers[squeeze_p] = _squeeze_batch
 
 def squeeze(x, dimensions):
   x = convert_to_array(x)
-  ndim = _aval(x).ndim
+  ndim = get_aval(x).ndim
   dims = tuple(sorted({d % ndim if -ndim <= d < ndim else d for d in dimensions}))
   if not dims:
     return x
@@ -225,9 +227,9 @@ def squeeze(x, dimensions):
 def expand_dims(x, dimensions):
   """Inserts axes of size 1 at `dimensions` (positions in the result)."""
   x = convert_to_array(x)
-  ndim = _aval(x).ndim + len(dimensions)
+  ndim = get_aval(x).ndim + len(dimensions)
   dims = sorted(d % ndim for d in dimensions)
-  shape = list(_aval(x).shape)
+  shape = list(get_aval(x).shape)
   for d in dims:
     shape.insert(d, 1)
   return reshape(x, shape)
@@ -388,7 +390,7 @@ def _pad_transpose(ct, x, padding_value, *, padding_config):
   if type(ct) is ad.Zero:
     return [ad.Zero(x.aval) if ad.is_undefined_primal(x) else None,
             ad.Zero(padding_value.aval) if ad.is_undefined_primal(padding_value) else None]
-  aval = x.aval if ad.is_undefined_primal(x) else shaped_abstractify(x)
+  aval = x.aval if ad.is_undefined_primal(x) else get_aval(x)
   t_x = _unpad(ct, aval, padding_config)
   t_v = None
   if ad.is_undefined_primal(padding_value):
@@ -422,33 +424,36 @@ batching.primitive_batchers[pad_p] = _pad_batch
 def pad(x, padding_value, padding_config):
   x = convert_to_array(x)
   if isinstance(padding_value, (bool, int, float, complex)):
-    padding_value = full((), padding_value, _aval(x).dtype)
+    padding_value = full((), padding_value, get_aval(x).dtype)
   config = tuple((int(lo), int(hi), int(i)) for lo, hi, i in padding_config)
   return pad_p.bind(x, padding_value, padding_config=config)
 
 
-# ---- full (not a primitive: a constant broadcast to a shape)
+# ---- device_put: a host value becomes an Array (the eager form of a constant)
+# Its impl, the only part that touches a device, is installed by minijax.staging; under a
+# transformation it is the identity, and under a trace host values are never bound to it
+# (they become literals or constants of the jaxpr, lowered into the module).
+device_put_p = Primitive("device_put")
+device_put_p.def_abstract_eval(lambda x: x)
+mlir.register_lowering(device_put_p, lambda ctx, x: x)
+ad.deflinear(device_put_p, lambda ct: [ct])
+batching.defvectorized(device_put_p)
+
 
 def convert_to_array(x):
-  """Python scalars and numpy values become arrays: device values when evaluating eagerly;
-  under a trace they stay host values (numpy ones canonicalized) and become literals or
-  constants of the jaxpr when bound."""
-  if isinstance(x, (bool, int, float, complex, np.ndarray, np.generic)):
-    from minijax.core.trace import is_eval_context
-    if is_eval_context():
-      from minijax.runtime.array import device_put
-      return device_put(x)
+  """Python scalars and numpy values become arrays: Arrays on the default device when
+  evaluating eagerly (`device_put_p`); under a trace they stay host values (numpy ones
+  canonicalized) and become literals or constants of the jaxpr when bound."""
+  if isinstance(x, (*PYTHON_SCALARS, np.ndarray, np.generic)):
     if isinstance(x, (np.ndarray, np.generic)):
-      return np.asarray(x, dtypes.canonicalize_dtype(x.dtype))
-    return x
+      x = np.asarray(x, dtypes.canonicalize_dtype(x.dtype))
+    return device_put_p.bind(x) if is_eval_context() else x
   if not hasattr(x, "aval"):
     dtypes.dtype_and_weak_type(x)  # raises the TypeError that names the type
   return x
 
 
-def _aval(x) -> ShapedArray:
-  return shaped_abstractify(x)
-
+# ---- full (not a primitive: a constant broadcast to a shape)
 
 def full(shape, fill_value, dtype=None, weak_type=False):
   dtype = dtypes.canonicalize_dtype(dtype if dtype is not None else
@@ -456,28 +461,17 @@ def full(shape, fill_value, dtype=None, weak_type=False):
   shape = tuple(int(s) for s in shape)
   if hasattr(fill_value, "aval") and not isinstance(fill_value, np.ndarray):
     from minijax.lax.misc import convert_element_type
-    value = convert_element_type(fill_value, dtype, weak_type)
-    return broadcast_in_dim(value, shape, ())
-  scalar = np.asarray(fill_value, dtype)
-  from minijax.core.trace import is_eval_context
-  if not shape and not is_eval_context():  # a literal under a trace
-    if not weak_type:
-      return scalar
-    if isinstance(fill_value, (bool, int, float, complex)) and (
-        dtypes.python_scalar_dtype(fill_value) == dtype):
-      return fill_value
-  from minijax.runtime.array import device_put, _put_numpy
-  if is_eval_context():
-    if weak_type:
-      from minijax.runtime import backend
-      value = np.broadcast_to(scalar, shape)
-      return _put_numpy(np.array(value), ShapedArray(shape, dtype, True),
-                        backend.get_device(None))
-    return device_put(np.broadcast_to(scalar, shape))
+    return broadcast_in_dim(convert_element_type(fill_value, dtype, weak_type), shape, ())
   if weak_type:
-    if isinstance(fill_value, (bool, int, float, complex)) and (
-        dtypes.python_scalar_dtype(fill_value) == dtype):
-      return broadcast_in_dim(fill_value, shape, ())
-    from minijax.lax.misc import convert_element_type
-    return broadcast_in_dim(convert_element_type(scalar, dtype, True), shape, ())
-  return broadcast_in_dim(scalar, shape, ())
+    if type(fill_value) in PYTHON_SCALARS and dtypes.python_scalar_dtype(fill_value) == dtype:
+      scalar = fill_value  # already weakly typed, of this dtype
+    else:
+      from minijax.lax.misc import convert_element_type
+      scalar = convert_element_type(np.asarray(fill_value, dtype), dtype, True)
+    if not shape and not is_eval_context():
+      return scalar  # a literal under a trace
+    return broadcast_in_dim(convert_to_array(scalar), shape, ())
+  scalar = np.asarray(fill_value, dtype)
+  if is_eval_context():
+    return device_put_p.bind(np.broadcast_to(scalar, shape))
+  return broadcast_in_dim(scalar, shape, ()) if shape else scalar

@@ -22,7 +22,7 @@ from typing import Callable
 import numpy as np
 
 from minijax.core import dtypes
-from minijax.core.avals import ShapedArray, shaped_abstractify
+from minijax.core.avals import ShapedArray, get_aval
 from minijax.core.primitive import Primitive
 from minijax.lowering import mlir
 
@@ -119,7 +119,7 @@ def nary_lowering(op_class) -> Callable:
 def unbroadcast_scalar(ct, aval):
   """A cotangent of an elementwise op's result, for an operand of `aval`: summed to rank 0
   when the operand was a rank-0 one broadcast against a larger shape."""
-  ndim = len(shaped_abstractify(ct).shape)
+  ndim = len(get_aval(ct).shape)
   if aval.shape or not ndim:
     return ct
   from minijax.lax.reductions import reduce_sum

@@ -33,7 +33,7 @@ from jaxlib.mlir.dialects import mhlo
 
 from minijax import tree_util
 from minijax.core import dtypes
-from minijax.core.avals import ShapedArray, shaped_abstractify
+from minijax.core.avals import ShapedArray, get_aval
 from minijax.core.jaxpr import ClosedJaxpr
 from minijax.core.primitive import Primitive
 from minijax.core.trace import Tracer
@@ -190,7 +190,15 @@ def _reduce_window_sum_transpose(ct, x, **params):
       window_dilation=params["window_dilation"])]
 
 
-ad.deflinear2(reduce_window_sum_p, _reduce_window_sum_transpose)
+def _reduce_window_sum_jvp(primals, tangents, **params):
+  out = reduce_window_sum_p.bind(*primals, **params)
+  if type(tangents[0]) is ad.Zero:
+    return out, ad.Zero.from_primal_value(out)
+  return out, reduce_window_sum_p.bind(tangents[0], **params)
+
+
+ad.primitive_jvps[reduce_window_sum_p] = _reduce_window_sum_jvp
+ad.primitive_transposes[reduce_window_sum_p] = _reduce_window_sum_transpose
 
 
 # ---- reduce_window_max / reduce_window_min
@@ -424,7 +432,7 @@ def _generic_jvp(primals, tangents, *, jaxpr, **params):
     return eval_jaxpr(jvp_jaxpr.jaxpr, consts, *xp, *yp, *xt, *yt)
 
   op_tangents = [ad.instantiate_zeros(t) for t in tangents[:n]]
-  zero_inits = [full((), 0, shaped_abstractify(t).dtype) for t in op_tangents]
+  zero_inits = [full((), 0, get_aval(t).dtype) for t in op_tangents]
   # the primal outputs come from a reduction of their own, so they never depend on tangents
   outs = reduce_window_p.bind(*primals, jaxpr=jaxpr, **params)
   joint = _bind_generic(paired, [*operands, *op_tangents], [*inits, *zero_inits], params)
@@ -473,7 +481,7 @@ def _trace_reducer(computation: Callable, scalar_avals) -> ClosedJaxpr:
 
 def _bind_generic(flat_computation, operands, inits, params) -> list:
   inits = [convert_to_array(i) for i in inits]
-  scalar_avals = [shaped_abstractify(i).strip_weak_type() for i in inits]
+  scalar_avals = [get_aval(i).strip_weak_type() for i in inits]
   jaxpr = _trace_reducer(lambda *xs: list(flat_computation(*xs)), scalar_avals)
   return reduce_window_p.bind(*operands, *inits, jaxpr=jaxpr, **params)
 
@@ -534,11 +542,11 @@ def reduce_window(operand, init_value, computation: Callable, window_dimensions,
   if not flat_operands:
     raise ValueError("reduce_window must have at least one operand.")
   flat_operands = [convert_to_array(x) for x in flat_operands]
-  shape = shaped_abstractify(flat_operands[0]).shape
+  shape = get_aval(flat_operands[0]).shape
   params = _window_params(shape, window_dimensions, window_strides, padding, base_dilation,
                           window_dilation)
   if len(flat_operands) == 1:
-    dtype = shaped_abstractify(flat_operands[0]).dtype
+    dtype = get_aval(flat_operands[0]).dtype
     monoid = _monoid_for(computation, flat_inits[0], dtype)
     if monoid is not None:
       return tree_util.tree_unflatten(tree, [monoid.bind(flat_operands[0], **params)])
@@ -552,7 +560,7 @@ def reduce_window(operand, init_value, computation: Callable, window_dimensions,
     out_tree_box.append(out_tree)
     return leaves
 
-  dtypes_ = [shaped_abstractify(x).dtype for x in flat_operands]
+  dtypes_ = [get_aval(x).dtype for x in flat_operands]
   inits = [full((), i, d) if isinstance(i, (bool, int, float)) else i
            for i, d in zip(flat_inits, dtypes_)]
   outs = _bind_generic(flat_computation, flat_operands, inits, params)

@@ -32,28 +32,26 @@ from minijax.lowering.tokens import TokenSet
 
 LoweringRule = Callable[..., Any]
 _lowerings: dict[Any, LoweringRule] = {}
-_platform_lowerings: dict[str, dict[Any, LoweringRule]] = {}
 _splat_literals: set = set()  # rules that take rank-0 literals splat to the result's shape
 
 
-def register_lowering(primitive, rule: LoweringRule, platform: str | None = None, *,
+def register_lowering(primitive, rule: LoweringRule, *,
                       splat_literals: bool = False) -> LoweringRule:
   """Registers `rule` for `primitive`.  `splat_literals=True` is for elementwise rules:
   `jaxpr_subcomp` then hands them a rank-0 literal operand of a larger result already as a
   splat constant of the result's shape, its `ctx.avals_in` entry reshaped to match."""
-  table = _lowerings if platform is None else _platform_lowerings.setdefault(platform, {})
-  table[primitive] = rule
+  _lowerings[primitive] = rule
   (_splat_literals.add if splat_literals else _splat_literals.discard)(rule)
   return rule
 
 
-def _find_rule(primitive, platform: str) -> LoweringRule:
-  rule = _platform_lowerings.get(platform, {}).get(primitive) or _lowerings.get(primitive)
+def _find_rule(primitive) -> LoweringRule:
+  rule = _lowerings.get(primitive)
   if rule is None:
     raise NotImplementedError(
-        f"primitive '{primitive}' has no MLIR lowering rule for platform '{platform}'; "
-        f"register one with `mlir.register_lowering({primitive.name}_p, rule)` in the "
-        "primitive's block in minijax/lax/")
+        f"primitive '{primitive}' has no MLIR lowering rule; register one with "
+        f"`mlir.register_lowering({primitive.name}_p, rule)` in the primitive's block in "
+        "minijax/lax/")
   return rule
 
 
@@ -154,19 +152,11 @@ def _storage_view(dtype):
   return np.uint16 if dtype.itemsize == 2 else np.uint8
 
 
-def _dense_i64(values: Sequence[int]):
-  return ir.DenseI64ArrayAttr.get([int(v) for v in values])
-
-
-dense_i64 = _dense_i64
-
-
 # ----------------------------------------------------------------------------- contexts
 
 @dataclasses.dataclass
 class ModuleContext:
   module: ir.Module
-  platform: str = "cpu"
   host_callbacks: list = dataclasses.field(default_factory=list)
   _functions: dict = dataclasses.field(default_factory=dict)
   _symbol_table: Any = None
@@ -192,10 +182,10 @@ class ModuleContext:
     return t
 
   def rule(self, primitive) -> tuple[LoweringRule, bool]:
-    """The primitive's rule for this platform, and whether it takes splat literals."""
+    """The primitive's rule, and whether it takes splat literals."""
     found = self._rules.get(primitive)
     if found is None:
-      rule = _find_rule(primitive, self.platform)
+      rule = _find_rule(primitive)
       found = self._rules[primitive] = (rule, rule in _splat_literals)
     return found
 
@@ -226,12 +216,12 @@ class LoweringResult:
 
 
 def lower_jaxpr_to_module(closed_jaxpr: ClosedJaxpr, *, name: str = "main",
-                          donated_args: Sequence[bool] = (), platform: str = "cpu") -> LoweringResult:
+                          donated_args: Sequence[bool] = ()) -> LoweringResult:
   """Lowers a closed jaxpr to a module whose public `main` takes and returns tokens first."""
   with ir_context(), ir.Location.unknown():
     module = ir.Module.create()
     module.operation.attributes["sym_name"] = ir.StringAttr.get(f"jit_{name}")
-    mctx = ModuleContext(module, platform)
+    mctx = ModuleContext(module)
     mctx._names_used.add("main")
     lower_jaxpr_to_fun(mctx, "main", closed_jaxpr, public=True, donated_args=donated_args)
   return LoweringResult(module, ordered_effects(closed_jaxpr.effects), mctx.host_callbacks,
@@ -255,8 +245,7 @@ def lower_jaxpr_to_fun(mctx: ModuleContext, name: str, closed_jaxpr: ClosedJaxpr
   block = fn.add_entry_block()
   with ir.InsertionPoint(block):
     tokens = TokenSet.from_lists(effects, list(block.arguments[:n]))
-    consts = [ir_constant(_to_numpy(c)) for c in closed_jaxpr.consts]
-    outs, tokens_out = jaxpr_subcomp(mctx, jaxpr, tokens, consts, *block.arguments[n:])
+    outs, tokens_out = lower_closed_jaxpr(mctx, closed_jaxpr, tokens, *block.arguments[n:])
     func_dialect.ReturnOp([*tokens_out.tokens(), *outs])
   return fn
 
@@ -410,15 +399,19 @@ def _check_tokens_out(ctx: LoweringRuleContext, eqn_effects: tuple) -> None:
 
 # ----------------------------------------------------------------------------- helpers for rules
 
-def lower_fun(fun: Callable, multiple_results: bool = False) -> LoweringRule:
-  """A lowering rule that traces `fun` (written with minijax ops) and lowers the result."""
-  def rule(ctx: LoweringRuleContext, *args, **params):
-    from minijax.interpreters.partial_eval import trace_to_jaxpr_dynamic
-    f = lambda *xs: (fun(*xs, **params) if multiple_results else [fun(*xs, **params)])
-    jaxpr, consts = trace_to_jaxpr_dynamic(f, ctx.avals_in)
-    outs, tokens = jaxpr_subcomp(ctx.module_context, jaxpr, ctx.tokens_in,
-                                 [ir_constant(_to_numpy(c)) for c in consts], *args)
-    if len(ctx.tokens_in):
-      ctx.set_tokens_out(tokens)
-    return outs if multiple_results else outs[0]
-  return rule
+def lower_closed_jaxpr(mctx: ModuleContext, closed: ClosedJaxpr, tokens: TokenSet,
+                       *args: ir.Value) -> tuple[list[ir.Value], TokenSet]:
+  """Emits `closed` at the current insertion point (in a region or not), its constants as
+  MHLO constants, threading `tokens`; returns its outputs and the final tokens."""
+  consts = [ir_constant(_to_numpy(c)) for c in closed.consts]
+  return jaxpr_subcomp(mctx, closed.jaxpr, tokens, consts, *args)
+
+
+def lower_call_inline(ctx: LoweringRuleContext, closed: ClosedJaxpr,
+                      *args: ir.Value) -> list[ir.Value]:
+  """The lowering of a call-like equation whose body `closed` is emitted inline (remat,
+  custom derivatives): the body reads the equation's tokens and hands back the new ones."""
+  outs, tokens = lower_closed_jaxpr(ctx.module_context, closed, ctx.tokens_in, *args)
+  if len(ctx.tokens_in):
+    ctx.set_tokens_out(tokens)
+  return outs

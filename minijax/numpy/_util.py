@@ -16,7 +16,7 @@ import numpy as np
 
 from minijax import lax
 from minijax.core import dtypes
-from minijax.core.avals import ShapedArray, shaped_abstractify
+from minijax.core.avals import ShapedArray, get_aval
 from minijax.core.trace import Tracer, is_eval_context
 from minijax.runtime.array import Array
 
@@ -78,7 +78,7 @@ def check(name: str, *args) -> None:
 
 
 def aval(x) -> ShapedArray:
-  return shaped_abstractify(x)
+  return get_aval(x)
 
 
 def shape(x) -> tuple:
@@ -190,10 +190,6 @@ def canonicalize_axes(axis, nd: int, name: str = "axis") -> tuple[int, ...]:
   if len(set(out)) != len(out):
     raise ValueError(f"repeated axis in {name}: {axis}")
   return tuple(out)
-
-
-def is_concrete_scalar(x) -> bool:
-  return isinstance(x, _SCALARS + (np.generic,))
 
 
 def size(x) -> int:

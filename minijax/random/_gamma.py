@@ -28,7 +28,7 @@ import numpy as np
 from minijax import api, lax
 from minijax import numpy as jnp
 from minijax.core import dtypes
-from minijax.core.avals import shaped_abstractify
+from minijax.core.avals import get_aval
 from minijax.custom_derivatives import custom_jvp
 from minijax.random import _keys
 from minijax.random._keys import unwrap
@@ -38,7 +38,7 @@ from minijax.random._samplers import (_exponential, _normal_real, _split2, _unif
 
 def _gamma_one(key, alpha, log_space):
   """One Gamma(alpha) sample (its log when `log_space`) from one key."""
-  dtype = shaped_abstractify(alpha).dtype
+  dtype = get_aval(alpha).dtype
 
   def c(v):
     return lax.full((), v, dtype)

@@ -30,7 +30,7 @@ import numpy as np
 
 from minijax import lax, tree_util
 from minijax.core import dtypes
-from minijax.core.avals import shaped_abstractify
+from minijax.core.avals import get_aval
 from minijax.core.trace import Tracer
 
 IMPL_NAME = "threefry2x32"
@@ -170,7 +170,7 @@ def check_key_data(key_data, where: str = "key data"):
                     f"uint32 key data with a trailing dimension of 2 (from random.PRNGKey) "
                     f"or a typed key (from random.key), got {key_data!r} of type "
                     f"{type(key_data).__name__}")
-  aval = shaped_abstractify(key_data)
+  aval = get_aval(key_data)
   if not aval.shape:
     raise TypeError(f"minijax encountered invalid PRNG {where}: expected key data of "
                     f"rank >= 1 ending in 2 (uint32[..., 2]), got {aval.str_short()}")

@@ -19,7 +19,7 @@ import numpy as np
 from minijax import api, lax
 from minijax import numpy as jnp
 from minijax.core import dtypes
-from minijax.core.avals import shaped_abstractify
+from minijax.core.avals import get_aval
 from minijax.lax.utils import canonicalize_axis
 from minijax.random import _keys
 from minijax.random._keys import random_bits, unwrap
@@ -191,7 +191,7 @@ def bernoulli(key, p=np.float32(0.5), shape=None, mode="low"):
   if mode not in ("high", "low"):
     raise ValueError(f"got mode={mode!r}, expected 'high' or 'low'")
   data, _ = unwrap("bernoulli", key)
-  dtype = shaped_abstractify(p).dtype
+  dtype = get_aval(p).dtype
   if not dtypes.is_float(dtype):
     raise TypeError(f"bernoulli probability `p` must have a floating dtype, got {dtype}.")
   if shape is not None:
@@ -201,7 +201,7 @@ def bernoulli(key, p=np.float32(0.5), shape=None, mode="low"):
 
 
 def _bernoulli(key, p, *, shape, mode):
-  dtype = shaped_abstractify(p).dtype
+  dtype = get_aval(p).dtype
   p = lax.convert_element_type(p, dtype)
   if mode == "high":
     u = _uniform(key, 0., 1., shape=(2, *shape), dtype=dtype)
@@ -337,7 +337,7 @@ def _pareto(key, b, *, shape, dtype):
 
 def _clip_to(val, dtype):
   """Integer `val` converted to integer `dtype`, clipped to its range instead of wrapping."""
-  src = np.iinfo(shaped_abstractify(val).dtype)
+  src = np.iinfo(get_aval(val).dtype)
   dst = np.iinfo(dtype)
   lo = lax.full((), max(int(dst.min), int(src.min)), src.dtype)
   hi = lax.full((), min(int(dst.max), int(src.max)), src.dtype)
@@ -397,7 +397,7 @@ def permutation(key, x, axis=0, independent=False):
     x = np.asarray(x) if not isinstance(x, (int, np.integer)) else x
   ndim = np.ndim(x)
   if not ndim:
-    if not np.issubdtype(shaped_abstractify(x).dtype, np.integer):
+    if not np.issubdtype(get_aval(x).dtype, np.integer):
       raise TypeError("x must be an integer or at least 1-dimensional")
     from minijax.core.trace import Tracer
     if isinstance(x, Tracer):
@@ -458,7 +458,7 @@ def choice(key, a, shape=(), replace=True, p=None, axis=0, mode=None):
     n_inputs = arr.shape[axis]
   n_draws = math.prod(shape)
   if n_draws == 0:
-    return jnp.zeros(shape, dtype=shaped_abstractify(arr).dtype)
+    return jnp.zeros(shape, dtype=get_aval(arr).dtype)
   if n_inputs <= 0:
     raise ValueError("a must be greater than 0 unless no samples are taken")
   if not replace and n_draws > n_inputs:
@@ -486,7 +486,7 @@ def choice(key, a, shape=(), replace=True, p=None, axis=0, mode=None):
 
 
 def _choice_p(key, p, *, shape, replace, n_draws, mode):
-  dtype = shaped_abstractify(p).dtype
+  dtype = get_aval(p).dtype
   if replace:
     cumulative = jnp.cumsum(p)
     r = jnp.multiply(cumulative[-1],

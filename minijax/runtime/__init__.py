@@ -9,7 +9,8 @@ from __future__ import annotations
 from minijax.runtime.array import Array, device_put, make_array
 from minijax.runtime.backend import (default_device, device_count, devices, get_client,
                                      get_device, local_devices, on_client_created, sharding_for)
-from minijax.runtime.executable import Executable, RuntimeTokens, compile, runtime_tokens
+from minijax.runtime.executable import Executable, compile
+from minijax.runtime.tokens import RuntimeTokens, runtime_tokens
 
 __all__ = [
     "Array", "Executable", "RuntimeTokens", "compile", "default_device", "device_count",

@@ -15,21 +15,15 @@ to have chosen the executable by the arguments' avals (jaxlib checks byte sizes,
 dtypes); jaxlib's errors are translated only after they happen (a deleted or donated
 argument, a wrong count or shape).
 
-Ordered effects are chained through tokens.  The lowered `main` takes one token per ordered
-effect before its array arguments, in `ordered_effects` order, and returns the same number of
-tokens before its array results.  `runtime_tokens` keeps, for every (effect, device), the
-token returned by the last execution that carried the effect; the first execution, and the
-first after a barrier saw the chain finish, gets a zero-byte `bool[0]` array.  Each
-execution therefore waits for the previous one with the same effect on that device, in call
-order, without the host ever blocking.  Executables with unordered effects record their
-execution-status token instead, so that `runtime_tokens.wait_all()` can wait for every
-started effectful computation.
+Ordered effects are chained through the runtime tokens of `runtime/tokens.py`: an
+executable binds the token chain of each of its (ordered effect, device) pairs into its call
+closure, passes the chain's token before its array arguments and keeps the token it
+returns; an executable with unordered effects records its execution status.
 """
 from __future__ import annotations
 
 import logging
 import operator
-import threading
 import time
 from typing import Any, Callable, Sequence
 
@@ -40,111 +34,15 @@ from jaxlib import _jax, xla_client
 from minijax.config import config
 from minijax.core.avals import PYTHON_SCALARS, ShapedArray, python_scalar_aval
 from minijax.runtime import backend, taps
-from minijax.runtime.array import (Array, _DELETED_MESSAGE, _put_numpy, device_put,
-                                   scalar_buffer)
+from minijax.runtime.array import Array, _DELETED_MESSAGE, device_put, scalar_buffer
+from minijax.runtime.tokens import TOKEN_AVAL, RuntimeTokens, runtime_tokens
 
 logger = logging.getLogger("minijax")
 
-_TOKEN_AVAL = ShapedArray((0,), np.bool_)
 _JaxRuntimeError = _jax.JaxRuntimeError
 _get_buffer = operator.attrgetter("_buffer")
 
 
-class TokenChain:
-  """The runtime token of one (ordered effect, device): `token` is what the next execution
-  with that effect on that device must take, and is replaced by the token it returns."""
-  __slots__ = ("token", "initial")
-
-  def __init__(self, initial):
-    self.token = self.initial = initial
-
-
-class RuntimeTokens:
-  """The token chain of every (ordered effect, device), and the status of unordered runs.
-
-  Executables bind their chains, the lock and their device's status list into their call
-  closures, so these objects are only ever changed in place."""
-
-  _MAX_UNORDERED = 256  # per device, before the oldest statuses are waited for and dropped
-
-  def __init__(self):
-    self._lock = threading.Lock()
-    self._chains: dict[tuple[Any, Any], TokenChain] = {}
-    self._unordered: dict[Any, list] = {}
-    self._initial: dict[Any, Any] = {}
-
-  def chain(self, effect, device) -> TokenChain:
-    """The chain of `effect` on `device`, created on first use."""
-    key = (effect, device)
-    with self._lock:
-      chain = self._chains.get(key)
-      if chain is None:
-        chain = self._chains[key] = TokenChain(self.initial(device))
-      return chain
-
-  def current(self, effect, device) -> Any:
-    """The token the next execution with `effect` on `device` must wait for."""
-    return self.chain(effect, device).token
-
-  def initial(self, device) -> Any:
-    """The token a chain starts from: a zero-byte array on `device`."""
-    token = self._initial.get(device)
-    if token is None:
-      token = self._initial[device] = _put_numpy(np.zeros((0,), np.bool_), _TOKEN_AVAL,
-                                                 device)._buffer
-    return token
-
-  def statuses(self, device) -> list:
-    """The execution statuses of unordered runs on `device`, not yet waited for."""
-    with self._lock:
-      return self._unordered.setdefault(device, [])
-
-  def trim(self, statuses: list) -> None:
-    """Drops the older half of a long status list, once those runs are done."""
-    with self._lock:
-      done = statuses[:len(statuses) // 2]
-      del statuses[:len(done)]
-    for status in done:
-      status.block_until_ready()
-
-  def pending(self) -> list:
-    """Everything a barrier must wait for: the tokens of chains that have started, and the
-    unordered run statuses."""
-    with self._lock:
-      return ([c.token for c in self._chains.values() if c.token is not c.initial] +
-              [s for ss in self._unordered.values() for s in ss])
-
-  def wait_all(self) -> None:
-    """Blocks until every effectful computation started so far has finished (or failed).
-
-    A chain whose token is done then goes back to its initial token, which orders nothing
-    more than a finished token does, so that the next idle barrier has nothing to wait for."""
-    with self._lock:
-      started = [(c, c.token) for c in self._chains.values() if c.token is not c.initial]
-      statuses = [s for ss in self._unordered.values() for s in ss]
-      for ss in self._unordered.values():
-        ss.clear()
-    if started:
-      xla_client.batched_block_until_ready([token for _, token in started])
-      with self._lock:
-        for chain, token in started:
-          if chain.token is token:  # no execution has extended the chain meanwhile
-            chain.token = chain.initial
-    for status in statuses:
-      status.block_until_ready()
-
-  block_until_ready = wait_all
-
-  def clear(self) -> None:
-    """Forgets every token: the next effectful executions start new chains."""
-    with self._lock:
-      for chain in self._chains.values():
-        chain.token = chain.initial
-      for statuses in self._unordered.values():
-        statuses.clear()
-
-
-runtime_tokens = RuntimeTokens()
 
 
 class Executable:
@@ -168,7 +66,7 @@ class Executable:
                       for aval in self.out_avals]
     self._out_devices = (device,) * len(self.out_avals)
     self._chains = [runtime_tokens.chain(effect, device) for effect in self.ordered_effects]
-    token_handler = xla_client.array_result_handler(_TOKEN_AVAL, sharding, True,
+    token_handler = xla_client.array_result_handler(TOKEN_AVAL, sharding, True,
                                                     _skip_checks=True)
     self._token_and_result_handlers = [token_handler] * len(self._chains) + self._handlers
     self._run_effectful = self._make_run_effectful()

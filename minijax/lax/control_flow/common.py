@@ -17,15 +17,15 @@ from jaxlib.mlir.dialects import mhlo
 
 from minijax import tree_util
 from minijax.core import effects as effects_lib
-from minijax.core.avals import ShapedArray, shaped_abstractify
-from minijax.core.jaxpr import ClosedJaxpr, Jaxpr, Var
+from minijax.core.avals import ShapedArray, get_aval
+from minijax.core.jaxpr import ClosedJaxpr, Jaxpr, Var, hoist_consts
 from minijax.lowering import mlir
 from minijax.lowering.tokens import TokenSet
 
 
 def abstractify(x) -> ShapedArray:
   try:
-    return shaped_abstractify(x)
+    return get_aval(x)
   except Exception:
     raise TypeError(f"value of type {type(x).__name__} ({x!r:.60}) is not a valid minijax "
                     "type; control-flow operands must be arrays or Python scalars "
@@ -37,7 +37,8 @@ def trace_fun(fun: Callable, in_tree, in_avals: Sequence[Any], name: str
   """Traces `fun(*unflatten(in_tree, args))`; returns a const-free ClosedJaxpr whose leading
   inputs are the hoisted constants, the constants, and the output tree."""
   closed, out_tree = trace_fun_closed(fun, in_tree, in_avals, name)
-  return hoist_consts(closed.jaxpr), list(closed.consts), out_tree
+  closed, consts = hoist_consts(closed)
+  return closed, consts, out_tree
 
 
 def trace_fun_closed(fun: Callable, in_tree, in_avals: Sequence[Any], name: str):
@@ -60,18 +61,6 @@ def trace_fun_closed(fun: Callable, in_tree, in_avals: Sequence[Any], name: str)
   return ClosedJaxpr(jaxpr, consts), out_tree_box[0]
 
 
-def hoist_consts(jaxpr: Jaxpr) -> ClosedJaxpr:
-  return ClosedJaxpr(Jaxpr([], [*jaxpr.constvars, *jaxpr.invars], jaxpr.outvars, jaxpr.eqns,
-                           jaxpr.effects, jaxpr.debug_info), [])
-
-
-def const_free(closed: ClosedJaxpr) -> tuple[ClosedJaxpr, list[Any]]:
-  """`closed` with its constants turned into leading inputs, and the constants."""
-  if not closed.consts and not closed.jaxpr.constvars:
-    return closed, []
-  return hoist_consts(closed.jaxpr), list(closed.consts)
-
-
 def prepend_unused_invars(closed: ClosedJaxpr, avals: Sequence[Any], at: int = 0) -> ClosedJaxpr:
   """`closed` taking extra, unused inputs of types `avals` at position `at`."""
   jaxpr = closed.jaxpr
@@ -81,8 +70,13 @@ def prepend_unused_invars(closed: ClosedJaxpr, avals: Sequence[Any], at: int = 0
                            jaxpr.debug_info), closed.consts)
 
 
-def jaxprs_effects(*jaxprs) -> frozenset:
-  return effects_lib.union(j.effects for j in jaxprs)
+def jaxprs_effects(construct: str, *jaxprs) -> frozenset:
+  """The effects of a control-flow equation over `jaxprs`, checked against each effect's
+  `allowed_in_control_flow` policy (`construct` names the function, for the error)."""
+  effects = effects_lib.union(j.effects for j in jaxprs)
+  if effects:
+    effects_lib.check_allowed(effects, "control_flow", construct)
+  return effects
 
 
 # ----------------------------------------------------------------------------- type checks
@@ -143,13 +137,6 @@ def strong(avals) -> list[ShapedArray]:
 
 # ----------------------------------------------------------------------------- lowering helpers
 
-def lower_jaxpr_inline(mctx, closed: ClosedJaxpr, tokens: TokenSet, *args
-                       ) -> tuple[list[ir.Value], TokenSet]:
-  """Emits `closed` at the current insertion point (inside a region or not)."""
-  consts = [mlir.ir_constant(np.asarray(c)) for c in closed.consts]
-  return mlir.jaxpr_subcomp(mctx, closed.jaxpr, tokens, consts, *args)
-
-
 def add_block(region: ir.Region, types: Sequence[ir.Type]) -> ir.Block:
   return region.blocks.append(*types)
 
@@ -192,7 +179,7 @@ def groups_order(sizes: Sequence[int], order: Sequence[int]) -> list[int]:
 def join_consts(jaxprs: Sequence[ClosedJaxpr]) -> tuple[list[ClosedJaxpr], list[Any]]:
   """Hoists each jaxpr's constants; every result takes the constants of all of them (in
   order) as leading inputs, ignoring the others'.  Returns the jaxprs and the constants."""
-  hoisted = [const_free(j) for j in jaxprs]
+  hoisted = [hoist_consts(j) for j in jaxprs]
   consts_lists = [c for _, c in hoisted]
   all_avals = [[v.aval for v in j.jaxpr.invars[:len(c)]] for j, c in hoisted]
   out = []
@@ -230,7 +217,7 @@ def batch_jaxpr_const_free(closed: ClosedJaxpr, size: int, batched, instantiate)
   """`batching.batch_jaxpr` with the result's constants hoisted: `(jaxpr, consts, out_b)`."""
   from minijax.interpreters import batching
   jaxpr, out_batched = batching.batch_jaxpr(closed, size, list(batched), instantiate)
-  jaxpr, consts = const_free(jaxpr)
+  jaxpr, consts = hoist_consts(jaxpr)
   return jaxpr, consts, out_batched
 
 

@@ -22,6 +22,7 @@ from jaxlib.mlir.dialects import mhlo
 
 from minijax import tree_util
 from minijax.core import dtypes, pretty
+from minijax.core.effects import must_keep
 from minijax.core.primitive import Primitive
 from minijax.lax.control_flow import common
 from minijax.lowering import mlir
@@ -98,7 +99,7 @@ def _cond_abstract_eval(index, *avals, branches):
       raise TypeError(f"cond branch {i} returns {[a.str_short() for a in b.out_avals]} but "
                       f"branch 0 returns {[a.str_short() for a in branches[0].out_avals]}")
   out_avals = common.join_weak([b.out_avals for b in branches])
-  return out_avals, common.jaxprs_effects(*branches)
+  return out_avals, common.jaxprs_effects("lax.cond", *branches)
 
 
 cond_p.def_effectful_abstract_eval(_cond_abstract_eval)
@@ -128,7 +129,7 @@ def _cond_lowering(ctx, index, *args, branches):
   for region, branch in zip(regions, ordered):
     block = region.blocks.append()
     with ir.InsertionPoint(block):
-      outs, tokens_out = common.lower_jaxpr_inline(mctx, branch, tokens, *args)
+      outs, tokens_out = mlir.lower_closed_jaxpr(mctx, branch, tokens, *args)
       mhlo.ReturnOp([*tokens_out.tokens(), *outs])
   results = list(op.results)
   if len(tokens):
@@ -212,7 +213,7 @@ def _cond_partial_eval(trace, args, *, branches):
     j = common.prepend_unused_invars(s[1], before, 0)
     unknown.append(common.prepend_unused_invars(j, after, len(before) + len(res_avals[i])))
   uk_ops = [x for x, u in zip(ops, uk) if u]
-  if any(out_uk) or any(j.effects for j in unknown):
+  if any(out_uk) or any(must_keep(j.effects) for j in unknown):
     uk_outs = trace.stage(cond_p, [index, *residuals, *uk_ops], dict(branches=tuple(unknown)))
   else:
     uk_outs = []

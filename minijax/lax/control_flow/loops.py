@@ -30,6 +30,7 @@ from minijax import tree_util
 from minijax.core import dtypes, pretty
 from minijax.core.avals import ShapedArray
 from minijax.core.effects import ordered_effects
+from minijax.core.jaxpr import hoist_consts
 from minijax.core.primitive import Primitive
 from minijax.core.trace import Tracer
 from minijax.lax.control_flow import common
@@ -137,7 +138,7 @@ def _while_abstract_eval(*avals, cond_jaxpr, body_jaxpr, cond_nconsts, body_ncon
     raise TypeError(f"while body returns {[a.str_short() for a in body_jaxpr.out_avals]} "
                     f"but the carry is {[a.str_short() for a in carry]}")
   return common.join_weak([carry, body_jaxpr.out_avals]), \
-      common.jaxprs_effects(cond_jaxpr, body_jaxpr)
+      common.jaxprs_effects("lax.while_loop", cond_jaxpr, body_jaxpr)
 
 
 while_p.def_effectful_abstract_eval(_while_abstract_eval)
@@ -158,7 +159,7 @@ def _while_lowering(ctx, *args, cond_jaxpr, body_jaxpr, cond_nconsts, body_ncons
   pred_aval = ShapedArray((), dtypes.bool_)
 
   if rotated:
-    (pred,), tokens = common.lower_jaxpr_inline(mctx, cond_jaxpr, tokens, *cond_consts, *init)
+    (pred,), tokens = mlir.lower_closed_jaxpr(mctx, cond_jaxpr, tokens, *cond_consts, *init)
     operands = [*tokens.tokens(), pred, *cond_consts, *body_consts, *init]
     avals = [pred_aval, *const_avals, *carry_avals]
   else:
@@ -179,15 +180,15 @@ def _while_lowering(ctx, *args, cond_jaxpr, body_jaxpr, cond_nconsts, body_ncons
       mhlo.ReturnOp([cond_block.arguments[ntok]])
     else:
       _, cconsts, _, carry = split(list(cond_block.arguments))
-      (pred,), _ = common.lower_jaxpr_inline(mctx, cond_jaxpr, TokenSet(), *cconsts, *carry)
+      (pred,), _ = mlir.lower_closed_jaxpr(mctx, cond_jaxpr, TokenSet(), *cconsts, *carry)
       mhlo.ReturnOp([pred])
 
   body_block = common.add_block(op.body, types)
   with ir.InsertionPoint(body_block):
     toks, cconsts, bconsts, carry = split(list(body_block.arguments))
-    new_carry, toks = common.lower_jaxpr_inline(mctx, body_jaxpr, toks, *bconsts, *carry)
+    new_carry, toks = mlir.lower_closed_jaxpr(mctx, body_jaxpr, toks, *bconsts, *carry)
     if rotated:
-      (pred,), toks = common.lower_jaxpr_inline(mctx, cond_jaxpr, toks, *cconsts, *new_carry)
+      (pred,), toks = mlir.lower_closed_jaxpr(mctx, cond_jaxpr, toks, *cconsts, *new_carry)
       mhlo.ReturnOp([*toks.tokens(), pred, *cconsts, *bconsts, *new_carry])
     else:
       mhlo.ReturnOp([*toks.tokens(), *cconsts, *bconsts, *new_carry])
@@ -216,7 +217,7 @@ def _while_jvp(primals, tangents, *, cond_jaxpr, body_jaxpr, cond_nconsts, body_
     if out_nz == carry_nz:
       break
     carry_nz = [a or b for a, b in zip(carry_nz, out_nz)]
-  jvp, jconsts = common.const_free(jvp)
+  jvp, jconsts = hoist_consts(jvp)
   sizes = [len(jconsts), body_nconsts, n, sum(bconst_nz), sum(carry_nz)]
   jvp = common.reorder(jvp, common.groups_order(sizes, [0, 1, 3, 2, 4]))
   carry_t_avals = [a.tangent_aval() for a, z in zip(body_jaxpr.out_avals, carry_nz) if z]
@@ -270,9 +271,9 @@ def _while_partial_eval(trace, args, *, cond_jaxpr, body_jaxpr, cond_nconsts, bo
         "the differentiated inputs is not supported (the effects would run twice). "
         + _REVERSE_MODE_ERROR)
   n_known = carry_uk.count(False)
-  body_known = common.const_free(pe.dce_closed_jaxpr(
+  body_known = hoist_consts(pe.dce_closed_jaxpr(
       body_known, [True] * n_known + [False] * (len(body_known.out_avals) - n_known), True)[0])
-  cond_known = common.const_free(pe.dce_closed_jaxpr(
+  cond_known = hoist_consts(pe.dce_closed_jaxpr(
       cond_known, [True] + [False] * (len(cond_known.out_avals) - 1), True)[0])
   cconsts, bconsts, init = common.split_sizes(args, [cond_nconsts, body_nconsts, n])
   pick = lambda vals, flags: [v for v, f in zip(vals, flags) if not f]
@@ -361,8 +362,8 @@ def _while_batch(args, dims, *, cond_jaxpr, body_jaxpr, cond_nconsts, body_ncons
   new_cond_jaxpr = pe.trace_to_closed_jaxpr(new_cond, [pred_aval, *carry_avals])
   new_body_jaxpr = pe.trace_to_closed_jaxpr(
       new_body, [*cond.in_avals[:nc], *body.in_avals[:nb], pred_aval, *carry_avals])
-  new_cond_jaxpr, c1 = common.const_free(new_cond_jaxpr)
-  new_body_jaxpr, c2 = common.const_free(new_body_jaxpr)
+  new_cond_jaxpr, c1 = hoist_consts(new_cond_jaxpr)
+  new_body_jaxpr, c2 = hoist_consts(new_body_jaxpr)
   outs = while_p.bind(*c1, *c2, *cc_vals, *bc_vals, pred0, *init,
                       cond_jaxpr=new_cond_jaxpr, body_jaxpr=new_body_jaxpr,
                       cond_nconsts=len(c1), body_nconsts=len(c2) + nc + nb)

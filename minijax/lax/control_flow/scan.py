@@ -22,8 +22,9 @@ from jaxlib.mlir.dialects import mhlo
 
 from minijax import tree_util
 from minijax.core import pretty
+from minijax.core.effects import must_keep
 from minijax.core.avals import ShapedArray
-from minijax.core.jaxpr import ClosedJaxpr, Jaxpr, Literal
+from minijax.core.jaxpr import ClosedJaxpr, Jaxpr, Literal, hoist_consts
 from minijax.core.primitive import Primitive
 from minijax.lax.control_flow import common
 from minijax.lowering import mlir
@@ -111,7 +112,7 @@ def _scan_abstract_eval(*avals, jaxpr, num_consts, num_carry, length, reverse, l
                     f"input carry {[a.str_short() for a in carry]}")
   ys = [ShapedArray((length, *a.shape), a.dtype, a.weak_type)
         for a in jaxpr.out_avals[num_carry:]]
-  return [*common.join_weak([carry, carry_out]), *ys], jaxpr.effects
+  return [*common.join_weak([carry, carry_out]), *ys], common.jaxprs_effects("lax.scan", jaxpr)
 
 
 def _split(values, num_consts, num_carry):
@@ -157,7 +158,7 @@ def _scan_lowering(ctx, *args, jaxpr, num_consts, num_carry, length, reverse, li
     b_xs, b_ys = rest[:len(xs)], rest[len(xs):]
     index = (mhlo.SubtractOp(common.scalar_i32(length - 1), i).result if reverse else i)
     x_slices = [_index_leading(x, a, index) for x, a in zip(b_xs, x_avals)]
-    outs, toks = common.lower_jaxpr_inline(mctx, jaxpr, toks, *b_consts, *carry, *x_slices)
+    outs, toks = mlir.lower_closed_jaxpr(mctx, jaxpr, toks, *b_consts, *carry, *x_slices)
     new_carry, y_slices = outs[:num_carry], outs[num_carry:]
     new_ys = [_update_leading(ys, y, a, index) for ys, y, a in zip(b_ys, y_slices, y_avals)]
     i_next = mhlo.AddOp(i, common.scalar_i32(1)).result
@@ -216,7 +217,7 @@ def _scan_jvp(primals, tangents, *, jaxpr, num_consts, num_carry, length, revers
       break
     carry_nz = [a or b for a, b in zip(carry_nz, carry_out_nz)]
   ys_nz = out_nz[num_carry:]
-  jvp, jvp_consts = common.const_free(jvp)
+  jvp, jvp_consts = hoist_consts(jvp)
   # jvp inputs: [jconsts, consts, carry, xs, consts_t, carry_t, xs_t]; scan wants
   # [jconsts, consts, consts_t, carry, carry_t, xs, xs_t] (and the same for outputs).
   n_in = [len(jvp_consts), num_consts, num_carry, len(xs_nz), sum(const_nz), sum(carry_nz),
@@ -266,7 +267,7 @@ def _scan_partial_eval(trace, args, *, jaxpr, num_consts, num_carry, length, rev
   ys_uk = out_uk[num_carry:]
   consts, init, xs = _split(args, num_consts, num_carry)
   pick = lambda vals, flags, want: [v for v, f in zip(vals, flags) if f == want]
-  known, k_consts = common.const_free(known)
+  known, k_consts = hoist_consts(known)
   n_res = len(res_avals)
   k_operands = [*k_consts, *pick(consts, const_uk, False), *pick(init, carry_uk, False),
                 *pick(xs, xs_uk, False)]
@@ -298,7 +299,7 @@ def _scan_partial_eval(trace, args, *, jaxpr, num_consts, num_carry, length, rev
   unknown = common.reorder(unknown, in_order)
   u_operands = [*pick(consts, const_uk, True), *invariant_res, *pick(init, carry_uk, True),
                 *stacked_res, *pick(xs, xs_uk, True)]
-  if any(out_uk) or unknown.effects:
+  if any(out_uk) or must_keep(unknown.effects):
     u_outs = trace.stage(scan_p, u_operands, dict(
         jaxpr=unknown, num_consts=n_cu + len(invariant_res), num_carry=n_ku, length=length,
         reverse=reverse, linear=(False,) * len(u_operands)))
@@ -367,7 +368,7 @@ def _scan_transpose(cts, *args, jaxpr, num_consts, num_carry, length, reverse, l
   in_avals = [*(ad.get_aval(c) for c in res_consts), *lin_const_avals, *carry_avals,
               *(ShapedArray(ad.get_aval(x).shape[1:], ad.get_aval(x).dtype) for x in res_xs),
               *ys_avals]
-  t_jaxpr, t_consts = common.const_free(pe.trace_to_closed_jaxpr(body, in_avals))
+  t_jaxpr, t_consts = hoist_consts(pe.trace_to_closed_jaxpr(body, in_avals))
   ct_ys = [ad.zeros_like_aval(ShapedArray((length, *a.shape), a.dtype)) if type(ct) is ad.Zero
            else ct for ct, a in zip(ct_ys, ys_avals)]
   operands = [*t_consts, *res_consts, *(ad.zeros_like_aval(a) for a in lin_const_avals),

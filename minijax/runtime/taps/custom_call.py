@@ -1,28 +1,24 @@
-"""The device side of a tap: the custom call that lowering emits, for either mechanism.
+"""The device side of a tap, for either mechanism: the custom-call targets and host callables.
 
-`native` (the default) calls minijax's own XLA FFI handler, registered for the CPU platform
-as `minijax_tap` as soon as the XLA client exists.  The handler copies the tapped buffers
-into its device's queue without touching Python, so dispatch stays asynchronous:
+The tap primitive's lowering rule (`experimental/host_callback.py`) emits a custom call to
+one of two targets, chosen by `mechanism()`:
 
-    %t1 = mhlo.custom_call @minijax_tap(%t0, %x, %y) {api_version = 4 : i32,
-        has_side_effect = true, backend_config = {consumer = 7 : i64}}
-        : (!mhlo.token, tensor<3xf32>, tensor<i32>) -> !mhlo.token
+`native` (the default) calls minijax's own XLA FFI handler, registered here for the CPU
+platform as `minijax_tap` as soon as the XLA client exists, and told its consumer by the
+`consumer` attribute of its `backend_config`.  The handler copies the tapped buffers into
+its device's queue without touching Python, so dispatch stays asynchronous.
 
 `callback` calls jaxlib's `xla_ffi_python_cpu_callback`, whose `backend_config` holds the
 index of a Python callable in the list of host callbacks the executable is compiled with.
 That callable (a `TapCallback`) copies the arrays into the same per-device queue, so tap
-functions still run on the receiver thread, in order, counted, and covered by barriers.
-
-An ordered tap takes its effect's token as first operand and returns the next one; an
-unordered tap has no token and no results, and `has_side_effect` keeps XLA from dropping it.
+functions still run on the receiver thread, in order, counted, and covered by barriers; the
+compile step binds it to its device's queue (`bind_host_callbacks`).
 """
 from __future__ import annotations
 
 from typing import Any, Sequence
 
 from jaxlib import xla_client
-from jaxlib.mlir import ir
-from jaxlib.mlir.dialects import mhlo
 
 from minijax.config import config
 from minijax.runtime import backend
@@ -30,6 +26,7 @@ from minijax.runtime.taps import queues as queues_mod
 from minijax.runtime.taps import receiver
 
 NATIVE_TARGET = "minijax_tap"
+NATIVE_CONSUMER_ATTRIBUTE = "consumer"  # the backend_config entry the native handler reads
 CALLBACK_TARGET = "xla_ffi_python_cpu_callback"
 MECHANISMS = ("native", "callback")
 
@@ -55,25 +52,25 @@ class TapCallback:
   that is comes from `bind_host_callbacks`, which the compile step applies; unbound, it is
   the device with ordinal 0.
   """
-  __slots__ = ("consumer_id", "ordered", "ordinal")
+  __slots__ = ("consumer_id", "takes_token", "ordinal")
 
-  def __init__(self, consumer_id: int, ordered: bool, ordinal: int = 0):
+  def __init__(self, consumer_id: int, takes_token: bool, ordinal: int = 0):
     self.consumer_id = consumer_id
-    self.ordered = ordered
+    self.takes_token = takes_token  # the call's first operand and only result is a token
     self.ordinal = ordinal
 
   def __call__(self, *args):
-    if self.ordered:
+    if self.takes_token:
       queues_mod.queues.push(self.ordinal, self.consumer_id, args[1:])
       return (None,)
     queues_mod.queues.push(self.ordinal, self.consumer_id, args)
     return ()
 
   def for_ordinal(self, ordinal: int) -> "TapCallback":
-    return TapCallback(self.consumer_id, self.ordered, ordinal)
+    return TapCallback(self.consumer_id, self.takes_token, ordinal)
 
   def __repr__(self):
-    return (f"TapCallback(consumer={self.consumer_id}, ordered={self.ordered}, "
+    return (f"TapCallback(consumer={self.consumer_id}, takes_token={self.takes_token}, "
             f"ordinal={self.ordinal})")
 
 
@@ -82,40 +79,6 @@ def bind_host_callbacks(host_callbacks: Sequence[Any], device: Any) -> list:
   unchanged.  The compile step calls this on the list the lowering filled."""
   ordinal = receiver.device_ordinal(device)
   return [cb.for_ordinal(ordinal) if isinstance(cb, TapCallback) else cb for cb in host_callbacks]
-
-
-def _i64(value: int) -> ir.IntegerAttr:
-  return ir.IntegerAttr.get(ir.IntegerType.get_signless(64), value)
-
-
-def emit_tap(consumer_id: int, token: ir.Value | None, operands: Sequence[ir.Value], *,
-             host_callbacks: list) -> ir.Value | None:
-  """Emits the custom call of one tap at the current MLIR insertion point.
-
-  `consumer_id` comes from `register_consumer`.  With a `token` (an ordered tap) the call is
-  sequenced after it and the new token is returned; without one (unordered) None is
-  returned.  For the callback mechanism, the host callable is appended to `host_callbacks`
-  (the module's list, which the compile step must pass to jaxlib after
-  `bind_host_callbacks`).  Emitting a tap also starts the receivers if they are not running.
-  """
-  receiver.ensure_started()
-  which = mechanism()
-  ordered = token is not None
-  inputs = ([token] if ordered else []) + list(operands)
-  results = [mhlo.TokenType.get()] if ordered else []
-  if which == "native":
-    target = NATIVE_TARGET
-    config_attr = ir.DictAttr.get({"consumer": _i64(consumer_id)})
-  else:
-    target = CALLBACK_TARGET
-    index = len(host_callbacks)
-    host_callbacks.append(TapCallback(consumer_id, ordered))
-    config_attr = ir.DictAttr.get(
-        {"index": ir.IntegerAttr.get(ir.IntegerType.get_unsigned(64), index)})
-  op = mhlo.CustomCallOp(results, inputs, target, has_side_effect=True,
-                         backend_config=config_attr,
-                         api_version=ir.IntegerAttr.get(ir.IntegerType.get_signless(32), 4))
-  return op.result if ordered else None
 
 
 def _register_native_target(client) -> None:

@@ -9,14 +9,13 @@ counted; the receiver carries on, and the next `barrier_wait` raises `TapFunctio
 Progress is counted, not probed: the queue numbers the taps each device enqueues, and
 counts those its receiver has finished with (a batch once the receiver asks for the next).
 `barrier_wait` first waits for the computations that were already dispatched
-(`executable.runtime_tokens.wait_all()`, which covers every execution with an effect: the
+(`tokens.runtime_tokens.wait_all()`, which covers every execution with an effect: the
 last token of each ordered effect and the status of each unordered run), at which point
 every tap they make is in a queue; it then flushes each queue and waits, without the GIL,
 until the finished count reaches the enqueued count read after that.  An idle barrier
 therefore compiles and runs nothing.
 
-Receivers start lazily (`ensure_started`, called when a tap is lowered and before a tapped
-computation runs), stop with `stop_outfeed_receiver`, and restart on the next use.  Both a
+Receivers start lazily (`ensure_started`, called before a computation with effects runs), stop with `stop_outfeed_receiver`, and restart on the next use.  Both a
 barrier and a tapped computation launched from a tap function could wait on the very thread
 that runs them, so both raise RuntimeError there instead (`in_receiver_thread`).  An exit
 handler waits for pending taps so that no output is lost when the interpreter exits.
@@ -26,13 +25,13 @@ from __future__ import annotations
 import atexit
 import dataclasses
 import logging
-import sys
 import threading
 from typing import Any
 
 from minijax.config import config
 from minijax.runtime.taps import registry
 from minijax.runtime.taps.queues import queues
+from minijax.runtime.tokens import runtime_tokens
 
 logger = logging.getLogger("minijax.taps")
 
@@ -183,13 +182,10 @@ def before_execution() -> None:
 
 
 def _wait_for_dispatched() -> None:
-  # Only consult the executable module if it is loaded: an idle barrier imports nothing.
-  executable = sys.modules.get("minijax.runtime.executable")
-  if executable is not None:
-    try:
-      executable.runtime_tokens.wait_all()
-    except Exception:  # a failed computation; its error surfaces where its results are used
-      pass
+  try:
+    runtime_tokens.wait_all()
+  except Exception:  # a failed computation; its error surfaces where its results are used
+    pass
 
 
 def _wait_for_receivers() -> None:

@@ -95,8 +95,6 @@ def unpack_transform(transform: tuple) -> tuple[str, dict]:
     return name, dict(params[0])
   if name == "batch":
     return name, {"batch_dims": params[0]}
-  if name == "mask":
-    return name, {"logical_shapes": params[0]}
   if params:
     raise ValueError(f"transform {name!r} takes no parameters, got {params}")
   return name, {}

@@ -1,0 +1,88 @@
+"""Cache keys for compiled programs: params that compile to the same program compare equal.
+
+The eager primitive cache keys an executable on (primitive, params, avals, device).  Most
+params are hashable and compare by value; jaxpr-valued params (the bodies of cond, while,
+scan, traced afresh at every eager call) compare by structure, numpy arrays by value, and
+other unhashable values by identity (`_Ident` keeps the object alive so its id cannot be
+reused).
+"""
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from minijax.core.jaxpr import ClosedJaxpr, Jaxpr, Literal
+
+
+def params_key(params: dict):
+  """A hashable key, equal for params that compile to the same program.  Jaxpr-valued params
+  (the bodies of cond, while, scan: traced afresh at every eager call) compare by structure,
+  numpy arrays by value, other unhashable values by identity."""
+  items = tuple(sorted(params.items()))
+  if not any(_holds_jaxpr(v) for _, v in items):
+    try:
+      hash(items)
+      return items
+    except TypeError:
+      pass
+  return fingerprint(params)
+
+
+def _holds_jaxpr(value) -> bool:
+  return isinstance(value, (Jaxpr, ClosedJaxpr)) or (
+      type(value) is tuple and any(isinstance(v, (Jaxpr, ClosedJaxpr)) for v in value))
+
+
+def fingerprint(value: Any) -> Any:
+  """A hashable value, equal for structurally equal params."""
+  if isinstance(value, ClosedJaxpr):
+    return ("closed", _jaxpr_fingerprint(value.jaxpr), tuple(map(_Ident, value.consts)))
+  if isinstance(value, Jaxpr):
+    return _jaxpr_fingerprint(value)
+  if isinstance(value, (tuple, list)):
+    return (type(value).__name__, tuple(fingerprint(v) for v in value))
+  if isinstance(value, dict):
+    return ("dict", tuple(sorted((k, fingerprint(v)) for k, v in value.items())))
+  if isinstance(value, np.ndarray):
+    return ("array", value.dtype.str, value.shape, value.tobytes())
+  try:
+    hash(value)
+  except TypeError:
+    return _Ident(value)
+  return value
+
+
+class _Ident:
+  """Compares by identity and keeps its object alive, so its id cannot be reused."""
+  __slots__ = ("obj",)
+
+  def __init__(self, obj):
+    self.obj = obj
+
+  def __eq__(self, other):
+    return type(other) is _Ident and other.obj is self.obj
+
+  def __hash__(self):
+    return id(self.obj)
+
+
+def _jaxpr_fingerprint(jaxpr: Jaxpr):
+  """Variables numbered in order of appearance, literals by their bytes."""
+  ids: dict = {}
+
+  def atom(a):
+    if type(a) is Literal:
+      val = np.asarray(a.val)
+      return ("lit", a.aval, val.dtype.str, val.tobytes())
+    n = ids.get(a)
+    if n is None:
+      n = ids[a] = len(ids)
+      return (n, a.aval)
+    return n
+
+  binders = tuple(atom(v) for v in [*jaxpr.constvars, *jaxpr.invars])
+  eqns = tuple((eqn.primitive, fingerprint(eqn.params), tuple(map(atom, eqn.invars)),
+                tuple(map(atom, eqn.outvars)), eqn.effects) for eqn in jaxpr.eqns)
+  return ("jaxpr", len(jaxpr.constvars), binders, eqns, tuple(map(atom, jaxpr.outvars)),
+          jaxpr.effects)

@@ -1,0 +1,183 @@
+"""Trace, lower, compile, cache: the one path from a jaxpr to something that runs.
+
+Both ways of running code go through here.  A primitive applied to concrete values (the
+eager impl, which this module installs on every primitive with
+`primitive.set_eager_impl`) runs as a one-equation jaxpr, compiled once per (primitive,
+params, avals, device) and kept in a bounded LRU cache.  A `jit_p` equation evaluated on
+concrete values (`jit`'s slow path, or `jit_p` bound under no transformation) runs its
+jaxpr compiled once per (jaxpr, donation, device).  Either way the jaxpr is lowered to an
+MHLO module (`lowering.mlir`) and compiled for one device (`runtime.compile`); a jaxpr with
+no equations is evaluated without compiling.  With `debug_nans`, outputs are checked and a
+NaN is traced back to the primitive that produced it by re-running the jaxpr op by op.
+"""
+from __future__ import annotations
+
+import collections
+import functools
+import operator
+from typing import Any, Callable, Sequence
+
+import numpy as np
+
+from minijax import tree_util
+from minijax.config import config
+from minijax.core import effects as effects_lib
+from minijax.core import primitive as primitive_lib
+from minijax.core.avals import get_aval
+from minijax.core.jaxpr import ClosedJaxpr, Literal, eval_jaxpr
+from minijax.interpreters.partial_eval import trace_to_jaxpr_dynamic
+from minijax.lax.call import jit_p
+from minijax.lax.structural import device_put_p
+from minijax.lowering.mlir import LoweringResult, lower_jaxpr_to_module
+from minijax.runtime import backend
+from minijax.runtime import executable as executable_lib
+from minijax.runtime.array import Array, device_put
+from minijax.staging.cache_keys import params_key
+
+CompiledFn = Callable[..., list]
+
+
+def device_of(args: Sequence[Any]):
+  """The device of the first Array among `args`, else the default device."""
+  for x in args:
+    if type(x) is Array:
+      return x._device
+  return backend.get_device(None)
+
+
+def jit_device(device, args: Sequence[Any]):
+  """Where a jitted computation runs: its `device=` (resolved), else its arguments'."""
+  return backend.get_device(device) if device is not None else device_of(args)
+
+
+def compile_jaxpr(closed_jaxpr: ClosedJaxpr, *, device, name: str,
+                  donated_args: Sequence[bool] = (),
+                  lowered: LoweringResult | None = None) -> CompiledFn:
+  """A function from flat arguments to flat output Arrays, compiled for `device` (from
+  `lowered`, the jaxpr's lowering, when the caller has it already)."""
+  jaxpr = closed_jaxpr.jaxpr
+  if not jaxpr.eqns:
+    return functools.partial(_run_trivial, closed_jaxpr, device)
+  if lowered is None:
+    lowered = lower_jaxpr_to_module(closed_jaxpr, name=name, donated_args=donated_args)
+  return executable_lib.compile(
+      lowered.module, device=device, name=name, in_avals=lowered.in_avals,
+      out_avals=lowered.out_avals, donated_args=tuple(donated_args),
+      host_callbacks=lowered.host_callbacks, num_tokens=len(lowered.ordered_effects),
+      ordered_effects=lowered.ordered_effects,
+      unordered_effects=effects_lib.unordered_effects(jaxpr.effects))
+
+
+def _run_trivial(closed_jaxpr: ClosedJaxpr, device, *args) -> list:
+  jaxpr = closed_jaxpr.jaxpr
+  env = dict(zip(jaxpr.constvars, closed_jaxpr.consts))
+  env.update(zip(jaxpr.invars, args))
+  outs = []
+  for v in jaxpr.outvars:
+    x = v.val if type(v) is Literal else env[v]
+    outs.append(device_put(x, device) if not (type(x) is Array and x._device is device) else x)
+  return outs
+
+
+# ----------------------------------------------------------------------------- jit_p
+
+_compiled: dict = {}
+
+
+def compiled_call(jaxpr: ClosedJaxpr, name: str, donated_invars, device,
+                  lowered: LoweringResult | None = None) -> CompiledFn:
+  """The compiled executable for a `jit_p` equation on `device` (shared with `jit`'s fast
+  path), compiled on first use (from `lowered` when given)."""
+  key = (jaxpr, donated_invars, device)
+  fn = _compiled.get(key)
+  if fn is None:
+    fn = _compiled[key] = compile_jaxpr(jaxpr, device=device, name=name,
+                                        donated_args=donated_invars, lowered=lowered)
+  return fn
+
+
+def _jit_impl(*args, jaxpr, name, donated_invars, device):
+  fn = compiled_call(jaxpr, name, donated_invars, jit_device(device, args))
+  outs = fn(*args)
+  if config.debug_nans:
+    check_nans_in_jaxpr(jaxpr, args, outs, name)
+  return outs
+
+
+jit_p.def_impl(_jit_impl)
+device_put_p.def_impl(device_put)
+
+
+# ----------------------------------------------------------------------------- eager primitives
+
+_CACHE_SIZE = 4096
+_primitive_cache: collections.OrderedDict = collections.OrderedDict()  # an LRU
+_aval_attr = operator.attrgetter("aval")
+_LEAF = tree_util.tree_structure(0)
+
+
+def apply_primitive(primitive, *args, **params):
+  """Runs `primitive` on concrete values through a cached one-equation executable."""
+  try:
+    avals = tuple(map(_aval_attr, args))
+  except AttributeError:  # numpy values or Python scalars among the arguments
+    avals = tuple(map(get_aval, args))
+  device = device_of(args)
+  key = (primitive, params_key(params) if params else (), avals, device)
+  run = _primitive_cache.get(key)
+  if run is None:
+    run = _primitive_cache[key] = _compile_primitive(primitive, params, avals, device)
+    if len(_primitive_cache) > _CACHE_SIZE:
+      _primitive_cache.popitem(last=False)
+  else:
+    _primitive_cache.move_to_end(key)
+  out = run(*args)
+  if config.debug_nans:
+    check_nans(primitive, out if primitive.multiple_results else [out])
+  return out
+
+
+def _compile_primitive(primitive, params, avals, device) -> Callable:
+  """A function of the arguments that returns the primitive's result: a list of Arrays
+  when it has multiple results, else the Array."""
+  def fun(*xs):
+    out = primitive.bind(*xs, **params)
+    return out if primitive.multiple_results else [out]
+
+  jaxpr, consts = trace_to_jaxpr_dynamic(fun, avals)
+  fn = compile_jaxpr(ClosedJaxpr(jaxpr, consts), device=device, name=primitive.name)
+  if primitive.multiple_results:
+    return fn
+  if isinstance(fn, executable_lib.Executable):
+    return fn.make_call(out_tree=_LEAF)
+  return lambda *xs: fn(*xs)[0]
+
+
+primitive_lib.set_eager_impl(apply_primitive)
+
+
+# ----------------------------------------------------------------------------- debug_nans
+
+def _has_nan(out) -> bool:
+  return (isinstance(out, Array) and np.issubdtype(out.dtype, np.inexact)
+          and bool(np.isnan(np.asarray(out)).any()))
+
+
+def check_nans(primitive, outs) -> None:
+  if any(map(_has_nan, outs)):
+    raise FloatingPointError(f"invalid value (nan) encountered in {primitive}")
+
+
+def check_nans_in_jaxpr(closed_jaxpr: ClosedJaxpr, args, outs, name: str) -> None:
+  """After a compiled call produced a NaN, re-run it op by op to name the culprit."""
+  if any(map(_has_nan, outs)):
+    eval_jaxpr(closed_jaxpr.jaxpr, closed_jaxpr.consts, *args)
+    raise FloatingPointError(f"invalid value (nan) encountered in jit({name})")
+
+
+def _on_config_change(name, value):
+  if name == "tap_mechanism":
+    _primitive_cache.clear()
+
+
+config.on_change(_on_config_change)

@@ -1,0 +1,338 @@
+"""`jit`: trace once per argument signature, compile once per device, dispatch fast.
+
+`jit(f)` returns a function (`_jitted`) backed by a `JitWrapped`, which keeps two caches
+keyed on the pytree structure of the arguments, their avals, the static arguments and the
+device: traced jaxprs, and compiled executables.  Called on concrete values (the current
+trace is the eval trace) it takes the fast path: flatten in C++ (or not at all for Array
+arguments), look up the executable's call closure, run it.  Called under another
+transformation it binds `jit_p` with the traced jaxpr, so the transformation sees one
+equation and the lowering emits a `func.call`.
+
+`jit(f).lower(*args)` and `.compile()` expose the stages: `Lowered` holds the MHLO module,
+and compiling it reuses that module, so `lower(x).compile()` lowers once.
+"""
+from __future__ import annotations
+
+import functools
+import operator
+import weakref
+from typing import Any, Callable
+
+from minijax import tree_util
+from minijax.api_util import DebugInfo, flat_arg_names, fun_name, normalize_argnums
+from minijax.config import config
+from minijax.core import trace as trace_lib
+from minijax.core.avals import PYTHON_SCALARS, get_aval, python_scalar_aval
+from minijax.core.errors import UnexpectedTracerError
+from minijax.core.jaxpr import ClosedJaxpr, hoist_consts
+from minijax.core.trace import Tracer
+from minijax.interpreters import partial_eval as pe
+from minijax.lax.call import jit_p
+from minijax.lowering.mlir import lower_jaxpr_to_module
+from minijax.runtime import backend
+from minijax.runtime.array import Array, device_put
+from minijax.staging import compiler
+
+__all__ = ["jit", "JitWrapped", "Lowered", "Compiled"]
+
+
+class _Traced:
+  __slots__ = ("jaxpr", "consts", "out_tree", "donated")
+
+  def __init__(self, jaxpr, consts, out_tree, donated):
+    self.jaxpr = jaxpr            # ClosedJaxpr, constants hoisted to leading inputs
+    self.consts = consts
+    self.out_tree = out_tree
+    self.donated = donated        # one flag per input of `jaxpr`
+
+
+def _has_tracer(values) -> bool:
+  return any(isinstance(c, Tracer) for c in values)
+
+
+class JitWrapped:
+  """The state behind `jit(fun)`: static and donated arguments, caches, the device."""
+
+  def __init__(self, fun: Callable, static_argnums=(), static_argnames=(), donate_argnums=(),
+               device=None):
+    self._fun = fun
+    self._name = fun_name(fun)
+    self._static_argnums = frozenset(normalize_argnums(static_argnums))
+    self._static_argnames = frozenset((static_argnames,) if isinstance(static_argnames, str)
+                                      else static_argnames or ())
+    self._donate_argnums = frozenset(normalize_argnums(donate_argnums))
+    self._device = backend.get_device(device) if device is not None else None
+    self._fast_ok = not (self._static_argnums or self._static_argnames)
+    self._multi_device = False
+    # Traces and fast-path entries, per state of the flags that change what tracing and
+    # lowering produce (`_flag_state`); `_cache` and `_fast` are the current state's.
+    self._by_state: dict[tuple, tuple[dict, dict]] = {}
+    self._cache: dict[Any, _Traced] = {}
+    self._fast: dict[Any, Callable] = {}
+    self._select_state(_flag_state())
+    _all_jitted.add(self)
+
+  def _select_state(self, state: tuple) -> None:
+    self._cache, self._fast = self._by_state.setdefault(state, ({}, {}))
+
+  # -- argument handling
+
+  def _split(self, args, kwargs):
+    if not self._static_argnums and not self._static_argnames:
+      return args, kwargs, ()
+    dyn_args, static = [], []
+    for i, a in enumerate(args):
+      if i in self._static_argnums or (i - len(args)) in self._static_argnums:
+        static.append((i, _check_static(a, i)))
+      else:
+        dyn_args.append(a)
+    dyn_kwargs = {}
+    for k, v in kwargs.items():
+      if k in self._static_argnames:
+        static.append((k, _check_static(v, k)))
+      else:
+        dyn_kwargs[k] = v
+    return tuple(dyn_args), dyn_kwargs, tuple(static)
+
+  def _merge(self, static, dyn_args, dyn_kwargs):
+    args, kwargs = list(dyn_args), dict(dyn_kwargs)
+    for where, value in static:
+      if isinstance(where, int):
+        args.insert(where, value)
+      else:
+        kwargs[where] = value
+    return args, kwargs
+
+  def _donated_leaves(self, args, static) -> tuple[bool, ...]:
+    """One flag per dynamic leaf of `(dyn_args, dyn_kwargs)`."""
+    static_positions = {where for where, _ in static if isinstance(where, int)}
+    flags = []
+    for pos, arg in enumerate(args):
+      if pos not in static_positions:
+        flags.extend([pos in self._donate_argnums] * len(tree_util.tree_leaves(arg)))
+    return tuple(flags)
+
+  # -- tracing
+
+  def _trace(self, static, dyn_args, dyn_kwargs, in_tree, avals) -> _Traced:
+    def call(*dyn_args, **dyn_kwargs):
+      args, kwargs = self._merge(static, dyn_args, dyn_kwargs)
+      return self._fun(*args, **kwargs)
+
+    flat_fun, out_tree = tree_util.flatten_fun(call, in_tree)
+    args, kwargs = self._merge(static, dyn_args, dyn_kwargs)
+    names = flat_arg_names(self._fun, args, kwargs) if not static else None
+    debug = DebugInfo(self._name, names if names and len(names) == len(avals) else None)
+    jaxpr, consts = pe.trace_to_jaxpr_dynamic(flat_fun, avals, debug)
+    donated = self._donated_leaves(args, static) if self._donate_argnums else ()
+    donated = (False,) * len(consts) + donated + (False,) * (len(avals) - len(donated))
+    closed, consts = hoist_consts(ClosedJaxpr(jaxpr, consts))
+    return _Traced(closed, consts, out_tree(), donated)
+
+  def _traced_for(self, args, kwargs):
+    dyn_args, dyn_kwargs, static = self._split(args, kwargs)
+    flat, in_tree = tree_util.tree_flatten((dyn_args, dyn_kwargs))
+    avals = tuple(map(get_aval, flat))
+    key = (in_tree, avals, static)
+    traced = self._cache.get(key)
+    if traced is None:
+      traced = self._trace(static, dyn_args, dyn_kwargs, in_tree, avals)
+      if not _has_tracer(traced.consts):
+        self._cache[key] = traced
+    return traced, flat
+
+  # -- calling (the fast path lives in `_jitted`, the function `jit` returns)
+
+  def _call_slow(self, args, kwargs, fast_key=None, args_tree=None):
+    """Traces (if needed), compiles (if needed) and runs.  `fast_key` is the key `jitted`
+    computed for these arguments and did not find (`args_tree` is their tree structure when
+    they are not all Arrays); the compiled executable is filed under it."""
+    traced, flat = self._traced_for(args, kwargs)
+    if type(trace_lib._context.trace) is trace_lib.EvalTrace and not _has_tracer(traced.consts):
+      leaked = next((x for x in flat if isinstance(x, Tracer)), None)
+      if leaked is not None:  # no trace is active, so its trace has ended
+        raise UnexpectedTracerError(leaked)
+      device = compiler.jit_device(self._device, flat)
+      executable = compiler.compiled_call(traced.jaxpr, self._name, traced.donated, device)
+      if (fast_key is not None and self._fast_ok and not config.debug_nans
+          and all(type(x) is Array or type(x) in PYTHON_SCALARS for x in flat)):
+        self._remember_fast(fast_key, args_tree, device, executable, traced, flat)
+      outs = executable(*traced.consts, *flat)
+      if config.debug_nans:
+        compiler.check_nans_in_jaxpr(traced.jaxpr, [*traced.consts, *flat], outs, self._name)
+      return traced.out_tree.unflatten(outs)
+    outs = jit_p.bind(*traced.consts, *flat, jaxpr=traced.jaxpr, name=self._name,
+                      donated_invars=traced.donated, device=self._device)
+    return traced.out_tree.unflatten(outs)
+
+  def _call_fallback(self, args):
+    """Where a fast-path entry sends arguments that turn out not to be Arrays (a leaked
+    tracer, say, whose aval matched the key) or that live on another device (an entry
+    for pytree arguments gets its leaves back, and rebuilds `args` first)."""
+    return self._call_slow(args, {})
+
+  def _remember_fast(self, key, args_tree, device, executable, traced, flat):
+    """Files `executable` under the fast path's `key` (see `_jitted`), which `flat`, the
+    call's arguments, produced."""
+    multi_device = self._device is None and backend.device_count() > 1
+    if multi_device and not self._multi_device:  # `jitted` did not know to add the device
+      key = (key, device)
+    self._multi_device = multi_device
+    if args_tree is None:
+      fallback = self._call_fallback
+    else:
+      fallback = lambda flat: self._call_fallback(args_tree.unflatten(flat))  # noqa: E731
+    consts = [c if type(c) is Array and c._device is device else device_put(c, device)
+              for c in traced.consts]
+    if hasattr(executable, "make_call"):
+      self._fast[key] = executable.make_call(
+          consts, traced.out_tree, fallback, scalars=any(type(x) in PYTHON_SCALARS for x in flat))
+    else:  # a jaxpr without equations: nothing was compiled
+      self._fast[key] = lambda *flat: traced.out_tree.unflatten(executable(*consts, *flat))
+
+  def lower(self, *args, **kwargs) -> "Lowered":
+    traced, flat = self._traced_for(args, kwargs)
+    return Lowered(traced, self._name, compiler.jit_device(self._device, flat))
+
+  def trace(self, *args, **kwargs) -> ClosedJaxpr:
+    traced, _ = self._traced_for(args, kwargs)
+    return traced.jaxpr
+
+
+# Flags that change what tracing or lowering produces, or whether the fast path may skip
+# NaN checks.  Like JAX's trace context, they key jit's caches: switching a flag back and
+# forth reuses what was compiled before.
+_STATE_FLAGS = ("enable_x64", "tap_mechanism", "debug_nans")
+
+
+def _flag_state() -> tuple:
+  return tuple(getattr(config, name) for name in _STATE_FLAGS)
+
+
+_all_jitted: "weakref.WeakSet[JitWrapped]" = weakref.WeakSet()
+
+
+def _on_config_change(name, value):
+  if name in _STATE_FLAGS:
+    state = _flag_state()
+    for wrapped in list(_all_jitted):
+      wrapped._select_state(state)
+
+
+config.on_change(_on_config_change)
+
+
+def _check_static(value, where):
+  try:
+    hash(value)
+  except TypeError:
+    raise ValueError(
+        f"static argument {where!r} of type {type(value).__name__} is not hashable; static "
+        "arguments must be hashable (use a tuple instead of a list, or make it a dynamic "
+        "argument)") from None
+  return value
+
+
+class Lowered:
+  """`jit(f).lower(*args)`: the MHLO module, ready to compile."""
+
+  def __init__(self, traced: _Traced, name: str, device):
+    self._traced = traced
+    self._name = name
+    self._device = device
+    self._result = lower_jaxpr_to_module(traced.jaxpr, name=name, donated_args=traced.donated)
+
+  def as_text(self) -> str:
+    return str(self._result.module)
+
+  def compiler_ir(self):
+    return self._result.module
+
+  def compile(self) -> "Compiled":
+    fn = compiler.compiled_call(self._traced.jaxpr, self._name, self._traced.donated,
+                                self._device, lowered=self._result)
+    return Compiled(fn, self._traced)
+
+
+class Compiled:
+  """`jit(f).lower(*args).compile()`: the executable, callable like `f`."""
+
+  def __init__(self, fn, traced: _Traced):
+    self._fn = fn
+    self._traced = traced
+
+  def as_text(self) -> str:
+    if hasattr(self._fn, "as_text"):
+      return self._fn.as_text()
+    return "(no XLA computation: the jaxpr has no equations)"
+
+  def __call__(self, *args, **kwargs):
+    flat, _ = tree_util.tree_flatten((args, kwargs))
+    return self._traced.out_tree.unflatten(self._fn(*self._traced.consts, *flat))
+
+
+def jit(fun: Callable | None = None, *, static_argnums=(), static_argnames=(),
+        donate_argnums=(), device=None):
+  """Compiles `fun` with XLA; usable as `@jit` or `@jit(static_argnums=...)`."""
+  if fun is None:
+    return lambda f: jit(f, static_argnums=static_argnums, static_argnames=static_argnames,
+                         donate_argnums=donate_argnums, device=device)
+  if not callable(fun):
+    raise TypeError(f"jit expects a callable, got {type(fun).__name__}")
+  return _jitted(JitWrapped(fun, static_argnums, static_argnames, donate_argnums, device))
+
+
+_flatten = tree_util.registry.flatten
+_aval_attr = operator.attrgetter("aval")
+
+
+def _arg_aval(x):
+  """The aval of an argument on `jit`'s fast path: a Python scalar's, or an Array's
+  (AttributeError for anything without an aval)."""
+  if type(x) in PYTHON_SCALARS:
+    return python_scalar_aval(x)
+  return x.aval
+
+
+def _jitted(wrapped: JitWrapped) -> Callable:
+  """The function `jit` returns.  Its fast path serves calls without keyword arguments on
+  concrete Arrays and Python scalars from `wrapped._fast`, whose entries run an executable
+  and unflatten its results (`Executable.make_call`).  When every argument is an Array the
+  key is their avals (the aval itself for one argument), with no flattening; with Python
+  scalars among them, the tuple of avals (a scalar's is weakly typed, as in JAX); for other
+  pytrees it is the tree structure and the leaves' avals; with several devices and no
+  `device=`, the first argument's device is added.  An entry hands arguments that are
+  neither (anything else with an `aval`) back to `wrapped._call_slow`, which also serves
+  every first call and files the new entry under the key computed here, the one place that
+  defines it."""
+  slow = wrapped._call_slow
+  context, EvalTrace = trace_lib._context, trace_lib.EvalTrace
+  aval_attr, arg_aval, device_of = _aval_attr, _arg_aval, compiler.device_of
+
+  def jitted(*args, **kwargs):
+    if not kwargs and type(context.trace) is EvalTrace:
+      flat, in_tree = args, None
+      try:
+        key = args[0].aval if len(args) == 1 else (*map(aval_attr, args),)
+      except AttributeError:
+        try:
+          key = (*map(arg_aval, args),)  # Python scalars among the Arrays
+        except AttributeError:
+          flat, in_tree = _flatten(args)
+          try:
+            key = (in_tree, *map(arg_aval, flat))
+          except AttributeError:
+            return slow(args, kwargs)
+      if wrapped._multi_device:
+        key = (key, device_of(flat))
+      entry = wrapped._fast.get(key)
+      if entry is not None:
+        return entry(*flat)
+      return slow(args, kwargs, key, in_tree)
+    return slow(args, kwargs)
+
+  functools.update_wrapper(jitted, wrapped._fun)
+  jitted.lower = wrapped.lower
+  jitted.trace = wrapped.trace
+  jitted._wrapped = wrapped
+  return jitted

@@ -1,0 +1,122 @@
+"""The floors of the package: every module imports only from floors below its own.
+
+Each top-level package or module of `minijax` sits on one floor (`FLOORS`, lowest first).
+A module may import its own package, and packages on lower floors; packages on one floor
+never import each other, except on the floor marked shared (the libraries built on the
+transformations, which use one another); and a few walls stand across floors (`WALLS`: the
+primitive library never imports the runtime).  Every `import` is checked, including those
+inside functions, by parsing the source with `ast`.  A new package gets a row here.
+"""
+from __future__ import annotations
+
+import ast
+import os
+import textwrap
+
+import pytest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+PACKAGE = os.path.join(ROOT, "minijax")
+
+FLOORS: list[tuple[str, ...]] = [
+    ("config", "tree_util"),                  # leaves: nothing of minijax
+    ("core", "api_util"),                     # avals, primitives, traces, jaxprs, effects
+    ("interpreters", "lowering", "runtime"),  # autodiff/vmap/partial eval; MLIR; XLA client
+    ("lax", "custom_derivatives"),            # primitives and their rules
+    ("staging",),                             # trace -> lower -> compile -> cache; jit
+    ("api",),                                 # the transformations
+    ("numpy", "experimental", "random", "nn", "scipy", "example_libraries", "sharding",
+     "distributed", "debug", "test_util", "errors", "dtypes", "tree"),
+    ("minijax",),                             # the package itself
+    ("bench",),                               # the benchmark
+]
+SHARED_FLOOR = 6
+FLOOR = {name: i for i, names in enumerate(FLOORS) for name in names}
+# Walls across floors: the primitive library never touches devices (staging joins them).
+WALLS = {"lax": {"runtime"}, "custom_derivatives": {"runtime"}}
+
+
+def _package_of(module: str) -> str:
+  """`minijax.lax.call` -> `lax`; `minijax` -> `minijax`."""
+  parts = module.split(".")
+  return parts[1] if len(parts) > 1 else "minijax"
+
+
+def _imported_packages(path: str, module: str) -> list[tuple[int, str]]:
+  """(line, package) for every minijax package that `path` imports, anywhere in it."""
+  tree = ast.parse(open(path).read(), path)
+  found = []
+  for node in ast.walk(tree):
+    if isinstance(node, ast.Import):
+      found += [(node.lineno, a.name) for a in node.names if a.name.split(".")[0] == "minijax"]
+    elif isinstance(node, ast.ImportFrom):
+      if node.level:  # relative: resolve against this module's package
+        package = module.split(".")[:None if path.endswith("__init__.py") else -1]
+        base = package[:len(package) - (node.level - 1)]
+        target = ".".join(base + ([node.module] if node.module else []))
+      else:
+        target = node.module or ""
+      if target.split(".")[0] != "minijax":
+        continue
+      if target == "minijax":  # `from minijax import lax`: the names are the packages
+        found += [(node.lineno, f"minijax.{a.name}") for a in node.names]
+      else:
+        found.append((node.lineno, target))
+  return [(line, _package_of(name)) for line, name in found]
+
+
+def _modules():
+  for dirpath, _, filenames in os.walk(PACKAGE):
+    for filename in sorted(filenames):
+      if filename.endswith(".py"):
+        path = os.path.join(dirpath, filename)
+        rel = os.path.relpath(path, ROOT)[:-3].replace(os.sep, ".")
+        yield path, rel.removesuffix(".__init__")
+
+
+def violations(modules=None) -> list[str]:
+  """One line per import that breaks the floors (or per package missing from FLOORS)."""
+  out = []
+  for path, module in modules if modules is not None else _modules():
+    own = _package_of(module)
+    if own not in FLOOR:
+      out.append(f"{os.path.relpath(path, ROOT)}: package {own!r} has no floor in "
+                 "tests/test_layers.py FLOORS; add it")
+      continue
+    for line, imported in _imported_packages(path, module):
+      if imported == own:
+        continue
+      where = f"{os.path.relpath(path, ROOT)}:{line} imports minijax.{imported}"
+      if imported not in FLOOR:
+        out.append(f"{where}, which has no floor in FLOORS")
+      elif FLOOR[imported] > FLOOR[own]:
+        out.append(f"{where}: {own} (floor {FLOOR[own]}) may not import upward "
+                   f"(floor {FLOOR[imported]})")
+      elif FLOOR[imported] == FLOOR[own] and FLOOR[own] != SHARED_FLOOR:
+        out.append(f"{where}: {own} and {imported} share floor {FLOOR[own]} and never "
+                   "import each other")
+      elif imported in WALLS.get(own, ()):
+        out.append(f"{where}: a wall separates {own} from {imported}")
+  return out
+
+
+def test_every_import_goes_down_a_floor():
+  assert violations() == []
+
+
+@pytest.mark.parametrize("package, source, message", [
+    ("lax", "from minijax.runtime import backend", "a wall separates lax from runtime"),
+    ("lax", "from minijax.staging import jit", "lax (floor 3) may not import upward"),
+    ("runtime", "def f():\n  from minijax.lowering import mlir",
+     "runtime and lowering share floor 2"),
+    ("core", "import minijax.api", "core (floor 1) may not import upward"),
+    ("lowering", "from minijax import lax", "lowering (floor 2) may not import upward"),
+    ("newthing", "import numpy", "package 'newthing' has no floor"),
+])
+def test_a_broken_rule_is_reported_with_the_file_and_the_import(tmp_path, package, source,
+                                                                 message):
+  path = tmp_path / "mod.py"
+  path.write_text(textwrap.dedent(source))
+  found = violations([(str(path), f"minijax.{package}.mod")])
+  assert len(found) == 1 and message in found[0], found
+  assert "mod.py" in found[0]
