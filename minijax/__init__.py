@@ -14,3 +14,4 @@ from minijax.custom_derivatives import custom_jvp, custom_vjp
 __version__ = "0.1.0"
 from minijax import random  # noqa: E402
 from minijax import scipy  # noqa: E402
+from minijax import nn  # noqa: E402
