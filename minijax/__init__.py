@@ -1,4 +1,8 @@
 """minijax: a small, readable reimplementation of JAX's core stack with fast host taps."""
+import os as _os
+
+# As JAX does: jaxlib's C++ INFO logs (device counts, ...) stay quiet unless the user asked.
+_os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "1")
 from minijax.config import config
 from minijax.runtime.array import Array, device_put
 from minijax.runtime.backend import devices, local_devices

@@ -215,7 +215,8 @@ def value_and_grad(fun: Callable, argnums=0, has_aux: bool = False, holomorphic:
     flat_fun = _flat_fun_with_aux(partial_fun, in_tree, has_aux, box)
     outs, vjp_flat = ad.vjp_flat(flat_fun, flat)
     value = outs[0]
-    one = lax.full((), 1, ad.get_aval(value).dtype)
+    value_aval = ad.get_aval(value)
+    one = lax.full((), 1, value_aval.dtype, weak_type=value_aval.weak_type)
     cts = vjp_flat([one, *(ad.Zero.from_primal_value(a) for a in outs[1:])])
     g = in_tree.unflatten([_instantiate(c) for c in cts])
     g = g[0] if int_argnums else g
@@ -252,6 +253,12 @@ def _nested_vmap(f, ndim: int, out_axis_of):
   return f
 
 
+def _weak_like(x, weak: bool):
+  """`x`, weakly typed when `weak` (a Jacobian entry takes the weak type of the leaf whose
+  dtype it has, as in JAX)."""
+  return lax.convert_element_type(x, ad.get_aval(x).dtype, True) if weak else x
+
+
 def _jac_assemble(per_input, in_tree, out_tree, argnums):
   """`per_input[j][i]` (input leaf j, output leaf i) into out-tree-of-in-tree form."""
   rows = [in_tree.unflatten([col[i] for col in per_input]) for i in range(out_tree.num_leaves)]
@@ -281,6 +288,7 @@ def jacfwd(fun: Callable, argnums=0, has_aux: bool = False, holomorphic: bool = 
                   for k, x in enumerate(flat)]
       res = jvp(flat_fun, tuple(flat), tuple(tangents), has_aux=has_aux)
       out_box["tree"] = tree_util.tree_structure(res[0])
+      out_box["weak"] = [ad.get_aval(o).weak_type for o in tree_util.tree_leaves(res[0])]
       if has_aux:
         out_box["aux"] = res[2]
       return tree_util.tree_leaves(res[1])
@@ -295,6 +303,7 @@ def jacfwd(fun: Callable, argnums=0, has_aux: bool = False, holomorphic: bool = 
                                lambda k, n=aval.ndim: k - n)(basis))
     if not flat:
       raise TypeError("jacfwd needs at least one differentiable input")
+    cols = [[_weak_like(c, w) for c, w in zip(col, out_box["weak"])] for col in cols]
     jac = _jac_assemble(cols, in_tree, out_box["tree"], argnums)
     return (jac, out_box["aux"]) if has_aux else jac
   return jac_f
@@ -329,7 +338,9 @@ def jacrev(fun: Callable, argnums=0, has_aux: bool = False, holomorphic: bool = 
         return tree_util.tree_leaves(pullback(out_tree.unflatten(cts)))
 
       rows.append(_nested_vmap(pull, aval.ndim, lambda k: 0)(_std_basis(aval)))
-    per_input = [[row[j] for row in rows] for j in range(in_tree.num_leaves)]
+    in_weak = [ad.get_aval(x).weak_type for x in tree_util.tree_leaves(dyn)]
+    per_input = [[_weak_like(row[j], in_weak[j]) for row in rows]
+                 for j in range(in_tree.num_leaves)]
     jac = _jac_assemble(per_input, in_tree, out_tree, argnums)
     return (jac, res[2]) if has_aux else jac
   return jac_f

@@ -79,14 +79,17 @@ def _shape_tuple(shape):
 
 
 def full(shape, fill_value, dtype=None):
+  """As JAX: without `dtype`, a weakly typed fill value (a Python scalar) gives a weakly
+  typed array."""
   shape = _shape_tuple(shape)
   _util.check("full", fill_value)
+  weak = False
   if dtype is None:
-    dtype, _ = dtypes.dtype_and_weak_type(fill_value)
+    dtype, weak = dtypes.dtype_and_weak_type(fill_value)
   dtype = _canonical(dtype)
   if _util.ndim(fill_value) == 0:
-    return lax.full(shape, fill_value, dtype)
-  return _util.broadcast_to(lax.convert_element_type(fill_value, dtype), shape)
+    return lax.full(shape, fill_value, dtype, weak_type=weak)
+  return _util.broadcast_to(lax.convert_element_type(fill_value, dtype, weak), shape)
 
 
 def zeros(shape, dtype=None):
@@ -102,20 +105,22 @@ def empty(shape, dtype=None):
 
 
 def _like(name, a, dtype, shape):
+  """The shape, dtype and weak type of a `*_like` result: `a`'s, unless given (an explicit
+  dtype is strong; without one the result is weak when `a` is, as in JAX)."""
   _util.check(name, a)
   aval = get_aval(a)
   return (_shape_tuple(shape) if shape is not None else aval.shape,
-          _canonical(dtype) or aval.dtype)
+          _canonical(dtype) or aval.dtype, dtype is None and aval.weak_type)
 
 
 def zeros_like(a, dtype=None, shape=None):
-  shape, dtype = _like("zeros_like", a, dtype, shape)
-  return lax.full(shape, 0, dtype)
+  shape, dtype, weak = _like("zeros_like", a, dtype, shape)
+  return lax.full(shape, 0, dtype, weak_type=weak)
 
 
 def ones_like(a, dtype=None, shape=None):
-  shape, dtype = _like("ones_like", a, dtype, shape)
-  return lax.full(shape, 1, dtype)
+  shape, dtype, weak = _like("ones_like", a, dtype, shape)
+  return lax.full(shape, 1, dtype, weak_type=weak)
 
 
 def empty_like(a, dtype=None, shape=None):
@@ -123,8 +128,10 @@ def empty_like(a, dtype=None, shape=None):
 
 
 def full_like(a, fill_value, dtype=None, shape=None):
-  shape, dtype = _like("full_like", a, dtype, shape)
-  return full(shape, fill_value, dtype)
+  shape, dtype, weak = _like("full_like", a, dtype, shape)
+  if _util.ndim(fill_value) == 0:
+    return lax.full(shape, fill_value, dtype, weak_type=weak)
+  return _util.broadcast_to(lax.convert_element_type(fill_value, dtype, weak), shape)
 
 
 def _concrete(name, x):

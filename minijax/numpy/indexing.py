@@ -21,6 +21,7 @@ import numpy as np
 from minijax import lax
 from minijax.core import dtypes
 from minijax.core.avals import get_aval
+from minijax.core.errors import NonConcreteBooleanIndexError
 from minijax.core.trace import Tracer
 from minijax.numpy import _util
 
@@ -72,7 +73,7 @@ def _normalize_entries(idx, nd: int):
       if dt == dtypes.bool_:
         value = _concrete_value(e)
         if value is None:
-          raise IndexError(
+          raise NonConcreteBooleanIndexError(
               f"boolean mask indexing needs a concrete mask, but got a traced "
               f"{get_aval(e).str_short()}: its result shape would depend on its values. "
               "Use minijax.numpy.where(mask, x, 0) instead.")

@@ -185,7 +185,8 @@ arctan2 = _binary("arctan2", lax.atan2, inexact=True, keep_scalars=True)
 def _logaddexp(a, b):
   m = lax.max(a, b)
   finite = lax.is_finite(m)
-  m_safe = lax.select(finite, m, lax.full(_util.shape(m), 0, _util.dtype(m)))
+  m_safe = lax.select(finite, m, lax.full(_util.shape(m), 0, _util.dtype(m),
+                                         weak_type=_util.weak_type(m)))
   out = lax.add(m_safe, lax.log(lax.add(lax.exp(lax.sub(a, m_safe)),
                                         lax.exp(lax.sub(b, m_safe)))))
   return lax.select(finite, out, m)
