@@ -14,5 +14,11 @@ from minijax.api import (jit, make_jaxpr, grad, value_and_grad, vjp, jvp, linear
                          jacfwd, jacrev, hessian, eval_shape, linear_transpose,
                          ShapeDtypeStruct, checkpoint, checkpoint_policies, remat, named_call)
 from minijax.custom_derivatives import custom_jvp, custom_vjp
+from minijax.api import (jacobian, typeof, device_count, local_device_count, default_backend,
+                         device_get, block_until_ready, print_environment_info)
+from minijax.core.jaxpr import named_scope
+from minijax.core.trace import ensure_compile_time_eval
+from minijax.runtime.backend import default_device
+from minijax import tree, tree_util, errors, dtypes, test_util
 
 __version__ = "0.1.0"

@@ -479,3 +479,83 @@ def linear_transpose(fun: Callable, *primals):
     cts = backward_pass(jaxpr, consts, [ad.UndefinedPrimal(a) for a in in_avals], flat_ct)
     return in_tree.unflatten([_instantiate(c) for c in cts])
   return transposed
+
+
+# ----------------------------------------------------------------------------- JAX's utilities
+
+jacobian = jacrev
+
+
+def typeof(x):
+  """The abstract value (shape, dtype, weak type) of `x`: `typeof(1.0)` is a weakly typed
+  `f32[]`."""
+  return get_aval(x)
+
+
+def device_count(backend=None) -> int:
+  """The number of devices (minijax's CPU devices; see `MINIJAX_NUM_CPU_DEVICES`)."""
+  _check_backend(backend)
+  from minijax.runtime import backend as runtime_backend
+  return runtime_backend.device_count()
+
+
+def local_device_count(backend=None) -> int:
+  _check_backend(backend)
+  from minijax.runtime import backend as runtime_backend
+  return len(runtime_backend.local_devices())
+
+
+def default_backend() -> str:
+  return "cpu"
+
+
+def _check_backend(backend) -> None:
+  if backend not in (None, "cpu"):
+    raise RuntimeError(f"Unknown backend {backend!r}: minijax runs on the 'cpu' backend only")
+
+
+def device_get(x):
+  """`x` with every Array (and traced value the transformation knows) as a numpy array;
+  other leaves unchanged."""
+  from minijax.runtime.array import Array
+
+  def get(leaf):
+    if isinstance(leaf, Array):
+      return np.asarray(leaf)
+    return leaf
+  return tree_util.tree_map(get, x)
+
+
+def block_until_ready(x):
+  """Waits until every Array in the pytree `x` is computed; returns `x`."""
+  for leaf in tree_util.tree_leaves(x):
+    if hasattr(leaf, "block_until_ready"):
+      leaf.block_until_ready()
+  return x
+
+
+def print_environment_info(return_string: bool = False) -> str | None:
+  """The versions of minijax, jaxlib, numpy and Python, and the devices."""
+  import platform
+  import sys
+  from importlib import metadata
+  import jaxlib
+  from minijax.runtime import backend as runtime_backend
+  devices = runtime_backend.local_devices()
+  try:
+    version = metadata.version("minijax-effects")
+  except metadata.PackageNotFoundError:
+    version = "unknown"
+  info = "\n".join([
+      f"minijax: {version}",
+      f"jaxlib:  {jaxlib.__version__}",
+      f"numpy:   {np.__version__}",
+      f"python:  {sys.version}",
+      f"device info: cpu-{len(devices)}, {len(devices)} local devices",
+      "process_count: 1",
+      f"platform: {platform.uname()}",
+  ]) + "\n"
+  if return_string:
+    return info
+  print(info, end="")
+  return None
