@@ -3,6 +3,10 @@ tri/tril/triu, meshgrid.
 
 Concrete inputs are built on the host with numpy and placed on the device once; shapes are
 always static.  `array` of a (nested) list holding traced values stacks them.
+
+`array`, `asarray`, `arange` and `linspace` of host data return Arrays even inside `jit`
+(concrete constants that the jaxpr closes over), as JAX's do, so that ported code can
+index them with traced values (`values[i]`); numpy arrays would reject a traced index.
 """
 from __future__ import annotations
 
@@ -11,12 +15,22 @@ import numpy as np
 from minijax import lax
 from minijax.core import dtypes
 from minijax.core.avals import get_aval
-from minijax.core.trace import Tracer
+from minijax.core.trace import Tracer, eval_trace, is_eval_context, set_current_trace
 from minijax.numpy import _util
 
 
 def _canonical(dtype):
   return dtypes.canonicalize_dtype(dtype) if dtype is not None else None
+
+
+def _constant(host):
+  """Host data as an array: an Array, also under a trace (placed on the device by the eval
+  trace, so the trace sees a constant it can close over).  0-d values stay host scalars
+  under a trace, where they become literals of the jaxpr."""
+  if is_eval_context() or not isinstance(host, np.ndarray) or host.ndim == 0:
+    return lax.convert_to_array(host)
+  with set_current_trace(eval_trace()):
+    return lax.convert_to_array(host)
 
 
 def _contains_traced(obj) -> bool:
@@ -43,14 +57,14 @@ def array(object, dtype=None, copy=True, ndmin=0):
         raise TypeError(f"array: cannot make an array from {object!r:.60}")
       if host.dtype.kind == "U" or host.dtype.kind == "S":
         raise TypeError(f"array: strings are not valid minijax values ({object!r:.60})")
-      out = lax.convert_to_array(np.asarray(host, dtype or dtypes.canonicalize_dtype(host.dtype)))
+      out = _constant(np.asarray(host, dtype or dtypes.canonicalize_dtype(host.dtype)))
   else:
     _util.check("array", object)
     if isinstance(object, dtypes.PYTHON_SCALARS):
       dt, weak = dtypes.dtype_and_weak_type(object)
       out = lax.full((), object, dtype or dt, weak_type=weak and dtype is None)
     else:
-      out = lax.convert_to_array(object)
+      out = _constant(object)
       if dtype is not None:
         out = lax.convert_element_type(out, dtype)
   nd = _util.ndim(out)
@@ -63,7 +77,7 @@ def asarray(a, dtype=None, copy=None):
   if isinstance(a, (list, tuple)):
     return array(a, dtype)
   _util.check("asarray", a)
-  out = lax.convert_to_array(a)
+  out = _constant(a)
   if dtype is not None:
     out = lax.convert_element_type(out, _canonical(dtype))
   return out
@@ -156,10 +170,10 @@ def arange(start, stop=None, step=None, dtype=None):
     dt = _canonical(dtype) or dtypes.canonicalize_dtype(host_dtype)
     if dt in (dtypes.int32, dtypes.int64) and isinstance(start, (int, np.integer)):
       return lax.iota(dt, n)
-    return lax.convert_to_array(np.arange(start, dtype=dt))
+    return _constant(np.arange(start, dtype=dt))
   host = np.arange(start, stop, step)
   dt = _canonical(dtype) or dtypes.canonicalize_dtype(host.dtype)
-  return lax.convert_to_array(np.arange(start, stop, step).astype(dt))
+  return _constant(np.arange(start, stop, step).astype(dt))
 
 
 def linspace(start, stop, num=50, endpoint=True, retstep=False, dtype=None, axis=0):
@@ -169,7 +183,7 @@ def linspace(start, stop, num=50, endpoint=True, retstep=False, dtype=None, axis
   if not traced and all(np.ndim(v) == 0 for v in (start, stop)):
     s, e = float(np.asarray(start)), float(np.asarray(stop))
     host, step = np.linspace(s, e, num, endpoint=endpoint, retstep=True)
-    out = lax.convert_to_array(host.astype(dt))
+    out = _constant(host.astype(dt))
     return (out, step) if retstep else out
   from minijax.numpy.ufuncs import add, multiply, subtract
   from minijax.numpy.shape import expand_dims, moveaxis
