@@ -232,7 +232,7 @@ class JitWrapped:
 # Flags that change what tracing or lowering produces, or whether the fast path may skip
 # NaN checks.  Like JAX's trace context, they key jit's caches: switching a flag back and
 # forth reuses what was compiled before.
-_STATE_FLAGS = ("enable_x64", "tap_mechanism", "debug_nans")
+_STATE_FLAGS = ("enable_x64", "tap_mechanism", "debug_nans", "host_callback_semantics")
 
 
 def _flag_state() -> tuple:
