@@ -18,6 +18,7 @@ from minijax.api_util import flat_arg_names, normalize_argnums
 from minijax.core import dtypes
 from minijax.core.avals import ShapedArray, get_aval
 from minijax.core.jaxpr import ClosedJaxpr
+from minijax.core.traceback_util import api_boundary
 from minijax.interpreters import ad, batching
 from minijax.interpreters import partial_eval as pe
 from minijax.lax.remat import checkpoint, checkpoint_policies, named_call, remat  # noqa: F401
@@ -28,6 +29,7 @@ def make_jaxpr(fun: Callable, static_argnums=()):
   """`make_jaxpr(f)(*args)` returns the ClosedJaxpr `f` traces to."""
   static_argnums = normalize_argnums(static_argnums)
 
+  @api_boundary
   @functools.wraps(fun)
   def make(*args, **kwargs):
     static = {i: args[i] for i in static_argnums}
@@ -67,6 +69,7 @@ def _instantiate(ct):
   return ad.instantiate_zeros(ct)
 
 
+@api_boundary
 def jvp(fun: Callable, primals, tangents, has_aux: bool = False):
   """Forward-mode derivative: `(fun(*primals), J(primals) @ tangents)` (and aux)."""
   if not isinstance(primals, (tuple, list)) or not isinstance(tangents, (tuple, list)):
@@ -109,6 +112,7 @@ def _check_tangent(p, t):
   return ad.Zero(pa.tangent_aval()) if expected == dtypes.float0 else t
 
 
+@api_boundary
 def linearize(fun: Callable, *primals, has_aux: bool = False):
   """`(fun(*primals), f_jvp)` with `f_jvp(*tangents)` the linear map, evaluated from
   saved residuals without re-running `fun` (and aux when `has_aux`)."""
@@ -132,6 +136,7 @@ def linearize(fun: Callable, *primals, has_aux: bool = False):
   return out, f_jvp
 
 
+@api_boundary
 def vjp(fun: Callable, *primals, has_aux: bool = False):
   """`(fun(*primals), vjp_fn)` where `vjp_fn(cotangent)` returns one cotangent per primal
   (and aux when `has_aux`)."""
@@ -142,6 +147,7 @@ def vjp(fun: Callable, *primals, has_aux: bool = False):
   n, out_tree = box["n_out"], box["out_tree"]
   aux_avals = [ad.get_aval(a) for a in outs[n:]]
 
+  @api_boundary
   def vjp_fn(ct):
     flat_ct, ct_tree = tree_util.tree_flatten(ct)
     if ct_tree != out_tree:
@@ -194,6 +200,7 @@ def value_and_grad(fun: Callable, argnums=0, has_aux: bool = False, holomorphic:
   int_argnums = isinstance(argnums, int)
   argnums_t = (argnums,) if int_argnums else tuple(argnums)
 
+  @api_boundary
   @functools.wraps(fun)
   def value_and_grad_f(*args, **kwargs):
     if max(argnums_t, default=-1) >= len(args):
@@ -231,6 +238,7 @@ def grad(fun: Callable, argnums=0, has_aux: bool = False, holomorphic: bool = Fa
   """The gradient of scalar-valued `fun` with respect to `args[argnums]`."""
   vg = value_and_grad(fun, argnums, has_aux, holomorphic, allow_int)
 
+  @api_boundary
   @functools.wraps(fun)
   def grad_f(*args, **kwargs):
     (value, g) = vg(*args, **kwargs)
@@ -271,6 +279,7 @@ def jacfwd(fun: Callable, argnums=0, has_aux: bool = False, holomorphic: bool = 
   int_argnums = isinstance(argnums, int)
   argnums_t = (argnums,) if int_argnums else tuple(argnums)
 
+  @api_boundary
   def jac_f(*args):
     dyn = tuple(args[i] for i in argnums_t)
     flat, in_tree = tree_util.tree_flatten(dyn)
@@ -315,6 +324,7 @@ def jacrev(fun: Callable, argnums=0, has_aux: bool = False, holomorphic: bool = 
   int_argnums = isinstance(argnums, int)
   argnums_t = (argnums,) if int_argnums else tuple(argnums)
 
+  @api_boundary
   def jac_f(*args):
     dyn = tuple(args[i] for i in argnums_t)
 
@@ -377,6 +387,7 @@ def vmap(fun: Callable, in_axes=0, out_axes=0, axis_size: int | None = None,
   if isinstance(in_axes, list):
     in_axes = tuple(in_axes)
 
+  @api_boundary
   @functools.wraps(fun)
   def vmapped(*args, **kwargs):
     if isinstance(in_axes, tuple) and len(in_axes) != len(args):
@@ -452,6 +463,7 @@ class ShapeDtypeStruct:
     return hash((self.shape, self.dtype))
 
 
+@api_boundary
 def eval_shape(fun: Callable, *args, **kwargs):
   """The shapes and dtypes of `fun(*args, **kwargs)`, found by tracing (nothing runs);
   arguments may be arrays or `ShapeDtypeStruct`s."""

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import functools
 import operator
+import sys
 import weakref
 from typing import Any, Callable
 
@@ -23,6 +24,7 @@ from minijax import tree_util
 from minijax.api_util import DebugInfo, flat_arg_names, fun_name, resolve_argnums
 from minijax.config import config
 from minijax.core import trace as trace_lib
+from minijax.core import traceback_util
 from minijax.core.avals import get_aval, python_scalar_aval
 from minijax.core.dtypes import PYTHON_SCALARS
 from minijax.core.errors import UnexpectedTracerError
@@ -376,30 +378,36 @@ def _jitted(wrapped: JitWrapped) -> Callable:
   defines it."""
   slow = wrapped._call_slow
   context, EvalTrace = trace_lib._context, trace_lib.EvalTrace
+  filter_exception, getframe = traceback_util.filter_exception, sys._getframe
   aval_attr, arg_aval, device_of = _aval_attr, _arg_aval, compiler.device_of
 
   def jitted(*args, **kwargs):
-    if not kwargs and type(context.trace) is EvalTrace:
-      flat, in_tree = args, None
-      try:
-        key = args[0].aval if len(args) == 1 else (*map(aval_attr, args),)
-      except AttributeError:
+    try:
+      if not kwargs and type(context.trace) is EvalTrace:
+        flat, in_tree = args, None
         try:
-          key = (*map(arg_aval, args),)  # Python scalars among the Arrays
+          key = args[0].aval if len(args) == 1 else (*map(aval_attr, args),)
         except AttributeError:
-          flat, in_tree = _flatten(args)
           try:
-            key = (in_tree, *map(arg_aval, flat))
+            key = (*map(arg_aval, args),)  # Python scalars among the Arrays
           except AttributeError:
-            return slow(args, kwargs)
-      if wrapped._multi_device:
-        key = (key, device_of(flat))
-      entry = wrapped._fast.get(key)
-      if entry is not None:
-        return entry(*flat)
-      return slow(args, kwargs, key, in_tree)
-    return slow(args, kwargs)
+            flat, in_tree = _flatten(args)
+            try:
+              key = (in_tree, *map(arg_aval, flat))
+            except AttributeError:
+              return slow(args, kwargs)
+        if wrapped._multi_device:
+          key = (key, device_of(flat))
+        entry = wrapped._fast.get(key)
+        if entry is not None:
+          return entry(*flat)
+        return slow(args, kwargs, key, in_tree)
+      return slow(args, kwargs)
+    except Exception as e:  # an API boundary: the user sees their own frames
+      filter_exception(e, getframe())
+      raise
 
+  traceback_util.register_boundary(jitted.__code__)
   functools.update_wrapper(jitted, wrapped._fun)
   jitted.lower = wrapped.lower
   jitted.trace = wrapped.trace
