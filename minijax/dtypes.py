@@ -32,10 +32,10 @@ def canonicalize_dtype(dtype: Any, allow_extended_dtype: bool = False) -> np.dty
   return _dtypes.canonicalize_dtype(dtype)
 
 
-def issubdtype(arg1, arg2) -> bool:
+def issubdtype(a, b) -> bool:
   """numpy's `issubdtype`, with bfloat16 a floating point type."""
   from minijax import numpy as jnp
-  return jnp.issubdtype(arg1, arg2)
+  return jnp.issubdtype(a, b)
 
 
 def result_type(*args: Any, return_weak_type_flag: bool = False):

@@ -169,15 +169,16 @@ def native_available() -> bool:
 BUILD_ERROR_FILE = "_native_build_error.txt"  # written by setup.py when the build fails
 
 
-def native_unavailable_reason() -> str:
+def native_unavailable_reason(here: str | None = None) -> str:
   """Why the native queues are missing: the build's recorded error, a missing module, or
-  the import error of one that is there."""
-  here = os.path.dirname(os.path.abspath(__file__))
+  the import error of one that is there (looked for in `here`, this package's folder by
+  default)."""
+  here = here or os.path.dirname(os.path.abspath(__file__))
   recorded = os.path.join(here, BUILD_ERROR_FILE)
   if os.path.exists(recorded):
     with open(recorded) as f:
-      reason = f.read().strip().splitlines()[0] if os.path.getsize(recorded) else ""
-    return f"its build failed ({reason[:300]})"
+      lines = f.read().strip().splitlines()
+    return f"its build failed ({lines[0][:300] if lines else 'no reason was recorded'})"
   if not any(name.startswith("_native.") and name.endswith((".so", ".pyd"))
              for name in os.listdir(here)):
     return f"it was not built (there is no compiled _native module in {here})"
