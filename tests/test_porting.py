@@ -528,26 +528,26 @@ def filtering():
 ])
 def test_tracebacks_show_the_users_frames_and_keep_the_others(filtering, transform):
   filtering("auto")
-  with pytest.raises(ValueError, match="not aligned") as info:
+  with pytest.raises(TypeError, match="contracting dimensions") as info:
     transform()
   e = info.value
   assert not any(map(_internal, _frames(e))), _frames(e)
   assert any(name.endswith("test_porting.py") for name in _frames(e))
   assert "removed" in e.__notes__[-1] and "MINIJAX_TRACEBACK_FILTERING=off" in e.__notes__[-1]
   full = minijax.core.traceback_util.format_unfiltered(e)
-  assert "minijax/numpy/linalg.py" in full and "in _model" in full
+  assert os.path.join(ROOT, "minijax", "numpy") in full and "in _model" in full
 
 
 def test_traceback_filtering_modes(filtering):
   filtering("off")
-  with pytest.raises(ValueError) as info:
+  with pytest.raises(TypeError) as info:
     minijax.jit(_model)(jnp.ones((2, 5)))
   assert any(map(_internal, _frames(info.value))) and not getattr(info.value, "__notes__", [])
   filtering("remove_frames")
-  with pytest.raises(ValueError) as info:
+  with pytest.raises(TypeError) as info:
     minijax.jit(_model)(jnp.ones((2, 5)))
   cause = info.value.__cause__
-  assert type(cause).__name__ == "UnfilteredStackTrace" and "not aligned" in str(cause)
+  assert type(cause).__name__ == "UnfilteredStackTrace" and "contracting" in str(cause)
   assert any(map(_internal, _frames(cause))) and not any(map(_internal, _frames(info.value)))
 
 
