@@ -22,3 +22,5 @@ from minijax.runtime.backend import default_device
 from minijax import tree, tree_util, errors, dtypes, test_util
 
 __version__ = "0.1.0"
+from minijax import random  # noqa: E402
+from minijax import scipy  # noqa: E402
