@@ -262,9 +262,7 @@ def piecewise_constant(boundaries: Any, values: Any) -> Schedule:
     raise ValueError("boundaries and values must be sequences")
   if not boundaries.shape[0] == values.shape[0] - 1:
     raise ValueError("boundaries length must be one shorter than values length")
-  # (take, not values[...]: under a trace `values` may be a host constant, which numpy
-  # cannot index with a traced step)
-  return lambda i: jnp.take(values, jnp.sum(i > boundaries))
+  return lambda i: values[jnp.sum(i > boundaries)]
 
 
 def make_schedule(scalar_or_schedule) -> Schedule:
