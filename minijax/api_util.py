@@ -1,11 +1,22 @@
-"""What the transformations share about the functions they wrap: argument numbers, names.
+"""What the transformations share about the functions they wrap: argument numbers, names,
+identity.
 
 `jit`, `vmap`, `grad` and friends take `static_argnums`-style arguments, and name the
 flat arguments of a traced function (`x`, `params['w']`, `args[2]`) in jaxprs and errors.
+
+`function_key(f)` is what caches that call a function back (the tap consumer registry, the
+eager cache of executables) key it on: two functions share a key only when calling one
+is calling the other.  Plain functions, `functools.partial` and other callables without
+an `__eq__` of their own are their own key (they compare by identity); so are bound
+methods, which compare their `__self__` by identity, so that `obj.method`, a new object at
+each access, finds what it found before; a callable may name its key (`_function_key()`,
+as host_callback's wrappers do, from the function they wrap); any other callable (a frozen
+dataclass with `__call__`, say) is keyed by identity, whatever its `__eq__` says.
 """
 from __future__ import annotations
 
 import inspect
+import types
 from typing import Any, Callable
 
 from minijax import tree_util
@@ -18,6 +29,37 @@ def normalize_argnums(argnums) -> tuple[int, ...]:
   if isinstance(argnums, int):
     argnums = (argnums,)
   return tuple(argnums)
+
+
+class _SameObject:
+  """Compares and hashes by the identity of `obj`, which it keeps alive (so that its id
+  cannot be reused while the key exists)."""
+  __slots__ = ("obj",)
+
+  def __init__(self, obj):
+    self.obj = obj
+
+  def __eq__(self, other):
+    return type(other) is _SameObject and other.obj is self.obj
+
+  def __hash__(self):
+    return id(self.obj)
+
+  def __repr__(self):
+    return f"_SameObject({self.obj!r:.60})"
+
+
+def function_key(f: Callable) -> Any:
+  """A hashable key shared only by callables that are the same function (see above)."""
+  cls = type(f)
+  if cls is types.FunctionType or cls is types.BuiltinFunctionType or cls is types.MethodType:
+    return f
+  named = getattr(cls, "_function_key", None)
+  if named is not None:
+    return named(f)
+  if cls.__eq__ is object.__eq__ and cls.__hash__ is object.__hash__:
+    return f
+  return _SameObject(f)
 
 
 def fun_name(fun: Callable) -> str:
@@ -50,3 +92,91 @@ def flat_arg_names(fun: Callable, args, kwargs) -> list[str]:
 
 def _path_str(path: Any) -> str:
   return "".join(str(k) for k in path)
+
+
+# ----------------------------------------------------------------------------- static / donated
+
+_POSITIONAL = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+_BY_KEYWORD = (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
+
+
+def _str_tuple(names) -> tuple[str, ...]:
+  if names is None:
+    return ()
+  return (names,) if isinstance(names, str) else tuple(names)
+
+
+def infer_argnums_and_argnames(sig: inspect.Signature | None, argnums, argnames):
+  """Completes `(argnums, argnames)` as JAX does: when only one of them is given (not None),
+  the other names the same parameters, those that may be passed either way (positional or
+  keyword).  `static_argnames="x"` then also covers `x` passed by position, and
+  `static_argnums=1` the second parameter passed by keyword."""
+  if argnums is None and argnames is None:
+    return (), ()
+  if sig is None or (argnums is not None and argnames is not None):
+    return normalize_argnums(argnums), _str_tuple(argnames)
+  params = list(sig.parameters.items())
+  either = inspect.Parameter.POSITIONAL_OR_KEYWORD
+  if argnums is None:
+    argnames = _str_tuple(argnames)
+    argnums = tuple(i for i, (k, p) in enumerate(params) if p.kind == either and k in argnames)
+  else:
+    argnums = normalize_argnums(argnums)
+    argnames = tuple(k for i, (k, p) in enumerate(params) if p.kind == either and i in argnums)
+  return argnums, argnames
+
+
+def _validate_argnums(sig: inspect.Signature, argnums, what: str) -> None:
+  n = 0
+  for p in sig.parameters.values():
+    if p.kind in _POSITIONAL:
+      n += 1
+    elif p.kind is inspect.Parameter.VAR_POSITIONAL:
+      return
+  if argnums and (-min(argnums) > n or max(argnums) >= n):
+    raise ValueError(f"Jitted function has {what}={argnums}, but only accepts {n} positional "
+                     "arguments.")
+
+
+def _validate_argnames(sig: inspect.Signature, argnames, what: str) -> None:
+  valid, positional_only, var_kwargs = set(), set(), False
+  for name, p in sig.parameters.items():
+    if p.kind in _BY_KEYWORD:
+      valid.add(name)
+    elif p.kind is inspect.Parameter.VAR_KEYWORD:
+      var_kwargs = True
+    else:
+      positional_only.add(name)
+  if bad := positional_only & set(argnames):
+    raise ValueError(f"Jitted function has invalid argnames {bad} in {what}. These are "
+                     "positional-only")
+  if not var_kwargs and (bad := set(argnames) - valid):
+    raise ValueError(f"Jitted function has invalid argnames {bad} in {what}. Function does "
+                     "not take these args.")
+
+
+def resolve_argnums(fun: Callable, static_argnums, static_argnames, donate_argnums,
+                    donate_argnames):
+  """`(static_argnums, static_argnames, donate_argnums, donate_argnames)` for `jit(fun)`:
+  completed through `fun`'s signature and checked against it (ValueError naming what does
+  not exist)."""
+  try:
+    sig = inspect.signature(fun)
+  except (TypeError, ValueError):
+    sig = None  # some builtins have none: take the numbers and names as given
+  if sig is None and donate_argnames is not None:
+    raise ValueError(f"Getting the signature of function {fun} failed. Pass donate_argnums "
+                     "instead of donate_argnames.")
+  static_argnums, static_argnames = infer_argnums_and_argnames(sig, static_argnums,
+                                                               static_argnames)
+  donate_argnums, donate_argnames = infer_argnums_and_argnames(sig, donate_argnums,
+                                                               donate_argnames)
+  if sig is not None:
+    _validate_argnums(sig, static_argnums, "static_argnums")
+    _validate_argnames(sig, static_argnames, "static_argnames")
+    _validate_argnums(sig, donate_argnums, "donate_argnums")
+    _validate_argnames(sig, donate_argnames, "donate_argnames")
+  if both := set(static_argnames) & set(donate_argnames):
+    raise ValueError("static_argnames and donate_argnames cannot intersect. Argument names "
+                     f"{both} appear in both static_argnames and donate_argnames")
+  return static_argnums, static_argnames, donate_argnums, donate_argnames

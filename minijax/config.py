@@ -4,21 +4,28 @@ Each flag has one place to read it (`config.<name>`), so hot paths pay an attrib
 load and nothing more.  Observers registered with `on_change` let caches that depend
 on a flag (the x64 dtype rules, the tap mechanism) reset themselves.
 
-Every flag is a row of `FLAGS`: its name, default, environment variable and validator.
+Every flag is a row of `FLAGS`: its name, default, environment variables and validator.
 A validator turns an accepted value into the value stored (`True` for `1`) and raises
 `ValueError` naming what is allowed for anything else, so a bad value is refused before
-it is stored or seen by any observer.  The environment is read, and every `MINIJAX_*`
-variable of the table checked, when this module is imported: a bad one fails the import
-with an error that names the variable, its value and what is allowed (an empty variable
-counts as unset).  Another name for a flag (an alias) reuses its row, so it gets the same
-checks.
+it is stored or seen by any observer.  The environment is read, and every variable of
+the table checked, when this module is imported: a bad one fails the import with an error
+that names the variable, its value and what is allowed (an empty variable counts as
+unset).
+
+Code ported from JAX keeps working: every flag also answers to JAX's name for it, the
+flag's name with a `jax_` prefix (`config.update("jax_enable_x64", True)`,
+`config.jax_enable_x64`), and the environment variables JAX reads are read too
+(`JAX_ENABLE_X64`, `JAX_DEBUG_NANS`, `JAX_LOG_COMPILES`, `JAX_TRACEBACK_FILTERING`,
+`JAX_PLATFORMS`, and the device count of `XLA_FLAGS=--xla_force_host_platform_device_count=N`);
+when both a `MINIJAX_*` variable and JAX's are set, minijax's wins.  An alias is only a
+second name for a row: it goes through the same validator.
 """
 from __future__ import annotations
 
 import dataclasses
 import math
 import os
-from typing import Any, Callable
+from typing import Any, Callable, Mapping
 
 # The native tap queues have one slot per device ordinal (`csrc/tap_queue.cc`).
 MAX_DEVICES = 1024
@@ -28,9 +35,10 @@ MAX_QUEUE_BYTES = 2**63 - 1  # the native queues count bytes in signed 64-bit in
 @dataclasses.dataclass(frozen=True)
 class Flag:
   """One flag: `validate(value)` returns what to store or raises ValueError; `parse(text)`
-  reads the environment variable `env` (then `validate` checks the result); `allowed`
-  says, in words, what `validate` accepts, and `env_allowed` what the variable may hold
-  (when that reads differently)."""
+  reads an environment variable (then `validate` checks the result); `allowed` says, in
+  words, what `validate` accepts, and `env_allowed` what the variable may hold (when that
+  reads differently).  The variables read are `env`, else JAX's `env_aliases`, else the
+  option `xla_flag` of `XLA_FLAGS`."""
   name: str
   default: Any
   env: str | None
@@ -39,6 +47,8 @@ class Flag:
   allowed: str
   help: str
   env_allowed: str | None = None
+  env_aliases: tuple[str, ...] = ()
+  xla_flag: str | None = None
 
   def check(self, value: Any, where: str | None = None) -> Any:
     """`value`, validated for this flag; the error names `where` (the flag by default)."""
@@ -48,19 +58,41 @@ class Flag:
       where = where or f"minijax.config.{self.name}"
       raise ValueError(f"{where} cannot be {value!r}: expected {self.allowed}") from None
 
-  def from_env(self, environ=os.environ) -> Any:
-    """The flag's value from the environment (the default when its variable is unset or
-    empty); a bad value raises ValueError naming the variable, the value and what is
+  def env_value(self, environ: Mapping[str, str] = os.environ) -> tuple[str, str] | None:
+    """`(where, text)`: the first of the flag's variables that is set and not empty."""
+    for variable in (self.env, *self.env_aliases):
+      raw = environ.get(variable) if variable else None
+      if raw is not None and raw.strip():
+        return f"the environment variable {variable}={raw!r}", raw
+    if self.xla_flag:
+      raw = _xla_flag(environ.get("XLA_FLAGS", ""), self.xla_flag)
+      if raw is not None:
+        return f"XLA_FLAGS' --{self.xla_flag}={raw}", raw
+    return None
+
+  def from_env(self, environ: Mapping[str, str] = os.environ) -> Any:
+    """The flag's value from the environment (the default when none of its variables is
+    set); a bad value raises ValueError naming the variable, the value and what is
     allowed."""
-    raw = environ.get(self.env) if self.env else None
-    if raw is None or not raw.strip():
+    found = self.env_value(environ)
+    if found is None:
       return self.default
+    where, raw = found
     try:
       return self.validate(self.parse(raw.strip()))
     except (TypeError, ValueError, OverflowError):
-      raise ValueError(f"the environment variable {self.env}={raw!r} is not valid for "
-                       f"minijax.config.{self.name}: expected "
+      raise ValueError(f"{where} is not valid for minijax.config.{self.name}: expected "
                        f"{self.env_allowed or self.allowed}") from None
+
+
+def _xla_flag(xla_flags: str, name: str) -> str | None:
+  """The value of `--name=value` in `XLA_FLAGS` (the last one wins)."""
+  found = None
+  for option in xla_flags.split():
+    key, _, value = option.partition("=")
+    if key.lstrip("-") == name:
+      found = value
+  return found
 
 
 _TRUE = ("1", "true", "yes", "on", "y", "t")
@@ -84,13 +116,13 @@ def _validate_bool(value) -> bool:
   raise ValueError(value)
 
 
-def bool_flag(name: str, env: str | None, default: bool, help: str) -> Flag:
+def bool_flag(name: str, env: str | None, default: bool, help: str, **kwargs) -> Flag:
   return Flag(name, default, env, _validate_bool, _parse_bool, "True or False", help,
-              env_allowed="one of " + ", ".join(_TRUE + _FALSE))
+              env_allowed="one of " + ", ".join(_TRUE + _FALSE), **kwargs)
 
 
 def int_flag(name: str, env: str | None, default: int, low: int, high: int, help: str,
-             unit: str = "") -> Flag:
+             unit: str = "", **kwargs) -> Flag:
   def validate(value) -> int:
     if isinstance(value, bool) or not hasattr(value, "__index__"):
       raise ValueError(value)
@@ -99,7 +131,8 @@ def int_flag(name: str, env: str | None, default: int, low: int, high: int, help
       raise ValueError(value)
     return value
   unit = f" {unit}" if unit else ""
-  return Flag(name, default, env, validate, int, f"an integer from {low} to {high}{unit}", help)
+  return Flag(name, default, env, validate, int, f"an integer from {low} to {high}{unit}", help,
+              **kwargs)
 
 
 def float_flag(name: str, env: str | None, default: float, low: float, high: float,
@@ -117,26 +150,49 @@ def float_flag(name: str, env: str | None, default: float, low: float, high: flo
 
 
 def choice_flag(name: str, env: str | None, default: str, choices: tuple[str, ...],
-                help: str) -> Flag:
+                help: str, **kwargs) -> Flag:
   def validate(value) -> str:
     if not isinstance(value, str) or value not in choices:
       raise ValueError(value)
     return value
   return Flag(name, default, env, validate, str,
-              "one of " + ", ".join(repr(c) for c in choices), help)
+              "one of " + ", ".join(repr(c) for c in choices), help, **kwargs)
+
+
+def _validate_platforms(value):
+  """minijax runs on CPU: JAX's `jax_platforms` is accepted when it allows the CPU."""
+  if value is None or value == "":
+    return value
+  if not isinstance(value, str) or "cpu" not in [p.strip() for p in value.split(",")]:
+    raise ValueError(value)
+  return value
 
 
 TAP_MECHANISMS = ("native", "callback")
+HOST_CALLBACK_SEMANTICS = ("seed", "jax")
+TRACEBACK_FILTERING = ("auto", "off", "tracebackhide", "remove_frames", "quiet_remove_frames")
 
 FLAGS: dict[str, Flag] = {f.name: f for f in [
     bool_flag("enable_x64", "MINIJAX_ENABLE_X64", False,
-              "64-bit types (float64, int64, ...) instead of their 32-bit counterparts"),
+              "64-bit types (float64, int64, ...) instead of their 32-bit counterparts",
+              env_aliases=("JAX_ENABLE_X64",)),
     bool_flag("debug_nans", "MINIJAX_DEBUG_NANS", False,
-              "check every result for NaNs and name the primitive that made one"),
+              "check every result for NaNs and name the primitive that made one",
+              env_aliases=("JAX_DEBUG_NANS",)),
     bool_flag("log_compiles", "MINIJAX_LOG_COMPILES", False,
-              "log every compilation on the 'minijax' logger at WARNING level"),
+              "log every compilation on the 'minijax' logger at WARNING level",
+              env_aliases=("JAX_LOG_COMPILES",)),
     choice_flag("tap_mechanism", "MINIJAX_TAP_MECHANISM", "native", TAP_MECHANISMS,
                 "how compiled code hands tapped values to the host"),
+    choice_flag("host_callback_semantics", "MINIJAX_HOST_CALLBACK_SEMANTICS", "seed",
+                HOST_CALLBACK_SEMANTICS,
+                "host_callback's API and behaviour: the seed's, or JAX 0.4.34's"),
+    choice_flag("traceback_filtering", "MINIJAX_TRACEBACK_FILTERING", "auto",
+                TRACEBACK_FILTERING, "which frames of minijax errors' tracebacks are shown",
+                env_aliases=("JAX_TRACEBACK_FILTERING",)),
+    Flag("platforms", None, "MINIJAX_PLATFORMS", _validate_platforms, str,
+         "None, or a comma-separated list of platforms that includes 'cpu' (minijax runs "
+         "on the CPU only)", "JAX's jax_platforms", env_aliases=("JAX_PLATFORMS",)),
     int_flag("tap_queue_bytes", "MINIJAX_TAP_QUEUE_BYTES", 256 * 1024 * 1024, 1,
              MAX_QUEUE_BYTES, "the bound of each device's tap queue", "bytes"),
     float_flag("tap_exit_timeout", "MINIJAX_TAP_EXIT_TIMEOUT", 5.0, 0.0, 1e9,
@@ -144,7 +200,8 @@ FLAGS: dict[str, Flag] = {f.name: f for f in [
                "not delivered and lets the interpreter exit", "seconds"),
     int_flag("num_cpu_devices", "MINIJAX_NUM_CPU_DEVICES", 1, 1, MAX_DEVICES,
              "the number of CPU devices (read when the XLA client is created)",
-             "devices (the native tap queues' limit)"),
+             "devices (the native tap queues' limit)",
+             xla_flag="xla_force_host_platform_device_count"),
     int_flag("eager_cache_size", "MINIJAX_EAGER_CACHE_SIZE", 4096, 1, 2**31 - 1,
              "executables of primitives applied outside jit (least recently used "
              "evicted)", "entries"),
@@ -158,20 +215,44 @@ FLAGS: dict[str, Flag] = {f.name: f for f in [
 ]}
 
 
+# The environment variables JAX reads for a flag minijax also has, read when minijax's own
+# variable is not set.
+ENV_ALIASES: dict[str, tuple[str, ...]] = {
+    f.env: f.env_aliases for f in FLAGS.values() if f.env and f.env_aliases}
+
+
+def getenv(name: str, default: str | None = None) -> str | None:
+  """The value of minijax's environment variable `name`, else of JAX's name for it."""
+  for variable in (name, *ENV_ALIASES.get(name, ())):
+    value = os.environ.get(variable)
+    if value is not None:
+      return value
+  return default
+
+
 class Config:
   """The flags' current values, as attributes; `update` changes one."""
 
-  def __init__(self, environ=os.environ):
+  def __init__(self, environ: Mapping[str, str] = os.environ):
     for name, flag in FLAGS.items():
       object.__setattr__(self, name, flag.from_env(environ))
     object.__setattr__(self, "_observers", [])
     object.__setattr__(self, "_guards", {})
 
+  @staticmethod
+  def canonical_name(name: str) -> str:
+    """The flag `name` stands for: itself, or the flag of a JAX name (`jax_enable_x64`)."""
+    if name not in FLAGS and name.startswith("jax_") and name[4:] in FLAGS:
+      return name[4:]
+    return name
+
   def update(self, name: str, value: Any) -> None:
+    name = self.canonical_name(name)
     flag = FLAGS.get(name)
     if flag is None:
       known = ", ".join(sorted(FLAGS))
-      raise AttributeError(f"minijax.config has no flag {name!r}; known flags: {known}")
+      raise AttributeError(f"minijax.config has no flag {name!r}; known flags: {known} "
+                           "(each also as JAX's name, with a jax_ prefix)")
     value = flag.check(value)
     guard = self._guards.get(name)
     if guard is not None:
@@ -187,6 +268,13 @@ class Config:
     """`check(value)` runs before a valid new value of `name` is stored and may refuse it
     by raising (a flag read once, such as the device count, refuses changes after use)."""
     self._guards[name] = check
+
+  def __getattr__(self, name: str):
+    # Only called for names that are not attributes: JAX's names of minijax's flags.
+    canonical = self.canonical_name(name)
+    if canonical != name:
+      return getattr(self, canonical)
+    raise AttributeError(f"minijax.config has no flag {name!r}")
 
   def __setattr__(self, name, value):
     raise AttributeError("use minijax.config.update(name, value) to change a flag")

@@ -27,6 +27,9 @@ BAD_AND_GOOD = [
     ("debug_nans", ["no", -1], [(False, False)]),
     ("log_compiles", ["1"], [(1, True)]),
     ("tap_mechanism", ["fast", None, 1], [("callback", "callback"), ("native", "native")]),
+    ("host_callback_semantics", ["modern", None], [("jax", "jax"), ("seed", "seed")]),
+    ("traceback_filtering", ["sometimes", 1], [("off", "off"), ("auto", "auto")]),
+    ("platforms", ["tpu", 3, "gpu,tpu"], [("cpu", "cpu"), ("cpu,gpu", "cpu,gpu"), (None, None)]),
     ("tap_queue_bytes", [0, -5, 2**63, 1.5, "100", True, 99999999999999999999],
      [(1, 1), (1 << 20, 1 << 20), (np.int64(4096), 4096)]),
     ("tap_exit_timeout", [-1, float("nan"), float("inf"), "3", True],
@@ -87,36 +90,62 @@ def test_the_device_count_cannot_change_once_the_client_exists():
   config.update("num_cpu_devices", n)  # no change: allowed
 
 
-# (variable, value, the flag's value read from it, or None when it must be refused)
+# (flag, environment, the flag's value read from it or None when it must be refused, the
+# variable an error names)
 ENVIRONMENT = [
-    ("MINIJAX_ENABLE_X64", "1", True), ("MINIJAX_ENABLE_X64", " Off ", False),
-    ("MINIJAX_ENABLE_X64", "maybe", None), ("MINIJAX_ENABLE_X64", "", False),
-    ("MINIJAX_DEBUG_NANS", "true", True), ("MINIJAX_LOG_COMPILES", "2", None),
-    ("MINIJAX_TAP_MECHANISM", "callback", "callback"), ("MINIJAX_TAP_MECHANISM", "fast", None),
-    ("MINIJAX_TAP_QUEUE_BYTES", "1000000", 1000000), ("MINIJAX_TAP_QUEUE_BYTES", "abc", None),
-    ("MINIJAX_TAP_QUEUE_BYTES", "0", None),
-    ("MINIJAX_TAP_QUEUE_BYTES", "99999999999999999999", None),
-    ("MINIJAX_TAP_EXIT_TIMEOUT", "0.5", 0.5), ("MINIJAX_TAP_EXIT_TIMEOUT", "-1", None),
-    ("MINIJAX_NUM_CPU_DEVICES", "1024", 1024), ("MINIJAX_NUM_CPU_DEVICES", "1025", None),
-    ("MINIJAX_NUM_CPU_DEVICES", "0", None), ("MINIJAX_NUM_CPU_DEVICES", "four", None),
-    ("MINIJAX_EAGER_CACHE_SIZE", "10", 10), ("MINIJAX_JIT_CACHE_SIZE", "-3", None),
-    ("MINIJAX_TRANSFORM_CACHE_SIZE", "1e3", None),
+    ("enable_x64", {"MINIJAX_ENABLE_X64": "1"}, True, None),
+    ("enable_x64", {"MINIJAX_ENABLE_X64": " Off "}, False, None),
+    ("enable_x64", {"MINIJAX_ENABLE_X64": "maybe"}, None, "MINIJAX_ENABLE_X64='maybe'"),
+    ("enable_x64", {"MINIJAX_ENABLE_X64": ""}, False, None),
+    ("enable_x64", {"JAX_ENABLE_X64": "true"}, True, None),
+    ("enable_x64", {"JAX_ENABLE_X64": "yes please"}, None, "JAX_ENABLE_X64='yes please'"),
+    ("enable_x64", {"MINIJAX_ENABLE_X64": "0", "JAX_ENABLE_X64": "bad"}, False, None),
+    ("debug_nans", {"MINIJAX_DEBUG_NANS": "true"}, True, None),
+    ("log_compiles", {"MINIJAX_LOG_COMPILES": "2"}, None, "MINIJAX_LOG_COMPILES='2'"),
+    ("tap_mechanism", {"MINIJAX_TAP_MECHANISM": "callback"}, "callback", None),
+    ("tap_mechanism", {"MINIJAX_TAP_MECHANISM": "fast"}, None, "MINIJAX_TAP_MECHANISM='fast'"),
+    ("tap_queue_bytes", {"MINIJAX_TAP_QUEUE_BYTES": "1000000"}, 1000000, None),
+    ("tap_queue_bytes", {"MINIJAX_TAP_QUEUE_BYTES": "abc"}, None,
+     "MINIJAX_TAP_QUEUE_BYTES='abc'"),
+    ("tap_queue_bytes", {"MINIJAX_TAP_QUEUE_BYTES": "0"}, None, "MINIJAX_TAP_QUEUE_BYTES='0'"),
+    ("tap_queue_bytes", {"MINIJAX_TAP_QUEUE_BYTES": "99999999999999999999"}, None,
+     "MINIJAX_TAP_QUEUE_BYTES='99999999999999999999'"),
+    ("tap_exit_timeout", {"MINIJAX_TAP_EXIT_TIMEOUT": "0.5"}, 0.5, None),
+    ("tap_exit_timeout", {"MINIJAX_TAP_EXIT_TIMEOUT": "-1"}, None,
+     "MINIJAX_TAP_EXIT_TIMEOUT='-1'"),
+    ("num_cpu_devices", {"MINIJAX_NUM_CPU_DEVICES": "1024"}, 1024, None),
+    ("num_cpu_devices", {"MINIJAX_NUM_CPU_DEVICES": "1025"}, None,
+     "MINIJAX_NUM_CPU_DEVICES='1025'"),
+    ("num_cpu_devices", {"MINIJAX_NUM_CPU_DEVICES": "four"}, None,
+     "MINIJAX_NUM_CPU_DEVICES='four'"),
+    ("num_cpu_devices", {"XLA_FLAGS": "--xla_force_host_platform_device_count=3"}, 3, None),
+    ("num_cpu_devices", {"XLA_FLAGS": "--xla_force_host_platform_device_count=0"}, None,
+     "--xla_force_host_platform_device_count=0"),
+    ("host_callback_semantics", {"MINIJAX_HOST_CALLBACK_SEMANTICS": "jax"}, "jax", None),
+    ("host_callback_semantics", {"MINIJAX_HOST_CALLBACK_SEMANTICS": "new"}, None,
+     "MINIJAX_HOST_CALLBACK_SEMANTICS='new'"),
+    ("traceback_filtering", {"JAX_TRACEBACK_FILTERING": "off"}, "off", None),
+    ("platforms", {"JAX_PLATFORMS": "tpu"}, None, "JAX_PLATFORMS='tpu'"),
+    ("eager_cache_size", {"MINIJAX_EAGER_CACHE_SIZE": "10"}, 10, None),
+    ("jit_cache_size", {"MINIJAX_JIT_CACHE_SIZE": "-3"}, None, "MINIJAX_JIT_CACHE_SIZE='-3'"),
+    ("transform_cache_size", {"MINIJAX_TRANSFORM_CACHE_SIZE": "1e3"}, None,
+     "MINIJAX_TRANSFORM_CACHE_SIZE='1e3'"),
 ]
 
 
-@pytest.mark.parametrize("variable,text,expected", ENVIRONMENT,
-                         ids=[f"{v}={t!r}" for v, t, _ in ENVIRONMENT])
-def test_each_environment_variable_is_checked_and_a_bad_one_names_itself(variable, text,
-                                                                          expected):
-  flag = next(f for f in FLAGS.values() if f.env == variable)
+@pytest.mark.parametrize("name,environ,expected,named", ENVIRONMENT,
+                         ids=[",".join(f"{k}={v!r}" for k, v in e.items())
+                              for _, e, _, _ in ENVIRONMENT])
+def test_each_environment_variable_is_checked_and_a_bad_one_names_itself(name, environ,
+                                                                          expected, named):
+  flag = FLAGS[name]
   if expected is None:
     allowed = re.escape(flag.env_allowed or flag.allowed)
-    with pytest.raises(ValueError, match=rf"^the environment variable {variable}="
-                       rf"{re.escape(repr(text))} is not valid for minijax\.config\."
-                       rf"{flag.name}: expected {allowed}$"):
-      Config({variable: text})
+    with pytest.raises(ValueError, match=rf"{re.escape(named)}.* is not valid for minijax\."
+                       rf"config\.{name}: expected {allowed}$"):
+      Config(environ)
   else:
-    assert getattr(Config({variable: text}), flag.name) == expected
+    assert getattr(Config(environ), name) == expected
 
 
 def test_every_flag_reads_a_minijax_variable():
@@ -151,7 +180,7 @@ def test_an_error_on_jits_slow_path_is_not_chained_to_the_fast_paths(arg):
   with pytest.raises((ValueError, TypeError)) as info:
     f(arg)
   e = info.value
-  assert e.__context__ is None and e.__cause__ is None
+  assert e.__cause__ is None and (e.__context__ is None or e.__suppress_context__)
   text = "".join(traceback.format_exception(e))
   assert "During handling of the above exception" not in text
   assert "AttributeError" not in text
@@ -160,4 +189,5 @@ def test_an_error_on_jits_slow_path_is_not_chained_to_the_fast_paths(arg):
 def test_an_eager_error_on_a_numpy_argument_is_not_chained_either():
   with pytest.raises(TypeError) as info:
     minijax.lax.add(np.ones(2, np.float32), "x")
-  assert info.value.__context__ is None
+  e = info.value
+  assert e.__cause__ is None and (e.__context__ is None or e.__suppress_context__)

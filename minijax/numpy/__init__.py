@@ -23,7 +23,9 @@ from minijax.numpy.ufuncs import (  # noqa: F401
     exp, exp2, log, log2, log10, log1p, expm1, sin, cos, tan, tanh, sqrt, sinh, cosh,
     arcsin, arccos, arctan, arctanh, arcsinh, arccosh, cbrt, deg2rad, rad2deg, radians,
     degrees, square, reciprocal, isnan, isfinite, isinf, signbit, isclose, allclose,
-    array_equal, clip, where, real, conjugate, conj)
+    array_equal, clip, where)
+from minijax.numpy.complex_numbers import (  # noqa: F401
+    real, imag, conjugate, conj, angle, iscomplex, isreal, iscomplexobj, isrealobj)
 from minijax.numpy.creation import (  # noqa: F401
     array, asarray, full, zeros, ones, empty, zeros_like, ones_like, empty_like, full_like,
     arange, linspace, eye, identity, tri, tril, triu, meshgrid)
@@ -41,10 +43,10 @@ from minijax.numpy.extras import (  # noqa: F401
     diff, nan_to_num, nansum, nanmax, nanmin, nanmean, median, quantile, percentile, append,
     searchsorted, cross, kron, astype, isin, indices, triu_indices, tril_indices, logspace,
     unravel_index, select, heaviside, float_power, sinc, interp, digitize, bincount, cov,
-    corrcoef, nanargmax, nanargmin, nancumsum, nanvar, nanstd, imag, ldexp, delete, insert,
-    choose, nanprod, iscomplexobj, diag_indices, ediff1d, convolve, polyval, vectorize,
+    corrcoef, nanargmax, nanargmin, nancumsum, nanvar, nanstd, ldexp, delete, insert,
+    choose, nanprod, diag_indices, ediff1d, convolve, polyval, vectorize,
     apply_along_axis)
-from minijax.numpy.linalg import (  # noqa: F401
+from minijax.numpy.products import (  # noqa: F401
     dot, matmul, vdot, inner, outer, tensordot, einsum)
 from minijax.numpy import linalg  # noqa: F401
 
@@ -68,6 +70,20 @@ class _ScalarMeta(type):
 
   def __repr__(cls):
     return f"minijax.numpy.{cls.__name__}"
+
+  # As JAX's scalar types: equal to (and hashed like) numpy's, so `np.float32 == jnp.float32`
+  # and dictionaries keyed by numpy types find them.
+  def __eq__(cls, other):
+    return cls is other or cls.dtype.type == other
+
+  def __ne__(cls, other):
+    return not cls == other
+
+  def __hash__(cls):
+    return hash(cls.dtype.type)
+
+  def __instancecheck__(cls, instance):
+    return isinstance(instance, cls.dtype.type)
 
 
 def _scalar_type(name, dtype):
@@ -157,8 +173,9 @@ def isscalar(element) -> bool:
   return _np.isscalar(element) or (hasattr(element, "aval") and element.ndim == 0)
 
 
-def copy(a):
-  return asarray(a)
+def copy(a, order=None):
+  """A copy of `a` (an Array gets a new buffer)."""
+  return asarray(a).copy()
 
 
 def __getattr__(name):

@@ -1,8 +1,9 @@
 """The one XLA client minijax runs on, its devices, and their shardings.
 
 minijax runs on jaxlib's CPU client only.  The client is created lazily, once, on the first
-call to `get_client()`; the flag `num_cpu_devices` (`MINIJAX_NUM_CPU_DEVICES`, default 1)
-says how many CPU devices it exposes, and cannot change once the client exists.  Code that
+call to `get_client()`; the flag `num_cpu_devices` (`MINIJAX_NUM_CPU_DEVICES`, or JAX's
+`XLA_FLAGS=--xla_force_host_platform_device_count=N`; default 1) says how many CPU devices
+it exposes, and cannot change once the client exists.  Code that
 must act right after the client exists (the tap runtime registers its custom-call targets,
 which only takes effect once a client is up) hooks in with `on_client_created`; those hooks
 run before any other thread can see the client.

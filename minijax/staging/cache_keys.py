@@ -4,9 +4,9 @@ The eager primitive cache keys an executable on (primitive, params, avals, devic
 params are hashable and compare by value; jaxpr-valued params (the bodies of cond, while,
 scan, traced afresh at every eager call) compare by structure, numpy arrays by value, and
 other unhashable values by identity (`_Ident` keeps the object alive so its id cannot be
-reused).  Functions (a tap function, say) compare by identity too, even when they define
-`__eq__`: an executable calls back the very function it was compiled for, so two equal
-but distinct functions must not share one.
+reused).  Functions (a tap function, say) are keyed by `api_util.function_key`, never by
+an `__eq__` of their own: an executable calls back the very function it was compiled for,
+so two equal but distinct functions must not share one.
 """
 from __future__ import annotations
 
@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as np
 
+from minijax.api_util import function_key
 from minijax.core.jaxpr import ClosedJaxpr, Jaxpr, Literal
 
 
@@ -54,7 +55,7 @@ def fingerprint(value: Any) -> Any:
   if isinstance(value, np.ndarray):
     return ("array", value.dtype.str, value.shape, value.tobytes())
   if _is_function(value):
-    return _Ident(value)
+    return function_key(value)
   try:
     hash(value)
   except TypeError:

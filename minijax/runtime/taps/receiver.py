@@ -46,6 +46,7 @@ import logging
 import os
 import threading
 import time
+import traceback
 from typing import Any, Callable
 
 from minijax.config import config
@@ -63,7 +64,9 @@ take_interrupt = queues.take_interrupt
 
 
 class TapFunctionException(Exception):
-  """Raised by `barrier_wait` when tap functions raised since the previous barrier."""
+  """Raised by `barrier_wait` when tap functions raised since the previous barrier.  Its
+  text holds the last such exception's type, text and traceback; it is also the
+  `__cause__`."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -98,6 +101,7 @@ _receivers: dict[int, _DeviceReceiver] = {}  # by device ordinal
 _by_device: dict[Any, _DeviceReceiver] = {}
 _running = False
 _exceptions_since_barrier = 0
+_last_exception: BaseException | None = None  # the latest since the last barrier
 _retiring: list[list] = []  # [released consumers, tokens to wait for, delivery targets]
 _retire_lock = threading.Lock()
 
@@ -173,10 +177,11 @@ def _drain(rec: _DeviceReceiver) -> None:
 
 
 def _report(rec: _DeviceReceiver, consumer_id: int, consumer, e: BaseException) -> None:
-  global _exceptions_since_barrier
+  global _exceptions_since_barrier, _last_exception
   with _counters:
     rec.exceptions += 1
     _exceptions_since_barrier += 1
+    _last_exception = e
   hint = ""
   if isinstance(e, TypeError):
     hint = (" (tap functions are called as tap_func(arg, transforms), or with device=... "
@@ -329,14 +334,20 @@ def _barrier(name: str) -> None:
 def raise_tap_exceptions() -> None:
   """Raises `TapFunctionException` if tap functions raised since the last time (and resets
   the count)."""
-  global _exceptions_since_barrier
+  global _exceptions_since_barrier, _last_exception
   if _exceptions_since_barrier:
     with _counters:
       n, _exceptions_since_barrier = _exceptions_since_barrier, 0
-    if n:
-      raise TapFunctionException(
-          f"{n} exception(s) were raised in tap functions since the last barrier_wait(); "
-          "their tracebacks were logged on the 'minijax.taps' logger.")
+      last, _last_exception = _last_exception, None
+    if not n:
+      return
+    detail = ""
+    if last is not None:
+      text = "".join(traceback.format_exception(last)).rstrip()
+      detail = f"\nThe last one, {type(last).__name__}: {last}\n{text}"
+    raise TapFunctionException(
+        f"{n} exception(s) were raised in tap functions since the last barrier_wait(); their "
+        f"tracebacks were logged on the 'minijax.taps' logger.{detail}") from last
 
 
 def stop_outfeed_receiver() -> None:
@@ -432,13 +443,14 @@ def _after_fork_in_child() -> None:
   """The child of a fork has none of the parent's threads: receivers are marked stopped
   (they restart on the next tap), every lock is made anew (a parent thread may have held
   one), and the queues start empty."""
-  global _running, _exceptions_since_barrier
+  global _running, _exceptions_since_barrier, _last_exception
   _lock._at_fork_reinit()
   _counters._at_fork_reinit()
   _retire_lock._at_fork_reinit()
   _receiver_idents.clear()
   _running = False
   _exceptions_since_barrier = 0
+  _last_exception = None
   _retiring.clear()
   for rec in _receivers.values():
     rec.thread = None

@@ -5,9 +5,10 @@ structure of the tapped value and the shape and dtype of every leaf.  Lowering r
 one (`register_consumer`) and bakes its id into the custom call; the receiver looks the id
 up (`consumer`) for every tap.  Ids come from a counter and are never reused.
 
-Registering the same consumer again (the same tap function object, transforms, tree and
-leaf types) returns the same id.  Tap functions are told apart by identity, never by
-equality: two functions that compare equal (frozen dataclasses, say) are two consumers.
+Registering the same consumer again (the same tap function, transforms, tree and leaf
+types) returns the same id.  Tap functions are told apart by `api_util.function_key`,
+never by an `__eq__` of their own: two functions that compare equal (frozen dataclasses,
+say) are two consumers, while `obj.method`, a new object at each access, is the same.
 
 A consumer lives as long as something needs it.  A lowering that registers one passes its
 list of `keepalives` as `owner`, and gets a `ConsumerRef` appended to it; the compiled
@@ -28,6 +29,8 @@ import threading
 from typing import Any, Callable, Sequence
 
 import numpy as np
+
+from minijax.api_util import function_key
 
 
 class Consumer:
@@ -140,7 +143,7 @@ class ConsumerRef:
 
 _lock = threading.Lock()
 _ids = itertools.count(1)  # 0 stays unused, so that a zeroed attribute is never a real consumer
-_by_key: dict[tuple, Consumer] = {}  # keyed on id(tap function): the record keeps it alive
+_by_key: dict[tuple, Consumer] = {}  # keyed on function_key(tap function)
 consumers_by_id: dict[int, Consumer] = {}  # read by receivers without the lock
 # The consumers whose taps the native queues deliver themselves (see `Consumer.is_simple`):
 # id -> (func, transforms, shape, dtype, nbytes).
@@ -168,7 +171,7 @@ def register_consumer(func: Callable, transforms: Sequence[tuple], treedef: Any,
   dtypes = tuple(np.dtype(a.dtype) for a in avals)
   shapes = tuple(tuple(int(d) for d in a.shape) for a in avals)
   frozen = tuple(_freeze(t) for t in transforms)
-  key = (id(func), frozen, treedef, dtypes, shapes)
+  key = (function_key(func), frozen, treedef, dtypes, shapes)
   with _lock:
     record = _by_key.get(key)
     if record is None:
