@@ -6,9 +6,10 @@ from minijax.runtime.taps import effects_barrier
 from minijax import staging as _staging  # installs the eager and jit_p impls
 from minijax import lax
 from minijax import numpy  # installs the array operators and methods
-from minijax.api import (jit, make_jaxpr, grad, value_and_grad, vjp, jvp, linearize, vmap,
+from minijax.api import (jit, pmap, shard_map, make_jaxpr, grad, value_and_grad, vjp, jvp, linearize, vmap,
                          jacfwd, jacrev, hessian, eval_shape, linear_transpose,
                          ShapeDtypeStruct, checkpoint, checkpoint_policies, remat, named_call)
 from minijax.custom_derivatives import custom_jvp, custom_vjp
+from minijax import sharding
 
 __version__ = "0.1.0"

@@ -21,7 +21,9 @@ from minijax.core.jaxpr import ClosedJaxpr
 from minijax.interpreters import ad, batching
 from minijax.interpreters import partial_eval as pe
 from minijax.lax.remat import checkpoint, checkpoint_policies, named_call, remat  # noqa: F401
+from minijax.lax.shard_map import shard_map  # noqa: F401
 from minijax.staging.jit import jit  # noqa: F401
+from minijax.staging.pmap import pmap  # noqa: F401
 
 
 def make_jaxpr(fun: Callable, static_argnums=()):
@@ -362,7 +364,8 @@ def _broadcast_prefix(prefix, tree, what: str) -> list:
 def vmap(fun: Callable, in_axes=0, out_axes=0, axis_size: int | None = None,
          axis_name=None):
   """Vectorizes `fun` over the axes `in_axes` of its arguments, stacking its results
-  along `out_axes`."""
+  along `out_axes`.  With `axis_name`, collectives inside `fun` may reduce over the mapped
+  axis by that name (`lax.psum(x, axis_name)` sums over the batch)."""
   if isinstance(in_axes, list):
     in_axes = tuple(in_axes)
 
@@ -403,7 +406,7 @@ def vmap(fun: Callable, in_axes=0, out_axes=0, axis_size: int | None = None,
       raise ValueError(f"vmap got inconsistent sizes for array axes to be mapped:\n{lines}"
                        + (f"\n  (axis_size={axis_size})" if axis_size is not None else ""))
     flat_fun, out_tree = tree_util.flatten_fun(fun, in_tree)
-    outs, out_dims = batching.vmap_flat_dims(flat_fun, dims, size, flat)
+    outs, out_dims = batching.vmap_flat_dims(flat_fun, dims, size, flat, axis_name)
     out_tree = out_tree()
     out = out_tree.unflatten(outs)
     flat_out_axes = _broadcast_prefix(out_axes, out, "out_axes")

@@ -36,7 +36,7 @@ from minijax.core.avals import ShapedArray, python_scalar_aval
 from minijax.core.dtypes import PYTHON_SCALARS
 from minijax.runtime import backend, taps
 from minijax.runtime.array import Array, _DELETED_MESSAGE, device_put, scalar_buffer
-from minijax.runtime.tokens import TOKEN_AVAL, RuntimeTokens, runtime_tokens
+from minijax.runtime.tokens import TOKEN_AVAL, GroupToken, RuntimeTokens, runtime_tokens
 
 logger = logging.getLogger("minijax")
 
@@ -95,10 +95,11 @@ class Executable:
       return run_unordered
 
     chains, all_handlers, n = self._chains, self._token_and_result_handlers, len(self._chains)
+    settle = tokens.settle
 
     def run_ordered(buffers):
       with lock:
-        results = execute([*[c.token for c in chains], *buffers],
+        results = execute([*[settle(c) for c in chains], *buffers],
                           with_tokens=statuses is not None)
         if statuses is not None:
           statuses.append(results.consume_token())
@@ -135,6 +136,7 @@ class Executable:
     # `run_effectful` is inlined below, which saves a call on this path.
     chain = self._chains[0] if len(self._chains) == 1 and not self.unordered_effects else None
     token_handlers = self._token_and_result_handlers
+    settle = runtime_tokens.settle
     acquire, release = runtime_tokens._lock.acquire, runtime_tokens._lock.release
     arg_avals = self.in_avals[len(consts):]
     reuse_scalars = not any(self.donated_args)
@@ -180,7 +182,10 @@ class Executable:
           before_execution()
           acquire()  # a `with` block costs twice as much here
           try:
-            buffers.insert(0, chain.token)
+            token = chain.token
+            if type(token) is GroupToken:  # the last execution ran over several devices
+              token = settle(chain)
+            buffers.insert(0, token)
             outs = execute(buffers).consume_with_handlers(token_handlers)
             chain.token = outs[0]
           finally:

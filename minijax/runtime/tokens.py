@@ -9,6 +9,14 @@ the chain finish, gets a zero-byte `bool[0]` array.  Each execution therefore wa
 previous one with the same effect on that device, in call order, without the host ever
 blocking.  Executions with unordered effects record their execution status instead, so
 that `runtime_tokens.wait_all()` can wait for every started effectful computation.
+
+An execution over several devices (`runtime/sharded_executable.py`) passes one token array
+holding a token per device and gets one back; it leaves that array, as a `GroupToken`, in
+the chain of every one of its devices.  The next execution over the same devices passes it
+on as it is; any other reads the chain through `settle`, which waits for the group's
+execution to finish (so that the order holds) and restarts the chain from its initial
+token.  Splitting the array into per-device tokens instead would need jaxlib's
+single-device views, which import `jax` (see `runtime/sharded.py`).
 """
 from __future__ import annotations
 
@@ -23,6 +31,15 @@ from minijax.core.avals import ShapedArray
 from minijax.runtime.array import _put_numpy
 
 TOKEN_AVAL = ShapedArray((0,), np.bool_)
+
+
+class GroupToken:
+  """The token array an execution over `devices` returned, one token per device."""
+  __slots__ = ("array", "devices")
+
+  def __init__(self, array, devices: tuple):
+    self.array = array
+    self.devices = devices
 
 
 class TokenChain:
@@ -69,6 +86,15 @@ class RuntimeTokens:
                                                  device)._buffer
     return token
 
+  def settle(self, chain: TokenChain) -> Any:
+    """The single-device token of `chain` (whose token may be a `GroupToken`): a group's
+    execution is waited for, and the chain restarts from its initial token."""
+    token = chain.token
+    if type(token) is GroupToken:
+      token.array.block_until_ready()
+      chain.token = token = chain.initial
+    return token
+
   def statuses(self, device) -> list:
     """The execution statuses of unordered runs on `device`, not yet waited for."""
     with self._lock:
@@ -86,7 +112,7 @@ class RuntimeTokens:
     """Everything a barrier must wait for: the tokens of chains that have started, and the
     unordered run statuses."""
     with self._lock:
-      return ([c.token for c in self._chains.values() if c.token is not c.initial] +
+      return ([_array(c.token) for c in self._chains.values() if c.token is not c.initial] +
               [s for ss in self._unordered.values() for s in ss])
 
   def wait_all(self) -> None:
@@ -100,7 +126,8 @@ class RuntimeTokens:
       for ss in self._unordered.values():
         ss.clear()
     if started:
-      xla_client.batched_block_until_ready([token for _, token in started])
+      arrays = {id(a): a for a in (_array(token) for _, token in started)}
+      xla_client.batched_block_until_ready(list(arrays.values()))
       with self._lock:
         for chain, token in started:
           if chain.token is token:  # no execution has extended the chain meanwhile
@@ -117,6 +144,10 @@ class RuntimeTokens:
         chain.token = chain.initial
       for statuses in self._unordered.values():
         statuses.clear()
+
+
+def _array(token):
+  return token.array if type(token) is GroupToken else token
 
 
 runtime_tokens = RuntimeTokens()

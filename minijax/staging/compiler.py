@@ -32,16 +32,19 @@ from minijax.lowering.mlir import LoweringResult, lower_jaxpr_to_module
 from minijax.runtime import backend
 from minijax.runtime import executable as executable_lib
 from minijax.runtime.array import Array, device_put
+from minijax.runtime.sharded_executable import ShardedExecutable
+from minijax.staging import sharded as sharded_staging
 from minijax.staging.cache_keys import params_key
 
 CompiledFn = Callable[..., list]
 
 
 def device_of(args: Sequence[Any]):
-  """The device of the first Array among `args`, else the default device."""
+  """The device of the first Array among `args` (its sharding, for an Array laid out over
+  several devices), else the default device."""
   for x in args:
     if type(x) is Array:
-      return x._device
+      return x._device or x._sharding
   return backend.get_device(None)
 
 
@@ -97,7 +100,13 @@ def compiled_call(jaxpr: ClosedJaxpr, name: str, donated_invars, device,
 
 
 def _jit_impl(*args, jaxpr, name, donated_invars, device):
-  fn = compiled_call(jaxpr, name, donated_invars, jit_device(device, args))
+  placement = sharded_staging.placement(jaxpr, args, name) if device is None else None
+  if placement is not None:
+    device = sharded_staging.single_device(placement, jaxpr)
+  if placement is not None and device is None:
+    fn = sharded_staging.compiled_call(jaxpr, name, donated_invars, placement)
+  else:
+    fn = compiled_call(jaxpr, name, donated_invars, jit_device(device, args))
   outs = fn(*args)
   if config.debug_nans:
     check_nans_in_jaxpr(jaxpr, args, outs, name)
@@ -126,7 +135,7 @@ def apply_primitive(primitive, *args, **params):
   key = (primitive, params_key(params) if params else (), avals, device)
   run = _primitive_cache.get(key)
   if run is None:
-    run = _primitive_cache[key] = _compile_primitive(primitive, params, avals, device)
+    run = _primitive_cache[key] = _compile_primitive(primitive, params, avals, device, args)
     if len(_primitive_cache) > _CACHE_SIZE:
       _primitive_cache.popitem(last=False)
   else:
@@ -137,9 +146,19 @@ def apply_primitive(primitive, *args, **params):
   return out
 
 
-def _compile_primitive(primitive, params, avals, device) -> Callable:
+def _compile_primitive(primitive, params, avals, device, args=()) -> Callable:
   """A function of the arguments that returns the primitive's result: a list of Arrays
-  when it has multiple results, else the Array."""
+  when it has multiple results, else the Array.  `device` is a sharding when an argument
+  is laid out over several devices: the program then runs over them
+  (`sharded.compile_primitive`)."""
+  if not isinstance(device, backend.Device):
+    fn = sharded_staging.compile_primitive(primitive, params, avals, args)
+    if primitive.multiple_results:
+      return fn
+    if isinstance(fn, ShardedExecutable):
+      return fn.make_call(out_tree=_LEAF)
+    return lambda *xs: fn(*xs)[0]
+
   def fun(*xs):
     out = primitive.bind(*xs, **params)
     return out if primitive.multiple_results else [out]
