@@ -24,6 +24,7 @@
 #include <deque>
 #include <map>
 #include <mutex>
+#include <string>
 #include <thread>
 #include <algorithm>
 #include <vector>
@@ -36,7 +37,10 @@ namespace {
 
 constexpr size_t kAlignment = 64;
 constexpr size_t kMessageOverhead = 64;  // charged per message, so even empty taps are bounded
-constexpr int kMaxDevices = 1024;
+// Queues are indexed by device ordinal, which for jaxlib's CPU client is the device id:
+// 0..n-1 in one process, p * 2048 + 0..n-1 in process p of several.  A slot per id modulo
+// kMaxDevices keeps one process's devices apart and the lookup an array index.
+constexpr int kMaxDevices = 2048;
 
 size_t AlignUp(size_t n) { return (n + kAlignment - 1) & ~(kAlignment - 1); }
 
@@ -156,7 +160,8 @@ bool SpinUntil(std::chrono::steady_clock::time_point deadline, Done done) {
 std::atomic<Queue*> g_queues[kMaxDevices];
 
 Queue* GetQueue(int device) {
-  if (device < 0 || device >= kMaxDevices) return nullptr;
+  if (device < 0) return nullptr;
+  device %= kMaxDevices;
   Queue* q = g_queues[device].load(std::memory_order_acquire);
   if (q != nullptr) return q;
   Queue* fresh = new Queue();
@@ -197,7 +202,10 @@ void Enqueue(Queue* q, Message&& msg) {
 ffi::Error TapImpl(int32_t device, int64_t consumer, ffi::RemainingArgs args,
                    ffi::RemainingRets) {
   Queue* q = GetQueue(device);
-  if (q == nullptr) return ffi::Error::InvalidArgument("minijax_tap: device ordinal out of range");
+  if (q == nullptr) {
+    return ffi::Error::InvalidArgument("minijax_tap: device ordinal " + std::to_string(device) +
+                                       " out of range");
+  }
   const size_t n = args.size();
   size_t n_arrays = 0;
   for (size_t i = 0; i < n; ++i) {
@@ -304,7 +312,7 @@ bool ParseDevice(PyObject* arg, Queue** q) {
   if (device == -1 && PyErr_Occurred()) return false;
   *q = GetQueue(static_cast<int>(device));
   if (*q == nullptr) {
-    PyErr_Format(PyExc_ValueError, "device ordinal %ld out of range [0, %d)", device, kMaxDevices);
+    PyErr_Format(PyExc_ValueError, "device ordinal %ld is negative", device);
     return false;
   }
   return true;

@@ -24,7 +24,10 @@ class Config:
       "log_compiles": lambda: _env_bool("MINIJAX_LOG_COMPILES"),
       "tap_mechanism": lambda: os.environ.get("MINIJAX_TAP_MECHANISM", "native"),
       "tap_queue_bytes": lambda: int(os.environ.get("MINIJAX_TAP_QUEUE_BYTES", 256 * 1024 * 1024)),
+      # CPU collectives across processes (minijax.distributed); gloo, as in JAX
+      "cpu_collectives_implementation": lambda: "gloo",
   }
+  _aliases = {"jax_cpu_collectives_implementation": "cpu_collectives_implementation"}
 
   def __init__(self):
     for name, default in self._defaults.items():
@@ -32,6 +35,7 @@ class Config:
     object.__setattr__(self, "_observers", [])
 
   def update(self, name: str, value: Any) -> None:
+    name = self._aliases.get(name, name)
     if name not in self._defaults:
       known = ", ".join(sorted(self._defaults))
       raise AttributeError(f"minijax.config has no flag {name!r}; known flags: {known}")

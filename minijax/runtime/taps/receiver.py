@@ -84,9 +84,10 @@ def in_receiver_thread() -> bool:
 
 
 def device_ordinal(device: Any) -> int:
-  """The index that the FFI handler's `DeviceOrdinal` reports for `device`."""
-  hw = device.local_hardware_id
-  return device.id if hw is None else hw
+  """The index that the FFI handler's `DeviceOrdinal` reports for `device`: jaxlib's CPU
+  client reports the device id (p * 2048 + k for device k of process p; the native queues
+  keep a slot per id modulo 2048)."""
+  return device.id
 
 
 def ensure_started() -> None:
