@@ -3,7 +3,8 @@
 Prints one JSON line with what this process saw: its devices, the results of a pmap whose
 psum, all_gather and axis_index cross the two processes, the taps its receivers got, and
 whether `jax` was imported.  With the argument `fail`, process 1 exits with code 3 before
-the collective, which process 0 then waits for in vain."""
+the collective, which process 0 then waits for in vain.  Each process first prints its pid
+(so that the test can check that none is left running)."""
 import json
 import os
 import sys
@@ -16,6 +17,7 @@ from minijax.experimental import host_callback as hcb
 
 minijax.distributed.initialize()  # a no-op: minijax.launch initialized the process
 index = minijax.process_index()
+print(json.dumps({"pid": os.getpid()}), flush=True)
 if sys.argv[1:] == ["fail"] and index == 1:
   os._exit(3)
 

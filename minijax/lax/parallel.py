@@ -209,7 +209,9 @@ def _pminmax_jvp(prim):
         continue
       dtype = get_aval(t).dtype
       hit = convert_element_type(eq(x, y), dtype)
-      num, den = psum_p.bind(mul(t, hit), hit, axes=axes, axis_index_groups=None)
+      # (two binds: the count of ties must not depend on the tangent)
+      den, = psum_p.bind(hit, axes=axes, axis_index_groups=None)
+      num, = psum_p.bind(mul(t, hit), axes=axes, axis_index_groups=None)
       tangent_outs.append(div(num, den))
     return outs, tangent_outs
   return rule

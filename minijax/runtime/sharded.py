@@ -22,13 +22,11 @@ import numpy as np
 
 from jaxlib import _jax, xla_client
 
-from minijax.config import config
 from minijax.core import sharding as sharding_lib
 from minijax.core.avals import ShapedArray
 from minijax.runtime.array import (_DELETED_MESSAGE, Array, _buffer_to_numpy, _put_numpy)
 
 _REUSE = xla_client.ArrayCopySemantics.REUSE_INPUT
-_IMMUTABLE_DURING_CALL = xla_client.HostBufferSemantics.IMMUTABLE_ONLY_DURING_CALL
 
 
 @functools.lru_cache(maxsize=1024)
@@ -64,21 +62,18 @@ def put(value: np.ndarray, aval: ShapedArray, sharding: sharding_lib.Sharding) -
   if len(devices) == 1:
     return _put_numpy(np.ascontiguousarray(value), aval, devices[0])
   indices = sharding.addressable_devices_indices_map(aval.shape)
-  blocks = [np.ascontiguousarray(value[index]) for index in indices.values()]
-  buffer = xla_client.batched_device_put(
-      aval, jaxlib_sharding(sharding, aval.ndim), blocks, list(indices), True,
-      host_buffer_semantics=_IMMUTABLE_DURING_CALL, enable_x64=config.enable_x64)
-  return Array(buffer, aval, None, sharding)
+  return put_blocks({d: value[index] for d, index in indices.items()}, aval, sharding)
 
 
 def put_blocks(blocks: dict, aval: ShapedArray, sharding: sharding_lib.Sharding) -> Array:
   """An Array laid out by `sharding` from the blocks of this process's devices
-  (`{device: block}`); the other processes put theirs (several processes)."""
-  devices = list(blocks)
-  buffer = xla_client.batched_device_put(
-      aval, jaxlib_sharding(sharding, aval.ndim),
-      [np.ascontiguousarray(blocks[d]) for d in devices], devices, True,
-      host_buffer_semantics=_IMMUTABLE_DURING_CALL, enable_x64=config.enable_x64)
+  (`{device: block}`; with several processes, the others put theirs).  Each block is put
+  on its device and the single-device arrays are assembled into one (jaxlib's
+  `batched_device_put` fails on blocks held by several devices)."""
+  block_aval = aval.update(shape=sharding.shard_shape(aval.shape))
+  singles = [_put_numpy(np.ascontiguousarray(block, aval.dtype), block_aval, d)._buffer
+             for d, block in blocks.items()]
+  buffer = _jax.ArrayImpl(aval, jaxlib_sharding(sharding, aval.ndim), singles, True, True)
   return Array(buffer, aval, None, sharding)
 
 

@@ -104,7 +104,15 @@ class ShardedExecutable:
     if (type(first) is GroupToken and first.devices == self.devices
         and all(c.token is first for c in chains)):
       return first.array
-    tokens = [runtime_tokens.settle(c) for c in chains]
+    # One token per device, of one type: a chain's initial array once what it orders has
+    # finished (the tokens executions return are not of the initial array's type).
+    tokens = []
+    for chain in chains:
+      token = runtime_tokens.settle(chain)
+      if token is not chain.initial:
+        token.block_until_ready()
+        chain.token = token = chain.initial
+      tokens.append(token)
     return sharded.token_group(tokens, self.devices, TOKEN_AVAL)
 
   def _run(self, buffers: list) -> list:

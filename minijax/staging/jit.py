@@ -31,7 +31,7 @@ from minijax.api_util import DebugInfo, flat_arg_names, fun_name, normalize_argn
 from minijax.config import config
 from minijax.core import sharding as sharding_lib
 from minijax.core import trace as trace_lib
-from minijax.core.avals import get_aval, python_scalar_aval
+from minijax.core.avals import ShapedArray, get_aval, python_scalar_aval
 from minijax.core.dtypes import PYTHON_SCALARS
 from minijax.core.errors import UnexpectedTracerError
 from minijax.core.jaxpr import ClosedJaxpr, hoist_consts
@@ -203,7 +203,7 @@ class JitWrapped:
       flat_in = _flat_shardings(self._in_shardings, tuple(dyn_args), "in_shardings",
                                 self._name)
     if self._out_shardings is not None:
-      out = traced.out_tree.unflatten([0] * traced.out_tree.num_leaves)
+      out = traced.out_tree.unflatten(list(traced.jaxpr.out_avals))
       flat_out = _flat_shardings(self._out_shardings, out, "out_shardings", self._name)
     return sharded.placement(traced.jaxpr, [*traced.consts, *flat], self._name,
                              None if flat_in is None else [None] * n_consts + flat_in,
@@ -377,9 +377,9 @@ def _flat_shardings(spec, tree, what: str, fun_name: str) -> list:
         raise ValueError(f"jit {what} of {fun_name} holds the PartitionSpec {s} but no mesh "
                          "is active: pass a NamedSharding, or call inside `with mesh:`")
       s = sharding_lib.NamedSharding(mesh, s)
-    for leaf in tree_util.tree_leaves(sub):
+    for leaf in tree_util.tree_leaves(sub, is_leaf=lambda x: isinstance(x, ShapedArray)):
       if s is not None:
-        s.check_shape(get_aval(leaf).shape)
+        s.check_shape(leaf.shape if isinstance(leaf, ShapedArray) else get_aval(leaf).shape)
       out.append(s)
   return out
 
