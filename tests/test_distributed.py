@@ -58,7 +58,18 @@ def test_collectives_cross_processes_and_taps_arrive_in_each_process():
     assert seen["all_gather"] == [[0.0, 1.0, 10.0, 11.0]] * 2
     assert seen["axis_index"] == [[0, 1], [2, 3]][index]
     assert seen["taps"] == [[[0, 0.0], [1, 1.0]], [[2048, 10.0], [2049, 11.0]]][index]
+    # blocks b_k = [2k, 2k + 1] + 28 * k (the psum of all blocks is 28)
+    assert seen["shard_map_blocks"] == [{"0": [0.0, 1.0], "1": [30.0, 31.0]},
+                                        {"2048": [60.0, 61.0], "2049": [90.0, 91.0]}][index]
+    assert seen["fully_addressable"] is False
     assert seen["jax_imported"] is False
+
+
+def test_gloo_is_the_cpu_collectives_implementation_under_jaxs_name_too():
+  import minijax
+  assert minijax.config.cpu_collectives_implementation == "gloo"
+  minijax.config.update("jax_cpu_collectives_implementation", "gloo")
+  assert minijax.config.cpu_collectives_implementation == "gloo"
 
 
 def test_the_launcher_returns_the_failing_exit_code_and_ends_the_other_process():

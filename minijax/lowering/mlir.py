@@ -229,15 +229,15 @@ def lower_jaxpr_to_module(closed_jaxpr: ClosedJaxpr, *, name: str = "main",
                           ) -> LoweringResult:
   """Lowers a closed jaxpr to a module whose public `main` takes and returns tokens first.
 
-  With a `device_assignment` of several devices the module is one SPMD program for all of
-  them (`mhlo.num_partitions`), its arguments and results annotated with the HLO text of
+  With a `device_assignment` the module is one SPMD program for all its devices
+  (`mhlo.num_partitions`; one device too, for a `shard_map` over a mesh of one), its arguments and results annotated with the HLO text of
   their shardings (`arg_shardings`, `result_shardings`; None leaves one to XLA)."""
   with ir_context(), ir.Location.unknown():
     module = ir.Module.create()
     module.operation.attributes["sym_name"] = ir.StringAttr.get(f"jit_{name}")
     mctx = ModuleContext(module)
     mctx._names_used.add("main")
-    if device_assignment is not None and len(device_assignment) > 1:
+    if device_assignment is not None:
       mctx.positions = {d: i for i, d in enumerate(device_assignment)}
       i32 = ir.IntegerType.get_signless(32)
       module.operation.attributes["mhlo.num_partitions"] = ir.IntegerAttr.get(

@@ -244,7 +244,8 @@ class ShardedExecutable:
 def _output_sharding(op_sharding, ndim: int, devices: tuple, mesh) -> sharding_lib.Sharding:
   """The `core.sharding` form of a sharding XLA chose for an output: a `NamedSharding` of
   `mesh` when one lays the value out the same way, else a wrapper of the tile assignment."""
-  hlo = xla_client.HloSharding.from_proto(op_sharding)
+  hlo = (xla_client.HloSharding.from_proto(op_sharding) if op_sharding is not None
+         else xla_client.HloSharding.replicate())
   if not (hlo.is_replicated() or hlo.is_manual()) and hlo.is_maximal():
     raise NotImplementedError("an output placed on one device of a multi-device program")
   if hlo.is_replicated() or hlo.is_manual():
@@ -314,7 +315,8 @@ def compile_sharded(module, *, devices: Sequence, name: str, in_avals, out_avals
     raise
   seconds = time.perf_counter() - start
   if any(s is None for s in out_shardings):
-    chosen = loaded.get_output_shardings()[n_tokens:]
+    chosen = loaded.get_output_shardings()  # None for one device
+    chosen = chosen[n_tokens:] if chosen is not None else [None] * len(out_avals)
     out_shardings = [s if s is not None else _output_sharding(op, a.ndim, devices, mesh)
                      for s, op, a in zip(out_shardings, chosen, out_avals)]
   text = loaded.get_hlo_text()

@@ -93,7 +93,7 @@ def pmap(fun: Callable, axis_name=None, *, in_axes=0, out_axes=0,
   donate = frozenset(normalize_argnums(donate_argnums))
   cache: dict = {}
 
-  def call(*args, **kwargs):
+  def entry_for(args, kwargs):
     if any(i >= len(args) for i in static):
       raise ValueError(f"pmapped function has static_broadcasted_argnums={static} but was "
                        f"called with only {len(args)} positional argument"
@@ -123,9 +123,19 @@ def pmap(fun: Callable, axis_name=None, *, in_axes=0, out_axes=0,
     if entry is None:
       entry = cache[key] = _build(fun, name, static_vals, in_tree, axes, out_axes, local_size,
                                   axis_size, devices, donated, multi_process)
+    return entry, flat
+
+  def call(*args, **kwargs):
+    entry, flat = entry_for(args, kwargs)
     return entry(flat)
 
+  def lower(*args, **kwargs):
+    """The `jit` stage of the call: `.as_text()` shows the module for all devices."""
+    entry, flat = entry_for(args, kwargs)
+    return entry.jitted.lower(*flat)
+
   functools.update_wrapper(call, fun)
+  call.lower = lower
   return call
 
 
@@ -225,15 +235,21 @@ def _build(fun, name, static_vals, in_tree, in_axes, out_axes, local_size, axis_
   body.__name__ = getattr(fun, "__name__", "pmapped")
   mapped = shard_map(body, mesh=mesh, in_specs=in_specs, out_specs=OutSpecsFromAvals(out_specs),
                      check_vma=False)
+
+  def pmapped(*flat):
+    return mapped(*flat)
+
+  pmapped.__name__ = f"pmap_{body.__name__}"
   in_shardings = tuple(sharding_lib.NamedSharding(mesh, s) for s in in_specs)
   donate_argnums = tuple(i for i, d in enumerate(donated) if d)
-  jitted = jit(lambda *flat: mapped(*flat), donate_argnums=donate_argnums,
+  jitted = jit(pmapped, donate_argnums=donate_argnums,
                in_shardings=None if multi_process else in_shardings)
 
   if not multi_process:
     def run(flat):
       outs = jitted(*flat)
       return out_tree_box[0].unflatten(outs)
+    run.jitted = jitted
     return run
 
   local = [d for d in mesh_devices if d.process_index == d.client.process_index()]
@@ -244,6 +260,7 @@ def _build(fun, name, static_vals, in_tree, in_axes, out_axes, local_size, axis_
                    for x, ax, spec in zip(flat, in_axes, in_specs)]
     outs = jitted(*global_args)
     return out_tree_box[0].unflatten([_to_local(y, local_mesh) for y in outs])
+  run_across_processes.jitted = jitted
   return run_across_processes
 
 
