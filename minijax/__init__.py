@@ -1,13 +1,13 @@
 """minijax: a small, readable reimplementation of JAX's core stack with fast host taps."""
 from minijax.config import config
-from minijax.runtime.array import Array, device_put
+from minijax.runtime.array import Array
 from minijax.runtime.backend import (devices, local_devices, device_count, local_device_count,
                                      process_index, process_count)
 from minijax.runtime.taps import effects_barrier
 from minijax import staging as _staging  # installs the eager and jit_p impls
 from minijax import lax
 from minijax import numpy  # installs the array operators and methods
-from minijax.api import (jit, pmap, shard_map, make_jaxpr, grad, value_and_grad, vjp, jvp, linearize, vmap,
+from minijax.api import (jit, pmap, shard_map, device_put, make_jaxpr, grad, value_and_grad, vjp, jvp, linearize, vmap,
                          jacfwd, jacrev, hessian, eval_shape, linear_transpose,
                          ShapeDtypeStruct, checkpoint, checkpoint_policies, remat, named_call)
 from minijax.custom_derivatives import custom_jvp, custom_vjp

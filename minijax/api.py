@@ -17,11 +17,15 @@ from minijax import lax, tree_util
 from minijax.api_util import flat_arg_names, normalize_argnums
 from minijax.core import dtypes
 from minijax.core.avals import ShapedArray, get_aval
+from minijax.core import sharding as sharding_lib
 from minijax.core.jaxpr import ClosedJaxpr
+from minijax.core.trace import Tracer
 from minijax.interpreters import ad, batching
 from minijax.interpreters import partial_eval as pe
 from minijax.lax.remat import checkpoint, checkpoint_policies, named_call, remat  # noqa: F401
 from minijax.lax.shard_map import shard_map  # noqa: F401
+from minijax.runtime import backend as runtime_backend
+from minijax.runtime.array import device_put as runtime_device_put
 from minijax.staging.jit import jit  # noqa: F401
 from minijax.staging.pmap import pmap  # noqa: F401
 
@@ -417,6 +421,36 @@ def vmap(fun: Callable, in_axes=0, out_axes=0, axis_size: int | None = None,
       results.append(batching.matchaxis(o, d, a, size))
     return out_tree.unflatten(results)
   return vmapped
+
+
+# ----------------------------------------------------------------------------- placement
+
+def device_put(x, device=None, *, src=None, donate: bool = False, may_alias=None):
+  """Places `x` (a pytree) on `device`: None (the default device, or where an Array
+  already is), a device or its index, or a sharding (each leaf split into blocks over its
+  devices); a pytree prefix of those gives each subtree its own.  Inside a transformation
+  a `NamedSharding` constrains the layout (`lax.with_sharding_constraint`), and anything
+  else leaves the value as it is."""
+  del src, donate, may_alias  # accepted for JAX's signature; every put copies
+
+  def is_leaf(d):
+    return d is None or isinstance(d, (sharding_lib.Sharding, int, runtime_backend.Device))
+
+  def one(leaf, target):
+    if isinstance(leaf, Tracer):
+      if isinstance(target, sharding_lib.NamedSharding):
+        return lax.with_sharding_constraint(leaf, target)
+      return leaf
+    return runtime_device_put(leaf, target)
+
+  if is_leaf(device):
+    if isinstance(x, (np.ndarray, np.generic, *dtypes.PYTHON_SCALARS)) or hasattr(x, "_buffer"):
+      return runtime_device_put(x, device)  # one array: no pytree machinery
+    return tree_util.tree_map(lambda leaf: one(leaf, device), x)
+  targets, target_tree = tree_util.tree_flatten(device, is_leaf=is_leaf)
+  subtrees = target_tree.flatten_up_to(x)
+  return target_tree.unflatten([tree_util.tree_map(lambda leaf, t=t: one(leaf, t), sub)
+                                for t, sub in zip(targets, subtrees)])
 
 
 # ----------------------------------------------------------------------------- shapes, transposes

@@ -168,6 +168,16 @@ def test_transposes_follow_jax():
   np.testing.assert_allclose(np.asarray(g), np.roll(X, 1, 0) + np.roll(X, -1, 0), rtol=1e-6)
 
 
+def test_many_collective_calls_in_flight_do_not_deadlock():
+  # jaxlib's CPU client deadlocks with a few dozen collective programs queued (JAX's pmap
+  # too); minijax keeps at most MAX_IN_FLIGHT of them dispatched
+  f = minijax.pmap(lambda v: lax.psum(v, "i"), axis_name="i")
+  y = f(X)
+  for _ in range(60):
+    y = f(X)
+  np.testing.assert_allclose(np.asarray(y), np.broadcast_to(X.sum(0), X.shape), rtol=1e-5)
+
+
 def test_the_lowering_shows_replica_groups_and_the_manual_region(mesh2d):
   text = minijax.jit(minijax.pmap(lambda v: lax.psum(v, "i"), axis_name="i")).lower(X).as_text()
   assert "mhlo.num_partitions = 4" in text

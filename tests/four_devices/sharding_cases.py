@@ -140,6 +140,15 @@ def test_with_sharding_constraint(mesh2d):
   np.testing.assert_allclose(np.asarray(grad), 2 * VALUE)
 
 
+def test_device_put_takes_pytrees_and_constrains_inside_jit(devices, mesh2d):
+  row = NamedSharding(mesh2d, P("x"))
+  out = minijax.device_put({"a": VALUE, "b": (VALUE[0], 1.0)}, {"a": row, "b": devices[1]})
+  assert out["a"].sharding == row
+  assert out["b"][0].device == devices[1] and out["b"][1].device == devices[1]
+  f = minijax.jit(lambda a: minijax.device_put(a * 2, row))
+  assert f(VALUE).sharding == row and "@Sharding" in f.lower(VALUE).as_text()
+
+
 def test_errors(devices, mesh2d):
   with pytest.raises(ValueError, match="should be divisible by 2"):
     minijax.device_put(np.zeros((3, 4)), NamedSharding(mesh2d, P("x")))
