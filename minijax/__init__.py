@@ -15,3 +15,5 @@ from minijax import sharding
 from minijax import distributed
 
 __version__ = "0.1.0"
+from minijax import random  # noqa: E402
+from minijax import scipy  # noqa: E402

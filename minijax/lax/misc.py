@@ -1,8 +1,10 @@
 """Primitives that neither compute elementwise math nor move data around: dtype conversion,
-selection, iota, copy, stop_gradient, clamp.
+reinterpretation of bits, selection, iota, copy, stop_gradient, clamp.
 
 `convert_element_type` carries the target dtype and weak type as params, so a weakly typed
-constant can be converted without losing its weakness.  `select_n(which, *cases)` picks
+constant can be converted without losing its weakness.  `bitcast_convert_type` reads the
+same bits as another dtype: between dtypes of one width it keeps the shape; to a narrower
+dtype it adds a trailing dimension (the ratio of the widths), to a wider one it consumes it.  `select_n(which, *cases)` picks
 `cases[which]` elementwise (a bool `which` picks between two cases); it is linear in the
 cases, so its transpose routes the cotangent to the case that was selected.
 """
@@ -19,9 +21,9 @@ from minijax.lax.structural import (broadcast_in_dim, convert_to_array, full,
                                     _ct_rule, _unary_linear_jvp)
 from minijax.lowering import mlir
 
-__all__ = ["convert_element_type", "select_n", "select", "iota", "broadcasted_iota", "copy",
+__all__ = ["convert_element_type", "bitcast_convert_type", "select_n", "select", "iota", "broadcasted_iota", "copy",
            "stop_gradient", "clamp", "zeros_like_array", "full_like",
-           "convert_element_type_p", "select_n_p", "iota_p", "copy_p", "stop_gradient_p",
+           "convert_element_type_p", "bitcast_convert_type_p", "select_n_p", "iota_p", "copy_p", "stop_gradient_p",
            "clamp_p"]
 
 
@@ -63,9 +65,18 @@ def _convert_jvp(primals, tangents, *, new_dtype, weak_type):
 
 
 ad.primitive_jvps[convert_element_type_p] = _convert_jvp
-ad.primitive_transposes[convert_element_type_p] = _ct_rule(
-    lambda ct, aval, *, new_dtype, weak_type: convert_element_type(ct, aval.dtype,
-                                                                   aval.weak_type))
+
+
+def _convert_transpose(ct, aval, *, new_dtype, weak_type):
+  # (the cotangent of a real value converted to complex is the real part of the complex
+  # cotangent: no ComplexWarning for that)
+  ct_aval = get_aval(ct)
+  if ct_aval.dtype == aval.dtype and ct_aval.weak_type == aval.weak_type:
+    return ct
+  return convert_element_type_p.bind(ct, new_dtype=aval.dtype, weak_type=aval.weak_type)
+
+
+ad.primitive_transposes[convert_element_type_p] = _ct_rule(_convert_transpose)
 batching.defvectorized(convert_element_type_p)
 
 
@@ -75,7 +86,60 @@ def convert_element_type(x, new_dtype, weak_type: bool = False):
   aval = get_aval(x)
   if aval.dtype == new_dtype and aval.weak_type == weak_type:
     return x
+  if (np.issubdtype(aval.dtype, np.complexfloating) and new_dtype != dtypes.bool_
+      and not np.issubdtype(new_dtype, np.complexfloating)):
+    import warnings
+    warnings.warn("Casting complex values to real discards the imaginary part",
+                  np.exceptions.ComplexWarning, stacklevel=2)
   return convert_element_type_p.bind(x, new_dtype=new_dtype, weak_type=bool(weak_type))
+
+
+# ---- bitcast_convert_type: the same bits read as another dtype (not differentiable)
+bitcast_convert_type_p = Primitive("bitcast_convert_type")
+
+
+def _bitcast_abstract_eval(x, *, new_dtype):
+  old_bits, new_bits = x.dtype.itemsize * 8, np.dtype(new_dtype).itemsize * 8
+  for dt in (x.dtype, new_dtype):
+    if dt == dtypes.bool_ or np.issubdtype(dt, np.complexfloating):
+      raise TypeError(f"bitcast_convert_type does not convert {x.str_short()} to "
+                      f"{np.dtype(new_dtype).name}: bool and complex dtypes are not supported")
+  if old_bits == new_bits:
+    shape = x.shape
+  elif old_bits > new_bits:
+    shape = (*x.shape, old_bits // new_bits)
+  elif not x.shape or x.shape[-1] != new_bits // old_bits:
+    raise TypeError(f"bitcast_convert_type from {x.str_short()} to the wider "
+                    f"{np.dtype(new_dtype).name} needs a trailing dimension of size "
+                    f"{new_bits // old_bits}, got shape {x.shape}")
+  else:
+    shape = x.shape[:-1]
+  return ShapedArray(shape, new_dtype, False)
+
+
+bitcast_convert_type_p.def_abstract_eval(_bitcast_abstract_eval)
+mlir.register_lowering(bitcast_convert_type_p, lambda ctx, x, *, new_dtype: mhlo.BitcastConvertOp(
+    mlir.aval_to_ir_type(ctx.avals_out[0]), x).result)
+ad.defjvp(bitcast_convert_type_p, None)
+
+
+def _bitcast_batch(args, dims, *, new_dtype):
+  (x,), (d,) = args, dims
+  if d == np.ndim(x) - 1:  # keep the trailing dimension free for a change of width
+    x, d = batching.moveaxis(x, d, 0), 0
+  return bitcast_convert_type_p.bind(x, new_dtype=new_dtype), d
+
+
+batching.primitive_batchers[bitcast_convert_type_p] = _bitcast_batch
+
+
+def bitcast_convert_type(operand, new_dtype):
+  """`operand`'s bits read as `new_dtype` (see the module docstring for the shapes)."""
+  new_dtype = dtypes.canonicalize_dtype(new_dtype)
+  x = convert_to_array(operand)
+  if get_aval(x).dtype == new_dtype:
+    return x
+  return bitcast_convert_type_p.bind(x, new_dtype=new_dtype)
 
 
 # ---- select_n
@@ -267,7 +331,20 @@ def _clamp_abstract_eval(lo, x, hi):
 
 
 clamp_p.def_abstract_eval(_clamp_abstract_eval)
-mlir.register_lowering(clamp_p, lambda ctx, lo, x, hi: mhlo.ClampOp(lo, x, hi).result)
+
+
+def _clamp_lowering(ctx, lo, x, hi):
+  aval = ctx.avals_in[1]
+  if not np.issubdtype(aval.dtype, np.complexfloating):
+    return mhlo.ClampOp(lo, x, hi).result
+  # XLA's clamp compares real parts only; numpy's order is lexicographic
+  from minijax.lax.complex_ops import lexicographic_select
+  lo, hi = [b if a.shape == aval.shape else mlir.broadcast_scalar(b, aval)
+            for b, a in ((lo, ctx.avals_in[0]), (hi, ctx.avals_in[2]))]
+  return lexicographic_select(lexicographic_select(x, lo, "max"), hi, "min")
+
+
+mlir.register_lowering(clamp_p, _clamp_lowering)
 
 
 def _clamp_jvp(primals, tangents):
