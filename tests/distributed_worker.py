@@ -51,6 +51,8 @@ print(json.dumps({
     "process_count": minijax.process_count(),
     "devices": [d.id for d in minijax.devices()],
     "local_devices": [d.id for d in minijax.local_devices()],
+    "counts": [minijax.device_count(), minijax.local_device_count()],
+    "initialized": minijax.distributed.is_initialized(),
     "psum": np.asarray(total).tolist(),
     "all_gather": np.asarray(gathered).tolist(),
     "axis_index": np.asarray(where).tolist(),
@@ -59,3 +61,4 @@ print(json.dumps({
     "fully_addressable": cumulative.is_fully_addressable,
     "jax_imported": "jax" in sys.modules,
 }), flush=True)
+minijax.distributed.shutdown()

@@ -54,6 +54,7 @@ def test_collectives_cross_processes_and_taps_arrive_in_each_process():
     assert seen["process_index"] == index and seen["process_count"] == 2
     assert seen["devices"] == [0, 1, 2048, 2049]
     assert seen["local_devices"] == [[0, 1], [2048, 2049]][index]
+    assert seen["counts"] == [4, 2] and seen["initialized"] is True
     assert seen["psum"] == [22.0, 22.0]  # 0 + 1 + 10 + 11, over both processes
     assert seen["all_gather"] == [[0.0, 1.0, 10.0, 11.0]] * 2
     assert seen["axis_index"] == [[0, 1], [2, 3]][index]

@@ -106,6 +106,7 @@ def _allreduce_primitive(kind: str) -> Primitive:
   def abstract_eval(*avals, axes, axis_index_groups):
     for name in axes:
       axes_lib.frame(name)
+    _check_not_complex(kind, avals)
     return list(avals)
 
   def lowering(ctx, *args, axes, axis_index_groups):
@@ -123,6 +124,15 @@ def _allreduce_primitive(kind: str) -> Primitive:
   prim.def_abstract_eval(abstract_eval)
   mlir.register_lowering(prim, lowering)
   return prim
+
+
+def _check_not_complex(kind: str, avals) -> None:
+  if kind == "sum":
+    return
+  for a in avals:
+    if np.issubdtype(a.dtype, np.complexfloating):
+      raise TypeError(f"p{kind} does not accept dtype {a.dtype} ({a.str_short()}): XLA has no "
+                      "maximum or minimum reduction of complex numbers")
 
 
 psum_p = _allreduce_primitive("sum")
@@ -221,6 +231,7 @@ def _allreduce_batcher(prim, kind: str):
   local = {"sum": reduce_sum, "max": reduce_max, "min": reduce_min}[kind]
 
   def rule(axis_name, size, vals, dims, *, axes, axis_index_groups):
+    _check_not_complex(kind, [get_aval(v) for v in vals])
     if axis_name not in axes:
       return prim.bind(*vals, axes=axes, axis_index_groups=axis_index_groups), dims
     outs = []

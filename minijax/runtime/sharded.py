@@ -6,7 +6,10 @@ list) with its global aval and its minijax sharding (`_sharding`, a `core.shardi
 sharding, which is what users see as `x.sharding`); its `_device` is None.  Executables
 over several devices take such arrays as they are and return new ones.
 
-Nothing here asks jaxlib for single-device views of a multi-device array: every jaxlib path
+Placing a value puts each block on its device as an ordinary single-device array and
+assembles those into one multi-device array (`_jax.ArrayImpl` with the arrays, which
+takes blocks held by several devices, where `batched_device_put` fails).  Nothing here
+asks jaxlib for single-device views of a multi-device array: every jaxlib path
 that builds one (`_arrays`, `disassemble_into_single_device_arrays`, a callable result
 handler) imports `jax` to make its aval.  To read the block a device holds, the array is
 re-viewed with that device first in its device list (`_jax.reorder_shards`, which moves no

@@ -35,6 +35,8 @@ CASES = {
     "psum_scatter": (lambda v: lax.psum_scatter(v, "i"), SQ, SQ.sum(0)),
     "psum_scatter tiled": (lambda v: lax.psum_scatter(v, "i", tiled=True), WIDE,
                            WIDE.sum(0).reshape(N, 2)),
+    "psum_scatter dimension 1": (lambda v: lax.psum_scatter(v, "i", scatter_dimension=1),
+                                 CUBE.transpose(0, 2, 1), CUBE.sum(0)),
     "ppermute": (lambda v: lax.ppermute(v, "i", SHIFT), X, np.roll(X, 1, axis=0)),
     "ppermute partial": (lambda v: lax.ppermute(v, "i", [(0, 2)]), X,
                          np.stack([0 * X[0], 0 * X[0], X[0], 0 * X[0]])),

@@ -78,6 +78,8 @@ def test_sharded_arrays_move_between_layouts_and_devices(devices, mesh, mesh2d):
   y = minijax.device_put(x, NamedSharding(mesh, P(None, "i")))
   np.testing.assert_array_equal(np.asarray(y), VALUE)
   assert [s.data.shape for s in y.addressable_shards] == [(4, 2)] * 4
+  w = minijax.device_put(y, SingleDeviceSharding(devices[1]))
+  assert w.device == devices[1] and not w.addressable_shards[0].index[0].start
   z = minijax.device_put(y, devices[2])
   assert z.device == devices[2] and z.sharding == SingleDeviceSharding(devices[2])
   np.testing.assert_array_equal(np.asarray(z), VALUE)
