@@ -90,9 +90,14 @@ def _die_with_parent() -> None:
 
 
 def _pump(stream, out, prefix: str) -> None:
+  binary = getattr(out, "buffer", None)
   for line in iter(stream.readline, b""):
-    out.buffer.write(prefix.encode() + line)
-    out.buffer.flush()
+    if binary is not None:
+      binary.write(prefix.encode() + line)
+      binary.flush()
+    else:
+      out.write(prefix + line.decode(errors="replace"))
+      out.flush()
   stream.close()
 
 
@@ -113,6 +118,7 @@ def main(argv=None) -> int:
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             preexec_fn=_die_with_parent if sys.platform == "linux" else None)
     procs.append(proc)
+  for i, proc in enumerate(procs):  # (threads only once every worker is started)
     for stream, out in ((proc.stdout, sys.stdout), (proc.stderr, sys.stderr)):
       t = threading.Thread(target=_pump, args=(stream, out, f"[{i}] "), daemon=True)
       t.start()
