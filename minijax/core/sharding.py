@@ -391,7 +391,7 @@ class HloShardingWrapper(Sharding):
 
   def __repr__(self):
     text = "{replicated}" if self._tile is None else self._tile.hlo_sharding_text()
-    return f"GSPMDSharding({text}, devices={list(self._devices)})"
+    return f"HloShardingWrapper({text}, devices={list(self._devices)})"
 
   @property
   def _device_assignment(self) -> tuple:

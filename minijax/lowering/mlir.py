@@ -283,7 +283,8 @@ def _to_numpy(x):
 def _set_sharding_attrs(fn, num_tokens: int, arg_shardings, result_shardings) -> None:
   """Adds `mhlo.sharding` to the array arguments and results of `main` (tokens excluded)."""
   def merged(attrs, shardings):
-    out = [dict(ir.DictAttr(a)) if a is not None else {} for a in attrs]
+    out = [{named.name: named.attr for named in ir.DictAttr(a)} if a is not None else {}
+           for a in attrs]
     for i, text in enumerate(shardings or ()):
       if text is not None:
         out[num_tokens + i]["mhlo.sharding"] = ir.StringAttr.get(text)

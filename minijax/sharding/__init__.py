@@ -7,9 +7,9 @@ The classes are defined in `minijax.core.sharding`, below everything that uses t
 are params of primitives and describe where an Array's blocks live); this package is where
 users find them.
 """
-from minijax.core.sharding import (HloShardingWrapper as GSPMDSharding, Mesh, NamedSharding,
-                                   PartitionSpec, Sharding, SingleDeviceSharding)
+from minijax.core.sharding import (Mesh, NamedSharding, PartitionSpec, Sharding,
+                                   SingleDeviceSharding, current_mesh as get_mesh)
 from minijax.runtime.sharded import Shard
 
-__all__ = ["GSPMDSharding", "Mesh", "NamedSharding", "PartitionSpec", "Shard", "Sharding",
-           "SingleDeviceSharding"]
+__all__ = ["Mesh", "NamedSharding", "PartitionSpec", "Shard", "Sharding",
+           "SingleDeviceSharding", "get_mesh"]

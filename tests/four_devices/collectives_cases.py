@@ -117,6 +117,14 @@ def test_pmap_in_axes_out_axes_static_arguments_and_pytrees():
   assert replicated.sharding.spec == minijax.sharding.PartitionSpec()
 
 
+def test_pmap_donates_laid_out_arguments():
+  f = minijax.pmap(lambda v: v * 2, "i", donate_argnums=0)
+  x = minijax.pmap(lambda v: v, "i")(X)
+  assert "tf.aliasing_output = 0" in f.lower(x).as_text()
+  np.testing.assert_allclose(np.asarray(f(x)), 2 * X)
+  assert x.is_deleted()
+
+
 def test_pmap_over_fewer_devices_and_given_devices(devices):
   out = minijax.pmap(lambda v: lax.psum(v, "i"), axis_name="i")(X[:2])
   np.testing.assert_allclose(np.asarray(out), np.broadcast_to(X[:2].sum(0), (2, 3)), rtol=1e-6)
