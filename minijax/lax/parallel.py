@@ -20,7 +20,8 @@ all_to_all) are their own jvp, and transpose to their adjoint: psum to psum (so 
 `pmap(grad(lambda v: psum(v**2, 'i')))` gives `2 * v * axis_size`), all_gather to
 psum_scatter and back, ppermute to the inverse permutation, all_to_all to the swapped
 one.  pmax and pmin send the tangent to the devices that attain the extremum, shared
-evenly among ties.
+evenly among ties; they reject complex operands (XLA has no complex max reduction).
+`axis_index_groups` is not supported (NotImplementedError).
 """
 from __future__ import annotations
 

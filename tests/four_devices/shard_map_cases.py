@@ -195,6 +195,15 @@ def test_taps_inside_shard_map_and_vmap_in_pmap():
   assert all(t == (("batch", {"batch_dims": (0,)}),) for _, _, t, _ in batched)
 
 
+def test_unordered_taps_in_pmap_are_covered_by_the_barrier():
+  rec = Recorder()
+  f = minijax.pmap(lambda v: hcb.id_tap(rec, v * 3.0, ordered=False), axis_name="i")
+  for _ in range(2):
+    f(np.arange(4, dtype=np.float32))
+  hcb.barrier_wait()
+  assert sorted(float(x) for _, x, _, _ in rec.calls) == [0, 0, 3, 3, 6, 6, 9, 9]
+
+
 def test_id_print_under_pmap_names_the_device():
   out = io.StringIO()
   minijax.pmap(lambda v: hcb.id_print(v, what="v", output_stream=out), axis_name="i")(
