@@ -1,10 +1,11 @@
-"""Builds minijax's one native piece: the tap queue and its XLA FFI handler.
+"""Builds minijax's two native pieces: the tap queue with its XLA FFI handler, and the
+FFI handler of value-returning host calls (`pure_callback`, `io_callback`).
 
-The handler is written against the header-only XLA FFI API that jaxlib ships in
-`jaxlib/include`, and the delivery of taps builds numpy arrays through numpy's C API, so
-the build needs jaxlib (the same version as at run time), numpy and a C++17 compiler,
-nothing else.  If the extension cannot be built, the package still
-installs: the runtime then falls back to jaxlib's Python callback mechanism.
+The handlers are written against the header-only XLA FFI API that jaxlib ships in
+`jaxlib/include`, and both build numpy arrays through numpy's C API, so the build needs
+jaxlib (the same version as at run time), numpy and a C++17 compiler, nothing else.  If an
+extension cannot be built, the package still installs: the runtime then falls back to
+jaxlib's Python callback mechanism.
 """
 import os
 import sys
@@ -36,14 +37,14 @@ class _OptionalBuildExt(build_ext):
     except Exception as e:
       self._warn(e)
 
-  _warned = False
+  _warned: set = set()
 
   def _warn(self, e):
-    if self._warned:
+    if str(e) in self._warned:
       return
-    self._warned = True
-    print(f"warning: minijax's native tap extension was not built ({e}); "
-          "taps will use the Python callback mechanism", file=sys.stderr)
+    self._warned.add(str(e))
+    print(f"warning: a native extension of minijax was not built ({e}); "
+          "host callbacks will use the Python callback mechanism", file=sys.stderr)
 
 
 setup(
@@ -53,7 +54,13 @@ setup(
             sources=["csrc/tap_queue.cc"],
             language="c++",
             extra_compile_args=["-std=c++17", "-O2", "-fvisibility=hidden"],
-        )
+        ),
+        Extension(
+            "minijax.runtime.host_calls._native",
+            sources=["csrc/host_call.cc"],
+            language="c++",
+            extra_compile_args=["-std=c++17", "-O2", "-fvisibility=hidden"],
+        ),
     ],
     cmdclass={"build_ext": _OptionalBuildExt},
 )

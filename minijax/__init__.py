@@ -2,7 +2,7 @@
 from minijax.config import config
 from minijax.runtime.array import Array, device_put
 from minijax.runtime.backend import devices, local_devices
-from minijax.runtime.taps import effects_barrier
+from minijax.runtime.barrier import effects_barrier
 from minijax import staging as _staging  # installs the eager and jit_p impls
 from minijax import lax
 from minijax import numpy  # installs the array operators and methods
@@ -10,5 +10,7 @@ from minijax.api import (jit, make_jaxpr, grad, value_and_grad, vjp, jvp, linear
                          jacfwd, jacrev, hessian, eval_shape, linear_transpose,
                          ShapeDtypeStruct, checkpoint, checkpoint_policies, remat, named_call)
 from minijax.custom_derivatives import custom_jvp, custom_vjp
+from minijax.callbacks import pure_callback
+from minijax import debug
 
 __version__ = "0.1.0"
