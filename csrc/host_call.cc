@@ -8,9 +8,9 @@
 // its only result directly (else a sequence of result leaves).  The custom call names its
 // entry by the `callback` attribute of its backend_config.  When the computation reaches
 // the call, the handler takes the GIL on the thread that executes (the dispatching thread
-// for a cheap program, an XLA worker otherwise), hands the function read-only numpy views
-// of the operand buffers (valid for the duration of the call: a function that keeps an
-// operand must copy it, as with JAX's callbacks), and copies the results into XLA's
+// for a cheap program, an XLA worker otherwise), hands the function read-only numpy copies
+// of the operands (which it may keep: XLA reuses its buffers once the call returns, and
+// jaxlib's Python callback hands out copies too), and copies the results into XLA's
 // buffers.  A result that is already an array (or numpy scalar) of exactly the declared
 // dtype and shape is copied here, in C; anything else goes through the entry's `convert`,
 // a Python function that applies JAX's conversion rules and raises JAX's errors.
@@ -164,14 +164,16 @@ ffi::Error CallEntry(int64_t id, ffi::RemainingArgs args, ffi::RemainingRets ret
     }
     const Spec& s = e.args[n];
     Py_INCREF(s.descr);  // stolen
-    void* data = s.nbytes ? buf->untyped_data() : nullptr;
     PyObject* a = PyArray_NewFromDescr(&PyArray_Type, s.descr, s.ndim,
-                                       const_cast<npy_intp*>(s.dims), nullptr, data,
-                                       data ? NPY_ARRAY_CARRAY_RO : 0, nullptr);
+                                       const_cast<npy_intp*>(s.dims), nullptr, nullptr, 0,
+                                       nullptr);
     if (a == nullptr) {
       ok = false;
       break;
     }
+    auto* array = reinterpret_cast<PyArrayObject*>(a);
+    if (s.nbytes) std::memcpy(PyArray_DATA(array), buf->untyped_data(), s.nbytes);
+    PyArray_CLEARFLAGS(array, NPY_ARRAY_WRITEABLE);
     argv[n++] = a;
   }
   if (ok && n != e.args.size()) {

@@ -8,7 +8,7 @@ effect), and a call may run once per batch element under `vmap`.  Every rule is 
 file.  Under `jit` the function runs synchronously, on the thread that executes the
 computation, through the value-returning host-call handler of the runtime
 (`runtime/host_calls`); outside `jit` it is called directly.  It receives numpy arrays
-(read-only views of the operands, valid during the call) and its results are converted
+(read-only copies of the operands, which it may keep) and its results are converted
 to the declared types by JAX's rules.  `jvp` and transposition raise JAX's ValueError:
 wrap the callback in `custom_jvp` or `custom_vjp` to differentiate through it.  `vmap`
 follows `vmap_method`:

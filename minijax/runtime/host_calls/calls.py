@@ -9,7 +9,7 @@ lowering then emits a custom call to one of two targets, chosen by `mechanism()`
 `native` (the default) calls minijax's own XLA FFI handler (`csrc/host_call.cc`),
 registered here as `minijax_host_call` once the XLA client exists and told its call site by
 the `callback` attribute of its `backend_config`.  The handler takes the GIL on the thread
-that executes, calls the function with read-only numpy views of the operands, and copies
+that executes, calls the function with read-only numpy copies of the operands, and copies
 its results into XLA's buffers, in C when a result already has the declared dtype and
 shape, else after `convert_result`;
 
@@ -115,7 +115,7 @@ def convert_result(result_avals: Sequence[Any], value: Any, index: int) -> np.nd
   if array.dtype != aval.dtype:
     raise RuntimeError(f"Incorrect output dtype for return value #{index}: "
                        f"Expected: {aval.dtype}, Actual: {array.dtype}")
-  return np.ascontiguousarray(array)
+  return array if array.flags.c_contiguous else array.copy(order="C")
 
 
 def check_result_count(leaves: Sequence[Any], expected: int) -> None:
