@@ -161,36 +161,62 @@ def vjp(fun: Callable, *primals, has_aux: bool = False):
   return out, vjp_fn
 
 
-def _check_grad_input(x, allow_int):
+def _is_complex(dtype) -> bool:
+  return np.issubdtype(dtype, np.complexfloating)
+
+
+def _check_input_dtype_revderiv(name, holomorphic, allow_int, x):
   dtype = ad.get_aval(x).dtype
+  if holomorphic and not _is_complex(dtype):
+    raise TypeError(f"{name} with holomorphic=True requires inputs with complex dtype, but got "
+                    f"{_dtype_name(dtype)}.")
   if not dtypes.is_inexact(dtype) and not allow_int:
     raise TypeError(
-        "grad requires real- or complex-valued inputs (input dtype that is a sub-dtype of "
-        f"np.inexact), but got {dtype.name}. If you want to use Boolean- or integer-valued "
-        "inputs, use vjp or set allow_int to True.")
+        f"{name} requires real- or complex-valued inputs (input dtype that is a sub-dtype of "
+        f"np.inexact), but got {_dtype_name(dtype)}. If you want to use Boolean- or "
+        "integer-valued inputs, use vjp or set allow_int to True.")
 
 
-def _check_scalar_output(leaves):
-  if len(leaves) != 1:
-    raise TypeError("Gradient only defined for scalar-output functions. Output was a "
-                    f"pytree with {len(leaves)} leaves.")
-  aval = ad.get_aval(leaves[0])
-  if aval.shape != ():
-    raise TypeError("Gradient only defined for scalar-output functions. Output had shape: "
-                    f"{aval.shape}.")
-  if not dtypes.is_float(aval.dtype):
+def _check_output_dtype_revderiv(name, holomorphic, x):
+  dtype = ad.get_aval(x).dtype
+  if holomorphic:
+    if not _is_complex(dtype):
+      raise TypeError(f"{name} with holomorphic=True requires outputs with complex dtype, "
+                      f"but got {_dtype_name(dtype)}.")
+  elif _is_complex(dtype):
     raise TypeError(
-        "grad requires real-valued outputs (output dtype that is a sub-dtype of np.floating), "
-        f"but got {aval.dtype.name}. For holomorphic differentiation, pass holomorphic=True. "
-        "For differentiation of non-holomorphic functions involving complex outputs, use "
-        "minijax.vjp directly.")
+        f"{name} requires real-valued outputs (output dtype that is a sub-dtype of "
+        f"np.floating), but got {_dtype_name(dtype)}. For holomorphic differentiation, pass "
+        "holomorphic=True. For differentiation of non-holomorphic functions involving complex "
+        "outputs, use minijax.vjp directly.")
+  elif not dtypes.is_float(dtype):
+    raise TypeError(
+        f"{name} requires real-valued outputs (output dtype that is a sub-dtype of "
+        f"np.floating), but got {_dtype_name(dtype)}. For differentiation of functions with "
+        "integer outputs, use minijax.vjp directly.")
+
+
+def _scalar_output_check(holomorphic):
+  def check(leaves):
+    if len(leaves) != 1:
+      raise TypeError("Gradient only defined for scalar-output functions. Output was a "
+                      f"pytree with {len(leaves)} leaves.")
+    aval = ad.get_aval(leaves[0])
+    if aval.shape != ():
+      raise TypeError("Gradient only defined for scalar-output functions. Output had shape: "
+                      f"{aval.shape}.")
+    _check_output_dtype_revderiv("grad", holomorphic, leaves[0])
+  return check
 
 
 def value_and_grad(fun: Callable, argnums=0, has_aux: bool = False, holomorphic: bool = False,
                    allow_int: bool = False):
-  """`f(*args) -> (value, gradient w.r.t. args[argnums])` (value is `(out, aux)` with aux)."""
-  if holomorphic:
-    raise NotImplementedError("minijax supports holomorphic=False only")
+  """`f(*args) -> (value, gradient w.r.t. args[argnums])` (value is `(out, aux)` with aux).
+
+  The gradient follows JAX's convention for complex numbers: it is the cotangent that the
+  output's cotangent 1 pulls back, so for a real `f` of `z = x + iy` it is
+  `df/dx - i df/dy`, and with `holomorphic=True` (complex inputs and output) it is `f'(z)`.
+  """
   int_argnums = isinstance(argnums, int)
   argnums_t = (argnums,) if int_argnums else tuple(argnums)
 
@@ -203,7 +229,7 @@ def value_and_grad(fun: Callable, argnums=0, has_aux: bool = False, holomorphic:
     dyn = tuple(args[i] for i in argnums_t)
     flat, in_tree = tree_util.tree_flatten(dyn)
     for x in flat:
-      _check_grad_input(x, allow_int)
+      _check_input_dtype_revderiv("grad", holomorphic, allow_int, x)
 
     def partial_fun(*dyn_args):
       full = list(args)
@@ -211,7 +237,7 @@ def value_and_grad(fun: Callable, argnums=0, has_aux: bool = False, holomorphic:
         full[i] = a
       return fun(*full, **kwargs)
 
-    box = {"check": _check_scalar_output}
+    box = {"check": _scalar_output_check(holomorphic)}
     flat_fun = _flat_fun_with_aux(partial_fun, in_tree, has_aux, box)
     outs, vjp_flat = ad.vjp_flat(flat_fun, flat)
     value = outs[0]
@@ -281,23 +307,43 @@ def jacfwd(fun: Callable, argnums=0, has_aux: bool = False, holomorphic: bool = 
                   for k, x in enumerate(flat)]
       res = jvp(flat_fun, tuple(flat), tuple(tangents), has_aux=has_aux)
       out_box["tree"] = tree_util.tree_structure(res[0])
+      out_box["outs"] = tree_util.tree_leaves(res[0])
       if has_aux:
         out_box["aux"] = res[2]
       return tree_util.tree_leaves(res[1])
 
+    for x in flat:
+      _check_input_dtype_jacfwd(holomorphic, x)
     cols = []
     for j, x in enumerate(flat):
       aval = ad.get_aval(x)
-      if not dtypes.is_inexact(aval.dtype):
-        raise TypeError(f"jacfwd requires real- or complex-valued inputs, got {aval.dtype}")
       basis = _std_basis(aval)
       cols.append(_nested_vmap(functools.partial(push, j), aval.ndim,
                                lambda k, n=aval.ndim: k - n)(basis))
     if not flat:
       raise TypeError("jacfwd needs at least one differentiable input")
+    if holomorphic:
+      for o in out_box["outs"]:
+        if not _is_complex(ad.get_aval(o).dtype):
+          raise TypeError("jacfwd with holomorphic=True requires outputs with complex dtype, "
+                          f"but got {_dtype_name(ad.get_aval(o).dtype)}.")
     jac = _jac_assemble(cols, in_tree, out_box["tree"], argnums)
     return (jac, out_box["aux"]) if has_aux else jac
   return jac_f
+
+
+def _check_input_dtype_jacfwd(holomorphic, x):
+  dtype = ad.get_aval(x).dtype
+  if holomorphic:
+    if not _is_complex(dtype):
+      raise TypeError("jacfwd with holomorphic=True requires inputs with complex dtype, but "
+                      f"got {_dtype_name(dtype)}.")
+  elif not dtypes.is_float(dtype):
+    raise TypeError(
+        "jacfwd requires real-valued inputs (input dtype that is a sub-dtype of np.floating), "
+        f"but got {_dtype_name(dtype)}. For holomorphic differentiation, pass holomorphic=True. "
+        "For differentiation of non-holomorphic functions involving complex inputs or integer "
+        "inputs, use minijax.jvp directly.")
 
 
 def jacrev(fun: Callable, argnums=0, has_aux: bool = False, holomorphic: bool = False,
@@ -308,6 +354,8 @@ def jacrev(fun: Callable, argnums=0, has_aux: bool = False, holomorphic: bool = 
 
   def jac_f(*args):
     dyn = tuple(args[i] for i in argnums_t)
+    for x in tree_util.tree_leaves(dyn):
+      _check_input_dtype_revderiv("jacrev", holomorphic, allow_int, x)
 
     def partial_fun(*dyn_args):
       full = list(args)
@@ -318,6 +366,8 @@ def jacrev(fun: Callable, argnums=0, has_aux: bool = False, holomorphic: bool = 
     res = vjp(partial_fun, *dyn, has_aux=has_aux)
     out, pullback = res[0], res[1]
     out_leaves, out_tree = tree_util.tree_flatten(out)
+    for o in out_leaves:
+      _check_output_dtype_revderiv("jacrev", holomorphic, o)
     in_tree = tree_util.tree_structure(dyn)
     rows = []
     for i, o in enumerate(out_leaves):
@@ -337,7 +387,8 @@ def jacrev(fun: Callable, argnums=0, has_aux: bool = False, holomorphic: bool = 
 
 def hessian(fun: Callable, argnums=0, has_aux: bool = False, holomorphic: bool = False):
   """The Hessian, as `jacfwd(jacrev(fun))`."""
-  return jacfwd(jacrev(fun, argnums, has_aux=has_aux), argnums, has_aux=has_aux)
+  return jacfwd(jacrev(fun, argnums, has_aux=has_aux, holomorphic=holomorphic), argnums,
+                has_aux=has_aux, holomorphic=holomorphic)
 
 
 # ----------------------------------------------------------------------------- vmap

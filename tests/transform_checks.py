@@ -2,7 +2,11 @@
 central finite differences against jvp, the dot-product identity <u, J v> = <J^T u, v>
 against vjp, to second order (the same checks applied to the jvp of the function), and
 vmap against a Python loop over slices.  Everything runs under jit so that each check
-compiles a handful of programs rather than one per operation."""
+compiles a handful of programs rather than one per operation.
+
+Complex values are points of R^2: perturbations and cotangents are complex, and the pairing
+of a cotangent u with a tangent t is Re(sum(u * t)) (no conjugation), the one under which
+JAX's transposes (which never conjugate) are adjoints."""
 from __future__ import annotations
 
 import numpy as np
@@ -11,17 +15,27 @@ import minijax
 from minijax import tree_util
 
 
+def _wide(x):
+  x = np.asarray(x)
+  return x.astype(np.complex128 if np.iscomplexobj(x) else np.float64)
+
+
 def leaves(tree):
-  return [np.asarray(x, np.float64) for x in tree_util.tree_leaves(tree)]
+  return [_wide(x) for x in tree_util.tree_leaves(tree)]
 
 
 def vdot(a, b) -> float:
-  return float(sum(np.vdot(x.ravel(), y.ravel()) for x, y in zip(leaves(a), leaves(b))))
+  return float(sum(np.sum(x * y).real for x, y in zip(leaves(a), leaves(b))))
+
+
+def _normal(rng, shape, dtype):
+  if np.issubdtype(dtype, np.complexfloating):
+    return (rng.standard_normal(shape) + 1j * rng.standard_normal(shape)).astype(dtype)
+  return rng.standard_normal(shape).astype(dtype)
 
 
 def rand_like(rng, tree):
-  return tree_util.tree_map(
-      lambda x: rng.standard_normal(np.shape(x)).astype(np.asarray(x).dtype), tree)
+  return tree_util.tree_map(lambda x: _normal(rng, np.shape(x), np.asarray(x).dtype), tree)
 
 
 def _close(a, b, rtol, atol, what):
@@ -32,7 +46,10 @@ def _close(a, b, rtol, atol, what):
 def _pattern(shape, dtype):
   """A fixed, irregular cotangent of a given shape (built while tracing)."""
   n = int(np.prod(shape))
-  return np.cos(np.arange(n) * 1.37 + 0.5).reshape(shape).astype(dtype)
+  pattern = np.cos(np.arange(n) * 1.37 + 0.5)
+  if np.issubdtype(dtype, np.complexfloating):
+    pattern = pattern + 1j * np.sin(np.arange(n) * 0.91 + 0.2)
+  return pattern.reshape(shape).astype(dtype)
 
 
 def _derivatives(f, args, v, eps):
@@ -47,8 +64,7 @@ def _derivatives(f, args, v, eps):
 
 def _check_derivatives(results, v, eps, rtol, atol, order):
   t, plus, minus, u, cts = results
-  num = tree_util.tree_map(lambda p, m: (np.asarray(p, np.float64) - np.asarray(m, np.float64))
-                           / (2 * eps), plus, minus)
+  num = tree_util.tree_map(lambda p, m: (_wide(p) - _wide(m)) / (2 * eps), plus, minus)
   _close(t, num, rtol, atol, f"order {order}: jvp vs central differences")
   lhs, rhs, num_lhs = vdot(u, t), vdot(cts, v), vdot(u, num)
   scale = max(1.0, abs(lhs), abs(rhs))
@@ -110,8 +126,8 @@ def batched(rng, x, axis, size):
   if axis is None:
     return x
   x = np.asarray(x)
-  slices = [x] + [x + rng.standard_normal(x.shape).astype(x.dtype) * 0.1
-                  if np.issubdtype(x.dtype, np.floating) else x for _ in range(size - 1)]
+  slices = [x] + [x + _normal(rng, x.shape, x.dtype) * 0.1
+                  if np.issubdtype(x.dtype, np.inexact) else x for _ in range(size - 1)]
   return np.stack(slices, axis=axis)
 
 

@@ -4,6 +4,7 @@ Importing it also hands the interpreters the array operations they build on
 (`interpreters.array_ops`)."""
 from minijax.lax.call import jit_p
 from minijax.lax.elementwise import *  # noqa: F401,F403
+from minijax.lax.complex_ops import *  # noqa: F401,F403
 from minijax.lax.structural import *  # noqa: F401,F403
 from minijax.lax.misc import *  # noqa: F401,F403
 from minijax.lax.slicing import *  # noqa: F401,F403
@@ -12,6 +13,7 @@ from minijax.lax.reductions import *  # noqa: F401,F403
 from minijax.lax.reductions import take_along_axis  # noqa: F401
 from minijax.lax.dot import *  # noqa: F401,F403
 from minijax.lax.control_flow import cond, cond_p, fori_loop, map, scan, scan_p, switch, while_loop, while_p  # noqa: F401,A004
+from minijax.lax import linalg  # noqa: F401,E402
 
 from minijax.interpreters import array_ops as _array_ops  # noqa: E402
 

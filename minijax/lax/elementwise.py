@@ -161,8 +161,9 @@ def div(x, y):
   return div_p.bind(*_coerce_scalars(x, y))
 
 
-# ---- rem (sign of the dividend, as C's fmod)
-rem_p = _binop("rem", utils.is_number, "numbers", mhlo.RemOp)
+# ---- rem (sign of the dividend, as C's fmod); XLA has no complex remainder
+rem_p = _binop("rem", lambda dt: utils.is_number(dt) and not _is_complex(dt),
+               "integers or floating point", mhlo.RemOp)
 ad.defjvp(rem_p, lambda g, x, y: g,
           lambda g, x, y: mul(neg(g), mul(sign(div(x, y)), floor(abs(div(x, y))))))
 
@@ -189,7 +190,25 @@ def _balanced_eq(x, z, y):
   return select_n(eq(x, z), zero, select_n(eq(y, z), one, half))
 
 
+def _minmax_lowering(which, op_class):
+  """XLA's max/min, except that complex values compare lexicographically (real parts first),
+  as numpy orders them; XLA's own ops compare real parts only."""
+  plain = utils.nary_lowering(op_class)
+
+  def rule(ctx, x, y):
+    if not _is_complex(ctx.avals_in[0].dtype):
+      return plain(ctx, x, y)
+    from minijax.lax.complex_ops import lexicographic_select
+    return lexicographic_select(*utils.broadcast_scalar_operands(ctx, (x, y)), which)
+  return rule
+
+
+def _is_complex(dtype) -> bool:
+  return np.issubdtype(dtype, np.complexfloating)
+
+
 max_p = _binop("max", utils.any_dtype, "", mhlo.MaxOp)
+mlir.register_lowering(max_p, _minmax_lowering("max", mhlo.MaxOp), splat_literals=True)
 ad.defjvp2(max_p, lambda g, out, x, y: mul(g, _balanced_eq(x, out, y)),
            lambda g, out, x, y: mul(g, _balanced_eq(y, out, x)))
 
@@ -199,6 +218,7 @@ def max(x, y):
 
 
 min_p = _binop("min", utils.any_dtype, "", mhlo.MinOp)
+mlir.register_lowering(min_p, _minmax_lowering("min", mhlo.MinOp), splat_literals=True)
 ad.defjvp2(min_p, lambda g, out, x, y: mul(g, _balanced_eq(x, out, y)),
            lambda g, out, x, y: mul(g, _balanced_eq(y, out, x)))
 
@@ -290,7 +310,20 @@ def _abs_dtype(x):
 abs_p = utils.standard_primitive("abs", lambda x: x.shape, _abs_dtype)
 batching.defvectorized(abs_p)
 mlir.register_lowering(abs_p, utils.nary_lowering(mhlo.AbsOp), splat_literals=True)
-ad.defjvp2(abs_p, lambda g, out, x: mul(g, sign(x)))
+
+
+def _abs_jvp(g, out, x):
+  if not _is_complex(get_aval(x).dtype):
+    return mul(g, sign(x))
+  # d|z| = Re(conj(z) dz) / |z|, and 0 at z = 0 (JAX's choice)
+  from minijax.lax.complex_ops import complex, conj, real
+  from minijax.lax.misc import select_n
+  zero = eq(out, _zeros_like(out))
+  safe = select_n(zero, out, _ones_like(out))
+  return real(mul(g, div(conj(x), complex(safe, _zeros_like(safe)))))
+
+
+ad.defjvp2(abs_p, _abs_jvp)
 
 
 def abs(x):

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
+import numpy as np
 from jaxlib.mlir import ir
 from jaxlib.mlir.dialects import mhlo
 
@@ -220,9 +221,15 @@ def _scatter_lowering(combine):
   return rule
 
 
-def _combine(op, bool_op):
-  """The scatter region's combiner; XLA's pred type has no add or mul, so bools use or/and."""
-  return lambda a, b, dtype: (bool_op if dtype == dtypes.bool_ else op)(a, b).result
+def _combine(op, bool_op, extremum=None):
+  """The scatter region's combiner; XLA's pred type has no add or mul, so bools use or/and,
+  and complex values take the larger or smaller (`extremum`) in numpy's lexicographic order."""
+  def combine(a, b, dtype):
+    if extremum is not None and np.issubdtype(dtype, np.complexfloating):
+      from minijax.lax.complex_ops import lexicographic_select
+      return lexicographic_select(a, b, extremum)
+    return (bool_op if dtype == dtypes.bool_ else op)(a, b).result
+  return combine
 
 
 def _scatter_primitive(name, combine):
@@ -252,8 +259,8 @@ def _scatter_batch_rule(prim):
 scatter_p = _scatter_primitive("scatter", lambda a, b, dtype: b)
 scatter_add_p = _scatter_primitive("scatter-add", _combine(mhlo.AddOp, mhlo.OrOp))
 scatter_mul_p = _scatter_primitive("scatter-mul", _combine(mhlo.MulOp, mhlo.AndOp))
-scatter_min_p = _scatter_primitive("scatter-min", _combine(mhlo.MinOp, mhlo.AndOp))
-scatter_max_p = _scatter_primitive("scatter-max", _combine(mhlo.MaxOp, mhlo.OrOp))
+scatter_min_p = _scatter_primitive("scatter-min", _combine(mhlo.MinOp, mhlo.AndOp, "min"))
+scatter_max_p = _scatter_primitive("scatter-max", _combine(mhlo.MaxOp, mhlo.OrOp, "max"))
 
 
 def _gather_updates_like(ct, indices, updates_aval, dn):

@@ -63,9 +63,18 @@ def _convert_jvp(primals, tangents, *, new_dtype, weak_type):
 
 
 ad.primitive_jvps[convert_element_type_p] = _convert_jvp
-ad.primitive_transposes[convert_element_type_p] = _ct_rule(
-    lambda ct, aval, *, new_dtype, weak_type: convert_element_type(ct, aval.dtype,
-                                                                   aval.weak_type))
+
+
+def _convert_transpose(ct, aval, *, new_dtype, weak_type):
+  # (the cotangent of a real value converted to complex is the real part of the complex
+  # cotangent: no ComplexWarning for that)
+  ct_aval = get_aval(ct)
+  if ct_aval.dtype == aval.dtype and ct_aval.weak_type == aval.weak_type:
+    return ct
+  return convert_element_type_p.bind(ct, new_dtype=aval.dtype, weak_type=aval.weak_type)
+
+
+ad.primitive_transposes[convert_element_type_p] = _ct_rule(_convert_transpose)
 batching.defvectorized(convert_element_type_p)
 
 
@@ -75,6 +84,11 @@ def convert_element_type(x, new_dtype, weak_type: bool = False):
   aval = get_aval(x)
   if aval.dtype == new_dtype and aval.weak_type == weak_type:
     return x
+  if (np.issubdtype(aval.dtype, np.complexfloating) and new_dtype != dtypes.bool_
+      and not np.issubdtype(new_dtype, np.complexfloating)):
+    import warnings
+    warnings.warn("Casting complex values to real discards the imaginary part",
+                  np.exceptions.ComplexWarning, stacklevel=2)
   return convert_element_type_p.bind(x, new_dtype=new_dtype, weak_type=bool(weak_type))
 
 
@@ -267,7 +281,20 @@ def _clamp_abstract_eval(lo, x, hi):
 
 
 clamp_p.def_abstract_eval(_clamp_abstract_eval)
-mlir.register_lowering(clamp_p, lambda ctx, lo, x, hi: mhlo.ClampOp(lo, x, hi).result)
+
+
+def _clamp_lowering(ctx, lo, x, hi):
+  aval = ctx.avals_in[1]
+  if not np.issubdtype(aval.dtype, np.complexfloating):
+    return mhlo.ClampOp(lo, x, hi).result
+  # XLA's clamp compares real parts only; numpy's order is lexicographic
+  from minijax.lax.complex_ops import lexicographic_select
+  lo, hi = [b if a.shape == aval.shape else mlir.broadcast_scalar(b, aval)
+            for b, a in ((lo, ctx.avals_in[0]), (hi, ctx.avals_in[2]))]
+  return lexicographic_select(lexicographic_select(x, lo, "max"), hi, "min")
+
+
+mlir.register_lowering(clamp_p, _clamp_lowering)
 
 
 def _clamp_jvp(primals, tangents):

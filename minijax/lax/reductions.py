@@ -89,8 +89,11 @@ def _reduction(kind, accepted=utils.any_dtype, what=""):
 
   def lowering(ctx, x, *, axes):
     dtype = ctx.avals_in[0].dtype
-    op = _COMBINERS[kind](dtype)
     init = mlir.ir_constant(_identity(kind, dtype))
+    if kind in ("max", "min") and np.issubdtype(dtype, np.complexfloating):
+      from minijax.lax.complex_ops import lexicographic_select
+      return _reduce_ir(x, init, axes, dtype, lambda a, b: lexicographic_select(a, b, kind))
+    op = _COMBINERS[kind](dtype)
     return _reduce_ir(x, init, axes, dtype, lambda a, b: op(a, b).result)
 
   def batch(args, dims, *, axes):
@@ -236,6 +239,9 @@ def _arg_reduction(kind):
   prim = Primitive(name)
 
   def abstract_eval(x, *, axes, index_dtype):
+    if np.issubdtype(x.dtype, np.complexfloating):
+      raise TypeError(f"{name} does not accept dtype {x.dtype} ({x.str_short()}); it accepts "
+                      "integers, floating point or bool (complex values have no order)")
     if len(axes) != 1:
       raise TypeError(f"{name} reduces exactly one axis, got axes={axes}")
     shape = _reduced_shape(name, x, axes)
@@ -411,7 +417,6 @@ def _sort_abstract_eval(*xs, dimension, is_stable, num_keys):
 
 
 def _sort_lowering(ctx, *xs, dimension, is_stable, num_keys):
-  from minijax.lax.elementwise import _compare_ir
   avals = ctx.avals_in
   op = mhlo.SortOp([mlir.aval_to_ir_type(a) for a in avals], list(xs), dimension=dimension,
                    is_stable=bool(is_stable))
@@ -422,16 +427,30 @@ def _sort_lowering(ctx, *xs, dimension, is_stable, num_keys):
     result = None
     for k in reversed(range(num_keys)):
       a, b, dtype = args[2 * k], args[2 * k + 1], avals[k].dtype
-      lt = _compare_ir(a, b, "LT", dtype)
-      eq = _compare_ir(a, b, "EQ", dtype)
-      if dtypes.is_inexact(dtype):
-        a_nan = _compare_ir(a, a, "NE", dtype)
-        b_nan = _compare_ir(b, b, "NE", dtype)
-        lt = mhlo.OrOp(lt, mhlo.AndOp(b_nan, mhlo.NotOp(a_nan).result).result).result
-        eq = mhlo.OrOp(eq, mhlo.AndOp(a_nan, b_nan).result).result
-      result = lt if result is None else mhlo.OrOp(lt, mhlo.AndOp(eq, result).result).result
+      if np.issubdtype(dtype, np.complexfloating):  # real parts, then imaginary parts
+        dtype = dtypes.float64 if dtype == dtypes.complex128 else dtypes.float32
+        keys = [(mhlo.ImagOp(a).result, mhlo.ImagOp(b).result),
+                (mhlo.RealOp(a).result, mhlo.RealOp(b).result)]
+      else:
+        keys = [(a, b)]
+      for a, b in keys:
+        lt, eq = _nan_last_lt_eq(a, b, dtype)
+        result = lt if result is None else mhlo.OrOp(lt, mhlo.AndOp(eq, result).result).result
     mhlo.ReturnOp([result])
   return list(op.results)
+
+
+def _nan_last_lt_eq(a, b, dtype):
+  """`a < b` and `a == b` in the order that puts NaNs last (numpy's)."""
+  from minijax.lax.elementwise import _compare_ir
+  lt = _compare_ir(a, b, "LT", dtype)
+  eq = _compare_ir(a, b, "EQ", dtype)
+  if dtypes.is_inexact(dtype):
+    a_nan = _compare_ir(a, a, "NE", dtype)
+    b_nan = _compare_ir(b, b, "NE", dtype)
+    lt = mhlo.OrOp(lt, mhlo.AndOp(b_nan, mhlo.NotOp(a_nan).result).result).result
+    eq = mhlo.OrOp(eq, mhlo.AndOp(a_nan, b_nan).result).result
+  return lt, eq
 
 
 sort_p.def_abstract_eval(_sort_abstract_eval)

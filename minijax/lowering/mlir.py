@@ -139,7 +139,10 @@ def broadcast_scalar(x: ir.Value, aval) -> ir.Value:
   out_type = aval_to_ir_type(aval)
   op = x.owner
   if getattr(op, "name", None) == "mhlo.constant":
-    value = op.attributes["value"]
+    try:
+      value = op.attributes["value"]
+    except TypeError:  # (the binding cannot read complex element attributes back)
+      value = None
     if isinstance(value, ir.DenseElementsAttr) and value.is_splat:
       # (the scalar constant may have other uses, e.g. a constvar's; a dead one is dropped
       # by the compiler)

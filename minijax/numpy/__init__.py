@@ -23,7 +23,9 @@ from minijax.numpy.ufuncs import (  # noqa: F401
     exp, exp2, log, log2, log10, log1p, expm1, sin, cos, tan, tanh, sqrt, sinh, cosh,
     arcsin, arccos, arctan, arctanh, arcsinh, arccosh, cbrt, deg2rad, rad2deg, radians,
     degrees, square, reciprocal, isnan, isfinite, isinf, signbit, isclose, allclose,
-    array_equal, clip, where, real, conjugate, conj)
+    array_equal, clip, where)
+from minijax.numpy.complex_numbers import (  # noqa: F401
+    real, imag, conjugate, conj, angle, iscomplex, isreal, iscomplexobj, isrealobj)
 from minijax.numpy.creation import (  # noqa: F401
     array, asarray, full, zeros, ones, empty, zeros_like, ones_like, empty_like, full_like,
     arange, linspace, eye, identity, tri, tril, triu, meshgrid)
@@ -41,10 +43,10 @@ from minijax.numpy.extras import (  # noqa: F401
     diff, nan_to_num, nansum, nanmax, nanmin, nanmean, median, quantile, percentile, append,
     searchsorted, cross, kron, astype, isin, indices, triu_indices, tril_indices, logspace,
     unravel_index, select, heaviside, float_power, sinc, interp, digitize, bincount, cov,
-    corrcoef, nanargmax, nanargmin, nancumsum, nanvar, nanstd, imag, ldexp, delete, insert,
-    choose, nanprod, iscomplexobj, diag_indices, ediff1d, convolve, polyval, vectorize,
+    corrcoef, nanargmax, nanargmin, nancumsum, nanvar, nanstd, ldexp, delete, insert,
+    choose, nanprod, diag_indices, ediff1d, convolve, polyval, vectorize,
     apply_along_axis)
-from minijax.numpy.linalg import (  # noqa: F401
+from minijax.numpy.products import (  # noqa: F401
     dot, matmul, vdot, inner, outer, tensordot, einsum)
 from minijax.numpy import linalg  # noqa: F401
 

@@ -126,7 +126,8 @@ def install(cls) -> None:
                "sort", "argsort", "take", "repeat", "nonzero", "ptp", "conj", "conjugate",
                "trace", "diagonal"):
     ops[name] = _defer(name)
-  ops["real"] = property(lambda self: self)
+  ops["real"] = property(lambda self: jnp.real(self))
+  ops["imag"] = property(lambda self: jnp.imag(self))
   ops["itemsize"] = property(lambda self: np.dtype(self.dtype).itemsize)
   ops["nbytes"] = property(lambda self: self.size * np.dtype(self.dtype).itemsize)
   for name, value in ops.items():

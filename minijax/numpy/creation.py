@@ -156,26 +156,52 @@ def arange(start, stop=None, step=None, dtype=None):
 
 
 def linspace(start, stop, num=50, endpoint=True, retstep=False, dtype=None, axis=0):
+  """`num` evenly spaced values from `start` to `stop`, computed as JAX does (so the values
+  are JAX's, bit for bit): in the result's inexact dtype, each value is
+  `start * (1 - t) + stop * t` with `t = i / div` in the real dtype, and `stop` itself is
+  appended when `endpoint`.  `start` and `stop` may be arrays (broadcast together)."""
   num = int(_concrete("linspace", num))
-  traced = any(isinstance(v, Tracer) for v in (start, stop))
-  dt = _canonical(dtype) or dtypes.default_float_dtype()
-  if not traced and all(np.ndim(v) == 0 for v in (start, stop)):
-    s, e = float(np.asarray(start)), float(np.asarray(stop))
-    host, step = np.linspace(s, e, num, endpoint=endpoint, retstep=True)
-    out = lax.convert_to_array(host.astype(dt))
-    return (out, step) if retstep else out
+  if num < 0:
+    raise ValueError(f"Number of samples, {num}, must be non-negative.")
+  return _linspace(start, stop, num, bool(endpoint), bool(retstep), _canonical(dtype),
+                   int(_concrete("linspace", axis)))
+
+
+@_util.compiled_when_eager(dynamic=2)
+def _linspace(start, stop, num, endpoint, retstep, dtype, axis):
   from minijax.numpy.ufuncs import add, multiply, subtract
-  from minijax.numpy.shape import expand_dims, moveaxis
-  s = lax.convert_element_type(_util.asarray(start), dt)
-  e = lax.convert_element_type(_util.asarray(stop), dt)
+  _util.check("linspace", start, stop)
+  if dtype is None:
+    dtype = _util.result_type_of(start, stop)[0]
+    dtype = dtype if dtypes.is_inexact(dtype) else dtypes.default_float_dtype()
+  compute = dtype if dtypes.is_inexact(dtype) else dtypes.default_float_dtype()
+  s, e = (lax.convert_element_type(_util.asarray(v), compute) for v in (start, stop))
+  bounds = list(_util.broadcast_shapes("linspace", _util.shape(s), _util.shape(e)))
+  s, e = _util.broadcast_to(s, bounds), _util.broadcast_to(e, bounds)
+  axis = len(bounds) + axis + 1 if axis < 0 else axis
+  out_bounds = bounds[:axis] + [1] + bounds[axis:]
   div = (num - 1) if endpoint else num
-  frac = lax.convert_to_array((np.arange(num) / max(div, 1)).astype(dt))
-  nd = _util.ndim(s)
-  frac = lax.reshape(frac, (num,) + (1,) * nd)
-  out = add(expand_dims(s, 0), multiply(frac, expand_dims(subtract(e, s), 0)))
-  out = moveaxis(out, 0, axis)
-  step = subtract(e, s) / div if div else None
-  return (out, step) if retstep else out
+  if num > 1:
+    delta = lax.div(subtract(e, s), lax.full((), div, compute))
+    real = _util.dtype(lax.abs(lax.full((), 0, compute)))
+    iota_shape = [1] * len(out_bounds)
+    iota_shape[axis] = div
+    t = lax.div(lax.reshape(lax.iota(real, div), iota_shape), lax.full((), div, real))
+    t = lax.convert_element_type(t, compute)
+    out = add(multiply(lax.reshape(s, out_bounds), subtract(1, t)),
+              multiply(lax.reshape(e, out_bounds), t))
+    if endpoint:
+      out = lax.concatenate([out, lax.reshape(e, out_bounds)], axis)
+  elif num == 1:
+    delta = lax.full((), np.nan, compute) if endpoint else subtract(e, s)
+    out = lax.reshape(s, out_bounds)
+  else:
+    delta = lax.full((), np.nan, compute)
+    out = lax.full(bounds[:axis] + [0] + bounds[axis:], 0, compute)
+  if dtypes.is_integer(dtype):
+    out = lax.floor(out)
+  out = lax.convert_element_type(out, dtype)
+  return (out, delta) if retstep else out
 
 
 def eye(N, M=None, k=0, dtype=None):

@@ -49,6 +49,9 @@ def nan_to_num(x, copy=True, nan=0.0, posinf=None, neginf=None):
   dt = _util.dtype(a)
   if not dtypes.is_inexact(dt):
     return a
+  if np.issubdtype(dt, np.complexfloating):  # each part on its own, as numpy
+    return lax.complex(*(nan_to_num(part, copy, nan, posinf, neginf)
+                         for part in (lax.real(a), lax.imag(a))))
   big = float(np.finfo(dt).max) if dt != dtypes.bfloat16 else float(
       np.finfo(dtypes.bfloat16).max)
   out = jnp.where(jnp.isnan(a), nan, a)
@@ -91,6 +94,9 @@ def quantile(a, q, axis=None, keepdims=False, method="linear"):
   if method != "linear":
     raise NotImplementedError(f"quantile: only method='linear' is supported, got {method!r}")
   (x,) = _util.promote_inexact("quantile", a)
+  if np.issubdtype(_util.dtype(x), np.complexfloating):
+    raise ValueError("quantile does not support complex input, as the operation is poorly "
+                     "defined (complex values have no order)")
   if axis is None:
     x, ax = jnp.ravel(x), 0
   else:
@@ -219,12 +225,16 @@ def select(condlist, choicelist, default=0):
 def heaviside(x1, x2):
   jnp = _jnp()
   x, h0 = _util.promote_and_broadcast("heaviside", x1, x2, inexact=True)
+  from minijax.numpy.complex_numbers import reject_complex
+  reject_complex("heaviside", x)
   return jnp.where(x < 0, 0, jnp.where(x > 0, 1, h0)).astype(_util.dtype(x))
 
 
 def float_power(x1, x2):
   jnp = _jnp()
   dt = dtypes.default_float_dtype()
+  if jnp.iscomplexobj(x1) or jnp.iscomplexobj(x2):
+    dt = dtypes.default_complex_dtype()
   return jnp.power(jnp.asarray(x1, dt), jnp.asarray(x2, dt))
 
 
@@ -295,7 +305,7 @@ def cov(m, y=None, rowvar=True, bias=False, ddof=None):
   n = _util.shape(x)[1]
   ddof = (0 if bias else 1) if ddof is None else ddof
   xc = x - jnp.mean(x, axis=1, keepdims=True)
-  out = jnp.matmul(xc, xc.T) / (n - ddof)
+  out = jnp.matmul(xc, jnp.conjugate(xc).T) / (n - ddof)
   return jnp.squeeze(out) if _util.shape(out) == (1, 1) else out
 
 
@@ -304,8 +314,11 @@ def corrcoef(x, y=None, rowvar=True):
   c = cov(x, y, rowvar)
   if _util.ndim(c) == 0:
     return c / c
-  d = jnp.sqrt(jnp.diagonal(c))
-  return jnp.clip(c / d[:, None] / d[None, :], -1, 1)
+  d = jnp.sqrt(jnp.real(jnp.diagonal(c))).astype(_util.dtype(c))
+  c = c / d[:, None] / d[None, :]
+  if jnp.iscomplexobj(c):  # each part clipped, as JAX does
+    return lax.complex(jnp.clip(jnp.real(c), -1, 1), jnp.clip(jnp.imag(c), -1, 1))
+  return jnp.clip(c, -1, 1)
 
 
 def _nan_arg(name, fn, a, axis, fill):
@@ -334,7 +347,7 @@ def nanvar(a, axis=None, ddof=0, keepdims=False):
   valid = jnp.logical_not(jnp.isnan(x))
   count = jnp.sum(valid, axis=axis, keepdims=True).astype(_util.dtype(x))
   mean_ = jnp.sum(jnp.where(valid, x, 0), axis=axis, keepdims=True) / count
-  sq = jnp.where(valid, (x - mean_) ** 2, 0)
+  sq = jnp.where(valid, jnp.abs(x - mean_) ** 2, 0)
   out = jnp.sum(sq, axis=axis, keepdims=True) / (count - ddof)
   return out if keepdims else jnp.squeeze(out, axis=axis)
 
@@ -343,14 +356,11 @@ def nanstd(a, axis=None, ddof=0, keepdims=False):
   return _jnp().sqrt(nanvar(a, axis, ddof, keepdims))
 
 
-def imag(x):
-  (a,) = _util.promote("imag", x)
-  return lax.full(_util.shape(a), 0, _util.dtype(a))
-
-
 def ldexp(x1, x2):
   jnp = _jnp()
   (x,) = _util.promote_inexact("ldexp", x1)
+  if jnp.iscomplexobj(x) or jnp.iscomplexobj(x2):
+    raise ValueError(f"ldexp not supported for complex input (got {_util.dtype(x)})")
   return x * jnp.power(2.0, _util.asarray(x2)).astype(_util.dtype(x))
 
 
@@ -402,10 +412,6 @@ def choose(a, choices, mode="raise"):
 
 def nanprod(a, axis=None, dtype=None, keepdims=False):
   return _jnp().prod(_nan_fill("nanprod", a, 1), axis=axis, dtype=dtype, keepdims=keepdims)
-
-
-def iscomplexobj(x) -> bool:
-  return np.issubdtype(_util.dtype(x), np.complexfloating)
 
 
 def diag_indices(n, ndim=2):

@@ -173,6 +173,9 @@ def var(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, where=None):
   dt = _mean_dtype(_util.dtype(x), dtype)
   x = _cast(x, dt)
   centered = lax.sub(x, _util.broadcast_to(mean(x, axes, keepdims=True), _util.shape(x)))
+  if np.issubdtype(dt, np.complexfloating):  # the mean squared modulus, a real number
+    centered = lax.abs(centered)
+    dt = _util.dtype(centered)
   sq = lax.mul(centered, centered)
   total = _accumulate(lax.reduce_sum, sq, axes)
   n = _count(x, axes) - ddof

@@ -4,6 +4,12 @@ Where numpy and XLA disagree the numpy meaning is built from lax ops: floor divi
 `remainder` round toward minus infinity (XLA truncates), `true_divide` of integers gives
 floats, `add` / `multiply` of bools are logical or / and, integer `power` is exponentiation
 by squaring, and `round` rounds halves to even.
+
+Complex values: comparisons (`less`, ...) order them lexicographically as numpy does, and
+`round`/`rint` round both parts.  Functions that have no meaning for complex values (or whose
+complex version minijax does not compute: the inverse trigonometric and hyperbolic
+functions, `arctan2`, `logaddexp`) raise a TypeError or ValueError naming the function, as
+JAX's do, instead of returning a wrong number.
 """
 from __future__ import annotations
 
@@ -13,6 +19,8 @@ from minijax import lax
 from minijax.core import dtypes
 from minijax.numpy import _util
 from minijax.numpy._util import promote_and_broadcast as _pb
+from minijax.numpy.complex_numbers import (conj, conjugate, imag, lexicographic,  # noqa: F401
+                                           real, reject_complex)
 
 def _is_bool(x):
   return _util.dtype(x) == dtypes.bool_
@@ -22,11 +30,14 @@ def _is_int(x):
   return dtypes.is_integer(_util.dtype(x))
 
 
-def _binary(name, fn, inexact=False, keep_scalars=False):
+def _binary(name, fn, inexact=False, keep_scalars=False, real_only=None):
   """A binary ufunc; `keep_scalars` when `fn` only binds elementwise lax ops (which take a
-  rank-0 operand as it is) so Python scalars and rank-0 arrays are not broadcast."""
+  rank-0 operand as it is) so Python scalars and rank-0 arrays are not broadcast;
+  `real_only` (TypeError or ValueError) is raised for complex operands."""
   def impl(x1, x2):
     a, b = _pb(name, x1, x2, inexact=inexact, keep_scalars=keep_scalars)
+    if real_only is not None:
+      reject_complex(name, a, error=real_only)
     return fn(a, b)
   impl.__name__ = name
   run = _util.compiled_when_eager()(impl)
@@ -38,9 +49,11 @@ def _binary(name, fn, inexact=False, keep_scalars=False):
   return ufunc
 
 
-def _unary(name, fn, inexact=False):
+def _unary(name, fn, inexact=False, real_only=None):
   def impl(x):
     (a,) = _util.promote_inexact(name, x) if inexact else _util.promote(name, x)
+    if real_only is not None:
+      reject_complex(name, a, error=real_only)
     return fn(a)
   impl.__name__ = name
   run = _util.compiled_when_eager()(impl)
@@ -96,13 +109,14 @@ def _remainder(a, b):
   return lax.select(adjust, lax.add(r, b), r)
 
 
-floor_divide = _binary("floor_divide", _floor_divide)
-remainder = _binary("remainder", _remainder)
+floor_divide = _binary("floor_divide", _floor_divide, real_only=TypeError)
+remainder = _binary("remainder", _remainder, real_only=TypeError)
 mod = remainder
 
 
 def fmod(x1, x2, /):
   a, b = _pb("fmod", x1, x2)
+  reject_complex("fmod", a)
   return lax.rem(_as_int_if_bool(a), _as_int_if_bool(b))
 
 
@@ -179,7 +193,7 @@ def _fmin(a, b):
 
 fmax = _binary("fmax", _fmax)
 fmin = _binary("fmin", _fmin)
-arctan2 = _binary("arctan2", lax.atan2, inexact=True, keep_scalars=True)
+arctan2 = _binary("arctan2", lax.atan2, inexact=True, keep_scalars=True, real_only=TypeError)
 
 
 def _logaddexp(a, b):
@@ -191,9 +205,9 @@ def _logaddexp(a, b):
   return lax.select(finite, out, m)
 
 
-logaddexp = _binary("logaddexp", _logaddexp, inexact=True)
+logaddexp = _binary("logaddexp", _logaddexp, inexact=True, real_only=TypeError)
 hypot = _binary("hypot", lambda a, b: lax.sqrt(lax.add(lax.mul(a, a), lax.mul(b, b))),
-                inexact=True)
+                inexact=True, real_only=ValueError)
 
 
 def _copysign(a, b):
@@ -205,15 +219,15 @@ def _signbit(x):
   return lax.lt(x, lax.full(_util.shape(x), 0, _util.dtype(x)))
 
 
-copysign = _binary("copysign", _copysign, inexact=True)
+copysign = _binary("copysign", _copysign, inexact=True, real_only=TypeError)
 
 # ---- comparisons
 equal = _binary("equal", lax.eq, keep_scalars=True)
 not_equal = _binary("not_equal", lax.ne, keep_scalars=True)
-less = _binary("less", lax.lt, keep_scalars=True)
-less_equal = _binary("less_equal", lax.le, keep_scalars=True)
-greater = _binary("greater", lax.gt, keep_scalars=True)
-greater_equal = _binary("greater_equal", lax.ge, keep_scalars=True)
+less = _binary("less", lexicographic(lax.lt), keep_scalars=True)
+less_equal = _binary("less_equal", lexicographic(lax.le), keep_scalars=True)
+greater = _binary("greater", lexicographic(lax.gt), keep_scalars=True)
+greater_equal = _binary("greater_equal", lexicographic(lax.ge), keep_scalars=True)
 
 
 # ---- logical and bitwise
@@ -316,14 +330,27 @@ floor = _unary("floor", _exact_passthrough(lax.floor))
 ceil = _unary("ceil", _exact_passthrough(lax.ceil))
 trunc = _unary("trunc", _exact_passthrough(
     lambda a: lax.select(lax.lt(a, lax.full(_util.shape(a), 0, _util.dtype(a))),
-                         lax.ceil(a), lax.floor(a))))
+                         lax.ceil(a), lax.floor(a))), real_only=TypeError)
+
+
+def _per_part(fn):
+  """`fn` of a real array, applied to the real and imaginary parts of a complex one."""
+  def apply(a):
+    if not np.issubdtype(_util.dtype(a), np.complexfloating):
+      return fn(a)
+    return lax.complex(fn(lax.real(a)), fn(lax.imag(a)))
+  return apply
+
+
 rint = _unary("rint", _exact_passthrough(
-    lambda a: lax.round(a, lax.RoundingMethod.TO_NEAREST_EVEN)))
+    _per_part(lambda a: lax.round(a, lax.RoundingMethod.TO_NEAREST_EVEN))))
 fix = trunc
 
 
 def round(a, decimals: int = 0, out=None):
   (x,) = _util.promote("round", a)
+  if np.issubdtype(_util.dtype(x), np.complexfloating):
+    return lax.complex(round(lax.real(x), decimals), round(lax.imag(x), decimals))
   if not dtypes.is_inexact(_util.dtype(x)):
     if decimals >= 0:
       return x
@@ -369,21 +396,21 @@ cosh = _unary("cosh", lambda a: lax.div(lax.add(lax.exp(a), lax.exp(lax.neg(a)))
                                         lax.full(_util.shape(a), 2, _util.dtype(a))),
               inexact=True)
 arcsin = _unary("arcsin", lambda a: lax.atan2(a, lax.sqrt(lax.sub(_one(a), lax.mul(a, a)))),
-                inexact=True)
+                inexact=True, real_only=TypeError)
 arccos = _unary("arccos", lambda a: lax.atan2(lax.sqrt(lax.sub(_one(a), lax.mul(a, a))), a),
-                inexact=True)
-arctan = _unary("arctan", lambda a: lax.atan2(a, _one(a)), inexact=True)
+                inexact=True, real_only=TypeError)
+arctan = _unary("arctan", lambda a: lax.atan2(a, _one(a)), inexact=True, real_only=TypeError)
 arctanh = _unary("arctanh", lambda a: lax.mul(
     lax.full(_util.shape(a), 0.5, _util.dtype(a)),
-    lax.log(lax.div(lax.add(_one(a), a), lax.sub(_one(a), a)))), inexact=True)
+    lax.log(lax.div(lax.add(_one(a), a), lax.sub(_one(a), a)))), inexact=True, real_only=TypeError)
 arcsinh = _unary("arcsinh", lambda a: lax.log(lax.add(a, lax.sqrt(lax.add(lax.mul(a, a),
                                                                           _one(a))))),
-                 inexact=True)
+                 inexact=True, real_only=TypeError)
 arccosh = _unary("arccosh", lambda a: lax.log(lax.add(a, lax.sqrt(lax.sub(lax.mul(a, a),
                                                                           _one(a))))),
-                 inexact=True)
+                 inexact=True, real_only=TypeError)
 cbrt = _unary("cbrt", lambda a: lax.mul(lax.sign(a), lax.pow(lax.abs(a), lax.full(
-    _util.shape(a), 1 / 3, _util.dtype(a)))), inexact=True)
+    _util.shape(a), 1 / 3, _util.dtype(a)))), inexact=True, real_only=TypeError)
 deg2rad = _unary("deg2rad", lambda a: lax.mul(a, lax.full(_util.shape(a), np.pi / 180,
                                                           _util.dtype(a))), inexact=True)
 rad2deg = _unary("rad2deg", lambda a: lax.mul(a, lax.full(_util.shape(a), 180 / np.pi,
@@ -409,12 +436,16 @@ def _isnan(a):
 def _isfinite(a):
   if not dtypes.is_inexact(_util.dtype(a)):
     return lax.full(_util.shape(a), True, dtypes.bool_)
+  if np.issubdtype(_util.dtype(a), np.complexfloating):
+    return lax.bitwise_and(lax.is_finite(lax.real(a)), lax.is_finite(lax.imag(a)))
   return lax.is_finite(a)
 
 
 def _isinf(a):
   if not dtypes.is_inexact(_util.dtype(a)):
     return lax.full(_util.shape(a), False, dtypes.bool_)
+  if np.issubdtype(_util.dtype(a), np.complexfloating):
+    return lax.bitwise_or(_isinf(lax.real(a)), _isinf(lax.imag(a)))
   return lax.eq(lax.abs(a), lax.full(_util.shape(a), np.inf, _util.dtype(a)))
 
 
@@ -422,19 +453,21 @@ isnan = _unary("isnan", _isnan)
 isfinite = _unary("isfinite", _isfinite)
 isinf = _unary("isinf", _isinf)
 signbit = _unary("signbit", lambda a: _signbit(a) if not _is_bool(a) else lax.full(
-    _util.shape(a), False, dtypes.bool_))
+    _util.shape(a), False, dtypes.bool_), real_only=ValueError)
 
 
 def isclose(a, b, rtol=1e-05, atol=1e-08, equal_nan=False):
   x, y = _pb("isclose", a, b)
   if not dtypes.is_inexact(_util.dtype(x)):
     return lax.eq(x, y)
-  dt, shp = _util.dtype(x), _util.shape(x)
+  shp = _util.shape(x)
+  dt = _util.dtype(lax.abs(x))  # the real dtype of a complex x
   diff = lax.abs(lax.sub(x, y))
   tol = lax.add(lax.full(shp, atol, dt), lax.mul(lax.full(shp, rtol, dt), lax.abs(y)))
-  close = lax.bitwise_or(lax.le(diff, tol), lax.eq(x, y))
+  in_range = lax.bitwise_and(_isfinite(y), lax.le(diff, tol))
+  close = lax.bitwise_or(in_range, lax.eq(x, y))
   if equal_nan:
-    close = lax.bitwise_or(close, lax.bitwise_and(lax.ne(x, x), lax.ne(y, y)))
+    close = lax.bitwise_or(close, lax.bitwise_and(_isnan(x), _isnan(y)))
   return close
 
 
@@ -451,6 +484,11 @@ def array_equal(a1, a2, equal_nan=False):
 
 
 def clip(a, a_min=None, a_max=None, *, min=None, max=None):
+  for v in (a, a_min, a_max, min, max):
+    if v is not None and np.issubdtype(_util.dtype(v), np.complexfloating):
+      raise ValueError("clip received a complex value (in the input or the bounds); complex "
+                       "values have no order and cannot be clipped. Convert them to real "
+                       "values first, e.g. with real(x) or abs(x)")
   return _clip(a, a_min if a_min is not None else min, a_max if a_max is not None else max)
 
 
@@ -487,15 +525,3 @@ def _where_impl(condition, x, y):
 
 _where3 = _util.compiled_when_eager(name="where")(_where_impl)
 
-
-def real(x, /):
-  (a,) = _util.promote("real", x)
-  return a
-
-
-def conjugate(x, /):
-  (a,) = _util.promote("conjugate", x)
-  return a
-
-
-conj = conjugate

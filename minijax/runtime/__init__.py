@@ -2,7 +2,7 @@
 
 `backend` owns the CPU client and its devices, `array` the device-resident `Array` and
 `device_put`, `executable` compilation, execution and the tokens that order effects.  The tap
-receiver (`taps*`) builds on these.
+receiver (`taps*`) builds on these; `lapack` registers jaxlib's LAPACK kernels with the client.
 """
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ from minijax.runtime.backend import (default_device, device_count, devices, get_
                                      get_device, local_devices, on_client_created, sharding_for)
 from minijax.runtime.executable import Executable, compile
 from minijax.runtime.tokens import RuntimeTokens, runtime_tokens
+from minijax.runtime import lapack  # noqa: F401  (registers the LAPACK custom-call targets)
 
 __all__ = [
     "Array", "Executable", "RuntimeTokens", "compile", "default_device", "device_count",

@@ -1,0 +1,17 @@
+"""`minijax.lax.linalg`: linear algebra primitives, as `jax.lax.linalg`.
+
+Every primitive lowers to jaxlib's CPU LAPACK kernels (typed-FFI custom calls, `lapack.py`),
+exactly as JAX does on CPU: `cholesky` to potrf, `triangular_solve` to trsm, `lu` to getrf,
+`qr` to geqrf and orgqr/ungqr, `eigh` to syevd/heevd, `svd` to gesdd.  Every primitive takes
+batches of matrices (`[..., m, n]`) and has JAX's jvp rule; `triangular_solve` is linear in
+its right-hand side and has a transpose rule.  Only float32, float64, complex64 and
+complex128 are accepted.
+"""
+from __future__ import annotations
+
+from minijax.lax.linalg.matrices import symmetrize  # noqa: F401
+from minijax.lax.linalg.triangular import (  # noqa: F401
+    cholesky, cholesky_p, triangular_solve, triangular_solve_p)
+from minijax.lax.linalg.lu import lu, lu_p, lu_pivots_to_permutation, lu_solve  # noqa: F401
+from minijax.lax.linalg.qr import qr, qr_p  # noqa: F401
+from minijax.lax.linalg.spectral import eigh, eigh_p, svd, svd_p  # noqa: F401

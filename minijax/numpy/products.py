@@ -1,0 +1,199 @@
+"""Products: dot, matmul (`@`), vdot, inner, outer, tensordot, einsum.
+
+All are `dot_general` with numpy's axis conventions worked out in Python.  Operands whose
+contracted sizes differ raise a TypeError, as JAX's do (the message is JAX's, with the
+operands' shapes); `vdot` conjugates its first operand.  In `einsum`
+(without ellipses) an index repeated within an operand takes a diagonal; for two operands,
+indices shared by both and kept in the output are batch axes, shared and dropped ones are
+contracted, and indices private to one operand and dropped are summed first; more operands
+are contracted left to right.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from minijax import lax
+from minijax.core.avals import get_aval
+from minijax.numpy import _util
+
+
+def _operands(name, a, b):
+  _util.check(name, a, b)
+  x, y = _util.promote(name, a, b)
+  return x, y
+
+
+def _contraction_error(name, x, y, x_sizes, y_sizes):
+  raise TypeError(f"{name}: dot_general requires contracting dimensions to have the same "
+                  f"shape, got {tuple(x_sizes)} and {tuple(y_sizes)} (operands of shapes "
+                  f"{_util.shape(x)} and {_util.shape(y)})")
+
+
+@_util.compiled_when_eager(dynamic=2)
+def dot(a, b, *, precision=None, preferred_element_type=None):
+  x, y = _operands("dot", a, b)
+  nx, ny = _util.ndim(x), _util.ndim(y)
+  if nx == 0 or ny == 0:
+    from minijax.numpy.ufuncs import multiply
+    return multiply(x, y)
+  cy = 0 if ny == 1 else ny - 2
+  if _util.shape(x)[-1] != _util.shape(y)[cy]:
+    _contraction_error("dot", x, y, _util.shape(x)[-1:], (_util.shape(y)[cy],))
+  out = lax.dot_general(x, y, (((nx - 1,), (cy,)), ((), ())),
+                        preferred_element_type=preferred_element_type)
+  return out
+
+
+@_util.compiled_when_eager(dynamic=2)
+def matmul(a, b, *, precision=None, preferred_element_type=None):
+  x, y = _operands("matmul", a, b)
+  nx, ny = _util.ndim(x), _util.ndim(y)
+  if nx == 0 or ny == 0:
+    raise ValueError(f"matmul: operands must not be scalars, got shapes {_util.shape(x)} and "
+                     f"{_util.shape(y)}")
+  x2 = lax.reshape(x, (1,) + _util.shape(x)) if nx == 1 else x
+  y2 = lax.reshape(y, _util.shape(y) + (1,)) if ny == 1 else y
+  sx, sy = _util.shape(x2), _util.shape(y2)
+  if sx[-1] != sy[-2]:
+    _contraction_error("matmul", x, y, sx[-1:], sy[-2:-1])
+  try:
+    batch = tuple(np.broadcast_shapes(sx[:-2], sy[:-2]))
+  except ValueError:
+    raise ValueError(f"Incompatible types for matmul arguments: {get_aval(x).str_short()} "
+                     f"and {get_aval(y).str_short()} (their batch dimensions do not "
+                     "broadcast)") from None
+  x2 = _util.broadcast_to(x2, batch + sx[-2:])
+  y2 = _util.broadcast_to(y2, batch + sy[-2:])
+  nb = len(batch)
+  out = lax.dot_general(x2, y2, (((nb + 1,), (nb,)), (tuple(range(nb)), tuple(range(nb)))),
+                        preferred_element_type=preferred_element_type)
+  if nx == 1:
+    out = lax.squeeze(out, (nb,))
+  if ny == 1:
+    out = lax.squeeze(out, (_util.ndim(out) - 1,))
+  return out
+
+
+@_util.compiled_when_eager(dynamic=2)
+def vdot(a, b):
+  from minijax.numpy.complex_numbers import conjugate
+  from minijax.numpy.shape import ravel
+  return dot(conjugate(ravel(_util.asarray(a))), ravel(_util.asarray(b)))
+
+
+@_util.compiled_when_eager(dynamic=2)
+def inner(a, b):
+  x, y = _operands("inner", a, b)
+  nx, ny = _util.ndim(x), _util.ndim(y)
+  if nx == 0 or ny == 0:
+    from minijax.numpy.ufuncs import multiply
+    return multiply(x, y)
+  if _util.shape(x)[-1] != _util.shape(y)[-1]:
+    _contraction_error("inner", x, y, _util.shape(x)[-1:], _util.shape(y)[-1:])
+  return lax.dot_general(x, y, (((nx - 1,), (ny - 1,)), ((), ())))
+
+
+@_util.compiled_when_eager(dynamic=2)
+def outer(a, b):
+  from minijax.numpy.shape import ravel
+  x, y = _operands("outer", a, b)
+  x, y = ravel(x), ravel(y)
+  return lax.dot_general(lax.reshape(x, _util.shape(x) + (1,)),
+                         lax.reshape(y, (1,) + _util.shape(y)), (((1,), (0,)), ((), ())))
+
+
+@_util.compiled_when_eager(dynamic=2)
+def tensordot(a, b, axes=2):
+  x, y = _operands("tensordot", a, b)
+  nx, ny = _util.ndim(x), _util.ndim(y)
+  if isinstance(axes, (int, np.integer)):
+    ax = tuple(range(nx - axes, nx))
+    bx = tuple(range(axes))
+  else:
+    ax, bx = axes
+    ax = (ax,) if isinstance(ax, (int, np.integer)) else tuple(ax)
+    bx = (bx,) if isinstance(bx, (int, np.integer)) else tuple(bx)
+  ax = _util.canonicalize_axes(ax, nx)
+  bx = _util.canonicalize_axes(bx, ny)
+  if [_util.shape(x)[i] for i in ax] != [_util.shape(y)[i] for i in bx]:
+    _contraction_error("tensordot", x, y, [_util.shape(x)[i] for i in ax],
+                       [_util.shape(y)[i] for i in bx])
+  return lax.dot_general(x, y, ((ax, bx), ((), ())))
+
+
+def einsum(subscripts, *operands, optimize=None, precision=None, preferred_element_type=None):
+  if not isinstance(subscripts, str):
+    raise TypeError("einsum: only the string form of subscripts is supported")
+  spec = subscripts.replace(" ", "")
+  if "..." in spec:
+    raise NotImplementedError("einsum: ellipsis subscripts are not supported")
+  if "->" in spec:
+    inputs, output = spec.split("->")
+  else:
+    inputs = spec
+    letters = inputs.replace(",", "")
+    output = "".join(sorted(c for c in set(letters) if letters.count(c) == 1))
+  in_specs = inputs.split(",")
+  if len(in_specs) != len(operands):
+    raise ValueError(f"einsum: {len(in_specs)} operand subscripts but {len(operands)} operands")
+  _util.check("einsum", *operands)
+  xs = _util.promote("einsum", *operands)
+  for s, x in zip(in_specs, xs):
+    if len(s) != _util.ndim(x):
+      raise ValueError(f"einsum: subscripts {s!r} do not match an operand of shape "
+                       f"{_util.shape(x)}")
+  in_specs, xs = map(list, zip(*(_take_diagonals(s, x) for s, x in zip(in_specs, xs))))
+  if len(xs) > 2:
+    # contract left to right, keeping the indices that later operands or the output need
+    acc_spec, acc = in_specs[0], xs[0]
+    for k in range(1, len(xs)):
+      later = "".join(in_specs[k + 1:]) + output
+      keep = "".join(c for c in dict.fromkeys(acc_spec + in_specs[k]) if c in later)
+      acc = einsum(f"{acc_spec},{in_specs[k]}->{keep}", acc, xs[k],
+                   preferred_element_type=preferred_element_type)
+      acc_spec = keep
+    return einsum(f"{acc_spec}->{output}", acc)
+  sizes = {}
+  for s, x in zip(in_specs, xs):
+    for c, n in zip(s, _util.shape(x)):
+      if sizes.setdefault(c, n) != n:
+        raise ValueError(f"einsum: subscript {c!r} has sizes {sizes[c]} and {n}")
+  if len(xs) == 1:
+    (s,), (x,) = in_specs, xs
+    summed = tuple(i for i, c in enumerate(s) if c not in output)
+    x = lax.reduce_sum(x, summed) if summed else x
+    kept = [c for c in s if c in output]
+    return lax.transpose(x, tuple(kept.index(c) for c in output))
+  (sa, sb), (x, y) = in_specs, xs
+  # sum out indices private to one operand and absent from the output
+  for which in (0, 1):
+    s, other = (sa, sb) if which == 0 else (sb, sa)
+    arr = x if which == 0 else y
+    summed = tuple(i for i, c in enumerate(s) if c not in other and c not in output)
+    if summed:
+      arr = lax.reduce_sum(arr, summed)
+      s = "".join(c for c in s if c in other or c in output)
+    if which == 0:
+      x, sa = arr, s
+    else:
+      y, sb = arr, s
+  batch = [c for c in sa if c in sb and c in output]
+  contract = [c for c in sa if c in sb and c not in output]
+  dn = ((tuple(sa.index(c) for c in contract), tuple(sb.index(c) for c in contract)),
+        (tuple(sa.index(c) for c in batch), tuple(sb.index(c) for c in batch)))
+  out = lax.dot_general(x, y, dn, preferred_element_type=preferred_element_type)
+  result = batch + [c for c in sa if c not in batch and c not in contract] + \
+      [c for c in sb if c not in batch and c not in contract]
+  return lax.transpose(out, tuple(result.index(c) for c in output))
+
+
+def _take_diagonals(spec: str, x):
+  """Resolves an index repeated within one operand ('ii') by taking that diagonal."""
+  from minijax.numpy.shape import diagonal
+  while len(set(spec)) != len(spec):
+    c = next(c for c in spec if spec.count(c) > 1)
+    p = spec.index(c)
+    q = spec.index(c, p + 1)
+    x = diagonal(x, 0, p, q)
+    spec = spec[:p] + spec[p + 1:q] + spec[q + 1:] + c
+  return spec, x
