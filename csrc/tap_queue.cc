@@ -29,6 +29,9 @@
 #include <vector>
 
 #include <sys/mman.h>
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
 
 #include "xla/ffi/api/ffi.h"
 
@@ -72,6 +75,7 @@ constexpr size_t kPoolMin = 64 * 1024;
 constexpr size_t kPoolGranule = 64 * 1024;
 constexpr size_t kPoolMaxBuffer = 16u << 20;
 constexpr size_t kPoolHurryBytes = 4u << 20;  // queued bytes that end a receiver's lingering
+constexpr int64_t kPoolWarmNs = 1000000;      // a buffer freed this recently is still cached
 
 struct Pool {
   std::mutex mu;
@@ -80,9 +84,15 @@ struct Pool {
 };
 
 struct PayloadPrefix {
-  Pool* pool;       // null: malloc'd, not pooled
-  size_t capacity;  // of a pooled buffer, prefix excluded
+  Pool* pool;         // null: malloc'd, not pooled
+  size_t capacity;    // of a pooled buffer, prefix excluded
+  int64_t freed_ns;   // when it last went back to the pool (0: never used)
 };
+
+int64_t NowNs() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::steady_clock::now().time_since_epoch()).count();
+}
 static_assert(sizeof(PayloadPrefix) <= kAlignment, "the prefix must fit before the payload");
 
 std::atomic<size_t> g_capacity{256u * 1024u * 1024u};
@@ -92,7 +102,7 @@ char* AllocPayload(Pool* pool, size_t size) {
   if (size < kPoolMin || size > kPoolMaxBuffer) {
     char* base = static_cast<char*>(std::malloc(size + kAlignment));
     if (base == nullptr) return nullptr;
-    *reinterpret_cast<PayloadPrefix*>(base) = PayloadPrefix{nullptr, size};
+    *reinterpret_cast<PayloadPrefix*>(base) = PayloadPrefix{nullptr, size, 0};
     p = base + kAlignment;
   } else {
     size_t capacity = (size + kPoolGranule - 1) / kPoolGranule * kPoolGranule;
@@ -110,12 +120,41 @@ char* AllocPayload(Pool* pool, size_t size) {
       void* base = mmap(nullptr, capacity + kAlignment, PROT_READ | PROT_WRITE,
                         MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
       if (base == MAP_FAILED) return nullptr;
-      *static_cast<PayloadPrefix*>(base) = PayloadPrefix{pool, capacity};
+      *static_cast<PayloadPrefix*>(base) = PayloadPrefix{pool, capacity, 0};
       p = static_cast<char*>(base) + kAlignment;
     }
   }
   HeaderOf(p)[0] = size;
   return p;
+}
+
+// Copies a tapped array into payload `p`.  A pooled buffer that has not been used for a
+// while has left the caches: writing it through them would first read every line of it
+// back from memory, so it is filled with streaming stores instead, which skip the caches.
+void CopyIntoPayload(char* p, char* dst, const void* src, size_t n) {
+  const auto& prefix = *reinterpret_cast<const PayloadPrefix*>(p - kAlignment);
+#if defined(__SSE2__)
+  const bool cold = prefix.pool != nullptr && n >= kPoolMin &&
+                    (prefix.freed_ns == 0 || NowNs() - prefix.freed_ns > kPoolWarmNs);
+  if (cold && reinterpret_cast<uintptr_t>(dst) % 16 == 0) {
+    const char* s = static_cast<const char*>(src);
+    size_t i = 0;
+    for (; i + 64 <= n; i += 64) {
+      __m128i a = _mm_loadu_si128(reinterpret_cast<const __m128i*>(s + i));
+      __m128i b = _mm_loadu_si128(reinterpret_cast<const __m128i*>(s + i + 16));
+      __m128i c = _mm_loadu_si128(reinterpret_cast<const __m128i*>(s + i + 32));
+      __m128i d = _mm_loadu_si128(reinterpret_cast<const __m128i*>(s + i + 48));
+      _mm_stream_si128(reinterpret_cast<__m128i*>(dst + i), a);
+      _mm_stream_si128(reinterpret_cast<__m128i*>(dst + i + 16), b);
+      _mm_stream_si128(reinterpret_cast<__m128i*>(dst + i + 32), c);
+      _mm_stream_si128(reinterpret_cast<__m128i*>(dst + i + 48), d);
+    }
+    _mm_sfence();
+    std::memcpy(dst + i, s + i, n - i);
+    return;
+  }
+#endif
+  std::memcpy(dst, src, n);
 }
 
 void FreePayload(char* p) {
@@ -128,6 +167,7 @@ void FreePayload(char* p) {
   {
     std::lock_guard<std::mutex> lock(prefix.pool->mu);
     if (prefix.pool->bytes + prefix.capacity <= g_capacity.load(std::memory_order_relaxed)) {
+      reinterpret_cast<PayloadPrefix*>(base)->freed_ns = NowNs();
       prefix.pool->free.emplace(prefix.capacity, p);
       prefix.pool->bytes += prefix.capacity;
       return;
@@ -253,7 +293,7 @@ ffi::Error TapImpl(int32_t device, int64_t consumer, ffi::RemainingArgs args,
     auto buf = args.get<ffi::AnyBuffer>(i);
     if (buf->element_type() == ffi::DataType::TOKEN) continue;
     header[2 + k++] = offset;
-    std::memcpy(data + offset, buf->untyped_data(), buf->size_bytes());
+    CopyIntoPayload(data, data + offset, buf->untyped_data(), buf->size_bytes());
     offset += AlignUp(buf->size_bytes());
   }
   Enqueue(q, Message{consumer, 0, data, layout.total, layout.total + kMessageOverhead});
@@ -510,7 +550,7 @@ PyObject* PyPush(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
     size_t offset = layout.header;
     for (Py_ssize_t i = 0; i < n; ++i) {
       header[2 + i] = offset;
-      std::memcpy(data + offset, views[i].buf, static_cast<size_t>(views[i].len));
+      CopyIntoPayload(data, data + offset, views[i].buf, static_cast<size_t>(views[i].len));
       offset += AlignUp(static_cast<size_t>(views[i].len));
     }
     Enqueue(q, Message{consumer, 0, data, layout.total, layout.total + kMessageOverhead});
