@@ -7,8 +7,9 @@
 // shape and dtype of every operand and of every result, and whether the function returns
 // its only result directly (else a sequence of result leaves).  The custom call names its
 // entry by the `callback` attribute of its backend_config.  When the computation reaches
-// the call, the handler takes the GIL on the thread that executes (the dispatching thread
-// for a cheap program, an XLA worker otherwise), hands the function read-only numpy copies
+// the call, the handler takes the GIL on the thread that executes it (the dispatching
+// thread: the runtime compiles such executables to run synchronously, see
+// runtime/executable.py), hands the function read-only numpy copies
 // of the operands (which it may keep: XLA reuses its buffers once the call returns, and
 // jaxlib's Python callback hands out copies too), and copies the results into XLA's
 // buffers.  A result that is already an array (or numpy scalar) of exactly the declared

@@ -154,6 +154,42 @@ def test_a_callback_may_call_jitted_code_that_calls_back():
   assert float(outer(np.float32(3))) == 20.0
 
 
+def test_callbacks_of_heavy_programs_run_on_the_dispatching_thread_and_may_nest_from_threads():
+  # A program big enough that XLA would run it on a worker thread still makes its host
+  # calls on the thread that dispatched it, so that several threads may each wait, inside
+  # host functions, for computations they dispatch (holding XLA's workers instead, as
+  # many as there are cores, would leave nothing to run them).
+  import threading
+  big = np.ones((128, 128), np.float32)
+  heavy = lambda x: lax.fori_loop(0, 2, lambda i, m: m @ m * 1e-3, x)
+  spec = S(big.shape, big.dtype)
+  threads_seen = set()
+
+  def host(v):
+    threads_seen.add(threading.current_thread().name)
+    return v + 1
+
+  inner = minijax.jit(lambda x: heavy(minijax.pure_callback(host, spec, x)))
+  outer = minijax.jit(lambda x: heavy(io_callback(lambda v: np.asarray(inner(v)), spec, x,
+                                                  ordered=True)))
+  results, errors = [], []
+
+  def work():
+    try:
+      for _ in range(3):
+        results.append(float(np.asarray(outer(big))[0, 0]))
+    except Exception as e:  # noqa: BLE001
+      errors.append(e)
+
+  workers = [threading.Thread(target=work, name=f"caller-{k}") for k in range(3)]
+  for t in workers:
+    t.start()
+  for t in workers:
+    t.join(60)
+  assert not errors and len(results) == 9 and not any(t.is_alive() for t in workers)
+  assert threads_seen == {"caller-0", "caller-1", "caller-2"}
+
+
 def test_debug_prints_dispatched_from_inside_a_callback_keep_program_order(capsys):
   inner = minijax.jit(lambda a: minijax.debug.print("inner {}", a, ordered=True))
 

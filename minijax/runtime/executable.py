@@ -21,8 +21,10 @@ closure, passes the chain's token before its array arguments and keeps the token
 returns; an executable with unordered effects records its execution status.
 
 An executable that makes value-returning host calls (`pure_callback`, `io_callback`; the
-lowering lists them, `host_calls`) is synchronous: its call waits until the computation has
-finished, so that an exception raised by a host function is raised from the call, as the
+lowering lists them, `host_calls`) is synchronous.  It is compiled with a placeholder host
+callback, which makes jaxlib run it on the dispatching thread, so that a host function
+never holds one of XLA's worker threads while it waits for a computation of its own; and
+its call waits until the computation has finished, so that an exception raised by a host function is raised from the call, as the
 original exception (`host_calls.raise_filed`), and a failed ordered execution hands its
 chains back their initial tokens, so that later calls still run.  A computation dispatched
 from inside a host call (a host function that calls a jitted function) cannot wait on the
@@ -334,6 +336,10 @@ class Executable:
     return f"Executable({self.name}: ({ins}) -> ({outs}) on {self.device})"
 
 
+def _run_on_the_dispatching_thread(*args):
+  raise AssertionError("a placeholder host callback was called")
+
+
 def compile(module, *, device, name: str, in_avals: Sequence[ShapedArray],
             out_avals: Sequence[ShapedArray], donated_args: Sequence[bool] = (),
             host_callbacks: Sequence[Callable] = (), num_tokens: int = 0,
@@ -358,6 +364,12 @@ def compile(module, *, device, name: str, in_avals: Sequence[ShapedArray],
   device = backend.get_device(device)
   if host_callbacks:
     host_callbacks = taps.bind_host_callbacks(host_callbacks, device)
+  if host_calls:
+    # jaxlib runs an executable compiled with host callbacks synchronously, on the thread
+    # that dispatches it.  Host calls then never hold an XLA worker thread while their
+    # function waits for a computation it dispatched, which could need that very worker
+    # (with every worker so held, nothing would run).  This callable is never called.
+    host_callbacks = [*host_callbacks, _run_on_the_dispatching_thread]
   options = xla_client.CompileOptions()
   options.device_assignment = xla_client.DeviceAssignment.create(
       np.array([[device.id]], dtype=np.int32))

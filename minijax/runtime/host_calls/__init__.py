@@ -2,7 +2,7 @@
 
 A call site is registered at lowering time (`register_host_call`) and reached from compiled
 code through a custom call, either to minijax's own XLA FFI handler or to jaxlib's Python
-callback (`calls`).  The function runs synchronously, on the thread that executes the
+callback (`calls`).  The function runs synchronously, on the thread that dispatched the
 computation, and its results flow back into the computation.  An executable that makes host
 calls is told so at compile time (`compile(..., host_calls=...)`) and waits for its
 results before returning, so that an exception raised by a host function reaches the call

@@ -9,8 +9,10 @@ lowering then emits a custom call to one of two targets, chosen by `mechanism()`
 `native` (the default) calls minijax's own XLA FFI handler (`csrc/host_call.cc`),
 registered here as `minijax_host_call` once the XLA client exists and told its call site by
 the `callback` attribute of its `backend_config`.  The handler takes the GIL on the thread
-that executes, calls the function with read-only numpy copies of the operands, and copies
-its results into XLA's buffers, in C when a result already has the declared dtype and
+that executes the computation (the one that dispatched it: executables that make host
+calls run synchronously, see `runtime/executable.py`), calls the function with read-only
+numpy copies of the operands, and copies its results into XLA's buffers, in C when a
+result already has the declared dtype and
 shape, else after `convert_result`;
 
 `callback` calls jaxlib's `xla_ffi_python_cpu_callback` with the index of a
