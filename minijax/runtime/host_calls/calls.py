@@ -12,8 +12,7 @@ the `callback` attribute of its `backend_config`.  The handler takes the GIL on 
 that executes the computation (the one that dispatched it: executables that make host
 calls run synchronously, see `runtime/executable.py`), calls the function with read-only
 numpy copies of the operands, and copies its results into XLA's buffers, in C when a
-result already has the declared dtype and
-shape, else after `convert_result`;
+result already has the declared dtype and shape, else after `convert_result`;
 
 `callback` calls jaxlib's `xla_ffi_python_cpu_callback` with the index of a
 `PythonHostCallback` in the executable's host callbacks, which does the same in Python.
