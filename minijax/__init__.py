@@ -14,3 +14,5 @@ from minijax.callbacks import pure_callback
 from minijax import debug
 
 __version__ = "0.1.0"
+from minijax import random  # noqa: E402
+from minijax import scipy  # noqa: E402

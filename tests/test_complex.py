@@ -198,6 +198,15 @@ LAX_REJECTS = {
     "real": (lax.real, (R,)),
     "imag": (lax.imag, (R,)),
     "complex": (lax.complex, (Z, W)),
+    "erfc": (lax.erfc, (Z,)),
+    "erf_inv": (lax.erf_inv, (Z,)),
+    "lgamma": (lax.lgamma, (Z,)),
+    "digamma": (lax.digamma, (Z,)),
+    "polygamma": (lax.polygamma, (Z, W)),
+    "zeta": (lax.zeta, (Z, W)),
+    "nextafter": (lax.nextafter, (Z, W)),
+    "bitcast_convert_type": (lambda z: lax.bitcast_convert_type(z, np.float32), (Z,)),
+    "threefry2x32": (lambda z: lax.threefry2x32(z, z, z, z), (Z,)),
 }
 
 

@@ -12,6 +12,9 @@ from minijax.lax.gather import *  # noqa: F401,F403
 from minijax.lax.reductions import *  # noqa: F401,F403
 from minijax.lax.reductions import take_along_axis  # noqa: F401
 from minijax.lax.dot import *  # noqa: F401,F403
+from minijax.lax.prng import *  # noqa: F401,F403
+from minijax.lax.special import *  # noqa: F401,F403
+from minijax.lax.incomplete import *  # noqa: F401,F403
 from minijax.lax.control_flow import cond, cond_p, fori_loop, map, scan, scan_p, switch, while_loop, while_p  # noqa: F401,A004
 from minijax.lax import linalg  # noqa: F401,E402
 

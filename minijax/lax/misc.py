@@ -1,8 +1,10 @@
 """Primitives that neither compute elementwise math nor move data around: dtype conversion,
-selection, iota, copy, stop_gradient, clamp.
+reinterpretation of bits, selection, iota, copy, stop_gradient, clamp.
 
 `convert_element_type` carries the target dtype and weak type as params, so a weakly typed
-constant can be converted without losing its weakness.  `select_n(which, *cases)` picks
+constant can be converted without losing its weakness.  `bitcast_convert_type` reads the
+same bits as another dtype: between dtypes of one width it keeps the shape; to a narrower
+dtype it adds a trailing dimension (the ratio of the widths), to a wider one it consumes it.  `select_n(which, *cases)` picks
 `cases[which]` elementwise (a bool `which` picks between two cases); it is linear in the
 cases, so its transpose routes the cotangent to the case that was selected.
 """
@@ -19,9 +21,9 @@ from minijax.lax.structural import (broadcast_in_dim, convert_to_array, full,
                                     _ct_rule, _unary_linear_jvp)
 from minijax.lowering import mlir
 
-__all__ = ["convert_element_type", "select_n", "select", "iota", "broadcasted_iota", "copy",
+__all__ = ["convert_element_type", "bitcast_convert_type", "select_n", "select", "iota", "broadcasted_iota", "copy",
            "stop_gradient", "clamp", "zeros_like_array", "full_like",
-           "convert_element_type_p", "select_n_p", "iota_p", "copy_p", "stop_gradient_p",
+           "convert_element_type_p", "bitcast_convert_type_p", "select_n_p", "iota_p", "copy_p", "stop_gradient_p",
            "clamp_p"]
 
 
@@ -90,6 +92,54 @@ def convert_element_type(x, new_dtype, weak_type: bool = False):
     warnings.warn("Casting complex values to real discards the imaginary part",
                   np.exceptions.ComplexWarning, stacklevel=2)
   return convert_element_type_p.bind(x, new_dtype=new_dtype, weak_type=bool(weak_type))
+
+
+# ---- bitcast_convert_type: the same bits read as another dtype (not differentiable)
+bitcast_convert_type_p = Primitive("bitcast_convert_type")
+
+
+def _bitcast_abstract_eval(x, *, new_dtype):
+  old_bits, new_bits = x.dtype.itemsize * 8, np.dtype(new_dtype).itemsize * 8
+  for dt in (x.dtype, new_dtype):
+    if dt == dtypes.bool_ or np.issubdtype(dt, np.complexfloating):
+      raise TypeError(f"bitcast_convert_type does not convert {x.str_short()} to "
+                      f"{np.dtype(new_dtype).name}: bool and complex dtypes are not supported")
+  if old_bits == new_bits:
+    shape = x.shape
+  elif old_bits > new_bits:
+    shape = (*x.shape, old_bits // new_bits)
+  elif not x.shape or x.shape[-1] != new_bits // old_bits:
+    raise TypeError(f"bitcast_convert_type from {x.str_short()} to the wider "
+                    f"{np.dtype(new_dtype).name} needs a trailing dimension of size "
+                    f"{new_bits // old_bits}, got shape {x.shape}")
+  else:
+    shape = x.shape[:-1]
+  return ShapedArray(shape, new_dtype, False)
+
+
+bitcast_convert_type_p.def_abstract_eval(_bitcast_abstract_eval)
+mlir.register_lowering(bitcast_convert_type_p, lambda ctx, x, *, new_dtype: mhlo.BitcastConvertOp(
+    mlir.aval_to_ir_type(ctx.avals_out[0]), x).result)
+ad.defjvp(bitcast_convert_type_p, None)
+
+
+def _bitcast_batch(args, dims, *, new_dtype):
+  (x,), (d,) = args, dims
+  if d == np.ndim(x) - 1:  # keep the trailing dimension free for a change of width
+    x, d = batching.moveaxis(x, d, 0), 0
+  return bitcast_convert_type_p.bind(x, new_dtype=new_dtype), d
+
+
+batching.primitive_batchers[bitcast_convert_type_p] = _bitcast_batch
+
+
+def bitcast_convert_type(operand, new_dtype):
+  """`operand`'s bits read as `new_dtype` (see the module docstring for the shapes)."""
+  new_dtype = dtypes.canonicalize_dtype(new_dtype)
+  x = convert_to_array(operand)
+  if get_aval(x).dtype == new_dtype:
+    return x
+  return bitcast_convert_type_p.bind(x, new_dtype=new_dtype)
 
 
 # ---- select_n

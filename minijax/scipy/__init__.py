@@ -1,2 +1,4 @@
 """`minijax.scipy`: the parts of scipy that JAX provides, on minijax arrays."""
 from minijax.scipy import linalg  # noqa: F401
+from minijax.scipy import special  # noqa: F401
+from minijax.scipy import stats  # noqa: F401

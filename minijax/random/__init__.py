@@ -1,0 +1,26 @@
+"""`minijax.random`: JAX's counter-based PRNG, bit for bit.
+
+Keys are explicit values: `key = random.key(0)` (a typed key array) or
+`random.PRNGKey(0)` (its raw `uint32[2]` data); `random.split` and `random.fold_in` derive
+new keys, and every sampler is a pure function of its key, so the same key gives the same
+numbers eagerly, under `jit`, under `vmap` (of keys or of shapes) and on every run.  The
+numbers are those of JAX 0.10.2 with its defaults (threefry2x32,
+`jax_threefry_partitionable=True`).
+
+Layout: `_keys.py` holds the key types and the Threefry key operations (see its docstring
+for how keys and counters map to bits, and why typed keys are a pytree); `_samplers.py`
+the continuous samplers built on uniform bits; `_discrete.py` the discrete ones;
+`_gamma.py` gamma and the distributions built on it, and Poisson.  `PRNGKeyArray` (the
+class of typed keys, for `isinstance`) is minijax's; the other names are JAX's.
+"""
+from minijax.random._keys import (  # noqa: F401
+    PRNGKey, PRNGKeyArray, clone, fold_in, key, key_data, key_dtype, key_impl, split,
+    wrap_key_data)
+from minijax.random._samplers import (  # noqa: F401
+    bernoulli, bits, cauchy, exponential, gumbel, laplace, logistic, lognormal, maxwell,
+    multivariate_normal, normal, orthogonal, pareto, rademacher, rayleigh, truncated_normal,
+    uniform, weibull_min)
+from minijax.random._discrete import (  # noqa: F401
+    categorical, choice, geometric, permutation, randint)
+from minijax.random._gamma import (  # noqa: F401
+    beta, chisquare, dirichlet, f, gamma, loggamma, poisson, t)

@@ -1,0 +1,245 @@
+"""The discrete samplers: randint, permutation, choice, categorical, geometric.
+
+As in `_samplers.py`, each public function checks its arguments and calls a compiled impl
+with its static arguments fixed, and the impls repeat JAX's operations one for one.
+Sampling without replacement is the Gumbel top-k trick: the k largest of log p + Gumbel
+noise, found by a stable sort (which breaks ties toward the lower index, as XLA's top-k).
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from minijax import lax
+from minijax import numpy as jnp
+from minijax.core import dtypes
+from minijax.core.avals import get_aval
+from minijax.lax.utils import canonicalize_axis
+from minijax.random import _keys
+from minijax.random._keys import random_bits, unwrap
+from minijax.random._samplers import (_UINT, _gumbel, _split2, _uniform, check_shape, compiled,
+                                      int_dtype, shape_of_params)
+
+
+# ----------------------------------------------------------------------------- integers
+
+def _clip_to(val, dtype):
+  """Integer `val` converted to integer `dtype`, clipped to its range instead of wrapping."""
+  src = np.iinfo(get_aval(val).dtype)
+  dst = np.iinfo(dtype)
+  lo = lax.full((), max(int(dst.min), int(src.min)), src.dtype)
+  hi = lax.full((), min(int(dst.max), int(src.max)), src.dtype)
+  return lax.convert_element_type(jnp.clip(val, lo, hi), dtype)
+
+
+def randint(key, shape, minval, maxval, dtype=None):
+  """Uniform integers in [minval, maxval)."""
+  data, _ = unwrap("randint", key)
+  dtype = int_dtype("randint", dtype)
+  shape = _keys.shape_tuple(shape, "randint")
+  info = np.iinfo(dtype)
+  sampling_dtype = dtype
+  if info.bits < 32:  # sampled in 32 bits, as JAX does, to keep the modulo bias small
+    sampling_dtype = np.dtype(np.int32)
+    minval = jnp.clip(lax.convert_element_type(minval, np.int32), int(info.min), int(info.max))
+    maxval = jnp.clip(lax.convert_element_type(maxval, np.int32), int(info.min),
+                      int(info.max) + 1)
+  out = compiled(_randint, shape=shape, dtype=sampling_dtype)(data, minval, maxval)
+  return lax.convert_element_type(out, dtype)
+
+
+def _randint(key, minval, maxval, *, shape, dtype):
+  check_shape("randint", shape, np.shape(minval), np.shape(maxval))
+  minval, maxval = jnp.asarray(minval), jnp.asarray(maxval)
+  if not dtypes.is_integer(minval.dtype):
+    minval = minval.astype(dtypes.default_int_dtype())
+  if not dtypes.is_integer(maxval.dtype):
+    maxval = maxval.astype(dtypes.default_int_dtype())
+  top = _clip_to(jnp.array(np.iinfo(dtype).max, dtype), maxval.dtype)
+  maxval_out_of_range = jnp.greater(maxval, top)
+  minval = lax.broadcast_to_rank(_clip_to(minval, dtype), len(shape))
+  maxval = lax.broadcast_to_rank(_clip_to(maxval, dtype), len(shape))
+  nbits = np.iinfo(dtype).bits
+  k1, k2 = _split2(key)
+  higher, lower = random_bits(k1, nbits, shape), random_bits(k2, nbits, shape)
+  unsigned = np.dtype(_UINT[nbits])
+  span = lax.convert_element_type(jnp.subtract(maxval, minval), unsigned)
+  # an empty range gives minval; a maxval beyond the dtype widens the span by one
+  span = jnp.where(jnp.less_equal(maxval, minval), jnp.ones_like(span), span)
+  span = jnp.where(jnp.logical_and(maxval_out_of_range, jnp.greater(maxval, minval)),
+                   jnp.add(span, np.array(1, unsigned)), span)
+  # (higher * 2**nbits + lower) % span, by (a*b) % n = ((a % n) * (b % n)) % n
+  multiplier = jnp.remainder(np.array(2 ** (nbits // 2), unsigned), span)
+  multiplier = jnp.remainder(jnp.multiply(multiplier, multiplier), span)
+  offset = jnp.add(jnp.multiply(jnp.remainder(higher, span), multiplier),
+                   jnp.remainder(lower, span))
+  offset = jnp.remainder(offset, span)
+  return jnp.add(minval, lax.convert_element_type(offset, dtype))
+
+
+# ----------------------------------------------------------------------------- discrete choices
+
+def permutation(key, x, axis=0, independent=False):
+  """A random permutation of range(x) (an int), or of `x` along `axis`."""
+  data, _ = unwrap("permutation", key)
+  if not hasattr(x, "aval"):
+    x = np.asarray(x) if not isinstance(x, (int, np.integer)) else x
+  ndim = np.ndim(x)
+  if not ndim:
+    if not np.issubdtype(get_aval(x).dtype, np.integer):
+      raise TypeError("x must be an integer or at least 1-dimensional")
+    from minijax.core.trace import Tracer
+    if isinstance(x, Tracer):
+      raise TypeError("permutation: x must be a concrete integer (a static length), "
+                      "not a traced value")
+    n = int(x)
+    return compiled(_shuffle_range, n=n)(data)
+  axis = canonicalize_axis(axis, ndim)
+  return compiled(_permutation, axis=axis, independent=bool(independent))(data, x)
+
+
+def _shuffle_range(key, *, n):
+  return _shuffle(key, jnp.arange(n), 0)
+
+
+def _permutation(key, x, *, axis, independent):
+  if independent or np.ndim(x) == 1:
+    return _shuffle(key, x, axis)
+  order = _shuffle(key, jnp.arange(np.shape(x)[axis]), 0)
+  return jnp.take(x, order, axis)
+
+
+def _shuffle(key, x, axis):
+  """Sorts by fresh random 32-bit keys, enough rounds that ties become negligible (for n
+  elements, ceil(3 ln n / ln(2^32 - 1)) rounds)."""
+  size = int(np.prod(np.shape(x)))
+  rounds = int(np.ceil(3 * np.log(max(1, size)) / np.log(np.iinfo(np.uint32).max)))
+  for _ in range(rounds):
+    key, sub = _split2(key)
+    sort_keys = random_bits(sub, 32, np.shape(x))
+    _, x = lax.sort((sort_keys, x), axis, is_stable=True, num_keys=1)
+  return x
+
+
+def _top_k_indices(x, k):
+  """Indices of the k largest entries along the last axis, largest first (ties: lowest
+  index first)."""
+  shape = np.shape(x)
+  iota = lax.broadcasted_iota(np.int32, shape, len(shape) - 1)
+  _, order = lax.sort((jnp.negative(x), iota), len(shape) - 1, is_stable=True, num_keys=1)
+  return lax.slice_in_dim(order, 0, k, axis=len(shape) - 1)
+
+
+def choice(key, a, shape=(), replace=True, p=None, axis=0, mode=None):
+  """Random samples of `a` (an array, or range(a) for an int), optionally weighted by p."""
+  data, _ = unwrap("choice", key)
+  if not isinstance(shape, (tuple, list)):
+    raise TypeError(f"shape argument of random.choice must be a sequence, got {shape}")
+  shape = _keys.shape_tuple(shape, "choice")
+  arr = jnp.asarray(a)
+  if jnp.ndim(arr) == 0:
+    from minijax.core.trace import Tracer
+    if isinstance(a, Tracer):
+      raise TypeError("choice: an integer `a` must be concrete (a static population size)")
+    n_inputs, scalar = int(a), True
+  else:
+    axis, scalar = canonicalize_axis(axis, arr.ndim), False
+    n_inputs = arr.shape[axis]
+  n_draws = math.prod(shape)
+  if n_draws == 0:
+    return jnp.zeros(shape, dtype=get_aval(arr).dtype)
+  if n_inputs <= 0:
+    raise ValueError("a must be greater than 0 unless no samples are taken")
+  if not replace and n_draws > n_inputs:
+    raise ValueError(f"Cannot take a larger sample (size {n_draws}) than population "
+                     f"(size {n_inputs}) when 'replace=False'")
+  if p is None:
+    if replace:
+      ind = randint(key, shape, 0, n_inputs)
+      result = ind if scalar else jnp.take(arr, ind, axis)
+    else:
+      perm = permutation(key, n_inputs if scalar else arr, axis)
+      result = lax.slice_in_dim(perm, 0, n_draws, axis=0 if scalar else axis)
+  else:
+    p_arr = jnp.asarray(p)
+    if not dtypes.is_inexact(p_arr.dtype):
+      p_arr = p_arr.astype(dtypes.default_float_dtype())
+    if p_arr.shape != (n_inputs,):
+      raise ValueError("p must be None or a 1D vector with the same size as a.shape[axis]. "
+                       f"p has shape {p_arr.shape} and a.shape[axis] is {n_inputs}.")
+    ind = compiled(_choice_p, shape=shape, replace=bool(replace), n_draws=n_draws,
+                   mode=mode or "low")(data, p_arr)
+    result = ind if scalar else jnp.take(arr, ind, axis)
+  out_shape = shape if scalar else arr.shape[:axis] + shape + arr.shape[axis + 1:]
+  return jnp.reshape(result, out_shape)
+
+
+def _choice_p(key, p, *, shape, replace, n_draws, mode):
+  dtype = get_aval(p).dtype
+  if replace:
+    cumulative = jnp.cumsum(p)
+    r = jnp.multiply(cumulative[-1],
+                     jnp.subtract(1, _uniform(key, 0., 1., shape=shape, dtype=dtype)))
+    return jnp.searchsorted(cumulative, r).astype(dtypes.default_int_dtype())
+  # Gumbel top-k: the k largest of log p + Gumbel noise are a sample without replacement
+  g = jnp.add(_gumbel(key, shape=(p.shape[0],), dtype=dtype, mode=mode), jnp.log(p))
+  return _top_k_indices(g, n_draws).astype(dtypes.default_int_dtype())
+
+
+def categorical(key, logits, axis=-1, shape=None, replace=True, mode=None):
+  """Samples of the categorical distributions whose log-probabilities are `logits` along
+  `axis` (Gumbel max; without replacement, Gumbel top-k)."""
+  data, _ = unwrap("categorical", key)
+  logits = jnp.asarray(logits)
+  axis = canonicalize_axis(axis, logits.ndim)
+  batch_shape = tuple(np.delete(logits.shape, axis))
+  if shape is None:
+    shape = batch_shape
+  else:
+    shape = _keys.shape_tuple(shape, "categorical")
+    check_shape("categorical", shape, batch_shape)
+  mode = mode or "low"
+  if not replace:
+    k = math.prod(shape[:len(shape) - len(batch_shape)])
+    if k > logits.shape[axis]:
+      raise ValueError(f"Number of samples without replacement ({k}) cannot exceed number "
+                       f"of categories ({logits.shape[axis]}).")
+  return compiled(_categorical, shape=shape, batch_shape=batch_shape, axis=axis,
+                  replace=bool(replace), mode=mode)(data, logits)
+
+
+def _categorical(key, logits, *, shape, batch_shape, axis, replace, mode):
+  ndim = logits.ndim
+  prefix = shape[:len(shape) - len(batch_shape)]
+  if replace:
+    logits_shape = list(shape[len(shape) - len(batch_shape):])
+    logits_shape.insert(axis, logits.shape[axis])
+    noise = _gumbel(key, shape=(*prefix, *logits_shape), dtype=logits.dtype, mode=mode)
+    expanded = lax.expand_dims(logits, tuple(range(len(prefix))))
+    return jnp.argmax(jnp.add(noise, expanded), axis=axis - ndim)
+  noisy = jnp.add(logits, _gumbel(key, shape=logits.shape, dtype=logits.dtype, mode=mode))
+  k = math.prod(prefix)
+  indices = _top_k_indices(jnp.moveaxis(noisy, axis, -1), k)
+  indices = indices.astype(dtypes.default_int_dtype())
+  return lax.reshape(indices, shape, (indices.ndim - 1, *range(indices.ndim - 1)))
+
+
+def geometric(key, p, shape=None, dtype=None):
+  """Samples of the geometric distribution: the number of trials to the first success."""
+  data, _ = unwrap("geometric", key)
+  dtype = int_dtype("geometric", dtype)
+  if shape is not None:
+    shape = _keys.shape_tuple(shape, "geometric")
+  shape = shape_of_params("geometric", shape, p)
+  return compiled(_geometric, shape=shape, dtype=dtype)(data, p)
+
+
+def _geometric(key, p, *, shape, dtype):
+  p = jnp.asarray(p)
+  if not dtypes.is_inexact(get_aval(p).dtype):
+    p = p.astype(dtypes.default_float_dtype())
+  u = _uniform(key, 0., 1., shape=shape, dtype=get_aval(p).dtype)
+  u = jnp.where(jnp.equal(u, 0), jnp.ones_like(u), u)  # (as JAX: u = 0 counts as 1)
+  trials = lax.floor(lax.div(lax.log(u), jnp.broadcast_to(lax.log1p(jnp.negative(p)), shape)))
+  return jnp.add(trials, 1).astype(dtype)

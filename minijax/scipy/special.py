@@ -1,0 +1,450 @@
+"""`minijax.scipy.special`: scipy's special functions on minijax arrays.
+
+Arguments are promoted as JAX promotes them (integers become the default float type) and
+broadcast; the functions are built from lax primitives (`lgamma`, `digamma`, `erf_inv`,
+`igamma`, `betainc`, ...), so they run eagerly and under every transformation.  Where the
+textbook formula has a removable singularity or a derivative that autodiff would get wrong
+(`xlogy` at x = 0, `logit`, `log_ndtr` in the far tail, `entr`), the function is a
+`custom_jvp` with the derivative written out, as in JAX.
+
+Some are computed differently from JAX (numbers agree to rounding, not bit for bit):
+`ndtr` is 0.5 erfc(-x/√2); `ndtri` is √2 erf⁻¹(2p - 1) in the middle and, in the tails,
+Newton's method on log Φ from the first terms of the asymptotic expansion (so tiny p keep
+their precision), with the derivative of the inverse function as its custom jvp; `betaln` uses lgamma directly for small arguments and Stirling's series
+for the difference lgamma(b) - lgamma(a + b) when b is large, where the direct sum cancels.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from minijax import lax
+from minijax import numpy as jnp
+from minijax.core import dtypes
+from minijax.custom_derivatives import custom_jvp
+from minijax.numpy import _util
+
+__all__ = ["betainc", "betaln", "beta", "digamma", "entr", "erf", "erfc", "erfinv", "expit",
+           "factorial", "gamma", "gammainc", "gammaincc", "gammaln", "gammasgn", "kl_div",
+           "log_ndtr", "log_softmax", "logit", "logsumexp", "multigammaln", "ndtr", "ndtri",
+           "polygamma", "rel_entr", "softmax", "xlog1py", "xlogy", "zeta"]
+
+
+def _promote(name, *args):
+  out = _util.promote_and_broadcast(name, *args, inexact=True)
+  for x in out:
+    if np.issubdtype(_util.dtype(x), np.complexfloating):
+      raise ValueError(f"{name} does not support complex-valued inputs")
+  return out
+
+
+def _c(x, value):
+  """`value` as a constant of x's dtype and shape."""
+  return lax.full_like(x, value)
+
+
+# ----------------------------------------------------------------------------- gamma family
+
+@_util.compiled_when_eager()
+def gammaln(x):
+  """log |Γ(x)|."""
+  x, = _promote("gammaln", x)
+  return lax.lgamma(x)
+
+
+@_util.compiled_when_eager()
+def gammasgn(x):
+  """The sign of Γ(x): 1 for x > 0, (-1)^ceil(-x) between the poles, nan at the poles
+  x = -1, -2, ...; ±1 at ±0 (the sign of the zero)."""
+  x, = _promote("gammasgn", x)
+  floor_x = lax.floor(x)
+  between = jnp.where(jnp.equal(jnp.remainder(floor_x, 2), 0), _c(x, 1), _c(x, -1))
+  out = jnp.where(jnp.greater(x, 0), _c(x, 1), between)
+  out = jnp.where(jnp.equal(x, 0), jnp.copysign(_c(x, 1), x), out)
+  return jnp.where(jnp.logical_and(jnp.less(x, 0), jnp.equal(floor_x, x)), _c(x, np.nan), out)
+
+
+@_util.compiled_when_eager()
+def gamma(x):
+  """Γ(x) for real x."""
+  x, = _promote("gamma", x)
+  return jnp.multiply(gammasgn(x), lax.exp(lax.lgamma(x)))
+
+
+@_util.compiled_when_eager()
+def digamma(x):
+  """ψ(x) = d/dx log Γ(x)."""
+  x, = _promote("digamma", x)
+  return lax.digamma(x)
+
+
+@_util.compiled_when_eager()
+def polygamma(n, x):
+  """ψ^(n)(x), the n-th derivative of the digamma function (n a non-negative integer)."""
+  if not np.issubdtype(_util.dtype(n), np.integer) and not isinstance(n, (int, np.integer)):
+    n_dtype = _util.dtype(n)
+    if not dtypes.is_float(n_dtype):
+      raise TypeError(f"polygamma: n must be an integer, got dtype {n_dtype}")
+  n, x = _promote("polygamma", n, x)
+  return lax.polygamma(n, x)
+
+
+@_util.compiled_when_eager()
+def zeta(x, q=None):
+  """The Hurwitz zeta function Σ_k (k + q)^-x (Riemann's when q is None)."""
+  if q is None:
+    x, = _promote("zeta", x)
+    q = _c(x, 1)
+  else:
+    x, q = _promote("zeta", x, q)
+  return lax.zeta(x, q)
+
+
+@_util.compiled_when_eager()
+def gammainc(a, x):
+  """The regularized lower incomplete gamma function P(a, x)."""
+  a, x = _promote("gammainc", a, x)
+  return lax.igamma(a, x)
+
+
+@_util.compiled_when_eager()
+def gammaincc(a, x):
+  """The regularized upper incomplete gamma function Q(a, x) = 1 - P(a, x)."""
+  a, x = _promote("gammaincc", a, x)
+  return lax.igammac(a, x)
+
+
+@_util.compiled_when_eager(dynamic=1)
+def multigammaln(a, d):
+  """log of the multivariate gamma function of dimension d (a static int)."""
+  import operator
+  d = operator.index(d)
+  a, = _promote("multigammaln", a)
+  const = 0.25 * d * (d - 1) * np.log(np.pi)
+  halves = np.arange(d, dtype=_util.dtype(a)) / 2
+  terms = lax.lgamma(jnp.subtract(jnp.expand_dims(a, -1), halves))
+  return jnp.add(jnp.sum(terms, axis=-1), _c(a, const))
+
+
+def _stirling_tail(x):
+  """Δ(x) = log Γ(x) - ((x - 1/2) log x - x + log(2π)/2), by its asymptotic series."""
+  inv = jnp.reciprocal(x)
+  inv2 = jnp.multiply(inv, inv)
+  series = jnp.subtract(1 / 12, jnp.multiply(inv2, jnp.subtract(
+      1 / 360, jnp.multiply(inv2, jnp.subtract(1 / 1260, jnp.multiply(inv2, 1 / 1680))))))
+  return jnp.multiply(inv, series)
+
+
+@_util.compiled_when_eager()
+def betaln(a, b):
+  """log |B(a, b)| = log Γ(a) + log Γ(b) - log Γ(a + b)."""
+  a, b = _promote("betaln", a, b)
+  a, b = jnp.minimum(a, b), jnp.maximum(a, b)
+  direct = jnp.add(lax.lgamma(a), jnp.subtract(lax.lgamma(b), lax.lgamma(jnp.add(a, b))))
+  # for b >= 8: lgamma(b) - lgamma(a + b) = -(a + b - 1/2) log1p(a/b) - a log b + a
+  #                                           + Δ(b) - Δ(a + b)
+  big_b = jnp.maximum(b, _c(b, 8))
+  diff = jnp.add(jnp.subtract(
+      jnp.negative(jnp.multiply(jnp.subtract(jnp.add(a, big_b), 0.5),
+                                jnp.log1p(jnp.divide(a, big_b)))),
+      jnp.multiply(a, jnp.log(big_b))), a)
+  diff = jnp.add(diff, jnp.subtract(_stirling_tail(big_b), _stirling_tail(jnp.add(a, big_b))))
+  return jnp.where(jnp.less(b, 8), direct, jnp.add(lax.lgamma(a), diff))
+
+
+@_util.compiled_when_eager()
+def beta(a, b):
+  """B(a, b) = Γ(a) Γ(b) / Γ(a + b)."""
+  a, b = _promote("beta", a, b)
+  sign = jnp.multiply(jnp.multiply(gammasgn(a), gammasgn(b)), gammasgn(jnp.add(a, b)))
+  return jnp.multiply(sign, jnp.exp(betaln(a, b)))
+
+
+@_util.compiled_when_eager()
+def betainc(a, b, x):
+  """The regularized incomplete beta function I_x(a, b)."""
+  a, b, x = _promote("betainc", a, b, x)
+  return lax.betainc(a, b, x)
+
+
+@_util.compiled_when_eager(dynamic=1)
+def factorial(n, exact=False):
+  """n! as Γ(n + 1) (0 for negative n)."""
+  if exact:
+    raise NotImplementedError("factorial with exact=True is not supported (as in JAX)")
+  n, = _promote("factorial", n)
+  return jnp.where(jnp.less(n, 0), _c(n, 0), jnp.exp(lax.lgamma(jnp.add(n, 1))))
+
+
+# ----------------------------------------------------------------------------- error function
+
+@_util.compiled_when_eager()
+def erf(x):
+  x, = _promote("erf", x)
+  return lax.erf(x)
+
+
+@_util.compiled_when_eager()
+def erfc(x):
+  x, = _promote("erfc", x)
+  return lax.erfc(x)
+
+
+@_util.compiled_when_eager()
+def erfinv(x):
+  x, = _promote("erfinv", x)
+  return lax.erf_inv(x)
+
+
+@_util.compiled_when_eager()
+def ndtr(x):
+  """Φ(x), the standard normal CDF."""
+  x, = _promote("ndtr", x)
+  return jnp.multiply(0.5, lax.erfc(jnp.multiply(x, -np.sqrt(0.5))))
+
+
+def _log_ndtr_bounds(dtype):
+  """(lower, upper): below `lower` the asymptotic series, above `upper` log1p(-Φ(-x))."""
+  return (-20., 8.) if np.dtype(dtype) == np.float64 else (-10., 5.)
+
+
+def _log_ndtr_series(x):
+  """log Φ(x) for x << 0: log φ(x) - log(-x) + log(1 - 1/x² + 3/x⁴ - 15/x⁶ + 105/x⁸)."""
+  inv2 = jnp.reciprocal(jnp.multiply(x, x))
+  series = jnp.add(1, jnp.multiply(inv2, jnp.add(-1, jnp.multiply(inv2, jnp.add(
+      3, jnp.multiply(inv2, jnp.add(-15, jnp.multiply(inv2, 105))))))))
+  log_pdf = jnp.subtract(jnp.multiply(-0.5, jnp.multiply(x, x)), 0.5 * np.log(2 * np.pi))
+  return jnp.add(jnp.subtract(log_pdf, jnp.log(jnp.negative(x))), jnp.log(series))
+
+
+@custom_jvp
+def _log_ndtr(x):
+  lower, upper = _log_ndtr_bounds(_util.dtype(x))
+  mid = jnp.log(ndtr(jnp.clip(x, lower, upper)))
+  high = jnp.log1p(jnp.negative(ndtr(jnp.negative(jnp.maximum(x, upper)))))
+  low = _log_ndtr_series(jnp.minimum(x, lower))
+  return jnp.where(jnp.greater(x, upper), high, jnp.where(jnp.less(x, lower), low, mid))
+
+
+@_log_ndtr.defjvp
+def _log_ndtr_jvp(primals, tangents):
+  x, = primals
+  t, = tangents
+  out = _log_ndtr(x)
+  # d log Φ / dx = φ(x) / Φ(x), formed from logs so that it holds in the far tail
+  log_pdf = jnp.subtract(jnp.multiply(-0.5, jnp.multiply(x, x)), 0.5 * np.log(2 * np.pi))
+  return out, jnp.multiply(t, jnp.exp(jnp.subtract(log_pdf, out)))
+
+
+@_util.compiled_when_eager(dynamic=1)
+def log_ndtr(x, series_order=3):
+  """log Φ(x), accurate far into both tails."""
+  if not isinstance(series_order, int) or series_order < 0:
+    raise ValueError(f"series_order must be a non-negative int, got {series_order!r}")
+  x, = _promote("log_ndtr", x)
+  return _log_ndtr(x)
+
+
+def _ndtri_value(p):
+  central = jnp.multiply(np.sqrt(2), lax.erf_inv(jnp.subtract(jnp.multiply(2, p), 1)))
+  # tails: z with log Φ(z) = log q for q = min(p, 1 - p), from the asymptotic start
+  # z0 = -sqrt(-2 log q - log(-4π log q)) refined by Newton steps on log Φ
+  q = jnp.clip(jnp.minimum(p, jnp.subtract(1, p)), float(np.finfo(_util.dtype(p)).tiny), 0.5)
+  log_q = jnp.log(q)
+  t = jnp.multiply(-2, log_q)
+  z = jnp.negative(jnp.sqrt(jnp.maximum(jnp.subtract(t, jnp.log(jnp.multiply(2 * np.pi, t))),
+                                        _c(t, 0.5))))
+  for _ in range(4):
+    log_cdf = _log_ndtr(z)
+    # Newton on f(z) = log Φ(z) - log q, f' = φ/Φ
+    z = jnp.subtract(z, jnp.multiply(jnp.subtract(log_cdf, log_q),
+                                     jnp.exp(jnp.subtract(log_cdf, _log_norm_pdf(z)))))
+  tail = jnp.where(jnp.less(p, 0.5), z, jnp.negative(z))
+  out = jnp.where(jnp.less(jnp.abs(jnp.subtract(p, 0.5)), 0.425), central, tail)
+  out = jnp.where(jnp.equal(p, 0), _c(p, -np.inf), out)
+  out = jnp.where(jnp.equal(p, 1), _c(p, np.inf), out)
+  return jnp.where(jnp.logical_or(jnp.less(p, 0), jnp.greater(p, 1)), _c(p, np.nan), out)
+
+
+def _log_norm_pdf(z):
+  return jnp.subtract(jnp.multiply(-0.5, jnp.multiply(z, z)), 0.5 * np.log(2 * np.pi))
+
+
+@custom_jvp
+def _ndtri(p):
+  return _ndtri_value(p)
+
+
+# d Φ⁻¹(p) / dp = 1 / φ(Φ⁻¹(p)): the derivative of the inverse, not of the iteration
+_ndtri.defjvps(lambda t, z, p: jnp.multiply(t, jnp.exp(jnp.negative(_log_norm_pdf(z)))))
+
+
+@_util.compiled_when_eager()
+def ndtri(p):
+  """Φ⁻¹(p), the standard normal quantile function."""
+  p, = _promote("ndtri", p)
+  return _ndtri(p)
+
+
+# ----------------------------------------------------------------------------- logistic
+
+@custom_jvp
+def _logit(x):
+  return lax.log(lax.div(x, lax.sub(_c(x, 1), x)))
+
+
+_logit.defjvps(lambda t, ans, x: lax.div(t, lax.mul(x, lax.sub(_c(x, 1), x))))
+
+
+@_util.compiled_when_eager()
+def logit(x):
+  """log(x / (1 - x))."""
+  x, = _promote("logit", x)
+  return _logit(x)
+
+
+@_util.compiled_when_eager()
+def expit(x):
+  """1 / (1 + exp(-x))."""
+  x, = _promote("expit", x)
+  return lax.logistic(x)
+
+
+# ----------------------------------------------------------------------------- x log y
+
+@custom_jvp
+def _xlogy(x, y):
+  keep = jnp.logical_or(jnp.not_equal(x, 0), jnp.isnan(y))
+  return jnp.where(keep, lax.mul(x, lax.log(y)), jnp.zeros_like(x))
+
+
+@_xlogy.defjvp
+def _xlogy_jvp(primals, tangents):
+  x, y = primals
+  tx, ty = tangents
+  return _xlogy(x, y), jnp.add(jnp.multiply(tx, lax.log(y)), jnp.divide(jnp.multiply(ty, x), y))
+
+
+@_util.compiled_when_eager()
+def xlogy(x, y):
+  """x log(y), 0 where x = 0 (unless y is nan)."""
+  x, y = _promote("xlogy", x, y)
+  return _xlogy(x, y)
+
+
+@custom_jvp
+def _xlog1py(x, y):
+  keep = jnp.logical_or(jnp.not_equal(x, 0), jnp.isnan(y))
+  return jnp.where(keep, lax.mul(x, lax.log1p(y)), jnp.zeros_like(x))
+
+
+@_xlog1py.defjvp
+def _xlog1py_jvp(primals, tangents):
+  x, y = primals
+  tx, ty = tangents
+  return _xlog1py(x, y), jnp.add(jnp.multiply(tx, lax.log1p(y)),
+                                 jnp.divide(jnp.multiply(ty, x), jnp.add(1, y)))
+
+
+@_util.compiled_when_eager()
+def xlog1py(x, y):
+  """x log(1 + y), 0 where x = 0 (unless y is nan)."""
+  x, y = _promote("xlog1py", x, y)
+  return _xlog1py(x, y)
+
+
+@custom_jvp
+def _xlogx(x):
+  return _xlogy(x, x)
+
+
+_xlogx.defjvp(lambda primals, tangents: (
+    _xlogx(primals[0]), jnp.multiply(tangents[0], jnp.add(lax.log(primals[0]), 1))))
+
+
+@_util.compiled_when_eager()
+def entr(x):
+  """-x log x for x > 0, 0 at 0, -inf below."""
+  x, = _promote("entr", x)
+  return jnp.where(jnp.less(x, 0), _c(x, -np.inf), jnp.negative(_xlogx(x)))
+
+
+@_util.compiled_when_eager()
+def rel_entr(p, q):
+  """p log(p / q) for p, q > 0; 0 where p = 0 and q >= 0; inf otherwise."""
+  p, q = _promote("rel_entr", p, q)
+  both_pos = jnp.logical_and(jnp.greater(p, 0), jnp.greater(q, 0))
+  safe_p = jnp.where(both_pos, p, _c(p, 1))
+  safe_q = jnp.where(both_pos, q, _c(q, 1))
+  value = jnp.multiply(safe_p, jnp.log(jnp.divide(safe_p, safe_q)))
+  zero_p = jnp.logical_and(jnp.equal(p, 0), jnp.greater_equal(q, 0))
+  return jnp.where(both_pos, value, jnp.where(zero_p, _c(p, 0), _c(p, np.inf)))
+
+
+@_util.compiled_when_eager()
+def kl_div(p, q):
+  """p log(p / q) - p + q for p, q > 0; q where p = 0 and q >= 0; inf otherwise."""
+  p, q = _promote("kl_div", p, q)
+  both_pos = jnp.logical_and(jnp.greater(p, 0), jnp.greater(q, 0))
+  safe_p = jnp.where(both_pos, p, _c(p, 1))
+  safe_q = jnp.where(both_pos, q, _c(q, 1))
+  value = jnp.add(jnp.subtract(jnp.multiply(safe_p, jnp.log(jnp.divide(safe_p, safe_q))),
+                               safe_p), safe_q)
+  zero_p = jnp.logical_and(jnp.equal(p, 0), jnp.greater_equal(q, 0))
+  return jnp.where(both_pos, value, jnp.where(zero_p, q, _c(p, np.inf)))
+
+
+# ----------------------------------------------------------------------------- log-sum-exp
+
+def logsumexp(a, axis=None, b=None, keepdims=False, return_sign=False, where=None):
+  """log Σ b exp(a) over `axis`, computed around the maximum so that it neither overflows
+  nor underflows.  With `return_sign`, (log |Σ|, sign of Σ); otherwise a negative sum
+  gives nan."""
+  if isinstance(axis, list):
+    axis = tuple(axis)
+  return _logsumexp(a, b, where, axis, bool(keepdims), bool(return_sign))
+
+
+@_util.compiled_when_eager(dynamic=3)
+def _logsumexp(a, b, where, axis, keepdims, return_sign):
+  if where is not None:
+    a = jnp.where(where, a, 0)
+  if b is not None:
+    a, b = _util.promote_inexact("logsumexp", a, b)
+    a = jnp.where(jnp.not_equal(b, 0), a, -np.inf)
+  else:
+    a, = _util.promote_inexact("logsumexp", a)
+  ndim = _util.ndim(a)
+  dims = _util.canonicalize_axes(axis, ndim)
+  amax = jnp.max(a, axis=dims, keepdims=keepdims, where=where, initial=-np.inf)
+  amax = lax.stop_gradient(jnp.where(jnp.isfinite(amax), amax, jnp.zeros_like(amax)))
+  amax_kept = amax if keepdims else jnp.expand_dims(amax, dims)
+  exp_a = lax.exp(jnp.subtract(a, amax_kept))
+  if b is not None:
+    exp_a = jnp.multiply(exp_a, b)
+  total = jnp.sum(exp_a, axis=dims, keepdims=keepdims, where=where)
+  sign = jnp.sign(total)
+  out = jnp.add(jnp.log(jnp.abs(total)), amax)
+  if return_sign:
+    return out, sign
+  if b is not None:
+    out = jnp.where(jnp.less(sign, 0), _c(out, np.nan), out)
+  return out
+
+
+@_util.compiled_when_eager(dynamic=1)
+def softmax(x, axis=None):
+  """exp(x) / Σ exp(x) over `axis` (all axes by default)."""
+  x, = _util.promote_inexact("softmax", x)
+  dims = _util.canonicalize_axes(axis, _util.ndim(x))
+  shifted = jnp.subtract(x, lax.stop_gradient(jnp.max(x, axis=dims, keepdims=True)))
+  unnormalized = jnp.exp(shifted)
+  return jnp.divide(unnormalized, jnp.sum(unnormalized, axis=dims, keepdims=True))
+
+
+@_util.compiled_when_eager(dynamic=1)
+def log_softmax(x, axis=None):
+  """x - logsumexp(x) over `axis` (all axes by default)."""
+  x, = _util.promote_inexact("log_softmax", x)
+  dims = _util.canonicalize_axes(axis, _util.ndim(x))
+  shifted = jnp.subtract(x, lax.stop_gradient(jnp.max(x, axis=dims, keepdims=True)))
+  return jnp.subtract(shifted, jnp.log(jnp.sum(jnp.exp(shifted), axis=dims, keepdims=True)))

@@ -1,0 +1,49 @@
+"""The gamma distribution with shape a, shifted by loc and scaled by scale."""
+from __future__ import annotations
+
+import numpy as np
+
+from minijax import lax
+from minijax import numpy as jnp
+from minijax.scipy import special
+from minijax.scipy.stats._common import compiled_when_eager, const, promote, standardize
+
+
+@compiled_when_eager()
+def logpdf(x, a, loc=0, scale=1):
+  x, a, loc, scale = promote("gamma.logpdf", x, a, loc, scale)
+  inside = jnp.greater_equal(x, loc)
+  y = jnp.where(inside, standardize(x, loc, scale), const(x, 1))
+  # (a-1) log y - y - log Γ(a) - log scale, with 0 log 0 = 0 at y = 0
+  out = jnp.subtract(jnp.subtract(special.xlogy(jnp.subtract(a, 1), y), y),
+                     jnp.add(lax.lgamma(a), jnp.log(scale)))
+  return jnp.where(inside, out, const(out, -np.inf))
+
+
+@compiled_when_eager()
+def pdf(x, a, loc=0, scale=1):
+  return jnp.exp(logpdf(x, a, loc, scale))
+
+
+@compiled_when_eager()
+def cdf(x, a, loc=0, scale=1):
+  x, a, loc, scale = promote("gamma.cdf", x, a, loc, scale)
+  return lax.igamma(a, jnp.maximum(standardize(x, loc, scale), const(x, 0)))
+
+
+@compiled_when_eager()
+def logcdf(x, a, loc=0, scale=1):
+  return jnp.log(cdf(x, a, loc, scale))
+
+
+@compiled_when_eager()
+def sf(x, a, loc=0, scale=1):
+  x, a, loc, scale = promote("gamma.sf", x, a, loc, scale)
+  y = standardize(x, loc, scale)
+  below = jnp.less(y, 0)
+  return jnp.where(below, const(y, 1), lax.igammac(a, jnp.where(below, const(y, 0), y)))
+
+
+@compiled_when_eager()
+def logsf(x, a, loc=0, scale=1):
+  return jnp.log(sf(x, a, loc, scale))
