@@ -7,9 +7,11 @@ JAX.  It returns the flat result leaves (`results=True`), or its only result lea
 (`single=True`, which lets the native host-call handler skip the list), or nothing.
 
 `result_avals_of` reads `result_shape_dtypes` (any pytree of objects with `.shape` and
-`.dtype`), rejecting 64-bit dtypes when x64 is off.  `emit_queue_call` and `emit_host_call`
-build the custom calls: to the tap queue (host functions that return nothing) and to the
-value-returning host-call handler, through whichever mechanism `tap_mechanism` selects.
+`.dtype`), rejecting 64-bit dtypes when x64 is off; `call_eagerly` runs a value-returning
+callback outside compiled code; `batch_sequentially` is the batching of a callback that
+runs once per batch element.  `emit_queue_call` and `emit_host_call` build the custom
+calls: to the tap queue (host functions that return nothing) and to the value-returning
+host-call handler, through whichever mechanism `tap_mechanism` selects.
 """
 from __future__ import annotations
 
@@ -19,10 +21,12 @@ import numpy as np
 from jaxlib.mlir import ir
 from jaxlib.mlir.dialects import mhlo
 
-from minijax import tree_util
+from minijax import lax, tree_util
 from minijax.core import dtypes
 from minijax.core.avals import ShapedArray, get_aval
+from minijax.interpreters import batching
 from minijax.runtime import host_calls, taps
+from minijax.runtime.array import Array, device_put
 
 
 def split_args(args: tuple, kwargs: dict) -> tuple[Any, list, tuple]:
@@ -129,6 +133,59 @@ def result_avals_of(result_shape_dtypes: Any) -> tuple[list[ShapedArray], Any]:
                        "`jax_enable_x64` is disabled")
     avals.append(ShapedArray(shape, dtype))
   return avals, tree
+
+
+def check_callable(callback, name: str) -> None:
+  if not callable(callback):
+    raise TypeError(f"first argument to {name} must be callable, but got an object of type "
+                    f"{type(callback)}")
+
+
+def check_sharding(sharding, name: str) -> None:
+  if sharding is not None:
+    raise NotImplementedError(
+        f"{name}(sharding=...) is not supported: minijax runs each computation on one device, "
+        "and its callbacks run on the host, for that device")
+
+
+def call_eagerly(callback: FlatCallback, result_avals, args) -> list:
+  """Runs a value-returning callback outside compiled code: numpy arguments, results
+  converted by the rules of compiled calls and put on the arguments' device."""
+  device = next((a._device for a in args if type(a) is Array), None)
+  out = callback(*numpy_args(args))
+  leaves = [out] if callback.single else list(out)
+  return [device_put(host_calls.convert_result(result_avals, leaf, i), device)
+          for i, leaf in enumerate(leaves)]
+
+
+def batch_sequentially(bind: Callable, args, dims, *, unrolled: bool = False) -> list:
+  """`bind(*args)` once per batch element, in order, the results stacked along a new
+  leading axis: a `scan` over the batched arguments, or a Python loop when `unrolled`."""
+  size = next(a.shape[d] for a, d in zip(args, dims) if d is not None)
+  moved = [a if d is None else batching.moveaxis(a, d, 0) for a, d in zip(args, dims)]
+  batched = [a for a, d in zip(moved, dims) if d is not None]
+
+  def one(slices):
+    it = iter(slices)
+    return bind(*[a if d is None else next(it) for a, d in zip(moved, dims)])
+
+  if not unrolled:
+    return list(lax.map(one, batched))
+  rows = [one([lax.index_in_dim(b, i, keepdims=False) for b in batched]) for i in range(size)]
+  return [lax.concatenate([lax.expand_dims(r[k], (0,)) for r in rows], 0)
+          for k in range(len(rows[0]))] if rows and rows[0] else []
+
+
+def pp_callback_params(params, names, indent) -> list[str]:
+  """`callback=name` and the other params, result avals in short form."""
+  lines = [f"callback={params['callback'].__name__}"]
+  for key, value in params.items():
+    if key == "callback":
+      continue
+    if key == "result_avals":
+      value = "(" + ", ".join(a.str_short() for a in value) + ")"
+    lines.append(f"{key}={value}")
+  return lines
 
 
 def numpy_args(args) -> list[np.ndarray]:

@@ -31,7 +31,6 @@ import numpy as np
 
 from minijax import tree_util
 from minijax.callbacks import common
-from minijax.callbacks.pure import batch_sequentially, check_callable
 from minijax.core import pretty
 from minijax.core.effects import Effect
 from minijax.core.primitive import Primitive
@@ -66,7 +65,7 @@ def debug_callback(callback: Callable[..., None] | None = None, *args: Any,
   when the computation runs (see the module docstring).  The two-call form
   `debug_callback(ordered=True)(callback, *args, **kwargs)` takes the options first."""
   def bind(callback: Callable[..., None], *c_args: Any, **c_kwargs: Any) -> None:
-    check_callable(callback, "minijax.debug.callback")
+    common.check_callable(callback, "minijax.debug.callback")
     flat, dynamic = common.flat_callback(callback, c_args, c_kwargs, results=None)
     debug_callback_p.bind(*dynamic, callback=flat,
                           effect=ordered_debug_effect if ordered else debug_effect)
@@ -225,7 +224,7 @@ ad.primitive_transposes[debug_callback_p] = _debug_callback_transpose
 
 
 def _debug_callback_batching(args, dims, **params):
-  batch_sequentially(lambda *xs: debug_callback_p.bind(*xs, **params), args, dims)
+  common.batch_sequentially(lambda *xs: debug_callback_p.bind(*xs, **params), args, dims)
   return [], []
 
 

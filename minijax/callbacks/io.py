@@ -17,8 +17,6 @@ from __future__ import annotations
 from typing import Any, Callable
 
 from minijax.callbacks import common
-from minijax.callbacks.pure import (batch_sequentially, call_eagerly, check_callable,
-                                    check_sharding, pp_callback_params)
 from minijax.core import pretty
 from minijax.core.effects import Effect
 from minijax.core.primitive import Primitive
@@ -47,8 +45,8 @@ def io_callback(callback: Callable[..., Any], result_shape_dtypes: Any, *args: A
                 sharding: Any = None, ordered: bool = False, **kwargs: Any):
   """Calls `callback(*args, **kwargs)` on the host, for its side effects and its results, a
   pytree of arrays shaped like `result_shape_dtypes` (see the module docstring)."""
-  check_callable(callback, "io_callback")
-  check_sharding(sharding, "io_callback")
+  common.check_callable(callback, "io_callback")
+  common.check_sharding(sharding, "io_callback")
   result_avals, out_tree = common.result_avals_of(result_shape_dtypes)
   flat, dynamic = common.flat_callback(callback, args, kwargs, results=len(result_avals),
                                        single=len(result_avals) == 1)
@@ -76,7 +74,7 @@ io_callback_p.def_effectful_abstract_eval(_io_callback_abstract_eval)
 
 
 def _io_callback_impl(*args, callback, result_avals, ordered):
-  return call_eagerly(callback, result_avals, args)
+  return common.call_eagerly(callback, result_avals, args)
 
 
 io_callback_p.def_impl(_io_callback_impl)
@@ -112,9 +110,9 @@ def _io_callback_batching(args, dims, *, callback, result_avals, ordered):
   if ordered:
     raise ValueError("Cannot `vmap` ordered IO callback.")
   params = dict(callback=callback, result_avals=result_avals, ordered=False)
-  outs = batch_sequentially(lambda *xs: io_callback_p.bind(*xs, **params), args, dims)
+  outs = common.batch_sequentially(lambda *xs: io_callback_p.bind(*xs, **params), args, dims)
   return outs, [0] * len(outs)
 
 
 batching.primitive_batchers[io_callback_p] = _io_callback_batching
-pretty.pp_rules[io_callback_p] = pp_callback_params
+pretty.pp_rules[io_callback_p] = common.pp_callback_params

@@ -28,9 +28,9 @@ from typing import Any, Callable
 
 from minijax import lax
 from minijax.callbacks import common
+from minijax.core import pretty
 from minijax.core.avals import ShapedArray
 from minijax.core.primitive import Primitive
-from minijax.core import pretty
 from minijax.interpreters import ad, batching
 from minijax.lowering import mlir
 from minijax.runtime import host_calls
@@ -48,38 +48,14 @@ def pure_callback(callback: Callable[..., Any], result_shape_dtypes: Any, *args:
   if vmap_method not in VMAP_METHODS:
     raise ValueError(f"vmap_method must be on of the allowed methods {list(VMAP_METHODS)}, "
                      f"but got: {vmap_method}")
-  check_callable(callback, "pure_callback")
-  check_sharding(sharding, "pure_callback")
+  common.check_callable(callback, "pure_callback")
+  common.check_sharding(sharding, "pure_callback")
   result_avals, out_tree = common.result_avals_of(result_shape_dtypes)
   flat, dynamic = common.flat_callback(callback, args, kwargs, results=len(result_avals),
                                        single=len(result_avals) == 1)
   outs = pure_callback_p.bind(*dynamic, callback=flat, result_avals=tuple(result_avals),
                               vmap_method=vmap_method)
   return out_tree.unflatten(outs)
-
-
-def check_callable(callback, name: str) -> None:
-  if not callable(callback):
-    raise TypeError(f"first argument to {name} must be callable, but got an object of type "
-                    f"{type(callback)}")
-
-
-def check_sharding(sharding, name: str) -> None:
-  if sharding is not None:
-    raise NotImplementedError(
-        f"{name}(sharding=...) is not supported: minijax runs each computation on one device, "
-        "and its callbacks run on the host, for that device")
-
-
-def call_eagerly(callback: common.FlatCallback, result_avals, args) -> list:
-  """Runs a value-returning callback outside compiled code: numpy arguments, results
-  converted by the rules of compiled calls and put on the arguments' device."""
-  from minijax.runtime.array import Array, device_put
-  device = next((a._device for a in args if type(a) is Array), None)
-  out = callback(*common.numpy_args(args))
-  leaves = [out] if callback.single else list(out)
-  return [device_put(host_calls.convert_result(result_avals, leaf, i), device)
-          for i, leaf in enumerate(leaves)]
 
 
 # ----------------------------------------------------------------------------- the primitive
@@ -97,7 +73,7 @@ pure_callback_p.def_abstract_eval(_pure_callback_abstract_eval)
 
 
 def _pure_callback_impl(*args, callback, result_avals, vmap_method):
-  return call_eagerly(callback, result_avals, args)
+  return common.call_eagerly(callback, result_avals, args)
 
 
 pure_callback_p.def_impl(_pure_callback_impl)
@@ -127,29 +103,11 @@ ad.primitive_jvps[pure_callback_p] = _pure_callback_jvp
 ad.primitive_transposes[pure_callback_p] = _pure_callback_transpose
 
 
-def batch_sequentially(bind: Callable, args, dims, *, unrolled: bool = False) -> list:
-  """`bind(*args)` once per batch element, in order, the results stacked along a new
-  leading axis: a `scan` over the batched arguments, or a Python loop when `unrolled`."""
-  size = next(a.shape[d] for a, d in zip(args, dims) if d is not None)
-  moved = [a if d is None else batching.moveaxis(a, d, 0) for a, d in zip(args, dims)]
-  batched = [a for a, d in zip(moved, dims) if d is not None]
-
-  def one(slices):
-    it = iter(slices)
-    return bind(*[a if d is None else next(it) for a, d in zip(moved, dims)])
-
-  if not unrolled:
-    return list(lax.map(one, batched))
-  rows = [one([lax.index_in_dim(b, i, keepdims=False) for b in batched]) for i in range(size)]
-  return [lax.concatenate([lax.expand_dims(r[k], (0,)) for r in rows], 0)
-          for k in range(len(rows[0]))] if rows and rows[0] else []
-
-
 def _pure_callback_batching(args, dims, *, callback, result_avals, vmap_method):
   size = next(a.shape[d] for a, d in zip(args, dims) if d is not None)
   params = dict(callback=callback, result_avals=result_avals, vmap_method=vmap_method)
   if vmap_method in ("sequential", "sequential_unrolled"):
-    outs = batch_sequentially(lambda *xs: pure_callback_p.bind(*xs, **params), args, dims,
+    outs = common.batch_sequentially(lambda *xs: pure_callback_p.bind(*xs, **params), args, dims,
                               unrolled=vmap_method == "sequential_unrolled")
     return outs, [0] * len(outs)
   if vmap_method not in ("expand_dims", "broadcast_all", "legacy_vectorized"):
@@ -170,16 +128,4 @@ def _pure_callback_batching(args, dims, *, callback, result_avals, vmap_method):
 batching.primitive_batchers[pure_callback_p] = _pure_callback_batching
 
 
-def pp_callback_params(params, names, indent) -> list[str]:
-  """`callback=name` and the other params, result avals in short form."""
-  lines = [f"callback={params['callback'].__name__}"]
-  for key, value in params.items():
-    if key == "callback":
-      continue
-    if key == "result_avals":
-      value = "(" + ", ".join(a.str_short() for a in value) + ")"
-    lines.append(f"{key}={value}")
-  return lines
-
-
-pretty.pp_rules[pure_callback_p] = pp_callback_params
+pretty.pp_rules[pure_callback_p] = common.pp_callback_params
