@@ -207,6 +207,24 @@ def test_debug_prints_dispatched_from_inside_a_callback_keep_program_order(capsy
   assert capsys.readouterr().out.splitlines() == ["before 2.0", "inner 2.0", "after 2.0"]
 
 
+def test_a_host_function_may_print_but_not_wait_for_the_computation_calling_it(capsys):
+  def host(v):
+    minijax.debug.print("inside {}", v)  # outside jit: printed at once
+    return v
+
+  f = minijax.jit(lambda x: io_callback(host, F32, x, ordered=True))
+  assert float(f(np.float32(4))) == 4.0
+  assert capsys.readouterr().out == "inside 4.0\n"
+
+  def waits(v):
+    minijax.effects_barrier()
+    return v
+
+  with pytest.raises(RuntimeError, match="effects_barrier.. was called from inside a "
+                                         "pure_callback or io_callback function"):
+    minijax.jit(lambda x: minijax.pure_callback(waits, F32, x))(np.float32(1))
+
+
 def test_a_debug_callback_that_dispatches_callbacks_gets_a_clear_error():
   inner = minijax.jit(lambda a: minijax.debug.callback(print, a))
   minijax.jit(lambda a: minijax.debug.callback(lambda v: inner(v), a))(np.float32(1))

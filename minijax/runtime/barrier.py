@@ -22,20 +22,31 @@ def effects_barrier() -> None:
   finished and every host callback it made has run; then raises the first exception a
   `debug.callback` raised since the last barrier, or `TapFunctionException` if a tap
   function raised."""
+  if host_calls.host_call_depth():
+    raise RuntimeError(
+        "effects_barrier() was called from inside a pure_callback or io_callback function. It "
+        "would wait for the computation that is calling that function, forever. Call it "
+        "from the thread that launched the computation, after the call returns.")
   tap_error = None
   try:
     taps.effects_barrier()
   except taps.TapFunctionException as e:
     tap_error = e
-  host_calls.raise_async_exceptions()
+  try:
+    host_calls.raise_async_exceptions()
+  except BaseException as e:
+    if tap_error is not None:
+      e.add_note(f"(and a tap function raised: {tap_error})")
+    raise
   if tap_error is not None:
     raise tap_error
 
 
 def wait_for_effects() -> None:
   """Waits for the effects of every computation dispatched so far, raising nothing; returns
-  at once on a receiver thread (which would otherwise wait for itself)."""
-  if receiver.in_receiver_thread() or not receiver._receivers:
+  at once on a receiver thread or inside a value-returning host call (either would wait for
+  itself)."""
+  if receiver.in_receiver_thread() or host_calls.host_call_depth() or not receiver._receivers:
     return
   receiver._wait_for_dispatched()
   receiver._wait_for_receivers()
