@@ -1,4 +1,8 @@
 """minijax: a small, readable reimplementation of JAX's core stack with fast host taps."""
+import os as _os
+
+# As JAX does: jaxlib's C++ INFO logs (device counts, ...) stay quiet unless the user asked.
+_os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "1")
 from minijax.config import config
 from minijax.runtime.array import Array, device_put
 from minijax.runtime.backend import devices, local_devices
@@ -10,9 +14,16 @@ from minijax.api import (jit, make_jaxpr, grad, value_and_grad, vjp, jvp, linear
                          jacfwd, jacrev, hessian, eval_shape, linear_transpose,
                          ShapeDtypeStruct, checkpoint, checkpoint_policies, remat, named_call)
 from minijax.custom_derivatives import custom_jvp, custom_vjp
+from minijax.api import (jacobian, typeof, device_count, local_device_count, default_backend,
+                         device_get, block_until_ready, print_environment_info)
+from minijax.core.jaxpr import named_scope
+from minijax.core.trace import ensure_compile_time_eval
+from minijax.runtime.backend import default_device
+from minijax import tree, tree_util, errors, dtypes, test_util
 from minijax.callbacks import pure_callback
 from minijax import debug
 
 __version__ = "0.1.0"
 from minijax import random  # noqa: E402
 from minijax import scipy  # noqa: E402
+from minijax import nn  # noqa: E402

@@ -18,6 +18,7 @@ from minijax.api_util import flat_arg_names, normalize_argnums
 from minijax.core import dtypes
 from minijax.core.avals import ShapedArray, get_aval
 from minijax.core.jaxpr import ClosedJaxpr
+from minijax.core.traceback_util import api_boundary
 from minijax.interpreters import ad, batching
 from minijax.interpreters import partial_eval as pe
 from minijax.lax.remat import checkpoint, checkpoint_policies, named_call, remat  # noqa: F401
@@ -28,6 +29,7 @@ def make_jaxpr(fun: Callable, static_argnums=()):
   """`make_jaxpr(f)(*args)` returns the ClosedJaxpr `f` traces to."""
   static_argnums = normalize_argnums(static_argnums)
 
+  @api_boundary
   @functools.wraps(fun)
   def make(*args, **kwargs):
     static = {i: args[i] for i in static_argnums}
@@ -67,6 +69,7 @@ def _instantiate(ct):
   return ad.instantiate_zeros(ct)
 
 
+@api_boundary
 def jvp(fun: Callable, primals, tangents, has_aux: bool = False):
   """Forward-mode derivative: `(fun(*primals), J(primals) @ tangents)` (and aux)."""
   if not isinstance(primals, (tuple, list)) or not isinstance(tangents, (tuple, list)):
@@ -109,6 +112,7 @@ def _check_tangent(p, t):
   return ad.Zero(pa.tangent_aval()) if expected == dtypes.float0 else t
 
 
+@api_boundary
 def linearize(fun: Callable, *primals, has_aux: bool = False):
   """`(fun(*primals), f_jvp)` with `f_jvp(*tangents)` the linear map, evaluated from
   saved residuals without re-running `fun` (and aux when `has_aux`)."""
@@ -132,6 +136,7 @@ def linearize(fun: Callable, *primals, has_aux: bool = False):
   return out, f_jvp
 
 
+@api_boundary
 def vjp(fun: Callable, *primals, has_aux: bool = False):
   """`(fun(*primals), vjp_fn)` where `vjp_fn(cotangent)` returns one cotangent per primal
   (and aux when `has_aux`)."""
@@ -142,6 +147,7 @@ def vjp(fun: Callable, *primals, has_aux: bool = False):
   n, out_tree = box["n_out"], box["out_tree"]
   aux_avals = [ad.get_aval(a) for a in outs[n:]]
 
+  @api_boundary
   def vjp_fn(ct):
     flat_ct, ct_tree = tree_util.tree_flatten(ct)
     if ct_tree != out_tree:
@@ -220,6 +226,7 @@ def value_and_grad(fun: Callable, argnums=0, has_aux: bool = False, holomorphic:
   int_argnums = isinstance(argnums, int)
   argnums_t = (argnums,) if int_argnums else tuple(argnums)
 
+  @api_boundary
   @functools.wraps(fun)
   def value_and_grad_f(*args, **kwargs):
     if max(argnums_t, default=-1) >= len(args):
@@ -241,7 +248,8 @@ def value_and_grad(fun: Callable, argnums=0, has_aux: bool = False, holomorphic:
     flat_fun = _flat_fun_with_aux(partial_fun, in_tree, has_aux, box)
     outs, vjp_flat = ad.vjp_flat(flat_fun, flat)
     value = outs[0]
-    one = lax.full((), 1, ad.get_aval(value).dtype)
+    value_aval = ad.get_aval(value)
+    one = lax.full((), 1, value_aval.dtype, weak_type=value_aval.weak_type)
     cts = vjp_flat([one, *(ad.Zero.from_primal_value(a) for a in outs[1:])])
     g = in_tree.unflatten([_instantiate(c) for c in cts])
     g = g[0] if int_argnums else g
@@ -256,6 +264,7 @@ def grad(fun: Callable, argnums=0, has_aux: bool = False, holomorphic: bool = Fa
   """The gradient of scalar-valued `fun` with respect to `args[argnums]`."""
   vg = value_and_grad(fun, argnums, has_aux, holomorphic, allow_int)
 
+  @api_boundary
   @functools.wraps(fun)
   def grad_f(*args, **kwargs):
     (value, g) = vg(*args, **kwargs)
@@ -278,6 +287,12 @@ def _nested_vmap(f, ndim: int, out_axis_of):
   return f
 
 
+def _weak_like(x, weak: bool):
+  """`x`, weakly typed when `weak` (a Jacobian entry takes the weak type of the leaf whose
+  dtype it has, as in JAX)."""
+  return lax.convert_element_type(x, ad.get_aval(x).dtype, True) if weak else x
+
+
 def _jac_assemble(per_input, in_tree, out_tree, argnums):
   """`per_input[j][i]` (input leaf j, output leaf i) into out-tree-of-in-tree form."""
   rows = [in_tree.unflatten([col[i] for col in per_input]) for i in range(out_tree.num_leaves)]
@@ -290,6 +305,7 @@ def jacfwd(fun: Callable, argnums=0, has_aux: bool = False, holomorphic: bool = 
   int_argnums = isinstance(argnums, int)
   argnums_t = (argnums,) if int_argnums else tuple(argnums)
 
+  @api_boundary
   def jac_f(*args):
     dyn = tuple(args[i] for i in argnums_t)
     flat, in_tree = tree_util.tree_flatten(dyn)
@@ -327,6 +343,8 @@ def jacfwd(fun: Callable, argnums=0, has_aux: bool = False, holomorphic: bool = 
         if not _is_complex(ad.get_aval(o).dtype):
           raise TypeError("jacfwd with holomorphic=True requires outputs with complex dtype, "
                           f"but got {_dtype_name(ad.get_aval(o).dtype)}.")
+    out_weak = [ad.get_aval(o).weak_type for o in out_box["outs"]]
+    cols = [[_weak_like(c, w) for c, w in zip(col, out_weak)] for col in cols]
     jac = _jac_assemble(cols, in_tree, out_box["tree"], argnums)
     return (jac, out_box["aux"]) if has_aux else jac
   return jac_f
@@ -352,6 +370,7 @@ def jacrev(fun: Callable, argnums=0, has_aux: bool = False, holomorphic: bool = 
   int_argnums = isinstance(argnums, int)
   argnums_t = (argnums,) if int_argnums else tuple(argnums)
 
+  @api_boundary
   def jac_f(*args):
     dyn = tuple(args[i] for i in argnums_t)
     for x in tree_util.tree_leaves(dyn):
@@ -379,7 +398,9 @@ def jacrev(fun: Callable, argnums=0, has_aux: bool = False, holomorphic: bool = 
         return tree_util.tree_leaves(pullback(out_tree.unflatten(cts)))
 
       rows.append(_nested_vmap(pull, aval.ndim, lambda k: 0)(_std_basis(aval)))
-    per_input = [[row[j] for row in rows] for j in range(in_tree.num_leaves)]
+    in_weak = [ad.get_aval(x).weak_type for x in tree_util.tree_leaves(dyn)]
+    per_input = [[_weak_like(row[j], in_weak[j]) for row in rows]
+                 for j in range(in_tree.num_leaves)]
     jac = _jac_assemble(per_input, in_tree, out_tree, argnums)
     return (jac, res[2]) if has_aux else jac
   return jac_f
@@ -417,6 +438,7 @@ def vmap(fun: Callable, in_axes=0, out_axes=0, axis_size: int | None = None,
   if isinstance(in_axes, list):
     in_axes = tuple(in_axes)
 
+  @api_boundary
   @functools.wraps(fun)
   def vmapped(*args, **kwargs):
     if isinstance(in_axes, tuple) and len(in_axes) != len(args):
@@ -492,6 +514,7 @@ class ShapeDtypeStruct:
     return hash((self.shape, self.dtype))
 
 
+@api_boundary
 def eval_shape(fun: Callable, *args, **kwargs):
   """The shapes and dtypes of `fun(*args, **kwargs)`, found by tracing (nothing runs);
   arguments may be arrays or `ShapeDtypeStruct`s."""
@@ -519,3 +542,83 @@ def linear_transpose(fun: Callable, *primals):
     cts = backward_pass(jaxpr, consts, [ad.UndefinedPrimal(a) for a in in_avals], flat_ct)
     return in_tree.unflatten([_instantiate(c) for c in cts])
   return transposed
+
+
+# ----------------------------------------------------------------------------- JAX's utilities
+
+jacobian = jacrev
+
+
+def typeof(x):
+  """The abstract value (shape, dtype, weak type) of `x`: `typeof(1.0)` is a weakly typed
+  `f32[]`."""
+  return get_aval(x)
+
+
+def device_count(backend=None) -> int:
+  """The number of devices (minijax's CPU devices; see `MINIJAX_NUM_CPU_DEVICES`)."""
+  _check_backend(backend)
+  from minijax.runtime import backend as runtime_backend
+  return runtime_backend.device_count()
+
+
+def local_device_count(backend=None) -> int:
+  _check_backend(backend)
+  from minijax.runtime import backend as runtime_backend
+  return len(runtime_backend.local_devices())
+
+
+def default_backend() -> str:
+  return "cpu"
+
+
+def _check_backend(backend) -> None:
+  if backend not in (None, "cpu"):
+    raise RuntimeError(f"Unknown backend {backend!r}: minijax runs on the 'cpu' backend only")
+
+
+def device_get(x):
+  """`x` with every Array (and traced value the transformation knows) as a numpy array;
+  other leaves unchanged."""
+  from minijax.runtime.array import Array
+
+  def get(leaf):
+    if isinstance(leaf, Array):
+      return np.asarray(leaf)
+    return leaf
+  return tree_util.tree_map(get, x)
+
+
+def block_until_ready(x):
+  """Waits until every Array in the pytree `x` is computed; returns `x`."""
+  for leaf in tree_util.tree_leaves(x):
+    if hasattr(leaf, "block_until_ready"):
+      leaf.block_until_ready()
+  return x
+
+
+def print_environment_info(return_string: bool = False) -> str | None:
+  """The versions of minijax, jaxlib, numpy and Python, and the devices."""
+  import platform
+  import sys
+  from importlib import metadata
+  import jaxlib
+  from minijax.runtime import backend as runtime_backend
+  devices = runtime_backend.local_devices()
+  try:
+    version = metadata.version("minijax-effects")
+  except metadata.PackageNotFoundError:
+    version = "unknown"
+  info = "\n".join([
+      f"minijax: {version}",
+      f"jaxlib:  {jaxlib.__version__}",
+      f"numpy:   {np.__version__}",
+      f"python:  {sys.version}",
+      f"device info: cpu-{len(devices)}, {len(devices)} local devices",
+      "process_count: 1",
+      f"platform: {platform.uname()}",
+  ]) + "\n"
+  if return_string:
+    return info
+  print(info, end="")
+  return None

@@ -50,3 +50,91 @@ def flat_arg_names(fun: Callable, args, kwargs) -> list[str]:
 
 def _path_str(path: Any) -> str:
   return "".join(str(k) for k in path)
+
+
+# ----------------------------------------------------------------------------- static / donated
+
+_POSITIONAL = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+_BY_KEYWORD = (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
+
+
+def _str_tuple(names) -> tuple[str, ...]:
+  if names is None:
+    return ()
+  return (names,) if isinstance(names, str) else tuple(names)
+
+
+def infer_argnums_and_argnames(sig: inspect.Signature | None, argnums, argnames):
+  """Completes `(argnums, argnames)` as JAX does: when only one of them is given (not None),
+  the other names the same parameters, those that may be passed either way (positional or
+  keyword).  `static_argnames="x"` then also covers `x` passed by position, and
+  `static_argnums=1` the second parameter passed by keyword."""
+  if argnums is None and argnames is None:
+    return (), ()
+  if sig is None or (argnums is not None and argnames is not None):
+    return normalize_argnums(argnums), _str_tuple(argnames)
+  params = list(sig.parameters.items())
+  either = inspect.Parameter.POSITIONAL_OR_KEYWORD
+  if argnums is None:
+    argnames = _str_tuple(argnames)
+    argnums = tuple(i for i, (k, p) in enumerate(params) if p.kind == either and k in argnames)
+  else:
+    argnums = normalize_argnums(argnums)
+    argnames = tuple(k for i, (k, p) in enumerate(params) if p.kind == either and i in argnums)
+  return argnums, argnames
+
+
+def _validate_argnums(sig: inspect.Signature, argnums, what: str) -> None:
+  n = 0
+  for p in sig.parameters.values():
+    if p.kind in _POSITIONAL:
+      n += 1
+    elif p.kind is inspect.Parameter.VAR_POSITIONAL:
+      return
+  if argnums and (-min(argnums) > n or max(argnums) >= n):
+    raise ValueError(f"Jitted function has {what}={argnums}, but only accepts {n} positional "
+                     "arguments.")
+
+
+def _validate_argnames(sig: inspect.Signature, argnames, what: str) -> None:
+  valid, positional_only, var_kwargs = set(), set(), False
+  for name, p in sig.parameters.items():
+    if p.kind in _BY_KEYWORD:
+      valid.add(name)
+    elif p.kind is inspect.Parameter.VAR_KEYWORD:
+      var_kwargs = True
+    else:
+      positional_only.add(name)
+  if bad := positional_only & set(argnames):
+    raise ValueError(f"Jitted function has invalid argnames {bad} in {what}. These are "
+                     "positional-only")
+  if not var_kwargs and (bad := set(argnames) - valid):
+    raise ValueError(f"Jitted function has invalid argnames {bad} in {what}. Function does "
+                     "not take these args.")
+
+
+def resolve_argnums(fun: Callable, static_argnums, static_argnames, donate_argnums,
+                    donate_argnames):
+  """`(static_argnums, static_argnames, donate_argnums, donate_argnames)` for `jit(fun)`:
+  completed through `fun`'s signature and checked against it (ValueError naming what does
+  not exist)."""
+  try:
+    sig = inspect.signature(fun)
+  except (TypeError, ValueError):
+    sig = None  # some builtins have none: take the numbers and names as given
+  if sig is None and donate_argnames is not None:
+    raise ValueError(f"Getting the signature of function {fun} failed. Pass donate_argnums "
+                     "instead of donate_argnames.")
+  static_argnums, static_argnames = infer_argnums_and_argnames(sig, static_argnums,
+                                                               static_argnames)
+  donate_argnums, donate_argnames = infer_argnums_and_argnames(sig, donate_argnums,
+                                                               donate_argnames)
+  if sig is not None:
+    _validate_argnums(sig, static_argnums, "static_argnums")
+    _validate_argnames(sig, static_argnames, "static_argnames")
+    _validate_argnums(sig, donate_argnums, "donate_argnums")
+    _validate_argnames(sig, donate_argnames, "donate_argnames")
+  if both := set(static_argnames) & set(donate_argnames):
+    raise ValueError("static_argnames and donate_argnames cannot intersect. Argument names "
+                     f"{both} appear in both static_argnames and donate_argnames")
+  return static_argnums, static_argnames, donate_argnums, donate_argnames

@@ -1,7 +1,17 @@
 """`custom_jvp` and `custom_vjp`: functions whose derivative rules the user supplies.
 
-Calling a decorated function traces it to a jaxpr and binds `custom_jvp_call_p` /
-`custom_vjp_call_p` with that jaxpr and the user's rules, wrapped as flat Python callables.
+A call is handled by the trace that needs it, as in JAX.  Starting from the current trace,
+jvp, batching and partial-evaluation traces that own none of the arguments pass the call to
+their parent, as they pass on any primitive.  If the evaluation trace is reached, the
+function simply runs on the concrete values (so Python control flow on them works, under
+an eager `grad` too).  A jvp trace that owns an argument calls the user's rule directly
+on the primals and tangents, one level down, as JAX's `process_custom_jvp_call` does (a
+custom_jvp rule may then return outputs of any structure, as long as its primal and
+tangent parts match; a custom_vjp's `fwd` gives the primal outputs and residuals, and the
+tangents become `custom_lin_p`, below).  Any other trace (staging under `jit`, batching,
+unknown values of partial evaluation) gets the function traced to a jaxpr: binding
+`custom_jvp_call_p` / `custom_vjp_call_p` with that jaxpr and the user's rules, wrapped as
+flat Python callables.
 Evaluation and lowering (under jit) run the traced function.  The jvp rule of
 `custom_jvp_call_p` calls the user's jvp rule; the jvp rule of `custom_vjp_call_p` runs
 the user's `fwd` for the primal outputs and residuals and expresses the output tangents as
@@ -22,13 +32,60 @@ from minijax.core import dtypes, pretty
 from minijax.core.effects import check_allowed
 from minijax.core.jaxpr import ClosedJaxpr, eval_jaxpr, hoist_consts
 from minijax.core.primitive import Primitive
-from minijax.core.trace import is_eval_context
+from minijax.core.trace import EvalTrace, current_trace, set_current_trace
 from minijax.interpreters import ad, batching
 from minijax.interpreters import partial_eval as pe
 from minijax.lowering import mlir
 
 __all__ = ["custom_jvp", "custom_vjp", "custom_jvp_call_p", "custom_vjp_call_p",
            "custom_lin_p"]
+
+
+_FORWARDING_TRACES = (ad.JVPTrace, batching.BatchTrace, pe.JaxprTrace)
+
+
+def _trace_for(flat_args):
+  """The trace that must handle a custom-derivative call on `flat_args`: the current one,
+  or below it past the traces that own none of the arguments and would pass it on."""
+  trace = current_trace()
+  while isinstance(trace, _FORWARDING_TRACES) and not any(trace.owns(x) for x in flat_args):
+    trace = trace.parent
+  return trace
+
+
+def _resolve_kwargs(fun, args, kwargs):
+  """Keyword arguments bound to positions through `fun`'s signature (the rules take the
+  arguments positionally)."""
+  if not kwargs:
+    return args
+  import inspect
+  try:
+    bound = inspect.signature(fun).bind(*args, **kwargs)
+  except (TypeError, ValueError) as e:
+    raise TypeError(f"custom derivative function {getattr(fun, '__name__', fun)} could not "
+                    f"bind its arguments to positions: {e}") from None
+  bound.apply_defaults()
+  if bound.kwargs:
+    raise TypeError(f"custom derivative function {getattr(fun, '__name__', fun)} takes "
+                    f"keyword-only arguments {sorted(bound.kwargs)}, which it cannot "
+                    "differentiate; pass them positionally or close over them")
+  return bound.args
+
+
+def _check_tangent_outs(name, outs, out_tree, t_outs, t_tree) -> None:
+  if out_tree != t_tree:
+    raise TypeError(f"Custom JVP rule for function {name} must produce primal and tangent "
+                    f"outputs with equal container (pytree) structures, but got {out_tree} "
+                    f"and {t_tree} respectively.")
+  for o, t in zip(outs, t_outs):
+    expected = ad.get_aval(o).tangent_aval()
+    got = ad.get_aval(t)
+    if got.shape != expected.shape or (got.dtype != expected.dtype and not (
+        dtypes.is_inexact(expected.dtype) and got.weak_type)):
+      raise TypeError("Custom JVP rule must produce primal and tangent outputs with "
+                      f"corresponding shapes and dtypes. Expected {expected.str_short()} "
+                      f"(tangent type of {ad.get_aval(o).str_short()}) but got "
+                      f"{got.str_short()}.")
 
 
 def _resolve_argnums(fun, nondiff_argnums, args):
@@ -157,15 +214,17 @@ class custom_jvp:
     self.jvp = jvp
 
   def __call__(self, *args, **kwargs):
-    if kwargs:
-      raise TypeError(f"custom_jvp function {self.__name__} takes positional arguments only")
     if self.jvp is None:
       raise AttributeError(f"No JVP defined for custom_jvp function {self.__name__} using "
                            "defjvp.")
+    args = _resolve_kwargs(self.fun, args, kwargs)
     nondiff, diff_args, nondiff_vals = _resolve_argnums(self.fun, self.nondiff_argnums, args)
-    if is_eval_context():
-      return self.fun(*args)
     flat, in_tree = tree_util.tree_flatten(tuple(diff_args))
+    trace = _trace_for(flat)
+    if type(trace) is EvalTrace:
+      return self.fun(*args)
+    if isinstance(trace, ad.JVPTrace):
+      return self._jvp_on(trace, flat, in_tree, nondiff_vals)
     fun = lambda *xs: self.fun(*_rebuild(len(args), nondiff, nondiff_vals,
                                          tree_util.tree_unflatten(in_tree, xs)))
     closed, consts, out_tree = _trace(fun, flat)
@@ -186,6 +245,24 @@ class custom_jvp:
     outs = custom_jvp_call_p.bind(*consts, *flat, call_jaxpr=closed, jvp=flat_jvp,
                                   num_consts=len(consts), name=name)
     return tree_util.tree_unflatten(out_tree, outs)
+
+  def _jvp_on(self, trace, flat, in_tree, nondiff_vals):
+    """The call under a jvp trace that owns an argument: the user's rule, run one level
+    down on the primals and (instantiated) tangents.  Its outputs need only agree with each
+    other, not with the function's (which is never traced here), as in JAX."""
+    pairs = [trace.to_primal_tangent(x) for x in flat]
+    with set_current_trace(trace.parent):
+      primals = tuple(tree_util.tree_unflatten(in_tree, [p for p, _ in pairs]))
+      tangents = tuple(tree_util.tree_unflatten(in_tree, [ad.instantiate_zeros(t)
+                                                          for _, t in pairs]))
+      out = self.jvp(*nondiff_vals, primals, tangents)
+      if not (isinstance(out, (tuple, list)) and len(out) == 2):
+        raise TypeError(f"Custom JVP rule for function {self.__name__} must produce a pair "
+                        f"(list or tuple of length two), got {out!r:.80}")
+      outs, out_tree = tree_util.tree_flatten(out[0])
+      t_outs, t_tree = tree_util.tree_flatten(out[1])
+      _check_tangent_outs(self.__name__, outs, out_tree, t_outs, t_tree)
+    return out_tree.unflatten([trace.make(o, t) for o, t in zip(outs, t_outs)])
 
 
 # ----------------------------------------------------------------------------- custom_vjp
@@ -291,35 +368,65 @@ class custom_vjp:
     self.fwd, self.bwd = fwd, bwd
 
   def __call__(self, *args, **kwargs):
-    if kwargs:
-      raise TypeError(f"custom_vjp function {self.__name__} takes positional arguments only")
     if self.fwd is None:
       raise AttributeError(f"No VJP defined for custom_vjp function {self.__name__} using "
                            "defvjp.")
+    args = _resolve_kwargs(self.fun, args, kwargs)
     nondiff, diff_args, nondiff_vals = _resolve_argnums(self.fun, self.nondiff_argnums, args)
-    if is_eval_context():
-      return self.fun(*args)
     flat, in_tree = tree_util.tree_flatten(tuple(diff_args))
+    trace = _trace_for(flat)
+    if type(trace) is EvalTrace:
+      return self.fun(*args)
     rebuild = lambda xs: _rebuild(len(args), nondiff, nondiff_vals,
                                   tree_util.tree_unflatten(in_tree, xs))
+    if isinstance(trace, ad.JVPTrace):
+      out_tree, flat_fwd, flat_bwd = self._flat_rules(rebuild, in_tree, diff_args, flat,
+                                                      nondiff_vals, None)
+      return self._jvp_on(trace, flat, out_tree, flat_fwd, flat_bwd)
     closed, consts, out_tree = _trace(lambda *xs: self.fun(*rebuild(xs)), flat)
+    _, flat_fwd, flat_bwd = self._flat_rules(rebuild, in_tree, diff_args, flat, nondiff_vals,
+                                             out_tree)
+    outs = custom_vjp_call_p.bind(*consts, *flat, call_jaxpr=closed, fwd=flat_fwd, bwd=flat_bwd,
+                                  num_consts=len(consts), name=self.__name__)
+    return tree_util.tree_unflatten(out_tree, outs)
+
+  def _jvp_on(self, trace, flat, out_tree, flat_fwd, flat_bwd):
+    """The call under a jvp trace that owns an argument: `fwd` on the primals, one level
+    down, and the output tangents as `custom_lin_p` of the residuals and input tangents
+    (whose transpose calls `bwd`), as in JAX's `process_custom_vjp_call`."""
+    pairs = [trace.to_primal_tangent(x) for x in flat]
+    with set_current_trace(trace.parent):
+      outs, res = flat_fwd([p for p, _ in pairs])
+      tangents = [ad.instantiate_zeros(t) for _, t in pairs]
+      diff_tangents = [t for t in tangents if not ad.is_float0(t)]
+      out_avals = tuple(ad.get_aval(o) for o in outs)
+      t_outs = custom_lin_p.bind(*res, *diff_tangents, num_res=len(res), bwd=flat_bwd,
+                                 out_avals=out_avals, name=self.__name__)
+    return out_tree[0].unflatten([trace.make(o, t) for o, t in zip(outs, t_outs)])
+
+  def _flat_rules(self, rebuild, in_tree, diff_args, flat, nondiff_vals, out_tree):
+    """`fwd` and `bwd` on flat lists.  With `out_tree` (the traced function's), `fwd` must
+    produce it; without, `fwd` defines it (stored in the returned box)."""
     user_fwd, user_bwd, name = self.fwd, self.bwd, self.__name__
     in_avals = [ad.get_aval(x) for x in flat]
     res_tree_box = []
+    out_tree_box = [out_tree]
 
     def flat_fwd(xs):
       out, res = user_fwd(*rebuild(xs))
       outs, tree = tree_util.tree_flatten(out)
-      if tree != out_tree:
+      if out_tree_box[0] is None:
+        out_tree_box[0] = tree
+      elif tree != out_tree_box[0]:
         raise TypeError(f"the custom_vjp fwd rule of {name} must return (output, residuals) "
-                        f"with output of structure {out_tree}, got {tree}")
+                        f"with output of structure {out_tree_box[0]}, got {tree}")
       res_leaves, res_tree = tree_util.tree_flatten(res)
       res_tree_box.append(res_tree)
       return outs, res_leaves
 
     def flat_bwd(res, cts):
       r = tree_util.tree_unflatten(res_tree_box[-1], res)
-      g = tree_util.tree_unflatten(out_tree, cts)
+      g = tree_util.tree_unflatten(out_tree_box[0], cts)
       cts_in = user_bwd(*nondiff_vals, r, g)
       if not isinstance(cts_in, (tuple, list)) or len(cts_in) != len(diff_args):
         raise TypeError(f"the custom_vjp bwd rule of {name} must return a tuple with one "
@@ -331,6 +438,4 @@ class custom_vjp:
       return [ad.Zero(a.tangent_aval()) if ct is None else ct
               for ct, a in zip(leaves, in_avals) if a.tangent_aval().dtype != dtypes.float0]
 
-    outs = custom_vjp_call_p.bind(*consts, *flat, call_jaxpr=closed, fwd=flat_fwd, bwd=flat_bwd,
-                                  num_consts=len(consts), name=name)
-    return tree_util.tree_unflatten(out_tree, outs)
+    return out_tree_box, flat_fwd, flat_bwd

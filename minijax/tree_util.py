@@ -1,7 +1,9 @@
 """Pytrees on jaxlib's C++ registry.
 
 Flattening and unflattening run in C++ (`jaxlib._jax.pytree`), which is what makes
-dispatch of `jit` functions cheap.  `None` is an empty subtree, as in JAX.
+dispatch of `jit` functions cheap.  `None` is an empty subtree, as in JAX.  A leaf's path
+is a tuple of jaxlib's key entries (`SequenceKey`, `DictKey`, `GetAttrKey`,
+`FlattenedIndexKey`), which `keystr` prints as JAX does (`['a'][1]`).
 """
 from __future__ import annotations
 
@@ -12,7 +14,18 @@ from typing import Any, Callable
 from jaxlib._jax import pytree as _pytree
 
 registry = _pytree.default_registry()
+default_registry = registry
 PyTreeDef = _pytree.PyTreeDef
+SequenceKey = _pytree.SequenceKey
+DictKey = _pytree.DictKey
+GetAttrKey = _pytree.GetAttrKey
+FlattenedIndexKey = _pytree.FlattenedIndexKey
+KeyEntry = Any
+KeyPath = tuple
+
+
+class Unspecified:
+  """The default of `tree_reduce`'s initializer: none was given."""
 
 
 def tree_flatten(tree: Any, is_leaf: Callable[[Any], bool] | None = None):
@@ -41,8 +54,87 @@ def tree_map(f: Callable, tree: Any, *rest: Any, is_leaf=None):
   return treedef.unflatten(f(*xs) for xs in zip(*all_leaves))
 
 
-def tree_flatten_with_path(tree: Any, is_leaf=None):
+def tree_flatten_with_path(tree: Any, is_leaf=None, is_leaf_takes_path: bool = False):
+  """`([(path, leaf), ...], treedef)`; `is_leaf(x)`, or `is_leaf(path, x)` when
+  `is_leaf_takes_path`."""
+  if is_leaf is not None and not is_leaf_takes_path:
+    leaf_predicate = is_leaf
+    is_leaf = lambda _, x: leaf_predicate(x)  # noqa: E731
   return registry.flatten_with_path(tree, is_leaf)
+
+
+def tree_leaves_with_path(tree: Any, is_leaf=None, is_leaf_takes_path: bool = False) -> list:
+  return tree_flatten_with_path(tree, is_leaf, is_leaf_takes_path)[0]
+
+
+def tree_map_with_path(f: Callable, tree: Any, *rest: Any, is_leaf=None,
+                       is_leaf_takes_path: bool = False):
+  """Like `tree_map`, with `f(path, x, *rest_leaves)`."""
+  path_leaves, treedef = tree_flatten_with_path(tree, is_leaf, is_leaf_takes_path)
+  all_leaves = [[leaf for _, leaf in path_leaves]] + [treedef.flatten_up_to(r) for r in rest]
+  paths = [path for path, _ in path_leaves]
+  return treedef.unflatten(f(path, *xs) for path, *xs in zip(paths, *all_leaves))
+
+
+def keystr(keys, *, simple: bool = False, separator: str = "") -> str:
+  """A key path as text: `['a'][0].b`, or with `simple=True` `a0b` (`separator` between)."""
+  return separator.join(map(_simple_entrystr if simple else str, keys))
+
+
+def _simple_entrystr(key) -> str:
+  if isinstance(key, SequenceKey):
+    return str(key.idx)
+  if isinstance(key, (DictKey, FlattenedIndexKey)):
+    return str(key.key)
+  if isinstance(key, GetAttrKey):
+    return str(key.name)
+  return str(key)
+
+
+def tree_reduce(function: Callable, tree: Any, initializer: Any = Unspecified(),
+                is_leaf=None):
+  """`functools.reduce(function, leaves[, initializer])`."""
+  leaves = tree_leaves(tree, is_leaf)
+  if isinstance(initializer, Unspecified):
+    return functools.reduce(function, leaves)
+  return functools.reduce(function, leaves, initializer)
+
+
+def tree_all(tree: Any, *, is_leaf=None) -> bool:
+  return all(tree_leaves(tree, is_leaf))
+
+
+def tree_transpose(outer_treedef: PyTreeDef, inner_treedef: PyTreeDef | None,
+                   pytree_to_transpose: Any):
+  """Turns an outer tree of inner trees into an inner tree of outer trees."""
+  flat, treedef = tree_flatten(pytree_to_transpose)
+  if inner_treedef is None:
+    inner_treedef = tree_structure(outer_treedef.flatten_up_to(pytree_to_transpose)[0])
+  inner, outer = inner_treedef.num_leaves, outer_treedef.num_leaves
+  if treedef.num_leaves != inner * outer:
+    raise TypeError(f"Mismatch\n{treedef}\n != \n{outer_treedef.compose(inner_treedef)}")
+  rows = [flat[i * inner:(i + 1) * inner] for i in range(outer)]
+  return inner_treedef.unflatten(outer_treedef.unflatten(col) for col in zip(*rows))
+
+
+def tree_broadcast(prefix_tree: Any, full_tree: Any, is_leaf=None):
+  """`full_tree`'s structure, each leaf the leaf of `prefix_tree` above it."""
+  prefix_leaves, prefix_def = tree_flatten(prefix_tree, is_leaf)
+  subtrees = prefix_def.flatten_up_to(full_tree)
+  out = [x for x, sub in zip(prefix_leaves, subtrees) for _ in range(tree_structure(sub).num_leaves)]
+  return tree_structure(full_tree).unflatten(out)
+
+
+def all_leaves(iterable, is_leaf=None) -> bool:
+  """Whether every element of `iterable` is a leaf."""
+  if is_leaf is None:
+    return _pytree.all_leaves(registry, iterable)
+  items = list(iterable)
+  return items == tree_leaves(items, is_leaf)
+
+
+def treedef_children(treedef: PyTreeDef) -> list[PyTreeDef]:
+  return treedef.children()
 
 
 def flatten_fun(fun: Callable, in_tree: PyTreeDef) -> tuple[Callable, Callable[[], PyTreeDef]]:

@@ -59,6 +59,19 @@ def _take(x, idx, axis):
 
 # name -> (lax function, arguments, numpy reference)
 LAX_COMPLEX = {
+    "conv_general_dilated": (lambda x, w: lax.conv_general_dilated(x, w, (1,), "VALID"),
+                             (crand(1, 1, 6), crand(1, 1, 3)),
+                             lambda x, w: np.convolve(x[0, 0], w[0, 0, ::-1], "valid")[None, None]),
+    "reduce_window_sum": (lambda z: lax.reduce_window(z, 0j, lax.add, (1, 2), (1, 1), "VALID"),
+                          (Z,), lambda z: z[:, :-1] + z[:, 1:]),
+    "reduce_window_max": (lambda z: lax.reduce_window(z, -np.inf, lax.max, (1, 2), (1, 1),
+                                                      "VALID"),
+                          (_TIES,), lambda z: _lex_max(z[:, :-1], z[:, 1:])),
+    "reduce_window_min": (lambda z: lax.reduce_window(z, np.inf, lax.min, (1, 2), (1, 1),
+                                                      "VALID"),
+                          (_TIES,), lambda z: _lex_min(z[:, :-1], z[:, 1:])),
+    "reduce_window": (lambda z: lax.reduce_window(z, 1 + 0j, lax.mul, (1, 2), (1, 1), "VALID"),
+                      (Z,), lambda z: z[:, :-1] * z[:, 1:]),
     "neg": (lax.neg, (Z,), np.negative),
     "sign": (lax.sign, (Z,), lambda z: z / np.abs(z)),
     "exp": (lax.exp, (Z,), np.exp),
@@ -207,6 +220,12 @@ LAX_REJECTS = {
     "nextafter": (lax.nextafter, (Z, W)),
     "bitcast_convert_type": (lambda z: lax.bitcast_convert_type(z, np.float32), (Z,)),
     "threefry2x32": (lambda z: lax.threefry2x32(z, z, z, z), (Z,)),
+    "select_and_gather_add": (lambda z: minijax.jvp(
+        lambda y: lax.reduce_window(y, -np.inf, lax.max, (1, 2), (1, 1), "VALID"), (z,), (z,)),
+        (Z,)),
+    "select_and_scatter_add": (lambda z: lax.select_and_scatter_add_p.bind(
+        z[:, :2], z, select_prim=lax.ge_p, window_dimensions=(1, 2), window_strides=(1, 1),
+        padding=((0, 0), (0, 0))), (Z,)),
 }
 
 
@@ -233,8 +252,13 @@ _TABLE_NAMES = {"max_lexicographic": "max", "min_lexicographic": "min",
                 "scatter_min": "scatter-min"}
 
 
+def test_top_k_rejects_complex_with_jaxs_value_error():
+  with pytest.raises(ValueError, match="top_k is not compatible with complex inputs"):
+    lax.top_k(V, 1)
+
+
 def test_every_lax_primitive_is_classified_for_complex_operands():
-  classified = {_TABLE_NAMES.get(n, n) for n in [*LAX_COMPLEX, *LAX_REJECTS]}
+  classified = {_TABLE_NAMES.get(n, n) for n in [*LAX_COMPLEX, *LAX_REJECTS, "top_k"]}
   primitives = {getattr(lax, n).name for n in dir(lax) if isinstance(getattr(lax, n), Primitive)}
   assert primitives - classified - _NOT_APPLICABLE == set()
 

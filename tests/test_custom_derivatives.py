@@ -172,8 +172,12 @@ def test_custom_rule_errors():
   def wrong_shape(x):
     return lax.sin(x)
   wrong_shape.defjvp(lambda p, t: (lax.broadcast(p[0], (2,)), t[0]))
-  with pytest.raises(TypeError, match="same shapes and dtypes"):
+  with pytest.raises(TypeError, match=r"corresponding shapes and dtypes. Expected f32\[2\] "
+                                      r"\(tangent type of f32\[2\]\) but got f32\[\]"):
     minijax.jvp(wrong_shape, (np.float32(1.0),), (np.float32(1.0),))
+  # Once the function is traced (jvp of jit), the rule's primal must match its output.
+  with pytest.raises(TypeError, match="same shapes and dtypes"):
+    minijax.jvp(minijax.jit(wrong_shape), (np.float32(1.0),), (np.float32(1.0),))
 
 
 def test_checkpoint_recomputes_instead_of_saving_residuals():

@@ -1,7 +1,8 @@
-"""The docs run: every ```python block of docs/effects.md is executed, in order, in one
-namespace of a fresh interpreter (with 2 CPU devices), and the ```text block that follows a
-python block is the output that block must print, `...` standing for any text (as doctest's
-ELLIPSIS).  A doc whose code or printed output drifts from the library fails here."""
+"""The docs run: every ```python block of docs/effects.md and docs/porting.md is executed, in
+order, in one namespace of a fresh interpreter (with 2 CPU devices), and the ```text block
+that follows a python block is the output that block must print, `...` standing for any
+text (as doctest's ELLIPSIS).  A doc whose code or printed output drifts from the library
+fails here."""
 from __future__ import annotations
 
 import json
@@ -11,7 +12,7 @@ import sys
 
 from tests.conftest import ROOT, run_python
 
-DOCS = ["docs/effects.md"]
+DOCS = ["docs/effects.md", "docs/porting.md"]
 ENV = {"MINIJAX_NUM_CPU_DEVICES": "2", "MINIJAX_TAP_MECHANISM": "native"}
 
 _FENCE = re.compile(r"^```(\w*)[^\n]*\n(.*?)^```[ \t]*$", re.S | re.M)
@@ -71,6 +72,15 @@ def test_every_snippet_of_the_effects_walkthrough_runs_and_prints_what_it_shows(
   for i, (e, a) in enumerate(zip(expected, actual)):
     if e is not None:
       assert matches(e, a), f"{DOCS[0]} block {i + 1} printed:\n{a}\nbut the doc shows:\n{e}"
+
+
+def test_every_snippet_of_the_porting_guide_runs_and_prints_what_it_shows():
+  expected, actual = _run_doc(DOCS[1])
+  assert len(expected) == len(actual) >= 3
+  assert sum(e is not None for e in expected) >= 3
+  for i, (e, a) in enumerate(zip(expected, actual)):
+    if e is not None:
+      assert matches(e, a), f"{DOCS[1]} block {i + 1} printed:\n{a}\nbut the doc shows:\n{e}"
 
 
 def test_the_readme_tour_runs():

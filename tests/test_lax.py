@@ -400,6 +400,15 @@ STRUCTURAL = {
     "top_k_values": (lambda x: lax.top_k(x, 2)[0], (A234,), lambda x: -np.sort(-x, -1)[..., :2]),
     "top_k_indices": (lambda x: lax.top_k(x, 2)[1], (I23,),
                       lambda x: np.argsort(-x, -1, kind="stable")[..., :2].astype(np.int32)),
+    "top_k_axis": (lambda x: lax.top_k(x, 2, axis=1)[1], (A234,),
+                   lambda x: np.argsort(-x, 1, kind="stable")[:, :2].astype(np.int32)),
+    # NaN ranks above everything and 0.0 above -0.0 (values from jax 0.10.2)
+    "top_k_nan_and_signed_zero": (
+        lambda x: lax.top_k(x, 5)[1], (np.array([1, np.nan, 3, 3, -np.inf, -0.0, 0.0],
+                                                np.float32),),
+        lambda x: np.array([1, 2, 3, 0, 6], np.int32)),
+    "top_k_bool": (lambda x: lax.top_k(x, 2)[0], (np.array([True, False, True]),),
+                   lambda x: np.array([True, True])),
     "sort_key_val": (lambda k, v: lax.sort_key_val(k, v)[1], (I23, A23),
                      lambda k, v: np.take_along_axis(v, np.argsort(k, 1, kind="stable"), 1)),
     "dot_general_matmul": (lambda x, y: lax.dot_general(x, y, (((1,), (0,)), ((), ()))),
@@ -548,3 +557,59 @@ def test_scatter_family_jvp_vjp_and_vmap(x64, op):
   np.testing.assert_allclose(minijax.vmap(g)(xs, idxs, us), expected)
   np.testing.assert_allclose(minijax.vmap(g, (0, None, 0))(xs, idxs[0], us),
                              np.stack([np.asarray(g(a, idxs[0], c)) for a, c in zip(xs, us)]))
+
+
+def test_top_k_is_one_primitive_with_jax_errors():
+  x = np.arange(6.0, dtype=np.float32)
+  assert "top_k[k=2 axis=0]" in str(minijax.make_jaxpr(lambda v: lax.top_k(v, 2))(x))
+  assert "mhlo.topk" in minijax.jit(lambda v: lax.top_k(v, 2)).lower(x).as_text()
+  with pytest.raises(ValueError, match="k argument to top_k must be nonnegative"):
+    lax.top_k(x, -1)
+  with pytest.raises(ValueError, match="must be no larger than size along axis"):
+    lax.top_k(x, 7)
+  with pytest.raises(TypeError, match="top_k operand must have >= 1 dimension"):
+    lax.top_k(np.float32(1), 1)
+
+
+def test_associative_scan_matches_numpy_for_every_length_and_order():
+  rng = np.random.default_rng(5)
+  xs = [rng.standard_normal(n).astype(np.float32) for n in range(10)]
+  mats = rng.standard_normal((7, 2, 2)).astype(np.float32)
+
+  def scans(xs, mats):
+    sums = [lax.associative_scan(lax.add, x) for x in xs]
+    reversed_maxes = [lax.associative_scan(lax.max, x, reverse=True) for x in xs]
+    products = lax.associative_scan(lambda a, b: lax.batch_matmul(a, b), mats)
+    pytree = lax.associative_scan(lambda a, b: {"s": a["s"] + b["s"], "m": a["m"] * b["m"]},
+                                  {"s": xs[5], "m": xs[5]})
+    along = lax.associative_scan(lax.add, mats, axis=2)
+    return sums, reversed_maxes, products, pytree, along
+
+  sums, reversed_maxes, products, pytree, along = minijax.jit(scans)(xs, mats)
+  for x, s, m in zip(xs, sums, reversed_maxes):
+    assert_close(s, np.cumsum(x))
+    assert_close(m, np.maximum.accumulate(x[::-1])[::-1])
+  expected = [mats[0]]
+  for m in mats[1:]:
+    expected.append(expected[-1] @ m)  # the order matters: fn need not commute
+  assert_close(products, np.stack(expected))
+  assert_close(pytree["s"], np.cumsum(xs[5]))
+  assert_close(pytree["m"], np.cumprod(xs[5]))
+  assert_close(along, np.cumsum(mats, 2))
+  with pytest.raises(ValueError, match="must have the same first dimension"):
+    lax.associative_scan(lambda a, b: a, (xs[2], xs[3]))
+
+
+def test_dot_general_takes_a_precision_and_lowers_it_to_precision_config():
+  x = sample((2, 3), f32)
+  f = lambda a: lax.dot(a, a.T, precision=lax.Precision.HIGH)
+  assert "precision_config = [#mhlo<precision HIGH>, #mhlo<precision HIGH>]" in (
+      minijax.jit(f).lower(x).as_text())
+  assert "precision=(Precision.HIGH, Precision.HIGH)" in str(minijax.make_jaxpr(f)(x))
+  assert_close(f(x), x @ x.T)
+  assert_close(minijax.grad(lambda a: f(a).sum())(x), 2 * np.ones((2, 2)) @ x)
+  g = lambda a: lax.dot_general(a, a, (((1,), (1,)), ((), ())), precision=("float32", "default"))
+  assert "[#mhlo<precision HIGHEST>, #mhlo<precision DEFAULT>]" in minijax.jit(g).lower(x).as_text()
+  assert lax.Precision("tensorfloat32") is lax.Precision.HIGH and str(lax.Precision.HIGHEST) == "HIGHEST"
+  with pytest.raises(ValueError, match="Precision argument must be one of"):
+    lax.dot(x, x.T, precision=3)

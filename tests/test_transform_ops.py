@@ -36,6 +36,8 @@ def small(*shape):
   return _rng.uniform(-0.7, 0.7, shape)
 
 
+_POOLED = distinct(4, 5)  # the fixed operand whose windows select for select_and_*_add
+
 # name -> (function of the differentiable arguments, arguments, options)
 OPS = {
     "neg": (lax.neg, (nrm(2, 3),), {}),
@@ -112,9 +114,42 @@ OPS = {
     "cummax": (lambda x: lax.cummax(x, 1), (distinct(2, 3),), {}),
     "sort": (lambda x: lax.sort(x, 1), (distinct(2, 3),), {}),
     "sort_key_val": (lambda k, v: lax.sort_key_val(k, v, 0), (distinct(4, 2), nrm(4, 2)), {}),
+    "top_k": (lambda x: lax.top_k(x, 2)[0], (distinct(2, 4),), {}),
+    "associative_scan_mul": (lambda x: lax.associative_scan(lax.mul, x, axis=1),
+                             (away(2, 5),), {}),
+    "associative_scan_reverse": (lambda x, y: lax.associative_scan(
+        lambda a, b: (a[0] + b[0], a[1] * b[0] + b[1]), (x, y), reverse=True),
+        (nrm(4), nrm(4)), {}),
+    "top_k_axis0": (lambda x: lax.top_k(x, 2, axis=0)[0], (distinct(3, 2),), {}),
     "dot": (lax.dot, (nrm(2, 3), nrm(3, 4)), {}),
     "dot_general_batch": (lambda x, y: lax.dot_general(x, y, (((2,), (1,)), ((0,), (0,)))),
                           (nrm(2, 3, 4), nrm(2, 4, 3)), {}),
+    "conv_strided_dilated": (lambda x, w: lax.conv_general_dilated(
+        x, w, (2, 1), [(1, 0), (2, 1)], (1, 2), (2, 1)), (nrm(2, 2, 5, 3), nrm(3, 2, 2, 2)), {}),
+    "conv_nhwc_same": (lambda x, w: lax.conv_general_dilated(
+        x, w, (1, 2), "SAME", dimension_numbers=("NHWC", "HWIO", "NHWC")),
+        (nrm(1, 4, 5, 2), nrm(3, 2, 2, 3)), {}),
+    "conv_feature_groups": (lambda x, w: lax.conv_general_dilated(
+        x, w, (1,), [(1, 1)], feature_group_count=2), (nrm(2, 4, 5), nrm(4, 2, 3)), {}),
+    "conv_batch_groups": (lambda x, w: lax.conv_general_dilated(
+        x, w, (2,), "VALID", batch_group_count=2), (nrm(4, 3, 5), nrm(4, 3, 2)), {}),
+    "conv_transpose": (lambda x, w: lax.conv_transpose(x, w, (2,), "SAME"),
+                       (nrm(2, 3, 2), nrm(3, 2, 3)), {}),
+    "reduce_window_sum": (lambda x: lax.reduce_window(
+        x, 0.0, lax.add, (2, 3), (2, 1), [(1, 0), (0, 2)], (1, 2), (2, 1)), (nrm(4, 3),), {}),
+    "reduce_window_max_same": (lambda x: lax.reduce_window(
+        x, -np.inf, lax.max, (2, 2), (1, 2), "SAME"), (distinct(4, 5),), {}),
+    "reduce_window_max_negative_padding": (lambda x: lax.reduce_window(
+        x, -np.inf, lax.max, (2, 2), (2, 1), [(-1, 1), (1, -1)]), (distinct(5, 4),), {}),
+    "reduce_window_min_base_dilation": (lambda x: lax.reduce_window(
+        x, np.inf, lax.min, (3,), (2,), [(1, 1)], (2,)), (distinct(5),), {}),
+    "select_and_scatter_add": (lambda s: lax.select_and_scatter_add_p.bind(
+        s, _POOLED, select_prim=lax.ge_p, window_dimensions=(2, 2),
+        window_strides=(1, 2), padding=((1, 0), (0, 1))), (nrm(4, 3),), {}),
+    "select_and_gather_add": (lambda t: lax.select_and_gather_add_p.bind(
+        t, _POOLED, select_prim=lax.le_p, window_dimensions=(2, 2),
+        window_strides=(2, 1), padding=((0, 1), (1, 0)), base_dilation=(1, 1),
+        window_dilation=(1, 1)), (nrm(4, 5),), {}),
 }
 
 # Zero-derivative or derivative-free primitives are still checked under vmap.

@@ -2,7 +2,15 @@
 from __future__ import annotations
 
 
-class ConcretizationTypeError(TypeError):
+class JAXTypeError(TypeError):
+  """The base of minijax's (and JAX's) TypeErrors about traced values."""
+
+
+class JAXIndexError(IndexError):
+  """The base of minijax's (and JAX's) IndexErrors about traced values."""
+
+
+class ConcretizationTypeError(JAXTypeError):
   """A traced value was used where a concrete Python value is needed."""
 
   def __init__(self, tracer, context: str):
@@ -34,3 +42,33 @@ class MissingRuleError(NotImplementedError):
     super().__init__(
         f"primitive '{primitive}' has no {transformation} rule; register one with "
         f"`{registry}[{primitive.name}_p] = rule` in the primitive's block in minijax/lax/")
+
+
+class TracerBoolConversionError(ConcretizationTypeError):
+  """`bool()` (an `if`, `and`, `or`, `not`) of a traced value."""
+
+
+class TracerIntegerConversionError(ConcretizationTypeError):
+  """`int()` or `__index__` of a traced value (`range(x)`, `list[x]`)."""
+
+
+class TracerArrayConversionError(JAXTypeError):
+  """A traced value handed to numpy (`np.asarray(x)` inside a transformation)."""
+
+  def __init__(self, tracer):
+    super().__init__(
+        f"cannot convert a traced value ({tracer.aval.str_short()}) to a numpy array inside "
+        "a transformation; use minijax.numpy functions on it instead, or return it from the "
+        "transformed function first.")
+
+
+class NonConcreteBooleanIndexError(JAXIndexError):
+  """Boolean-mask indexing with a traced mask: the result's shape would depend on data."""
+
+
+class KeyReuseError(JAXTypeError):
+  """A PRNG key used twice (raised only where key-reuse checking is on)."""
+
+
+class InconclusiveDimensionOperation(Exception):
+  """A shape computation that symbolic dimensions cannot decide."""

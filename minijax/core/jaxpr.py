@@ -10,8 +10,10 @@ every equation's types and effects and reports the equation that disagrees.
 """
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
+import threading
 from typing import Any, NamedTuple, Sequence
 
 from minijax.core import dtypes
@@ -53,9 +55,31 @@ class SourceInfo(NamedTuple):
   file: str
   line: int
   function: str
+  name_stack: str = ""  # the enclosing `named_scope`s, outermost first, joined by "/"
 
   def __str__(self):
     return f"{os.path.basename(self.file)}:{self.line} ({self.function})"
+
+
+class _NameStack(threading.local):
+  stack = ""
+
+
+_name_stack = _NameStack()
+
+
+@contextlib.contextmanager
+def named_scope(name: str):
+  """Names the operations traced inside: their source information carries the scope
+  (`outer/inner`), which the lowering puts in each MHLO operation's location."""
+  if not isinstance(name, str):
+    raise TypeError(f"named_scope name must be a string, got {type(name).__name__}: {name!r:.60}")
+  previous = _name_stack.stack
+  _name_stack.stack = f"{previous}/{name}" if previous else name
+  try:
+    yield
+  finally:
+    _name_stack.stack = previous
 
 
 _PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -74,7 +98,7 @@ def user_source_info() -> SourceInfo | None:
     if is_internal is None:
       is_internal = internal[code] = code.co_filename.startswith(_PACKAGE_DIR)
     if not is_internal:
-      return SourceInfo(code.co_filename, frame.f_lineno, code.co_name)
+      return SourceInfo(code.co_filename, frame.f_lineno, code.co_name, _name_stack.stack)
     frame = frame.f_back
   return None
 

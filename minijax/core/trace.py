@@ -19,7 +19,9 @@ from typing import Any, Sequence
 import numpy as np
 
 from minijax.core import avals as avals_lib
-from minijax.core.errors import ConcretizationTypeError, UnexpectedTracerError
+from minijax.core.errors import (ConcretizationTypeError, TracerArrayConversionError,
+                                 TracerBoolConversionError, TracerIntegerConversionError,
+                                 UnexpectedTracerError)
 
 
 class Trace:
@@ -65,6 +67,10 @@ class EvalTrace(Trace):
 class _TraceContext(threading.local):
   def __init__(self):
     self.trace = EvalTrace()
+    self.bottom = self.trace
+    # Under `ensure_compile_time_eval`, staging traces evaluate operations on concrete
+    # values at once instead of recording them.
+    self.eager_constant_folding = False
 
 
 _context = _TraceContext()
@@ -98,6 +104,24 @@ def is_eval_context() -> bool:
   return type(_context.trace) is EvalTrace
 
 
+def eval_trace() -> EvalTrace:
+  """This thread's bottom trace, which runs primitives on concrete values."""
+  return _context.bottom
+
+
+@contextlib.contextmanager
+def ensure_compile_time_eval():
+  """Operations on concrete values run now, even inside `jit` or a control-flow body:
+  their results are concrete (usable in Python `if`s) rather than staged.  Operations on
+  traced values are staged as usual."""
+  previous = _context.eager_constant_folding
+  _context.eager_constant_folding = True
+  try:
+    yield
+  finally:
+    _context.eager_constant_folding = previous
+
+
 class Tracer:
   """A value inside a transformation.  Operators come from the numpy layer."""
   __slots__ = ("_trace", "__weakref__")
@@ -125,17 +149,17 @@ class Tracer:
       raise TypeError("len() of unsized object")
     return self.shape[0]
 
-  def _concrete(self, context: str):
+  def _concrete(self, context: str, error=ConcretizationTypeError):
     value = self.to_concrete_value()
     if value is None:
-      raise ConcretizationTypeError(self, context)
+      raise error(self, context)
     return value
 
   def __bool__(self):
-    return bool(self._concrete("bool()"))
+    return bool(self._concrete("bool()", TracerBoolConversionError))
 
   def __int__(self):
-    return int(self._concrete("int()"))
+    return int(self._concrete("int()", TracerIntegerConversionError))
 
   def __float__(self):
     return float(self._concrete("float()"))
@@ -144,15 +168,12 @@ class Tracer:
     return complex(self._concrete("complex()"))
 
   def __index__(self):
-    return np.asarray(self._concrete("__index__()")).__index__()
+    return np.asarray(self._concrete("__index__()", TracerIntegerConversionError)).__index__()
 
   def __array__(self, dtype=None, copy=None):
     value = self.to_concrete_value()
     if value is None:
-      raise TypeError(
-          f"cannot convert a traced value ({self.aval.str_short()}) to a numpy array "
-          "inside a transformation; use minijax.numpy functions on it instead, or "
-          "return it from the transformed function first.")
+      raise TracerArrayConversionError(self)
     return np.asarray(value, dtype=dtype)
 
   def __hash__(self):

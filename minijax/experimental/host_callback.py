@@ -15,15 +15,36 @@ the runtime and emits a custom call to the runtime's tap target (`emit_tap_custo
 which copies the values into the device's tap queue; a receiver thread per device calls
 the tap functions (see `minijax.runtime.taps`).
 
-Transformations follow JAX's host_callback: vmap taps the whole batch once and adds
-`('batch', {'batch_dims': ...})` to `transforms`; jvp taps the primals and then the tangents
-with `'jvp'`; reverse mode taps the primals in the forward pass (when they are computed)
-and the cotangents with `'jvp', 'transpose'`.
+Transformations follow JAX's host_callback, in one of two semantics chosen by
+`config.host_callback_semantics` (`MINIJAX_HOST_CALLBACK_SEMANTICS`), read when a tap is
+traced (jit's caches are keyed on it):
+
+* `seed` (the default), the seed file's: vmap taps the whole batch once and adds
+  `('batch', {'batch_dims': ...})` to `transforms`; jvp taps the primals and then the
+  tangents with `'jvp'`; reverse mode taps the primals in the forward pass (when they are
+  computed) and the cotangents with `'jvp', 'transpose'`.  Tangents and cotangents of
+  integer and boolean values (float0) are tapped as boolean zeros, as JAX 0.4 showed them.
+  `id_print` lays containers out one element per line, in square brackets, and extra
+  keyword arguments of `id_tap` are bound to the tap function with a FutureWarning.
+* `jax`, JAX 0.4.34's: vmap as above, but jvp and grad tap the primals only (JAX dropped
+  the tangent and cotangent taps in 0.2.27; a custom_jvp or custom_vjp taps them where
+  wanted); `id_print` lays tuples out as `( a b )`, lists as `[ a b ]` and dicts as
+  `{ k=v ... }`, on one line when they fit in 80 columns; extra keyword arguments of
+  `id_tap` raise TypeError.
+
+The API is JAX 0.4.34's in both: `tap_with_device=True` calls
+`tap_func(arg, transforms, device=device)`, `device_index` names the device that taps in an
+SPMD program (a minijax computation taps on the device it runs on), `callback_flavor`
+(`CallbackFlavor`) picks the tap's ordering (IO_CALLBACK: ordered; DEBUG and PURE:
+unordered), and `barrier_wait(logging_name=None)` raises `CallbackException` (the same class
+as `TapFunctionException`) carrying the last failure's type, text and traceback.
 """
 from __future__ import annotations
 
 import contextlib
+import enum
 import functools
+import inspect
 import warnings
 from typing import Any, Callable
 
@@ -32,7 +53,8 @@ from jaxlib.mlir import ir
 from jaxlib.mlir.dialects import mhlo
 
 from minijax import tree_util
-from minijax.core import pretty
+from minijax.config import config
+from minijax.core import dtypes, pretty
 from minijax.core.avals import get_aval
 from minijax.core.dtypes import PYTHON_SCALARS
 from minijax.core.effects import Effect
@@ -42,13 +64,24 @@ from minijax.interpreters import ad, batching
 from minijax.lowering import mlir
 from minijax.lowering.tokens import TokenSet
 from minijax.runtime import taps as tap_runtime
+from minijax.runtime import backend
 from minijax.runtime.array import Array
 from minijax.runtime.taps import (TapFunctionException, barrier_wait, stop_outfeed_receiver,
                                   tap_stats)
 
-__all__ = ["id_tap", "id_print", "barrier_wait", "TapFunctionException",
-           "stop_outfeed_receiver", "outfeed_receiver", "tap_stats", "id_tap_p",
-           "OrderedTap", "UnorderedTap"]
+__all__ = ["id_tap", "id_print", "barrier_wait", "TapFunctionException", "CallbackException",
+           "CallbackFlavor", "stop_outfeed_receiver", "outfeed_receiver", "tap_stats",
+           "id_tap_p", "OrderedTap", "UnorderedTap"]
+
+CallbackException = TapFunctionException  # JAX 0.4.34's name for the exception of barrier_wait
+
+
+class CallbackFlavor(enum.Enum):
+  """Which of JAX's callbacks a JAX 0.4.34 host callback was built on; in minijax it picks
+  the tap's ordering: IO_CALLBACK taps are ordered, DEBUG and PURE taps unordered."""
+  IO_CALLBACK = 1
+  PURE = 2
+  DEBUG = 3
 
 
 class OrderedTap(Effect):
@@ -75,11 +108,77 @@ def _check_leaves(leaves, what: str) -> None:
                     f"type {type(leaf).__name__}: {leaf!r:.60}")
 
 
-def id_tap(tap_func: Callable, arg: Any, *, result: Any = None, ordered: bool = True, **kwargs):
+def _semantics() -> str:
+  semantics = config.host_callback_semantics
+  if semantics not in ("seed", "jax"):
+    raise ValueError(f"minijax.config.host_callback_semantics is {semantics!r}; expected "
+                     "'seed' or 'jax' (or set MINIJAX_HOST_CALLBACK_SEMANTICS)")
+  return semantics
+
+
+class _WithDevice:
+  """A tap function called as `func(arg, transforms, device=device)` (tap_with_device)."""
+  __slots__ = ("func",)
+
+  def __init__(self, func):
+    self.func = func
+
+  def __call__(self, arg, transforms, *, device):
+    return self.func(arg, transforms, device=device)
+
+  def __eq__(self, other):
+    return type(other) is type(self) and other.func == self.func
+
+  def __hash__(self):
+    return hash((type(self), self.func))
+
+  def __repr__(self):
+    return f"{type(self).__name__}({self.func!r})"
+
+
+class _WithoutDevice(_WithDevice):
+  """A tap function called as `func(arg, transforms)` although it accepts `device=`: under
+  the jax semantics only `tap_with_device=True` passes the device."""
+  __slots__ = ()
+
+  def __call__(self, arg, transforms):
+    return self.func(arg, transforms)
+
+
+def _accepts_device(func) -> bool:
+  try:
+    p = inspect.signature(func).parameters.get("device")
+  except (TypeError, ValueError):
+    return False
+  return p is not None and p.kind in (p.KEYWORD_ONLY, p.POSITIONAL_OR_KEYWORD)
+
+
+def _check_device_index(device_index) -> None:
+  if not isinstance(device_index, (int, np.integer)) or isinstance(device_index, bool):
+    raise TypeError(f"device_index must be an int, got {type(device_index).__name__}")
+  n = len(backend.local_devices())
+  if not 0 <= device_index < n:
+    raise ValueError(f"device_index={device_index} is out of range: there are {n} local "
+                     "device(s). (A minijax computation taps on the device it runs on; "
+                     "device_index only chooses among the devices of an SPMD program.)")
+
+
+def id_tap(tap_func: Callable, arg: Any, *, result: Any = None, tap_with_device: bool = False,
+           device_index: int = 0, callback_flavor: CallbackFlavor = CallbackFlavor.IO_CALLBACK,
+           ordered: bool | None = None, **kwargs):
   """Returns `arg` (or `result`) and calls `tap_func(arg, transforms)` on the host with the
-  runtime value of `arg`.  With `ordered=False` the tap is ordered only by data dependency.
-  A tap function that takes a `device` keyword also receives the device it came from."""
+  runtime value of `arg` (with `device=` the device it came from when `tap_with_device`).
+
+  `ordered` (minijax's) overrides the ordering `callback_flavor` gives: with
+  `ordered=False` the tap is ordered only by data dependency.  Under the seed semantics a
+  tap function that takes a `device` keyword receives it even without `tap_with_device`,
+  and extra keyword arguments are bound to `tap_func` (deprecated); under the jax semantics
+  they raise TypeError."""
   if kwargs:
+    if _semantics() == "jax":
+      raise TypeError("Support for **kwargs in ``id_tap`` has been removed. Instead, "
+                      "pre-apply keyword arguments, either by using a closure or by passing "
+                      f"``functools.partial(tap_func, **kwargs)``. Got {sorted(kwargs)}.")
     warnings.warn("passing keyword arguments for the tap function through id_tap is "
                   "deprecated; use functools.partial(tap_func, **kwargs)", FutureWarning,
                   stacklevel=2)
@@ -87,6 +186,15 @@ def id_tap(tap_func: Callable, arg: Any, *, result: Any = None, ordered: bool = 
   if not callable(tap_func):
     raise TypeError(f"id_tap expects a callable tap_func, got {type(tap_func).__name__}: "
                     f"{tap_func!r:.60}")
+  if not isinstance(callback_flavor, CallbackFlavor):
+    raise TypeError(f"callback_flavor must be a CallbackFlavor, got {callback_flavor!r:.60}")
+  _check_device_index(device_index)
+  if tap_with_device:
+    tap_func = _WithDevice(tap_func)
+  elif _semantics() == "jax" and _accepts_device(tap_func):
+    tap_func = _WithoutDevice(tap_func)
+  if ordered is None:
+    ordered = callback_flavor is CallbackFlavor.IO_CALLBACK
   flat_args, arg_treedef = tree_util.tree_flatten(arg)
   _check_leaves(flat_args, "the tapped value")
   params = dict(tap_func_=tap_func, arg_treedef_=arg_treedef, nr_tapped_args_=len(flat_args),
@@ -99,13 +207,17 @@ def id_tap(tap_func: Callable, arg: Any, *, result: Any = None, ordered: bool = 
   return result_treedef.unflatten(outs[len(flat_args):])
 
 
-def id_print(arg: Any, *, result: Any = None, output_stream=None, threshold=None,
-             ordered: bool = True, **kwargs):
+def id_print(arg: Any, *, result: Any = None, tap_with_device: bool = False,
+             device_index: int = 0, output_stream=None, threshold=None,
+             callback_flavor: CallbackFlavor = CallbackFlavor.IO_CALLBACK,
+             ordered: bool | None = None, **kwargs):
   """Like `id_tap` with a tap function that prints `kwargs` (sorted by key, with
-  `transforms`) on one line and then `arg`, arrays through `numpy.array2string`."""
+  `transforms`, and `device` with `tap_with_device`) on one line and then `arg`, arrays
+  through `numpy.array2string`, laid out as the semantics in force says."""
   printer = functools.partial(_print_consumer, output_stream=output_stream,
-                              threshold=threshold, **kwargs)
-  return id_tap(printer, arg, result=result, ordered=ordered)
+                              threshold=threshold, layout=_semantics(), **kwargs)
+  return id_tap(printer, arg, result=result, tap_with_device=tap_with_device,
+                device_index=device_index, callback_flavor=callback_flavor, ordered=ordered)
 
 
 @contextlib.contextmanager
@@ -122,13 +234,34 @@ def outfeed_receiver():
 
 # ----------------------------------------------------------------------------- printing
 
-def _pp_lines(value, threshold) -> list[str]:
-  """The printed lines of a tapped value: lists as `[ a\\n  b ]`, dicts as `{ k=v ... }`."""
-  if isinstance(value, (tuple, list)):
-    return _bracket("[ ", [_pp_lines(v, threshold) for v in value], " ]")
-  if isinstance(value, dict):
-    return _bracket("{ ", [_prefix(f"{k}=", _pp_lines(v, threshold))
-                           for k, v in sorted(value.items())], " }")
+_WIDTH = 80  # JAX's pretty printer's line width
+
+
+def _pp_lines(value, threshold, layout: str = "seed", column: int = 0) -> list[str]:
+  """The printed lines of a tapped value starting at `column`.
+
+  `seed`: tuples and lists in square brackets and dicts as `{ k=v ... }`, one element per
+  line.  `jax` (JAX 0.4.34's printer): tuples as `( a b )`, lists as `[ a b ]`, dicts as
+  `{ k=v ... }`, on one line when that fits in 80 columns, else one element per line."""
+  if isinstance(value, (tuple, list, dict)):
+    if isinstance(value, dict):
+      opener, closer = "{ ", " }"
+      items = [(f"{k}=", v) for k, v in sorted(value.items())]
+    elif layout == "jax" and isinstance(value, tuple):
+      opener, closer = "( ", " )"
+      items = [("", v) for v in value]
+    else:
+      opener, closer = "[ ", " ]"
+      items = [("", v) for v in value]
+    if layout == "jax":
+      flat = [_pp_lines(v, threshold, layout, 0) for _, v in items]
+      if all(len(lines) == 1 for lines in flat):
+        line = opener + " ".join(k + lines[0] for (k, _), lines in zip(items, flat)) + closer
+        if column + len(line) <= _WIDTH:
+          return [line]
+    inner = column + len(opener)
+    return _bracket(opener, [_prefix(k, _pp_lines(v, threshold, layout, inner + len(k)))
+                             for k, v in items], closer)
   if isinstance(value, np.ndarray):
     return np.array2string(value, threshold=threshold).split("\n")
   return str(value).split("\n")
@@ -146,7 +279,10 @@ def _bracket(open_: str, items: list[list[str]], close: str) -> list[str]:
   return lines
 
 
-def _print_consumer(arg, transforms, *, output_stream=None, threshold=None, **kwargs):
+def _print_consumer(arg, transforms, *, output_stream=None, threshold=None, layout="seed",
+                    **kwargs):
+  # `device` comes in `kwargs`, from tap_with_device only (a `device` parameter here would
+  # make the seed semantics pass it to every print).
   def emit(s: str):
     if output_stream is not None:
       output_stream.write(s + "\n")
@@ -157,7 +293,7 @@ def _print_consumer(arg, transforms, *, output_stream=None, threshold=None, **kw
     kwargs["transforms"] = [(name, params) if params else name for name, params in transforms]
   if kwargs:
     emit(" ".join(f"{k}: {v}" for k, v in sorted(kwargs.items())))
-  emit("\n".join(_pp_lines(arg, threshold)))
+  emit("\n".join(_pp_lines(arg, threshold, layout)))
 
 
 # ----------------------------------------------------------------------------- the primitive
@@ -232,18 +368,38 @@ def _instantiate(tangent, aval):
   return ad.instantiate_zeros(ad.Zero(aval) if tangent is None else tangent)
 
 
+def _tappable(value, aval):
+  """What a tap sends for a (co)tangent: float0 values (of integer and boolean primals),
+  which have no device representation, travel as boolean zeros, as in JAX 0.4."""
+  if aval.dtype == dtypes.float0:
+    return np.zeros(aval.shape, np.bool_)
+  return value
+
+
 def _id_tap_jvp(primals, tangents, **params):
   out_primals = id_tap_p.bind(*primals, **params)
+  if _semantics() == "jax":
+    return out_primals, list(tangents)  # JAX 0.4.34 taps primals only
   # One primal output rides along, untapped, so the tangent tap comes after the primal one.
-  tangent_values = [_instantiate(t, get_aval(p).tangent_aval()) for p, t in zip(primals, tangents)]
-  out_tangents = id_tap_p.bind(*tangent_values, out_primals[0], **_add_transform(params, "jvp"))
-  return out_primals, out_tangents[:-1]
+  avals = [get_aval(p).tangent_aval() for p in primals]
+  tapped = [_tappable(_instantiate(t, a), a) for t, a in zip(tangents, avals)]
+  out_tangents = id_tap_p.bind(*tapped, out_primals[0], **_add_transform(params, "jvp"))
+  return out_primals, [ad.Zero(a) if a.dtype == dtypes.float0 else t
+                       for t, a in zip(out_tangents[:-1], avals)]
+
+
+def _ct_aval(arg):
+  aval = arg.aval if ad.is_undefined_primal(arg) else get_aval(arg)
+  return aval.tangent_aval()
 
 
 def _id_tap_transpose(cts, *args, **params):
-  cts = [_instantiate(ct, get_aval(a)) for a, ct in zip(args, cts)]
-  ct_args = id_tap_p.bind(*cts, **_add_transform(params, "transpose"))
-  return [ct if ad.is_undefined_primal(a) else None for a, ct in zip(args, ct_args)]
+  avals = [_ct_aval(a) for a in args]
+  tapped = [_tappable(_instantiate(ct, aval), aval) for ct, aval in zip(cts, avals)]
+  ct_args = id_tap_p.bind(*tapped, **_add_transform(params, "transpose"))
+  return [(ad.Zero(aval) if aval.dtype == dtypes.float0 else ct)
+          if ad.is_undefined_primal(a) else None
+          for a, ct, aval in zip(args, ct_args, avals)]
 
 
 def _id_tap_batching(batched_args, batch_dims, **params):
@@ -259,7 +415,8 @@ batching.primitive_batchers[id_tap_p] = _id_tap_batching
 
 def _id_tap_pp(params, names, indent):
   func = params["tap_func_"]
-  func = getattr(func, "func", func)
+  while hasattr(func, "func"):  # partials and device wrappers
+    func = func.func
   lines = [f"tap_func_={getattr(func, '__name__', type(func).__name__)}",
            f"nr_tapped_args_={params['nr_tapped_args_']}"]
   if params["transforms"]:

@@ -26,6 +26,7 @@ from minijax.core.jaxpr import (ClosedJaxpr, Jaxpr, JaxprEqn, Literal, Var,
                                 literalable, user_source_info)
 from minijax.core.jaxpr import eval_jaxpr
 from minijax.core.trace import Trace, Tracer, new_trace, set_current_trace
+from minijax.core import trace as trace_lib
 
 
 class DynamicJaxprTracer(Tracer):
@@ -86,6 +87,9 @@ class DynamicJaxprTrace(Trace):
     return var
 
   def process_primitive(self, primitive, args, params):
+    if trace_lib._context.eager_constant_folding and not any(isinstance(x, Tracer) for x in args):
+      with set_current_trace(trace_lib.eval_trace()):
+        return primitive.bind(*args, **params)
     in_atoms = [self.to_atom(x) for x in args]
     out_avals, effects = primitive.abstract_eval(*(a.aval for a in in_atoms), **params)
     if primitive.multiple_results:

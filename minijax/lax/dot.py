@@ -1,5 +1,11 @@
 """dot_general: contraction over given axes with batch axes, and `dot` for the common cases.
 
+`precision` (a `Precision`, a string naming one, or a pair of them for lhs and rhs) and
+`preferred_element_type` (the accumulation and result dtype) are params of the primitive:
+the first becomes the `precision_config` of `mhlo.dot_general` (and of `mhlo.convolution`,
+which shares these helpers), the second its result type.  On CPU the precision changes
+nothing; it matters on accelerators, and it is kept through every transformation.
+
 `dimension_numbers = ((lhs_contracting, rhs_contracting), (lhs_batch, rhs_batch))`; the
 result's axes are the batch axes, then lhs's free axes, then rhs's free axes (XLA's order).
 It is bilinear: the jvp is the sum of the two one-sided products and the transpose with
@@ -8,7 +14,11 @@ followed by a transpose back into the operand's axis order.
 """
 from __future__ import annotations
 
+import enum
+from typing import Any
+
 import numpy as np
+from jaxlib.mlir import ir
 from jaxlib.mlir.dialects import mhlo
 
 from minijax.core import dtypes
@@ -18,7 +28,88 @@ from minijax.interpreters import ad, batching
 from minijax.lax.structural import convert_to_array, transpose
 from minijax.lowering import mlir
 
-__all__ = ["dot_general", "dot", "batch_matmul", "dot_general_p"]
+__all__ = ["dot_general", "dot", "batch_matmul", "dot_general_p", "Precision", "PrecisionLike"]
+
+
+class Precision(enum.Enum):
+  """How precisely an accelerator multiplies float32 operands (no effect on CPU):
+  DEFAULT (aliases 'default', 'fastest', 'bfloat16'), HIGH ('high', 'bfloat16_3x',
+  'tensorfloat32'), HIGHEST ('highest', 'float32')."""
+  DEFAULT = 0
+  HIGH = 1
+  HIGHEST = 2
+
+  @classmethod
+  def _missing_(cls, value):
+    return _PRECISION_NAMES.get(value)
+
+  def __repr__(self):
+    return f"Precision.{self.name}"
+
+  def __str__(self):
+    return self.name
+
+
+_PRECISION_NAMES = {
+    "highest": Precision.HIGHEST, "float32": Precision.HIGHEST,
+    "high": Precision.HIGH, "bfloat16_3x": Precision.HIGH, "tensorfloat32": Precision.HIGH,
+    "default": Precision.DEFAULT, "bfloat16": Precision.DEFAULT, "fastest": Precision.DEFAULT,
+    None: Precision.DEFAULT,
+}
+
+PrecisionLike = Any  # None, a Precision, a string naming one, or a pair of those
+
+
+def canonicalize_precision(precision: PrecisionLike) -> tuple[Precision, Precision] | None:
+  """None, or one `Precision` for each operand."""
+  if precision is None:
+    return None
+  if isinstance(precision, Precision):
+    return precision, precision
+  if isinstance(precision, str) and precision in _PRECISION_NAMES:
+    return Precision(precision), Precision(precision)
+  if isinstance(precision, (tuple, list)) and len(precision) == 2:
+    if all(isinstance(p, Precision) for p in precision):
+      return tuple(precision)
+    if all(isinstance(p, str) and p in _PRECISION_NAMES for p in precision):
+      return Precision(precision[0]), Precision(precision[1])
+  raise ValueError(
+      "Precision argument must be one of:\n- None,\n"
+      f"- a string in {list(_PRECISION_NAMES)},\n- a lax.Precision value,\n"
+      f"- a tuple of two lax.Precision values or strings;\ngot {precision}")
+
+
+def precision_attr(precision: tuple[Precision, Precision] | None) -> ir.ArrayAttr | None:
+  """The `precision_config` attribute of a dot or convolution (None: the default)."""
+  if precision is None:
+    return None
+  return ir.ArrayAttr.get([mhlo.PrecisionAttr.get(p.name) for p in precision])
+
+
+def check_preferred_element_type(name: str, input_dtype, preferred) -> None:
+  """JAX's rule: integers may accumulate into integers or floats (of any signedness),
+  floats into floats, complex into complex, never into a narrower type."""
+  if not (dtypes.is_integer(input_dtype) and dtypes.is_float(preferred)):
+    for kind in (np.integer, np.floating, np.complexfloating):
+      if np.issubdtype(input_dtype, kind) and not np.issubdtype(preferred, kind):
+        raise TypeError(
+            f"{name}: input type {input_dtype} is incompatible with "
+            f"`preferred_element_type` {preferred}. The compatible combinations of "
+            "(input_type, preferred_element_type) are (integral, integral), "
+            "(integral, floating), (floating, floating), (complex, complex).")
+    if (np.issubdtype(input_dtype, np.signedinteger)
+        and not np.issubdtype(preferred, np.signedinteger)):
+      raise TypeError(f"{name}: `preferred_element_type` must have the same signedness "
+                      f"as the original type, got {preferred} for {input_dtype}.")
+  if np.dtype(preferred).itemsize < np.dtype(input_dtype).itemsize:
+    raise TypeError(f"{name}: `preferred_element_type` must not be narrower than the "
+                    f"original type, got {preferred} for {input_dtype}.")
+
+
+def canonicalize_preferred(name: str, preferred_element_type):
+  if preferred_element_type is None:
+    return None
+  return dtypes.canonicalize_dtype(preferred_element_type)
 
 dot_general_p = Primitive("dot_general")
 
@@ -27,7 +118,8 @@ def _free(ndim, contract, batch):
   return tuple(i for i in range(ndim) if i not in contract and i not in batch)
 
 
-def _dot_general_abstract_eval(lhs, rhs, *, dimension_numbers, preferred_element_type):
+def _dot_general_abstract_eval(lhs, rhs, *, dimension_numbers, precision,
+                               preferred_element_type):
   (lc, rc), (lb, rb) = dimension_numbers
   where = (f"dot_general of {lhs.str_short()} and {rhs.str_short()} with "
            f"dimension_numbers={dimension_numbers}")
@@ -47,14 +139,19 @@ def _dot_general_abstract_eval(lhs, rhs, *, dimension_numbers, preferred_element
   shape = (tuple(lhs.shape[a] for a in lb)
            + tuple(lhs.shape[i] for i in _free(lhs.ndim, lc, lb))
            + tuple(rhs.shape[i] for i in _free(rhs.ndim, rc, rb)))
-  dtype = preferred_element_type if preferred_element_type is not None else lhs.dtype
+  dtype = lhs.dtype
+  if preferred_element_type is not None:
+    if dtype != dtypes.bool_:
+      check_preferred_element_type("dot_general", dtype, preferred_element_type)
+    dtype = preferred_element_type
   return ShapedArray(shape, dtype, lhs.weak_type and rhs.weak_type)
 
 
 dot_general_p.def_abstract_eval(_dot_general_abstract_eval)
 
 
-def _dot_general_lowering(ctx, lhs, rhs, *, dimension_numbers, preferred_element_type):
+def _dot_general_lowering(ctx, lhs, rhs, *, dimension_numbers, precision,
+                          preferred_element_type):
   (lc, rc), (lb, rb) = dimension_numbers
   attr = mhlo.DotDimensionNumbers.get(
       lhs_batching_dimensions=list(lb), rhs_batching_dimensions=list(rb),
@@ -66,19 +163,23 @@ def _dot_general_lowering(ctx, lhs, rhs, *, dimension_numbers, preferred_element
     i32 = lambda a: mlir.aval_to_ir_type(a.update(dtype=dtypes.int32))
     lhs = mhlo.ConvertOp(i32(ctx.avals_in[0]), lhs).result
     rhs = mhlo.ConvertOp(i32(ctx.avals_in[1]), rhs).result
-    out = mhlo.DotGeneralOp(i32(out_aval), lhs, rhs, attr).result
+    out = mhlo.DotGeneralOp(i32(out_aval), lhs, rhs, attr,
+                            precision_config=precision_attr(precision)).result
     zero = mlir.ir_constant(np.zeros(out_aval.shape, np.int32))
     return _compare_ir(out, zero, "NE", dtypes.int32)
-  return mhlo.DotGeneralOp(mlir.aval_to_ir_type(out_aval), lhs, rhs, attr).result
+  return mhlo.DotGeneralOp(mlir.aval_to_ir_type(out_aval), lhs, rhs, attr,
+                          precision_config=precision_attr(precision)).result
 
 
 mlir.register_lowering(dot_general_p, _dot_general_lowering)
 
 
-def _dot_general_jvp(primals, tangents, *, dimension_numbers, preferred_element_type):
+def _dot_general_jvp(primals, tangents, *, dimension_numbers, precision,
+                     preferred_element_type):
   lhs, rhs = primals
   tl, tr = tangents
-  kw = dict(dimension_numbers=dimension_numbers, preferred_element_type=preferred_element_type)
+  kw = dict(dimension_numbers=dimension_numbers, precision=precision,
+            preferred_element_type=preferred_element_type)
   out = dot_general_p.bind(lhs, rhs, **kw)
   t = ad.Zero.from_primal_value(out)
   if type(tl) is not ad.Zero:
@@ -89,13 +190,14 @@ def _dot_general_jvp(primals, tangents, *, dimension_numbers, preferred_element_
 
 
 def _transpose_to_operand(ct, other, operand_ndim, operand_contract, operand_batch,
-                          other_contract, other_batch, ct_free_other):
+                          other_contract, other_batch, ct_free_other, precision):
   """The cotangent of one operand: contract `ct`'s axes of the other operand's free axes
   against `other`, then permute into the operand's axis order."""
   other_free = _free(other.ndim, other_contract, other_batch)
   nb = len(operand_batch)
   dims = ((tuple(ct_free_other), other_free), (tuple(range(nb)), tuple(other_batch)))
-  out = dot_general_p.bind(ct, other, dimension_numbers=dims, preferred_element_type=None)
+  out = dot_general_p.bind(ct, other, dimension_numbers=dims, precision=precision,
+                           preferred_element_type=None)
   # `out` axes: batch, the operand's free axes, then other's contracting axes in order
   operand_free = _free(operand_ndim, operand_contract, operand_batch)
   order = list(operand_batch) + list(operand_free)
@@ -104,7 +206,8 @@ def _transpose_to_operand(ct, other, operand_ndim, operand_contract, operand_bat
   return transpose(out, perm)
 
 
-def _dot_general_transpose(ct, lhs, rhs, *, dimension_numbers, preferred_element_type):
+def _dot_general_transpose(ct, lhs, rhs, *, dimension_numbers, precision,
+                           preferred_element_type):
   from minijax.lax.misc import convert_element_type
   (lc, rc), (lb, rb) = dimension_numbers
   lhs_aval = lhs.aval if ad.is_undefined_primal(lhs) else get_aval(lhs)
@@ -120,18 +223,20 @@ def _dot_general_transpose(ct, lhs, rhs, *, dimension_numbers, preferred_element
   ct_rfree = range(nb + n_lfree, nb + n_lfree + n_rfree)
   t_lhs = t_rhs = None
   if ad.is_undefined_primal(lhs):
-    out = _transpose_to_operand(ct, rhs, lhs_aval.ndim, lc, lb, rc, rb, ct_rfree)
+    out = _transpose_to_operand(ct, rhs, lhs_aval.ndim, lc, lb, rc, rb, ct_rfree, precision)
     t_lhs = convert_element_type(out, lhs_aval.dtype)
   if ad.is_undefined_primal(rhs):
-    out = _transpose_to_operand(ct, lhs, rhs_aval.ndim, rc, rb, lc, lb, ct_lfree)
+    # the other operand (lhs) is now the product's rhs: its precision goes second
+    swapped = None if precision is None else precision[::-1]
+    out = _transpose_to_operand(ct, lhs, rhs_aval.ndim, rc, rb, lc, lb, ct_lfree, swapped)
     t_rhs = convert_element_type(out, rhs_aval.dtype)
   return [t_lhs, t_rhs]
 
 
-def _dot_general_batch(args, dims, *, dimension_numbers, preferred_element_type):
+def _dot_general_batch(args, dims, *, dimension_numbers, precision, preferred_element_type):
   (lhs, rhs), (dl, dr) = args, dims
   (lc, rc), (lb, rb) = dimension_numbers
-  kw = dict(preferred_element_type=preferred_element_type)
+  kw = dict(precision=precision, preferred_element_type=preferred_element_type)
   shift = lambda ds: tuple(d + 1 for d in ds)
   if dl is not None and dr is not None:
     lhs, rhs = batching.moveaxis(lhs, dl, 0), batching.moveaxis(rhs, dr, 0)
@@ -157,8 +262,10 @@ def dot_general(lhs, rhs, dimension_numbers, precision=None, preferred_element_t
   (lc, rc), (lb, rb) = dimension_numbers
   dn = ((tuple(int(d) for d in lc), tuple(int(d) for d in rc)),
         (tuple(int(d) for d in lb), tuple(int(d) for d in rb)))
-  pet = dtypes.canonicalize_dtype(preferred_element_type) if preferred_element_type else None
-  return dot_general_p.bind(lhs, rhs, dimension_numbers=dn, preferred_element_type=pet)
+  pet = canonicalize_preferred("dot_general", preferred_element_type)
+  return dot_general_p.bind(lhs, rhs, dimension_numbers=dn,
+                            precision=canonicalize_precision(precision),
+                            preferred_element_type=pet)
 
 
 def dot(lhs, rhs, precision=None, preferred_element_type=None):
@@ -168,7 +275,7 @@ def dot(lhs, rhs, precision=None, preferred_element_type=None):
   if not (1 <= la.ndim <= 2 and 1 <= ra.ndim <= 2) or la.shape[-1] != ra.shape[0]:
     raise TypeError(f"dot requires rank-1 or rank-2 operands with matching inner sizes, "
                     f"got {la.str_short()} and {ra.str_short()}")
-  return dot_general(lhs, rhs, (((la.ndim - 1,), (0,)), ((), ())),
+  return dot_general(lhs, rhs, (((la.ndim - 1,), (0,)), ((), ())), precision=precision,
                      preferred_element_type=preferred_element_type)
 
 
@@ -177,5 +284,5 @@ def batch_matmul(lhs, rhs, precision=None, preferred_element_type=None):
   lhs, rhs = convert_to_array(lhs), convert_to_array(rhs)
   nd = get_aval(lhs).ndim
   batch = tuple(range(nd - 2))
-  return dot_general(lhs, rhs, (((nd - 1,), (nd - 2,)), (batch, batch)),
+  return dot_general(lhs, rhs, (((nd - 1,), (nd - 2,)), (batch, batch)), precision=precision,
                      preferred_element_type=preferred_element_type)

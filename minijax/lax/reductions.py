@@ -8,7 +8,9 @@ with exclusive cumulative products so zeros are handled.  cumsum is a primitive 
 transposed by a reversed cumsum) lowered to `mhlo.reduce_window`; cumprod / cummax / cummin
 are compositions of pads and elementwise ops in log2(n) doubling steps, so every
 transformation comes from their parts.  sort uses a comparator that orders NaNs last, like
-numpy; its jvp sorts an iota alongside to permute the tangents.
+numpy; its jvp sorts an iota alongside to permute the tangents.  top_k is `chlo.top_k`
+along the last axis (transposed there and back for another axis), whose tangent gathers
+the operand's tangent at the selected indices.
 """
 from __future__ import annotations
 
@@ -27,7 +29,7 @@ from minijax.lowering import mlir
 
 __all__ = ["reduce_sum", "reduce_max", "reduce_min", "reduce_prod", "reduce_and", "reduce_or",
            "argmax", "argmin", "cumsum", "cumprod", "cummax", "cummin", "sort",
-           "sort_key_val", "top_k", "reduce_sum_p", "reduce_max_p", "reduce_min_p", "reduce_prod_p",
+           "sort_key_val", "top_k", "top_k_p", "reduce_sum_p", "reduce_max_p", "reduce_min_p", "reduce_prod_p",
            "reduce_and_p", "reduce_or_p", "argmax_p", "argmin_p", "cumsum_p", "sort_p"]
 
 
@@ -505,24 +507,71 @@ def sort_key_val(keys, values, dimension: int = -1, is_stable: bool = True):
   return sort((keys, values), dimension, is_stable, 1)
 
 
-def top_k(operand, k: int):
-  """The `k` largest entries along the last axis, descending, and their indices (ties keep
-  index order).  A composition of sort and slice, so every transformation applies."""
-  from minijax.lax.elementwise import neg
-  from minijax.lax.misc import broadcasted_iota
-  from minijax.lax.slicing import slice_in_dim
-  x = convert_to_array(operand)
-  aval = get_aval(x)
-  if aval.ndim == 0 or not 0 <= k <= aval.shape[-1]:
-    raise ValueError(f"top_k needs 0 <= k <= the last axis size, got k={k} for "
-                     f"{aval.str_short()}")
+# ---- top_k
+top_k_p = Primitive("top_k")
+top_k_p.multiple_results = True
+
+
+def _top_k_abstract_eval(x, *, k, axis):
+  if np.issubdtype(x.dtype, np.complexfloating):
+    raise ValueError("top_k is not compatible with complex inputs.")
+  if k < 0:
+    raise ValueError(f"k argument to top_k must be nonnegative, got {k}")
+  if x.ndim == 0:
+    raise TypeError(f"top_k operand must have >= 1 dimension, got {x.shape}")
+  if not 0 <= axis < x.ndim:
+    raise ValueError(f"axis argument out of range: axis={axis} for operand.shape={x.shape}")
+  if x.shape[axis] < k:
+    raise ValueError("k argument to top_k must be no larger than size along axis; got "
+                     f"k={k} with shape={list(x.shape)} and axis={axis}")
+  shape = x.shape[:axis] + (k,) + x.shape[axis + 1:]
+  return [ShapedArray(shape, x.dtype, x.weak_type), ShapedArray(shape, dtypes.int32)]
+
+
+def _top_k_lowering(ctx, x, *, k, axis):
+  aval = ctx.avals_in[0]
   last = aval.ndim - 1
-  if aval.dtype == dtypes.bool_:
-    from minijax.lax.misc import convert_element_type
-    keys = neg(convert_element_type(x, dtypes.int32))
-  else:
-    keys = neg(x)
-  iota = broadcasted_iota(dtypes.int32, aval.shape, last)
-  _, idx = sort((keys, iota), last, num_keys=1)
-  idx = slice_in_dim(idx, 0, k, 1, last)
-  return take_along_axis(x, idx, last), idx
+  perm = list(range(aval.ndim))
+  perm[axis], perm[last] = last, axis
+  if axis != last:
+    x = mhlo.TransposeOp(x, perm).result
+  shape = [aval.shape[p] for p in perm[:-1]] + [k]
+  types = [ir.RankedTensorType.get(shape, mlir.dtype_to_ir_type(d))
+           for d in (aval.dtype, dtypes.int32)]
+  results = list(mhlo.TopKOp(x, k, results=types).results)
+  if axis != last:
+    results = [mhlo.TransposeOp(r, perm).result for r in results]
+  return results
+
+
+def _top_k_jvp(primals, tangents, *, k, axis):
+  (x,), (t,) = primals, tangents
+  values, indices = top_k_p.bind(x, k=k, axis=axis)
+  if type(t) is ad.Zero:
+    return [values, indices], [ad.Zero.from_primal_value(values),
+                               ad.Zero.from_primal_value(indices)]
+  return [values, indices], [take_along_axis(t, indices, axis),
+                             ad.Zero.from_primal_value(indices)]
+
+
+def _top_k_batch(args, dims, *, k, axis):
+  (x,), (d,) = args, dims
+  outs = top_k_p.bind(x, k=k, axis=axis + (d <= axis))
+  return outs, [d, d]
+
+
+top_k_p.def_abstract_eval(_top_k_abstract_eval)
+mlir.register_lowering(top_k_p, _top_k_lowering)
+ad.primitive_jvps[top_k_p] = _top_k_jvp
+batching.primitive_batchers[top_k_p] = _top_k_batch
+
+
+def top_k(operand, k: int, *, axis: int = -1):
+  """The `k` largest entries along `axis` in descending order (NaN above everything, 0.0
+  above -0.0) and their int32 indices; equal entries keep index order."""
+  x = convert_to_array(operand)
+  k = int(k)
+  if k < 0:
+    raise ValueError(f"k argument to top_k must be nonnegative, got {k}")
+  axis = utils.canonicalize_axis(axis, max(get_aval(x).ndim, 1))
+  return tuple(top_k_p.bind(x, k=k, axis=axis))

@@ -310,8 +310,8 @@ def _location(mctx: ModuleContext, eqn: JaxprEqn) -> ir.Location:
     if info is None:
       loc = ir.Location.name(eqn.primitive.name)
     else:
-      loc = ir.Location.name(eqn.primitive.name,
-                             childLoc=ir.Location.file(info.file, info.line, 0))
+      name = f"{info.name_stack}/{eqn.primitive.name}" if info.name_stack else eqn.primitive.name
+      loc = ir.Location.name(name, childLoc=ir.Location.file(info.file, info.line, 0))
     mctx._locations[key] = loc
   return loc
 

@@ -71,6 +71,20 @@ class _ScalarMeta(type):
   def __repr__(cls):
     return f"minijax.numpy.{cls.__name__}"
 
+  # As JAX's scalar types: equal to (and hashed like) numpy's, so `np.float32 == jnp.float32`
+  # and dictionaries keyed by numpy types find them.
+  def __eq__(cls, other):
+    return cls is other or cls.dtype.type == other
+
+  def __ne__(cls, other):
+    return not cls == other
+
+  def __hash__(cls):
+    return hash(cls.dtype.type)
+
+  def __instancecheck__(cls, instance):
+    return isinstance(instance, cls.dtype.type)
+
 
 def _scalar_type(name, dtype):
   return _ScalarMeta(name, (object,), {"dtype": _np.dtype(dtype)})
@@ -159,8 +173,9 @@ def isscalar(element) -> bool:
   return _np.isscalar(element) or (hasattr(element, "aval") and element.ndim == 0)
 
 
-def copy(a):
-  return asarray(a)
+def copy(a, order=None):
+  """A copy of `a` (an Array gets a new buffer)."""
+  return asarray(a).copy()
 
 
 def __getattr__(name):

@@ -88,6 +88,10 @@ def dtype(x) -> np.dtype:
   return get_aval(x).dtype
 
 
+def weak_type(x) -> bool:
+  return get_aval(x).weak_type
+
+
 def asarray(x, dtype=None):
   """`x` as a minijax value (an Array, a tracer, or a literal under a trace)."""
   if isinstance(x, (list, tuple)):

@@ -84,6 +84,38 @@ def _round(self, ndigits=None):
   return jnp.round(self, ndigits or 0)
 
 
+def _copy(self):
+  """A new Array holding the same values (its own buffer: deleting or donating one leaves
+  the other alive); a traced value is its own copy."""
+  from minijax.runtime.array import Array, copy_array
+  return copy_array(self) if isinstance(self, Array) else self
+
+
+def _index_text(idx) -> str:
+  """`idx` as it is written between brackets: `0`, `1:3`, `..., None`."""
+  def one(e):
+    if isinstance(e, slice):
+      parts = ["" if p is None else str(p) for p in (e.start, e.stop, e.step)]
+      return ":".join(parts[:2] if e.step is None else parts)
+    if e is Ellipsis:
+      return "..."
+    if isinstance(e, (int, np.integer, type(None))):
+      return str(e)
+    return "idx"
+  if isinstance(idx, tuple):
+    return ", ".join(one(e) for e in idx) if idx else "()"
+  return one(idx)
+
+
+def _setitem(self, idx, value):
+  where = _index_text(idx)
+  what = repr(value) if isinstance(value, (bool, int, float, complex)) else "y"
+  raise TypeError(
+      f"'{type(self).__name__}' object does not support item assignment. minijax arrays are "
+      f"immutable (as JAX's are): instead of x[{where}] = {what}, use "
+      f"x = x.at[{where}].set({what}), or another .at[] method (add, multiply, min, max, ...).")
+
+
 def _tracer_item(self):
   """A traced value's Python scalar, when its transformation knows it (else the
   concretization error)."""
@@ -116,7 +148,7 @@ def install(cls) -> None:
       "__abs__": lambda self: jnp.absolute(self),
       "__invert__": lambda self: jnp.invert(self),
       "__round__": _round,
-      "__getitem__": _getitem,
+      "__getitem__": _getitem, "__setitem__": _setitem, "copy": _copy,
       "reshape": _reshape, "transpose": _transpose, "astype": _astype,
       "flatten": _flatten, "squeeze": _squeeze,
       "T": property(_T), "mT": property(_mT), "at": property(_at),

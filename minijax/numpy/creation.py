@@ -3,6 +3,11 @@ tri/tril/triu, meshgrid.
 
 Concrete inputs are built on the host with numpy and placed on the device once; shapes are
 always static.  `array` of a (nested) list holding traced values stacks them.
+
+`array`, `asarray` and `arange` of host data return Arrays even inside `jit` (concrete
+constants that the jaxpr closes over), as JAX's do, so that ported code can index them with
+traced values (`values[i]`); numpy arrays would reject a traced index.  (`linspace`
+computes its values with lax operations, traced values inside `jit`.)
 """
 from __future__ import annotations
 
@@ -11,12 +16,22 @@ import numpy as np
 from minijax import lax
 from minijax.core import dtypes
 from minijax.core.avals import get_aval
-from minijax.core.trace import Tracer
+from minijax.core.trace import Tracer, eval_trace, is_eval_context, set_current_trace
 from minijax.numpy import _util
 
 
 def _canonical(dtype):
   return dtypes.canonicalize_dtype(dtype) if dtype is not None else None
+
+
+def _constant(host):
+  """Host data as an array: an Array, also under a trace (placed on the device by the eval
+  trace, so the trace sees a constant it can close over).  0-d values stay host scalars
+  under a trace, where they become literals of the jaxpr."""
+  if is_eval_context() or not isinstance(host, np.ndarray) or host.ndim == 0:
+    return lax.convert_to_array(host)
+  with set_current_trace(eval_trace()):
+    return lax.convert_to_array(host)
 
 
 def _contains_traced(obj) -> bool:
@@ -43,14 +58,14 @@ def array(object, dtype=None, copy=True, ndmin=0):
         raise TypeError(f"array: cannot make an array from {object!r:.60}")
       if host.dtype.kind == "U" or host.dtype.kind == "S":
         raise TypeError(f"array: strings are not valid minijax values ({object!r:.60})")
-      out = lax.convert_to_array(np.asarray(host, dtype or dtypes.canonicalize_dtype(host.dtype)))
+      out = _constant(np.asarray(host, dtype or dtypes.canonicalize_dtype(host.dtype)))
   else:
     _util.check("array", object)
     if isinstance(object, dtypes.PYTHON_SCALARS):
       dt, weak = dtypes.dtype_and_weak_type(object)
       out = lax.full((), object, dtype or dt, weak_type=weak and dtype is None)
     else:
-      out = lax.convert_to_array(object)
+      out = _constant(object)
       if dtype is not None:
         out = lax.convert_element_type(out, dtype)
   nd = _util.ndim(out)
@@ -63,7 +78,7 @@ def asarray(a, dtype=None, copy=None):
   if isinstance(a, (list, tuple)):
     return array(a, dtype)
   _util.check("asarray", a)
-  out = lax.convert_to_array(a)
+  out = _constant(a)
   if dtype is not None:
     out = lax.convert_element_type(out, _canonical(dtype))
   return out
@@ -79,14 +94,17 @@ def _shape_tuple(shape):
 
 
 def full(shape, fill_value, dtype=None):
+  """As JAX: without `dtype`, a weakly typed fill value (a Python scalar) gives a weakly
+  typed array."""
   shape = _shape_tuple(shape)
   _util.check("full", fill_value)
+  weak = False
   if dtype is None:
-    dtype, _ = dtypes.dtype_and_weak_type(fill_value)
+    dtype, weak = dtypes.dtype_and_weak_type(fill_value)
   dtype = _canonical(dtype)
   if _util.ndim(fill_value) == 0:
-    return lax.full(shape, fill_value, dtype)
-  return _util.broadcast_to(lax.convert_element_type(fill_value, dtype), shape)
+    return lax.full(shape, fill_value, dtype, weak_type=weak)
+  return _util.broadcast_to(lax.convert_element_type(fill_value, dtype, weak), shape)
 
 
 def zeros(shape, dtype=None):
@@ -102,20 +120,22 @@ def empty(shape, dtype=None):
 
 
 def _like(name, a, dtype, shape):
+  """The shape, dtype and weak type of a `*_like` result: `a`'s, unless given (an explicit
+  dtype is strong; without one the result is weak when `a` is, as in JAX)."""
   _util.check(name, a)
   aval = get_aval(a)
   return (_shape_tuple(shape) if shape is not None else aval.shape,
-          _canonical(dtype) or aval.dtype)
+          _canonical(dtype) or aval.dtype, dtype is None and aval.weak_type)
 
 
 def zeros_like(a, dtype=None, shape=None):
-  shape, dtype = _like("zeros_like", a, dtype, shape)
-  return lax.full(shape, 0, dtype)
+  shape, dtype, weak = _like("zeros_like", a, dtype, shape)
+  return lax.full(shape, 0, dtype, weak_type=weak)
 
 
 def ones_like(a, dtype=None, shape=None):
-  shape, dtype = _like("ones_like", a, dtype, shape)
-  return lax.full(shape, 1, dtype)
+  shape, dtype, weak = _like("ones_like", a, dtype, shape)
+  return lax.full(shape, 1, dtype, weak_type=weak)
 
 
 def empty_like(a, dtype=None, shape=None):
@@ -123,8 +143,10 @@ def empty_like(a, dtype=None, shape=None):
 
 
 def full_like(a, fill_value, dtype=None, shape=None):
-  shape, dtype = _like("full_like", a, dtype, shape)
-  return full(shape, fill_value, dtype)
+  shape, dtype, weak = _like("full_like", a, dtype, shape)
+  if _util.ndim(fill_value) == 0:
+    return lax.full(shape, fill_value, dtype, weak_type=weak)
+  return _util.broadcast_to(lax.convert_element_type(fill_value, dtype, weak), shape)
 
 
 def _concrete(name, x):
@@ -149,10 +171,10 @@ def arange(start, stop=None, step=None, dtype=None):
     dt = _canonical(dtype) or dtypes.canonicalize_dtype(host_dtype)
     if dt in (dtypes.int32, dtypes.int64) and isinstance(start, (int, np.integer)):
       return lax.iota(dt, n)
-    return lax.convert_to_array(np.arange(start, dtype=dt))
+    return _constant(np.arange(start, dtype=dt))
   host = np.arange(start, stop, step)
   dt = _canonical(dtype) or dtypes.canonicalize_dtype(host.dtype)
-  return lax.convert_to_array(np.arange(start, stop, step).astype(dt))
+  return _constant(np.arange(start, stop, step).astype(dt))
 
 
 def linspace(start, stop, num=50, endpoint=True, retstep=False, dtype=None, axis=0):

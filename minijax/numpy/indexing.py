@@ -21,6 +21,7 @@ import numpy as np
 from minijax import lax
 from minijax.core import dtypes
 from minijax.core.avals import get_aval
+from minijax.core.errors import NonConcreteBooleanIndexError
 from minijax.core.trace import Tracer
 from minijax.numpy import _util
 
@@ -72,7 +73,7 @@ def _normalize_entries(idx, nd: int):
       if dt == dtypes.bool_:
         value = _concrete_value(e)
         if value is None:
-          raise IndexError(
+          raise NonConcreteBooleanIndexError(
               f"boolean mask indexing needs a concrete mask, but got a traced "
               f"{get_aval(e).str_short()}: its result shape would depend on its values. "
               "Use minijax.numpy.where(mask, x, 0) instead.")
@@ -131,9 +132,20 @@ def _normalize_array_index(i, n: int):
                     lax.add(i, lax.full(shape, n, dtypes.int32)), i)
 
 
-def _static_slices(x, entries, keep_arrays: bool):
+def _clamp_static(e: int, n: int, d: int) -> tuple[int, bool]:
+  """A static integer index of an axis of size `n`, made non-negative and clamped into
+  the axis as JAX does (`arange(10)[11]` is 9); and whether it was out of bounds."""
+  if n == 0:
+    raise IndexError(f"index {e} is out of bounds for axis {d} with size 0")
+  in_bounds = -n <= e < n
+  e = e + n if e < 0 else e
+  return min(max(e, 0), n - 1), not in_bounds
+
+
+def _static_slices(x, entries, keep_arrays: bool, oob: list | None = None):
   """Applies slices (and static ints unless `keep_arrays`) as one strided slice plus rev;
-  returns the new x, and for each axis the entry left to apply (None when done)."""
+  returns the new x, and for each axis the entry left to apply (None when done).  A static
+  int out of bounds is clamped, and noted by appending True to `oob`."""
   shape = _util.shape(x)
   starts, limits, strides, flips, left = [], [], [], [], []
   for d, (e, n) in enumerate(zip(entries, shape)):
@@ -151,9 +163,9 @@ def _static_slices(x, entries, keep_arrays: bool):
           flips.append(d)
       left.append(None)
     elif isinstance(e, int) and not keep_arrays:
-      if not -n <= e < n:
-        raise IndexError(f"index {e} is out of bounds for axis {d} with size {n}")
-      e %= n
+      e, out_of_bounds = _clamp_static(e, n, d)
+      if out_of_bounds and oob is not None:
+        oob.append(True)
       starts.append(e), limits.append(e + 1), strides.append(1)
       left.append("squeeze")
     else:
@@ -179,15 +191,17 @@ def _in_bounds(e, n):
 
 def _getitem(x, idx, want_valid=False):
   """`x[idx]`, and with `want_valid` a bool array of the result's shape telling which
-  elements came from in-bounds array indices (None when every index was static)."""
+  elements came from in-bounds indices (None when every index was in bounds and static).
+  Out-of-bounds integer indices are clamped into their axis, as in JAX."""
   x = lax.convert_to_array(x)
   entries = _normalize_entries(idx, _util.ndim(x))
   x, entries = _insert_new_axes(x, entries)
   arrays = [e for e in entries if _is_array(e)]
   if not arrays or all(_util.ndim(a) == 0 for a in arrays):
-    x, left = _static_slices(x, entries, keep_arrays=False)
+    oob: list = []
+    x, left = _static_slices(x, entries, keep_arrays=False, oob=oob)
     shape = _util.shape(x)
-    valid = None
+    valid = lax.full((), False, dtypes.bool_) if oob and want_valid else None
     if arrays:
       starts = [lax.full((), 0, dtypes.int32)] * len(shape)
       sizes = list(shape)
@@ -211,9 +225,10 @@ def _getitem(x, idx, want_valid=False):
   for d in adv:
     e = left[d]
     if isinstance(e, int):
-      if not -shape[d] <= e < shape[d]:
-        raise IndexError(f"index {e} is out of bounds for axis {d} with size {shape[d]}")
-      e = np.int32(e % shape[d])
+      e, out_of_bounds = _clamp_static(e, shape[d], d)
+      if out_of_bounds and want_valid:
+        valid = lax.full(() if valid is None else _util.shape(valid), False, dtypes.bool_)
+      e = np.int32(e)
     elif want_valid:
       ok = _in_bounds(e, shape[d])
       valid = ok if valid is None else lax.bitwise_and(
@@ -317,7 +332,7 @@ _BOX_COMBINE = {lax.scatter: None, lax.scatter_add: "add", lax.scatter_mul: "mul
 
 def _box(x, idx):
   """For an index of static ints and unit-step slices only: the (starts, sizes, kept axes)
-  of the box it selects; else None."""
+  of the box it selects, or "out of bounds" when an int is outside its axis; else None."""
   shape = _util.shape(x)
   if not isinstance(idx, tuple):
     idx = (idx,)
@@ -334,7 +349,7 @@ def _box(x, idx):
       starts.append(start), sizes.append(max(stop - start, 0)), kept.append(d)
     else:
       if not -n <= e < n:
-        raise IndexError(f"index {e} is out of bounds for axis {d} with size {n}")
+        return "out of bounds"
       starts.append(int(e) % n), sizes.append(1)
   return starts, sizes, kept
 
@@ -370,6 +385,10 @@ def _update(scatter_fn, x, idx, values, mode=None):
   x = lax.convert_to_array(x)
   _util.check("at[].update", values)
   box = _box(x, idx)
+  if box == "out of bounds":
+    if mode != "clip":
+      return x  # JAX drops updates at out-of-bounds indices
+    box = None
   if box is not None:
     return _update_box(scatter_fn, x, box, values)
   shape, size = _util.shape(x), _util.size(x)

@@ -39,7 +39,7 @@ def dot(a, b, *, precision=None, preferred_element_type=None):
   cy = 0 if ny == 1 else ny - 2
   if _util.shape(x)[-1] != _util.shape(y)[cy]:
     _contraction_error("dot", x, y, _util.shape(x)[-1:], (_util.shape(y)[cy],))
-  out = lax.dot_general(x, y, (((nx - 1,), (cy,)), ((), ())),
+  out = lax.dot_general(x, y, (((nx - 1,), (cy,)), ((), ())), precision=precision,
                         preferred_element_type=preferred_element_type)
   return out
 
@@ -66,7 +66,7 @@ def matmul(a, b, *, precision=None, preferred_element_type=None):
   y2 = _util.broadcast_to(y2, batch + sy[-2:])
   nb = len(batch)
   out = lax.dot_general(x2, y2, (((nb + 1,), (nb,)), (tuple(range(nb)), tuple(range(nb)))),
-                        preferred_element_type=preferred_element_type)
+                        precision=precision, preferred_element_type=preferred_element_type)
   if nx == 1:
     out = lax.squeeze(out, (nb,))
   if ny == 1:
@@ -181,7 +181,8 @@ def einsum(subscripts, *operands, optimize=None, precision=None, preferred_eleme
   contract = [c for c in sa if c in sb and c not in output]
   dn = ((tuple(sa.index(c) for c in contract), tuple(sb.index(c) for c in contract)),
         (tuple(sa.index(c) for c in batch), tuple(sb.index(c) for c in batch)))
-  out = lax.dot_general(x, y, dn, preferred_element_type=preferred_element_type)
+  out = lax.dot_general(x, y, dn, precision=precision,
+                        preferred_element_type=preferred_element_type)
   result = batch + [c for c in sa if c not in batch and c not in contract] + \
       [c for c in sb if c not in batch and c not in contract]
   return lax.transpose(out, tuple(result.index(c) for c in output))

@@ -23,6 +23,7 @@ def _prep(name, a, axis, out=None, where=None, fill=None):
   if not isinstance(a, (list, tuple)):
     _util.check(name, a)
   (x,) = _util.promote(name, a) if not isinstance(a, (list, tuple)) else (_util.asarray(a),)
+  x = _strong(x)
   axes = _util.canonicalize_axes(axis, _util.ndim(x))
   if where is not None:
     if fill is None:
@@ -30,6 +31,11 @@ def _prep(name, a, axis, out=None, where=None, fill=None):
     from minijax.numpy.ufuncs import where as _where
     x = _where(_util.broadcast_to(where, _util.shape(x)), x, fill)
   return x, axes
+
+
+def _strong(x):
+  """Reductions return strongly typed values, as JAX's do: `sum(1.0)` is a float32."""
+  return lax.convert_element_type(x, _util.dtype(x)) if _util.weak_type(x) else x
 
 
 def _keep(out, x, axes, keepdims):
@@ -190,7 +196,7 @@ def std(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, where=None):
 
 def _arg(name, lax_fn, a, axis, keepdims):
   _util.check(name, a)
-  x = _util.asarray(a)
+  x = _strong(_util.asarray(a))
   if axis is None:
     if _util.shape(x) and 0 in _util.shape(x) or _util.size(x) == 0:
       raise ValueError(f"attempt to get {name} of an empty sequence")
@@ -216,7 +222,7 @@ def argmin(a, axis=None, out=None, keepdims=False):
 
 def _cumulative(name, lax_fn, a, axis, dtype):
   _util.check(name, a)
-  x = _util.asarray(a)
+  x = _strong(_util.asarray(a))
   if axis is None:
     x = lax.reshape(x, (_util.size(x),))
     axis = 0

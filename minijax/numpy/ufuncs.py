@@ -197,12 +197,11 @@ arctan2 = _binary("arctan2", lax.atan2, inexact=True, keep_scalars=True, real_on
 
 
 def _logaddexp(a, b):
-  m = lax.max(a, b)
-  finite = lax.is_finite(m)
-  m_safe = lax.select(finite, m, lax.full(_util.shape(m), 0, _util.dtype(m)))
-  out = lax.add(m_safe, lax.log(lax.add(lax.exp(lax.sub(a, m_safe)),
-                                        lax.exp(lax.sub(b, m_safe)))))
-  return lax.select(finite, out, m)
+  # JAX's formula (so softplus and friends agree to the bit): max + log1p(exp(-|a - b|)),
+  # and a + b where a - b is NaN (a NaN, or infinities of one sign)
+  delta = lax.sub(a, b)
+  out = lax.add(lax.max(a, b), lax.log1p(lax.exp(lax.neg(lax.abs(delta)))))
+  return lax.select(lax.ne(delta, delta), lax.add(a, b), out)
 
 
 logaddexp = _binary("logaddexp", _logaddexp, inexact=True, real_only=TypeError)

@@ -296,6 +296,11 @@ def _copy_to_device(x: Array, device) -> Array:
   return Array(buffer, x.aval, device)
 
 
+def copy_array(x: Array) -> Array:
+  """A copy of `x` in a new buffer on the same device."""
+  return _copy_to_device(x, x._device)
+
+
 def device_put(x: Any, device=None) -> Array:
   """Places `x` (an Array, a numpy array or scalar, or a Python scalar) on `device`.
 

@@ -2,7 +2,7 @@
 
 minijax runs on jaxlib's CPU client only.  The client is created lazily, once, on the first
 call to `get_client()`; `MINIJAX_NUM_CPU_DEVICES` (default 1) says how many CPU devices it
-exposes.  Code that must act right after the client exists (the tap runtime registers its
+exposes, or, when it is not set, JAX's `XLA_FLAGS=--xla_force_host_platform_device_count=N`.  Code that must act right after the client exists (the tap runtime registers its
 custom-call targets, which only takes effect once a client is up) hooks in with
 `on_client_created`; those hooks run before any other thread can see the client.
 
@@ -39,8 +39,20 @@ if not hasattr(_jax.SingleDeviceSharding, "_to_xla_hlo_sharding"):
   _jax.SingleDeviceSharding._to_xla_hlo_sharding = _replicated_hlo_sharding
 
 
+def _xla_flags_device_count() -> str | None:
+  """N from `--xla_force_host_platform_device_count=N` in `XLA_FLAGS` (the last one wins)."""
+  found = None
+  for flag in os.environ.get("XLA_FLAGS", "").split():
+    name, _, value = flag.partition("=")
+    if name.lstrip("-") == "xla_force_host_platform_device_count":
+      found = value
+  return found
+
+
 def _requested_num_devices() -> int:
-  raw = os.environ.get(NUM_DEVICES_ENV, "1")
+  raw = os.environ.get(NUM_DEVICES_ENV)
+  if raw is None:
+    raw = _xla_flags_device_count() or "1"
   try:
     n = int(raw)
   except ValueError:

@@ -8,20 +8,23 @@ arguments), look up the executable's call closure, run it.  Called under another
 transformation it binds `jit_p` with the traced jaxpr, so the transformation sees one
 equation and the lowering emits a `func.call`.
 
-`jit(f).lower(*args)` and `.compile()` expose the stages: `Lowered` holds the MHLO module,
-and compiling it reuses that module, so `lower(x).compile()` lowers once.
+`jit(f).trace(*args)`, `.lower()` and `.compile()` expose the stages: `Traced` holds the
+jaxpr, `Lowered` the MHLO module, and compiling it reuses that module, so
+`lower(x).compile()` lowers once.
 """
 from __future__ import annotations
 
 import functools
 import operator
+import sys
 import weakref
 from typing import Any, Callable
 
 from minijax import tree_util
-from minijax.api_util import DebugInfo, flat_arg_names, fun_name, normalize_argnums
+from minijax.api_util import DebugInfo, flat_arg_names, fun_name, resolve_argnums
 from minijax.config import config
 from minijax.core import trace as trace_lib
+from minijax.core import traceback_util
 from minijax.core.avals import get_aval, python_scalar_aval
 from minijax.core.dtypes import PYTHON_SCALARS
 from minijax.core.errors import UnexpectedTracerError
@@ -34,7 +37,7 @@ from minijax.runtime import backend
 from minijax.runtime.array import Array, device_put
 from minijax.staging import compiler
 
-__all__ = ["jit", "JitWrapped", "Lowered", "Compiled"]
+__all__ = ["jit", "JitWrapped", "Traced", "Lowered", "Compiled"]
 
 
 class _Traced:
@@ -54,14 +57,16 @@ def _has_tracer(values) -> bool:
 class JitWrapped:
   """The state behind `jit(fun)`: static and donated arguments, caches, the device."""
 
-  def __init__(self, fun: Callable, static_argnums=(), static_argnames=(), donate_argnums=(),
-               device=None):
+  def __init__(self, fun: Callable, static_argnums=None, static_argnames=None,
+               donate_argnums=None, device=None, donate_argnames=None):
     self._fun = fun
     self._name = fun_name(fun)
-    self._static_argnums = frozenset(normalize_argnums(static_argnums))
-    self._static_argnames = frozenset((static_argnames,) if isinstance(static_argnames, str)
-                                      else static_argnames or ())
-    self._donate_argnums = frozenset(normalize_argnums(donate_argnums))
+    static_argnums, static_argnames, donate_argnums, donate_argnames = resolve_argnums(
+        fun, static_argnums, static_argnames, donate_argnums, donate_argnames)
+    self._static_argnums = frozenset(static_argnums)
+    self._static_argnames = frozenset(static_argnames)
+    self._donate_argnums = frozenset(donate_argnums)
+    self._donate_argnames = frozenset(donate_argnames)
     self._device = backend.get_device(device) if device is not None else None
     self._fast_ok = not (self._static_argnums or self._static_argnames)
     self._multi_device = False
@@ -104,13 +109,17 @@ class JitWrapped:
         kwargs[where] = value
     return args, kwargs
 
-  def _donated_leaves(self, args, static) -> tuple[bool, ...]:
+  def _donated_leaves(self, args, kwargs, static) -> tuple[bool, ...]:
     """One flag per dynamic leaf of `(dyn_args, dyn_kwargs)`."""
-    static_positions = {where for where, _ in static if isinstance(where, int)}
+    static_where = {where for where, _ in static}
     flags = []
     for pos, arg in enumerate(args):
-      if pos not in static_positions:
-        flags.extend([pos in self._donate_argnums] * len(tree_util.tree_leaves(arg)))
+      if pos not in static_where:
+        donated = pos in self._donate_argnums or (pos - len(args)) in self._donate_argnums
+        flags.extend([donated] * len(tree_util.tree_leaves(arg)))
+    for name, value in kwargs.items():
+      if name not in static_where:
+        flags.extend([name in self._donate_argnames] * len(tree_util.tree_leaves(value)))
     return tuple(flags)
 
   # -- tracing
@@ -125,7 +134,8 @@ class JitWrapped:
     names = flat_arg_names(self._fun, args, kwargs) if not static else None
     debug = DebugInfo(self._name, names if names and len(names) == len(avals) else None)
     jaxpr, consts = pe.trace_to_jaxpr_dynamic(flat_fun, avals, debug)
-    donated = self._donated_leaves(args, static) if self._donate_argnums else ()
+    donated = (self._donated_leaves(args, kwargs, static)
+               if self._donate_argnums or self._donate_argnames else ())
     donated = (False,) * len(consts) + donated + (False,) * (len(avals) - len(donated))
     closed, consts = hoist_consts(ClosedJaxpr(jaxpr, consts))
     return _Traced(closed, consts, out_tree(), donated)
@@ -133,7 +143,10 @@ class JitWrapped:
   def _traced_for(self, args, kwargs):
     dyn_args, dyn_kwargs, static = self._split(args, kwargs)
     flat, in_tree = tree_util.tree_flatten((dyn_args, dyn_kwargs))
-    avals = tuple(map(get_aval, flat))
+    try:
+      avals = tuple(map(get_aval, flat))
+    except TypeError:
+      self._raise_non_array_argument(args, kwargs, static, flat)
     key = (in_tree, avals, static)
     traced = self._cache.get(key)
     if traced is None:
@@ -141,6 +154,25 @@ class JitWrapped:
       if not _has_tracer(traced.consts):
         self._cache[key] = traced
     return traced, flat
+
+  def _raise_non_array_argument(self, args, kwargs, static, flat):
+    """The TypeError for a leaf that is not an array: which argument, and what to do."""
+    static_where = {where for where, _ in static}
+    named_args = [None if i in static_where else a for i, a in enumerate(args)]
+    named_kwargs = {k: v for k, v in kwargs.items() if k not in static_where}
+    names = flat_arg_names(self._fun, named_args, named_kwargs)
+    for i, leaf in enumerate(flat):
+      try:
+        get_aval(leaf)
+      except TypeError:
+        path = names[i] if i < len(names) else f"flat argument {i}"
+        raise TypeError(
+            f"Error interpreting argument to {self._fun!r} as an abstract array. The "
+            f"problematic value is of type {type(leaf)!r} and was passed to the function at "
+            f"path {path}.\nThis typically means that a jit-wrapped function was called with a "
+            "non-array argument, and this argument was not marked as static using the "
+            "static_argnums or static_argnames parameters of minijax.jit.") from None
+    raise AssertionError("unreachable: every leaf has an aval")
 
   # -- calling (the fast path lives in `_jitted`, the function `jit` returns)
 
@@ -192,18 +224,17 @@ class JitWrapped:
       self._fast[key] = lambda *flat: traced.out_tree.unflatten(executable(*consts, *flat))
 
   def lower(self, *args, **kwargs) -> "Lowered":
-    traced, flat = self._traced_for(args, kwargs)
-    return Lowered(traced, self._name, compiler.jit_device(self._device, flat))
+    return self.trace(*args, **kwargs).lower()
 
-  def trace(self, *args, **kwargs) -> ClosedJaxpr:
-    traced, _ = self._traced_for(args, kwargs)
-    return traced.jaxpr
+  def trace(self, *args, **kwargs) -> "Traced":
+    traced, flat = self._traced_for(args, kwargs)
+    return Traced(traced, self._name, compiler.jit_device(self._device, flat))
 
 
 # Flags that change what tracing or lowering produces, or whether the fast path may skip
 # NaN checks.  Like JAX's trace context, they key jit's caches: switching a flag back and
 # forth reuses what was compiled before.
-_STATE_FLAGS = ("enable_x64", "tap_mechanism", "debug_nans")
+_STATE_FLAGS = ("enable_x64", "tap_mechanism", "debug_nans", "host_callback_semantics")
 
 
 def _flag_state() -> tuple:
@@ -232,6 +263,33 @@ def _check_static(value, where):
         "arguments must be hashable (use a tuple instead of a list, or make it a dynamic "
         "argument)") from None
   return value
+
+
+class Traced:
+  """`jit(f).trace(*args)`: the traced stage, as JAX's `jax.stages.Traced`.
+
+  `jaxpr` is the ClosedJaxpr `f` traced to (its constants hoisted to leading inputs),
+  `out_info` the abstract values of the outputs in the output's tree structure, and
+  `lower()` lowers it to MHLO (the next stage, `Lowered`) without tracing again."""
+
+  def __init__(self, traced: _Traced, name: str, device):
+    self._traced = traced
+    self._device = device
+    self.fun_name = name
+
+  @property
+  def jaxpr(self) -> ClosedJaxpr:
+    return self._traced.jaxpr
+
+  @property
+  def out_info(self):
+    return self._traced.out_tree.unflatten(self._traced.jaxpr.out_avals)
+
+  def lower(self) -> "Lowered":
+    return Lowered(self._traced, self.fun_name, self._device)
+
+  def __repr__(self):
+    return f"Traced({self.fun_name})"
 
 
 class Lowered:
@@ -272,15 +330,27 @@ class Compiled:
     return self._traced.out_tree.unflatten(self._fn(*self._traced.consts, *flat))
 
 
-def jit(fun: Callable | None = None, *, static_argnums=(), static_argnames=(),
-        donate_argnums=(), device=None):
-  """Compiles `fun` with XLA; usable as `@jit` or `@jit(static_argnums=...)`."""
+def jit(fun: Callable | None = None, *, static_argnums=None, static_argnames=None,
+        donate_argnums=None, donate_argnames=None, keep_unused: bool = False, device=None,
+        backend=None, inline: bool = False):
+  """Compiles `fun` with XLA; usable as `@jit` or `@jit(static_argnums=...)`.
+
+  As in JAX, `static_argnums` and `static_argnames` (and `donate_argnums` and
+  `donate_argnames`) name the same parameters through `fun`'s signature when only one of
+  them is given, so an argument is static however it is passed.  `keep_unused` and
+  `inline` are accepted for JAX's sake (minijax keeps every argument, and inlines nested
+  jits only when lowering); `backend` may only be "cpu"."""
   if fun is None:
     return lambda f: jit(f, static_argnums=static_argnums, static_argnames=static_argnames,
-                         donate_argnums=donate_argnums, device=device)
+                         donate_argnums=donate_argnums, donate_argnames=donate_argnames,
+                         keep_unused=keep_unused, device=device, backend=backend,
+                         inline=inline)
   if not callable(fun):
-    raise TypeError(f"jit expects a callable, got {type(fun).__name__}")
-  return _jitted(JitWrapped(fun, static_argnums, static_argnames, donate_argnums, device))
+    raise TypeError(f"Expected a callable value, got {fun!r:.60}")
+  if backend not in (None, "cpu"):
+    raise RuntimeError(f"Unknown backend {backend!r}: minijax runs on the 'cpu' backend only")
+  return _jitted(JitWrapped(fun, static_argnums, static_argnames, donate_argnums, device,
+                            donate_argnames))
 
 
 _flatten = tree_util.registry.flatten
@@ -308,30 +378,36 @@ def _jitted(wrapped: JitWrapped) -> Callable:
   defines it."""
   slow = wrapped._call_slow
   context, EvalTrace = trace_lib._context, trace_lib.EvalTrace
+  filter_exception, getframe = traceback_util.filter_exception, sys._getframe
   aval_attr, arg_aval, device_of = _aval_attr, _arg_aval, compiler.device_of
 
   def jitted(*args, **kwargs):
-    if not kwargs and type(context.trace) is EvalTrace:
-      flat, in_tree = args, None
-      try:
-        key = args[0].aval if len(args) == 1 else (*map(aval_attr, args),)
-      except AttributeError:
+    try:
+      if not kwargs and type(context.trace) is EvalTrace:
+        flat, in_tree = args, None
         try:
-          key = (*map(arg_aval, args),)  # Python scalars among the Arrays
+          key = args[0].aval if len(args) == 1 else (*map(aval_attr, args),)
         except AttributeError:
-          flat, in_tree = _flatten(args)
           try:
-            key = (in_tree, *map(arg_aval, flat))
+            key = (*map(arg_aval, args),)  # Python scalars among the Arrays
           except AttributeError:
-            return slow(args, kwargs)
-      if wrapped._multi_device:
-        key = (key, device_of(flat))
-      entry = wrapped._fast.get(key)
-      if entry is not None:
-        return entry(*flat)
-      return slow(args, kwargs, key, in_tree)
-    return slow(args, kwargs)
+            flat, in_tree = _flatten(args)
+            try:
+              key = (in_tree, *map(arg_aval, flat))
+            except AttributeError:
+              return slow(args, kwargs)
+        if wrapped._multi_device:
+          key = (key, device_of(flat))
+        entry = wrapped._fast.get(key)
+        if entry is not None:
+          return entry(*flat)
+        return slow(args, kwargs, key, in_tree)
+      return slow(args, kwargs)
+    except Exception as e:  # an API boundary: the user sees their own frames
+      filter_exception(e, getframe())
+      raise
 
+  traceback_util.register_boundary(jitted.__code__)
   functools.update_wrapper(jitted, wrapped._fun)
   jitted.lower = wrapped.lower
   jitted.trace = wrapped.trace

@@ -29,6 +29,7 @@ list of copied arrays itself and its `offsets` is None.
 from __future__ import annotations
 
 import collections
+import os
 import threading
 import time
 import warnings
@@ -165,16 +166,37 @@ def native_available() -> bool:
   return _native is not None
 
 
+BUILD_ERROR_FILE = "_native_build_error.txt"  # written by setup.py when the build fails
+
+
+def native_unavailable_reason(here: str | None = None) -> str:
+  """Why the native queues are missing: the build's recorded error, a missing module, or
+  the import error of one that is there (looked for in `here`, this package's folder by
+  default)."""
+  here = here or os.path.dirname(os.path.abspath(__file__))
+  recorded = os.path.join(here, BUILD_ERROR_FILE)
+  if os.path.exists(recorded):
+    with open(recorded) as f:
+      lines = f.read().strip().splitlines()
+    return f"its build failed ({lines[0][:300] if lines else 'no reason was recorded'})"
+  if not any(name.startswith("_native.") and name.endswith((".so", ".pyd"))
+             for name in os.listdir(here)):
+    return f"it was not built (there is no compiled _native module in {here})"
+  return f"it failed to load ({native_import_error})"
+
+
 def warn_native_unavailable() -> None:
-  """Warns, once per process, that taps fall back to the Python-callback mechanism."""
+  """Warns, once per process and in one line, that taps fall back to the Python-callback
+  mechanism: why, and how to rebuild the native handler."""
   global _warned
   if not _warned:
     _warned = True
     warnings.warn(
-        "minijax's native tap extension (minijax.runtime.taps._native) could not be imported "
-        f"({native_import_error}); host taps use the slower Python-callback mechanism. "
-        "Reinstall minijax with a C++17 compiler available to build it.", RuntimeWarning,
-        stacklevel=3)
+        "minijax: host taps use jaxlib's Python callback mechanism (slower) instead of the "
+        f"native tap extension, because {native_unavailable_reason()}. To rebuild it, install a "
+        "C++17 compiler and reinstall minijax (pip install -e ., or with "
+        "MINIJAX_REQUIRE_NATIVE=1 to see the compiler's error); "
+        "MINIJAX_TAP_MECHANISM=callback silences this warning.", RuntimeWarning, stacklevel=3)
 
 
 queues: Any = _native if _native is not None else PythonQueues()

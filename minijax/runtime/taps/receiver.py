@@ -26,6 +26,7 @@ import atexit
 import dataclasses
 import logging
 import threading
+import traceback
 from typing import Any
 
 from minijax.config import config
@@ -40,7 +41,9 @@ _get_ident = threading.get_ident
 
 
 class TapFunctionException(Exception):
-  """Raised by `barrier_wait` when tap functions raised since the previous barrier."""
+  """Raised by `barrier_wait` when tap functions raised since the previous barrier.  Its
+  text holds the last such exception's type, text and traceback; it is also the
+  `__cause__`."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -75,6 +78,7 @@ _receivers: dict[int, _DeviceReceiver] = {}  # by device ordinal
 _by_device: dict[Any, _DeviceReceiver] = {}
 _running = False
 _exceptions_since_barrier = 0
+_last_exception: BaseException | None = None  # the latest since the last barrier
 _atexit_registered = False
 
 
@@ -150,10 +154,11 @@ def _drain(rec: _DeviceReceiver) -> None:
 
 
 def _report(rec: _DeviceReceiver, consumer_id: int, consumer, e: BaseException) -> None:
-  global _exceptions_since_barrier
+  global _exceptions_since_barrier, _last_exception
   with _counters:
     rec.exceptions += 1
     _exceptions_since_barrier += 1
+    _last_exception = e
   hint = ""
   if isinstance(e, TypeError):
     hint = (" (tap functions are called as tap_func(arg, transforms), or with device=... "
@@ -221,7 +226,7 @@ def barrier_wait(logging_name: str | None = None) -> None:
 
 
 def _barrier(name: str) -> None:
-  global _exceptions_since_barrier
+  global _exceptions_since_barrier, _last_exception
   if in_receiver_thread():
     raise RuntimeError(
         f"{name}() was called from a tap function. It would wait for the receiver "
@@ -233,9 +238,14 @@ def _barrier(name: str) -> None:
   if _exceptions_since_barrier:
     with _counters:
       n, _exceptions_since_barrier = _exceptions_since_barrier, 0
+      last, _last_exception = _last_exception, None
+    detail = ""
+    if last is not None:
+      text = "".join(traceback.format_exception(last)).rstrip()
+      detail = f"\nThe last one, {type(last).__name__}: {last}\n{text}"
     raise TapFunctionException(
         f"{n} exception(s) were raised in tap functions since the last barrier_wait(); their "
-        "tracebacks were logged on the 'minijax.taps' logger.")
+        f"tracebacks were logged on the 'minijax.taps' logger.{detail}") from last
 
 
 def stop_outfeed_receiver() -> None:
