@@ -39,11 +39,13 @@ class _OptionalBuildExt(build_ext):
 
   def run(self):
     self._inplace = self.inplace  # setuptools clears it while building, then copies
+    self._not_built = set()
     try:
       super().run()
     except Exception as e:  # setuptools raises several distutils error types here
       for ext in self.extensions:
-        self._failed(ext, e)
+        if ext.name not in self._not_built:
+          self._failed(ext, e)
 
   def build_extension(self, ext):
     try:
@@ -52,6 +54,24 @@ class _OptionalBuildExt(build_ext):
       self._failed(ext, e)
     else:
       self._record(ext, None)
+
+  def _built(self):
+    return [ext for ext in self.extensions if ext.name not in self._not_built]
+
+  def copy_extensions_to_source(self):
+    """Copies the extensions that were built (an in-place build) and no others."""
+    extensions, self.extensions = self.extensions, self._built()
+    try:
+      super().copy_extensions_to_source()
+    finally:
+      self.extensions = extensions
+
+  def get_outputs(self):
+    extensions, self.extensions = self.extensions, self._built()
+    try:
+      return super().get_outputs()
+    finally:
+      self.extensions = extensions
 
   def _compile(self, ext):
     import numpy
@@ -103,6 +123,7 @@ class _OptionalBuildExt(build_ext):
     if os.environ.get("MINIJAX_REQUIRE_NATIVE", "").strip().lower() in ("1", "true", "yes"):
       raise RuntimeError(f"minijax's {what} could not be built: {e}") from e
     reason = f"{type(e).__name__}: {e}".strip().replace("\n", " ")
+    getattr(self, "_not_built", set()).add(ext.name)
     self._record(ext, reason)
     print(f"warning: minijax's {what} was not built ({reason}); {fallback} the Python "
           "callback mechanism. Set MINIJAX_REQUIRE_NATIVE=1 to make this an error.",

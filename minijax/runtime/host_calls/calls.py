@@ -29,6 +29,7 @@ called it, which cannot finish before the host function returns (`runtime/execut
 from __future__ import annotations
 
 import functools
+import os
 import threading
 import warnings
 from typing import Any, Callable, Sequence
@@ -74,6 +75,19 @@ def native_available() -> bool:
   return _native is not None
 
 
+BUILD_ERROR_FILE = "_native_build_error.txt"  # written by setup.py when the build fails
+
+
+def native_unavailable_reason() -> str:
+  """Why the native handler is missing: the build's recorded error, or the import error."""
+  recorded = os.path.join(os.path.dirname(os.path.abspath(__file__)), BUILD_ERROR_FILE)
+  if os.path.exists(recorded):
+    with open(recorded) as f:
+      lines = f.read().strip().splitlines()
+    return f"its build failed ({lines[0][:300] if lines else 'no reason was recorded'})"
+  return f"it could not be imported ({native_import_error})"
+
+
 _warned = False
 
 
@@ -89,10 +103,12 @@ def mechanism() -> str:
     if not _warned:
       _warned = True
       warnings.warn(
-          "minijax's native host-call extension (minijax.runtime.host_calls._native) could not "
-          f"be imported ({native_import_error}); pure_callback and io_callback use jaxlib's "
-          "Python callback mechanism. Reinstall minijax with a C++17 compiler available to "
-          "build it.", RuntimeWarning, stacklevel=3)
+          "minijax: pure_callback and io_callback use jaxlib's Python callback mechanism "
+          "(slower) instead of the native host-call extension, because "
+          f"{native_unavailable_reason()}. To rebuild it, install a C++17 compiler and "
+          "reinstall minijax (pip install -e ., or with MINIJAX_REQUIRE_NATIVE=1 to see the "
+          "compiler's error); MINIJAX_TAP_MECHANISM=callback silences this warning.",
+          RuntimeWarning, stacklevel=3)
     return "callback"
   return requested
 
