@@ -6,7 +6,7 @@ _os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "1")
 from minijax.config import config
 from minijax.runtime.array import Array
 from minijax.runtime.backend import devices, local_devices, process_index, process_count
-from minijax.runtime.taps import effects_barrier
+from minijax.runtime.barrier import effects_barrier
 from minijax import staging as _staging  # installs the eager and jit_p impls
 from minijax import lax
 from minijax import numpy  # installs the array operators and methods
@@ -22,6 +22,8 @@ from minijax.runtime.backend import default_device
 from minijax import tree, tree_util, errors, dtypes, test_util
 from minijax import sharding
 from minijax import distributed
+from minijax.callbacks import pure_callback
+from minijax import debug
 
 __version__ = "0.1.0"
 from minijax import random  # noqa: E402

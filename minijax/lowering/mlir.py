@@ -159,8 +159,13 @@ def _storage_view(dtype):
 
 @dataclasses.dataclass
 class ModuleContext:
+  """What the lowering of one module shares: `host_callbacks` are the Python callables that
+  jaxlib's callback custom calls name by index (compiled with the executable); `host_calls`
+  are the value-returning host calls the module makes (the runtime waits for an executable
+  that makes any, so that their exceptions reach the call)."""
   module: ir.Module
   host_callbacks: list = dataclasses.field(default_factory=list)
+  host_calls: list = dataclasses.field(default_factory=list)
   _functions: dict = dataclasses.field(default_factory=dict)
   _symbol_table: Any = None
   _names_used: set = dataclasses.field(default_factory=set)
@@ -222,6 +227,7 @@ class LoweringResult:
   host_callbacks: list
   in_avals: list
   out_avals: list
+  host_calls: list = dataclasses.field(default_factory=list)
 
 
 def lower_jaxpr_to_module(closed_jaxpr: ClosedJaxpr, *, name: str = "main",
@@ -251,7 +257,7 @@ def lower_jaxpr_to_module(closed_jaxpr: ClosedJaxpr, *, name: str = "main",
       _set_sharding_attrs(fn, len(ordered_effects(closed_jaxpr.effects)), arg_shardings,
                           result_shardings)
   return LoweringResult(module, ordered_effects(closed_jaxpr.effects), mctx.host_callbacks,
-                        closed_jaxpr.in_avals, closed_jaxpr.out_avals)
+                        closed_jaxpr.in_avals, closed_jaxpr.out_avals, mctx.host_calls)
 
 
 def lower_jaxpr_to_fun(mctx: ModuleContext, name: str, closed_jaxpr: ClosedJaxpr, *,

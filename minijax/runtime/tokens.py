@@ -60,7 +60,9 @@ class RuntimeTokens:
   _MAX_UNORDERED = 256  # per device, before the oldest statuses are waited for and dropped
 
   def __init__(self):
-    self._lock = threading.Lock()
+    # Re-entrant: a host call that runs inline, while its executable's dispatch holds the
+    # lock, may compile and dispatch computations of its own on the same thread.
+    self._lock = threading.RLock()
     self._chains: dict[tuple[Any, Any], TokenChain] = {}
     self._unordered: dict[Any, list] = {}
     self._initial: dict[Any, Any] = {}

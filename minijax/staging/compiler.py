@@ -66,7 +66,8 @@ def compile_jaxpr(closed_jaxpr: ClosedJaxpr, *, device, name: str,
   return executable_lib.compile(
       lowered.module, device=device, name=name, in_avals=lowered.in_avals,
       out_avals=lowered.out_avals, donated_args=tuple(donated_args),
-      host_callbacks=lowered.host_callbacks, num_tokens=len(lowered.ordered_effects),
+      host_callbacks=lowered.host_callbacks, host_calls=lowered.host_calls,
+      num_tokens=len(lowered.ordered_effects),
       ordered_effects=lowered.ordered_effects,
       unordered_effects=effects_lib.unordered_effects(jaxpr.effects))
 
