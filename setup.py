@@ -1,11 +1,11 @@
-"""Builds minijax's one native piece: the tap queue and its XLA FFI handler.
+"""Builds minijax's two native pieces: the tap queue with its XLA FFI handler, and the FFI
+handler of value-returning host calls (`pure_callback`, `io_callback`).
 
-The handler is written against the header-only XLA FFI API that jaxlib ships in
-`jaxlib/include`, and the delivery of taps builds numpy arrays through numpy's C API, so
-the build needs jaxlib (the same version as at run time), numpy and a C++17 compiler,
-nothing else.
+The handlers are written against the header-only XLA FFI API that jaxlib ships in
+`jaxlib/include`, and both build numpy arrays through numpy's C API, so the build needs
+jaxlib (the same version as at run time), numpy and a C++17 compiler, nothing else.
 
-If the extension cannot be built, the package still installs and the runtime falls back to
+If an extension cannot be built, the package still installs and the runtime falls back to
 jaxlib's Python callback mechanism.  pip hides a build's output unless it fails, so the
 reason is recorded where the package finds it: `_native_build_error.txt`, next to where
 the extension would be, which the run-time warning quotes.  Set
@@ -19,7 +19,12 @@ import tempfile
 from setuptools import Extension, setup
 from setuptools.command.build_ext import build_ext
 
-NATIVE = "minijax.runtime.taps._native"
+NATIVE_EXTENSIONS = {  # module: (source, what it is, what the runtime does without it)
+    "minijax.runtime.taps._native": (
+        "csrc/tap_queue.cc", "native tap extension", "taps will use"),
+    "minijax.runtime.host_calls._native": (
+        "csrc/host_call.cc", "native host-call extension", "pure_callback and io_callback will use"),
+}
 BUILD_ERROR_FILE = "_native_build_error.txt"
 
 
@@ -29,19 +34,46 @@ def _jaxlib_include() -> str:
 
 
 class _OptionalBuildExt(build_ext):
-  """Lets the install finish without the extension when it cannot be compiled, recording
-  why for the run-time warning."""
+  """Lets the install finish without an extension that cannot be compiled, recording why
+  for the run-time warning."""
 
   def run(self):
     self._inplace = self.inplace  # setuptools clears it while building, then copies
+    self._not_built = set()
     try:
       super().run()
     except Exception as e:  # setuptools raises several distutils error types here
-      self._failed(e)
-    else:
-      self._record(None)
+      for ext in self.extensions:
+        if ext.name not in self._not_built:
+          self._failed(ext, e)
 
   def build_extension(self, ext):
+    try:
+      self._compile(ext)
+    except Exception as e:
+      self._failed(ext, e)
+    else:
+      self._record(ext, None)
+
+  def _built(self):
+    return [ext for ext in self.extensions if ext.name not in self._not_built]
+
+  def copy_extensions_to_source(self):
+    """Copies the extensions that were built (an in-place build) and no others."""
+    extensions, self.extensions = self.extensions, self._built()
+    try:
+      super().copy_extensions_to_source()
+    finally:
+      self.extensions = extensions
+
+  def get_outputs(self):
+    extensions, self.extensions = self.extensions, self._built()
+    try:
+      return super().get_outputs()
+    finally:
+      self.extensions = extensions
+
+  def _compile(self, ext):
     import numpy
     ext.extra_compile_args = ext.extra_compile_args + [
         "-isystem", _jaxlib_include(), "-isystem", numpy.get_include()]
@@ -66,18 +98,18 @@ class _OptionalBuildExt(build_ext):
         os.dup2(saved, 2)
         os.close(saved)
 
-  def _error_paths(self) -> list:
+  def _error_paths(self, ext) -> list:
     """Where the package looks for the record: beside the extension in the build tree
     (what a wheel holds) and, for an in-place (editable) build, in the source tree."""
-    package, _, _ = NATIVE.rpartition(".")
+    package, _, _ = ext.name.rpartition(".")
     paths = [os.path.join(self.build_lib, *package.split("."), BUILD_ERROR_FILE)]
     if getattr(self, "_inplace", False):
       build_py = self.get_finalized_command("build_py")
       paths.append(os.path.join(build_py.get_package_dir(package), BUILD_ERROR_FILE))
     return paths
 
-  def _record(self, reason):
-    for path in self._error_paths():
+  def _record(self, ext, reason):
+    for path in self._error_paths(ext):
       if reason is None:
         if os.path.exists(path):
           os.remove(path)
@@ -86,24 +118,23 @@ class _OptionalBuildExt(build_ext):
       with open(path, "w") as f:
         f.write(reason + "\n")
 
-  def _failed(self, e):
+  def _failed(self, ext, e):
+    _, what, fallback = NATIVE_EXTENSIONS[ext.name]
     if os.environ.get("MINIJAX_REQUIRE_NATIVE", "").strip().lower() in ("1", "true", "yes"):
-      raise RuntimeError(f"minijax's native tap extension could not be built: {e}") from e
+      raise RuntimeError(f"minijax's {what} could not be built: {e}") from e
     reason = f"{type(e).__name__}: {e}".strip().replace("\n", " ")
-    self._record(reason)
-    print(f"warning: minijax's native tap extension was not built ({reason}); taps will use "
-          "the Python callback mechanism. Set MINIJAX_REQUIRE_NATIVE=1 to make this an "
-          "error.", file=sys.stderr)
+    getattr(self, "_not_built", set()).add(ext.name)
+    self._record(ext, reason)
+    print(f"warning: minijax's {what} was not built ({reason}); {fallback} the Python "
+          "callback mechanism. Set MINIJAX_REQUIRE_NATIVE=1 to make this an error.",
+          file=sys.stderr)
 
 
 setup(
     ext_modules=[
-        Extension(
-            NATIVE,
-            sources=["csrc/tap_queue.cc"],
-            language="c++",
-            extra_compile_args=["-std=c++17", "-O2", "-fvisibility=hidden"],
-        )
+        Extension(name, sources=[source], language="c++",
+                  extra_compile_args=["-std=c++17", "-O2", "-fvisibility=hidden"])
+        for name, (source, _, _) in NATIVE_EXTENSIONS.items()
     ],
     cmdclass={"build_ext": _OptionalBuildExt},
 )

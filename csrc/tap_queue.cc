@@ -34,9 +34,15 @@
 #include <deque>
 #include <map>
 #include <mutex>
+#include <string>
 #include <thread>
 #include <algorithm>
 #include <vector>
+
+#include <sys/mman.h>
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
 
 #include "xla/ffi/api/ffi.h"
 
@@ -46,7 +52,10 @@ namespace {
 
 constexpr size_t kAlignment = 64;
 constexpr size_t kMessageOverhead = 64;  // charged per message, so even empty taps are bounded
-constexpr int kMaxDevices = 1024;
+// Queues are indexed by device ordinal, which for jaxlib's CPU client is the device id:
+// 0..n-1 in one process, p * 2048 + 0..n-1 in process p of several.  A slot per id modulo
+// kMaxDevices keeps one process's devices apart and the lookup an array index.
+constexpr int kMaxDevices = 2048;
 
 size_t AlignUp(size_t n) { return (n + kAlignment - 1) & ~(kAlignment - 1); }
 
@@ -67,52 +76,118 @@ Layout HeaderFor(size_t n_arrays) {
 
 uint64_t* HeaderOf(char* data) { return reinterpret_cast<uint64_t*>(data); }
 
-// Large payloads are recycled: touching fresh pages costs more than copying into them
-// (a 1 MiB tap copied into new memory spends most of its time in page faults).
+// Large payloads are recycled, per device: touching fresh pages costs more than copying
+// into them (a 1 MiB tap copied into new memory spends most of its time in page faults).
+// Each device's pool (a member of its queue) keeps up to the queue's capacity in free
+// buffers: the bytes in flight never exceed it, so a device whose taps keep the queue busy
+// allocates nothing once warm.  It hands out the buffer freed last among those that fit,
+// the one most likely still in cache.  Pooled buffers are mapped with MAP_POPULATE, which
+// faults their pages in once, when they are made, in one system call.  Every payload is
+// preceded by kAlignment bytes that name its pool (null for a small, malloc'd one), so
+// that whoever frees it (a receiver, when Python drops the last view) returns it there.
 constexpr size_t kPoolMin = 64 * 1024;
 constexpr size_t kPoolGranule = 64 * 1024;
 constexpr size_t kPoolMaxBuffer = 16u << 20;
-constexpr size_t kPoolMaxBytes = 64u << 20;
+constexpr size_t kPoolHurryBytes = 4u << 20;  // queued bytes that end a receiver's lingering
+constexpr int64_t kPoolWarmNs = 1000000;      // a buffer freed this recently is still cached
 
 struct Pool {
   std::mutex mu;
-  std::multimap<size_t, char*> free;  // by capacity
+  std::multimap<size_t, char*> free;  // by capacity; equal capacities in the order freed
   size_t bytes = 0;
 };
-Pool g_pool;
 
-char* AllocPayload(size_t size) {
-  size_t capacity = size;
+struct PayloadPrefix {
+  Pool* pool;         // null: malloc'd, not pooled
+  size_t capacity;    // of a pooled buffer, prefix excluded
+  int64_t freed_ns;   // when it last went back to the pool (0: never used)
+};
+
+int64_t NowNs() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+static_assert(sizeof(PayloadPrefix) <= kAlignment, "the prefix must fit before the payload");
+
+std::atomic<size_t> g_capacity{256u * 1024u * 1024u};
+
+char* AllocPayload(Pool* pool, size_t size) {
   char* p = nullptr;
-  if (size >= kPoolMin) {
-    capacity = (size + kPoolGranule - 1) / kPoolGranule * kPoolGranule;
-    if (capacity <= kPoolMaxBuffer) {
-      std::lock_guard<std::mutex> lock(g_pool.mu);
-      auto it = g_pool.free.lower_bound(capacity);
-      if (it != g_pool.free.end() && it->first <= capacity + capacity / 4) {
-        capacity = it->first;
+  if (size < kPoolMin || size > kPoolMaxBuffer) {
+    char* base = static_cast<char*>(std::malloc(size + kAlignment));
+    if (base == nullptr) return nullptr;
+    *reinterpret_cast<PayloadPrefix*>(base) = PayloadPrefix{nullptr, size, 0};
+    p = base + kAlignment;
+  } else {
+    size_t capacity = (size + kPoolGranule - 1) / kPoolGranule * kPoolGranule;
+    {
+      std::lock_guard<std::mutex> lock(pool->mu);
+      auto it = pool->free.lower_bound(capacity);
+      if (it != pool->free.end() && it->first <= capacity + capacity / 4) {
+        it = std::prev(pool->free.upper_bound(it->first));  // the one freed last
         p = it->second;
-        g_pool.bytes -= capacity;
-        g_pool.free.erase(it);
+        pool->bytes -= it->first;
+        pool->free.erase(it);
       }
     }
+    if (p == nullptr) {
+      void* base = mmap(nullptr, capacity + kAlignment, PROT_READ | PROT_WRITE,
+                        MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
+      if (base == MAP_FAILED) return nullptr;
+      *static_cast<PayloadPrefix*>(base) = PayloadPrefix{pool, capacity, 0};
+      p = static_cast<char*>(base) + kAlignment;
+    }
   }
-  if (p == nullptr) p = static_cast<char*>(std::malloc(capacity));
-  if (p != nullptr) HeaderOf(p)[0] = capacity;
+  HeaderOf(p)[0] = size;
   return p;
 }
 
+// Copies a tapped array into payload `p`.  A pooled buffer that has not been used for a
+// while has left the caches: writing it through them would first read every line of it
+// back from memory, so it is filled with streaming stores instead, which skip the caches.
+void CopyIntoPayload(char* p, char* dst, const void* src, size_t n) {
+  const auto& prefix = *reinterpret_cast<const PayloadPrefix*>(p - kAlignment);
+#if defined(__SSE2__)
+  const bool cold = prefix.pool != nullptr && n >= kPoolMin &&
+                    (prefix.freed_ns == 0 || NowNs() - prefix.freed_ns > kPoolWarmNs);
+  if (cold && reinterpret_cast<uintptr_t>(dst) % 16 == 0) {
+    const char* s = static_cast<const char*>(src);
+    size_t i = 0;
+    for (; i + 64 <= n; i += 64) {
+      __m128i a = _mm_loadu_si128(reinterpret_cast<const __m128i*>(s + i));
+      __m128i b = _mm_loadu_si128(reinterpret_cast<const __m128i*>(s + i + 16));
+      __m128i c = _mm_loadu_si128(reinterpret_cast<const __m128i*>(s + i + 32));
+      __m128i d = _mm_loadu_si128(reinterpret_cast<const __m128i*>(s + i + 48));
+      _mm_stream_si128(reinterpret_cast<__m128i*>(dst + i), a);
+      _mm_stream_si128(reinterpret_cast<__m128i*>(dst + i + 16), b);
+      _mm_stream_si128(reinterpret_cast<__m128i*>(dst + i + 32), c);
+      _mm_stream_si128(reinterpret_cast<__m128i*>(dst + i + 48), d);
+    }
+    _mm_sfence();
+    std::memcpy(dst + i, s + i, n - i);
+    return;
+  }
+#endif
+  std::memcpy(dst, src, n);
+}
+
 void FreePayload(char* p) {
-  const size_t capacity = HeaderOf(p)[0];
-  if (capacity >= kPoolMin && capacity <= kPoolMaxBuffer) {
-    std::lock_guard<std::mutex> lock(g_pool.mu);
-    if (g_pool.bytes + capacity <= kPoolMaxBytes) {
-      g_pool.free.emplace(capacity, p);
-      g_pool.bytes += capacity;
+  char* base = p - kAlignment;
+  const PayloadPrefix prefix = *reinterpret_cast<PayloadPrefix*>(base);
+  if (prefix.pool == nullptr) {
+    std::free(base);
+    return;
+  }
+  {
+    std::lock_guard<std::mutex> lock(prefix.pool->mu);
+    if (prefix.pool->bytes + prefix.capacity <= g_capacity.load(std::memory_order_relaxed)) {
+      reinterpret_cast<PayloadPrefix*>(base)->freed_ns = NowNs();
+      prefix.pool->free.emplace(prefix.capacity, p);
+      prefix.pool->bytes += prefix.capacity;
       return;
     }
   }
-  std::free(p);
+  munmap(base, prefix.capacity + kAlignment);
 }
 
 struct Message {
@@ -145,9 +220,9 @@ struct Queue {
   std::atomic<uint64_t> delivered{0};
   uint64_t in_flight = 0;          // the receiver's current batch (only it touches this)
   std::condition_variable drained;
+  Pool pool;                       // recycled payload buffers (see AllocPayload)
 };
 
-std::atomic<size_t> g_capacity{256u * 1024u * 1024u};
 std::atomic<int64_t> g_spin_ns{50000};
 std::atomic<int64_t> g_linger_ns{200000};
 constexpr std::chrono::milliseconds kMaxLinger{10};
@@ -174,7 +249,8 @@ static_assert(sizeof(std::atomic<int32_t>) == sizeof(int32_t) &&
               "g_waiting is exposed to Python as an array of int32");
 
 Queue* GetQueue(int device) {
-  if (device < 0 || device >= kMaxDevices) return nullptr;
+  if (device < 0) return nullptr;
+  device %= kMaxDevices;
   Queue* q = g_queues[device].load(std::memory_order_acquire);
   if (q != nullptr) return q;
   Queue* fresh = new Queue();
@@ -263,6 +339,9 @@ Admitted Enqueue(Queue* q, Message&& msg) {
   if (q->used > q->high_water) q->high_water = q->used;
   q->items.push_back(std::move(msg));
   q->n_items.store(q->items.size(), std::memory_order_release);
+  // Payload buffers come back to the pool only once delivered: a receiver lingering over
+  // large taps would cycle the pool through more memory than the caches hold.
+  if (q->used >= kPoolHurryBytes) q->hurry.store(true, std::memory_order_release);
   const bool wake = q->consumer_waiting;
   lock.unlock();
   if (wake) q->has_data.notify_one();
@@ -272,7 +351,10 @@ Admitted Enqueue(Queue* q, Message&& msg) {
 ffi::Error TapImpl(int32_t device, int64_t consumer, ffi::RemainingArgs args,
                    ffi::RemainingRets) {
   Queue* q = GetQueue(device);
-  if (q == nullptr) return ffi::Error::InvalidArgument("minijax_tap: device ordinal out of range");
+  if (q == nullptr) {
+    return ffi::Error::InvalidArgument("minijax_tap: device ordinal " + std::to_string(device) +
+                                       " out of range");
+  }
   const size_t n = args.size();
   size_t n_arrays = 0;
   for (size_t i = 0; i < n; ++i) {
@@ -285,7 +367,7 @@ ffi::Error TapImpl(int32_t device, int64_t consumer, ffi::RemainingArgs args,
     auto buf = args.get<ffi::AnyBuffer>(i);
     if (buf->element_type() != ffi::DataType::TOKEN) layout.total += AlignUp(buf->size_bytes());
   }
-  char* data = AllocPayload(layout.total);
+  char* data = AllocPayload(&q->pool, layout.total);
   if (data == nullptr) return ffi::Error::Internal("minijax_tap: out of memory");
   uint64_t* header = HeaderOf(data);
   header[1] = n_arrays;
@@ -294,7 +376,7 @@ ffi::Error TapImpl(int32_t device, int64_t consumer, ffi::RemainingArgs args,
     auto buf = args.get<ffi::AnyBuffer>(i);
     if (buf->element_type() == ffi::DataType::TOKEN) continue;
     header[2 + k++] = offset;
-    std::memcpy(data + offset, buf->untyped_data(), buf->size_bytes());
+    CopyIntoPayload(data, data + offset, buf->untyped_data(), buf->size_bytes());
     offset += AlignUp(buf->size_bytes());
   }
   if (Enqueue(q, Message{consumer, 0, data, layout.total, layout.total + kMessageOverhead}) ==
@@ -384,7 +466,7 @@ bool ParseDevice(PyObject* arg, Queue** q) {
   if (device == -1 && PyErr_Occurred()) return false;
   *q = GetQueue(static_cast<int>(device));
   if (*q == nullptr) {
-    PyErr_Format(PyExc_ValueError, "device ordinal %ld out of range [0, %d)", device, kMaxDevices);
+    PyErr_Format(PyExc_ValueError, "device ordinal %ld is negative", device);
     return false;
   }
   return true;
@@ -544,7 +626,7 @@ PyObject* PyPush(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
     }
     layout.total += AlignUp(static_cast<size_t>(views[acquired].len));
   }
-  char* data = ok ? AllocPayload(layout.total) : nullptr;
+  char* data = ok ? AllocPayload(&q->pool, layout.total) : nullptr;
   if (ok && data == nullptr) {
     PyErr_NoMemory();
     ok = false;
@@ -557,7 +639,7 @@ PyObject* PyPush(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
     size_t offset = layout.header;
     for (Py_ssize_t i = 0; i < n; ++i) {
       header[2 + i] = offset;
-      std::memcpy(data + offset, views[i].buf, static_cast<size_t>(views[i].len));
+      CopyIntoPayload(data, data + offset, views[i].buf, static_cast<size_t>(views[i].len));
       offset += AlignUp(static_cast<size_t>(views[i].len));
     }
     admitted = Enqueue(q, Message{consumer, 0, data, layout.total, layout.total + kMessageOverhead});

@@ -4,13 +4,13 @@ import os as _os
 # As JAX does: jaxlib's C++ INFO logs (device counts, ...) stay quiet unless the user asked.
 _os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "1")
 from minijax.config import config
-from minijax.runtime.array import Array, device_put
-from minijax.runtime.backend import devices, local_devices
-from minijax.runtime.taps import effects_barrier
+from minijax.runtime.array import Array
+from minijax.runtime.backend import devices, local_devices, process_index, process_count
+from minijax.runtime.barrier import effects_barrier
 from minijax import staging as _staging  # installs the eager and jit_p impls
 from minijax import lax
 from minijax import numpy  # installs the array operators and methods
-from minijax.api import (jit, clear_caches, make_jaxpr, grad, value_and_grad, vjp, jvp, linearize, vmap,
+from minijax.api import (jit, clear_caches, pmap, shard_map, device_put, make_jaxpr, grad, value_and_grad, vjp, jvp, linearize, vmap,
                          jacfwd, jacrev, hessian, eval_shape, linear_transpose,
                          ShapeDtypeStruct, checkpoint, checkpoint_policies, remat, named_call)
 from minijax.custom_derivatives import custom_jvp, custom_vjp
@@ -20,6 +20,10 @@ from minijax.core.jaxpr import named_scope
 from minijax.core.trace import ensure_compile_time_eval
 from minijax.runtime.backend import default_device
 from minijax import tree, tree_util, errors, dtypes, test_util
+from minijax import sharding
+from minijax import distributed
+from minijax.callbacks import pure_callback
+from minijax import debug
 
 __version__ = "0.1.0"
 from minijax import random  # noqa: E402

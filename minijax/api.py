@@ -17,12 +17,18 @@ from minijax import lax, tree_util
 from minijax.api_util import flat_arg_names, normalize_argnums
 from minijax.core import dtypes
 from minijax.core.avals import ShapedArray, get_aval
+from minijax.core import sharding as sharding_lib
 from minijax.core.jaxpr import ClosedJaxpr
+from minijax.core.trace import Tracer
 from minijax.core.traceback_util import api_boundary
 from minijax.interpreters import ad, batching
 from minijax.interpreters import partial_eval as pe
 from minijax.lax.remat import checkpoint, checkpoint_policies, named_call, remat  # noqa: F401
+from minijax.lax.shard_map import shard_map  # noqa: F401
+from minijax.runtime import backend as runtime_backend
+from minijax.runtime.array import device_put as runtime_device_put
 from minijax.staging.jit import clear_caches, jit  # noqa: F401
+from minijax.staging.pmap import pmap  # noqa: F401
 
 
 def make_jaxpr(fun: Callable, static_argnums=()):
@@ -434,7 +440,8 @@ def _broadcast_prefix(prefix, tree, what: str) -> list:
 def vmap(fun: Callable, in_axes=0, out_axes=0, axis_size: int | None = None,
          axis_name=None):
   """Vectorizes `fun` over the axes `in_axes` of its arguments, stacking its results
-  along `out_axes`."""
+  along `out_axes`.  With `axis_name`, collectives inside `fun` may reduce over the mapped
+  axis by that name (`lax.psum(x, axis_name)` sums over the batch)."""
   if isinstance(in_axes, list):
     in_axes = tuple(in_axes)
 
@@ -476,7 +483,7 @@ def vmap(fun: Callable, in_axes=0, out_axes=0, axis_size: int | None = None,
       raise ValueError(f"vmap got inconsistent sizes for array axes to be mapped:\n{lines}"
                        + (f"\n  (axis_size={axis_size})" if axis_size is not None else ""))
     flat_fun, out_tree = tree_util.flatten_fun(fun, in_tree)
-    outs, out_dims = batching.vmap_flat_dims(flat_fun, dims, size, flat)
+    outs, out_dims = batching.vmap_flat_dims(flat_fun, dims, size, flat, axis_name)
     out_tree = out_tree()
     out = out_tree.unflatten(outs)
     flat_out_axes = _broadcast_prefix(out_axes, out, "out_axes")
@@ -487,6 +494,36 @@ def vmap(fun: Callable, in_axes=0, out_axes=0, axis_size: int | None = None,
       results.append(batching.matchaxis(o, d, a, size))
     return out_tree.unflatten(results)
   return vmapped
+
+
+# ----------------------------------------------------------------------------- placement
+
+def device_put(x, device=None, *, src=None, donate: bool = False, may_alias=None):
+  """Places `x` (a pytree) on `device`: None (the default device, or where an Array
+  already is), a device or its index, or a sharding (each leaf split into blocks over its
+  devices); a pytree prefix of those gives each subtree its own.  Inside a transformation
+  a `NamedSharding` constrains the layout (`lax.with_sharding_constraint`), and anything
+  else leaves the value as it is."""
+  del src, donate, may_alias  # accepted for JAX's signature; every put copies
+
+  def is_leaf(d):
+    return d is None or isinstance(d, (sharding_lib.Sharding, int, runtime_backend.Device))
+
+  def one(leaf, target):
+    if isinstance(leaf, Tracer):
+      if isinstance(target, sharding_lib.NamedSharding):
+        return lax.with_sharding_constraint(leaf, target)
+      return leaf
+    return runtime_device_put(leaf, target)
+
+  if is_leaf(device):
+    if isinstance(x, (np.ndarray, np.generic, *dtypes.PYTHON_SCALARS)) or hasattr(x, "_buffer"):
+      return runtime_device_put(x, device)  # one array: no pytree machinery
+    return tree_util.tree_map(lambda leaf: one(leaf, device), x)
+  targets, target_tree = tree_util.tree_flatten(device, is_leaf=is_leaf)
+  subtrees = target_tree.flatten_up_to(x)
+  return target_tree.unflatten([tree_util.tree_map(lambda leaf, t=t: one(leaf, t), sub)
+                                for t, sub in zip(targets, subtrees)])
 
 
 # ----------------------------------------------------------------------------- shapes, transposes

@@ -193,6 +193,8 @@ FLAGS: dict[str, Flag] = {f.name: f for f in [
     Flag("platforms", None, "MINIJAX_PLATFORMS", _validate_platforms, str,
          "None, or a comma-separated list of platforms that includes 'cpu' (minijax runs "
          "on the CPU only)", "JAX's jax_platforms", env_aliases=("JAX_PLATFORMS",)),
+    choice_flag("cpu_collectives_implementation", None, "gloo", ("gloo",),
+                "CPU collectives across processes (minijax.distributed): gloo, JAX's default"),
     int_flag("tap_queue_bytes", "MINIJAX_TAP_QUEUE_BYTES", 256 * 1024 * 1024, 1,
              MAX_QUEUE_BYTES, "the bound of each device's tap queue", "bytes"),
     float_flag("tap_exit_timeout", "MINIJAX_TAP_EXIT_TIMEOUT", 5.0, 0.0, 1e9,

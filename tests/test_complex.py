@@ -17,6 +17,7 @@ import minijax
 import minijax.numpy as jnp
 from minijax import lax
 from minijax.core.primitive import Primitive
+from minijax.sharding import Mesh, PartitionSpec as P, SingleDeviceSharding
 
 from tests.transform_checks import GradCheck, VmapCheck, run_together
 
@@ -167,6 +168,22 @@ LAX_COMPLEX = {
     "scan": (lambda z: lax.scan(lambda c, a: (c * a, c), lax.full((), 1, z.dtype), z)[1], (V,),
              lambda z: np.cumprod(np.concatenate([[1], z[:-1]])).astype(C64)),
     "jit": (minijax.jit(lambda z: z * z.conj()), (Z,), lambda z: z * np.conj(z)),
+    # collectives, over a vmapped axis named "k" (tests/test_parallel.py runs them on devices)
+    "psum": (minijax.vmap(lambda z: lax.psum(z, "k"), axis_name="k"), (Z,),
+             lambda z: np.broadcast_to(z.sum(0), z.shape)),
+    "all_gather": (minijax.vmap(lambda z: lax.all_gather(z, "k"), axis_name="k"), (Z,),
+                   lambda z: np.broadcast_to(z, (2, *z.shape))),
+    "reduce_scatter": (minijax.vmap(lambda z: lax.psum_scatter(z, "k"), axis_name="k"),
+                       (Z[:, :2],), lambda z: z.sum(0)),
+    "ppermute": (minijax.vmap(lambda z: lax.ppermute(z, "k", [(0, 1), (1, 0)]), axis_name="k"),
+                 (Z,), lambda z: z[::-1]),
+    "all_to_all": (minijax.vmap(lambda z: lax.all_to_all(z, "k", 0, 0), axis_name="k"),
+                   (Z[:, :2],), lambda z: z.T),
+    "shard_map": (lambda z: minijax.shard_map(
+        lambda b: b * 2j, mesh=Mesh(np.array(minijax.devices()[:1]), ("d",)),
+        in_specs=P(), out_specs=P())(z), (Z,), lambda z: z * 2j),
+    "sharding_constraint": (lambda z: lax.with_sharding_constraint(
+        z * 1j, SingleDeviceSharding(minijax.devices()[0])), (Z,), lambda z: z * 1j),
 }
 
 
@@ -226,6 +243,8 @@ LAX_REJECTS = {
     "select_and_scatter_add": (lambda z: lax.select_and_scatter_add_p.bind(
         z[:, :2], z, select_prim=lax.ge_p, window_dimensions=(1, 2), window_strides=(1, 1),
         padding=((0, 0), (0, 0))), (Z,)),
+    "pmax": (minijax.vmap(lambda z: lax.pmax(z, "k"), axis_name="k"), (Z,)),
+    "pmin": (minijax.vmap(lambda z: lax.pmin(z, "k"), axis_name="k"), (Z,)),
 }
 
 
@@ -242,7 +261,7 @@ def test_lax_primitive_without_complex_support_raises_naming_it_and_the_dtype(na
 # Primitives that take no array data of their own (the transformations' own, and add_any,
 # which only adds tangents), and the tap primitive, which passes any dtype through.
 _NOT_APPLICABLE = {"add_any", "custom_jvp_call", "custom_vjp_call", "custom_lin", "checkpoint",
-                   "named_call"}
+                   "named_call", "axis_index"}
 _TABLE_NAMES = {"max_lexicographic": "max", "min_lexicographic": "min",
                 "integer_pow_3": "integer_pow", "integer_pow_-2": "integer_pow",
                 "conj_of_real": "conj", "convert_to_complex128": "convert_element_type",

@@ -12,8 +12,9 @@ import sys
 
 from tests.conftest import ROOT, run_python
 
-DOCS = ["docs/effects.md", "docs/porting.md"]
+DOCS = ["docs/effects.md", "docs/porting.md", "docs/parallel.md"]
 ENV = {"MINIJAX_NUM_CPU_DEVICES": "2", "MINIJAX_TAP_MECHANISM": "native"}
+DEVICES = {"docs/parallel.md": "4"}  # docs that need another device count
 
 _FENCE = re.compile(r"^```(\w*)[^\n]*\n(.*?)^```[ \t]*$", re.S | re.M)
 
@@ -59,8 +60,9 @@ def _run_doc(doc: str):
   path = os.path.join(ROOT, doc)
   with open(path) as f:
     expected = [e for _, e in blocks(f.read())]
+  env = dict(ENV, MINIJAX_NUM_CPU_DEVICES=DEVICES.get(doc, ENV["MINIJAX_NUM_CPU_DEVICES"]))
   proc = run_python(f"import json, sys\nfrom tests.test_docs import execute\n"
-                    f"json.dump(execute({path!r}), sys.stdout)", env=ENV, timeout=180)
+                    f"json.dump(execute({path!r}), sys.stdout)", env=env, timeout=180)
   assert proc.returncode == 0, f"{doc} failed:\n{proc.stderr[-4000:]}"
   return expected, json.loads(proc.stdout.strip().splitlines()[-1])
 
@@ -81,6 +83,15 @@ def test_every_snippet_of_the_porting_guide_runs_and_prints_what_it_shows():
   for i, (e, a) in enumerate(zip(expected, actual)):
     if e is not None:
       assert matches(e, a), f"{DOCS[1]} block {i + 1} printed:\n{a}\nbut the doc shows:\n{e}"
+
+
+def test_every_snippet_of_the_parallel_walkthrough_runs_and_prints_what_it_shows():
+  doc = "docs/parallel.md"
+  expected, actual = _run_doc(doc)
+  assert len(expected) == len(actual) and sum(e is not None for e in expected) >= 6
+  for i, (e, a) in enumerate(zip(expected, actual)):
+    if e is not None:
+      assert matches(e, a), f"{doc} block {i + 1} printed:\n{a}\nbut the doc shows:\n{e}"
 
 
 def test_the_readme_tour_runs():

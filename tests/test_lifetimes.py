@@ -124,6 +124,19 @@ def test_short_lived_jitted_closures_with_taps_free_their_executables_and_consum
   assert live_executables() == executables
 
 
+def test_short_lived_jitted_closures_with_debug_callbacks_free_their_consumers():
+  settle()
+  consumers = registry.live_consumers()
+  got = []
+  for i in range(10):
+    minijax.jit(lambda x, i=i: minijax.debug.callback(lambda v: got.append(int(v)), x + i))(
+        np.int32(0))
+  minijax.effects_barrier()
+  settle()
+  assert sorted(got) == list(range(10))
+  assert registry.live_consumers() == consumers
+
+
 @pytest.mark.parametrize("mechanism", ["native", "callback"])
 @pytest.mark.parametrize("ordered", [True, False], ids=["ordered", "unordered"])
 def test_taps_of_a_function_freed_before_they_are_delivered_still_arrive(flag, mechanism,

@@ -10,7 +10,6 @@ import numpy as np
 import pytest
 
 import minijax
-import minijax.numpy as jnp
 from minijax import nn
 
 from tests.transform_checks import GradCheck, VmapCheck, run_together

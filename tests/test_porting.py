@@ -17,7 +17,6 @@ import pytest
 
 import minijax
 import minijax.numpy as jnp
-from minijax import lax
 from minijax.test_util import check_grads
 from minijax.config import FLAGS
 from tests.conftest import ROOT, run_python

@@ -7,14 +7,18 @@ each mechanism the same vocabulary (jit, fori_loop, vmap, grad, device_put, wait
 measurement is one function written once and run for all contenders:
 
   * `loop`: `fori_loop(0, iterations, lambda i, x: tap(x) + 1, x)`, timed from the call until
-    the result is ready *and* every host call has run (`barrier_wait` for minijax,
-    `jax.effects_barrier` for JAX), so asynchronous delivery is not free.  The per-tap cost
+    the result is ready *and* every host call has run (`minijax.effects_barrier`,
+    `jax.effects_barrier`), so asynchronous delivery is not free.  The per-tap cost
     is the difference to the same loop without a tap, paired round by round;
   * the same loop under `vmap` (batch 8) and under `grad`, with the host calls per iteration
     counted in the tap function, or the error the mechanism raises;
   * `dispatch`: µs per call of `jit(lambda x: tap(x) + 1)` on a device-resident scalar, over
     a burst of calls that ends when the last result and its host calls are done;
-  * `barrier`: an idle `barrier_wait` / `effects_barrier`.
+  * `barrier`: an idle `effects_barrier`.
+
+The contenders are minijax's taps (`id_tap`, under both device-side mechanisms), minijax's
+JAX-style callbacks (`debug.callback`, `io_callback`, `pure_callback`) and JAX's same
+callbacks, each written the same way for both libraries.
 
 Samples are taken with `timing.interleaved` (one sample of each contender per round), and a
 row reports the median with the 25th-75th percentiles.  The functions here return plain row
@@ -59,6 +63,10 @@ ROW_KEYS = ("measure", "mechanism", "library", "payload", "median_us", "p25_us",
             "samples", "available", "note")
 
 NATIVE = "minijax native ordered"
+DEBUG = "minijax debug.callback"
+PURE = "minijax pure_callback"
+JAX_DEBUG = "jax.debug.callback"
+JAX_PURE = "jax.pure_callback"
 
 
 def row(measure: str, mechanism: str, library: str, payload: str | None, *,
@@ -120,8 +128,10 @@ class MinijaxLib:
     import minijax
     from minijax import lax
     from minijax.experimental import host_callback as hcb
+    from minijax.experimental import io_callback
     from minijax.lax.control_flow import fori_loop
     self.mj, self.lax, self.hcb, self._fori = minijax, lax, hcb, fori_loop
+    self.jax, self.io_callback = minijax, io_callback  # JAX's names, for the shared adapters
 
   def devices(self):
     return self.mj.devices()
@@ -152,7 +162,7 @@ class MinijaxLib:
     out.block_until_ready()
 
   def barrier(self):
-    self.hcb.barrier_wait()
+    self.mj.effects_barrier()
 
   @contextlib.contextmanager
   def mechanism(self, which: str | None):
@@ -238,14 +248,16 @@ def _mj_tap(ordered: bool):
   return make
 
 
-def _jax_debug(lib, counter):
+# JAX's callback API, written once for both libraries (`lib.jax` is `jax` or `minijax`).
+
+def _debug(lib, counter):
   def tap(x):
     lib.jax.debug.callback(counter.tap, x)
     return x
   return tap
 
 
-def _jax_io(ordered: bool):
+def _io(ordered: bool):
   def make(lib, counter):
     def tap(x):
       lib.io_callback(counter.tap, None, x, ordered=ordered)  # effectful: never dropped
@@ -254,12 +266,15 @@ def _jax_io(ordered: bool):
   return make
 
 
-def _jax_pure(lib, counter):
+def _pure(lib, counter):
   def tap(x):
     # pure_callback may be dropped when unused: its (zero) result is added to x.
     zero = lib.jax.pure_callback(counter.tap, lib.jax.ShapeDtypeStruct((), np.float32), x)
     return x + zero
   return tap
+
+
+_zero = lambda: np.zeros((), np.float32)  # noqa: E731  (what pure_callback's counter returns)
 
 
 MECHANISMS = [
@@ -268,12 +283,17 @@ MECHANISMS = [
     Mechanism("native-unordered", "minijax native unordered", "minijax", _mj_tap(False),
               "native"),
     Mechanism("callback", "minijax callback", "minijax", _mj_tap(True), "callback"),
+    Mechanism("debug", DEBUG, "minijax", _debug, "native"),
+    Mechanism("io-ordered", "minijax io_callback ordered", "minijax", _io(True), "native"),
+    Mechanism("io-unordered", "minijax io_callback unordered", "minijax", _io(False), "native"),
+    Mechanism("pure", PURE, "minijax", _pure, "native", counter_ret=_zero),
+    Mechanism("pure-callback", "minijax pure_callback (jaxlib callback)", "minijax", _pure,
+              "callback", counter_ret=_zero),
     Mechanism("jax-none", "no tap (jax)", "jax", None),
-    Mechanism("jax-debug", "jax.debug.callback", "jax", _jax_debug),
-    Mechanism("jax-io-ordered", "jax io_callback ordered", "jax", _jax_io(True)),
-    Mechanism("jax-io-unordered", "jax io_callback unordered", "jax", _jax_io(False)),
-    Mechanism("jax-pure", "jax.pure_callback", "jax", _jax_pure,
-              counter_ret=lambda: np.zeros((), np.float32)),
+    Mechanism("jax-debug", JAX_DEBUG, "jax", _debug),
+    Mechanism("jax-io-ordered", "jax io_callback ordered", "jax", _io(True)),
+    Mechanism("jax-io-unordered", "jax io_callback unordered", "jax", _io(False)),
+    Mechanism("jax-pure", JAX_PURE, "jax", _pure, counter_ret=_zero),
 ]
 MECHANISM_KEYS = [m.key for m in MECHANISMS]
 BASELINE = {"minijax": "none", "jax": "jax-none"}
@@ -521,7 +541,7 @@ def measure_dispatch(mechs, libs, *, calls: int, rounds: int) -> list[dict]:
 
 def measure_barrier(libs, *, calls: int, rounds: int) -> list[dict]:
   """An idle barrier: nothing pending (the receivers/effects have been used before)."""
-  names = {"minijax": "minijax barrier_wait", "jax": "jax.effects_barrier"}
+  names = {"minijax": "minijax.effects_barrier", "jax": "jax.effects_barrier"}
   contenders = {}
   for name, lib in libs.items():
     lib.barrier()

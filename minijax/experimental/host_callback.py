@@ -46,6 +46,7 @@ import contextlib
 import enum
 import functools
 import inspect
+import sys
 import warnings
 from typing import Any, Callable
 
@@ -56,6 +57,7 @@ from jaxlib.mlir.dialects import mhlo
 from minijax import tree_util
 from minijax.api_util import function_key
 from minijax.config import config
+from minijax.core import axes as axes_lib
 from minijax.core import dtypes, pretty
 from minijax.core.avals import get_aval
 from minijax.core.dtypes import PYTHON_SCALARS
@@ -63,7 +65,7 @@ from minijax.core.effects import Effect
 from minijax.core.primitive import Primitive
 from minijax.core.trace import Tracer
 from minijax.interpreters import ad, batching
-from minijax.lowering import mlir
+from minijax.lowering import mlir, spmd
 from minijax.lowering.tokens import TokenSet
 from minijax.runtime import taps as tap_runtime
 from minijax.runtime import backend
@@ -220,9 +222,12 @@ def id_print(arg: Any, *, result: Any = None, tap_with_device: bool = False,
              ordered: bool | None = None, **kwargs):
   """Like `id_tap` with a tap function that prints `kwargs` (sorted by key, with
   `transforms`, and `device` with `tap_with_device`) on one line and then `arg`, arrays
-  through `numpy.array2string`, laid out as the semantics in force says."""
+  through `numpy.array2string`, laid out as the semantics in force says.  Inside `pmap` or
+  `shard_map`, where every device prints, the line always names the device
+  (`device: cpu:1`)."""
   printer = functools.partial(_print_consumer, output_stream=output_stream,
                               threshold=threshold, layout=_semantics(), **kwargs)
+  tap_with_device = tap_with_device or axes_lib.spmd_axis_bound()
   return id_tap(printer, arg, result=result, tap_with_device=tap_with_device,
                 device_index=device_index, callback_flavor=callback_flavor, ordered=ordered)
 
@@ -290,17 +295,17 @@ def _print_consumer(arg, transforms, *, output_stream=None, threshold=None, layo
                     **kwargs):
   # `device` comes in `kwargs`, from tap_with_device only (a `device` parameter here would
   # make the seed semantics pass it to every print).
-  def emit(s: str):
-    if output_stream is not None:
-      output_stream.write(s + "\n")
-    else:
-      print(s, flush=True)
-
   if transforms:
     kwargs["transforms"] = [(name, params) if params else name for name, params in transforms]
-  if kwargs:
-    emit(" ".join(f"{k}: {v}" for k, v in sorted(kwargs.items())))
-  emit("\n".join(_pp_lines(arg, threshold, layout)))
+  lines = [" ".join(f"{k}: {v}" for k, v in sorted(kwargs.items()))] if kwargs else []
+  lines += _pp_lines(arg, threshold, layout)
+  # one write per tap: the receivers of several devices print at once
+  text = "\n".join(lines) + "\n"
+  if output_stream is not None:
+    output_stream.write(text)
+  else:
+    sys.stdout.write(text)
+    sys.stdout.flush()
 
 
 # ----------------------------------------------------------------------------- the primitive
@@ -329,7 +334,7 @@ def _i64(value: int, signed: bool = True) -> ir.IntegerAttr:
 
 
 def emit_tap_custom_call(consumer_id: int, token: ir.Value | None, operands, *,
-                         host_callbacks: list) -> ir.Value | None:
+                         host_callbacks: list, sharding: str | None = None) -> ir.Value | None:
   """Emits, at the current insertion point, the custom call that sends `operands` to the
   consumer `consumer_id` (from `register_consumer`) through the tap mechanism in use:
 
@@ -340,7 +345,11 @@ def emit_tap_custom_call(consumer_id: int, token: ir.Value | None, operands, *,
   With a `token` (an ordered tap) the call is sequenced after it and returns the next
   token; without one it has no results, and `has_side_effect` keeps XLA from dropping it.
   For the callback mechanism the target is jaxlib's Python callback, and the host callable
-  is appended to `host_callbacks` (the module's list, compiled with the executable)."""
+  is appended to `host_callbacks` (the module's list, compiled with the executable).
+
+  In a module for several devices the call carries `sharding` (`spmd.side_effect_sharding`):
+  `{manual}` inside `pmap`/`shard_map`, where every device runs its own call and its
+  device's receiver gets the tap; one device elsewhere."""
   takes_token = token is not None
   if tap_runtime.mechanism() == "native":
     target = tap_runtime.NATIVE_TARGET
@@ -353,6 +362,8 @@ def emit_tap_custom_call(consumer_id: int, token: ir.Value | None, operands, *,
                          ([token] if takes_token else []) + list(operands), target,
                          has_side_effect=True, backend_config=config_attr,
                          api_version=ir.IntegerAttr.get(ir.IntegerType.get_signless(32), 4))
+  if sharding is not None:
+    op.attributes["mhlo.sharding"] = spmd.sharding_attr(sharding)
   return op.result if takes_token else None
 
 
@@ -362,7 +373,8 @@ def _id_tap_lowering(ctx, *args, tap_func_, arg_treedef_, nr_tapped_args_, trans
                                               owner=ctx.module_context.keepalives)
   token = ctx.tokens_in.get(effect) if effect.ordered else None
   token = emit_tap_custom_call(consumer_id, token, args[:nr_tapped_args_],
-                               host_callbacks=ctx.module_context.host_callbacks)
+                               host_callbacks=ctx.module_context.host_callbacks,
+                               sharding=spmd.side_effect_sharding(ctx.module_context))
   if effect.ordered:
     ctx.set_tokens_out(TokenSet({effect: token}))
   return list(args)

@@ -12,11 +12,25 @@ Rule table (filled in each primitive's block in minijax/lax/):
 where a batch dim is an int or `None` ("not batched").  `defvectorized` covers
 elementwise unary primitives and `defbroadcasting` n-ary elementwise ones.
 `batch_jaxpr` batches a whole jaxpr (for `jit_p` and control flow).
+
+A vmap may name its axis (`vmap(f, axis_name='b')`); the name is bound in the axis
+environment (`core.axes`) while `f` is traced, and collectives over it (`psum(x, 'b')`) are
+rewritten into operations on the batch dimension.  Collectives therefore have rules of
+their own, in a second table that the trace consults before the first, even when no operand
+is batched (`axis_index('b')` has no operand at all):
+  collective_batchers[p](axis_name, axis_size, batched_args, batch_dims, **params)
+      -> (out, out_batch_dims)
+where `axis_name` is the vmapped axis' name (None when it has none).  A rule that meets
+only other names batches the collective like any primitive.  While a rule runs, the
+trace's name is the one `batch_jaxpr` gives the jaxprs it batches (a `jit` or loop body
+inside the vmap may hold collectives over it too).
 """
 from __future__ import annotations
 
+import threading
 from typing import Any, Callable, Sequence
 
+from minijax.core import axes as axes_lib
 from minijax.core.avals import ShapedArray, get_aval
 from minijax.core.errors import MissingRuleError
 from minijax.core.jaxpr import ClosedJaxpr, eval_jaxpr
@@ -26,6 +40,14 @@ from minijax.interpreters import array_ops
 BatchRule = Callable[..., tuple[Any, Any]]
 
 primitive_batchers: dict[Any, BatchRule] = {}
+collective_batchers: dict[Any, Callable[..., tuple[Any, Any]]] = {}
+
+
+class _RuleAxis(threading.local):
+  name: Any = None
+
+
+_rule_axis = _RuleAxis()  # the axis name of the batch trace whose rule is running
 
 
 def moveaxis(x, src: int, dst: int):
@@ -124,9 +146,10 @@ class BatchTracer(Tracer):
 
 
 class BatchTrace(Trace):
-  def __init__(self, axis_size: int):
+  def __init__(self, axis_size: int, axis_name=None):
     super().__init__()
     self.axis_size = axis_size
+    self.axis_name = axis_name
 
   def to_val_dim(self, x):
     if self.owns(x):
@@ -138,14 +161,25 @@ class BatchTrace(Trace):
 
   def process_primitive(self, primitive, args, params):
     vals, dims = zip(*map(self.to_val_dim, args)) if args else ((), ())
-    if all(d is None for d in dims):
+    collective = collective_batchers.get(primitive)
+    if collective is not None:
       with set_current_trace(self.parent):
-        return primitive.bind(*vals, **params)
-    rule = primitive_batchers.get(primitive)
-    if rule is None:
-      raise MissingRuleError(primitive, "batching", "batching.primitive_batchers")
-    with set_current_trace(self.parent):
-      out, out_dims = rule(list(vals), list(dims), **params)
+        out, out_dims = collective(self.axis_name, self.axis_size, list(vals), list(dims),
+                                   **params)
+    else:
+      if all(d is None for d in dims):
+        with set_current_trace(self.parent):
+          return primitive.bind(*vals, **params)
+      rule = primitive_batchers.get(primitive)
+      if rule is None:
+        raise MissingRuleError(primitive, "batching", "batching.primitive_batchers")
+      previous = _rule_axis.name
+      _rule_axis.name = self.axis_name
+      try:
+        with set_current_trace(self.parent):
+          out, out_dims = rule(list(vals), list(dims), **params)
+      finally:
+        _rule_axis.name = previous
     if primitive.multiple_results:
       return [self.make(v, d) for v, d in zip(out, out_dims)]
     return self.make(out, out_dims)
@@ -164,12 +198,17 @@ def matchaxis(x, src: int | None, dst: int | None, size: int, what: str = "outpu
   return moveaxis(x, src, dst)
 
 
+def _axis_binding(axis_name, axis_size: int):
+  frames = [] if axis_name is None else [(axis_name, axis_size, "batch")]
+  return axes_lib.extend_axis_env(frames)
+
+
 def vmap_flat(fun: Callable, in_dims: Sequence[int | None], out_dims: Sequence[int | None],
-              axis_size: int, args: Sequence[Any]) -> list[Any]:
+              axis_size: int, args: Sequence[Any], axis_name=None) -> list[Any]:
   """Maps `fun(*args) -> list` over axis `in_dims[i]` of each arg (None: unmapped); the
   outputs' batch dims go to `out_dims` (non-negative; None: must be unmapped)."""
-  trace = BatchTrace(axis_size)
-  with new_trace(trace):
+  trace = BatchTrace(axis_size, axis_name)
+  with new_trace(trace), _axis_binding(axis_name, axis_size):
     ins = [trace.make(x, d) for x, d in zip(args, in_dims)]
     outs = fun(*ins)
     pairs = [trace.to_val_dim(o) for o in outs]
@@ -178,10 +217,10 @@ def vmap_flat(fun: Callable, in_dims: Sequence[int | None], out_dims: Sequence[i
   return [matchaxis(v, d, od, axis_size) for (v, d), od in zip(pairs, out_dims)]
 
 
-def vmap_flat_dims(fun: Callable, in_dims, axis_size: int, args):
+def vmap_flat_dims(fun: Callable, in_dims, axis_size: int, args, axis_name=None):
   """Like `vmap_flat`, returning `(outputs, their batch dims)` without moving them."""
-  trace = BatchTrace(axis_size)
-  with new_trace(trace):
+  trace = BatchTrace(axis_size, axis_name)
+  with new_trace(trace), _axis_binding(axis_name, axis_size):
     ins = [trace.make(x, d) for x, d in zip(args, in_dims)]
     outs = fun(*ins)
     pairs = [trace.to_val_dim(o) for o in outs]
@@ -193,8 +232,10 @@ def batch_jaxpr(closed_jaxpr: ClosedJaxpr, axis_size: int, in_batched: Sequence[
   """Batches a jaxpr.  Inputs marked in `in_batched` get a leading batch axis of size
   `axis_size`; in the result every batched output has its batch axis first.  Returns the
   batched ClosedJaxpr and `out_batched`; `instantiate` (bool or one per output) forces
-  outputs to be batched (broadcast)."""
+  outputs to be batched (broadcast).  The batch axis takes the name of the batch trace
+  whose rule is running, if any (see the module docstring)."""
   from minijax.interpreters import partial_eval as pe
+  axis_name = _rule_axis.name
   n_out = len(closed_jaxpr.out_avals)
   instantiate = [instantiate] * n_out if isinstance(instantiate, bool) else list(instantiate)
   box = []
@@ -202,7 +243,7 @@ def batch_jaxpr(closed_jaxpr: ClosedJaxpr, axis_size: int, in_batched: Sequence[
   def fun(*args):
     outs, dims = vmap_flat_dims(
         lambda *xs: eval_jaxpr(closed_jaxpr.jaxpr, closed_jaxpr.consts, *xs),
-        [0 if b else None for b in in_batched], axis_size, args)
+        [0 if b else None for b in in_batched], axis_size, args, axis_name)
     out_batched = [d is not None or inst for d, inst in zip(dims, instantiate)]
     box.append(out_batched)
     return [matchaxis(o, d, 0 if b else None, axis_size)

@@ -159,10 +159,15 @@ def _storage_view(dtype):
 
 @dataclasses.dataclass
 class ModuleContext:
+  """What the lowering of one module shares: `host_callbacks` are the Python callables that
+  jaxlib's callback custom calls name by index (compiled with the executable); `host_calls`
+  are the value-returning host calls the module makes (the runtime waits for an executable
+  that makes any, so that their exceptions reach the call)."""
   module: ir.Module
   host_callbacks: list = dataclasses.field(default_factory=list)
   # Objects the compiled executable must keep alive (the tap consumers its custom calls name).
   keepalives: list = dataclasses.field(default_factory=list)
+  host_calls: list = dataclasses.field(default_factory=list)
   _functions: dict = dataclasses.field(default_factory=dict)
   _symbol_table: Any = None
   _names_used: set = dataclasses.field(default_factory=set)
@@ -170,6 +175,12 @@ class ModuleContext:
   _splats: dict = dataclasses.field(default_factory=dict)
   _types: dict = dataclasses.field(default_factory=dict)
   _rules: dict = dataclasses.field(default_factory=dict)
+  # Several devices (see lowering/spmd.py): each device's position in the device
+  # assignment (None for one device), the manual region being lowered (a
+  # `spmd.ManualContext`, or None), and the channels handed out to collectives.
+  positions: dict | None = None
+  axis_context: Any = None
+  channels: int = 0
 
   def unique_name(self, name: str) -> str:
     candidate, n = name, 0
@@ -219,19 +230,38 @@ class LoweringResult:
   in_avals: list
   out_avals: list
   keepalives: list = dataclasses.field(default_factory=list)
+  host_calls: list = dataclasses.field(default_factory=list)
 
 
 def lower_jaxpr_to_module(closed_jaxpr: ClosedJaxpr, *, name: str = "main",
-                          donated_args: Sequence[bool] = ()) -> LoweringResult:
-  """Lowers a closed jaxpr to a module whose public `main` takes and returns tokens first."""
+                          donated_args: Sequence[bool] = (),
+                          device_assignment: Sequence[Any] | None = None,
+                          arg_shardings: Sequence[str | None] | None = None,
+                          result_shardings: Sequence[str | None] | None = None
+                          ) -> LoweringResult:
+  """Lowers a closed jaxpr to a module whose public `main` takes and returns tokens first.
+
+  With a `device_assignment` the module is one SPMD program for all its devices
+  (`mhlo.num_partitions`; one device too, for a `shard_map` over a mesh of one), its arguments and results annotated with the HLO text of
+  their shardings (`arg_shardings`, `result_shardings`; None leaves one to XLA)."""
   with ir_context(), ir.Location.unknown():
     module = ir.Module.create()
     module.operation.attributes["sym_name"] = ir.StringAttr.get(f"jit_{name}")
     mctx = ModuleContext(module)
     mctx._names_used.add("main")
-    lower_jaxpr_to_fun(mctx, "main", closed_jaxpr, public=True, donated_args=donated_args)
+    if device_assignment is not None:
+      mctx.positions = {d: i for i, d in enumerate(device_assignment)}
+      i32 = ir.IntegerType.get_signless(32)
+      module.operation.attributes["mhlo.num_partitions"] = ir.IntegerAttr.get(
+          i32, len(device_assignment))
+      module.operation.attributes["mhlo.num_replicas"] = ir.IntegerAttr.get(i32, 1)
+    fn = lower_jaxpr_to_fun(mctx, "main", closed_jaxpr, public=True, donated_args=donated_args)
+    if mctx.positions is not None:
+      _set_sharding_attrs(fn, len(ordered_effects(closed_jaxpr.effects)), arg_shardings,
+                          result_shardings)
   return LoweringResult(module, ordered_effects(closed_jaxpr.effects), mctx.host_callbacks,
-                        closed_jaxpr.in_avals, closed_jaxpr.out_avals, mctx.keepalives)
+                        closed_jaxpr.in_avals, closed_jaxpr.out_avals,
+                        keepalives=mctx.keepalives, host_calls=mctx.host_calls)
 
 
 def lower_jaxpr_to_fun(mctx: ModuleContext, name: str, closed_jaxpr: ClosedJaxpr, *,
@@ -260,6 +290,24 @@ def _to_numpy(x):
   return np.asarray(x)
 
 
+def _set_sharding_attrs(fn, num_tokens: int, arg_shardings, result_shardings) -> None:
+  """Adds `mhlo.sharding` to the array arguments and results of `main` (tokens excluded)."""
+  def merged(attrs, shardings):
+    out = [{named.name: named.attr for named in ir.DictAttr(a)} if a is not None else {}
+           for a in attrs]
+    for i, text in enumerate(shardings or ()):
+      if text is not None:
+        out[num_tokens + i]["mhlo.sharding"] = ir.StringAttr.get(text)
+    return ir.ArrayAttr.get([ir.DictAttr.get(d) for d in out])
+
+  n_in = len(fn.type.inputs)
+  n_out = len(fn.type.results)
+  arg_attrs = list(fn.arg_attrs) if "arg_attrs" in fn.attributes else [None] * n_in
+  fn.arg_attrs = merged(arg_attrs, arg_shardings)
+  res_attrs = list(fn.result_attrs) if "res_attrs" in fn.attributes else [None] * n_out
+  fn.result_attrs = merged(res_attrs, result_shardings)
+
+
 def _set_aliasing_attrs(fn, jaxpr: Jaxpr, donated_args, num_tokens: int) -> None:
   available: dict[Any, list[int]] = {}
   for i, v in enumerate(jaxpr.outvars):
@@ -278,7 +326,8 @@ def _set_aliasing_attrs(fn, jaxpr: Jaxpr, donated_args, num_tokens: int) -> None
 def lower_called_function(mctx: ModuleContext, name: str, closed_jaxpr: ClosedJaxpr,
                           effects: Sequence[Any]) -> func_dialect.FuncOp:
   """The private function for `closed_jaxpr`, emitted once per module and reused."""
-  key = (id(closed_jaxpr.jaxpr), tuple(map(id, closed_jaxpr.consts)), tuple(effects))
+  key = (id(closed_jaxpr.jaxpr), tuple(map(id, closed_jaxpr.consts)), tuple(effects),
+         mctx.axis_context)
   cached = mctx._functions.get(key)
   if cached is None:
     fn = lower_jaxpr_to_fun(mctx, mctx.unique_name(name), closed_jaxpr, effects=effects)

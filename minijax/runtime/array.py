@@ -2,7 +2,9 @@
 
 An `Array` pairs one single-device jaxlib array (`_buffer`) with its minijax aval (`aval`, a
 `ShapedArray` carrying the weak-type bit that jaxlib does not know about) and the device it
-lives on.  Its contents reach the host only when asked for (`_value`, `__array__`, printing,
+lives on.  An Array laid out over several devices (`runtime/sharded.py`) has a multi-device
+`_buffer`, its `core.sharding` sharding in `_sharding` and no `_device`; code that takes the
+fast paths of single-device Arrays checks `_device`, which a sharded Array never matches.  Its contents reach the host only when asked for (`_value`, `__array__`, printing,
 conversion to Python scalars), and then once: the host copy is cached, read-only.
 
 Host-to-device goes through `xla_client.batched_device_put`; device-to-host goes through
@@ -28,6 +30,7 @@ from jaxlib import _jax, xla_client
 
 from minijax.config import config
 from minijax.core import dtypes
+from minijax.core import sharding as sharding_lib
 from minijax.core.avals import ShapedArray
 from minijax.runtime import backend
 
@@ -85,16 +88,27 @@ def _buffer_to_numpy(buffer, aval: ShapedArray) -> np.ndarray:
   return out
 
 
+_single_device_shardings: dict = {}
+
+
+def _single_device_sharding(device) -> sharding_lib.SingleDeviceSharding:
+  sharding = _single_device_shardings.get(device)
+  if sharding is None:
+    sharding = _single_device_shardings[device] = sharding_lib.SingleDeviceSharding(device)
+  return sharding
+
+
 class Array:
-  """An immutable array stored on one device."""
-  __slots__ = ("_buffer", "aval", "_device", "_npy", "__weakref__")
+  """An immutable array stored on one device, or laid out over several (`sharding`)."""
+  __slots__ = ("_buffer", "aval", "_device", "_npy", "_sharding", "__weakref__")
   __array_priority__ = 100
 
-  def __init__(self, buffer, aval: ShapedArray, device):
+  def __init__(self, buffer, aval: ShapedArray, device, sharding=None):
     self._buffer = buffer
     self.aval = aval
     self._device = device
     self._npy = None
+    self._sharding = sharding
 
   # ---- metadata: always available, even once deleted
   shape = property(lambda self: self.aval.shape)
@@ -102,11 +116,47 @@ class Array:
   ndim = property(lambda self: len(self.aval.shape))
   size = property(lambda self: self.aval.size)
   weak_type = property(lambda self: self.aval.weak_type)
-  device = property(lambda self: self._device)
-  sharding = property(lambda self: backend.sharding_for(self._device))
+
+  @property
+  def device(self):
+    if self._device is None:
+      raise ValueError("Length of devices is greater than 1. Please use `.devices()`.")
+    return self._device
+
+  @property
+  def sharding(self) -> sharding_lib.Sharding:
+    """How the array is laid out: a `NamedSharding` (or another multi-device sharding), or
+    the `SingleDeviceSharding` of its device."""
+    if self._sharding is not None:
+      return self._sharding
+    return _single_device_sharding(self._device)
 
   def devices(self) -> set:
+    if self._sharding is not None:
+      return set(self._sharding._device_assignment)
     return {self._device}
+
+  @property
+  def addressable_shards(self) -> list:
+    """The blocks this process's devices hold (`Shard`: device, index, replica_id, data)."""
+    from minijax.runtime import sharded
+    return sharded.addressable_shards(self)
+
+  @property
+  def global_shards(self) -> list:
+    if self._sharding is not None and not self._sharding.is_fully_addressable:
+      raise NotImplementedError("global_shards of an Array that spans other processes")
+    return self.addressable_shards
+
+  @property
+  def is_fully_addressable(self) -> bool:
+    return self._sharding is None or self._sharding.is_fully_addressable
+
+  @property
+  def is_fully_replicated(self) -> bool:
+    return self._sharding is None or self._sharding.is_fully_replicated
+
+  committed = True
 
   # ---- lifetime
   def is_deleted(self) -> bool:
@@ -136,7 +186,13 @@ class Array:
 
   def unsafe_buffer_pointer(self) -> int:
     self._check_alive()
+    self._single_device("unsafe_buffer_pointer")
     return self._buffer.unsafe_buffer_pointer()
+
+  def _single_device(self, what: str) -> None:
+    if self._device is None:
+      raise ValueError(f"{what} of an Array laid out over several devices ({self._sharding!r}); "
+                       "use its addressable_shards")
 
   # ---- host values
   @property
@@ -145,7 +201,11 @@ class Array:
     self._check_alive()
     npy = self._npy
     if npy is None:
-      npy = self._npy = _buffer_to_numpy(self._buffer, self.aval)
+      if self._sharding is not None:
+        from minijax.runtime import sharded
+        npy = self._npy = sharded.value(self)
+      else:
+        npy = self._npy = _buffer_to_numpy(self._buffer, self.aval)
     return npy
 
   def __array__(self, dtype=None, copy=None):
@@ -160,6 +220,7 @@ class Array:
   def __dlpack__(self, *, stream=None, max_version=None, dl_device=None, copy=None):
     """Zero-copy export; while the consumer holds it, donating this array cannot reuse it."""
     self._check_alive()
+    self._single_device("__dlpack__")
     return _jax.buffer_to_dlpack_managed_tensor(self._buffer)
 
   def __dlpack_device__(self):
@@ -206,14 +267,14 @@ class Array:
     if not self.aval.shape:
       raise TypeError("iteration over a 0-d array")
     aval = self.aval.update(shape=self.aval.shape[1:])
-    device = self._device
+    device = self._device or backend.default_device()
     return (_put_numpy(row, aval, device) for row in self._value)
 
   def __reversed__(self):
     if not self.aval.shape:
       raise TypeError("iteration over a 0-d array")
     aval = self.aval.update(shape=self.aval.shape[1:])
-    device = self._device
+    device = self._device or backend.default_device()
     return (_put_numpy(row, aval, device) for row in self._value[::-1])
 
   # ---- printing
@@ -309,15 +370,38 @@ def copy_array(x: Array) -> Array:
 def device_put(x: Any, device=None) -> Array:
   """Places `x` (an Array, a numpy array or scalar, or a Python scalar) on `device`.
 
-  `device` is None (device 0, or where an Array already is), an index, or a device object.
+  `device` is None (device 0, or where an Array already is), an index, a device object, or
+  a `core.sharding` sharding (the value is split into blocks over its devices).
   Python scalars are weakly typed; with x64 off, 64-bit values become their 32-bit kin.
   """
+  if isinstance(device, sharding_lib.Sharding):
+    return _put_sharded(x, device)
   if isinstance(x, Array):
     if device is None:
       return x
     device = backend.get_device(device)
+    if x._device is None:  # laid out over several devices: through the host
+      return _put_numpy(x._value, x.aval, device)
     return x if x._device == device else _copy_to_device(x, device)
   device = backend.get_device(device)
+  value, aval = _host_value(x)
+  return _put_numpy(value, aval, device)
+
+
+def _put_sharded(x: Any, sharding: sharding_lib.Sharding) -> Array:
+  from minijax.runtime import sharded
+  if isinstance(sharding, sharding_lib.SingleDeviceSharding):
+    return device_put(x, sharding._device)
+  if isinstance(x, Array):
+    sharding.check_shape(x.aval.shape)
+    return sharded.reshard(x, sharding)
+  value, aval = _host_value(x)
+  sharding.check_shape(aval.shape)
+  return sharded.put(value, aval, sharding)
+
+
+def _host_value(x: Any) -> tuple[np.ndarray, ShapedArray]:
+  """`x` as a numpy value of its canonical dtype, and its aval."""
   if isinstance(x, (np.ndarray, np.generic)):
     value, weak_type = x, False
   elif isinstance(x, dtypes.PYTHON_SCALARS):
@@ -339,4 +423,4 @@ def device_put(x: Any, device=None) -> Array:
       raise TypeError("device_put: float0 values (tangents of integers) stay on the host; "
                       "use numpy zeros of dtype bool if a device value is needed")
   value = np.asarray(value, dtype)
-  return _put_numpy(value, ShapedArray(value.shape, dtype, weak_type), device)
+  return value, ShapedArray(value.shape, dtype, weak_type)

@@ -48,6 +48,8 @@ _client: Client | None = None
 _client_callbacks: list[Callable[[Client], Any]] = []
 _devices: tuple[Device, ...] = ()
 _shardings: dict[Device, _jax.SingleDeviceSharding] = {}
+_local: tuple[Device, ...] = ()
+_distributed: dict = {}  # set by runtime/distributed.py before the client exists
 
 
 def _replicated_hlo_sharding(self, num_dimensions):
@@ -103,10 +105,10 @@ def check_can_compile() -> None:
 
 
 def _refuse_device_count_change(n: int) -> None:
-  if _client is not None and n != len(_devices):
+  if _client is not None and n != len(_local):
     raise RuntimeError(
         f"minijax.config.num_cpu_devices cannot change to {n}: the XLA client already exists "
-        f"with {len(_devices)} device(s). Set it (or {NUM_DEVICES_ENV}) before the first "
+        f"with {len(_local)} device(s). Set it (or {NUM_DEVICES_ENV}) before the first "
         "minijax computation.")
 
 
@@ -124,10 +126,34 @@ def get_client() -> Client:
     return _client
 
 
+def client_created() -> bool:
+  return _client is not None
+
+
+def set_distributed(distributed_client, node_id: int, num_nodes: int,
+                    make_collectives: Callable, num_devices: int | None) -> None:
+  """Makes the client, when it is created, one of `num_nodes` processes (see
+  `runtime/distributed.py`)."""
+  with _lock:
+    if _client is not None:
+      raise RuntimeError("the XLA client exists already; initialize the distributed runtime "
+                         "before any computation")
+    _distributed.update(client=distributed_client, node_id=node_id, num_nodes=num_nodes,
+                        make_collectives=make_collectives, num_devices=num_devices)
+
+
 def _create_client() -> None:
-  global _client, _devices
-  client = xla_client.make_cpu_client(num_devices=config.num_cpu_devices)
+  global _client, _devices, _local
+  if _distributed:
+    dist = _distributed["client"]
+    client = xla_client.make_cpu_client(
+        distributed_client=dist, node_id=_distributed["node_id"],
+        num_nodes=_distributed["num_nodes"], collectives=_distributed["make_collectives"](dist),
+        num_devices=_distributed["num_devices"] or config.num_cpu_devices)
+  else:
+    client = xla_client.make_cpu_client(num_devices=config.num_cpu_devices)
   _devices = tuple(client.devices())
+  _local = tuple(client.local_devices())
   # Hooks run while `_lock` is held, so no other thread gets the client before they finish.
   # `_lock` is re-entrant, so a hook may call back into this module.
   _client = client
@@ -150,7 +176,8 @@ def devices() -> list[Device]:
 
 
 def local_devices() -> list[Device]:
-  return list(get_client().local_devices())
+  get_client()
+  return list(_local)
 
 
 def device_count() -> int:
@@ -158,16 +185,30 @@ def device_count() -> int:
   return len(_devices)
 
 
+def local_device_count() -> int:
+  get_client()
+  return len(_local)
+
+
+def process_index() -> int:
+  return get_client().process_index()
+
+
+def process_count() -> int:
+  get_client()
+  return max(d.process_index for d in _devices) + 1
+
+
 def default_device() -> Device:
   get_client()
-  return _devices[0]
+  return _local[0]
 
 
 def get_device(device: Device | int | None = None) -> Device:
   """Resolves `None` (device 0), an index, or a device object to one of the client's devices."""
   get_client()
   if device is None:
-    return _devices[0]
+    return _local[0]
   if isinstance(device, Device):
     if device not in _devices:
       raise ValueError(f"device {device!r} does not belong to minijax's CPU client, whose devices "

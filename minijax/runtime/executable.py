@@ -34,6 +34,19 @@ queue; see `taps.queues`) fails inside jaxlib; the call then raises what the sig
 handler raised (`KeyboardInterrupt`), not jaxlib's error.  The computation is abandoned:
 taps it made before are delivered, its later taps are not made, its token chains keep
 their previous tokens, and later calls run normally.
+
+An executable that makes value-returning host calls (`pure_callback`, `io_callback`; the
+lowering lists them, `host_calls`) is synchronous.  It is compiled with a placeholder host
+callback, which makes jaxlib run it on the dispatching thread, so that a host function
+never holds one of XLA's worker threads while it waits for a computation of its own; and
+its call waits until the computation has finished, so that an exception raised by a host function is raised from the call, as the
+original exception (`host_calls.raise_filed`), and a failed ordered execution hands its
+chains back their initial tokens, so that later calls still run.  A computation dispatched
+from inside a host call (a host function that calls a jitted function) cannot wait on the
+token chains of the computation that is calling it, which finishes only after the host
+function returns: it starts from the chains' initial tokens instead, leaves the chains
+alone, and runs to completion before the host function goes on (`_make_run_nested`), so
+its effects still come after everything the outer computation did before the host call.
 """
 from __future__ import annotations
 
@@ -50,15 +63,17 @@ from jaxlib import _jax, xla_client
 from minijax.config import config
 from minijax.core.avals import ShapedArray, python_scalar_aval
 from minijax.core.dtypes import PYTHON_SCALARS
-from minijax.runtime import backend, taps
+from minijax.runtime import backend, host_calls, taps
 from minijax.runtime.array import Array, _DELETED_MESSAGE, device_put, scalar_buffer
-from minijax.runtime.tokens import TOKEN_AVAL, RuntimeTokens, runtime_tokens
+from minijax.runtime.tokens import TOKEN_AVAL, GroupToken, RuntimeTokens, runtime_tokens
 
 logger = logging.getLogger("minijax")
 
 _JaxRuntimeError = _jax.JaxRuntimeError
 _get_buffer = operator.attrgetter("_buffer")
+_raise_filed = host_calls.raise_filed
 _take_interrupt = taps.take_interrupt
+
 
 
 class Executable:
@@ -66,7 +81,7 @@ class Executable:
 
   def __init__(self, loaded, *, name: str, device, in_avals, out_avals, donated_args,
                host_callbacks, ordered_effects, unordered_effects, compile_seconds: float,
-               keepalive=()):
+               host_calls=(), keepalive=()):
     self._exe = loaded
     self.name = name
     self.device = device
@@ -74,6 +89,8 @@ class Executable:
     self.out_avals = tuple(out_avals)
     self.donated_args = tuple(donated_args)
     self.host_callbacks = tuple(host_callbacks)  # jaxlib holds them only as long as we do
+    self.host_calls = tuple(host_calls)
+    self.calls_host = bool(self.host_calls)
     self.keepalive = tuple(keepalive)
     self.ordered_effects = tuple(ordered_effects)
     self.unordered_effects = tuple(unordered_effects)
@@ -87,23 +104,45 @@ class Executable:
     token_handler = xla_client.array_result_handler(TOKEN_AVAL, sharding, True,
                                                     _skip_checks=True)
     self._token_and_result_handlers = [token_handler] * len(self._chains) + self._handlers
+    self._run_nested = self._make_run_nested()
     self._run_effectful = self._make_run_effectful()
     self.call = self.make_call(_weak_self=True)
 
   def __call__(self, *args) -> list[Array]:
     return self.call(*args)
 
+  def _make_run_nested(self) -> Callable[[list], list]:
+    """Runs the executable from inside a host call: from the chains' initial tokens, leaving
+    the chains alone, and to completion (see the module docstring)."""
+    execute, n = self._exe.execute_sharded, len(self._chains)
+    initial = [chain.initial for chain in self._chains]
+    all_handlers = self._token_and_result_handlers
+
+    def run_nested(buffers):
+      results = execute([*initial, *buffers], with_tokens=True)
+      status = results.consume_token()
+      outs = results.consume_with_handlers(all_handlers)
+      status.block_until_ready()
+      return outs[n:]
+    return run_nested
+
   def _make_run_effectful(self) -> Callable[[list], list] | None:
-    """For executables with effects, a function from argument buffers to output buffers that
-    passes and keeps the tokens (see `RuntimeTokens`); None for plain executables."""
-    if not self.ordered_effects and not self.unordered_effects:
+    """For executables with effects or host calls, a function from argument buffers to
+    output buffers that passes and keeps the tokens (see `RuntimeTokens`) and waits for
+    host calls; None for plain executables."""
+    if not self.ordered_effects and not self.unordered_effects and not self.calls_host:
       return None
+    if self.calls_host:
+      return self._make_run_synchronous()
     execute, handlers, tokens = self._exe.execute_sharded, self._handlers, runtime_tokens
     limit, lock = RuntimeTokens._MAX_UNORDERED, tokens._lock
     statuses = tokens.statuses(self.device) if self.unordered_effects else None
+    depth, run_nested = host_calls.host_call_depth, self._run_nested
     keep = self.keepalive  # an unordered run keeps the consumers it taps to until it is done
     if not self.ordered_effects:
       def run_unordered(buffers):
+        if depth():
+          return run_nested(buffers)
         results = execute(buffers, with_tokens=True)
         status = results.consume_token()
         with lock:
@@ -114,11 +153,13 @@ class Executable:
       return run_unordered
 
     chains, all_handlers, n = self._chains, self._token_and_result_handlers, len(self._chains)
-    ordering = tokens.ordering_lock(self.device)
+    settle, ordering = tokens.settle, tokens.ordering_lock(self.device)
 
     def run_ordered(buffers):
+      if depth():
+        return run_nested(buffers)
       with ordering:
-        results = execute([*[c.token for c in chains], *buffers],
+        results = execute([*[settle(c) for c in chains], *buffers],
                           with_tokens=statuses is not None)
         if statuses is not None:
           status = results.consume_token()
@@ -131,6 +172,39 @@ class Executable:
         tokens.trim(statuses)
       return outs[n:]
     return run_ordered
+
+  def _make_run_synchronous(self) -> Callable[[list], list]:
+    """For executables that make host calls: runs, then waits for the computation to
+    finish; if it failed, chains it extended go back to their initial tokens."""
+    execute, handlers = self._exe.execute_sharded, self._handlers
+    lock = runtime_tokens.ordering_lock(self.device)
+    chains, all_handlers, n = self._chains, self._token_and_result_handlers, len(self._chains)
+    depth, run_nested = host_calls.host_call_depth, self._run_nested
+
+    def run_synchronous(buffers):
+      if depth():
+        return run_nested(buffers)
+      if chains:
+        with lock:
+          results = execute([*[c.token for c in chains], *buffers], with_tokens=True)
+          status = results.consume_token()
+          outs = results.consume_with_handlers(all_handlers)
+          for chain, token in zip(chains, outs):
+            chain.token = token
+      else:
+        results = execute(buffers, with_tokens=True)
+        status = results.consume_token()
+        outs = results.consume_with_handlers(handlers)
+      try:
+        status.block_until_ready()
+      except _JaxRuntimeError:
+        with lock:
+          for chain, token in zip(chains, outs):
+            if chain.token is token:
+              chain.token = chain.initial
+        raise
+      return outs[n:]
+    return run_synchronous
 
   def make_call(self, consts: Sequence[Array] = (), out_tree=None,
                 fallback: Callable | None = None, scalars: bool = False,
@@ -162,8 +236,11 @@ class Executable:
     one_arg = not consts and len(self.in_avals) == 1  # the most common call: f(x)
     # One ordered effect and no other (an executable with taps): the token passing of
     # `run_effectful` is inlined below, which saves a call on this path.
-    chain = self._chains[0] if len(self._chains) == 1 and not self.unordered_effects else None
+    chain = (self._chains[0] if len(self._chains) == 1 and not self.unordered_effects
+             and not self.calls_host else None)
+    depth, run_nested = host_calls.host_call_depth, self._run_nested
     token_handlers = self._token_and_result_handlers
+    settle = runtime_tokens.settle
     ordering = runtime_tokens.ordering_lock(device)
     acquire, release = ordering.acquire, ordering.release
     arg_avals = self.in_avals[len(consts):]
@@ -208,14 +285,20 @@ class Executable:
           outs = execute(buffers).consume_with_handlers(handlers)
         elif chain is not None:
           before_execution(ordinal)
-          acquire()  # a `with` block costs twice as much here
-          try:
-            buffers.insert(0, chain.token)
-            outs = execute(buffers).consume_with_handlers(token_handlers)
-            chain.token = outs[0]
-          finally:
-            release()
-          del outs[0]
+          if depth():
+            outs = run_nested(buffers)
+          else:
+            acquire()  # a `with` block costs twice as much here
+            try:
+              token = chain.token
+              if type(token) is GroupToken:  # the last execution ran over several devices
+                token = settle(chain)
+              buffers.insert(0, token)
+              outs = execute(buffers).consume_with_handlers(token_handlers)
+              chain.token = outs[0]
+            finally:
+              release()
+            del outs[0]
         else:
           before_execution(ordinal)
           outs = run_effectful(buffers)
@@ -224,6 +307,7 @@ class Executable:
         if interrupt is not None:
           raise interrupt from None
         diagnose((*consts, *args), err)
+        _raise_filed(err)
         raise
       if single:
         return Array(outs[0], out_aval, device)
@@ -245,6 +329,7 @@ class Executable:
       if interrupt is not None:
         raise interrupt from None
       self._diagnose(args, err)
+      _raise_filed(err)
       raise
     return list(map(Array, outs, self.out_avals, self._out_devices))
 
@@ -292,17 +377,23 @@ class Executable:
     return f"Executable({self.name}: ({ins}) -> ({outs}) on {self.device})"
 
 
+def _run_on_the_dispatching_thread(*args):
+  raise AssertionError("a placeholder host callback was called")
+
+
 def compile(module, *, device, name: str, in_avals: Sequence[ShapedArray],
             out_avals: Sequence[ShapedArray], donated_args: Sequence[bool] = (),
             host_callbacks: Sequence[Callable] = (), num_tokens: int = 0,
             ordered_effects: Sequence[Any] = (), unordered_effects: Sequence[Any] = (),
-            keepalive: Sequence[Any] = ()) -> Executable:
+            host_calls: Sequence[Any] = (), keepalive: Sequence[Any] = ()) -> Executable:
   """Compiles `module` (an `ir.Module` whose public `main` follows the token contract above).
 
   `donated_args` is informational: the module's `tf.aliasing_output` argument attributes are
   what make jaxlib reuse (and delete) donated inputs.  `host_callbacks` are the Python
-  callables that `xla_ffi_python_cpu_callback` custom calls refer to by index.  `keepalive`
-  is kept for the executable's lifetime (the lowering's keepalives).
+  callables that `xla_ffi_python_cpu_callback` custom calls refer to by index;
+  `host_calls` the value-returning host calls the module makes (the executable then waits
+  for its results, see the module docstring); `keepalive` is kept for the executable's
+  lifetime (the lowering's keepalives).
   """
   if num_tokens != len(ordered_effects):
     raise ValueError(f"compiling {name!r}: num_tokens={num_tokens} but {len(ordered_effects)} "
@@ -317,6 +408,12 @@ def compile(module, *, device, name: str, in_avals: Sequence[ShapedArray],
   taps.sweep_retired()  # forget the tap consumers of executables gone meanwhile
   if host_callbacks:
     host_callbacks = taps.bind_host_callbacks(host_callbacks, device)
+  if host_calls:
+    # jaxlib runs an executable compiled with host callbacks synchronously, on the thread
+    # that dispatches it.  Host calls then never hold an XLA worker thread while their
+    # function waits for a computation it dispatched, which could need that very worker
+    # (with every worker so held, nothing would run).  This callable is never called.
+    host_callbacks = [*host_callbacks, _run_on_the_dispatching_thread]
   options = xla_client.CompileOptions()
   options.device_assignment = xla_client.DeviceAssignment.create(
       np.array([[device.id]], dtype=np.int32))
@@ -337,4 +434,4 @@ def compile(module, *, device, name: str, in_avals: Sequence[ShapedArray],
   return Executable(loaded, name=name, device=device, in_avals=in_avals, out_avals=out_avals,
                     donated_args=donated_args, host_callbacks=host_callbacks,
                     ordered_effects=ordered_effects, unordered_effects=unordered_effects,
-                    compile_seconds=seconds, keepalive=keepalive)
+                    compile_seconds=seconds, host_calls=host_calls, keepalive=keepalive)

@@ -18,6 +18,14 @@ tap queue); and `_lock`, held only for a few list and dict operations.  Waiting 
 computations never takes an ordering lock, so a barrier never waits behind a blocked
 dispatch: it reads the chains' tokens (`snapshot`), waits for them as it sees fit, and
 then lets go of what finished (`release`).
+
+An execution over several devices (`runtime/sharded_executable.py`) passes one token array
+holding a token per device and gets one back; it leaves that array, as a `GroupToken`, in
+the chain of every one of its devices.  The next execution over the same devices passes it
+on as it is; any other reads the chain through `settle`, which waits for the group's
+execution to finish (so that the order holds) and restarts the chain from its initial
+token.  Splitting the array into per-device tokens instead would need jaxlib's
+single-device views, which import `jax` (see `runtime/sharded.py`).
 """
 from __future__ import annotations
 
@@ -33,6 +41,15 @@ from minijax.core.avals import ShapedArray
 from minijax.runtime.array import _put_numpy
 
 TOKEN_AVAL = ShapedArray((0,), np.bool_)
+
+
+class GroupToken:
+  """The token array an execution over `devices` returned, one token per device."""
+  __slots__ = ("array", "devices")
+
+  def __init__(self, array, devices: tuple):
+    self.array = array
+    self.devices = devices
 
 
 class TokenChain:
@@ -53,19 +70,22 @@ class RuntimeTokens:
   _MAX_UNORDERED = 256  # per device, before the oldest statuses are waited for and dropped
 
   def __init__(self):
-    self._lock = threading.Lock()
+    # Re-entrant: a host call that runs inline, while its executable's dispatch holds the
+    # lock, may compile and dispatch computations of its own on the same thread.
+    self._lock = threading.RLock()
     self._chains: dict[tuple[Any, Any], TokenChain] = {}
     self._unordered: dict[Any, list] = {}
     self._initial: dict[Any, Any] = {}
-    self._ordering: dict[Any, threading.Lock] = {}
+    self._ordering: dict[Any, threading.RLock] = {}
 
-  def ordering_lock(self, device) -> threading.Lock:
+  def ordering_lock(self, device) -> threading.RLock:
     """The lock that orders the executions with ordered effects on `device` (see the module
-    docstring)."""
+    docstring).  Re-entrant, as `_lock` is, for a host call that dispatches from inside the
+    execution holding it."""
     with self._lock:
       lock = self._ordering.get(device)
       if lock is None:
-        lock = self._ordering[device] = threading.Lock()
+        lock = self._ordering[device] = threading.RLock()
       return lock
 
   def chain(self, effect, device) -> TokenChain:
@@ -89,6 +109,15 @@ class RuntimeTokens:
                                                  device)._buffer
     return token
 
+  def settle(self, chain: TokenChain) -> Any:
+    """The single-device token of `chain` (whose token may be a `GroupToken`): a group's
+    execution is waited for, and the chain restarts from its initial token."""
+    token = chain.token
+    if type(token) is GroupToken:
+      token.array.block_until_ready()
+      chain.token = token = chain.initial
+    return token
+
   def statuses(self, device) -> list:
     """The unordered runs on `device` not yet waited for: `(execution status, what the run
     keeps alive)` pairs, appended under `_lock`."""
@@ -107,7 +136,7 @@ class RuntimeTokens:
     """Everything a barrier must wait for: the tokens of chains that have started, and the
     unordered run statuses."""
     started, entries = self.snapshot()
-    return [token for _, token in started] + [status for status, _ in entries]
+    return [_array(token) for _, token in started] + [status for status, _ in entries]
 
   def snapshot(self) -> tuple[list, list]:
     """`(started, entries)`: the (chain, token) of every chain that has started, and the
@@ -118,10 +147,10 @@ class RuntimeTokens:
     return started, entries
 
   def started_tokens(self) -> list:
-    """The current token of every chain that has started: once they are all ready, every
-    ordered execution dispatched so far has finished."""
+    """The current token array of every chain that has started: once they are all ready,
+    every ordered execution dispatched so far has finished."""
     with self._lock:
-      return [c.token for c in self._chains.values() if c.token is not c.initial]
+      return [_array(c.token) for c in self._chains.values() if c.token is not c.initial]
 
   def release(self, started: list, entries: list) -> None:
     """After waiting for a `snapshot`: chains whose token is still the one waited for go
@@ -142,7 +171,8 @@ class RuntimeTokens:
     then `release`s them.  It cannot be interrupted; barriers wait in smaller steps."""
     started, entries = self.snapshot()
     if started:
-      xla_client.batched_block_until_ready([token for _, token in started])
+      arrays = {id(a): a for a in (_array(token) for _, token in started)}
+      xla_client.batched_block_until_ready(list(arrays.values()))
     for status, _ in entries:
       status.block_until_ready()
     self.release(started, entries)
@@ -164,6 +194,13 @@ class RuntimeTokens:
     for lock in self._ordering.values():
       lock._at_fork_reinit()
     self.clear()
+
+
+def _array(token):
+  return token.array if type(token) is GroupToken else token
+
+
+token_array = _array  # the jaxlib array behind a chain's token (a GroupToken's array)
 
 
 runtime_tokens = RuntimeTokens()

@@ -34,16 +34,19 @@ from minijax.runtime import backend
 from minijax.runtime import array as array_lib
 from minijax.runtime import executable as executable_lib
 from minijax.runtime.array import Array, device_put
+from minijax.runtime.sharded_executable import ShardedExecutable
+from minijax.staging import sharded as sharded_staging
 from minijax.staging.cache_keys import params_key
 
 CompiledFn = Callable[..., list]
 
 
 def device_of(args: Sequence[Any]):
-  """The device of the first Array among `args`, else the default device."""
+  """The device of the first Array among `args` (its sharding, for an Array laid out over
+  several devices), else the default device."""
   for x in args:
     if type(x) is Array:
-      return x._device
+      return x._device or x._sharding
   return backend.get_device(None)
 
 
@@ -65,7 +68,8 @@ def compile_jaxpr(closed_jaxpr: ClosedJaxpr, *, device, name: str,
   return executable_lib.compile(
       lowered.module, device=device, name=name, in_avals=lowered.in_avals,
       out_avals=lowered.out_avals, donated_args=tuple(donated_args),
-      host_callbacks=lowered.host_callbacks, num_tokens=len(lowered.ordered_effects),
+      host_callbacks=lowered.host_callbacks, host_calls=lowered.host_calls,
+      num_tokens=len(lowered.ordered_effects),
       ordered_effects=lowered.ordered_effects,
       unordered_effects=effects_lib.unordered_effects(jaxpr.effects),
       keepalive=lowered.keepalives)
@@ -110,7 +114,13 @@ def compiled_call(jaxpr: ClosedJaxpr, name: str, donated_invars, device,
 
 
 def _jit_impl(*args, jaxpr, name, donated_invars, device):
-  fn = compiled_call(jaxpr, name, donated_invars, jit_device(device, args))
+  placement = sharded_staging.placement(jaxpr, args, name) if device is None else None
+  if placement is not None:
+    device = sharded_staging.single_device(placement, jaxpr)
+  if placement is not None and device is None:
+    fn = sharded_staging.compiled_call(jaxpr, name, donated_invars, placement)
+  else:
+    fn = compiled_call(jaxpr, name, donated_invars, jit_device(device, args))
   outs = fn(*args)
   if config.debug_nans:
     check_nans_in_jaxpr(jaxpr, args, outs, name)
@@ -141,7 +151,7 @@ def apply_primitive(primitive, *args, **params):
   key = (primitive, params_key(params) if params else (), avals, device)
   run = _primitive_cache.get(key)
   if run is None:
-    run = _primitive_cache[key] = _compile_primitive(primitive, params, avals, device)
+    run = _primitive_cache[key] = _compile_primitive(primitive, params, avals, device, args)
     _evict_primitives(config.eager_cache_size)
   else:
     try:
@@ -162,9 +172,19 @@ def _evict_primitives(size: int) -> None:
       return
 
 
-def _compile_primitive(primitive, params, avals, device) -> Callable:
+def _compile_primitive(primitive, params, avals, device, args=()) -> Callable:
   """A function of the arguments that returns the primitive's result: a list of Arrays
-  when it has multiple results, else the Array."""
+  when it has multiple results, else the Array.  `device` is a sharding when an argument
+  is laid out over several devices: the program then runs over them
+  (`sharded.compile_primitive`)."""
+  if not isinstance(device, backend.Device):
+    fn = sharded_staging.compile_primitive(primitive, params, avals, args)
+    if primitive.multiple_results:
+      return fn
+    if isinstance(fn, ShardedExecutable):
+      return fn.make_call(out_tree=_LEAF)
+    return lambda *xs: fn(*xs)[0]
+
   def fun(*xs):
     out = primitive.bind(*xs, **params)
     return out if primitive.multiple_results else [out]

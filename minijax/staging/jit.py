@@ -11,6 +11,14 @@ equation and the lowering emits a `func.call`.
 `jit(f).trace(*args)`, `.lower()` and `.compile()` expose the stages: `Traced` holds the
 jaxpr, `Lowered` the MHLO module, and compiling it reuses that module, so
 `lower(x).compile()` lowers once.
+
+With `in_shardings`/`out_shardings`, sharded Array arguments, or shardings inside the
+function (a `shard_map`, a sharding constraint), the call runs as one SPMD program over
+several devices (`staging/sharded.py` places it, `runtime/sharded_executable.py` runs
+it); its fast-path entries are keyed by the first argument's sharding as well.  Explicit
+shardings apply to the call itself: when a transformation sees the jitted function (grad,
+vmap), it sees a `jit_p` equation without them, placed by its arguments and the shardings
+inside.
 """
 from __future__ import annotations
 
@@ -23,9 +31,10 @@ from typing import Any, Callable
 from minijax import tree_util
 from minijax.api_util import DebugInfo, flat_arg_names, fun_name, resolve_argnums
 from minijax.config import config
+from minijax.core import sharding as sharding_lib
 from minijax.core import trace as trace_lib
 from minijax.core import traceback_util
-from minijax.core.avals import get_aval, python_scalar_aval
+from minijax.core.avals import ShapedArray, get_aval, python_scalar_aval
 from minijax.core.dtypes import PYTHON_SCALARS
 from minijax.core.errors import UnexpectedTracerError
 from minijax.core.jaxpr import ClosedJaxpr, hoist_consts
@@ -35,7 +44,8 @@ from minijax.lax.call import jit_p
 from minijax.lowering.mlir import lower_jaxpr_to_module
 from minijax.runtime import backend
 from minijax.runtime.array import Array, device_put
-from minijax.staging import compiler
+from minijax.runtime.sharded_executable import ShardedExecutable
+from minijax.staging import compiler, sharded
 
 __all__ = ["jit", "clear_caches", "JitWrapped", "Traced", "Lowered", "Compiled"]
 
@@ -58,7 +68,8 @@ class JitWrapped:
   """The state behind `jit(fun)`: static and donated arguments, caches, the device."""
 
   def __init__(self, fun: Callable, static_argnums=None, static_argnames=None,
-               donate_argnums=None, device=None, donate_argnames=None):
+               donate_argnums=None, device=None, donate_argnames=None, in_shardings=None,
+               out_shardings=None):
     self._fun = fun
     self._name = fun_name(fun)
     static_argnums, static_argnames, donate_argnums, donate_argnames = resolve_argnums(
@@ -68,6 +79,11 @@ class JitWrapped:
     self._donate_argnums = frozenset(donate_argnums)
     self._donate_argnames = frozenset(donate_argnames)
     self._device = backend.get_device(device) if device is not None else None
+    if device is not None and (in_shardings is not None or out_shardings is not None):
+      raise ValueError("can't specify both a device and in_shardings/out_shardings; the "
+                       "shardings say where the computation runs")
+    self._in_shardings = in_shardings
+    self._out_shardings = out_shardings
     self._fast_ok = not (self._static_argnums or self._static_argnames)
     self._multi_device = False
     # Traces and fast-path entries, per state of the flags that change what tracing and
@@ -185,8 +201,14 @@ class JitWrapped:
       leaked = next((x for x in flat if isinstance(x, Tracer)), None)
       if leaked is not None:  # no trace is active, so its trace has ended
         raise UnexpectedTracerError(leaked)
-      device = compiler.jit_device(self._device, flat)
-      executable = compiler.compiled_call(traced.jaxpr, self._name, traced.donated, device)
+      placement = self._placement(traced, flat, args, kwargs)
+      device = None if placement is None else sharded.single_device(placement, traced.jaxpr)
+      if placement is not None and device is None:
+        executable = sharded.compiled_call(traced.jaxpr, self._name, traced.donated, placement)
+        device = compiler.device_of(flat)
+      else:
+        device = device or compiler.jit_device(self._device, flat)
+        executable = compiler.compiled_call(traced.jaxpr, self._name, traced.donated, device)
       if (fast_key is not None and self._fast_ok and not config.debug_nans
           and all(type(x) is Array or type(x) in PYTHON_SCALARS for x in flat)):
         self._remember_fast(fast_key, args_tree, device, executable, traced, flat)
@@ -197,6 +219,28 @@ class JitWrapped:
     outs = jit_p.bind(*traced.consts, *flat, jaxpr=traced.jaxpr, name=self._name,
                       donated_invars=traced.donated, device=self._device)
     return traced.out_tree.unflatten(outs)
+
+  def _placement(self, traced: _Traced, flat, args, kwargs):
+    """Where the call runs when that is given by shardings (None: the device path)."""
+    explicit = self._in_shardings is not None or self._out_shardings is not None
+    if not explicit and not any(type(x) is Array and x._sharding is not None for x in flat):
+      if not sharded.closed_jaxpr_shardings(traced.jaxpr):
+        return None
+    n_consts = len(traced.consts)
+    flat_in = flat_out = None
+    if self._in_shardings is not None:
+      dyn_args, dyn_kwargs, _ = self._split(args, kwargs)
+      if dyn_kwargs:
+        raise ValueError(f"jit of {self._name} with in_shardings was called with keyword "
+                         "arguments; pass them positionally")
+      flat_in = _flat_shardings(self._in_shardings, tuple(dyn_args), "in_shardings",
+                                self._name)
+    if self._out_shardings is not None:
+      out = traced.out_tree.unflatten(list(traced.jaxpr.out_avals))
+      flat_out = _flat_shardings(self._out_shardings, out, "out_shardings", self._name)
+    return sharded.placement(traced.jaxpr, [*traced.consts, *flat], self._name,
+                             None if flat_in is None else [None] * n_consts + flat_in,
+                             flat_out)
 
   def _call_fallback(self, args):
     """Where a fast-path entry sends arguments that turn out not to be Arrays (a leaked
@@ -219,6 +263,10 @@ class JitWrapped:
       fallback = lambda args: this()._call_fallback(args)  # noqa: E731
     else:
       fallback = lambda flat: this()._call_fallback(args_tree.unflatten(flat))  # noqa: E731
+    if isinstance(executable, ShardedExecutable):
+      _bounded_insert(self._fast, key, executable.make_call(traced.consts, traced.out_tree,
+                                                            fallback))
+      return
     consts = [c if type(c) is Array and c._device is device else device_put(c, device)
               for c in traced.consts]
     if hasattr(executable, "make_call"):
@@ -233,7 +281,11 @@ class JitWrapped:
 
   def trace(self, *args, **kwargs) -> "Traced":
     traced, flat = self._traced_for(args, kwargs)
-    return Traced(traced, self._name, compiler.jit_device(self._device, flat))
+    placement = self._placement(traced, flat, args, kwargs)
+    if placement is not None and sharded.single_device(placement, traced.jaxpr) is None:
+      return Traced(traced, self._name, None, placement)
+    device = placement.devices[0] if placement is not None else None
+    return Traced(traced, self._name, device or compiler.jit_device(self._device, flat))
 
 
 def _bounded_insert(cache: dict, key, value) -> None:
@@ -299,9 +351,10 @@ class Traced:
   `out_info` the abstract values of the outputs in the output's tree structure, and
   `lower()` lowers it to MHLO (the next stage, `Lowered`) without tracing again."""
 
-  def __init__(self, traced: _Traced, name: str, device):
+  def __init__(self, traced: _Traced, name: str, device, placement=None):
     self._traced = traced
     self._device = device
+    self._placement = placement
     self.fun_name = name
 
   @property
@@ -313,20 +366,26 @@ class Traced:
     return self._traced.out_tree.unflatten(self._traced.jaxpr.out_avals)
 
   def lower(self) -> "Lowered":
-    return Lowered(self._traced, self.fun_name, self._device)
+    return Lowered(self._traced, self.fun_name, self._device, self._placement)
 
   def __repr__(self):
     return f"Traced({self.fun_name})"
 
 
 class Lowered:
-  """`jit(f).lower(*args)`: the MHLO module, ready to compile."""
+  """`jit(f).lower(*args)`: the MHLO module, ready to compile (for one device, or for the
+  devices of a `placement`)."""
 
-  def __init__(self, traced: _Traced, name: str, device):
+  def __init__(self, traced: _Traced, name: str, device, placement=None):
     self._traced = traced
     self._name = name
     self._device = device
-    self._result = lower_jaxpr_to_module(traced.jaxpr, name=name, donated_args=traced.donated)
+    self._placement = placement
+    if placement is not None:
+      self._result = sharded.lower(traced.jaxpr, name, traced.donated, placement)
+    else:
+      self._result = lower_jaxpr_to_module(traced.jaxpr, name=name,
+                                           donated_args=traced.donated)
 
   def as_text(self) -> str:
     return str(self._result.module)
@@ -335,6 +394,10 @@ class Lowered:
     return self._result.module
 
   def compile(self) -> "Compiled":
+    if self._placement is not None:
+      fn = sharded.compiled_call(self._traced.jaxpr, self._name, self._traced.donated,
+                                 self._placement, lowered=self._result)
+      return Compiled(fn, self._traced)
     fn = compiler.compiled_call(self._traced.jaxpr, self._name, self._traced.donated,
                                 self._device, lowered=self._result)
     return Compiled(fn, self._traced)
@@ -357,18 +420,24 @@ class Compiled:
     return self._traced.out_tree.unflatten(self._fn(*self._traced.consts, *flat))
 
 
-def jit(fun: Callable | None = None, *, static_argnums=None, static_argnames=None,
-        donate_argnums=None, donate_argnames=None, keep_unused: bool = False, device=None,
-        backend=None, inline: bool = False):
+def jit(fun: Callable | None = None, *, in_shardings=None, out_shardings=None,
+        static_argnums=None, static_argnames=None, donate_argnums=None, donate_argnames=None,
+        keep_unused: bool = False, device=None, backend=None, inline: bool = False):
   """Compiles `fun` with XLA; usable as `@jit` or `@jit(static_argnums=...)`.
 
   As in JAX, `static_argnums` and `static_argnames` (and `donate_argnums` and
   `donate_argnames`) name the same parameters through `fun`'s signature when only one of
   them is given, so an argument is static however it is passed.  `keep_unused` and
   `inline` are accepted for JAX's sake (minijax keeps every argument, and inlines nested
-  jits only when lowering); `backend` may only be "cpu"."""
+  jits only when lowering); `backend` may only be "cpu".
+
+  `in_shardings` (a sharding, a PartitionSpec under `with mesh:`, None, or a pytree prefix
+  of the positional arguments of those) lays the arguments out before the call, and
+  `out_shardings` (a prefix of the outputs) the results; None leaves one to the
+  arguments (inputs) or to XLA's partitioner (outputs)."""
   if fun is None:
-    return lambda f: jit(f, static_argnums=static_argnums, static_argnames=static_argnames,
+    return lambda f: jit(f, in_shardings=in_shardings, out_shardings=out_shardings,
+                         static_argnums=static_argnums, static_argnames=static_argnames,
                          donate_argnums=donate_argnums, donate_argnames=donate_argnames,
                          keep_unused=keep_unused, device=device, backend=backend,
                          inline=inline)
@@ -377,7 +446,41 @@ def jit(fun: Callable | None = None, *, static_argnums=None, static_argnames=Non
   if backend not in (None, "cpu"):
     raise RuntimeError(f"Unknown backend {backend!r}: minijax runs on the 'cpu' backend only")
   return _jitted(JitWrapped(fun, static_argnums, static_argnames, donate_argnums, device,
-                            donate_argnames))
+                            donate_argnames, in_shardings, out_shardings))
+
+
+def _is_sharding_leaf(x) -> bool:
+  return x is None or isinstance(x, (sharding_lib.Sharding, sharding_lib.PartitionSpec))
+
+
+def _flat_shardings(spec, tree, what: str, fun_name: str) -> list:
+  """One sharding (or None) per leaf of `tree`, from `spec`, a pytree prefix of it."""
+  if _is_sharding_leaf(spec):
+    leaves, spec_tree = [spec], None
+  else:
+    leaves, spec_tree = tree_util.tree_flatten(spec, is_leaf=_is_sharding_leaf)
+  if spec_tree is None:
+    subtrees = [tree]
+  else:
+    try:
+      subtrees = spec_tree.flatten_up_to(tree)
+    except (ValueError, TypeError):
+      raise ValueError(f"jit {what} of {fun_name} ({spec}) is not a pytree prefix of the "
+                       f"{'positional arguments' if what == 'in_shardings' else 'outputs'} "
+                       f"{tree_util.tree_structure(tree)}") from None
+  out = []
+  for s, sub in zip(leaves, subtrees):
+    if isinstance(s, sharding_lib.PartitionSpec):
+      mesh = sharding_lib.current_mesh()
+      if mesh is None:
+        raise ValueError(f"jit {what} of {fun_name} holds the PartitionSpec {s} but no mesh "
+                         "is active: pass a NamedSharding, or call inside `with mesh:`")
+      s = sharding_lib.NamedSharding(mesh, s)
+    for leaf in tree_util.tree_leaves(sub, is_leaf=lambda x: isinstance(x, ShapedArray)):
+      if s is not None:
+        s.check_shape(leaf.shape if isinstance(leaf, ShapedArray) else get_aval(leaf).shape)
+      out.append(s)
+  return out
 
 
 _flatten = tree_util.registry.flatten

@@ -52,7 +52,7 @@ from typing import Any, Callable
 from minijax.config import config
 from minijax.runtime.taps import registry
 from minijax.runtime.taps.queues import queues
-from minijax.runtime.tokens import runtime_tokens
+from minijax.runtime.tokens import runtime_tokens, token_array
 
 logger = logging.getLogger("minijax.taps")
 
@@ -112,9 +112,10 @@ def in_receiver_thread() -> bool:
 
 
 def device_ordinal(device: Any) -> int:
-  """The index that the FFI handler's `DeviceOrdinal` reports for `device`."""
-  hw = device.local_hardware_id
-  return device.id if hw is None else hw
+  """The index that the FFI handler's `DeviceOrdinal` reports for `device`: jaxlib's CPU
+  client reports the device id (p * 2048 + k for device k of process p; the native queues
+  keep a slot per id modulo 2048)."""
+  return device.id
 
 
 def ensure_started() -> None:
@@ -252,7 +253,7 @@ def _wait_for_dispatched(deadline: float | None = None) -> bool:
   started, entries = runtime_tokens.snapshot()
   if not started and not entries:
     return True
-  tokens = [token for _, token in started]
+  tokens = [token_array(token) for _, token in started]
   if not _wait_until(lambda: all(map(_is_ready, tokens)), deadline):
     return False
   if entries:

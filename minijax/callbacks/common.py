@@ -1,0 +1,251 @@
+"""What the three callback primitives share: flat callbacks, result types, custom calls.
+
+`FlatCallback` turns a user's `callback(*args, **kwargs)` into a function of the flat
+array leaves that the primitive carries: leaves that are not arrays (strings, functions,
+anything without an aval) are kept aside as static values and merged back in order, as in
+JAX.  It returns the flat result leaves (`results=True`), or its only result leaf itself
+(`single=True`, which lets the native host-call handler skip the list), or nothing.
+
+`result_avals_of` reads `result_shape_dtypes` (any pytree of objects with `.shape` and
+`.dtype`), rejecting 64-bit dtypes when x64 is off; `call_eagerly` runs a value-returning
+callback outside compiled code; `batch_sequentially` is the batching of a callback that
+runs once per batch element.  `emit_queue_call` and `emit_host_call` build the custom
+calls: to the tap queue (host functions that return nothing) and to the value-returning
+host-call handler, through whichever mechanism `tap_mechanism` selects.
+"""
+from __future__ import annotations
+
+from typing import Any, Callable
+
+import numpy as np
+from jaxlib.mlir import ir
+from jaxlib.mlir.dialects import mhlo
+
+from minijax import lax, tree_util
+from minijax.core import dtypes
+from minijax.core.avals import ShapedArray, get_aval
+from minijax.interpreters import batching
+from minijax.runtime import host_calls, taps
+from minijax.runtime.array import Array, device_put
+
+
+def split_args(args: tuple, kwargs: dict) -> tuple[Any, list, tuple]:
+  """`(in_tree, dynamic leaves, static leaves as ((index, value), ...))` of `(args, kwargs)`:
+  a leaf is dynamic when it has an aval (arrays, tracers, Python and numpy scalars)."""
+  leaves, in_tree = tree_util.tree_flatten((args, kwargs))
+  dynamic, static = [], []
+  for i, leaf in enumerate(leaves):
+    try:
+      get_aval(leaf)
+    except TypeError:
+      static.append((i, leaf))
+    else:
+      dynamic.append(leaf)
+  return in_tree, dynamic, tuple(static)
+
+
+class FlatCallback:
+  """`callback` as a function of the dynamic leaves of its arguments (see the module
+  docstring).  Equal when built from equal parts, so that equal call sites share their
+  registrations; unhashable static values fall back to identity."""
+  __slots__ = ("callback", "in_tree", "static", "results", "single", "direct", "_hash",
+               "deliverer")
+
+  def __init__(self, callback: Callable, in_tree, static: tuple, *, results: int | None,
+               single: bool = False):
+    self.callback, self.in_tree, self.static = callback, in_tree, static
+    self.results, self.single = results, single
+    # The common case calls `callback(*leaves)` with no tree work.
+    self.direct = not static and in_tree == _positional_tree(in_tree)
+    try:
+      self._hash = hash((callback, in_tree, static, results, single))
+    except TypeError:
+      self._hash = None
+    self.deliverer: Callable | None = None  # built by debug_callback's lowering, once
+
+  def arguments(self, leaves) -> tuple[tuple, dict]:
+    if self.direct:
+      return tuple(leaves), {}
+    leaves, static = iter(leaves), dict(self.static)
+    merged = [static[i] if i in static else next(leaves) for i in range(self.in_tree.num_leaves)]
+    return self.in_tree.unflatten(merged)
+
+  def __call__(self, *leaves):
+    if self.direct:
+      out = self.callback(*leaves)
+    else:
+      args, kwargs = self.arguments(leaves)
+      out = self.callback(*args, **kwargs)
+    if self.results is None:
+      return None
+    if self.single and (type(out) is np.ndarray or isinstance(out, np.generic)):
+      return out
+    flat = tree_util.tree_leaves(out)
+    host_calls.check_result_count(flat, self.results)
+    return flat[0] if self.single else flat
+
+  def __eq__(self, other):
+    if type(other) is not FlatCallback:
+      return NotImplemented
+    if self._hash is None or other._hash is None:
+      return self is other
+    return (self.callback == other.callback and self.in_tree == other.in_tree
+            and self.static == other.static and self.results == other.results
+            and self.single == other.single)
+
+  def __hash__(self):
+    return id(self) if self._hash is None else self._hash
+
+  @property
+  def __name__(self):
+    return getattr(self.callback, "__name__", type(self.callback).__name__)
+
+  def __repr__(self):
+    return self.__name__
+
+
+def _positional_tree(in_tree):
+  """The tree of `(args, {})` with every argument a leaf, for `in_tree`'s leaf count."""
+  return tree_util.tree_structure(((0,) * in_tree.num_leaves, {}))
+
+
+def flat_callback(callback: Callable, args: tuple, kwargs: dict, *, results: int | None,
+                  single: bool = False) -> tuple[FlatCallback, list]:
+  """The flat form of `callback(*args, **kwargs)` and its dynamic leaves."""
+  in_tree, dynamic, static = split_args(args, kwargs)
+  return FlatCallback(callback, in_tree, static, results=results, single=single), dynamic
+
+
+def result_avals_of(result_shape_dtypes: Any) -> tuple[list[ShapedArray], Any]:
+  """The flat result avals and tree of `result_shape_dtypes`; ValueError for a 64-bit dtype
+  when x64 is disabled, as JAX does."""
+  leaves, tree = tree_util.tree_flatten(result_shape_dtypes)
+  avals = []
+  for leaf in leaves:
+    try:
+      shape, dtype = tuple(leaf.shape), np.dtype(leaf.dtype)
+    except (AttributeError, TypeError) as e:
+      raise TypeError("result_shape_dtypes must be a pytree whose leaves have `shape` and "
+                      f"`dtype` attributes (jax.ShapeDtypeStruct, arrays), got "
+                      f"{type(leaf).__name__}: {leaf!r:.60}") from e
+    if dtypes.canonicalize_dtype(dtype) != dtype:
+      raise ValueError("result_shape_dtypes cannot specify 64-bit types when "
+                       "`jax_enable_x64` is disabled")
+    avals.append(ShapedArray(shape, dtype))
+  return avals, tree
+
+
+def check_callable(callback, name: str) -> None:
+  if not callable(callback):
+    raise TypeError(f"first argument to {name} must be callable, but got an object of type "
+                    f"{type(callback)}")
+
+
+def check_sharding(sharding, name: str) -> None:
+  if sharding is not None:
+    raise NotImplementedError(
+        f"{name}(sharding=...) is not supported: minijax runs each computation on one device, "
+        "and its callbacks run on the host, for that device")
+
+
+def call_eagerly(callback: FlatCallback, result_avals, args) -> list:
+  """Runs a value-returning callback outside compiled code: numpy arguments, results
+  converted by the rules of compiled calls and put on the arguments' device."""
+  device = next((a._device for a in args if type(a) is Array), None)
+  out = callback(*numpy_args(args))
+  leaves = [out] if callback.single else list(out)
+  return [device_put(host_calls.convert_result(result_avals, leaf, i), device)
+          for i, leaf in enumerate(leaves)]
+
+
+def batch_sequentially(bind: Callable, args, dims, *, unrolled: bool = False) -> list:
+  """`bind(*args)` once per batch element, in order, the results stacked along a new
+  leading axis: a `scan` over the batched arguments, or a Python loop when `unrolled`."""
+  size = next(a.shape[d] for a, d in zip(args, dims) if d is not None)
+  moved = [a if d is None else batching.moveaxis(a, d, 0) for a, d in zip(args, dims)]
+  batched = [a for a, d in zip(moved, dims) if d is not None]
+
+  def one(slices):
+    it = iter(slices)
+    return bind(*[a if d is None else next(it) for a, d in zip(moved, dims)])
+
+  if not unrolled:
+    return list(lax.map(one, batched))
+  rows = [one([lax.index_in_dim(b, i, keepdims=False) for b in batched]) for i in range(size)]
+  return [lax.concatenate([lax.expand_dims(r[k], (0,)) for r in rows], 0)
+          for k in range(len(rows[0]))] if rows and rows[0] else []
+
+
+def pp_callback_params(params, names, indent) -> list[str]:
+  """`callback=name` and the other params, result avals in short form."""
+  lines = [f"callback={params['callback'].__name__}"]
+  for key, value in params.items():
+    if key == "callback":
+      continue
+    if key == "result_avals":
+      value = "(" + ", ".join(a.str_short() for a in value) + ")"
+    lines.append(f"{key}={value}")
+  return lines
+
+
+def numpy_args(args) -> list[np.ndarray]:
+  """Concrete arguments as numpy arrays, as the host functions receive them in compiled
+  code (for the eager implementations)."""
+  return [np.asarray(a) for a in args]
+
+
+# ----------------------------------------------------------------------------- custom calls
+
+def _i64(value: int, signed: bool = True) -> ir.IntegerAttr:
+  kind = ir.IntegerType.get_signless(64) if signed else ir.IntegerType.get_unsigned(64)
+  return ir.IntegerAttr.get(kind, value)
+
+
+_API_VERSION_TYPED_FFI = 4
+
+
+def _custom_call(target: str, token, operands, result_types, config_attr,
+                 has_side_effect: bool):
+  takes_token = token is not None
+  out_types = ([mhlo.TokenType.get()] if takes_token else []) + list(result_types)
+  return mhlo.CustomCallOp(out_types, ([token] if takes_token else []) + list(operands), target,
+                           has_side_effect=has_side_effect, backend_config=config_attr,
+                           api_version=ir.IntegerAttr.get(ir.IntegerType.get_signless(32),
+                                                          _API_VERSION_TYPED_FFI))
+
+
+def emit_queue_call(ctx, consumer_id: int, operands, token) -> ir.Value | None:
+  """A custom call that copies `operands` into the device's tap queue for the consumer
+  `consumer_id` (registered with `runtime.taps.register_consumer`); returns the next token
+  when it takes one."""
+  mctx = ctx.module_context
+  if taps.mechanism() == "native":
+    target = taps.NATIVE_TARGET
+    config_attr = ir.DictAttr.get({taps.NATIVE_CONSUMER_ATTRIBUTE: _i64(consumer_id)})
+  else:
+    target = taps.CALLBACK_TARGET
+    config_attr = ir.DictAttr.get({"index": _i64(len(mctx.host_callbacks), signed=False)})
+    mctx.host_callbacks.append(taps.TapCallback(consumer_id, token is not None))
+  op = _custom_call(target, token, operands, [], config_attr, has_side_effect=True)
+  return op.results[0] if token is not None else None
+
+
+def emit_host_call(ctx, call: host_calls.HostCall, operands, token, *,
+                   has_side_effect: bool) -> tuple[list[ir.Value], ir.Value | None]:
+  """A custom call that runs the registered host call `call` on `operands` and returns its
+  results (and the next token when it takes one)."""
+  mctx = ctx.module_context
+  mctx.host_calls.append(call)
+  if host_calls.mechanism() == "native":
+    target = host_calls.NATIVE_TARGET
+    config_attr = ir.DictAttr.get({host_calls.NATIVE_CALLBACK_ATTRIBUTE: _i64(call.id)})
+  else:
+    target = host_calls.CALLBACK_TARGET
+    config_attr = ir.DictAttr.get({"index": _i64(len(mctx.host_callbacks), signed=False)})
+    mctx.host_callbacks.append(host_calls.PythonHostCallback(call, token is not None))
+  result_types = [mctx.ir_type(a) for a in call.result_avals]
+  op = _custom_call(target, token, operands, result_types, config_attr, has_side_effect)
+  results = list(op.results)
+  if token is not None:
+    return results[1:], results[0]
+  return results, None

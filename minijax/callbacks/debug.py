@@ -1,0 +1,239 @@
+"""`debug.callback` and `debug.print`: host functions that observe values, as in JAX.
+
+    minijax.debug.callback(log, x, "step", i=i)   # calls log(x, "step", i=i) on the host
+    minijax.debug.print("x = {x}, y = {}", y, x=x)
+
+`debug_callback_p` has no outputs and one effect: `DebugEffect`, or `OrderedDebugEffect`
+(with a token of its own) for `ordered=True`.  Every rule is in this file.  A call travels
+like a tap: the lowering registers a tap consumer and emits a custom call that copies the
+operands into the device's tap queue, and the device's receiver thread calls the function
+with numpy arrays over the copied bytes (valid for as long as the function keeps them).
+Dispatch stays asynchronous; `minijax.effects_barrier()` waits for the calls and raises,
+as the original exception, the first one a function raised (it is also logged on the
+"minijax.callbacks" logger).  Outside `jit` the function is called at once, after the
+callbacks of computations already dispatched, and its exception propagates.
+
+Arguments that are not arrays (strings, None, functions) pass through unchanged; Python
+numbers become arrays.  Under `jvp` and `grad` the primal values are delivered, once, and
+never tangents; under `vmap` the function is called once per batch element, in order.
+`debug.print` formats with `str.format` (unused arguments raise ValueError when the call
+is traced), under numpy's print options of that moment, 0-d arrays as Python scalars, and
+writes one line to `sys.stdout` when it runs.
+"""
+from __future__ import annotations
+
+import dataclasses
+import string
+import sys
+from typing import Any, Callable
+
+import numpy as np
+
+from minijax import tree_util
+from minijax.callbacks import common
+from minijax.core import pretty
+from minijax.core.effects import Effect
+from minijax.core.primitive import Primitive
+from minijax.interpreters import ad, batching
+from minijax.lowering import mlir
+from minijax.lowering.tokens import TokenSet
+from minijax.runtime import host_calls, taps
+from minijax.runtime.barrier import wait_for_effects
+
+__all__ = ["debug_callback", "debug_print", "debug_callback_p", "DebugEffect",
+           "OrderedDebugEffect"]
+
+
+class DebugEffect(Effect):
+  """A debug callback: runs even when unused, ordered only by its data dependencies."""
+
+
+class OrderedDebugEffect(Effect):
+  """An ordered debug callback: its calls keep program order (one token)."""
+  ordered = True
+
+
+debug_effect = DebugEffect()
+ordered_debug_effect = OrderedDebugEffect()
+
+
+# ----------------------------------------------------------------------------- API
+
+def debug_callback(callback: Callable[..., None] | None = None, *args: Any,
+                   ordered: bool = False, partitioned: bool = False, **kwargs: Any):
+  """Calls `callback(*args, **kwargs)` on the host with the values `args` and `kwargs` have
+  when the computation runs (see the module docstring).  The two-call form
+  `debug_callback(ordered=True)(callback, *args, **kwargs)` takes the options first."""
+  def bind(callback: Callable[..., None], *c_args: Any, **c_kwargs: Any) -> None:
+    common.check_callable(callback, "minijax.debug.callback")
+    flat, dynamic = common.flat_callback(callback, c_args, c_kwargs, results=None)
+    debug_callback_p.bind(*dynamic, callback=flat,
+                          effect=ordered_debug_effect if ordered else debug_effect)
+
+  if callback is not None:
+    bind(callback, *args, **kwargs)
+    return None
+  if args or kwargs:
+    raise TypeError("debug_callback received unexpected arguments in the two-call form:"
+                    f" {args=} {kwargs=}")
+  return bind
+
+
+class _FormatChecker(string.Formatter):
+  """Formats nothing; raises ValueError for arguments the format does not use."""
+
+  def format_field(self, value, format_spec):
+    return ""
+
+  def check_unused_args(self, used_args, args, kwargs):
+    unused_args = [arg for i, arg in enumerate(args) if i not in used_args]
+    unused_kwargs = [k for k in kwargs if k not in used_args]
+    if unused_args:
+      raise ValueError(f"Unused positional arguments to `minijax.debug.print`: {unused_args}")
+    if unused_kwargs:
+      raise ValueError(
+          f"Unused keyword arguments to `minijax.debug.print`: {unused_kwargs}. You may be passing "
+          "an f-string (i.e, `f\"{x}\"`) into `minijax.debug.print` and instead should pass in a "
+          "regular string.")
+
+
+_format_checker = _FormatChecker()
+
+
+@dataclasses.dataclass(frozen=True)
+class _Printer:
+  """The host function of one `debug.print`: formats and writes a line to `sys.stdout`."""
+  fmt: str
+  np_printoptions: tuple
+  has_placeholders: bool
+
+  def __call__(self, *args, **kwargs) -> None:
+    args = [_scalar(a) for a in args]
+    kwargs = {k: _scalar(v) for k, v in kwargs.items()}
+    if self.has_placeholders:
+      with np.printoptions(**dict(self.np_printoptions)):
+        message = self.fmt.format(*args, **kwargs)
+    else:
+      message = " ".join((self.fmt, *map(str, args)))
+    sys.stdout.write(message + "\n")
+
+  @property
+  def __name__(self):
+    return "print"
+
+
+def _scalar(value):
+  """A 0-d array as the Python scalar it holds (how JAX's arrays format)."""
+  return value.item() if isinstance(value, np.ndarray) and value.ndim == 0 else value
+
+
+def debug_print(fmt: str | None = None, *args: Any, ordered: bool = False,
+                partitioned: bool = False, skip_format_check: bool = False, **kwargs: Any):
+  """Prints `fmt.format(*args, **kwargs)` on the host with the values the arguments have
+  when the computation runs (see the module docstring).  The two-call form
+  `debug_print(ordered=True)(fmt, *args, **kwargs)` takes the options first."""
+  def bind(fmt: str, *c_args: Any, **c_kwargs: Any) -> None:
+    if not skip_format_check:
+      _format_checker.format(fmt, *c_args, **c_kwargs)
+    has_placeholders = bool(fmt) and next(iter(string.Formatter().parse(fmt)))[1] is not None
+    printer = _Printer(fmt, tuple(np.get_printoptions().items()), has_placeholders)
+    debug_callback(printer, *c_args, ordered=ordered, **c_kwargs)
+
+  if fmt is not None:
+    bind(fmt, *args, **kwargs)
+    return None
+  if args or kwargs:
+    raise TypeError("debug_print received unexpected arguments in the two-call form:"
+                    f" {args=} {kwargs=}")
+  return bind
+
+
+# ----------------------------------------------------------------------------- the primitive
+# Params: callback (a FlatCallback of the dynamic leaves) and effect (DebugEffect or
+# OrderedDebugEffect).
+
+debug_callback_p = Primitive("debug_callback")
+debug_callback_p.multiple_results = True
+
+
+def _debug_callback_abstract_eval(*avals, callback, effect):
+  return [], frozenset([effect])
+
+
+debug_callback_p.def_effectful_abstract_eval(_debug_callback_abstract_eval)
+
+
+def _debug_callback_impl(*args, callback, effect):
+  wait_for_effects()  # after the calls of computations dispatched before this one
+  callback(*common.numpy_args(args))
+  return []
+
+
+debug_callback_p.def_impl(_debug_callback_impl)
+
+
+def _deliverer(callback: common.FlatCallback, n: int) -> Callable:
+  """The tap function that delivers the calls of `callback` (of `n` array leaves): the
+  receiver calls it with the array (`n == 1`) or the tuple of arrays, and the transforms.
+  One per callback, so that equal call sites share one tap consumer."""
+  if callback.deliverer is None:
+    fn = callback.callback if callback.direct else callback
+    where = f"debug callback {callback.__name__}"
+    report = host_calls.file_async_exception
+    if n == 1:
+      def deliver(x, transforms):
+        try:
+          fn(x)
+        except BaseException as e:  # noqa: BLE001 - raised by the next effects_barrier
+          report(e, where)
+    else:
+      def deliver(xs, transforms):
+        try:
+          fn(*xs)
+        except BaseException as e:  # noqa: BLE001
+          report(e, where)
+    callback.deliverer = deliver
+  return callback.deliverer
+
+
+def _debug_callback_lowering(ctx, *args, callback, effect):
+  n = len(args)
+  treedef = (tree_util.tree_structure(0) if n == 1
+             else tree_util.treedef_tuple([tree_util.tree_structure(0)] * n))
+  consumer_id = taps.register_consumer(_deliverer(callback, n), (), treedef, ctx.avals_in,
+                                       owner=ctx.module_context.keepalives)
+  token = ctx.tokens_in.get(effect) if effect.ordered else None
+  token = common.emit_queue_call(ctx, consumer_id, args, token)
+  if effect.ordered:
+    ctx.set_tokens_out(TokenSet({effect: token}))
+  return []
+
+
+mlir.register_lowering(debug_callback_p, _debug_callback_lowering)
+
+
+def _debug_callback_jvp(primals, tangents, **params):
+  return debug_callback_p.bind(*primals, **params), []
+
+
+def _debug_callback_transpose(cts, *args, **params):
+  return [None] * len(args)
+
+
+ad.primitive_jvps[debug_callback_p] = _debug_callback_jvp
+ad.primitive_transposes[debug_callback_p] = _debug_callback_transpose
+
+
+def _debug_callback_batching(args, dims, **params):
+  common.batch_sequentially(lambda *xs: debug_callback_p.bind(*xs, **params), args, dims)
+  return [], []
+
+
+batching.primitive_batchers[debug_callback_p] = _debug_callback_batching
+
+
+def _debug_callback_pp(params, names, indent) -> list[str]:
+  return [f"callback={params['callback'].__name__}", f"effect={params['effect']!r}"]
+
+
+pretty.pp_rules[debug_callback_p] = _debug_callback_pp

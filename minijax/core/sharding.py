@@ -1,0 +1,422 @@
+"""Meshes, partition specs and shardings: how a global array is laid out on devices.
+
+These are data, like avals: they appear in the params of primitives (`shard_map`'s mesh and
+specs, a sharding constraint's sharding), key compile caches, and describe where an
+`Array`'s pieces live.  Nothing here talks to a device; devices are the client's opaque,
+hashable device objects (their `id`, `process_index` and `client` attributes are read).
+
+A `Mesh` arranges devices in an n-dimensional grid with one name per axis.  A
+`PartitionSpec` says, per array dimension, which mesh axes split it (`None`: none; a name;
+or a tuple of names, major to minor).  `NamedSharding(mesh, spec)` is the two together: a
+dimension split by axes of total size k is cut into k equal blocks, and the devices that
+differ only along mesh axes that split no dimension hold the same block (the array is
+replicated along those axes).  `SingleDeviceSharding(device)` puts the whole array on one
+device.
+
+Every sharding reduces to one *tile assignment* (`tile_assignment`): the number of blocks
+per dimension, and which devices hold each block, numbered by their position in a device
+assignment (the ordered device list of a compiled program or of an array).  The lowering
+renders it as an `mhlo.sharding` attribute and the runtime as jaxlib's `HloSharding`
+(`hlo_sharding_text` gives the one string both parse), so the two always agree.
+"""
+from __future__ import annotations
+
+import functools
+import math
+import threading
+from typing import Any, Sequence
+
+import numpy as np
+
+
+# ----------------------------------------------------------------------------- partition specs
+
+class PartitionSpec(tuple):
+  """One entry per leading array dimension: `None` (not split), a mesh axis name, or a tuple
+  of names (split by their product, the first major).  Missing trailing entries mean `None`;
+  `P('x', None) != P('x')`, as in JAX: specs compare as tuples."""
+
+  def __new__(cls, *partitions):
+    for p in partitions:
+      if p is None or isinstance(p, str):
+        continue
+      if isinstance(p, tuple) and all(isinstance(n, str) for n in p):
+        continue
+      raise TypeError(f"PartitionSpec entries must be None, a mesh axis name or a tuple of "
+                      f"names, got {p!r}")
+    return tuple.__new__(cls, partitions)
+
+  def __repr__(self):
+    return f"PartitionSpec({', '.join(map(repr, self))})"
+
+  def __reduce__(self):
+    return (PartitionSpec, tuple(self))
+
+  def axis_names(self) -> tuple[str, ...]:
+    """Every mesh axis this spec uses, in order."""
+    return tuple(n for p in self for n in _names(p))
+
+
+P = PartitionSpec
+
+
+def _names(entry) -> tuple[str, ...]:
+  if entry is None:
+    return ()
+  return (entry,) if isinstance(entry, str) else tuple(entry)
+
+
+# ----------------------------------------------------------------------------- meshes
+
+class Mesh:
+  """Devices arranged in a named grid: `Mesh(np.array(devices).reshape(2, 2), ('x', 'y'))`.
+
+  `with mesh:` makes it the mesh that `shard_map` and sharding constraints given only a
+  `PartitionSpec` use."""
+
+  def __init__(self, devices, axis_names, axis_types=None):
+    devices = np.array(devices, dtype=object) if not isinstance(devices, np.ndarray) else devices
+    if isinstance(axis_names, str):
+      axis_names = (axis_names,)
+    axis_names = tuple(axis_names)
+    if devices.ndim != len(axis_names):
+      raise ValueError(f"Mesh requires the ndim of its first argument (`devices`) to equal "
+                       f"the length of its second argument (`axis_names`), but got "
+                       f"devices.ndim == {devices.ndim} and len(axis_names) == "
+                       f"{len(axis_names)}.")
+    if len(set(axis_names)) != len(axis_names):
+      raise ValueError(f"Mesh axis names must be unique, got {axis_names}")
+    if not all(isinstance(n, str) for n in axis_names):
+      raise TypeError(f"Mesh axis names must be strings, got {axis_names}")
+    ids = [d.id for d in devices.flat]
+    if len(set(ids)) != len(ids):
+      raise ValueError(f"Mesh devices must be distinct, got ids {ids}")
+    self.devices = devices
+    self.axis_names = axis_names
+    self.axis_types = axis_types
+    self._key = (axis_names, devices.shape, tuple(ids))
+
+  @property
+  def shape(self) -> dict[str, int]:
+    return dict(zip(self.axis_names, self.devices.shape))
+
+  @property
+  def axis_sizes(self) -> tuple[int, ...]:
+    return tuple(self.devices.shape)
+
+  size = property(lambda self: self.devices.size)
+  device_ids = property(lambda self: np.vectorize(lambda d: d.id, otypes=[int])(self.devices))
+  empty = property(lambda self: self.devices.size == 0)
+
+  @functools.cached_property
+  def device_list(self) -> tuple:
+    """The devices in row-major mesh order: the device assignment of programs on this mesh."""
+    return tuple(self.devices.flat)
+
+  @property
+  def local_devices(self) -> list:
+    return [d for d in self.device_list if _is_addressable(d)]
+
+  @property
+  def is_multi_process(self) -> bool:
+    return len({d.process_index for d in self.device_list}) > 1
+
+  def __eq__(self, other):
+    return type(other) is Mesh and other._key == self._key
+
+  def __hash__(self):
+    return hash(self._key)
+
+  def __repr__(self):
+    axes = ", ".join(f"'{n}': {s}" for n, s in self.shape.items())
+    return f"Mesh(axis_sizes=({axes}), device_ids={self.device_ids.tolist()})"
+
+  def __enter__(self):
+    _mesh_context.stack.append(self)
+    return self
+
+  def __exit__(self, *exc):
+    _mesh_context.stack.pop()
+    return False
+
+
+class _MeshContext(threading.local):
+  def __init__(self):
+    self.stack: list[Mesh] = []
+
+
+_mesh_context = _MeshContext()
+
+
+def current_mesh() -> Mesh | None:
+  """The innermost mesh entered with `with mesh:`, or None."""
+  stack = _mesh_context.stack
+  return stack[-1] if stack else None
+
+
+def _is_addressable(device) -> bool:
+  return device.process_index == device.client.process_index()
+
+
+# ----------------------------------------------------------------------------- tile assignments
+
+class TileAssignment:
+  """Blocks per dimension (`dims`), the device positions holding each block (`devices`, an
+  int array of shape `dims + (replicas,)`), and whether the last axis lists replicas."""
+  __slots__ = ("dims", "devices")
+
+  def __init__(self, dims: tuple[int, ...], devices: np.ndarray):
+    self.dims = dims
+    self.devices = devices
+
+  @property
+  def replicated(self) -> bool:
+    return all(d == 1 for d in self.dims)
+
+  def hlo_sharding_text(self) -> str:
+    """The sharding as HLO text: `{replicated}`, `{devices=[4,1]0,1,2,3}`, or with
+    `last_tile_dim_replicate` when blocks are held by several devices."""
+    if self.replicated:
+      return "{replicated}"
+    replicas = self.devices.shape[-1]
+    dims = list(self.dims) + ([replicas] if replicas > 1 else [])
+    ids = ",".join(str(int(i)) for i in self.devices.flat)
+    suffix = " last_tile_dim_replicate" if replicas > 1 else ""
+    return f"{{devices=[{','.join(map(str, dims))}]{ids}{suffix}}}"
+
+
+# ----------------------------------------------------------------------------- shardings
+
+class Sharding:
+  """What every sharding offers: its devices, the shape and index of each block."""
+
+  @property
+  def device_set(self) -> set:
+    return set(self._device_assignment)
+
+  @property
+  def addressable_devices(self) -> set:
+    return {d for d in self._device_assignment if _is_addressable(d)}
+
+  @property
+  def is_fully_addressable(self) -> bool:
+    return all(_is_addressable(d) for d in self._device_assignment)
+
+  @property
+  def num_devices(self) -> int:
+    return len(self._device_assignment)
+
+  memory_kind = None
+
+  @property
+  def _device_assignment(self) -> tuple:
+    raise NotImplementedError
+
+  def tile_assignment(self, ndim: int, positions: dict | None = None) -> TileAssignment:
+    """The tile assignment for an array of rank `ndim`, devices numbered by `positions`
+    (device -> position; by default their order in `_device_assignment`)."""
+    raise NotImplementedError
+
+  @property
+  def is_fully_replicated(self) -> bool:
+    raise NotImplementedError
+
+  def check_shape(self, shape: Sequence[int]) -> None:
+    """Raises ValueError when an array of `shape` cannot be laid out this way."""
+
+  def shard_shape(self, global_shape: Sequence[int]) -> tuple[int, ...]:
+    self.check_shape(global_shape)
+    dims = self.tile_assignment(len(global_shape)).dims
+    return tuple(s // d for s, d in zip(global_shape, dims))
+
+  def devices_indices_map(self, global_shape: Sequence[int]) -> dict[Any, tuple]:
+    """Device -> the index (a tuple of slices) of the block it holds."""
+    self.check_shape(global_shape)
+    tile = self.tile_assignment(len(global_shape))
+    order = self._device_assignment
+    out = {}
+    for block in np.ndindex(*tile.dims):
+      index = tuple(slice(None) if d == 1 else slice(i * (s // d), (i + 1) * (s // d))
+                    for i, d, s in zip(block, tile.dims, global_shape))
+      for position in tile.devices[block]:
+        out[order[int(position)]] = index
+    return {d: out[d] for d in order}
+
+  def addressable_devices_indices_map(self, global_shape) -> dict[Any, tuple]:
+    return {d: i for d, i in self.devices_indices_map(global_shape).items()
+            if _is_addressable(d)}
+
+  def is_equivalent_to(self, other: "Sharding", ndim: int) -> bool:
+    """Whether both lay out an array of rank `ndim` on the same devices the same way."""
+    if self._device_assignment != other._device_assignment:
+      if set(self._device_assignment) != set(other._device_assignment):
+        return False
+    positions = {d: i for i, d in enumerate(self._device_assignment)}
+    mine = self.tile_assignment(ndim, positions)
+    theirs = other.tile_assignment(ndim, positions)
+    if mine.dims != theirs.dims:
+      return False
+    return np.array_equal(np.sort(mine.devices, axis=-1), np.sort(theirs.devices, axis=-1))
+
+
+class NamedSharding(Sharding):
+  """`spec` laid out on `mesh` (see the module docstring)."""
+
+  def __init__(self, mesh: Mesh, spec: PartitionSpec | None = None, *, memory_kind=None):
+    if not isinstance(mesh, Mesh):
+      raise TypeError(f"NamedSharding expects a Mesh as its first argument, got "
+                      f"{type(mesh).__name__}")
+    spec = PartitionSpec() if spec is None else spec
+    if not isinstance(spec, PartitionSpec):
+      if isinstance(spec, tuple):
+        spec = PartitionSpec(*spec)
+      else:
+        raise TypeError(f"NamedSharding expects a PartitionSpec, got {spec!r}")
+    used = spec.axis_names()
+    for name in used:
+      if name not in mesh.axis_names:
+        raise ValueError(f"Resource axis: {name} of {spec} is not found in mesh: "
+                         f"{tuple(mesh.axis_names)}.")
+    if len(set(used)) != len(used):
+      raise ValueError(f"A mesh axis may split at most one dimension, but {spec} uses "
+                       f"{[n for n in used if used.count(n) > 1][0]!r} more than once")
+    self.mesh = mesh
+    self.spec = spec
+    self.memory_kind = memory_kind
+    self._key = (mesh, spec)
+
+  def __eq__(self, other):
+    return type(other) is NamedSharding and other._key == self._key
+
+  def __hash__(self):
+    return hash(self._key)
+
+  def __repr__(self):
+    return f"NamedSharding(mesh={self.mesh!r}, spec={self.spec!r})"
+
+  @property
+  def _device_assignment(self) -> tuple:
+    return self.mesh.device_list
+
+  @property
+  def is_fully_replicated(self) -> bool:
+    return all(self.mesh.shape[n] == 1 for n in self.spec.axis_names())
+
+  def check_shape(self, shape) -> None:
+    if len(self.spec) > len(shape):
+      raise ValueError(f"One of the arguments was given the sharding {self!r}, which "
+                       f"implies that it has a rank of at least {len(self.spec)}, but it "
+                       f"is {len(shape)}")
+    for dim, (entry, size) in enumerate(zip(self.spec, shape)):
+      parts = math.prod(self.mesh.shape[n] for n in _names(entry))
+      if size % parts:
+        raise ValueError(
+            f"One of the arguments was given the sharding of {self!r}, which implies that "
+            f"the global size of its dimension {dim} should be divisible by {parts}, but it "
+            f"is equal to {size} (full shape: {tuple(shape)})")
+
+  def tile_assignment(self, ndim: int, positions: dict | None = None) -> TileAssignment:
+    return _named_tile_assignment(self.mesh, self.spec, ndim,
+                                  None if positions is None else _positions_key(positions))
+
+
+def _positions_key(positions: dict) -> tuple:
+  return tuple(sorted(((d.id, p) for d, p in positions.items())))
+
+
+@functools.lru_cache(maxsize=512)
+def _named_tile_assignment(mesh: Mesh, spec: PartitionSpec, ndim: int,
+                           positions: tuple | None) -> TileAssignment:
+  if len(spec) > ndim:
+    raise ValueError(f"PartitionSpec {spec} has {len(spec)} entries, more than the rank "
+                     f"{ndim} of the array it shards")
+  by_id = dict(positions) if positions is not None else None
+  ids = np.array([i if by_id is None else by_id[d.id] for i, d in enumerate(mesh.device_list)],
+                 dtype=np.int64).reshape(mesh.devices.shape)
+  entries = list(spec) + [None] * (ndim - len(spec))
+  order = [mesh.axis_names.index(n) for e in entries for n in _names(e)]
+  unused = [i for i in range(len(mesh.axis_names)) if i not in order]
+  dims = tuple(math.prod(mesh.shape[n] for n in _names(e)) for e in entries)
+  replicas = math.prod(mesh.devices.shape[i] for i in unused)
+  devices = ids.transpose(order + unused).reshape(dims + (replicas,))
+  return TileAssignment(dims, devices)
+
+
+class SingleDeviceSharding(Sharding):
+  """The whole array on `device`."""
+
+  def __init__(self, device, *, memory_kind=None):
+    self._device = device
+    self.memory_kind = memory_kind
+
+  def __eq__(self, other):
+    return type(other) is SingleDeviceSharding and other._device == self._device
+
+  def __hash__(self):
+    return hash((SingleDeviceSharding, self._device))
+
+  def __repr__(self):
+    return f"SingleDeviceSharding(device={self._device!r})"
+
+  @property
+  def _device_assignment(self) -> tuple:
+    return (self._device,)
+
+  is_fully_replicated = True
+
+  def tile_assignment(self, ndim: int, positions: dict | None = None) -> TileAssignment:
+    position = 0 if positions is None else positions[self._device]
+    return TileAssignment((1,) * ndim, np.full((1,) * ndim + (1,), position, np.int64))
+
+
+class HloShardingWrapper(Sharding):
+  """A layout XLA chose that is not a `NamedSharding` of a known mesh: a tile assignment
+  over an ordered device list (what the outputs of a partitioned program may carry), or,
+  with `tile=None`, the whole array replicated on every device of the list."""
+
+  def __init__(self, devices: Sequence, tile: TileAssignment | None):
+    self._devices = tuple(devices)
+    self._tile = tile
+
+  def _tile_key(self):
+    tile = self._tile
+    return None if tile is None else (tile.dims, tile.devices.tobytes())
+
+  def __eq__(self, other):
+    return (type(other) is HloShardingWrapper and other._devices == self._devices
+            and other._tile_key() == self._tile_key())
+
+  def __hash__(self):
+    return hash((self._devices, self._tile_key()))
+
+  def __repr__(self):
+    text = "{replicated}" if self._tile is None else self._tile.hlo_sharding_text()
+    return f"HloShardingWrapper({text}, devices={list(self._devices)})"
+
+  @property
+  def _device_assignment(self) -> tuple:
+    return self._devices
+
+  @property
+  def is_fully_replicated(self) -> bool:
+    return self._tile is None or self._tile.replicated
+
+  def tile_assignment(self, ndim: int, positions: dict | None = None) -> TileAssignment:
+    order = self._devices if positions is None else [positions[d] for d in self._devices]
+    order = np.array(order if positions is not None else range(len(order)), np.int64)
+    tile = self._tile
+    if tile is None:
+      return TileAssignment((1,) * ndim, order.reshape((1,) * ndim + (len(order),)))
+    if len(tile.dims) != ndim:
+      raise ValueError(f"{self!r} shards arrays of rank {len(tile.dims)}, not {ndim}")
+    return TileAssignment(tile.dims, order[tile.devices])
+
+
+def replicated_like(sharding: Sharding) -> Sharding:
+  """A sharding on the same devices that replicates the whole array on each."""
+  if isinstance(sharding, NamedSharding):
+    return NamedSharding(sharding.mesh, PartitionSpec())
+  devices = sharding._device_assignment
+  if len(devices) == 1:
+    return SingleDeviceSharding(devices[0])
+  return HloShardingWrapper(devices, None)

@@ -1,0 +1,668 @@
+"""Collectives over named axes: psum, pmax, pmin, pmean, all_gather, psum_scatter,
+ppermute, all_to_all and axis_index.
+
+A collective names the axes it works over (`psum(x, 'i')`, `psum(x, ('i', 'j'))`).  Its
+abstract evaluation looks each name up in the axis environment (`core.axes`): an unbound
+name is JAX's `NameError`, and sizes come from there (`all_gather` adds an axis of the
+group's size).  Names are bound by `pmap`/`shard_map`, whose bodies run on every device of
+a mesh, and by `vmap(..., axis_name=...)`.
+
+Over device axes a collective lowers to the MHLO op of the same meaning inside the manual
+region of a `shard_map` (`lowering/spmd.py` computes its replica groups of device
+positions).  Over a vmapped axis it never reaches the lowering: its batching rule, in
+`batching.collective_batchers`, rewrites it into operations on the batch dimension (a
+`psum` over the batch is a sum over the batch dimension, an `all_gather` over it moves the
+batch dimension into place, `axis_index` is an iota).  Over other names those rules batch
+it like any primitive.
+
+Autodiff follows JAX: the linear collectives (psum, all_gather, psum_scatter, ppermute,
+all_to_all) are their own jvp, and transpose to their adjoint: psum to psum (so that
+`pmap(grad(lambda v: psum(v**2, 'i')))` gives `2 * v * axis_size`), all_gather to
+psum_scatter and back, ppermute to the inverse permutation, all_to_all to the swapped
+one.  pmax and pmin send the tangent to the devices that attain the extremum, shared
+evenly among ties; they reject complex operands (XLA has no complex max reduction).
+`axis_index_groups` is not supported (NotImplementedError).
+"""
+from __future__ import annotations
+
+import numpy as np
+from jaxlib.mlir import ir
+from jaxlib.mlir.dialects import mhlo
+
+from minijax import tree_util
+from minijax.core import axes as axes_lib
+from minijax.core import dtypes
+from minijax.core.avals import ShapedArray, get_aval
+from minijax.core.primitive import Primitive
+from minijax.core.trace import Tracer
+from minijax.interpreters import ad, batching
+from minijax.lax import utils
+from minijax.lax.elementwise import add, div, eq, mul
+from minijax.lax.misc import convert_element_type, iota
+from minijax.lax.reductions import reduce_max, reduce_min, reduce_or, reduce_sum
+from minijax.lax.slicing import index_in_dim
+from minijax.lax.structural import (broadcast_in_dim, concatenate, convert_to_array, full,
+                                    reshape, transpose)
+from minijax.lowering import mlir, spmd
+
+__all__ = ["psum", "pmax", "pmin", "pmean", "all_gather", "psum_scatter", "ppermute",
+           "pshuffle", "all_to_all", "axis_index", "axis_size", "psum_p", "pmax_p", "pmin_p",
+           "all_gather_p", "reduce_scatter_p", "ppermute_p", "all_to_all_p", "axis_index_p"]
+
+
+def _names(axis_name) -> tuple:
+  names = axes_lib.as_axis_names(axis_name)
+  if not names:
+    raise ValueError("a collective needs at least one axis name")
+  return names
+
+
+def _check_groups(axis_index_groups, what: str) -> None:
+  if axis_index_groups is not None:
+    raise NotImplementedError(f"{what}: axis_index_groups is not supported by minijax; "
+                              "split the mesh into more named axes instead")
+
+
+def _group_size(names) -> int:
+  return axes_lib.axes_size(names)
+
+
+def axis_size(axis_name) -> int:
+  """The size of the named axis (or the product for a tuple of names)."""
+  return _group_size(_names(axis_name))
+
+
+def _moveaxis(x, src: int, dst: int):
+  return batching.moveaxis(x, src, dst)
+
+
+def _front(x, d, size: int):
+  """`x` with its batch dim first (broadcast when `d` is None)."""
+  return batching.bdim_at_front(x, d, size)
+
+
+def _scalar(value, dtype):
+  return full((), value, dtype)
+
+
+def _region_op(kind: str, dtype):
+  if dtype == dtypes.bool_:
+    return {"sum": mhlo.OrOp, "max": mhlo.OrOp, "min": mhlo.AndOp}[kind]
+  return {"sum": mhlo.AddOp, "max": mhlo.MaxOp, "min": mhlo.MinOp}[kind]
+
+
+def _fill_region(op, kind: str, dtype) -> None:
+  scalar = mlir.aval_to_ir_type(ShapedArray((), dtype))
+  block = op.regions[0].blocks.append(scalar, scalar)
+  with ir.InsertionPoint(block):
+    mhlo.ReturnOp([_region_op(kind, dtype)(*block.arguments).result])
+
+
+# ----------------------------------------------------------------------------- psum, pmax, pmin
+
+def _allreduce_primitive(kind: str) -> Primitive:
+  prim = Primitive(f"p{kind}")
+  prim.multiple_results = True
+
+  def abstract_eval(*avals, axes, axis_index_groups):
+    for name in axes:
+      axes_lib.frame(name)
+    _check_not_complex(kind, avals)
+    return list(avals)
+
+  def lowering(ctx, *args, axes, axis_index_groups):
+    mctx = ctx.module_context
+    groups = spmd.groups_attr(spmd.replica_groups(mctx, axes))
+    outs = []
+    for x, aval in zip(args, ctx.avals_in):
+      op = mhlo.AllReduceOp([mctx.ir_type(aval)], [x], groups,
+                            channel_handle=spmd.channel_handle(mctx),
+                            use_global_device_ids=True)
+      _fill_region(op, kind, aval.dtype)
+      outs.append(op.results[0])
+    return outs
+
+  prim.def_abstract_eval(abstract_eval)
+  mlir.register_lowering(prim, lowering)
+  return prim
+
+
+def _check_not_complex(kind: str, avals) -> None:
+  if kind == "sum":
+    return
+  for a in avals:
+    if np.issubdtype(a.dtype, np.complexfloating):
+      raise TypeError(f"p{kind} does not accept dtype {a.dtype} ({a.str_short()}): XLA has no "
+                      "maximum or minimum reduction of complex numbers")
+
+
+psum_p = _allreduce_primitive("sum")
+pmax_p = _allreduce_primitive("max")
+pmin_p = _allreduce_primitive("min")
+
+
+def _allreduce(prim, x, axis_name, axis_index_groups, what):
+  names = _names(axis_name)
+  _check_groups(axis_index_groups, what)
+  leaves, tree = tree_util.tree_flatten(x)
+  if prim is psum_p and leaves and not any(isinstance(l, Tracer) or hasattr(l, "aval")
+                                           for l in leaves):
+    # A Python or numpy constant is the same on every device: JAX multiplies it by the
+    # group size at once (`psum(1, 'i')` is the axis size).
+    size = _group_size(names)
+    return tree.unflatten([leaf * size for leaf in leaves])
+  for name in names:
+    axes_lib.frame(name)
+  leaves = [convert_to_array(leaf) for leaf in leaves]
+  return tree.unflatten(prim.bind(*leaves, axes=names, axis_index_groups=None))
+
+
+def psum(x, axis_name, *, axis_index_groups=None):
+  """The sum of `x` (a pytree) over the named axis (or axes), on every member."""
+  return _allreduce(psum_p, x, axis_name, axis_index_groups, "psum")
+
+
+def pmax(x, axis_name, *, axis_index_groups=None):
+  """The maximum of `x` over the named axis (or axes)."""
+  return _allreduce(pmax_p, x, axis_name, axis_index_groups, "pmax")
+
+
+def pmin(x, axis_name, *, axis_index_groups=None):
+  """The minimum of `x` over the named axis (or axes)."""
+  return _allreduce(pmin_p, x, axis_name, axis_index_groups, "pmin")
+
+
+def pmean(x, axis_name, *, axis_index_groups=None):
+  """The mean of `x` over the named axis (or axes); integers give floats, as in JAX."""
+  names = _names(axis_name)
+  _check_groups(axis_index_groups, "pmean")
+  size = _group_size(names)
+  leaves, tree = tree_util.tree_flatten(psum(x, names))
+  out = []
+  for leaf in leaves:
+    leaf = convert_to_array(leaf)
+    dtype = get_aval(leaf).dtype
+    if not dtypes.is_inexact(dtype):
+      leaf = convert_element_type(leaf, dtypes.canonicalize_dtype(np.float64))
+      dtype = get_aval(leaf).dtype
+    out.append(div(leaf, _scalar(size, dtype)))
+  return tree.unflatten(out)
+
+
+def _instantiate(tangents, primals):
+  return [ad.instantiate_zeros(t) if type(t) is not ad.Zero
+          else ad.zeros_like_aval(get_aval(p).tangent_aval()) for t, p in zip(tangents, primals)]
+
+
+def _psum_jvp(primals, tangents, *, axes, axis_index_groups):
+  outs = psum_p.bind(*primals, axes=axes, axis_index_groups=axis_index_groups)
+  nonzero = [type(t) is not ad.Zero for t in tangents]
+  if not any(nonzero):
+    return outs, [ad.Zero.from_primal_value(o) for o in outs]
+  tangent_outs = psum_p.bind(*_instantiate(tangents, primals), axes=axes,
+                             axis_index_groups=axis_index_groups)
+  return outs, tangent_outs
+
+
+def _psum_transpose(cts, *args, axes, axis_index_groups):
+  cts = [ad.instantiate_zeros(ct) for ct in cts]
+  outs = psum_p.bind(*cts, axes=axes, axis_index_groups=axis_index_groups)
+  return [o if ad.is_undefined_primal(a) else None for a, o in zip(args, outs)]
+
+
+def _pminmax_jvp(prim):
+  def rule(primals, tangents, *, axes, axis_index_groups):
+    outs = prim.bind(*primals, axes=axes, axis_index_groups=axis_index_groups)
+    tangent_outs = []
+    for x, t, y in zip(primals, tangents, outs):
+      if type(t) is ad.Zero:
+        tangent_outs.append(ad.Zero.from_primal_value(y))
+        continue
+      dtype = get_aval(t).dtype
+      hit = convert_element_type(eq(x, y), dtype)
+      # (two binds: the count of ties must not depend on the tangent)
+      den, = psum_p.bind(hit, axes=axes, axis_index_groups=None)
+      num, = psum_p.bind(mul(t, hit), axes=axes, axis_index_groups=None)
+      tangent_outs.append(div(num, den))
+    return outs, tangent_outs
+  return rule
+
+
+def _allreduce_batcher(prim, kind: str):
+  local = {"sum": reduce_sum, "max": reduce_max, "min": reduce_min}[kind]
+
+  def rule(axis_name, size, vals, dims, *, axes, axis_index_groups):
+    _check_not_complex(kind, [get_aval(v) for v in vals])
+    if axis_name not in axes:
+      return prim.bind(*vals, axes=axes, axis_index_groups=axis_index_groups), dims
+    outs = []
+    for x, d in zip(vals, dims):
+      if d is not None:
+        bool_sum = kind == "sum" and get_aval(x).dtype == dtypes.bool_
+        outs.append((reduce_or if bool_sum else local)(x, (d,)))
+      elif kind == "sum" and get_aval(x).dtype != dtypes.bool_:
+        outs.append(mul(x, _scalar(size, get_aval(x).dtype)))
+      else:
+        outs.append(x)
+    rest = tuple(a for a in axes if a != axis_name)
+    if rest:
+      outs = prim.bind(*outs, axes=rest, axis_index_groups=axis_index_groups)
+    return outs, [None] * len(outs)
+  return rule
+
+
+ad.primitive_jvps[psum_p] = _psum_jvp
+ad.primitive_transposes[psum_p] = _psum_transpose
+ad.primitive_jvps[pmax_p] = _pminmax_jvp(pmax_p)
+ad.primitive_jvps[pmin_p] = _pminmax_jvp(pmin_p)
+batching.collective_batchers[psum_p] = _allreduce_batcher(psum_p, "sum")
+batching.collective_batchers[pmax_p] = _allreduce_batcher(pmax_p, "max")
+batching.collective_batchers[pmin_p] = _allreduce_batcher(pmin_p, "min")
+
+
+# ----------------------------------------------------------------------------- all_gather
+
+all_gather_p = Primitive("all_gather")
+
+
+def _gathered_shape(shape, dim, size, tiled):
+  if tiled:
+    return shape[:dim] + (shape[dim] * size,) + shape[dim + 1:]
+  return shape[:dim] + (size,) + shape[dim:]
+
+
+def _all_gather_abstract_eval(x, *, axis_name, all_gather_dimension, axis_size, tiled):
+  if _group_size(axis_name) != axis_size:
+    raise ValueError(f"all_gather over {axis_name} was traced for axis size {axis_size}, "
+                     f"but the axes have size {_group_size(axis_name)}")
+  return x.update(shape=_gathered_shape(x.shape, all_gather_dimension, axis_size, tiled))
+
+
+def _all_gather_lowering(ctx, x, *, axis_name, all_gather_dimension, axis_size, tiled):
+  mctx = ctx.module_context
+  aval = ctx.avals_in[0]
+  if not tiled:
+    shape = aval.shape[:all_gather_dimension] + (1,) + aval.shape[all_gather_dimension:]
+    x = mhlo.ReshapeOp(mctx.ir_type(aval.update(shape=shape)), x).result
+  groups = spmd.groups_attr(spmd.replica_groups(mctx, axis_name))
+  return mhlo.AllGatherOp([mctx.ir_type(ctx.avals_out[0])], [x], all_gather_dimension, groups,
+                          channel_handle=spmd.channel_handle(mctx),
+                          use_global_device_ids=True).results[0]
+
+
+def all_gather(x, axis_name, *, axis_index_groups=None, axis=0, tiled=False):
+  """Gathers `x` from every member of the named axis: stacked along a new axis `axis`, or
+  concatenated along `axis` when `tiled`."""
+  names = _names(axis_name)
+  _check_groups(axis_index_groups, "all_gather")
+  size = _group_size(names)
+
+  def one(leaf):
+    leaf = convert_to_array(leaf)
+    ndim = get_aval(leaf).ndim
+    dim = utils.canonicalize_axis(axis, ndim + (0 if tiled else 1), "all_gather axis")
+    return all_gather_p.bind(leaf, axis_name=names, all_gather_dimension=dim,
+                             axis_size=size, tiled=tiled)
+  return tree_util.tree_map(one, x)
+
+
+def _all_gather_collective_batcher(frame_name, frame_size, vals, dims, *, axis_name,
+                                   all_gather_dimension, axis_size, tiled):
+  (x,), (d,) = vals, dims
+  params = dict(axis_name=axis_name, all_gather_dimension=all_gather_dimension,
+                axis_size=axis_size, tiled=tiled)
+  if frame_name not in axis_name:
+    if d is None:
+      return all_gather_p.bind(x, **params), None
+    x = _moveaxis(x, d, 0)
+    return all_gather_p.bind(x, **dict(params, all_gather_dimension=all_gather_dimension + 1)), 0
+  if axis_name != (frame_name,):
+    raise NotImplementedError("all_gather over a vmapped axis together with other axes")
+  x = _front(x, d, frame_size)
+  out = _moveaxis(x, 0, all_gather_dimension)
+  if tiled:
+    shape = get_aval(out).shape
+    dim = all_gather_dimension
+    out = reshape(out, shape[:dim] + (shape[dim] * shape[dim + 1],) + shape[dim + 2:])
+  return out, None
+
+
+def _all_gather_transpose(ct, x, *, axis_name, all_gather_dimension, axis_size, tiled):
+  ct = ad.instantiate_zeros(ct)
+  return [reduce_scatter_p.bind(ct, axis_name=axis_name,
+                                scatter_dimension=all_gather_dimension,
+                                axis_size=axis_size, tiled=tiled)]
+
+
+all_gather_p.def_abstract_eval(_all_gather_abstract_eval)
+mlir.register_lowering(all_gather_p, _all_gather_lowering)
+ad.defjvp(all_gather_p, lambda t, x, **params: all_gather_p.bind(t, **params))
+ad.primitive_transposes[all_gather_p] = _all_gather_transpose
+batching.collective_batchers[all_gather_p] = _all_gather_collective_batcher
+
+
+# ----------------------------------------------------------------------------- psum_scatter
+
+reduce_scatter_p = Primitive("reduce_scatter")
+
+
+def _scattered_shape(shape, dim, size, tiled, name="psum_scatter"):
+  if tiled:
+    if shape[dim] % size:
+      raise ValueError(f"{name}: the size of dimension {dim} of an operand of shape {shape} "
+                       f"must be divisible by the axis size {size}")
+    return shape[:dim] + (shape[dim] // size,) + shape[dim + 1:]
+  if shape[dim] != size:
+    raise ValueError(f"{name}: dimension {dim} of an operand of shape {shape} must equal "
+                     f"the axis size {size} (or pass tiled=True)")
+  return shape[:dim] + shape[dim + 1:]
+
+
+def _reduce_scatter_abstract_eval(x, *, axis_name, scatter_dimension, axis_size, tiled):
+  if _group_size(axis_name) != axis_size:
+    raise ValueError(f"psum_scatter over {axis_name} was traced for axis size {axis_size}, "
+                     f"but the axes have size {_group_size(axis_name)}")
+  return x.update(shape=_scattered_shape(x.shape, scatter_dimension, axis_size, tiled))
+
+
+def _reduce_scatter_lowering(ctx, x, *, axis_name, scatter_dimension, axis_size, tiled):
+  mctx = ctx.module_context
+  aval, out_aval = ctx.avals_in[0], ctx.avals_out[0]
+  shape = list(aval.shape)
+  shape[scatter_dimension] //= axis_size
+  scattered = aval.update(shape=tuple(shape))
+  groups = spmd.groups_attr(spmd.replica_groups(mctx, axis_name))
+  op = mhlo.ReduceScatterOp(mctx.ir_type(scattered), x, scatter_dimension, groups,
+                            channel_handle=spmd.channel_handle(mctx),
+                            use_global_device_ids=True)
+  _fill_region(op, "sum", aval.dtype)
+  out = op.result
+  if not tiled:
+    out = mhlo.ReshapeOp(mctx.ir_type(out_aval), out).result
+  return out
+
+
+def psum_scatter(x, axis_name, *, scatter_dimension=0, axis_index_groups=None, tiled=False):
+  """Sums `x` over the named axis and leaves member i with block i of dimension
+  `scatter_dimension` (whose size must be the axis size, or divisible by it when
+  `tiled`)."""
+  names = _names(axis_name)
+  _check_groups(axis_index_groups, "psum_scatter")
+  size = _group_size(names)
+
+  def one(leaf):
+    leaf = convert_to_array(leaf)
+    dim = utils.canonicalize_axis(scatter_dimension, get_aval(leaf).ndim, "scatter_dimension")
+    return reduce_scatter_p.bind(leaf, axis_name=names, scatter_dimension=dim,
+                                 axis_size=size, tiled=tiled)
+  return tree_util.tree_map(one, x)
+
+
+def _reduce_scatter_batcher(frame_name, frame_size, vals, dims, *, axis_name,
+                            scatter_dimension, axis_size, tiled):
+  (x,), (d,) = vals, dims
+  params = dict(axis_name=axis_name, scatter_dimension=scatter_dimension,
+                axis_size=axis_size, tiled=tiled)
+  if frame_name not in axis_name:
+    if d is None:
+      return reduce_scatter_p.bind(x, **params), None
+    x = _moveaxis(x, d, 0)
+    return reduce_scatter_p.bind(x, **dict(params, scatter_dimension=scatter_dimension + 1)), 0
+  if axis_name != (frame_name,):
+    raise NotImplementedError("psum_scatter over a vmapped axis together with other axes")
+  if d is None:
+    total = x if get_aval(x).dtype == dtypes.bool_ else mul(x, _scalar(frame_size, get_aval(x).dtype))
+  else:
+    total = reduce_sum(x, (d,))
+  shape = get_aval(total).shape
+  _scattered_shape(shape, scatter_dimension, frame_size, tiled)
+  if tiled:
+    dim = scatter_dimension
+    total = reshape(total, shape[:dim] + (frame_size, shape[dim] // frame_size) + shape[dim + 1:])
+  return total, scatter_dimension
+
+
+def _reduce_scatter_transpose(ct, x, *, axis_name, scatter_dimension, axis_size, tiled):
+  ct = ad.instantiate_zeros(ct)
+  return [all_gather_p.bind(ct, axis_name=axis_name, all_gather_dimension=scatter_dimension,
+                            axis_size=axis_size, tiled=tiled)]
+
+
+reduce_scatter_p.def_abstract_eval(_reduce_scatter_abstract_eval)
+mlir.register_lowering(reduce_scatter_p, _reduce_scatter_lowering)
+ad.defjvp(reduce_scatter_p, lambda t, x, **params: reduce_scatter_p.bind(t, **params))
+ad.primitive_transposes[reduce_scatter_p] = _reduce_scatter_transpose
+batching.collective_batchers[reduce_scatter_p] = _reduce_scatter_batcher
+
+
+# ----------------------------------------------------------------------------- ppermute
+
+ppermute_p = Primitive("ppermute")
+
+
+def _ppermute_abstract_eval(x, *, axis_name, perm):
+  size = _group_size(axis_name)
+  sources = [s for s, _ in perm]
+  targets = [t for _, t in perm]
+  if len(set(sources)) != len(sources) or len(set(targets)) != len(targets):
+    raise ValueError(f"ppermute sources and destinations must be unique, got {perm}.")
+  for s, t in perm:
+    if not (0 <= s < size and 0 <= t < size):
+      raise ValueError(f"ppermute permutation {perm} refers to members outside the axis "
+                       f"{axis_name} of size {size}")
+  return x
+
+
+def _ppermute_lowering(ctx, x, *, axis_name, perm):
+  mctx = ctx.module_context
+  groups = spmd.replica_groups(mctx, axis_name)
+  pairs = np.array([[g[s], g[t]] for g in groups for s, t in perm], np.int64).reshape(-1, 2)
+  return mhlo.CollectivePermuteOp(x, ir.DenseElementsAttr.get(pairs),
+                                  channel_handle=spmd.channel_handle(mctx)).result
+
+
+def ppermute(x, axis_name, perm):
+  """Sends member `src`'s `x` to member `dst` for each `(src, dst)` of `perm`; members that
+  receive nothing get zeros."""
+  names = _names(axis_name)
+  perm = tuple((int(s), int(t)) for s, t in perm)
+  return tree_util.tree_map(
+      lambda leaf: ppermute_p.bind(convert_to_array(leaf), axis_name=names, perm=perm), x)
+
+
+def pshuffle(x, axis_name, perm):
+  """Member i receives member `perm[i]`'s `x`."""
+  return ppermute(x, axis_name, [(src, dst) for dst, src in enumerate(perm)])
+
+
+def _ppermute_batcher(frame_name, frame_size, vals, dims, *, axis_name, perm):
+  (x,), (d,) = vals, dims
+  if frame_name not in axis_name:
+    return ppermute_p.bind(x, axis_name=axis_name, perm=perm), d
+  if axis_name != (frame_name,):
+    raise NotImplementedError("ppermute over a vmapped axis together with other axes")
+  x = _front(x, d, frame_size)
+  source_of = {t: s for s, t in perm}
+  zeros = None
+  rows = []
+  for member in range(frame_size):
+    if member in source_of:
+      rows.append(index_in_dim(x, source_of[member], 0, keepdims=True))
+    else:
+      if zeros is None:
+        aval = get_aval(x)
+        zeros = full((1, *aval.shape[1:]), 0, aval.dtype)
+      rows.append(zeros)
+  return concatenate(rows, 0), 0
+
+
+def _ppermute_transpose(ct, x, *, axis_name, perm):
+  ct = ad.instantiate_zeros(ct)
+  return [ppermute_p.bind(ct, axis_name=axis_name, perm=tuple((t, s) for s, t in perm))]
+
+
+ppermute_p.def_abstract_eval(_ppermute_abstract_eval)
+mlir.register_lowering(ppermute_p, _ppermute_lowering)
+ad.defjvp(ppermute_p, lambda t, x, **params: ppermute_p.bind(t, **params))
+ad.primitive_transposes[ppermute_p] = _ppermute_transpose
+batching.collective_batchers[ppermute_p] = _ppermute_batcher
+
+
+# ----------------------------------------------------------------------------- all_to_all
+# The primitive has the tiled meaning (dimension `split_axis` divided by the group size,
+# `concat_axis` multiplied by it); `all_to_all(tiled=False)` adds and removes the axis.
+
+all_to_all_p = Primitive("all_to_all")
+
+
+def _all_to_all_abstract_eval(x, *, axis_name, split_axis, concat_axis, axis_size):
+  if _group_size(axis_name) != axis_size:
+    raise ValueError(f"all_to_all over {axis_name} was traced for axis size {axis_size}, "
+                     f"but the axes have size {_group_size(axis_name)}")
+  shape = list(x.shape)
+  if shape[split_axis] % axis_size:
+    raise ValueError(f"The size of all_to_all split_axis ({shape[split_axis]}) has to be "
+                     f"divisible by the size of the named axis {axis_name} ({axis_size})")
+  shape[split_axis] //= axis_size
+  shape[concat_axis] *= axis_size
+  return x.update(shape=tuple(shape))
+
+
+def _all_to_all_lowering(ctx, x, *, axis_name, split_axis, concat_axis, axis_size):
+  mctx = ctx.module_context
+  groups = spmd.replica_groups(mctx, axis_name)
+  return mhlo.AllToAllOp([x], spmd.groups_attr(groups), split_dimension=split_axis,
+                         concat_dimension=concat_axis, split_count=axis_size,
+                         channel_handle=spmd.channel_handle(mctx),
+                         results=[mctx.ir_type(ctx.avals_out[0])]).results[0]
+
+
+def all_to_all(x, axis_name, split_axis, concat_axis, *, axis_index_groups=None, tiled=False):
+  """Splits dimension `split_axis` into one block per member, sends block j to member j,
+  and stacks (or, `tiled`, concatenates) what it receives along `concat_axis`."""
+  names = _names(axis_name)
+  _check_groups(axis_index_groups, "all_to_all")
+  size = _group_size(names)
+
+  def one(leaf):
+    leaf = convert_to_array(leaf)
+    ndim = get_aval(leaf).ndim
+    split = utils.canonicalize_axis(split_axis, ndim, "split_axis")
+    concat = utils.canonicalize_axis(concat_axis, ndim, "concat_axis")
+    if tiled:
+      return all_to_all_p.bind(leaf, axis_name=names, split_axis=split, concat_axis=concat,
+                               axis_size=size)
+    shape = get_aval(leaf).shape
+    if shape[split] != size:
+      raise ValueError(f"all_to_all requires the size of the mapped axis axis_name to equal "
+                       f"x.shape[split_axis], but they are {size} and {shape[split]} "
+                       "respectively.")
+    if split < concat:
+      concat += 1
+      leaf = reshape(leaf, shape[:concat] + (1,) + shape[concat:])
+    elif split > concat:
+      leaf = reshape(leaf, shape[:concat] + (1,) + shape[concat:])
+      split += 1
+    out = all_to_all_p.bind(leaf, axis_name=names, split_axis=split, concat_axis=concat,
+                            axis_size=size)
+    if split != concat:
+      out_shape = get_aval(out).shape
+      out = reshape(out, out_shape[:split] + out_shape[split + 1:])
+    return out
+  return tree_util.tree_map(one, x)
+
+
+def _all_to_all_batcher(frame_name, frame_size, vals, dims, *, axis_name, split_axis,
+                        concat_axis, axis_size):
+  (x,), (d,) = vals, dims
+  params = dict(axis_name=axis_name, split_axis=split_axis, concat_axis=concat_axis,
+                axis_size=axis_size)
+  if frame_name not in axis_name:
+    if d is None:
+      return all_to_all_p.bind(x, **params), None
+    x = _moveaxis(x, d, 0)
+    return all_to_all_p.bind(x, **dict(params, split_axis=split_axis + 1,
+                                       concat_axis=concat_axis + 1)), 0
+  if axis_name != (frame_name,):
+    raise NotImplementedError("all_to_all over a vmapped axis together with other axes")
+  x = _front(x, d, frame_size)
+  shape = get_aval(x).shape  # (members, *block shape)
+  if split_axis != concat_axis:
+    # Member j's result: the j-th block (of dimension split) of every member's value,
+    # concatenated in member order along dimension concat.
+    y = _moveaxis(x, 0, concat_axis)
+    ys = get_aval(y).shape
+    y = reshape(y, ys[:concat_axis] + (ys[concat_axis] * ys[concat_axis + 1],)
+                + ys[concat_axis + 2:])
+    ys = get_aval(y).shape
+    y = reshape(y, ys[:split_axis] + (frame_size, ys[split_axis] // frame_size)
+                + ys[split_axis + 1:])
+    return y, split_axis
+  axis = split_axis + 1
+  y = reshape(x, shape[:axis] + (frame_size, shape[axis] // frame_size) + shape[axis + 1:])
+  perm = list(range(get_aval(y).ndim))
+  perm[0], perm[axis] = perm[axis], perm[0]
+  y = transpose(y, tuple(perm))
+  ys = get_aval(y).shape
+  y = reshape(y, ys[:axis] + (ys[axis] * ys[axis + 1],) + ys[axis + 2:])
+  return y, 0
+
+
+def _all_to_all_transpose(ct, x, *, axis_name, split_axis, concat_axis, axis_size):
+  ct = ad.instantiate_zeros(ct)
+  return [all_to_all_p.bind(ct, axis_name=axis_name, split_axis=concat_axis,
+                            concat_axis=split_axis, axis_size=axis_size)]
+
+
+all_to_all_p.def_abstract_eval(_all_to_all_abstract_eval)
+mlir.register_lowering(all_to_all_p, _all_to_all_lowering)
+ad.defjvp(all_to_all_p, lambda t, x, **params: all_to_all_p.bind(t, **params))
+ad.primitive_transposes[all_to_all_p] = _all_to_all_transpose
+batching.collective_batchers[all_to_all_p] = _all_to_all_batcher
+
+
+# ----------------------------------------------------------------------------- axis_index
+
+axis_index_p = Primitive("axis_index")
+
+
+def _axis_index_abstract_eval(*, axis_name):
+  for name in axis_name:
+    axes_lib.frame(name)
+  return ShapedArray((), dtypes.int32)
+
+
+def _axis_index_lowering(ctx, *, axis_name):
+  mctx = ctx.module_context
+  table = spmd.axis_coordinates(mctx, axis_name)
+  i32 = ir.IntegerType.get_signless(32)
+  position = mhlo.ConvertOp(ir.RankedTensorType.get([], i32), mhlo.PartitionIdOp().result).result
+  picked = mhlo.DynamicSliceOp(mlir.ir_constant(table), [position], [1]).result
+  return mhlo.ReshapeOp(ir.RankedTensorType.get([], i32), picked).result
+
+
+def axis_index(axis_name):
+  """This member's index along the named axis (row-major over a tuple of names), int32."""
+  return axis_index_p.bind(axis_name=_names(axis_name))
+
+
+def _axis_index_batcher(frame_name, frame_size, vals, dims, *, axis_name):
+  if frame_name not in axis_name:
+    return axis_index_p.bind(axis_name=axis_name), None
+  index = None
+  for name in axis_name:
+    if name == frame_name:
+      part = iota(dtypes.int32, frame_size)
+      size = frame_size
+    else:
+      part = axis_index_p.bind(axis_name=(name,))
+      size = axes_lib.axis_size(name)
+    index = part if index is None else add(mul(index, _scalar(size, dtypes.int32)), part)
+  if get_aval(index).shape == ():
+    index = broadcast_in_dim(index, (frame_size,), ())
+  return index, 0
+
+
+axis_index_p.def_abstract_eval(_axis_index_abstract_eval)
+mlir.register_lowering(axis_index_p, _axis_index_lowering)
+batching.collective_batchers[axis_index_p] = _axis_index_batcher

@@ -1,0 +1,474 @@
+"""`shard_map`: run a function on every device of a mesh, each on its block of the data.
+
+    @shard_map(mesh=mesh, in_specs=P('i'), out_specs=P())
+    def total(block):                 # block: this device's slice of the argument
+      return lax.psum(block.sum(), 'i')
+
+`shard_map_p` is a call-like primitive.  Its params: `jaxpr` (the body, traced once for one
+device: its avals are the *blocks*' avals), `mesh`, `in_specs` and `out_specs` (one
+`PartitionSpec` per operand and per result), `check_vma`, and `manual_axes` (the mesh axes
+the body runs over: all of them).  Its operands and results are global values; the abstract
+evaluation scales the body's result avals up by `out_specs`.  While the body is traced, and
+whenever a transformation re-traces it, the mesh's axes are bound in the axis environment
+(`core.axes`), so collectives inside may name them.
+
+Lowering emits the body once, inside a manual region (`lowering/spmd.py`): operands are
+converted to their blocks, the body runs with the mesh as the lowering's axis context (its
+collectives get replica groups of device positions; taps inside run on every device), and
+the results are converted back.  The runtime then runs the program on all the mesh's
+devices; evaluating `shard_map_p` on concrete values compiles it that way (the impl is
+installed by `minijax.staging`).
+
+Transformations rewrite the body and the specs together.  jvp: tangents get the specs of
+their primals.  vmap: the batch dimension goes first and is never split (`None` is
+prepended to the specs).  Partial evaluation: the known body also returns its residuals,
+each stacked across devices along a new leading axis split over every mesh axis, which the
+unknown body takes back as its blocks.  Transposition follows JAX's `check_vma=False`
+rule, which is exact without JAX's device-variance types: a result cotangent is divided by
+the number of devices that hold the same block, and an operand cotangent is summed over the
+mesh axes its spec does not split (those devices all read the same block).
+
+`check_vma=True` checks, from the body's jaxpr, that a result whose spec leaves a mesh axis
+unsplit really is the same on every device along it (the result of a `psum`, say).
+"""
+from __future__ import annotations
+
+import functools
+import math
+from typing import Callable, Sequence
+
+from minijax import tree_util
+from minijax.core import axes as axes_lib
+from minijax.core import pretty
+from minijax.core.avals import ShapedArray, get_aval
+from minijax.core.effects import must_keep
+from minijax.core.jaxpr import ClosedJaxpr, Jaxpr, eval_jaxpr, hoist_consts
+from minijax.core.primitive import Primitive
+from minijax.core.sharding import Mesh, NamedSharding, PartitionSpec, current_mesh
+from minijax.core.trace import set_current_trace
+from minijax.interpreters import ad, batching
+from minijax.interpreters import partial_eval as pe
+from minijax.interpreters.transpose import transpose_jaxpr
+from minijax.lax.call import jit_p
+from minijax.lax.parallel import psum_p
+from minijax.lax.elementwise import div
+from minijax.lax.structural import full, reshape
+from minijax.lowering import mlir, spmd
+
+__all__ = ["shard_map", "shard_map_p"]
+
+shard_map_p = Primitive("shard_map")
+shard_map_p.multiple_results = True
+
+
+def _mesh_axes(mesh: Mesh):
+  return axes_lib.extend_axis_env([(n, s, "spmd") for n, s in mesh.shape.items()])
+
+
+def _entries(spec: PartitionSpec, ndim: int) -> list:
+  return list(spec) + [None] * (ndim - len(spec))
+
+
+def _factor(mesh: Mesh, entry) -> int:
+  if entry is None:
+    return 1
+  names = (entry,) if isinstance(entry, str) else entry
+  return math.prod(mesh.shape[n] for n in names)
+
+
+def block_aval(mesh: Mesh, spec: PartitionSpec, aval: ShapedArray) -> ShapedArray:
+  """The aval of one device's block of a global value of `aval` laid out by `spec`."""
+  shape = tuple(s // _factor(mesh, e) for s, e in zip(aval.shape, _entries(spec, aval.ndim)))
+  return aval.update(shape=shape)
+
+
+def global_aval(mesh: Mesh, spec: PartitionSpec, aval: ShapedArray) -> ShapedArray:
+  """The aval of the global value whose blocks, laid out by `spec`, have `aval`."""
+  shape = tuple(s * _factor(mesh, e) for s, e in zip(aval.shape, _entries(spec, aval.ndim)))
+  return aval.update(shape=shape)
+
+
+def _unsplit_axes(mesh: Mesh, spec: PartitionSpec) -> tuple:
+  used = spec.axis_names()
+  return tuple(n for n in mesh.axis_names if n not in used)
+
+
+# ----------------------------------------------------------------------------- the primitive
+
+def _abstract_eval(*avals, jaxpr, mesh, in_specs, out_specs, check_vma, manual_axes):
+  return ([global_aval(mesh, s, a) for s, a in zip(out_specs, jaxpr.out_avals)],
+          jaxpr.effects)
+
+
+shard_map_p.def_effectful_abstract_eval(_abstract_eval)
+
+
+def _lowering(ctx, *args, jaxpr, mesh, in_specs, out_specs, check_vma, manual_axes):
+  mctx = ctx.module_context
+  if mctx.axis_context is not None:
+    raise NotImplementedError("shard_map inside the body of another shard_map or pmap is not "
+                              "supported by minijax; use one mesh with more axes instead")
+  if mctx.positions is None:
+    raise ValueError("internal error: shard_map lowered in a module compiled for one device")
+
+  def text(spec, ndim):
+    sharding = NamedSharding(mesh, spec)
+    return sharding.tile_assignment(ndim, mctx.positions).hlo_sharding_text()
+
+  blocks = [spmd.full_to_shard(x, mctx.ir_type(b), text(s, a.ndim))
+            for x, a, b, s in zip(args, ctx.avals_in, jaxpr.in_avals, in_specs)]
+  previous = mctx.axis_context
+  mctx.axis_context = spmd.ManualContext(mesh)
+  try:
+    outs, tokens = mlir.lower_closed_jaxpr(mctx, jaxpr, ctx.tokens_in, *blocks)
+  finally:
+    mctx.axis_context = previous
+  if len(ctx.tokens_in):
+    ctx.set_tokens_out(tokens)
+  return [spmd.shard_to_full(y, mctx.ir_type(a), text(s, a.ndim))
+          for y, a, s in zip(outs, ctx.avals_out, out_specs)]
+
+
+mlir.register_lowering(shard_map_p, _lowering)
+
+
+def _pp(params, names, indent):
+  specs = lambda ss: "(" + ", ".join(repr(tuple(s)) for s in ss) + ")"  # noqa: E731
+  return [f"mesh={dict(params['mesh'].shape)}", f"in_specs={specs(params['in_specs'])}",
+          f"out_specs={specs(params['out_specs'])}",
+          "jaxpr=" + pretty._pp_jaxpr_lines(params["jaxpr"], names, indent)]
+
+
+pretty.pp_rules[shard_map_p] = _pp
+
+
+def _rebind(args, params, closed: ClosedJaxpr, in_specs, out_specs):
+  closed, consts = hoist_consts(closed)
+  in_specs = (PartitionSpec(),) * len(consts) + tuple(in_specs)
+  return shard_map_p.bind(*consts, *args, **dict(params, jaxpr=closed, in_specs=in_specs,
+                                                 out_specs=tuple(out_specs)))
+
+
+# ---- jvp
+
+def _jvp(primals, tangents, *, jaxpr, **params):
+  mesh, in_specs, out_specs = params["mesh"], params["in_specs"], params["out_specs"]
+  nonzeros = [type(t) is not ad.Zero for t in tangents]
+  with _mesh_axes(mesh):
+    jvp_closed, out_nz = ad.jvp_jaxpr(jaxpr, nonzeros, False)
+  nz_tangents = [t for t, nz in zip(tangents, nonzeros) if nz]
+  outs = _rebind([*primals, *nz_tangents], params, jvp_closed,
+                 [*in_specs, *(s for s, nz in zip(in_specs, nonzeros) if nz)],
+                 [*out_specs, *(s for s, nz in zip(out_specs, out_nz) if nz)])
+  n = len(out_specs)
+  tangent_outs = iter(outs[n:])
+  avals = [get_aval(o) for o in outs[:n]]
+  return outs[:n], [next(tangent_outs) if nz else ad.Zero(a.tangent_aval())
+                    for a, nz in zip(avals, out_nz)]
+
+
+ad.primitive_jvps[shard_map_p] = _jvp
+
+
+# ---- vmap
+
+def _batch(args, dims, *, jaxpr, **params):
+  size = next(get_aval(x).shape[d] for x, d in zip(args, dims) if d is not None)
+  args = [batching.moveaxis(x, d, 0) if d is not None else x for x, d in zip(args, dims)]
+  with _mesh_axes(params["mesh"]):
+    batched, out_batched = batching.batch_jaxpr(jaxpr, size, [d is not None for d in dims],
+                                                False)
+  prepend = lambda s: PartitionSpec(None, *s)  # noqa: E731
+  in_specs = [prepend(s) if d is not None else s for s, d in zip(params["in_specs"], dims)]
+  out_specs = [prepend(s) if b else s for s, b in zip(params["out_specs"], out_batched)]
+  outs = _rebind(args, params, batched, in_specs, out_specs)
+  return outs, [0 if b else None for b in out_batched]
+
+
+batching.primitive_batchers[shard_map_p] = _batch
+
+
+# ---- partial evaluation
+
+def _stack_spec(mesh: Mesh) -> PartitionSpec:
+  return PartitionSpec(tuple(mesh.axis_names))
+
+
+def _partial_eval(trace, args, *, jaxpr, **params):
+  mesh, in_specs, out_specs = params["mesh"], params["in_specs"], params["out_specs"]
+  unknowns = [trace.owns(x) for x in args]
+  with _mesh_axes(mesh):
+    known, unknown, out_uk, num_res = pe.partial_eval_jaxpr(jaxpr, unknowns, False)
+    n_known_out = len(known.out_avals) - num_res
+    res_avals = known.out_avals[n_known_out:]
+
+    def known_fun(*xs):  # residuals get a leading axis of size 1: one block per device
+      outs = eval_jaxpr(known.jaxpr, known.consts, *xs)
+      res = [reshape(r, (1, *a.shape)) for r, a in zip(outs[n_known_out:], res_avals)]
+      return [*outs[:n_known_out], *res]
+
+    def unknown_fun(*xs):
+      res = [reshape(r, a.shape) for r, a in zip(xs[:num_res], res_avals)]
+      return eval_jaxpr(unknown.jaxpr, unknown.consts, *res, *xs[num_res:])
+
+    known_avals = known.in_avals
+    known_j = ClosedJaxpr(*pe.trace_to_jaxpr_dynamic(known_fun, known_avals))
+    stacked = [a.update(shape=(1, *a.shape)) for a in res_avals]
+    unknown_j = ClosedJaxpr(*pe.trace_to_jaxpr_dynamic(
+        unknown_fun, [*stacked, *unknown.in_avals[num_res:]]))
+  stack = _stack_spec(mesh)
+  known_in_specs = [s for s, uk in zip(in_specs, unknowns) if not uk]
+  known_out_specs = [*(s for s, uk in zip(out_specs, out_uk) if not uk), *[stack] * num_res]
+  with set_current_trace(trace.parent):
+    known_outs = _rebind([x for x, uk in zip(args, unknowns) if not uk], params, known_j,
+                         known_in_specs, known_out_specs)
+  res = known_outs[n_known_out:]
+  known_outs = iter(known_outs[:n_known_out])
+  if not any(out_uk) and not must_keep(unknown_j.effects):
+    return list(known_outs)
+  unknown_closed, consts = hoist_consts(unknown_j)
+  unknown_args = [*consts, *res, *(x for x, uk in zip(args, unknowns) if uk)]
+  unknown_in_specs = [*(PartitionSpec(),) * len(consts), *[stack] * num_res,
+                      *(s for s, uk in zip(in_specs, unknowns) if uk)]
+  unknown_out_specs = [s for s, uk in zip(out_specs, out_uk) if uk]
+  unknown_outs = iter(trace.stage(shard_map_p, unknown_args, dict(
+      params, jaxpr=unknown_closed, in_specs=tuple(unknown_in_specs),
+      out_specs=tuple(unknown_out_specs))))
+  return [next(unknown_outs) if uk else next(known_outs) for uk in out_uk]
+
+
+pe.partial_eval_rules[shard_map_p] = _partial_eval
+
+
+# ---- transpose
+
+def _transpose(cts, *args, jaxpr, **params):
+  mesh, in_specs, out_specs = params["mesh"], params["in_specs"], params["out_specs"]
+  linear = [ad.is_undefined_primal(x) for x in args]
+  cts = [ad.instantiate_zeros(ct) for ct in cts]
+  cts = [_scale_down(ct, math.prod(mesh.shape[n] for n in _unsplit_axes(mesh, s)))
+         for ct, s in zip(cts, out_specs)]
+  lin_specs = [s for s, lin in zip(in_specs, linear) if lin]
+
+  with _mesh_axes(mesh):
+    transposed = transpose_jaxpr(jaxpr, linear)
+
+    def summed(*xs):
+      outs = eval_jaxpr(transposed.jaxpr, transposed.consts, *xs)
+      return [_sum_over(o, _unsplit_axes(mesh, s)) for o, s in zip(outs, lin_specs)]
+
+    trans_j = ClosedJaxpr(*pe.trace_to_jaxpr_dynamic(summed, transposed.in_avals))
+  nonlin = [x for x, lin in zip(args, linear) if not lin]
+  outs = iter(_rebind([*nonlin, *cts], params, trans_j,
+                      [*(s for s, lin in zip(in_specs, linear) if not lin), *out_specs],
+                      lin_specs))
+  return [next(outs) if lin else None for lin in linear]
+
+
+def _scale_down(ct, n: int):
+  if n == 1:
+    return ct
+  aval = get_aval(ct)
+  return div(ct, full((), n, aval.dtype))
+
+
+def _sum_over(x, names: tuple):
+  return psum_p.bind(x, axes=names, axis_index_groups=None)[0] if names else x
+
+
+ad.primitive_transposes[shard_map_p] = _transpose
+
+
+# ----------------------------------------------------------------------------- check_vma
+
+def _varying(jaxpr: Jaxpr, in_varying: Sequence[frozenset], all_axes: frozenset
+             ) -> list[frozenset]:
+  """For each output of `jaxpr`, the mesh axes along which it may differ between devices,
+  given those of its inputs: collectives that reduce over axes make their results the same
+  along them, `axis_index` differs along its axes, a `jit` is looked into, anything else
+  varies wherever one of its operands does (and, when it holds a jaxpr with an
+  `axis_index`, everywhere)."""
+  from minijax.lax import parallel
+  env = dict(zip(jaxpr.invars, in_varying))
+  env.update((v, frozenset()) for v in jaxpr.constvars)
+  read = lambda a: env.get(a, frozenset())  # noqa: E731  (literals do not vary)
+  reducing = {parallel.psum_p, parallel.pmax_p, parallel.pmin_p}
+  for eqn in jaxpr.eqns:
+    ins = [read(a) for a in eqn.invars]
+    union = frozenset().union(*ins)
+    p = eqn.primitive
+    if p in reducing:
+      outs = [v - set(eqn.params["axes"]) for v in ins]
+    elif p is parallel.all_gather_p:
+      outs = [union - set(eqn.params["axis_name"])]
+    elif p is parallel.axis_index_p:
+      outs = [frozenset(eqn.params["axis_name"])]
+    elif p is jit_p:
+      outs = _varying(eqn.params["jaxpr"].jaxpr, ins, all_axes)
+    else:
+      if any(_uses_axis_index(v) for v in eqn.params.values()):
+        union = all_axes
+      outs = [union] * len(eqn.outvars)
+    env.update(zip(eqn.outvars, outs))
+  return [read(v) for v in jaxpr.outvars]
+
+
+def _uses_axis_index(value) -> bool:
+  from minijax.lax import parallel
+  if isinstance(value, ClosedJaxpr):
+    value = value.jaxpr
+  if isinstance(value, Jaxpr):
+    return any(e.primitive is parallel.axis_index_p
+               or any(_uses_axis_index(v) for v in e.params.values()) for e in value.eqns)
+  if isinstance(value, (tuple, list)):
+    return any(_uses_axis_index(v) for v in value)
+  return False
+
+
+def _check_replication(fun_name: str, mesh: Mesh, jaxpr: Jaxpr, in_specs, out_specs) -> None:
+  all_axes = frozenset(mesh.axis_names)
+  varying = _varying(jaxpr, [frozenset(s.axis_names()) for s in in_specs], all_axes)
+  for i, (v, spec) in enumerate(zip(varying, out_specs)):
+    missing = sorted(v - set(spec.axis_names()), key=mesh.axis_names.index)
+    if missing:
+      raise ValueError(
+          f"shard_map applied to the function '{fun_name}' was given out_specs which require "
+          f"replication which can't be statically inferred given the mesh:\n\n"
+          f"The mesh given has shape {tuple(mesh.devices.shape)} with corresponding axis "
+          f"names {mesh.axis_names}.\n\nout_specs leaf {i} is {spec}, which implies that the "
+          f"corresponding output value is replicated across mesh axes {tuple(missing)}, but "
+          f"could not infer replication over any axes.\n\nCheck if these output values are "
+          f"meant to be replicated over those mesh axes. If not, consider revising the "
+          f"corresponding out_specs entries. If so, consider disabling the check by passing "
+          f"the check_vma=False argument to `jax.shard_map`.")
+
+
+# ----------------------------------------------------------------------------- the API
+
+class OutSpecsFromAvals:
+  """Out specs computed from the traced results' avals: `fn(out_avals) -> flat specs`.
+  An internal form, for `pmap`, whose negative `out_axes` depend on the results' ranks."""
+
+  def __init__(self, fn):
+    self.fn = fn
+
+
+class _Infer:
+  def __repr__(self):
+    return "Infer"
+
+
+Infer = _Infer()
+
+
+def _is_spec(x) -> bool:
+  return x is None or isinstance(x, PartitionSpec)
+
+
+def _broadcast_specs(specs, tree, what: str, fun_name: str) -> list[PartitionSpec]:
+  leaves, spec_tree = tree_util.tree_flatten(specs, is_leaf=_is_spec)
+  try:
+    subtrees = spec_tree.flatten_up_to(tree)
+  except (ValueError, TypeError):
+    raise ValueError(f"shard_map applied to the function '{fun_name}' was given {what} "
+                     f"{specs} whose tree structure is not a prefix of the "
+                     f"{'arguments' if what == 'in_specs' else 'outputs'} tree "
+                     f"{tree_util.tree_structure(tree)}") from None
+  out = []
+  for spec, sub in zip(leaves, subtrees):
+    if not isinstance(spec, PartitionSpec):
+      raise TypeError(f"shard_map {what} leaves must be PartitionSpecs, got {spec!r}")
+    out.extend([spec] * len(tree_util.tree_leaves(sub)))
+  return out
+
+
+def _check_specs(mesh: Mesh, specs, avals, what: str, fun_name: str) -> None:
+  for i, (spec, aval) in enumerate(zip(specs, avals)):
+    for name in spec.axis_names():
+      if name not in mesh.axis_names:
+        raise ValueError(f"shard_map applied to the function '{fun_name}' was given {what} "
+                         f"{spec} (leaf {i}), which refers to the axis name {name!r}, not in "
+                         f"the mesh's axis names {mesh.axis_names}")
+    if len(set(spec.axis_names())) != len(spec.axis_names()):
+      raise ValueError(f"shard_map {what} leaf {i}: {spec} uses a mesh axis more than once")
+    if len(spec) > aval.ndim:
+      raise ValueError(f"shard_map applied to the function '{fun_name}' was given {what} "
+                       f"leaf {i} = {spec} of length {len(spec)} for a value of rank "
+                       f"{aval.ndim} ({aval.str_short()})")
+    if what == "in_specs":
+      for dim, (entry, size) in enumerate(zip(_entries(spec, aval.ndim), aval.shape)):
+        if size % _factor(mesh, entry):
+          raise ValueError(
+              f"shard_map applied to the function '{fun_name}' was given argument arrays "
+              f"with axis sizes that are not evenly divisible by the corresponding mesh "
+              f"axis sizes: argument {i} of shape {aval.shape} has dimension {dim} of size "
+              f"{size}, split by {entry!r} of size {_factor(mesh, entry)}")
+
+
+def _infer_in_specs(mesh: Mesh, flat, fun_name: str) -> list[PartitionSpec]:
+  specs = []
+  for x in flat:
+    sharding = getattr(x, "_sharding", None)
+    if isinstance(sharding, NamedSharding) and sharding.mesh == mesh:
+      specs.append(sharding.spec)
+    else:
+      raise ValueError(f"shard_map applied to the function '{fun_name}' was not given "
+                       "in_specs, and not every argument is an Array with a NamedSharding on "
+                       "its mesh to infer them from; pass in_specs=...")
+  return specs
+
+
+def shard_map(f: Callable | None = None, /, *, out_specs, in_specs=Infer, mesh=None,
+              axis_names=frozenset(), check_vma: bool = True):
+  """Maps `f` over the blocks of its arguments on every device of `mesh` (see the module
+  docstring).  Usable as a decorator: `@shard_map(mesh=..., in_specs=..., out_specs=...)`."""
+  if f is None:
+    return lambda g: shard_map(g, out_specs=out_specs, in_specs=in_specs, mesh=mesh,
+                               axis_names=axis_names, check_vma=check_vma)
+  if not callable(f):
+    raise TypeError(f"shard_map requires a callable for its first argument, but got {f!r}")
+  fun_name = getattr(f, "__name__", type(f).__name__)
+
+  @functools.wraps(f)
+  def wrapped(*args):
+    the_mesh = mesh if mesh is not None else current_mesh()
+    if the_mesh is None:
+      raise ValueError("The context mesh cannot be empty. Pass mesh= to shard_map, or enter "
+                       "a mesh context with `with mesh:`")
+    if not isinstance(the_mesh, Mesh):
+      raise TypeError(f"shard_map requires mesh to be a minijax.sharding.Mesh, got "
+                      f"{type(the_mesh).__name__}")
+    if axis_names and set(axis_names) != set(the_mesh.axis_names):
+      raise NotImplementedError(
+          f"shard_map with axis_names={set(axis_names)} (manual over only some mesh axes) is "
+          f"not supported by minijax; the body must be manual over every axis of the mesh "
+          f"{the_mesh.axis_names}")
+    flat, in_tree = tree_util.tree_flatten(args)
+    avals = [get_aval(x) for x in flat]
+    if in_specs is Infer:
+      flat_in_specs = _infer_in_specs(the_mesh, flat, fun_name)
+    elif in_specs is None:
+      raise NotImplementedError("shard_map(in_specs=None) (static inputs) is not supported")
+    else:
+      flat_in_specs = _broadcast_specs(in_specs, args, "in_specs", fun_name)
+    _check_specs(the_mesh, flat_in_specs, avals, "in_specs", fun_name)
+    blocks = [block_aval(the_mesh, s, a) for s, a in zip(flat_in_specs, avals)]
+    flat_fun, out_tree = tree_util.flatten_fun_nokwargs(f, in_tree)
+    with _mesh_axes(the_mesh):
+      jaxpr, consts = pe.trace_to_jaxpr_dynamic(flat_fun, blocks)
+    out_tree = out_tree()
+    closed = ClosedJaxpr(jaxpr, consts)
+    if isinstance(out_specs, OutSpecsFromAvals):
+      flat_out_specs = list(out_specs.fn(closed.out_avals))
+    else:
+      flat_out_specs = _broadcast_specs(out_specs,
+                                        out_tree.unflatten([0] * out_tree.num_leaves),
+                                        "out_specs", fun_name)
+    _check_specs(the_mesh, flat_out_specs, closed.out_avals, "out_specs", fun_name)
+    if check_vma:
+      _check_replication(fun_name, the_mesh, jaxpr, flat_in_specs, flat_out_specs)
+    params = dict(mesh=the_mesh, check_vma=bool(check_vma),
+                  manual_axes=frozenset(the_mesh.axis_names))
+    outs = _rebind(flat, params, closed, flat_in_specs, flat_out_specs)
+    return out_tree.unflatten(outs)
+  return wrapped

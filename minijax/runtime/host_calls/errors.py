@@ -1,0 +1,73 @@
+"""Where exceptions raised by host functions wait until they reach the user.
+
+Two kinds of host functions raise in two places:
+
+* a value-returning host call (`pure_callback`, `io_callback`) runs while its computation
+  runs.  Its exception is filed here (`file_call_exception`), and the computation fails with
+  a message that names the filed exception by number.  The runtime waits for every
+  computation that makes host calls, so the failure reaches the call that dispatched it,
+  which hands jaxlib's error to `raise_filed` and raises the original exception (its type,
+  its message and its traceback) instead;
+* a host function delivered asynchronously (`debug.callback`, on a receiver thread) has no
+  call to raise from: its exception is logged on the "minijax.callbacks" logger and kept
+  (`file_async_exception`) until the next `minijax.effects_barrier()`, which raises the
+  first one kept, noting how many more there were (`raise_async_exceptions`).
+"""
+from __future__ import annotations
+
+import itertools
+import logging
+import re
+import threading
+
+logger = logging.getLogger("minijax.callbacks")
+
+_lock = threading.Lock()
+_numbers = itertools.count(1)
+_filed: dict[int, BaseException] = {}
+_async: list[BaseException] = []
+_FILED = re.compile(r"minijax host call error #(\d+)")
+
+
+def file_call_exception(exc: BaseException) -> str:
+  """Files the exception of a host call; returns the message its computation fails with."""
+  with _lock:
+    number = next(_numbers)
+    _filed[number] = exc
+  return f"minijax host call error #{number}: {type(exc).__name__}: {exc}"
+
+
+def raise_filed(err: BaseException) -> None:
+  """Raises the original exception that `err` (a failed computation's error) names, if it
+  names one that was filed; else returns."""
+  match = _FILED.search(str(err))
+  if match is None:
+    return
+  with _lock:
+    exc = _filed.pop(int(match.group(1)), None)
+  if exc is not None:
+    raise exc.with_traceback(exc.__traceback__) from None
+
+
+def file_async_exception(exc: BaseException, where: str) -> None:
+  """Logs and keeps the exception of an asynchronously delivered host function."""
+  logger.error("Exception in %s; it is re-raised by the next minijax.effects_barrier()", where,
+               exc_info=exc)
+  with _lock:
+    _async.append(exc)
+
+
+def raise_async_exceptions() -> None:
+  """Raises the first exception kept by `file_async_exception` since the last call (with a
+  note saying how many more there were), and forgets them all; else returns."""
+  if not _async:
+    return
+  with _lock:
+    pending = list(_async)
+    _async.clear()
+  first = pending[0]
+  if len(pending) > 1:
+    first.add_note(f"({len(pending) - 1} more exception(s) were raised by host callbacks since "
+                   "the last effects_barrier(); they were logged on the 'minijax.callbacks' "
+                   "logger)")
+  raise first.with_traceback(first.__traceback__) from None

@@ -1,0 +1,227 @@
+"""shard_map on 4 CPU devices (JAX 0.10.2's signature, collectives inside, under jit, grad
+and vmap, the replication check and the errors), and taps in pmap and shard_map: one call
+per device per execution, to that device's receiver, in order per device."""
+from __future__ import annotations
+
+import io
+import sys
+import threading
+
+import numpy as np
+import pytest
+
+import minijax
+import minijax.numpy as jnp
+from minijax import lax
+from minijax.experimental import host_callback as hcb
+from minijax.sharding import Mesh, NamedSharding, PartitionSpec as P
+from tests.transform_checks import check_grads
+
+VALUE = np.arange(32, dtype=np.float32).reshape(4, 8) / 7.0
+
+
+def test_shard_map_signature_is_jax_0_10_2s(mesh):
+  with pytest.raises(TypeError):
+    minijax.shard_map(lambda x: x, mesh, P("i"), P("i"))  # keyword-only after f
+
+  @minijax.shard_map(mesh=mesh, in_specs=P("i"), out_specs=P())
+  def total(block):
+    return lax.psum(block.sum(0), "i")
+
+  out = total(VALUE)
+  np.testing.assert_allclose(np.asarray(out), VALUE.sum(0), rtol=1e-5)
+  assert out.sharding == NamedSharding(mesh, P())
+
+
+def test_blocks_follow_the_specs_on_a_2d_mesh(mesh2d):
+  def body(a, b):
+    return a * 0 + lax.axis_index("x") * 10 + lax.axis_index("y"), lax.psum(b, "y")
+  f = minijax.shard_map(body, mesh=mesh2d, in_specs=(P("x", "y"), P(None, "y")),
+                        out_specs=(P("x", "y"), P()))
+  index, summed = f(VALUE, VALUE)
+  expected = np.repeat(np.repeat(np.array([[0, 1], [10, 11]], np.float32), 2, 0), 4, 1)
+  np.testing.assert_allclose(np.asarray(index), expected)
+  np.testing.assert_allclose(np.asarray(summed), VALUE[:, :4] + VALUE[:, 4:], rtol=1e-6)
+  assert index.sharding.spec == P("x", "y")
+
+
+def test_shard_map_under_jit_grad_and_vmap(mesh):
+  f = minijax.shard_map(lambda b: lax.psum(jnp.sin(b) * b, "i"), mesh=mesh, in_specs=P("i"),
+                        out_specs=P())
+  loss = lambda x: f(x).sum()  # noqa: E731
+  np.testing.assert_allclose(np.asarray(minijax.jit(loss)(VALUE)),
+                             (np.sin(VALUE) * VALUE).sum(), rtol=1e-5)
+  grad = minijax.jit(minijax.grad(loss))(VALUE)
+  np.testing.assert_allclose(np.asarray(grad), np.sin(VALUE) + VALUE * np.cos(VALUE),
+                             rtol=1e-5)
+  batched = minijax.vmap(f)(np.stack([VALUE, 2 * VALUE]))
+  np.testing.assert_allclose(np.asarray(batched[1]),
+                             (np.sin(2 * VALUE) * 2 * VALUE).sum(0, keepdims=True), rtol=1e-5)
+  check_grads(f, (VALUE,), order=2, eps=1e-3, rtol=2e-3, atol=2e-3)
+
+
+def test_gradients_of_replicated_inputs_sum_over_devices(mesh):
+  w = np.linspace(-1, 1, 8).astype(np.float32)
+
+  def loss(w, x):
+    per_device = minijax.shard_map(lambda w, b: lax.pmean(((b @ w) ** 2).mean(), "i"),
+                                   mesh=mesh, in_specs=(P(), P("i")), out_specs=P())
+    return per_device(w, x)
+  g = minijax.grad(loss)(w, VALUE)
+  expected = 2 * VALUE.T @ (VALUE @ w) / VALUE.shape[0]
+  np.testing.assert_allclose(np.asarray(g), expected, rtol=1e-5)
+  check_grads(lambda w: loss(w, VALUE), (w,), order=2, eps=1e-3, rtol=2e-3, atol=2e-3)
+
+
+def test_the_mesh_can_come_from_a_context(mesh):
+  f = minijax.shard_map(lambda b: b * 2, in_specs=P("i"), out_specs=P("i"))
+  with pytest.raises(ValueError, match="context mesh cannot be empty"):
+    f(VALUE)
+  with mesh:
+    np.testing.assert_allclose(np.asarray(f(VALUE)), VALUE * 2)
+
+
+def test_in_specs_are_inferred_from_named_shardings(mesh):
+  x = minijax.device_put(VALUE, NamedSharding(mesh, P(None, "i")))
+  f = minijax.shard_map(lambda b: b + 1, mesh=mesh, out_specs=P(None, "i"))
+  np.testing.assert_allclose(np.asarray(f(x)), VALUE + 1)
+  with pytest.raises(ValueError, match="in_specs"):
+    f(VALUE)
+
+
+SHARD_MAP_ERRORS = {
+    "replication cannot be inferred": (
+        ValueError, "out_specs which require replication",
+        dict(in_specs=P("i"), out_specs=P()), lambda b: b, (VALUE,)),
+    "unknown mesh axis": (ValueError, "not in the mesh's axis names",
+                          dict(in_specs=P("z"), out_specs=P()), lambda b: b, (VALUE,)),
+    "uneven blocks": (ValueError, "not evenly divisible",
+                      dict(in_specs=P(None, "i"), out_specs=P(None, "i")), lambda b: b,
+                      (np.ones((4, 6)),)),
+    "specs not a prefix": (ValueError, "not a prefix",
+                           dict(in_specs=(P("i"), P("i")), out_specs=P("i")), lambda b: b,
+                           (VALUE,)),
+    "spec longer than the rank": (ValueError, "of length 2",
+                                  dict(in_specs=P("i", None), out_specs=P("i")), lambda b: b,
+                                  (np.ones(4),)),
+    "unbound collective": (NameError, "unbound axis name: j",
+                           dict(in_specs=P("i"), out_specs=P("i")),
+                           lambda b: lax.psum(b, "j"), (VALUE,)),
+}
+
+
+@pytest.mark.parametrize("name", list(SHARD_MAP_ERRORS))
+def test_shard_map_errors(mesh, name):
+  exc, message, kwargs, fn, args = SHARD_MAP_ERRORS[name]
+  with pytest.raises(exc, match=message):
+    minijax.shard_map(fn, mesh=mesh, **kwargs)(*args)
+
+
+def test_check_vma_false_trusts_the_out_specs(mesh):
+  f = minijax.shard_map(lambda b: b, mesh=mesh, in_specs=P("i"), out_specs=P(),
+                        check_vma=False)
+  assert f(VALUE).shape == (1, 8)
+  g = minijax.shard_map(lambda b: minijax.jit(lambda v: lax.psum(v, "i"))(b), mesh=mesh,
+                        in_specs=P("i"), out_specs=P())
+  np.testing.assert_allclose(np.asarray(g(VALUE)), VALUE.reshape(4, 1, 8).sum(0), rtol=1e-5)
+
+
+# ----------------------------------------------------------------------------- taps
+
+class Recorder:
+  def __init__(self):
+    self.lock = threading.Lock()
+    self.calls = []
+
+  def __call__(self, x, transforms, *, device):
+    with self.lock:
+      self.calls.append((device, np.array(x), transforms, threading.current_thread().name))
+
+  def by_device(self):
+    out = {}
+    for device, x, transforms, thread in self.calls:
+      out.setdefault(device.id, []).append(x)
+    return out
+
+
+def test_a_tap_in_pmap_calls_once_per_device_per_execution_on_that_devices_receiver(devices):
+  rec = Recorder()
+  step = minijax.pmap(lambda v: lax.psum(hcb.id_tap(rec, v * 1.0), "i") + v, axis_name="i")
+  x = np.arange(4, dtype=np.float32)
+  for _ in range(3):
+    x = step(x)
+  hcb.barrier_wait()
+  assert len(rec.calls) == 3 * len(devices)
+  for device, _, _, thread in rec.calls:
+    assert thread == f"minijax-tap-receiver-{device.id}"
+  seen = rec.by_device()
+  values = np.arange(4, dtype=np.float32)
+  for k in range(3):  # each device's taps arrive in execution order
+    for d in range(4):
+      assert float(seen[d][k]) == values[d]
+    values = values + values.sum()
+  stats = hcb.tap_stats()
+  assert all(stats[d].taps_delivered >= 3 for d in devices)
+
+
+def test_taps_order_per_device_across_single_and_multi_device_programs(devices):
+  rec = Recorder()
+  on_one = minijax.jit(lambda v: hcb.id_tap(rec, v))
+  on_all = minijax.pmap(lambda v: hcb.id_tap(rec, v), axis_name="i")
+  x0 = minijax.device_put(np.float32(-1), devices[0])
+  for k in range(3):
+    on_all(np.full(4, k, np.float32))
+    on_one(x0)
+  hcb.barrier_wait()
+  assert [float(v) for v in rec.by_device()[0]] == [0, -1, 1, -1, 2, -1]
+
+
+def test_taps_inside_shard_map_and_vmap_in_pmap():
+  rec = Recorder()
+  mesh2d = Mesh(np.array(minijax.devices()).reshape(2, 2), ("x", "y"))
+  f = minijax.shard_map(lambda b: hcb.id_tap(rec, b), mesh=mesh2d, in_specs=P("x", "y"),
+                        out_specs=P("x", "y"))
+  np.testing.assert_allclose(np.asarray(f(VALUE)), VALUE)
+  g = minijax.pmap(minijax.vmap(lambda v: hcb.id_tap(rec, v)), axis_name="i")
+  g(np.ones((4, 2, 3), np.float32))
+  hcb.barrier_wait()
+  blocks = [c for c in rec.calls if c[1].shape == (2, 4)]
+  assert sorted(d.id for d, *_ in blocks) == [0, 1, 2, 3]
+  for device, x, _, _ in blocks:
+    i, j = divmod(device.id, 2)
+    np.testing.assert_allclose(x, VALUE[2 * i:2 * i + 2, 4 * j:4 * j + 4])
+  batched = [c for c in rec.calls if c[1].shape == (2, 3)]
+  assert len(batched) == 4
+  assert all(t == (("batch", {"batch_dims": (0,)}),) for _, _, t, _ in batched)
+
+
+def test_unordered_taps_in_pmap_are_covered_by_the_barrier():
+  rec = Recorder()
+  f = minijax.pmap(lambda v: hcb.id_tap(rec, v * 3.0, ordered=False), axis_name="i")
+  for _ in range(2):
+    f(np.arange(4, dtype=np.float32))
+  hcb.barrier_wait()
+  assert sorted(float(x) for _, x, _, _ in rec.calls) == [0, 0, 3, 3, 6, 6, 9, 9]
+
+
+def test_id_print_under_pmap_names_the_device():
+  out = io.StringIO()
+  minijax.pmap(lambda v: hcb.id_print(v, what="v", output_stream=out), axis_name="i")(
+      np.arange(4, dtype=np.float32))
+  hcb.barrier_wait()
+  text = out.getvalue()
+  for d in range(4):
+    assert f"device: cpu:{d} what: v\n{d}.\n" in text
+
+
+def test_grad_of_pmap_with_a_tap_taps_primals_per_device():
+  rec = Recorder()
+  g = minijax.grad(lambda x: minijax.pmap(lambda v: hcb.id_tap(rec, v) ** 2, "i")(x).sum())
+  np.testing.assert_allclose(np.asarray(g(np.arange(4, dtype=np.float32))), 2 * np.arange(4))
+  hcb.barrier_wait()
+  primal = [c for c in rec.calls if not c[2]]
+  assert sorted(float(x) for _, x, _, _ in primal) == [0, 1, 2, 3]
+
+
+def test_jax_was_never_imported():
+  assert "jax" not in sys.modules
