@@ -27,8 +27,8 @@ import math
 import os
 from typing import Any, Callable, Mapping
 
-# The native tap queues have one slot per device ordinal (`csrc/tap_queue.cc`).
-MAX_DEVICES = 1024
+# The native tap queues have one slot per local device (`csrc/tap_queue.cc`: ids modulo 2048).
+MAX_DEVICES = 2048
 MAX_QUEUE_BYTES = 2**63 - 1  # the native queues count bytes in signed 64-bit integers
 
 

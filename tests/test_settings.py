@@ -114,9 +114,9 @@ ENVIRONMENT = [
     ("tap_exit_timeout", {"MINIJAX_TAP_EXIT_TIMEOUT": "0.5"}, 0.5, None),
     ("tap_exit_timeout", {"MINIJAX_TAP_EXIT_TIMEOUT": "-1"}, None,
      "MINIJAX_TAP_EXIT_TIMEOUT='-1'"),
-    ("num_cpu_devices", {"MINIJAX_NUM_CPU_DEVICES": "1024"}, 1024, None),
-    ("num_cpu_devices", {"MINIJAX_NUM_CPU_DEVICES": "1025"}, None,
-     "MINIJAX_NUM_CPU_DEVICES='1025'"),
+    ("num_cpu_devices", {"MINIJAX_NUM_CPU_DEVICES": "2048"}, 2048, None),
+    ("num_cpu_devices", {"MINIJAX_NUM_CPU_DEVICES": "2049"}, None,
+     "MINIJAX_NUM_CPU_DEVICES='2049'"),
     ("num_cpu_devices", {"MINIJAX_NUM_CPU_DEVICES": "four"}, None,
      "MINIJAX_NUM_CPU_DEVICES='four'"),
     ("num_cpu_devices", {"XLA_FLAGS": "--xla_force_host_platform_device_count=3"}, 3, None),
@@ -151,7 +151,7 @@ def test_each_environment_variable_is_checked_and_a_bad_one_names_itself(name, e
 
 def test_every_flag_read_from_the_environment_reads_a_minijax_variable():
   assert all(f.env.startswith("MINIJAX_") for f in FLAGS.values() if f.env)
-  assert MAX_DEVICES == 1024
+  assert MAX_DEVICES == 2048
 
 
 def test_a_bad_variable_fails_the_import_with_its_name_value_and_the_limit():
@@ -159,9 +159,9 @@ def test_a_bad_variable_fails_the_import_with_its_name_value_and_the_limit():
       ({"MINIJAX_TAP_QUEUE_BYTES": "abc"},
        "MINIJAX_TAP_QUEUE_BYTES='abc' is not valid for minijax.config.tap_queue_bytes: "
        "expected an integer from 1 to 9223372036854775807 bytes"),
-      ({"MINIJAX_NUM_CPU_DEVICES": "1025"},
-       "MINIJAX_NUM_CPU_DEVICES='1025' is not valid for minijax.config.num_cpu_devices: "
-       "expected an integer from 1 to 1024 devices (the native tap queues' limit)")]:
+      ({"MINIJAX_NUM_CPU_DEVICES": "2049"},
+       "MINIJAX_NUM_CPU_DEVICES='2049' is not valid for minijax.config.num_cpu_devices: "
+       "expected an integer from 1 to 2048 devices (the native tap queues' limit)")]:
     proc = run_python("import minijax", env=env)
     assert proc.returncode != 0
     assert f"ValueError: the environment variable {message}" in proc.stderr, proc.stderr

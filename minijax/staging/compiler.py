@@ -230,6 +230,7 @@ def _on_config_change(name, value):
 def clear_caches() -> None:
   """Forgets every compiled executable and rewritten jaxpr below `jit`'s own caches."""
   _primitive_cache.clear()
+  sharded_staging._shard_map_cache.clear()
   caches.clear_all()
   array_lib.clear_scalar_buffers()
 

@@ -26,8 +26,9 @@ interface and the same rules, and only the Python-callback mechanism can fill it
   `target` taps (a batch counts once the receiver asks for the next) and says whether it
   has;
 * `counters(ordinal)` is `(enqueued, bytes_enqueued, queued_bytes, high_water, blocked_ns)`;
-  `producers_waiting(ordinal)` counts the taps waiting for room now, as does `waiting[ordinal]`
-  (a sequence readable without a call, for the dispatch path);
+  `producers_waiting(ordinal)` counts the taps waiting for room now, as does
+  `waiting[ordinal % len(waiting)]` (a sequence readable without a call, for the dispatch
+  path);
 * `close(ordinal)` / `open(ordinal)` detach and attach a receiver; `take_interrupt()`
   returns, once, the exception that ended a wait of the calling thread (see `push`);
   `reset_after_fork()` gives a forked child fresh, empty queues.
@@ -55,7 +56,7 @@ except ImportError as e:  # the package was installed without a compiler, or the
 
 ALIGNMENT = 64
 MESSAGE_OVERHEAD = 64  # bytes charged per message, so even empty taps are bounded
-MAX_DEVICES = 1024  # device ordinals the queues accept (as the native module's)
+MAX_DEVICES = 2048  # queue slots; ordinals are taken modulo this (as the native module does)
 
 
 class _PyQueue:
@@ -107,7 +108,7 @@ class PythonQueues:
       if q.used > 0 and q.used + size > self._capacity and not q.closed:
         start = time.perf_counter_ns()
         q.waiting += 1
-        self.waiting[ordinal] += 1
+        self.waiting[ordinal % MAX_DEVICES] += 1
         try:  # a Condition wait runs signal handlers on the main thread
           q.cond.wait_for(lambda: q.used == 0 or q.used + size <= self._capacity or
                           q.closed)
@@ -116,7 +117,7 @@ class PythonQueues:
           raise
         finally:
           q.waiting -= 1
-          self.waiting[ordinal] -= 1
+          self.waiting[ordinal % MAX_DEVICES] -= 1
           q.blocked_ns += time.perf_counter_ns() - start
       seq = q.enqueued
       q.enqueued += 1
@@ -171,7 +172,6 @@ class PythonQueues:
     self._lock = threading.Lock()
     self._interrupts = threading.local()
     self.waiting[:] = [0] * MAX_DEVICES  # in place: the dispatch path holds this list
-    self.waiting = [0] * MAX_DEVICES
 
   def flush(self, ordinal: int) -> None:
     """Nothing to do: these queues hand over every message as soon as it arrives."""

@@ -59,7 +59,8 @@ logger = logging.getLogger("minijax.taps")
 _BATCH = 256
 _RECEIVER_STEP_S = 0.25  # the longest a barrier waits on a receiver without checking signals
 _get_ident = threading.get_ident
-_waiting = queues.waiting  # per device ordinal: taps waiting for room (no call to read it)
+_waiting = queues.waiting  # per queue slot: taps waiting for room (no call to read it)
+_slots = len(_waiting)  # a device's slot is its ordinal modulo this, as in the queues
 take_interrupt = queues.take_interrupt
 
 
@@ -204,8 +205,8 @@ def before_execution(ordinal: int | None = None) -> None:
   flight is reached, inside jaxlib, where Ctrl-C cannot reach it.
   """
   if _running and _get_ident() not in _receiver_idents:
-    if ordinal is not None and _waiting[ordinal]:
-      _wait_until(lambda: not _waiting[ordinal], None)
+    if ordinal is not None and _waiting[ordinal % _slots]:
+      _wait_until(lambda: not _waiting[ordinal % _slots], None)
     return
   if in_receiver_thread():
     raise RuntimeError(
@@ -226,7 +227,7 @@ def _is_ready(token) -> bool:
 
 
 def _no_tap_waiting_for_room() -> bool:
-  return not any(_waiting[o] for o in list(_receivers))
+  return not any(_waiting[o % _slots] for o in list(_receivers))
 
 
 def _wait_until(done: Callable[[], bool], deadline: float | None) -> bool:
