@@ -10,12 +10,13 @@ from minijax.runtime.barrier import effects_barrier
 from minijax import staging as _staging  # installs the eager and jit_p impls
 from minijax import lax
 from minijax import numpy  # installs the array operators and methods
-from minijax.api import (jit, clear_caches, pmap, shard_map, device_put, make_jaxpr, grad, value_and_grad, vjp, jvp, linearize, vmap,
+from minijax.api import (jit, clear_caches, pmap, shard_map, make_jaxpr, grad, value_and_grad, vjp, jvp, linearize, vmap,
                          jacfwd, jacrev, hessian, eval_shape, linear_transpose,
                          ShapeDtypeStruct, checkpoint, checkpoint_policies, remat, named_call)
 from minijax.custom_derivatives import custom_jvp, custom_vjp
-from minijax.api import (jacobian, typeof, device_count, local_device_count, default_backend,
-                         device_get, block_until_ready, print_environment_info)
+from minijax.api import jacobian, typeof
+from minijax.placement import (device_put, device_get, block_until_ready, device_count,
+                               local_device_count, default_backend, print_environment_info)
 from minijax.core.jaxpr import named_scope
 from minijax.core.trace import ensure_compile_time_eval
 from minijax.runtime.backend import default_device

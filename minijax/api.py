@@ -17,16 +17,12 @@ from minijax import lax, tree_util
 from minijax.api_util import flat_arg_names, normalize_argnums
 from minijax.core import dtypes
 from minijax.core.avals import ShapedArray, get_aval
-from minijax.core import sharding as sharding_lib
 from minijax.core.jaxpr import ClosedJaxpr
-from minijax.core.trace import Tracer
 from minijax.core.traceback_util import api_boundary
 from minijax.interpreters import ad, batching
 from minijax.interpreters import partial_eval as pe
 from minijax.lax.remat import checkpoint, checkpoint_policies, named_call, remat  # noqa: F401
 from minijax.lax.shard_map import shard_map  # noqa: F401
-from minijax.runtime import backend as runtime_backend
-from minijax.runtime.array import device_put as runtime_device_put
 from minijax.staging.jit import clear_caches, jit  # noqa: F401
 from minijax.staging.pmap import pmap  # noqa: F401
 
@@ -496,36 +492,6 @@ def vmap(fun: Callable, in_axes=0, out_axes=0, axis_size: int | None = None,
   return vmapped
 
 
-# ----------------------------------------------------------------------------- placement
-
-def device_put(x, device=None, *, src=None, donate: bool = False, may_alias=None):
-  """Places `x` (a pytree) on `device`: None (the default device, or where an Array
-  already is), a device or its index, or a sharding (each leaf split into blocks over its
-  devices); a pytree prefix of those gives each subtree its own.  Inside a transformation
-  a `NamedSharding` constrains the layout (`lax.with_sharding_constraint`), and anything
-  else leaves the value as it is."""
-  del src, donate, may_alias  # accepted for JAX's signature; every put copies
-
-  def is_leaf(d):
-    return d is None or isinstance(d, (sharding_lib.Sharding, int, runtime_backend.Device))
-
-  def one(leaf, target):
-    if isinstance(leaf, Tracer):
-      if isinstance(target, sharding_lib.NamedSharding):
-        return lax.with_sharding_constraint(leaf, target)
-      return leaf
-    return runtime_device_put(leaf, target)
-
-  if is_leaf(device):
-    if isinstance(x, (np.ndarray, np.generic, *dtypes.PYTHON_SCALARS)) or hasattr(x, "_buffer"):
-      return runtime_device_put(x, device)  # one array: no pytree machinery
-    return tree_util.tree_map(lambda leaf: one(leaf, device), x)
-  targets, target_tree = tree_util.tree_flatten(device, is_leaf=is_leaf)
-  subtrees = target_tree.flatten_up_to(x)
-  return target_tree.unflatten([tree_util.tree_map(lambda leaf, t=t: one(leaf, t), sub)
-                                for t, sub in zip(targets, subtrees)])
-
-
 # ----------------------------------------------------------------------------- shapes, transposes
 
 class ShapeDtypeStruct:
@@ -590,72 +556,3 @@ def typeof(x):
   """The abstract value (shape, dtype, weak type) of `x`: `typeof(1.0)` is a weakly typed
   `f32[]`."""
   return get_aval(x)
-
-
-def device_count(backend=None) -> int:
-  """The number of devices (minijax's CPU devices; see `MINIJAX_NUM_CPU_DEVICES`)."""
-  _check_backend(backend)
-  from minijax.runtime import backend as runtime_backend
-  return runtime_backend.device_count()
-
-
-def local_device_count(backend=None) -> int:
-  _check_backend(backend)
-  from minijax.runtime import backend as runtime_backend
-  return len(runtime_backend.local_devices())
-
-
-def default_backend() -> str:
-  return "cpu"
-
-
-def _check_backend(backend) -> None:
-  if backend not in (None, "cpu"):
-    raise RuntimeError(f"Unknown backend {backend!r}: minijax runs on the 'cpu' backend only")
-
-
-def device_get(x):
-  """`x` with every Array (and traced value the transformation knows) as a numpy array;
-  other leaves unchanged."""
-  from minijax.runtime.array import Array
-
-  def get(leaf):
-    if isinstance(leaf, Array):
-      return np.asarray(leaf)
-    return leaf
-  return tree_util.tree_map(get, x)
-
-
-def block_until_ready(x):
-  """Waits until every Array in the pytree `x` is computed; returns `x`."""
-  for leaf in tree_util.tree_leaves(x):
-    if hasattr(leaf, "block_until_ready"):
-      leaf.block_until_ready()
-  return x
-
-
-def print_environment_info(return_string: bool = False) -> str | None:
-  """The versions of minijax, jaxlib, numpy and Python, and the devices."""
-  import platform
-  import sys
-  from importlib import metadata
-  import jaxlib
-  from minijax.runtime import backend as runtime_backend
-  devices = runtime_backend.local_devices()
-  try:
-    version = metadata.version("minijax-effects")
-  except metadata.PackageNotFoundError:
-    version = "unknown"
-  info = "\n".join([
-      f"minijax: {version}",
-      f"jaxlib:  {jaxlib.__version__}",
-      f"numpy:   {np.__version__}",
-      f"python:  {sys.version}",
-      f"device info: cpu-{len(devices)}, {len(devices)} local devices",
-      "process_count: 1",
-      f"platform: {platform.uname()}",
-  ]) + "\n"
-  if return_string:
-    return info
-  print(info, end="")
-  return None

@@ -27,7 +27,8 @@ FLOORS: list[tuple[str, ...]] = [
     ("staging",),                             # trace -> lower -> compile -> cache; jit
     ("api",),                                 # the transformations
     ("numpy", "experimental", "random", "nn", "scipy", "example_libraries", "sharding",
-     "distributed", "launch", "debug", "callbacks", "test_util", "errors", "dtypes", "tree"),
+     "distributed", "launch", "debug", "callbacks", "placement", "test_util", "errors", "dtypes",
+     "tree"),
     ("minijax",),                             # the package itself
     ("bench",),                               # the benchmark
 ]
