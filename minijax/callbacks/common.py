@@ -25,6 +25,7 @@ from minijax import lax, tree_util
 from minijax.core import dtypes
 from minijax.core.avals import ShapedArray, get_aval
 from minijax.interpreters import batching
+from minijax.lowering import mlir, spmd
 from minijax.runtime import host_calls, taps
 from minijax.runtime.array import Array, device_put
 
@@ -214,19 +215,54 @@ def _custom_call(target: str, token, operands, result_types, config_attr,
                                                           _API_VERSION_TYPED_FFI))
 
 
-def emit_queue_call(ctx, consumer_id: int, operands, token) -> ir.Value | None:
+def emit_queue_call(ctx, consumer_id: int, operands, token, *,
+                    sharding: str | None = None) -> ir.Value | None:
   """A custom call that copies `operands` into the device's tap queue for the consumer
   `consumer_id` (registered with `runtime.taps.register_consumer`); returns the next token
-  when it takes one."""
+  when it takes one.  `sharding` is the call's `mhlo.sharding` in a module for several
+  devices (`spmd.side_effect_sharding`).
+
+  In a loop body of a single-device module the native call also hands back, aliased in
+  place, each operand that XLA may update in place (`mlir.updatable_in_place`), and the
+  equations after it read that operand from the call (`ctx.replace_operand`).  This orders
+  every later writer of the operand's buffer after the tap: otherwise XLA copies a tapped
+  carry for the tap, since the loop updates its buffer in place, a second copy of every
+  tapped byte.  The handler only reads its operands."""
   mctx = ctx.module_context
+  in_place = spmd.side_effect_sharding(mctx) is None
+  return emit_tap_call(consumer_id, token, operands, host_callbacks=mctx.host_callbacks,
+                       sharding=sharding, ctx=ctx if in_place else None)
+
+
+def emit_tap_call(consumer_id: int, token, operands, *, host_callbacks: list,
+                  sharding: str | None = None, ctx=None) -> ir.Value | None:
+  """`emit_queue_call` without a rule's context (then nothing is aliased): the custom call
+  to the tap target of `taps.mechanism()`; for the callback mechanism the host callable is
+  appended to `host_callbacks` (the module's list, compiled with the executable)."""
+  operands = list(operands)
+  aliased: list[int] = []
   if taps.mechanism() == "native":
     target = taps.NATIVE_TARGET
     config_attr = ir.DictAttr.get({taps.NATIVE_CONSUMER_ATTRIBUTE: _i64(consumer_id)})
+    if ctx is not None:
+      aliased = [i for i, v in enumerate(operands)
+                 if operands.count(v) == 1 and mlir.updatable_in_place(ctx.module_context, v)]
   else:
     target = taps.CALLBACK_TARGET
-    config_attr = ir.DictAttr.get({"index": _i64(len(mctx.host_callbacks), signed=False)})
-    mctx.host_callbacks.append(taps.TapCallback(consumer_id, token is not None))
-  op = _custom_call(target, token, operands, [], config_attr, has_side_effect=True)
+    config_attr = ir.DictAttr.get({"index": _i64(len(host_callbacks), signed=False)})
+    host_callbacks.append(taps.TapCallback(consumer_id, token is not None))
+  op = _custom_call(target, token, operands, [operands[i].type for i in aliased], config_attr,
+                    has_side_effect=True)
+  ntok = 0 if token is None else 1
+  if aliased:
+    single = ntok + len(aliased) == 1  # a single result is not a tuple
+    op.attributes["output_operand_aliases"] = ir.ArrayAttr.get([
+        mhlo.OutputOperandAlias.get([] if single else [ntok + k], ntok + i, [])
+        for k, i in enumerate(aliased)])
+    for k, i in enumerate(aliased):
+      ctx.replace_operand(i, op.results[ntok + k])
+  if sharding is not None:
+    op.attributes["mhlo.sharding"] = spmd.sharding_attr(sharding)
   return op.results[0] if token is not None else None
 
 

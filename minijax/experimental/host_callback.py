@@ -52,10 +52,10 @@ from typing import Any, Callable
 
 import numpy as np
 from jaxlib.mlir import ir
-from jaxlib.mlir.dialects import mhlo
 
 from minijax import tree_util
 from minijax.api_util import function_key
+from minijax.callbacks import common as callbacks_common
 from minijax.config import config
 from minijax.core import axes as axes_lib
 from minijax.core import dtypes, pretty
@@ -328,13 +328,9 @@ def _id_tap_abstract_eval(*avals, effect, **params):
 id_tap_p.def_effectful_abstract_eval(_id_tap_abstract_eval)
 
 
-def _i64(value: int, signed: bool = True) -> ir.IntegerAttr:
-  kind = ir.IntegerType.get_signless(64) if signed else ir.IntegerType.get_unsigned(64)
-  return ir.IntegerAttr.get(kind, value)
-
-
 def emit_tap_custom_call(consumer_id: int, token: ir.Value | None, operands, *,
-                         host_callbacks: list, sharding: str | None = None) -> ir.Value | None:
+                         host_callbacks: list, sharding: str | None = None,
+                         ctx=None) -> ir.Value | None:
   """Emits, at the current insertion point, the custom call that sends `operands` to the
   consumer `consumer_id` (from `register_consumer`) through the tap mechanism in use:
 
@@ -343,28 +339,19 @@ def emit_tap_custom_call(consumer_id: int, token: ir.Value | None, operands, *,
           : (!mhlo.token, tensor<3xf32>, tensor<i32>) -> !mhlo.token
 
   With a `token` (an ordered tap) the call is sequenced after it and returns the next
-  token; without one it has no results, and `has_side_effect` keeps XLA from dropping it.
+  token; without one it returns no token, and `has_side_effect` keeps XLA from dropping it.
   For the callback mechanism the target is jaxlib's Python callback, and the host callable
   is appended to `host_callbacks` (the module's list, compiled with the executable).
+  Given the rule's `ctx`, the native call also returns the operands it may alias in place
+  (see `callbacks.common.emit_queue_call`), which the rule reads back from
+  `ctx.replaced_operands`.
 
   In a module for several devices the call carries `sharding` (`spmd.side_effect_sharding`):
   `{manual}` inside `pmap`/`shard_map`, where every device runs its own call and its
   device's receiver gets the tap; one device elsewhere."""
-  takes_token = token is not None
-  if tap_runtime.mechanism() == "native":
-    target = tap_runtime.NATIVE_TARGET
-    config_attr = ir.DictAttr.get({tap_runtime.NATIVE_CONSUMER_ATTRIBUTE: _i64(consumer_id)})
-  else:
-    target = tap_runtime.CALLBACK_TARGET
-    config_attr = ir.DictAttr.get({"index": _i64(len(host_callbacks), signed=False)})
-    host_callbacks.append(tap_runtime.TapCallback(consumer_id, takes_token))
-  op = mhlo.CustomCallOp([mhlo.TokenType.get()] if takes_token else [],
-                         ([token] if takes_token else []) + list(operands), target,
-                         has_side_effect=True, backend_config=config_attr,
-                         api_version=ir.IntegerAttr.get(ir.IntegerType.get_signless(32), 4))
-  if sharding is not None:
-    op.attributes["mhlo.sharding"] = spmd.sharding_attr(sharding)
-  return op.result if takes_token else None
+  return callbacks_common.emit_tap_call(consumer_id, token, operands,
+                                        host_callbacks=host_callbacks, sharding=sharding,
+                                        ctx=ctx)
 
 
 def _id_tap_lowering(ctx, *args, tap_func_, arg_treedef_, nr_tapped_args_, transforms, effect):
@@ -372,12 +359,14 @@ def _id_tap_lowering(ctx, *args, tap_func_, arg_treedef_, nr_tapped_args_, trans
                                               ctx.avals_in[:nr_tapped_args_],
                                               owner=ctx.module_context.keepalives)
   token = ctx.tokens_in.get(effect) if effect.ordered else None
-  token = emit_tap_custom_call(consumer_id, token, args[:nr_tapped_args_],
-                               host_callbacks=ctx.module_context.host_callbacks,
-                               sharding=spmd.side_effect_sharding(ctx.module_context))
+  token = callbacks_common.emit_queue_call(
+      ctx, consumer_id, args[:nr_tapped_args_], token,
+      sharding=spmd.side_effect_sharding(ctx.module_context))
   if effect.ordered:
     ctx.set_tokens_out(TokenSet({effect: token}))
-  return list(args)
+  # the tapped values as the call hands them back (aliased in place), the rest unchanged
+  replaced = ctx.replaced_operands or {}
+  return [replaced.get(i, arg) for i, arg in enumerate(args)]
 
 
 mlir.register_lowering(id_tap_p, _id_tap_lowering)

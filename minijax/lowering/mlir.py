@@ -181,6 +181,12 @@ class ModuleContext:
   positions: dict | None = None
   axis_context: Any = None
   channels: int = 0
+  # The jaxpr being emitted (see `updatable_in_place`): the values it was handed, those of
+  # them its caller replaces by its outputs (a loop body's carries), and whether it runs
+  # in a loop body.
+  _scope_args: frozenset = frozenset()
+  _scope_carried: frozenset = frozenset()
+  _scope_in_loop: bool = False
 
   def unique_name(self, name: str) -> str:
     candidate, n = name, 0
@@ -215,9 +221,38 @@ class LoweringRuleContext:
   tokens_in: TokenSet
   tokens_out: TokenSet | None = None
   source_info: Any = None
+  replaced_operands: dict[int, ir.Value] | None = None
 
   def set_tokens_out(self, tokens_out: TokenSet) -> None:
     self.tokens_out = tokens_out
+
+  def replace_operand(self, index: int, value: ir.Value) -> None:
+    """Makes the equations after this one read operand `index` as `value`, which must
+    hold the same contents: a rule whose op returns an operand aliased in place (a tap)
+    orders every later reader after the op, so XLA need not copy the operand for it."""
+    if self.replaced_operands is None:
+      self.replaced_operands = {}
+    self.replaced_operands[index] = value
+
+
+def updatable_in_place(mctx: ModuleContext, value: ir.Value) -> bool:
+  """Whether an op in a loop body may alias `value` as an output (`output_operand_aliases`)
+  without making XLA copy it first: a value the jaxpr being emitted computed itself (not a
+  constant), or one of its loop carries (`jaxpr_subcomp`'s `carried`).  Not any other value
+  it was handed: a function's argument (the caller's buffer), a loop invariant (which the
+  loop passes on unchanged), a value of the enclosing jaxpr (which may read it later).
+  Outside loops nothing is: XLA reuses buffers in place mostly for a loop's carry, and an
+  alias would make every later reader of the value wait for the op."""
+  if not mctx._scope_in_loop:
+    return False
+  if value in mctx._scope_args:
+    return value in mctx._scope_carried
+  owner = value.owner
+  if isinstance(owner, ir.Block):  # a block argument not handed to this jaxpr
+    return False
+  owner = owner.operation
+  return (owner.block == ir.InsertionPoint.current.block
+          and not owner.name.endswith(".constant"))
 
 
 # ----------------------------------------------------------------------------- lowering
@@ -366,8 +401,23 @@ _NO_TOKENS = TokenSet()
 
 
 def jaxpr_subcomp(mctx: ModuleContext, jaxpr: Jaxpr, tokens: TokenSet,
-                  consts: Sequence[ir.Value], *args: ir.Value) -> tuple[list[ir.Value], TokenSet]:
-  """Emits the ops of `jaxpr` at the current insertion point; returns outputs and tokens."""
+                  consts: Sequence[ir.Value], *args: ir.Value,
+                  carried: Sequence[ir.Value] = ()) -> tuple[list[ir.Value], TokenSet]:
+  """Emits the ops of `jaxpr` at the current insertion point; returns outputs and tokens.
+  `carried` are the arguments the caller replaces by the outputs (a loop body's carries),
+  which ops may update in place (`updatable_in_place`)."""
+  scope = mctx._scope_args, mctx._scope_carried, mctx._scope_in_loop
+  mctx._scope_args = frozenset((*consts, *args))
+  mctx._scope_carried = frozenset(carried)
+  mctx._scope_in_loop = mctx._scope_in_loop or bool(carried)
+  try:
+    return _emit_eqns(mctx, jaxpr, tokens, consts, args)
+  finally:
+    mctx._scope_args, mctx._scope_carried, mctx._scope_in_loop = scope
+
+
+def _emit_eqns(mctx: ModuleContext, jaxpr: Jaxpr, tokens: TokenSet,
+               consts: Sequence[ir.Value], args: Sequence[ir.Value]):
   env: dict[Any, ir.Value] = {}
 
   def read(atom):
@@ -405,6 +455,10 @@ def jaxpr_subcomp(mctx: ModuleContext, jaxpr: Jaxpr, tokens: TokenSet,
         e.add_note(f"while lowering the equation '{eqn.primitive}'"
                    + (f" from {eqn.source_info}" if eqn.source_info else ""))
         raise
+    if ctx.replaced_operands:
+      for i, value in ctx.replaced_operands.items():
+        if type(eqn.invars[i]) is not Literal:
+          env[eqn.invars[i]] = value
     if eqn_effects or ctx.tokens_out is not None:
       _check_tokens_out(ctx, eqn_effects)
       if eqn_effects:
@@ -455,11 +509,13 @@ def _check_tokens_out(ctx: LoweringRuleContext, eqn_effects: tuple) -> None:
 # ----------------------------------------------------------------------------- helpers for rules
 
 def lower_closed_jaxpr(mctx: ModuleContext, closed: ClosedJaxpr, tokens: TokenSet,
-                       *args: ir.Value) -> tuple[list[ir.Value], TokenSet]:
+                       *args: ir.Value, carried: Sequence[ir.Value] = ()
+                       ) -> tuple[list[ir.Value], TokenSet]:
   """Emits `closed` at the current insertion point (in a region or not), its constants as
-  MHLO constants, threading `tokens`; returns its outputs and the final tokens."""
+  MHLO constants, threading `tokens`; returns its outputs and the final tokens.  `carried`:
+  as for `jaxpr_subcomp`."""
   consts = [ir_constant(_to_numpy(c)) for c in closed.consts]
-  return jaxpr_subcomp(mctx, closed.jaxpr, tokens, consts, *args)
+  return jaxpr_subcomp(mctx, closed.jaxpr, tokens, consts, *args, carried=carried)
 
 
 def lower_call_inline(ctx: LoweringRuleContext, closed: ClosedJaxpr,

@@ -186,7 +186,8 @@ def _while_lowering(ctx, *args, cond_jaxpr, body_jaxpr, cond_nconsts, body_ncons
   body_block = common.add_block(op.body, types)
   with ir.InsertionPoint(body_block):
     toks, cconsts, bconsts, carry = split(list(body_block.arguments))
-    new_carry, toks = mlir.lower_closed_jaxpr(mctx, body_jaxpr, toks, *bconsts, *carry)
+    new_carry, toks = mlir.lower_closed_jaxpr(mctx, body_jaxpr, toks, *bconsts, *carry,
+                                              carried=carry)
     if rotated:
       (pred,), toks = mlir.lower_closed_jaxpr(mctx, cond_jaxpr, toks, *cconsts, *new_carry)
       mhlo.ReturnOp([*toks.tokens(), pred, *cconsts, *bconsts, *new_carry])

@@ -158,7 +158,8 @@ def _scan_lowering(ctx, *args, jaxpr, num_consts, num_carry, length, reverse, li
     b_xs, b_ys = rest[:len(xs)], rest[len(xs):]
     index = (mhlo.SubtractOp(common.scalar_i32(length - 1), i).result if reverse else i)
     x_slices = [_index_leading(x, a, index) for x, a in zip(b_xs, x_avals)]
-    outs, toks = mlir.lower_closed_jaxpr(mctx, jaxpr, toks, *b_consts, *carry, *x_slices)
+    outs, toks = mlir.lower_closed_jaxpr(mctx, jaxpr, toks, *b_consts, *carry, *x_slices,
+                                         carried=carry)
     new_carry, y_slices = outs[:num_carry], outs[num_carry:]
     new_ys = [_update_leading(ys, y, a, index) for ys, y, a in zip(b_ys, y_slices, y_avals)]
     i_next = mhlo.AddOp(i, common.scalar_i32(1)).result
