@@ -31,7 +31,7 @@ def normalize_argnums(argnums) -> tuple[int, ...]:
   return tuple(argnums)
 
 
-class _SameObject:
+class SameObject:
   """Compares and hashes by the identity of `obj`, which it keeps alive (so that its id
   cannot be reused while the key exists)."""
   __slots__ = ("obj",)
@@ -40,13 +40,13 @@ class _SameObject:
     self.obj = obj
 
   def __eq__(self, other):
-    return type(other) is _SameObject and other.obj is self.obj
+    return type(other) is SameObject and other.obj is self.obj
 
   def __hash__(self):
     return id(self.obj)
 
   def __repr__(self):
-    return f"_SameObject({self.obj!r:.60})"
+    return f"SameObject({self.obj!r:.60})"
 
 
 def function_key(f: Callable) -> Any:
@@ -59,7 +59,7 @@ def function_key(f: Callable) -> Any:
     return named(f)
   if cls.__eq__ is object.__eq__ and cls.__hash__ is object.__hash__:
     return f
-  return _SameObject(f)
+  return SameObject(f)
 
 
 def fun_name(fun: Callable) -> str:

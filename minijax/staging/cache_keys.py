@@ -3,8 +3,8 @@
 The eager primitive cache keys an executable on (primitive, params, avals, device).  Most
 params are hashable and compare by value; jaxpr-valued params (the bodies of cond, while,
 scan, traced afresh at every eager call) compare by structure, numpy arrays by value, and
-other unhashable values by identity (`_Ident` keeps the object alive so its id cannot be
-reused).  Functions (a tap function, say) are keyed by `api_util.function_key`, never by
+other unhashable values by identity (`api_util.SameObject` keeps the object alive so its
+id cannot be reused).  Functions (a tap function, say) are keyed by `api_util.function_key`, never by
 an `__eq__` of their own: an executable calls back the very function it was compiled for,
 so two equal but distinct functions must not share one.
 """
@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from minijax.api_util import function_key
+from minijax.api_util import SameObject, function_key
 from minijax.core.jaxpr import ClosedJaxpr, Jaxpr, Literal
 
 
@@ -45,7 +45,7 @@ def _holds_jaxpr(value) -> bool:
 def fingerprint(value: Any) -> Any:
   """A hashable value, equal for structurally equal params."""
   if isinstance(value, ClosedJaxpr):
-    return ("closed", _jaxpr_fingerprint(value.jaxpr), tuple(map(_Ident, value.consts)))
+    return ("closed", _jaxpr_fingerprint(value.jaxpr), tuple(map(SameObject, value.consts)))
   if isinstance(value, Jaxpr):
     return _jaxpr_fingerprint(value)
   if isinstance(value, (tuple, list)):
@@ -59,22 +59,8 @@ def fingerprint(value: Any) -> Any:
   try:
     hash(value)
   except TypeError:
-    return _Ident(value)
+    return SameObject(value)
   return value
-
-
-class _Ident:
-  """Compares by identity and keeps its object alive, so its id cannot be reused."""
-  __slots__ = ("obj",)
-
-  def __init__(self, obj):
-    self.obj = obj
-
-  def __eq__(self, other):
-    return type(other) is _Ident and other.obj is self.obj
-
-  def __hash__(self):
-    return id(self.obj)
 
 
 def _jaxpr_fingerprint(jaxpr: Jaxpr):
