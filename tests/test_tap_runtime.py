@@ -1,5 +1,5 @@
 """The tap runtime on real jaxlib: hand-built MHLO modules whose custom calls come from
-`hcb.emit_tap_custom_call`, compiled through `executable.compile`, for both tap mechanisms.
+`callbacks.common.emit_tap_call`, compiled through `executable.compile`, for both tap mechanisms.
 
 Every module is `main(token, *args) -> (token, *args)` (or without the token for unordered
 taps): the identity, tapping some of its arguments on the way.  Tests wait for taps with
@@ -23,10 +23,10 @@ from jaxlib.mlir.dialects import func as func_dialect
 from jaxlib.mlir.dialects import mhlo
 
 from minijax import tree_util
+from minijax.callbacks.common import emit_tap_call
 from minijax.config import config
 from minijax.core.avals import ShapedArray
 from minijax.core.effects import Effect
-from minijax.experimental import host_callback as hcb
 from minijax.lowering.context import ir_context
 from minijax.lowering.mlir import aval_to_ir_type
 from minijax.runtime import backend, executable
@@ -81,7 +81,7 @@ def tap_args(func, indices=None, transforms=()):
     chosen = args if indices is None else [args[i] for i in indices]
     avals = [_aval_of(v) for v in chosen]
     cid = consumer_for(func, avals, transforms)
-    return hcb.emit_tap_custom_call(cid, token, chosen, host_callbacks=host_callbacks)
+    return emit_tap_call(cid, token, chosen, host_callbacks=host_callbacks)
   return body
 
 
@@ -229,7 +229,7 @@ def test_a_tap_of_an_empty_tuple_still_calls_the_tap_function(mechanism):
 
   def body(token, args, host_callbacks):
     cid = consumer_for(lambda arg, t: got.append(arg), [])
-    return hcb.emit_tap_custom_call(cid, token, [], host_callbacks=host_callbacks)
+    return emit_tap_call(cid, token, [], host_callbacks=host_callbacks)
 
   exe = compile_tapping([ShapedArray((), f32)], body)
   run(exe, f32(0))
@@ -243,7 +243,7 @@ def test_several_arrays_and_a_pytree_arrive_in_one_tap(mechanism):
 
   def body(token, args, host_callbacks):
     cid = consumer_for(lambda arg, t: got.append(arg), [_aval_of(v) for v in args], tree=tree)
-    return hcb.emit_tap_custom_call(cid, token, args, host_callbacks=host_callbacks)
+    return emit_tap_call(cid, token, args, host_callbacks=host_callbacks)
 
   exe = compile_tapping([ShapedArray((2,), f32), ShapedArray((), np.int32),
                          ShapedArray((2, 2), np.uint8)], body)
@@ -399,6 +399,7 @@ def test_backpressure_delivers_every_tap_in_order_within_the_queue_bound(mechani
 def test_tap_stats_count_taps_and_bytes_per_device(mechanism):
   exe = compile_tapping([ShapedArray((10,), f32)], tap_args(lambda a, t: None))
   device = backend.devices()[0]
+  run(exe, np.zeros(10, f32))  # the device's receiver starts with its first tapped run
   taps.barrier_wait()
   before = taps.tap_stats()[device]
   for _ in range(5):
