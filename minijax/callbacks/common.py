@@ -236,9 +236,19 @@ def emit_queue_call(ctx, consumer_id: int, operands, token, *,
 
 def emit_tap_call(consumer_id: int, token, operands, *, host_callbacks: list,
                   sharding: str | None = None, ctx=None) -> ir.Value | None:
-  """`emit_queue_call` without a rule's context (then nothing is aliased): the custom call
-  to the tap target of `taps.mechanism()`; for the callback mechanism the host callable is
-  appended to `host_callbacks` (the module's list, compiled with the executable)."""
+  """Emits, at the current insertion point, the custom call that sends `operands` to the
+  consumer `consumer_id` (from `register_consumer`) through the tap mechanism in use:
+
+      %t1 = mhlo.custom_call @minijax_tap(%t0, %x, %y) {api_version = 4 : i32,
+          has_side_effect = true, backend_config = {consumer = 7 : i64}}
+          : (!mhlo.token, tensor<3xf32>, tensor<i32>) -> !mhlo.token
+
+  With a `token` (an ordered tap) the call is sequenced after it and returns the next
+  token; without one it returns no token, and `has_side_effect` keeps XLA from dropping
+  it.  For the callback mechanism the target is jaxlib's Python callback, and the host
+  callable is appended to `host_callbacks` (the module's list, compiled with the
+  executable).  Given a rule's `ctx`, operands are aliased in place as `emit_queue_call`
+  says; without one nothing is.  `sharding`: as for `emit_queue_call`."""
   operands = list(operands)
   aliased: list[int] = []
   if taps.mechanism() == "native":

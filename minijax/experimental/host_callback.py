@@ -12,8 +12,8 @@ runtime's tokens, in call order across calls; an unordered tap is ordered only b
 dependencies.  Whether a tap takes a token is read from its effect, nowhere else.  The
 lowering registers a consumer (tap function, transforms, tree structure, leaf types) with
 the runtime, owned by the module being lowered (so that it lives as long as the executable
-compiled from it, and no longer), and emits a custom call to the runtime's tap target (`emit_tap_custom_call`),
-which copies the values into the device's tap queue; a receiver thread per device calls
+compiled from it, and no longer), and emits a custom call to the runtime's tap target
+(`callbacks.common.emit_queue_call`), which copies the values into the device's tap queue; a receiver thread per device calls
 the tap functions (see `minijax.runtime.taps`).
 
 Transformations follow JAX's host_callback, in one of two semantics chosen by
@@ -51,7 +51,6 @@ import warnings
 from typing import Any, Callable
 
 import numpy as np
-from jaxlib.mlir import ir
 
 from minijax import tree_util
 from minijax.api_util import function_key
@@ -326,32 +325,6 @@ def _id_tap_abstract_eval(*avals, effect, **params):
 
 
 id_tap_p.def_effectful_abstract_eval(_id_tap_abstract_eval)
-
-
-def emit_tap_custom_call(consumer_id: int, token: ir.Value | None, operands, *,
-                         host_callbacks: list, sharding: str | None = None,
-                         ctx=None) -> ir.Value | None:
-  """Emits, at the current insertion point, the custom call that sends `operands` to the
-  consumer `consumer_id` (from `register_consumer`) through the tap mechanism in use:
-
-      %t1 = mhlo.custom_call @minijax_tap(%t0, %x, %y) {api_version = 4 : i32,
-          has_side_effect = true, backend_config = {consumer = 7 : i64}}
-          : (!mhlo.token, tensor<3xf32>, tensor<i32>) -> !mhlo.token
-
-  With a `token` (an ordered tap) the call is sequenced after it and returns the next
-  token; without one it returns no token, and `has_side_effect` keeps XLA from dropping it.
-  For the callback mechanism the target is jaxlib's Python callback, and the host callable
-  is appended to `host_callbacks` (the module's list, compiled with the executable).
-  Given the rule's `ctx`, the native call also returns the operands it may alias in place
-  (see `callbacks.common.emit_queue_call`), which the rule reads back from
-  `ctx.replaced_operands`.
-
-  In a module for several devices the call carries `sharding` (`spmd.side_effect_sharding`):
-  `{manual}` inside `pmap`/`shard_map`, where every device runs its own call and its
-  device's receiver gets the tap; one device elsewhere."""
-  return callbacks_common.emit_tap_call(consumer_id, token, operands,
-                                        host_callbacks=host_callbacks, sharding=sharding,
-                                        ctx=ctx)
 
 
 def _id_tap_lowering(ctx, *args, tap_func_, arg_treedef_, nr_tapped_args_, transforms, effect):
