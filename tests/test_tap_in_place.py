@@ -15,15 +15,26 @@ N = 1 << 14  # 64 KiB of float32: large enough for the tap queue's pooled buffer
 STEPS = 6
 
 
-@pytest.fixture(autouse=True, params=["native", "callback"])
-def mechanism(request):
+def _using(name):
   previous = minijax.config.tap_mechanism
-  minijax.config.update("tap_mechanism", request.param)
+  minijax.config.update("tap_mechanism", name)
   hcb.barrier_wait()
   try:
-    yield request.param
+    yield name
   finally:
     minijax.config.update("tap_mechanism", previous)
+
+
+@pytest.fixture(params=["native", "callback"])
+def mechanism(request):
+  """Each behaviour test runs under both tap mechanisms."""
+  yield from _using(request.param)
+
+
+@pytest.fixture
+def native():
+  """Only the native tap call aliases its operands: the lowering tests use it."""
+  yield from _using("native")
 
 
 def start():
@@ -84,7 +95,7 @@ def assert_taps(got, want):
 
 @pytest.mark.parametrize("tap_name", list(TAPS))
 @pytest.mark.parametrize("body_name", list(BODIES))
-def test_every_tap_in_a_loop_sees_its_own_iteration(body_name, tap_name):
+def test_every_tap_in_a_loop_sees_its_own_iteration(mechanism, body_name, tap_name):
   body, step = BODIES[body_name]
   got = []
   tap = TAPS[tap_name](lambda a, t: got.append(np.array(a) if not isinstance(a, tuple)
@@ -96,7 +107,7 @@ def test_every_tap_in_a_loop_sees_its_own_iteration(body_name, tap_name):
   assert_taps(got, want_taps)
 
 
-def test_a_while_loop_with_swapped_carries_taps_each_iteration():
+def test_a_while_loop_with_swapped_carries_taps_each_iteration(mechanism):
   got = []
 
   def body(carry):
@@ -119,9 +130,7 @@ def _copies(text):
   return sum(" copy(" in line for line in text.splitlines())
 
 
-def test_a_tapped_loop_carry_is_aliased_and_not_copied(mechanism):
-  if mechanism != "native":
-    pytest.skip("only the native tap call aliases its operands")
+def test_a_tapped_loop_carry_is_aliased_and_not_copied(native):
   x = start()
   loop = lambda tap: lambda x: fori_loop(0, STEPS, lambda i, v: lax.add(tap(v), 1.0), x)
   tapped = minijax.jit(loop(lambda v: hcb.id_tap(lambda a, t: None, v))).lower(x)
@@ -137,7 +146,5 @@ def test_a_tapped_loop_carry_is_aliased_and_not_copied(mechanism):
     ("a loop invariant", lambda x: fori_loop(
         0, STEPS, lambda i, v: lax.add(v, hcb.id_tap(lambda a, t: None, x)), x)),
 ])
-def test_an_argument_an_invariant_or_a_value_outside_loops_is_not_aliased(mechanism, name, fun):
-  if mechanism != "native":
-    pytest.skip("only the native tap call aliases its operands")
+def test_an_argument_an_invariant_or_a_value_outside_loops_is_not_aliased(native, name, fun):
   assert "output_operand_aliases" not in minijax.jit(fun).lower(start()).as_text()
