@@ -234,9 +234,8 @@ def test_a_debug_callback_that_dispatches_callbacks_gets_a_clear_error():
 
 # ----------------------------------------------------------------------------- processes
 
+@pytest.mark.parametrize("mechanism", ["native"], indirect=True)  # one run covers both
 def test_callbacks_on_two_devices_run_for_each_device_in_order(mechanism):
-  if mechanism == "callback":
-    pytest.skip("one run covers both")
   proc = run_python(textwrap.dedent("""
       import threading
       import numpy as np, minijax
@@ -266,9 +265,8 @@ def test_callbacks_on_two_devices_run_for_each_device_in_order(mechanism):
   assert proc.returncode == 0 and "ok" in proc.stdout, proc.stderr[-3000:]
 
 
+@pytest.mark.parametrize("mechanism", ["native"], indirect=True)  # one run covers both
 def test_without_the_native_extension_callbacks_use_jaxlibs_with_one_warning(mechanism):
-  if mechanism == "callback":
-    pytest.skip("one run covers both")
   proc = run_python(textwrap.dedent("""
       import sys, warnings
       sys.modules["minijax.runtime.host_calls._native"] = None  # as if the build had failed

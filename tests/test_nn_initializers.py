@@ -7,7 +7,6 @@ import numpy as np
 import pytest
 
 import minijax
-import minijax.numpy as jnp
 from minijax import random
 from minijax.nn import initializers as I
 
@@ -37,13 +36,9 @@ JAX_VALUES = {
     "delta_orthogonal": ("I.delta_orthogonal()", (3, 2, 2), [0.0, 0.0, 0.0, 0.0, -0.09528422355651855, 0.9954500794410706, 0.9954500794410706, 0.09528428316116333, 0.0, 0.0, 0.0, 0.0]),
 }
 
-_NEEDS_QR = {"orthogonal", "orthogonal_columns", "delta_orthogonal"}
-
 
 @pytest.mark.parametrize("name", list(JAX_VALUES))
 def test_initializer_values_equal_jax_bit_for_bit(name):
-  if name in _NEEDS_QR and not hasattr(jnp.linalg, "qr"):
-    pytest.skip("random.orthogonal needs minijax.numpy.linalg.qr (issue 11, item 4)")
   expr, shape, expected = JAX_VALUES[name]
   out = eval(expr, {"I": I})(random.PRNGKey(42), shape)
   assert out.shape == shape and out.dtype == np.float32

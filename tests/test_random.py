@@ -25,8 +25,6 @@ from tests.conftest import compiles
 
 pytestmark = pytest.mark.usefixtures("x64_off")
 
-HAS_LINALG = hasattr(jnp.linalg, "cholesky") and hasattr(jnp.linalg, "qr")
-_NEEDS_LINALG = ("multivariate_normal", "orthogonal")
 
 # (expression, dtype, shape, values) recorded from jax 0.10.2
 FACTS = [
@@ -241,14 +239,9 @@ def _assert_bits_equal(got, dtype, shape, values, what):
   assert got.tobytes() == expected.tobytes(), f"{what}:\n got {got.ravel()}\nwant {expected.ravel()}"
 
 
-def _skip_without_linalg(expr):
-  if any(name in expr for name in _NEEDS_LINALG) and not HAS_LINALG:
-    pytest.skip("needs minijax.numpy.linalg (cholesky, qr)")
-
 
 @pytest.mark.parametrize("expr,dtype,shape,values", FACTS, ids=[f[0] for f in FACTS])
 def test_eager_samples_equal_jax_bit_for_bit(expr, dtype, shape, values):
-  _skip_without_linalg(expr)
   _assert_bits_equal(_evaluate(expr), dtype, shape, values, expr)
 
 
@@ -582,7 +575,6 @@ def test_discrete_samplers_hit_each_outcome_at_its_rate():
   np.testing.assert_allclose(np.bincount(firsts, minlength=3) / 4000, p, atol=0.04)
 
 
-@pytest.mark.skipif(not HAS_LINALG, reason="needs minijax.numpy.linalg (cholesky, qr)")
 def test_multivariate_normal_covariance_and_orthogonal_matrices():
   cov = np.array([[2.0, 0.6], [0.6, 1.0]], np.float32)
   mean = np.array([1.0, -1.0], np.float32)

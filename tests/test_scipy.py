@@ -14,7 +14,6 @@ from tests.transform_checks import GradCheck, VmapCheck, run_together
 
 pytestmark = pytest.mark.usefixtures("x64_off")
 
-HAS_LINALG = hasattr(jnp.linalg, "cholesky")
 
 X = np.array([-3., -1., -0.5, 0., 0.3, 1., 2.5, 7.])
 P = np.array([0., 1e-30, 1e-6, 0.01, 0.2, 0.5, 0.7, 0.99, 0.999999, 1.])
@@ -237,10 +236,6 @@ _TOLERANCE32 = {
 }
 
 
-def _needs_linalg(expr):
-  return "np.array([[2., 0.3], [0.3, 1.]])" in expr and not HAS_LINALG
-
-
 def _evaluate(expr):
   out = eval(expr, dict(_NAMESPACE))  # noqa: S307 (the table's own expressions)
   return np.concatenate([np.ravel(np.asarray(o)) for o in out]) if isinstance(out, tuple) \
@@ -251,7 +246,7 @@ def _all_rows_in_one_program():
   """Every row compiled as one program: what each function does when called eagerly too (it
   runs as one compiled call), at the cost of one compile instead of one per row.  A row
   that fails in it is left out and evaluated by its own test."""
-  rows = [expr for expr, _ in FACTS if not _needs_linalg(expr)]
+  rows = [expr for expr, _ in FACTS]
   try:
     return dict(zip(rows, minijax.jit(lambda: [_evaluate_traced(e) for e in rows])()))
   except Exception:
@@ -265,8 +260,6 @@ def float32_results():
 
 @pytest.mark.parametrize("expr,expected", FACTS, ids=[f[0] for f in FACTS])
 def test_float32_values_match_scipy(float32_results, expr, expected):
-  if _needs_linalg(expr):
-    pytest.skip("needs minijax.numpy.linalg.cholesky")
   got = float32_results.get(expr)
   got = _evaluate(expr) if got is None else np.asarray(got)
   assert got.dtype == np.float32, got.dtype
@@ -291,8 +284,6 @@ def _evaluate_traced(expr):
 
 @pytest.mark.parametrize("expr,expected", FACTS, ids=[f[0] for f in FACTS])
 def test_float64_values_match_scipy(float64_results, x64, expr, expected):
-  if _needs_linalg(expr):
-    pytest.skip("needs minijax.numpy.linalg.cholesky")
   got = float64_results.get(expr)
   got = _evaluate(expr) if got is None else np.asarray(got)
   assert got.dtype == np.float64, got.dtype
