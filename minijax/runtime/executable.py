@@ -76,7 +76,36 @@ _take_interrupt = taps.take_interrupt
 
 
 
-class Executable:
+class CompiledProgram:
+  """What every compiled program answers, for one device (`Executable`) or several
+  (`sharded_executable.ShardedExecutable`): its HLO, XLA's cost analysis, and errors
+  clearer than jaxlib's.  Subclasses hold `name`, `in_avals`, `out_avals`, jaxlib's loaded
+  executable `_exe`, check arguments in `_prepare` and say where they run in `_placement`."""
+
+  def _diagnose(self, args, err: Exception) -> None:
+    """Raises a clearer error than jaxlib's when the arguments are at fault; else returns."""
+    try:
+      self._prepare(args)
+    except (TypeError, RuntimeError) as clearer:
+      raise clearer from err
+
+  def _describe(self) -> str:
+    return f"the computation {self.name!r} compiled for {self._placement()}"
+
+  def as_text(self) -> str:
+    """XLA's optimized HLO (for several devices, one device's partitioned program)."""
+    return self._exe.get_hlo_text()
+
+  def cost_analysis(self) -> dict:
+    return self._exe.cost_analysis()
+
+  def __repr__(self):
+    ins = ", ".join(a.str_short() for a in self.in_avals)
+    outs = ", ".join(a.str_short() for a in self.out_avals)
+    return f"{type(self).__name__}({self.name}: ({ins}) -> ({outs}) on {self._placement()})"
+
+
+class Executable(CompiledProgram):
   """A module compiled for one device; call it with one argument per array parameter."""
 
   def __init__(self, loaded, *, name: str, device, in_avals, out_avals, donated_args,
@@ -354,27 +383,8 @@ class Executable:
       prepared.append(arg)
     return prepared
 
-  def _diagnose(self, args, err: Exception) -> None:
-    """Raises a clearer error than jaxlib's when the arguments are at fault; else returns."""
-    try:
-      self._prepare(args)
-    except (TypeError, RuntimeError) as clearer:
-      raise clearer from err
-
-  def _describe(self) -> str:
-    return f"the computation {self.name!r} compiled for {self.device}"
-
-  def as_text(self) -> str:
-    """XLA's optimized HLO for this executable."""
-    return self._exe.get_hlo_text()
-
-  def cost_analysis(self) -> dict:
-    return self._exe.cost_analysis()
-
-  def __repr__(self):
-    ins = ", ".join(a.str_short() for a in self.in_avals)
-    outs = ", ".join(a.str_short() for a in self.out_avals)
-    return f"Executable({self.name}: ({ins}) -> ({outs}) on {self.device})"
+  def _placement(self) -> str:
+    return str(self.device)
 
 
 def _run_on_the_dispatching_thread(*args):

@@ -45,6 +45,7 @@ from minijax.core.avals import ShapedArray
 from minijax.core.dtypes import PYTHON_SCALARS
 from minijax.runtime import backend, sharded, taps
 from minijax.runtime.array import Array, _DELETED_MESSAGE, device_put
+from minijax.runtime.executable import CompiledProgram
 from minijax.runtime.tokens import TOKEN_AVAL, GroupToken, runtime_tokens
 
 logger = logging.getLogger("minijax")
@@ -66,7 +67,7 @@ def _limit_in_flight(status) -> None:
     oldest.block_until_ready()
 
 
-class ShardedExecutable:
+class ShardedExecutable(CompiledProgram):
   """A program partitioned over `devices`; call it with one argument per array parameter."""
 
   def __init__(self, loaded, *, name: str, devices, in_avals, out_avals, in_shardings,
@@ -229,26 +230,8 @@ class ShardedExecutable:
       return x
     return sharded.reshard(x, sharding)
 
-  def _diagnose(self, args, err: Exception) -> None:
-    try:
-      self._prepare(args)
-    except (TypeError, RuntimeError) as clearer:
-      raise clearer from err
-
-  def _describe(self) -> str:
-    return f"the computation {self.name!r} compiled for {len(self.devices)} devices"
-
-  def as_text(self) -> str:
-    """XLA's optimized HLO, after partitioning (one device's program)."""
-    return self._exe.get_hlo_text()
-
-  def cost_analysis(self) -> dict:
-    return self._exe.cost_analysis()
-
-  def __repr__(self):
-    ins = ", ".join(a.str_short() for a in self.in_avals)
-    outs = ", ".join(a.str_short() for a in self.out_avals)
-    return f"ShardedExecutable({self.name}: ({ins}) -> ({outs}) on {len(self.devices)} devices)"
+  def _placement(self) -> str:
+    return f"{len(self.devices)} devices"
 
 
 def _output_sharding(op_sharding, ndim: int, devices: tuple, mesh) -> sharding_lib.Sharding:
