@@ -14,7 +14,7 @@ from typing import Callable
 import numpy as np
 
 from minijax import lax, tree_util
-from minijax.api_util import flat_arg_names, normalize_argnums
+from minijax.api_util import broadcast_prefix, flat_arg_names, normalize_argnums
 from minijax.core import dtypes
 from minijax.core.avals import ShapedArray, get_aval
 from minijax.core.jaxpr import ClosedJaxpr
@@ -417,20 +417,11 @@ def hessian(fun: Callable, argnums=0, has_aux: bool = False, holomorphic: bool =
 # ----------------------------------------------------------------------------- vmap
 
 def _broadcast_prefix(prefix, tree, what: str) -> list:
-  spec_leaves, spec_tree = tree_util.tree_flatten(prefix, is_leaf=lambda x: x is None)
-  try:
-    subtrees = spec_tree.flatten_up_to(tree)
-  except (ValueError, TypeError):
-    raise ValueError(f"vmap {what} specification must be a tree prefix of the corresponding "
-                     f"value, got specification {prefix} for value tree "
-                     f"{tree_util.tree_structure(tree)}.") from None
-  out = []
-  for spec, sub in zip(spec_leaves, subtrees):
+  def check(spec):
     if spec is not None and not isinstance(spec, int):
       raise ValueError(f"vmap {what} must be an int, None, or a (nested) tuple of those; "
                        f"got {spec!r}")
-    out.extend([spec] * len(tree_util.tree_leaves(sub)))
-  return out
+  return broadcast_prefix(prefix, tree, transform="vmap", what=what, check_leaf=check)
 
 
 def vmap(fun: Callable, in_axes=0, out_axes=0, axis_size: int | None = None,

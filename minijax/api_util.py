@@ -31,6 +31,26 @@ def normalize_argnums(argnums) -> tuple[int, ...]:
   return tuple(argnums)
 
 
+def broadcast_prefix(prefix, tree, *, transform: str, what: str,
+                     check_leaf: Callable[[Any], None] | None = None) -> list:
+  """One entry of `prefix` (an `in_axes`-like tree, `None` a leaf) for each leaf of `tree`,
+  of which it must be a tree prefix; `check_leaf` is called on each of `prefix`'s leaves
+  (and raises the transformation's own error for a bad one)."""
+  spec_leaves, spec_tree = tree_util.tree_flatten(prefix, is_leaf=lambda x: x is None)
+  try:
+    subtrees = spec_tree.flatten_up_to(tree)
+  except (ValueError, TypeError):
+    raise ValueError(f"{transform} {what} specification must be a tree prefix of the "
+                     f"corresponding value, got specification {prefix} for value tree "
+                     f"{tree_util.tree_structure(tree)}.") from None
+  out = []
+  for spec, sub in zip(spec_leaves, subtrees):
+    if check_leaf is not None:
+      check_leaf(spec)
+    out.extend([spec] * len(tree_util.tree_leaves(sub)))
+  return out
+
+
 class SameObject:
   """Compares and hashes by the identity of `obj`, which it keeps alive (so that its id
   cannot be reused while the key exists)."""

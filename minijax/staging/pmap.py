@@ -28,7 +28,7 @@ from typing import Callable
 import numpy as np
 
 from minijax import tree_util
-from minijax.api_util import normalize_argnums
+from minijax.api_util import broadcast_prefix, normalize_argnums
 from minijax.core import sharding as sharding_lib
 from minijax.core.avals import get_aval
 from minijax.core.trace import EvalTrace, current_trace
@@ -57,20 +57,11 @@ def _spec(axis_name, ax) -> P:
 
 
 def _broadcast_axes(axes, tree, what: str) -> list:
-  leaves, axes_tree = tree_util.tree_flatten(axes, is_leaf=lambda x: x is None)
-  try:
-    subtrees = axes_tree.flatten_up_to(tree)
-  except (ValueError, TypeError):
-    raise ValueError(f"pmap {what} specification must be a tree prefix of the corresponding "
-                     f"value, got specification {axes} for value tree "
-                     f"{tree_util.tree_structure(tree)}.") from None
-  out = []
-  for ax, sub in zip(leaves, subtrees):
+  def check(ax):
     if ax is not None and not isinstance(ax, int):
       raise TypeError(f"pmap {what} must be an int, None, or (nested) container with those "
                       f"types as leaves, but got {ax!r}.")
-    out.extend([ax] * len(tree_util.tree_leaves(sub)))
-  return out
+  return broadcast_prefix(axes, tree, transform="pmap", what=what, check_leaf=check)
 
 
 def pmap(fun: Callable, axis_name=None, *, in_axes=0, out_axes=0,
