@@ -1,6 +1,7 @@
 import logging
 import os
 import sys
+from typing import Callable
 
 import pytest
 
@@ -60,3 +61,22 @@ def compiles(caplog, fn) -> list[str]:
     return [r.getMessage() for r in caplog.records if "Compiled" in r.getMessage()]
   finally:
     minijax.config.update("log_compiles", False)
+
+
+def using_tap_mechanism(name: str, barrier: Callable[[], None], ignore=()):
+  """A fixture body that runs a test under tap mechanism `name` ("native" or "callback"):
+  `barrier()` before and after (what the test left pending is waited for; exceptions of
+  the types in `ignore` are dropped there), then the previous mechanism restored."""
+  import minijax
+  previous = minijax.config.tap_mechanism
+  minijax.config.update("tap_mechanism", name)
+  barrier()
+  try:
+    yield name
+  finally:
+    try:
+      barrier()
+    except ignore:
+      pass
+    finally:
+      minijax.config.update("tap_mechanism", previous)

@@ -11,6 +11,7 @@ from minijax import lax
 from minijax.callbacks import DebugEffect, IOEffect, OrderedDebugEffect, OrderedIOEffect
 from minijax.experimental import io_callback
 from minijax.interpreters import partial_eval as pe
+from tests.conftest import using_tap_mechanism
 
 S = minijax.ShapeDtypeStruct
 F32 = S((), np.float32)
@@ -18,16 +19,7 @@ F32 = S((), np.float32)
 
 @pytest.fixture(autouse=True, params=["native", "callback"])
 def mechanism(request):
-  previous = minijax.config.tap_mechanism
-  minijax.config.update("tap_mechanism", request.param)
-  minijax.effects_barrier()
-  try:
-    yield request.param
-  finally:
-    try:
-      minijax.effects_barrier()
-    finally:
-      minijax.config.update("tap_mechanism", previous)
+  yield from using_tap_mechanism(request.param, minijax.effects_barrier)
 
 
 class Calls:

@@ -12,7 +12,7 @@ import minijax
 from minijax import lax
 from minijax.experimental import io_callback
 from minijax.runtime import host_calls
-from tests.conftest import run_python
+from tests.conftest import run_python, using_tap_mechanism
 
 S = minijax.ShapeDtypeStruct
 F32 = S((), np.float32)
@@ -21,16 +21,7 @@ I32 = S((), np.int32)
 
 @pytest.fixture(autouse=True, params=["native", "callback"])
 def mechanism(request):
-  previous = minijax.config.tap_mechanism
-  minijax.config.update("tap_mechanism", request.param)
-  minijax.effects_barrier()
-  try:
-    yield request.param
-  finally:
-    try:
-      minijax.effects_barrier()
-    finally:
-      minijax.config.update("tap_mechanism", previous)
+  yield from using_tap_mechanism(request.param, minijax.effects_barrier)
 
 
 def _loop(body, n):

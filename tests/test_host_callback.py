@@ -11,22 +11,12 @@ import pytest
 import minijax
 from minijax import lax
 from minijax.experimental import host_callback as hcb
-from tests.conftest import run_python
+from tests.conftest import run_python, using_tap_mechanism
 
 
 @pytest.fixture(autouse=True, params=["native", "callback"])
 def mechanism(request):
-  previous = minijax.config.tap_mechanism
-  minijax.config.update("tap_mechanism", request.param)
-  hcb.barrier_wait()
-  try:
-    yield request.param
-  finally:
-    try:
-      hcb.barrier_wait()
-    except hcb.TapFunctionException:
-      pass
-    minijax.config.update("tap_mechanism", previous)
+  yield from using_tap_mechanism(request.param, hcb.barrier_wait, hcb.TapFunctionException)
 
 
 class Recorder:

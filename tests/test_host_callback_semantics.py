@@ -11,19 +11,12 @@ import pytest
 
 import minijax
 from minijax.experimental import host_callback as hcb
+from tests.conftest import using_tap_mechanism
 
 
 @pytest.fixture(params=["native", "callback"])
 def mechanism(request):
-  previous = minijax.config.tap_mechanism
-  minijax.config.update("tap_mechanism", request.param)
-  hcb.barrier_wait()
-  yield request.param
-  try:
-    hcb.barrier_wait()
-  except hcb.CallbackException:
-    pass
-  minijax.config.update("tap_mechanism", previous)
+  yield from using_tap_mechanism(request.param, hcb.barrier_wait, hcb.CallbackException)
 
 
 @pytest.fixture(params=["seed", "jax"])

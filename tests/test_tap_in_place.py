@@ -10,31 +10,22 @@ import minijax
 from minijax import lax
 from minijax.experimental import host_callback as hcb
 from minijax.lax.control_flow import fori_loop, while_loop
+from tests.conftest import using_tap_mechanism
 
 N = 1 << 14  # 64 KiB of float32: large enough for the tap queue's pooled buffers
 STEPS = 6
 
 
-def _using(name):
-  previous = minijax.config.tap_mechanism
-  minijax.config.update("tap_mechanism", name)
-  hcb.barrier_wait()
-  try:
-    yield name
-  finally:
-    minijax.config.update("tap_mechanism", previous)
-
-
 @pytest.fixture(params=["native", "callback"])
 def mechanism(request):
   """Each behaviour test runs under both tap mechanisms."""
-  yield from _using(request.param)
+  yield from using_tap_mechanism(request.param, hcb.barrier_wait)
 
 
 @pytest.fixture
 def native():
   """Only the native tap call aliases its operands: the lowering tests use it."""
-  yield from _using("native")
+  yield from using_tap_mechanism("native", hcb.barrier_wait)
 
 
 def start():

@@ -33,6 +33,7 @@ from minijax.runtime import backend, executable
 from minijax.runtime import taps
 from minijax.runtime.array import device_put
 from minijax.runtime.taps.queues import queues
+from tests.conftest import using_tap_mechanism
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -157,13 +158,7 @@ class Recorder:
 
 @pytest.fixture(params=["native", "callback"])
 def mechanism(request):
-  saved = config.tap_mechanism
-  config.update("tap_mechanism", request.param)
-  try:
-    yield request.param
-  finally:
-    taps.barrier_wait()
-    config.update("tap_mechanism", saved)
+  yield from using_tap_mechanism(request.param, taps.barrier_wait)
 
 
 f32 = np.float32
