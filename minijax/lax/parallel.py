@@ -85,6 +85,20 @@ def _scalar(value, dtype):
   return full((), value, dtype)
 
 
+def _map_outside_frame(primitive, x, d, params: dict, *dimension_params: str):
+  """A collective over named axes other than the vmapped one runs on the whole batch: with
+  the batch dimension first, and its `dimension_params` shifted past it."""
+  if d is None:
+    return primitive.bind(x, **params), None
+  shifted = {k: params[k] + 1 for k in dimension_params}
+  return primitive.bind(_moveaxis(x, d, 0), **dict(params, **shifted)), 0
+
+
+def _only_the_frame(what: str, axis_name: tuple, frame_name) -> None:
+  if axis_name != (frame_name,):
+    raise NotImplementedError(f"{what} over a vmapped axis together with other axes")
+
+
 def _region_op(kind: str, dtype):
   if dtype == dtypes.bool_:
     return {"sum": mhlo.OrOp, "max": mhlo.OrOp, "min": mhlo.AndOp}[kind]
@@ -312,12 +326,8 @@ def _all_gather_collective_batcher(frame_name, frame_size, vals, dims, *, axis_n
   params = dict(axis_name=axis_name, all_gather_dimension=all_gather_dimension,
                 axis_size=axis_size, tiled=tiled)
   if frame_name not in axis_name:
-    if d is None:
-      return all_gather_p.bind(x, **params), None
-    x = _moveaxis(x, d, 0)
-    return all_gather_p.bind(x, **dict(params, all_gather_dimension=all_gather_dimension + 1)), 0
-  if axis_name != (frame_name,):
-    raise NotImplementedError("all_gather over a vmapped axis together with other axes")
+    return _map_outside_frame(all_gather_p, x, d, params, "all_gather_dimension")
+  _only_the_frame("all_gather", axis_name, frame_name)
   x = _front(x, d, frame_size)
   out = _moveaxis(x, 0, all_gather_dimension)
   if tiled:
@@ -404,12 +414,8 @@ def _reduce_scatter_batcher(frame_name, frame_size, vals, dims, *, axis_name,
   params = dict(axis_name=axis_name, scatter_dimension=scatter_dimension,
                 axis_size=axis_size, tiled=tiled)
   if frame_name not in axis_name:
-    if d is None:
-      return reduce_scatter_p.bind(x, **params), None
-    x = _moveaxis(x, d, 0)
-    return reduce_scatter_p.bind(x, **dict(params, scatter_dimension=scatter_dimension + 1)), 0
-  if axis_name != (frame_name,):
-    raise NotImplementedError("psum_scatter over a vmapped axis together with other axes")
+    return _map_outside_frame(reduce_scatter_p, x, d, params, "scatter_dimension")
+  _only_the_frame("psum_scatter", axis_name, frame_name)
   if d is None:
     total = x if get_aval(x).dtype == dtypes.bool_ else mul(x, _scalar(frame_size, get_aval(x).dtype))
   else:
@@ -479,8 +485,7 @@ def _ppermute_batcher(frame_name, frame_size, vals, dims, *, axis_name, perm):
   (x,), (d,) = vals, dims
   if frame_name not in axis_name:
     return ppermute_p.bind(x, axis_name=axis_name, perm=perm), d
-  if axis_name != (frame_name,):
-    raise NotImplementedError("ppermute over a vmapped axis together with other axes")
+  _only_the_frame("ppermute", axis_name, frame_name)
   x = _front(x, d, frame_size)
   source_of = {t: s for s, t in perm}
   zeros = None
@@ -578,13 +583,8 @@ def _all_to_all_batcher(frame_name, frame_size, vals, dims, *, axis_name, split_
   params = dict(axis_name=axis_name, split_axis=split_axis, concat_axis=concat_axis,
                 axis_size=axis_size)
   if frame_name not in axis_name:
-    if d is None:
-      return all_to_all_p.bind(x, **params), None
-    x = _moveaxis(x, d, 0)
-    return all_to_all_p.bind(x, **dict(params, split_axis=split_axis + 1,
-                                       concat_axis=concat_axis + 1)), 0
-  if axis_name != (frame_name,):
-    raise NotImplementedError("all_to_all over a vmapped axis together with other axes")
+    return _map_outside_frame(all_to_all_p, x, d, params, "split_axis", "concat_axis")
+  _only_the_frame("all_to_all", axis_name, frame_name)
   x = _front(x, d, frame_size)
   shape = get_aval(x).shape  # (members, *block shape)
   if split_axis != concat_axis:
