@@ -337,8 +337,7 @@ def _all_gather_collective_batcher(frame_name, frame_size, vals, dims, *, axis_n
   return out, None
 
 
-def _all_gather_transpose(ct, x, *, axis_name, all_gather_dimension, axis_size, tiled):
-  ct = ad.instantiate_zeros(ct)
+def _all_gather_transpose(ct, *, axis_name, all_gather_dimension, axis_size, tiled):
   return [reduce_scatter_p.bind(ct, axis_name=axis_name,
                                 scatter_dimension=all_gather_dimension,
                                 axis_size=axis_size, tiled=tiled)]
@@ -346,8 +345,7 @@ def _all_gather_transpose(ct, x, *, axis_name, all_gather_dimension, axis_size, 
 
 all_gather_p.def_abstract_eval(_all_gather_abstract_eval)
 mlir.register_lowering(all_gather_p, _all_gather_lowering)
-ad.defjvp(all_gather_p, lambda t, x, **params: all_gather_p.bind(t, **params))
-ad.primitive_transposes[all_gather_p] = _all_gather_transpose
+ad.deflinear(all_gather_p, _all_gather_transpose)
 batching.collective_batchers[all_gather_p] = _all_gather_collective_batcher
 
 
@@ -428,16 +426,14 @@ def _reduce_scatter_batcher(frame_name, frame_size, vals, dims, *, axis_name,
   return total, scatter_dimension
 
 
-def _reduce_scatter_transpose(ct, x, *, axis_name, scatter_dimension, axis_size, tiled):
-  ct = ad.instantiate_zeros(ct)
+def _reduce_scatter_transpose(ct, *, axis_name, scatter_dimension, axis_size, tiled):
   return [all_gather_p.bind(ct, axis_name=axis_name, all_gather_dimension=scatter_dimension,
                             axis_size=axis_size, tiled=tiled)]
 
 
 reduce_scatter_p.def_abstract_eval(_reduce_scatter_abstract_eval)
 mlir.register_lowering(reduce_scatter_p, _reduce_scatter_lowering)
-ad.defjvp(reduce_scatter_p, lambda t, x, **params: reduce_scatter_p.bind(t, **params))
-ad.primitive_transposes[reduce_scatter_p] = _reduce_scatter_transpose
+ad.deflinear(reduce_scatter_p, _reduce_scatter_transpose)
 batching.collective_batchers[reduce_scatter_p] = _reduce_scatter_batcher
 
 
@@ -501,15 +497,13 @@ def _ppermute_batcher(frame_name, frame_size, vals, dims, *, axis_name, perm):
   return concatenate(rows, 0), 0
 
 
-def _ppermute_transpose(ct, x, *, axis_name, perm):
-  ct = ad.instantiate_zeros(ct)
+def _ppermute_transpose(ct, *, axis_name, perm):
   return [ppermute_p.bind(ct, axis_name=axis_name, perm=tuple((t, s) for s, t in perm))]
 
 
 ppermute_p.def_abstract_eval(_ppermute_abstract_eval)
 mlir.register_lowering(ppermute_p, _ppermute_lowering)
-ad.defjvp(ppermute_p, lambda t, x, **params: ppermute_p.bind(t, **params))
-ad.primitive_transposes[ppermute_p] = _ppermute_transpose
+ad.deflinear(ppermute_p, _ppermute_transpose)
 batching.collective_batchers[ppermute_p] = _ppermute_batcher
 
 
@@ -608,16 +602,14 @@ def _all_to_all_batcher(frame_name, frame_size, vals, dims, *, axis_name, split_
   return y, 0
 
 
-def _all_to_all_transpose(ct, x, *, axis_name, split_axis, concat_axis, axis_size):
-  ct = ad.instantiate_zeros(ct)
+def _all_to_all_transpose(ct, *, axis_name, split_axis, concat_axis, axis_size):
   return [all_to_all_p.bind(ct, axis_name=axis_name, split_axis=concat_axis,
                             concat_axis=split_axis, axis_size=axis_size)]
 
 
 all_to_all_p.def_abstract_eval(_all_to_all_abstract_eval)
 mlir.register_lowering(all_to_all_p, _all_to_all_lowering)
-ad.defjvp(all_to_all_p, lambda t, x, **params: all_to_all_p.bind(t, **params))
-ad.primitive_transposes[all_to_all_p] = _all_to_all_transpose
+ad.deflinear(all_to_all_p, _all_to_all_transpose)
 batching.collective_batchers[all_to_all_p] = _all_to_all_batcher
 
 
