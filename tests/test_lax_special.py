@@ -13,7 +13,8 @@ import pytest
 
 import minijax
 from minijax import lax
-from tests.transform_checks import GradCheck, VmapCheck, run_together
+from tests.transform_checks import (VmapCheck, gradient_checks_in_x64, run_together,
+                                    verify_gradient_check)
 
 pytestmark = pytest.mark.usefixtures("x64_off")
 
@@ -201,22 +202,12 @@ GRADS = {
 
 @pytest.fixture(scope="module")
 def grad_results():
-  minijax.config.update("enable_x64", True)
-  try:
-    checks = {n: GradCheck(f, args, order=order, rtol=1e-5, atol=1e-6)
-              for n, (f, args, order) in GRADS.items()}
-    return checks, run_together(checks)
-  finally:
-    minijax.config.update("enable_x64", False)
+  return gradient_checks_in_x64(GRADS)
 
 
 @pytest.mark.parametrize("name", list(GRADS))
 def test_gradients_match_finite_differences(grad_results, x64, name):
-  checks, results = grad_results
-  if name in results:
-    checks[name].verify(results[name])
-  else:
-    checks[name].run()
+  verify_gradient_check(grad_results, name)
 
 
 def test_vmap_matches_a_loop_over_slices():

@@ -121,6 +121,28 @@ def run_together(checks: dict) -> dict:
 GradCheck.inputs = lambda self: (self.args, self.vs)
 
 
+def gradient_checks_in_x64(grads: dict) -> tuple[dict, dict]:
+  """`name -> (f, args, order)` as float64 `GradCheck`s, run together as one program:
+  `(checks, results)` for `verify_gradient_check` (results may miss a check whose
+  program failed)."""
+  minijax.config.update("enable_x64", True)
+  try:
+    checks = {n: GradCheck(f, args, order=order, rtol=1e-5, atol=1e-6)
+              for n, (f, args, order) in grads.items()}
+    return checks, run_together(checks)
+  finally:
+    minijax.config.update("enable_x64", False)
+
+
+def verify_gradient_check(checks_and_results: tuple[dict, dict], name: str) -> None:
+  """Checks the results of `name` from `gradient_checks_in_x64`, or runs it alone."""
+  checks, results = checks_and_results
+  if name in results:
+    checks[name].verify(results[name])
+  else:
+    checks[name].run()
+
+
 def batched(rng, x, axis, size):
   """`size` random values like `x`, stacked along `axis` (x itself when axis is None)."""
   if axis is None:
