@@ -31,20 +31,30 @@ def normalize_argnums(argnums) -> tuple[int, ...]:
   return tuple(argnums)
 
 
-def broadcast_prefix(prefix, tree, *, transform: str, what: str,
-                     check_leaf: Callable[[Any], None] | None = None) -> list:
-  """One entry of `prefix` (an `in_axes`-like tree, `None` a leaf) for each leaf of `tree`,
-  of which it must be a tree prefix; `check_leaf` is called on each of `prefix`'s leaves
-  (and raises the transformation's own error for a bad one)."""
-  spec_leaves, spec_tree = tree_util.tree_flatten(prefix, is_leaf=lambda x: x is None)
+def prefix_pairs(prefix, tree, *, is_leaf: Callable[[Any], bool],
+                 mismatch: Callable[[], Exception]) -> list[tuple[Any, Any]]:
+  """`(leaf of prefix, the subtree of tree it covers)` for each leaf of `prefix`, a tree
+  prefix of `tree` (`is_leaf` says which nodes of `prefix` are leaves); `mismatch()` is
+  raised when it is not a prefix."""
+  spec_leaves, spec_tree = tree_util.tree_flatten(prefix, is_leaf=is_leaf)
   try:
     subtrees = spec_tree.flatten_up_to(tree)
   except (ValueError, TypeError):
-    raise ValueError(f"{transform} {what} specification must be a tree prefix of the "
-                     f"corresponding value, got specification {prefix} for value tree "
-                     f"{tree_util.tree_structure(tree)}.") from None
+    raise mismatch() from None
+  return list(zip(spec_leaves, subtrees))
+
+
+def broadcast_prefix(prefix, tree, *, transform: str, what: str,
+                     check_leaf: Callable[[Any], None] | None = None) -> list:
+  """One entry of `prefix` (an `in_axes`-like tree, `None` a leaf) for each leaf of `tree`;
+  `check_leaf` is called on each of `prefix`'s leaves (and raises the transformation's
+  own error for a bad one)."""
+  def mismatch():
+    return ValueError(f"{transform} {what} specification must be a tree prefix of the "
+                      f"corresponding value, got specification {prefix} for value tree "
+                      f"{tree_util.tree_structure(tree)}.")
   out = []
-  for spec, sub in zip(spec_leaves, subtrees):
+  for spec, sub in prefix_pairs(prefix, tree, is_leaf=lambda x: x is None, mismatch=mismatch):
     if check_leaf is not None:
       check_leaf(spec)
     out.extend([spec] * len(tree_util.tree_leaves(sub)))

@@ -29,7 +29,7 @@ import weakref
 from typing import Any, Callable
 
 from minijax import tree_util
-from minijax.api_util import DebugInfo, flat_arg_names, fun_name, resolve_argnums
+from minijax.api_util import DebugInfo, flat_arg_names, fun_name, prefix_pairs, resolve_argnums
 from minijax.config import config
 from minijax.core import sharding as sharding_lib
 from minijax.core import trace as trace_lib
@@ -455,21 +455,12 @@ def _is_sharding_leaf(x) -> bool:
 
 def _flat_shardings(spec, tree, what: str, fun_name: str) -> list:
   """One sharding (or None) per leaf of `tree`, from `spec`, a pytree prefix of it."""
-  if _is_sharding_leaf(spec):
-    leaves, spec_tree = [spec], None
-  else:
-    leaves, spec_tree = tree_util.tree_flatten(spec, is_leaf=_is_sharding_leaf)
-  if spec_tree is None:
-    subtrees = [tree]
-  else:
-    try:
-      subtrees = spec_tree.flatten_up_to(tree)
-    except (ValueError, TypeError):
-      raise ValueError(f"jit {what} of {fun_name} ({spec}) is not a pytree prefix of the "
-                       f"{'positional arguments' if what == 'in_shardings' else 'outputs'} "
-                       f"{tree_util.tree_structure(tree)}") from None
+  def mismatch():
+    return ValueError(f"jit {what} of {fun_name} ({spec}) is not a pytree prefix of the "
+                      f"{'positional arguments' if what == 'in_shardings' else 'outputs'} "
+                      f"{tree_util.tree_structure(tree)}")
   out = []
-  for s, sub in zip(leaves, subtrees):
+  for s, sub in prefix_pairs(spec, tree, is_leaf=_is_sharding_leaf, mismatch=mismatch):
     if isinstance(s, sharding_lib.PartitionSpec):
       mesh = sharding_lib.current_mesh()
       if mesh is None:
