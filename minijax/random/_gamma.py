@@ -33,7 +33,7 @@ from minijax.custom_derivatives import custom_jvp
 from minijax.random import _keys
 from minijax.random._keys import unwrap
 from minijax.random._samplers import (_exponential, _normal_real, _split2, _uniform,
-                                      check_shape, compiled, float_dtype, shape_of_params)
+                                      check_shape, compiled, float_dtype, sample_with_params)
 
 
 def _gamma_one(key, alpha, log_space):
@@ -150,12 +150,7 @@ def loggamma(key, a, shape=None, dtype=None):
 
 def beta(key, a, b, shape=None, dtype=None):
   """Samples of Beta(a, b), as a ratio of gamma samples."""
-  data, _ = unwrap("beta", key)
-  dtype = float_dtype("beta", dtype)
-  if shape is not None:
-    shape = _keys.shape_tuple(shape, "beta")
-  shape = shape_of_params("beta", shape, a, b)
-  return compiled(_beta, shape=shape, dtype=dtype)(data, a, b)
+  return sample_with_params("beta", _beta, key, shape, dtype, a, b)
 
 
 def _beta(key, a, b, *, shape, dtype):
@@ -200,12 +195,7 @@ def _softmax_last(x):
 
 def t(key, df, shape=None, dtype=None):
   """Samples of Student's t distribution with `df` degrees of freedom."""
-  data, _ = unwrap("t", key)
-  dtype = float_dtype("t", dtype)
-  if shape is not None:
-    shape = _keys.shape_tuple(shape, "t")
-  shape = shape_of_params("t", shape, df)
-  return compiled(_t, shape=shape, dtype=dtype)(data, df)
+  return sample_with_params("t", _t, key, shape, dtype, df)
 
 
 def _t(key, df, *, shape, dtype):
@@ -219,12 +209,7 @@ def _t(key, df, *, shape, dtype):
 
 def chisquare(key, df, shape=None, dtype=None):
   """Samples of the chi-squared distribution with `df` degrees of freedom."""
-  data, _ = unwrap("chisquare", key)
-  dtype = float_dtype("chisquare", dtype)
-  if shape is not None:
-    shape = _keys.shape_tuple(shape, "chisquare")
-  shape = shape_of_params("chisquare", shape, df)
-  return compiled(_chisquare, shape=shape, dtype=dtype)(data, df)
+  return sample_with_params("chisquare", _chisquare, key, shape, dtype, df)
 
 
 def _chisquare(key, df, *, shape, dtype):
@@ -239,12 +224,7 @@ def _chisquare(key, df, *, shape, dtype):
 def f(key, dfnum, dfden, shape=None, dtype=None):
   """Samples of the F distribution: a ratio of chi-squared samples over their degrees of
   freedom."""
-  data, _ = unwrap("f", key)
-  dtype = float_dtype("f", dtype)
-  if shape is not None:
-    shape = _keys.shape_tuple(shape, "f")
-  shape = shape_of_params("f", shape, dfnum, dfden)
-  return compiled(_f, shape=shape, dtype=dtype)(data, dfnum, dfden)
+  return sample_with_params("f", _f, key, shape, dtype, dfnum, dfden)
 
 
 def _f(key, dfnum, dfden, *, shape, dtype):

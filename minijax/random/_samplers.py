@@ -67,6 +67,17 @@ def check_shape(name: str, shape: tuple, *param_shapes) -> None:
                        f"shape argument, but got result {joint} for shape argument {shape}.")
 
 
+def sample_with_params(name: str, impl, key, shape, dtype, *params):
+  """A float sampler's checks and run: the key, the dtype, the shape (the parameters'
+  broadcast shape when None, as in JAX), then `impl` as one compiled program."""
+  data, _ = unwrap(name, key)
+  dtype = float_dtype(name, dtype)
+  if shape is not None:
+    shape = _keys.shape_tuple(shape, name)
+  shape = shape_of_params(name, shape, *params)
+  return compiled(impl, shape=shape, dtype=dtype)(data, *params)
+
+
 def shape_of_params(name: str, shape, *params) -> tuple:
   shapes = [np.shape(p) for p in params]
   if shape is None:
@@ -158,12 +169,7 @@ def _split2(key):
 
 def truncated_normal(key, lower, upper, shape=None, dtype=None):
   """Standard normal samples conditioned on [lower, upper] (the ends excluded)."""
-  data, _ = unwrap("truncated_normal", key)
-  dtype = float_dtype("truncated_normal", dtype)
-  if shape is not None:
-    shape = _keys.shape_tuple(shape, "truncated_normal")
-  shape = shape_of_params("truncated_normal", shape, lower, upper)
-  return compiled(_truncated_normal, shape=shape, dtype=dtype)(data, lower, upper)
+  return sample_with_params("truncated_normal", _truncated_normal, key, shape, dtype, lower, upper)
 
 
 def _truncated_normal(key, lower, upper, *, shape, dtype):
@@ -299,12 +305,7 @@ def _rademacher(key, *, shape, dtype):
 
 def lognormal(key, sigma=np.float32(1), shape=None, dtype=None):
   """exp(sigma * standard normal)."""
-  data, _ = unwrap("lognormal", key)
-  dtype = float_dtype("lognormal", dtype)
-  if shape is not None:
-    shape = _keys.shape_tuple(shape, "lognormal")
-  shape = shape_of_params("lognormal", shape, sigma)
-  return compiled(_lognormal, shape=shape, dtype=dtype)(data, sigma)
+  return sample_with_params("lognormal", _lognormal, key, shape, dtype, sigma)
 
 
 def _lognormal(key, sigma, *, shape, dtype):
@@ -314,12 +315,7 @@ def _lognormal(key, sigma, *, shape, dtype):
 
 def pareto(key, b, shape=None, dtype=None):
   """Samples of the Pareto distribution with shape parameter b (support [1, inf))."""
-  data, _ = unwrap("pareto", key)
-  dtype = float_dtype("pareto", dtype)
-  if shape is not None:
-    shape = _keys.shape_tuple(shape, "pareto")
-  shape = shape_of_params("pareto", shape, b)
-  return compiled(_pareto, shape=shape, dtype=dtype)(data, b)
+  return sample_with_params("pareto", _pareto, key, shape, dtype, b)
 
 
 def _pareto(key, b, *, shape, dtype):
@@ -343,12 +339,7 @@ def _weibull_min(key, scale, concentration, *, shape, dtype):
 
 def rayleigh(key, scale, shape=None, dtype=None):
   """Samples of the Rayleigh distribution, scale · sqrt(-2 log u)."""
-  data, _ = unwrap("rayleigh", key)
-  dtype = float_dtype("rayleigh", dtype)
-  if shape is not None:
-    shape = _keys.shape_tuple(shape, "rayleigh")
-  shape = shape_of_params("rayleigh", shape, scale)
-  return compiled(_rayleigh, shape=shape, dtype=dtype)(data, scale)
+  return sample_with_params("rayleigh", _rayleigh, key, shape, dtype, scale)
 
 
 def _rayleigh(key, scale, *, shape, dtype):
