@@ -25,8 +25,13 @@ from minijax import sharding
 from minijax import distributed
 from minijax.callbacks import pure_callback
 from minijax import debug
+from minijax import ad_checkpoint
 
 __version__ = "0.1.0"
 from minijax import random  # noqa: E402
 from minijax import scipy  # noqa: E402
 from minijax import nn  # noqa: E402
+
+# JAX's config states that are also context managers: `with minijax.debug_nans(True): ...`.
+debug_nans = config.context("debug_nans")
+debug_infs = config.context("debug_infs")

@@ -22,6 +22,7 @@ second name for a row: it goes through the same validator.
 """
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import math
 import os
@@ -179,6 +180,9 @@ FLAGS: dict[str, Flag] = {f.name: f for f in [
     bool_flag("debug_nans", "MINIJAX_DEBUG_NANS", False,
               "check every result for NaNs and name the primitive that made one",
               env_aliases=("JAX_DEBUG_NANS",)),
+    bool_flag("debug_infs", "MINIJAX_DEBUG_INFS", False,
+              "check every result for infinities and name the primitive that made one",
+              env_aliases=("JAX_DEBUG_INFS",)),
     bool_flag("log_compiles", "MINIJAX_LOG_COMPILES", False,
               "log every compilation on the 'minijax' logger at WARNING level",
               env_aliases=("JAX_LOG_COMPILES",)),
@@ -271,6 +275,10 @@ class Config:
     by raising (a flag read once, such as the device count, refuses changes after use)."""
     self._guards[name] = check
 
+  def context(self, name: str) -> "FlagContext":
+    """A context manager setting flag `name` for its block (`minijax.debug_nans(True)`)."""
+    return FlagContext(self, self.canonical_name(name))
+
   def __getattr__(self, name: str):
     # Only called for names that are not attributes: JAX's names of minijax's flags.
     canonical = self.canonical_name(name)
@@ -280,6 +288,27 @@ class Config:
 
   def __setattr__(self, name, value):
     raise AttributeError("use minijax.config.update(name, value) to change a flag")
+
+
+class FlagContext:
+  """`with minijax.debug_nans(True): ...` sets a flag for a block and restores it after;
+  `.value` reads it (JAX's config states)."""
+
+  def __init__(self, config: Config, name: str):
+    self._config, self.name = config, name
+
+  @property
+  def value(self):
+    return getattr(self._config, self.name)
+
+  @contextlib.contextmanager
+  def __call__(self, value):
+    old = self.value
+    self._config.update(self.name, value)
+    try:
+      yield
+    finally:
+      self._config.update(self.name, old)
 
 
 config = Config()

@@ -35,6 +35,7 @@ from minijax.core import pretty
 from minijax.core.effects import Effect
 from minijax.core.primitive import Primitive
 from minijax.interpreters import ad, batching
+from minijax.lax import remat as remat_lib
 from minijax.lowering import mlir
 from minijax.lowering.tokens import TokenSet
 from minijax.runtime import host_calls, taps
@@ -170,6 +171,16 @@ def _debug_callback_impl(*args, callback, effect):
 
 
 debug_callback_p.def_impl(_debug_callback_impl)
+
+
+def _debug_callback_remat(saveable: bool, inputs_recomputed: bool) -> tuple[bool, bool]:
+  """Inside `checkpoint` under reverse mode a debug callback runs in the forward pass, and
+  again in the backward pass when the policy does not let it be saved or when all it reads
+  is recomputed there anyway (so it shows what the backward pass computes), as JAX's does."""
+  return True, (not saveable) or inputs_recomputed
+
+
+remat_lib.remat_effect_rules[debug_callback_p] = _debug_callback_remat
 
 
 def _deliverer(callback: common.FlatCallback, n: int) -> Callable:

@@ -29,12 +29,15 @@ __all__ = ["io_callback", "io_callback_p", "IOEffect", "OrderedIOEffect"]
 
 
 class IOEffect(Effect):
-  """An io_callback: runs even when unused, ordered only by its data dependencies."""
+  """An io_callback: runs even when unused, ordered only by its data dependencies.  Reverse
+  mode through `checkpoint` would run it twice, so it is refused there."""
+  allowed_in_remat = False
 
 
 class OrderedIOEffect(Effect):
   """An ordered io_callback: its calls keep program order (one token)."""
   ordered = True
+  allowed_in_remat = False
 
 
 io_effect = IOEffect()

@@ -13,7 +13,8 @@ effect's class, in these flags, and read in one place each (the functions below)
                                 the runtime chains executions by it (`ordered_effects`);
   allowed_in_control_flow       may appear in `cond` branches, `while` loops and `scan`
                                 bodies (`check_allowed(..., "control_flow", ...)`);
-  allowed_in_remat              may appear inside `checkpoint`;
+  allowed_in_remat              may appear inside `checkpoint` under reverse mode (which
+                                may run it again in the backward pass);
   allowed_in_custom_derivatives may appear inside `custom_jvp`/`custom_vjp` functions;
   kept_when_unused              dead-code elimination and partial evaluation keep the
                                 equation even when nothing reads its outputs
