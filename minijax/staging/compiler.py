@@ -7,8 +7,8 @@ params, avals, device) and kept in a bounded LRU cache.  A `jit_p` equation eval
 concrete values (`jit`'s slow path, or `jit_p` bound under no transformation) runs its
 jaxpr compiled once per (jaxpr, donation, device).  Either way the jaxpr is lowered to an
 MHLO module (`lowering.mlir`) and compiled for one device (`runtime.compile`); a jaxpr with
-no equations is evaluated without compiling.  With `debug_nans`, outputs are checked and a
-NaN is traced back to the primitive that produced it by re-running the jaxpr op by op.
+no equations is evaluated without compiling.  With `debug_nans`/`debug_infs`, outputs are
+checked (`special_values`).
 """
 from __future__ import annotations
 
@@ -28,6 +28,7 @@ from minijax.core.avals import get_aval
 from minijax.core.jaxpr import ClosedJaxpr, Literal, eval_jaxpr
 from minijax.interpreters.partial_eval import trace_to_jaxpr_dynamic
 from minijax.lax.call import jit_p
+from minijax.staging import special_values
 from minijax.lax.structural import device_put_p
 from minijax.lowering.mlir import LoweringResult, lower_jaxpr_to_module
 from minijax.runtime import backend
@@ -122,8 +123,8 @@ def _jit_impl(*args, jaxpr, name, donated_invars, device):
   else:
     fn = compiled_call(jaxpr, name, donated_invars, jit_device(device, args))
   outs = fn(*args)
-  if config.debug_nans:
-    check_nans_in_jaxpr(jaxpr, args, outs, name)
+  if special_values.checking():
+    special_values.check_jaxpr(jaxpr, args, outs, name)
   return outs
 
 
@@ -159,8 +160,8 @@ def apply_primitive(primitive, *args, **params):
     except KeyError:  # another thread evicted it meanwhile
       pass
   out = run(*args)
-  if config.debug_nans:
-    check_nans(primitive, out if primitive.multiple_results else [out])
+  if special_values.checking():
+    special_values.check_primitive(primitive, out if primitive.multiple_results else [out])
   return out
 
 
@@ -199,25 +200,6 @@ def _compile_primitive(primitive, params, avals, device, args=()) -> Callable:
 
 
 primitive_lib.set_eager_impl(apply_primitive)
-
-
-# ----------------------------------------------------------------------------- debug_nans
-
-def _has_nan(out) -> bool:
-  return (isinstance(out, Array) and np.issubdtype(out.dtype, np.inexact)
-          and bool(np.isnan(np.asarray(out)).any()))
-
-
-def check_nans(primitive, outs) -> None:
-  if any(map(_has_nan, outs)):
-    raise FloatingPointError(f"invalid value (nan) encountered in {primitive}")
-
-
-def check_nans_in_jaxpr(closed_jaxpr: ClosedJaxpr, args, outs, name: str) -> None:
-  """After a compiled call produced a NaN, re-run it op by op to name the culprit."""
-  if any(map(_has_nan, outs)):
-    eval_jaxpr(closed_jaxpr.jaxpr, closed_jaxpr.consts, *args)
-    raise FloatingPointError(f"invalid value (nan) encountered in jit({name})")
 
 
 def _on_config_change(name, value):

@@ -45,6 +45,7 @@ from minijax.lowering.mlir import lower_jaxpr_to_module
 from minijax.runtime import backend
 from minijax.runtime.array import Array, device_put
 from minijax.runtime.sharded_executable import ShardedExecutable
+from minijax.staging import special_values
 from minijax.staging import compiler, sharded
 
 __all__ = ["jit", "clear_caches", "JitWrapped", "Traced", "Lowered", "Compiled"]
@@ -203,18 +204,21 @@ class JitWrapped:
         raise UnexpectedTracerError(leaked)
       placement = self._placement(traced, flat, args, kwargs)
       device = None if placement is None else sharded.single_device(placement, traced.jaxpr)
+      checking = special_values.checking()
+      # A NaN check may run the function again on its arguments: nothing is donated.
+      donated = (False,) * len(traced.donated) if checking else traced.donated
       if placement is not None and device is None:
-        executable = sharded.compiled_call(traced.jaxpr, self._name, traced.donated, placement)
+        executable = sharded.compiled_call(traced.jaxpr, self._name, donated, placement)
         device = compiler.device_of(flat)
       else:
         device = device or compiler.jit_device(self._device, flat)
-        executable = compiler.compiled_call(traced.jaxpr, self._name, traced.donated, device)
-      if (fast_key is not None and self._fast_ok and not config.debug_nans
+        executable = compiler.compiled_call(traced.jaxpr, self._name, donated, device)
+      if (fast_key is not None and self._fast_ok and not checking
           and all(type(x) is Array or type(x) in PYTHON_SCALARS for x in flat)):
         self._remember_fast(fast_key, args_tree, device, executable, traced, flat)
       outs = executable(*traced.consts, *flat)
-      if config.debug_nans:
-        compiler.check_nans_in_jaxpr(traced.jaxpr, [*traced.consts, *flat], outs, self._name)
+      if checking:
+        special_values.check_jit(outs, self._name, lambda: self._fun(*args, **kwargs))
       return traced.out_tree.unflatten(outs)
     outs = jit_p.bind(*traced.consts, *flat, jaxpr=traced.jaxpr, name=self._name,
                       donated_invars=traced.donated, device=self._device)
@@ -302,7 +306,8 @@ def _bounded_insert(cache: dict, key, value) -> None:
 # Flags that change what tracing or lowering produces, or whether the fast path may skip
 # NaN checks.  Like JAX's trace context, they key jit's caches: switching a flag back and
 # forth reuses what was compiled before.
-_STATE_FLAGS = ("enable_x64", "tap_mechanism", "debug_nans", "host_callback_semantics")
+_STATE_FLAGS = ("enable_x64", "tap_mechanism", "debug_nans", "debug_infs",
+                "host_callback_semantics")
 
 
 def _flag_state() -> tuple:
