@@ -492,6 +492,11 @@ class ShapeDtypeStruct:
   def __init__(self, shape, dtype, weak_type: bool = False):
     self.shape, self.dtype, self.weak_type = tuple(shape), np.dtype(dtype), weak_type
 
+  @classmethod
+  def like(cls, x) -> "ShapeDtypeStruct":
+    """The shape, dtype and weak type of `x` (an array, a tracer or a ShapeDtypeStruct)."""
+    return cls(x.shape, x.dtype, getattr(x, "weak_type", False))
+
   @property
   def aval(self) -> ShapedArray:
     """What tracing sees: a `ShapeDtypeStruct` stands for an array of its type."""

@@ -50,16 +50,16 @@ class FlatCallback:
   docstring).  Equal when built from equal parts, so that equal call sites share their
   registrations; unhashable static values fall back to identity."""
   __slots__ = ("callback", "in_tree", "static", "results", "single", "direct", "_hash",
-               "deliverer")
+               "deliverer", "api")
 
   def __init__(self, callback: Callable, in_tree, static: tuple, *, results: int | None,
-               single: bool = False):
+               single: bool = False, api: str = "pure_callback"):
     self.callback, self.in_tree, self.static = callback, in_tree, static
-    self.results, self.single = results, single
+    self.results, self.single, self.api = results, single, api
     # The common case calls `callback(*leaves)` with no tree work.
     self.direct = not static and in_tree == _positional_tree(in_tree)
     try:
-      self._hash = hash((callback, in_tree, static, results, single))
+      self._hash = hash((callback, in_tree, static, results, single, api))
     except TypeError:
       self._hash = None
     self.deliverer: Callable | None = None  # built by debug_callback's lowering, once
@@ -72,11 +72,16 @@ class FlatCallback:
     return self.in_tree.unflatten(merged)
 
   def __call__(self, *leaves):
-    if self.direct:
-      out = self.callback(*leaves)
-    else:
-      args, kwargs = self.arguments(leaves)
-      out = self.callback(*args, **kwargs)
+    try:
+      if self.direct:
+        out = self.callback(*leaves)
+      else:
+        args, kwargs = self.arguments(leaves)
+        out = self.callback(*args, **kwargs)
+    except Exception:
+      if self.results is not None:  # (debug callbacks' failures are logged where delivered)
+        host_calls.log_call_failure(self.api)
+      raise
     if self.results is None:
       return None
     if self.single and (type(out) is np.ndarray or isinstance(out, np.generic)):
@@ -92,7 +97,7 @@ class FlatCallback:
       return self is other
     return (self.callback == other.callback and self.in_tree == other.in_tree
             and self.static == other.static and self.results == other.results
-            and self.single == other.single)
+            and self.single == other.single and self.api == other.api)
 
   def __hash__(self):
     return id(self) if self._hash is None else self._hash
@@ -111,10 +116,13 @@ def _positional_tree(in_tree):
 
 
 def flat_callback(callback: Callable, args: tuple, kwargs: dict, *, results: int | None,
-                  single: bool = False) -> tuple[FlatCallback, list]:
-  """The flat form of `callback(*args, **kwargs)` and its dynamic leaves."""
+                  single: bool = False, api: str = "pure_callback"
+                  ) -> tuple[FlatCallback, list]:
+  """The flat form of `callback(*args, **kwargs)` and its dynamic leaves; `api` names the
+  callback's API in the log of its failures."""
   in_tree, dynamic, static = split_args(args, kwargs)
-  return FlatCallback(callback, in_tree, static, results=results, single=single), dynamic
+  return (FlatCallback(callback, in_tree, static, results=results, single=single, api=api),
+          dynamic)
 
 
 def result_avals_of(result_shape_dtypes: Any) -> tuple[list[ShapedArray], Any]:
@@ -153,7 +161,10 @@ def call_eagerly(callback: FlatCallback, result_avals, args) -> list:
   """Runs a value-returning callback outside compiled code: numpy arguments, results
   converted by the rules of compiled calls and put on the arguments' device."""
   device = next((a._device for a in args if type(a) is Array), None)
-  out = callback(*numpy_args(args))
+  try:
+    out = callback(*numpy_args(args))
+  except Exception as e:
+    raise host_calls.call_error(e) from e
   leaves = [out] if callback.single else list(out)
   return [device_put(host_calls.convert_result(result_avals, leaf, i), device)
           for i, leaf in enumerate(leaves)]
