@@ -287,6 +287,67 @@ def emit_tap_call(consumer_id: int, token, operands, *, host_callbacks: list,
   return op.results[0] if token is not None else None
 
 
+def _wide(dtype: np.dtype) -> np.dtype:
+  """The byte-sized type a sub-byte `dtype` crosses to the host as (exactly)."""
+  if dtypes.is_float(dtype):
+    return dtypes.float32
+  return dtypes.int8 if dtype.name.startswith("int") else dtypes.uint8
+
+
+class _SubbyteCall:
+  """A host function whose sub-byte operands and results cross the custom call widened
+  (`lower_host_call`): it narrows the operands back and widens the results of `func`, the
+  results of the declared sub-byte type, so that others still fail the usual checks."""
+  __slots__ = ("func", "narrow_args", "narrow_results", "single")
+
+  def __init__(self, func: FlatCallback, narrow_args: tuple, narrow_results: tuple):
+    self.func, self.narrow_args, self.narrow_results = func, narrow_args, narrow_results
+    self.single = func.single
+
+  def __call__(self, *leaves):
+    out = self.func(*(x if d is None else np.asarray(x).astype(d)
+                      for x, d in zip(leaves, self.narrow_args)))
+    outs = [out] if self.single else list(out)
+    for i, d in enumerate(self.narrow_results):
+      value = np.asarray(outs[i])
+      if d is not None and value.dtype == d:
+        outs[i] = value.astype(_wide(d))
+    return outs[0] if self.single else outs
+
+  def __eq__(self, other):
+    return (type(other) is _SubbyteCall and self.func == other.func
+            and self.narrow_args == other.narrow_args
+            and self.narrow_results == other.narrow_results)
+
+  def __hash__(self):
+    return hash((self.func, self.narrow_args, self.narrow_results))
+
+
+def lower_host_call(ctx, callback: FlatCallback, args, result_avals, token, *,
+                    has_side_effect: bool) -> tuple[list[ir.Value], ir.Value | None]:
+  """Registers the call site of `callback` and emits its custom call (`emit_host_call`).
+  Sub-byte operands and results (int4, float4_e2m1fn, ...), which XLA packs, cross it
+  widened to a byte-sized type, converted exactly on the device and back on the host."""
+  narrow = lambda avals: tuple(a.dtype if a.dtype in dtypes.SUBBYTE_BITS else None
+                               for a in avals)
+  narrow_args, narrow_results = narrow(ctx.avals_in), narrow(result_avals)
+  func, arg_avals = callback, ctx.avals_in
+  if any(narrow_args) or any(narrow_results):
+    func = _SubbyteCall(callback, narrow_args, narrow_results)
+    widen = lambda a, d: a if d is None else ShapedArray(a.shape, _wide(d))
+    arg_avals = [widen(a, d) for a, d in zip(ctx.avals_in, narrow_args)]
+    result_avals = [widen(a, d) for a, d in zip(result_avals, narrow_results)]
+    args = [x if d is None else mhlo.ConvertOp(ctx.module_context.ir_type(a), x).result
+            for x, a, d in zip(args, arg_avals, narrow_args)]
+  call = host_calls.register_host_call(func, single=callback.single, arg_avals=arg_avals,
+                                       result_avals=result_avals)
+  results, token = emit_host_call(ctx, call, args, token, has_side_effect=has_side_effect)
+  results = [r if d is None else mhlo.ConvertOp(
+      ctx.module_context.ir_type(ShapedArray(a.shape, d)), r).result
+      for r, a, d in zip(results, result_avals, narrow_results)]
+  return results, token
+
+
 def emit_host_call(ctx, call: host_calls.HostCall, operands, token, *,
                    has_side_effect: bool) -> tuple[list[ir.Value], ir.Value | None]:
   """A custom call that runs the registered host call `call` on `operands` and returns its

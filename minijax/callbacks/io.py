@@ -23,7 +23,6 @@ from minijax.core.primitive import Primitive
 from minijax.interpreters import ad, batching
 from minijax.lowering import mlir
 from minijax.lowering.tokens import TokenSet
-from minijax.runtime import host_calls
 
 __all__ = ["io_callback", "io_callback_p", "IOEffect", "OrderedIOEffect"]
 
@@ -84,11 +83,10 @@ io_callback_p.def_impl(_io_callback_impl)
 
 
 def _io_callback_lowering(ctx, *args, callback, result_avals, ordered):
-  call = host_calls.register_host_call(callback, single=callback.single,
-                                       arg_avals=ctx.avals_in, result_avals=result_avals)
   effect = _effect(ordered)
   token = ctx.tokens_in.get(effect) if ordered else None
-  results, token = common.emit_host_call(ctx, call, args, token, has_side_effect=True)
+  results, token = common.lower_host_call(ctx, callback, args, result_avals, token,
+                                          has_side_effect=True)
   if ordered:
     ctx.set_tokens_out(TokenSet({effect: token}))
   return results

@@ -33,7 +33,6 @@ from minijax.core.avals import ShapedArray
 from minijax.core.primitive import Primitive
 from minijax.interpreters import ad, batching
 from minijax.lowering import mlir
-from minijax.runtime import host_calls
 
 __all__ = ["pure_callback", "pure_callback_p", "VMAP_METHODS"]
 
@@ -80,9 +79,8 @@ pure_callback_p.def_impl(_pure_callback_impl)
 
 
 def _pure_callback_lowering(ctx, *args, callback, result_avals, vmap_method):
-  call = host_calls.register_host_call(callback, single=callback.single,
-                                       arg_avals=ctx.avals_in, result_avals=result_avals)
-  results, _ = common.emit_host_call(ctx, call, args, None, has_side_effect=False)
+  results, _ = common.lower_host_call(ctx, callback, args, result_avals, None,
+                                      has_side_effect=False)
   return results
 
 

@@ -74,6 +74,13 @@ _SCALAR_TYPES: dict[np.dtype, Callable[[], ir.Type]] = {
     dtypes.float64: ir.F64Type.get,
     dtypes.complex64: lambda: ir.ComplexType.get(ir.F32Type.get()),
     dtypes.complex128: lambda: ir.ComplexType.get(ir.F64Type.get()),
+    dtypes.int2: lambda: ir.IntegerType.get_signless(2),
+    dtypes.int4: lambda: ir.IntegerType.get_signless(4),
+    dtypes.uint2: lambda: ir.IntegerType.get_unsigned(2),
+    dtypes.uint4: lambda: ir.IntegerType.get_unsigned(4),
+    dtypes.float4_e2m1fn: ir.Float4E2M1FNType.get,
+    **{d: getattr(ir, f"Float8{d.name[len('float8_'):].upper()}Type").get  # Float8E4M3FNType
+       for d in dtypes.FLOAT8},
 }
 
 

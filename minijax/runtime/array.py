@@ -76,9 +76,17 @@ def _copy_raw(buffer, out: np.ndarray) -> None:
   del tensor, capsule
 
 
+# Sub-byte types (int4, ...) are packed in XLA's buffers and have no DLPack form.  Staging
+# installs the reader (`widen_subbyte(array) -> numpy`), which widens them on the device
+# (int4 -> int8, float4_e2m1fn -> float32, exactly) and narrows the result with numpy.
+widen_subbyte = None
+
+
 def _buffer_to_numpy(buffer, aval: ShapedArray) -> np.ndarray:
   dtype = aval.dtype
-  if dtype.kind in _DLPACK_KINDS:
+  if dtype in dtypes.SUBBYTE_BITS:
+    out = np.array(widen_subbyte(Array(buffer, aval, buffer._sharding._device)))
+  elif dtype.kind in _DLPACK_KINDS and dtype.type.__module__ == "numpy":
     out = np.from_dlpack(_DLPackExport(buffer)).copy()
   else:
     out = np.empty(aval.shape, dtype)

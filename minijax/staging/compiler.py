@@ -22,12 +22,14 @@ import numpy as np
 from minijax import tree_util
 from minijax.config import config
 from minijax.core import caches
+from minijax.core import dtypes
 from minijax.core import effects as effects_lib
 from minijax.core import primitive as primitive_lib
 from minijax.core.avals import get_aval
 from minijax.core.jaxpr import ClosedJaxpr, Literal, eval_jaxpr
 from minijax.interpreters.partial_eval import trace_to_jaxpr_dynamic
 from minijax.lax.call import jit_p
+from minijax.lax.misc import convert_element_type_p
 from minijax.staging import special_values
 from minijax.lax.structural import device_put_p
 from minijax.lowering.mlir import LoweringResult, lower_jaxpr_to_module
@@ -200,6 +202,17 @@ def _compile_primitive(primitive, params, avals, device, args=()) -> Callable:
 
 
 primitive_lib.set_eager_impl(apply_primitive)
+
+
+def _widen_subbyte(x: Array) -> np.ndarray:
+  """The host value of `x`, of a sub-byte dtype (see `runtime.array`)."""
+  wide = np.dtype(np.float32 if dtypes.is_float(x.dtype) else
+                  np.int8 if x.dtype.name.startswith("int") else np.uint8)
+  out = apply_primitive(convert_element_type_p, x, new_dtype=wide, weak_type=False)
+  return np.asarray(out).astype(x.dtype)
+
+
+array_lib.widen_subbyte = _widen_subbyte
 
 
 def _on_config_change(name, value):
