@@ -50,16 +50,17 @@ class FlatCallback:
   docstring).  Equal when built from equal parts, so that equal call sites share their
   registrations; unhashable static values fall back to identity."""
   __slots__ = ("callback", "in_tree", "static", "results", "single", "direct", "_hash",
-               "deliverer", "api")
+               "deliverer", "api", "device")
 
   def __init__(self, callback: Callable, in_tree, static: tuple, *, results: int | None,
-               single: bool = False, api: str = "pure_callback"):
+               single: bool = False, api: str = "pure_callback", device=None):
     self.callback, self.in_tree, self.static = callback, in_tree, static
     self.results, self.single, self.api = results, single, api
+    self.device = device  # where the callback runs in a module over several devices
     # The common case calls `callback(*leaves)` with no tree work.
     self.direct = not static and in_tree == _positional_tree(in_tree)
     try:
-      self._hash = hash((callback, in_tree, static, results, single, api))
+      self._hash = hash((callback, in_tree, static, results, single, api, device))
     except TypeError:
       self._hash = None
     self.deliverer: Callable | None = None  # built by debug_callback's lowering, once
@@ -97,7 +98,8 @@ class FlatCallback:
       return self is other
     return (self.callback == other.callback and self.in_tree == other.in_tree
             and self.static == other.static and self.results == other.results
-            and self.single == other.single and self.api == other.api)
+            and self.single == other.single and self.api == other.api
+            and self.device == other.device)
 
   def __hash__(self):
     return id(self) if self._hash is None else self._hash
@@ -116,13 +118,15 @@ def _positional_tree(in_tree):
 
 
 def flat_callback(callback: Callable, args: tuple, kwargs: dict, *, results: int | None,
-                  single: bool = False, api: str = "pure_callback"
+                  single: bool = False, api: str = "pure_callback", sharding=None
                   ) -> tuple[FlatCallback, list]:
   """The flat form of `callback(*args, **kwargs)` and its dynamic leaves; `api` names the
-  callback's API in the log of its failures."""
+  callback's API in the log of its failures, `sharding` (checked by `callback_device`) says
+  on which device it runs."""
   in_tree, dynamic, static = split_args(args, kwargs)
-  return (FlatCallback(callback, in_tree, static, results=results, single=single, api=api),
-          dynamic)
+  device = callback_device(sharding, api)
+  return (FlatCallback(callback, in_tree, static, results=results, single=single, api=api,
+                       device=device), dynamic)
 
 
 def result_avals_of(result_shape_dtypes: Any) -> tuple[list[ShapedArray], Any]:
@@ -150,11 +154,16 @@ def check_callable(callback, name: str) -> None:
                     f"{type(callback)}")
 
 
-def check_sharding(sharding, name: str) -> None:
-  if sharding is not None:
+def callback_device(sharding, name: str):
+  """The device of a callback's `sharding=` (a single-device sharding, as in JAX), or None."""
+  if sharding is None:
+    return None
+  devices = getattr(sharding, "_device_assignment", None)
+  if devices is None or len(devices) != 1:
     raise NotImplementedError(
-        f"{name}(sharding=...) is not supported: minijax runs each computation on one device, "
-        "and its callbacks run on the host, for that device")
+        f"{name}(sharding=...) takes a single-device sharding (the device the callback runs "
+        f"on in a computation over several devices), got {sharding!r}")
+  return devices[0]
 
 
 def call_eagerly(callback: FlatCallback, result_avals, args) -> list:
@@ -341,17 +350,22 @@ def lower_host_call(ctx, callback: FlatCallback, args, result_avals, token, *,
             for x, a, d in zip(args, arg_avals, narrow_args)]
   call = host_calls.register_host_call(func, single=callback.single, arg_avals=arg_avals,
                                        result_avals=result_avals)
-  results, token = emit_host_call(ctx, call, args, token, has_side_effect=has_side_effect)
+  mctx = ctx.module_context
+  sharding = spmd.side_effect_sharding(mctx) if has_side_effect else None
+  if callback.device is not None and mctx.axis_context is None and mctx.positions:
+    sharding = f"{{maximal device={mctx.positions[callback.device]}}}"
+  results, token = emit_host_call(ctx, call, args, token, has_side_effect=has_side_effect,
+                                  sharding=sharding)
   results = [r if d is None else mhlo.ConvertOp(
       ctx.module_context.ir_type(ShapedArray(a.shape, d)), r).result
       for r, a, d in zip(results, result_avals, narrow_results)]
   return results, token
 
 
-def emit_host_call(ctx, call: host_calls.HostCall, operands, token, *,
-                   has_side_effect: bool) -> tuple[list[ir.Value], ir.Value | None]:
+def emit_host_call(ctx, call: host_calls.HostCall, operands, token, *, has_side_effect: bool,
+                   sharding: str | None = None) -> tuple[list[ir.Value], ir.Value | None]:
   """A custom call that runs the registered host call `call` on `operands` and returns its
-  results (and the next token when it takes one)."""
+  results (and the next token when it takes one); `sharding`: as for `emit_queue_call`."""
   mctx = ctx.module_context
   mctx.host_calls.append(call)
   if host_calls.mechanism() == "native":
@@ -363,6 +377,8 @@ def emit_host_call(ctx, call: host_calls.HostCall, operands, token, *,
     mctx.host_callbacks.append(host_calls.PythonHostCallback(call, token is not None))
   result_types = [mctx.ir_type(a) for a in call.result_avals]
   op = _custom_call(target, token, operands, result_types, config_attr, has_side_effect)
+  if sharding is not None:
+    op.attributes["mhlo.sharding"] = spmd.sharding_attr(sharding)
   results = list(op.results)
   if token is not None:
     return results[1:], results[0]

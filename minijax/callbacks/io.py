@@ -48,10 +48,10 @@ def io_callback(callback: Callable[..., Any], result_shape_dtypes: Any, *args: A
   """Calls `callback(*args, **kwargs)` on the host, for its side effects and its results, a
   pytree of arrays shaped like `result_shape_dtypes` (see the module docstring)."""
   common.check_callable(callback, "io_callback")
-  common.check_sharding(sharding, "io_callback")
   result_avals, out_tree = common.result_avals_of(result_shape_dtypes)
   flat, dynamic = common.flat_callback(callback, args, kwargs, results=len(result_avals),
-                                       single=len(result_avals) == 1, api="io_callback")
+                                       single=len(result_avals) == 1, api="io_callback",
+                                       sharding=sharding)
   outs = io_callback_p.bind(*dynamic, callback=flat, result_avals=tuple(result_avals),
                             ordered=bool(ordered))
   return out_tree.unflatten(outs)

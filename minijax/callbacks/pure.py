@@ -48,10 +48,9 @@ def pure_callback(callback: Callable[..., Any], result_shape_dtypes: Any, *args:
     raise ValueError(f"vmap_method must be on of the allowed methods {list(VMAP_METHODS)}, "
                      f"but got: {vmap_method}")
   common.check_callable(callback, "pure_callback")
-  common.check_sharding(sharding, "pure_callback")
   result_avals, out_tree = common.result_avals_of(result_shape_dtypes)
   flat, dynamic = common.flat_callback(callback, args, kwargs, results=len(result_avals),
-                                       single=len(result_avals) == 1)
+                                       single=len(result_avals) == 1, sharding=sharding)
   outs = pure_callback_p.bind(*dynamic, callback=flat, result_avals=tuple(result_avals),
                               vmap_method=vmap_method)
   return out_tree.unflatten(outs)

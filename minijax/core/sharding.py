@@ -148,6 +148,30 @@ class _MeshContext(threading.local):
 _mesh_context = _MeshContext()
 
 
+class set_mesh:
+  """Makes `mesh` the current mesh (`get_mesh()`; what a bare `PartitionSpec` refers to):
+  for the rest of the thread when called alone (`set_mesh(mesh)`), or for a block when used
+  as a context manager (`with set_mesh(mesh): ...`), as in JAX."""
+  __slots__ = ("_previous",)
+
+  def __init__(self, mesh: Mesh | None):
+    if mesh is not None and not isinstance(mesh, Mesh):
+      raise ValueError(f"Expected mesh of type `minijax.sharding.Mesh`. Got {type(mesh)}")
+    stack = _mesh_context.stack
+    self._previous = list(stack)
+    stack[:] = [] if mesh is None else [*stack, mesh]
+
+  def __enter__(self):
+    return None
+
+  def __exit__(self, *exc):
+    _mesh_context.stack[:] = self._previous
+    return False
+
+
+use_mesh = set_mesh  # JAX's earlier name
+
+
 def current_mesh() -> Mesh | None:
   """The innermost mesh entered with `with mesh:`, or None."""
   stack = _mesh_context.stack

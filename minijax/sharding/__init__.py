@@ -8,8 +8,9 @@ are params of primitives and describe where an Array's blocks live); this packag
 users find them.
 """
 from minijax.core.sharding import (Mesh, NamedSharding, PartitionSpec, Sharding,
-                                   SingleDeviceSharding, current_mesh as get_mesh)
+                                   SingleDeviceSharding, current_mesh as get_mesh, set_mesh,
+                                   use_mesh)
 from minijax.runtime.sharded import Shard
 
 __all__ = ["Mesh", "NamedSharding", "PartitionSpec", "Shard", "Sharding",
-           "SingleDeviceSharding", "get_mesh"]
+           "SingleDeviceSharding", "get_mesh", "set_mesh", "use_mesh"]
