@@ -73,16 +73,11 @@ class FlatCallback:
     return self.in_tree.unflatten(merged)
 
   def __call__(self, *leaves):
-    try:
-      if self.direct:
-        out = self.callback(*leaves)
-      else:
-        args, kwargs = self.arguments(leaves)
-        out = self.callback(*args, **kwargs)
-    except Exception:
-      if self.results is not None:  # (debug callbacks' failures are logged where delivered)
-        host_calls.log_call_failure(self.api)
-      raise
+    if self.direct:
+      out = self.callback(*leaves)
+    else:
+      args, kwargs = self.arguments(leaves)
+      out = self.callback(*args, **kwargs)
     if self.results is None:
       return None
     if self.single and (type(out) is np.ndarray or isinstance(out, np.generic)):
@@ -167,12 +162,13 @@ def callback_device(sharding, name: str):
 
 
 def call_eagerly(callback: FlatCallback, result_avals, args) -> list:
-  """Runs a value-returning callback outside compiled code: numpy arguments, results
+  """Runs a value-returning callback outside compiled code: Array arguments, results
   converted by the rules of compiled calls and put on the arguments' device."""
   device = next((a._device for a in args if type(a) is Array), None)
   try:
-    out = callback(*numpy_args(args))
+    out = callback(*host_args(args))
   except Exception as e:
+    host_calls.log_call_failure(callback.api)
     raise host_calls.call_error(e) from e
   leaves = [out] if callback.single else list(out)
   return [device_put(host_calls.convert_result(result_avals, leaf, i), device)
@@ -209,10 +205,11 @@ def pp_callback_params(params, names, indent) -> list[str]:
   return lines
 
 
-def numpy_args(args) -> list[np.ndarray]:
-  """Concrete arguments as numpy arrays, as the host functions receive them in compiled
-  code (for the eager implementations)."""
-  return [np.asarray(a) for a in args]
+def host_args(args) -> list[Array]:
+  """Concrete arguments as Arrays, as host functions receive them in compiled code (for the
+  eager implementations): Arrays as they are, numpy values and Python scalars put on the
+  default device (not weakly typed, as the host copies of compiled code are not)."""
+  return [a if isinstance(a, Array) else device_put(np.asarray(a)) for a in args]
 
 
 # ----------------------------------------------------------------------------- custom calls
@@ -250,6 +247,8 @@ def emit_queue_call(ctx, consumer_id: int, operands, token, *,
   tapped byte.  The handler only reads its operands."""
   mctx = ctx.module_context
   in_place = spmd.side_effect_sharding(mctx) is None
+  if sharding is None:
+    sharding = spmd.side_effect_sharding(mctx)
   return emit_tap_call(consumer_id, token, operands, host_callbacks=mctx.host_callbacks,
                        sharding=sharding, ctx=ctx if in_place else None)
 
@@ -348,8 +347,10 @@ def lower_host_call(ctx, callback: FlatCallback, args, result_avals, token, *,
     result_avals = [widen(a, d) for a, d in zip(result_avals, narrow_results)]
     args = [x if d is None else mhlo.ConvertOp(ctx.module_context.ir_type(a), x).result
             for x, a, d in zip(args, arg_avals, narrow_args)]
-  call = host_calls.register_host_call(func, single=callback.single, arg_avals=arg_avals,
-                                       result_avals=result_avals)
+  call = host_calls.register_host_call(
+      func, single=callback.single, arg_avals=arg_avals, result_avals=result_avals,
+      direct=callback.callback if callback.direct and func is callback else None,
+      api=callback.api)
   mctx = ctx.module_context
   sharding = spmd.side_effect_sharding(mctx) if has_side_effect else None
   if callback.device is not None and mctx.axis_context is None and mctx.positions:

@@ -38,7 +38,8 @@ from minijax.interpreters import ad, batching
 from minijax.lax import remat as remat_lib
 from minijax.lowering import mlir
 from minijax.lowering.tokens import TokenSet
-from minijax.runtime import host_calls, taps
+from minijax.runtime import backend, host_calls, taps
+from minijax.runtime.array import Array
 from minijax.runtime.barrier import wait_for_effects
 
 __all__ = ["debug_callback", "debug_print", "debug_callback_p", "DebugEffect",
@@ -125,7 +126,7 @@ class _Printer:
 
 def _scalar(value):
   """A 0-d array as the Python scalar it holds (how JAX's arrays format)."""
-  return value.item() if isinstance(value, np.ndarray) and value.ndim == 0 else value
+  return value.item() if isinstance(value, (np.ndarray, Array)) and value.ndim == 0 else value
 
 
 def debug_print(fmt: str | None = None, *args: Any, ordered: bool = False,
@@ -166,7 +167,7 @@ debug_callback_p.def_effectful_abstract_eval(_debug_callback_abstract_eval)
 
 def _debug_callback_impl(*args, callback, effect):
   wait_for_effects()  # after the calls of computations dispatched before this one
-  callback(*common.numpy_args(args))
+  callback(*common.host_args(args))
   return []
 
 
@@ -212,7 +213,8 @@ def _debug_callback_lowering(ctx, *args, callback, effect):
   treedef = (tree_util.tree_structure(0) if n == 1
              else tree_util.treedef_tuple([tree_util.tree_structure(0)] * n))
   consumer_id = taps.register_consumer(_deliverer(callback, n), (), treedef, ctx.avals_in,
-                                       owner=ctx.module_context.keepalives)
+                                       owner=ctx.module_context.keepalives,
+                                       host_arrays_on=backend.get_device(None))
   token = ctx.tokens_in.get(effect) if effect.ordered else None
   token = common.emit_queue_call(ctx, consumer_id, args, token)
   if effect.ordered:

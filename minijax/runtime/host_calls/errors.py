@@ -33,8 +33,10 @@ _async: list[BaseException] = []
 _FILED = re.compile(r"minijax host call error #(\d+)")
 
 
-def file_call_exception(exc: BaseException) -> str:
-  """Files the exception of a host call; returns the message its computation fails with."""
+def file_call_exception(exc: BaseException, api: str = "pure_callback") -> str:
+  """Logs and files the exception of a host call of `api`; returns the message its
+  computation fails with."""
+  logger.error("minijax.%s failed", api, exc_info=exc)
   with _lock:
     number = next(_numbers)
     _filed[number] = exc
