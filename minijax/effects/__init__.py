@@ -2,3 +2,5 @@
 pictures of jaxprs with their effects.  A plain list of exports of the modules."""
 from minijax.effects.harvest import (SowEffect, call_and_reap, harvest, nest, plant, reap,  # noqa: F401
                                      sow, sow_p)
+from minijax.effects.handlers import (Handler, Operation, UnhandledEffectError, UserEffect,  # noqa: F401
+                                      define_effect, handle, perform_p)
