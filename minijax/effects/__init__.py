@@ -4,3 +4,4 @@ from minijax.effects.harvest import (SowEffect, call_and_reap, harvest, nest, pl
                                      sow, sow_p)
 from minijax.effects.handlers import (Handler, Operation, UnhandledEffectError, UserEffect,  # noqa: F401
                                       define_effect, handle, perform_p)
+from minijax.effects.pictures import Picture, draw, picture  # noqa: F401
