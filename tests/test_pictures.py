@@ -94,7 +94,7 @@ def test_a_lowered_function_and_a_handled_one_draw_before_and_after_discharge():
   def f(x):
     put(get() + x)
     return get()
-  before = _parse(picture(f, 1.))[1]
+  before = _parse(picture(f, jnp.float32(1.)))[1]
   assert [b.get("data-primitive") for b in before.values()] == [
       "perform", "add", "perform", "perform"]
   cell = Handler(state, {get: lambda s: (s, s), put: lambda s, x: ((), x)}, state=0.)
