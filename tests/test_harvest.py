@@ -218,3 +218,12 @@ def test_reaping_from_a_jitted_function_reuses_its_compiled_program_when_it_has_
   plain = minijax.jit(lambda x: x * 2.)
   assert reap(plain, tag="t")(jnp.float32(1.)) == {}
   assert float(reap(lambda x: plain(x) + f(x), tag="t")(jnp.float32(1.))["y"]) == 2.
+
+
+def test_reaping_from_a_jitted_function_again_reuses_its_compiled_program(caplog):
+  from tests.conftest import compiles
+  g = minijax.jit(lambda x: f(x) * 3.)
+  x, x2 = jnp.float32(1.), jnp.float32(2.)
+  assert len(compiles(caplog, lambda: reap(g, tag="t")(x))) == 1
+  assert len(compiles(caplog, lambda: [reap(g, tag="t")(x), reap(g, tag="t")(x2)])) == 0
+  assert float(reap(g, tag="t")(x2)["y"]) == 3.

@@ -28,6 +28,7 @@ a jaxpr with selected equations is an error that names the primitive.
 """
 from __future__ import annotations
 
+import collections
 import dataclasses
 from typing import Any, Callable, Sequence
 
@@ -40,6 +41,7 @@ from minijax.interpreters.partial_eval import DynamicJaxprTrace
 from minijax.lax.call import jit_p
 from minijax.lax.control_flow import common
 from minijax.lax.remat import named_call_p, remat_p
+from minijax.staging import cache_keys
 
 Selector = Callable[[Any, dict], bool]
 
@@ -249,11 +251,30 @@ def _call_rule(primitive):
     operands = [*body.consts, *args, *state]
     if "donated_invars" in params:
       params = dict(params, donated_invars=(False,) * len(operands))
-    outs = primitive.bind(*operands, jaxpr=body.closed, **params)
+    outs = primitive.bind(*operands, jaxpr=canonical(body.closed), **params)
     outs, state, emitted = _split(outs, body.num_outs, body.num_state)
     _finish(context, body, state, emitted)
     return outs
   return rule
+
+
+_canonical: collections.OrderedDict = collections.OrderedDict()
+_MAX_CANONICAL = 256
+
+
+def canonical(closed: ClosedJaxpr) -> ClosedJaxpr:
+  """The body bound before that has the same structure as `closed` (else `closed`): a call
+  body is rebuilt at every eager call of a handled function, and its compiled program is
+  cached per jaxpr object, so equal bodies must be one object to compile once."""
+  key = cache_keys.fingerprint(closed)
+  found = _canonical.get(key)
+  if found is not None:
+    _canonical.move_to_end(key)
+    return found
+  _canonical[key] = closed
+  while len(_canonical) > _MAX_CANONICAL:
+    _canonical.popitem(last=False)
+  return closed
 
 
 for _p in (jit_p, named_call_p, remat_p):
