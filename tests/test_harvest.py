@@ -227,3 +227,38 @@ def test_reaping_from_a_jitted_function_again_reuses_its_compiled_program(caplog
   assert len(compiles(caplog, lambda: reap(g, tag="t")(x))) == 1
   assert len(compiles(caplog, lambda: [reap(g, tag="t")(x), reap(g, tag="t")(x2)])) == 0
   assert float(reap(g, tag="t")(x2)["y"]) == 3.
+
+
+def test_sown_pytrees_and_any_hashable_tag_are_reaped_and_planted_whole():
+  tree = reap(lambda x: sow({"a": x, "b": (x, x * 2.)}, tag=("t", 1), name="t"),
+              tag=("t", 1))(jnp.float32(1.))
+  assert float(tree["t"]["b"][1]) == 2.
+  assert plant(lambda x: sow(x, tag=3, name="x"), tag=3)({"x": 2.}, 1.) == 2.
+
+
+def test_a_jitted_function_without_outputs_still_has_its_sows_reaped():
+  @minijax.jit
+  def g(x):
+    sow(x * 2., tag="t", name="x")
+  assert float(reap(g, tag="t")(jnp.float32(1.))["x"]) == 2.
+  assert minijax.make_jaxpr(reap(lambda x: sow(x, tag="t", name="x"), tag="t"))(1.).eqns == []
+
+
+def test_checkpointed_functions_are_planted_and_differentiated():
+  g = minijax.checkpoint(lambda x: sow(x * 2., tag="t", name="y") ** 2.)
+  assert float(minijax.grad(g)(2.)) == 16.
+  assert float(minijax.grad(plant(g, tag="t"))({"y": 3.}, 2.)["y"]) == 6.
+  assert float(reap(g, tag="t")(jnp.float32(2.))["y"]) == 4.
+
+
+def test_sows_where_harvest_cannot_reach_are_errors_naming_the_construct():
+  @minijax.custom_jvp
+  def g(x):
+    return sow(x, tag="t", name="inside")
+  g.defjvp(lambda p, t: (p[0], t[0]))
+  with pytest.raises(NotImplementedError, match="custom_jvp_call.*name='inside'"):
+    reap(g, tag="t")(jnp.float32(1.))
+  looped = lambda x: lax.while_loop(lambda c: sow(c, tag="t", name="c", mode="clobber") < 3.,
+                                    lambda c: c + 1., x)
+  with pytest.raises(NotImplementedError, match="cond_fun of a while_loop"):
+    reap(looped, tag="t")(jnp.float32(0.))
