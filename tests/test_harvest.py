@@ -262,3 +262,19 @@ def test_sows_where_harvest_cannot_reach_are_errors_naming_the_construct():
                                     lambda c: c + 1., x)
   with pytest.raises(NotImplementedError, match="cond_fun of a while_loop"):
     reap(looped, tag="t")(jnp.float32(0.))
+
+
+def test_the_recomputation_of_a_checkpoint_under_grad_is_not_reaped_twice():
+  @minijax.checkpoint
+  def g(x):
+    y = sow(jnp.sin(x), tag="t", name="y")
+    return y * y
+
+  nested = minijax.checkpoint(lambda x: g(x) + 1.)
+  for fun in (g, nested):
+    out, reaped = call_and_reap(minijax.value_and_grad(fun), tag="t")(jnp.float32(1.))
+    np.testing.assert_allclose(reaped["y"], np.sin(1.), rtol=1e-6)
+    np.testing.assert_allclose(out[1], 2 * np.sin(1.) * np.cos(1.), rtol=1e-6)
+  # Planting reaches the recomputation too: the gradient uses the planted value.
+  planted = plant(minijax.grad(g), tag="t")({"y": jnp.float32(3.)}, jnp.float32(1.))
+  np.testing.assert_allclose(planted, 2 * 3. * np.cos(1.), rtol=1e-6)

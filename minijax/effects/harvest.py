@@ -129,6 +129,7 @@ class HarvestContext(Context):
     self._new_slice = None
     self._planted: set = set()
     self._plant_cache: dict = {}
+    self.replaying = False  # in a checkpoint's recomputation: plant again, reap nothing
 
   def describe(self) -> str:
     return f"the harvest of tag {self.tag!r}"
@@ -137,6 +138,7 @@ class HarvestContext(Context):
     child = HarvestContext(self.tag, allowlist=self.allowlist, blocklist=self.blocklist,
                            plants=self.plants, reap=self.reap, handler=self.handler)
     child.construct, child.parent, child._new_slice = construct, self, new_slice
+    child.replaying = self.replaying or construct == "recompute"
     return child
 
   def _allowed(self, name) -> bool:
@@ -170,6 +172,8 @@ class HarvestContext(Context):
           raise ValueError(f"Variable has already been planted: {show_name(name)}")
         self._planted.add(name)
       return planted
+    if self.replaying:
+      return list(args)
     if self.reap:
       self.absorb(Emitted(name, mode, tree, list(args)))
       return list(args)

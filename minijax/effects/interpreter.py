@@ -66,7 +66,8 @@ class Context:
   that whether a jaxpr holds any is cached); `process(primitive, args, params)` returns
   their results.  `state` is the list of values threaded through the computation;
   `emitted` the values handed out so far, by key.  `child(construct, new_slice)` makes the
-  context for a body of `construct` ("jit", "scan", "while_loop", "cond"); `new_slice(aval)`
+  context for a body of `construct` ("jit", "scan", "while_loop", "cond", or "recompute":
+  a checkpoint's recomputation, replaying the forward pass); `new_slice(aval)`
   (in a `scan` body only, else None) makes an extra per-iteration input.  `absorb`
   receives a body's emitted values, as its parent's results."""
   selector: Selector
@@ -244,16 +245,20 @@ body_rules: dict[Any, BodyRule] = {}
 
 def _call_rule(primitive):
   """jit, named_call, checkpoint: the body's state and emitted values become extra
-  operands and results of the call."""
+  operands and results of the call.  The recomputation of a checkpoint in the backward
+  pass (`differentiated`) replays what the forward pass did: its context handles the body
+  again (with the same plants, say), but its state and emitted values are dropped."""
   def rule(context, args, *, jaxpr, **params):
     state = list(context.state)
-    body = trace_body(context, jaxpr, "jit", _state_avals(context))
+    replay = params.get("differentiated", False)  # a checkpoint's recomputation
+    body = trace_body(context, jaxpr, "recompute" if replay else "jit", _state_avals(context))
     operands = [*body.consts, *args, *state]
     if "donated_invars" in params:
       params = dict(params, donated_invars=(False,) * len(operands))
     outs = primitive.bind(*operands, jaxpr=canonical(body.closed), **params)
     outs, state, emitted = _split(outs, body.num_outs, body.num_state)
-    _finish(context, body, state, emitted)
+    if not replay:  # what the recomputation does again was handled in the forward pass
+      _finish(context, body, state, emitted)
     return outs
   return rule
 
