@@ -168,3 +168,19 @@ def test_handle_and_reap_compose():
     return y + 1.
   reaped = reap(handle(f, environment(4.)), tag="t")(jnp.float32(2.))
   assert float(reaped["y"]) == 8.
+
+
+def test_operations_inside_custom_jvp_are_handled_and_state_there_is_an_error():
+  @minijax.custom_jvp
+  def g(x):
+    return x * ask()
+  g.defjvp(lambda p, t: (g(p[0]), t[0] * 10.))
+  assert float(handle(g, environment(3.))(jnp.float32(2.))) == 6.
+
+  @minijax.custom_jvp
+  def counted(x):
+    tell(x)
+    return x
+  counted.defjvp(lambda p, t: (counted(p[0]), t[0]))
+  with pytest.raises(NotImplementedError, match="handler of effect 'writer' has state"):
+    handle(counted, log())(jnp.float32(2.))

@@ -251,16 +251,32 @@ def test_checkpointed_functions_are_planted_and_differentiated():
   assert float(reap(g, tag="t")(jnp.float32(2.))["y"]) == 4.
 
 
-def test_sows_where_harvest_cannot_reach_are_errors_naming_the_construct():
+def test_sows_in_custom_jvp_and_custom_vjp_functions_are_reaped_and_planted_keeping_the_rules():
   @minijax.custom_jvp
   def g(x):
-    return sow(x, tag="t", name="inside")
-  g.defjvp(lambda p, t: (p[0], t[0]))
-  with pytest.raises(NotImplementedError, match="custom_jvp_call.*name='inside'"):
-    reap(g, tag="t")(jnp.float32(1.))
+    y = sow(x * 2., tag="t", name="y")
+    return y + jnp.sin(x)
+  g.defjvp(lambda p, t: (g(p[0]), t[0] * 10.))  # a rule that differs from the function's
+
+  @minijax.custom_vjp
+  def h(x):
+    y = sow(x * 2., tag="t", name="y")
+    return y + jnp.sin(x)
+  h.defvjp(lambda x: (h(x), x), lambda x, ct: (10. * ct,))
+
+  x = jnp.float32(3.)
+  for fun in (g, h):
+    assert float(reap(fun, tag="t")(x)["y"]) == 6.
+    np.testing.assert_allclose(plant(fun, tag="t")({"y": 2.}, x), 2. + np.sin(3.), rtol=1e-6)
+    assert float(minijax.grad(lambda x: call_and_reap(fun, tag="t")(x)[0])(x)) == 10.
+    assert float(minijax.grad(lambda x: plant(fun, tag="t")({"y": 2.}, x))(x)) == 10.
+    np.testing.assert_allclose(minijax.vmap(reap(fun, tag="t"))(jnp.arange(2.))["y"], [0., 2.])
+
+
+def test_a_sow_in_the_condition_of_a_while_loop_is_an_error_naming_it():
   looped = lambda x: lax.while_loop(lambda c: sow(c, tag="t", name="c", mode="clobber") < 3.,
                                     lambda c: c + 1., x)
-  with pytest.raises(NotImplementedError, match="cond_fun of a while_loop"):
+  with pytest.raises(NotImplementedError, match="'sow' \\[tag='t', name='c'.*cond_fun"):
     reap(looped, tag="t")(jnp.float32(0.))
 
 

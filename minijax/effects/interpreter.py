@@ -37,6 +37,7 @@ from minijax.core import caches
 from minijax.core.avals import get_aval
 from minijax.core.jaxpr import ClosedJaxpr, Jaxpr, Var, eval_jaxpr, hoist_consts
 from minijax.core.trace import Trace, new_trace, set_current_trace
+from minijax.custom_derivatives import custom_jvp_call_p, custom_vjp_call_p
 from minijax.interpreters.partial_eval import DynamicJaxprTrace
 from minijax.lax.call import jit_p
 from minijax.lax.control_flow import common
@@ -284,6 +285,31 @@ def canonical(closed: ClosedJaxpr) -> ClosedJaxpr:
 
 for _p in (jit_p, named_call_p, remat_p):
   body_rules[_p] = _call_rule(_p)
+
+
+def _custom_rule(primitive):
+  """custom_jvp, custom_vjp: the function is rebound with its body handled (so its custom
+  rule still applies, to the handled function); what the body emits is computed beside
+  it, by the handled body as ordinary code (XLA merges the two)."""
+  def rule(context, args, *, call_jaxpr, num_consts, **params):
+    if context.state:
+      raise NotImplementedError(
+          f"{context.describe()} has state, which cannot be threaded through the "
+          f"'{primitive}' of {params.get('name')}: handle the effect inside the function")
+    body = trace_body(context, call_jaxpr, "jit", [])
+    j = body.closed.jaxpr
+    pure = ClosedJaxpr(Jaxpr([], j.invars, j.outvars[:body.num_outs], j.eqns), [])
+    outs = primitive.bind(*body.consts, *args, call_jaxpr=pure,
+                          num_consts=len(body.consts) + num_consts, **params)
+    if body.emitted:
+      emitted = eval_jaxpr(j, [], *body.consts, *args)[body.num_outs:]
+      _finish(context, body, [], emitted)
+    return outs
+  return rule
+
+
+body_rules[custom_jvp_call_p] = _custom_rule(custom_jvp_call_p)
+body_rules[custom_vjp_call_p] = _custom_rule(custom_vjp_call_p)
 
 
 def _scan_rule(context, args, *, jaxpr, num_consts, num_carry, length, reverse, linear):
