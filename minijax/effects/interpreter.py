@@ -23,8 +23,15 @@ binds the primitive with the new body on the parent, threading the state as loop
 (or operands and results), stacking appended values as `scan` outputs and carrying
 clobbered ones (initialized to zeros), and hands the emitted values to the parent context
 (`Context.absorb`).  Bodies without selected equations are bound unchanged, so the
-compiled programs of ordinary functions are reused.  Any other primitive whose params hold
-a jaxpr with selected equations is an error that names the primitive.
+compiled programs of ordinary functions are reused.  A checkpoint's recomputation in the
+backward pass replays the forward pass (handled again, its state and emitted values
+dropped); a `custom_jvp`/`custom_vjp` function is rebound with its body handled, keeping
+its rule.  Any other primitive whose params hold a jaxpr with selected equations is an
+error that names the primitive.
+
+State discharge (Refs into pure code) fits the same mould: a context whose state is the
+Refs' values and whose `get`/`swap` read and replace it, the rules above threading it
+through loops and calls.
 """
 from __future__ import annotations
 

@@ -24,7 +24,7 @@ from typing import Any
 from xml.sax.saxutils import escape, quoteattr
 
 from minijax.core import effects as effects_lib
-from minijax.core.jaxpr import ClosedJaxpr, Jaxpr, Literal, Var
+from minijax.core.jaxpr import ClosedJaxpr, Jaxpr, Var
 from minijax.core.pretty import _Names
 
 __all__ = ["Picture", "draw", "picture"]
