@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import xml.etree.ElementTree as ET
 
+import numpy as np
+
 import minijax
 import minijax.numpy as jnp
 from minijax import lax
@@ -103,3 +105,24 @@ def test_a_lowered_function_and_a_handled_one_draw_before_and_after_discharge():
   assert "perform" not in [b.get("data-primitive") for b in after.values()]
   pic = draw(lowered)
   assert pic._repr_svg_().startswith("<svg") and "<svg" in pic._repr_html_()
+
+
+def test_ref_reads_and_writes_are_drawn_as_their_own_kinds_with_dashed_ref_edges():
+  from minijax.core.avals import ShapedArray
+  from minijax.core.jaxpr import Jaxpr, JaxprEqn, Var
+  from minijax.core.primitive import Primitive
+
+  class AbstractRef:  # what the state discharge's Refs look like to the picture
+    def str_short(self):
+      return "Ref{f32[]}"
+
+  ref, x, y = Var(AbstractRef()), Var(ShapedArray((), np.float32)), Var(ShapedArray((), np.float32))
+  jaxpr = Jaxpr([], [ref, x], [y], [
+      JaxprEqn([ref], [y], Primitive("get"), {}, frozenset(), None),
+      JaxprEqn([ref, x], [Var(ShapedArray((), np.float32))], Primitive("swap"), {},
+               frozenset(), None)])
+  root, boxes, ids, _, edges = _parse(draw(jaxpr))
+  kinds = [b.get("class") for b in boxes.values()]
+  assert kinds == ["eqn ref-read", "eqn ref-write"]
+  dashed = [e for e in root.iter(f"{SVG}path") if "ref-edge" in e.get("class")]
+  assert len(dashed) == 2 and all(e.get("stroke-dasharray") for e in dashed)
