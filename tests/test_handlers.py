@@ -184,3 +184,14 @@ def test_operations_inside_custom_jvp_are_handled_and_state_there_is_an_error():
   counted.defjvp(lambda p, t: (counted(p[0]), t[0]))
   with pytest.raises(NotImplementedError, match="handler of effect 'writer' has state"):
     handle(counted, log())(jnp.float32(2.))
+
+
+def test_an_operation_on_a_mapped_or_differentiated_value_before_its_handler_is_an_error():
+  xs = jnp.arange(3.)
+  with pytest.raises(NotImplementedError, match="vmap the operation 'tell' of effect 'writer'"):
+    handle(minijax.vmap(lambda x: (tell(x), x)[1]), log())(xs)
+  with pytest.raises(NotImplementedError, match="differentiate the operation 'put'"):
+    handle(minijax.grad(lambda x: (put(x), x)[1]), cell(0.))(jnp.float32(1.))
+  # Unmapped operands pass through the vmap to the handler outside it.
+  out, total = handle(minijax.vmap(lambda x: (tell(1.), x * 2.)[1]), log())(xs)
+  assert float(total) == 1. and out.shape == (3,)
