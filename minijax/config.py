@@ -263,6 +263,10 @@ class Config:
     for observer in self._observers:
       observer(name, value)
 
+  def parse_flags_with_absl(self) -> None:
+    """JAX's test programs call this at import to read `--jax_*` command-line flags; minijax
+    reads its flags from environment variables (JAX's names too), so it does nothing."""
+
   def on_change(self, observer: Callable[[str, Any], None]) -> None:
     self._observers.append(observer)
 
