@@ -78,14 +78,16 @@ def left_out_of(results: dict, base: str) -> dict[str, str]:
   return {**recorded, **LEFT_OUT.get(base, {})}
 
 
-def run_file(path: str, backend: str, args, skip: set[str],
-             expected=()) -> tuple[dict, list[str]]:
-  """Runs one test file; returns ({test id: (outcome, message)}, notes).
+def run_file(path: str, backend: str, args, skip: set[str], expected=(),
+             jax_flags=None) -> tuple[dict, list[str], dict]:
+  """Runs one test file; returns ({test id: (outcome, message)}, notes, flags read at import).
 
-  If the file does not import, each of the `expected` tests is recorded as an error."""
+  If the file does not import, each of the `expected` tests is recorded as an error;
+  `jax_flags` are the values JAX had for the flags the file reads at import."""
   devices = args.devices or requested_devices(path)
   results: dict[str, tuple[str, str]] = {}
   notes: list[str] = []
+  flags: dict = {}
   with tempfile.TemporaryDirectory(prefix="jax_conformance_") as tmp:
     out = os.path.join(tmp, "results.jsonl")
     skip_file = os.path.join(tmp, "skip.json")
@@ -94,7 +96,8 @@ def run_file(path: str, backend: str, args, skip: set[str],
         JAX_CONFORMANCE_BACKEND=backend, JAX_CONFORMANCE_FILE=path, JAX_CONFORMANCE_OUT=out,
         JAX_CONFORMANCE_SKIP=skip_file, JAX_CONFORMANCE_TIMEOUT=str(args.timeout),
         PYTHONPATH=os.pathsep.join([TOOLS, ROOT, env.get("PYTHONPATH", "")]).rstrip(os.pathsep),
-        MINIJAX_NUM_CPU_DEVICES=str(devices), JAX_PLATFORMS="cpu", JAX_PLATFORM_NAME="cpu")
+        MINIJAX_NUM_CPU_DEVICES=str(devices), JAX_PLATFORMS="cpu", JAX_PLATFORM_NAME="cpu",
+        JAX_CONFORMANCE_JAX_FLAGS=json.dumps(jax_flags or {}))
     if args.devices:  # explicit: both backends get exactly this many
       env["JAX_CONFORMANCE_DEVICES"] = str(devices)
       env["XLA_FLAGS"] = (env.get("XLA_FLAGS", "") +
@@ -107,6 +110,7 @@ def run_file(path: str, backend: str, args, skip: set[str],
     if args.k:
       command += ["-k", args.k]
     start = time.time()
+    seen: list = []
     for attempt in range(1000):
       with open(skip_file, "w") as f:
         json.dump(sorted(skip | set(results)), f)
@@ -126,6 +130,12 @@ def run_file(path: str, backend: str, args, skip: set[str],
             started = None
           elif "collect_error" in record:
             notes.append("the file did not import:\n" + record["collect_error"])
+          elif "flags_at_import" in record:
+            flags.update(record["flags_at_import"])
+          elif "missing_at_import" in record and record["missing_at_import"] not in seen:
+            seen.append(record["missing_at_import"])
+            notes.append("the file imports with placeholders for what minijax lacks (the "
+                         "tests using them fail): " + ", ".join(record["missing_at_import"]))
           elif "missing_flags" in record:
             notes.append("config flags the backend lacks (set by the stand-in's JaxTestCase, "
                          "ignored): " + ", ".join(record["missing_flags"]))
@@ -143,8 +153,9 @@ def run_file(path: str, backend: str, args, skip: set[str],
     last = [l for l in notes[0].splitlines() if l.startswith("E ")][-1:] or ["?"]
     results = {tid: ("error", "the file did not import: " + last[0][2:].strip())
                for tid in expected}
+  notes = list(dict.fromkeys(notes))
   notes.append(f"{devices} CPU device(s), {time.time() - start:.0f} s")
-  return results, notes
+  return results, notes, flags
 
 
 def _last_line(log_path: str) -> str:
@@ -177,14 +188,16 @@ def jax_outcomes(entry: dict) -> dict[str, str]:
   return {tid: (v if isinstance(v, str) else v[0]) for tid, v in entry.get("tests", {}).items()}
 
 
-def record_jax(results_db: dict, base: str, results: dict, devices: int, partial: bool) -> None:
+def record_jax(results_db: dict, base: str, results: dict, devices: int, partial: bool,
+               flags: dict) -> None:
   entry = results_db["files"].setdefault(base, {"tests": {}, "left_out": {}})
   if not partial:
     entry["tests"] = {}
   entry["devices"] = devices
+  entry["flags_at_import"] = dict(sorted(flags.items()))
   for tid, (outcome, message) in sorted(results.items()):
-    if message.startswith("needs JAX internals"):
-      entry["left_out"][tid] = message
+    if "needs JAX internals: " in message:
+      entry["left_out"][tid] = message[message.index("needs JAX internals: "):]
       entry["tests"].pop(tid, None)
     else:
       entry["tests"][tid] = outcome if outcome == "passed" else [outcome, message[:160]]
@@ -225,8 +238,10 @@ def main(argv=None) -> int:
     base = os.path.basename(path)
     left_out = left_out_of(results_db, base)
     backend = "jax" if args.jax else "minijax"
-    expected = [] if args.jax else jax_outcomes(results_db["files"].get(base, {}))
-    results, notes = run_file(path, backend, args, set(left_out), expected)
+    entry = results_db["files"].get(base, {})
+    expected = [] if args.jax else jax_outcomes(entry)
+    results, notes, flags = run_file(path, backend, args, set(left_out), expected,
+                                     entry.get("flags_at_import"))
     print(f"\n== {base} ({backend}; {notes[-1]})")
     for note in notes[:-1]:
       print("  " + note.replace("\n", "\n    "))
@@ -236,7 +251,7 @@ def main(argv=None) -> int:
     if args.jax:
       if not args.no_record:
         record_jax(results_db, base, results, args.devices or requested_devices(path),
-                   partial=bool(args.k or args.sample))
+                   partial=bool(args.k or args.sample), flags=flags)
         print(f"  recorded in {os.path.relpath(RESULTS)}")
       summary.append((base, mine, None, None))
       continue

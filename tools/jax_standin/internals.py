@@ -23,10 +23,14 @@ from __future__ import annotations
 
 import builtins
 import contextlib
+import enum
+import functools
 import importlib
 import importlib.abc
 import importlib.machinery
 import importlib.util
+import json
+import os
 import sys
 import types
 
@@ -38,30 +42,58 @@ class NeedsJaxInternals(Exception):
     super().__init__(f"needs JAX internals: {what}")
 
 
+class MinijaxLacks(Exception):
+  """A test used a public JAX name that minijax lacks (and the test file used at import)."""
+
+  def __init__(self, what: str):
+    super().__init__(f"minijax lacks {what}")
+
+
 _importing = [0]  # > 0 while a test module's top level runs
 
 
 class Internal:
-  """A placeholder for `jax._src.<path>`; raises `NeedsJaxInternals` when a test uses it."""
+  """A placeholder for `jax._src.<path>` (or, `missing`, for a public name minijax lacks).
 
-  def __init__(self, path: str):
+  While a test module's top level runs it can be called (a call with one function, as a
+  decorator does, gives a function that raises when called), subclassed and have its
+  attributes taken; in a test, using it raises `NeedsJaxInternals` (or `MinijaxLacks`).
+  """
+
+  def __init__(self, path: str, missing: bool = False):
     object.__setattr__(self, "_path", path)
+    object.__setattr__(self, "_missing", missing)
+
+  def _error(self):
+    return (MinijaxLacks if self._missing else NeedsJaxInternals)(self._path)
 
   def _fail(self, *args, **kwargs):
-    raise NeedsJaxInternals(self._path)
+    raise self._error()
 
   def __getattr__(self, name):
+    if name in ("__name__", "__qualname__"):  # test names made at import print it
+      return self._path.rsplit(".", 1)[-1]
     if name.startswith("__") and name.endswith("__"):
       raise AttributeError(name)
+    if self._missing:
+      return Internal(f"{self._path}.{name}", missing=True)
     return resolve(self._path, name)
 
   def __call__(self, *args, **kwargs):
-    if _importing[0]:
-      return Internal(f"{self._path}()")
-    raise NeedsJaxInternals(self._path)
+    if not _importing[0]:
+      raise self._error()
+    if len(args) == 1 and not kwargs and callable(args[0]) and not isinstance(args[0], Internal):
+      error, function = self._error(), args[0]
+
+      @functools.wraps(function)
+      def fails(*args, **kwargs):
+        raise error
+      return fails
+    return Internal(f"{self._path}()", self._missing)
 
   def __mro_entries__(self, bases):
-    return (type(f"Internal[{self._path}]", (_InternalBase,), {"_path": self._path}),)
+    return (type(f"Internal[{self._path}]", (_InternalBase,),
+                 {"_path": self._path, "_error": self._error()}),)
 
   def __repr__(self):
     return f"<stand-in for JAX internal {self._path}>"
@@ -73,11 +105,11 @@ class Internal:
 
 
 class _InternalBase:
-  """The base of a test class that subclasses a JAX internal: it cannot be instantiated."""
-  _path = "?"
+  """The base of a test class that subclasses a placeholder: it cannot be instantiated."""
+  _error = NeedsJaxInternals("?")
 
   def __init__(self, *args, **kwargs):
-    raise NeedsJaxInternals(self._path)
+    raise self._error
 
 
 # ---------------------------------------------------------------- the stand-ins themselves
@@ -123,11 +155,32 @@ class _ConfigState:
 
   @property
   def value(self):
-    return getattr(_jax().config, self.name)
+    """The flag's value.  While a test module's top level runs (deciding which tests to skip),
+    a flag minijax lacks reads as JAX's value there (recorded by the `--jax` run), so both
+    sides run the same tests."""
+    try:
+      value = getattr(_jax().config, self.name)
+    except AttributeError:
+      if not _importing[0] or self.name not in JAX_FLAGS_AT_IMPORT:
+        raise
+      value = JAX_FLAGS_AT_IMPORT[self.name]
+      MISSING_AT_IMPORT.append(f"config {self.name} (read as JAX's {value!r})")
+      return value
+    if _importing[0] and isinstance(value, (bool, int, float, str, type(None))):
+      FLAGS_AT_IMPORT[self.name] = value
+    return value
 
   def __call__(self, new_value):
     from .test_util import config_context
+    if isinstance(new_value, enum.Enum):
+      new_value = new_value.value
     return config_context(**{self.name: new_value})
+
+  def get_global(self):
+    return self.value
+
+  def set_global(self, new_value):
+    _jax().config.update(self.name, new_value)
 
   def __repr__(self):
     return f"<config stand-in {self.name}>"
@@ -150,7 +203,13 @@ class _Config(types.ModuleType):
       return lambda key: getattr(_jax().config, key)
     if name == "config":
       return _jax().config
+    if name[:1].isupper():
+      return OWN.get(f"jax._src.config.{name}") or Internal(f"jax._src.config.{name}")
     return _ConfigState(name if name.startswith("jax_") else "jax_" + name)
+
+
+FLAGS_AT_IMPORT: dict = {}  # flags the test module read at import, with their values
+JAX_FLAGS_AT_IMPORT: dict = json.loads(os.environ.get("JAX_CONFORMANCE_JAX_FLAGS", "{}"))
 
 
 def _jax():
@@ -162,9 +221,35 @@ def _jaxlib_version():
   return getattr(xla_client, "_version", 0)
 
 
+class _RuntimeTokens:
+  """`jax._src.dispatch.runtime_tokens`: test classes clear JAX's ordered-effect tokens in
+  tearDown; the public equivalent of that housekeeping is waiting for the effects."""
+
+  @staticmethod
+  def clear():
+    _jax().effects_barrier()
+
+
+class ExplicitX64Mode(enum.Enum):
+  """The values of JAX's `jax_explicit_x64_dtypes` flag."""
+  WARN = "warn"
+  ERROR = "error"
+  ALLOW = "allow"
+
+
+# The PRNG implementations JAX 0.10.2 registers (the names `impl=` takes), in its order.
+PRNG_NAMES = ("philox2x32", "philox4x32", "threefry2x32", "rbg", "unsafe_rbg", "threefry4x32")
+
+
 def _own():
   from . import test_util, lax_test_util
   return {
+      "jax._src.config.ExplicitX64Mode": ExplicitX64Mode,
+      "jax._src.random.prng.prngs": {
+          name: Internal(f"jax._src.random.prng.prngs[{name!r}]") for name in PRNG_NAMES},
+      "jax._src.dispatch.runtime_tokens": _RuntimeTokens,
+      "jax._src.debugging.debug_print": _jax().debug.print,
+      "jax._src.debugging.debug_callback": _jax().debug.callback,
       "jax._src.test_util": test_util,
       "jax._src.internal_test_util.lax_test_util": lax_test_util,
       "jax._src.config": _Config(),
@@ -250,11 +335,49 @@ class _JaxWithSrc(types.ModuleType):
     return getattr(_jax(), name)
 
 
+MISSING_AT_IMPORT: list[str] = []  # the public names placeholders stood in for
+LENIENT = [False]  # True with minijax behind `jax`
+
+
+class _Lenient(types.ModuleType):
+  """A `jax` module as the test module sees it with minijax: while the module's top level
+  runs, a name minijax lacks gives a placeholder (so the file imports, and only the tests
+  that use the name fail, with `MinijaxLacks`); afterwards it raises as the module does."""
+
+  def __init__(self, target: types.ModuleType, name: str):
+    super().__init__(name)
+    self.__dict__["_target"] = target
+
+  def __getattr__(self, name):
+    try:
+      value = getattr(self._target, name)
+    except AttributeError:
+      if not _importing[0] or name.startswith("__"):
+        raise
+      MISSING_AT_IMPORT.append(f"{self.__name__}.{name}")
+      return Internal(f"{self.__name__}.{name}", missing=True)
+    if isinstance(value, types.ModuleType) and not isinstance(value, _Lenient):
+      return _Lenient(value, f"{self.__name__}.{name}")
+    return value
+
+  def __dir__(self):
+    return dir(self._target)
+
+
 def standin_import(name, globals=None, locals=None, fromlist=(), level=0):
   if level == 0 and (name == "jax._src" or name.startswith("jax._src.")):
     if not sys.modules.get("jax"):
       importlib.import_module("jax")
     return lookup(name) if fromlist else _JaxWithSrc()
+  if LENIENT[0] and _importing[0] and level == 0 and (name == "jax" or name.startswith("jax.")):
+    try:
+      module = builtins.__import__(name, globals, locals, fromlist, level)
+    except ImportError:
+      MISSING_AT_IMPORT.append(name)
+      return Internal(name if fromlist else name.split(".")[0], missing=True)
+    if fromlist:
+      return _Lenient(module, name)
+    return _Lenient(module, "jax")
   return builtins.__import__(name, globals, locals, fromlist, level)
 
 

@@ -43,6 +43,8 @@ def pytest_configure(config):
   if os.environ.get("JAX_CONFORMANCE_BACKEND", "minijax") == "minijax":
     import minijax
     minijax.install_as_jax()
+    from jax_standin import internals
+    internals.LENIENT[0] = True
   else:
     import jax
     assert not hasattr(jax, "__minijax__"), "JAX mode needs the real jax"
@@ -66,6 +68,10 @@ def pytest_collection_modifyitems(session, config, items):
     config.hook.pytest_deselected(items=drop)
   items[:] = keep
   _write({"collected": len(keep)})
+  from jax_standin.internals import MISSING_AT_IMPORT, FLAGS_AT_IMPORT
+  if MISSING_AT_IMPORT:
+    _write({"missing_at_import": sorted(set(MISSING_AT_IMPORT))})
+  _write({"flags_at_import": FLAGS_AT_IMPORT})
 
 
 def pytest_collectreport(report):
