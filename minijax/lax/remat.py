@@ -150,3 +150,11 @@ class checkpoint_policies:
 
   checkpoint_dots = dots_saveable
   dots_with_no_batch_dims_saveable = dots_saveable
+
+  @staticmethod
+  def save_only_these_names(*names):
+    return lambda prim, *avals, **params: prim.name == "name" and params.get("name") in names
+
+  @staticmethod
+  def save_any_names_but_these(*names):
+    return lambda prim, *avals, **params: prim.name == "name" and params.get("name") not in names
