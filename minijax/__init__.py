@@ -27,6 +27,7 @@ from minijax import distributed
 from minijax.callbacks import pure_callback
 from minijax import debug
 from minijax import ad_checkpoint
+from minijax.as_jax import install_as_jax
 
 __version__ = "0.1.0"
 from minijax import random  # noqa: E402

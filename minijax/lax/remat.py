@@ -162,8 +162,10 @@ def _remat_partial_eval(trace, args, *, jaxpr, policy, **params):
   known_outs = iter(known_outs[:len(known_outs) - n_res])
   if not any(out_uk) and not must_keep(staged.effects):
     return list(known_outs)
+  # `differentiated` marks the recomputation (as JAX does): effect handlers replay it.
   unknown_outs = iter(trace.stage(remat_p, [*args, *residuals],
-                                  dict(params, policy=policy, jaxpr=ClosedJaxpr(staged, []))))
+                                  dict(params, policy=policy, jaxpr=ClosedJaxpr(staged, []),
+                                       differentiated=True)))
   return [next(unknown_outs) if uk else next(known_outs) for uk in out_uk]
 
 
