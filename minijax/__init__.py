@@ -22,7 +22,7 @@ from minijax.core.trace import ensure_compile_time_eval
 from minijax.runtime.backend import default_device
 from minijax import tree, tree_util, errors, dtypes, test_util
 from minijax import sharding
-from minijax.sharding import NamedSharding, PartitionSpec as P, set_mesh
+from minijax.sharding import NamedSharding, PartitionSpec as P, make_mesh, set_mesh
 from minijax import distributed
 from minijax.callbacks import pure_callback
 from minijax import debug

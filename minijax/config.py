@@ -169,6 +169,12 @@ def _validate_platforms(value):
   return value
 
 
+def _validate_false(value) -> bool:
+  if _validate_bool(value):
+    raise ValueError(value)
+  return False
+
+
 def _validate_true(value) -> bool:
   if _validate_bool(value) is not True:
     raise ValueError(value)
@@ -187,6 +193,10 @@ FLAGS: dict[str, Flag] = {f.name: f for f in [
          "True (minijax implements only the partitionable threefry, JAX 0.10.2's default)",
          "random bits from threefry2x32 as JAX draws them by default",
          env_aliases=("JAX_THREEFRY_PARTITIONABLE",)),
+    Flag("use_shardy_partitioner", False, None, _validate_false, _parse_bool,
+         "False (minijax partitions computations over several devices with GSPMD: shardings "
+         "are mhlo.sharding attributes)", "which partitioner XLA runs",
+         env_aliases=("JAX_USE_SHARDY_PARTITIONER",)),
     bool_flag("debug_nans", "MINIJAX_DEBUG_NANS", False,
               "check every result for NaNs and name the primitive that made one",
               env_aliases=("JAX_DEBUG_NANS",)),

@@ -26,6 +26,7 @@ BAD_AND_GOOD = [
     ("enable_x64", ["yes", 2, None, 1.0], [(True, True), (0, False), (np.bool_(True), True)]),
     ("debug_nans", ["no", -1], [(False, False)]),
     ("debug_infs", ["yes", 2], [(0, False)]),
+    ("use_shardy_partitioner", [True, 1, "no"], [(False, False), (0, False)]),
     ("log_compiles", ["1"], [(1, True)]),
     ("tap_mechanism", ["fast", None, 1], [("callback", "callback"), ("native", "native")]),
     ("host_callback_semantics", ["modern", None], [("jax", "jax"), ("seed", "seed")]),

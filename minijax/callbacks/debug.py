@@ -23,6 +23,7 @@ writes one line to `sys.stdout` when it runs.
 from __future__ import annotations
 
 import dataclasses
+import logging
 import string
 import sys
 from typing import Any, Callable
@@ -33,6 +34,7 @@ from minijax import tree_util
 from minijax.callbacks import common
 from minijax.core import pretty
 from minijax.core.effects import Effect
+from minijax.core.jaxpr import user_source_info
 from minijax.core.primitive import Primitive
 from minijax.interpreters import ad, batching
 from minijax.lax import remat as remat_lib
@@ -42,7 +44,7 @@ from minijax.runtime import backend, host_calls, taps
 from minijax.runtime.array import Array
 from minijax.runtime.barrier import wait_for_effects
 
-__all__ = ["debug_callback", "debug_print", "debug_callback_p", "DebugEffect",
+__all__ = ["debug_callback", "debug_print", "debug_log", "debug_callback_p", "DebugEffect",
            "OrderedDebugEffect"]
 
 
@@ -102,12 +104,18 @@ class _FormatChecker(string.Formatter):
 _format_checker = _FormatChecker()
 
 
+_log = logging.getLogger("minijax.debug")
+
+
 @dataclasses.dataclass(frozen=True)
 class _Printer:
-  """The host function of one `debug.print`: formats and writes a line to `sys.stdout`."""
+  """The host function of one `debug.print`: formats and writes a line to `sys.stdout`, or
+  (`debug.log`) logs it at INFO on the "minijax.debug" logger, as from `where` (the file and
+  line of the call)."""
   fmt: str
   np_printoptions: tuple
   has_placeholders: bool
+  where: tuple | None = None
 
   def __call__(self, *args, **kwargs) -> None:
     args = [_scalar(a) for a in args]
@@ -117,7 +125,10 @@ class _Printer:
         message = self.fmt.format(*args, **kwargs)
     else:
       message = " ".join((self.fmt, *map(str, args)))
-    sys.stdout.write(message + "\n")
+    if self.where is None:
+      sys.stdout.write(message + "\n")
+    else:
+      _log.handle(_log.makeRecord(_log.name, logging.INFO, *self.where, message, (), None))
 
   @property
   def __name__(self):
@@ -130,7 +141,8 @@ def _scalar(value):
 
 
 def debug_print(fmt: str | None = None, *args: Any, ordered: bool = False,
-                partitioned: bool = False, skip_format_check: bool = False, **kwargs: Any):
+                partitioned: bool = False, skip_format_check: bool = False,
+                _use_logging: bool = False, **kwargs: Any):
   """Prints `fmt.format(*args, **kwargs)` on the host with the values the arguments have
   when the computation runs (see the module docstring).  The two-call form
   `debug_print(ordered=True)(fmt, *args, **kwargs)` takes the options first."""
@@ -138,7 +150,11 @@ def debug_print(fmt: str | None = None, *args: Any, ordered: bool = False,
     if not skip_format_check:
       _format_checker.format(fmt, *c_args, **c_kwargs)
     has_placeholders = bool(fmt) and next(iter(string.Formatter().parse(fmt)))[1] is not None
-    printer = _Printer(fmt, tuple(np.get_printoptions().items()), has_placeholders)
+    where = None
+    if _use_logging:
+      info = user_source_info()
+      where = (info.file, info.line) if info is not None else ("(unknown file)", 0)
+    printer = _Printer(fmt, tuple(np.get_printoptions().items()), has_placeholders, where)
     debug_callback(printer, *c_args, ordered=ordered, **c_kwargs)
 
   if fmt is not None:
@@ -148,6 +164,12 @@ def debug_print(fmt: str | None = None, *args: Any, ordered: bool = False,
     raise TypeError("debug_print received unexpected arguments in the two-call form:"
                     f" {args=} {kwargs=}")
   return bind
+
+
+def debug_log(fmt: str | None = None, *args: Any, **kwargs: Any):
+  """`debug_print`, whose lines go to the "minijax.debug" logger (INFO, with the file and
+  line of the call) instead of `sys.stdout`."""
+  return debug_print(fmt, *args, _use_logging=True, **kwargs)
 
 
 # ----------------------------------------------------------------------------- the primitive

@@ -29,14 +29,17 @@ __all__ = ["io_callback", "io_callback_p", "IOEffect", "OrderedIOEffect"]
 
 class IOEffect(Effect):
   """An io_callback: runs even when unused, ordered only by its data dependencies.  Reverse
-  mode through `checkpoint` would run it twice, so it is refused there."""
+  mode through `checkpoint` would run it twice, so it is refused there, and so is a batched
+  predicate over it (every lane would run it)."""
   allowed_in_remat = False
+  allowed_with_batched_predicate = False
 
 
 class OrderedIOEffect(Effect):
   """An ordered io_callback: its calls keep program order (one token)."""
   ordered = True
   allowed_in_remat = False
+  allowed_with_batched_predicate = False
 
 
 io_effect = IOEffect()

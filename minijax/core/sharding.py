@@ -21,6 +21,7 @@ renders it as an `mhlo.sharding` attribute and the runtime as jaxlib's `HloShard
 """
 from __future__ import annotations
 
+import enum
 import functools
 import math
 import threading
@@ -68,6 +69,14 @@ def _names(entry) -> tuple[str, ...]:
 
 # ----------------------------------------------------------------------------- meshes
 
+class AxisType(enum.Enum):
+  """How a mesh axis is partitioned (JAX's names).  minijax partitions every axis as
+  `Auto` (XLA's propagation); `Explicit` and `Manual` axes are refused by `Mesh`."""
+  Auto = enum.auto()
+  Explicit = enum.auto()
+  Manual = enum.auto()
+
+
 class Mesh:
   """Devices arranged in a named grid: `Mesh(np.array(devices).reshape(2, 2), ('x', 'y'))`.
 
@@ -91,6 +100,14 @@ class Mesh:
     ids = [d.id for d in devices.flat]
     if len(set(ids)) != len(ids):
       raise ValueError(f"Mesh devices must be distinct, got ids {ids}")
+    if axis_types is not None:
+      axis_types = (axis_types,) if isinstance(axis_types, AxisType) else tuple(axis_types)
+      if len(axis_types) != len(axis_names):
+        raise ValueError(f"Number of axis_types {len(axis_types)} must match the number of "
+                         f"axis_names {len(axis_names)}")
+      if any(t is not AxisType.Auto for t in axis_types):
+        raise NotImplementedError(f"Mesh axis_types {axis_types}: minijax partitions every "
+                                  "mesh axis as AxisType.Auto")
     self.devices = devices
     self.axis_names = axis_names
     self.axis_types = axis_types

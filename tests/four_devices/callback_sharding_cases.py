@@ -73,5 +73,22 @@ def test_a_shard_map_returning_nothing_takes_out_specs_none(mesh):
         jnp.arange(8))
 
 
+def test_make_mesh_builds_auto_meshes_and_refuses_other_axis_types(devices):
+  from minijax.sharding import AxisType
+  mesh = minijax.make_mesh((2, 2), ("x", "y"), axis_types=(AxisType.Auto,) * 2)
+  assert mesh.shape == {"x": 2, "y": 2} and list(mesh.devices.flat) == list(devices)
+  with pytest.raises(NotImplementedError, match="AxisType.Auto"):
+    Mesh(np.array(devices), ("i",), axis_types=(AxisType.Explicit,))
+  with pytest.raises(ValueError, match="needs 8 devices"):
+    minijax.make_mesh((8,), ("i",))
+
+
+def test_minijax_partitions_with_gspmd_and_says_so(mesh):
+  assert minijax.config.use_shardy_partitioner is False
+  assert minijax.config.jax_use_shardy_partitioner is False
+  with pytest.raises(ValueError, match="use_shardy_partitioner cannot be True"):
+    minijax.config.update("jax_use_shardy_partitioner", True)
+
+
 def test_jax_was_never_imported():
   assert "jax" not in sys.modules

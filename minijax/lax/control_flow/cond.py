@@ -284,7 +284,10 @@ def _cond_batch(args, dims, *, branches):
                        branches=tuple(batched))
     return outs, [0 if b else None for b in out_b]
   if any(b.effects for b in branches):
-    effects = sorted(map(repr, common.jaxprs_effects(*branches)))
+    branch_effects = frozenset().union(*(b.effects for b in branches))
+    if not all(e.allowed_with_batched_predicate for e in branch_effects):
+      raise NotImplementedError("IO effect not supported in vmap-of-cond.")
+    effects = sorted(map(repr, branch_effects))
     raise NotImplementedError(
         f"vmap of cond/switch with a batched predicate over branches with effects {effects} "
         "is not supported: it would run every branch for every lane. Make the predicate "
