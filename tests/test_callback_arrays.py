@@ -93,3 +93,11 @@ def test_debug_print_formats_host_arrays_as_jax_arrays():
     minijax.jit(lambda x: minijax.debug.print("x: {}", dict(foo=x), ordered=True))(np.int32(2))
     minijax.effects_barrier()
   assert out.getvalue() == "x: {'foo': Array(2, dtype=int32)}\n"  # jax 0.10.2's line
+
+
+def test_the_device_queries_take_jaxs_backend_argument():
+  assert minijax.devices("cpu") == minijax.devices() == minijax.devices(backend="cpu")
+  assert minijax.local_devices(backend="cpu") == minijax.local_devices(process_index=0)
+  with pytest.raises(RuntimeError, match="Unknown backend: 'gpu' requested, but no platforms "
+                                         "that are instances of gpu are present"):
+    minijax.devices("gpu")

@@ -170,14 +170,31 @@ def on_client_created(callback: Callable[[Client], Any]) -> None:
       callback(client)
 
 
-def devices() -> list[Device]:
+def _check_backend(backend) -> None:
+  """`backend` (JAX's argument of the device queries) must name minijax's CPU client."""
+  if backend is None or backend is _client or (isinstance(backend, str)
+                                                and backend.lower() == "cpu"):
+    return
+  raise RuntimeError(f"Unknown backend: '{backend}' requested, but no platforms that are "
+                     f"instances of {backend} are present. Platforms present are: cpu")
+
+
+def devices(backend=None) -> list[Device]:
+  """Every device (of every process); `backend` may only be "cpu", as in JAX on a CPU."""
   get_client()
+  _check_backend(backend)
   return list(_devices)
 
 
-def local_devices() -> list[Device]:
+def local_devices(process_index: int | None = None, backend=None,
+                  host_id: int | None = None) -> list[Device]:
+  """The devices of this process (or of `process_index`)."""
   get_client()
-  return list(_local)
+  _check_backend(backend)
+  index = process_index if process_index is not None else host_id
+  if index is None:
+    return list(_local)
+  return [d for d in _devices if d.process_index == index]
 
 
 def device_count() -> int:
