@@ -7,7 +7,8 @@
 (with a token of its own) for `ordered=True`.  Every rule is in this file.  A call travels
 like a tap: the lowering registers a tap consumer and emits a custom call that copies the
 operands into the device's tap queue, and the device's receiver thread calls the function
-with numpy arrays over the copied bytes (valid for as long as the function keeps them).
+with `HostArray`s over the copied bytes (Arrays, as JAX hands its callbacks `jax.Array`s,
+valid for as long as the function keeps them; the native queues build them in C).
 Dispatch stays asynchronous; `minijax.effects_barrier()` waits for the calls and raises,
 as the original exception, the first one a function raised (it is also logged on the
 "minijax.callbacks" logger).  Outside `jit` the function is called at once, after the

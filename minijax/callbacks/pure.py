@@ -7,8 +7,9 @@ drops a call whose results are unused (and XLA drops its custom call, which has 
 effect), and a call may run once per batch element under `vmap`.  Every rule is in this
 file.  Under `jit` the function runs synchronously, on the thread that executes the
 computation, through the value-returning host-call handler of the runtime
-(`runtime/host_calls`); outside `jit` it is called directly.  It receives numpy arrays
-(read-only copies of the operands, which it may keep) and its results are converted
+(`runtime/host_calls`); outside `jit` it is called directly.  It receives Arrays, as in
+JAX (`HostArray`s over read-only copies of the operands, which it may keep; outside `jit`
+the Arrays themselves) and its results are converted
 to the declared types by JAX's rules.  `jvp` and transposition raise JAX's ValueError:
 wrap the callback in `custom_jvp` or `custom_vjp` to differentiate through it.  `vmap`
 follows `vmap_method`:
