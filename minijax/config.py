@@ -299,9 +299,9 @@ class Config:
     by raising (a flag read once, such as the device count, refuses changes after use)."""
     self._guards[name] = check
 
-  def context(self, name: str) -> "FlagContext":
+  def context(self, name: str) -> "FlagState":
     """A context manager setting flag `name` for its block (`minijax.debug_nans(True)`)."""
-    return FlagContext(self, self.canonical_name(name))
+    return FlagState(self, self.canonical_name(name))
 
   def __getattr__(self, name: str):
     # Only called for names that are not attributes: JAX's names of minijax's flags.
@@ -314,7 +314,7 @@ class Config:
     raise AttributeError("use minijax.config.update(name, value) to change a flag")
 
 
-class FlagContext:
+class FlagState:
   """`with minijax.debug_nans(True): ...` sets a flag for a block and restores it after;
   `.value` reads it (JAX's config states)."""
 
