@@ -31,6 +31,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import zlib
 
 TOOLS = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(TOOLS)
@@ -209,7 +210,7 @@ def record_jax(results_db: dict, base: str, results: dict, devices: int, partial
 
 
 def main(argv=None) -> int:
-  parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+  parser = argparse.ArgumentParser(description=__doc__,
                                    formatter_class=argparse.RawDescriptionHelpFormatter)
   parser.add_argument("files", nargs="+", help="JAX test files: paths, or names such as "
                       "`api` or `pmap_test.py` looked up in <jax-src>/tests")
@@ -228,11 +229,17 @@ def main(argv=None) -> int:
                       "minijax does not, grouped by the first line of their error")
   parser.add_argument("--top", type=int, default=15, help="groups of failures listed per file")
   parser.add_argument("--json", help="write minijax's per-test outcomes to this file")
+  parser.add_argument("--markdown", help="append the figures (a table) and the report to this "
+                      "file")
   args = parser.parse_args(argv)
 
   results_db = load_results()
-  summary = []
-  dump = {}
+  summary, dump, report = [], {}, []
+
+  def say(text=""):
+    print(text)
+    report.append(text)
+
   for name in args.files:
     path = resolve_file(name, args.jax_src)
     base = os.path.basename(path)
@@ -242,51 +249,64 @@ def main(argv=None) -> int:
     expected = [] if args.jax else jax_outcomes(entry)
     results, notes, flags = run_file(path, backend, args, set(left_out), expected,
                                      entry.get("flags_at_import"))
-    print(f"\n== {base} ({backend}; {notes[-1]})")
+    say(f"\n== {base} ({backend}; {notes[-1]})")
     for note in notes[:-1]:
-      print("  " + note.replace("\n", "\n    "))
+      say("  " + note.replace("\n", "\n    "))
     mine = counts(results)
-    print(f"  {backend:8s} " + "  ".join(f"{o} {mine[o]}" for o in OUTCOMES)
-          + f"  (left out, need JAX internals: {len(left_out)})")
+    say(f"  {backend:8s} " + "  ".join(f"{o} {mine[o]}" for o in OUTCOMES)
+        + f"  (left out, need JAX internals: {len(left_out)})")
     if args.jax:
       if not args.no_record:
         record_jax(results_db, base, results, args.devices or requested_devices(path),
                    partial=bool(args.k or args.sample), flags=flags)
-        print(f"  recorded in {os.path.relpath(RESULTS)}")
+        say(f"  recorded in {os.path.relpath(RESULTS)}")
       summary.append((base, mine, None, None))
       continue
     dump[base] = {tid: list(v) for tid, v in sorted(results.items())}
-    jax = jax_outcomes(results_db["files"].get(base, {}))
+    jax = jax_outcomes(entry)
     if not jax:
-      print("  (no JAX figures recorded for this file: run it once with --jax)")
+      say("  (no JAX figures recorded for this file: run it once with --jax)")
       summary.append((base, mine, None, None))
       continue
-    jax = {tid: o for tid, o in jax.items() if tid in results}  # the same tests (-k, sample)
+    if args.k:  # only the tests both sides ran
+      jax = {tid: o for tid, o in jax.items() if tid in results}
+    elif args.sample:
+      k, n = map(int, args.sample.split("/"))
+      jax = {tid: o for tid, o in jax.items() if zlib.crc32(tid.encode()) % n < k}
+    for tid in jax:
+      results.setdefault(tid, ("error", "not run on minijax (not collected)"))
     theirs = counts({tid: (o, "") for tid, o in jax.items()})
     both = sum(1 for tid, o in jax.items() if o == "passed" and results[tid][0] == "passed")
-    print(f"  {'JAX':8s} " + "  ".join(f"{o} {theirs[o]}" for o in OUTCOMES))
+    say(f"  {'JAX':8s} " + "  ".join(f"{o} {theirs[o]}" for o in OUTCOMES))
     pct = 100 * both / max(theirs["passed"], 1)
-    print(f"  of the {theirs['passed']} tests JAX passes, minijax passes {both} ({pct:.0f}%)")
+    say(f"  of the {theirs['passed']} tests JAX passes, minijax passes {both} ({pct:.0f}%)")
     extra = sum(1 for tid, o in jax.items() if o != "passed" and results[tid][0] == "passed")
     if extra:
-      print(f"  ({extra} tests pass on minijax that JAX does not pass)")
+      say(f"  ({extra} tests pass on minijax that JAX does not pass)")
     summary.append((base, mine, theirs, both))
     if args.failures:
       groups = group_failures(results, jax)
-      print(f"  JAX passes, minijax does not: {sum(len(t) for _, t in groups)} tests, "
-            f"{len(groups)} causes")
+      say(f"  JAX passes, minijax does not: {sum(len(t) for _, t in groups)} tests, "
+          f"{len(groups)} causes")
       for message, tids in groups[:args.top]:
-        print(f"    {len(tids):4d}  {message}\n          e.g. {tids[0]}")
+        say(f"    {len(tids):4d}  {message}\n          e.g. {tids[0]}")
   if args.json:
     with open(args.json, "w") as f:
       json.dump(dump, f, indent=0)
+  table = ["| file | passed | failed | skipped | errors | JAX passed | minijax passes of those |",
+           "| --- | --- | --- | --- | --- | --- | --- |"]
+  for base, mine, theirs, both in summary:
+    row = f"| {base} | " + " | ".join(str(mine[o]) for o in OUTCOMES)
+    if theirs is not None:
+      row += f" | {theirs['passed']} | {both} ({100 * both / max(theirs['passed'], 1):.0f}%) |"
+    else:
+      row += " | | |"
+    table.append(row)
   if len(summary) > 1:
-    print("\nfile                          passed  failed skipped  errors | JAX passed | both")
-    for base, mine, theirs, both in summary:
-      row = f"{base:28s} " + " ".join(f"{mine[o]:7d}" for o in OUTCOMES)
-      if theirs is not None:
-        row += f" | {theirs['passed']:10d} | {both} ({100 * both / max(theirs['passed'], 1):.0f}%)"
-      print(row)
+    print("\n" + "\n".join(table))
+  if args.markdown:
+    with open(args.markdown, "a") as f:
+      f.write("\n".join(table) + "\n\n```text" + "\n".join(report) + "\n```\n")
   return 0
 
 

@@ -284,7 +284,7 @@ PUBLIC = {
     "jax._src.sharding_impls": ("jax.sharding",),
     "jax._src.stages": ("jax.stages",),
     "jax._src.debugging": ("jax.debug",),
-    "jax._src.ad_checkpoint": ("jax.ad_checkpoint",),
+    "jax._src.ad_checkpoint": ("jax.ad_checkpoint", "jax.checkpoint_policies"),
     "jax._src.tree_util": ("jax.tree_util",),
     "jax._src.errors": ("jax.errors",),
     "jax._src.linear_util": ("jax.extend.linear_util",),
@@ -296,10 +296,13 @@ PUBLIC = {
 
 
 def _public_module(name):
+  """The public module (or namespace, such as `jax.checkpoint_policies`) called `name`."""
   try:
     return importlib.import_module(name)
   except ImportError:
-    return None
+    parent, _, attr = name.rpartition(".")
+    found = _public_module(parent) if parent else None
+    return getattr(found, attr, None)
 
 
 def resolve(module: str, name: str):
