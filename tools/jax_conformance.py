@@ -79,16 +79,19 @@ def left_out_of(results: dict, base: str) -> dict[str, str]:
   return {**recorded, **LEFT_OUT.get(base, {})}
 
 
-def run_file(path: str, backend: str, args, skip: set[str], expected=(),
-             jax_flags=None) -> tuple[dict, list[str], dict]:
-  """Runs one test file; returns ({test id: (outcome, message)}, notes, flags read at import).
+def run_file(path: str, backend: str, args, skip: set[str], jax_entry: dict
+             ) -> tuple[dict, list[str], dict]:
+  """Runs one test file; returns ({test id: (outcome, message)}, notes, what to record).
 
-  If the file does not import, each of the `expected` tests is recorded as an error;
-  `jax_flags` are the values JAX had for the flags the file reads at import."""
+  `jax_entry` is what the JAX run recorded: if the file does not import, each of its tests
+  is recorded as an error; the values JAX had for the flags the file reads at import, and
+  the public names JAX answered its `jax._src` names with, are handed to the stand-ins."""
+  expected = jax_outcomes(jax_entry)
   devices = args.devices or requested_devices(path)
   results: dict[str, tuple[str, str]] = {}
   notes: list[str] = []
   flags: dict = {}
+  public: dict = {}
   with tempfile.TemporaryDirectory(prefix="jax_conformance_") as tmp:
     out = os.path.join(tmp, "results.jsonl")
     skip_file = os.path.join(tmp, "skip.json")
@@ -98,7 +101,8 @@ def run_file(path: str, backend: str, args, skip: set[str], expected=(),
         JAX_CONFORMANCE_SKIP=skip_file, JAX_CONFORMANCE_TIMEOUT=str(args.timeout),
         PYTHONPATH=os.pathsep.join([TOOLS, ROOT, env.get("PYTHONPATH", "")]).rstrip(os.pathsep),
         MINIJAX_NUM_CPU_DEVICES=str(devices), JAX_PLATFORMS="cpu", JAX_PLATFORM_NAME="cpu",
-        JAX_CONFORMANCE_JAX_FLAGS=json.dumps(jax_flags or {}))
+        JAX_CONFORMANCE_JAX_FLAGS=json.dumps(jax_entry.get("flags_at_import", {})),
+        JAX_CONFORMANCE_JAX_PUBLIC=json.dumps(jax_entry.get("public_names", {})))
     if args.devices:  # explicit: both backends get exactly this many
       env["JAX_CONFORMANCE_DEVICES"] = str(devices)
       env["XLA_FLAGS"] = (env.get("XLA_FLAGS", "") +
@@ -133,6 +137,8 @@ def run_file(path: str, backend: str, args, skip: set[str], expected=(),
             notes.append("the file did not import:\n" + record["collect_error"])
           elif "flags_at_import" in record:
             flags.update(record["flags_at_import"])
+          elif "public_names" in record:
+            public.update(record["public_names"])
           elif "missing_at_import" in record and record["missing_at_import"] not in seen:
             seen.append(record["missing_at_import"])
             notes.append("the file imports with placeholders for what minijax lacks (the "
@@ -156,7 +162,7 @@ def run_file(path: str, backend: str, args, skip: set[str], expected=(),
                for tid in expected}
   notes = list(dict.fromkeys(notes))
   notes.append(f"{devices} CPU device(s), {time.time() - start:.0f} s")
-  return results, notes, flags
+  return results, notes, {"flags_at_import": flags, "public_names": public}
 
 
 def _last_line(log_path: str) -> str:
@@ -190,12 +196,14 @@ def jax_outcomes(entry: dict) -> dict[str, str]:
 
 
 def record_jax(results_db: dict, base: str, results: dict, devices: int, partial: bool,
-               flags: dict) -> None:
+               found: dict) -> None:
   entry = results_db["files"].setdefault(base, {"tests": {}, "left_out": {}})
   if not partial:
     entry["tests"] = {}
   entry["devices"] = devices
-  entry["flags_at_import"] = dict(sorted(flags.items()))
+  for key, values in found.items():  # flags read at import; public names used
+    old = entry.get(key, {}) if partial else {}
+    entry[key] = dict(sorted({**old, **values}.items()))
   for tid, (outcome, message) in sorted(results.items()):
     if "needs JAX internals: " in message:
       entry["left_out"][tid] = message[message.index("needs JAX internals: "):]
@@ -246,9 +254,8 @@ def main(argv=None) -> int:
     left_out = left_out_of(results_db, base)
     backend = "jax" if args.jax else "minijax"
     entry = results_db["files"].get(base, {})
-    expected = [] if args.jax else jax_outcomes(entry)
-    results, notes, flags = run_file(path, backend, args, set(left_out), expected,
-                                     entry.get("flags_at_import"))
+    results, notes, found = run_file(path, backend, args, set(left_out),
+                                     {} if args.jax else entry)
     say(f"\n== {base} ({backend}; {notes[-1]})")
     for note in notes[:-1]:
       say("  " + note.replace("\n", "\n    "))
@@ -258,7 +265,7 @@ def main(argv=None) -> int:
     if args.jax:
       if not args.no_record:
         record_jax(results_db, base, results, args.devices or requested_devices(path),
-                   partial=bool(args.k or args.sample), flags=flags)
+                   partial=bool(args.k or args.sample), found=found)
         say(f"  recorded in {os.path.relpath(RESULTS)}")
       summary.append((base, mine, None, None))
       continue

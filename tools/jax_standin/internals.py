@@ -210,6 +210,8 @@ class _Config(types.ModuleType):
 
 FLAGS_AT_IMPORT: dict = {}  # flags the test module read at import, with their values
 JAX_FLAGS_AT_IMPORT: dict = json.loads(os.environ.get("JAX_CONFORMANCE_JAX_FLAGS", "{}"))
+PUBLIC_USED: dict = {}  # jax._src names answered by a public name, and that name
+JAX_PUBLIC_NAMES: dict = json.loads(os.environ.get("JAX_CONFORMANCE_JAX_PUBLIC", "{}"))
 
 
 def _jax():
@@ -316,7 +318,10 @@ def resolve(module: str, name: str):
     for public in PUBLIC.get(module, ()):
       found = _public_module(public)
       if found is not None and hasattr(found, name):
+        PUBLIC_USED[full] = f"{public}.{name}"
         return getattr(found, name)
+    if full in JAX_PUBLIC_NAMES:  # public in JAX, lacking in minijax
+      return Internal(JAX_PUBLIC_NAMES[full], missing=True)
   return Internal(full)
 
 

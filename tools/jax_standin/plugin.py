@@ -157,6 +157,8 @@ def pytest_runtest_logreport(report):
 
 
 def pytest_sessionfinish(session, exitstatus):
+  from jax_standin.internals import PUBLIC_USED
+  _write({"public_names": PUBLIC_USED})
   try:
     from jax_standin.test_util import MISSING_FLAGS
     if MISSING_FLAGS:
