@@ -177,7 +177,11 @@ def counts(results: dict) -> dict[str, int]:
 
 def cause(message: str) -> str:
   """The group a failure goes in: its first line with addresses and numbers blurred."""
-  text = re.sub(r"0x[0-9a-fA-F]+", "0x…", message)
+  text = message.replace("jax_standin.internals.", "")
+  while re.search(r"<[^<>]*>", text):  # reprs: <axis name of pmap(<lambda>)>, <function ...>
+    text = re.sub(r"<[^<>]*>", "\u27e8\u27e9", text)
+  text = text.replace("\u27e8\u27e9", "<…>")
+  text = re.sub(r"0x[0-9a-fA-F]+", "0x…", text)
   text = re.sub(r"(?<![A-Za-z_])\d+(\.\d+)?", "N", text)
   return text[:140]
 
