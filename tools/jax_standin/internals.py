@@ -223,6 +223,20 @@ def _jaxlib_version():
   return getattr(xla_client, "_version", 0)
 
 
+class _Forward:
+  """A module of jaxlib as JAX's internals re-export it: its names, else placeholders (the
+  test files of older JAX releases use names today's jaxlib no longer has)."""
+
+  def __init__(self, module, path):
+    self._module, self._path = module, path
+
+  def __getattr__(self, name):
+    try:
+      return getattr(self._module, name)
+    except AttributeError:
+      return Internal(f"{self._path}.{name}")
+
+
 class _RuntimeTokens:
   """`jax._src.dispatch.runtime_tokens`: test classes clear JAX's ordered-effect tokens in
   tearDown; the public equivalent of that housekeeping is waiting for the effects."""
@@ -262,7 +276,10 @@ def _own():
       "jax._src.util.curry": _curry,
       "jax._src.util.clear_all_caches": lambda: _jax().clear_caches(),
       "jax._src.lib.jaxlib_extension_version": _jaxlib_version(),
-      "jax._src.lib.xla_client": importlib.import_module("jaxlib.xla_client"),
+      # The runner runs on CPU, whose client is in-process, not a PJRT C API plugin.
+      "jax._src.xla_bridge.using_pjrt_c_api": lambda: False,
+      "jax._src.lib.xla_client": _Forward(importlib.import_module("jaxlib.xla_client"),
+                                          "jax._src.lib.xla_client"),
       "jax._src.sharding_impls.make_single_device_sharding":
           lambda device, **kw: _jax().sharding.SingleDeviceSharding(device, **kw),
   }
