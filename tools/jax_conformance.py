@@ -74,9 +74,11 @@ def load_results() -> dict:
           "jax_version": JAX_VERSION, "files": {}}
 
 
-def left_out_of(results: dict, base: str) -> dict[str, str]:
+def left_out_of(results: dict, base: str, jax_mode: bool) -> dict[str, str]:
+  """The tests not run: LEFT_OUT's, and those the JAX run found needing JAX internals (a
+  `--jax` run of the whole file finds them again)."""
   recorded = results["files"].get(base, {}).get("left_out", {})
-  return {**recorded, **LEFT_OUT.get(base, {})}
+  return {**({} if jax_mode else recorded), **LEFT_OUT.get(base, {})}
 
 
 def run_file(path: str, backend: str, args, skip: set[str], jax_entry: dict
@@ -203,7 +205,7 @@ def record_jax(results_db: dict, base: str, results: dict, devices: int, partial
                found: dict) -> None:
   entry = results_db["files"].setdefault(base, {"tests": {}, "left_out": {}})
   if not partial:
-    entry["tests"] = {}
+    entry["tests"], entry["left_out"] = {}, {}
   entry["devices"] = devices
   for key, values in found.items():  # flags read at import; public names used
     old = entry.get(key, {}) if partial else {}
@@ -241,6 +243,8 @@ def main(argv=None) -> int:
                       "minijax does not, grouped by the first line of their error")
   parser.add_argument("--top", type=int, default=15, help="groups of failures listed per file")
   parser.add_argument("--json", help="write minijax's per-test outcomes to this file")
+  parser.add_argument("--saved", help="report minijax's outcomes saved by an earlier --json "
+                      "instead of running the files")
   parser.add_argument("--markdown", help="append the figures (a table) and the report to this "
                       "file")
   args = parser.parse_args(argv)
@@ -255,15 +259,25 @@ def main(argv=None) -> int:
   for name in args.files:
     path = resolve_file(name, args.jax_src)
     base = os.path.basename(path)
-    left_out = left_out_of(results_db, base)
+    left_out = left_out_of(results_db, base, args.jax and not (args.k or args.sample))
     backend = "jax" if args.jax else "minijax"
     entry = results_db["files"].get(base, {})
-    results, notes, found = run_file(path, backend, args, set(left_out),
-                                     {} if args.jax else entry)
+    if args.saved:  # outcomes saved by an earlier run's --json, reported again
+      with open(args.saved) as f:
+        results = {tid: tuple(v) for tid, v in json.load(f)[base].items()}
+      notes, found = [f"outcomes read from {args.saved}"], {}
+    else:
+      results, notes, found = run_file(path, backend, args, set(left_out),
+                                       {} if args.jax else entry)
     say(f"\n== {base} ({backend}; {notes[-1]})")
     for note in notes[:-1]:
       say("  " + note.replace("\n", "\n    "))
-    mine = counts(results)
+    if args.jax:  # what needs JAX internals is left out, not counted
+      internal = {t for t, (_, m) in results.items() if "needs JAX internals: " in m}
+      left_out = {**left_out, **{t: results[t][1] for t in internal}}
+      mine = counts({t: v for t, v in results.items() if t not in internal})
+    else:
+      mine = counts(results)
     say(f"  {backend:8s} " + "  ".join(f"{o} {mine[o]}" for o in OUTCOMES)
         + f"  (left out, need JAX internals: {len(left_out)})")
     if args.jax:
