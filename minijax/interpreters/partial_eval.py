@@ -68,6 +68,12 @@ class DynamicJaxprTrace(Trace):
     self.invars.append(var)
     return DynamicJaxprTracer(self, aval, var, debug_name)
 
+  def new_literal(self, x) -> DynamicJaxprTracer:
+    """A tracer of a 0-d host constant (`jnp.array(1.0)` under `jit`): traced like any
+    other value, but inlined into the jaxpr as a literal."""
+    atom = self.to_atom(x)
+    return DynamicJaxprTracer(self, atom.aval, atom)
+
   def to_atom(self, x) -> Var | Literal:
     if self.owns(x):
       return x._var
