@@ -141,6 +141,24 @@ def test_ensure_compile_time_eval_computes_concrete_values_inside_jit():
     minijax.jit(lambda x: jnp.sin(x) > 0 and x)(1.0)  # traced values stay traced
 
 
+def test_ensure_compile_time_eval_runs_operations_without_operands_eagerly():
+  with minijax.ensure_compile_time_eval():  # eye and iota have no operands to trace
+    np.testing.assert_allclose(jnp.linalg.solve(jnp.eye(3), jnp.ones(3)), np.ones(3))
+    assert jnp.arange(3).sum() == 3
+
+
+def test_an_impl_saved_from_a_primitive_still_runs_once_replaced():
+  from minijax import lax
+  sin_impl, calls = lax.sin_p.impl, []
+  lax.sin_p.def_impl(lambda x, **params: calls.append(1) or sin_impl(x, **params))
+  try:
+    y = minijax.checkpoint(lambda x: lax.sin(lax.sin(x)))(2.0)
+  finally:
+    lax.sin_p.def_impl(sin_impl)
+  np.testing.assert_allclose(y, np.sin(np.sin(2.0)), rtol=1e-6)
+  assert calls == [1, 1] and lax.sin_p.impl is sin_impl
+
+
 def test_named_scope_names_operations_in_the_lowered_module():
   def f(x):
     with minijax.named_scope("layer1"):

@@ -114,8 +114,15 @@ def ensure_compile_time_eval():
   """Operations on concrete values run now, even inside `jit` or a control-flow body:
   their results are concrete (usable in Python `if`s) rather than staged.  Operations on
   traced values are staged as usual."""
+  with constant_folding(True):
+    yield
+
+
+@contextlib.contextmanager
+def constant_folding(enabled: bool):
+  """Sets whether staging traces run operations on concrete values at once (see above)."""
   previous = _context.eager_constant_folding
-  _context.eager_constant_folding = True
+  _context.eager_constant_folding = enabled
   try:
     yield
   finally:

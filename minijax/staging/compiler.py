@@ -24,6 +24,7 @@ from minijax.config import config
 from minijax.core import caches
 from minijax.core import effects as effects_lib
 from minijax.core import primitive as primitive_lib
+from minijax.core import trace as trace_lib
 from minijax.core.avals import get_aval
 from minijax.core.jaxpr import ClosedJaxpr, Literal, eval_jaxpr
 from minijax.interpreters.partial_eval import trace_to_jaxpr_dynamic
@@ -189,7 +190,8 @@ def _compile_primitive(primitive, params, avals, device, args=()) -> Callable:
     out = primitive.bind(*xs, **params)
     return out if primitive.multiple_results else [out]
 
-  jaxpr, consts = trace_to_jaxpr_dynamic(fun, avals)
+  with trace_lib.constant_folding(False):  # else one without operands would run itself
+    jaxpr, consts = trace_to_jaxpr_dynamic(fun, avals)
   fn = compile_jaxpr(ClosedJaxpr(jaxpr, consts), device=device, name=primitive.name)
   if primitive.multiple_results:
     return fn
