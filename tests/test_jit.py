@@ -8,6 +8,7 @@ import pytest
 import minijax
 import minijax.numpy as jnp
 from minijax import lax
+from minijax.core.avals import ShapedArray
 from tests.conftest import compiles, run_python
 
 
@@ -126,20 +127,73 @@ def test_lowered_compile_shows_xla_optimized_hlo():
 
 def test_lower_then_compile_lowers_once_and_the_call_reuses_that_executable(monkeypatch):
   from minijax.lowering import mlir
-  from minijax.staging import compiler, jit as jit_module
+  from minijax.staging import compiler, stages
   lowerings = []
   original = mlir.lower_jaxpr_to_module
 
   def counting(*args, **kwargs):
     lowerings.append(kwargs.get("name"))
     return original(*args, **kwargs)
-  monkeypatch.setattr(jit_module, "lower_jaxpr_to_module", counting)
+  monkeypatch.setattr(stages, "lower_jaxpr_to_module", counting)
   monkeypatch.setattr(compiler, "lower_jaxpr_to_module", counting)
   f = minijax.jit(lambda x: lax.cos(x) * 2.0)
   compiled = f.lower(np.ones(3, np.float32)).compile()
   np.testing.assert_allclose(compiled(np.zeros(3, np.float32)), [2.0] * 3)
   np.testing.assert_allclose(f(np.zeros(3, np.float32)), [2.0] * 3)
   assert lowerings == ["<lambda>"]
+
+
+def test_stages_know_their_signature_and_refuse_other_arguments():
+  f = lambda x: jnp.sqrt(x ** 2) + 1.0
+  lowered = minijax.jit(f).lower(1.0)
+  compiled = lowered.compile()
+  assert float(compiled(1.0)) == 2.0
+  for stage in (lowered, compiled):
+    assert stage.in_avals == ((ShapedArray((), np.float32, weak_type=True),), {})
+    assert stage.in_tree == minijax.tree_util.tree_structure(((0,), {}))
+  with pytest.raises(TypeError, match="compiled with input pytree does not match"):
+    compiled([1.0])
+  typed = minijax.jit(f).lower(np.float32(1)).compile()
+  with pytest.raises(TypeError, match=r"(?s)Argument types differ.*Argument 'x' compiled with "
+                                      r"f32\[\] and called with i32\[\]"):
+    typed(np.int32(1))
+  with pytest.raises(TypeError, match="Cannot apply JAX transformations .*BatchTracer"):
+    minijax.vmap(lambda x: compiled(x) + 2)(jnp.ones(3))
+  donating = minijax.jit(lambda x, y: (x, y * 2), donate_argnums=1).lower(
+      {"a": np.float32(1), "b": np.float32(2)}, np.float32(3))
+  (x_info, y_info), _ = donating.args_info
+  assert not x_info["a"].donated and y_info.donated and donating.donate_argnums == (2,)
+  assert x_info["a"].shape == () and x_info["a"].dtype == np.float32
+
+
+def test_lowered_text_in_three_dialects_cost_and_memory_analysis():
+  lowered = minijax.jit(lambda x: x + 4.0).lower(1.0)
+  assert "mhlo.add" in lowered.as_text() and "stablehlo.add" in lowered.as_text("stablehlo")
+  assert "add(" in lowered.as_text(dialect="hlo")
+  assert "ENTRY" in lowered.compiler_ir(dialect="hlo").as_hlo_text()
+  with pytest.raises(ValueError, match="unknown dialect 'llvm'"):
+    lowered.as_text("llvm")
+  assert lowered.cost_analysis()["flops"] == 1.0
+  compiled = lowered.compile()
+  assert compiled.cost_analysis()["flops"] >= 1.0
+  assert compiled.memory_analysis().argument_size_in_bytes == 4
+  assert compiled.runtime_executable() is not None
+  trivial = minijax.jit(lambda x: x).lower(1.0).compile()  # compiled, though it does nothing
+  assert trivial.runtime_executable() is not None and float(trivial(4.0)) == 4.0
+
+
+def test_compiler_options_reach_xla_and_bad_ones_are_named():
+  f = lambda x: jnp.sqrt(x ** 2) + 1.0
+  lowered = minijax.jit(f).lower(1.0)
+  plain, embedded = lowered.compile(), lowered.compile({"xla_embed_ir_in_executable": True})
+  assert plain is not embedded and float(embedded(1.0)) == 2.0
+  assert float(minijax.jit(f, compiler_options={"exec_time_optimization_effort": 0.0})(1.0)) == 2.0
+  with pytest.raises(minijax.errors.JaxRuntimeError, match="No such compile option: 'bad_key'"):
+    lowered.compile(compiler_options={"bad_key": "value"})
+  with pytest.raises(minijax.errors.JaxRuntimeError, match="is not a valid bool value"):
+    lowered.compile(compiler_options={"xla_embed_ir_in_executable": "maybe"})
+  with pytest.raises(minijax.errors.JaxRuntimeError, match="No such compile option"):
+    minijax.jit(f, compiler_options={"exec_time_compilation_effort": 0.0})(1.0)
 
 
 def test_donated_argument_is_aliased_and_deleted_after_the_call():
@@ -180,6 +234,7 @@ def test_a_function_jitted_for_each_of_4_devices_runs_there():
   result = run_python("""
 import numpy as np, minijax
 from minijax import lax
+from minijax.core.avals import ShapedArray
 assert len(minijax.devices()) == 4
 for d in range(4):
   f = minijax.jit(lambda x: lax.add(lax.mul(x, x), 1.0), device=d)
@@ -199,6 +254,7 @@ def test_jax_is_never_imported():
   result = run_python("""
 import sys, numpy as np, minijax
 from minijax import lax
+from minijax.core.avals import ShapedArray
 x = minijax.device_put(np.arange(4, dtype=np.float32))
 y = minijax.jit(lambda a: lax.sin(lax.mul(a, a)))(x)
 z = lax.cos(y)

@@ -8,9 +8,9 @@ arguments), look up the executable's call closure, run it.  Called under another
 transformation it binds `jit_p` with the traced jaxpr, so the transformation sees one
 equation and the lowering emits a `func.call`.
 
-`jit(f).trace(*args)`, `.lower()` and `.compile()` expose the stages: `Traced` holds the
-jaxpr, `Lowered` the MHLO module, and compiling it reuses that module, so
-`lower(x).compile()` lowers once.
+`jit(f).trace(*args)`, `.lower()` and `.compile()` expose the stages (`staging/stages.py`):
+`Traced` holds the jaxpr, `Lowered` the MHLO module, and compiling it reuses that module,
+so `lower(x).compile()` lowers once.
 
 With `in_shardings`/`out_shardings`, sharded Array arguments, or shardings inside the
 function (a `shard_map`, a sharding constraint), the call runs as one SPMD program over
@@ -41,11 +41,11 @@ from minijax.core.jaxpr import ClosedJaxpr, hoist_consts
 from minijax.core.trace import Tracer
 from minijax.interpreters import partial_eval as pe
 from minijax.lax.call import jit_p
-from minijax.lowering.mlir import lower_jaxpr_to_module
 from minijax.runtime import backend
 from minijax.runtime.array import Array, device_put
 from minijax.runtime.sharded_executable import ShardedExecutable
 from minijax.staging import compiler, sharded
+from minijax.staging.stages import Compiled, Lowered, Traced
 
 __all__ = ["jit", "clear_caches", "JitWrapped", "Traced", "Lowered", "Compiled"]
 
@@ -69,7 +69,7 @@ class JitWrapped:
 
   def __init__(self, fun: Callable, static_argnums=None, static_argnames=None,
                donate_argnums=None, device=None, donate_argnames=None, in_shardings=None,
-               out_shardings=None):
+               out_shardings=None, compiler_options=None):
     self._fun = fun
     self._name = fun_name(fun)
     static_argnums, static_argnames, donate_argnums, donate_argnames = resolve_argnums(
@@ -84,6 +84,7 @@ class JitWrapped:
                        "shardings say where the computation runs")
     self._in_shardings = in_shardings
     self._out_shardings = out_shardings
+    self._compiler_options = dict(compiler_options or {})  # XLA's, for every compile
     self._fast_ok = not (self._static_argnums or self._static_argnames)
     self._multi_device = False
     # Traces and fast-path entries, per state of the flags that change what tracing and
@@ -204,11 +205,13 @@ class JitWrapped:
       placement = self._placement(traced, flat, args, kwargs)
       device = None if placement is None else sharded.single_device(placement, traced.jaxpr)
       if placement is not None and device is None:
-        executable = sharded.compiled_call(traced.jaxpr, self._name, traced.donated, placement)
+        executable = sharded.compiled_call(traced.jaxpr, self._name, traced.donated, placement,
+                                           compiler_options=self._compiler_options)
         device = compiler.device_of(flat)
       else:
         device = device or compiler.jit_device(self._device, flat)
-        executable = compiler.compiled_call(traced.jaxpr, self._name, traced.donated, device)
+        executable = compiler.compiled_call(traced.jaxpr, self._name, traced.donated, device,
+                                            compiler_options=self._compiler_options)
       if (fast_key is not None and self._fast_ok and not config.debug_nans
           and all(type(x) is Array or type(x) in PYTHON_SCALARS for x in flat)):
         self._remember_fast(fast_key, args_tree, device, executable, traced, flat)
@@ -281,11 +284,15 @@ class JitWrapped:
 
   def trace(self, *args, **kwargs) -> "Traced":
     traced, flat = self._traced_for(args, kwargs)
+    dyn_args, dyn_kwargs, static = self._split(args, kwargs)
+    in_tree = tree_util.tree_structure((dyn_args, dyn_kwargs))
+    names = flat_arg_names(self._fun, args, kwargs) if not static else None
     placement = self._placement(traced, flat, args, kwargs)
     if placement is not None and sharded.single_device(placement, traced.jaxpr) is None:
-      return Traced(traced, self._name, None, placement)
+      return Traced(traced, self._name, None, placement, in_tree, names)
     device = placement.devices[0] if placement is not None else None
-    return Traced(traced, self._name, device or compiler.jit_device(self._device, flat))
+    return Traced(traced, self._name, device or compiler.jit_device(self._device, flat),
+                  None, in_tree, names)
 
 
 def _bounded_insert(cache: dict, key, value) -> None:
@@ -344,92 +351,19 @@ def _check_static(value, where):
   return value
 
 
-class Traced:
-  """`jit(f).trace(*args)`: the traced stage, as JAX's `jax.stages.Traced`.
-
-  `jaxpr` is the ClosedJaxpr `f` traced to (its constants hoisted to leading inputs),
-  `out_info` the abstract values of the outputs in the output's tree structure, and
-  `lower()` lowers it to MHLO (the next stage, `Lowered`) without tracing again."""
-
-  def __init__(self, traced: _Traced, name: str, device, placement=None):
-    self._traced = traced
-    self._device = device
-    self._placement = placement
-    self.fun_name = name
-
-  @property
-  def jaxpr(self) -> ClosedJaxpr:
-    return self._traced.jaxpr
-
-  @property
-  def out_info(self):
-    return self._traced.out_tree.unflatten(self._traced.jaxpr.out_avals)
-
-  def lower(self) -> "Lowered":
-    return Lowered(self._traced, self.fun_name, self._device, self._placement)
-
-  def __repr__(self):
-    return f"Traced({self.fun_name})"
-
-
-class Lowered:
-  """`jit(f).lower(*args)`: the MHLO module, ready to compile (for one device, or for the
-  devices of a `placement`)."""
-
-  def __init__(self, traced: _Traced, name: str, device, placement=None):
-    self._traced = traced
-    self._name = name
-    self._device = device
-    self._placement = placement
-    if placement is not None:
-      self._result = sharded.lower(traced.jaxpr, name, traced.donated, placement)
-    else:
-      self._result = lower_jaxpr_to_module(traced.jaxpr, name=name,
-                                           donated_args=traced.donated)
-
-  def as_text(self) -> str:
-    return str(self._result.module)
-
-  def compiler_ir(self):
-    return self._result.module
-
-  def compile(self) -> "Compiled":
-    if self._placement is not None:
-      fn = sharded.compiled_call(self._traced.jaxpr, self._name, self._traced.donated,
-                                 self._placement, lowered=self._result)
-      return Compiled(fn, self._traced)
-    fn = compiler.compiled_call(self._traced.jaxpr, self._name, self._traced.donated,
-                                self._device, lowered=self._result)
-    return Compiled(fn, self._traced)
-
-
-class Compiled:
-  """`jit(f).lower(*args).compile()`: the executable, callable like `f`."""
-
-  def __init__(self, fn, traced: _Traced):
-    self._fn = fn
-    self._traced = traced
-
-  def as_text(self) -> str:
-    if hasattr(self._fn, "as_text"):
-      return self._fn.as_text()
-    return "(no XLA computation: the jaxpr has no equations)"
-
-  def __call__(self, *args, **kwargs):
-    flat, _ = tree_util.tree_flatten((args, kwargs))
-    return self._traced.out_tree.unflatten(self._fn(*self._traced.consts, *flat))
-
-
 def jit(fun: Callable | None = None, *, in_shardings=None, out_shardings=None,
         static_argnums=None, static_argnames=None, donate_argnums=None, donate_argnames=None,
-        keep_unused: bool = False, device=None, backend=None, inline: bool = False):
+        keep_unused: bool = False, device=None, backend=None, inline: bool = False,
+        compiler_options: dict | None = None):
   """Compiles `fun` with XLA; usable as `@jit` or `@jit(static_argnums=...)`.
 
   As in JAX, `static_argnums` and `static_argnames` (and `donate_argnums` and
   `donate_argnames`) name the same parameters through `fun`'s signature when only one of
   them is given, so an argument is static however it is passed.  `keep_unused` and
   `inline` are accepted for JAX's sake (minijax keeps every argument, and inlines nested
-  jits only when lowering); `backend` may only be "cpu".
+  jits only when lowering); `backend` may only be "cpu".  `compiler_options` are XLA's
+  (`{"xla_...": value}`), for the programs this function compiles when called on concrete
+  values.
 
   `in_shardings` (a sharding, a PartitionSpec under `with mesh:`, None, or a pytree prefix
   of the positional arguments of those) lays the arguments out before the call, and
@@ -440,13 +374,13 @@ def jit(fun: Callable | None = None, *, in_shardings=None, out_shardings=None,
                          static_argnums=static_argnums, static_argnames=static_argnames,
                          donate_argnums=donate_argnums, donate_argnames=donate_argnames,
                          keep_unused=keep_unused, device=device, backend=backend,
-                         inline=inline)
+                         inline=inline, compiler_options=compiler_options)
   if not callable(fun):
     raise TypeError(f"Expected a callable value, got {fun!r:.60}")
   if backend not in (None, "cpu"):
     raise RuntimeError(f"Unknown backend {backend!r}: minijax runs on the 'cpu' backend only")
   return _jitted(JitWrapped(fun, static_argnums, static_argnames, donate_argnums, device,
-                            donate_argnames, in_shardings, out_shardings))
+                            donate_argnames, in_shardings, out_shardings, compiler_options))
 
 
 def _is_sharding_leaf(x) -> bool:

@@ -184,9 +184,11 @@ _compiled = caches.WeakLRU(_CompiledSlot, "jit_cache_size")
 
 
 def compiled_call(closed: ClosedJaxpr, name: str, donated: Sequence[bool], p: Placement,
-                  lowered: LoweringResult | None = None):
-  """The executable of `closed` for placement `p`, compiled on first use."""
-  slot = _compiled(closed, tuple(donated), p)
+                  lowered: LoweringResult | None = None, compiler_options: dict | None = None):
+  """The executable of `closed` for placement `p` (and XLA's `compiler_options`), compiled
+  on first use."""
+  options = dict(compiler_options or {})
+  slot = _compiled(closed, tuple(donated), p, tuple(sorted(options.items())))
   fn = slot.fn
   if fn is None:
     if not closed.jaxpr.eqns:  # (the inner jaxpr: the cache is weak on `closed`)
@@ -201,7 +203,7 @@ def compiled_call(closed: ClosedJaxpr, name: str, donated: Sequence[bool], p: Pl
           donated_args=tuple(donated), host_callbacks=lowered.host_callbacks,
           ordered_effects=lowered.ordered_effects,
           unordered_effects=effects_lib.unordered_effects(closed.jaxpr.effects), mesh=p.mesh,
-          keepalive=lowered.keepalives)
+          keepalive=lowered.keepalives, compiler_options=options)
       fn = _intern_outputs(fn)
     slot.fn = fn
   return fn
