@@ -58,15 +58,19 @@ class PartitionSpec(tuple):
 P = PartitionSpec
 
 
+class UnnamedAxis:
+  """The mesh axis name of a `pmap` given no `axis_name`: unique to it, so that nothing
+  (a collective, a nested unnamed `pmap`) can refer to it by mistake."""
+
+  def __init__(self, fun):
+    self.fun = fun
+
+  def __repr__(self):
+    return f"<axis name of pmap({getattr(self.fun, '__name__', 'fun')})>"
+
+
 def _is_axis_name(name) -> bool:
-  """Axis names are hashable values (usually strings; an unnamed `pmap`'s is an object)."""
-  if name is None or isinstance(name, (tuple, list, dict, set)):
-    return False
-  try:
-    hash(name)
-  except TypeError:
-    return False
-  return True
+  return isinstance(name, (str, UnnamedAxis))
 
 
 def _names(entry) -> tuple:
@@ -96,8 +100,7 @@ class Mesh:
     if len(set(axis_names)) != len(axis_names):
       raise ValueError(f"Mesh axis names must be unique, got {axis_names}")
     if not all(_is_axis_name(n) for n in axis_names):
-      raise TypeError(f"Mesh axis names must be hashable values such as strings, got "
-                      f"{axis_names}")
+      raise TypeError(f"Mesh axis names must be strings, got {axis_names}")
     ids = [d.id for d in devices.flat]
     if len(set(ids)) != len(ids):
       raise ValueError(f"Mesh devices must be distinct, got ids {ids}")

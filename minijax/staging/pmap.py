@@ -42,16 +42,6 @@ from minijax.staging.jit import jit
 P = sharding_lib.PartitionSpec
 
 
-class _AxisName:
-  """The name of an unnamed pmap's axis: unique, so nothing can refer to it."""
-
-  def __init__(self, fun):
-    self.fun = fun
-
-  def __repr__(self):
-    return f"<axis name of pmap({getattr(self.fun, '__name__', 'fun')})>"
-
-
 def _spec(axis_name, ax) -> P:
   return P() if ax is None else P(*([None] * ax), axis_name)
 
@@ -79,7 +69,7 @@ def pmap(fun: Callable, axis_name=None, *, in_axes=0, out_axes=0,
       raise ValueError("'devices' argument to pmap must be non-empty, or None.")
   if isinstance(in_axes, list):
     in_axes = tuple(in_axes)
-  name = _AxisName(fun) if axis_name is None else axis_name
+  name = sharding_lib.UnnamedAxis(fun) if axis_name is None else axis_name
   static = tuple(normalize_argnums(static_broadcasted_argnums))
   donate = frozenset(normalize_argnums(donate_argnums))
   cache: dict = {}

@@ -117,13 +117,12 @@ def test_pmap_in_axes_out_axes_static_arguments_and_pytrees():
   assert replicated.sharding.spec == minijax.sharding.PartitionSpec()
 
 
-def test_pmap_without_axis_name_and_with_non_string_axis_names():
+def test_pmap_without_axis_name():
   doubled = minijax.pmap(lambda v: v * 2)(X)
   np.testing.assert_allclose(np.asarray(doubled), 2 * X)
-  assert minijax.grad(lambda v: minijax.pmap(jnp.sin)(v).sum())(X).shape == X.shape
-  for name in (0, frozenset({"a"})):
-    total = minijax.pmap(lambda v: lax.psum(v, name), axis_name=name)(X)
-    np.testing.assert_allclose(np.asarray(total), np.broadcast_to(X.sum(0), X.shape), rtol=1e-6)
+  np.testing.assert_allclose(minijax.grad(lambda v: minijax.pmap(jnp.sin)(v).sum())(X),
+                             np.cos(X), rtol=1e-6)
+  assert "pmap(<lambda>)" in repr(doubled.sharding.mesh.axis_names[0])
 
 
 def test_pmap_donates_laid_out_arguments():
