@@ -8,12 +8,14 @@ axis, so no reshapes are needed.
 """
 from __future__ import annotations
 
+import contextlib
 import functools
 from typing import Callable
 
 import numpy as np
 
 from minijax import lax, tree_util
+from minijax.config import config
 from minijax.api_util import broadcast_prefix, flat_arg_names, normalize_argnums
 from minijax.core import dtypes
 from minijax.core.avals import ShapedArray, get_aval
@@ -481,6 +483,21 @@ def vmap(fun: Callable, in_axes=0, out_axes=0, axis_size: int | None = None,
       results.append(batching.matchaxis(o, d, a, size))
     return out_tree.unflatten(results)
   return vmapped
+
+
+# ----------------------------------------------------------------------------- debugging
+
+@contextlib.contextmanager
+def disable_jit(disable: bool = True):
+  """Inside, `jit`- and `pmap`-decorated functions run as plain Python, operation by
+  operation, so that prints and debuggers see concrete values (the flag `disable_jit`,
+  JAX's `jax_disable_jit`, set for the duration)."""
+  previous = config.disable_jit
+  config.update("disable_jit", disable)
+  try:
+    yield
+  finally:
+    config.update("disable_jit", previous)
 
 
 # ----------------------------------------------------------------------------- shapes, transposes

@@ -15,7 +15,7 @@ unset).
 Code ported from JAX keeps working: every flag also answers to JAX's name for it, the
 flag's name with a `jax_` prefix (`config.update("jax_enable_x64", True)`,
 `config.jax_enable_x64`), and the environment variables JAX reads are read too
-(`JAX_ENABLE_X64`, `JAX_DEBUG_NANS`, `JAX_LOG_COMPILES`, `JAX_TRACEBACK_FILTERING`,
+(`JAX_ENABLE_X64`, `JAX_DEBUG_NANS`, `JAX_DISABLE_JIT`, `JAX_LOG_COMPILES`, `JAX_TRACEBACK_FILTERING`,
 `JAX_PLATFORMS`, and the device count of `XLA_FLAGS=--xla_force_host_platform_device_count=N`);
 when both a `MINIJAX_*` variable and JAX's are set, minijax's wins.  An alias is only a
 second name for a row: it goes through the same validator.
@@ -179,6 +179,9 @@ FLAGS: dict[str, Flag] = {f.name: f for f in [
     bool_flag("debug_nans", "MINIJAX_DEBUG_NANS", False,
               "check every result for NaNs and name the primitive that made one",
               env_aliases=("JAX_DEBUG_NANS",)),
+    bool_flag("disable_jit", "MINIJAX_DISABLE_JIT", False,
+              "run jit- and pmap-decorated functions as plain Python, operation by "
+              "operation (for debugging)", env_aliases=("JAX_DISABLE_JIT",)),
     bool_flag("log_compiles", "MINIJAX_LOG_COMPILES", False,
               "log every compilation on the 'minijax' logger at WARNING level",
               env_aliases=("JAX_LOG_COMPILES",)),

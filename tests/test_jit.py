@@ -309,3 +309,26 @@ def test_switching_the_tap_mechanism_back_reuses_what_was_compiled_for_it(caplog
   finally:
     minijax.config.update("tap_mechanism", previous)
     hcb.barrier_wait()
+
+
+def test_disable_jit_runs_jitted_functions_as_python_and_then_compiled_again():
+  calls = []
+
+  @minijax.jit
+  def f(x):
+    calls.append(type(x).__name__)
+    return x * 2
+
+  with minijax.disable_jit():
+    assert float(f(2.0)) == 4.0 and float(f(2.0)) == 4.0
+    assert float(minijax.grad(minijax.jit(lambda x: x * x))(3.0)) == 6.0
+  assert calls == ["float", "float"]
+  f(2.0), f(2.0)
+  assert calls == ["float", "float", "DynamicJaxprTracer"]  # traced once, then cached
+  minijax.config.update("jax_disable_jit", True)
+  try:
+    assert minijax.config.disable_jit and float(f(1.0)) == 2.0 and calls[-1] == "float"
+  finally:
+    minijax.config.update("jax_disable_jit", False)
+  with pytest.raises(ValueError, match="disable_jit cannot be 'yes'"):
+    minijax.config.update("disable_jit", "yes")

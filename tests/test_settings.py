@@ -25,6 +25,7 @@ from tests.conftest import run_python
 BAD_AND_GOOD = [
     ("enable_x64", ["yes", 2, None, 1.0], [(True, True), (0, False), (np.bool_(True), True)]),
     ("debug_nans", ["no", -1], [(False, False)]),
+    ("disable_jit", ["yes", 2], [(False, False), (np.bool_(False), False)]),
     ("log_compiles", ["1"], [(1, True)]),
     ("tap_mechanism", ["fast", None, 1], [("callback", "callback"), ("native", "native")]),
     ("host_callback_semantics", ["modern", None], [("jax", "jax"), ("seed", "seed")]),
@@ -102,6 +103,7 @@ ENVIRONMENT = [
     ("enable_x64", {"JAX_ENABLE_X64": "yes please"}, None, "JAX_ENABLE_X64='yes please'"),
     ("enable_x64", {"MINIJAX_ENABLE_X64": "0", "JAX_ENABLE_X64": "bad"}, False, None),
     ("debug_nans", {"MINIJAX_DEBUG_NANS": "true"}, True, None),
+    ("disable_jit", {"JAX_DISABLE_JIT": "1"}, True, None),
     ("log_compiles", {"MINIJAX_LOG_COMPILES": "2"}, None, "MINIJAX_LOG_COMPILES='2'"),
     ("tap_mechanism", {"MINIJAX_TAP_MECHANISM": "callback"}, "callback", None),
     ("tap_mechanism", {"MINIJAX_TAP_MECHANISM": "fast"}, None, "MINIJAX_TAP_MECHANISM='fast'"),

@@ -9,6 +9,7 @@ import pytest
 
 import minijax
 from minijax import lax
+import minijax.numpy as jnp
 from minijax.core.errors import MissingRuleError
 from minijax.core.primitive import Primitive
 from minijax.interpreters import ad, batching
@@ -92,6 +93,22 @@ def test_integer_inputs_get_float0_tangents_and_cotangents():
   assert gn.dtype == minijax.core.dtypes.float0
   _, pullback = minijax.vjp(f, x, n)
   assert pullback(np.float32(1.0))[1].dtype == minijax.core.dtypes.float0
+
+
+def test_float0_values_pass_through_jit_and_refuse_arithmetic():
+  float0 = minijax.float0
+  assert float0 is minijax.dtypes.float0
+  grad_f = minijax.grad(lambda x, i: x[i], argnums=(0, 1), allow_int=True)
+  gx, gi = minijax.jit(grad_f)(np.ones(2, np.float32), 1)
+  allclose(gx, [0.0, 1.0])
+  assert type(gi) is np.ndarray and gi == np.zeros((), float0)
+  _, pullback = minijax.vjp(lambda x, y: x + y, 2, 1)
+  tx, ty = minijax.jit(pullback)(np.zeros((), float0))  # a float0 argument
+  assert tx == np.zeros((), float0) and ty == np.zeros((), float0)
+  zero = minijax.grad(lambda x: x + 0.0, allow_int=True)(1)
+  for op in (lambda: zero + jnp.zeros(()), lambda: lax.add(zero, jnp.zeros(()))):
+    with pytest.raises(TypeError, match="float0s do not support any operations by design"):
+      op()
 
 
 def test_jacfwd_jacrev_hessian_of_a_vector_function():

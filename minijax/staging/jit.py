@@ -28,6 +28,8 @@ import sys
 import weakref
 from typing import Any, Callable
 
+import numpy as np
+
 from minijax import tree_util
 from minijax.api_util import DebugInfo, flat_arg_names, fun_name, prefix_pairs, resolve_argnums
 from minijax.config import config
@@ -35,7 +37,7 @@ from minijax.core import sharding as sharding_lib
 from minijax.core import trace as trace_lib
 from minijax.core import traceback_util
 from minijax.core.avals import ShapedArray, get_aval, python_scalar_aval
-from minijax.core.dtypes import PYTHON_SCALARS
+from minijax.core.dtypes import PYTHON_SCALARS, float0
 from minijax.core.errors import UnexpectedTracerError
 from minijax.core.jaxpr import ClosedJaxpr, hoist_consts
 from minijax.core.trace import Tracer
@@ -196,7 +198,10 @@ class JitWrapped:
   def _call_slow(self, args, kwargs, fast_key=None, args_tree=None):
     """Traces (if needed), compiles (if needed) and runs.  `fast_key` is the key `jitted`
     computed for these arguments and did not find (`args_tree` is their tree structure when
-    they are not all Arrays); the compiled executable is filed under it."""
+    they are not all Arrays); the compiled executable is filed under it.  Under
+    `disable_jit` the function runs as plain Python (its state has no fast-path entries)."""
+    if config.disable_jit:
+      return self._fun(*args, **kwargs)
     traced, flat = self._traced_for(args, kwargs)
     if type(trace_lib._context.trace) is trace_lib.EvalTrace and not _has_tracer(traced.consts):
       leaked = next((x for x in flat if isinstance(x, Tracer)), None)
@@ -212,10 +217,14 @@ class JitWrapped:
         device = device or compiler.jit_device(self._device, flat)
         executable = compiler.compiled_call(traced.jaxpr, self._name, traced.donated, device,
                                             compiler_options=self._compiler_options)
-      if (fast_key is not None and self._fast_ok and not config.debug_nans
+      float0_out = any(a.dtype == float0 for a in traced.jaxpr.out_avals)
+      if (fast_key is not None and self._fast_ok and not config.debug_nans and not float0_out
           and all(type(x) is Array or type(x) in PYTHON_SCALARS for x in flat)):
         self._remember_fast(fast_key, args_tree, device, executable, traced, flat)
       outs = executable(*traced.consts, *flat)
+      if float0_out:  # as in JAX, float0 results (no data) are numpy zeros
+        outs = [np.zeros(a.shape, float0) if a.dtype == float0 else x
+                for x, a in zip(outs, traced.jaxpr.out_avals)]
       if config.debug_nans:
         compiler.check_nans_in_jaxpr(traced.jaxpr, [*traced.consts, *flat], outs, self._name)
       return traced.out_tree.unflatten(outs)
@@ -306,10 +315,11 @@ def _bounded_insert(cache: dict, key, value) -> None:
   cache[key] = value
 
 
-# Flags that change what tracing or lowering produces, or whether the fast path may skip
-# NaN checks.  Like JAX's trace context, they key jit's caches: switching a flag back and
+# Flags that change what tracing or lowering produces, whether the fast path may skip NaN
+# checks, or whether compiled code runs at all.  Like JAX's trace context, they key jit's caches: switching a flag back and
 # forth reuses what was compiled before.
-_STATE_FLAGS = ("enable_x64", "tap_mechanism", "debug_nans", "host_callback_semantics")
+_STATE_FLAGS = ("enable_x64", "tap_mechanism", "debug_nans", "host_callback_semantics",
+                "disable_jit")
 
 
 def _flag_state() -> tuple:
