@@ -10,7 +10,9 @@ A validator turns an accepted value into the value stored (`True` for `1`) and r
 it is stored or seen by any observer.  The environment is read, and every variable of
 the table checked, when this module is imported: a bad one fails the import with an error
 that names the variable, its value and what is allowed (an empty variable counts as
-unset).
+unset).  The device count is read again when the backend starts (`read_env_again`), as JAX
+reads `XLA_FLAGS` then: a variable set after the import and before the first computation
+counts, unless `config.update` set the flag.
 
 Code ported from JAX keeps working: every flag also answers to JAX's name for it, the
 flag's name with a `jax_` prefix (`config.update("jax_enable_x64", True)`,
@@ -243,6 +245,7 @@ class Config:
       object.__setattr__(self, name, flag.from_env(environ))
     object.__setattr__(self, "_observers", [])
     object.__setattr__(self, "_guards", {})
+    object.__setattr__(self, "_updated", set())  # flags set with `update`
 
   @staticmethod
   def canonical_name(name: str) -> str:
@@ -263,8 +266,18 @@ class Config:
     if guard is not None:
       guard(value)
     object.__setattr__(self, name, value)
+    self._updated.add(name)
     for observer in self._observers:
       observer(name, value)
+
+  def read_env_again(self, name: str, environ: Mapping[str, str] = os.environ) -> Any:
+    """Reads flag `name` from the environment once more, unless `update` has set it: for
+    settings read when what they configure starts (the device count, when the backend
+    starts), so that a script may set the variable after importing minijax.  A bad value
+    raises ValueError naming the variable, as at import."""
+    if name not in self._updated:
+      object.__setattr__(self, name, FLAGS[name].from_env(environ))
+    return getattr(self, name)
 
   def on_change(self, observer: Callable[[str, Any], None]) -> None:
     self._observers.append(observer)

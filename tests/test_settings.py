@@ -169,6 +169,24 @@ def test_a_bad_variable_fails_the_import_with_its_name_value_and_the_limit():
     assert f"ValueError: the environment variable {message}" in proc.stderr, proc.stderr
 
 
+def test_the_device_count_is_read_when_the_backend_starts_not_at_import():
+  code = ("import os, minijax\n"
+          "os.environ['XLA_FLAGS'] = '--xla_force_host_platform_device_count=3'\n"
+          "print(minijax.device_count())")
+  proc = run_python(code, env={"MINIJAX_NUM_CPU_DEVICES": "", "XLA_FLAGS": ""})
+  assert proc.returncode == 0 and proc.stdout.split()[-1] == "3", proc.stderr
+  late_bad = ("import os, minijax\nos.environ['MINIJAX_NUM_CPU_DEVICES'] = 'four'\n"
+              "minijax.numpy.ones(2)")
+  proc = run_python(late_bad)
+  assert proc.returncode != 0
+  assert "MINIJAX_NUM_CPU_DEVICES='four' is not valid for minijax.config.num_cpu_devices" in (
+      proc.stderr)
+  updated = ("import os, minijax\nminijax.config.update('num_cpu_devices', 2)\n"
+             "os.environ['MINIJAX_NUM_CPU_DEVICES'] = '4'\nprint(minijax.device_count())")
+  proc = run_python(updated)
+  assert proc.returncode == 0 and proc.stdout.split()[-1] == "2", proc.stderr  # update wins
+
+
 # ----------------------------------------------------------------------------- clean errors
 
 def _raise_mine(*args):
