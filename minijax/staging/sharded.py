@@ -114,6 +114,7 @@ def placement(closed: ClosedJaxpr, args: Sequence[Any], fun_name: str,
   for i, (x, given) in enumerate(zip(args, in_shardings)):
     what = f"argument {names[i] if i < len(names) else i} of {fun_name}"
     if given is not None:
+      _check_committed(x, given)
       found.append((given, f"{what} (in_shardings)"))
     elif type(x) is Array and x._sharding is not None:
       found.append((x._sharding, f"{what} with shape {x.aval.str_short()}"))
@@ -141,6 +142,19 @@ def placement(closed: ClosedJaxpr, args: Sequence[Any], fun_name: str,
       ins.append(replicated)
   outs = tuple(canonical(s) if s is not None else None for s in out_shardings)
   return Placement(tuple(devices), mesh, tuple(ins), outs)
+
+
+def _check_committed(x, given: Sharding) -> None:
+  """As in JAX, `in_shardings` never moves a committed array: one laid out over several
+  devices (by `device_put` or by the computation that made it) must already have the given
+  layout.  (minijax keeps no committed bit on single-device Arrays: those, like numpy
+  values, are moved.)"""
+  if type(x) is Array and x._sharding is not None:
+    if not given.is_equivalent_to(x._sharding, x.aval.ndim):
+      raise ValueError(f"Sharding passed to jit does not match the sharding on the respective "
+                       f"arg. Got jit sharding: {given},\narg sharding: {x._sharding} for "
+                       f"arg type: {x.aval.str_short()}. Move the argument first with "
+                       "device_put, or leave its in_shardings entry None.")
 
 
 def single_device(p: Placement, closed: ClosedJaxpr):
