@@ -488,16 +488,31 @@ def vmap(fun: Callable, in_axes=0, out_axes=0, axis_size: int | None = None,
 # ----------------------------------------------------------------------------- debugging
 
 @contextlib.contextmanager
+def _flag_set(name: str, value):
+  previous = getattr(config, name)
+  config.update(name, value)
+  try:
+    yield
+  finally:
+    config.update(name, previous)
+
+
 def disable_jit(disable: bool = True):
   """Inside, `jit`- and `pmap`-decorated functions run as plain Python, operation by
   operation, so that prints and debuggers see concrete values (the flag `disable_jit`,
   JAX's `jax_disable_jit`, set for the duration)."""
-  previous = config.disable_jit
-  config.update("disable_jit", disable)
-  try:
-    yield
-  finally:
-    config.update("disable_jit", previous)
+  return _flag_set("disable_jit", disable)
+
+
+def check_tracer_leaks(new_val: bool = True):
+  """Inside, `jit`, `pmap`, `scan` and `vmap` raise when a tracer of theirs outlives them
+  (the flag `check_tracer_leaks`, JAX's `jax_check_tracer_leaks`)."""
+  return _flag_set("check_tracer_leaks", new_val)
+
+
+def checking_leaks():
+  """`check_tracer_leaks()`, as JAX names it in its own tests."""
+  return _flag_set("check_tracer_leaks", True)
 
 
 # ----------------------------------------------------------------------------- shapes, transposes

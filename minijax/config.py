@@ -194,6 +194,10 @@ FLAGS: dict[str, Flag] = {f.name: f for f in [
     bool_flag("disable_jit", "MINIJAX_DISABLE_JIT", False,
               "run jit- and pmap-decorated functions as plain Python, operation by "
               "operation (for debugging)", env_aliases=("JAX_DISABLE_JIT",)),
+    bool_flag("check_tracer_leaks", "MINIJAX_CHECK_TRACER_LEAKS", False,
+              "after jit, pmap, scan and vmap trace a function, raise if a tracer of theirs "
+              "is still referenced (slow: runs the garbage collector)",
+              env_aliases=("JAX_CHECK_TRACER_LEAKS",)),
     bool_flag("log_compiles", "MINIJAX_LOG_COMPILES", False,
               "log every compilation on the 'minijax' logger at WARNING level",
               env_aliases=("JAX_LOG_COMPILES",)),

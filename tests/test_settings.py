@@ -26,6 +26,8 @@ BAD_AND_GOOD = [
     ("enable_x64", ["yes", 2, None, 1.0], [(True, True), (0, False), (np.bool_(True), True)]),
     ("debug_nans", ["no", -1], [(False, False)]),
     ("disable_jit", ["yes", 2], [(False, False), (np.bool_(False), False)]),
+    ("check_tracer_leaks", ["on", None], [(False, False)]),
+    ("threefry_partitionable", [False, "yes"], [(True, True)]),
     ("log_compiles", ["1"], [(1, True)]),
     ("tap_mechanism", ["fast", None, 1], [("callback", "callback"), ("native", "native")]),
     ("host_callback_semantics", ["modern", None], [("jax", "jax"), ("seed", "seed")]),

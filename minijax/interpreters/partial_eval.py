@@ -25,7 +25,7 @@ from minijax.core.effects import must_keep
 from minijax.core.jaxpr import (ClosedJaxpr, Jaxpr, JaxprEqn, Literal, Var,
                                 literalable, user_source_info)
 from minijax.core.jaxpr import eval_jaxpr
-from minijax.core.trace import Trace, Tracer, new_trace, set_current_trace
+from minijax.core.trace import Trace, Tracer, check_no_leaks, new_trace, set_current_trace
 from minijax.core import trace as trace_lib
 
 
@@ -121,6 +121,8 @@ def trace_to_jaxpr_dynamic(fun: Callable, in_avals: Sequence[Any],
     in_tracers = [trace.new_arg(a, n) for a, n in zip(in_avals, names)]
     outs = fun(*in_tracers)
     jaxpr, consts = trace.to_jaxpr(list(outs), debug_info)
+  del in_tracers, outs
+  check_no_leaks(trace)
   return jaxpr, consts
 
 
