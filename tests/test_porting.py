@@ -116,6 +116,42 @@ def test_tree_utilities_behave_as_jax():
   assert [x for _, x in flat] == [1, [2]]
 
 
+class _Pair:
+  def __init__(self, a, b):
+    self.a, self.b = a, b
+
+
+def test_pytrees_registered_with_keys_and_static_classes():
+  tu = minijax.tree_util
+  tu.register_pytree_with_keys(
+      _Pair, lambda p: (((tu.GetAttrKey("a"), p.a), (tu.GetAttrKey("b"), p.b)), None),
+      lambda aux, children: _Pair(*children))
+  flat, _ = tu.tree_flatten_with_path(_Pair(1, [2, 3]))
+  assert [(tu.keystr(path), x) for path, x in flat] == [(".a", 1), (".b[0]", 2), (".b[1]", 3)]
+  doubled = minijax.jit(lambda p: tu.tree_map(lambda x: x * 2, p))(_Pair(1.0, 2.0))
+  assert (float(doubled.a), float(doubled.b)) == (2.0, 4.0)
+
+  @tu.register_pytree_with_keys_class
+  class Box:
+    def __init__(self, x):
+      self.x = x
+
+    def tree_flatten_with_keys(self):
+      return ((tu.GetAttrKey("x"), self.x),), "aux"
+
+    @classmethod
+    def tree_unflatten(cls, aux, children):
+      return cls(*children)
+  assert tu.keystr(tu.tree_flatten_with_path(Box(5))[0][0][0]) == ".x"
+
+  @tu.register_static
+  class Static:
+    pass
+  marker = Static()
+  leaves, treedef = tu.tree_flatten([marker, 1])
+  assert leaves == [1] and tu.tree_unflatten(treedef, [2])[0] is marker
+
+
 def test_utilities_of_the_top_level():
   assert repr(minijax.typeof(1.0)) == "ShapedArray(f32[], weak_type=True)"
   assert minijax.typeof(np.ones((2, 3), np.int32)).shape == (2, 3)
