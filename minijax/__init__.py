@@ -14,7 +14,9 @@ from minijax.api import (jit, clear_caches, pmap, shard_map, make_jaxpr, grad, v
                          jacfwd, jacrev, hessian, eval_shape, linear_transpose,
                          ShapeDtypeStruct, checkpoint, checkpoint_policies, remat, named_call)
 from minijax.custom_derivatives import custom_jvp, custom_vjp
-from minijax.api import jacobian, typeof, disable_jit, check_tracer_leaks, checking_leaks
+from minijax.api import (jacobian, typeof, disable_jit, check_tracer_leaks, checking_leaks,
+                         explain_cache_misses, default_matmul_precision, numpy_rank_promotion,
+                         numpy_dtype_promotion)
 from minijax.dtypes import float0
 from minijax.placement import (device_put, device_get, block_until_ready, device_count,
                                local_device_count, default_backend, print_environment_info)

@@ -8,14 +8,13 @@ axis, so no reshapes are needed.
 """
 from __future__ import annotations
 
-import contextlib
 import functools
 from typing import Callable
 
 import numpy as np
 
 from minijax import lax, tree_util
-from minijax.config import config
+from minijax.config import FlagContext, flag_context
 from minijax.api_util import broadcast_prefix, flat_arg_names, normalize_argnums
 from minijax.core import dtypes
 from minijax.core.avals import ShapedArray, get_aval
@@ -487,32 +486,28 @@ def vmap(fun: Callable, in_axes=0, out_axes=0, axis_size: int | None = None,
 
 # ----------------------------------------------------------------------------- debugging
 
-@contextlib.contextmanager
-def _flag_set(name: str, value):
-  previous = getattr(config, name)
-  config.update(name, value)
-  try:
-    yield
-  finally:
-    config.update(name, previous)
-
-
 def disable_jit(disable: bool = True):
   """Inside, `jit`- and `pmap`-decorated functions run as plain Python, operation by
   operation, so that prints and debuggers see concrete values (the flag `disable_jit`,
   JAX's `jax_disable_jit`, set for the duration)."""
-  return _flag_set("disable_jit", disable)
+  return FlagContext("disable_jit", disable)
 
 
 def check_tracer_leaks(new_val: bool = True):
   """Inside, `jit`, `pmap`, `scan` and `vmap` raise when a tracer of theirs outlives them
   (the flag `check_tracer_leaks`, JAX's `jax_check_tracer_leaks`)."""
-  return _flag_set("check_tracer_leaks", new_val)
+  return FlagContext("check_tracer_leaks", new_val)
 
 
 def checking_leaks():
   """`check_tracer_leaks()`, as JAX names it in its own tests."""
-  return _flag_set("check_tracer_leaks", True)
+  return FlagContext("check_tracer_leaks", True)
+
+
+explain_cache_misses = flag_context("jax_explain_cache_misses")
+default_matmul_precision = flag_context("jax_default_matmul_precision")
+numpy_rank_promotion = flag_context("jax_numpy_rank_promotion")
+numpy_dtype_promotion = flag_context("jax_numpy_dtype_promotion")
 
 
 # ----------------------------------------------------------------------------- shapes, transposes

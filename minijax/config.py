@@ -176,6 +176,19 @@ def _validate_true(value) -> bool:
   return True
 
 
+MATMUL_PRECISIONS = ("default", "high", "highest", "bfloat16", "tensorfloat32", "float32",
+                     "bfloat16_3x", "ANY_F8_ANY_F8_F32", "ANY_F8_ANY_F8_F32_FAST_ACCUM",
+                     "F16_F16_F16", "F16_F16_F32", "BF16_BF16_BF16", "BF16_BF16_F32",
+                     "BF16_BF16_F32_X3", "BF16_BF16_F32_X6", "TF32_TF32_F32",
+                     "TF32_TF32_F32_X3", "F32_F32_F32", "F64_F64_F64")
+
+
+def _validate_precision(value):
+  if value is not None and value not in MATMUL_PRECISIONS:
+    raise ValueError(value)
+  return value
+
+
 TAP_MECHANISMS = ("native", "callback")
 HOST_CALLBACK_SEMANTICS = ("seed", "jax")
 TRACEBACK_FILTERING = ("auto", "off", "tracebackhide", "remove_frames", "quiet_remove_frames")
@@ -198,6 +211,21 @@ FLAGS: dict[str, Flag] = {f.name: f for f in [
               "after jit, pmap, scan and vmap trace a function, raise if a tracer of theirs "
               "is still referenced (slow: runs the garbage collector)",
               env_aliases=("JAX_CHECK_TRACER_LEAKS",)),
+    bool_flag("explain_cache_misses", "MINIJAX_EXPLAIN_CACHE_MISSES", False,
+              "log (WARNING) why a jitted function of the user's is traced again",
+              env_aliases=("JAX_EXPLAIN_CACHE_MISSES",)),
+    Flag("default_matmul_precision", None, "MINIJAX_DEFAULT_MATMUL_PRECISION",
+         _validate_precision, str, f"None or one of {', '.join(MATMUL_PRECISIONS)}",
+         "the precision of matrix products given none (on the CPU every one computes "
+         "float32 products in float32)", env_aliases=("JAX_DEFAULT_MATMUL_PRECISION",)),
+    choice_flag("numpy_rank_promotion", "MINIJAX_NUMPY_RANK_PROMOTION", "allow",
+                ("allow", "warn", "raise"),
+                "what minijax.numpy does when it broadcasts operands of different ranks",
+                env_aliases=("JAX_NUMPY_RANK_PROMOTION",)),
+    choice_flag("numpy_dtype_promotion", "MINIJAX_NUMPY_DTYPE_PROMOTION", "standard",
+                ("standard", "strict"),
+                "whether minijax.numpy promotes operands of different dtypes (strict: only "
+                "weakly typed Python scalars)", env_aliases=("JAX_NUMPY_DTYPE_PROMOTION",)),
     bool_flag("log_compiles", "MINIJAX_LOG_COMPILES", False,
               "log every compilation on the 'minijax' logger at WARNING level",
               env_aliases=("JAX_LOG_COMPILES",)),
@@ -317,3 +345,40 @@ class Config:
 
 
 config = Config()
+
+
+class FlagContext:
+  """`with flag_context(name, value):` (or as a decorator) sets a flag for a block and
+  restores it after, as JAX's `jax.default_prng_impl(...)` and its kin do."""
+
+  def __init__(self, name: str, value: Any):
+    if Config.canonical_name(name) not in FLAGS:
+      raise AttributeError(f"minijax.config has no flag {name!r}")
+    self.name, self.value, self._saved = name, value, []
+
+  def __enter__(self):
+    self._saved.append(getattr(config, Config.canonical_name(self.name)))
+    config.update(self.name, self.value)
+    return self
+
+  def __exit__(self, *exc):
+    config.update(self.name, self._saved.pop())
+    return False
+
+  def __call__(self, fun: Callable) -> Callable:
+    import functools
+
+    @functools.wraps(fun)
+    def wrapped(*args, **kwargs):
+      with self:
+        return fun(*args, **kwargs)
+    return wrapped
+
+
+def flag_context(name: str):
+  """The context-manager function of flag `name` (`minijax.default_prng_impl`)."""
+  def context(value):
+    return FlagContext(name, value)
+  context.__name__ = context.__qualname__ = name
+  context.__doc__ = f"Sets the flag {name!r} for a block (`with`) or a function (decorator)."
+  return context

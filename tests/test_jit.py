@@ -332,3 +332,50 @@ def test_disable_jit_runs_jitted_functions_as_python_and_then_compiled_again():
     minijax.config.update("jax_disable_jit", False)
   with pytest.raises(ValueError, match="disable_jit cannot be 'yes'"):
     minijax.config.update("disable_jit", "yes")
+
+
+def _explained(caplog, fn) -> list[str]:
+  caplog.clear()
+  with caplog.at_level(logging.WARNING, logger="minijax"), minijax.explain_cache_misses(True):
+    fn()
+  return [r.getMessage() for r in caplog.records if "TRACING CACHE MISS" in r.getMessage()]
+
+
+def test_explain_cache_misses_says_why_a_function_is_traced_again(caplog):
+  def f(x, y):
+    return jnp.sin(x) + y
+  jitted = minijax.jit(f)
+  first = _explained(caplog, lambda: (jitted(np.float32(0), np.float32(1)),
+                                      jitted(np.float32(0), np.float32(1))))
+  assert len(first) == 1 and "never seen function" in first[0] and "f id=" in first[0]
+  [types] = _explained(caplog, lambda: jitted(np.float32(0), np.int32(1)))
+  assert "different input types:\n  * at y, now i32[] and before f32[]" in types
+  [weak] = _explained(caplog, lambda: jitted(0.0, np.float32(1)))
+  assert "at x, now f32[]{weak_type=True} and before f32[]{weak_type=False}" in weak
+  [tree] = _explained(caplog, lambda: jitted(np.float32(0), y=np.float32(1)))
+  assert "different input pytree" in tree
+
+  def context():
+    with minijax.numpy_rank_promotion("warn"), minijax.default_matmul_precision("high"):
+      jitted(np.float32(0), np.float32(1))
+  [changed] = _explained(caplog, context)
+  assert "Tracing context doesn't match" in changed
+  assert "numpy_rank_promotion differs: now warn and before allow" in changed
+  assert _explained(caplog, lambda: jnp.sin(jnp.arange(3.0))) == []  # minijax's own
+  assert _explained(caplog, lambda: jitted(np.float32(0), np.float32(1))) == []  # a hit
+
+
+def test_numpy_rank_and_dtype_promotion_flags():
+  x, y = jnp.ones(3), jnp.ones((2, 3))
+  with minijax.numpy_rank_promotion("raise"):
+    with pytest.raises(ValueError, match="jax_numpy_rank_promotion='raise'"):
+      x + y
+    assert (x + 1.0).shape == (3,)  # rank 0 operands broadcast freely
+  with minijax.numpy_rank_promotion("warn"), pytest.warns(UserWarning, match="rank promotion"):
+    x + y
+  assert (x + y).shape == (2, 3)
+  with minijax.numpy_dtype_promotion("strict"):
+    with pytest.raises(minijax.dtypes.TypePromotionError, match="jax_numpy_dtype_promotion"):
+      jnp.ones(2, jnp.int32) + jnp.ones(2)
+    assert (jnp.ones(2) + 1).dtype == np.float32  # weak Python scalars still promote
+  assert (jnp.ones(2, jnp.int32) + jnp.ones(2)).dtype == np.float32

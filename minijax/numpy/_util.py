@@ -10,14 +10,17 @@ Called eagerly, a function made of several lax ops runs as one compiled call
 """
 from __future__ import annotations
 
+import warnings
 from typing import Sequence
 
 import numpy as np
 
 from minijax import lax
+from minijax.config import config
 from minijax.core import dtypes
 from minijax.core.avals import get_aval
 from minijax.core.trace import Tracer, is_eval_context
+from minijax.dtypes import TypePromotionError
 from minijax.runtime.array import Array
 
 _ARRAYLIKE = (Array, Tracer, np.ndarray, np.generic) + dtypes.PYTHON_SCALARS
@@ -118,7 +121,31 @@ def to_array(x, dtype_: np.dtype, weak: bool):
 
 
 def result_type_of(*args) -> tuple[np.dtype, bool]:
-  return dtypes.result_type(*(dtypes.dtype_and_weak_type(a) for a in args))
+  typed = [dtypes.dtype_and_weak_type(a) for a in args]
+  if config.numpy_dtype_promotion == "strict":
+    strong = sorted({str(d) for d, weak in typed if not weak})
+    if len(strong) > 1:
+      raise TypePromotionError(
+          f"Input dtypes {tuple(strong)} have no available implicit dtype promotion path "
+          "when jax_numpy_dtype_promotion=strict. Try explicitly casting inputs to the "
+          "desired output type, or set jax_numpy_dtype_promotion=standard.")
+  return dtypes.result_type(*typed)
+
+
+def check_rank_promotion(name: str, shapes) -> None:
+  """`numpy_rank_promotion`: broadcasting operands of different ranks (rank 0 aside) warns
+  or raises instead of being allowed."""
+  mode = config.numpy_rank_promotion
+  if mode == "allow" or len({len(s) for s in shapes if len(s)}) < 2:
+    return
+  shown = " ".join(str(tuple(s)) for s in shapes)
+  if mode == "raise":
+    raise ValueError(f"Operands could not be broadcast together with shapes {shown} and with "
+                     "the config option jax_numpy_rank_promotion='raise'. Add the missing "
+                     "leading axes explicitly (jnp.expand_dims, x[None]).")
+  warnings.warn(f"Following NumPy automatic rank promotion for {name} on shapes {shown}. Set "
+                "the jax_numpy_rank_promotion config option to 'allow' to disable this "
+                "warning.", stacklevel=4)
 
 
 def promote(name: str, *args):
@@ -169,6 +196,7 @@ def promote_and_broadcast(name: str, *args, inexact: bool = False, keep_scalars:
     dt = dtypes.default_float_dtype()
   shapes = [np.shape(a) if isinstance(a, dtypes.PYTHON_SCALARS) else get_aval(a).shape for a in args]
   out_shape = broadcast_shapes(name, *shapes)
+  check_rank_promotion(name, shapes)
   if keep_scalars:
     return [to_array(a, dt, weak) if not s else broadcast_to(to_array(a, dt, weak), out_shape)
             for a, s in zip(args, shapes)]

@@ -46,7 +46,7 @@ from minijax.lax.call import jit_p
 from minijax.runtime import backend
 from minijax.runtime.array import Array, device_put
 from minijax.runtime.sharded_executable import ShardedExecutable
-from minijax.staging import compiler, sharded
+from minijax.staging import cache_miss, compiler, sharded
 from minijax.staging.stages import Compiled, Lowered, Traced
 
 __all__ = ["jit", "clear_caches", "JitWrapped", "Traced", "Lowered", "Compiled"]
@@ -169,6 +169,11 @@ class JitWrapped:
     key = (in_tree, avals, static)
     traced = self._cache.get(key)
     if traced is None:
+      if config.explain_cache_misses:
+        names = flat_arg_names(self._fun, args, kwargs) if not static else None
+        cache_miss.explain(self._fun, self._name, key, {s: c for s, (c, _) in
+                                                        self._by_state.items()},
+                           _flag_state(), _STATE_FLAGS, names)
       traced = self._trace(static, dyn_args, dyn_kwargs, in_tree, avals)
       if not _has_tracer(traced.consts):
         _bounded_insert(self._cache, key, traced)
@@ -319,7 +324,8 @@ def _bounded_insert(cache: dict, key, value) -> None:
 # checks, or whether compiled code runs at all.  Like JAX's trace context, they key jit's caches: switching a flag back and
 # forth reuses what was compiled before.
 _STATE_FLAGS = ("enable_x64", "tap_mechanism", "debug_nans", "host_callback_semantics",
-                "disable_jit")
+                "disable_jit", "numpy_rank_promotion", "numpy_dtype_promotion",
+                "default_matmul_precision")
 
 
 def _flag_state() -> tuple:
