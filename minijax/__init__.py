@@ -16,7 +16,7 @@ from minijax.api import (jit, clear_caches, pmap, shard_map, make_jaxpr, grad, v
 from minijax.custom_derivatives import custom_jvp, custom_vjp
 from minijax.api import (jacobian, typeof, disable_jit, check_tracer_leaks, checking_leaks,
                          explain_cache_misses, default_matmul_precision, numpy_rank_promotion,
-                         numpy_dtype_promotion)
+                         numpy_dtype_promotion, enable_checks)
 from minijax.dtypes import float0
 from minijax.placement import (device_put, device_get, block_until_ready, device_count,
                                local_device_count, default_backend, print_environment_info)

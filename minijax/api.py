@@ -148,26 +148,30 @@ def vjp(fun: Callable, *primals, has_aux: bool = False):
   flat_fun = _flat_fun_with_aux(lambda *a: fun(*a), in_tree, has_aux, box)
   outs, vjp_flat = ad.vjp_flat(flat_fun, flat_p)
   n, out_tree = box["n_out"], box["out_tree"]
-  aux_avals = [ad.get_aval(a) for a in outs[n:]]
-
-  @api_boundary
-  def vjp_fn(ct):
-    flat_ct, ct_tree = tree_util.tree_flatten(ct)
-    if ct_tree != out_tree:
-      raise TypeError(f"Tree structure of cotangent input {ct_tree}, does not match structure "
-                      f"of primal output {out_tree}.")
-    for c, o in zip(flat_ct, outs[:n]):
-      if ad.get_aval(c).shape != ad.get_aval(o).shape:
-        raise ValueError(f"Shape of cotangent input to vjp pullback function "
-                         f"{ad.get_aval(c).shape} must be the same as the shape of "
-                         f"corresponding primal input {ad.get_aval(o).shape}.")
-    cts = vjp_flat([*flat_ct, *(ad.Zero(a.tangent_aval()) for a in aux_avals)])
-    return in_tree.unflatten([_instantiate(c) for c in cts])
-
+  meta = (in_tree, out_tree, tuple(ad.get_aval(o) for o in outs[:n]),
+          tuple(ad.get_aval(a) for a in outs[n:]))
+  # A pytree whose leaves are the residuals (`ad.vjp_flat`): jit can take and return it.
+  vjp_fn = tree_util.Partial(functools.partial(_vjp_pullback, meta), vjp_flat)
   out = out_tree.unflatten(outs[:n])
   if has_aux:
     return out, vjp_fn, box["aux_tree"].unflatten(outs[n:])
   return out, vjp_fn
+
+
+@api_boundary
+def _vjp_pullback(meta, vjp_flat, ct):
+  in_tree, out_tree, out_avals, aux_avals = meta
+  flat_ct, ct_tree = tree_util.tree_flatten(ct)
+  if ct_tree != out_tree:
+    raise TypeError(f"Tree structure of cotangent input {ct_tree}, does not match structure "
+                    f"of primal output {out_tree}.")
+  for c, o in zip(flat_ct, out_avals):
+    if ad.get_aval(c).shape != o.shape:
+      raise ValueError(f"Shape of cotangent input to vjp pullback function "
+                       f"{ad.get_aval(c).shape} must be the same as the shape of "
+                       f"corresponding primal input {o.shape}.")
+  cts = vjp_flat([*flat_ct, *(ad.Zero(a.tangent_aval()) for a in aux_avals)])
+  return in_tree.unflatten([_instantiate(c) for c in cts])
 
 
 def _is_complex(dtype) -> bool:
@@ -505,6 +509,7 @@ def checking_leaks():
 
 
 explain_cache_misses = flag_context("jax_explain_cache_misses")
+enable_checks = flag_context("jax_enable_checks")
 default_matmul_precision = flag_context("jax_default_matmul_precision")
 numpy_rank_promotion = flag_context("jax_numpy_rank_promotion")
 numpy_dtype_promotion = flag_context("jax_numpy_dtype_promotion")

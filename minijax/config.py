@@ -211,6 +211,9 @@ FLAGS: dict[str, Flag] = {f.name: f for f in [
               "after jit, pmap, scan and vmap trace a function, raise if a tracer of theirs "
               "is still referenced (slow: runs the garbage collector)",
               env_aliases=("JAX_CHECK_TRACER_LEAKS",)),
+    bool_flag("enable_checks", "MINIJAX_ENABLE_CHECKS", False,
+              "typecheck every jaxpr that tracing produces (slow; for debugging minijax)",
+              env_aliases=("JAX_ENABLE_CHECKS",)),
     bool_flag("explain_cache_misses", "MINIJAX_EXPLAIN_CACHE_MISSES", False,
               "log (WARNING) why a jitted function of the user's is traced again",
               env_aliases=("JAX_EXPLAIN_CACHE_MISSES",)),

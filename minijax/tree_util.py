@@ -216,7 +216,17 @@ def register_dataclass(cls: type, data_fields=None, meta_fields=None) -> type:
 
 
 class Partial(functools.partial):
-  """A `functools.partial` whose bound arguments are pytree children."""
+  """A `functools.partial` whose bound arguments are pytree children (the function is
+  part of the tree structure)."""
+
+  def __new__(cls, func, *args, **kwargs):
+    if isinstance(func, functools.partial):
+      # functools.partial would merge a partial's own bound arguments into these, making
+      # them children; boxed, it keeps them with the function
+      inner = func
+      func = functools.wraps(inner)(lambda *a, **k: inner(*a, **k))
+      func.__wrapped_partial__ = inner
+    return super().__new__(cls, func, *args, **kwargs)
 
 
 register_pytree_node(

@@ -223,3 +223,20 @@ def test_checking_leaks_names_a_tracer_that_outlives_jit_scan_or_vmap():
   kept.clear()
   minijax.jit(keep)(3.0)  # without the flag nothing is checked
   assert len(kept) == 1 and not minijax.config.check_tracer_leaks
+
+
+def test_enable_checks_typechecks_every_traced_jaxpr():
+  from minijax.core.primitive import Primitive
+  calls = []
+  fickle = Primitive("fickle")  # its output type changes between abstract evaluations
+
+  @fickle.def_abstract_eval
+  def _(x):
+    calls.append(1)
+    return ShapedArray((len(calls),), np.float32)
+
+  trace = lambda: minijax.make_jaxpr(lambda x: fickle.bind(x))(1.0)
+  trace()  # unchecked: the first answer is taken
+  with minijax.enable_checks(True):
+    with pytest.raises(JaxprTypeError, match="declares outputs"):
+      trace()

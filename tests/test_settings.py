@@ -28,6 +28,7 @@ BAD_AND_GOOD = [
     ("disable_jit", ["yes", 2], [(False, False), (np.bool_(False), False)]),
     ("check_tracer_leaks", ["on", None], [(False, False)]),
     ("explain_cache_misses", ["on"], [(False, False)]),
+    ("enable_checks", ["on"], [(False, False)]),
     ("default_matmul_precision", ["fast", 3], [("float32", "float32"), (None, None)]),
     ("numpy_rank_promotion", ["never", None], [("raise", "raise"), ("allow", "allow")]),
     ("numpy_dtype_promotion", ["loose", None], [("strict", "strict"), ("standard", "standard")]),

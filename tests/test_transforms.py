@@ -4,6 +4,8 @@ identity over random programs, effects through transformations, partial evaluati
 DCE, and the errors users meet."""
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 import pytest
 
@@ -591,3 +593,14 @@ def test_eval_shape_and_linear_transpose():
   f_t = minijax.linear_transpose(lambda x: lax.dot(m, x), np.ones(3, np.float32))
   (ct,) = f_t(np.array([1.0, -1.0], np.float32))
   allclose(ct, m.T @ np.array([1.0, -1.0]))
+
+
+def test_a_vjp_function_is_a_pytree_that_jit_takes_and_returns():
+  out, pullback = minijax.jit(lambda x: minijax.vjp(lambda y: jnp.sin(y) * 2.0, x))(1.0)
+  allclose(out, 2 * np.sin(1.0))
+  allclose(pullback(1.0)[0], 2 * np.cos(1.0))
+  assert [float(r) for r in minijax.tree_util.tree_leaves(pullback)] != []  # residuals
+  _, again = minijax.vjp(lambda y: y * 3.0, 2.0)
+  allclose(minijax.jit(lambda f, c: f(c))(again, 1.0)[0], 3.0)
+  bound = minijax.tree_util.Partial(functools.partial(lambda a, b, c: a * b + c, 2.0), 3.0)
+  assert minijax.tree_util.tree_leaves(bound) == [3.0] and bound(1.0) == 7.0

@@ -19,12 +19,13 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from minijax import tree_util
+from minijax.config import config
 from minijax.core import avals as avals_lib
 from minijax.core import dtypes
 from minijax.core.effects import must_keep
 from minijax.core.jaxpr import (ClosedJaxpr, Jaxpr, JaxprEqn, Literal, Var,
                                 literalable, user_source_info)
-from minijax.core.jaxpr import eval_jaxpr
+from minijax.core.jaxpr import eval_jaxpr, typecheck_jaxpr
 from minijax.core.trace import Trace, Tracer, check_no_leaks, new_trace, set_current_trace
 from minijax.core import trace as trace_lib
 
@@ -123,6 +124,8 @@ def trace_to_jaxpr_dynamic(fun: Callable, in_avals: Sequence[Any],
     jaxpr, consts = trace.to_jaxpr(list(outs), debug_info)
   del in_tracers, outs
   check_no_leaks(trace)
+  if config.enable_checks:
+    typecheck_jaxpr(jaxpr)
   return jaxpr, consts
 
 
