@@ -375,7 +375,13 @@ def test_numpy_rank_and_dtype_promotion_flags():
     x + y
   assert (x + y).shape == (2, 3)
   with minijax.numpy_dtype_promotion("strict"):
-    with pytest.raises(minijax.dtypes.TypePromotionError, match="jax_numpy_dtype_promotion"):
-      jnp.ones(2, jnp.int32) + jnp.ones(2)
-    assert (jnp.ones(2) + 1).dtype == np.float32  # weak Python scalars still promote
+    for mixed in [lambda: jnp.ones(2, jnp.int32) + jnp.ones(2),
+                  lambda: jnp.ones(2, jnp.int32) * 2.0, lambda: jnp.ones(2, bool) + 1]:
+      with pytest.raises(minijax.dtypes.TypePromotionError, match="jax_numpy_dtype_promotion"):
+        mixed()
+    # Python scalars of a kind the array holds still promote (JAX's strict lattice)
+    assert (jnp.ones(2) + 1).dtype == np.float32 and (jnp.ones(2, jnp.int32) + 1).dtype == np.int32
+    assert (jnp.ones(2, np.complex64) * 1.5).dtype == np.complex64
+    # minijax's own libraries promote as they need, as JAX's are written not to need it
+    np.testing.assert_allclose(minijax.scipy.linalg.expm(jnp.zeros((2, 2))), np.eye(2))
   assert (jnp.ones(2, jnp.int32) + jnp.ones(2)).dtype == np.float32

@@ -10,6 +10,8 @@ Called eagerly, a function made of several lax ops runs as one compiled call
 """
 from __future__ import annotations
 
+import os
+import sys
 import warnings
 from typing import Sequence
 
@@ -122,14 +124,52 @@ def to_array(x, dtype_: np.dtype, weak: bool):
 
 def result_type_of(*args) -> tuple[np.dtype, bool]:
   typed = [dtypes.dtype_and_weak_type(a) for a in args]
-  if config.numpy_dtype_promotion == "strict":
-    strong = sorted({str(d) for d, weak in typed if not weak})
-    if len(strong) > 1:
-      raise TypePromotionError(
-          f"Input dtypes {tuple(strong)} have no available implicit dtype promotion path "
-          "when jax_numpy_dtype_promotion=strict. Try explicitly casting inputs to the "
-          "desired output type, or set jax_numpy_dtype_promotion=standard.")
+  if config.numpy_dtype_promotion == "strict" and len(typed) > 1 and _called_by_user():
+    _check_strict(typed)
   return dtypes.result_type(*typed)
+
+
+# Where a minijax.numpy call is carried out (skipped when looking for who made it);
+# minijax's other libraries (scipy, nn, random, ...) count as callers.
+_PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+_MACHINERY = (*(os.path.join(_PACKAGE, d) + os.sep for d in
+                ("numpy", "staging", "core", "interpreters", "lax", "runtime")),
+              *(os.path.join(_PACKAGE, f) for f in ("api.py", "api_util.py", "tree_util.py")))
+
+
+def _called_by_user() -> bool:
+  """Whether the nearest caller outside that machinery is the user's code: strict promotion
+  constrains what users write, while minijax's own libraries promote as they need."""
+  frame = sys._getframe(2)
+  while frame is not None:
+    filename = frame.f_code.co_filename
+    if not filename.startswith(_PACKAGE + os.sep):
+      return True
+    if not filename.startswith(_MACHINERY):
+      return False
+    frame = frame.f_back
+  return False
+
+
+def _check_strict(typed) -> None:
+  """`numpy_dtype_promotion="strict"`: operands of different dtypes are an error, except
+  weakly typed Python scalars of a kind the other dtype holds (an int with an integer or
+  inexact array, a float with an inexact one, a complex with a complex one)."""
+  strong = {d for d, weak in typed if not weak}
+  ok = len(strong) <= 1
+  if ok and strong:
+    (dtype,) = strong
+    for d, weak in typed:
+      kind, weak_kind = np.dtype(dtype).kind, np.dtype(d).kind
+      if weak and not (kind == "c" or kind == "f" and weak_kind != "c"
+                       or kind in "iu" and weak_kind in "iu"):
+        ok = False
+  if not ok:
+    names = tuple(str(d) for d, _ in typed)
+    raise TypePromotionError(
+        f"Input dtypes {names} have no available implicit dtype promotion path when "
+        "jax_numpy_dtype_promotion=strict. Try explicitly casting inputs to the desired "
+        "output type, or set jax_numpy_dtype_promotion=standard.")
 
 
 def check_rank_promotion(name: str, shapes) -> None:
