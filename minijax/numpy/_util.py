@@ -173,10 +173,10 @@ def _check_strict(typed) -> None:
 
 
 def check_rank_promotion(name: str, shapes) -> None:
-  """`numpy_rank_promotion`: broadcasting operands of different ranks (rank 0 aside) warns
-  or raises instead of being allowed."""
+  """`numpy_rank_promotion`: broadcasting operands of different ranks (rank 0 aside) in the
+  user's calls warns or raises instead of being allowed."""
   mode = config.numpy_rank_promotion
-  if mode == "allow" or len({len(s) for s in shapes if len(s)}) < 2:
+  if mode == "allow" or len({len(s) for s in shapes if len(s)}) < 2 or not _called_by_user():
     return
   shown = " ".join(str(tuple(s)) for s in shapes)
   if mode == "raise":
