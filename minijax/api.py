@@ -9,6 +9,7 @@ axis, so no reshapes are needed.
 from __future__ import annotations
 
 import functools
+import math
 from typing import Callable
 
 import numpy as np
@@ -519,10 +520,21 @@ numpy_dtype_promotion = flag_context("jax_numpy_dtype_promotion")
 
 class ShapeDtypeStruct:
   """The shape and dtype of a value, as `eval_shape` returns them."""
-  __slots__ = ("shape", "dtype", "weak_type")
+  __slots__ = ("shape", "dtype", "weak_type", "sharding")
 
-  def __init__(self, shape, dtype, weak_type: bool = False):
+  def __init__(self, shape, dtype, weak_type: bool = False, sharding=None):
+    if dtype is None:
+      raise ValueError("ShapeDtypeStruct: dtype must be specified")
     self.shape, self.dtype, self.weak_type = tuple(shape), np.dtype(dtype), weak_type
+    self.sharding = sharding
+
+  ndim = property(lambda self: len(self.shape))
+  size = property(lambda self: math.prod(self.shape))
+
+  def __len__(self):
+    if not self.shape:
+      raise TypeError("len() of unsized object")
+    return self.shape[0]
 
   @property
   def aval(self) -> ShapedArray:

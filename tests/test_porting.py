@@ -152,6 +152,18 @@ def test_pytrees_registered_with_keys_and_static_classes():
   assert leaves == [1] and tu.tree_unflatten(treedef, [2])[0] is marker
 
 
+def test_shape_dtype_structs_know_rank_size_and_length():
+  s = minijax.ShapeDtypeStruct(shape=(4, 2, 3), dtype=jnp.float32)
+  assert (s.ndim, s.size, len(s), str(s)) == (3, 24, 4, "ShapeDtypeStruct(shape=(4, 2, 3), "
+                                                        "dtype=float32)")
+  scalar = minijax.ShapeDtypeStruct((), np.float32)
+  assert (scalar.ndim, scalar.size) == (0, 1)
+  with pytest.raises(TypeError, match="len.. of unsized object"):
+    len(scalar)
+  with pytest.raises(ValueError, match="dtype must be specified"):
+    minijax.ShapeDtypeStruct((), None)
+
+
 def test_utilities_of_the_top_level():
   assert repr(minijax.typeof(1.0)) == "ShapedArray(f32[], weak_type=True)"
   assert minijax.typeof(np.ones((2, 3), np.int32)).shape == (2, 3)
