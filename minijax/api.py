@@ -126,14 +126,9 @@ def linearize(fun: Callable, *primals, has_aux: bool = False):
   outs, out_avals, out_zero, lin = ad.linearize_flat(flat_fun, flat_p)
   n = box["n_out"]
   out_tree = box["out_tree"]
-
-  def f_jvp(*tangents):
-    flat_t, tree_t = tree_util.tree_flatten(tangents)
-    if tree_t != in_tree:
-      raise TypeError(f"linearized function expects tangents of structure {in_tree}, got "
-                      f"{tree_t}")
-    return out_tree.unflatten(lin.jvp(flat_t, out_avals, out_zero)[:n])
-
+  # A pytree whose leaves are the residuals, so jit can take and return it (as vjp's).
+  meta = (in_tree, out_tree, n, lin.jaxpr, lin.diff, tuple(out_avals), tuple(out_zero))
+  f_jvp = tree_util.Partial(functools.partial(_linearized_jvp, meta), list(lin.residuals))
   out = out_tree.unflatten(outs[:n])
   if has_aux:
     return out, f_jvp, box["aux_tree"].unflatten(outs[n:])
@@ -157,6 +152,16 @@ def vjp(fun: Callable, *primals, has_aux: bool = False):
   if has_aux:
     return out, vjp_fn, box["aux_tree"].unflatten(outs[n:])
   return out, vjp_fn
+
+
+def _linearized_jvp(meta, residuals, *tangents):
+  in_tree, out_tree, n, jaxpr, diff, out_avals, out_zero = meta
+  flat_t, tree_t = tree_util.tree_flatten(tangents)
+  if tree_t != in_tree:
+    raise TypeError(f"linearized function expects tangents of structure {in_tree}, got "
+                    f"{tree_t}")
+  lin = ad.Linearized(jaxpr, residuals, diff)
+  return out_tree.unflatten(lin.jvp(flat_t, list(out_avals), list(out_zero))[:n])
 
 
 @api_boundary

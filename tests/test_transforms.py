@@ -595,7 +595,10 @@ def test_eval_shape_and_linear_transpose():
   allclose(ct, m.T @ np.array([1.0, -1.0]))
 
 
-def test_a_vjp_function_is_a_pytree_that_jit_takes_and_returns():
+def test_a_vjp_or_linearized_function_is_a_pytree_that_jit_takes_and_returns():
+  linearized = minijax.jit(lambda f, x: minijax.linearize(f, x)[1], static_argnums=0)(
+      lambda x: 2.0 * x, 1.0)
+  assert float(minijax.jit(lambda f, x: f(x))(linearized, 3.0)) == 6.0
   out, pullback = minijax.jit(lambda x: minijax.vjp(lambda y: jnp.sin(y) * 2.0, x))(1.0)
   allclose(out, 2 * np.sin(1.0))
   allclose(pullback(1.0)[0], 2 * np.cos(1.0))
