@@ -18,7 +18,8 @@ from minijax.api import (jacobian, typeof, disable_jit, check_tracer_leaks, chec
                          explain_cache_misses, default_matmul_precision, numpy_rank_promotion,
                          numpy_dtype_promotion, enable_checks)
 from minijax.dtypes import float0
-from minijax.placement import (device_put, device_get, block_until_ready, device_count,
+from minijax.placement import (device_put, device_get, block_until_ready, copy_to_host_async,
+                               device_count,
                                local_device_count, default_backend, print_environment_info)
 from minijax.core.jaxpr import named_scope
 from minijax.core.trace import ensure_compile_time_eval

@@ -665,3 +665,10 @@ print(str(w.message))
   assert "\n" not in message
   assert "Python callback mechanism" in message and "because it failed to load" in message
   assert "reinstall minijax" in message and "circular import" not in message
+
+
+def test_copy_to_host_async_of_a_pytree_returns_it():
+  x = minijax.device_put(1.0)
+  assert minijax.copy_to_host_async(x) is x and float(x) == 1.0
+  tree = [object(), 1, {"a": jnp.ones(2)}]
+  assert minijax.copy_to_host_async(tree) is tree
