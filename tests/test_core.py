@@ -5,6 +5,7 @@ import pytest
 
 import minijax
 from minijax import lax
+import minijax.numpy as jnp
 from minijax.core import dtypes
 from minijax.core.avals import ShapedArray
 from minijax.core.errors import ConcretizationTypeError, UnexpectedTracerError
@@ -240,3 +241,15 @@ def test_enable_checks_typechecks_every_traced_jaxpr():
   with minijax.enable_checks(True):
     with pytest.raises(JaxprTypeError, match="declares outputs"):
       trace()
+
+
+def test_an_unexpected_tracer_error_says_where_the_leaked_value_was_made():
+  saved = []
+
+  def body(carry, _):
+    saved.append(jnp.add(carry, 1))  # leaks
+    return carry, None
+  lax.scan(body, 1, None, length=2)
+  with pytest.raises(UnexpectedTracerError, match=r"(?s)Encountered an unexpected tracer.*global "
+                     r"state.*created on line .*test_core.py:\d+ \(body\)"):
+    minijax.jit(jnp.add)(jnp.ones(()), saved[0])
