@@ -385,3 +385,15 @@ def test_numpy_rank_and_dtype_promotion_flags():
     # minijax's own libraries promote as they need, as JAX's are written not to need it
     np.testing.assert_allclose(minijax.scipy.linalg.expm(jnp.zeros((2, 2))), np.eye(2))
   assert (jnp.ones(2, jnp.int32) + jnp.ones(2)).dtype == np.float32
+
+
+def test_arguments_donated_by_keyword_are_the_ones_named():
+  for options in ({"donate_argnames": ("z", "y")}, {"donate_argnums": (0, 1)}):
+    f = minijax.jit(lambda z, y, x: minijax.tree_util.tree_map(lambda v: v * 2, (z, y, x)),
+                    **options)
+    _, by_name = f.lower(z={"c": 3.0}, y={"b": 2.0}, x={"a": 1.0}).args_info
+    assert by_name["z"]["c"].donated and by_name["y"]["b"].donated
+    assert not by_name["x"]["a"].donated  # (keyword leaves flatten in sorted key order)
+    z, y, x = (minijax.device_put(np.ones(2, np.float32)) for _ in range(3))
+    f(z=z, y=y, x=x)
+    assert z.is_deleted() and y.is_deleted() and not x.is_deleted()

@@ -136,9 +136,9 @@ class JitWrapped:
       if pos not in static_where:
         donated = pos in self._donate_argnums or (pos - len(args)) in self._donate_argnums
         flags.extend([donated] * len(tree_util.tree_leaves(arg)))
-    for name, value in kwargs.items():
+    for name in sorted(kwargs):  # the order of the leaves of a dict: its sorted keys
       if name not in static_where:
-        flags.extend([name in self._donate_argnames] * len(tree_util.tree_leaves(value)))
+        flags.extend([name in self._donate_argnames] * len(tree_util.tree_leaves(kwargs[name])))
     return tuple(flags)
 
   # -- tracing
