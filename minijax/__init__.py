@@ -35,3 +35,14 @@ __version__ = "0.1.0"
 from minijax import random  # noqa: E402
 from minijax import scipy  # noqa: E402
 from minijax import nn  # noqa: E402
+
+
+_DEPRECATED = {"device_put_sharded": "jax.device_put(xs, NamedSharding(mesh, P('i')))",
+               "device_put_replicated": "jax.device_put(x, NamedSharding(mesh, P()))"}
+
+
+def __getattr__(name):
+  if name in _DEPRECATED:  # removed from JAX 0.10.2's top level, with this message
+    raise AttributeError(f"jax.{name} is deprecated and not provided by minijax; use "
+                         f"{_DEPRECATED[name]} instead.")
+  raise AttributeError(f"module 'minijax' has no attribute {name!r}")

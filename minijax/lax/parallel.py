@@ -1,5 +1,5 @@
 """Collectives over named axes: psum, pmax, pmin, pmean, all_gather, psum_scatter,
-ppermute, all_to_all and axis_index.
+ppermute (and pshuffle), all_to_all (and pswapaxes) and axis_index.
 
 A collective names the axes it works over (`psum(x, 'i')`, `psum(x, ('i', 'j'))`).  Its
 abstract evaluation looks each name up in the axis environment (`core.axes`): an unbound
@@ -46,8 +46,8 @@ from minijax.lax.structural import (broadcast_in_dim, concatenate, convert_to_ar
 from minijax.lowering import mlir, spmd
 
 __all__ = ["psum", "pmax", "pmin", "pmean", "all_gather", "psum_scatter", "ppermute",
-           "pshuffle", "all_to_all", "axis_index", "axis_size", "psum_p", "pmax_p", "pmin_p",
-           "all_gather_p", "reduce_scatter_p", "ppermute_p", "all_to_all_p", "axis_index_p"]
+           "pshuffle", "pswapaxes", "all_to_all", "axis_index", "axis_size", "psum_p", "pmax_p",
+           "pmin_p", "all_gather_p", "reduce_scatter_p", "ppermute_p", "all_to_all_p", "axis_index_p"]
 
 
 def _names(axis_name) -> tuple:
@@ -474,7 +474,17 @@ def ppermute(x, axis_name, perm):
 
 def pshuffle(x, axis_name, perm):
   """Member i receives member `perm[i]`'s `x`."""
+  perm = list(perm)
+  if sorted(perm) != list(range(len(perm))):
+    raise ValueError(f"`perm` does not represent a permutation: {perm} (it must hold each of "
+                     f"0..{len(perm) - 1} once)")
   return ppermute(x, axis_name, [(src, dst) for dst, src in enumerate(perm)])
+
+
+def pswapaxes(x, axis_name, axis, *, axis_index_groups=None):
+  """Swaps the named axis with dimension `axis` of `x` (whose size must be the axis
+  size): `all_to_all(x, axis_name, axis, axis)`."""
+  return all_to_all(x, axis_name, axis, axis, axis_index_groups=axis_index_groups)
 
 
 def _ppermute_batcher(frame_name, frame_size, vals, dims, *, axis_name, perm):

@@ -100,20 +100,22 @@ def pmap(fun: Callable, axis_name=None, *, in_axes=0, out_axes=0,
     try:
       entry = cache.get(key)
     except TypeError:
-      raise ValueError("static_broadcasted_argnums arguments of pmap must be hashable") from None
+      raise ValueError("Non-hashable static arguments are not supported: "
+                       "static_broadcasted_argnums arguments of pmap must be hashable") from None
     if entry is None:
       entry = cache[key] = _build(fun, name, static_vals, in_tree, axes, out_axes, local_size,
                                   axis_size, devices, donated, multi_process)
-    return entry, flat
+    return entry, flat, in_tree
 
   def call(*args, **kwargs):
-    entry, flat = entry_for(args, kwargs)
+    entry, flat, _ = entry_for(args, kwargs)
     return entry(flat)
 
   def lower(*args, **kwargs):
-    """The `jit` stage of the call: `.as_text()` shows the module for all devices."""
-    entry, flat = entry_for(args, kwargs)
-    return entry.jitted.lower(*flat)
+    """The `jit` stage of the call: `.as_text()` shows the module for all devices; compiled,
+    it is called as the pmapped function is (its arguments and results as pytrees)."""
+    entry, flat, in_tree = entry_for(args, kwargs)
+    return entry.jitted.lower(*flat).for_signature(in_tree, entry.out_tree())
 
   functools.update_wrapper(call, fun)
   call.lower = lower
@@ -230,7 +232,7 @@ def _build(fun, name, static_vals, in_tree, in_axes, out_axes, local_size, axis_
     def run(flat):
       outs = jitted(*flat)
       return out_tree_box[0].unflatten(outs)
-    run.jitted = jitted
+    run.jitted, run.out_tree = jitted, lambda: out_tree_box[0]
     return run
 
   local = [d for d in mesh_devices if d.process_index == d.client.process_index()]
@@ -242,6 +244,7 @@ def _build(fun, name, static_vals, in_tree, in_axes, out_axes, local_size, axis_
     outs = jitted(*global_args)
     return out_tree_box[0].unflatten([_to_local(y, local_mesh) for y in outs])
   run_across_processes.jitted = jitted
+  run_across_processes.out_tree = lambda: out_tree_box[0]
   return run_across_processes
 
 

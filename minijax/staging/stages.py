@@ -17,6 +17,7 @@ was compiled for.
 """
 from __future__ import annotations
 
+import copy
 import dataclasses
 from typing import Any
 
@@ -127,6 +128,15 @@ class Lowered(_Stage):
     else:
       self._result = lower_jaxpr_to_module(traced.jaxpr, name=name,
                                            donated_args=traced.donated)
+
+  def for_signature(self, in_tree, out_tree) -> Lowered:
+    """This lowering, compiled to be called with arguments of structure `in_tree` and to
+    return `out_tree` (how `pmap` wraps its program of flat arguments and results)."""
+    lowered = copy.copy(self)
+    t = self._traced
+    lowered._traced = type(t)(t.jaxpr, t.consts, out_tree, t.donated)
+    lowered._in_tree, lowered._names = in_tree, None
+    return lowered
 
   def _hlo(self):
     return _jax.mlir.mlir_module_to_xla_computation(

@@ -125,6 +125,23 @@ def test_pmap_without_axis_name():
   assert "pmap(<lambda>)" in repr(doubled.sharding.mesh.axis_names[0])
 
 
+def test_pmap_lower_compile_takes_and_returns_pytrees_and_pswapaxes_pshuffle():
+  f = minijax.pmap(lambda v: {"d": v - lax.pmean(v, "i")}, axis_name="i")
+  lowered = f.lower(X)
+  compiled = lowered.compile()
+  np.testing.assert_allclose(np.asarray(compiled(X)["d"]), np.asarray(f(X)["d"]), rtol=1e-6)
+  assert lowered.in_tree == minijax.tree_util.tree_structure(((0,), {}))
+  ((aval,), kwargs) = compiled.in_avals
+  assert aval.shape == X.shape and kwargs == {}
+  square = np.arange(N * N, dtype=np.float32).reshape(N, N, 1)
+  swapped = minijax.pmap(lambda v: lax.pswapaxes(v, "i", 0), axis_name="i")(square)
+  np.testing.assert_array_equal(np.asarray(swapped), square.transpose(1, 0, 2))
+  with pytest.raises(ValueError, match=r"`perm` does not represent a permutation: \[1, 1"):
+    minijax.pmap(lambda v: lax.pshuffle(v, "i", [1, 1, 2, 3]), "i")(X)
+  with pytest.raises(ValueError, match="Non-hashable static arguments are not supported"):
+    minijax.pmap(lambda v, s: v, static_broadcasted_argnums=1)(X, np.ones(2))
+
+
 def test_pmap_donates_laid_out_arguments():
   f = minijax.pmap(lambda v: v * 2, "i", donate_argnums=0)
   x = minijax.pmap(lambda v: v, "i")(X)
