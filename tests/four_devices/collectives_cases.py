@@ -142,6 +142,30 @@ def test_pmap_lower_compile_takes_and_returns_pytrees_and_pswapaxes_pshuffle():
     minijax.pmap(lambda v, s: v, static_broadcasted_argnums=1)(X, np.ones(2))
 
 
+def test_allreduces_over_axis_index_groups():
+  x = np.arange(N * 3, dtype=np.float32).reshape(N, 3)
+  halves = [[0, 1], [2, 3]]
+
+  def per_group(groups, reduce):
+    return np.concatenate([np.broadcast_to(reduce(x[g], axis=0), (len(g), 3)) for g in groups])
+  summed = minijax.pmap(lambda v: lax.psum(v, "i", axis_index_groups=halves), "i")(x)
+  np.testing.assert_allclose(np.asarray(summed), per_group(halves, np.sum))
+  uneven = [[3], [0, 2, 1]]  # groups of unequal sizes, in any order
+  summed = minijax.pmap(lambda v: lax.psum(v, "i", axis_index_groups=uneven), "i")(x)
+  np.testing.assert_allclose(np.asarray(summed)[[3, 0, 2, 1]], per_group([[3], [0, 2, 1]],
+                                                                         np.sum))
+  biggest = minijax.pmap(lambda v: lax.pmax(v, "i", axis_index_groups=halves), "i")(x)
+  np.testing.assert_allclose(np.asarray(biggest), per_group(halves, np.max))
+  mean = minijax.pmap(lambda v: lax.pmean(v, "i", axis_index_groups=halves), "i")(x)
+  np.testing.assert_allclose(np.asarray(mean), per_group(halves, np.mean))
+  twos = minijax.pmap(lambda v: v * 0 + lax.psum(2.0, "i", axis_index_groups=halves), "i")(x)
+  np.testing.assert_allclose(np.asarray(twos), np.full_like(x, 4.0))
+  with pytest.raises(ValueError, match="cover all indices of the axis"):
+    minijax.pmap(lambda v: lax.psum(v, "i", axis_index_groups=[[0, 1], [2]]), "i")(x)
+  with pytest.raises(NotImplementedError, match="all_gather: axis_index_groups"):
+    minijax.pmap(lambda v: lax.all_gather(v, "i", axis_index_groups=halves), "i")(x)
+
+
 def test_pmap_donates_laid_out_arguments():
   f = minijax.pmap(lambda v: v * 2, "i", donate_argnums=0)
   x = minijax.pmap(lambda v: v, "i")(X)
@@ -252,10 +276,12 @@ ERRORS = {
         lambda: minijax.pmap(lambda a, b: a, "i", static_broadcasted_argnums=1)(X)),
     "axis_size disagrees": (ValueError, "Specified axis_size 2",
                             lambda: minijax.pmap(lambda a: a, "i", axis_size=2)(X)),
-    "axis_index_groups": (NotImplementedError, "axis_index_groups",
-                          lambda: minijax.pmap(lambda v: lax.psum(v, "i",
-                                                                  axis_index_groups=[[0, 1]]),
-                                               "i")(X)),
+    "axis_index_groups": (NotImplementedError, "axis_index_groups",  # (psum's: supported)
+                          lambda: minijax.pmap(lambda v: lax.psum_scatter(
+                              v, "i", axis_index_groups=[[0, 1], [2, 3]]), "i")(X)),
+    "axis_index_groups that miss an index": (
+        ValueError, "cover all indices",
+        lambda: minijax.pmap(lambda v: lax.psum(v, "i", axis_index_groups=[[0, 1]]), "i")(X)),
 }
 
 
