@@ -193,11 +193,15 @@ def _allreduce(prim, x, axis_name, axis_index_groups, what):
   for name in names:
     axes_lib.frame(name)
   leaves = [convert_to_array(leaf) for leaf in leaves]
+  if prim is psum_p:  # as in JAX, booleans are counted: summed as int32
+    leaves = [convert_element_type(leaf, np.int32) if get_aval(leaf).dtype == dtypes.bool_
+              else leaf for leaf in leaves]
   return tree.unflatten(prim.bind(*leaves, axes=names, axis_index_groups=groups))
 
 
 def psum(x, axis_name, *, axis_index_groups=None):
-  """The sum of `x` (a pytree) over the named axis (or axes), on every member."""
+  """The sum of `x` (a pytree) over the named axis (or axes), on every member (booleans
+  are counted, as int32)."""
   return _allreduce(psum_p, x, axis_name, axis_index_groups, "psum")
 
 

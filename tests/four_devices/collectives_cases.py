@@ -162,6 +162,9 @@ def test_allreduces_over_axis_index_groups():
   np.testing.assert_allclose(np.asarray(twos), np.full_like(x, 4.0))
   with pytest.raises(ValueError, match="cover all indices of the axis"):
     minijax.pmap(lambda v: lax.psum(v, "i", axis_index_groups=[[0, 1], [2]]), "i")(x)
+  flags = np.array([True, False, True, True])  # booleans are counted, as in JAX
+  counted = minijax.pmap(lambda v: lax.psum(v, "i"), "i")(flags)
+  assert counted.dtype == np.int32 and np.asarray(counted).tolist() == [3] * N
   with pytest.raises(NotImplementedError, match="all_gather: axis_index_groups"):
     minijax.pmap(lambda v: lax.all_gather(v, "i", axis_index_groups=halves), "i")(x)
 
