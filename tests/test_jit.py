@@ -397,3 +397,23 @@ def test_arguments_donated_by_keyword_are_the_ones_named():
     z, y, x = (minijax.device_put(np.ones(2, np.float32)) for _ in range(3))
     f(z=z, y=y, x=x)
     assert z.is_deleted() and y.is_deleted() and not x.is_deleted()
+
+
+def test_log_compiles_reports_tracing_and_cache_size_counts_traces(caplog):
+  @minijax.jit
+  def add(x):
+    return x * 2
+  assert add._cache_size() == 0
+  with caplog.at_level(logging.WARNING, logger="minijax"):
+    minijax.config.update("jax_log_compiles", True)
+    try:
+      add(np.arange(8))
+      add(np.arange(8))
+      minijax.clear_caches()
+      add(np.arange(8))
+    finally:
+      minijax.config.update("jax_log_compiles", False)
+  traced = [r for r in caplog.records if "Finished tracing add for jit" in r.getMessage()]
+  assert len(traced) == 2 and add._cache_size() == 1
+  add(np.arange(3.0))
+  assert add._cache_size() == 2

@@ -23,8 +23,10 @@ inside.
 from __future__ import annotations
 
 import functools
+import logging
 import operator
 import sys
+import time
 import weakref
 from typing import Any, Callable
 
@@ -152,7 +154,11 @@ class JitWrapped:
     args, kwargs = self._merge(static, dyn_args, dyn_kwargs)
     names = flat_arg_names(self._fun, args, kwargs) if not static else None
     debug = DebugInfo(self._name, names if names and len(names) == len(avals) else None)
+    start = time.perf_counter()
     jaxpr, consts = pe.trace_to_jaxpr_dynamic(flat_fun, avals, debug)
+    if config.log_compiles:
+      logging.getLogger("minijax").warning("Finished tracing %s for jit in %.6f sec",
+                                           self._name, time.perf_counter() - start)
     donated = (self._donated_leaves(args, kwargs, static)
                if self._donate_argnums or self._donate_argnames else ())
     donated = (False,) * len(consts) + donated + (False,) * (len(avals) - len(donated))
@@ -495,5 +501,6 @@ def _jitted(wrapped: JitWrapped) -> Callable:
   functools.update_wrapper(jitted, wrapped._fun)
   jitted.lower = wrapped.lower
   jitted.trace = wrapped.trace
+  jitted._cache_size = lambda: len(wrapped._cache)  # traces kept (for the current flags)
   jitted._wrapped = wrapped
   return jitted
