@@ -58,6 +58,8 @@ def test_unhashable_static_argument_is_a_clear_error():
   g = minijax.jit(lambda x, shape: x, static_argnums=1)
   with pytest.raises(ValueError, match="static argument 1 of type list is not hashable"):
     g(1.0, [1, 2])
+  with pytest.raises(ValueError, match="^Non-hashable static arguments are not supported"):
+    g(1.0, np.ones(2))
 
 
 def test_pytree_arguments_and_results():

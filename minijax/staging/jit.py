@@ -367,6 +367,7 @@ def _check_static(value, where):
     hash(value)
   except TypeError:
     raise ValueError(
+        "Non-hashable static arguments are not supported: "
         f"static argument {where!r} of type {type(value).__name__} is not hashable; static "
         "arguments must be hashable (use a tuple instead of a list, or make it a dynamic "
         "argument)") from None
