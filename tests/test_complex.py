@@ -60,6 +60,7 @@ def _take(x, idx, axis):
 
 # name -> (lax function, arguments, numpy reference)
 LAX_COMPLEX = {
+    "fft": (lambda z: lax.fft(z, "fft", (3,)), (Z,), lambda z: np.fft.fft(z)),
     "conv_general_dilated": (lambda x, w: lax.conv_general_dilated(x, w, (1,), "VALID"),
                              (crand(1, 1, 6), crand(1, 1, 3)),
                              lambda x, w: np.convolve(x[0, 0], w[0, 0, ::-1], "valid")[None, None]),

@@ -49,6 +49,7 @@ from minijax.numpy.extras import (  # noqa: F401
 from minijax.numpy.products import (  # noqa: F401
     dot, matmul, vdot, inner, outer, tensordot, einsum)
 from minijax.numpy import linalg  # noqa: F401
+from minijax.numpy import fft  # noqa: F401
 
 
 
