@@ -468,7 +468,7 @@ atleast_3d squeeze diag nonzero flatnonzero argwhere ediff1d copy asarray array 
 ones_like amax amin around""".split()
 _BINARY_OK = """add divide equal not_equal fmax fmin greater greater_equal less less_equal
 logical_and logical_or logical_xor maximum minimum multiply power subtract true_divide
-isclose allclose array_equal dot vdot inner outer kron convolve polyval isin append
+isclose allclose array_equal dot vdot inner outer kron convolve correlate polyval isin append
 float_power pow""".split()
 
 # name -> function of the module (numpy or minijax.numpy) that computes a value
