@@ -25,7 +25,7 @@ from minijax.core import dtypes, pretty
 from minijax.core.avals import get_aval
 from minijax.core.effects import must_keep
 from minijax.core.primitive import Primitive
-from minijax.lax.control_flow import common
+from minijax.lax.control_flow import common, type_errors
 from minijax.lowering import mlir
 
 __all__ = ["cond", "switch", "cond_p"]
@@ -36,53 +36,84 @@ cond_p.multiple_results = True
 
 # ----------------------------------------------------------------------------- API
 
-def cond(pred, true_fun: Callable, false_fun: Callable, *operands):
+_NO_OPERAND = object()
+
+
+def _operands(operand, operands):
+  if operand is _NO_OPERAND:
+    return operands
+  if operands:
+    raise TypeError("if 'operand' keyword is passed then no positional operands can be "
+                    f"passed, got operand={operand!r} and positional operands {operands}")
+  return (operand,)
+
+
+def _dtype_of(value):
+  try:
+    return get_aval(value).dtype
+  except TypeError:
+    return None
+
+
+def cond(pred, true_fun: Callable, false_fun: Callable, *operands, operand=_NO_OPERAND):
   """`true_fun(*operands)` if `pred` else `false_fun(*operands)`, staged so both are traced."""
   if not callable(true_fun) or not callable(false_fun):
     raise TypeError("lax.cond: true_fun and false_fun arguments should be callable.")
-  pred_aval = get_aval(pred)
-  if pred_aval.shape != ():
-    raise TypeError(f"Pred must be a scalar, got {pred} of shape {pred_aval.shape}.")
-  if pred_aval.dtype != dtypes.bool_:
-    if not (dtypes.is_integer(pred_aval.dtype) or dtypes.is_float(pred_aval.dtype)):
-      raise TypeError(f"Pred type must be either boolean or number, got {pred_aval.dtype}.")
+  operands = _operands(operand, operands)
+  if pred is None:
+    raise TypeError("cond predicate is None")
+  if isinstance(pred, Sequence) or np.ndim(pred) != 0:
+    raise TypeError(f"Pred must be a scalar, got {pred} of " + (
+        f"type {type(pred)}" if isinstance(pred, Sequence) else f"shape {np.shape(pred)}."))
+  pred_dtype = _dtype_of(pred)
+  if pred_dtype is None:
+    raise TypeError(f"Pred type must be either boolean or number, got {pred}.")
+  if pred_dtype != dtypes.bool_:
+    if not (dtypes.is_integer(pred_dtype) or dtypes.is_float(pred_dtype)):
+      raise TypeError(f"Pred type must be either boolean or number, got {pred_dtype}.")
     from minijax import lax
-    pred = lax.ne(pred, lax.full((), 0, pred_aval.dtype))
-  return _bind_cond(pred, [false_fun, true_fun], operands,
-                    ["false_fun", "true_fun"], "true_fun and false_fun output")
+    pred = lax.ne(pred, lax.full((), 0, pred_dtype))
+  return _bind_cond(pred, [false_fun, true_fun], operands, "cond", ["false_fun", "true_fun"])
 
 
-def switch(index, branches: Sequence[Callable], *operands):
+def switch(index, branches: Sequence[Callable], *operands, operand=_NO_OPERAND):
   """`branches[clamp(index, 0, len(branches) - 1)](*operands)`."""
   branches = list(branches)
-  if not branches:
-    raise ValueError("Empty branch sequence")
   if not all(callable(b) for b in branches):
     raise TypeError("lax.switch: branches argument should be a sequence of callables.")
-  index_aval = get_aval(index)
-  if index_aval.shape != ():
-    raise TypeError(f"Branch index must be scalar, got {index} of shape {index_aval.shape}.")
-  if not dtypes.is_integer(index_aval.dtype):
-    raise TypeError(f"Index type must be an integer, got {index_aval.dtype}.")
+  operands = _operands(operand, operands)
+  if np.ndim(index) != 0:
+    raise TypeError(f"Branch index must be scalar, got {index} of shape {np.shape(index)}.")
+  index_dtype = _dtype_of(index)
+  if index_dtype is None:
+    raise TypeError(f"Index type must be an integer, got {index}.")
+  if not dtypes.is_integer(index_dtype):
+    raise TypeError(f"Index type must be an integer, got {index} as {index_dtype}")
+  if not branches:
+    raise ValueError("Empty branch sequence")
   if len(branches) == 1:
     return branches[0](*operands)
-  if index_aval.dtype != np.int32:
+  if index_dtype != np.int32:
     from minijax import lax
     index = lax.convert_element_type(index, np.int32)
-  names = [f"branch {i}" for i in range(len(branches))]
-  return _bind_cond(index, branches, operands, names, "branch 0 and other branches' outputs")
+  return _bind_cond(index, branches, operands, "switch",
+                    ["branch 0", *(f"branch{i}" for i in range(1, len(branches)))])
 
 
-def _bind_cond(index, funs, operands, names, what):
+def _bind_cond(index, funs, operands, api_name, names):
   flat, in_tree = tree_util.tree_flatten(operands)
   avals = [get_aval(x) for x in flat]
   traced = [common.trace_fun_closed(f, in_tree, avals, n) for f, n in zip(funs, names)]
-  out_tree = traced[0][1]
-  for jaxpr, tree in traced[1:]:
-    common.check_tree_and_avals(what, out_tree, traced[0][0].out_avals, tree, jaxpr.out_avals)
+  # (JAX compares true_fun with false_fun, and branch 0 with each other branch)
+  first = 1 if api_name == "cond" else 0
+  (jaxpr0, tree0), f0, name0 = traced[first], funs[first], names[first]
+  for (jaxpr, tree), f, name in zip(traced, funs, names):
+    if f is not f0:
+      type_errors.check_branch_outputs(api_name, name0, name, f0, f, tree0, jaxpr0.out_avals,
+                                       tree, jaxpr.out_avals)
   branches, all_consts = common.join_consts([t[0] for t in traced])
   outs = cond_p.bind(index, *all_consts, *flat, branches=tuple(branches))
-  return tree_util.tree_unflatten(out_tree, outs)
+  return tree_util.tree_unflatten(tree0, outs)
 
 
 # ----------------------------------------------------------------------------- abstract eval
