@@ -9,6 +9,7 @@ import pytest
 from jaxlib.mlir.dialects import mhlo
 
 import minijax
+import minijax.numpy as jnp
 from minijax import lax
 from minijax.core import effects as effects_lib
 from minijax.core.primitive import Primitive
@@ -649,3 +650,20 @@ def test_fori_loop_unroll_and_bound_types_as_jax():
                      "equal types, got int16 and int32"):
     lax.fori_loop(np.int16(0), np.int32(10), body, init)
   assert minijax.jit(lambda u: lax.fori_loop(0, u, body, init))(5) == 15
+
+
+def test_platform_dependent_runs_and_lowers_only_the_cpu_branch():
+  x = np.arange(3, dtype=f32)
+  f = lambda x: lax.platform_dependent(x, cpu=jnp.sin, default=jnp.cos)
+  np.testing.assert_allclose(f(x), np.sin(x), rtol=1e-6)
+  np.testing.assert_allclose(minijax.vmap(f)(x), np.sin(x), rtol=1e-6)
+  np.testing.assert_allclose(minijax.grad(lambda x: f(x).sum())(x), np.cos(x), rtol=1e-6)
+  text = minijax.jit(f).lower(x).as_text()
+  assert "sine" in text and "cosine" not in text
+  g = lambda x: lax.platform_dependent(x, tpu=jnp.cos, default=jnp.sin)
+  np.testing.assert_allclose(minijax.jit(g)(x), np.sin(x), rtol=1e-6)
+  assert lax.platform_dependent(cpu=lambda: 1.0, default=lambda: 2.0) == 1.0
+  with pytest.raises(NotImplementedError, match="translation rule .* not found for platform"):
+    lax.platform_dependent(3., tpu=lambda x: x + 2.)
+  with pytest.raises(ValueError, match="Use 'cuda' or 'rocm'"):
+    lax.platform_dependent(3., gpu=lambda x: x)

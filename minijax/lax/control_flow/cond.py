@@ -100,6 +100,27 @@ def switch(index, branches: Sequence[Callable], *operands, operand=_NO_OPERAND):
                     ["branch 0", *(f"branch{i}" for i in range(1, len(branches)))])
 
 
+def platform_dependent(*args, default: Callable | None = None, **per_platform: Callable):
+  """`per_platform[platform](*args)` for the platform the computation is lowered for, or
+  `default(*args)` for a platform not named.  minijax lowers for the CPU only, so this is
+  the `cpu` branch (else `default`), and only that branch is traced: the others never
+  reach a jaxpr or the compiler."""
+  for name, branch in per_platform.items():
+    if not callable(branch):
+      raise TypeError(f"lax.platform_dependent: the '{name}' branch must be a callable.")
+    if name == "gpu":
+      raise ValueError("Use 'cuda' or 'rocm' for lax.platform_dependent.")
+  if default is not None and not callable(default):
+    raise TypeError("lax.platform_dependent: the 'default' branch must be a callable.")
+  branch = per_platform.get("cpu", default)
+  if branch is None:
+    raise NotImplementedError(
+        "lax.platform_dependent: translation rule for platform_index not found for platform "
+        f"cpu: there are branches for {sorted(per_platform)} and no default; add a `cpu=` "
+        "or a `default=` branch")
+  return branch(*args)
+
+
 def _bind_cond(index, funs, operands, api_name, names):
   flat, in_tree = tree_util.tree_flatten(operands)
   avals = [get_aval(x) for x in flat]
