@@ -87,10 +87,13 @@ def _fft_abstract_eval(x, *, fft_type, fft_lengths):
   if not is_complex:
     raise ValueError(f"{name} input must be complex64 or complex128, got {x.dtype}")
   if fft_type == FftType.IRFFT:
-    if x.shape[-k:-1] != fft_lengths[:-1] or x.shape[-1] != fft_lengths[-1] // 2 + 1:
+    if x.shape[-k:-1] != fft_lengths[:-1]:
       raise ValueError(f"IRFFT input shape {x.shape} minor dimensions must be equal to all "
-                       f"except the last fft_length, and the last must be "
-                       f"fft_lengths[-1] // 2 + 1, got fft_lengths={fft_lengths}")
+                       f"except the last fft_length, got fft_lengths={fft_lengths}")
+    if x.shape[-1] != fft_lengths[-1] // 2 + 1:
+      raise ValueError(f"IRFFT input shape {x.shape} must have fft_lengths[-1] // 2 + 1 = "
+                       f"{fft_lengths[-1] // 2 + 1} as its last dimension, got "
+                       f"fft_lengths={fft_lengths}")
     return ShapedArray(x.shape[:-k] + fft_lengths, _real_dtype(x.dtype), False)
   if x.shape[-k:] != fft_lengths:
     raise ValueError(f"{name} input shape {x.shape} minor dimensions must be equal to "
