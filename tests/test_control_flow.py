@@ -667,3 +667,19 @@ def test_platform_dependent_runs_and_lowers_only_the_cpu_branch():
     lax.platform_dependent(3., tpu=lambda x: x + 2.)
   with pytest.raises(ValueError, match="Use 'cuda' or 'rocm'"):
     lax.platform_dependent(3., gpu=lambda x: x)
+
+
+def test_cond_outputs_passed_through_by_every_branch_are_the_operands_themselves():
+  def f(x, y):
+    return lax.cond(x < 3, lambda x, y: (x * 2, y), lambda x, y: (x * 3, y), x, y)
+
+  x, y = jnp.arange(3), jnp.array(3.0)
+  x2, y2 = minijax.vmap(f, in_axes=(0, None), out_axes=(0, None))(x, y)  # y stays unbatched
+  np.testing.assert_array_equal(x2, [0, 2, 4])
+  assert y2 is y
+  jaxpr = minijax.make_jaxpr(f)(1, 2.0)
+  (cond_eqn,) = [e for e in jaxpr.eqns if e.primitive.name == "cond"]
+  assert len(cond_eqn.outvars) == 1
+  with pytest.raises(TypeError, match=re.escape("scan body output must be a pair, got "
+                                                "float32[].")):
+    lax.scan(lambda c, x: np.float32(0.), 0, jnp.arange(5.))

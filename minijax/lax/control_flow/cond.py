@@ -132,9 +132,41 @@ def _bind_cond(index, funs, operands, api_name, names):
     if f is not f0:
       type_errors.check_branch_outputs(api_name, name0, name, f0, f, tree0, jaxpr0.out_avals,
                                        tree, jaxpr.out_avals)
-  branches, all_consts = common.join_consts([t[0] for t in traced])
-  outs = cond_p.bind(index, *all_consts, *flat, branches=tuple(branches))
-  return tree_util.tree_unflatten(tree0, outs)
+  # An output every branch passes through from one operand is that operand, outside the
+  # cond (as in JAX: under vmap it stays unbatched, and it is the very same object).
+  forwarded = _forwarded_outputs([t[0] for t in traced], len(flat))
+  kept = [k for k, p in enumerate(forwarded) if p is None]
+  jaxprs = [_keep_outputs(t[0], kept) for t in traced]
+  branches, all_consts = common.join_consts(jaxprs)
+  outs = []
+  if kept or must_keep(branches[0].effects):
+    outs = cond_p.bind(index, *all_consts, *flat, branches=tuple(branches))
+  outs = iter(outs)
+  return tree_util.tree_unflatten(tree0, [next(outs) if p is None else flat[p]
+                                          for p in forwarded])
+
+
+def _forwarded_outputs(closed_jaxprs, num_operands: int) -> list:
+  """For each output, the operand position every branch returns unchanged, else None."""
+  forwarded = []
+  for k in range(len(closed_jaxprs[0].out_avals)):
+    positions = set()
+    for closed in closed_jaxprs:
+      v = closed.jaxpr.outvars[k]
+      invars = closed.jaxpr.invars
+      positions.add(invars.index(v) if v in invars else None)
+    p = positions.pop() if len(positions) == 1 else None
+    forwarded.append(p if p is not None and p < num_operands else None)
+  return forwarded
+
+
+def _keep_outputs(closed, kept):
+  from minijax.core.jaxpr import ClosedJaxpr, Jaxpr
+  j = closed.jaxpr
+  if len(kept) == len(j.outvars):
+    return closed
+  return ClosedJaxpr(Jaxpr(j.constvars, j.invars, [j.outvars[k] for k in kept], j.eqns,
+                           j.effects, j.debug_info), closed.consts)
 
 
 # ----------------------------------------------------------------------------- abstract eval

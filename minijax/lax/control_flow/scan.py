@@ -95,8 +95,9 @@ def scan(f: Callable, init, xs=None, length: int | None = None, reverse: bool = 
                                                "scan body")
     children = out_tree.children() if out_tree.num_nodes > 1 else []
     if len(children) != 2 or out_tree != tree_util.treedef_tuple(children):
-      shown = tree_util.tree_unflatten(out_tree, [a.str_short() for a in jaxpr.out_avals])
-      raise TypeError(f"scan body output must be a pair (carry, y), got {shown}.")
+      shown = tree_util.tree_unflatten(out_tree, [type_errors.type_str(a)
+                                                  for a in jaxpr.out_avals])
+      raise TypeError(f"scan body output must be a pair, got {shown}.")
     carry_tree, y_tree = children
     num_carry = len(init_flat)
     weak_only = type_errors.check_carry("scan body", f, init_tree, carry_avals, carry_tree,
