@@ -163,7 +163,7 @@ def _normal_real(key, *, shape, dtype):
 
 
 def _split2(key):
-  keys = _keys.threefry_split(key, (2,))
+  keys = _keys.split_keys(key, (2,))
   return keys[0], keys[1]
 
 
