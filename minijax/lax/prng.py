@@ -15,6 +15,10 @@ rather than unrolled: samplers that draw inside loops (gamma, poisson) hold seve
 ciphers, and the rolled form compiles several times faster.  Its results are integers and
 it has no derivative; batching is elementwise broadcasting.
 
+`mulhi(x, y)` is the high half of the double-width product of two integers (elementwise;
+the Philox generators' round function needs it): lowered as the product of the operands
+widened to twice their width, shifted down.
+
 `rng_bit_generator(key, shape, dtype, algorithm)` is XLA's `RngBitGenerator`: from a
 `uint32[4]` key it returns the next key and `shape` random bits, by the algorithm named
 (`RandomAlgorithm`; the platform's default on CPU is Philox).  XLA's op takes a `u64[2]`
@@ -38,7 +42,7 @@ from minijax.interpreters import ad, batching
 from minijax.lax import utils
 from minijax.lowering import mlir
 
-__all__ = ["RandomAlgorithm", "rng_bit_generator", "rng_bit_generator_p", "threefry2x32",
+__all__ = ["RandomAlgorithm", "mulhi", "mulhi_p", "rng_bit_generator", "rng_bit_generator_p", "threefry2x32",
            "threefry2x32_p"]
 
 _ROTATIONS = ((13, 15, 26, 6), (17, 29, 16, 24))
@@ -208,3 +212,42 @@ def rng_bit_generator(key, shape, dtype=np.uint32, algorithm=RandomAlgorithm.RNG
   shape = tuple(int(d) for d in shape)
   return tuple(rng_bit_generator_p.bind(convert_to_array(key), shape=shape, dtype=dtype,
                                         algorithm=RandomAlgorithm(algorithm)))
+
+
+# ----------------------------------------------------------------------------- mulhi
+
+mulhi_p = utils.standard_primitive(
+    "mulhi", utils.elementwise_shapes("mulhi"),
+    lambda x, y: _mulhi_dtype(x, y))
+
+
+def _mulhi_dtype(x, y):
+  if x.dtype != y.dtype or not dtypes.is_integer(x.dtype) or x.dtype.itemsize > 4:
+    raise TypeError(f"mulhi takes two integers of one dtype of at most 32 bits, got "
+                    f"{x.str_short()} and {y.str_short()}")
+  return x.dtype
+
+
+def _mulhi_lowering(ctx, x, y):
+  aval = ctx.avals_out[0]
+  x, y = utils.broadcast_scalar_operands(ctx, [x, y])
+  bits = aval.dtype.itemsize * 8
+  signed = np.issubdtype(aval.dtype, np.signedinteger)
+  wide_dtype = np.dtype(f"{'i' if signed else 'u'}{aval.dtype.itemsize * 2}")
+  wide = mlir.aval_to_ir_type(aval.update(dtype=wide_dtype))
+  product = mhlo.MulOp(mhlo.ConvertOp(wide, x).result, mhlo.ConvertOp(wide, y).result).result
+  shift = mlir.splat_constant(np.array(bits, wide_dtype), aval.shape)
+  high = (mhlo.ShiftRightArithmeticOp if signed else mhlo.ShiftRightLogicalOp)(
+      product, shift).result
+  return mhlo.ConvertOp(ctx.module_context.ir_type(aval), high).result
+
+
+mlir.register_lowering(mulhi_p, _mulhi_lowering, splat_literals=True)
+ad.defjvp(mulhi_p, None, None)
+batching.defbroadcasting(mulhi_p)
+
+
+def mulhi(x, y):
+  """The high half of the double-width product `x * y`, elementwise."""
+  from minijax.lax.structural import convert_to_array
+  return mulhi_p.bind(convert_to_array(x), convert_to_array(y))

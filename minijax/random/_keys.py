@@ -19,7 +19,7 @@ from minijax import lax
 from minijax.config import config
 from minijax.random import prng
 from minijax.random.prng import PRNGKeyArray, has_array_interface, random_bits  # noqa: F401
-from minijax.random import threefry2x32, rbg  # noqa: F401  (registers the implementations)
+from minijax.random import threefry2x32, rbg, philox  # noqa: F401  (registers the impls)
 
 _LEGACY_MESSAGE = ("Legacy uint32 key array passed as key to jax.random function. Please "
                    "create keys using jax.random.key(). If use of a raw key array was "
