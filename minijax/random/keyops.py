@@ -22,6 +22,7 @@ import numpy as np
 
 from minijax import lax
 from minijax import numpy as jnp
+from minijax.core import dtypes
 from minijax.random.prng import KeyTy, PRNGKeyArray
 
 _K = PRNGKeyArray
@@ -285,8 +286,8 @@ def _lax_select(f, pred, on_true, on_false):
 
 def _lax_convert_element_type(f, x, new_dtype, *args, **kwargs):
   if isinstance(x, _K):
-    raise ValueError(f"Cannot convert_element_type from {x.dtype} to "
-                     f"{new_dtype if isinstance(new_dtype, KeyTy) else np.dtype(new_dtype)}")
+    to = new_dtype if isinstance(new_dtype, KeyTy) else dtypes.canonicalize_dtype(new_dtype)
+    raise ValueError(f"Cannot convert_element_type from {x.dtype} to {to}")
   raise ValueError(f"Cannot convert_element_type from {jnp.result_type(x)} to {new_dtype}")
 
 
