@@ -321,3 +321,16 @@ def test_enable_custom_prng_makes_prngkey_typed_and_seed_offset_moves_seeds():
     minijax.config.update("jax_debug_key_reuse", True)
   with minijax.debug_key_reuse(False):
     random.normal(random.key(0))
+
+
+def test_python_ints_above_int32_are_made_in_the_dtype_asked_for():
+  # seeds and key words are uint32 values above int32's range (issue 24)
+  assert jnp.uint32(2998342421).tolist() == 2998342421
+  assert jnp.uint32(2998342421).dtype == np.uint32
+  assert jnp.asarray(2998342421, dtype=jnp.uint32).tolist() == 2998342421
+  assert minijax.jit(lambda: jnp.asarray(2**32 - 1, dtype=np.uint32))().tolist() == 2**32 - 1
+  with pytest.raises(OverflowError, match="2147483648 out of bounds for int32"):
+    jnp.int32(2**31)
+  assert jnp.asarray(1.5, dtype=jnp.int32).tolist() == 1
+  assert kd(random.wrap_key_data(jnp.asarray([0, 2998342421], dtype=jnp.uint32))).tolist() == [
+      0, 2998342421]
