@@ -177,6 +177,14 @@ def _validate_only(allowed: Any):
 
 
 PRNG_IMPLS = ("threefry2x32", "rbg", "unsafe_rbg", "philox2x32", "philox4x32", "threefry4x32")
+
+
+def _validate_true(value) -> bool:
+  if _validate_bool(value) is not True:
+    raise ValueError(value)
+  return True
+
+
 TAP_MECHANISMS = ("native", "callback")
 HOST_CALLBACK_SEMANTICS = ("seed", "jax")
 TRACEBACK_FILTERING = ("auto", "off", "tracebackhide", "remove_frames", "quiet_remove_frames")
@@ -185,6 +193,10 @@ FLAGS: dict[str, Flag] = {f.name: f for f in [
     bool_flag("enable_x64", "MINIJAX_ENABLE_X64", False,
               "64-bit types (float64, int64, ...) instead of their 32-bit counterparts",
               env_aliases=("JAX_ENABLE_X64",)),
+    Flag("threefry_partitionable", True, None, _validate_true, _parse_bool,
+         "True (minijax implements only the partitionable threefry, JAX 0.10.2's default)",
+         "random bits from threefry2x32 as JAX draws them by default",
+         env_aliases=("JAX_THREEFRY_PARTITIONABLE",)),
     bool_flag("debug_nans", "MINIJAX_DEBUG_NANS", False,
               "check every result for NaNs and name the primitive that made one",
               env_aliases=("JAX_DEBUG_NANS",)),
@@ -217,9 +229,6 @@ FLAGS: dict[str, Flag] = {f.name: f for f in [
     int_flag("random_seed_offset", "MINIJAX_RANDOM_SEED_OFFSET", 0, -2**63, 2**63 - 1,
              "added to every seed a PRNG key is made from",
              env_aliases=("JAX_RANDOM_SEED_OFFSET",)),
-    Flag("threefry_partitionable", True, None, _validate_only(True), _parse_bool,
-         "True (minijax draws Threefry bits as JAX does with this flag, its default)",
-         "how Threefry keys and counters map to bits"),
     Flag("debug_key_reuse", False, None, _validate_only(False), _parse_bool,
          "False (minijax does not check PRNG keys for reuse)",
          "checking that PRNG keys are used once"),
@@ -290,6 +299,10 @@ class Config:
     object.__setattr__(self, name, value)
     for observer in self._observers:
       observer(name, value)
+
+  def parse_flags_with_absl(self) -> None:
+    """JAX's test programs call this at import to read `--jax_*` command-line flags; minijax
+    reads its flags from environment variables (JAX's names too), so it does nothing."""
 
   def on_change(self, observer: Callable[[str, Any], None]) -> None:
     self._observers.append(observer)
