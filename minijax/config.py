@@ -219,6 +219,10 @@ FLAGS: dict[str, Flag] = {f.name: f for f in [
     choice_flag("default_prng_impl", "MINIJAX_DEFAULT_PRNG_IMPL", "threefry2x32", PRNG_IMPLS,
                 "the PRNG implementation of keys made without impl=",
                 env_aliases=("JAX_DEFAULT_PRNG_IMPL",)),
+    choice_flag("explicit_x64_dtypes", "MINIJAX_EXPLICIT_X64_DTYPES", "warn", ("warn", "error"),
+                "what asking for a 64-bit dtype without x64 does: warn and use the 32-bit "
+                "one, or raise (JAX's 'allow', 64-bit types without x64, minijax lacks)",
+                env_aliases=("JAX_EXPLICIT_X64_DTYPES",)),
     choice_flag("legacy_prng_key", "MINIJAX_LEGACY_PRNG_KEY", "allow",
                 ("allow", "warn", "error"),
                 "what random functions do with raw uint32 keys (random.PRNGKey's)",

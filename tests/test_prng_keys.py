@@ -334,3 +334,21 @@ def test_python_ints_above_int32_are_made_in_the_dtype_asked_for():
   assert jnp.asarray(1.5, dtype=jnp.int32).tolist() == 1
   assert kd(random.wrap_key_data(jnp.asarray([0, 2998342421], dtype=jnp.uint32))).tolist() == [
       0, 2998342421]
+
+
+def test_a_64_bit_dtype_asked_for_without_x64_warns_or_raises_as_the_flag_says():
+  key = random.key(1701)
+  with pytest.warns(UserWarning, match="Explicitly requested dtype uint64 requested in bits "
+                    "is not available, and will be truncated to dtype uint32"):
+    assert random.bits(key, (3,), np.uint64).dtype == np.uint32
+  assert random.bits(key, (3,)).dtype == np.uint32  # the default asks for nothing
+  minijax.config.update("jax_explicit_x64_dtypes", "error")
+  try:
+    with pytest.raises(ValueError, match="Explicitly requested dtype float64 requested in "
+                       "normal is not available"):
+      random.normal(key, (2,), np.float64)
+    assert random.bits(key, (3,), np.uint8).dtype == np.uint8
+  finally:
+    minijax.config.update("jax_explicit_x64_dtypes", "warn")
+  with pytest.raises(ValueError, match="explicit_x64_dtypes cannot be 'allow'"):
+    minijax.config.update("jax_explicit_x64_dtypes", "allow")

@@ -88,6 +88,24 @@ def canonicalize_dtype(dtype: Any) -> np.dtype:
   return dtype
 
 
+def canonicalize_user_dtype(dtype: Any, where: str | None = None) -> np.dtype:
+  """`canonicalize_dtype` for a dtype the user asked for: a 64-bit one without x64 warns
+  that it becomes 32-bit, or raises under `jax_explicit_x64_dtypes='error'`."""
+  dtype = np.dtype(dtype)
+  canonical = canonicalize_dtype(dtype)
+  if canonical != dtype:
+    requested = f"{dtype} requested in {where}" if where else f"{dtype}"
+    if config.explicit_x64_dtypes == "error":
+      raise ValueError(f"Explicitly requested dtype {requested} is not available. To enable "
+                       "more dtypes, set the jax_enable_x64 configuration option.")
+    import warnings
+    warnings.warn(f"Explicitly requested dtype {requested} is not available, and will be "
+                  f"truncated to dtype {canonical}. To enable more dtypes, set the "
+                  "jax_enable_x64 configuration option or the JAX_ENABLE_X64 shell "
+                  "environment variable.", UserWarning, stacklevel=3)
+  return canonical
+
+
 def default_int_dtype() -> np.dtype:
   return canonicalize_dtype(int64)
 

@@ -312,7 +312,8 @@ def _poisson(key, lam, *, shape, dtype):
 def poisson(key, lam, shape=None, dtype=None):
   """Samples of the Poisson distribution with rate `lam` (integers)."""
   data, _ = unwrap("poisson", key)
-  dtype = dtypes.canonicalize_dtype(dtypes.default_int_dtype() if dtype is None else dtype)
+  dtype = (dtypes.default_int_dtype() if dtype is None
+           else dtypes.canonicalize_user_dtype(dtype, "poisson"))
   if not dtypes.is_integer(dtype):
     raise TypeError(f"poisson only accepts integer dtypes, got {dtype}")
   shape = np.shape(lam) if shape is None else _keys.shape_tuple(shape, "poisson")

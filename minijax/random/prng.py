@@ -181,6 +181,23 @@ class PRNGKeyArray:
   def devices(self):
     return self._data_attr("devices")()
 
+  # the data's own answers, for what a key array shares with its data
+  is_fully_replicated = property(lambda self: self._data_attr("is_fully_replicated"))
+  addressable_shards = property(lambda self: self._data_attr("addressable_shards"))
+  global_shards = property(lambda self: self._data_attr("global_shards"))
+
+  def on_device_size_in_bytes(self) -> int:
+    return self._data_attr("on_device_size_in_bytes")()
+
+  def unsafe_buffer_pointer(self) -> int:
+    return self._data_attr("unsafe_buffer_pointer")()
+
+  def copy_to_host_async(self) -> None:
+    self._data_attr("copy_to_host_async")()
+
+  def addressable_data(self, index: int) -> "PRNGKeyArray":
+    return PRNGKeyArray(self._impl, self._data_attr("addressable_data")(index))
+
   def delete(self):
     self._data_attr("delete")()
 
