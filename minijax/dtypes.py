@@ -17,11 +17,13 @@ from minijax.core.dtypes import TypePromotionError
 
 bfloat16 = ml_dtypes.bfloat16
 float0 = _dtypes.float0
+extended = _dtypes.extended
+prng_key = _dtypes.prng_key
 finfo = ml_dtypes.finfo
 iinfo = ml_dtypes.iinfo
 
-__all__ = ["TypePromotionError", "bfloat16", "canonicalize_dtype", "finfo", "float0", "iinfo",
-           "issubdtype", "itemsize_bits", "result_type", "scalar_type_of"]
+__all__ = ["TypePromotionError", "bfloat16", "canonicalize_dtype", "extended", "finfo", "float0",
+           "iinfo", "issubdtype", "itemsize_bits", "prng_key", "result_type", "scalar_type_of"]
 
 
 def canonicalize_dtype(dtype: Any, allow_extended_dtype: bool = False) -> np.dtype:

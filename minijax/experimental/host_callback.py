@@ -231,7 +231,7 @@ def id_print(arg: Any, *, result: Any = None, tap_with_device: bool = False,
                 device_index=device_index, callback_flavor=callback_flavor, ordered=ordered)
 
 
-_deprecated_id_print = id_print  # JAX 0.4.34's internal name for it, which its tests import
+_deprecated_id_print = id_print  # JAX 0.4.34's own name for it (its tests import it)
 
 
 @contextlib.contextmanager
