@@ -52,6 +52,10 @@ except ImportError as e:  # installed without a compiler, or the build failed
   _native = None
   native_import_error = e
 
+# An extension built before HostArrays (csrc/host_array.h) hands numpy arrays: rebuild it
+# (`python setup.py build_ext --inplace`) for Arrays, as JAX hands its callbacks.
+_BUILDS_HOST_ARRAYS = _native is not None and hasattr(_native, "set_host_array_type")
+
 NATIVE_TARGET = "minijax_host_call"
 NATIVE_CALLBACK_ATTRIBUTE = "callback"  # the backend_config entry the native handler reads
 CALLBACK_TARGET = "xla_ffi_python_cpu_callback"
@@ -166,9 +170,10 @@ class HostCall:
       # A single-result function of positional arrays (`direct`) is called as it is, its
       # result flattened by `convert` when it is not an array already: no Python frame in
       # between on the fast path.
+      host = (host_avals, self.device) if _BUILDS_HOST_ARRAYS else None
       self.id = _native.register(direct if direct is not None and single else func, single,
                                  _specs(self.arg_avals), _specs(self.result_avals),
-                                 self.convert, (host_avals, self.device))
+                                 self.convert, *([host] if host else []))
       _by_id[self.id] = self
 
   def __call__(self, *args) -> tuple:
@@ -213,7 +218,7 @@ def _convert_leaf(result_avals, value, index: int) -> np.ndarray:
   return convert_result(result_avals, value, index)
 
 
-def _file_native_exception(exc: BaseException, call_id: int) -> str:
+def _file_native_exception(exc: BaseException, call_id: int = -1) -> str:
   call = _by_id.get(call_id)
   return errors.file_call_exception(exc, call.api if call is not None else "pure_callback")
 
@@ -269,5 +274,6 @@ def _register_native_target(client) -> None:
 
 if _native is not None:
   _native.set_error_hook(_file_native_exception)
-  _native.set_host_array_type(HostArray)
+  if _BUILDS_HOST_ARRAYS:
+    _native.set_host_array_type(HostArray)
   backend.on_client_created(_register_native_target)
