@@ -56,3 +56,13 @@ def test_callbacks_take_and_return_sub_byte_arrays_of_their_own_dtype(dtype):
   made = minijax.jit(lambda: minijax.pure_callback(
       lambda: np.arange(8).astype(dtype), minijax.ShapeDtypeStruct((8,), dtype)))()
   np.testing.assert_array_equal(np.asarray(made), np.arange(8).astype(dtype))
+
+
+def test_the_names_jaxs_callback_tests_use_are_there():
+  # jnp.vdot(precision=), jax.core.ShapedArray / eval_jaxpr, ShapeDtypeStruct.like
+  x = jnp.arange(3.0)
+  assert float(jnp.vdot(x, x, precision="highest")) == 5.0
+  aval = minijax.core.ShapedArray((2,), np.float32)
+  assert minijax.ShapeDtypeStruct.like(aval) == minijax.ShapeDtypeStruct((2,), np.float32)
+  closed = minijax.make_jaxpr(lambda v: v * 2)(np.float32(3))
+  assert float(minijax.core.eval_jaxpr(closed.jaxpr, closed.consts, np.float32(3))[0]) == 6.0
