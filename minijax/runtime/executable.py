@@ -274,6 +274,7 @@ class Executable(CompiledProgram):
     acquire, release = ordering.acquire, ordering.release
     arg_avals = self.in_avals[len(consts):]
     reuse_scalars = not any(self.donated_args)
+    collect_garbage = backend.collect_jaxlib_garbage
 
     def with_scalars(args) -> list | None:
       """The argument buffers when every argument is an Array on this device or a Python
@@ -309,6 +310,7 @@ class Executable(CompiledProgram):
             return fallback(args)
           outs = general((*consts, *args))
           return unflatten(outs) if unflatten is not None else outs
+      collect_garbage()  # see `backend`: what jaxlib's threads dropped since the last call
       try:
         if run_effectful is None:
           outs = execute(buffers).consume_with_handlers(handlers)
@@ -347,6 +349,7 @@ class Executable(CompiledProgram):
   def _call_general(self, args) -> list[Array]:
     args = self._prepare(args)
     buffers = [a._buffer for a in args]
+    backend.collect_jaxlib_garbage()
     try:
       if self._run_effectful is None:
         outs = self._exe.execute_sharded(buffers).consume_with_handlers(self._handlers)

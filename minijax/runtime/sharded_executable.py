@@ -124,6 +124,7 @@ class ShardedExecutable(CompiledProgram):
   def _run(self, buffers: list) -> list:
     """Executes on argument buffers; returns output buffers (tokens passed and kept)."""
     execute = self._exe.execute_sharded
+    backend.collect_jaxlib_garbage()  # see `backend`
     status_needed = self.communicates or bool(self.unordered_effects)
     if not self.ordered_effects:
       if self.unordered_effects:
