@@ -1,6 +1,8 @@
 """jit: caching, static and donated arguments, lowering text, devices, and the errors
 users meet at the jit boundary."""
+import gc
 import logging
+import weakref
 
 import numpy as np
 import pytest
@@ -253,3 +255,84 @@ def test_switching_the_tap_mechanism_back_reuses_what_was_compiled_for_it(caplog
   finally:
     minijax.config.update("tap_mechanism", previous)
     hcb.barrier_wait()
+
+
+# ----------------------------------------------------------------------------- caches by function
+
+def test_jit_made_again_for_the_same_function_reuses_its_traces_and_executables(caplog):
+  traces = []
+
+  def f(x):
+    traces.append(x)
+    return x * 2.0
+
+  x = minijax.device_put(np.ones(3, np.float32))
+  assert _count_compiles(caplog, lambda: [minijax.jit(f)(x) for _ in range(5)]) == 1
+  assert len(traces) == 1
+  # other options are another cache; the same options written another way are not
+  assert _count_compiles(caplog, lambda: minijax.jit(f, donate_argnums=())(x)) == 0
+  assert _count_compiles(caplog, lambda: minijax.jit(f, static_argnames=())(x)) == 0
+  assert _count_compiles(caplog, lambda: minijax.jit(f, device=first_device())(x)) == 1
+  assert len(traces) == 2
+  # a closure made anew is another function
+  make = lambda: minijax.jit(lambda y: y + 1.0)  # noqa: E731
+  assert _count_compiles(caplog, lambda: [make()(x) for _ in range(2)]) == 2
+
+
+def first_device():
+  return minijax.devices()[0]
+
+
+def test_jit_made_again_keeps_the_globals_its_trace_read_as_jax_documents():
+  # JAX's "common gotchas": a global read while tracing is a constant of the trace
+  namespace = {"g": 0.0}
+  exec("def f(x):\n  return x + g\n", namespace)
+  f = namespace["f"]
+  assert float(minijax.jit(f)(4.0)) == 4.0
+  namespace["g"] = 10.0
+  assert float(minijax.jit(f)(5.0)) == 5.0   # the cached trace kept g = 0
+  np.testing.assert_array_equal(minijax.jit(f)(jnp.array([1.0, 2.0])), [11.0, 12.0])
+
+
+def test_a_function_and_its_executables_go_when_it_does_whatever_jit_cached():
+  from minijax.runtime.executable import Executable
+  from minijax.staging import compiler
+
+  def live_executables():
+    return sum(1 for o in gc.get_objects() if type(o) is Executable)
+
+  gc.collect()
+  before = live_executables(), len(compiler._compiled)
+
+  def f(x):
+    return lax.sin(x) * 3.0
+
+  for n in (1, 2, 3):
+    minijax.jit(f)(np.ones(n, np.float32))
+  g = minijax.jit(f, static_argnums=())
+  g(np.ones(4, np.float32))
+  assert len(compiler._compiled) == before[1] + 4
+  dead = weakref.ref(f)
+  del f, g
+  # no cycle holds them: reference counting frees them without the collector
+  assert dead() is None
+  assert (live_executables(), len(compiler._compiled)) == before
+
+
+def test_functions_that_cannot_be_keyed_weakly_still_jit():
+  class Slotted:
+    __slots__ = ()
+
+    def __call__(self, x):
+      return x + 1.0
+
+  class Unhashable:
+    __hash__ = None
+
+    def __call__(self, x):
+      return x + 2.0
+
+  x = np.ones(2, np.float32)
+  np.testing.assert_array_equal(minijax.jit(Slotted())(x), [2.0, 2.0])
+  np.testing.assert_array_equal(minijax.jit(Unhashable())(x), [3.0, 3.0])
+  np.testing.assert_array_equal(minijax.jit(len)([1, 2]), 2)

@@ -144,6 +144,7 @@ def test_short_lived_jitted_closures_with_taps_free_their_executables_and_consum
     def g(x, i=i):
       return hcb.id_tap(lambda a, t: got.append(i), x + i)
     minijax.jit(g)(x)
+  del g  # jit's caches live as long as the function (as in JAX)
   settle()
   assert got == list(range(40))
   assert registry.live_consumers() == consumers

@@ -1,8 +1,12 @@
 """`jit`: trace once per argument signature, compile once per device, dispatch fast.
 
-`jit(f)` returns a function (`_jitted`) backed by a `JitWrapped`, which keeps two caches
-keyed on the pytree structure of the arguments, their avals, the static arguments and the
-device: traced jaxprs, and compiled executables.  Called on concrete values (the current
+`jit(f)` returns a function (`_jitted`) backed by a `JitWrapped`, whose `JitCaches` keep two
+caches keyed on the pytree structure of the arguments, their avals, the static arguments
+and the device: traced jaxprs, and compiled executables.  As in JAX, the caches belong to
+the function and the jit options, not to one `jit(f)`: `jit(f)` made again for the same `f`
+with the same options finds them (`_caches_for`, keyed weakly on `f`), so `jit(f)(x)`
+written inline traces and compiles once, and, as JAX documents, a trace keeps the values of
+the globals it read.  Nothing in the caches refers to `f`, so they go when `f` does.  Called on concrete values (the current
 trace is the eval trace) it takes the fast path: flatten in C++ (or not at all for Array
 arguments), look up the executable's call closure, run it.  Called under another
 transformation it binds `jit_p` with the traced jaxpr, so the transformation sees one
@@ -25,6 +29,7 @@ from __future__ import annotations
 import functools
 import operator
 import sys
+import threading
 import weakref
 from typing import Any, Callable
 
@@ -64,6 +69,57 @@ def _has_tracer(values) -> bool:
   return any(isinstance(c, Tracer) for c in values)
 
 
+class _SlowPath(Exception):
+  """Raised by a fast-path entry for arguments it cannot serve (see `_jitted`)."""
+
+
+def _to_slow_path(args):
+  raise _SlowPath
+
+
+class JitCaches:
+  """The traces and fast-path entries of one function under one set of jit options, per
+  state of the flags that change what tracing and lowering produce (`_flag_state`);
+  `cache` and `fast` are the current state's.  Shared by every `jit(f)` made with those
+  options (`_caches_for`); nothing here refers to the function."""
+  __slots__ = ("by_state", "cache", "fast", "multi_device", "__weakref__")
+
+  def __init__(self):
+    self.by_state: dict[tuple, tuple[dict, dict]] = {}
+    self.multi_device = False
+    self.select_state(_flag_state())
+    _all_caches.add(self)
+
+  def select_state(self, state: tuple) -> None:
+    self.cache, self.fast = self.by_state.setdefault(state, ({}, {}))
+
+
+# fun -> {jit options: JitCaches}, keyed weakly on the function (see the module docstring).
+_shared: "weakref.WeakKeyDictionary[Callable, dict]" = weakref.WeakKeyDictionary()
+_shared_lock = threading.Lock()
+
+
+def _option_key(value):
+  return tuple(value) if isinstance(value, list) else value
+
+
+def _caches_for(fun: Callable, options: tuple) -> JitCaches:
+  """The caches of `fun` under `options` (fresh ones for a function that cannot be keyed
+  weakly, or options that cannot be hashed)."""
+  options = tuple(map(_option_key, options))
+  try:
+    with _shared_lock:
+      by_options = _shared.get(fun)
+      if by_options is None:
+        by_options = _shared[fun] = {}
+      caches = by_options.get(options)
+      if caches is None:
+        caches = by_options[options] = JitCaches()
+      return caches
+  except TypeError:  # not weakly referenceable, or unhashable
+    return JitCaches()
+
+
 class JitWrapped:
   """The state behind `jit(fun)`: static and donated arguments, caches, the device."""
 
@@ -85,17 +141,17 @@ class JitWrapped:
     self._in_shardings = in_shardings
     self._out_shardings = out_shardings
     self._fast_ok = not (self._static_argnums or self._static_argnames)
-    self._multi_device = False
-    # Traces and fast-path entries, per state of the flags that change what tracing and
-    # lowering produce (`_flag_state`); `_cache` and `_fast` are the current state's.
-    self._by_state: dict[tuple, tuple[dict, dict]] = {}
-    self._cache: dict[Any, _Traced] = {}
-    self._fast: dict[Any, Callable] = {}
-    self._select_state(_flag_state())
-    _all_jitted.add(self)
+    self._caches = _caches_for(fun, (
+        static_argnums, static_argnames, donate_argnums, donate_argnames, self._device,
+        _SameOrEqual(in_shardings), _SameOrEqual(out_shardings)))
 
-  def _select_state(self, state: tuple) -> None:
-    self._cache, self._fast = self._by_state.setdefault(state, ({}, {}))
+  @property
+  def _cache(self) -> dict[Any, _Traced]:
+    return self._caches.cache
+
+  @property
+  def _fast(self) -> dict[Any, Callable]:
+    return self._caches.fast
 
   # -- argument handling
 
@@ -192,10 +248,10 @@ class JitWrapped:
 
   # -- calling (the fast path lives in `_jitted`, the function `jit` returns)
 
-  def _call_slow(self, args, kwargs, fast_key=None, args_tree=None):
+  def _call_slow(self, args, kwargs, fast_key=None):
     """Traces (if needed), compiles (if needed) and runs.  `fast_key` is the key `jitted`
-    computed for these arguments and did not find (`args_tree` is their tree structure when
-    they are not all Arrays); the compiled executable is filed under it."""
+    computed for these arguments and did not find; the compiled executable is filed under
+    it."""
     traced, flat = self._traced_for(args, kwargs)
     if type(trace_lib._context.trace) is trace_lib.EvalTrace and not _has_tracer(traced.consts):
       leaked = next((x for x in flat if isinstance(x, Tracer)), None)
@@ -211,7 +267,7 @@ class JitWrapped:
         executable = compiler.compiled_call(traced.jaxpr, self._name, traced.donated, device)
       if (fast_key is not None and self._fast_ok and not config.debug_nans
           and all(type(x) is Array or type(x) in PYTHON_SCALARS for x in flat)):
-        self._remember_fast(fast_key, args_tree, device, executable, traced, flat)
+        self._remember_fast(fast_key, device, executable, traced, flat)
       outs = executable(*traced.consts, *flat)
       if config.debug_nans:
         compiler.check_nans_in_jaxpr(traced.jaxpr, [*traced.consts, *flat], outs, self._name)
@@ -242,27 +298,17 @@ class JitWrapped:
                              None if flat_in is None else [None] * n_consts + flat_in,
                              flat_out)
 
-  def _call_fallback(self, args):
-    """Where a fast-path entry sends arguments that turn out not to be Arrays (a leaked
-    tracer, say, whose aval matched the key) or that live on another device (an entry
-    for pytree arguments gets its leaves back, and rebuilds `args` first)."""
-    return self._call_slow(args, {})
-
-  def _remember_fast(self, key, args_tree, device, executable, traced, flat):
+  def _remember_fast(self, key, device, executable, traced, flat):
     """Files `executable` under the fast path's `key` (see `_jitted`), which `flat`, the
     call's arguments, produced."""
+    caches = self._caches
     multi_device = self._device is None and backend.device_count() > 1
-    if multi_device and not self._multi_device:  # `jitted` did not know to add the device
+    if multi_device and not caches.multi_device:  # `jitted` did not know to add the device
       key = (key, device)
-    self._multi_device = multi_device
-    # The entry refers back to this object weakly: it lives in `self._fast`, and a cycle
-    # would keep the function's executables (and their tap consumers) alive until Python's
-    # cyclic garbage collector runs, instead of going as soon as the function does.
-    this = weakref.ref(self)
-    if args_tree is None:
-      fallback = lambda args: this()._call_fallback(args)  # noqa: E731
-    else:
-      fallback = lambda flat: this()._call_fallback(args_tree.unflatten(flat))  # noqa: E731
+    caches.multi_device = multi_device
+    # An entry hands arguments it cannot serve back to `jitted` by raising `_SlowPath`; it
+    # refers to nothing of this object (the caches are shared, and must not keep `fun`).
+    fallback = _to_slow_path
     if isinstance(executable, ShardedExecutable):
       _bounded_insert(self._fast, key, executable.make_call(traced.consts, traced.out_tree,
                                                             fallback))
@@ -309,14 +355,36 @@ def _flag_state() -> tuple:
   return tuple(getattr(config, name) for name in _STATE_FLAGS)
 
 
-_all_jitted: "weakref.WeakSet[JitWrapped]" = weakref.WeakSet()
+_all_caches: "weakref.WeakSet[JitCaches]" = weakref.WeakSet()
+
+
+class _SameOrEqual:
+  """A jit option in `_caches_for`'s key: equal when equal (or, unhashable, the same)."""
+  __slots__ = ("value",)
+
+  def __init__(self, value):
+    self.value = value
+
+  def __eq__(self, other):
+    if self.value is other.value:
+      return True
+    try:
+      return bool(self.value == other.value)
+    except Exception:
+      return False
+
+  def __hash__(self):
+    try:
+      return hash(self.value)
+    except TypeError:
+      return 0
 
 
 def _on_config_change(name, value):
   if name in _STATE_FLAGS:
     state = _flag_state()
-    for wrapped in list(_all_jitted):
-      wrapped._select_state(state)
+    for caches in list(_all_caches):
+      caches.select_state(state)
 
 
 config.on_change(_on_config_change)
@@ -327,9 +395,9 @@ def clear_caches() -> None:
   and executables of every jitted function, the executables of primitives applied outside
   jit, the jaxprs rewritten by transformations and the shared buffers of Python scalars.
   Executables (and the tap consumers they own) are freed once nothing else holds them."""
-  for wrapped in list(_all_jitted):
-    wrapped._by_state.clear()
-    wrapped._select_state(_flag_state())
+  for caches in list(_all_caches):
+    caches.by_state.clear()
+    caches.select_state(_flag_state())
   compiler.clear_caches()
 
 
@@ -486,20 +554,20 @@ def _arg_aval(x):
   return x.aval
 
 
-def _pytree_key(args) -> tuple[Any, tuple, Any]:
-  """`(key, flat, in_tree)` of the fast path for arguments that are not all Arrays (see
+def _pytree_key(args) -> tuple[Any, tuple]:
+  """`(key, flat)` of the fast path for arguments that are not all Arrays (see
   `_jitted`); the key is None when some leaf has no aval.  A function of its own, so that
   the slow path is never called inside an `except` block: its errors would be chained to
   the fast path's AttributeErrors."""
   try:
-    return (*map(_arg_aval, args),), args, None  # Python scalars among the Arrays
+    return (*map(_arg_aval, args),), args  # Python scalars among the Arrays
   except AttributeError:
     pass
   flat, in_tree = _flatten(args)
   try:
-    return (in_tree, *map(_arg_aval, flat)), flat, in_tree
+    return (in_tree, *map(_arg_aval, flat)), flat
   except AttributeError:
-    return None, flat, in_tree
+    return None, flat
 
 
 def _jitted(wrapped: JitWrapped) -> Callable:
@@ -512,8 +580,9 @@ def _jitted(wrapped: JitWrapped) -> Callable:
   `device=`, the first argument's device is added.  An entry hands arguments that are
   neither (anything else with an `aval`) back to `wrapped._call_slow`, which also serves
   every first call and files the new entry under the key computed here, the one place that
-  defines it."""
-  slow = wrapped._call_slow
+  defines it.  (An entry raises `_SlowPath` for those, and the slow path runs outside the
+  `except` block, so that its errors are not chained to that one.)"""
+  slow, caches = wrapped._call_slow, wrapped._caches
   context, EvalTrace = trace_lib._context, trace_lib.EvalTrace
   filter_exception, getframe = traceback_util.filter_exception, sys._getframe
   aval_attr, device_of = _aval_attr, compiler.device_of
@@ -521,21 +590,24 @@ def _jitted(wrapped: JitWrapped) -> Callable:
   def jitted(*args, **kwargs):
     try:
       if not kwargs and type(context.trace) is EvalTrace:
-        flat, in_tree = args, None
+        flat = args
         try:
           key = args[0].aval if len(args) == 1 else (*map(aval_attr, args),)
         except AttributeError:
           key = None
         if key is None:
-          key, flat, in_tree = _pytree_key(args)
+          key, flat = _pytree_key(args)
           if key is None:
             return slow(args, kwargs)
-        if wrapped._multi_device:
+        if caches.multi_device:
           key = (key, device_of(flat))
-        entry = wrapped._fast.get(key)
-        if entry is not None:
+        entry = caches.fast.get(key)
+        if entry is None:
+          return slow(args, kwargs, key)
+        try:
           return entry(*flat)
-        return slow(args, kwargs, key, in_tree)
+        except _SlowPath:  # not Arrays after all (a leaked tracer), or on another device
+          pass
       return slow(args, kwargs)
     except Exception as e:  # an API boundary: the user sees their own frames
       filter_exception(e, getframe())
