@@ -336,3 +336,29 @@ def test_functions_that_cannot_be_keyed_weakly_still_jit():
   np.testing.assert_array_equal(minijax.jit(Slotted())(x), [2.0, 2.0])
   np.testing.assert_array_equal(minijax.jit(Unhashable())(x), [3.0, 3.0])
   np.testing.assert_array_equal(minijax.jit(len)([1, 2]), 2)
+
+
+def test_static_arguments_are_served_by_the_fast_path_one_entry_per_value_and_type(caplog):
+  traces = []
+
+  def f(x, n, y):
+    traces.append(n)
+    return x * n + y
+
+  g = minijax.jit(f, static_argnums=1)
+  x, y = jnp.ones(2), jnp.full(2, 2.0)
+  assert _count_compiles(caplog, lambda: [g(x, n, y) for n in (1, 2, 3) * 3]) == 3
+  assert traces == [1, 2, 3]
+  assert len(g._wrapped._fast) == 3  # every later call was served by an entry
+  np.testing.assert_array_equal(g(x, 3, y), [5.0, 5.0])
+  # 1 and 1.0 are equal and hash alike, but are two static values (as in JAX)
+  assert g(x, 1.0, y).dtype == np.float32 and traces == [1, 2, 3, 1.0]
+  assert type(traces[-1]) is float
+  # negative positions, and calls where every argument is static
+  h = minijax.jit(lambda a, k: jnp.full(2, float(k)) + a, static_argnums=(-1,))
+  assert [float(h(x, k)[0]) for k in (1, 2, 1)] == [2.0, 3.0, 2.0]
+  assert len(h._wrapped._fast) == 2
+  c = minijax.jit(lambda k: jnp.arange(k), static_argnums=0)
+  assert [len(c(k)) for k in (2, 3, 2)] == [2, 3, 2]
+  with pytest.raises(ValueError, match="static argument 1 of type list is not hashable"):
+    g(x, [1], y)

@@ -27,7 +27,6 @@ inside.
 from __future__ import annotations
 
 import functools
-import operator
 import sys
 import threading
 import weakref
@@ -140,7 +139,6 @@ class JitWrapped:
                        "shardings say where the computation runs")
     self._in_shardings = in_shardings
     self._out_shardings = out_shardings
-    self._fast_ok = not (self._static_argnums or self._static_argnames)
     self._caches = _caches_for(fun, (
         static_argnums, static_argnames, donate_argnums, donate_argnames, self._device,
         _SameOrEqual(in_shardings), _SameOrEqual(out_shardings)))
@@ -155,26 +153,31 @@ class JitWrapped:
 
   # -- argument handling
 
+  def _static_positions(self, n: int) -> frozenset:
+    """The positions of the static arguments in a call with `n` positional arguments."""
+    return frozenset(i for i in range(n)
+                     if i in self._static_argnums or i - n in self._static_argnums)
+
   def _split(self, args, kwargs):
     if not self._static_argnums and not self._static_argnames:
       return args, kwargs, ()
     dyn_args, static = [], []
     for i, a in enumerate(args):
       if i in self._static_argnums or (i - len(args)) in self._static_argnums:
-        static.append((i, _check_static(a, i)))
+        static.append((i, _check_static(a, i), type(a)))
       else:
         dyn_args.append(a)
     dyn_kwargs = {}
     for k, v in kwargs.items():
       if k in self._static_argnames:
-        static.append((k, _check_static(v, k)))
+        static.append((k, _check_static(v, k), type(v)))
       else:
         dyn_kwargs[k] = v
     return tuple(dyn_args), dyn_kwargs, tuple(static)
 
   def _merge(self, static, dyn_args, dyn_kwargs):
     args, kwargs = list(dyn_args), dict(dyn_kwargs)
-    for where, value in static:
+    for where, value, _ in static:
       if isinstance(where, int):
         args.insert(where, value)
       else:
@@ -183,7 +186,7 @@ class JitWrapped:
 
   def _donated_leaves(self, args, kwargs, static) -> tuple[bool, ...]:
     """One flag per dynamic leaf of `(dyn_args, dyn_kwargs)`."""
-    static_where = {where for where, _ in static}
+    static_where = {where for where, _, _ in static}
     flags = []
     for pos, arg in enumerate(args):
       if pos not in static_where:
@@ -229,7 +232,7 @@ class JitWrapped:
 
   def _raise_non_array_argument(self, args, kwargs, static, flat):
     """The TypeError for a leaf that is not an array: which argument, and what to do."""
-    static_where = {where for where, _ in static}
+    static_where = {where for where, _, _ in static}
     named_args = [None if i in static_where else a for i, a in enumerate(args)]
     named_kwargs = {k: v for k, v in kwargs.items() if k not in static_where}
     names = flat_arg_names(self._fun, named_args, named_kwargs)
@@ -265,7 +268,7 @@ class JitWrapped:
       else:
         device = device or compiler.jit_device(self._device, flat)
         executable = compiler.compiled_call(traced.jaxpr, self._name, traced.donated, device)
-      if (fast_key is not None and self._fast_ok and not config.debug_nans
+      if (fast_key is not None and not config.debug_nans
           and all(type(x) is Array or type(x) in PYTHON_SCALARS for x in flat)):
         self._remember_fast(fast_key, device, executable, traced, flat)
       outs = executable(*traced.consts, *flat)
@@ -543,7 +546,6 @@ def _flat_shardings(spec, tree, what: str, fun_name: str) -> list:
 
 
 _flatten = tree_util.registry.flatten
-_aval_attr = operator.attrgetter("aval")
 
 
 def _arg_aval(x):
@@ -552,6 +554,34 @@ def _arg_aval(x):
   if type(x) in PYTHON_SCALARS:
     return python_scalar_aval(x)
   return x.aval
+
+
+_key_functions: dict[tuple[int, frozenset, bool], Callable] = {}
+
+
+def _key_function(n: int, static: frozenset, with_static: bool) -> Callable:
+  """The fast path's key for a call with `n` positional arguments, in unrolled code (one
+  attribute read per argument, no loop, one frame), generated once per shape of call.
+  Without static arguments, `key(args)` is the tuple of the arguments' avals; with them
+  (`with_static`: those at the positions `static`), `key(args)` is `(key, dynamic
+  arguments)`, the key holding `n`, each static value and its type (so `1` and `1.0` are
+  two keys, as in JAX) and each dynamic argument's aval.  AttributeError for a dynamic
+  argument without an aval."""
+  fn = _key_functions.get((n, static, with_static))
+  if fn is None:
+    names = [f"a{i}" for i in range(n)]
+    if with_static:
+      parts = [str(n)] + [f"{a}, type({a})" if i in static else f"{a}.aval"
+                          for i, a in enumerate(names)]
+      dynamic = "".join(f"{a}, " for i, a in enumerate(names) if i not in static)
+      result = f"({', '.join(parts)}), ({dynamic})"
+    else:
+      result = "(" + "".join(f"{a}.aval, " for a in names) + ")"
+    unpack = f"  {''.join(a + ', ' for a in names)}= args\n" if n else ""
+    namespace: dict = {}
+    exec(f"def key(args):\n{unpack}  return {result}\n", namespace)  # noqa: S102
+    fn = _key_functions[(n, static, with_static)] = namespace["key"]
+  return fn
 
 
 def _pytree_key(args) -> tuple[Any, tuple]:
@@ -577,7 +607,10 @@ def _jitted(wrapped: JitWrapped) -> Callable:
   key is their avals (the aval itself for one argument), with no flattening; with Python
   scalars among them, the tuple of avals (a scalar's is weakly typed, as in JAX); for other
   pytrees it is the tree structure and the leaves' avals; with several devices and no
-  `device=`, the first argument's device is added.  An entry hands arguments that are
+  `device=`, the first argument's device is added.  With static arguments (passed
+  positionally, the dynamic ones Arrays) the key holds the static values, their types and
+  the dynamic arguments' avals.  The keys of several arguments are built by code generated
+  per number of arguments (`_key_function`).  An entry hands arguments that are
   neither (anything else with an `aval`) back to `wrapped._call_slow`, which also serves
   every first call and files the new entry under the key computed here, the one place that
   defines it.  (An entry raises `_SlowPath` for those, and the slow path runs outside the
@@ -585,29 +618,46 @@ def _jitted(wrapped: JitWrapped) -> Callable:
   slow, caches = wrapped._call_slow, wrapped._caches
   context, EvalTrace = trace_lib._context, trace_lib.EvalTrace
   filter_exception, getframe = traceback_util.filter_exception, sys._getframe
-  aval_attr, device_of = _aval_attr, compiler.device_of
+  device_of = compiler.device_of
+  with_static = bool(wrapped._static_argnums)
+  key_functions: dict[int, Callable] = {}  # per number of positional arguments
+
+  def new_key_function(n):
+    return key_functions.setdefault(
+        n, _key_function(n, wrapped._static_positions(n), with_static))
 
   def jitted(*args, **kwargs):
     try:
       if not kwargs and type(context.trace) is EvalTrace:
         flat = args
         try:
-          key = args[0].aval if len(args) == 1 else (*map(aval_attr, args),)
+          if with_static:
+            key, flat = (key_functions.get(len(args)) or new_key_function(len(args)))(args)
+          elif len(args) == 1:
+            key = args[0].aval
+          else:
+            key = (key_functions.get(len(args)) or new_key_function(len(args)))(args)
         except AttributeError:
           key = None
         if key is None:
+          if with_static:
+            return slow(args, kwargs)
           key, flat = _pytree_key(args)
           if key is None:
             return slow(args, kwargs)
         if caches.multi_device:
           key = (key, device_of(flat))
-        entry = caches.fast.get(key)
+        try:
+          entry = caches.fast.get(key)
+        except TypeError:  # an unhashable static argument: the slow path says which
+          entry = False
         if entry is None:
           return slow(args, kwargs, key)
-        try:
-          return entry(*flat)
-        except _SlowPath:  # not Arrays after all (a leaked tracer), or on another device
-          pass
+        if entry is not False:
+          try:
+            return entry(*flat)
+          except _SlowPath:  # not Arrays after all (a leaked tracer), or on another device
+            pass
       return slow(args, kwargs)
     except Exception as e:  # an API boundary: the user sees their own frames
       filter_exception(e, getframe())
