@@ -25,6 +25,7 @@ from minijax import sharding
 from minijax import distributed
 from minijax.callbacks import pure_callback
 from minijax import debug
+from minijax.as_jax import install_as_jax
 
 __version__ = "0.1.0"
 from minijax import random  # noqa: E402
