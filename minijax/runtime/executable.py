@@ -51,7 +51,6 @@ its effects still come after everything the outer computation did before the hos
 from __future__ import annotations
 
 import logging
-import operator
 import time
 import weakref
 from typing import Any, Callable, Sequence
@@ -70,7 +69,6 @@ from minijax.runtime.tokens import TOKEN_AVAL, GroupToken, RuntimeTokens, runtim
 logger = logging.getLogger("minijax")
 
 _JaxRuntimeError = _jax.JaxRuntimeError
-_get_buffer = operator.attrgetter("_buffer")
 _raise_filed = host_calls.raise_filed
 _take_interrupt = taps.take_interrupt
 
@@ -263,6 +261,7 @@ class Executable(CompiledProgram):
     out_aval = out_avals[0] if single else None
 
     one_arg = not consts and len(self.in_avals) == 1  # the most common call: f(x)
+    buffers_of = _buffers_function(len(self.in_avals) - len(consts), bool(consts))
     # One ordered effect and no other (an executable with taps): the token passing of
     # `run_effectful` is inlined below, which saves a call on this path.
     chain = (self._chains[0] if len(self._chains) == 1 and not self.unordered_effects
@@ -298,10 +297,10 @@ class Executable(CompiledProgram):
           if one_arg and len(args) == 1:
             buffers = [args[0]._buffer]
           else:
-            buffers = [*const_buffers, *map(_get_buffer, args)]
+            buffers = buffers_of(args, const_buffers)
           if check_devices and any(a._device is not device for a in args):
             buffers = None
-        except AttributeError:
+        except (AttributeError, ValueError):  # not all Arrays, or not as many as compiled
           pass
       if buffers is None:
         buffers = with_scalars(args)
@@ -388,6 +387,25 @@ class Executable(CompiledProgram):
 
   def _placement(self) -> str:
     return str(self.device)
+
+
+_buffers_functions: dict[tuple[int, bool], Callable] = {}
+
+
+def _buffers_function(n: int, with_consts: bool) -> Callable[[tuple, list], list]:
+  """`buffers(args, const_buffers)`: the argument list of an execution on `n` Arrays, in
+  unrolled code generated once per `n` (an attribute read per argument costs a fraction of
+  `map`'s per-item cost); ValueError when `args` are not `n`, AttributeError when one is
+  not an Array."""
+  fn = _buffers_functions.get((n, with_consts))
+  if fn is None:
+    names = [f"a{i}" for i in range(n)]
+    unpack = f"  {''.join(a + ', ' for a in names)}= args\n" if n else "  () = args\n"
+    items = ("*consts, " if with_consts else "") + "".join(f"{a}._buffer, " for a in names)
+    namespace: dict = {}
+    exec(f"def buffers(args, consts):\n{unpack}  return [{items}]\n", namespace)  # noqa: S102
+    fn = _buffers_functions[(n, with_consts)] = namespace["buffers"]
+  return fn
 
 
 def _run_on_the_dispatching_thread(*args):
