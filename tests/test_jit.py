@@ -362,3 +362,24 @@ def test_static_arguments_are_served_by_the_fast_path_one_entry_per_value_and_ty
   assert [len(c(k)) for k in (2, 3, 2)] == [2, 3, 2]
   with pytest.raises(ValueError, match="static argument 1 of type list is not hashable"):
     g(x, [1], y)
+
+
+def test_cache_size_and_clear_cache_of_a_jitted_function_as_in_jax(caplog):
+  f = minijax.jit(lambda x: (x ** 2).sum())
+  assert f._cache_size() == 0
+  x = jnp.arange(5.0)
+  for _ in range(3):
+    f(x)
+  assert f._cache_size() == 1
+  f.clear_cache()
+  assert f._cache_size() == 0
+  assert _count_compiles(caplog, lambda: f(x)) == 1
+
+
+def test_jit_of_a_staticmethod_object_is_an_error_naming_it():
+  with pytest.raises(TypeError, match="staticmethod arguments are not supported"):
+    class A:
+      @minijax.jit
+      @staticmethod
+      def g(x):
+        return x + 2

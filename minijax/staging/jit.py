@@ -325,6 +325,17 @@ class JitWrapped:
       entry = lambda *flat: traced.out_tree.unflatten(executable(*consts, *flat))  # noqa: E731
     _bounded_insert(self._fast, key, entry)
 
+  def clear_cache(self) -> None:
+    """Forgets this function's traces and executables (under these jit options), as JAX's
+    `jit(f).clear_cache()` does."""
+    self._caches.by_state.clear()
+    self._caches.select_state(_flag_state())
+
+  def cache_size(self) -> int:
+    """How many argument signatures this function has been traced for (JAX's
+    `jit(f)._cache_size()`), under the current flags."""
+    return len(self._caches.cache)
+
   def lower(self, *args, **kwargs) -> "Lowered":
     return self.trace(*args, **kwargs).lower()
 
@@ -409,7 +420,8 @@ def _check_static(value, where):
     hash(value)
   except TypeError:
     raise ValueError(
-        f"static argument {where!r} of type {type(value).__name__} is not hashable; static "
+        f"Non-hashable static arguments are not supported: static argument {where!r} of type "
+        f"{type(value).__name__} is not hashable; static "
         "arguments must be hashable (use a tuple instead of a list, or make it a dynamic "
         "argument)") from None
   return value
@@ -512,6 +524,9 @@ def jit(fun: Callable | None = None, *, in_shardings=None, out_shardings=None,
                          donate_argnums=donate_argnums, donate_argnames=donate_argnames,
                          keep_unused=keep_unused, device=device, backend=backend,
                          inline=inline)
+  if isinstance(fun, staticmethod):
+    raise TypeError(f"staticmethod arguments are not supported, got {fun!r:.60}; apply jit "
+                    "under @staticmethod instead (@staticmethod above @jit)")
   if not callable(fun):
     raise TypeError(f"Expected a callable value, got {fun!r:.60}")
   if backend not in (None, "cpu"):
@@ -667,5 +682,7 @@ def _jitted(wrapped: JitWrapped) -> Callable:
   functools.update_wrapper(jitted, wrapped._fun)
   jitted.lower = wrapped.lower
   jitted.trace = wrapped.trace
+  jitted.clear_cache = wrapped.clear_cache
+  jitted._cache_size = wrapped.cache_size
   jitted._wrapped = wrapped
   return jitted
