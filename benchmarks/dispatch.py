@@ -75,12 +75,17 @@ def dispatch_cases(lib, np_module):
     for n in statics:
       fstatic(x, n)
 
+  def static_keyword_calls():
+    for n in statics:
+      fstatic(x, n=n)
+
   cases = {
       "jit(x + 1), 1 arg": lambda: f1(x),
       "jit, 10 args": lambda: f10(*xs),
       "jit, 100-leaf dict": lambda: fdict(tree),
       "jit(grad(f)) on f32[4]": lambda: fgrad(v),
       "jit, static arg (3 values in turn)": static_calls,
+      "jit, static keyword arg (3 values in turn)": static_keyword_calls,
       "jit(f)(x) inline, f = x + y": lambda: mod.jit(_add)(x, x),
   }
   for call in cases.values():
@@ -138,7 +143,8 @@ def main(argv=None):
   dispatch = interleaved(contenders, args.rounds, "dispatch")
 
   cases = {lib: dispatch_cases(lib, mnp if lib == "minijax" else jnp) for lib in libs}
-  calls_per = {"jit, static arg (3 values in turn)": 3}
+  calls_per = {"jit, static arg (3 values in turn)": 3,
+               "jit, static keyword arg (3 values in turn)": 3}
   more = {}
   for name in cases["minijax"]:
     n = max(1, args.calls // 4)

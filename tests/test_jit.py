@@ -383,3 +383,24 @@ def test_jit_of_a_staticmethod_object_is_an_error_naming_it():
       @staticmethod
       def g(x):
         return x + 2
+
+
+def test_keyword_arguments_static_or_not_are_served_by_the_fast_path(caplog):
+  traces = []
+
+  def f(x, y, *, scale, mode="add"):
+    traces.append((scale, mode))
+    return x * scale + y if mode == "add" else x * scale - y
+
+  g = minijax.jit(f, static_argnames=("scale", "mode"))
+  x, y = jnp.ones(2), jnp.full(2, 3.0)
+  calls = [lambda: g(x, y, scale=2.0), lambda: g(x, y=y, scale=2.0),
+           lambda: g(x, y, mode="sub", scale=2.0), lambda: g(x, y, scale=2.0, mode="sub")]
+  assert _count_compiles(caplog, lambda: [c() for c in calls * 3]) == 3
+  assert [float(c()[0]) for c in calls] == [5.0, 5.0, -1.0, -1.0]
+  assert sorted(set(traces)) == [(2.0, "add"), (2.0, "sub")] and len(traces) == 3
+  assert len(g._wrapped._fast) == 4  # one entry per shape of call
+  # a dynamic keyword argument that is not an Array still works, on the slow path
+  np.testing.assert_array_equal(g(x, y=np.full(2, 1.0, np.float32), scale=1.0), [2.0, 2.0])
+  with pytest.raises(ValueError, match="Non-hashable static arguments are not supported"):
+    g(x, y, scale=[2.0])

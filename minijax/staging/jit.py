@@ -168,7 +168,7 @@ class JitWrapped:
       else:
         dyn_args.append(a)
     dyn_kwargs = {}
-    for k, v in kwargs.items():
+    for k, v in sorted(kwargs.items()):  # the same trace whatever the keywords' order
       if k in self._static_argnames:
         static.append((k, _check_static(v, k), type(v)))
       else:
@@ -571,31 +571,43 @@ def _arg_aval(x):
   return x.aval
 
 
-_key_functions: dict[tuple[int, frozenset, bool], Callable] = {}
+_key_functions: dict[tuple, Callable] = {}
 
 
-def _key_function(n: int, static: frozenset, with_static: bool) -> Callable:
-  """The fast path's key for a call with `n` positional arguments, in unrolled code (one
-  attribute read per argument, no loop, one frame), generated once per shape of call.
-  Without static arguments, `key(args)` is the tuple of the arguments' avals; with them
-  (`with_static`: those at the positions `static`), `key(args)` is `(key, dynamic
-  arguments)`, the key holding `n`, each static value and its type (so `1` and `1.0` are
-  two keys, as in JAX) and each dynamic argument's aval.  AttributeError for a dynamic
+def _key_function(n: int, static: frozenset, with_static: bool, kw_names: tuple = (),
+                  static_kw: frozenset = frozenset()) -> Callable:
+  """The fast path's key for a call with `n` positional arguments (and keyword arguments
+  `kw_names`, in the call's order), in unrolled code (one attribute read per argument, no
+  loop, one frame), generated once per shape of call.  Without static or keyword
+  arguments, `key(args)` is the tuple of the arguments' avals.  Otherwise (`with_static`:
+  the static ones are at the positions `static` and named `static_kw`)
+  `key(args, kwargs)` is `(key, dynamic arguments)`: the key holds `n` (and `kw_names`),
+  each static value and its type (so `1` and `1.0` are two keys, as in JAX) and each
+  dynamic argument's aval; the dynamic arguments are in the order of the traced jaxpr's
+  inputs (positional ones, then keyword ones by name).  AttributeError for a dynamic
   argument without an aval."""
-  fn = _key_functions.get((n, static, with_static))
+  cache_key = (n, static, with_static, kw_names, static_kw)
+  fn = _key_functions.get(cache_key)
   if fn is None:
     names = [f"a{i}" for i in range(n)]
-    if with_static:
-      parts = [str(n)] + [f"{a}, type({a})" if i in static else f"{a}.aval"
-                          for i, a in enumerate(names)]
-      dynamic = "".join(f"{a}, " for i, a in enumerate(names) if i not in static)
-      result = f"({', '.join(parts)}), ({dynamic})"
+    kws = [f"k{i}" for i in range(len(kw_names))]
+    if with_static or kw_names:
+      head = f"({n}, {kw_names!r})" if kw_names else str(n)
+      parts = [head] + [f"{a}, type({a})" if i in static else f"{a}.aval"
+                        for i, a in enumerate(names)]
+      parts += [f"{k}, type({k})" if name in static_kw else f"{k}.aval"
+                for k, name in zip(kws, kw_names)]
+      dynamic = [a for i, a in enumerate(names) if i not in static]
+      dynamic += [k for name, k in sorted(zip(kw_names, kws)) if name not in static_kw]
+      result = f"({', '.join(parts)}), ({''.join(d + ', ' for d in dynamic)})"
     else:
       result = "(" + "".join(f"{a}.aval, " for a in names) + ")"
     unpack = f"  {''.join(a + ', ' for a in names)}= args\n" if n else ""
+    if kws:
+      unpack += f"  {''.join(k + ', ' for k in kws)}= kwargs.values()\n"
     namespace: dict = {}
-    exec(f"def key(args):\n{unpack}  return {result}\n", namespace)  # noqa: S102
-    fn = _key_functions[(n, static, with_static)] = namespace["key"]
+    exec(f"def key(args, kwargs=None):\n{unpack}  return {result}\n", namespace)  # noqa: S102
+    fn = _key_functions[cache_key] = namespace["key"]
   return fn
 
 
@@ -616,15 +628,15 @@ def _pytree_key(args) -> tuple[Any, tuple]:
 
 
 def _jitted(wrapped: JitWrapped) -> Callable:
-  """The function `jit` returns.  Its fast path serves calls without keyword arguments on
-  concrete Arrays and Python scalars from `wrapped._fast`, whose entries run an executable
+  """The function `jit` returns.  Its fast path serves calls on concrete Arrays and Python
+  scalars from `wrapped._fast`, whose entries run an executable
   and unflatten its results (`Executable.make_call`).  When every argument is an Array the
   key is their avals (the aval itself for one argument), with no flattening; with Python
   scalars among them, the tuple of avals (a scalar's is weakly typed, as in JAX); for other
   pytrees it is the tree structure and the leaves' avals; with several devices and no
-  `device=`, the first argument's device is added.  With static arguments (passed
-  positionally, the dynamic ones Arrays) the key holds the static values, their types and
-  the dynamic arguments' avals.  The keys of several arguments are built by code generated
+  `device=`, the first argument's device is added.  With static or keyword arguments (the
+  dynamic ones Arrays) the key holds the keywords, the static values, their types and the
+  dynamic arguments' avals.  The keys of several arguments are built by code generated
   per number of arguments (`_key_function`).  An entry hands arguments that are
   neither (anything else with an `aval`) back to `wrapped._call_slow`, which also serves
   every first call and files the new entry under the key computed here, the one place that
@@ -635,18 +647,25 @@ def _jitted(wrapped: JitWrapped) -> Callable:
   filter_exception, getframe = traceback_util.filter_exception, sys._getframe
   device_of = compiler.device_of
   with_static = bool(wrapped._static_argnums)
-  key_functions: dict[int, Callable] = {}  # per number of positional arguments
+  key_functions: dict[Any, Callable] = {}  # per number of arguments (and keyword names)
 
   def new_key_function(n):
     return key_functions.setdefault(
         n, _key_function(n, wrapped._static_positions(n), with_static))
 
+  def new_kw_key_function(n, kwargs):
+    return key_functions.setdefault((n, *kwargs), _key_function(
+        n, wrapped._static_positions(n), True, tuple(kwargs), wrapped._static_argnames))
+
   def jitted(*args, **kwargs):
     try:
-      if not kwargs and type(context.trace) is EvalTrace:
+      if type(context.trace) is EvalTrace:
         flat = args
         try:
-          if with_static:
+          if kwargs:
+            key, flat = (key_functions.get((len(args), *kwargs))
+                         or new_kw_key_function(len(args), kwargs))(args, kwargs)
+          elif with_static:
             key, flat = (key_functions.get(len(args)) or new_key_function(len(args)))(args)
           elif len(args) == 1:
             key = args[0].aval
@@ -655,7 +674,7 @@ def _jitted(wrapped: JitWrapped) -> Callable:
         except AttributeError:
           key = None
         if key is None:
-          if with_static:
+          if with_static or kwargs:
             return slow(args, kwargs)
           key, flat = _pytree_key(args)
           if key is None:
