@@ -23,6 +23,10 @@ returns, holding its device's ordering lock from reading the token to storing th
 the program runs, maybe waiting for room in a tap queue, and barriers never take it); an
 executable with unordered effects records its execution status, with its `keepalive`.
 
+With `effects_ordering="stream"` an executable with ordered effects takes no tokens: it
+runs on the shared execution stream (`_make_run_streamed`; see `runtime/tokens.py`), which
+orders it after every execution with ordered effects dispatched before it on its device.
+
 An executable keeps `keepalive` (what its lowering asked for: the tap consumers its custom
 calls name) and its host callbacks for as long as it lives, and no longer: nothing global
 refers to it, so it goes with the caches that hold it (`jit`'s, the eager cache).  The
@@ -64,12 +68,14 @@ from minijax.core.avals import ShapedArray, python_scalar_aval
 from minijax.core.dtypes import PYTHON_SCALARS
 from minijax.runtime import backend, host_calls, taps
 from minijax.runtime.array import Array, _DELETED_MESSAGE, device_put, scalar_buffer
-from minijax.runtime.tokens import TOKEN_AVAL, GroupToken, RuntimeTokens, runtime_tokens
+from minijax.runtime.tokens import (STREAM_ID, TOKEN_AVAL, GroupToken, RuntimeTokens,
+                                    runtime_tokens)
 
 logger = logging.getLogger("minijax")
 
 _JaxRuntimeError = _jax.JaxRuntimeError
 _raise_filed = host_calls.raise_filed
+_get_stream, _set_stream = _jax.get_execution_stream_id, _jax.set_execution_stream_id
 _take_interrupt = taps.take_interrupt
 
 
@@ -108,7 +114,7 @@ class Executable(CompiledProgram):
 
   def __init__(self, loaded, *, name: str, device, in_avals, out_avals, donated_args,
                host_callbacks, ordered_effects, unordered_effects, compile_seconds: float,
-               host_calls=(), keepalive=()):
+               host_calls=(), keepalive=(), pass_tokens: bool = True):
     self._exe = loaded
     self.name = name
     self.device = device
@@ -121,7 +127,10 @@ class Executable(CompiledProgram):
     self.keepalive = tuple(keepalive)
     self.ordered_effects = tuple(ordered_effects)
     self.unordered_effects = tuple(unordered_effects)
-    self.num_tokens = len(self.ordered_effects)
+    # Without runtime tokens the program makes its own, and its order across calls comes
+    # from the shared execution stream (see `runtime/tokens.py`).
+    self.runtime_tokens = pass_tokens or not self.ordered_effects
+    self.num_tokens = len(self.ordered_effects) if self.runtime_tokens else 0
     self.compile_seconds = compile_seconds
     sharding = backend.sharding_for(device)
     self._handlers = [xla_client.array_result_handler(aval, sharding, True, _skip_checks=True)
@@ -130,7 +139,7 @@ class Executable(CompiledProgram):
     self._chains = [runtime_tokens.chain(effect, device) for effect in self.ordered_effects]
     token_handler = xla_client.array_result_handler(TOKEN_AVAL, sharding, True,
                                                     _skip_checks=True)
-    self._token_and_result_handlers = [token_handler] * len(self._chains) + self._handlers
+    self._token_and_result_handlers = [token_handler] * self.num_tokens + self._handlers
     self._run_nested = self._make_run_nested()
     self._run_effectful = self._make_run_effectful()
     self.call = self.make_call(_weak_self=True)
@@ -141,12 +150,21 @@ class Executable(CompiledProgram):
   def _make_run_nested(self) -> Callable[[list], list]:
     """Runs the executable from inside a host call: from the chains' initial tokens, leaving
     the chains alone, and to completion (see the module docstring)."""
-    execute, n = self._exe.execute_sharded, len(self._chains)
-    initial = [chain.initial for chain in self._chains]
+    execute, n = self._exe.execute_sharded, self.num_tokens
+    initial = [chain.initial for chain in self._chains][:n]
     all_handlers = self._token_and_result_handlers
+    streamed = not self.runtime_tokens
+    depth = host_calls.host_call_depth
 
     def run_nested(buffers):
-      results = execute([*initial, *buffers], with_tokens=True)
+      if streamed:  # a stream of its own: the shared one is busy with the calling program
+        previous = _get_stream()
+        _set_stream(STREAM_ID + depth())
+      try:
+        results = execute([*initial, *buffers], with_tokens=True)
+      finally:
+        if streamed:
+          _set_stream(previous)
       status = results.consume_token()
       outs = results.consume_with_handlers(all_handlers)
       status.block_until_ready()
@@ -166,6 +184,8 @@ class Executable(CompiledProgram):
     statuses = tokens.statuses(self.device) if self.unordered_effects else None
     depth, run_nested = host_calls.host_call_depth, self._run_nested
     keep = self.keepalive  # an unordered run keeps the consumers it taps to until it is done
+    if not self.runtime_tokens:
+      return self._make_run_streamed(statuses, keep)
     if not self.ordered_effects:
       def run_unordered(buffers):
         if depth():
@@ -200,18 +220,67 @@ class Executable(CompiledProgram):
       return outs[n:]
     return run_ordered
 
+  def _make_run_streamed(self, statuses, keep) -> Callable[[list], list]:
+    """For executables with ordered effects and no runtime tokens: runs on the shared
+    execution stream (see `runtime/tokens.py`), after the last execution over several
+    devices that had the same effects on this device."""
+    execute, handlers, tokens, device = self._exe.execute_sharded, self._handlers, \
+        runtime_tokens, self.device
+    limit, lock, chains, settle = RuntimeTokens._MAX_UNORDERED, tokens._lock, self._chains, \
+        tokens.settle
+    depth, run_nested, mark = host_calls.host_call_depth, self._run_nested, tokens.streamed
+
+    def run_streamed(buffers):
+      if depth():
+        return run_nested(buffers)
+      for chain in chains:
+        if type(chain.token) is GroupToken:
+          settle(chain)
+      previous = _get_stream()
+      _set_stream(STREAM_ID)
+      try:
+        results = execute(buffers, with_tokens=statuses is not None)
+      finally:
+        _set_stream(previous)
+      mark(device)  # after the dispatch, so that a barrier's fence comes after it
+      if statuses is not None:
+        status = results.consume_token()
+        with lock:
+          statuses.append((status, keep))
+      outs = results.consume_with_handlers(handlers)
+      if statuses is not None and len(statuses) > limit:
+        tokens.trim(statuses)
+      return outs
+    return run_streamed
+
   def _make_run_synchronous(self) -> Callable[[list], list]:
     """For executables that make host calls: runs, then waits for the computation to
     finish; if it failed, chains it extended go back to their initial tokens."""
     execute, handlers = self._exe.execute_sharded, self._handlers
     lock = runtime_tokens.ordering_lock(self.device)
-    chains, all_handlers, n = self._chains, self._token_and_result_handlers, len(self._chains)
+    n = self.num_tokens
+    chains, all_handlers = self._chains[:n], self._token_and_result_handlers
     depth, run_nested = host_calls.host_call_depth, self._run_nested
+    streamed, device = not self.runtime_tokens, self.device
+    settle, group_chains = runtime_tokens.settle, self._chains
 
     def run_synchronous(buffers):
       if depth():
         return run_nested(buffers)
-      if chains:
+      if streamed:
+        for chain in group_chains:
+          if type(chain.token) is GroupToken:
+            settle(chain)
+        previous = _get_stream()
+        _set_stream(STREAM_ID)
+        try:
+          results = execute(buffers, with_tokens=True)
+        finally:
+          _set_stream(previous)
+        runtime_tokens.streamed(device)
+        status = results.consume_token()
+        outs = results.consume_with_handlers(handlers)
+      elif chains:
         with lock:
           results = execute([*[c.token for c in chains], *buffers], with_tokens=True)
           status = results.consume_token()
@@ -265,7 +334,7 @@ class Executable(CompiledProgram):
     # One ordered effect and no other (an executable with taps): the token passing of
     # `run_effectful` is inlined below, which saves a call on this path.
     chain = (self._chains[0] if len(self._chains) == 1 and not self.unordered_effects
-             and not self.calls_host else None)
+             and not self.calls_host and self.runtime_tokens else None)
     depth, run_nested = host_calls.host_call_depth, self._run_nested
     token_handlers = self._token_and_result_handlers
     settle = runtime_tokens.settle
@@ -416,7 +485,8 @@ def compile(module, *, device, name: str, in_avals: Sequence[ShapedArray],
             out_avals: Sequence[ShapedArray], donated_args: Sequence[bool] = (),
             host_callbacks: Sequence[Callable] = (), num_tokens: int = 0,
             ordered_effects: Sequence[Any] = (), unordered_effects: Sequence[Any] = (),
-            host_calls: Sequence[Any] = (), keepalive: Sequence[Any] = ()) -> Executable:
+            host_calls: Sequence[Any] = (), keepalive: Sequence[Any] = (),
+            runtime_tokens: bool = True) -> Executable:
   """Compiles `module` (an `ir.Module` whose public `main` follows the token contract above).
 
   `donated_args` is informational: the module's `tf.aliasing_output` argument attributes are
@@ -426,7 +496,7 @@ def compile(module, *, device, name: str, in_avals: Sequence[ShapedArray],
   for its results, see the module docstring); `keepalive` is kept for the executable's
   lifetime (the lowering's keepalives).
   """
-  if num_tokens != len(ordered_effects):
+  if runtime_tokens and num_tokens != len(ordered_effects):
     raise ValueError(f"compiling {name!r}: num_tokens={num_tokens} but {len(ordered_effects)} "
                      f"ordered effect(s) {list(ordered_effects)}; the module needs one token "
                      "parameter and result per ordered effect")
@@ -465,4 +535,5 @@ def compile(module, *, device, name: str, in_avals: Sequence[ShapedArray],
   return Executable(loaded, name=name, device=device, in_avals=in_avals, out_avals=out_avals,
                     donated_args=donated_args, host_callbacks=host_callbacks,
                     ordered_effects=ordered_effects, unordered_effects=unordered_effects,
-                    compile_seconds=seconds, host_calls=host_calls, keepalive=keepalive)
+                    compile_seconds=seconds, host_calls=host_calls, keepalive=keepalive,
+                    pass_tokens=runtime_tokens)

@@ -134,6 +134,7 @@ class ShardedExecutable(CompiledProgram):
       outs = results.consume_with_handlers(self._handlers)
     else:
       taps.before_execution()
+      runtime_tokens.wait_streamed(self.devices)  # single-device programs run before
       for lock in self._ordering:
         lock.acquire()
       try:

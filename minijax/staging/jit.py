@@ -362,7 +362,8 @@ def _bounded_insert(cache: dict, key, value) -> None:
 # Flags that change what tracing or lowering produces, or whether the fast path may skip
 # NaN checks.  Like JAX's trace context, they key jit's caches: switching a flag back and
 # forth reuses what was compiled before.
-_STATE_FLAGS = ("enable_x64", "tap_mechanism", "debug_nans", "host_callback_semantics")
+_STATE_FLAGS = ("enable_x64", "tap_mechanism", "debug_nans", "host_callback_semantics",
+                "effects_ordering")
 
 
 def _flag_state() -> tuple:
@@ -468,7 +469,8 @@ class Lowered:
       self._result = sharded.lower(traced.jaxpr, name, traced.donated, placement)
     else:
       self._result = lower_jaxpr_to_module(traced.jaxpr, name=name,
-                                           donated_args=traced.donated)
+                                           donated_args=traced.donated,
+                                           runtime_tokens=compiler.runtime_tokens_wanted())
 
   def as_text(self) -> str:
     return str(self._result.module)
