@@ -15,7 +15,8 @@ to have chosen the executable by the arguments' avals (jaxlib checks byte sizes,
 dtypes); jaxlib's errors are translated only after they happen (a deleted or donated
 argument, a wrong count or shape).
 
-Ordered effects are chained through the runtime tokens of `runtime/tokens.py`: an
+With `effects_ordering="runtime_token"` (the seed's design), ordered effects are chained
+through the runtime tokens of `runtime/tokens.py`: an
 executable binds the token chain of each of its (ordered effect, device) pairs into its call
 closure, passes the chain's token before its array arguments and keeps the token it
 returns, holding its device's ordering lock from reading the token to storing the new one
