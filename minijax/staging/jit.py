@@ -119,7 +119,7 @@ def _caches_for(fun: Callable, options: tuple) -> JitCaches:
       if caches is None:
         caches = by_options[options] = JitCaches()
       return caches
-  except TypeError:  # not weakly referenceable, or unhashable
+  except Exception:  # not weakly referenceable, unhashable, or an __eq__ that raises
     return JitCaches()
 
 
