@@ -145,7 +145,8 @@ def test_debug_print_checks_its_format_when_traced():
     minijax.debug.print("{} {}", 1)
 
 
-def test_ordered_and_unordered_callbacks_have_separate_effects_and_tokens():
+def test_ordered_and_unordered_callbacks_have_separate_effects_and_tokens(
+    runtime_token_lowering):
   def f(x):
     minijax.debug.callback(print, x)
     minijax.debug.callback(print, x, ordered=True)

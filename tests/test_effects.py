@@ -75,7 +75,7 @@ def test_effects_that_carry_data_compare_hash_and_sort_by_class_and_data():
   assert effects_lib.ordered_effects(frozenset(mixed)) == (Resource("a"), Resource("b"))
 
 
-def test_each_resource_gets_its_own_token_in_a_fixed_order():
+def test_each_resource_gets_its_own_token_in_a_fixed_order(runtime_token_lowering):
   def f(x):
     return log_b_p.bind(log_a_p.bind(log_b_p.bind(x)))
   text = minijax.jit(f).lower(np.float32(1.0)).as_text()

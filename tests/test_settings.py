@@ -38,6 +38,8 @@ BAD_AND_GOOD = [
     ("log_compiles", ["1"], [(1, True)]),
     ("tap_mechanism", ["fast", None, 1], [("callback", "callback"), ("native", "native")]),
     ("host_callback_semantics", ["modern", None], [("jax", "jax"), ("seed", "seed")]),
+    ("effects_ordering", ["token", None], [("stream", "stream"),
+                                           ("runtime_token", "runtime_token")]),
     ("traceback_filtering", ["sometimes", 1], [("off", "off"), ("auto", "auto")]),
     ("platforms", ["tpu", 3, "gpu,tpu"], [("cpu", "cpu"), ("cpu,gpu", "cpu,gpu"), (None, None)]),
     ("cpu_collectives_implementation", ["mpi", None], [("gloo", "gloo")]),
