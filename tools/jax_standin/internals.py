@@ -96,6 +96,8 @@ class Internal:
                  {"_path": self._path, "_error": self._error()}),)
 
   def __repr__(self):
+    if self._missing:
+      return f"<placeholder for {self._path}, which minijax lacks>"
     return f"<stand-in for JAX internal {self._path}>"
 
   __setattr__ = __enter__ = __iter__ = __len__ = __getitem__ = __setitem__ = _fail
