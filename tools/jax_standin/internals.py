@@ -239,6 +239,17 @@ class _Forward:
       return Internal(f"{self._path}.{name}")
 
 
+class _Namespace:
+  """Given attributes, else placeholders for `path.<name>`."""
+
+  def __init__(self, path, **attrs):
+    self._path = path
+    vars(self).update(attrs)
+
+  def __getattr__(self, name):
+    return Internal(f"{self._path}.{name}")
+
+
 class _RuntimeTokens:
   """`jax._src.dispatch.runtime_tokens`: test classes clear JAX's ordered-effect tokens in
   tearDown; the public equivalent of that housekeeping is waiting for the effects."""
@@ -266,6 +277,12 @@ def _own():
       "jax._src.random.prng.prngs": {
           name: Internal(f"jax._src.random.prng.prngs[{name!r}]") for name in PRNG_NAMES},
       "jax._src.dispatch.runtime_tokens": _RuntimeTokens,
+      # lax_control_flow_test's setUp empties two private caches of JAX's control flow so
+      # that tests do not share them: housekeeping with no public equivalent, done nothing.
+      "jax._src.lax.control_flow.common": _Namespace(
+          "jax._src.lax.control_flow.common",
+          _dedup_consts=_Namespace("_dedup_consts", cache_clear=lambda: None),
+          _pad_constvars=_Namespace("_pad_constvars", cache_clear=lambda: None)),
       "jax._src.debugging.debug_print": _jax().debug.print,
       "jax._src.debugging.debug_callback": _jax().debug.callback,
       "jax._src.test_util": test_util,
