@@ -203,6 +203,7 @@ def jax_outcomes(entry: dict) -> dict[str, str]:
 
 def record_jax(results_db: dict, base: str, results: dict, devices: int, partial: bool,
                found: dict) -> None:
+  results_db.update(load_results())  # what other runs recorded meanwhile stays
   entry = results_db["files"].setdefault(base, {"tests": {}, "left_out": {}})
   if not partial:
     entry["tests"], entry["left_out"] = {}, {}
