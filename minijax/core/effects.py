@@ -21,7 +21,11 @@ effect's class, in these flags, and read in one place each (the functions below)
   runs_with_zero_cotangents     the backward pass runs the equation's transpose even when
                                 all its output cotangents are symbolically zero, with
                                 zeros instantiated (a tap on cotangents fires in every
-                                backward pass: `run_with_zero_cotangents`).
+                                backward pass: `run_with_zero_cotangents`);
+  tracked_at_runtime            (unordered effects) the runtime tracks each execution of
+                                a program that has it, for `effects_barrier`
+                                (`unordered_effects`); an effect that lowers to nothing
+                                (a `sow`) sets False and costs nothing once compiled.
 
 The defaults are the conservative ones for a side effect: allowed everywhere, never
 dropped, transposed even with zero cotangents, unordered.
@@ -41,6 +45,7 @@ class Effect:
   allowed_in_custom_derivatives: ClassVar[bool] = True
   kept_when_unused: ClassVar[bool] = True
   runs_with_zero_cotangents: ClassVar[bool] = True
+  tracked_at_runtime: ClassVar[bool] = True
 
   def data(self) -> tuple:
     """What tells two effects of one class apart: a dataclass's fields, else nothing."""
@@ -88,7 +93,9 @@ def _ordered_effects_of_set(effects: frozenset) -> tuple[Effect, ...]:
 
 
 def unordered_effects(effects: Iterable[Effect]) -> tuple[Effect, ...]:
-  return tuple(sorted((e for e in effects if not e.ordered), key=sort_key))
+  """The unordered effects among `effects` that the runtime tracks."""
+  return tuple(sorted((e for e in effects if not e.ordered and e.tracked_at_runtime),
+                      key=sort_key))
 
 
 def must_keep(effects: frozenset) -> bool:
