@@ -40,7 +40,12 @@ JAX_VERSION = "0.10.2"
 
 # Tests left out on both sides, by hand, with the reason (besides those the JAX run finds
 # failing with `needs JAX internals`, recorded in RESULTS).
-LEFT_OUT: dict[str, dict[str, str]] = {}
+LEFT_OUT: dict[str, dict[str, str]] = {
+    "debugging_primitives_test.py": {
+        f"DebugPrintTransformationTest::test_remat_of_debug_print{i}":
+            "a remat policy compares primitives with jax._src.ad_checkpoint.name_p by identity"
+        for i in (0, 1)},
+}
 
 OUTCOMES = ("passed", "failed", "skipped", "error")
 
