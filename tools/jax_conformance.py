@@ -294,7 +294,7 @@ def main(argv=None) -> int:
       summary.append((base, mine, None, None))
       continue
     dump[base] = {tid: list(v) for tid, v in sorted(results.items())}
-    jax = jax_outcomes(entry)
+    jax = {t: o for t, o in jax_outcomes(entry).items() if t not in left_out}
     if not jax:
       say("  (no JAX figures recorded for this file: run it once with --jax)")
       summary.append((base, mine, None, None))
