@@ -415,13 +415,20 @@ def standin_import(name, globals=None, locals=None, fromlist=(), level=0):
     return lookup(name) if fromlist else _JaxWithSrc()
   if LENIENT[0] and _importing[0] and level == 0 and (name == "jax" or name.startswith("jax.")):
     try:
-      module = builtins.__import__(name, globals, locals, fromlist, level)
+      top = builtins.__import__(name, globals, locals, (), level)
     except ImportError:
       MISSING_AT_IMPORT.append(name)
       return Internal(name if fromlist else name.split(".")[0], missing=True)
-    if fromlist:
-      return _Lenient(module, name)
-    return _Lenient(module, "jax")
+    if not fromlist:
+      return _Lenient(top, "jax")
+    module = sys.modules[name]
+    for item in fromlist:  # `from jax.x import sub`: import what is a submodule
+      if item != "*" and not hasattr(module, item):
+        try:
+          importlib.import_module(f"{name}.{item}")
+        except ImportError:
+          pass  # then a placeholder, from _Lenient
+    return _Lenient(module, name)
   return builtins.__import__(name, globals, locals, fromlist, level)
 
 
