@@ -21,7 +21,10 @@ effect's class, in these flags, and read in one place each (the functions below)
   runs_with_zero_cotangents     the backward pass runs the equation's transpose even when
                                 all its output cotangents are symbolically zero, with
                                 zeros instantiated (a tap on cotangents fires in every
-                                backward pass: `run_with_zero_cotangents`).
+                                backward pass: `run_with_zero_cotangents`);
+  must_be_discharged            may never reach the lowering: a discharge pass rewrites
+                                the jaxpr into one without it first (mutable state: the
+                                effects of refs, below; `needs_discharge`).
 
 The defaults are the conservative ones for a side effect: allowed everywhere, never
 dropped, transposed even with zero cotangents, unordered.
@@ -41,6 +44,7 @@ class Effect:
   allowed_in_custom_derivatives: ClassVar[bool] = True
   kept_when_unused: ClassVar[bool] = True
   runs_with_zero_cotangents: ClassVar[bool] = True
+  must_be_discharged: ClassVar[bool] = False
 
   def data(self) -> tuple:
     """What tells two effects of one class apart: a dataclass's fields, else nothing."""
@@ -110,6 +114,71 @@ def check_allowed(effects: Iterable[Effect], where: str, construct: str) -> None
     raise NotImplementedError(
         f"Effects not supported in {construct}: {disallowed}. These effects may not appear "
         f"in {description}: their class sets `{flag} = False`.")
+
+
+def needs_discharge(effects: Iterable[Effect]) -> bool:
+  """Whether a jaxpr with `effects` must be discharged (`interpreters.discharge`) before
+  it is lowered: the one place that reads `must_be_discharged`."""
+  return any(e.must_be_discharged for e in effects)
+
+
+# ----------------------------------------------------------------------------- state
+
+class RefEffect(Effect):
+  """An effect on one mutable array reference (a `Ref`), named by the position of the ref
+  among the inputs: of the equation (`input_index` counts its operands) or, at a jaxpr's
+  level, of the jaxpr (counting its constvars, then its invars).  Effects on refs that a
+  jaxpr creates itself stop at its boundary, so a jaxpr's effects say which of its inputs
+  it reads, writes or accumulates into.  Refs need no tokens: once the jaxpr is
+  discharged, the order of reads and writes is data dependence."""
+  must_be_discharged = True
+  input_index: int
+
+  def with_index(self, index: int) -> "RefEffect":
+    return type(self)(index)
+
+  def __repr__(self):
+    return f"{type(self).__name__.removesuffix('Effect')}<{self.input_index}>"
+
+
+@dataclasses.dataclass(frozen=True, eq=False, repr=False)
+class ReadEffect(RefEffect):
+  """`get`: reads the ref; an unused read may be dropped."""
+  input_index: int
+  kept_when_unused = False
+
+
+@dataclasses.dataclass(frozen=True, eq=False, repr=False)
+class WriteEffect(RefEffect):
+  """`swap` (and so `set`): writes the ref."""
+  input_index: int
+
+
+@dataclasses.dataclass(frozen=True, eq=False, repr=False)
+class AccumEffect(RefEffect):
+  """`addupdate`: adds into the ref."""
+  input_index: int
+
+
+class InternalMutableArrayEffect(Effect):
+  """Creating a ref (`new_ref`) or freezing one (`freeze`) inside a traced function: the
+  jaxpr holds state, so it must be discharged before lowering, although no ref crosses its
+  boundary.  The equation may go when nothing uses the ref."""
+  must_be_discharged = True
+  kept_when_unused = False
+  runs_with_zero_cotangents = False
+
+
+internal_mutable_array_effect = InternalMutableArrayEffect()
+
+
+def remap_input_effects(effects: frozenset, position) -> frozenset:
+  """`effects` with each `RefEffect`'s index mapped by `position(index)` (for a
+  control-flow equation whose inner jaxpr's inputs are its operands in another order)."""
+  if not any(isinstance(e, RefEffect) for e in effects):
+    return effects
+  return frozenset(e.with_index(position(e.input_index)) if isinstance(e, RefEffect) else e
+                   for e in effects)
 
 
 def union(effect_sets: Iterable[frozenset]) -> frozenset:

@@ -26,8 +26,11 @@ from minijax.core import effects as effects_lib
 from minijax.core import primitive as primitive_lib
 from minijax.core.avals import get_aval
 from minijax.core.jaxpr import ClosedJaxpr, Literal, eval_jaxpr
+from minijax.core.state import AbstractRef, Ref
+from minijax.interpreters.discharge import discharge_state, jaxpr_has_state
 from minijax.interpreters.partial_eval import trace_to_jaxpr_dynamic
 from minijax.lax.call import jit_p
+from minijax.lax.state import freeze_p, new_ref_p
 from minijax.lax.structural import device_put_p
 from minijax.lowering.mlir import LoweringResult, lower_jaxpr_to_module
 from minijax.runtime import backend
@@ -61,6 +64,8 @@ def compile_jaxpr(closed_jaxpr: ClosedJaxpr, *, device, name: str,
   """A function from flat arguments to flat output Arrays, compiled for `device` (from
   `lowered`, the jaxpr's lowering, when the caller has it already)."""
   jaxpr = closed_jaxpr.jaxpr
+  if jaxpr_has_state(jaxpr):
+    return _compile_stateful(closed_jaxpr, device=device, name=name, donated_args=donated_args)
   if not jaxpr.eqns:  # (the inner jaxpr, not `closed_jaxpr`: caches are weak on that)
     return functools.partial(_run_trivial, jaxpr, tuple(closed_jaxpr.consts), device)
   if lowered is None:
@@ -73,6 +78,72 @@ def compile_jaxpr(closed_jaxpr: ClosedJaxpr, *, device, name: str,
       ordered_effects=lowered.ordered_effects,
       unordered_effects=effects_lib.unordered_effects(jaxpr.effects),
       keepalive=lowered.keepalives)
+
+
+def _compile_stateful(closed_jaxpr: ClosedJaxpr, *, device, name: str,
+                      donated_args: Sequence[bool]) -> CompiledFn:
+  """A jaxpr with refs runs discharged (`interpreters.discharge`): each ref argument is
+  passed as the buffer it holds, donated and aliased to the extra result that is its final
+  value, and that result becomes the ref's buffer after the call."""
+  pure, donated, ref_pos = discharged_for_call(closed_jaxpr, donated_args)
+  fn = compile_jaxpr(pure, device=device, name=name, donated_args=donated)
+  n_out = len(closed_jaxpr.jaxpr.outvars)
+  return StatefulCall(fn, ref_pos, n_out, _may_forward(pure.jaxpr, n_out))
+
+
+# Primitives whose result XLA may hand back as one of the program's argument buffers.
+_FORWARDING = frozenset({"jit", "copy", "convert_element_type", "reshape", "checkpoint",
+                         "named_call", "custom_jvp_call", "custom_vjp_call", "squeeze",
+                         "expand_dims", "broadcast_in_dim"})
+
+
+def _may_forward(pure_jaxpr, n_out: int) -> tuple[bool, ...]:
+  """Per ref result of a discharged program: whether XLA may return it in the buffer of
+  another argument (a value written whole into the ref) or of another result.  Such a
+  result is copied before it becomes the ref's buffer, which a later call donates."""
+  producer = {v: e.primitive.name for e in pure_jaxpr.eqns for v in e.outvars}
+  outs = pure_jaxpr.outvars
+  return tuple(type(v) is Literal or outs.count(v) > 1 or producer.get(v, "jit") in _FORWARDING
+               for v in outs[n_out:])
+
+
+def discharged_for_call(closed_jaxpr: ClosedJaxpr, donated_args: Sequence[bool] = ()):
+  """`(pure jaxpr, donation, ref positions)` of a jaxpr with refs: its discharged form,
+  each ref argument donated and aliased (by result index) to the ref's final value."""
+  jaxpr = closed_jaxpr.jaxpr
+  n_out = len(jaxpr.outvars)
+  ref_pos = tuple(i for i, v in enumerate(jaxpr.invars) if type(v.aval) is AbstractRef)
+  donated = list(donated_args) or [False] * len(jaxpr.invars)
+  for k, i in enumerate(ref_pos):
+    donated[i] = n_out + k
+  return discharge_state(closed_jaxpr), tuple(donated), ref_pos
+
+
+class StatefulCall:
+  """Calls a discharged program on refs (see `_compile_stateful`)."""
+  __slots__ = ("fn", "ref_pos", "n_out", "copy")
+
+  def __init__(self, fn, ref_pos, n_out, copy):
+    self.fn, self.ref_pos, self.n_out, self.copy = fn, ref_pos, n_out, copy
+
+  def __call__(self, *args):
+    args = list(args)
+    refs = []
+    for i in self.ref_pos:
+      ref = args[i]
+      if type(ref) is not Ref:
+        raise TypeError(f"argument {i} must be a Ref (the function was traced for one), got "
+                        f"{type(ref).__name__}")
+      refs.append(ref)
+      args[i] = ref._buf
+    outs = self.fn(*args)
+    n = self.n_out
+    for ref, new, copy in zip(refs, outs[n:], self.copy):
+      ref._buf = array_lib.copy_array(new) if copy else new
+    return outs[:n]
+
+  def as_text(self):
+    return self.fn.as_text() if hasattr(self.fn, "as_text") else ""
 
 
 def _run_trivial(jaxpr, consts, device, *args) -> list:
@@ -129,6 +200,16 @@ def _jit_impl(*args, jaxpr, name, donated_invars, device):
 
 jit_p.def_impl(_jit_impl)
 device_put_p.def_impl(device_put)
+
+
+@new_ref_p.def_impl
+def _new_ref_impl(x, *, kind, memory_space):
+  """A ref owns its buffer (a call donates it), so it holds a copy of `x`."""
+  x = x if type(x) is Array else device_put(x)
+  return Ref(array_lib.copy_array(x), AbstractRef(x.aval))
+
+
+freeze_p.def_impl(lambda ref: array_lib.copy_array(ref._buf))
 
 
 # ----------------------------------------------------------------------------- eager primitives

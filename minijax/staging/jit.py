@@ -40,6 +40,9 @@ from minijax.core.errors import UnexpectedTracerError
 from minijax.core.jaxpr import ClosedJaxpr, hoist_consts
 from minijax.core.trace import Tracer
 from minijax.interpreters import partial_eval as pe
+from minijax.interpreters.discharge import jaxpr_has_state
+from minijax.core.state import AbstractRef, Ref
+from minijax.lax import state as lax_state
 from minijax.lax.call import jit_p
 from minijax.lowering.mlir import lower_jaxpr_to_module
 from minijax.runtime import backend
@@ -150,6 +153,7 @@ class JitWrapped:
     names = flat_arg_names(self._fun, args, kwargs) if not static else None
     debug = DebugInfo(self._name, names if names and len(names) == len(avals) else None)
     jaxpr, consts = pe.trace_to_jaxpr_dynamic(flat_fun, avals, debug)
+    lax_state.check_no_returned_refs(self._fun, "jit", jaxpr, debug.arg_names)
     donated = (self._donated_leaves(args, kwargs, static)
                if self._donate_argnums or self._donate_argnames else ())
     donated = (False,) * len(consts) + donated + (False,) * (len(avals) - len(donated))
@@ -169,7 +173,16 @@ class JitWrapped:
       traced = self._trace(static, dyn_args, dyn_kwargs, in_tree, avals)
       if not _has_tracer(traced.consts):
         _bounded_insert(self._cache, key, traced)
+    if any(type(a) is AbstractRef for a in avals) or any(type(c) is Ref for c in traced.consts):
+      self._check_ref_arguments(traced, flat, args, kwargs, static)
     return traced, flat
+
+  def _check_ref_arguments(self, traced, flat, args, kwargs, static):
+    static_where = {where for where, _ in static}
+    names = flat_arg_names(self._fun, [None if i in static_where else a
+                                       for i, a in enumerate(args)],
+                           {k: v for k, v in kwargs.items() if k not in static_where})
+    lax_state.check_ref_arguments(self._fun, "jit", flat, names, traced.consts)
 
   def _raise_non_array_argument(self, args, kwargs, static, flat):
     """The TypeError for a leaf that is not an array: which argument, and what to do."""
@@ -210,7 +223,8 @@ class JitWrapped:
         device = device or compiler.jit_device(self._device, flat)
         executable = compiler.compiled_call(traced.jaxpr, self._name, traced.donated, device)
       if (fast_key is not None and self._fast_ok and not config.debug_nans
-          and all(type(x) is Array or type(x) in PYTHON_SCALARS for x in flat)):
+          and all(type(x) is Array or type(x) in PYTHON_SCALARS or type(x) is Ref
+                  for x in flat)):
         self._remember_fast(fast_key, args_tree, device, executable, traced, flat)
       outs = executable(*traced.consts, *flat)
       if config.debug_nans:
@@ -267,8 +281,8 @@ class JitWrapped:
       _bounded_insert(self._fast, key, executable.make_call(traced.consts, traced.out_tree,
                                                             fallback))
       return
-    consts = [c if type(c) is Array and c._device is device else device_put(c, device)
-              for c in traced.consts]
+    consts = [c if (type(c) is Array and c._device is device) or type(c) is Ref
+              else device_put(c, device) for c in traced.consts]
     if hasattr(executable, "make_call"):
       entry = executable.make_call(
           consts, traced.out_tree, fallback, scalars=any(type(x) in PYTHON_SCALARS for x in flat))
@@ -383,6 +397,9 @@ class Lowered:
     self._placement = placement
     if placement is not None:
       self._result = sharded.lower(traced.jaxpr, name, traced.donated, placement)
+    elif jaxpr_has_state(traced.jaxpr.jaxpr):  # lowered discharged, refs aliased
+      pure, donated, _ = compiler.discharged_for_call(traced.jaxpr, traced.donated)
+      self._result = lower_jaxpr_to_module(pure, name=name, donated_args=donated)
     else:
       self._result = lower_jaxpr_to_module(traced.jaxpr, name=name,
                                            donated_args=traced.donated)
@@ -398,8 +415,9 @@ class Lowered:
       fn = sharded.compiled_call(self._traced.jaxpr, self._name, self._traced.donated,
                                  self._placement, lowered=self._result)
       return Compiled(fn, self._traced)
+    stateful = jaxpr_has_state(self._traced.jaxpr.jaxpr)  # compiled from the discharged form
     fn = compiler.compiled_call(self._traced.jaxpr, self._name, self._traced.donated,
-                                self._device, lowered=self._result)
+                                self._device, lowered=None if stateful else self._result)
     return Compiled(fn, self._traced)
 
 

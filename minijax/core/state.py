@@ -1,0 +1,103 @@
+"""Mutable array references: their type (`AbstractRef`) and their concrete value (`Ref`).
+
+A `Ref` is a box around one array buffer.  It is the one mutable value in minijax: the
+state primitives of `minijax.lax.state` read it (`get`), write it (`swap`), add into it
+(`addupdate`), and create (`new_ref`) and freeze it.  Inside a traced function a ref is a
+tracer whose aval is an `AbstractRef`; its operations are equations with `Read`/`Write`/
+`Accum` effects (`core.effects`), which a discharge pass (`interpreters.discharge`) turns
+into pure dataflow before anything is lowered.  On concrete refs, a compiled program takes
+the ref's buffer as an argument aliased to an extra result and the runtime puts the result
+back into the box (`staging.compiler`).
+
+The operators of `Ref` (`r[i]`, `r[i] = v`, `r.addupdate`) are installed by
+`minijax.lax.state`, as the numpy layer installs those of arrays.
+"""
+from __future__ import annotations
+
+from minijax.core import dtypes
+from minijax.core.avals import AbstractValue, ShapedArray
+
+
+class AbstractRef(AbstractValue):
+  """The type of a ref holding an array of type `inner_aval`, printed `Ref{f32[3]}`."""
+  __slots__ = ("inner_aval",)
+
+  def __init__(self, inner_aval: ShapedArray):
+    self.inner_aval = inner_aval
+
+  shape = property(lambda self: self.inner_aval.shape)
+  dtype = property(lambda self: self.inner_aval.dtype)
+  weak_type = property(lambda self: self.inner_aval.weak_type)
+  ndim = property(lambda self: self.inner_aval.ndim)
+  size = property(lambda self: self.inner_aval.size)
+
+  def __eq__(self, other):
+    return type(other) is AbstractRef and other.inner_aval is self.inner_aval
+
+  def __hash__(self):
+    return hash((AbstractRef, self.inner_aval))
+
+  def str_short(self) -> str:
+    return f"Ref{{{self.inner_aval.str_short()}}}"
+
+  def __str__(self):
+    return f"Ref{{{self.dtype.name}[{','.join(map(str, self.shape))}]}}"
+
+  __repr__ = __str__
+
+  def tangent_aval(self) -> "AbstractRef":
+    return AbstractRef(self.inner_aval.tangent_aval())
+
+  def strip_weak_type(self) -> "AbstractRef":
+    return AbstractRef(self.inner_aval.strip_weak_type())
+
+
+def is_ref_aval(aval) -> bool:
+  return type(aval) is AbstractRef
+
+
+class _RefMeta(type):
+  """`isinstance(x, Ref)` holds for concrete refs and for tracers of refs."""
+
+  def __instancecheck__(cls, x):
+    return type.__instancecheck__(cls, x) or type(getattr(x, "aval", None)) is AbstractRef
+
+
+class Ref(metaclass=_RefMeta):
+  """A concrete mutable array reference: `_buf` is the array it holds now."""
+  __slots__ = ("_buf", "_aval", "__weakref__")
+
+  def __init__(self, buf, aval: AbstractRef):
+    self._buf = buf
+    self._aval = aval
+
+  aval = property(lambda self: self._aval)
+  shape = property(lambda self: self._aval.shape)
+  dtype = property(lambda self: self._aval.dtype)
+  ndim = property(lambda self: self._aval.ndim)
+  size = property(lambda self: self._aval.size)
+  weak_type = property(lambda self: self._aval.weak_type)
+
+  def __len__(self):
+    if not self.shape:
+      raise TypeError("len() of unsized object")
+    return self.shape[0]
+
+  def __array__(self, dtype=None, copy=None):
+    import numpy as np
+    return np.asarray(self._buf, dtype=dtype)
+
+  def __repr__(self):
+    text = repr(self._buf)
+    return "Ref" + text[text.index("("):] if "(" in text else f"Ref({text})"
+
+  __hash__ = object.__hash__
+
+
+def ref_aval_of(value_aval: ShapedArray) -> AbstractRef:
+  return AbstractRef(value_aval)
+
+
+def check_dtype_ok(aval) -> None:
+  if not isinstance(aval, ShapedArray) or aval.dtype == dtypes.float0:
+    raise TypeError(f"a ref holds an array, not a value of type {aval}")

@@ -1,0 +1,639 @@
+"""The state primitives: creating, reading, writing and freezing mutable array references.
+
+`new_ref(x)` makes a `Ref` holding `x`; `get` reads part of it, `swap` writes part of it
+and returns what was there (`r[i] = v` is a swap whose result is dropped), `addupdate`
+adds into part of it, and `freeze` ends its life as a ref and returns the array.  Each
+read, write and accumulation carries an effect naming its ref operand (`ReadEffect(0)`,
+...); creating or freezing a ref carries `InternalMutableArrayEffect`.  None of them has a
+lowering: a jaxpr with refs is discharged first (`interpreters.discharge`), and each
+primitive below has the discharge rule that says what it does to the ref's value.
+
+Indexing is static or dynamic per dimension: an integer (the dimension goes), a slice with
+step 1 (kept) or `...`; an index that is a traced or array integer scalar is a dynamic
+operand of the equation.  Writes never broadcast: the value has exactly the shape the
+index selects, and the ref's dtype.
+
+Autodiff follows the duality of reading and accumulating: the tangent of a ref is a ref
+(`new_ref` always creates one for a float ref, so local refs are differentiable), `get`
+transposes to `addupdate` into the cotangent ref and `addupdate` to `get`, `swap` to
+`swap`, `new_ref` to `freeze` and `freeze` to an accumulation.  Writing a differentiated
+value into a ref that has no tangent (one made outside the differentiated function) is
+JAX's error.  Under vmap a ref made inside is batched, and an unbatched ref from outside
+cannot take batched values (JAX's error).
+"""
+from __future__ import annotations
+
+from typing import Any, NamedTuple
+
+import numpy as np
+
+from minijax.core import dtypes
+from minijax.core import effects as effects_lib
+from minijax.core.avals import ShapedArray, get_aval
+from minijax.core.primitive import Primitive
+from minijax.core.state import AbstractRef, Ref
+from minijax.core.trace import Tracer
+from minijax.interpreters import ad, batching
+from minijax.interpreters import partial_eval as pe
+from minijax.interpreters.discharge import discharge_rules
+from minijax.lax import misc, slicing, structural
+
+__all__ = ["new_ref", "get", "set", "swap", "addupdate", "freeze", "empty_ref", "free_ref",
+           "new_ref_p", "get_p", "swap_p", "addupdate_p", "freeze_p", "Indexer"]
+
+_MUTABLE = frozenset({effects_lib.internal_mutable_array_effect})
+
+
+# ----------------------------------------------------------------------------- indexers
+
+class Ix(NamedTuple):
+  """One dimension of an index: `start` (an int, or the position of a dynamic operand
+  among the index operands when `dynamic`), how many elements `size`, and whether the
+  dimension goes (`squeeze`, an integer index)."""
+  start: int
+  size: int
+  squeeze: bool
+  dynamic: bool
+
+
+class Indexer(tuple):
+  """One `Ix` per dimension of the ref; a hashable param of get/swap/addupdate."""
+
+  def is_full(self, shape) -> bool:
+    return all(not ix.dynamic and not ix.squeeze and ix.start == 0 and ix.size == n
+               for ix, n in zip(self, shape))
+
+  def out_shape(self) -> tuple:
+    return tuple(ix.size for ix in self if not ix.squeeze)
+
+  def __str__(self):
+    parts = []
+    for ix in self:
+      start = f"i{ix.start}" if ix.dynamic else str(ix.start)
+      if ix.squeeze:
+        parts.append(start)
+      elif ix.dynamic:
+        parts.append(f"{start}:{start}+{ix.size}")
+      else:
+        parts.append(f"{start}:{ix.start + ix.size}")
+    return "[" + ", ".join(parts) + "]" if any(
+        ix.squeeze or ix.dynamic or ix.start for ix in self) or not self else "[...]"
+
+  __repr__ = __str__
+
+
+def _full_indexer(shape) -> Indexer:
+  return Indexer(Ix(0, n, False, False) for n in shape)
+
+
+def _is_int_scalar(x) -> bool:
+  if isinstance(x, (bool, np.bool_)):
+    return False
+  if isinstance(x, (int, np.integer)):
+    return True
+  aval = getattr(x, "aval", None)
+  if aval is None and isinstance(x, np.ndarray):
+    aval = get_aval(x)
+  return (isinstance(aval, ShapedArray) and aval.shape == ()
+          and dtypes.is_integer(aval.dtype))
+
+
+def parse_index(shape: tuple, idx) -> tuple[Indexer, list]:
+  """The `Indexer` of `r[idx]` on a ref of `shape`, and its dynamic index operands."""
+  idx = idx if isinstance(idx, tuple) else (idx,)
+  if sum(i is Ellipsis for i in idx) > 1:
+    raise IndexError("an index can only have a single ellipsis ('...')")
+  if Ellipsis in [i for i in idx if not isinstance(i, (Tracer, np.ndarray))]:
+    pos = next(k for k, i in enumerate(idx) if i is Ellipsis)
+    n_fill = len(shape) - (len(idx) - 1)
+    idx = (*idx[:pos], *[slice(None)] * n_fill, *idx[pos + 1:])
+  if len(idx) > len(shape):
+    raise IndexError(f"Too many indices for a ref of shape {shape}: {len(idx)} given")
+  dims, operands = [], []
+  for i, n in zip(idx, shape):
+    if isinstance(i, slice):
+      start, stop, step = i.indices(n) if all(
+          s is None or isinstance(s, (int, np.integer)) for s in (i.start, i.stop, i.step)) else (None,) * 3
+      if start is None or step != 1:
+        raise NotImplementedError(
+            f"refs are indexed by slices with static bounds and step 1, got {i}; read the "
+            "whole ref (`r[...]`) and slice the array instead")
+      dims.append(Ix(start, max(stop - start, 0), False, False))
+    elif isinstance(i, (int, np.integer)) and not isinstance(i, (bool, np.bool_)):
+      i = int(i)
+      if not -n <= i < n:
+        raise ValueError(f"Out of bound indexer: idx={i}, dim={n}.")
+      dims.append(Ix(i % n, 1, True, False))
+    elif _is_int_scalar(i):
+      dims.append(Ix(len(operands), 1, True, True))
+      operands.append(_normalize_index(i, n))
+    else:
+      raise NotImplementedError(
+          f"refs are indexed by integers, slices and `...`; got {type(i).__name__} "
+          f"{i!r:.40}. Read the whole ref (`r[...]`) and index the array instead")
+  dims.extend(Ix(0, n, False, False) for n in shape[len(dims):])
+  return Indexer(dims), operands
+
+
+def _normalize_index(i, n: int):
+  """A dynamic index, counted from the end when negative, as an int32 scalar."""
+  from minijax.lax import elementwise
+  i = slicing._as_index(i)
+  return misc.select(elementwise.lt(i, np.int32(0)), elementwise.add(i, np.int32(n)), i)
+
+
+def _starts(indexer: Indexer, idx_vals):
+  return [idx_vals[ix.start] if ix.dynamic else ix.start for ix in indexer]
+
+
+def read_value(x, idx_vals, indexer: Indexer):
+  """What `get` returns from a ref holding `x` (the pure meaning of a read)."""
+  if indexer.is_full(get_aval(x).shape):
+    return x
+  sizes = [ix.size for ix in indexer]
+  if any(ix.dynamic for ix in indexer):
+    out = slicing.dynamic_slice(x, _starts(indexer, idx_vals), sizes)
+  else:
+    starts = [ix.start for ix in indexer]
+    out = slicing.slice(x, starts, [s + n for s, n in zip(starts, sizes)])
+  squeezed = tuple(d for d, ix in enumerate(indexer) if ix.squeeze)
+  return structural.squeeze(out, squeezed) if squeezed else out
+
+
+def write_value(x, idx_vals, indexer: Indexer, val):
+  """The value of a ref holding `x` after `val` is written at `indexer`."""
+  if indexer.is_full(get_aval(x).shape):
+    return val
+  sizes = tuple(ix.size for ix in indexer)
+  if get_aval(val).shape != sizes:
+    val = structural.reshape(val, sizes)
+  return slicing.dynamic_update_slice(x, val, _starts(indexer, idx_vals))
+
+
+# ----------------------------------------------------------------------------- new_ref
+
+new_ref_p = Primitive("new_ref")
+_TANGENT = ad.TANGENT_REF_KIND
+
+
+def _new_ref_abstract_eval(aval, *, kind, memory_space):
+  if not isinstance(aval, ShapedArray):
+    raise TypeError(f"new_ref takes an array, got a value of type {aval}: a ref cannot hold "
+                    "a ref (read it first with `r[...]`)")
+  return AbstractRef(aval), _MUTABLE
+
+
+new_ref_p.def_effectful_abstract_eval(_new_ref_abstract_eval)
+
+
+def _new_ref_jvp(primals, tangents, *, kind, memory_space):
+  (x,), (t,) = primals, tangents
+  ref = new_ref_p.bind(x, kind=kind, memory_space=memory_space)
+  aval = get_aval(x)
+  if not dtypes.is_inexact(aval.dtype):
+    return ref, ad.Zero(AbstractRef(aval.tangent_aval()))
+  t_ref = new_ref_p.bind(ad.instantiate_zeros(t), kind=_TANGENT, memory_space=memory_space)
+  return ref, t_ref
+
+
+def _new_ref_transpose(ct_ref, x, *, kind, memory_space):
+  if not ad.is_undefined_primal(x):
+    return [None]
+  if type(ct_ref) is ad.Zero:
+    return [ad.Zero(x.aval)]
+  return [freeze_p.bind(ct_ref)]
+
+
+def _new_ref_batch(axis_name, axis_size, vals, dims, *, kind, memory_space):
+  """Under vmap every new ref is batched (at axis 0): the function may write per-lane
+  values into it, and a ref's batch axis cannot move later."""
+  (x,), (d,) = vals, dims
+  x = batching.bdim_at_front(x, d, axis_size)
+  return new_ref_p.bind(x, kind=kind, memory_space=memory_space), 0
+
+
+ad.primitive_jvps[new_ref_p] = _new_ref_jvp
+ad.jvp_even_when_zero.add(new_ref_p)
+ad.primitive_transposes[new_ref_p] = _new_ref_transpose
+batching.collective_batchers[new_ref_p] = _new_ref_batch
+discharge_rules[new_ref_p] = lambda eqn, ins: ([None], [ins[0]])
+
+
+def new_ref(init_val, *, kind=None, memory_space=None):
+  """A new mutable array reference holding (a copy of) `init_val`."""
+  if isinstance(init_val, Ref):
+    raise TypeError("new_ref takes an array, not a ref: read the ref first (`new_ref(r[...])`)")
+  try:
+    get_aval(init_val)
+  except TypeError:
+    raise TypeError(
+        "Error interpreting argument to new_ref as a JAX value. The problematic value is of "
+        f"type {type(init_val)} and was passed to new_ref at position 0.") from None
+  if isinstance(init_val, (np.ndarray, np.generic)) and not isinstance(init_val, Tracer):
+    init_val = np.asarray(init_val, dtypes.canonicalize_dtype(np.asarray(init_val).dtype))
+  return new_ref_p.bind(init_val, kind=kind, memory_space=memory_space)
+
+
+def empty_ref(ty, *, memory_space=None):
+  """A new ref of type `ty` (anything with `shape` and `dtype`); minijax fills it with
+  zeros (JAX leaves it uninitialized)."""
+  return new_ref(misc.full(ty.shape, 0, ty.dtype), memory_space=memory_space)
+
+
+def free_ref(ref) -> None:
+  """Declares `ref` dead (a no-op in minijax: its buffer is freed when nothing holds it)."""
+  _check_ref(ref, "free_ref")
+
+
+# ----------------------------------------------------------------------------- freeze
+
+freeze_p = Primitive("freeze")
+
+
+def _freeze_abstract_eval(ref_aval):
+  if type(ref_aval) is not AbstractRef:
+    raise ValueError(f"`freeze` must be called on `Ref` types: {ref_aval}.")
+  return ref_aval.inner_aval, _MUTABLE
+
+
+freeze_p.def_effectful_abstract_eval(_freeze_abstract_eval)
+
+
+def _freeze_jvp(primals, tangents):
+  (ref,), (t_ref,) = primals, tangents
+  out = freeze_p.bind(ref)
+  if type(t_ref) is ad.Zero:
+    return out, ad.Zero(get_aval(out).tangent_aval())
+  return out, freeze_p.bind(t_ref)
+
+
+def _freeze_transpose(ct, ct_ref):
+  if type(ct) is not ad.Zero:
+    addupdate_p.bind(ct_ref, ct, indexer=_full_indexer(ct_ref.aval.shape))
+  return [None]
+
+
+ad.primitive_jvps[freeze_p] = _freeze_jvp
+ad.primitive_transposes[freeze_p] = _freeze_transpose
+batching.primitive_batchers[freeze_p] = lambda vals, dims: (freeze_p.bind(*vals), dims[0])
+discharge_rules[freeze_p] = lambda eqn, ins: ([None], [ins[0]])
+
+
+def freeze(ref):
+  """The array `ref` holds, as an immutable value; the ref's life ends (JAX's Ref guide: a
+  ref is frozen in the scope that created it)."""
+  _check_ref(ref, "freeze")
+  return freeze_p.bind(ref)
+
+
+# ----------------------------------------------------------------------------- get
+
+get_p = Primitive("get")
+
+
+def _check_indices(name, idx_avals):
+  for a in idx_avals:
+    if not (isinstance(a, ShapedArray) and a.shape == () and dtypes.is_integer(a.dtype)):
+      raise TypeError(f"`{name}` index operands must be integer scalars, got {a}")
+
+
+def _get_abstract_eval(ref_aval, *idx_avals, indexer):
+  if type(ref_aval) is not AbstractRef:
+    raise ValueError(f"`get` must be called on `Ref` types: {ref_aval}.")
+  _check_indices("get", idx_avals)
+  inner = ref_aval.inner_aval
+  return (ShapedArray(indexer.out_shape(), inner.dtype, inner.weak_type),
+          frozenset({effects_lib.ReadEffect(0)}))
+
+
+get_p.def_effectful_abstract_eval(_get_abstract_eval)
+
+
+def _get_jvp(primals, tangents, *, indexer):
+  ref, *idx = primals
+  out = get_p.bind(ref, *idx, indexer=indexer)
+  t_ref = tangents[0]
+  if type(t_ref) is ad.Zero:
+    return out, ad.Zero(get_aval(out).tangent_aval())
+  return out, get_p.bind(t_ref, *idx, indexer=indexer)
+
+
+def _get_transpose(ct, ct_ref, *idx, indexer):
+  if type(ct) is not ad.Zero:
+    addupdate_p.bind(ct_ref, ct, *idx, indexer=indexer)
+  return [None] * (1 + len(idx))
+
+
+def _get_discharge(eqn, ins):
+  x, *idx = ins
+  return [None] * len(ins), [read_value(x, idx, eqn.params["indexer"])]
+
+
+ad.primitive_jvps[get_p] = _get_jvp
+ad.primitive_transposes[get_p] = _get_transpose
+discharge_rules[get_p] = _get_discharge
+
+
+# ----------------------------------------------------------------------------- swap
+
+swap_p = Primitive("swap")
+
+
+def _check_value(name, ref_aval, val_aval, indexer, value_word="dtype"):
+  if type(ref_aval) is not AbstractRef:
+    raise ValueError(f"`{name}` must be called on `Ref` types: {ref_aval}.")
+  if type(val_aval) is AbstractRef:
+    raise ValueError("Cannot store a Ref into another Ref. Did you forget to load from it "
+                     "using `[...]`?")
+  expected = indexer.out_shape()
+  if val_aval.shape != expected:
+    transforms = "()" if indexer.is_full(ref_aval.shape) else f"({indexer},)"
+    raise ValueError(f"Invalid shape for `{name}`. Ref shape: {ref_aval.shape}. Expected "
+                     f"shape: {expected}. Value shape: {val_aval.shape}. Transforms: "
+                     f"{transforms}. ")
+  if val_aval.dtype != ref_aval.dtype:
+    raise ValueError(f"Invalid dtype for `{name}`. Ref dtype: {ref_aval.dtype}. Value "
+                     f"{value_word}: {val_aval.dtype}. ")
+
+
+def _swap_abstract_eval(ref_aval, val_aval, *idx_avals, indexer):
+  _check_value("swap", ref_aval, val_aval, indexer)
+  _check_indices("swap", idx_avals)
+  inner = ref_aval.inner_aval
+  return (ShapedArray(indexer.out_shape(), inner.dtype, inner.weak_type),
+          frozenset({effects_lib.WriteEffect(0)}))
+
+
+swap_p.def_effectful_abstract_eval(_swap_abstract_eval)
+
+
+def _nondiff_ref_error(ref):
+  return Exception(
+      "performing a set/swap operation with a differentiated value on a non-differentiated "
+      f"array reference of type {get_aval(ref)}. Move the array reference to be an argument "
+      "of the differentiated function?")
+
+
+def _swap_jvp(primals, tangents, *, indexer):
+  ref, val, *idx = primals
+  t_ref, t_val = tangents[:2]
+  if type(t_ref) is ad.Zero:
+    if type(t_val) is not ad.Zero:
+      raise _nondiff_ref_error(ref)
+    out = swap_p.bind(ref, val, *idx, indexer=indexer)
+    return out, ad.Zero(get_aval(out).tangent_aval())
+  out = swap_p.bind(ref, val, *idx, indexer=indexer)
+  t_out = swap_p.bind(t_ref, ad.instantiate_zeros(t_val), *idx, indexer=indexer)
+  return out, t_out
+
+
+def _swap_transpose(ct_old, ct_ref, val, *idx, indexer):
+  # old = r[idx]; r[idx] = val.  Backwards: the cotangent of `val` is what the cotangent
+  # ref holds at idx, and the old value's cotangent takes its place.
+  ct_old = ad.instantiate_zeros(ct_old)
+  ct_val = swap_p.bind(ct_ref, ct_old, *idx, indexer=indexer)
+  return [None, ct_val if ad.is_undefined_primal(val) else None] + [None] * len(idx)
+
+
+def _swap_discharge(eqn, ins):
+  x, val, *idx = ins
+  indexer = eqn.params["indexer"]
+  old = read_value(x, idx, indexer)
+  return [write_value(x, idx, indexer, val)] + [None] * (len(ins) - 1), [old]
+
+
+ad.primitive_jvps[swap_p] = _swap_jvp
+ad.primitive_transposes[swap_p] = _swap_transpose
+discharge_rules[swap_p] = _swap_discharge
+
+
+# ----------------------------------------------------------------------------- addupdate
+
+addupdate_p = Primitive("addupdate")
+addupdate_p.multiple_results = True
+
+
+def _addupdate_abstract_eval(ref_aval, val_aval, *idx_avals, indexer):
+  _check_value("addupdate", ref_aval, val_aval, indexer, value_word="shape")
+  _check_indices("addupdate", idx_avals)
+  return [], frozenset({effects_lib.AccumEffect(0)})
+
+
+addupdate_p.def_effectful_abstract_eval(_addupdate_abstract_eval)
+
+
+def _addupdate_jvp(primals, tangents, *, indexer):
+  ref, val, *idx = primals
+  t_ref, t_val = tangents[:2]
+  addupdate_p.bind(ref, val, *idx, indexer=indexer)
+  if type(t_ref) is ad.Zero:
+    if type(t_val) is not ad.Zero:
+      raise _nondiff_ref_error(ref)
+  elif type(t_val) is not ad.Zero:
+    addupdate_p.bind(t_ref, t_val, *idx, indexer=indexer)
+  return [], []
+
+
+def _addupdate_transpose(cts, ct_ref, val, *idx, indexer):
+  ct_val = get_p.bind(ct_ref, *idx, indexer=indexer) if ad.is_undefined_primal(val) else None
+  return [None, ct_val] + [None] * len(idx)
+
+
+def _addupdate_discharge(eqn, ins):
+  from minijax.lax import elementwise
+  x, val, *idx = ins
+  indexer = eqn.params["indexer"]
+  new = write_value(x, idx, indexer, elementwise.add(read_value(x, idx, indexer), val))
+  return [new] + [None] * (len(ins) - 1), []
+
+
+ad.primitive_jvps[addupdate_p] = _addupdate_jvp
+ad.primitive_transposes[addupdate_p] = _addupdate_transpose
+discharge_rules[addupdate_p] = _addupdate_discharge
+
+
+# ----------------------------------------------------------------------------- batching
+
+def _vmapped_value_error(ref):
+  return Exception(
+      "performing a set/swap operation with vmapped value on an unbatched array reference "
+      f"of type {get_aval(ref)}. Move the array reference to be an argument to the vmapped "
+      "function?")
+
+
+def _batch_state(prim, vals, dims, indexer, n_vals):
+  """The batching rule of get (n_vals=0), swap and addupdate (n_vals=1)."""
+  ref, vs, idx = vals[0], vals[1:1 + n_vals], vals[1 + n_vals:]
+  ref_d, v_ds, idx_ds = dims[0], dims[1:1 + n_vals], dims[1 + n_vals:]
+  size = batching._rule_axis_size()
+  if ref_d is None:
+    if n_vals and any(d is not None for d in (*v_ds, *idx_ds)):
+      raise _vmapped_value_error(ref)
+    # get of an unbatched ref at batched indices: read per lane from the whole value
+    whole = get_p.bind(ref, indexer=_full_indexer(ref.aval.shape))
+    return _per_lane_read(whole, None, idx, idx_ds, indexer, size)
+  if ref_d == 0 and all(d is None for d in idx_ds):
+    batched = Indexer((Ix(0, size, False, False), *indexer))
+    vs = [batching.bdim_at_front(v, d, size) for v, d in zip(vs, v_ds)]
+    out = prim.bind(ref, *vs, *idx, indexer=batched)
+    return out, (0 if prim is not addupdate_p else [])
+  # the general case: per lane, on the whole value
+  full = _full_indexer(ref.aval.shape)
+  whole = get_p.bind(ref, indexer=full)
+  if prim is get_p:
+    return _per_lane_read(whole, ref_d, idx, idx_ds, indexer, size)
+
+  def lane(x, v, *i):
+    old = read_value(x, i, indexer)
+    if prim is addupdate_p:
+      from minijax.lax import elementwise
+      v = elementwise.add(old, v)
+    return [write_value(x, i, indexer, v), old]
+  new, old = batching.vmap_flat(lane, [ref_d, v_ds[0], *idx_ds], [ref_d, 0], size,
+                                [whole, vs[0], *idx])
+  swap_p.bind(ref, new, indexer=full)
+  return (old, 0) if prim is swap_p else ([], [])
+
+
+def _per_lane_read(whole, d, idx, idx_ds, indexer, size):
+  out, = batching.vmap_flat(lambda x, *i: [read_value(x, i, indexer)], [d, *idx_ds], [0],
+                            size, [whole, *idx])
+  return out, 0
+
+
+batching.primitive_batchers[get_p] = (
+    lambda vals, dims, *, indexer: _batch_state(get_p, vals, dims, indexer, 0))
+batching.primitive_batchers[swap_p] = (
+    lambda vals, dims, *, indexer: _batch_state(swap_p, vals, dims, indexer, 1))
+batching.primitive_batchers[addupdate_p] = (
+    lambda vals, dims, *, indexer: _batch_state(addupdate_p, vals, dims, indexer, 1))
+
+
+# ----------------------------------------------------------------------------- the surface
+
+def _check_ref(ref, name):
+  if not isinstance(ref, Ref):
+    raise TypeError(f"{name} takes a Ref, got {type(ref).__name__}")
+
+
+def _value_for(ref, value, name):
+  """`value` as an operand of a write into `ref`: Python scalars take the ref's dtype."""
+  if isinstance(value, (bool, int, float, complex)) and not isinstance(value, Tracer):
+    value = np.asarray(value, ref.dtype)
+  elif isinstance(value, (np.ndarray, np.generic)):
+    value = np.asarray(value)
+  return value
+
+
+def get(ref, idx=()):
+  """`ref[idx]`: the part of the array `ref` holds that `idx` selects."""
+  _check_ref(ref, "get")
+  indexer, operands = parse_index(ref.shape, idx)
+  return get_p.bind(ref, *operands, indexer=indexer)
+
+
+def swap(ref, idx, value):
+  """Writes `value` at `ref[idx]` and returns what was there."""
+  _check_ref(ref, "swap")
+  indexer, operands = parse_index(ref.shape, idx)
+  return swap_p.bind(ref, _value_for(ref, value, "swap"), *operands, indexer=indexer)
+
+
+def set(ref, idx, value) -> None:  # noqa: A001
+  """`ref[idx] = value`."""
+  swap(ref, idx, value)
+
+
+def addupdate(ref, idx, value) -> None:
+  """Adds `value` into `ref[idx]` (an accumulation: it transposes to a read)."""
+  _check_ref(ref, "addupdate")
+  indexer, operands = parse_index(ref.shape, idx)
+  addupdate_p.bind(ref, _value_for(ref, value, "addupdate"), *operands, indexer=indexer)
+
+
+def _ref_getitem(self, idx):
+  return get(self, idx)
+
+
+def _ref_setitem(self, idx, value):
+  swap(self, idx, value)
+
+
+def _install(cls) -> None:
+  cls.__getitem__ = _ref_getitem
+  cls.__setitem__ = _ref_setitem
+  cls.get = lambda self, idx=(): get(self, idx)
+  cls.set = lambda self, value, idx=(): set(self, idx, value)
+  cls.swap = lambda self, value, idx=(): swap(self, idx, value)
+  cls.addupdate = lambda self, value, idx=(): addupdate(self, idx, value)
+  cls.freeze = lambda self: freeze(self)
+
+
+_install(Ref)
+
+
+def ref_getitem(tracer, idx) -> Any:
+  """`tracer[idx]` for a traced ref (the numpy layer sends ref tracers here)."""
+  return get(tracer, idx)
+
+
+def ref_setitem(tracer, idx, value) -> None:
+  swap(tracer, idx, value)
+
+
+# ----------------------------------------------------------------------------- traced refs
+
+def fun_description(fun) -> str:
+  """`f at FILE:LINE`, as JAX names a traced function in its errors about refs."""
+  fun = getattr(fun, "__wrapped__", fun)
+  code = getattr(fun, "__code__", None)
+  name = getattr(fun, "__name__", repr(fun))
+  return f"{name} at {code.co_filename}:{code.co_firstlineno}" if code else name
+
+
+def check_no_returned_refs(fun, what: str, jaxpr, arg_names=None, out_paths=None) -> None:
+  """JAX's error for a traced function (`what`: jit, scan, fori_loop, while_body, cond)
+  that returns a ref: refs cannot leave the function that was traced."""
+  for i, v in enumerate(jaxpr.outvars):
+    aval = v.aval
+    if type(aval) is not AbstractRef:
+      continue
+    where = ""
+    if out_paths is not None:
+      where = f" at output tree path {out_paths[i]}"
+    if v in jaxpr.invars:
+      k = jaxpr.invars.index(v)
+      name = arg_names[k] if arg_names and k < len(arg_names) else f"args[{k}]"
+      origin = f"was passed in as the argument {name}"
+    elif v in jaxpr.constvars:
+      origin = "was closed over by the function"
+    else:
+      src = next((e.source_info for e in jaxpr.eqns if v in e.outvars), None)
+      origin = (f"was created on line {src.file}:{src.line} ({src.function})" if src
+                else "was created inside the function")
+    raise ValueError(
+        f"function {fun_description(fun)} traced for {what} returned a mutable array "
+        f"reference of type {aval}{where}, but mutable array references cannot be returned."
+        f"\n\nThe returned mutable array {origin}.")
+
+
+def check_ref_arguments(fun, what: str, args, arg_names, consts=()) -> None:
+  """JAX's errors for a ref passed twice, or closed over and passed, to a traced function."""
+  seen: dict[int, int] = {}
+  const_ids = {id(c) for c in consts if isinstance(c, Ref)}
+  for k, x in enumerate(args):
+    if not isinstance(x, Ref):
+      continue
+    name = arg_names[k] if arg_names and k < len(arg_names) else f"args[{k}]"
+    if id(x) in seen:
+      j = seen[id(x)]
+      first = arg_names[j] if arg_names and j < len(arg_names) else f"args[{j}]"
+      raise ValueError(
+          "only one reference to a mutable array may be passed as an argument to a function, "
+          f"but when tracing {fun_description(fun)} for {what} the mutable array reference of "
+          f"type {get_aval(x)} appeared at both {first} and {name}.")
+    if id(x) in const_ids:
+      raise ValueError(
+          f"when tracing {fun_description(fun)} for {what}, a mutable array reference of type "
+          f"{get_aval(x)} was both closed over and passed as the argument {name}")
+    seen[id(x)] = k
