@@ -107,7 +107,7 @@ def _discharge(closed: ClosedJaxpr) -> ClosedJaxpr:
     return [*outs, *finals]
 
   in_avals = [value_aval(v.aval) for v in jaxpr.invars]
-  new, consts = pe.trace_to_jaxpr_dynamic(pure, in_avals, jaxpr.debug_info)
+  new, consts = pe.trace_to_jaxpr_dynamic(pure, in_avals)
   return ClosedJaxpr(new, consts)
 
 

@@ -48,42 +48,47 @@ _MUTABLE = frozenset({effects_lib.internal_mutable_array_effect})
 
 class Ix(NamedTuple):
   """One dimension of an index: `start` (an int, or the position of a dynamic operand
-  among the index operands when `dynamic`), how many elements `size`, and whether the
-  dimension goes (`squeeze`, an integer index)."""
+  among the index operands when `dynamic`), how many elements `size`, whether the
+  dimension goes (`squeeze`, an integer index), and whether it is the whole dimension."""
   start: int
   size: int
   squeeze: bool
   dynamic: bool
+  full: bool = False
 
 
 class Indexer(tuple):
   """One `Ix` per dimension of the ref; a hashable param of get/swap/addupdate."""
 
-  def is_full(self, shape) -> bool:
-    return all(not ix.dynamic and not ix.squeeze and ix.start == 0 and ix.size == n
-               for ix, n in zip(self, shape))
+  def is_full(self, shape=None) -> bool:
+    return all(ix.full for ix in self)
 
   def out_shape(self) -> tuple:
     return tuple(ix.size for ix in self if not ix.squeeze)
 
   def __str__(self):
+    if self.is_full():
+      return "[...]"
     parts = []
     for ix in self:
       start = f"i{ix.start}" if ix.dynamic else str(ix.start)
-      if ix.squeeze:
+      if ix.full:
+        parts.append(":")
+      elif ix.squeeze:
         parts.append(start)
       elif ix.dynamic:
         parts.append(f"{start}:{start}+{ix.size}")
       else:
         parts.append(f"{start}:{ix.start + ix.size}")
-    return "[" + ", ".join(parts) + "]" if any(
-        ix.squeeze or ix.dynamic or ix.start for ix in self) or not self else "[...]"
+    while parts and parts[-1] == ":":
+      parts.pop()
+    return "[" + ", ".join(parts) + "]"
 
   __repr__ = __str__
 
 
 def _full_indexer(shape) -> Indexer:
-  return Indexer(Ix(0, n, False, False) for n in shape)
+  return Indexer(Ix(0, n, False, False, True) for n in shape)
 
 
 def _is_int_scalar(x) -> bool:
@@ -118,7 +123,8 @@ def parse_index(shape: tuple, idx) -> tuple[Indexer, list]:
         raise NotImplementedError(
             f"refs are indexed by slices with static bounds and step 1, got {i}; read the "
             "whole ref (`r[...]`) and slice the array instead")
-      dims.append(Ix(start, max(stop - start, 0), False, False))
+      size = max(stop - start, 0)
+      dims.append(Ix(start, size, False, False, start == 0 and size == n))
     elif isinstance(i, (int, np.integer)) and not isinstance(i, (bool, np.bool_)):
       i = int(i)
       if not -n <= i < n:
@@ -131,7 +137,7 @@ def parse_index(shape: tuple, idx) -> tuple[Indexer, list]:
       raise NotImplementedError(
           f"refs are indexed by integers, slices and `...`; got {type(i).__name__} "
           f"{i!r:.40}. Read the whole ref (`r[...]`) and index the array instead")
-  dims.extend(Ix(0, n, False, False) for n in shape[len(dims):])
+  dims.extend(Ix(0, n, False, False, True) for n in shape[len(dims):])
   return Indexer(dims), operands
 
 
@@ -461,11 +467,14 @@ def _vmapped_value_error(ref):
       "function?")
 
 
-def _batch_state(prim, vals, dims, indexer, n_vals):
-  """The batching rule of get (n_vals=0), swap and addupdate (n_vals=1)."""
+def _batch_state(prim, size, vals, dims, indexer, n_vals):
+  """The batching rule of get (n_vals=0), swap and addupdate (n_vals=1), consulted even
+  when nothing is batched (it is a `collective_batchers` entry, for the axis size)."""
   ref, vs, idx = vals[0], vals[1:1 + n_vals], vals[1 + n_vals:]
   ref_d, v_ds, idx_ds = dims[0], dims[1:1 + n_vals], dims[1 + n_vals:]
-  size = batching._rule_axis_size()
+  if all(d is None for d in dims):
+    out = prim.bind(*vals, indexer=indexer)
+    return out, ([] if prim is addupdate_p else None)
   if ref_d is None:
     if n_vals and any(d is not None for d in (*v_ds, *idx_ds)):
       raise _vmapped_value_error(ref)
@@ -473,7 +482,7 @@ def _batch_state(prim, vals, dims, indexer, n_vals):
     whole = get_p.bind(ref, indexer=_full_indexer(ref.aval.shape))
     return _per_lane_read(whole, None, idx, idx_ds, indexer, size)
   if ref_d == 0 and all(d is None for d in idx_ds):
-    batched = Indexer((Ix(0, size, False, False), *indexer))
+    batched = Indexer((Ix(0, size, False, False, True), *indexer))
     vs = [batching.bdim_at_front(v, d, size) for v, d in zip(vs, v_ds)]
     out = prim.bind(ref, *vs, *idx, indexer=batched)
     return out, (0 if prim is not addupdate_p else [])
@@ -501,12 +510,10 @@ def _per_lane_read(whole, d, idx, idx_ds, indexer, size):
   return out, 0
 
 
-batching.primitive_batchers[get_p] = (
-    lambda vals, dims, *, indexer: _batch_state(get_p, vals, dims, indexer, 0))
-batching.primitive_batchers[swap_p] = (
-    lambda vals, dims, *, indexer: _batch_state(swap_p, vals, dims, indexer, 1))
-batching.primitive_batchers[addupdate_p] = (
-    lambda vals, dims, *, indexer: _batch_state(addupdate_p, vals, dims, indexer, 1))
+for _prim, _n in ((get_p, 0), (swap_p, 1), (addupdate_p, 1)):
+  batching.collective_batchers[_prim] = (
+      lambda name, size, vals, dims, *, indexer, _prim=_prim, _n=_n:
+      _batch_state(_prim, size, vals, dims, indexer, _n))
 
 
 # ----------------------------------------------------------------------------- the surface

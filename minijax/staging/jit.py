@@ -44,6 +44,7 @@ from minijax.interpreters.discharge import jaxpr_has_state
 from minijax.core.state import AbstractRef, Ref
 from minijax.lax import state as lax_state
 from minijax.lax.call import jit_p
+from minijax.lax.control_flow import refs as control_flow_refs
 from minijax.lowering.mlir import lower_jaxpr_to_module
 from minijax.runtime import backend
 from minijax.runtime.array import Array, device_put
@@ -229,6 +230,14 @@ class JitWrapped:
       outs = executable(*traced.consts, *flat)
       if config.debug_nans:
         compiler.check_nans_in_jaxpr(traced.jaxpr, [*traced.consts, *flat], outs, self._name)
+      return traced.out_tree.unflatten(outs)
+    if jaxpr_has_state(traced.jaxpr.jaxpr):  # refs: the jit_p equation holds values
+      donated = tuple(d and type(a) is not AbstractRef
+                      for d, a in zip(traced.donated, traced.jaxpr.in_avals))
+      outs = control_flow_refs.call_with_refs(
+          [traced.jaxpr], [*traced.consts, *flat], "jit",
+          lambda pure, ops: jit_p.bind(*ops, jaxpr=pure[0], name=self._name,
+                                       donated_invars=donated, device=self._device))
       return traced.out_tree.unflatten(outs)
     outs = jit_p.bind(*traced.consts, *flat, jaxpr=traced.jaxpr, name=self._name,
                       donated_invars=traced.donated, device=self._device)

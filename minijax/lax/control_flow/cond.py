@@ -20,6 +20,9 @@ import numpy as np
 from jaxlib.mlir import ir
 from jaxlib.mlir.dialects import mhlo
 
+from minijax.interpreters.discharge import jaxpr_has_state
+from minijax.lax import state as lax_state
+from minijax.lax.control_flow import refs
 from minijax import tree_util
 from minijax.core import dtypes, pretty
 from minijax.core.avals import get_aval
@@ -81,6 +84,13 @@ def _bind_cond(index, funs, operands, names, what):
   for jaxpr, tree in traced[1:]:
     common.check_tree_and_avals(what, out_tree, traced[0][0].out_avals, tree, jaxpr.out_avals)
   branches, all_consts = common.join_consts([t[0] for t in traced])
+  if any(jaxpr_has_state(b.jaxpr) for b in branches):  # refs: discharged now (refs.py)
+    for (b, _), f in zip(traced, funs):
+      lax_state.check_no_returned_refs(f, "cond", b.jaxpr)
+    outs = refs.call_with_refs(
+        branches, [*all_consts, *flat], "cond",
+        lambda pure, ops: cond_p.bind(index, *ops, branches=tuple(pure)))
+    return tree_util.tree_unflatten(out_tree, outs)
   outs = cond_p.bind(index, *all_consts, *flat, branches=tuple(branches))
   return tree_util.tree_unflatten(out_tree, outs)
 

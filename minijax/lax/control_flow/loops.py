@@ -26,6 +26,9 @@ import numpy as np
 from jaxlib.mlir import ir
 from jaxlib.mlir.dialects import mhlo
 
+from minijax.interpreters.discharge import jaxpr_has_state
+from minijax.lax import state as lax_state
+from minijax.lax.control_flow import refs
 from minijax import tree_util
 from minijax.core import dtypes, pretty
 from minijax.core.avals import ShapedArray, get_aval
@@ -61,6 +64,11 @@ def while_loop(cond_fun: Callable, body_fun: Callable, init_val):
     if not weak_only:
       break
     avals = common.strong(avals)
+  if jaxpr_has_state(cond_jaxpr.jaxpr) or jaxpr_has_state(body_jaxpr.jaxpr):
+    lax_state.check_no_returned_refs(body_fun, "while_body", body_jaxpr.jaxpr)
+    outs = refs.while_with_refs(while_loop, cond_jaxpr, cond_consts, body_jaxpr, body_consts,
+                                flat)
+    return tree_util.tree_unflatten(body_tree, outs)
   outs = while_p.bind(*cond_consts, *body_consts, *flat, cond_jaxpr=cond_jaxpr,
                       body_jaxpr=body_jaxpr, cond_nconsts=len(cond_consts),
                       body_nconsts=len(body_consts))

@@ -20,6 +20,9 @@ import numpy as np
 from jaxlib.mlir import ir
 from jaxlib.mlir.dialects import mhlo
 
+from minijax.interpreters.discharge import jaxpr_has_state
+from minijax.lax import state as lax_state
+from minijax.lax.control_flow import refs
 from minijax import tree_util
 from minijax.core import pretty
 from minijax.core.effects import must_keep
@@ -82,6 +85,11 @@ def scan(f: Callable, init, xs=None, length: int | None = None, reverse: bool = 
     if not weak_only:
       break
     carry_avals = common.strong(carry_avals)
+  if jaxpr_has_state(jaxpr.jaxpr):  # refs: discharged now (control_flow/refs.py)
+    lax_state.check_no_returned_refs(f, "scan", jaxpr.jaxpr)
+    carry, ys = refs.scan_with_refs(scan, jaxpr, consts, init_flat, x_flat, length=length,
+                                    reverse=reverse, num_carry=num_carry)
+    return (tree_util.tree_unflatten(carry_tree, carry), tree_util.tree_unflatten(y_tree, ys))
   operands = [*consts, *init_flat, *x_flat]
   outs = scan_p.bind(*operands, jaxpr=jaxpr, num_consts=len(consts), num_carry=num_carry,
                      length=length, reverse=bool(reverse), linear=(False,) * len(operands))
