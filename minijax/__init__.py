@@ -25,6 +25,8 @@ from minijax import sharding
 from minijax import distributed
 from minijax.callbacks import pure_callback
 from minijax import debug
+from minijax import ref, ad, effects
+from minijax.ref import Ref, new_ref, freeze, empty_ref, free_ref
 
 __version__ = "0.1.0"
 from minijax import random  # noqa: E402

@@ -8,6 +8,7 @@ axis, so no reshapes are needed.
 """
 from __future__ import annotations
 
+import dataclasses
 import functools
 from typing import Callable
 
@@ -163,10 +164,64 @@ def vjp(fun: Callable, *primals, has_aux: bool = False):
     cts = vjp_flat([*flat_ct, *(ad.Zero(a.tangent_aval()) for a in aux_avals)])
     return in_tree.unflatten([_instantiate(c) for c in cts])
 
+  vjp_fn.with_refs = functools.partial(_vjp_with_refs, vjp_fn, primals)
   out = out_tree.unflatten(outs[:n])
   if has_aux:
     return out, vjp_fn, box["aux_tree"].unflatten(outs[n:])
   return out, vjp_fn
+
+
+# What `vjp(...)`'s function `.with_refs(*entries)` takes, one entry per primal (or a
+# pytree of entries matching it): a `Ref`, into which the cotangent is accumulated
+# (`GradRef()` stands in its place in the result), `GradValue()` (the cotangent is
+# returned) or `DontWant()` (`DidntWant()` is returned).
+
+@dataclasses.dataclass(frozen=True)
+class GradValue:
+  pass
+
+
+@dataclasses.dataclass(frozen=True)
+class GradRef:
+  pass
+
+
+@dataclasses.dataclass(frozen=True)
+class DontWant:
+  pass
+
+
+@dataclasses.dataclass(frozen=True)
+class DidntWant:
+  pass
+
+
+tree_util.register_pytree_node(GradRef, lambda x: ((), None), lambda _, __: GradRef())
+tree_util.register_pytree_node(DidntWant, lambda x: ((), None), lambda _, __: DidntWant())
+
+
+def _vjp_with_refs(vjp_fn, primals, *entries):
+  if len(entries) != len(primals):
+    raise TypeError(f"with_refs takes one entry per primal ({len(primals)}), got "
+                    f"{len(entries)}")
+  is_entry = lambda x: isinstance(x, (GradValue, DontWant, lax.state.Ref))  # noqa: E731
+  for e in tree_util.tree_leaves(entries, is_leaf=is_entry):
+    if not is_entry(e):
+      raise TypeError(f"with_refs entries are Refs, GradValue() or DontWant(), got {e!r:.60}")
+
+  def apply(entry, ct):
+    if isinstance(entry, DontWant):
+      return DidntWant()
+    if isinstance(entry, GradValue):
+      return ct
+    lax.state.addupdate(entry, ..., ct)
+    return GradRef()
+
+  def pullback(ct):
+    cts = vjp_fn(ct)
+    return tuple(apply(e, c) if is_entry(e) else tree_util.tree_map(apply, e, c, is_leaf=is_entry)
+                 for e, c in zip(entries, cts))
+  return pullback
 
 
 def _is_complex(dtype) -> bool:

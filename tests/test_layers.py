@@ -28,7 +28,7 @@ FLOORS: list[tuple[str, ...]] = [
     ("api",),                                 # the transformations
     ("numpy", "experimental", "random", "nn", "scipy", "example_libraries", "sharding",
      "distributed", "launch", "debug", "callbacks", "placement", "test_util", "errors", "dtypes",
-     "tree"),
+     "tree", "ref", "ad", "effects"),
     ("minijax",),                             # the package itself
     ("bench",),                               # the benchmark
 ]

@@ -20,11 +20,13 @@ add_any: Callable[[Any, Any], Any] = _not_installed      # add_any(x, y): tangen
 broadcast_in_dim: Callable[..., Any] = _not_installed    # broadcast_in_dim(x, shape, dims)
 transpose: Callable[[Any, tuple], Any] = _not_installed  # transpose(x, permutation)
 new_ref: Callable[[Any], Any] = _not_installed           # new_ref(x) -> a Ref holding x
+freeze: Callable[[Any], Any] = _not_installed            # freeze(ref) -> the array it holds
 
 
 def install(**ops: Callable) -> None:
-  """Installs `zeros`, `add_any`, `broadcast_in_dim`, `transpose` and `new_ref`."""
-  unknown = set(ops) - {"zeros", "add_any", "broadcast_in_dim", "transpose", "new_ref"}
+  """Installs `zeros`, `add_any`, `broadcast_in_dim`, `transpose`, `new_ref`, `freeze`."""
+  unknown = set(ops) - {"zeros", "add_any", "broadcast_in_dim", "transpose", "new_ref",
+                        "freeze"}
   if unknown:
     raise TypeError(f"unknown array operations {sorted(unknown)}")
   globals().update(ops)

@@ -101,7 +101,13 @@ def backward_pass(jaxpr: Jaxpr, consts: Sequence[Any], args: Sequence[Any],
       if is_undefined_primal(x):
         write_ct(atom, ct)
 
-  return [(ct_env.get(v, Zero(v.aval)) if is_undefined_primal(a) else None)
+  def input_ct(v):
+    ct = ct_env.get(v, Zero(v.aval))
+    if type(v.aval) is AbstractRef:  # a ref input's cotangent: its initial value's
+      return Zero(v.aval.inner_aval) if type(ct) is Zero else array_ops.freeze(ct)
+    return ct
+
+  return [(input_ct(v) if is_undefined_primal(a) else None)
           for v, a in zip(jaxpr.invars, args)]
 
 

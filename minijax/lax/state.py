@@ -149,7 +149,7 @@ def _normalize_index(i, n: int):
 
 
 def _starts(indexer: Indexer, idx_vals):
-  return [idx_vals[ix.start] if ix.dynamic else ix.start for ix in indexer]
+  return [idx_vals[ix.start] if ix.dynamic else np.int32(ix.start) for ix in indexer]
 
 
 def read_value(x, idx_vals, indexer: Indexer):
@@ -644,3 +644,9 @@ def check_ref_arguments(fun, what: str, args, arg_names, consts=()) -> None:
           f"when tracing {fun_description(fun)} for {what}, a mutable array reference of type "
           f"{get_aval(x)} was both closed over and passed as the argument {name}")
     seen[id(x)] = k
+
+
+def convert_for(aval: ShapedArray, x):
+  """`x` as a value of type `aval` (a ref's contents: Python scalars take its dtype)."""
+  x = misc.convert_element_type(x, aval.dtype) if get_aval(x).dtype != aval.dtype else x
+  return x
