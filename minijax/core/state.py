@@ -14,7 +14,6 @@ The operators of `Ref` (`r[i]`, `r[i] = v`, `r.addupdate`) are installed by
 """
 from __future__ import annotations
 
-from minijax.core import dtypes
 from minijax.core.avals import AbstractValue, ShapedArray
 
 
@@ -88,16 +87,9 @@ class Ref(metaclass=_RefMeta):
     return np.asarray(self._buf, dtype=dtype)
 
   def __repr__(self):
+    if self._buf is None:
+      return f"Ref(<frozen>, {self._aval})"
     text = repr(self._buf)
     return "Ref" + text[text.index("("):] if "(" in text else f"Ref({text})"
 
   __hash__ = object.__hash__
-
-
-def ref_aval_of(value_aval: ShapedArray) -> AbstractRef:
-  return AbstractRef(value_aval)
-
-
-def check_dtype_ok(aval) -> None:
-  if not isinstance(aval, ShapedArray) or aval.dtype == dtypes.float0:
-    raise TypeError(f"a ref holds an array, not a value of type {aval}")

@@ -28,7 +28,7 @@ from __future__ import annotations
 from typing import Any, Callable, Sequence
 
 from minijax.core import caches
-from minijax.core.effects import needs_discharge
+from minijax.core.effects import internal_mutable_array_effect, needs_discharge
 from minijax.core.jaxpr import ClosedJaxpr, Jaxpr, JaxprEqn, Literal, _add_eqn_note
 from minijax.core.state import AbstractRef
 
@@ -68,10 +68,13 @@ def eval_discharged(jaxpr: Jaxpr, consts: Sequence[Any], args: Sequence[Any]):
     raise TypeError(f"jaxpr takes {len(jaxpr.invars)} arguments, got {len(args)}")
   env.update(zip(jaxpr.constvars, consts))
   env.update(zip(jaxpr.invars, args))
+  inputs = {*jaxpr.constvars, *jaxpr.invars}
+  frozen: set = set()
   for eqn in jaxpr.eqns:
     ins = [read(a) for a in eqn.invars]
     try:
       if eqn_has_state(eqn):
+        _check_lifetime(eqn, inputs, frozen)
         rule = discharge_rules.get(eqn.primitive)
         if rule is None:
           raise NotImplementedError(
@@ -93,6 +96,24 @@ def eval_discharged(jaxpr: Jaxpr, consts: Sequence[Any], args: Sequence[Any]):
   outs = [read(v) for v in jaxpr.outvars]
   finals = [env[v] for v in (*jaxpr.constvars, *jaxpr.invars) if type(v.aval) is AbstractRef]
   return outs, finals
+
+
+def _check_lifetime(eqn: JaxprEqn, inputs: set, frozen: set) -> None:
+  """A ref ends at `freeze`, which only the scope that created it may call (the equation
+  that freezes is the one with `InternalMutableArrayEffect` and a ref operand)."""
+  refs = [a for a in eqn.invars if type(a.aval) is AbstractRef]
+  for a in refs:
+    if a in frozen:
+      raise ValueError(f"a ref of type {a.aval} is used by `{eqn.primitive}` after it was "
+                       "frozen: `freeze` ends a ref's life; read it with `r[...]` instead "
+                       "to keep using it")
+  if refs and internal_mutable_array_effect in eqn.effects:
+    if refs[0] in inputs:
+      raise ValueError(
+          f"`freeze` of a ref of type {refs[0].aval} that the traced function did not create: "
+          "a ref can only be frozen in the scope that created it (pass or return its value, "
+          "`r[...]`, instead)")
+    frozen.add(refs[0])
 
 
 def _discharge(closed: ClosedJaxpr) -> ClosedJaxpr:

@@ -289,6 +289,9 @@ def freeze(ref):
   """The array `ref` holds, as an immutable value; the ref's life ends (JAX's Ref guide: a
   ref is frozen in the scope that created it)."""
   _check_ref(ref, "freeze")
+  if type(ref) is RefView:
+    raise TypeError("freeze takes a ref, not a row of one (a scan over a ref gives its body "
+                    "rows): read the row with `x[...]`")
   return freeze_p.bind(ref)
 
 
@@ -523,18 +526,48 @@ def _check_ref(ref, name):
     raise TypeError(f"{name} takes a Ref, got {type(ref).__name__}")
 
 
+class RefView:
+  """Row `index` of the ref `base`, usable as a ref (what `scan` over a ref's leading
+  axis gives its body): reads and writes go to `base[index, ...]`."""
+  __slots__ = ("base", "index")
+
+  def __init__(self, base, index):
+    self.base, self.index = base, index
+
+  @property
+  def aval(self):
+    inner = self.base.aval.inner_aval
+    return AbstractRef(ShapedArray(inner.shape[1:], inner.dtype, inner.weak_type))
+
+  shape = property(lambda self: self.aval.shape)
+  dtype = property(lambda self: self.aval.dtype)
+  ndim = property(lambda self: len(self.aval.shape))
+
+  def __repr__(self):
+    return f"RefView({self.aval}, row of {self.base.aval})"
+
+
+def _resolve(ref, idx):
+  """`(the ref to index, the index)`, looking through views."""
+  if type(ref) is RefView:
+    idx = idx if isinstance(idx, tuple) else (idx,)
+    return ref.base, (ref.index, *idx)
+  return ref, idx
+
+
 def _value_for(ref, value, name):
-  """`value` as an operand of a write into `ref`: Python scalars take the ref's dtype."""
-  if isinstance(value, (bool, int, float, complex)) and not isinstance(value, Tracer):
-    value = np.asarray(value, ref.dtype)
-  elif isinstance(value, (np.ndarray, np.generic)):
-    value = np.asarray(value)
+  """`value` as an operand of a write: any array value (never converted: a write with
+  another dtype is JAX's error, as is one of another shape)."""
+  if isinstance(value, (list, tuple)):
+    raise TypeError(f"{name}: the value written into a ref must be an array, got "
+                    f"{type(value).__name__}")
   return value
 
 
 def get(ref, idx=()):
   """`ref[idx]`: the part of the array `ref` holds that `idx` selects."""
   _check_ref(ref, "get")
+  ref, idx = _resolve(ref, idx)
   indexer, operands = parse_index(ref.shape, idx)
   return get_p.bind(ref, *operands, indexer=indexer)
 
@@ -542,6 +575,7 @@ def get(ref, idx=()):
 def swap(ref, idx, value):
   """Writes `value` at `ref[idx]` and returns what was there."""
   _check_ref(ref, "swap")
+  ref, idx = _resolve(ref, idx)
   indexer, operands = parse_index(ref.shape, idx)
   return swap_p.bind(ref, _value_for(ref, value, "swap"), *operands, indexer=indexer)
 
@@ -554,6 +588,7 @@ def set(ref, idx, value) -> None:  # noqa: A001
 def addupdate(ref, idx, value) -> None:
   """Adds `value` into `ref[idx]` (an accumulation: it transposes to a read)."""
   _check_ref(ref, "addupdate")
+  ref, idx = _resolve(ref, idx)
   indexer, operands = parse_index(ref.shape, idx)
   addupdate_p.bind(ref, _value_for(ref, value, "addupdate"), *operands, indexer=indexer)
 
@@ -577,6 +612,7 @@ def _install(cls) -> None:
 
 
 _install(Ref)
+_install(RefView)
 
 
 def ref_getitem(tracer, idx) -> Any:

@@ -136,6 +136,9 @@ class StatefulCall:
                         f"{type(ref).__name__}")
       refs.append(ref)
       args[i] = ref._buf
+      if args[i] is None:
+        raise ValueError(f"a ref of type {ref.aval} is used after it was frozen: `freeze` "
+                         "ends a ref's life; read it with `r[...]` to keep using it")
     outs = self.fn(*args)
     n = self.n_out
     for ref, new, copy in zip(refs, outs[n:], self.copy):
@@ -209,7 +212,14 @@ def _new_ref_impl(x, *, kind, memory_space):
   return Ref(array_lib.copy_array(x), AbstractRef(x.aval))
 
 
-freeze_p.def_impl(lambda ref: array_lib.copy_array(ref._buf))
+@freeze_p.def_impl
+def _freeze_impl(ref):
+  """The ref's buffer, handed over: the ref is dead afterwards."""
+  buf = ref._buf
+  if buf is None:
+    raise ValueError(f"freeze of a ref of type {ref.aval} that was frozen already")
+  ref._buf = None
+  return buf
 
 
 # ----------------------------------------------------------------------------- eager primitives

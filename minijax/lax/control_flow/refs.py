@@ -132,3 +132,26 @@ def while_with_refs(while_loop: Callable, cond_jaxpr: ClosedJaxpr, cond_consts,
   for r, v in zip(refs, ref_vals):
     _write(r, v)
   return list(carry_out)
+
+
+def scan_over_refs(scan: Callable, f: Callable, init, x_flat, x_tree, *, length: int,
+                   reverse: bool):
+  """`scan(f, init, xs)` where some leaves of `xs` are refs: the body gets, for each, a
+  view of the current row (`x[...]` reads it, `x[...] = v` writes it in place) instead of
+  a sliced value.  The refs are closed over; a counter picks the row."""
+  import numpy as np
+  from minijax.lax import elementwise
+  is_ref = [type(getattr(x, "aval", None)) is AbstractRef for x in x_flat]
+  values = [x for x, r in zip(x_flat, is_ref) if not r]
+
+  def body(carry, xs):
+    i, carry = carry
+    row = elementwise.sub(np.int32(length - 1), i) if reverse else i
+    it = iter(xs or ())
+    leaves = [state.RefView(x, row) if r else next(it) for x, r in zip(x_flat, is_ref)]
+    carry, y = f(carry, x_tree.unflatten(leaves))
+    return (elementwise.add(i, np.int32(1)), carry), y
+
+  (_, carry), ys = scan(body, (np.int32(0), init), values or None, length=length,
+                        reverse=reverse)
+  return carry, ys

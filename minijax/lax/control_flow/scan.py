@@ -23,6 +23,7 @@ from jaxlib.mlir.dialects import mhlo
 from minijax.interpreters.discharge import jaxpr_has_state
 from minijax.lax import state as lax_state
 from minijax.lax.control_flow import refs
+from minijax.core.state import AbstractRef
 from minijax import tree_util
 from minijax.core import pretty
 from minijax.core.effects import must_keep
@@ -65,6 +66,8 @@ def scan(f: Callable, init, xs=None, length: int | None = None, reverse: bool = 
     raise ValueError("scan got no values to scan over and `length` not provided.")
   else:
     length = sizes.pop()
+  if any(type(a) is AbstractRef for a in x_avals):  # scanning over a ref's rows
+    return refs.scan_over_refs(scan, f, init, x_flat, x_tree, length=length, reverse=reverse)
 
   init_flat, init_tree = tree_util.tree_flatten(init)
   carry_avals = [get_aval(x) for x in init_flat]
