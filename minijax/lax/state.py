@@ -27,7 +27,8 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from minijax.core import dtypes
+from minijax.core import dtypes, pretty
+from minijax.core.jaxpr import DropVar
 from minijax.core import effects as effects_lib
 from minijax.core.avals import ShapedArray, get_aval
 from minijax.core.primitive import Primitive
@@ -517,6 +518,43 @@ for _prim, _n in ((get_p, 0), (swap_p, 1), (addupdate_p, 1)):
   batching.collective_batchers[_prim] = (
       lambda name, size, vals, dims, *, indexer, _prim=_prim, _n=_n:
       _batch_state(_prim, size, vals, dims, indexer, _n))
+
+
+# ----------------------------------------------------------------------------- printing
+
+def _pp_ref(eqn, names, first_index: int) -> str:
+  """`c[1]`, `c[...]`, `c[a:a+2]`: the ref operand and its index, as JAX prints them."""
+  indexer = eqn.params["indexer"]
+  ref = names(eqn.invars[0])
+  if indexer.is_full():
+    return f"{ref}[...]"
+  parts = []
+  for ix in indexer:
+    start = names(eqn.invars[first_index + ix.start]) if ix.dynamic else str(ix.start)
+    if ix.full:
+      parts.append(":")
+    elif ix.squeeze:
+      parts.append(start)
+    else:
+      parts.append(f"{start}:{start}+{ix.size}" if ix.dynamic else f"{start}:{ix.start + ix.size}")
+  while parts and parts[-1] == ":":
+    parts.pop()
+  return f"{ref}[{', '.join(parts)}]"
+
+
+def _pp_swap(eqn, names) -> str:
+  where = _pp_ref(eqn, names, 2)
+  out = eqn.outvars[0]
+  if isinstance(out, DropVar):
+    return f"{where} <- {names(eqn.invars[1])}"
+  return f"{names.binder(out)}, {where} <- {where}, {names(eqn.invars[1])}"
+
+
+pretty.pp_eqn_rules[get_p] = lambda eqn, names: (
+    f"{names.binder(eqn.outvars[0])} <- {_pp_ref(eqn, names, 1)}")
+pretty.pp_eqn_rules[swap_p] = _pp_swap
+pretty.pp_eqn_rules[addupdate_p] = lambda eqn, names: (
+    f"{_pp_ref(eqn, names, 2)} += {names(eqn.invars[1])}")
 
 
 # ----------------------------------------------------------------------------- the surface
