@@ -547,3 +547,73 @@ def test_run_state_is_pure_under_jit_grad_jvp_and_vmap():
   close(vmap(lambda a: run((a, 0.))[1])(jnp.arange(3.)), 2 * np.sin(np.arange(3.)))
   closed = minijax.make_jaxpr(lambda a: run((a, 0.)))(1.)
   assert closed.effects == set()
+
+
+# ----------------------------------------------------------------------------- checkpoint, custom_vjp
+
+@pytest.mark.parametrize("jitted", [False, True])
+def test_checkpoint_writes_a_ref_once_and_never_replays_it_in_the_backward_pass(jitted):
+  x_ref = new_ref(1., kind="no_grad_no_remat")
+
+  @minijax.checkpoint
+  def f(y):
+    out = y * x_ref[...]
+    x_ref[...] += 1
+    return out
+  assert float(grad(jit(f) if jitted else f)(2.)) == 1.
+  assert float(x_ref[...]) == 2.
+
+
+@pytest.mark.parametrize("jitted", [False, True])
+def test_a_no_grad_ref_takes_differentiated_values_and_drops_their_tangents(jitted):
+  @minijax.checkpoint
+  def f(y, x_ref):
+    out = y * y
+    x_ref[...] += out
+    return out
+  x_ref = new_ref(1., kind="no_grad_no_remat")
+  assert float(grad(jit(f) if jitted else f)(2., x_ref)) == 4.
+  assert float(x_ref[...]) == 5.
+
+
+@pytest.mark.parametrize("jitted", [False, True])
+def test_a_custom_vjp_bwd_stashes_gradients_into_a_ref(jitted):
+  @minijax.custom_vjp
+  def stash(grads_ref, x):
+    return x
+  stash.defvjp(lambda grads_ref, x: (x, grads_ref),
+               lambda grads_ref, g: (grads_ref.__setitem__(..., g), (None, g))[1])
+
+  def primal(grads_ref, x):
+    x = jnp.sin(x)
+    x = stash(grads_ref, x)
+    return jnp.sin(x)
+  grads_ref = new_ref(jnp.float32(0.))
+  grad(jit(primal) if jitted else primal, 1)(grads_ref, jnp.float32(1.))
+  close(grads_ref[...], 0.66636676)  # cos(sin(1))
+
+
+@pytest.mark.parametrize("jitted", [False, True])
+def test_both_branches_of_a_cond_closing_over_one_ref_update_it(jitted):
+  x_ref = new_ref(0.)
+
+  def f(x):
+    lax.cond(x > 0, lambda: x_ref.__setitem__(..., x_ref[...] + x),
+             lambda: x_ref.__setitem__(..., x_ref[...] - x))
+  (jit(f) if jitted else f)(3.)
+  assert float(x_ref[...]) == 3.
+
+
+def test_jit_of_jit_with_a_local_ref_and_an_argument_array_survives_a_ref_read():
+  f = jit(jit(lambda: new_ref(jnp.zeros(8))[...]))
+  np.testing.assert_array_equal(np.asarray(f()), np.zeros(8))
+  x = jnp.arange(3.)
+  jit(lambda r: r[...])(new_ref(x))
+  np.testing.assert_array_equal(np.asarray(x + 1), [1., 2., 3.])
+
+
+def test_empty_ref_and_free_ref():
+  r = minijax.empty_ref(jnp.zeros(3))
+  r[...] = jnp.ones(3)
+  np.testing.assert_array_equal(np.asarray(r[...]), [1., 1., 1.])
+  assert minijax.free_ref(r) is None

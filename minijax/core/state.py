@@ -18,11 +18,14 @@ from minijax.core.avals import AbstractValue, ShapedArray
 
 
 class AbstractRef(AbstractValue):
-  """The type of a ref holding an array of type `inner_aval`, printed `Ref{f32[3]}`."""
-  __slots__ = ("inner_aval",)
+  """The type of a ref holding an array of type `inner_aval`, printed `Ref{f32[3]}`.
+  `kind` is JAX's: None, or "no_grad_no_remat" for a ref whose writes autodiff ignores
+  (statistics collected while differentiating)."""
+  __slots__ = ("inner_aval", "kind")
 
-  def __init__(self, inner_aval: ShapedArray):
+  def __init__(self, inner_aval: ShapedArray, kind: str | None = None):
     self.inner_aval = inner_aval
+    self.kind = kind
 
   shape = property(lambda self: self.inner_aval.shape)
   dtype = property(lambda self: self.inner_aval.dtype)
@@ -31,10 +34,11 @@ class AbstractRef(AbstractValue):
   size = property(lambda self: self.inner_aval.size)
 
   def __eq__(self, other):
-    return type(other) is AbstractRef and other.inner_aval is self.inner_aval
+    return (type(other) is AbstractRef and other.inner_aval is self.inner_aval
+            and other.kind == self.kind)
 
   def __hash__(self):
-    return hash((AbstractRef, self.inner_aval))
+    return hash((AbstractRef, self.inner_aval, self.kind))
 
   def str_short(self) -> str:
     return f"Ref{{{self.inner_aval.str_short()}}}"
@@ -45,10 +49,10 @@ class AbstractRef(AbstractValue):
   __repr__ = __str__
 
   def tangent_aval(self) -> "AbstractRef":
-    return AbstractRef(self.inner_aval.tangent_aval())
+    return AbstractRef(self.inner_aval.tangent_aval(), self.kind)
 
   def strip_weak_type(self) -> "AbstractRef":
-    return AbstractRef(self.inner_aval.strip_weak_type())
+    return AbstractRef(self.inner_aval.strip_weak_type(), self.kind)
 
 
 def is_ref_aval(aval) -> bool:

@@ -25,6 +25,7 @@ equation leaves it, or when the operand is not a ref) and `outs` is the list of 
 """
 from __future__ import annotations
 
+import threading
 from typing import Any, Callable, Sequence
 
 from minijax.core import caches
@@ -98,6 +99,18 @@ def eval_discharged(jaxpr: Jaxpr, consts: Sequence[Any], args: Sequence[Any]):
   return outs, finals
 
 
+def inline_call_rule(param: str) -> DischargeRule:
+  """The discharge rule of a call-like primitive whose operands are the inputs of the
+  ClosedJaxpr in `params[param]`: its body is discharged in place (inlined)."""
+  def rule(eqn, ins):
+    closed = eqn.params[param]
+    outs, finals = eval_discharged(closed.jaxpr, closed.consts, ins)
+    it = iter(finals)
+    new = [next(it) if type(v.aval) is AbstractRef else None for v in closed.jaxpr.invars]
+    return new, outs
+  return rule
+
+
 def _check_lifetime(eqn: JaxprEqn, inputs: set, frozen: set) -> None:
   """A ref ends at `freeze`, which only the scope that created it may call (the equation
   that freezes is the one with `InternalMutableArrayEffect` and a ref operand)."""
@@ -116,7 +129,28 @@ def _check_lifetime(eqn: JaxprEqn, inputs: set, frozen: set) -> None:
     frozen.add(refs[0])
 
 
-def _discharge(closed: ClosedJaxpr) -> ClosedJaxpr:
+class _Mode(threading.local):
+  lowering = False
+
+
+_mode = _Mode()
+
+
+def discharging_for_lowering() -> bool:
+  """Whether the discharge under way is the last step before lowering (nothing will
+  transform the result), rather than one that transformations may follow."""
+  return _mode.lowering
+
+
+def _discharge(closed: ClosedJaxpr, lowering: bool) -> ClosedJaxpr:
+  previous, _mode.lowering = _mode.lowering, lowering
+  try:
+    return _discharge_now(closed)
+  finally:
+    _mode.lowering = previous
+
+
+def _discharge_now(closed: ClosedJaxpr) -> ClosedJaxpr:
   from minijax.interpreters import partial_eval as pe
   jaxpr = closed.jaxpr
   if any(type(v.aval) is AbstractRef for v in jaxpr.constvars):
@@ -135,10 +169,11 @@ def _discharge(closed: ClosedJaxpr) -> ClosedJaxpr:
 _discharged = caches.WeakLRU(_discharge, "jit_cache_size")
 
 
-def discharge_state(closed: ClosedJaxpr) -> ClosedJaxpr:
+def discharge_state(closed: ClosedJaxpr, *, lowering: bool = False) -> ClosedJaxpr:
   """The pure version of `closed`: each ref input becomes an input of the value it holds,
   and the final value of each ref input (in input order) is appended to the outputs.
-  Cached while `closed` lives."""
+  `lowering` says nothing will transform the result (rules that must otherwise refuse,
+  such as a custom_vjp given a ref, may then inline).  Cached while `closed` lives."""
   if not isinstance(closed, ClosedJaxpr):
     raise TypeError(f"discharge_state takes a ClosedJaxpr, got {type(closed).__name__}")
-  return _discharged(closed)
+  return _discharged(closed, bool(lowering))

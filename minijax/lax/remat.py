@@ -14,6 +14,7 @@ from __future__ import annotations
 import functools
 from typing import Callable
 
+from minijax.interpreters.discharge import jaxpr_has_state
 from minijax.core import pretty
 from minijax.core.effects import check_allowed, must_keep
 from minijax.core.jaxpr import ClosedJaxpr, eval_jaxpr, hoist_consts
@@ -122,6 +123,11 @@ def checkpoint(fun: Callable, *, prevent_cse: bool = True, policy=None,
       return fun(*(static[i] if i in static else next(it) for i in range(len(args))), **kw)
 
     closed, consts, flat, out_tree = _stage_fun(dyn_fun, dyn, kwargs)
+    if jaxpr_has_state(closed.jaxpr):  # refs: read before, written once after, never replayed
+      from minijax.lax.control_flow import refs
+      outs = refs.call_with_refs([closed], [*consts, *flat], "checkpoint", lambda pure, ops:
+                                 remat_p.bind(*ops, jaxpr=pure[0], prevent_cse=prevent_cse))
+      return out_tree.unflatten(outs)
     outs = remat_p.bind(*consts, *flat, jaxpr=closed, prevent_cse=prevent_cse)
     return out_tree.unflatten(outs)
   return wrapped

@@ -36,7 +36,8 @@ from minijax.core.state import AbstractRef, Ref
 from minijax.core.trace import Tracer
 from minijax.interpreters import ad, batching
 from minijax.interpreters import partial_eval as pe
-from minijax.interpreters.discharge import discharge_rules
+from minijax.interpreters import discharge
+from minijax.interpreters.discharge import discharge_rules, inline_call_rule
 from minijax.lax import misc, slicing, structural
 
 __all__ = ["new_ref", "get", "set", "swap", "addupdate", "freeze", "empty_ref", "free_ref",
@@ -181,13 +182,18 @@ def write_value(x, idx_vals, indexer: Indexer, val):
 
 new_ref_p = Primitive("new_ref")
 _TANGENT = ad.TANGENT_REF_KIND
+# JAX's kind of ref whose writes differentiation ignores (no tangent is written, no
+# "non-differentiated array reference" error): statistics gathered in a forward pass.
+NO_GRAD_NO_REMAT = "no_grad_no_remat"
 
 
 def _new_ref_abstract_eval(aval, *, kind, memory_space):
   if not isinstance(aval, ShapedArray):
     raise TypeError(f"new_ref takes an array, got a value of type {aval}: a ref cannot hold "
                     "a ref (read it first with `r[...]`)")
-  return AbstractRef(aval), _MUTABLE
+  if kind not in (None, _TANGENT, NO_GRAD_NO_REMAT):
+    raise ValueError(f"new_ref kind must be None or {NO_GRAD_NO_REMAT!r}, got {kind!r}")
+  return AbstractRef(aval, None if kind == _TANGENT else kind), _MUTABLE
 
 
 new_ref_p.def_effectful_abstract_eval(_new_ref_abstract_eval)
@@ -197,8 +203,8 @@ def _new_ref_jvp(primals, tangents, *, kind, memory_space):
   (x,), (t,) = primals, tangents
   ref = new_ref_p.bind(x, kind=kind, memory_space=memory_space)
   aval = get_aval(x)
-  if not dtypes.is_inexact(aval.dtype):
-    return ref, ad.Zero(AbstractRef(aval.tangent_aval()))
+  if not dtypes.is_inexact(aval.dtype) or kind == NO_GRAD_NO_REMAT:
+    return ref, ad.Zero(get_aval(ref).tangent_aval())
   t_ref = new_ref_p.bind(ad.instantiate_zeros(t), kind=_TANGENT, memory_space=memory_space)
   return ref, t_ref
 
@@ -387,6 +393,8 @@ def _nondiff_ref_error(ref):
 def _swap_jvp(primals, tangents, *, indexer):
   ref, val, *idx = primals
   t_ref, t_val = tangents[:2]
+  if get_aval(ref).kind == NO_GRAD_NO_REMAT:  # the write's tangent is dropped
+    t_ref, t_val = ad.Zero(t_ref.aval), ad.Zero(get_aval(val).tangent_aval())
   if type(t_ref) is ad.Zero:
     if type(t_val) is not ad.Zero:
       raise _nondiff_ref_error(ref)
@@ -436,7 +444,9 @@ def _addupdate_jvp(primals, tangents, *, indexer):
   ref, val, *idx = primals
   t_ref, t_val = tangents[:2]
   addupdate_p.bind(ref, val, *idx, indexer=indexer)
-  if type(t_ref) is ad.Zero:
+  if get_aval(ref).kind == NO_GRAD_NO_REMAT:
+    pass
+  elif type(t_ref) is ad.Zero:
     if type(t_val) is not ad.Zero:
       raise _nondiff_ref_error(ref)
   elif type(t_val) is not ad.Zero:
@@ -724,3 +734,32 @@ def convert_for(aval: ShapedArray, x):
   """`x` as a value of type `aval` (a ref's contents: Python scalars take its dtype)."""
   x = misc.convert_element_type(x, aval.dtype) if get_aval(x).dtype != aval.dtype else x
   return x
+
+
+# ----------------------------------------------------------------------------- calls
+
+def _custom_call_discharge(eqn, ins):
+  """A custom_jvp/custom_vjp call is discharged by inlining its function: once a program
+  is discharged nothing differentiates it.  Refs among its operands would mean its rules
+  (a `bwd` writing into a ref) could no longer run under a later grad, so that raises."""
+  if (any(type(a.aval) is AbstractRef for a in eqn.invars)
+      and not discharge.discharging_for_lowering()):
+    raise NotImplementedError(
+        f"{eqn.primitive} of {eqn.params.get('name')} takes a ref inside a loop, branch, "
+        "checkpoint or run_state body, which minijax discharges as it traces them: its custom "
+        "rules could not use the ref under differentiation. Call it outside the loop body, or "
+        "pass the ref's value")
+  return _inline_call(eqn, ins)
+
+
+def _install_call_rules():
+  from minijax import custom_derivatives
+  from minijax.lax import call, remat
+  for prim in (call.jit_p, remat.remat_p, remat.named_call_p):
+    discharge_rules[prim] = inline_call_rule("jaxpr")
+  for prim in (custom_derivatives.custom_jvp_call_p, custom_derivatives.custom_vjp_call_p):
+    discharge_rules[prim] = _custom_call_discharge
+
+
+_inline_call = inline_call_rule("call_jaxpr")
+_install_call_rules()

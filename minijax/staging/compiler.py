@@ -116,7 +116,7 @@ def discharged_for_call(closed_jaxpr: ClosedJaxpr, donated_args: Sequence[bool] 
   donated = list(donated_args) or [False] * len(jaxpr.invars)
   for k, i in enumerate(ref_pos):
     donated[i] = n_out + k
-  return discharge_state(closed_jaxpr), tuple(donated), ref_pos
+  return discharge_state(closed_jaxpr, lowering=True), tuple(donated), ref_pos
 
 
 class StatefulCall:
@@ -209,7 +209,7 @@ device_put_p.def_impl(device_put)
 def _new_ref_impl(x, *, kind, memory_space):
   """A ref owns its buffer (a call donates it), so it holds a copy of `x`."""
   x = x if type(x) is Array else device_put(x)
-  return Ref(array_lib.copy_array(x), AbstractRef(x.aval))
+  return Ref(array_lib.copy_array(x), AbstractRef(x.aval, None if kind == "tangent" else kind))
 
 
 @freeze_p.def_impl

@@ -37,14 +37,13 @@ from minijax.core import traceback_util
 from minijax.core.avals import ShapedArray, get_aval, python_scalar_aval
 from minijax.core.dtypes import PYTHON_SCALARS
 from minijax.core.errors import UnexpectedTracerError
-from minijax.core.jaxpr import ClosedJaxpr, hoist_consts
+from minijax.core.jaxpr import ClosedJaxpr, eval_jaxpr, hoist_consts
 from minijax.core.trace import Tracer
 from minijax.interpreters import partial_eval as pe
 from minijax.interpreters.discharge import jaxpr_has_state
 from minijax.core.state import AbstractRef, Ref
 from minijax.lax import state as lax_state
 from minijax.lax.call import jit_p
-from minijax.lax.control_flow import refs as control_flow_refs
 from minijax.lowering.mlir import lower_jaxpr_to_module
 from minijax.runtime import backend
 from minijax.runtime.array import Array, device_put
@@ -231,13 +230,10 @@ class JitWrapped:
       if config.debug_nans:
         compiler.check_nans_in_jaxpr(traced.jaxpr, [*traced.consts, *flat], outs, self._name)
       return traced.out_tree.unflatten(outs)
-    if jaxpr_has_state(traced.jaxpr.jaxpr):  # refs: the jit_p equation holds values
-      donated = tuple(d and type(a) is not AbstractRef
-                      for d, a in zip(traced.donated, traced.jaxpr.in_avals))
-      outs = control_flow_refs.call_with_refs(
-          [traced.jaxpr], [*traced.consts, *flat], "jit",
-          lambda pure, ops: jit_p.bind(*ops, jaxpr=pure[0], name=self._name,
-                                       donated_invars=donated, device=self._device))
+    if jaxpr_has_state(traced.jaxpr.jaxpr):
+      # With refs, under a transformation, the function is inlined: its ref operations
+      # (and custom rules that use refs) meet the transformation one by one.
+      outs = eval_jaxpr(traced.jaxpr.jaxpr, traced.jaxpr.consts, *traced.consts, *flat)
       return traced.out_tree.unflatten(outs)
     outs = jit_p.bind(*traced.consts, *flat, jaxpr=traced.jaxpr, name=self._name,
                       donated_invars=traced.donated, device=self._device)

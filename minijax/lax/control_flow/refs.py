@@ -22,6 +22,7 @@ from minijax.core.effects import AccumEffect, WriteEffect
 from minijax.core.jaxpr import ClosedJaxpr, eval_jaxpr
 from minijax.core.state import AbstractRef
 from minijax.interpreters.discharge import discharge_state
+from minijax.interpreters.partial_eval import trace_to_closed_jaxpr
 from minijax.lax import state
 
 
@@ -37,15 +38,23 @@ def ref_positions(avals) -> list[int]:
   return [k for k, a in enumerate(avals) if type(a) is AbstractRef]
 
 
-def _check_distinct(operands, positions, what: str) -> None:
-  seen: dict[int, int] = {}
+def _merge_shared_refs(jaxprs, operands, positions):
+  """When one ref is several operands (both branches of a cond close over it), the jaxprs
+  re-traced to take it once, and the operands without repeats."""
+  first: dict[int, int] = {}
   for k in positions:
-    j = seen.setdefault(id(operands[k]), k)
-    if j != k:
-      raise ValueError(
-          "only one reference to a mutable array may be passed as an argument to a function, "
-          f"but when tracing {what} the mutable array reference of type "
-          f"{operands[k].aval} appeared at both args[{j}] and args[{k}].")
+    first.setdefault(id(operands[k]), k)
+  keep = [k for k in range(len(operands)) if k not in positions or first[id(operands[k])] == k]
+  if len(keep) == len(operands):
+    return jaxprs, operands
+  where = {k: i for i, k in enumerate(keep)}
+  source = [where[first[id(operands[k])]] if k in positions else where[k]
+            for k in range(len(operands))]
+  merged = []
+  for j in jaxprs:
+    fun = lambda *xs, j=j: eval_jaxpr(j.jaxpr, j.consts, *[xs[s] for s in source])  # noqa: E731
+    merged.append(trace_to_closed_jaxpr(fun, [j.in_avals[k] for k in keep]))
+  return merged, [operands[k] for k in keep]
 
 
 def call_with_refs(jaxprs: Sequence[ClosedJaxpr], operands: Sequence, what: str,
@@ -54,7 +63,8 @@ def call_with_refs(jaxprs: Sequence[ClosedJaxpr], operands: Sequence, what: str,
   `operands`) whose inputs may be refs: `bind(pure_jaxprs, value_operands)` runs it on
   the discharged jaxprs, and the refs' final values are written back."""
   positions = ref_positions(jaxprs[0].in_avals)
-  _check_distinct(operands, positions, what)
+  jaxprs, operands = _merge_shared_refs(jaxprs, list(operands), positions)
+  positions = ref_positions(jaxprs[0].in_avals)
   pure = [discharge_state(j) for j in jaxprs]
   values = list(operands)
   for k in positions:
@@ -73,7 +83,6 @@ def scan_with_refs(scan: Callable, jaxpr: ClosedJaxpr, consts, init_flat, x_flat
   positions = ref_positions(jaxpr.in_avals[:len(consts)])
   if ref_positions(jaxpr.in_avals[len(consts):]):
     raise ValueError("a ref cannot be a carry of a scan: close over it instead")
-  _check_distinct(consts, positions, "scan")
   pure = discharge_state(jaxpr)
   n_refs = len(positions)
 
