@@ -617,3 +617,26 @@ def test_empty_ref_and_free_ref():
   r[...] = jnp.ones(3)
   np.testing.assert_array_equal(np.asarray(r[...]), [1., 1., 1.])
   assert minijax.free_ref(r) is None
+
+
+def test_repeated_jitted_calls_on_refs_take_the_fast_path_and_update_each_ref():
+  inc = jit(lambda r: r.__setitem__(..., r[...] + 1.))
+  r = new_ref(jnp.float32(0.))
+  for _ in range(5):
+    inc(r)
+  assert float(r[...]) == 5.
+  assert len(inc._wrapped._fast) == 1  # one fast-path entry served the calls
+
+  closed = new_ref(jnp.zeros(2))
+  both = jit(lambda a, x: (a.__setitem__(..., a[...] + x),
+                           closed.__setitem__(..., closed[...] + 2 * x)))
+  a = new_ref(jnp.zeros(2))
+  for _ in range(3):
+    both(a, jnp.ones(2))
+  np.testing.assert_array_equal(np.asarray(a[...]), [3., 3.])
+  np.testing.assert_array_equal(np.asarray(closed[...]), [6., 6.])
+  with pytest.raises(ValueError, match="only one reference to a mutable array"):
+    jit(lambda a, b: a.__setitem__(..., b[...]))(a, a)
+  freeze(r)
+  with pytest.raises(ValueError, match="after it was frozen"):
+    inc(r)

@@ -134,6 +134,9 @@ class StatefulCall:
       if type(ref) is not Ref:
         raise TypeError(f"argument {i} must be a Ref (the function was traced for one), got "
                         f"{type(ref).__name__}")
+      if any(r is ref for r in refs):
+        raise ValueError(f"one ref of type {ref.aval} is passed twice to a function that "
+                         "updates it: only one reference to a mutable array may be passed")
       refs.append(ref)
       args[i] = ref._buf
       if args[i] is None:
@@ -147,6 +150,46 @@ class StatefulCall:
 
   def as_text(self):
     return self.fn.as_text() if hasattr(self.fn, "as_text") else ""
+
+  def make_call(self, consts=(), out_tree=None, fallback=None, scalars: bool = False):
+    """`jit`'s fast-path entry (see `Executable.make_call`): the executable's own closure,
+    with each ref's buffer passed in and its new buffer put back.  Consts may be refs (a
+    closed-over ref is read at call time)."""
+    if not isinstance(self.fn, executable_lib.Executable) or any(self.copy):
+      call_general = self
+      unflatten = out_tree.unflatten
+      return lambda *args: unflatten(call_general(*consts, *args))
+    inner = self.fn.make_call((), None, None, scalars)
+    ref_pos, n, unflatten = self.ref_pos, self.n_out, out_tree.unflatten
+    consts = tuple(consts)
+    if not consts and len(ref_pos) == 1 and len(self.fn.in_avals) == 1:  # f(ref)
+      def call_one(ref):
+        try:
+          buf = ref._buf
+        except AttributeError:
+          return fallback((ref,))
+        if buf is None:
+          return self(ref)  # raises: the ref was frozen
+        outs = inner(buf)
+        ref._buf = outs[n]
+        return unflatten(outs[:n])
+      return call_one
+
+    def call(*args):
+      full = [*consts, *args]
+      try:
+        refs = [full[i] for i in ref_pos]
+        for i, ref in zip(ref_pos, refs):
+          full[i] = ref._buf
+      except (AttributeError, IndexError):
+        return fallback(args)
+      if None in full or len(set(map(id, refs))) < len(refs):
+        return unflatten(self(*consts, *args))  # raises: a frozen ref, or one ref twice
+      outs = inner(*full)
+      for ref, new in zip(refs, outs[n:]):
+        ref._buf = new
+      return unflatten(outs[:n])
+    return call
 
 
 def _run_trivial(jaxpr, consts, device, *args) -> list:
