@@ -640,3 +640,10 @@ def test_repeated_jitted_calls_on_refs_take_the_fast_path_and_update_each_ref():
   freeze(r)
   with pytest.raises(ValueError, match="after it was frozen"):
     inc(r)
+
+
+def test_a_ref_keeps_its_type_when_a_weakly_typed_value_is_written_whole():
+  r = new_ref(jnp.ones(2))
+  jit(lambda a, b: a.__setitem__(..., b[...] * 3))(r, new_ref(jnp.full(2, 2.)))
+  assert repr(r) == "Ref([6., 6.], dtype=float32)"
+  assert not r[...].weak_type

@@ -169,8 +169,12 @@ def read_value(x, idx_vals, indexer: Indexer):
 
 
 def write_value(x, idx_vals, indexer: Indexer, val):
-  """The value of a ref holding `x` after `val` is written at `indexer`."""
+  """The value of a ref holding `x` after `val` is written at `indexer` (of `x`'s type:
+  a weakly typed value written whole takes the ref's strong type)."""
   if indexer.is_full(get_aval(x).shape):
+    weak = get_aval(x).weak_type
+    if get_aval(val).weak_type != weak:
+      val = misc.convert_element_type(val, get_aval(x).dtype, weak_type=weak)
     return val
   sizes = tuple(ix.size for ix in indexer)
   if get_aval(val).shape != sizes:
