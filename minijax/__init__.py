@@ -25,6 +25,7 @@ from minijax import sharding
 from minijax import distributed
 from minijax.callbacks import pure_callback
 from minijax import debug
+from minijax.as_jax import install_as_jax
 from minijax import ref, ad, effects
 from minijax.ref import Ref, new_ref, freeze, empty_ref, free_ref
 

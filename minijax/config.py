@@ -168,6 +168,12 @@ def _validate_platforms(value):
   return value
 
 
+def _validate_true(value) -> bool:
+  if _validate_bool(value) is not True:
+    raise ValueError(value)
+  return True
+
+
 TAP_MECHANISMS = ("native", "callback")
 HOST_CALLBACK_SEMANTICS = ("seed", "jax")
 TRACEBACK_FILTERING = ("auto", "off", "tracebackhide", "remove_frames", "quiet_remove_frames")
@@ -176,6 +182,10 @@ FLAGS: dict[str, Flag] = {f.name: f for f in [
     bool_flag("enable_x64", "MINIJAX_ENABLE_X64", False,
               "64-bit types (float64, int64, ...) instead of their 32-bit counterparts",
               env_aliases=("JAX_ENABLE_X64",)),
+    Flag("threefry_partitionable", True, None, _validate_true, _parse_bool,
+         "True (minijax implements only the partitionable threefry, JAX 0.10.2's default)",
+         "random bits from threefry2x32 as JAX draws them by default",
+         env_aliases=("JAX_THREEFRY_PARTITIONABLE",)),
     bool_flag("debug_nans", "MINIJAX_DEBUG_NANS", False,
               "check every result for NaNs and name the primitive that made one",
               env_aliases=("JAX_DEBUG_NANS",)),
@@ -262,6 +272,10 @@ class Config:
     object.__setattr__(self, name, value)
     for observer in self._observers:
       observer(name, value)
+
+  def parse_flags_with_absl(self) -> None:
+    """JAX's test programs call this at import to read `--jax_*` command-line flags; minijax
+    reads its flags from environment variables (JAX's names too), so it does nothing."""
 
   def on_change(self, observer: Callable[[str, Any], None]) -> None:
     self._observers.append(observer)

@@ -1,4 +1,4 @@
-"""The docs run: every ```python block of docs/effects.md and docs/porting.md is executed, in
+"""The docs run: every ```python block of the walk-throughs in docs/ is executed, in
 order, in one namespace of a fresh interpreter (with 2 CPU devices), and the ```text block
 that follows a python block is the output that block must print, `...` standing for any
 text (as doctest's ELLIPSIS).  A doc whose code or printed output drifts from the library
@@ -12,7 +12,7 @@ import sys
 
 from tests.conftest import ROOT, run_python
 
-DOCS = ["docs/effects.md", "docs/porting.md", "docs/parallel.md"]
+DOCS = ["docs/effects.md", "docs/porting.md", "docs/parallel.md", "docs/handlers.md"]
 ENV = {"MINIJAX_NUM_CPU_DEVICES": "2", "MINIJAX_TAP_MECHANISM": "native"}
 DEVICES = {"docs/parallel.md": "4"}  # docs that need another device count
 
@@ -89,6 +89,15 @@ def test_every_snippet_of_the_parallel_walkthrough_runs_and_prints_what_it_shows
   doc = "docs/parallel.md"
   expected, actual = _run_doc(doc)
   assert len(expected) == len(actual) and sum(e is not None for e in expected) >= 6
+  for i, (e, a) in enumerate(zip(expected, actual)):
+    if e is not None:
+      assert matches(e, a), f"{doc} block {i + 1} printed:\n{a}\nbut the doc shows:\n{e}"
+
+
+def test_every_snippet_of_the_handlers_walkthrough_runs_and_prints_what_it_shows():
+  doc = "docs/handlers.md"
+  expected, actual = _run_doc(doc)
+  assert len(expected) == len(actual) and sum(e is not None for e in expected) >= 8
   for i, (e, a) in enumerate(zip(expected, actual)):
     if e is not None:
       assert matches(e, a), f"{doc} block {i + 1} printed:\n{a}\nbut the doc shows:\n{e}"

@@ -29,8 +29,9 @@ FLOORS: list[tuple[str, ...]] = [
     ("numpy", "experimental", "random", "nn", "scipy", "example_libraries", "sharding",
      "distributed", "launch", "debug", "callbacks", "placement", "test_util", "errors", "dtypes",
      "tree", "ref", "ad", "effects"),
+    ("as_jax",),                              # `import jax` answered by minijax (by name)
     ("minijax",),                             # the package itself
-    ("bench",),                               # the benchmark
+    ("bench", "run"),                         # the benchmark; `python -m minijax.run`
 ]
 SHARED_FLOOR = 7  # the libraries
 FLOOR = {name: i for i, names in enumerate(FLOORS) for name in names}

@@ -22,6 +22,10 @@ effect's class, in these flags, and read in one place each (the functions below)
                                 all its output cotangents are symbolically zero, with
                                 zeros instantiated (a tap on cotangents fires in every
                                 backward pass: `run_with_zero_cotangents`);
+  tracked_at_runtime            (unordered effects) the runtime tracks each execution of
+                                a program that has it, for `effects_barrier`
+                                (`unordered_effects`); an effect that lowers to nothing
+                                (a `sow`) sets False and costs nothing once compiled;
   must_be_discharged            may never reach the lowering: a discharge pass rewrites
                                 the jaxpr into one without it first (mutable state: the
                                 effects of refs, below; `needs_discharge`).
@@ -45,6 +49,7 @@ class Effect:
   kept_when_unused: ClassVar[bool] = True
   runs_with_zero_cotangents: ClassVar[bool] = True
   must_be_discharged: ClassVar[bool] = False
+  tracked_at_runtime: ClassVar[bool] = True
 
   def data(self) -> tuple:
     """What tells two effects of one class apart: a dataclass's fields, else nothing."""
@@ -92,7 +97,9 @@ def _ordered_effects_of_set(effects: frozenset) -> tuple[Effect, ...]:
 
 
 def unordered_effects(effects: Iterable[Effect]) -> tuple[Effect, ...]:
-  return tuple(sorted((e for e in effects if not e.ordered), key=sort_key))
+  """The unordered effects among `effects` that the runtime tracks."""
+  return tuple(sorted((e for e in effects if not e.ordered and e.tracked_at_runtime),
+                      key=sort_key))
 
 
 def must_keep(effects: frozenset) -> bool:

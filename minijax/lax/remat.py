@@ -100,7 +100,9 @@ def _remat_partial_eval(trace, args, *, jaxpr, **params):
   if not any(out_uk) and not must_keep(jaxpr.effects):
     return list(known_outs)
   recompute, _ = pe.dce_closed_jaxpr(jaxpr, out_uk, instantiate=True)
-  unknown_outs = iter(trace.stage(remat_p, args, dict(params, jaxpr=recompute)))
+  # `differentiated` marks the recomputation (as JAX does): effect handlers replay it.
+  unknown_outs = iter(trace.stage(remat_p, args,
+                                  dict(params, jaxpr=recompute, differentiated=True)))
   return [next(unknown_outs) if uk else next(known_outs) for uk in out_uk]
 
 
@@ -154,3 +156,11 @@ class checkpoint_policies:
 
   checkpoint_dots = dots_saveable
   dots_with_no_batch_dims_saveable = dots_saveable
+
+  @staticmethod
+  def save_only_these_names(*names):
+    return lambda prim, *avals, **params: prim.name == "name" and params.get("name") in names
+
+  @staticmethod
+  def save_any_names_but_these(*names):
+    return lambda prim, *avals, **params: prim.name == "name" and params.get("name") not in names

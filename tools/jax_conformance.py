@@ -1,0 +1,294 @@
+#!/usr/bin/env python
+"""Run JAX 0.10.2's own test files against minijax, beside JAX's figures.
+
+    python tools/jax_conformance.py --jax-src ~/jax api pmap random --failures
+
+Each test file (a path, or a name looked up in `<jax-src>/tests`) runs with pytest in a
+subprocess, `import jax` answered by minijax (`minijax.install_as_jax`), its
+`jax._src.test_util` by the stand-in in `tools/jax_standin/`, and its other `jax._src`
+imports by placeholders that fail only the tests that use them.  The runner prints per file
+passed / failed / skipped / errors beside JAX's figures and how many of the tests JAX
+passes minijax passes too; `--failures` lists those tests grouped by the first line of
+their error.
+
+`--jax` runs the file with JAX itself through the same stand-ins and records each test's
+outcome in `tools/jax_conformance_results.json`, so that the comparison needs no JAX
+installed.  Tests that fail under JAX with `needs JAX internals` are recorded there as left
+out (with the internal they use as the reason), as are those in `LEFT_OUT` below; both
+sides skip them.
+
+A test that hangs past `--timeout` is stopped (SIGALRM, or the process ends and the runner
+resumes the file after it); a crash of the process loses that one test, recorded as such.
+"""
+from __future__ import annotations
+
+import argparse
+import collections
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import time
+
+TOOLS = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(TOOLS)
+RESULTS = os.path.join(TOOLS, "jax_conformance_results.json")
+JAX_VERSION = "0.10.2"
+
+# Tests left out on both sides, by hand, with the reason (besides those the JAX run finds
+# failing with `needs JAX internals`, recorded in RESULTS).
+LEFT_OUT: dict[str, dict[str, str]] = {}
+
+OUTCOMES = ("passed", "failed", "skipped", "error")
+
+
+def resolve_file(name: str, jax_src: str | None) -> str:
+  if os.path.exists(name):
+    return os.path.abspath(name)
+  if jax_src is None:
+    sys.exit(f"{name!r} is not a file; name a JAX source checkout with --jax-src DIR "
+             "(or the JAX_SRC environment variable) to look it up in DIR/tests")
+  base = name if name.endswith(".py") else (name if name.endswith("_test") else name + "_test") + ".py"
+  path = os.path.join(jax_src, "tests", base)
+  if not os.path.exists(path):
+    sys.exit(f"no test file {path}")
+  return path
+
+
+def requested_devices(path: str) -> int:
+  """The CPU devices the file asks for (`jtu.request_cpu_devices(N)`), else 1."""
+  text = open(path).read()
+  found = re.findall(r"(?:request_cpu_devices|set_host_platform_device_count)\((\d+)\)", text)
+  return max(map(int, found), default=1)
+
+
+def load_results() -> dict:
+  if os.path.exists(RESULTS):
+    with open(RESULTS) as f:
+      return json.load(f)
+  return {"about": f"JAX {JAX_VERSION}'s outcomes on its own test files through the runner's "
+                   "stand-ins (tools/jax_conformance.py --jax); written by the runner",
+          "jax_version": JAX_VERSION, "files": {}}
+
+
+def left_out_of(results: dict, base: str) -> dict[str, str]:
+  recorded = results["files"].get(base, {}).get("left_out", {})
+  return {**recorded, **LEFT_OUT.get(base, {})}
+
+
+def run_file(path: str, backend: str, args, skip: set[str], expected=(),
+             jax_flags=None) -> tuple[dict, list[str], dict]:
+  """Runs one test file; returns ({test id: (outcome, message)}, notes, flags read at import).
+
+  If the file does not import, each of the `expected` tests is recorded as an error;
+  `jax_flags` are the values JAX had for the flags the file reads at import."""
+  devices = args.devices or requested_devices(path)
+  results: dict[str, tuple[str, str]] = {}
+  notes: list[str] = []
+  flags: dict = {}
+  with tempfile.TemporaryDirectory(prefix="jax_conformance_") as tmp:
+    out = os.path.join(tmp, "results.jsonl")
+    skip_file = os.path.join(tmp, "skip.json")
+    env = dict(os.environ)
+    env.update(
+        JAX_CONFORMANCE_BACKEND=backend, JAX_CONFORMANCE_FILE=path, JAX_CONFORMANCE_OUT=out,
+        JAX_CONFORMANCE_SKIP=skip_file, JAX_CONFORMANCE_TIMEOUT=str(args.timeout),
+        PYTHONPATH=os.pathsep.join([TOOLS, ROOT, env.get("PYTHONPATH", "")]).rstrip(os.pathsep),
+        MINIJAX_NUM_CPU_DEVICES=str(devices), JAX_PLATFORMS="cpu", JAX_PLATFORM_NAME="cpu",
+        JAX_CONFORMANCE_JAX_FLAGS=json.dumps(jax_flags or {}))
+    if args.devices:  # explicit: both backends get exactly this many
+      env["JAX_CONFORMANCE_DEVICES"] = str(devices)
+      env["XLA_FLAGS"] = (env.get("XLA_FLAGS", "") +
+                          f" --xla_force_host_platform_device_count={devices}").strip()
+    if args.sample:
+      env["JAX_CONFORMANCE_SAMPLE"] = args.sample
+    command = [sys.executable, "-m", "pytest", path, "-p", "jax_standin.plugin",
+               "-p", "no:cacheprovider", "-p", "no:xdist", "-p", "no:randomly",
+               "--noconftest", "--assert=plain", "-q", "--rootdir", tmp, "-o", "addopts="]
+    if args.k:
+      command += ["-k", args.k]
+    start = time.time()
+    seen: list = []
+    for attempt in range(1000):
+      with open(skip_file, "w") as f:
+        json.dump(sorted(skip | set(results)), f)
+      log_path = os.path.join(tmp, f"pytest{attempt}.log")
+      with open(log_path, "w") as log:
+        proc = subprocess.run(command, cwd=tmp, env=env, stdout=log, stderr=subprocess.STDOUT)
+      started, progress = None, False
+      with open(out) as f:
+        for line in f:
+          record = json.loads(line)
+          if "start" in record:
+            started = record["start"]
+          elif "id" in record:
+            if record["id"] not in results:
+              progress = True
+            results[record["id"]] = (record["outcome"], record["message"])
+            started = None
+          elif "collect_error" in record:
+            notes.append("the file did not import:\n" + record["collect_error"])
+          elif "flags_at_import" in record:
+            flags.update(record["flags_at_import"])
+          elif "missing_at_import" in record and record["missing_at_import"] not in seen:
+            seen.append(record["missing_at_import"])
+            notes.append("the file imports with placeholders for what minijax lacks (the "
+                         "tests using them fail): " + ", ".join(record["missing_at_import"]))
+          elif "missing_flags" in record:
+            notes.append("config flags the backend lacks (set by the stand-in's JaxTestCase, "
+                         "ignored): " + ", ".join(record["missing_flags"]))
+      open(out, "w").close()
+      if started is not None:  # the process died inside this test
+        took = "timeout" if proc.returncode == 1 and "Timeout" in open(log_path).read()[-20000:] \
+            else f"exit code {proc.returncode}"
+        results[started] = ("error", f"the test process died ({took}): "
+                            + _last_line(log_path))
+        continue
+      if proc.returncode not in (0, 1, 5) and not progress and not notes:
+        notes.append(f"pytest exited with {proc.returncode}:\n" + open(log_path).read()[-3000:])
+      break
+  if not results and any(n.startswith("the file did not import") for n in notes):
+    last = [l for l in notes[0].splitlines() if l.startswith("E ")][-1:] or ["?"]
+    results = {tid: ("error", "the file did not import: " + last[0][2:].strip())
+               for tid in expected}
+  notes = list(dict.fromkeys(notes))
+  notes.append(f"{devices} CPU device(s), {time.time() - start:.0f} s")
+  return results, notes, flags
+
+
+def _last_line(log_path: str) -> str:
+  lines = [l for l in open(log_path).read().splitlines() if l.strip()]
+  return lines[-1][:200] if lines else ""
+
+
+def counts(results: dict) -> dict[str, int]:
+  c = collections.Counter(outcome for outcome, _ in results.values())
+  return {o: c.get(o, 0) for o in OUTCOMES}
+
+
+def cause(message: str) -> str:
+  """The group a failure goes in: its first line with addresses and numbers blurred."""
+  text = re.sub(r"0x[0-9a-fA-F]+", "0x…", message)
+  text = re.sub(r"(?<![A-Za-z_])\d+(\.\d+)?", "N", text)
+  return text[:140]
+
+
+def group_failures(mine: dict, jax: dict) -> list[tuple[str, list[str]]]:
+  groups = collections.defaultdict(list)
+  for tid, outcome in sorted(jax.items()):
+    if outcome == "passed" and tid in mine and mine[tid][0] != "passed":
+      status, message = mine[tid]
+      groups[f"[{status}] {cause(message)}" if status != "failed" else cause(message)].append(tid)
+  return sorted(groups.items(), key=lambda kv: (-len(kv[1]), kv[0]))
+
+
+def jax_outcomes(entry: dict) -> dict[str, str]:
+  return {tid: (v if isinstance(v, str) else v[0]) for tid, v in entry.get("tests", {}).items()}
+
+
+def record_jax(results_db: dict, base: str, results: dict, devices: int, partial: bool,
+               flags: dict) -> None:
+  entry = results_db["files"].setdefault(base, {"tests": {}, "left_out": {}})
+  if not partial:
+    entry["tests"] = {}
+  entry["devices"] = devices
+  entry["flags_at_import"] = dict(sorted(flags.items()))
+  for tid, (outcome, message) in sorted(results.items()):
+    if "needs JAX internals: " in message:
+      entry["left_out"][tid] = message[message.index("needs JAX internals: "):]
+      entry["tests"].pop(tid, None)
+    else:
+      entry["tests"][tid] = outcome if outcome == "passed" else [outcome, message[:160]]
+  entry["tests"] = dict(sorted(entry["tests"].items()))
+  entry["left_out"] = dict(sorted(entry["left_out"].items()))
+  with open(RESULTS, "w") as f:
+    json.dump(results_db, f, indent=0, sort_keys=False)
+    f.write("\n")
+
+
+def main(argv=None) -> int:
+  parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                   formatter_class=argparse.RawDescriptionHelpFormatter)
+  parser.add_argument("files", nargs="+", help="JAX test files: paths, or names such as "
+                      "`api` or `pmap_test.py` looked up in <jax-src>/tests")
+  parser.add_argument("--jax-src", default=os.environ.get("JAX_SRC"),
+                      help="a JAX source checkout (default: $JAX_SRC)")
+  parser.add_argument("--jax", action="store_true", help="run with JAX itself through the "
+                      "same stand-ins and record its outcomes in " + os.path.relpath(RESULTS, ROOT))
+  parser.add_argument("--no-record", action="store_true", help="with --jax: do not record")
+  parser.add_argument("-k", help="pytest's -k expression: run only the matching tests")
+  parser.add_argument("--devices", type=int, help="CPU devices (default: what the file asks "
+                      "for with jtu.request_cpu_devices, else 1)")
+  parser.add_argument("--timeout", type=int, default=120, help="seconds per test (default 120)")
+  parser.add_argument("--sample", help="K/N: run the tests whose id hashes (CRC32 mod N) below "
+                      "K, a deterministic sample; both sides are compared on it")
+  parser.add_argument("--failures", action="store_true", help="list the tests JAX passes and "
+                      "minijax does not, grouped by the first line of their error")
+  parser.add_argument("--top", type=int, default=15, help="groups of failures listed per file")
+  parser.add_argument("--json", help="write minijax's per-test outcomes to this file")
+  args = parser.parse_args(argv)
+
+  results_db = load_results()
+  summary = []
+  dump = {}
+  for name in args.files:
+    path = resolve_file(name, args.jax_src)
+    base = os.path.basename(path)
+    left_out = left_out_of(results_db, base)
+    backend = "jax" if args.jax else "minijax"
+    entry = results_db["files"].get(base, {})
+    expected = [] if args.jax else jax_outcomes(entry)
+    results, notes, flags = run_file(path, backend, args, set(left_out), expected,
+                                     entry.get("flags_at_import"))
+    print(f"\n== {base} ({backend}; {notes[-1]})")
+    for note in notes[:-1]:
+      print("  " + note.replace("\n", "\n    "))
+    mine = counts(results)
+    print(f"  {backend:8s} " + "  ".join(f"{o} {mine[o]}" for o in OUTCOMES)
+          + f"  (left out, need JAX internals: {len(left_out)})")
+    if args.jax:
+      if not args.no_record:
+        record_jax(results_db, base, results, args.devices or requested_devices(path),
+                   partial=bool(args.k or args.sample), flags=flags)
+        print(f"  recorded in {os.path.relpath(RESULTS)}")
+      summary.append((base, mine, None, None))
+      continue
+    dump[base] = {tid: list(v) for tid, v in sorted(results.items())}
+    jax = jax_outcomes(results_db["files"].get(base, {}))
+    if not jax:
+      print("  (no JAX figures recorded for this file: run it once with --jax)")
+      summary.append((base, mine, None, None))
+      continue
+    jax = {tid: o for tid, o in jax.items() if tid in results}  # the same tests (-k, sample)
+    theirs = counts({tid: (o, "") for tid, o in jax.items()})
+    both = sum(1 for tid, o in jax.items() if o == "passed" and results[tid][0] == "passed")
+    print(f"  {'JAX':8s} " + "  ".join(f"{o} {theirs[o]}" for o in OUTCOMES))
+    pct = 100 * both / max(theirs["passed"], 1)
+    print(f"  of the {theirs['passed']} tests JAX passes, minijax passes {both} ({pct:.0f}%)")
+    extra = sum(1 for tid, o in jax.items() if o != "passed" and results[tid][0] == "passed")
+    if extra:
+      print(f"  ({extra} tests pass on minijax that JAX does not pass)")
+    summary.append((base, mine, theirs, both))
+    if args.failures:
+      groups = group_failures(results, jax)
+      print(f"  JAX passes, minijax does not: {sum(len(t) for _, t in groups)} tests, "
+            f"{len(groups)} causes")
+      for message, tids in groups[:args.top]:
+        print(f"    {len(tids):4d}  {message}\n          e.g. {tids[0]}")
+  if args.json:
+    with open(args.json, "w") as f:
+      json.dump(dump, f, indent=0)
+  if len(summary) > 1:
+    print("\nfile                          passed  failed skipped  errors | JAX passed | both")
+    for base, mine, theirs, both in summary:
+      row = f"{base:28s} " + " ".join(f"{mine[o]:7d}" for o in OUTCOMES)
+      if theirs is not None:
+        row += f" | {theirs['passed']:10d} | {both} ({100 * both / max(theirs['passed'], 1):.0f}%)"
+      print(row)
+  return 0
+
+
+if __name__ == "__main__":
+  sys.exit(main())
