@@ -500,6 +500,7 @@ def vmap(fun: Callable, in_axes=0, out_axes=0, axis_size: int | None = None,
     flat, in_tree = tree_util.tree_flatten((args, kwargs))
     flat_axes += [0] * len(flat_kw)
     names = flat_arg_names(fun, args, kwargs)
+    lax.state.check_ref_arguments(fun, "vmap", flat, names)
     dims, sizes = [], []
     for i, (x, a) in enumerate(zip(flat, flat_axes)):
       if a is None:

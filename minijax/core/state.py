@@ -97,3 +97,75 @@ class Ref(metaclass=_RefMeta):
     return "Ref" + text[text.index("("):] if "(" in text else f"Ref({text})"
 
   __hash__ = object.__hash__
+
+
+# ----------------------------------------------------------------------------- JAX's errors
+
+
+def fun_description(fun) -> str:
+  """`f at FILE:LINE`, as JAX names a traced function in its errors about refs."""
+  fun = getattr(fun, "__wrapped__", fun)
+  code = getattr(fun, "__code__", None)
+  name = getattr(fun, "__name__", repr(fun))
+  return f"{name} at {code.co_filename}:{code.co_firstlineno}" if code else name
+
+
+def check_no_returned_refs(fun, what: str, jaxpr, arg_names=None, out_paths=None) -> None:
+  """JAX's error for a traced function (`what`: jit, scan, fori_loop, while_body, cond)
+  that returns a ref: refs cannot leave the function that was traced."""
+  for i, v in enumerate(jaxpr.outvars):
+    aval = v.aval
+    if type(aval) is not AbstractRef:
+      continue
+    where = ""
+    if out_paths is not None:
+      where = f" at output tree path {out_paths[i]}"
+    if v in jaxpr.invars:
+      k = jaxpr.invars.index(v)
+      name = arg_names[k] if arg_names and k < len(arg_names) else f"args[{k}]"
+      origin = f"was passed in as the argument {name}"
+    elif v in jaxpr.constvars:
+      origin = "was closed over by the function"
+    else:
+      src = next((e.source_info for e in jaxpr.eqns if v in e.outvars), None)
+      origin = (f"was created on line {src.file}:{src.line} ({src.function})" if src
+                else "was created inside the function")
+    raise ValueError(
+        f"function {fun_description(fun)} traced for {what} returned a mutable array "
+        f"reference of type {aval}{where}, but mutable array references cannot be returned."
+        f"\n\nThe returned mutable array {origin}.")
+
+
+def check_ref_arguments(fun, what: str, args, arg_names, consts=()) -> None:
+  """JAX's errors for a ref passed twice, or closed over and passed, to a traced function."""
+  seen: dict[int, int] = {}
+  const_ids = {id(c) for c in consts if isinstance(c, Ref)}
+  for k, x in enumerate(args):
+    if not isinstance(x, Ref):
+      continue
+    name = arg_names[k] if arg_names and k < len(arg_names) else f"args[{k}]"
+    if id(x) in seen:
+      j = seen[id(x)]
+      first = arg_names[j] if arg_names and j < len(arg_names) else f"args[{j}]"
+      raise ValueError(
+          "only one reference to a mutable array may be passed as an argument to a function, "
+          f"but when tracing {fun_description(fun)} for {what} the mutable array reference of "
+          f"type {x.aval} appeared at both {first} and {name}.")
+    if id(x) in const_ids:
+      raise ValueError(
+          f"when tracing {fun_description(fun)} for {what}, a mutable array reference of type "
+          f"{x.aval} was both closed over and passed as the argument {name}")
+    seen[id(x)] = k
+
+
+def check_no_returned_ref_values(fun, what: str, outs, args=()) -> None:
+  """`check_no_returned_refs` for a function that ran on values (eagerly): a ref among
+  `outs` that is not one of `args` was created inside."""
+  for x in outs:
+    if isinstance(x, Ref):
+      passed = any(x is a for a in args)
+      raise ValueError(
+          f"function {fun_description(fun)} traced for {what} returned a mutable array "
+          f"reference of type {x.aval}, but mutable array references cannot be returned.\n\n"
+          f"The returned mutable array was "
+          f"{'passed in as an argument' if passed else 'created inside the function'}.")

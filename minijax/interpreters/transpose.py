@@ -64,6 +64,9 @@ def backward_pass(jaxpr: Jaxpr, consts: Sequence[Any], args: Sequence[Any],
   def write_ct(v, ct):
     if type(v) is Literal or ct is None or type(ct) is Zero:
       return
+    if type(v.aval) is AbstractRef:  # a value cotangent for a ref (a custom rule's)
+      array_ops.addupdate(ct_ref(v), ct)
+      return
     ct_env[v] = add_tangents(ct_env[v], ct) if v in ct_env else ct
 
   def ct_ref(v):
@@ -87,8 +90,9 @@ def backward_pass(jaxpr: Jaxpr, consts: Sequence[Any], args: Sequence[Any],
     if rule is None:
       raise MissingRuleError(eqn.primitive, "transpose", "ad.primitive_transposes")
     ins = [read_primal(a) for a in eqn.invars]
-    ins = [ct_ref(a) if is_undefined_primal(x) and type(x.aval) is AbstractRef else x
-           for a, x in zip(eqn.invars, ins)]
+    linear = [is_undefined_primal(x) for x in ins]
+    ins = [ct_ref(a) if lin and type(x.aval) is AbstractRef else x
+           for a, x, lin in zip(eqn.invars, ins, linear)]
     try:
       cts_in = rule(cts if eqn.primitive.multiple_results else cts[0], *ins, **eqn.params)
     except Exception as e:
@@ -97,8 +101,8 @@ def backward_pass(jaxpr: Jaxpr, consts: Sequence[Any], args: Sequence[Any],
       raise
     if not isinstance(cts_in, (list, tuple)):
       cts_in = [cts_in]
-    for atom, x, ct in zip(eqn.invars, ins, cts_in):
-      if is_undefined_primal(x):
+    for atom, lin, ct in zip(eqn.invars, linear, cts_in):
+      if lin:
         write_ct(atom, ct)
 
   def input_ct(v):

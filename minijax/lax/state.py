@@ -33,6 +33,8 @@ from minijax.core import effects as effects_lib
 from minijax.core.avals import ShapedArray, get_aval
 from minijax.core.primitive import Primitive
 from minijax.core.state import AbstractRef, Ref
+from minijax.core.state import (check_no_returned_refs, check_ref_arguments,  # noqa: F401
+                                fun_description)
 from minijax.core.trace import Tracer
 from minijax.interpreters import ad, batching
 from minijax.interpreters import partial_eval as pe
@@ -205,7 +207,8 @@ new_ref_p.def_effectful_abstract_eval(_new_ref_abstract_eval)
 
 def _new_ref_jvp(primals, tangents, *, kind, memory_space):
   (x,), (t,) = primals, tangents
-  ref = new_ref_p.bind(x, kind=kind, memory_space=memory_space)
+  # An enclosing jvp's tangent ref is this one's primal: known to its partial evaluation.
+  ref = new_ref_p.bind(x, kind=None if kind == _TANGENT else kind, memory_space=memory_space)
   aval = get_aval(x)
   if not dtypes.is_inexact(aval.dtype) or kind == NO_GRAD_NO_REMAT:
     return ref, ad.Zero(get_aval(ref).tangent_aval())
@@ -674,64 +677,6 @@ def ref_getitem(tracer, idx) -> Any:
 
 def ref_setitem(tracer, idx, value) -> None:
   swap(tracer, idx, value)
-
-
-# ----------------------------------------------------------------------------- traced refs
-
-def fun_description(fun) -> str:
-  """`f at FILE:LINE`, as JAX names a traced function in its errors about refs."""
-  fun = getattr(fun, "__wrapped__", fun)
-  code = getattr(fun, "__code__", None)
-  name = getattr(fun, "__name__", repr(fun))
-  return f"{name} at {code.co_filename}:{code.co_firstlineno}" if code else name
-
-
-def check_no_returned_refs(fun, what: str, jaxpr, arg_names=None, out_paths=None) -> None:
-  """JAX's error for a traced function (`what`: jit, scan, fori_loop, while_body, cond)
-  that returns a ref: refs cannot leave the function that was traced."""
-  for i, v in enumerate(jaxpr.outvars):
-    aval = v.aval
-    if type(aval) is not AbstractRef:
-      continue
-    where = ""
-    if out_paths is not None:
-      where = f" at output tree path {out_paths[i]}"
-    if v in jaxpr.invars:
-      k = jaxpr.invars.index(v)
-      name = arg_names[k] if arg_names and k < len(arg_names) else f"args[{k}]"
-      origin = f"was passed in as the argument {name}"
-    elif v in jaxpr.constvars:
-      origin = "was closed over by the function"
-    else:
-      src = next((e.source_info for e in jaxpr.eqns if v in e.outvars), None)
-      origin = (f"was created on line {src.file}:{src.line} ({src.function})" if src
-                else "was created inside the function")
-    raise ValueError(
-        f"function {fun_description(fun)} traced for {what} returned a mutable array "
-        f"reference of type {aval}{where}, but mutable array references cannot be returned."
-        f"\n\nThe returned mutable array {origin}.")
-
-
-def check_ref_arguments(fun, what: str, args, arg_names, consts=()) -> None:
-  """JAX's errors for a ref passed twice, or closed over and passed, to a traced function."""
-  seen: dict[int, int] = {}
-  const_ids = {id(c) for c in consts if isinstance(c, Ref)}
-  for k, x in enumerate(args):
-    if not isinstance(x, Ref):
-      continue
-    name = arg_names[k] if arg_names and k < len(arg_names) else f"args[{k}]"
-    if id(x) in seen:
-      j = seen[id(x)]
-      first = arg_names[j] if arg_names and j < len(arg_names) else f"args[{j}]"
-      raise ValueError(
-          "only one reference to a mutable array may be passed as an argument to a function, "
-          f"but when tracing {fun_description(fun)} for {what} the mutable array reference of "
-          f"type {get_aval(x)} appeared at both {first} and {name}.")
-    if id(x) in const_ids:
-      raise ValueError(
-          f"when tracing {fun_description(fun)} for {what}, a mutable array reference of type "
-          f"{get_aval(x)} was both closed over and passed as the argument {name}")
-    seen[id(x)] = k
 
 
 def convert_for(aval: ShapedArray, x):

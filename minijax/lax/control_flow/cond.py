@@ -20,6 +20,8 @@ import numpy as np
 from jaxlib.mlir import ir
 from jaxlib.mlir.dialects import mhlo
 
+from minijax import api_util
+from minijax.core.state import AbstractRef
 from minijax.interpreters.discharge import jaxpr_has_state
 from minijax.lax import state as lax_state
 from minijax.lax.control_flow import refs
@@ -79,11 +81,16 @@ def switch(index, branches: Sequence[Callable], *operands):
 def _bind_cond(index, funs, operands, names, what):
   flat, in_tree = tree_util.tree_flatten(operands)
   avals = [get_aval(x) for x in flat]
+  ref_names = _ref_arg_names(funs[-1], operands, avals)
+  if ref_names:
+    lax_state.check_ref_arguments(funs[-1], "cond", flat, ref_names)
   traced = [common.trace_fun_closed(f, in_tree, avals, n) for f, n in zip(funs, names)]
   out_tree = traced[0][1]
   for jaxpr, tree in traced[1:]:
     common.check_tree_and_avals(what, out_tree, traced[0][0].out_avals, tree, jaxpr.out_avals)
   branches, all_consts = common.join_consts([t[0] for t in traced])
+  if ref_names:
+    lax_state.check_ref_arguments(funs[-1], "cond", flat, ref_names, all_consts)
   if any(jaxpr_has_state(b.jaxpr) for b in branches):  # refs: discharged now (refs.py)
     for (b, _), f in zip(traced, funs):
       lax_state.check_no_returned_refs(f, "cond", b.jaxpr)
@@ -93,6 +100,13 @@ def _bind_cond(index, funs, operands, names, what):
     return tree_util.tree_unflatten(out_tree, outs)
   outs = cond_p.bind(index, *all_consts, *flat, branches=tuple(branches))
   return tree_util.tree_unflatten(out_tree, outs)
+
+
+def _ref_arg_names(fun, args, avals):
+  """The names of `fun`'s flat arguments when some are refs (for JAX's aliasing errors)."""
+  if not any(type(a) is AbstractRef for a in avals):
+    return None
+  return api_util.flat_arg_names(fun, args, {})
 
 
 # ----------------------------------------------------------------------------- abstract eval

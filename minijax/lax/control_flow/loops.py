@@ -55,15 +55,14 @@ def while_loop(cond_fun: Callable, body_fun: Callable, init_val):
   flat, init_tree = tree_util.tree_flatten(init_val)
   in_tree = tree_util.treedef_tuple([init_tree])
   avals = [get_aval(x) for x in flat]
-  for _ in range(2):
-    cond_jaxpr, cond_consts, cond_tree = common.trace_fun(cond_fun, in_tree, avals, "cond_fun")
-    body_jaxpr, body_consts, body_tree = common.trace_fun(body_fun, in_tree, avals, "body_fun")
-    _check_pred(cond_tree, cond_jaxpr)
-    weak_only = common.check_carry(
-        "body_fun output and input", init_tree, avals, body_tree, body_jaxpr.out_avals)
-    if not weak_only:
-      break
-    avals = common.strong(avals)
+  # Traced once, as JAX does when the carry keeps its dtypes: a weakly typed initial carry
+  # that the body makes strong is joined to the strong type (the functions may have side
+  # effects in Python, such as popping from a list, that a second trace would repeat).
+  cond_jaxpr, cond_consts, cond_tree = common.trace_fun(cond_fun, in_tree, avals, "cond_fun")
+  body_jaxpr, body_consts, body_tree = common.trace_fun(body_fun, in_tree, avals, "body_fun")
+  _check_pred(cond_tree, cond_jaxpr)
+  common.check_carry("body_fun output and input", init_tree, avals, body_tree,
+                     body_jaxpr.out_avals)
   if jaxpr_has_state(cond_jaxpr.jaxpr) or jaxpr_has_state(body_jaxpr.jaxpr):
     lax_state.check_no_returned_refs(body_fun, "while_body", body_jaxpr.jaxpr)
     outs = refs.while_with_refs(while_loop, cond_jaxpr, cond_consts, body_jaxpr, body_consts,

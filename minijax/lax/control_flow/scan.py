@@ -20,6 +20,7 @@ import numpy as np
 from jaxlib.mlir import ir
 from jaxlib.mlir.dialects import mhlo
 
+from minijax import api_util
 from minijax.interpreters.discharge import jaxpr_has_state
 from minijax.lax import state as lax_state
 from minijax.lax.control_flow import refs
@@ -71,23 +72,26 @@ def scan(f: Callable, init, xs=None, length: int | None = None, reverse: bool = 
 
   init_flat, init_tree = tree_util.tree_flatten(init)
   carry_avals = [get_aval(x) for x in init_flat]
+  ref_names = None
+  if any(type(a) is AbstractRef for a in carry_avals):
+    ref_names = api_util.flat_arg_names(f, (init, xs), {})
+    lax_state.check_ref_arguments(f, "scan", [*init_flat, *x_flat], ref_names)
   slice_avals = [ShapedArray(a.shape[1:], a.dtype, a.weak_type) for a in x_avals]
   in_tree = tree_util.treedef_tuple([init_tree, x_tree])
-  for _ in range(2):
-    jaxpr, consts, out_tree = common.trace_fun(f, in_tree, [*carry_avals, *slice_avals],
-                                               "scan body")
-    children = out_tree.children() if out_tree.num_nodes > 1 else []
-    if len(children) != 2 or out_tree != tree_util.treedef_tuple(children):
-      shown = tree_util.tree_unflatten(out_tree, [a.str_short() for a in jaxpr.out_avals])
-      raise TypeError(f"scan body output must be a pair (carry, y), got {shown}.")
-    carry_tree, y_tree = children
-    num_carry = len(init_flat)
-    weak_only = common.check_carry(
-        "scan body function carry input and carry output", init_tree, carry_avals, carry_tree,
-        jaxpr.out_avals[:carry_tree.num_leaves])
-    if not weak_only:
-      break
-    carry_avals = common.strong(carry_avals)
+  # Traced once (as JAX does when the carry keeps its dtypes; a weakly typed initial carry
+  # is joined to the body's strong type): the body may have Python side effects.
+  jaxpr, consts, out_tree = common.trace_fun(f, in_tree, [*carry_avals, *slice_avals],
+                                             "scan body")
+  children = out_tree.children() if out_tree.num_nodes > 1 else []
+  if len(children) != 2 or out_tree != tree_util.treedef_tuple(children):
+    shown = tree_util.tree_unflatten(out_tree, [a.str_short() for a in jaxpr.out_avals])
+    raise TypeError(f"scan body output must be a pair (carry, y), got {shown}.")
+  carry_tree, y_tree = children
+  num_carry = len(init_flat)
+  if ref_names:
+    lax_state.check_ref_arguments(f, "scan", [*init_flat, *x_flat], ref_names, consts)
+  common.check_carry("scan body function carry input and carry output", init_tree,
+                     carry_avals, carry_tree, jaxpr.out_avals[:carry_tree.num_leaves])
   if jaxpr_has_state(jaxpr.jaxpr):  # refs: discharged now (control_flow/refs.py)
     lax_state.check_no_returned_refs(f, "scan", jaxpr.jaxpr)
     carry, ys = refs.scan_with_refs(scan, jaxpr, consts, init_flat, x_flat, length=length,
