@@ -205,15 +205,12 @@ def _vjp_with_refs(vjp_fn, primals, *entries):
     raise TypeError(f"with_refs takes one entry per primal ({len(primals)}), got "
                     f"{len(entries)}")
   is_entry = lambda x: isinstance(x, (GradValue, DontWant, lax.state.Ref))  # noqa: E731
-  for e in tree_util.tree_leaves(entries, is_leaf=is_entry):
-    if not is_entry(e):
-      raise TypeError(f"with_refs entries are Refs, GradValue() or DontWant(), got {e!r:.60}")
 
   def apply(entry, ct):
-    if isinstance(entry, DontWant):
-      return DidntWant()
     if isinstance(entry, GradValue):
       return ct
+    if not isinstance(entry, lax.state.Ref):  # DontWant(), or any other placeholder
+      return DidntWant()
     lax.state.addupdate(entry, ..., ct)
     return GradRef()
 

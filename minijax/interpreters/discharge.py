@@ -118,8 +118,8 @@ def _check_lifetime(eqn: JaxprEqn, inputs: set, frozen: set) -> None:
   for a in refs:
     if a in frozen:
       raise ValueError(f"a ref of type {a.aval} is used by `{eqn.primitive}` after it was "
-                       "frozen: `freeze` ends a ref's life; read it with `r[...]` instead "
-                       "to keep using it")
+                       "frozen (or freed): `freeze` and `free_ref` end a ref's life; read it "
+                       "with `r[...]` instead to keep using it")
   if refs and internal_mutable_array_effect in eqn.effects:
     if refs[0] in inputs:
       raise ValueError(
@@ -163,6 +163,8 @@ def _discharge_now(closed: ClosedJaxpr) -> ClosedJaxpr:
 
   in_avals = [value_aval(v.aval) for v in jaxpr.invars]
   new, consts = pe.trace_to_jaxpr_dynamic(pure, in_avals)
+  # what only fed refs that nothing reads afterwards (a local ref's last writes) goes
+  new, _ = pe.dce_jaxpr(new, [True] * len(new.outvars), instantiate=True)
   return ClosedJaxpr(new, consts)
 
 

@@ -261,8 +261,10 @@ def empty_ref(ty, *, memory_space=None):
 
 
 def free_ref(ref) -> None:
-  """Declares `ref` dead (a no-op in minijax: its buffer is freed when nothing holds it)."""
+  """Ends `ref`'s life without reading it (a `freeze` whose value is dropped): using or
+  freeing it afterwards raises."""
   _check_ref(ref, "free_ref")
+  freeze_p.bind(ref)
 
 
 # ----------------------------------------------------------------------------- freeze
@@ -668,6 +670,17 @@ def _install(cls) -> None:
 
 _install(Ref)
 _install(RefView)
+
+
+def _tracer_addupdate(self, value, idx=()):
+  """`r.addupdate(v, idx)` on a traced ref (other ref methods are the operators)."""
+  if type(self.aval) is not AbstractRef:
+    raise AttributeError(f"{type(self).__name__} of type {self.aval} has no attribute "
+                         "'addupdate' (only refs do)")
+  addupdate(self, idx, value)
+
+
+Tracer.addupdate = _tracer_addupdate
 
 
 def ref_getitem(tracer, idx) -> Any:
