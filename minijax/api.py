@@ -144,6 +144,8 @@ def vjp(fun: Callable, *primals, has_aux: bool = False):
   """`(fun(*primals), vjp_fn)` where `vjp_fn(cotangent)` returns one cotangent per primal
   (and aux when `has_aux`)."""
   flat_p, in_tree = tree_util.tree_flatten(primals)
+  if sum(isinstance(x, lax.state.Ref) for x in flat_p) > 1:
+    lax.state.check_ref_arguments(fun, "vjp", flat_p, flat_arg_names(fun, primals, {}))
   box = {}
   flat_fun = _flat_fun_with_aux(lambda *a: fun(*a), in_tree, has_aux, box)
   outs, vjp_flat = ad.vjp_flat(flat_fun, flat_p)

@@ -228,11 +228,11 @@ class custom_jvp:
     args = _resolve_kwargs(self.fun, args, kwargs)
     nondiff, diff_args, nondiff_vals = _resolve_argnums(self.fun, self.nondiff_argnums, args)
     flat, in_tree = tree_util.tree_flatten(tuple(diff_args))
-    _check_refs(self.fun, "custom_vjp", args)
+    _check_refs(self.fun, "custom_jvp", args)
     trace = _trace_for(flat)
     if type(trace) is EvalTrace:
       out = self.fun(*args)
-      state.check_no_returned_ref_values(self.fun, "custom_vjp", tree_util.tree_leaves(out),
+      state.check_no_returned_ref_values(self.fun, "custom_jvp", tree_util.tree_leaves(out),
                                          tree_util.tree_leaves(args))
       return out
     if isinstance(trace, ad.JVPTrace):
@@ -386,9 +386,13 @@ class custom_vjp:
     args = _resolve_kwargs(self.fun, args, kwargs)
     nondiff, diff_args, nondiff_vals = _resolve_argnums(self.fun, self.nondiff_argnums, args)
     flat, in_tree = tree_util.tree_flatten(tuple(diff_args))
+    _check_refs(self.fun, "custom_vjp", args)
     trace = _trace_for(flat)
     if type(trace) is EvalTrace:
-      return self.fun(*args)
+      out = self.fun(*args)
+      state.check_no_returned_ref_values(self.fun, "custom_vjp", tree_util.tree_leaves(out),
+                                         tree_util.tree_leaves(args))
+      return out
     rebuild = lambda xs: _rebuild(len(args), nondiff, nondiff_vals,
                                   tree_util.tree_unflatten(in_tree, xs))
     if isinstance(trace, ad.JVPTrace):

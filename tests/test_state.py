@@ -647,3 +647,66 @@ def test_a_ref_keeps_its_type_when_a_weakly_typed_value_is_written_whole():
   jit(lambda a, b: a.__setitem__(..., b[...] * 3))(r, new_ref(jnp.full(2, 2.)))
   assert repr(r) == "Ref([6., 6.], dtype=float32)"
   assert not r[...].weak_type
+
+
+def test_free_ref_ends_a_ref_and_freeing_or_reading_it_again_raises():
+  @jit
+  def f(x):
+    r = minijax.empty_ref(jnp.zeros(()))
+    r[...] = 2. * x
+    out = r[...]
+    minijax.free_ref(r)
+    return out
+  assert float(f(3.)) == 6.
+  assert float(grad(f)(3.)) == 2.
+
+  def twice():
+    r = new_ref(1.)
+    minijax.free_ref(r)
+    minijax.free_ref(r)
+  with pytest.raises(ValueError):
+    jit(twice)()
+  with pytest.raises(ValueError):
+    twice()
+
+
+def test_an_unused_inner_jit_with_a_local_ref_lowers_to_nothing():
+  @jit
+  def f(x, y):
+    @jit
+    def g(y):
+      r = new_ref(y)
+      r[...] += 1
+      return freeze(r)
+    g(y)
+    return x
+  assert "add" not in f.lower(1, 2).as_text()
+
+
+@pytest.mark.parametrize("jitted", [False, True])
+def test_a_custom_vjp_of_a_ref_argument_sends_its_cotangent_to_the_ref(jitted):
+  @minijax.custom_vjp
+  def f(x_ref):
+    return x_ref[...]
+  f.defvjp(lambda x_ref: (f(x_ref), None), lambda _, g: (g,))
+  f = jit(f) if jitted else f
+  _, pullback = minijax.vjp(lambda x: f(new_ref(x)), 3.14)
+  close(pullback(1.)[0], 1.)
+
+
+def test_aliasing_and_returned_refs_raise_for_custom_vjp_vjp_and_vmap():
+  @minijax.custom_vjp
+  def f(x_ref, y_ref):
+    return None
+  f.defvjp(lambda x_ref, y_ref: (None, None), lambda _, g: (None, None))
+  r = new_ref(0.)
+  for call in (lambda: f(r, r), lambda: minijax.vjp(f, r, r)):
+    assert "appeared at both x_ref and y_ref" in _message(call)
+
+  @minijax.custom_vjp
+  def g(ref):
+    return ref
+  g.defvjp(lambda ref: (ref, None), lambda _, ct: (ct,))
+  assert "returned a mutable array" in _message(g, r)
+  x = new_ref(jnp.zeros((3, 3)))
+  assert "only one reference to a mutable array" in _message(vmap(lambda a, b: None), x, x)
