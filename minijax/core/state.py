@@ -21,24 +21,28 @@ class AbstractRef(AbstractValue):
   """The type of a ref holding an array of type `inner_aval`, printed `Ref{f32[3]}`.
   `kind` is JAX's: None, or "no_grad_no_remat" for a ref whose writes autodiff ignores
   (statistics collected while differentiating)."""
-  __slots__ = ("inner_aval", "kind")
+  __slots__ = ("inner_aval", "kind", "__weakref__")
+  _interned: dict = {}
 
-  def __init__(self, inner_aval: ShapedArray, kind: str | None = None):
-    self.inner_aval = inner_aval
-    self.kind = kind
+  def __new__(cls, inner_aval: ShapedArray, kind: str | None = None):
+    # Interned, as ShapedArrays are: equal types are one object, so jit's fast path finds
+    # a ref argument's entry by identity.
+    key = (inner_aval, kind)
+    self = cls._interned.get(key)
+    if self is None:
+      self = object.__new__(cls)
+      self.inner_aval, self.kind = inner_aval, kind
+      cls._interned[key] = self
+    return self
+
+  def __reduce__(self):
+    return AbstractRef, (self.inner_aval, self.kind)
 
   shape = property(lambda self: self.inner_aval.shape)
   dtype = property(lambda self: self.inner_aval.dtype)
   weak_type = property(lambda self: self.inner_aval.weak_type)
   ndim = property(lambda self: self.inner_aval.ndim)
   size = property(lambda self: self.inner_aval.size)
-
-  def __eq__(self, other):
-    return (type(other) is AbstractRef and other.inner_aval is self.inner_aval
-            and other.kind == self.kind)
-
-  def __hash__(self):
-    return hash((AbstractRef, self.inner_aval, self.kind))
 
   def str_short(self) -> str:
     return f"Ref{{{self.inner_aval.str_short()}}}"
