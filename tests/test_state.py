@@ -710,3 +710,18 @@ def test_aliasing_and_returned_refs_raise_for_custom_vjp_vjp_and_vmap():
   assert "returned a mutable array" in _message(g, r)
   x = new_ref(jnp.zeros((3, 3)))
   assert "only one reference to a mutable array" in _message(vmap(lambda a, b: None), x, x)
+
+
+@pytest.mark.parametrize("jitted", [False, True])
+def test_integer_array_indices_read_and_write_through_numpy_indexing(jitted):
+  x = np.arange(12, dtype=np.float32).reshape(3, 4)
+  r = new_ref(x)
+  np.testing.assert_array_equal(np.asarray(r[np.arange(2), np.arange(2)]), [0., 5.])
+  np.testing.assert_array_equal(np.asarray(r[np.arange(2), ..., np.arange(2)]), [0., 5.])
+
+  def f(r):
+    r[jnp.array([0, 2]), 1] = jnp.array([70., 90.])
+    return r[jnp.array([0, 2])]
+  rows = (jit(f) if jitted else f)(r)
+  np.testing.assert_array_equal(np.asarray(rows), [[0, 70, 2, 3], [8, 90, 10, 11]])
+  np.testing.assert_array_equal(np.asarray(r[:, 1]), [70., 5., 90.])

@@ -11,7 +11,8 @@ primitive below has the discharge rule that says what it does to the ref's value
 Indexing is static or dynamic per dimension: an integer (the dimension goes), a slice with
 step 1 (kept) or `...`; an index that is a traced or array integer scalar is a dynamic
 operand of the equation.  Writes never broadcast: the value has exactly the shape the
-index selects, and the ref's dtype.
+index selects, and the ref's dtype.  An index with integer arrays reads the whole ref and
+indexes the value with numpy's rules (a write: `.at[idx].set` of the whole value).
 
 Autodiff follows the duality of reading and accumulating: the tangent of a ref is a ref
 (`new_ref` always creates one for a float ref, so local refs are differentiable), `get`
@@ -621,10 +622,25 @@ def _value_for(ref, value, name):
   return value
 
 
+# numpy's indexing (`x[idx]`, `x.at[idx].set(v)`), installed by the numpy layer: an index
+# with integer arrays reads or writes the whole ref through it.
+array_getitem: Any = None
+array_setitem: Any = None
+
+
+def _has_int_arrays(idx) -> bool:
+  idx = idx if isinstance(idx, tuple) else (idx,)
+  return any(isinstance(i, (list, np.ndarray)) or (
+      getattr(i, "shape", ()) != () and not isinstance(i, (slice, type(Ellipsis))))
+      for i in idx if i is not None and i is not Ellipsis and not isinstance(i, slice))
+
+
 def get(ref, idx=()):
   """`ref[idx]`: the part of the array `ref` holds that `idx` selects."""
   _check_ref(ref, "get")
   ref, idx = _resolve(ref, idx)
+  if _has_int_arrays(idx) and array_getitem is not None:
+    return array_getitem(get(ref, ...), idx)
   indexer, operands = parse_index(ref.shape, idx)
   return get_p.bind(ref, *operands, indexer=indexer)
 
@@ -633,6 +649,10 @@ def swap(ref, idx, value):
   """Writes `value` at `ref[idx]` and returns what was there."""
   _check_ref(ref, "swap")
   ref, idx = _resolve(ref, idx)
+  if _has_int_arrays(idx) and array_setitem is not None:
+    whole = get(ref, ...)
+    swap(ref, ..., array_setitem(whole, idx, value))
+    return array_getitem(whole, idx)
   indexer, operands = parse_index(ref.shape, idx)
   return swap_p.bind(ref, _value_for(ref, value, "swap"), *operands, indexer=indexer)
 

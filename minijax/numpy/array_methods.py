@@ -175,8 +175,16 @@ def install(cls) -> None:
   cls.__array_priority__ = max(getattr(cls, "__array_priority__", 0), 100)
 
 
+def _install_ref_indexing() -> None:
+  """Refs indexed by integer arrays read and write through numpy's indexing."""
+  from minijax.numpy.indexing import getitem
+  lax_state.array_getitem = getitem
+  lax_state.array_setitem = lambda x, idx, v: _at(x)[idx].set(v)
+
+
 def install_all() -> None:
   from minijax.core.trace import Tracer
   from minijax.runtime.array import Array
   install(Array)
   install(Tracer)
+  _install_ref_indexing()
