@@ -725,3 +725,14 @@ def test_integer_array_indices_read_and_write_through_numpy_indexing(jitted):
   rows = (jit(f) if jitted else f)(r)
   np.testing.assert_array_equal(np.asarray(rows), [[0, 70, 2, 3], [8, 90, 10, 11]])
   np.testing.assert_array_equal(np.asarray(r[:, 1]), [70., 5., 90.])
+
+
+def test_run_state_reads_and_writes_back_a_ref_its_function_closes_over():
+  outer = new_ref(jnp.float32(1.))
+
+  def f(r):
+    r[...] += outer[...]
+    outer[...] = outer[...] * 10
+  assert float(run_state(f)(jnp.float32(5.))) == 6.
+  assert float(jit(run_state(f))(jnp.float32(5.))) == 15.
+  assert float(outer[...]) == 100.

@@ -14,13 +14,13 @@ from __future__ import annotations
 import functools
 from typing import Callable
 
-from minijax.interpreters.discharge import jaxpr_has_state
 from minijax.core import pretty
 from minijax.core.effects import check_allowed, must_keep
 from minijax.core.jaxpr import ClosedJaxpr, eval_jaxpr, hoist_consts
 from minijax.core.primitive import Primitive
 from minijax.core.trace import set_current_trace
 from minijax.interpreters import partial_eval as pe
+from minijax.interpreters.discharge import jaxpr_has_state
 from minijax.lax.call import register_call_rules
 from minijax.lowering import mlir
 

@@ -14,10 +14,10 @@ from typing import Sequence
 
 import numpy as np
 
-from minijax.core.state import AbstractRef
 from minijax import lax
 from minijax.core import dtypes
 from minijax.core.avals import get_aval
+from minijax.core.state import AbstractRef
 from minijax.core.trace import Tracer, is_eval_context
 from minijax.runtime.array import Array
 

@@ -21,15 +21,15 @@ from jaxlib.mlir import ir
 from jaxlib.mlir.dialects import mhlo
 
 from minijax import api_util
-from minijax.core.state import AbstractRef
-from minijax.interpreters.discharge import jaxpr_has_state
-from minijax.lax import state as lax_state
-from minijax.lax.control_flow import refs
 from minijax import tree_util
 from minijax.core import dtypes, pretty
 from minijax.core.avals import get_aval
 from minijax.core.effects import must_keep
 from minijax.core.primitive import Primitive
+from minijax.core.state import AbstractRef
+from minijax.interpreters.discharge import jaxpr_has_state
+from minijax.lax import state as lax_state
+from minijax.lax.control_flow import refs
 from minijax.lax.control_flow import common
 from minijax.lowering import mlir
 

@@ -26,9 +26,6 @@ import numpy as np
 from jaxlib.mlir import ir
 from jaxlib.mlir.dialects import mhlo
 
-from minijax.interpreters.discharge import jaxpr_has_state
-from minijax.lax import state as lax_state
-from minijax.lax.control_flow import refs
 from minijax import tree_util
 from minijax.core import dtypes, pretty
 from minijax.core.avals import ShapedArray, get_aval
@@ -36,6 +33,9 @@ from minijax.core.effects import ordered_effects
 from minijax.core.jaxpr import hoist_consts
 from minijax.core.primitive import Primitive
 from minijax.core.trace import Tracer
+from minijax.interpreters.discharge import jaxpr_has_state
+from minijax.lax import state as lax_state
+from minijax.lax.control_flow import refs
 from minijax.lax.control_flow import common
 from minijax.lowering import mlir
 from minijax.lowering.tokens import TokenSet

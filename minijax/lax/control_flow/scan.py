@@ -21,17 +21,17 @@ from jaxlib.mlir import ir
 from jaxlib.mlir.dialects import mhlo
 
 from minijax import api_util
-from minijax.interpreters.discharge import jaxpr_has_state
-from minijax.lax import state as lax_state
-from minijax.lax.control_flow import refs
-from minijax.core.state import AbstractRef
 from minijax import tree_util
 from minijax.core import pretty
-from minijax.core.effects import must_keep
 from minijax.core.avals import ShapedArray, get_aval
+from minijax.core.effects import must_keep
 from minijax.core.jaxpr import ClosedJaxpr, Jaxpr, Literal, hoist_consts
 from minijax.core.primitive import Primitive
+from minijax.core.state import AbstractRef
+from minijax.interpreters.discharge import jaxpr_has_state
+from minijax.lax import state as lax_state
 from minijax.lax.control_flow import common
+from minijax.lax.control_flow import refs
 from minijax.lowering import mlir
 
 __all__ = ["scan", "scan_map", "scan_p"]
