@@ -179,15 +179,6 @@ class InternalMutableArrayEffect(Effect):
 internal_mutable_array_effect = InternalMutableArrayEffect()
 
 
-def remap_input_effects(effects: frozenset, position) -> frozenset:
-  """`effects` with each `RefEffect`'s index mapped by `position(index)` (for a
-  control-flow equation whose inner jaxpr's inputs are its operands in another order)."""
-  if not any(isinstance(e, RefEffect) for e in effects):
-    return effects
-  return frozenset(e.with_index(position(e.input_index)) if isinstance(e, RefEffect) else e
-                   for e in effects)
-
-
 def union(effect_sets: Iterable[frozenset]) -> frozenset:
   result = no_effects
   for effects in effect_sets:

@@ -703,15 +703,6 @@ def _tracer_addupdate(self, value, idx=()):
 Tracer.addupdate = _tracer_addupdate
 
 
-def ref_getitem(tracer, idx) -> Any:
-  """`tracer[idx]` for a traced ref (the numpy layer sends ref tracers here)."""
-  return get(tracer, idx)
-
-
-def ref_setitem(tracer, idx, value) -> None:
-  swap(tracer, idx, value)
-
-
 def convert_for(aval: ShapedArray, x):
   """`x` as a value of type `aval` (a ref's contents: Python scalars take its dtype)."""
   x = misc.convert_element_type(x, aval.dtype) if get_aval(x).dtype != aval.dtype else x
