@@ -131,7 +131,8 @@ class Lowered(_Stage):
       self._result = lower_jaxpr_to_module(pure, name=name, donated_args=donated)
     else:
       self._result = lower_jaxpr_to_module(traced.jaxpr, name=name,
-                                           donated_args=traced.donated)
+                                           donated_args=traced.donated,
+                                           runtime_tokens=compiler.runtime_tokens_wanted())
 
   def for_signature(self, in_tree, out_tree) -> Lowered:
     """This lowering, compiled to be called with arguments of structure `in_tree` and to
