@@ -381,3 +381,13 @@ def test_the_tangent_of_a_key_array_is_float0_of_the_keys_shape():
     return state_bar[0], state_bar
   ident.defvjp(lambda _, state: (state, None), bwd)
   assert minijax.grad(lambda t: ident(t, (8.0, random.key(1)))[0])(3.0) == 1.0
+
+
+def test_typeof_a_key_array_is_a_shaped_array_of_its_key_dtype():
+  keys = _keys(3)
+  aval = minijax.typeof(keys)
+  assert aval.shape == (3,) and aval.dtype == keys.dtype and repr(aval) == (
+      "ShapedArray(key<fry>[3])")
+  assert minijax.typeof(random.key(0, impl="rbg")).str_short() == "key<rbg>[]"
+  with pytest.raises(TypeError, match="sin: argument of type PRNGKeyArray is not a valid"):
+    jnp.sin(keys)
