@@ -264,6 +264,26 @@ def test_array_of_traced_values_stacks_them():
   assert_close(g(np.float32(1)), [1.0, 1.5, 2.0])
 
 
+def test_array_of_a_python_scalar_is_an_array_under_every_transformation():
+  seen = []
+
+  def f(x):
+    made = [jnp.array(1.5), jnp.asarray(2), jnp.asarray(np.float32(3)), jnp.zeros(()),
+            jnp.full((), 4)]
+    seen.append([(m.shape, m.dtype, m.weak_type) for m in made])
+    return x * made[0].astype(jnp.float32) + made[1] + made[2].at[()].set(1) + made[4]
+
+  for transform in (lambda g: g, minijax.jit, minijax.grad, minijax.vmap):
+    arg = np.ones(2, np.float32) if transform is minijax.vmap else np.float32(1)
+    transform(f)(arg)
+    assert seen.pop() == [((), np.float32, True), ((), np.int32, True), ((), np.float32, False),
+                          ((), np.float32, False), ((), np.int32, True)]
+  assert float(minijax.jit(f)(np.float32(2))) == 10.0
+  # under jit the scalars are literals of the jaxpr, not constants it closes over
+  jaxpr = minijax.make_jaxpr(lambda x: x + jnp.array(1.0))(1.0)
+  assert not jaxpr.jaxpr.constvars and "add a 1.0" in str(jaxpr)
+
+
 # ---- reductions
 REDUCTIONS = ["sum", "prod", "max", "min", "mean", "var", "std", "all", "any", "argmax",
               "argmin", "cumsum", "cumprod", "ptp", "count_nonzero"]
@@ -589,6 +609,13 @@ EXTRAS = {
                       lambda a, v: np.convolve(a, v, "same"), (ROW, ROW[:3])),
     "convolve_valid": (lambda a, v: jnp.convolve(a, v, "valid"),
                        lambda a, v: np.convolve(a, v, "valid"), (ROW, ROW[:3])),
+    "correlate": (jnp.correlate, np.correlate, (ROW, ROW[:3])),
+    "correlate_full_short_first": (lambda a, v: jnp.correlate(a, v, "full"),
+                                   lambda a, v: np.correlate(a, v, "full"), (ROW[:2], ROW)),
+    "correlate_same_short_first": (lambda a, v: jnp.correlate(a, v, "same"),
+                                   lambda a, v: np.correlate(a, v, "same"), (ROW[:2], ROW)),
+    "correlate_same": (lambda a, v: jnp.correlate(a, v, "same"),
+                       lambda a, v: np.correlate(a, v, "same"), (ROW, ROW[:2])),
     "polyval": (lambda x: jnp.polyval(np.array([1.0, -2.0, 3.0], np.float32), x),
                 lambda x: np.polyval(np.array([1.0, -2.0, 3.0], np.float32), x), (F,)),
     "ediff1d": (jnp.ediff1d, np.ediff1d, (F,)),
