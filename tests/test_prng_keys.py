@@ -414,3 +414,14 @@ def test_more_structural_functions_and_traced_indices_on_key_arrays():
   with pytest.raises(ValueError, match="split a key array of threefry2x32 across its key "
                      "words"):
     minijax.vmap(lambda k: random.uniform(k), in_axes=-1)(ks)
+
+
+def test_the_default_implementation_comes_from_the_environment_too():
+  from tests.conftest import run_python
+  out = run_python("import minijax; from minijax import random; "
+                   "print(random.key_data(random.key(42)).tolist())",
+                   env={"JAX_DEFAULT_PRNG_IMPL": "rbg"})
+  assert out.returncode == 0, out.stderr
+  assert out.stdout.strip() == "[0, 42, 0, 42]"
+  out = run_python("import minijax", env={"JAX_DEFAULT_PRNG_IMPL": "fry"})
+  assert out.returncode != 0 and "JAX_DEFAULT_PRNG_IMPL='fry'" in out.stderr
