@@ -170,6 +170,17 @@ def _validate_platforms(value):
   return value
 
 
+def _validate_only(allowed: Any):
+  def validate(value):
+    if value != allowed or isinstance(value, str) != isinstance(allowed, str):
+      raise ValueError(value)
+    return allowed
+  return validate
+
+
+PRNG_IMPLS = ("threefry2x32", "rbg", "unsafe_rbg", "philox2x32", "philox4x32", "threefry4x32")
+
+
 def _validate_true(value) -> bool:
   if _validate_bool(value) is not True:
     raise ValueError(value)
@@ -245,6 +256,26 @@ FLAGS: dict[str, Flag] = {f.name: f for f in [
          "on the CPU only)", "JAX's jax_platforms", env_aliases=("JAX_PLATFORMS",)),
     choice_flag("cpu_collectives_implementation", None, "gloo", ("gloo",),
                 "CPU collectives across processes (minijax.distributed): gloo, JAX's default"),
+    choice_flag("default_prng_impl", "MINIJAX_DEFAULT_PRNG_IMPL", "threefry2x32", PRNG_IMPLS,
+                "the PRNG implementation of keys made without impl=",
+                env_aliases=("JAX_DEFAULT_PRNG_IMPL",)),
+    choice_flag("explicit_x64_dtypes", "MINIJAX_EXPLICIT_X64_DTYPES", "warn", ("warn", "error"),
+                "what asking for a 64-bit dtype without x64 does: warn and use the 32-bit "
+                "one, or raise (JAX's 'allow', 64-bit types without x64, minijax lacks)",
+                env_aliases=("JAX_EXPLICIT_X64_DTYPES",)),
+    choice_flag("legacy_prng_key", "MINIJAX_LEGACY_PRNG_KEY", "allow",
+                ("allow", "warn", "error"),
+                "what random functions do with raw uint32 keys (random.PRNGKey's)",
+                env_aliases=("JAX_LEGACY_PRNG_KEY",)),
+    bool_flag("enable_custom_prng", "MINIJAX_ENABLE_CUSTOM_PRNG", False,
+              "random.PRNGKey returns typed key arrays (as random.key does)",
+              env_aliases=("JAX_ENABLE_CUSTOM_PRNG",)),
+    int_flag("random_seed_offset", "MINIJAX_RANDOM_SEED_OFFSET", 0, -2**63, 2**63 - 1,
+             "added to every seed a PRNG key is made from",
+             env_aliases=("JAX_RANDOM_SEED_OFFSET",)),
+    Flag("debug_key_reuse", False, None, _validate_only(False), _parse_bool,
+         "False (minijax does not check PRNG keys for reuse)",
+         "checking that PRNG keys are used once"),
     int_flag("tap_queue_bytes", "MINIJAX_TAP_QUEUE_BYTES", 256 * 1024 * 1024, 1,
              MAX_QUEUE_BYTES, "the bound of each device's tap queue", "bytes"),
     float_flag("tap_exit_timeout", "MINIJAX_TAP_EXIT_TIMEOUT", 5.0, 0.0, 1e9,

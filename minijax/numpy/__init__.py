@@ -44,11 +44,13 @@ from minijax.numpy.extras import (  # noqa: F401
     searchsorted, cross, kron, astype, isin, indices, triu_indices, tril_indices, logspace,
     unravel_index, select, heaviside, float_power, sinc, interp, digitize, bincount, cov,
     corrcoef, nanargmax, nanargmin, nancumsum, nanvar, nanstd, ldexp, delete, insert,
-    choose, nanprod, diag_indices, ediff1d, convolve, polyval, vectorize,
+    choose, nanprod, diag_indices, ediff1d, convolve, correlate, polyval,
     apply_along_axis)
 from minijax.numpy.products import (  # noqa: F401
     dot, matmul, vdot, inner, outer, tensordot, einsum)
 from minijax.numpy import linalg  # noqa: F401
+from minijax.numpy import fft  # noqa: F401
+from minijax.numpy.vectorize import vectorize  # noqa: F401
 
 
 
@@ -126,7 +128,11 @@ def _is_bfloat16(x) -> bool:
 
 
 def issubdtype(arg1, arg2) -> bool:
-  """numpy's issubdtype, with bfloat16 counted as a floating point type."""
+  """numpy's issubdtype, with bfloat16 counted as a floating point type and the extended
+  dtypes (of typed PRNG keys) under `dtypes.extended`."""
+  extended = _dtypes.issubdtype(arg1, arg2)
+  if extended is not None:
+    return extended
   if _is_bfloat16(arg1):
     return _is_bfloat16(arg2) or arg2 in (_np.floating, _np.inexact, _np.number, _np.generic)
   return _np.issubdtype(arg1, arg2)

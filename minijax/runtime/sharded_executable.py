@@ -43,7 +43,7 @@ from minijax.config import config
 from minijax.core import sharding as sharding_lib
 from minijax.core.avals import ShapedArray
 from minijax.core.dtypes import PYTHON_SCALARS
-from minijax.runtime import backend, sharded, taps
+from minijax.runtime import backend, sharded, taps, xla_notices
 from minijax.runtime.array import Array, _DELETED_MESSAGE, device_put
 from minijax.runtime.executable import CompiledProgram, compile_options
 from minijax.runtime.tokens import TOKEN_AVAL, GroupToken, runtime_tokens
@@ -305,8 +305,9 @@ def compile_sharded(module, *, devices: Sequence, name: str, in_avals, out_avals
       np.array([[d.id for d in devices]], dtype=np.int32))
   start = time.perf_counter()
   try:
-    loaded = client.compile_and_load(module, sharded.device_list(devices), options,
-                                     host_callbacks=list(host_callbacks))
+    with xla_notices.without_notices():
+      loaded = client.compile_and_load(module, sharded.device_list(devices), options,
+                                       host_callbacks=list(host_callbacks))
   except _JaxRuntimeError as err:
     err.add_note(f"while compiling {name!r} for {len(devices)} devices")
     raise
