@@ -49,6 +49,7 @@ class ArgInfo:
 
 class _Stage:
   """What every stage knows of the call it was made for (`_traced`, `_in_tree`, `_names`)."""
+  _no_kwargs = False  # (JAX's attribute: whether the call takes no keyword arguments)
 
   @property
   def args_info(self):
@@ -135,7 +136,8 @@ class Lowered(_Stage):
     lowered = copy.copy(self)
     t = self._traced
     lowered._traced = type(t)(t.jaxpr, t.consts, out_tree, t.donated)
-    lowered._in_tree, lowered._names = in_tree, None
+    lowered._in_tree = in_tree
+    lowered._names = [f"flat_args[{i}]" for i in range(in_tree.num_leaves)]
     return lowered
 
   def _hlo(self):
