@@ -111,6 +111,9 @@ def test_float0_values_pass_through_jit_and_refuse_arithmetic():
   for op in (lambda: zero + jnp.zeros(()), lambda: lax.add(zero, jnp.zeros(()))):
     with pytest.raises(TypeError, match="float0s do not support any operations by design"):
       op()
+    with minijax.numpy_dtype_promotion("strict"):  # (a TypeError first, not a promotion error)
+      with pytest.raises(TypeError, match="float0s do not support any operations by design"):
+        op()
 
 
 def test_jacfwd_jacrev_hessian_of_a_vector_function():
