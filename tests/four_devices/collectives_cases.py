@@ -177,8 +177,8 @@ def test_pmap_errors_name_the_argument_and_the_flat_arguments():
   with pytest.raises(ValueError, match="each argument passed by keyword is mapped"):
     minijax.pmap(lambda a, b: a, in_axes=((0, 0), 0))(a=(X, X), b=X)
   compiled = minijax.pmap(lambda v: v * 2, "i").lower(X).compile()
-  with pytest.raises(TypeError, match=r"Argument 'flat_args\[0\]' compiled with f32\[4,3\] "
-                                      r"and called with i32\[4,3\]"):
+  with pytest.raises(TypeError, match=r"Argument 'flat_args\[0\]' compiled with float32\[4,3\] "
+                                      r"and called with int32\[4,3\]"):
     compiled(X.astype(np.int32))
 
 
