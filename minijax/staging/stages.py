@@ -27,6 +27,7 @@ from jaxlib.mlir import ir
 from minijax import tree_util
 from minijax.core.avals import get_aval
 from minijax.core.trace import Tracer
+from minijax.interpreters.discharge import jaxpr_has_state
 from minijax.lowering.context import ir_context
 from minijax.lowering.mlir import lower_jaxpr_to_module
 from minijax.runtime import backend
@@ -49,6 +50,7 @@ class ArgInfo:
 
 class _Stage:
   """What every stage knows of the call it was made for (`_traced`, `_in_tree`, `_names`)."""
+  _no_kwargs = False  # (JAX's attribute: whether the call takes no keyword arguments)
 
   @property
   def args_info(self):
@@ -125,6 +127,9 @@ class Lowered(_Stage):
     self._names = names
     if placement is not None:
       self._result = sharded.lower(traced.jaxpr, name, traced.donated, placement)
+    elif jaxpr_has_state(traced.jaxpr.jaxpr):  # lowered discharged, refs aliased in place
+      pure, donated, _ = compiler.discharged_for_call(traced.jaxpr, traced.donated)
+      self._result = lower_jaxpr_to_module(pure, name=name, donated_args=donated)
     else:
       self._result = lower_jaxpr_to_module(traced.jaxpr, name=name,
                                            donated_args=traced.donated,
@@ -136,7 +141,8 @@ class Lowered(_Stage):
     lowered = copy.copy(self)
     t = self._traced
     lowered._traced = type(t)(t.jaxpr, t.consts, out_tree, t.donated)
-    lowered._in_tree, lowered._names = in_tree, None
+    lowered._in_tree = in_tree
+    lowered._names = [f"flat_args[{i}]" for i in range(in_tree.num_leaves)]
     return lowered
 
   def _hlo(self):
@@ -232,8 +238,13 @@ class Compiled(_Stage):
       got = get_aval(x)
       if (want.shape, want.dtype) != (got.shape, got.dtype):
         name = names[i] if names else f"flat argument {i}"
-        errors.append(f"Argument '{name}' compiled with {want.str_short()} and called with "
-                      f"{got.str_short()}")
+        errors.append(f"Argument '{name}' compiled with {_long(want)} and called with "
+                      f"{_long(got)}")
     if errors:
       raise TypeError("Argument types differ from the types for which this computation was "
                       "compiled. The mismatches are:\n" + "\n".join(errors[:5]))
+
+
+def _long(aval) -> str:
+  """`float32[4,3]`: an aval as JAX's type-mismatch errors spell it."""
+  return f"{aval.dtype.name}[{','.join(map(str, aval.shape))}]"
