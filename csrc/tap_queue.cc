@@ -298,17 +298,18 @@ bool Contended() {
 
 // Polls `done` (yielding the CPU) until it holds or `deadline` passes, or the CPU turns out
 // contended (see above).  Waiting this way instead of sleeping matters on virtual machines,
-// where waking a sleeping thread can take 50-100 µs.
+// where waking a sleeping thread can take 50-100 µs.  `adapt`: false for a thread that
+// only waits for the receivers (a barrier), which takes nothing from dispatch by spinning.
 template <typename Done>
-bool SpinUntil(std::chrono::steady_clock::time_point deadline, Done done) {
-  if (Contended()) return done();
+bool SpinUntil(std::chrono::steady_clock::time_point deadline, Done done, bool adapt = true) {
+  if (adapt && Contended()) return done();
   while (!done()) {
     const auto before = std::chrono::steady_clock::now();
     if (before >= deadline) return false;
     std::this_thread::yield();
     if (std::chrono::steady_clock::now() - before > kContendedYield) {
       g_contended_until_ns.store(NowNs() + kContendedForNs, std::memory_order_relaxed);
-      return done();
+      if (adapt) return done();
     }
   }
   return true;
@@ -725,7 +726,8 @@ std::deque<Message> PopBatch(Queue* q, size_t max_count, std::vector<char*>* ret
 bool WaitDelivered(Queue* q, uint64_t target, std::chrono::nanoseconds timeout) {
   auto reached = [&] { return q->delivered.load(std::memory_order_acquire) >= target; };
   const auto start = std::chrono::steady_clock::now();
-  if (SpinUntil(start + std::min<std::chrono::nanoseconds>(kDrainSpin, timeout), reached)) {
+  if (SpinUntil(start + std::min<std::chrono::nanoseconds>(kDrainSpin, timeout), reached,
+                /*adapt=*/false)) {
     return true;
   }
   std::unique_lock<std::mutex> lock(q->mu);
