@@ -60,6 +60,7 @@ def _take(x, idx, axis):
 
 # name -> (lax function, arguments, numpy reference)
 LAX_COMPLEX = {
+    "fft": (lambda z: lax.fft(z, "fft", (3,)), (Z,), lambda z: np.fft.fft(z)),
     "conv_general_dilated": (lambda x, w: lax.conv_general_dilated(x, w, (1,), "VALID"),
                              (crand(1, 1, 6), crand(1, 1, 3)),
                              lambda x, w: np.convolve(x[0, 0], w[0, 0, ::-1], "valid")[None, None]),
@@ -467,7 +468,7 @@ atleast_3d squeeze diag nonzero flatnonzero argwhere ediff1d copy asarray array 
 ones_like amax amin around""".split()
 _BINARY_OK = """add divide equal not_equal fmax fmin greater greater_equal less less_equal
 logical_and logical_or logical_xor maximum minimum multiply power subtract true_divide
-isclose allclose array_equal dot vdot inner outer kron convolve polyval isin append
+isclose allclose array_equal dot vdot inner outer kron convolve correlate polyval isin append
 float_power pow""".split()
 
 # name -> function of the module (numpy or minijax.numpy) that computes a value

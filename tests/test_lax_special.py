@@ -1,5 +1,6 @@
-"""The special-function primitives and the PRNG primitives of lax: values (bit for bit with
-JAX 0.10.2 for the functions XLA computes, within rounding of scipy for the incomplete
+"""The special-function primitives and the PRNG primitives of lax: values (equal to JAX
+0.10.2's within a few ulps for the functions XLA computes, whose last bit XLA's code
+generation may round differently on another CPU; within rounding of scipy for the incomplete
 gamma and beta functions), jit against eager, gradients against finite differences, vmap
 against a loop over slices, and their errors.
 
@@ -15,6 +16,7 @@ import minijax
 from minijax import lax
 from tests.transform_checks import (VmapCheck, gradient_checks_in_x64, run_together,
                                     verify_gradient_check)
+from tests.ulps import assert_within_ulps
 
 pytestmark = pytest.mark.usefixtures("x64_off")
 
@@ -62,22 +64,22 @@ def _bits(x):
 
 
 @pytest.mark.parametrize("name", list(CHLO_FACTS))
-def test_chlo_functions_equal_jax_bit_for_bit_eagerly_and_under_jit(name):
+def test_chlo_functions_equal_jax_eagerly_and_under_jit(name):
   inputs, expected32, _ = CHLO_FACTS[name]
   fn = getattr(lax, name)
   args = [np.array(a, f32) for a in inputs]
   got = fn(*args)
   assert got.dtype == f32
-  assert _bits(got) == _bits(np.array(expected32, f32)), (np.asarray(got), expected32)
-  assert _bits(minijax.jit(fn)(*args)) == _bits(got)
+  assert_within_ulps(got, np.array(expected32, f32), 4, what=name)
+  assert _bits(minijax.jit(fn)(*args)) == _bits(got)  # (one machine: the same code)
 
 
 @pytest.mark.parametrize("name", list(CHLO_FACTS))
-def test_chlo_functions_in_float64_equal_jax_bit_for_bit(x64, name):
+def test_chlo_functions_in_float64_equal_jax(x64, name):
   inputs, _, expected64 = CHLO_FACTS[name]
   got = getattr(lax, name)(*[np.array(a, f64) for a in inputs])
   assert got.dtype == f64
-  assert _bits(got) == _bits(np.array(expected64, f64)), (np.asarray(got), expected64)
+  assert_within_ulps(got, np.array(expected64, f64), 4, what=name)
 
 
 # ----------------------------------------------------------------------------- incomplete gamma, beta

@@ -13,6 +13,7 @@ import minijax
 from minijax import nn
 
 from tests.transform_checks import GradCheck, VmapCheck, run_together
+from tests.ulps import assert_within_ulps
 
 pytestmark = pytest.mark.usefixtures("x64_off")
 
@@ -112,7 +113,9 @@ JAX_VALUES = {
 @pytest.mark.parametrize("name", list(JAX_VALUES))
 def test_values_equal_those_recorded_from_jax(name):
   fn, expected = JAX_VALUES[name]
-  np.testing.assert_array_equal(fn(X), np.asarray(expected, np.float32))
+  # (XLA's code generation may round the last bit differently on another CPU)
+  got = fn(X)
+  assert_within_ulps(got, np.asarray(expected, np.float32).reshape(np.shape(got)), 4, what=name)
 
 
 def test_standardize_matches_numpy_and_checks_its_algorithm():

@@ -1,5 +1,7 @@
-"""minijax.nn.initializers: every initializer's output for a fixed key equals JAX 0.10.2's to
-the bit (values recorded from JAX as literals), dtypes and shapes follow the arguments,
+"""minijax.nn.initializers: every initializer's output for a fixed key equals JAX 0.10.2's
+(values recorded from JAX as literals; within a few ulps, since XLA's code generation and,
+for the orthogonal ones, LAPACK's QR may round the last bit differently on another CPU),
+dtypes and shapes follow the arguments,
 initializers run under jit and vmap, and bad arguments raise JAX's errors."""
 from __future__ import annotations
 
@@ -9,6 +11,7 @@ import pytest
 import minijax
 from minijax import random
 from minijax.nn import initializers as I
+from tests.ulps import assert_within_ulps
 
 pytestmark = pytest.mark.usefixtures("x64_off")
 
@@ -38,11 +41,15 @@ JAX_VALUES = {
 
 
 @pytest.mark.parametrize("name", list(JAX_VALUES))
-def test_initializer_values_equal_jax_bit_for_bit(name):
+def test_initializer_values_equal_jax(name):
   expr, shape, expected = JAX_VALUES[name]
   out = eval(expr, {"I": I})(random.PRNGKey(42), shape)
   assert out.shape == shape and out.dtype == np.float32
-  np.testing.assert_array_equal(np.asarray(out).ravel(), np.asarray(expected, np.float32))
+  expected = np.asarray(expected, np.float32).reshape(shape)
+  if "orthogonal" in name:  # a QR factorization: its rounding scales with the matrix
+    assert_within_ulps(out, expected, 8, scale="array", what=expr)
+  else:
+    assert_within_ulps(out, expected, 4, what=expr)
 
 
 def test_typed_keys_give_the_same_values_as_raw_keys():

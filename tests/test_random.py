@@ -1,11 +1,12 @@
-"""minijax.random bit for bit against JAX 0.10.2 (threefry2x32, partitionable), under the
-transformations, in its statistics, and in its errors.
+"""minijax.random against JAX 0.10.2 (threefry2x32, partitionable; its bits exactly), under
+the transformations, in its statistics, and in its errors.
 
 `FACTS` and `X64_FACTS` were recorded once from jax 0.10.2 with its defaults: each row is
 an expression (evaluated here with `random`, `jnp` and `np` bound to minijax's), and the
 dtype, shape and values JAX gave for it (floats as the shortest decimal that round-trips in
-their dtype).  Eager results must equal them exactly, and so must the same expressions
-all compiled as one `jit` program.  Samplers whose exact values are not meaningful to pin
+their dtype).  Eager results must equal them, and so must the same expressions all compiled
+as one `jit` program: integers (keys, bits, indices) exactly, floats within a few ulps, since
+XLA's code generation and LAPACK may round the last bit differently on another CPU.  Samplers whose exact values are not meaningful to pin
 (the gradients of gamma-based samplers, which JAX computes with another algorithm) are
 compared to JAX within rounding, and every distribution's moments are checked against its
 law on large samples.
@@ -22,6 +23,7 @@ import minijax
 import minijax.numpy as jnp
 from minijax import lax, random
 from tests.conftest import compiles
+from tests.ulps import assert_within_ulps
 
 pytestmark = pytest.mark.usefixtures("x64_off")
 
@@ -230,24 +232,34 @@ def _expected(dtype, shape, values):
   return np.array([dtype.type(v) for v in values], dtype).reshape(shape)
 
 
-def _assert_bits_equal(got, dtype, shape, values, what):
+# LAPACK computes these samples (a QR or a Cholesky factorization): their rounding scales with
+# the matrix
+_FACTORIZED = ("random.orthogonal", "random.multivariate_normal")
+
+
+def _assert_equals_jax(got, dtype, shape, values, what):
+  """Integers (and threefry's bits) exactly; floats, which XLA's code generation or LAPACK
+  may round differently on another CPU, within a few ulps (tests/ulps.py)."""
   expected = _expected(dtype, shape, values)
   got = np.asarray(got)
-  assert got.dtype == expected.dtype, (what, got.dtype, expected.dtype)
-  assert got.shape == expected.shape, (what, got.shape, expected.shape)
-  # exact, bit for bit (nan would need care, but no sampler here produces one)
-  assert got.tobytes() == expected.tobytes(), f"{what}:\n got {got.ravel()}\nwant {expected.ravel()}"
-
+  if np.issubdtype(expected.dtype, np.integer) or expected.dtype == np.bool_:
+    assert got.dtype == expected.dtype and got.shape == expected.shape, (what, got.dtype,
+                                                                          got.shape)
+    assert got.tobytes() == expected.tobytes(), f"{what}:\n got {got.ravel()}\nwant {expected.ravel()}"
+  elif what.removeprefix("under jit: ").startswith(_FACTORIZED):
+    assert_within_ulps(got, expected, 8, scale="array", what=what)
+  else:
+    assert_within_ulps(got, expected, 4, what=what)
 
 
 @pytest.mark.parametrize("expr,dtype,shape,values", FACTS, ids=[f[0] for f in FACTS])
-def test_eager_samples_equal_jax_bit_for_bit(expr, dtype, shape, values):
-  _assert_bits_equal(_evaluate(expr), dtype, shape, values, expr)
+def test_eager_samples_equal_jax(expr, dtype, shape, values):
+  _assert_equals_jax(_evaluate(expr), dtype, shape, values, expr)
 
 
 @pytest.mark.parametrize("expr,dtype,shape,values", X64_FACTS, ids=[f[0] for f in X64_FACTS])
-def test_64_bit_samples_equal_jax_bit_for_bit(x64, expr, dtype, shape, values):
-  _assert_bits_equal(_evaluate(expr), dtype, shape, values, expr)
+def test_64_bit_samples_equal_jax(x64, expr, dtype, shape, values):
+  _assert_equals_jax(_evaluate(expr), dtype, shape, values, expr)
 
 
 _JITTED = {
@@ -261,7 +273,7 @@ _JITTED = {
 }
 
 
-def test_samplers_under_jit_equal_jax_bit_for_bit():
+def test_samplers_under_jit_equal_jax():
   """(With the key an argument: JAX's own numbers change when XLA can fold a constant key,
   and so do minijax's, identically.)"""
   facts = {f[0]: f[1:] for f in FACTS}
@@ -270,7 +282,7 @@ def test_samplers_under_jit_equal_jax_bit_for_bit():
   for expr, draw in _JITTED.items():
     seed = next(v for n, v in seeds.items() if f"random.{n}(" in expr)
     got = minijax.jit(draw)(random.PRNGKey(seed))
-    _assert_bits_equal(got, *facts[expr], f"under jit: {expr}")
+    _assert_equals_jax(got, *facts[expr], f"under jit: {expr}")
 
 
 # ----------------------------------------------------------------------------- keys
@@ -522,7 +534,7 @@ def _close(value, target, tol, what):
 
 
 # name -> (draw of N samples, mean, variance); tolerances are 6 standard errors.  (The
-# gamma-based samplers and poisson are pinned bit for bit to JAX above; their moments add
+# gamma-based samplers and poisson are pinned to JAX's values above; their moments add
 # little and their programs are the slowest to compile.)
 _CONTINUOUS = {
     "uniform": (lambda k: random.uniform(k, (N,), minval=-1., maxval=3.), 1.0, 16 / 12),

@@ -44,11 +44,13 @@ from minijax.numpy.extras import (  # noqa: F401
     searchsorted, cross, kron, astype, isin, indices, triu_indices, tril_indices, logspace,
     unravel_index, select, heaviside, float_power, sinc, interp, digitize, bincount, cov,
     corrcoef, nanargmax, nanargmin, nancumsum, nanvar, nanstd, ldexp, delete, insert,
-    choose, nanprod, diag_indices, ediff1d, convolve, polyval, vectorize,
+    choose, nanprod, diag_indices, ediff1d, convolve, correlate, polyval,
     apply_along_axis)
 from minijax.numpy.products import (  # noqa: F401
     dot, matmul, vdot, inner, outer, tensordot, einsum)
 from minijax.numpy import linalg  # noqa: F401
+from minijax.numpy import fft  # noqa: F401
+from minijax.numpy.vectorize import vectorize  # noqa: F401
 
 
 

@@ -451,6 +451,26 @@ def convolve(a, v, mode="full"):
   raise ValueError(f"convolve: unknown mode {mode!r}")
 
 
+def correlate(a, v, mode="valid", *, precision=None, preferred_element_type=None):
+  """1-d cross-correlation `sum_n a[n + k] * conj(v[n])` (numpy's modes; "valid" by
+  default).  As numpy does, the "same" window of a shorter `a` is centred rounding up."""
+  jnp = _jnp()
+  if mode not in ("full", "same", "valid"):
+    raise ValueError(f"correlate: unknown mode {mode!r}")
+  x, y = _util.promote("correlate", a, v)
+  if _util.ndim(x) != 1 or _util.ndim(y) != 1:
+    raise ValueError("correlate: both inputs must be 1-dimensional")
+  out = convolve(x, jnp.flip(jnp.conj(y)), "full" if mode == "same" else mode)
+  if preferred_element_type is not None:
+    out = out.astype(preferred_element_type)
+  if mode != "same":
+    return out
+  n, m = _util.shape(x)[0], _util.shape(y)[0]
+  extra = n + m - 1 - max(n, m)
+  start = -(-extra // 2) if n < m else extra // 2
+  return out[start:start + max(n, m)]
+
+
 def polyval(p, x):
   jnp = _jnp()
   coeffs = _util.asarray(p)
@@ -458,37 +478,6 @@ def polyval(p, x):
   for i in range(_util.shape(coeffs)[0]):
     out = out * x + coeffs[i]
   return out
-
-
-def vectorize(pyfunc, *, excluded=frozenset(), signature=None):
-  """Applies a scalar function elementwise over broadcast arguments, by vmap over the
-  flattened broadcast shape (generalized `signature`s are not supported)."""
-  import functools
-
-  if signature is not None:
-    raise NotImplementedError("vectorize: signature= is not supported")
-
-  @functools.wraps(pyfunc)
-  def wrapped(*args):
-    from minijax.api import vmap
-    jnp = _jnp()
-    dynamic = [i for i in range(len(args)) if i not in excluded]
-    arrays = jnp.broadcast_arrays(*(args[i] for i in dynamic))
-    shape = _util.shape(arrays[0]) if arrays else ()
-    flat = [jnp.ravel(a) for a in arrays]
-
-    def call(*xs):
-      full = list(args)
-      for i, x in zip(dynamic, xs):
-        full[i] = x
-      return pyfunc(*full)
-
-    if not shape:
-      return call(*arrays)
-    from minijax import tree_util
-    out = vmap(call)(*flat)
-    return tree_util.tree_map(lambda o: jnp.reshape(o, shape + _util.shape(o)[1:]), out)
-  return wrapped
 
 
 def apply_along_axis(func1d, axis, arr, *args, **kwargs):

@@ -1,4 +1,5 @@
 """`minijax.scipy`: the parts of scipy that JAX provides, on minijax arrays."""
 from minijax.scipy import linalg  # noqa: F401
+from minijax.scipy import signal  # noqa: F401
 from minijax.scipy import special  # noqa: F401
 from minijax.scipy import stats  # noqa: F401

@@ -1,0 +1,58 @@
+"""`minijax.numpy.vectorize` with generalized-ufunc signatures, against numpy's."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import minijax
+import minijax.numpy as jnp
+
+_rng = np.random.default_rng(0)
+A = _rng.standard_normal((5, 3, 4)).astype(np.float32)
+V = _rng.standard_normal((4,)).astype(np.float32)
+
+
+def test_matrix_vector_signature_broadcasts_loop_dimensions():
+  mv = jnp.vectorize(jnp.dot, signature="(m,n),(n)->(m)")
+  np.testing.assert_allclose(mv(A, V), np.einsum("bmn,n->bm", A, V), rtol=1e-5, atol=1e-5)
+  B, W = A[:2, None], _rng.standard_normal((5, 4)).astype(np.float32)
+  want = np.vectorize(np.dot, signature="(m,n),(n)->(m)")(B, W)
+  np.testing.assert_allclose(mv(B, W), want, rtol=1e-5, atol=1e-5)
+  np.testing.assert_allclose(minijax.jit(mv)(B, W), want, rtol=1e-5, atol=1e-5)
+
+
+def test_several_outputs_scalars_and_excluded_arguments():
+  stats = jnp.vectorize(lambda x: (x.sum(), x.max()), signature="(n)->(),()")
+  s, m = stats(A)
+  np.testing.assert_allclose(s, A.sum(-1), rtol=1e-5)
+  np.testing.assert_array_equal(m, A.max(-1))
+  scaled = jnp.vectorize(lambda x, k: x * k, excluded={1})
+  np.testing.assert_array_equal(scaled(np.arange(3.0), 2.0), [0, 2, 4])
+  add = jnp.vectorize(lambda a, b: a + b, signature="(),()->()")
+  np.testing.assert_array_equal(add(np.arange(3.0), np.arange(2.0)[:, None]),
+                                np.arange(3.0) + np.arange(2.0)[:, None])
+  assert jnp.vectorize(jnp.sum, signature="(n)->()")(A).shape == (5, 3)
+
+
+def test_vectorize_composes_with_grad():
+  norm = jnp.vectorize(lambda v: jnp.sqrt(jnp.sum(v * v)), signature="(n)->()")
+  g = minijax.grad(lambda x: jnp.sum(norm(x)))(A)
+  np.testing.assert_allclose(g, A / np.linalg.norm(A, axis=-1, keepdims=True), rtol=1e-5)
+
+
+def test_signature_mismatches_raise_naming_the_dimension():
+  mv = jnp.vectorize(jnp.dot, signature="(m,n),(n)->(m)")
+  with pytest.raises(ValueError, match="inconsistent size for core dimension 'n'"):
+    mv(A, np.ones(3))
+  with pytest.raises(ValueError, match="does not have enough dimensions"):
+    mv(V, V)
+  with pytest.raises(ValueError, match="output shape .* does not match core dimensions"):
+    jnp.vectorize(jnp.sum, signature="(n)->(n)")(A)
+  with pytest.raises(ValueError, match="not a valid gufunc signature"):
+    jnp.vectorize(jnp.sum, signature="(n->(n)")
+  with pytest.raises(TypeError, match="wrong number of positional arguments"):
+    mv(A)
+  with pytest.raises(TypeError, match="output must be a tuple"):
+    jnp.vectorize(jnp.sum, signature="(n)->(),()")(A)
+  with pytest.raises(TypeError, match="can only exclude integer or string"):
+    jnp.vectorize(jnp.sum, excluded={1.5})
