@@ -64,7 +64,8 @@ from minijax.config import config
 from minijax.core.avals import ShapedArray, python_scalar_aval
 from minijax.core.dtypes import PYTHON_SCALARS
 from minijax.runtime import backend, host_calls, taps
-from minijax.runtime.array import Array, _DELETED_MESSAGE, device_put, scalar_buffer
+from minijax.runtime.array import (Array, _DELETED_MESSAGE, device_put, is_concrete_array,
+                                   scalar_buffer)
 from minijax.runtime.tokens import TOKEN_AVAL, GroupToken, RuntimeTokens, runtime_tokens
 
 logger = logging.getLogger("minijax")
@@ -370,7 +371,7 @@ class Executable(CompiledProgram):
     device = self.device
     prepared = []
     for i, (arg, aval) in enumerate(zip(args, self.in_avals)):
-      if isinstance(arg, Array):
+      if is_concrete_array(arg):
         if arg._buffer.is_deleted():
           raise RuntimeError(f"{_DELETED_MESSAGE} (argument {i} of {self._describe()})")
         if arg._device != device:

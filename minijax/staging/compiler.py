@@ -33,7 +33,7 @@ from minijax.lowering.mlir import LoweringResult, lower_jaxpr_to_module
 from minijax.runtime import backend
 from minijax.runtime import array as array_lib
 from minijax.runtime import executable as executable_lib
-from minijax.runtime.array import Array, device_put
+from minijax.runtime.array import Array, device_put, is_concrete_array
 from minijax.runtime.sharded_executable import ShardedExecutable
 from minijax.staging import sharded as sharded_staging
 from minijax.staging.cache_keys import params_key
@@ -204,7 +204,7 @@ primitive_lib.set_eager_impl(apply_primitive)
 # ----------------------------------------------------------------------------- debug_nans
 
 def _has_nan(out) -> bool:
-  return (isinstance(out, Array) and np.issubdtype(out.dtype, np.inexact)
+  return (is_concrete_array(out) and np.issubdtype(out.dtype, np.inexact)
           and bool(np.isnan(np.asarray(out)).any()))
 
 
