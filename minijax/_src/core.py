@@ -1,0 +1,5 @@
+"""`jax._src.core` for libraries: minijax's core names (see `minijax.core`,
+`minijax.extend.core`)."""
+from minijax.core import *  # noqa: F401,F403
+from minijax.extend.core import *  # noqa: F401,F403
+from minijax.extend.core import OpaqueTraceState  # noqa: F401
