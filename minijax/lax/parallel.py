@@ -46,7 +46,7 @@ from minijax.lax.structural import (broadcast_in_dim, concatenate, convert_to_ar
 from minijax.lowering import mlir, spmd
 
 __all__ = ["psum", "pmax", "pmin", "pmean", "all_gather", "psum_scatter", "ppermute",
-           "pshuffle", "all_to_all", "axis_index", "axis_size", "psum_p", "pmax_p", "pmin_p",
+           "pshuffle", "all_to_all", "pswapaxes", "axis_index", "axis_size", "psum_p", "pmax_p", "pmin_p",
            "all_gather_p", "reduce_scatter_p", "ppermute_p", "all_to_all_p", "axis_index_p"]
 
 
@@ -534,6 +534,12 @@ def _all_to_all_lowering(ctx, x, *, axis_name, split_axis, concat_axis, axis_siz
                          concat_dimension=concat_axis, split_count=axis_size,
                          channel_handle=spmd.channel_handle(mctx),
                          results=[mctx.ir_type(ctx.avals_out[0])]).results[0]
+
+
+def pswapaxes(x, axis_name, axis, *, axis_index_groups=None):
+  """Swaps the mapped axis `axis_name` with positional axis `axis`: `all_to_all` splitting
+  and concatenating along `axis`."""
+  return all_to_all(x, axis_name, axis, axis, axis_index_groups=axis_index_groups)
 
 
 def all_to_all(x, axis_name, split_axis, concat_axis, *, axis_index_groups=None, tiled=False):

@@ -10,6 +10,7 @@ users find them.
 from minijax.core.sharding import (Mesh, NamedSharding, PartitionSpec, Sharding,
                                    SingleDeviceSharding, current_mesh as get_mesh)
 from minijax.runtime.sharded import Shard
+from minijax.sharding.abstract import AbstractMesh, AxisType, get_abstract_mesh
 
-__all__ = ["Mesh", "NamedSharding", "PartitionSpec", "Shard", "Sharding",
-           "SingleDeviceSharding", "get_mesh"]
+__all__ = ["AbstractMesh", "AxisType", "Mesh", "NamedSharding", "PartitionSpec", "Shard", "Sharding",
+           "SingleDeviceSharding", "get_abstract_mesh", "get_mesh"]
