@@ -168,6 +168,17 @@ def _validate_platforms(value):
   return value
 
 
+def _validate_only(allowed: Any):
+  def validate(value):
+    if value != allowed or isinstance(value, str) != isinstance(allowed, str):
+      raise ValueError(value)
+    return allowed
+  return validate
+
+
+PRNG_IMPLS = ("threefry2x32", "rbg", "unsafe_rbg", "philox2x32", "philox4x32", "threefry4x32")
+
+
 def _validate_true(value) -> bool:
   if _validate_bool(value) is not True:
     raise ValueError(value)
@@ -205,6 +216,26 @@ FLAGS: dict[str, Flag] = {f.name: f for f in [
          "on the CPU only)", "JAX's jax_platforms", env_aliases=("JAX_PLATFORMS",)),
     choice_flag("cpu_collectives_implementation", None, "gloo", ("gloo",),
                 "CPU collectives across processes (minijax.distributed): gloo, JAX's default"),
+    choice_flag("default_prng_impl", "MINIJAX_DEFAULT_PRNG_IMPL", "threefry2x32", PRNG_IMPLS,
+                "the PRNG implementation of keys made without impl=",
+                env_aliases=("JAX_DEFAULT_PRNG_IMPL",)),
+    choice_flag("explicit_x64_dtypes", "MINIJAX_EXPLICIT_X64_DTYPES", "warn", ("warn", "error"),
+                "what asking for a 64-bit dtype without x64 does: warn and use the 32-bit "
+                "one, or raise (JAX's 'allow', 64-bit types without x64, minijax lacks)",
+                env_aliases=("JAX_EXPLICIT_X64_DTYPES",)),
+    choice_flag("legacy_prng_key", "MINIJAX_LEGACY_PRNG_KEY", "allow",
+                ("allow", "warn", "error"),
+                "what random functions do with raw uint32 keys (random.PRNGKey's)",
+                env_aliases=("JAX_LEGACY_PRNG_KEY",)),
+    bool_flag("enable_custom_prng", "MINIJAX_ENABLE_CUSTOM_PRNG", False,
+              "random.PRNGKey returns typed key arrays (as random.key does)",
+              env_aliases=("JAX_ENABLE_CUSTOM_PRNG",)),
+    int_flag("random_seed_offset", "MINIJAX_RANDOM_SEED_OFFSET", 0, -2**63, 2**63 - 1,
+             "added to every seed a PRNG key is made from",
+             env_aliases=("JAX_RANDOM_SEED_OFFSET",)),
+    Flag("debug_key_reuse", False, None, _validate_only(False), _parse_bool,
+         "False (minijax does not check PRNG keys for reuse)",
+         "checking that PRNG keys are used once"),
     int_flag("tap_queue_bytes", "MINIJAX_TAP_QUEUE_BYTES", 256 * 1024 * 1024, 1,
              MAX_QUEUE_BYTES, "the bound of each device's tap queue", "bytes"),
     float_flag("tap_exit_timeout", "MINIJAX_TAP_EXIT_TIMEOUT", 5.0, 0.0, 1e9,
@@ -297,3 +328,40 @@ class Config:
 
 
 config = Config()
+
+
+class FlagContext:
+  """`with flag_context(name, value):` (or as a decorator) sets a flag for a block and
+  restores it after, as JAX's `jax.default_prng_impl(...)` and its kin do."""
+
+  def __init__(self, name: str, value: Any):
+    if Config.canonical_name(name) not in FLAGS:
+      raise AttributeError(f"minijax.config has no flag {name!r}")
+    self.name, self.value, self._saved = name, value, []
+
+  def __enter__(self):
+    self._saved.append(getattr(config, Config.canonical_name(self.name)))
+    config.update(self.name, self.value)
+    return self
+
+  def __exit__(self, *exc):
+    config.update(self.name, self._saved.pop())
+    return False
+
+  def __call__(self, fun: Callable) -> Callable:
+    import functools
+
+    @functools.wraps(fun)
+    def wrapped(*args, **kwargs):
+      with self:
+        return fun(*args, **kwargs)
+    return wrapped
+
+
+def flag_context(name: str):
+  """The context-manager function of flag `name` (`minijax.default_prng_impl`)."""
+  def context(value):
+    return FlagContext(name, value)
+  context.__name__ = context.__qualname__ = name
+  context.__doc__ = f"Sets the flag {name!r} for a block (`with`) or a function (decorator)."
+  return context

@@ -38,6 +38,13 @@ BAD_AND_GOOD = [
     ("eager_cache_size", [0, -1, 1.0], [(1, 1), (64, 64)]),
     ("jit_cache_size", [0, "8"], [(8, 8)]),
     ("transform_cache_size", [0, None], [(16, 16)]),
+    ("default_prng_impl", ["fry", None, 1], [("rbg", "rbg"), ("threefry2x32", "threefry2x32")]),
+    ("explicit_x64_dtypes", ["allow", None], [("error", "error"), ("warn", "warn")]),
+    ("legacy_prng_key", ["never", True], [("error", "error"), ("allow", "allow")]),
+    ("enable_custom_prng", ["on", 2], [(True, True), (False, False)]),
+    ("random_seed_offset", [1.5, "3", 2**63], [(3, 3), (-2, -2), (0, 0)]),
+    ("threefry_partitionable", [False, "yes"], [(True, True)]),
+    ("debug_key_reuse", [True, "no"], [(False, False)]),
 ]
 
 

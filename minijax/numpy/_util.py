@@ -94,7 +94,7 @@ def weak_type(x) -> bool:
 
 def asarray(x, dtype=None):
   """`x` as a minijax value (an Array, a tracer, or a literal under a trace)."""
-  if isinstance(x, (list, tuple)):
+  if isinstance(x, (list, tuple)) or (dtype is not None and type(x) in dtypes.PYTHON_SCALARS):
     from minijax.numpy.creation import array
     return array(x, dtype)
   check("asarray", x)

@@ -75,7 +75,8 @@ def array(object, dtype=None, copy=True, ndmin=0):
 
 
 def asarray(a, dtype=None, copy=None):
-  if isinstance(a, (list, tuple)):
+  # a Python scalar with a dtype is made in that dtype (2998342421 as uint32 is no int32)
+  if isinstance(a, (list, tuple)) or (dtype is not None and type(a) in dtypes.PYTHON_SCALARS):
     return array(a, dtype)
   _util.check("asarray", a)
   out = _constant(a)

@@ -204,6 +204,15 @@ class Array(metaclass=_ArrayMeta):
     self._single_device("unsafe_buffer_pointer")
     return self._buffer.unsafe_buffer_pointer()
 
+  def on_device_size_in_bytes(self) -> int:
+    """The bytes the buffer takes on its device (every device's, for a sharded Array)."""
+    self._check_alive()
+    return self._buffer.on_device_size_in_bytes()
+
+  def addressable_data(self, index: int) -> Array:
+    """The data of this process's shard `index`."""
+    return self.addressable_shards[index].data
+
   def _single_device(self, what: str) -> None:
     if self._device is None:
       raise ValueError(f"{what} of an Array laid out over several devices ({self._sharding!r}); "
