@@ -36,10 +36,23 @@ cond_p.multiple_results = True
 
 # ----------------------------------------------------------------------------- API
 
-def cond(pred, true_fun: Callable, false_fun: Callable, *operands):
-  """`true_fun(*operands)` if `pred` else `false_fun(*operands)`, staged so both are traced."""
+_NO_OPERAND = object()
+
+
+def cond(pred, true_fun: Callable, false_fun: Callable, *operands, operand=_NO_OPERAND):
+  """`true_fun(*operands)` if `pred` else `false_fun(*operands)`, staged so both are traced.
+  `operand=x` passes one operand by keyword; JAX's older five-argument form
+  `cond(pred, true_operand, true_fun, false_operand, false_fun)` is accepted too."""
   if not callable(true_fun) or not callable(false_fun):
+    if callable(false_fun) and len(operands) == 2 and callable(operands[1]):
+      x_true, f_true, x_false, f_false = true_fun, false_fun, *operands
+      return cond(pred, lambda x, _: f_true(x), lambda _, x: f_false(x), x_true, x_false)
     raise TypeError("lax.cond: true_fun and false_fun arguments should be callable.")
+  if operand is not _NO_OPERAND:
+    if operands:
+      raise TypeError("if 'operand' keyword is passed then no positional operands can be "
+                      f"passed, got operand={operand!r} and positional operands {operands}")
+    operands = (operand,)
   pred_aval = get_aval(pred)
   if pred_aval.shape != ():
     raise TypeError(f"Pred must be a scalar, got {pred} of shape {pred_aval.shape}.")
