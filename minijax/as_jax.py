@@ -108,6 +108,10 @@ def install_as_jax() -> types.ModuleType:
                        "minijax.install_as_jax() before anything imports jax (or run the "
                        "script with `python -m minijax.run script.py`)")
   alias = JaxAlias(importlib.import_module("minijax"))
+  for name, target in RENAMED.items():
+    # `from jax.interpreters import mlir` looks for the attribute on the parent module.
+    parent, _, child = name.partition(".")[2].rpartition(".")
+    setattr(importlib.import_module(f"minijax.{parent}"), child, importlib.import_module(target))
   if not any(isinstance(f, JaxFinder) for f in sys.meta_path):
     sys.meta_path.insert(0, JaxFinder())
   sys.modules["jax"] = alias
