@@ -10,12 +10,14 @@ A validator turns an accepted value into the value stored (`True` for `1`) and r
 it is stored or seen by any observer.  The environment is read, and every variable of
 the table checked, when this module is imported: a bad one fails the import with an error
 that names the variable, its value and what is allowed (an empty variable counts as
-unset).
+unset).  The device count is read again when the backend starts (`read_env_again`), as JAX
+reads `XLA_FLAGS` then: a variable set after the import and before the first computation
+counts, unless `config.update` set the flag.
 
 Code ported from JAX keeps working: every flag also answers to JAX's name for it, the
 flag's name with a `jax_` prefix (`config.update("jax_enable_x64", True)`,
 `config.jax_enable_x64`), and the environment variables JAX reads are read too
-(`JAX_ENABLE_X64`, `JAX_DEBUG_NANS`, `JAX_LOG_COMPILES`, `JAX_TRACEBACK_FILTERING`,
+(`JAX_ENABLE_X64`, `JAX_DEBUG_NANS`, `JAX_DISABLE_JIT`, `JAX_LOG_COMPILES`, `JAX_TRACEBACK_FILTERING`,
 `JAX_PLATFORMS`, and the device count of `XLA_FLAGS=--xla_force_host_platform_device_count=N`);
 when both a `MINIJAX_*` variable and JAX's are set, minijax's wins.  An alias is only a
 second name for a row: it goes through the same validator.
@@ -185,6 +187,19 @@ def _validate_true(value) -> bool:
   return True
 
 
+MATMUL_PRECISIONS = ("default", "high", "highest", "bfloat16", "tensorfloat32", "float32",
+                     "bfloat16_3x", "ANY_F8_ANY_F8_F32", "ANY_F8_ANY_F8_F32_FAST_ACCUM",
+                     "F16_F16_F16", "F16_F16_F32", "BF16_BF16_BF16", "BF16_BF16_F32",
+                     "BF16_BF16_F32_X3", "BF16_BF16_F32_X6", "TF32_TF32_F32",
+                     "TF32_TF32_F32_X3", "F32_F32_F32", "F64_F64_F64")
+
+
+def _validate_precision(value):
+  if value is not None and value not in MATMUL_PRECISIONS:
+    raise ValueError(value)
+  return value
+
+
 TAP_MECHANISMS = ("native", "callback")
 HOST_CALLBACK_SEMANTICS = ("seed", "jax")
 TRACEBACK_FILTERING = ("auto", "off", "tracebackhide", "remove_frames", "quiet_remove_frames")
@@ -200,6 +215,31 @@ FLAGS: dict[str, Flag] = {f.name: f for f in [
     bool_flag("debug_nans", "MINIJAX_DEBUG_NANS", False,
               "check every result for NaNs and name the primitive that made one",
               env_aliases=("JAX_DEBUG_NANS",)),
+    bool_flag("disable_jit", "MINIJAX_DISABLE_JIT", False,
+              "run jit- and pmap-decorated functions as plain Python, operation by "
+              "operation (for debugging)", env_aliases=("JAX_DISABLE_JIT",)),
+    bool_flag("check_tracer_leaks", "MINIJAX_CHECK_TRACER_LEAKS", False,
+              "after jit, pmap, scan and vmap trace a function, raise if a tracer of theirs "
+              "is still referenced (slow: runs the garbage collector)",
+              env_aliases=("JAX_CHECK_TRACER_LEAKS",)),
+    bool_flag("enable_checks", "MINIJAX_ENABLE_CHECKS", False,
+              "typecheck every jaxpr that tracing produces (slow; for debugging minijax)",
+              env_aliases=("JAX_ENABLE_CHECKS",)),
+    bool_flag("explain_cache_misses", "MINIJAX_EXPLAIN_CACHE_MISSES", False,
+              "log (WARNING) why a jitted function of the user's is traced again",
+              env_aliases=("JAX_EXPLAIN_CACHE_MISSES",)),
+    Flag("default_matmul_precision", None, "MINIJAX_DEFAULT_MATMUL_PRECISION",
+         _validate_precision, str, f"None or one of {', '.join(MATMUL_PRECISIONS)}",
+         "the precision of matrix products given none (on the CPU every one computes "
+         "float32 products in float32)", env_aliases=("JAX_DEFAULT_MATMUL_PRECISION",)),
+    choice_flag("numpy_rank_promotion", "MINIJAX_NUMPY_RANK_PROMOTION", "allow",
+                ("allow", "warn", "raise"),
+                "what minijax.numpy does when it broadcasts operands of different ranks",
+                env_aliases=("JAX_NUMPY_RANK_PROMOTION",)),
+    choice_flag("numpy_dtype_promotion", "MINIJAX_NUMPY_DTYPE_PROMOTION", "standard",
+                ("standard", "strict"),
+                "whether minijax.numpy promotes operands of different dtypes (strict: only "
+                "weakly typed Python scalars)", env_aliases=("JAX_NUMPY_DTYPE_PROMOTION",)),
     bool_flag("log_compiles", "MINIJAX_LOG_COMPILES", False,
               "log every compilation on the 'minijax' logger at WARNING level",
               env_aliases=("JAX_LOG_COMPILES",)),
@@ -281,6 +321,7 @@ class Config:
       object.__setattr__(self, name, flag.from_env(environ))
     object.__setattr__(self, "_observers", [])
     object.__setattr__(self, "_guards", {})
+    object.__setattr__(self, "_updated", set())  # flags set with `update`
 
   @staticmethod
   def canonical_name(name: str) -> str:
@@ -301,8 +342,18 @@ class Config:
     if guard is not None:
       guard(value)
     object.__setattr__(self, name, value)
+    self._updated.add(name)
     for observer in self._observers:
       observer(name, value)
+
+  def read_env_again(self, name: str, environ: Mapping[str, str] = os.environ) -> Any:
+    """Reads flag `name` from the environment once more, unless `update` has set it: for
+    settings read when what they configure starts (the device count, when the backend
+    starts), so that a script may set the variable after importing minijax.  A bad value
+    raises ValueError naming the variable, as at import."""
+    if name not in self._updated:
+      object.__setattr__(self, name, FLAGS[name].from_env(environ))
+    return getattr(self, name)
 
   def parse_flags_with_absl(self) -> None:
     """JAX's test programs call this at import to read `--jax_*` command-line flags; minijax

@@ -7,7 +7,14 @@ Each check runs in one random direction (as JAX's does), so its cost does not gr
 the size of the inputs: forward mode compares `jvp(f, args, t)` with the central
 difference `(f(args + eps t) - f(args - eps t)) / 2 eps`; reverse mode compares the inner
 product `<vjp(ct), t>` with `<ct, that difference>`.  Higher orders check the jvp (or the
-vjp applied to the primal output) as a function of the primals, recursively.
+vjp applied to the primal output) as a function of the primals, recursively; "lin" mode
+checks the jvp that `linearize` gives.
+
+The arithmetic is JAX's, so that a check passes or fails as JAX's does: perturbed
+arguments, differences and random directions are in the dtypes the function sees (float64
+values are float32 unless x64 is on, and a Python scalar stays one), tolerances are those of
+those dtypes (scaled by the sizes of the compared arrays), and complex cotangents pair with
+tangents by `Re(sum(conj(a) * b))`, the cotangent conjugated on its way through the vjp.
 """
 from __future__ import annotations
 
@@ -29,11 +36,17 @@ _GRADIENT_TOLERANCE = {
 }
 
 
+def _dtype(x) -> np.dtype:
+  """The dtype a value has once minijax holds it (float64 is float32 unless x64 is on)."""
+  return np.dtype(dtypes.canonicalize_dtype(np.asarray(x).dtype))
+
+
 def _tolerance(dtype, given) -> float:
+  dtype = np.dtype(dtypes.canonicalize_dtype(dtype))
   if given is None:
-    return _GRADIENT_TOLERANCE.get(np.dtype(dtype), 0.0)
+    return _GRADIENT_TOLERANCE.get(dtype, 0.0)
   if isinstance(given, dict):
-    return {np.dtype(k): v for k, v in given.items()}.get(np.dtype(dtype), _tolerance(dtype, None))
+    return {np.dtype(k): v for k, v in given.items()}.get(dtype, _tolerance(dtype, None))
   return given
 
 
@@ -53,45 +66,67 @@ def _inexact(x) -> bool:
   return dtypes.is_inexact(np.asarray(x).dtype)
 
 
+def _is_python_scalar(x) -> bool:
+  return isinstance(x, (bool, int, float, complex)) and not isinstance(x, np.generic)
+
+
 def _rand_like(rng, x):
-  x = np.asarray(x)
+  """A random direction like `x`, in its dtype (a Python scalar stays one); float0 zeros
+  for integer and boolean values, which have no tangent."""
   if not _inexact(x):
-    return np.zeros(x.shape, dtypes.float0)
-  out = rng.standard_normal(x.shape)
-  if np.iscomplexobj(x):
-    out = out + 1j * rng.standard_normal(x.shape)
-  return np.asarray(out, x.dtype)
+    return np.zeros(np.shape(x), dtypes.float0)
+  dtype = _dtype(x)
+  out = np.asarray(rng.randn(*np.shape(x)), dtype)
+  if np.issubdtype(dtype, np.complexfloating):
+    out = out + dtype.type(1j) * np.asarray(rng.randn(*np.shape(x)), dtype)
+  return out.item() if _is_python_scalar(x) else out
 
 
 def _axpy(a, t, x):
-  """`x + a * t` for the differentiable leaves; the others are kept."""
-  return tree_util.tree_map(
-      lambda xi, ti: xi if not _inexact(xi) else np.asarray(
-          np.asarray(xi, np.complex128 if np.iscomplexobj(xi) else np.float64) + a * np.asarray(ti),
-          np.asarray(xi).dtype), x, t)
+  """`x + a * t` for the differentiable leaves, rounded to the dtype the function will see
+  `x` in (as JAX's check does); the others are kept."""
+  def leaf(xi, ti):
+    if not _inexact(xi):
+      return xi
+    dtype = _dtype(xi)
+    step = np.multiply(ti, np.array(a, dtype), dtype=dtype)
+    out = np.asarray(np.add(np.asarray(xi), step), dtype)  # (float64 values add in float64)
+    return out.item() if _is_python_scalar(xi) else out
+  return tree_util.tree_map(leaf, x, t)
 
 
 def numerical_jvp(f: Callable, primals: Sequence[Any], tangents: Sequence[Any], eps: float = EPS):
-  """The central difference of `f` at `primals` along `tangents`."""
+  """The central difference of `f` at `primals` along `tangents`, in the dtypes of `f`'s
+  outputs (with inf - inf taken as 0)."""
   f_pos = f(*_axpy(eps, tangents, tuple(primals)))
   f_neg = f(*_axpy(-eps, tangents, tuple(primals)))
-  return tree_util.tree_map(
-      lambda p, n: (np.asarray(p, np.float64 if not np.iscomplexobj(p) else np.complex128)
-                    - np.asarray(n)) * (0.5 / eps) if _inexact(p) else np.zeros(
-                        np.shape(p), dtypes.float0), f_pos, f_neg)
+
+  def difference(p, n):
+    if not _inexact(p):
+      return np.zeros(np.shape(p), dtypes.float0)
+    dtype = _dtype(p)
+    p, n = np.asarray(p, dtype), np.asarray(n, dtype)
+    with np.errstate(invalid="ignore"):
+      diff = np.where(p == n, np.zeros((), dtype), np.subtract(p, n, dtype=dtype))
+    return np.multiply(diff, np.array(0.5 / eps, dtype), dtype=dtype)
+  return tree_util.tree_map(difference, f_pos, f_neg)
 
 
-def _inner(xs, ys) -> np.ndarray:
-  """The inner product of two trees, in the dtype of their leaves (so that it is compared
-  with that dtype's tolerance)."""
-  total, dtype = 0.0, np.dtype(np.float16)
+def _conj(tree):
+  return tree_util.tree_map(lambda x: x if np.asarray(x).dtype == dtypes.float0 else np.conj(x),
+                            tree)
+
+
+def _inner(xs, ys):
+  """`Re <xs, ys>` = the real part of sum(conj(x) * y) over the leaves, in their dtype."""
+  total = None
   for x, y in zip(tree_util.tree_leaves(xs), tree_util.tree_leaves(ys)):
     x, y = np.asarray(x), np.asarray(y)
     if x.dtype == dtypes.float0 or y.dtype == dtypes.float0:
       continue
-    dtype = np.promote_types(dtype, np.promote_types(x.dtype, y.dtype))
-    total = total + np.sum(x.astype(np.complex128) * y.astype(np.complex128))
-  return np.asarray(total if np.issubdtype(dtype, np.complexfloating) else np.real(total), dtype)
+    part = np.real(np.dot(np.conj(x).reshape(-1), y.reshape(-1)))
+    total = part if total is None else np.add(total, part)
+  return np.float32(0) if total is None else total
 
 
 def check_jvp(f: Callable, f_jvp: Callable, args, atol=None, rtol=None, eps: float = EPS,
@@ -114,17 +149,21 @@ def check_vjp(f: Callable, f_vjp: Callable, args, atol=None, rtol=None, eps: flo
   tangents = tree_util.tree_map(functools.partial(_rand_like, rng), tuple(args))
   t_out = numerical_jvp(f, args, tangents, eps)
   cotangent = tree_util.tree_map(functools.partial(_rand_like, rng), v_out)
-  ct_in = pullback(tree_util.tree_map(np.conj, cotangent))
-  ip = _inner(tangents, tree_util.tree_map(np.conj, ct_in))
-  ip_expected = _inner(t_out, cotangent)
-  _check_close(ip, ip_expected, atol, rtol,
+  ct_in = _conj(pullback(_conj(cotangent)))
+  _check_close(_inner(tangents, ct_in), _inner(t_out, cotangent), atol, rtol,
                f"{err_msg} cotangent projection" if err_msg else "cotangent projection")
+
+
+def _jvp_by_linearize(f, primals, tangents):
+  out, f_lin = api.linearize(f, *primals)
+  return out, f_lin(*tangents)
 
 
 def check_grads(f: Callable, args, order: int, modes=("fwd", "rev"), atol=None, rtol=None,
                 eps=None) -> None:
-  """Checks `f`'s derivatives at `args` up to `order` in the `modes` ("fwd", "rev")
-  against finite differences; raises AssertionError where they differ."""
+  """Checks `f`'s derivatives at `args` up to `order` in the `modes` ("fwd", "rev", "lin":
+  the jvp that `linearize` gives) against finite differences; raises AssertionError where
+  they differ."""
   args = tuple(args)
   eps = eps or EPS
 
@@ -142,5 +181,10 @@ def check_grads(f: Callable, args, order: int, modes=("fwd", "rev"), atol=None, 
           out, pullback = api.vjp(f, *args)
           return pullback(out)
         check(f_vjp, args, order - 1, msg)
+    if "lin" in modes:
+      msg = f"LIN of {what}" if what else "LIN"
+      check_jvp(f, functools.partial(_jvp_by_linearize, f), args, atol, rtol, eps, msg)
+      if order > 1:
+        check(functools.partial(_jvp_by_linearize, f), (args, args), order - 1, msg)
 
   check(f, args, order, "")

@@ -117,6 +117,18 @@ def test_bad_input_raises_naming_the_problem():
     lax.fft(Z, "dct", (5,))
   with pytest.raises(ValueError, match="only takes an int"):
     jnp.fft.fftfreq([3, 4])
+  with pytest.raises(ValueError, match=r"fftn does not support repeated axes. Got axes \[1, 1\]"):
+    jnp.fft.fftn(np.ones((2, 3)), axes=[1, 1])
+  with pytest.raises(ValueError, match=r"IRFFT input shape \(2, 14, 15\) minor dimensions must "
+                     r"be equal to all except the last fft_length, got fft_lengths=\(13, 15\)"):
+    lax.fft(np.ones((2, 14, 15)), fft_type="irfft", fft_lengths=(13, 15))
+  with pytest.raises(ValueError, match="RFFT input must be float32 or float64, got bfloat16"):
+    lax.fft(np.ones((14, 15), jnp.bfloat16), fft_type="rfft", fft_lengths=(5, 6))
+
+
+def test_fft_of_an_empty_array_is_empty():
+  out = jnp.fft.fft(jnp.zeros((0,), jnp.complex64))
+  assert out.shape == (0,) and out.dtype == np.complex64
 
 
 # ------------------------------------------------------------------------- transformations

@@ -350,3 +350,9 @@ def test_libraries_reach_the_extension_api_through_import_jax(tmp_path):
                        timeout=300)
   assert out.returncode == 0, out.stderr
   assert out.stdout.split() == ["ok", "True", "True"]
+
+
+def test_cond_takes_jaxs_five_argument_form():
+  # numpyro's NUTS calls cond(pred, true_operand, true_fun, false_operand, false_fun).
+  assert lax.cond(True, 2.0, lambda x: x + 1, 3.0, lambda x: x - 1) == 3.0
+  assert minijax.jit(lambda p: lax.cond(p, 2.0, lambda x: x + 1, 3.0, lambda x: x - 1))(False) == 2.0

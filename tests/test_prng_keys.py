@@ -352,3 +352,32 @@ def test_a_64_bit_dtype_asked_for_without_x64_warns_or_raises_as_the_flag_says()
     minijax.config.update("jax_explicit_x64_dtypes", "warn")
   with pytest.raises(ValueError, match="explicit_x64_dtypes cannot be 'allow'"):
     minijax.config.update("jax_explicit_x64_dtypes", "allow")
+
+
+def test_the_tangent_of_a_key_array_is_float0_of_the_keys_shape():
+  f = lambda x, k: x * random.normal(k, ())
+  g = minijax.grad(f, argnums=(0, 1), allow_int=True)(1.0, _keys(3)[0])
+  assert g[1].dtype == dtypes.float0 and g[1].shape == ()
+  seen = []
+
+  @minijax.custom_jvp
+  def h(x, key):
+    return x * random.normal(key, ())
+
+  @h.defjvp
+  def _(primals, tangents):
+    seen.append((tangents[1].dtype, tangents[1].shape))
+    return h(*primals), tangents[0] * random.normal(primals[1], ())
+
+  np.testing.assert_allclose(minijax.grad(h)(0.0, _keys(2)[1]), random.normal(_keys(2)[1], ()))
+  assert seen == [(dtypes.float0, ())]
+
+  @minijax.custom_vjp
+  def ident(_, state):
+    return state
+
+  def bwd(_, state_bar):
+    assert state_bar[1].dtype == dtypes.float0
+    return state_bar[0], state_bar
+  ident.defvjp(lambda _, state: (state, None), bwd)
+  assert minijax.grad(lambda t: ident(t, (8.0, random.key(1)))[0])(3.0) == 1.0

@@ -56,3 +56,20 @@ def test_signature_mismatches_raise_naming_the_dimension():
     jnp.vectorize(jnp.sum, signature="(n)->(),()")(A)
   with pytest.raises(TypeError, match="can only exclude integer or string"):
     jnp.vectorize(jnp.sum, excluded={1.5})
+
+
+def test_none_arguments_pass_through_and_output_counts_are_checked():
+  f = jnp.vectorize(lambda x, y: x if y is None else x + y)
+  np.testing.assert_array_equal(f(np.arange(3), None), np.arange(3))
+  np.testing.assert_array_equal(f(np.arange(3), np.arange(3)), 2 * np.arange(3))
+  with pytest.raises(ValueError, match=r"Cannot pass None at locations \{1\} with "
+                     r"signature='\(k\),\(k\)->\(k\)'"):
+    jnp.vectorize(lambda x, y: x, signature="(k),(k)->(k)")(np.arange(3), None)
+  with pytest.raises(TypeError, match="wrong number of output arguments: expected 3, got 2"):
+    jnp.vectorize(lambda *args: args, signature="(),()->(),(),()")(1, 2)
+  with pytest.raises(ValueError, match=r"excluded=\{-1\} contains negative numbers"):
+    jnp.vectorize(lambda x: x, excluded={-1})
+  g = jnp.vectorize(lambda x, y, func=jnp.add: func(x, y), excluded=(2, "func"))
+  x = np.arange(4, dtype=np.int32)
+  np.testing.assert_array_equal(g(x, np.int32(2), jnp.power), x ** 2)
+  np.testing.assert_array_equal(g(x, np.int32(2), func=jnp.power), x ** 2)

@@ -9,7 +9,7 @@ upper bound in JAX's type lattice, where the weak kinds `i*`, `f*`, `c*` sit jus
 from __future__ import annotations
 
 import functools
-from typing import Any
+from typing import Any, Sequence
 
 import ml_dtypes
 import numpy as np
@@ -206,8 +206,22 @@ def _node(dtype: np.dtype, weak: bool):
   return _C
 
 
+def check_not_float0(name: str, dtypes_: Sequence[np.dtype]) -> None:
+  """float0 values (tangents of integers and booleans) are placeholders, never operands."""
+  for i, dtype in enumerate(dtypes_):
+    if dtype == float0:
+      raise TypeError(
+          f"Called {name} with a float0 at position {i}. float0s do not support any "
+          "operations by design: they are the tangents of integer and boolean values, "
+          "which have no non-trivial vector space, and are never converted implicitly. To "
+          "get a zeros array of another dtype use np.zeros_like(x, dtype=np.float32); if you "
+          "did not expect a float0, you may have taken a gradient with respect to an integer "
+          "argument.")
+
+
 def result_type(*typed: tuple[np.dtype, bool]) -> tuple[np.dtype, bool]:
   """Promotes `(dtype, weak_type)` pairs; returns the canonical dtype and its weakness."""
+  check_not_float0("type promotion", [d for d, _ in typed])
   if len(typed) == 1:
     dtype, weak = typed[0]
     return canonicalize_dtype(dtype), weak

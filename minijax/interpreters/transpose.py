@@ -88,22 +88,42 @@ def backward_pass(jaxpr: Jaxpr, consts: Sequence[Any], args: Sequence[Any],
           for v, a in zip(jaxpr.invars, args)]
 
 
-def transpose_jaxpr(closed_jaxpr: ClosedJaxpr, linear: Sequence[bool]) -> ClosedJaxpr:
+def transpose_jaxpr(closed_jaxpr: ClosedJaxpr, linear: Sequence[bool],
+                    split: bool = False) -> ClosedJaxpr:
   """The transpose of a jaxpr that is linear in the inputs marked by `linear`.
 
   The result takes `[*non-linear inputs, *one cotangent per output]` and returns one
   cotangent per linear input (zeros instantiated), in input order.
+
+  With `split`, the jaxpr is first split by partial evaluation into the part computable
+  from the non-linear inputs, which the result computes, and the part linear in the others
+  given its residuals, which it transposes (JAX's transpose of `checkpoint`).  This takes
+  the non-linear computation out of every equation, also from inside loops: a `scan` whose
+  carry holds a primal beside its tangent (as a `checkpoint`'s recomputation of a loop
+  leaves it) has a transpose only once its primal part is split off.  Without it,
+  `backward_pass` evaluates only whole equations whose inputs are all known.
   """
   from minijax.interpreters import partial_eval as pe
   in_avals = closed_jaxpr.in_avals
   lin_avals = [a for a, lin in zip(in_avals, linear) if lin]
+  num_nonlin = len(in_avals) - len(lin_avals)
+  if split:
+    known, unknown, out_uk, num_res = pe.partial_eval_jaxpr(closed_jaxpr, linear)
 
   def fun(*args):
-    nonlin = iter(args[:len(in_avals) - len(lin_avals)])
-    cts = args[len(in_avals) - len(lin_avals):]
-    primals = [UndefinedPrimal(a) if lin else next(nonlin) for a, lin in zip(in_avals, linear)]
-    cts_in = backward_pass(closed_jaxpr.jaxpr, closed_jaxpr.consts, primals, cts)
-    return [instantiate_zeros(ct) for ct, lin in zip(cts_in, linear) if lin]
+    nonlin, cts = args[:num_nonlin], args[num_nonlin:]
+    if not split:
+      it = iter(nonlin)
+      primals = [UndefinedPrimal(a) if lin else next(it) for a, lin in zip(in_avals, linear)]
+      cts_in = backward_pass(closed_jaxpr.jaxpr, closed_jaxpr.consts, primals, cts)
+      return [instantiate_zeros(ct) for ct, lin in zip(cts_in, linear) if lin]
+    from minijax.core.jaxpr import eval_jaxpr
+    known_outs = eval_jaxpr(known.jaxpr, known.consts, *nonlin)
+    residuals = known_outs[len(known_outs) - num_res:]
+    cts_in = backward_pass(unknown.jaxpr, unknown.consts,
+                           [*residuals, *map(UndefinedPrimal, lin_avals)],
+                           [ct for ct, uk in zip(cts, out_uk) if uk])
+    return [instantiate_zeros(ct) for ct in cts_in[num_res:]]
 
   avals = [*(a for a, lin in zip(in_avals, linear) if not lin), *closed_jaxpr.out_avals]
   jaxpr, consts = pe.trace_to_jaxpr_dynamic(fun, avals)

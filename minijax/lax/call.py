@@ -137,10 +137,10 @@ def call_partial_eval_rule(primitive, fix_params):
   return rule
 
 
-def call_transpose_rule(primitive, fix_params):
+def call_transpose_rule(primitive, fix_params, split: bool = False):
   def rule(cts, *args, jaxpr, **params):
     linear = [ad.is_undefined_primal(x) for x in args]
-    transposed = _memo(transpose_jaxpr, jaxpr, linear)
+    transposed = _memo(transpose_jaxpr, jaxpr, linear, split)
     cts = [ad.instantiate_zeros(ct) for ct in cts]
     outs = iter(_bind_call(primitive, fix_params, transposed,
                            [*(x for x, lin in zip(args, linear) if not lin), *cts], params))

@@ -87,10 +87,13 @@ def _fft_abstract_eval(x, *, fft_type, fft_lengths):
   if not is_complex:
     raise ValueError(f"{name} input must be complex64 or complex128, got {x.dtype}")
   if fft_type == FftType.IRFFT:
-    if x.shape[-k:-1] != fft_lengths[:-1] or x.shape[-1] != fft_lengths[-1] // 2 + 1:
+    if x.shape[-k:-1] != fft_lengths[:-1]:
       raise ValueError(f"IRFFT input shape {x.shape} minor dimensions must be equal to all "
-                       f"except the last fft_length, and the last must be "
-                       f"fft_lengths[-1] // 2 + 1, got fft_lengths={fft_lengths}")
+                       f"except the last fft_length, got fft_lengths={fft_lengths}")
+    if x.shape[-1] != fft_lengths[-1] // 2 + 1:
+      raise ValueError(f"IRFFT input shape {x.shape} must have fft_lengths[-1] // 2 + 1 = "
+                       f"{fft_lengths[-1] // 2 + 1} as its last dimension, got "
+                       f"fft_lengths={fft_lengths}")
     return ShapedArray(x.shape[:-k] + fft_lengths, _real_dtype(x.dtype), False)
   if x.shape[-k:] != fft_lengths:
     raise ValueError(f"{name} input shape {x.shape} minor dimensions must be equal to "
@@ -111,10 +114,10 @@ mlir.register_lowering(fft_p, _fft_lowering)
 
 def _fft_jvp(primals, tangents, *, fft_type, fft_lengths):
   (x,), (t,) = primals, tangents
-  out = fft_p.bind(x, fft_type=fft_type, fft_lengths=fft_lengths)
+  out = fft_p.bind(x, fft_lengths=fft_lengths, fft_type=fft_type)
   if type(t) is ad.Zero:
     return out, ad.Zero.from_primal_value(out)
-  return out, fft_p.bind(t, fft_type=fft_type, fft_lengths=fft_lengths)
+  return out, fft_p.bind(t, fft_lengths=fft_lengths, fft_type=fft_type)
 
 
 def _rfft_transpose(ct, fft_lengths):
@@ -125,13 +128,13 @@ def _rfft_transpose(ct, fft_lengths):
   missing = fft_lengths[-1] - aval.shape[-1]
   config = [(0, 0, 0)] * (aval.ndim - 1) + [(0, missing, 0)]
   full = pad(ct, convert_element_type(0, aval.dtype), config)
-  return real(fft_p.bind(full, fft_type=FftType.FFT, fft_lengths=fft_lengths))
+  return real(fft_p.bind(full, fft_lengths=fft_lengths, fft_type=FftType.FFT))
 
 
 def _irfft_transpose(ct, fft_lengths):
   from minijax.lax.complex_ops import conj
   from minijax.lax.elementwise import mul
-  spectrum = fft_p.bind(ct, fft_type=FftType.RFFT, fft_lengths=fft_lengths)
+  spectrum = fft_p.bind(ct, fft_lengths=fft_lengths, fft_type=FftType.RFFT)
   aval = get_aval(spectrum)
   n, m = fft_lengths[-1], aval.shape[-1]
   counts = np.full(m, 2.0)
@@ -149,7 +152,7 @@ def _fft_transpose(ct, x, *, fft_type, fft_lengths):
     return [_rfft_transpose(ct, fft_lengths)]
   if fft_type == FftType.IRFFT:
     return [_irfft_transpose(ct, fft_lengths)]
-  return [fft_p.bind(ct, fft_type=fft_type, fft_lengths=fft_lengths)]
+  return [fft_p.bind(ct, fft_lengths=fft_lengths, fft_type=fft_type)]
 
 
 ad.primitive_jvps[fft_p] = _fft_jvp
@@ -159,7 +162,7 @@ ad.primitive_transposes[fft_p] = _fft_transpose
 def _fft_batch(args, dims, *, fft_type, fft_lengths):
   (x,), (d,) = args, dims
   x = batching.moveaxis(x, d, 0)
-  return fft_p.bind(x, fft_type=fft_type, fft_lengths=fft_lengths), 0
+  return fft_p.bind(x, fft_lengths=fft_lengths, fft_type=fft_type), 0
 
 
 batching.primitive_batchers[fft_p] = _fft_batch
@@ -184,4 +187,4 @@ def fft(x, fft_type: FftType | str, fft_lengths: Sequence[int]):
   fft_lengths = tuple(int(n) for n in fft_lengths)
   if not fft_lengths:
     return x
-  return fft_p.bind(x, fft_type=typ, fft_lengths=fft_lengths)
+  return fft_p.bind(x, fft_lengths=fft_lengths, fft_type=typ)

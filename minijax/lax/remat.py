@@ -5,8 +5,10 @@
 values reverse mode should recompute rather than save: its partial-evaluation rule computes
 the known outputs now but saves no residuals; it stages the whole computation (restricted
 to the unknown outputs) as one `remat_p` equation reading the known inputs, so the
-backward pass re-runs the forward part (`backward_pass` evaluates every equation whose
-inputs are known before transposing).  Both take `jaxpr` (a ClosedJaxpr without constants,
+backward pass re-runs the forward part: its transpose splits that equation's jaxpr by
+partial evaluation into the recomputation and the linear rest, as JAX's does, so that no
+non-linear equation (a `sin` in the primal carry of a recomputed `scan`) reaches a
+transpose rule.  Both take `jaxpr` (a ClosedJaxpr without constants,
 which are passed as leading arguments).
 """
 from __future__ import annotations
@@ -20,7 +22,8 @@ from minijax.core.jaxpr import ClosedJaxpr, eval_jaxpr, hoist_consts
 from minijax.core.primitive import Primitive
 from minijax.core.trace import set_current_trace
 from minijax.interpreters import partial_eval as pe
-from minijax.lax.call import register_call_rules
+from minijax.interpreters import ad
+from minijax.lax.call import call_transpose_rule, register_call_rules
 from minijax.lowering import mlir
 
 __all__ = ["checkpoint", "remat", "named_call", "remat_p", "named_call_p", "checkpoint_policies"]
@@ -82,6 +85,10 @@ def _remat_abstract_eval(*avals, jaxpr, **params):
 remat_p.def_effectful_abstract_eval(_remat_abstract_eval)
 remat_p.def_impl(_call_impl)
 register_call_rules(remat_p, partial_eval=False)
+# (its transpose recomputes the primal part, split off by partial evaluation, then
+# transposes the rest: the staged recomputation holds non-linear equations, loops included)
+ad.primitive_transposes[remat_p] = call_transpose_rule(remat_p, lambda params, n: params,
+                                                       split=True)
 pretty.pp_rules[remat_p] = _pp_call
 mlir.register_lowering(remat_p, lambda ctx, *args, jaxpr, **params: mlir.lower_call_inline(
     ctx, jaxpr, *args))

@@ -74,10 +74,13 @@ def _transform(name: str, fft_type: FftType, a, s, axes, norm):
     axes = tuple(range(nd)) if s is None else tuple(range(nd - len(s), nd))
     moved_from = None
   else:
+    given = axes
     axes = tuple(operator.index(ax) for ax in axes)
+    if len(set(axes)) != len(axes):
+      raise ValueError(f"{full_name} does not support repeated axes. Got axes {given}.")
     moved_from = _util.canonicalize_axes(axes, nd, "axes") if axes else ()
     if len(set(moved_from)) != len(moved_from):
-      raise ValueError(f"{full_name} does not support repeated axes. Got axes {axes}.")
+      raise ValueError(f"{full_name} does not support repeated axes. Got axes {given}.")
     axes = tuple(range(nd - len(axes), nd))
     x = jnp.moveaxis(x, moved_from, axes)
   if len(axes) > nd or any(ax < 0 for ax in axes):
@@ -99,6 +102,9 @@ def _transform(name: str, fft_type: FftType, a, s, axes, norm):
   else:
     sizes = tuple(shape[ax] for ax in axes)
   if any(v == 0 for v in sizes):
+    if fft_type in (FftType.FFT, FftType.IFFT):  # nothing to transform: an empty result
+      return jnp.asarray(x, dtypes.canonicalize_dtype(dtypes.complex128)
+                         if _util.dtype(x) in (np.float64, np.complex128) else np.complex64)
     raise ValueError(f"{full_name}: invalid number of data points ({sizes}) to transform; "
                      "each must be at least 1.")
   out = _transform_nd(x, fft_type, tuple(sizes))

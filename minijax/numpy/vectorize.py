@@ -58,7 +58,11 @@ def vectorize(pyfunc, *, excluded=frozenset(), signature=None):
     from minijax import tree_util
     from minijax.api import vmap
     jnp = _jnp()
-    dynamic = [i for i in range(len(args)) if i not in excluded]
+    none_args = {i for i, a in enumerate(args) if a is None and i not in excluded}
+    if none_args and parsed is not None:
+      raise ValueError(f"Cannot pass None at locations {none_args} with "
+                       f"signature={signature!r}")
+    dynamic = [i for i in range(len(args)) if i not in excluded and i not in none_args]
     static_kwargs = {k: v for k, v in kwargs.items() if k in excluded}
     dynamic_kwargs = [k for k in kwargs if k not in excluded]
     arrays = [_util.asarray(args[i]) for i in dynamic] + [_util.asarray(kwargs[k])
@@ -100,9 +104,12 @@ def vectorize(pyfunc, *, excluded=frozenset(), signature=None):
 
 def _check_outputs(out, out_cores, sizes: dict, signature: str) -> None:
   outs = out if len(out_cores) > 1 else (out,)
-  if len(out_cores) > 1 and (not isinstance(out, tuple) or len(out) != len(out_cores)):
+  if len(out_cores) > 1 and not isinstance(out, tuple):
     raise TypeError(f"output must be a tuple when multiple outputs are expected, got: "
                     f"{type(out).__name__} (signature {signature} has {len(out_cores)} outputs)")
+  if len(outs) != len(out_cores):
+    raise TypeError(f"wrong number of output arguments: expected {len(out_cores)}, got "
+                    f"{len(outs)} (signature {signature})")
   for k, (o, core) in enumerate(zip(outs, out_cores)):
     shape = _util.shape(o)
     if len(shape) != len(core):

@@ -12,7 +12,8 @@ data `uint32[*shape, *key_shape]`; its dtype is `KeyTy(impl)` (`key<fry>`), an e
 dtype under `dtypes.prng_key`.  It is a pytree node whose one leaf is the data and whose
 static part is the implementation, which is what carries it through `jit` (in and out),
 `vmap` (its leading axes are the data's), `scan`/`while_loop`/`cond` carries, `grad`
-(uint32 data has no derivative) and `custom_jvp`/`custom_vjp`.  Operations that make
+(uint32 data has no derivative: a key array's tangent is a key array over float0 data,
+whose dtype is float0, JAX's tangent dtype of keys) and `custom_jvp`/`custom_vjp`.  Operations that make
 sense on an array of keys (indexing, `reshape`, `.T`, `jnp.concatenate`, `lax.slice`,
 `dynamic_update_slice`, `.at[]`, `jnp.where`, ...) act on the data with its trailing
 key dimensions kept whole (`keyops.py`); arithmetic and conversion to numpy raise.
@@ -156,7 +157,10 @@ class PRNGKeyArray:
     return math.prod(self.shape)
 
   @property
-  def dtype(self) -> KeyTy:
+  def dtype(self):
+    # A tangent or cotangent of keys holds float0 data: it is float0 (JAX's key tangent).
+    if getattr(self._base_array, "dtype", None) == dtypes.float0:
+      return dtypes.float0
     return KeyTy(self._impl)
 
   @property

@@ -408,8 +408,17 @@ def device_put(x: Any, device=None) -> Array:
       return _put_numpy(x._value, x.aval, device)
     return x if x._device == device else _copy_to_device(x, device)
   device = backend.get_device(device)
+  if getattr(x, "dtype", None) == dtypes.float0:
+    return _put_float0(x, device)
   value, aval = _host_value(x)
   return _put_numpy(value, aval, device)
+
+
+def _put_float0(x: Any, device) -> Array:
+  """A float0 value (the tangent of an integer: no data) as compiled code takes it: boolean
+  zeros on the device, under its float0 aval."""
+  zeros = _put_numpy(np.zeros(np.shape(x), np.bool_), ShapedArray(np.shape(x), np.bool_), device)
+  return Array(zeros._buffer, ShapedArray(np.shape(x), dtypes.float0), device)
 
 
 def _put_sharded(x: Any, sharding: sharding_lib.Sharding) -> Array:
@@ -444,7 +453,7 @@ def _host_value(x: Any) -> tuple[np.ndarray, ShapedArray]:
       raise TypeError(f"device_put: cannot put a {type(x).__name__} of dtype {value.dtype} on a "
                       f"device: {err}") from None
     if dtype == dtypes.float0:
-      raise TypeError("device_put: float0 values (tangents of integers) stay on the host; "
-                      "use numpy zeros of dtype bool if a device value is needed")
+      raise TypeError("float0 values (tangents of integers) cannot be laid out over several "
+                      "devices; use numpy zeros of dtype bool if a device value is needed")
   value = np.asarray(value, dtype)
   return value, ShapedArray(value.shape, dtype, weak_type)

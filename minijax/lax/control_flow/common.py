@@ -78,42 +78,6 @@ def join_weak(avals_lists: Sequence[Sequence[ShapedArray]]) -> list[ShapedArray]
   return out
 
 
-def check_tree_and_avals(what: str, tree1, avals1, tree2, avals2) -> None:
-  """Raises JAX's `TypeError` when two pytrees of avals differ, naming `what`."""
-  if tree1 != tree2:
-    raise TypeError(f"{what} must have same type structure, got {tree1} and {tree2}.")
-  if not all(map(same_type, avals1, avals2)):
-    diff = tree_util.tree_unflatten(tree1, [_diff(a, b) for a, b in zip(avals1, avals2)])
-    raise TypeError(f"{what} must have identical types, got\n{diff}.")
-
-
-def _diff(a, b) -> str:
-  return a.str_short() if same_type(a, b) else f"DIFFERENT {a.str_short()} vs. {b.str_short()}"
-
-
-def check_carry(what: str, in_tree, in_avals, out_tree, out_avals) -> bool:
-  """Checks that a loop carry keeps its types.  Returns True when the carry is stable
-  except for weak types (the caller then retraces with the weak types dropped)."""
-  if in_tree != out_tree:
-    raise TypeError(f"{what} must have same type structure, got {in_tree} and {out_tree}.")
-  if not all(map(same_type, in_avals, out_avals)):
-    lines = [f"  the input carry component {_path(in_tree, i)} has type {a.str_short()} but "
-             f"the corresponding output carry component has type {b.str_short()}"
-             for i, (a, b) in enumerate(zip(in_avals, out_avals)) if not same_type(a, b)]
-    raise TypeError(f"{what} must have identical types, but:\n" + "\n".join(lines)
-                    + "\nso the carry changes type from one iteration to the next.")
-  return any(a.weak_type != b.weak_type for a, b in zip(in_avals, out_avals))
-
-
-def _path(tree, i: int) -> str:
-  try:
-    leaves = tree_util.tree_unflatten(tree, list(range(tree.num_leaves)))
-    paths, _ = tree_util.tree_flatten_with_path(leaves)
-    return "carry" + "".join(str(k) for k in paths[i][0])
-  except Exception:
-    return f"#{i}"
-
-
 def strong(avals) -> list[ShapedArray]:
   return [a.strip_weak_type() for a in avals]
 

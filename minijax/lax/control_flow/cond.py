@@ -25,7 +25,7 @@ from minijax.core import dtypes, pretty
 from minijax.core.avals import get_aval
 from minijax.core.effects import must_keep
 from minijax.core.primitive import Primitive
-from minijax.lax.control_flow import common
+from minijax.lax.control_flow import common, type_errors
 from minijax.lowering import mlir
 
 __all__ = ["cond", "switch", "cond_p"]
@@ -39,6 +39,22 @@ cond_p.multiple_results = True
 _NO_OPERAND = object()
 
 
+def _operands(operand, operands):
+  if operand is _NO_OPERAND:
+    return operands
+  if operands:
+    raise TypeError("if 'operand' keyword is passed then no positional operands can be "
+                    f"passed, got operand={operand!r} and positional operands {operands}")
+  return (operand,)
+
+
+def _dtype_of(value):
+  try:
+    return get_aval(value).dtype
+  except TypeError:
+    return None
+
+
 def cond(pred, true_fun: Callable, false_fun: Callable, *operands, operand=_NO_OPERAND):
   """`true_fun(*operands)` if `pred` else `false_fun(*operands)`, staged so both are traced.
   `operand=x` passes one operand by keyword; JAX's older five-argument form
@@ -48,54 +64,114 @@ def cond(pred, true_fun: Callable, false_fun: Callable, *operands, operand=_NO_O
       x_true, f_true, x_false, f_false = true_fun, false_fun, *operands
       return cond(pred, lambda x, _: f_true(x), lambda _, x: f_false(x), x_true, x_false)
     raise TypeError("lax.cond: true_fun and false_fun arguments should be callable.")
-  if operand is not _NO_OPERAND:
-    if operands:
-      raise TypeError("if 'operand' keyword is passed then no positional operands can be "
-                      f"passed, got operand={operand!r} and positional operands {operands}")
-    operands = (operand,)
-  pred_aval = get_aval(pred)
-  if pred_aval.shape != ():
-    raise TypeError(f"Pred must be a scalar, got {pred} of shape {pred_aval.shape}.")
-  if pred_aval.dtype != dtypes.bool_:
-    if not (dtypes.is_integer(pred_aval.dtype) or dtypes.is_float(pred_aval.dtype)):
-      raise TypeError(f"Pred type must be either boolean or number, got {pred_aval.dtype}.")
+  operands = _operands(operand, operands)
+  if pred is None:
+    raise TypeError("cond predicate is None")
+  if isinstance(pred, Sequence) or np.ndim(pred) != 0:
+    raise TypeError(f"Pred must be a scalar, got {pred} of " + (
+        f"type {type(pred)}" if isinstance(pred, Sequence) else f"shape {np.shape(pred)}."))
+  pred_dtype = _dtype_of(pred)
+  if pred_dtype is None:
+    raise TypeError(f"Pred type must be either boolean or number, got {pred}.")
+  if pred_dtype != dtypes.bool_:
+    if not (dtypes.is_integer(pred_dtype) or dtypes.is_float(pred_dtype)):
+      raise TypeError(f"Pred type must be either boolean or number, got {pred_dtype}.")
     from minijax import lax
-    pred = lax.ne(pred, lax.full((), 0, pred_aval.dtype))
-  return _bind_cond(pred, [false_fun, true_fun], operands,
-                    ["false_fun", "true_fun"], "true_fun and false_fun output")
+    pred = lax.ne(pred, lax.full((), 0, pred_dtype))
+  return _bind_cond(pred, [false_fun, true_fun], operands, "cond", ["false_fun", "true_fun"])
 
 
-def switch(index, branches: Sequence[Callable], *operands):
+def switch(index, branches: Sequence[Callable], *operands, operand=_NO_OPERAND):
   """`branches[clamp(index, 0, len(branches) - 1)](*operands)`."""
   branches = list(branches)
-  if not branches:
-    raise ValueError("Empty branch sequence")
   if not all(callable(b) for b in branches):
     raise TypeError("lax.switch: branches argument should be a sequence of callables.")
-  index_aval = get_aval(index)
-  if index_aval.shape != ():
-    raise TypeError(f"Branch index must be scalar, got {index} of shape {index_aval.shape}.")
-  if not dtypes.is_integer(index_aval.dtype):
-    raise TypeError(f"Index type must be an integer, got {index_aval.dtype}.")
+  operands = _operands(operand, operands)
+  if np.ndim(index) != 0:
+    raise TypeError(f"Branch index must be scalar, got {index} of shape {np.shape(index)}.")
+  index_dtype = _dtype_of(index)
+  if index_dtype is None:
+    raise TypeError(f"Index type must be an integer, got {index}.")
+  if not dtypes.is_integer(index_dtype):
+    raise TypeError(f"Index type must be an integer, got {index} as {index_dtype}")
+  if not branches:
+    raise ValueError("Empty branch sequence")
   if len(branches) == 1:
     return branches[0](*operands)
-  if index_aval.dtype != np.int32:
+  if index_dtype != np.int32:
     from minijax import lax
     index = lax.convert_element_type(index, np.int32)
-  names = [f"branch {i}" for i in range(len(branches))]
-  return _bind_cond(index, branches, operands, names, "branch 0 and other branches' outputs")
+  return _bind_cond(index, branches, operands, "switch",
+                    ["branch 0", *(f"branch{i}" for i in range(1, len(branches)))])
 
 
-def _bind_cond(index, funs, operands, names, what):
+def platform_dependent(*args, default: Callable | None = None, **per_platform: Callable):
+  """`per_platform[platform](*args)` for the platform the computation is lowered for, or
+  `default(*args)` for a platform not named.  minijax lowers for the CPU only, so this is
+  the `cpu` branch (else `default`), and only that branch is traced: the others never
+  reach a jaxpr or the compiler."""
+  for name, branch in per_platform.items():
+    if not callable(branch):
+      raise TypeError(f"lax.platform_dependent: the '{name}' branch must be a callable.")
+    if name == "gpu":
+      raise ValueError("Use 'cuda' or 'rocm' for lax.platform_dependent.")
+  if default is not None and not callable(default):
+    raise TypeError("lax.platform_dependent: the 'default' branch must be a callable.")
+  branch = per_platform.get("cpu", default)
+  if branch is None:
+    raise NotImplementedError(
+        "lax.platform_dependent: translation rule for platform_index not found for platform "
+        f"cpu: there are branches for {sorted(per_platform)} and no default; add a `cpu=` "
+        "or a `default=` branch")
+  return branch(*args)
+
+
+def _bind_cond(index, funs, operands, api_name, names):
   flat, in_tree = tree_util.tree_flatten(operands)
   avals = [get_aval(x) for x in flat]
   traced = [common.trace_fun_closed(f, in_tree, avals, n) for f, n in zip(funs, names)]
-  out_tree = traced[0][1]
-  for jaxpr, tree in traced[1:]:
-    common.check_tree_and_avals(what, out_tree, traced[0][0].out_avals, tree, jaxpr.out_avals)
-  branches, all_consts = common.join_consts([t[0] for t in traced])
-  outs = cond_p.bind(index, *all_consts, *flat, branches=tuple(branches))
-  return tree_util.tree_unflatten(out_tree, outs)
+  # (JAX compares true_fun with false_fun, and branch 0 with each other branch)
+  first = 1 if api_name == "cond" else 0
+  (jaxpr0, tree0), f0, name0 = traced[first], funs[first], names[first]
+  for (jaxpr, tree), f, name in zip(traced, funs, names):
+    if f is not f0:
+      type_errors.check_branch_outputs(api_name, name0, name, f0, f, tree0, jaxpr0.out_avals,
+                                       tree, jaxpr.out_avals)
+  # An output every branch passes through from one operand is that operand, outside the
+  # cond (as in JAX: under vmap it stays unbatched, and it is the very same object).
+  forwarded = _forwarded_outputs([t[0] for t in traced], len(flat))
+  kept = [k for k, p in enumerate(forwarded) if p is None]
+  jaxprs = [_keep_outputs(t[0], kept) for t in traced]
+  branches, all_consts = common.join_consts(jaxprs)
+  outs = []
+  if kept or must_keep(branches[0].effects):
+    outs = cond_p.bind(index, *all_consts, *flat, branches=tuple(branches))
+  outs = iter(outs)
+  return tree_util.tree_unflatten(tree0, [next(outs) if p is None else flat[p]
+                                          for p in forwarded])
+
+
+def _forwarded_outputs(closed_jaxprs, num_operands: int) -> list:
+  """For each output, the operand position every branch returns unchanged, else None."""
+  forwarded = []
+  for k in range(len(closed_jaxprs[0].out_avals)):
+    positions = set()
+    for closed in closed_jaxprs:
+      v = closed.jaxpr.outvars[k]
+      invars = closed.jaxpr.invars
+      positions.add(invars.index(v) if v in invars else None)
+    p = positions.pop() if len(positions) == 1 else None
+    forwarded.append(p if p is not None and p < num_operands else None)
+  return forwarded
+
+
+def _keep_outputs(closed, kept):
+  from minijax.core.jaxpr import ClosedJaxpr, Jaxpr
+  j = closed.jaxpr
+  if len(kept) == len(j.outvars):
+    return closed
+  return ClosedJaxpr(Jaxpr(j.constvars, j.invars, [j.outvars[k] for k in kept], j.eqns,
+                           j.effects, j.debug_info), closed.consts)
 
 
 # ----------------------------------------------------------------------------- abstract eval

@@ -33,7 +33,7 @@ from minijax.core.effects import ordered_effects
 from minijax.core.jaxpr import hoist_consts
 from minijax.core.primitive import Primitive
 from minijax.core.trace import Tracer
-from minijax.lax.control_flow import common
+from minijax.lax.control_flow import common, type_errors
 from minijax.lowering import mlir
 from minijax.lowering.tokens import TokenSet
 
@@ -55,9 +55,9 @@ def while_loop(cond_fun: Callable, body_fun: Callable, init_val):
   for _ in range(2):
     cond_jaxpr, cond_consts, cond_tree = common.trace_fun(cond_fun, in_tree, avals, "cond_fun")
     body_jaxpr, body_consts, body_tree = common.trace_fun(body_fun, in_tree, avals, "body_fun")
-    _check_pred(cond_tree, cond_jaxpr)
-    weak_only = common.check_carry(
-        "body_fun output and input", init_tree, avals, body_tree, body_jaxpr.out_avals)
+    type_errors.check_predicate_type(cond_tree, cond_jaxpr.out_avals)
+    weak_only = type_errors.check_carry("while_loop body", body_fun, init_tree, avals,
+                                        body_tree, body_jaxpr.out_avals)
     if not weak_only:
       break
     avals = common.strong(avals)
@@ -67,35 +67,32 @@ def while_loop(cond_fun: Callable, body_fun: Callable, init_val):
   return tree_util.tree_unflatten(body_tree, outs)
 
 
-def _check_pred(tree, jaxpr) -> None:
-  avals = jaxpr.out_avals
-  if len(avals) != 1 or avals[0].shape != () or avals[0].dtype != dtypes.bool_:
-    shown = tree_util.tree_unflatten(tree, [a.str_short() for a in avals])
-    raise TypeError(f"cond_fun must return a boolean scalar, but got output type(s) {shown}.")
-
-
-def fori_loop(lower, upper, body_fun: Callable, init_val):
+def fori_loop(lower, upper, body_fun: Callable, init_val, *, unroll: int | bool | None = None):
   """`for i in range(lower, upper): val = body_fun(i, val)`.  Concrete bounds lower to a
-  `scan` (reverse-differentiable); traced bounds to a `while_loop`."""
+  `scan` (reverse-differentiable; `unroll` as in `scan`); traced bounds to a `while_loop`
+  (which cannot be unrolled)."""
   if not callable(body_fun):
     raise TypeError("lax.fori_loop: body_fun argument should be callable.")
+  dtype = _index_dtype(lower, upper)
   lower_c, upper_c = _concrete_int(lower), _concrete_int(upper)
   if lower_c is not None and upper_c is not None:
     from minijax.lax.control_flow.scan import scan
-    dtype = _index_dtype(lower, upper)
     if upper_c <= lower_c:
       return init_val
     start = np.asarray(lower_c, dtype)
 
-    def step(carry, _):
-      i, x = carry
+    def loop_body(loop_carry, _):
+      i, x = loop_carry
       from minijax import lax
       return (lax.add(i, np.asarray(1, dtype)), body_fun(i, x)), None
 
-    (_, result), _ = scan(step, (start, init_val), None, length=upper_c - lower_c)
+    (_, result), _ = scan(loop_body, (start, init_val), None, length=upper_c - lower_c,
+                          unroll=False if unroll is None else unroll)
     return result
+  if unroll is not None and unroll is not False and unroll != 1:
+    raise ValueError("Can only use `unroll` in `fori_loop` if the loop bounds are "
+                     "statically known.")
   from minijax import lax
-  dtype = _index_dtype(lower, upper)
   lower, upper = [lax.convert_element_type(b, dtype) if get_aval(b).dtype != dtype
                   else b for b in (lower, upper)]
 
@@ -115,19 +112,26 @@ def _concrete_int(x):
   if isinstance(x, Tracer):
     value = x.to_concrete_value()
     return None if value is None else int(value)
-  aval = get_aval(x)
-  if aval.shape != () or not dtypes.is_integer(aval.dtype):
-    raise TypeError(f"fori_loop bounds must be integer scalars, got {aval.str_short()}")
   return int(np.asarray(x))
 
 
 def _index_dtype(lower, upper):
+  """JAX's rule: the bounds' common dtype; of two signed integer dtypes, a weakly typed
+  bound takes the other's; anything else must agree."""
   avals = [get_aval(x) for x in (lower, upper)]
   for a in avals:
     if a.shape != () or not dtypes.is_integer(a.dtype):
       raise TypeError(f"fori_loop bounds must be integer scalars, got {a.str_short()}")
-  strong = [a.dtype for a in avals if not a.weak_type]
-  return dtypes.canonicalize_dtype(strong[0] if strong else dtypes.default_int_dtype())
+  lo, hi = avals
+  if lo.dtype == hi.dtype:
+    return dtypes.canonicalize_dtype(lo.dtype)
+  signed = all(np.issubdtype(a.dtype, np.signedinteger) for a in avals)
+  if signed and lo.weak_type:
+    return dtypes.canonicalize_dtype(hi.dtype)
+  if signed and hi.weak_type:
+    return dtypes.canonicalize_dtype(lo.dtype)
+  raise TypeError("lower and upper arguments to fori_loop must have equal types, got "
+                  f"{lo.dtype.name} and {hi.dtype.name}")
 
 
 # ----------------------------------------------------------------------------- abstract eval

@@ -26,7 +26,7 @@ from minijax.core.effects import must_keep
 from minijax.core.avals import ShapedArray, get_aval
 from minijax.core.jaxpr import ClosedJaxpr, Jaxpr, Literal, hoist_consts
 from minijax.core.primitive import Primitive
-from minijax.lax.control_flow import common
+from minijax.lax.control_flow import common, type_errors
 from minijax.lowering import mlir
 
 __all__ = ["scan", "scan_map", "scan_p"]
@@ -37,12 +37,30 @@ scan_p.multiple_results = True
 
 # ----------------------------------------------------------------------------- API
 
+def _concrete(value, what: str, kinds: str):
+  from minijax.core.errors import ConcretizationTypeError
+  from minijax.core.trace import Tracer
+  if not isinstance(value, Tracer):
+    return value
+  concrete = value.to_concrete_value()
+  if concrete is None:
+    err = ConcretizationTypeError(value, f"lax.scan's `{what}`")
+    err.args = (f"The `{what}` argument to `scan` expects a concrete {kinds} value. "
+                + err.args[0],)
+    raise err
+  return concrete.item() if hasattr(concrete, "item") else concrete
+
+
 def scan(f: Callable, init, xs=None, length: int | None = None, reverse: bool = False,
-         unroll: int = 1):
+         unroll: int | bool = 1, _split_transpose: bool = False):
   """`carry, y = f(carry, x)` over the leading axis of `xs`; returns `(carry, stacked ys)`.
-  (`unroll` is accepted for compatibility and ignored.)"""
+  `unroll` iterations run in each trip of the compiled loop (`True` or 0: all of them, and
+  no loop); the results are the same."""
   if not callable(f):
     raise TypeError("lax.scan: f argument should be callable.")
+  if length is not None:
+    length = _concrete(length, "length", "`int`")
+  unroll = _concrete(unroll, "unroll", "`int` or `bool`")
   x_flat, x_tree = tree_util.tree_flatten(xs)
   x_avals = [get_aval(x) for x in x_flat]
   for a in x_avals:
@@ -63,6 +81,11 @@ def scan(f: Callable, init, xs=None, length: int | None = None, reverse: bool = 
   else:
     length = sizes.pop()
 
+  if isinstance(unroll, (bool, np.bool_)):
+    unroll = max(length, 1) if unroll else 1
+  if int(unroll) < 0:
+    raise ValueError("`unroll` must be a `bool` or a non-negative `int`.")
+  unroll = int(unroll)
   init_flat, init_tree = tree_util.tree_flatten(init)
   carry_avals = [get_aval(x) for x in init_flat]
   slice_avals = [ShapedArray(a.shape[1:], a.dtype, a.weak_type) for a in x_avals]
@@ -72,19 +95,19 @@ def scan(f: Callable, init, xs=None, length: int | None = None, reverse: bool = 
                                                "scan body")
     children = out_tree.children() if out_tree.num_nodes > 1 else []
     if len(children) != 2 or out_tree != tree_util.treedef_tuple(children):
-      shown = tree_util.tree_unflatten(out_tree, [a.str_short() for a in jaxpr.out_avals])
-      raise TypeError(f"scan body output must be a pair (carry, y), got {shown}.")
+      shown = tree_util.tree_unflatten(out_tree, [type_errors.type_str(a)
+                                                  for a in jaxpr.out_avals])
+      raise TypeError(f"scan body output must be a pair, got {shown}.")
     carry_tree, y_tree = children
     num_carry = len(init_flat)
-    weak_only = common.check_carry(
-        "scan body function carry input and carry output", init_tree, carry_avals, carry_tree,
-        jaxpr.out_avals[:carry_tree.num_leaves])
+    weak_only = type_errors.check_carry("scan body", f, init_tree, carry_avals, carry_tree,
+                                        jaxpr.out_avals[:carry_tree.num_leaves])
     if not weak_only:
       break
     carry_avals = common.strong(carry_avals)
   operands = [*consts, *init_flat, *x_flat]
   outs = scan_p.bind(*operands, jaxpr=jaxpr, num_consts=len(consts), num_carry=num_carry,
-                     length=length, reverse=bool(reverse), linear=(False,) * len(operands))
+                     length=length, reverse=bool(reverse), linear=(False,) * len(operands), unroll=unroll)
   carry_out = tree_util.tree_unflatten(carry_tree, outs[:num_carry])
   ys = tree_util.tree_unflatten(y_tree, outs[num_carry:])
   return carry_out, ys
@@ -98,7 +121,8 @@ def scan_map(f: Callable, xs):
 
 # ----------------------------------------------------------------------------- abstract eval
 
-def _scan_abstract_eval(*avals, jaxpr, num_consts, num_carry, length, reverse, linear):
+def _scan_abstract_eval(*avals, jaxpr, num_consts, num_carry, length, reverse, linear,
+                 unroll=1):
   consts, carry, xs = _split(avals, num_consts, num_carry)
   if len(avals) != len(jaxpr.in_avals):
     raise TypeError(f"scan jaxpr takes {len(jaxpr.in_avals)} inputs, got {len(avals)}")
@@ -126,7 +150,11 @@ scan_p.def_effectful_abstract_eval(_scan_abstract_eval)
 
 # ----------------------------------------------------------------------------- lowering
 
-def _scan_lowering(ctx, *args, jaxpr, num_consts, num_carry, length, reverse, linear):
+def _scan_lowering(ctx, *args, jaxpr, num_consts, num_carry, length, reverse, linear,
+                   unroll=1):
+  """An `mhlo.while` of `length // unroll` trips, each running `unroll` iterations, then the
+  remaining `length % unroll` iterations inline (all of them inline when `unroll` is 0 or
+  at least `length`, so that no loop is left)."""
   mctx = ctx.module_context
   tokens = ctx.tokens_in
   ntok = len(tokens)
@@ -134,42 +162,51 @@ def _scan_lowering(ctx, *args, jaxpr, num_consts, num_carry, length, reverse, li
   const_avals, carry_avals, x_avals = _split(ctx.avals_in, num_consts, num_carry)
   y_avals = ctx.avals_out[num_carry:]
   ys_init = [mlir.ir_constant(np.broadcast_to(np.zeros((), a.dtype), a.shape)) for a in y_avals]
-  if length == 0:
-    if ntok:
-      ctx.set_tokens_out(tokens)
-    return [*init, *ys_init]
-  i32 = ShapedArray((), np.int32)
-  avals = [i32, *const_avals, *carry_avals, *x_avals, *y_avals]
-  types = [mlir.token_type()] * ntok + common.ir_types(avals)
-  operands = [*tokens.tokens(), common.scalar_i32(0), *consts, *init, *xs, *ys_init]
-  op = mhlo.WhileOp(types, operands)
 
-  cond_block = common.add_block(op.cond, types)
-  with ir.InsertionPoint(cond_block):
-    i = cond_block.arguments[ntok]
-    mhlo.ReturnOp([common.compare(i, common.scalar_i32(length), "LT")])
-
-  body_block = common.add_block(op.body, types)
-  with ir.InsertionPoint(body_block):
-    values = list(body_block.arguments)
-    toks = common.tokens_like(tokens, values[:ntok])
-    i = values[ntok]
-    b_consts, carry, rest = _split(values[ntok + 1:], num_consts, num_carry)
-    b_xs, b_ys = rest[:len(xs)], rest[len(xs):]
+  def step(toks, i, carry, ys):
+    """One iteration at counter `i`: (tokens, i + 1, new carry, updated ys)."""
     index = (mhlo.SubtractOp(common.scalar_i32(length - 1), i).result if reverse else i)
-    x_slices = [_index_leading(x, a, index) for x, a in zip(b_xs, x_avals)]
-    outs, toks = mlir.lower_closed_jaxpr(mctx, jaxpr, toks, *b_consts, *carry, *x_slices,
+    x_slices = [_index_leading(x, a, index) for x, a in zip(xs_now, x_avals)]
+    outs, toks = mlir.lower_closed_jaxpr(mctx, jaxpr, toks, *consts_now, *carry, *x_slices,
                                          carried=carry)
     new_carry, y_slices = outs[:num_carry], outs[num_carry:]
-    new_ys = [_update_leading(ys, y, a, index) for ys, y, a in zip(b_ys, y_slices, y_avals)]
-    i_next = mhlo.AddOp(i, common.scalar_i32(1)).result
-    mhlo.ReturnOp([*toks.tokens(), i_next, *b_consts, *new_carry, *b_xs, *new_ys])
+    ys = [_update_leading(y_all, y, a, index) for y_all, y, a in zip(ys, y_slices, y_avals)]
+    return toks, mhlo.AddOp(i, common.scalar_i32(1)).result, new_carry, ys
 
-  results = list(op.results)
+  per_trip = length if unroll == 0 else min(unroll, length)
+  trips = length // per_trip if per_trip else 0
+  if unroll != 1 and trips == 1 and length % per_trip == 0:
+    trips = 0  # (one trip of everything: no loop)
+  toks, i, carry, ys = tokens, common.scalar_i32(0), list(init), ys_init
+  consts_now, xs_now = consts, xs
+  if trips:
+    i32 = ShapedArray((), np.int32)
+    avals = [i32, *const_avals, *carry_avals, *x_avals, *y_avals]
+    types = [mlir.token_type()] * ntok + common.ir_types(avals)
+    op = mhlo.WhileOp(types, [*toks.tokens(), i, *consts, *carry, *xs, *ys])
+    cond_block = common.add_block(op.cond, types)
+    with ir.InsertionPoint(cond_block):
+      mhlo.ReturnOp([common.compare(cond_block.arguments[ntok],
+                                    common.scalar_i32(trips * per_trip), "LT")])
+    body_block = common.add_block(op.body, types)
+    with ir.InsertionPoint(body_block):
+      values = list(body_block.arguments)
+      b_toks, b_i = common.tokens_like(tokens, values[:ntok]), values[ntok]
+      consts_now, b_carry, rest = _split(values[ntok + 1:], num_consts, num_carry)
+      xs_now, b_ys = rest[:len(xs)], rest[len(xs):]
+      for _ in range(per_trip):
+        b_toks, b_i, b_carry, b_ys = step(b_toks, b_i, b_carry, b_ys)
+      mhlo.ReturnOp([*b_toks.tokens(), b_i, *consts_now, *b_carry, *xs_now, *b_ys])
+    results = list(op.results)
+    toks, i = common.tokens_like(tokens, results[:ntok]), results[ntok]
+    _, carry, rest = _split(results[ntok + 1:], num_consts, num_carry)
+    ys = rest[len(xs):]
+    consts_now, xs_now = consts, xs
+  for _ in range(length - trips * per_trip):
+    toks, i, carry, ys = step(toks, i, carry, ys)
   if ntok:
-    ctx.set_tokens_out(common.tokens_like(tokens, results[:ntok]))
-  _, final_carry, rest = _split(results[ntok + 1:], num_consts, num_carry)
-  return [*final_carry, *rest[len(xs):]]
+    ctx.set_tokens_out(toks)
+  return [*carry, *ys]
 
 
 def _index_leading(x, aval, index):
@@ -194,7 +231,7 @@ mlir.register_lowering(scan_p, _scan_lowering)
 def _scan_pp(params, names, indent):
   lines = [f"jaxpr=" + pretty._pp_jaxpr_lines(params["jaxpr"], names, indent)]
   lines += [f"{k}={params[k]}" for k in ("length", "linear", "num_carry", "num_consts",
-                                          "reverse")]
+                                          "reverse", "unroll") if k in params]
   return lines
 
 
@@ -203,7 +240,8 @@ pretty.pp_rules[scan_p] = _scan_pp
 
 # ----------------------------------------------------------------------------- jvp
 
-def _scan_jvp(primals, tangents, *, jaxpr, num_consts, num_carry, length, reverse, linear):
+def _scan_jvp(primals, tangents, *, jaxpr, num_consts, num_carry, length, reverse, linear,
+                 unroll=1):
   """A scan of the jvp of the body over primals and nonzero tangents.  The set of carries
   with nonzero tangents is grown to a fixed point, so the carry types are stable."""
   from minijax.interpreters import ad
@@ -233,7 +271,7 @@ def _scan_jvp(primals, tangents, *, jaxpr, num_consts, num_carry, length, revers
               *xs, *pick(xs_t, xs_nz)]
   outs = scan_p.bind(*operands, jaxpr=jvp, num_consts=len(jvp_consts) + num_consts + sum(const_nz),
                      num_carry=num_carry + sum(carry_nz), length=length, reverse=reverse,
-                     linear=(False,) * len(operands))
+                     linear=(False,) * len(operands), unroll=unroll)
   carry_out, carry_t, ys, ys_t = common.split_sizes(outs, [n_out[i] for i in (0, 2, 1, 3)])
   zeros = lambda avals, flags: [ad.Zero(a.tangent_aval()) for a, f in zip(avals, flags) if not f]
   out_avals = jaxpr.out_avals
@@ -246,7 +284,8 @@ def _scan_jvp(primals, tangents, *, jaxpr, num_consts, num_carry, length, revers
 
 # ----------------------------------------------------------------------------- partial eval
 
-def _scan_partial_eval(trace, args, *, jaxpr, num_consts, num_carry, length, reverse, linear):
+def _scan_partial_eval(trace, args, *, jaxpr, num_consts, num_carry, length, reverse, linear,
+                 unroll=1):
   """Splits the body into a known scan that runs now and also stacks the residuals as
   extra outputs, and an unknown scan that is staged and reads them as extra `xs`
   (loop-invariant residuals are computed once and read as constants).
@@ -286,7 +325,7 @@ def _scan_partial_eval(trace, args, *, jaxpr, num_consts, num_carry, length, rev
   with set_current_trace(trace.parent):
     invariant_res = eval_jaxpr(hoisted, [], *k_operands[:n_kconsts])
     k_outs = scan_p.bind(*k_operands, jaxpr=known, num_consts=n_kconsts, num_carry=n_kcarry,
-                         length=length, reverse=reverse, linear=(False,) * len(k_operands))
+                         length=length, reverse=reverse, linear=(False,) * len(k_operands), unroll=unroll)
   n_var = invariant.count(False)
   k_carry, k_ys, stacked_res = (k_outs[:n_kcarry], k_outs[n_kcarry:len(k_outs) - n_var],
                                 k_outs[len(k_outs) - n_var:])
@@ -303,7 +342,7 @@ def _scan_partial_eval(trace, args, *, jaxpr, num_consts, num_carry, length, rev
   if any(out_uk) or must_keep(unknown.effects):
     u_outs = trace.stage(scan_p, u_operands, dict(
         jaxpr=unknown, num_consts=n_cu + len(invariant_res), num_carry=n_ku, length=length,
-        reverse=reverse, linear=(False,) * len(u_operands)))
+        reverse=reverse, linear=(False,) * len(u_operands), unroll=unroll))
   else:
     u_outs = []
   return [*common.merge(carry_uk, u_outs[:sum(carry_uk)], k_carry),
@@ -332,7 +371,8 @@ def _slice(jaxpr: Jaxpr, n_inputs: int, outvars) -> Jaxpr:
 
 # ----------------------------------------------------------------------------- transpose
 
-def _scan_transpose(cts, *args, jaxpr, num_consts, num_carry, length, reverse, linear):
+def _scan_transpose(cts, *args, jaxpr, num_consts, num_carry, length, reverse, linear,
+                 unroll=1):
   """The transposed scan runs in the other direction.  Its carry holds the cotangents of the
   linear constants (accumulated) and of the carry; its `xs` are the non-linear `xs`
   (residuals) and the cotangents of the `ys`; its `ys` are the cotangents of the linear
@@ -376,7 +416,7 @@ def _scan_transpose(cts, *args, jaxpr, num_consts, num_carry, length, reverse, l
               *map(ad.instantiate_zeros, ct_carry), *res_xs, *ct_ys]
   outs = scan_p.bind(*operands, jaxpr=t_jaxpr, num_consts=len(t_consts) + n_rc,
                      num_carry=n_lc + num_carry, length=length, reverse=not reverse,
-                     linear=(False,) * len(operands))
+                     linear=(False,) * len(operands), unroll=unroll)
   ct_consts, ct_init, ct_xs = outs[:n_lc], outs[n_lc:n_lc + num_carry], outs[n_lc + num_carry:]
   return [*common.merge(const_lin, ct_consts, [None] * const_lin.count(False)),
           *(ct if lin else None for ct, lin in zip(ct_init, carry_lin)),
@@ -396,7 +436,8 @@ _register_transformations()
 
 # ----------------------------------------------------------------------------- batching
 
-def _scan_batch(args, dims, *, jaxpr, num_consts, num_carry, length, reverse, linear):
+def _scan_batch(args, dims, *, jaxpr, num_consts, num_carry, length, reverse, linear,
+                 unroll=1):
   """A scan of the batched body.  Batched constants and carries get their batch dim first;
   batched `xs` get it second (the first is the scanned axis), and so do the `ys`.  The set
   of batched carries is grown to a fixed point."""
@@ -416,7 +457,7 @@ def _scan_batch(args, dims, *, jaxpr, num_consts, num_carry, length, reverse, li
               *common.moved(xs, xs_d, xs_b, size, to=1)]
   outs = scan_p.bind(*operands, jaxpr=body, num_consts=len(consts_extra) + num_consts,
                      num_carry=num_carry, length=length, reverse=reverse,
-                     linear=(False,) * len(operands))
+                     linear=(False,) * len(operands), unroll=unroll)
   out_dims = [*(0 if b else None for b in carry_b), *(1 if b else None for b in out_b[num_carry:])]
   return outs, out_dims
 
