@@ -356,3 +356,13 @@ def test_cond_takes_jaxs_five_argument_form():
   # numpyro's NUTS calls cond(pred, true_operand, true_fun, false_operand, false_fun).
   assert lax.cond(True, 2.0, lambda x: x + 1, 3.0, lambda x: x - 1) == 3.0
   assert minijax.jit(lambda p: lax.cond(p, 2.0, lambda x: x + 1, 3.0, lambda x: x - 1))(False) == 2.0
+
+
+def test_device_queries_take_jaxs_backend_argument():
+  assert minijax.devices("cpu") == minijax.devices() == minijax.local_devices(backend="cpu")
+  assert minijax.local_devices(process_index=0) == minijax.local_devices()
+  with pytest.raises(RuntimeError, match="Unknown backend 'tpu'"):
+    minijax.devices("tpu")
+  err, _ = checkify.checkify(lambda: checkify.check(False, "bad"))()
+  with pytest.raises(minijax.errors.JaxRuntimeError, match="bad"):
+    checkify.check_error(err)

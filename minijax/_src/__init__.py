@@ -5,3 +5,4 @@ Nothing here is a second implementation: each module re-exports the minijax obje
 plays the same part (`traceback_util.api_boundary`, `dtypes`, `core`), or a placeholder
 a library only stores or patches (`compiler`).  Internals not listed here still raise
 `ImportError` through `install_as_jax`'s finder, as minijax has no `jax._src`."""
+from minijax._src import xla_bridge  # noqa: E402,F401  (read as jax._src.xla_bridge)

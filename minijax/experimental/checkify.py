@@ -89,6 +89,11 @@ def check(pred: Any, msg: str, *fmt_args, **fmt_kwargs) -> None:
     raise JaxRuntimeError(message)
 
 
+def check_error(error: Error) -> None:
+  """Raises the failure `error` holds, if any (as `error.throw()`)."""
+  error.throw()
+
+
 def checkify(f: Callable, errors: frozenset = user_checks) -> Callable:
   """`f` returning `(Error, out)`: the first failed `check` in it, instead of raising."""
   def checked(*args, **kwargs):
@@ -103,5 +108,5 @@ def checkify(f: Callable, errors: frozenset = user_checks) -> Callable:
 
 
 __all__ = ["Error", "ErrorCategory", "FailedCheckError", "JaxException", "all_checks", "automatic_checks",
-           "check", "checkify", "div_checks", "float_checks", "index_checks", "nan_checks",
+           "check", "check_error", "checkify", "div_checks", "float_checks", "index_checks", "nan_checks",
            "user_checks"]

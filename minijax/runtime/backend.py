@@ -170,22 +170,36 @@ def on_client_created(callback: Callable[[Client], Any]) -> None:
       callback(client)
 
 
-def devices() -> list[Device]:
+def _check_backend(backend) -> None:
+  """JAX's `backend=` argument: minijax has the CPU backend only."""
+  if backend is not None and backend != "cpu" and backend is not _client:
+    raise RuntimeError(f"Unknown backend {backend!r}: minijax runs on the 'cpu' backend only")
+
+
+def devices(backend=None) -> list[Device]:
+  _check_backend(backend)
   get_client()
   return list(_devices)
 
 
-def local_devices() -> list[Device]:
+def local_devices(process_index: int | None = None, backend=None,
+                  host_id: int | None = None) -> list[Device]:
+  _check_backend(backend)
   get_client()
-  return list(_local)
+  index = process_index if process_index is not None else host_id
+  if index is None:
+    return list(_local)
+  return [d for d in _devices if d.process_index == index]
 
 
-def device_count() -> int:
+def device_count(backend=None) -> int:
+  _check_backend(backend)
   get_client()
   return len(_devices)
 
 
-def local_device_count() -> int:
+def local_device_count(backend=None) -> int:
+  _check_backend(backend)
   get_client()
   return len(_local)
 
