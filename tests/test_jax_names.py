@@ -366,3 +366,10 @@ def test_device_queries_take_jaxs_backend_argument():
   err, _ = checkify.checkify(lambda: checkify.check(False, "bad"))()
   with pytest.raises(minijax.errors.JaxRuntimeError, match="bad"):
     checkify.check_error(err)
+
+
+def test_products_take_precision_and_preferred_element_type():
+  a, b = np.arange(3.0, dtype=np.float32), np.ones(3, np.float32)
+  for f in (jnp.vdot, jnp.inner):
+    assert f(a, b, precision="highest", preferred_element_type=np.float32) == 3.0
+  assert jnp.tensordot(np.ones((2, 3)), b, 1, precision="highest").tolist() == [3.0, 3.0]
