@@ -373,3 +373,12 @@ def test_products_take_precision_and_preferred_element_type():
   for f in (jnp.vdot, jnp.inner):
     assert f(a, b, precision="highest", preferred_element_type=np.float32) == 3.0
   assert jnp.tensordot(np.ones((2, 3)), b, 1, precision="highest").tolist() == [3.0, 3.0]
+
+
+def test_typed_key_arrays_are_arrays():
+  key = minijax.random.key(0)
+  assert isinstance(key, minijax.Array) and isinstance(key, jnp.ndarray)
+  assert not is_concrete_array(key)
+  seen = []
+  minijax.jit(lambda k: seen.append(isinstance(k, minijax.Array)))(key)
+  assert seen == [True]

@@ -99,13 +99,24 @@ def _single_device_sharding(device) -> sharding_lib.SingleDeviceSharding:
   return sharding
 
 
+_ARRAY_LIKE: tuple[type, ...] = (Tracer,)
+
+
 class _ArrayMeta(type):
-  """`isinstance(x, Array)` is also True for a tracer, as `isinstance(x, jax.Array)` is in
-  JAX: code written for JAX checks it inside transformations.  minijax's own code asks
-  `is_concrete_array(x)` when it means a value that holds its data."""
+  """`isinstance(x, Array)` is also True for a tracer and for the other array types
+  registered with `register_array_type` (typed PRNG key arrays), as `isinstance(x,
+  jax.Array)` is in JAX: code written for JAX checks it inside transformations.  minijax's
+  own code asks `is_concrete_array(x)` when it means an Array that holds its data."""
 
   def __instancecheck__(cls, x):
-    return type.__instancecheck__(cls, x) or isinstance(x, Tracer)
+    return type.__instancecheck__(cls, x) or isinstance(x, _ARRAY_LIKE)
+
+
+def register_array_type(cls: type) -> None:
+  """Makes `isinstance(x, Array)` True for instances of `cls` (an array type of a library
+  above the runtime)."""
+  global _ARRAY_LIKE
+  _ARRAY_LIKE = (*_ARRAY_LIKE, cls)
 
 
 def is_concrete_array(x) -> bool:
