@@ -361,7 +361,7 @@ def test_cond_takes_jaxs_five_argument_form():
 def test_device_queries_take_jaxs_backend_argument():
   assert minijax.devices("cpu") == minijax.devices() == minijax.local_devices(backend="cpu")
   assert minijax.local_devices(process_index=0) == minijax.local_devices()
-  with pytest.raises(RuntimeError, match="Unknown backend 'tpu'"):
+  with pytest.raises(RuntimeError, match="Unknown backend: 'tpu'"):
     minijax.devices("tpu")
   err, _ = checkify.checkify(lambda: checkify.check(False, "bad"))()
   with pytest.raises(minijax.errors.JaxRuntimeError, match="bad"):

@@ -5,17 +5,9 @@ without its devices, as JAX names them (flax asks for the abstract mesh in force
 `AbstractMesh` (`.empty` is True) when there is none."""
 from __future__ import annotations
 
-import enum
 import math
 
-from minijax.core.sharding import current_mesh
-
-
-class AxisType(enum.Enum):
-  """How a mesh axis is partitioned (minijax partitions every axis automatically)."""
-  Auto = enum.auto()
-  Explicit = enum.auto()
-  Manual = enum.auto()
+from minijax.core.sharding import AxisType, current_mesh
 
 
 class AbstractMesh:

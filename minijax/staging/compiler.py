@@ -7,8 +7,8 @@ params, avals, device) and kept in a bounded LRU cache.  A `jit_p` equation eval
 concrete values (`jit`'s slow path, or `jit_p` bound under no transformation) runs its
 jaxpr compiled once per (jaxpr, donation, device).  Either way the jaxpr is lowered to an
 MHLO module (`lowering.mlir`) and compiled for one device (`runtime.compile`); a jaxpr with
-no equations is evaluated without compiling.  With `debug_nans`, outputs are checked and a
-NaN is traced back to the primitive that produced it by re-running the jaxpr op by op.
+no equations is evaluated without compiling.  With `debug_nans`/`debug_infs`, outputs are
+checked (`special_values`).
 """
 from __future__ import annotations
 
@@ -18,24 +18,33 @@ import operator
 from typing import Any, Callable, Sequence
 
 import numpy as np
+from jaxlib.mlir import ir
 
 from minijax import tree_util
 from minijax.config import config
 from minijax.core import caches
+from minijax.core import dtypes
 from minijax.core import effects as effects_lib
 from minijax.core import primitive as primitive_lib
 from minijax.core import trace as trace_lib
 from minijax.core.avals import get_aval
 from minijax.core.jaxpr import ClosedJaxpr, Literal, eval_jaxpr
+from minijax.core.state import AbstractRef, Ref
+from minijax.interpreters.discharge import discharge_state, jaxpr_has_state
 from minijax.interpreters.partial_eval import trace_to_jaxpr_dynamic
 from minijax.lax.call import jit_p
+from minijax.lax.state import freeze_p, new_ref_p
+from minijax.lax.misc import convert_element_type_p
+from minijax.staging import special_values
 from minijax.lax.structural import device_put_p
+from minijax.lowering.context import ir_context
 from minijax.lowering.mlir import LoweringResult, lower_jaxpr_to_module
 from minijax.runtime import backend
 from minijax.runtime import array as array_lib
 from minijax.runtime import executable as executable_lib
-from minijax.runtime.array import Array, device_put, is_concrete_array
+from minijax.runtime.array import Array, device_put
 from minijax.runtime.sharded_executable import ShardedExecutable
+from minijax.runtime.tokens import TOKEN_AVAL, runtime_tokens
 from minijax.staging import sharded as sharded_staging
 from minijax.staging.cache_keys import params_key
 
@@ -49,6 +58,11 @@ def device_of(args: Sequence[Any]):
     if type(x) is Array:
       return x._device or x._sharding
   return backend.get_device(None)
+
+
+def runtime_tokens_wanted() -> bool:
+  """Whether single-device programs pass runtime tokens (`config.effects_ordering`)."""
+  return config.effects_ordering == "runtime_token"
 
 
 def jit_device(device, args: Sequence[Any]):
@@ -65,18 +79,174 @@ def compile_jaxpr(closed_jaxpr: ClosedJaxpr, *, device, name: str,
   `compiler_options`).  A jaxpr without equations is run without compiling anything,
   unless its lowering is given (`Lowered.compile()` wants that module compiled)."""
   jaxpr = closed_jaxpr.jaxpr
+  if jaxpr_has_state(jaxpr):
+    return _compile_stateful(closed_jaxpr, device=device, name=name, donated_args=donated_args,
+                             compiler_options=compiler_options)
   if not jaxpr.eqns and lowered is None:  # (the inner jaxpr: caches are weak on that)
     return functools.partial(_run_trivial, jaxpr, tuple(closed_jaxpr.consts), device)
   if lowered is None:
-    lowered = lower_jaxpr_to_module(closed_jaxpr, name=name, donated_args=donated_args)
+    lowered = lower_jaxpr_to_module(closed_jaxpr, name=name, donated_args=donated_args,
+                                    runtime_tokens=runtime_tokens_wanted())
+  if not lowered.runtime_tokens and lowered.ordered_effects:
+    _fence_program(backend.get_device(device))
   return executable_lib.compile(
       lowered.module, device=device, name=name, in_avals=lowered.in_avals,
       out_avals=lowered.out_avals, donated_args=tuple(donated_args),
       host_callbacks=lowered.host_callbacks, host_calls=lowered.host_calls,
-      num_tokens=len(lowered.ordered_effects),
+      num_tokens=len(lowered.ordered_effects) if lowered.runtime_tokens else 0,
+      runtime_tokens=lowered.runtime_tokens,
       ordered_effects=lowered.ordered_effects,
       unordered_effects=effects_lib.unordered_effects(jaxpr.effects),
       keepalive=lowered.keepalives, compiler_options=compiler_options)
+
+
+def _compile_stateful(closed_jaxpr: ClosedJaxpr, *, device, name: str,
+                      donated_args: Sequence[bool], compiler_options=None) -> CompiledFn:
+  """A jaxpr with refs runs discharged (`interpreters.discharge`): each ref argument is
+  passed as the buffer it holds, donated and aliased to the extra result that is its final
+  value, and that result becomes the ref's buffer after the call."""
+  pure, donated, ref_pos = discharged_for_call(closed_jaxpr, donated_args)
+  fn = compile_jaxpr(pure, device=device, name=name, donated_args=donated,
+                     compiler_options=compiler_options)
+  n_out = len(closed_jaxpr.jaxpr.outvars)
+  return StatefulCall(fn, ref_pos, n_out, _may_forward(pure.jaxpr, n_out))
+
+
+# Primitives whose result XLA may hand back as one of the program's argument buffers.
+_FORWARDING = frozenset({"jit", "copy", "convert_element_type", "reshape", "checkpoint",
+                         "named_call", "custom_jvp_call", "custom_vjp_call", "squeeze",
+                         "expand_dims", "broadcast_in_dim"})
+
+
+def _may_forward(pure_jaxpr, n_out: int) -> tuple[bool, ...]:
+  """Per ref result of a discharged program: whether XLA may return it in the buffer of
+  another argument (a value written whole into the ref) or of another result.  Such a
+  result is copied before it becomes the ref's buffer, which a later call donates."""
+  producer = {v: e.primitive.name for e in pure_jaxpr.eqns for v in e.outvars}
+  outs = pure_jaxpr.outvars
+  return tuple(type(v) is Literal or outs.count(v) > 1 or producer.get(v, "jit") in _FORWARDING
+               for v in outs[n_out:])
+
+
+def discharged_for_call(closed_jaxpr: ClosedJaxpr, donated_args: Sequence[bool] = ()):
+  """`(pure jaxpr, donation, ref positions)` of a jaxpr with refs: its discharged form,
+  each ref argument donated and aliased (by result index) to the ref's final value."""
+  jaxpr = closed_jaxpr.jaxpr
+  n_out = len(jaxpr.outvars)
+  ref_pos = tuple(i for i, v in enumerate(jaxpr.invars) if type(v.aval) is AbstractRef)
+  donated = list(donated_args) or [False] * len(jaxpr.invars)
+  for k, i in enumerate(ref_pos):
+    donated[i] = n_out + k
+  return discharge_state(closed_jaxpr, lowering=True), tuple(donated), ref_pos
+
+
+class StatefulCall:
+  """Calls a discharged program on refs (see `_compile_stateful`)."""
+  __slots__ = ("fn", "ref_pos", "n_out", "copy")
+
+  def __init__(self, fn, ref_pos, n_out, copy):
+    self.fn, self.ref_pos, self.n_out, self.copy = fn, ref_pos, n_out, copy
+
+  def __call__(self, *args):
+    args = list(args)
+    refs = []
+    for i in self.ref_pos:
+      ref = args[i]
+      if type(ref) is not Ref:
+        raise TypeError(f"argument {i} must be a Ref (the function was traced for one), got "
+                        f"{type(ref).__name__}")
+      if any(r is ref for r in refs):
+        raise ValueError(f"one ref of type {ref.aval} is passed twice to a function that "
+                         "updates it: only one reference to a mutable array may be passed")
+      refs.append(ref)
+      args[i] = ref._buf
+      if args[i] is None:
+        raise ValueError(f"a ref of type {ref.aval} is used after it was frozen: `freeze` "
+                         "ends a ref's life; read it with `r[...]` to keep using it")
+    outs = self.fn(*args)
+    n = self.n_out
+    for ref, new, copy in zip(refs, outs[n:], self.copy):
+      ref._buf = array_lib.copy_array(new) if copy else new
+    return outs[:n]
+
+  def as_text(self):
+    return self.fn.as_text() if hasattr(self.fn, "as_text") else ""
+
+  def make_call(self, consts=(), out_tree=None, fallback=None, scalars: bool = False):
+    """`jit`'s fast-path entry (see `Executable.make_call`): the executable's own closure,
+    with each ref's buffer passed in and its new buffer put back.  Consts may be refs (a
+    closed-over ref is read at call time)."""
+    if not isinstance(self.fn, executable_lib.Executable) or any(self.copy):
+      call_general = self
+      unflatten = out_tree.unflatten
+      return lambda *args: unflatten(call_general(*consts, *args))
+    inner = self.fn.make_call((), None, None, scalars)
+    ref_pos, n, unflatten = self.ref_pos, self.n_out, out_tree.unflatten
+    consts = tuple(consts)
+    if not consts and len(ref_pos) == 1 and len(self.fn.in_avals) == 1:  # f(ref)
+      def call_one(ref):
+        try:
+          buf = ref._buf
+        except AttributeError:
+          return fallback((ref,))
+        if buf is None:
+          return self(ref)  # raises: the ref was frozen
+        outs = inner(buf)
+        ref._buf = outs[n]
+        return unflatten(outs[:n])
+      return call_one
+
+    def call(*args):
+      full = [*consts, *args]
+      try:
+        refs = [full[i] for i in ref_pos]
+        for i, ref in zip(ref_pos, refs):
+          full[i] = ref._buf
+      except (AttributeError, IndexError):
+        return fallback(args)
+      if None in full or len(set(map(id, refs))) < len(refs):
+        return unflatten(self(*consts, *args))  # raises: a frozen ref, or one ref twice
+      outs = inner(*full)
+      for ref, new in zip(refs, outs[n:]):
+        ref._buf = new
+      return unflatten(outs[:n])
+    return call
+
+
+# ----------------------------------------------------------------------------- fences
+
+_FENCE = """
+func.func public @main() -> tensor<0xi1> {
+  %0 = mhlo.constant dense<> : tensor<0xi1>
+  return %0 : tensor<0xi1>
+}
+"""
+_fence_executables: dict = {}
+
+
+def _fence_program(device):
+  """jaxlib's executable of the fence program on `device`, and its result handler; compiled
+  with the first streamed program of the device (so that a forked child, which cannot
+  compile, has it too), and kept for good."""
+  program = _fence_executables.get(device)
+  if program is None:
+    with ir_context(), ir.Location.unknown():
+      module = ir.Module.parse(_FENCE)
+    exe = executable_lib.compile(module, device=device, name="fence", in_avals=(),
+                                 out_avals=(TOKEN_AVAL,))
+    program = _fence_executables[device] = (exe._exe.execute_sharded, exe._handlers)
+  return program
+
+
+def _fence(device):
+  """Dispatches the fence program on `device` (on the current execution stream) and returns
+  its output buffer, ready once everything dispatched before it on that stream is done
+  (see `runtime/tokens.py`)."""
+  execute, handlers = _fence_program(device)
+  return execute([]).consume_with_handlers(handlers)[0]
+
+
+runtime_tokens.fence = _fence
 
 
 def _run_trivial(jaxpr, consts, device, *args) -> list:
@@ -111,7 +281,8 @@ def compiled_call(jaxpr: ClosedJaxpr, name: str, donated_invars, device,
   """The compiled executable for a `jit_p` equation on `device` (shared with `jit`'s fast
   path), compiled on first use (from `lowered` when given; with XLA's `compiler_options`)."""
   options = tuple(sorted(compiler_options.items())) if compiler_options else ()
-  slot = _compiled(jaxpr, donated_invars, device, config.tap_mechanism, options)
+  slot = _compiled(jaxpr, donated_invars, device, config.tap_mechanism,
+                   config.effects_ordering, options)
   fn = slot.fn
   if fn is None:
     fn = slot.fn = compile_jaxpr(jaxpr, device=device, name=name,
@@ -129,13 +300,30 @@ def _jit_impl(*args, jaxpr, name, donated_invars, device):
   else:
     fn = compiled_call(jaxpr, name, donated_invars, jit_device(device, args))
   outs = fn(*args)
-  if config.debug_nans:
-    check_nans_in_jaxpr(jaxpr, args, outs, name)
+  if special_values.checking():
+    special_values.check_jaxpr(jaxpr, args, outs, name)
   return outs
 
 
 jit_p.def_impl(_jit_impl)
 device_put_p.def_impl(device_put)
+
+
+@new_ref_p.def_impl
+def _new_ref_impl(x, *, kind, memory_space):
+  """A ref owns its buffer (a call donates it), so it holds a copy of `x`."""
+  x = x if type(x) is Array else device_put(x)
+  return Ref(array_lib.copy_array(x), AbstractRef(x.aval, None if kind == "tangent" else kind))
+
+
+@freeze_p.def_impl
+def _freeze_impl(ref):
+  """The ref's buffer, handed over: the ref is dead afterwards."""
+  buf = ref._buf
+  if buf is None:
+    raise ValueError(f"freeze of a ref of type {ref.aval} that was frozen already")
+  ref._buf = None
+  return buf
 
 
 # ----------------------------------------------------------------------------- eager primitives
@@ -166,8 +354,8 @@ def apply_primitive(primitive, *args, **params):
     except KeyError:  # another thread evicted it meanwhile
       pass
   out = run(*args)
-  if config.debug_nans:
-    check_nans(primitive, out if primitive.multiple_results else [out])
+  if special_values.checking():
+    special_values.check_primitive(primitive, out if primitive.multiple_results else [out])
   return out
 
 
@@ -209,27 +397,19 @@ def _compile_primitive(primitive, params, avals, device, args=()) -> Callable:
 primitive_lib.set_eager_impl(apply_primitive)
 
 
-# ----------------------------------------------------------------------------- debug_nans
-
-def _has_nan(out) -> bool:
-  return (is_concrete_array(out) and np.issubdtype(out.dtype, np.inexact)
-          and bool(np.isnan(np.asarray(out)).any()))
-
-
-def check_nans(primitive, outs) -> None:
-  if any(map(_has_nan, outs)):
-    raise FloatingPointError(f"invalid value (nan) encountered in {primitive}")
+def _widen_subbyte(x: Array) -> np.ndarray:
+  """The host value of `x`, of a sub-byte dtype (see `runtime.array`)."""
+  wide = np.dtype(np.float32 if dtypes.is_float(x.dtype) else
+                  np.int8 if x.dtype.name.startswith("int") else np.uint8)
+  out = apply_primitive(convert_element_type_p, x, new_dtype=wide, weak_type=False)
+  return np.asarray(out).astype(x.dtype)
 
 
-def check_nans_in_jaxpr(closed_jaxpr: ClosedJaxpr, args, outs, name: str) -> None:
-  """After a compiled call produced a NaN, re-run it op by op to name the culprit."""
-  if any(map(_has_nan, outs)):
-    eval_jaxpr(closed_jaxpr.jaxpr, closed_jaxpr.consts, *args)
-    raise FloatingPointError(f"invalid value (nan) encountered in jit({name})")
+array_lib.widen_subbyte = _widen_subbyte
 
 
 def _on_config_change(name, value):
-  if name == "tap_mechanism":
+  if name in ("tap_mechanism", "effects_ordering"):
     _primitive_cache.clear()
   elif name == "eager_cache_size":
     _evict_primitives(value)
