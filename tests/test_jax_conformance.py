@@ -117,3 +117,14 @@ def test_runner_needs_a_jax_checkout_for_names(tmp_path):
   proc = subprocess.run([sys.executable, RUNNER, "api"], capture_output=True, text=True,
                         timeout=60, cwd=tmp_path, env=env)
   assert proc.returncode != 0 and "--jax-src" in proc.stderr
+
+
+def test_ids_built_from_minijax_class_reprs_match_jaxs():
+  sys.path.insert(0, os.path.join(ROOT, "tools"))
+  try:
+    from jax_standin.plugin import test_id
+  finally:
+    sys.path.remove(os.path.join(ROOT, "tools"))
+  import minijax.numpy as jnp
+  nodeid = f"tests/python_callback_test.py::PythonCallbackTest::test_io_{jnp.bfloat16}"
+  assert test_id(nodeid) == "PythonCallbackTest::test_io_<class 'jax.numpy.bfloat16'>"

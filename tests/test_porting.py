@@ -672,3 +672,9 @@ def test_copy_to_host_async_of_a_pytree_returns_it():
   assert minijax.copy_to_host_async(x) is x and float(x) == 1.0
   tree = [object(), 1, {"a": jnp.ones(2)}]
   assert minijax.copy_to_host_async(tree) is tree
+
+
+def test_scalar_types_repr_as_classes_of_minijax_numpy():
+  # As JAX's `<class 'jax.numpy.bfloat16'>` (test ids are built from these reprs).
+  assert repr(jnp.bfloat16) == "<class 'minijax.numpy.bfloat16'>"
+  assert repr(jnp.float32) == "<class 'minijax.numpy.float32'>" and jnp.int8.__name__ == "int8"
