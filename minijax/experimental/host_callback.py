@@ -58,7 +58,7 @@ from minijax.callbacks import common as callbacks_common
 from minijax.config import config
 from minijax.core import axes as axes_lib
 from minijax.core import dtypes, pretty
-from minijax.core.avals import get_aval
+from minijax.core.avals import ShapedArray, get_aval
 from minijax.core.dtypes import PYTHON_SCALARS
 from minijax.core.effects import Effect
 from minijax.core.primitive import Primitive
@@ -72,7 +72,7 @@ from minijax.runtime.array import Array
 from minijax.runtime.taps import (TapFunctionException, barrier_wait, stop_outfeed_receiver,
                                   tap_stats)
 
-__all__ = ["id_tap", "id_print", "barrier_wait", "TapFunctionException", "CallbackException",
+__all__ = ["id_tap", "id_print", "call", "barrier_wait", "TapFunctionException", "CallbackException",
            "CallbackFlavor", "stop_outfeed_receiver", "outfeed_receiver", "tap_stats",
            "id_tap_p", "OrderedTap", "UnorderedTap"]
 
@@ -232,6 +232,62 @@ def id_print(arg: Any, *, result: Any = None, tap_with_device: bool = False,
 
 
 _deprecated_id_print = id_print  # JAX 0.4.34's own name for it (its tests import it)
+
+
+def call(callback_func: Callable, arg: Any, *, result_shape: Any = None,
+         call_with_device: bool = False, device_index: int = 0,
+         callback_flavor: CallbackFlavor = CallbackFlavor.IO_CALLBACK):
+  """Calls `callback_func(arg)` on the host and returns its result, shaped like
+  `result_shape` (a pytree of numbers, or of values with `shape` and `dtype`; None or `()`
+  for no result), as JAX 0.4.34's `host_callback.call` does on its callbacks: an ordered
+  `io_callback` (IO_CALLBACK), a `pure_callback` (PURE) or a `debug.callback` (DEBUG, only
+  without results), run from local device `device_index`."""
+  from minijax.callbacks.debug import debug_callback
+  from minijax.callbacks.io import io_callback
+  from minijax.callbacks.pure import pure_callback
+  from minijax.sharding import SingleDeviceSharding
+  if callback_flavor is CallbackFlavor.DEBUG and result_shape is not None:
+    raise NotImplementedError("The `DEBUG` flavor of host_callback.call takes no "
+                              "`result_shape` (it has no results); use IO_CALLBACK or PURE.")
+  if call_with_device:
+    raise NotImplementedError("host_callback.call does not support `call_with_device` (as "
+                              "JAX's on its callbacks); see "
+                              "https://github.com/jax-ml/jax/issues/20385.")
+  callbacks_common.check_callable(callback_func, "host_callback.call")
+  _check_device_index(device_index)
+  _check_leaves(tree_util.tree_leaves(arg), "the argument of host_callback.call")
+  flat_shapes, result_tree = tree_util.tree_flatten(result_shape)
+  try:
+    flat_shapes = [ShapedArray(np.shape(r), dtypes.canonicalize_dtype(
+        r.dtype if hasattr(r, "dtype") else dtypes.dtype_and_weak_type(r)[0]))
+        for r in flat_shapes]
+  except Exception:
+    raise ValueError("result_shape should be a pytree of values with structure matching the "
+                     "expected result of the callback function. The values must be either "
+                     "numeric scalars, or must have 'shape' and 'dtype' attributes. Got "
+                     f"{result_shape}") from None
+  shapes = result_tree.unflatten(flat_shapes)
+  if callback_flavor is CallbackFlavor.DEBUG:
+    debug_callback(callback_func, arg)
+    return None
+  sharding = SingleDeviceSharding(backend.local_devices()[device_index])
+  if callback_flavor is CallbackFlavor.PURE:
+    return pure_callback(callback_func, shapes, arg, sharding=sharding)
+  return io_callback(callback_func, shapes, arg, sharding=sharding, ordered=True)
+
+
+class _LegacyFlag:
+  """JAX 0.4.34's `_HOST_CALLBACK_LEGACY` flag, read by its tests: minijax's host callbacks
+  are never the legacy (outfeed) ones."""
+  value = False
+
+
+_HOST_CALLBACK_LEGACY = _LegacyFlag()
+
+
+def _use_outfeed(platform: str) -> bool:
+  """JAX 0.4.34's: whether host callbacks on `platform` use outfeed; in minijax never."""
+  return False
 
 
 @contextlib.contextmanager
