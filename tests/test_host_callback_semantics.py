@@ -237,3 +237,39 @@ def test_the_semantics_flag_is_checked():
     warnings.simplefilter("error")
     minijax.jit(lambda x: hcb.id_tap(lambda a, t: None, x))(np.float32(0.0))
     hcb.barrier_wait()
+
+
+def test_call_runs_on_jaxs_callbacks(semantics):
+  calls = []
+
+  def host(arg):
+    calls.append(isinstance(arg["x"], minijax.Array))  # Arrays, as JAX 0.10.2's callbacks
+    return np.asarray(arg["x"]) * 2 + arg["y"]
+
+  f = minijax.jit(lambda x: hcb.call(host, dict(x=x, y=1.0), result_shape=x))
+  np.testing.assert_array_equal(f(np.arange(3.0, dtype=np.float32)), [1.0, 3.0, 5.0])
+  jaxpr = str(minijax.make_jaxpr(f)(np.ones(3, np.float32)))
+  assert "io_callback" in jaxpr and "ordered=True" in jaxpr
+  pure = lambda x: hcb.call(host, dict(x=x, y=0.5), result_shape=minijax.ShapeDtypeStruct(  # noqa: E731
+      x.shape, x.dtype), callback_flavor=hcb.CallbackFlavor.PURE)
+  assert "pure_callback" in str(minijax.make_jaxpr(pure)(np.ones(2, np.float32)))
+  np.testing.assert_array_equal(minijax.jit(pure)(np.ones(2, np.float32)), [2.5, 2.5])
+  # A number gives the shape and (canonical) dtype; None means no result.
+  assert hcb.call(lambda a: np.float32(7), 0, result_shape=1.0) == 7.0
+  assert hcb.call(lambda a: calls.append("none"), 0) is None
+  assert hcb.call(lambda a: calls.append("debug"), 0,
+                  callback_flavor=hcb.CallbackFlavor.DEBUG) is None
+  minijax.effects_barrier()
+  assert calls[0] is True and calls[-2:] == ["none", "debug"]
+
+
+def test_call_refuses_what_jaxs_refuses(semantics):
+  with pytest.raises(ValueError, match="result_shape should be a pytree of values"):
+    hcb.call(lambda a: a, 0, result_shape=object())
+  with pytest.raises(NotImplementedError, match="DEBUG"):
+    hcb.call(lambda a: a, 0, result_shape=1.0, callback_flavor=hcb.CallbackFlavor.DEBUG)
+  with pytest.raises(NotImplementedError, match="call_with_device"):
+    hcb.call(lambda a: a, 0, result_shape=1.0, call_with_device=True)
+  with pytest.raises(TypeError, match="must be callable"):
+    hcb.call(3, 0)
+  assert hcb._HOST_CALLBACK_LEGACY.value is False and hcb._use_outfeed("cpu") is False
