@@ -95,8 +95,7 @@ EXPECTED = {
         "jvp": "what: x,x^2\n( 3. 9. )\n",
         "grad": "what: x,x^2\n( 3. 9. )\n",
         "grad_of_grad": "what: x,x^2\n( 3. 9. )\n",
-        "vmap": "transforms: [('batch', {'batch_dims': (0, 0)})] what: x,x^2\n"
-                "( [2. 3.] [4. 9.] )\n",
+        "vmap": "what: x,x^2\n( 2. 4. )\nwhat: x,x^2\n( 3. 9. )\n",  # once per element
         "jit_of_grad": "what: x,x^2\n( 3. 9. )\n",
         "tuples_and_dicts": "{ a=( 1.5 3 ) b=[ 1.5 3. ] }\n",
         "jvp_with_an_int": "what: pair\n( 2. 3 )\n",
@@ -273,3 +272,24 @@ def test_call_refuses_what_jaxs_refuses(semantics):
   with pytest.raises(TypeError, match="must be callable"):
     hcb.call(3, 0)
   assert hcb._HOST_CALLBACK_LEGACY.value is False and hcb._use_outfeed("cpu") is False
+
+
+def test_jax_semantics_vmap_taps_each_element_in_order(mechanism):
+  previous = minijax.config.host_callback_semantics
+  minijax.config.update("host_callback_semantics", "jax")
+  try:
+    flavor = hcb.CallbackFlavor.DEBUG
+    tap_sum = lambda x, y: hcb.id_print(x + y, output_stream=STREAM, callback_flavor=flavor)  # noqa: E731
+    inner = lambda xv, y: minijax.vmap(tap_sum, in_axes=(0, None))(xv, y)  # noqa: E731
+    outer = minijax.vmap(inner, in_axes=(None, 0))
+    out = []
+    text = printed(lambda: out.append(outer(np.arange(3, dtype=np.int32),
+                                            np.arange(2, dtype=np.int32))))
+    assert text.split() == ["0", "1", "1", "2", "2", "3"]  # the inner vmap's axis outermost
+    np.testing.assert_array_equal(out[0], np.arange(3)[None, :] + np.arange(2)[:, None])
+    # An unbatched part of the tapped value is the same in every call.
+    f = minijax.vmap(lambda y: hcb.id_print((3.0, y), output_stream=STREAM,
+                                            callback_flavor=flavor)[1] + 3.0)
+    assert printed(lambda: f(np.array([4.0, 5.0], np.float32))) == "( 3. 4. )\n( 3. 5. )\n"
+  finally:
+    minijax.config.update("host_callback_semantics", previous)

@@ -27,9 +27,10 @@ traced (jit's caches are keyed on it):
   integer and boolean values (float0) are tapped as boolean zeros, as JAX 0.4 showed them.
   `id_print` lays containers out one element per line, in square brackets, and extra
   keyword arguments of `id_tap` are bound to the tap function with a FutureWarning.
-* `jax`, JAX 0.4.34's: vmap as above, but jvp and grad tap the primals only (JAX dropped
-  the tangent and cotangent taps in 0.2.27; a custom_jvp or custom_vjp taps them where
-  wanted); `id_print` lays tuples out as `( a b )`, lists as `[ a b ]` and dicts as
+* `jax`, JAX 0.4.34's, whose taps are its callbacks: vmap taps once per batch element, in
+  order, with no transforms (an ordered tap too, where JAX refuses to vmap its ordered
+  io_callback); jvp and grad tap the primals only (JAX dropped the tangent and cotangent
+  taps in 0.2.27; a custom_jvp or custom_vjp taps them where wanted); `id_print` lays tuples out as `( a b )`, lists as `[ a b ]` and dicts as
   `{ k=v ... }`, on one line when they fit in 80 columns; extra keyword arguments of
   `id_tap` raise TypeError.
 
@@ -444,6 +445,10 @@ def _id_tap_transpose(cts, *args, **params):
 
 
 def _id_tap_batching(batched_args, batch_dims, **params):
+  if _semantics() == "jax":  # JAX 0.4.34's taps are its callbacks: once per batch element
+    outs = callbacks_common.batch_sequentially(lambda *xs: id_tap_p.bind(*xs, **params),
+                                               batched_args, batch_dims)
+    return outs, [0] * len(outs)
   tapped_dims = tuple(batch_dims[:params["nr_tapped_args_"]])
   outs = id_tap_p.bind(*batched_args, **_add_transform(params, "batch", tapped_dims))
   return outs, list(batch_dims)
