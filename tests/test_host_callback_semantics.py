@@ -253,6 +253,8 @@ def test_call_runs_on_jaxs_callbacks(semantics):
       x.shape, x.dtype), callback_flavor=hcb.CallbackFlavor.PURE)
   assert "pure_callback" in str(minijax.make_jaxpr(pure)(np.ones(2, np.float32)))
   np.testing.assert_array_equal(minijax.jit(pure)(np.ones(2, np.float32)), [2.5, 2.5])
+  np.testing.assert_array_equal(minijax.vmap(pure)(np.ones((3, 2), np.float32)),
+                                np.full((3, 2), 2.5))  # once per batch element
   # A number gives the shape and (canonical) dtype; None means no result.
   assert hcb.call(lambda a: np.float32(7), 0, result_shape=1.0) == 7.0
   assert hcb.call(lambda a: calls.append("none"), 0) is None

@@ -273,7 +273,9 @@ def call(callback_func: Callable, arg: Any, *, result_shape: Any = None,
     return None
   sharding = SingleDeviceSharding(backend.local_devices()[device_index])
   if callback_flavor is CallbackFlavor.PURE:
-    return pure_callback(callback_func, shapes, arg, sharding=sharding)
+    # (JAX 0.4.34's pure_callback, not vectorized, ran under vmap once per batch element)
+    return pure_callback(callback_func, shapes, arg, sharding=sharding,
+                         vmap_method="sequential")
   return io_callback(callback_func, shapes, arg, sharding=sharding, ordered=True)
 
 
