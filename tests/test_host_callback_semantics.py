@@ -295,3 +295,13 @@ def test_jax_semantics_vmap_taps_each_element_in_order(mechanism):
     assert printed(lambda: f(np.array([4.0, 5.0], np.float32))) == "( 3. 4. )\n( 3. 5. )\n"
   finally:
     minijax.config.update("host_callback_semantics", previous)
+
+
+def test_id_tap_of_a_typed_random_key_under_jit(semantics):
+  seen = []
+  with minijax.enable_custom_prng():
+    key = minijax.random.PRNGKey(123)
+    out = minijax.jit(lambda k: hcb.id_tap(lambda a, _: seen.append(a), k, result=k))(key)
+  hcb.barrier_wait()
+  assert len(seen) == 1 and out.shape == () and minijax.numpy.array_equal(
+      minijax.random.key_data(out), minijax.random.key_data(key))
