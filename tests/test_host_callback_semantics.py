@@ -249,8 +249,9 @@ def test_call_runs_on_jaxs_callbacks(semantics):
   np.testing.assert_array_equal(f(np.arange(3.0, dtype=np.float32)), [1.0, 3.0, 5.0])
   jaxpr = str(minijax.make_jaxpr(f)(np.ones(3, np.float32)))
   assert "io_callback" in jaxpr and "ordered=True" in jaxpr
-  pure = lambda x: hcb.call(host, dict(x=x, y=0.5), result_shape=minijax.ShapeDtypeStruct(  # noqa: E731
-      x.shape, x.dtype), callback_flavor=hcb.CallbackFlavor.PURE)
+  def pure(x):
+    return hcb.call(host, dict(x=x, y=0.5), result_shape=minijax.ShapeDtypeStruct(
+        x.shape, x.dtype), callback_flavor=hcb.CallbackFlavor.PURE)
   assert "pure_callback" in str(minijax.make_jaxpr(pure)(np.ones(2, np.float32)))
   np.testing.assert_array_equal(minijax.jit(pure)(np.ones(2, np.float32)), [2.5, 2.5])
   np.testing.assert_array_equal(minijax.vmap(pure)(np.ones((3, 2), np.float32)),
@@ -281,7 +282,8 @@ def test_jax_semantics_vmap_taps_each_element_in_order(mechanism):
   minijax.config.update("host_callback_semantics", "jax")
   try:
     flavor = hcb.CallbackFlavor.DEBUG
-    tap_sum = lambda x, y: hcb.id_print(x + y, output_stream=STREAM, callback_flavor=flavor)  # noqa: E731
+    def tap_sum(x, y):
+      return hcb.id_print(x + y, output_stream=STREAM, callback_flavor=flavor)
     inner = lambda xv, y: minijax.vmap(tap_sum, in_axes=(0, None))(xv, y)  # noqa: E731
     outer = minijax.vmap(inner, in_axes=(None, 0))
     out = []

@@ -30,7 +30,8 @@ traced (jit's caches are keyed on it):
 * `jax`, JAX 0.4.34's, whose taps are its callbacks: vmap taps once per batch element, in
   order, with no transforms (an ordered tap too, where JAX refuses to vmap its ordered
   io_callback); jvp and grad tap the primals only (JAX dropped the tangent and cotangent
-  taps in 0.2.27; a custom_jvp or custom_vjp taps them where wanted); `id_print` lays tuples out as `( a b )`, lists as `[ a b ]` and dicts as
+  taps in 0.2.27; a custom_jvp or custom_vjp taps them where wanted); `id_print` lays
+  tuples out as `( a b )`, lists as `[ a b ]` and dicts as
   `{ k=v ... }`, on one line when they fit in 80 columns; extra keyword arguments of
   `id_tap` raise TypeError.
 
@@ -73,7 +74,8 @@ from minijax.runtime.array import Array
 from minijax.runtime.taps import (TapFunctionException, barrier_wait, stop_outfeed_receiver,
                                   tap_stats)
 
-__all__ = ["id_tap", "id_print", "call", "barrier_wait", "TapFunctionException", "CallbackException",
+__all__ = ["id_tap", "id_print", "call", "barrier_wait", "TapFunctionException",
+           "CallbackException",
            "CallbackFlavor", "stop_outfeed_receiver", "outfeed_receiver", "tap_stats",
            "id_tap_p", "OrderedTap", "UnorderedTap"]
 
