@@ -40,7 +40,9 @@ class JaxAlias(types.ModuleType):
   def __getattr__(self, name: str):
     try:
       return getattr(self.__minijax__, name)
-    except AttributeError:
+    except AttributeError as e:
+      if "has no attribute" not in str(e):
+        raise  # minijax's own explanation (a name JAX removed, say)
       raise AttributeError(f"module 'jax' (minijax) has no attribute {name!r}") from None
 
   def __dir__(self):

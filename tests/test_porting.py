@@ -678,3 +678,14 @@ def test_scalar_types_repr_as_classes_of_minijax_numpy():
   # As JAX's `<class 'jax.numpy.bfloat16'>` (test ids are built from these reprs).
   assert repr(jnp.bfloat16) == "<class 'minijax.numpy.bfloat16'>"
   assert repr(jnp.float32) == "<class 'minijax.numpy.float32'>" and jnp.int8.__name__ == "int8"
+
+
+def test_names_jax_removed_say_so_also_through_the_jax_alias():
+  with pytest.raises(AttributeError, match="jax.device_put_sharded is deprecated"):
+    minijax.device_put_sharded
+  from minijax.as_jax import JaxAlias
+  alias = JaxAlias(minijax)
+  with pytest.raises(AttributeError, match="jax.device_put_replicated is deprecated"):
+    alias.device_put_replicated
+  with pytest.raises(AttributeError, match=r"module 'jax' \(minijax\) has no attribute 'nope'"):
+    alias.nope
