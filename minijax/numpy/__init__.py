@@ -67,13 +67,11 @@ class ndarray(metaclass=_ArrayMeta):
 
 class _ScalarMeta(type):
   """`jnp.float32(x)` makes an array of that dtype (traced values included); the type
-  itself works wherever numpy expects a dtype."""
+  itself works wherever numpy expects a dtype, and reprs as a class of this module does
+  (`<class 'minijax.numpy.float32'>`, as JAX's `<class 'jax.numpy.float32'>`)."""
 
   def __call__(cls, x=0):
     return asarray(x, dtype=cls.dtype)
-
-  def __repr__(cls):
-    return f"minijax.numpy.{cls.__name__}"
 
   # As JAX's scalar types: equal to (and hashed like) numpy's, so `np.float32 == jnp.float32`
   # and dictionaries keyed by numpy types find them.
@@ -91,7 +89,7 @@ class _ScalarMeta(type):
 
 
 def _scalar_type(name, dtype):
-  return _ScalarMeta(name, (object,), {"dtype": _np.dtype(dtype)})
+  return _ScalarMeta(name, (object,), {"dtype": _np.dtype(dtype), "__module__": __name__})
 
 
 bool_ = _scalar_type("bool_", _np.bool_)

@@ -292,6 +292,10 @@ def compile_sharded(module, *, devices: Sequence, name: str, in_avals, out_avals
         "(minijax.config.update('tap_mechanism', 'native')); the callback mechanism cannot "
         "tell the devices apart")
   devices = tuple(devices)
+  unsupported = [e for e in ordered_effects if not e.ordered_across_devices]
+  if len(devices) > 1 and unsupported:
+    raise ValueError("The following ordered effects are not supported for more than 1 "
+                     f"device: {unsupported}")
   backend.check_can_compile()
   client = backend.get_client()
   taps.sweep_retired()
