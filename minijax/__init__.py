@@ -14,8 +14,12 @@ from minijax.api import (jit, clear_caches, pmap, shard_map, make_jaxpr, grad, v
                          jacfwd, jacrev, hessian, eval_shape, linear_transpose,
                          ShapeDtypeStruct, checkpoint, checkpoint_policies, remat, named_call)
 from minijax.custom_derivatives import custom_jvp, custom_vjp
-from minijax.api import jacobian, typeof
-from minijax.placement import (device_put, device_get, block_until_ready, device_count,
+from minijax.api import (jacobian, typeof, disable_jit, check_tracer_leaks, checking_leaks,
+                         explain_cache_misses, default_matmul_precision, numpy_rank_promotion,
+                         numpy_dtype_promotion, enable_checks)
+from minijax.dtypes import float0
+from minijax.placement import (device_put, device_get, block_until_ready, copy_to_host_async,
+                               device_count,
                                local_device_count, default_backend, print_environment_info)
 from minijax.core.jaxpr import named_scope
 from minijax.core.trace import ensure_compile_time_eval
@@ -31,3 +35,19 @@ __version__ = "0.1.0"
 from minijax import random  # noqa: E402
 from minijax import scipy  # noqa: E402
 from minijax import nn  # noqa: E402
+from minijax.config import flag_context as _flag_context  # noqa: E402
+default_prng_impl = _flag_context("jax_default_prng_impl")
+legacy_prng_key = _flag_context("jax_legacy_prng_key")
+enable_custom_prng = _flag_context("jax_enable_custom_prng")
+debug_key_reuse = _flag_context("jax_debug_key_reuse")
+
+
+_DEPRECATED = {"device_put_sharded": "jax.device_put(xs, NamedSharding(mesh, P('i')))",
+               "device_put_replicated": "jax.device_put(x, NamedSharding(mesh, P()))"}
+
+
+def __getattr__(name):
+  if name in _DEPRECATED:  # removed from JAX 0.10.2's top level, with this message
+    raise AttributeError(f"jax.{name} is deprecated and not provided by minijax; use "
+                         f"{_DEPRECATED[name]} instead.")
+  raise AttributeError(f"module 'minijax' has no attribute {name!r}")

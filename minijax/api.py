@@ -9,11 +9,13 @@ axis, so no reshapes are needed.
 from __future__ import annotations
 
 import functools
+import math
 from typing import Callable
 
 import numpy as np
 
 from minijax import lax, tree_util
+from minijax.config import FlagContext, flag_context
 from minijax.api_util import broadcast_prefix, flat_arg_names, normalize_argnums
 from minijax.core import dtypes
 from minijax.core.avals import ShapedArray, get_aval
@@ -124,14 +126,9 @@ def linearize(fun: Callable, *primals, has_aux: bool = False):
   outs, out_avals, out_zero, lin = ad.linearize_flat(flat_fun, flat_p)
   n = box["n_out"]
   out_tree = box["out_tree"]
-
-  def f_jvp(*tangents):
-    flat_t, tree_t = tree_util.tree_flatten(tangents)
-    if tree_t != in_tree:
-      raise TypeError(f"linearized function expects tangents of structure {in_tree}, got "
-                      f"{tree_t}")
-    return out_tree.unflatten(lin.jvp(flat_t, out_avals, out_zero)[:n])
-
+  # A pytree whose leaves are the residuals, so jit can take and return it (as vjp's).
+  meta = (in_tree, out_tree, n, lin.jaxpr, lin.diff, tuple(out_avals), tuple(out_zero))
+  f_jvp = tree_util.Partial(functools.partial(_linearized_jvp, meta), list(lin.residuals))
   out = out_tree.unflatten(outs[:n])
   if has_aux:
     return out, f_jvp, box["aux_tree"].unflatten(outs[n:])
@@ -147,26 +144,40 @@ def vjp(fun: Callable, *primals, has_aux: bool = False):
   flat_fun = _flat_fun_with_aux(lambda *a: fun(*a), in_tree, has_aux, box)
   outs, vjp_flat = ad.vjp_flat(flat_fun, flat_p)
   n, out_tree = box["n_out"], box["out_tree"]
-  aux_avals = [ad.get_aval(a) for a in outs[n:]]
-
-  @api_boundary
-  def vjp_fn(ct):
-    flat_ct, ct_tree = tree_util.tree_flatten(ct)
-    if ct_tree != out_tree:
-      raise TypeError(f"Tree structure of cotangent input {ct_tree}, does not match structure "
-                      f"of primal output {out_tree}.")
-    for c, o in zip(flat_ct, outs[:n]):
-      if ad.get_aval(c).shape != ad.get_aval(o).shape:
-        raise ValueError(f"Shape of cotangent input to vjp pullback function "
-                         f"{ad.get_aval(c).shape} must be the same as the shape of "
-                         f"corresponding primal input {ad.get_aval(o).shape}.")
-    cts = vjp_flat([*flat_ct, *(ad.Zero(a.tangent_aval()) for a in aux_avals)])
-    return in_tree.unflatten([_instantiate(c) for c in cts])
-
+  meta = (in_tree, out_tree, tuple(ad.get_aval(o) for o in outs[:n]),
+          tuple(ad.get_aval(a) for a in outs[n:]))
+  # A pytree whose leaves are the residuals (`ad.vjp_flat`): jit can take and return it.
+  vjp_fn = tree_util.Partial(functools.partial(_vjp_pullback, meta), vjp_flat)
   out = out_tree.unflatten(outs[:n])
   if has_aux:
     return out, vjp_fn, box["aux_tree"].unflatten(outs[n:])
   return out, vjp_fn
+
+
+def _linearized_jvp(meta, residuals, *tangents):
+  in_tree, out_tree, n, jaxpr, diff, out_avals, out_zero = meta
+  flat_t, tree_t = tree_util.tree_flatten(tangents)
+  if tree_t != in_tree:
+    raise TypeError(f"linearized function expects tangents of structure {in_tree}, got "
+                    f"{tree_t}")
+  lin = ad.Linearized(jaxpr, residuals, diff)
+  return out_tree.unflatten(lin.jvp(flat_t, list(out_avals), list(out_zero))[:n])
+
+
+@api_boundary
+def _vjp_pullback(meta, vjp_flat, ct):
+  in_tree, out_tree, out_avals, aux_avals = meta
+  flat_ct, ct_tree = tree_util.tree_flatten(ct)
+  if ct_tree != out_tree:
+    raise TypeError(f"Tree structure of cotangent input {ct_tree}, does not match structure "
+                    f"of primal output {out_tree}.")
+  for c, o in zip(flat_ct, out_avals):
+    if ad.get_aval(c).shape != o.shape:
+      raise ValueError(f"Shape of cotangent input to vjp pullback function "
+                       f"{ad.get_aval(c).shape} must be the same as the shape of "
+                       f"corresponding primal input {o.shape}.")
+  cts = vjp_flat([*flat_ct, *(ad.Zero(a.tangent_aval()) for a in aux_avals)])
+  return in_tree.unflatten([_instantiate(c) for c in cts])
 
 
 def _is_complex(dtype) -> bool:
@@ -483,14 +494,52 @@ def vmap(fun: Callable, in_axes=0, out_axes=0, axis_size: int | None = None,
   return vmapped
 
 
+# ----------------------------------------------------------------------------- debugging
+
+def disable_jit(disable: bool = True):
+  """Inside, `jit`- and `pmap`-decorated functions run as plain Python, operation by
+  operation, so that prints and debuggers see concrete values (the flag `disable_jit`,
+  JAX's `jax_disable_jit`, set for the duration)."""
+  return FlagContext("disable_jit", disable)
+
+
+def check_tracer_leaks(new_val: bool = True):
+  """Inside, `jit`, `pmap`, `scan` and `vmap` raise when a tracer of theirs outlives them
+  (the flag `check_tracer_leaks`, JAX's `jax_check_tracer_leaks`)."""
+  return FlagContext("check_tracer_leaks", new_val)
+
+
+def checking_leaks():
+  """`check_tracer_leaks()`, as JAX names it in its own tests."""
+  return FlagContext("check_tracer_leaks", True)
+
+
+explain_cache_misses = flag_context("jax_explain_cache_misses")
+enable_checks = flag_context("jax_enable_checks")
+default_matmul_precision = flag_context("jax_default_matmul_precision")
+numpy_rank_promotion = flag_context("jax_numpy_rank_promotion")
+numpy_dtype_promotion = flag_context("jax_numpy_dtype_promotion")
+
+
 # ----------------------------------------------------------------------------- shapes, transposes
 
 class ShapeDtypeStruct:
   """The shape and dtype of a value, as `eval_shape` returns them."""
-  __slots__ = ("shape", "dtype", "weak_type")
+  __slots__ = ("shape", "dtype", "weak_type", "sharding")
 
-  def __init__(self, shape, dtype, weak_type: bool = False):
+  def __init__(self, shape, dtype, weak_type: bool = False, sharding=None):
+    if dtype is None:
+      raise ValueError("ShapeDtypeStruct: dtype must be specified")
     self.shape, self.dtype, self.weak_type = tuple(shape), np.dtype(dtype), weak_type
+    self.sharding = sharding
+
+  ndim = property(lambda self: len(self.shape))
+  size = property(lambda self: math.prod(self.shape))
+
+  def __len__(self):
+    if not self.shape:
+      raise TypeError("len() of unsized object")
+    return self.shape[0]
 
   @property
   def aval(self) -> ShapedArray:

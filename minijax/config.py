@@ -10,12 +10,14 @@ A validator turns an accepted value into the value stored (`True` for `1`) and r
 it is stored or seen by any observer.  The environment is read, and every variable of
 the table checked, when this module is imported: a bad one fails the import with an error
 that names the variable, its value and what is allowed (an empty variable counts as
-unset).
+unset).  The device count is read again when the backend starts (`read_env_again`), as JAX
+reads `XLA_FLAGS` then: a variable set after the import and before the first computation
+counts, unless `config.update` set the flag.
 
 Code ported from JAX keeps working: every flag also answers to JAX's name for it, the
 flag's name with a `jax_` prefix (`config.update("jax_enable_x64", True)`,
 `config.jax_enable_x64`), and the environment variables JAX reads are read too
-(`JAX_ENABLE_X64`, `JAX_DEBUG_NANS`, `JAX_LOG_COMPILES`, `JAX_TRACEBACK_FILTERING`,
+(`JAX_ENABLE_X64`, `JAX_DEBUG_NANS`, `JAX_DISABLE_JIT`, `JAX_LOG_COMPILES`, `JAX_TRACEBACK_FILTERING`,
 `JAX_PLATFORMS`, and the device count of `XLA_FLAGS=--xla_force_host_platform_device_count=N`);
 when both a `MINIJAX_*` variable and JAX's are set, minijax's wins.  An alias is only a
 second name for a row: it goes through the same validator.
@@ -168,10 +170,34 @@ def _validate_platforms(value):
   return value
 
 
+def _validate_only(allowed: Any):
+  def validate(value):
+    if value != allowed or isinstance(value, str) != isinstance(allowed, str):
+      raise ValueError(value)
+    return allowed
+  return validate
+
+
+PRNG_IMPLS = ("threefry2x32", "rbg", "unsafe_rbg", "philox2x32", "philox4x32", "threefry4x32")
+
+
 def _validate_true(value) -> bool:
   if _validate_bool(value) is not True:
     raise ValueError(value)
   return True
+
+
+MATMUL_PRECISIONS = ("default", "high", "highest", "bfloat16", "tensorfloat32", "float32",
+                     "bfloat16_3x", "ANY_F8_ANY_F8_F32", "ANY_F8_ANY_F8_F32_FAST_ACCUM",
+                     "F16_F16_F16", "F16_F16_F32", "BF16_BF16_BF16", "BF16_BF16_F32",
+                     "BF16_BF16_F32_X3", "BF16_BF16_F32_X6", "TF32_TF32_F32",
+                     "TF32_TF32_F32_X3", "F32_F32_F32", "F64_F64_F64")
+
+
+def _validate_precision(value):
+  if value is not None and value not in MATMUL_PRECISIONS:
+    raise ValueError(value)
+  return value
 
 
 TAP_MECHANISMS = ("native", "callback")
@@ -189,6 +215,31 @@ FLAGS: dict[str, Flag] = {f.name: f for f in [
     bool_flag("debug_nans", "MINIJAX_DEBUG_NANS", False,
               "check every result for NaNs and name the primitive that made one",
               env_aliases=("JAX_DEBUG_NANS",)),
+    bool_flag("disable_jit", "MINIJAX_DISABLE_JIT", False,
+              "run jit- and pmap-decorated functions as plain Python, operation by "
+              "operation (for debugging)", env_aliases=("JAX_DISABLE_JIT",)),
+    bool_flag("check_tracer_leaks", "MINIJAX_CHECK_TRACER_LEAKS", False,
+              "after jit, pmap, scan and vmap trace a function, raise if a tracer of theirs "
+              "is still referenced (slow: runs the garbage collector)",
+              env_aliases=("JAX_CHECK_TRACER_LEAKS",)),
+    bool_flag("enable_checks", "MINIJAX_ENABLE_CHECKS", False,
+              "typecheck every jaxpr that tracing produces (slow; for debugging minijax)",
+              env_aliases=("JAX_ENABLE_CHECKS",)),
+    bool_flag("explain_cache_misses", "MINIJAX_EXPLAIN_CACHE_MISSES", False,
+              "log (WARNING) why a jitted function of the user's is traced again",
+              env_aliases=("JAX_EXPLAIN_CACHE_MISSES",)),
+    Flag("default_matmul_precision", None, "MINIJAX_DEFAULT_MATMUL_PRECISION",
+         _validate_precision, str, f"None or one of {', '.join(MATMUL_PRECISIONS)}",
+         "the precision of matrix products given none (on the CPU every one computes "
+         "float32 products in float32)", env_aliases=("JAX_DEFAULT_MATMUL_PRECISION",)),
+    choice_flag("numpy_rank_promotion", "MINIJAX_NUMPY_RANK_PROMOTION", "allow",
+                ("allow", "warn", "raise"),
+                "what minijax.numpy does when it broadcasts operands of different ranks",
+                env_aliases=("JAX_NUMPY_RANK_PROMOTION",)),
+    choice_flag("numpy_dtype_promotion", "MINIJAX_NUMPY_DTYPE_PROMOTION", "standard",
+                ("standard", "strict"),
+                "whether minijax.numpy promotes operands of different dtypes (strict: only "
+                "weakly typed Python scalars)", env_aliases=("JAX_NUMPY_DTYPE_PROMOTION",)),
     bool_flag("log_compiles", "MINIJAX_LOG_COMPILES", False,
               "log every compilation on the 'minijax' logger at WARNING level",
               env_aliases=("JAX_LOG_COMPILES",)),
@@ -205,6 +256,26 @@ FLAGS: dict[str, Flag] = {f.name: f for f in [
          "on the CPU only)", "JAX's jax_platforms", env_aliases=("JAX_PLATFORMS",)),
     choice_flag("cpu_collectives_implementation", None, "gloo", ("gloo",),
                 "CPU collectives across processes (minijax.distributed): gloo, JAX's default"),
+    choice_flag("default_prng_impl", "MINIJAX_DEFAULT_PRNG_IMPL", "threefry2x32", PRNG_IMPLS,
+                "the PRNG implementation of keys made without impl=",
+                env_aliases=("JAX_DEFAULT_PRNG_IMPL",)),
+    choice_flag("explicit_x64_dtypes", "MINIJAX_EXPLICIT_X64_DTYPES", "warn", ("warn", "error"),
+                "what asking for a 64-bit dtype without x64 does: warn and use the 32-bit "
+                "one, or raise (JAX's 'allow', 64-bit types without x64, minijax lacks)",
+                env_aliases=("JAX_EXPLICIT_X64_DTYPES",)),
+    choice_flag("legacy_prng_key", "MINIJAX_LEGACY_PRNG_KEY", "allow",
+                ("allow", "warn", "error"),
+                "what random functions do with raw uint32 keys (random.PRNGKey's)",
+                env_aliases=("JAX_LEGACY_PRNG_KEY",)),
+    bool_flag("enable_custom_prng", "MINIJAX_ENABLE_CUSTOM_PRNG", False,
+              "random.PRNGKey returns typed key arrays (as random.key does)",
+              env_aliases=("JAX_ENABLE_CUSTOM_PRNG",)),
+    int_flag("random_seed_offset", "MINIJAX_RANDOM_SEED_OFFSET", 0, -2**63, 2**63 - 1,
+             "added to every seed a PRNG key is made from",
+             env_aliases=("JAX_RANDOM_SEED_OFFSET",)),
+    Flag("debug_key_reuse", False, None, _validate_only(False), _parse_bool,
+         "False (minijax does not check PRNG keys for reuse)",
+         "checking that PRNG keys are used once"),
     int_flag("tap_queue_bytes", "MINIJAX_TAP_QUEUE_BYTES", 256 * 1024 * 1024, 1,
              MAX_QUEUE_BYTES, "the bound of each device's tap queue", "bytes"),
     float_flag("tap_exit_timeout", "MINIJAX_TAP_EXIT_TIMEOUT", 5.0, 0.0, 1e9,
@@ -250,6 +321,7 @@ class Config:
       object.__setattr__(self, name, flag.from_env(environ))
     object.__setattr__(self, "_observers", [])
     object.__setattr__(self, "_guards", {})
+    object.__setattr__(self, "_updated", set())  # flags set with `update`
 
   @staticmethod
   def canonical_name(name: str) -> str:
@@ -270,8 +342,18 @@ class Config:
     if guard is not None:
       guard(value)
     object.__setattr__(self, name, value)
+    self._updated.add(name)
     for observer in self._observers:
       observer(name, value)
+
+  def read_env_again(self, name: str, environ: Mapping[str, str] = os.environ) -> Any:
+    """Reads flag `name` from the environment once more, unless `update` has set it: for
+    settings read when what they configure starts (the device count, when the backend
+    starts), so that a script may set the variable after importing minijax.  A bad value
+    raises ValueError naming the variable, as at import."""
+    if name not in self._updated:
+      object.__setattr__(self, name, FLAGS[name].from_env(environ))
+    return getattr(self, name)
 
   def parse_flags_with_absl(self) -> None:
     """JAX's test programs call this at import to read `--jax_*` command-line flags; minijax
@@ -297,3 +379,40 @@ class Config:
 
 
 config = Config()
+
+
+class FlagContext:
+  """`with flag_context(name, value):` (or as a decorator) sets a flag for a block and
+  restores it after, as JAX's `jax.default_prng_impl(...)` and its kin do."""
+
+  def __init__(self, name: str, value: Any):
+    if Config.canonical_name(name) not in FLAGS:
+      raise AttributeError(f"minijax.config has no flag {name!r}")
+    self.name, self.value, self._saved = name, value, []
+
+  def __enter__(self):
+    self._saved.append(getattr(config, Config.canonical_name(self.name)))
+    config.update(self.name, self.value)
+    return self
+
+  def __exit__(self, *exc):
+    config.update(self.name, self._saved.pop())
+    return False
+
+  def __call__(self, fun: Callable) -> Callable:
+    import functools
+
+    @functools.wraps(fun)
+    def wrapped(*args, **kwargs):
+      with self:
+        return fun(*args, **kwargs)
+    return wrapped
+
+
+def flag_context(name: str):
+  """The context-manager function of flag `name` (`minijax.default_prng_impl`)."""
+  def context(value):
+    return FlagContext(name, value)
+  context.__name__ = context.__qualname__ = name
+  context.__doc__ = f"Sets the flag {name!r} for a block (`with`) or a function (decorator)."
+  return context

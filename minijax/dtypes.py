@@ -16,11 +16,13 @@ from minijax.core import dtypes as _dtypes
 
 bfloat16 = ml_dtypes.bfloat16
 float0 = _dtypes.float0
+extended = _dtypes.extended
+prng_key = _dtypes.prng_key
 finfo = ml_dtypes.finfo
 iinfo = ml_dtypes.iinfo
 
-__all__ = ["TypePromotionError", "bfloat16", "canonicalize_dtype", "finfo", "float0", "iinfo",
-           "issubdtype", "itemsize_bits", "result_type", "scalar_type_of"]
+__all__ = ["TypePromotionError", "bfloat16", "canonicalize_dtype", "extended", "finfo", "float0",
+           "iinfo", "issubdtype", "itemsize_bits", "prng_key", "result_type", "scalar_type_of"]
 
 
 class TypePromotionError(ValueError):

@@ -87,6 +87,18 @@ def block_until_ready(x):
   return x
 
 
+def copy_to_host_async(x):
+  """Starts copying every array of the pytree `x` to the host (leaves without
+  `copy_to_host_async` are left alone); returns `x`."""
+  for leaf in tree_util.tree_leaves(x):
+    try:
+      copy = leaf.copy_to_host_async
+    except AttributeError:
+      continue
+    copy()  # (its own AttributeErrors propagate)
+  return x
+
+
 def print_environment_info(return_string: bool = False) -> str | None:
   """The versions of minijax, jaxlib, numpy and Python, and the devices."""
   import platform

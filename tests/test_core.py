@@ -5,6 +5,7 @@ import pytest
 
 import minijax
 from minijax import lax
+import minijax.numpy as jnp
 from minijax.core import dtypes
 from minijax.core.avals import ShapedArray
 from minijax.core.errors import ConcretizationTypeError, UnexpectedTracerError
@@ -198,3 +199,57 @@ def test_leaked_tracer_passed_to_a_jitted_function_is_reported():
   assert float(g((one, one))) == 2.0
   with pytest.raises(UnexpectedTracerError, match="leaked tracer"):
     g((one, leaked[0]))
+
+
+def test_checking_leaks_names_a_tracer_that_outlives_jit_scan_or_vmap():
+  kept = []
+
+  def keep(x):
+    kept.append(x)
+    return x
+
+  with minijax.checking_leaks():
+    with pytest.raises(Exception, match="Leaked trace DynamicJaxprTrace"):
+      minijax.jit(keep)(3.0)
+    with pytest.raises(Exception, match="Leaked trace DynamicJaxprTrace"):
+      minijax.lax.scan(lambda c, x: (keep(c) * 2, None), 1.0, np.arange(3.0))
+    with pytest.raises(Exception, match=r"(?s)Leaked trace BatchTrace.*<BatchTracer \d+> is "
+                                        r"referred to by <list \d+>"):
+      minijax.vmap(keep)(np.arange(3.0))
+    # no false alarms from what the transformations keep themselves
+    f = minijax.jit(lambda x: x * 2)
+    assert float(f(3.0)) == 6.0 and float(minijax.grad(f)(3.0)) == 2.0
+    minijax.vmap(f)(np.arange(3.0))
+    minijax.lax.scan(lambda c, x: (c + x, None), 0.0, np.arange(3.0))
+  kept.clear()
+  minijax.jit(keep)(3.0)  # without the flag nothing is checked
+  assert len(kept) == 1 and not minijax.config.check_tracer_leaks
+
+
+def test_enable_checks_typechecks_every_traced_jaxpr():
+  from minijax.core.primitive import Primitive
+  calls = []
+  fickle = Primitive("fickle")  # its output type changes between abstract evaluations
+
+  @fickle.def_abstract_eval
+  def _(x):
+    calls.append(1)
+    return ShapedArray((len(calls),), np.float32)
+
+  trace = lambda: minijax.make_jaxpr(lambda x: fickle.bind(x))(1.0)
+  trace()  # unchecked: the first answer is taken
+  with minijax.enable_checks(True):
+    with pytest.raises(JaxprTypeError, match="declares outputs"):
+      trace()
+
+
+def test_an_unexpected_tracer_error_says_where_the_leaked_value_was_made():
+  saved = []
+
+  def body(carry, _):
+    saved.append(jnp.add(carry, 1))  # leaks
+    return carry, None
+  lax.scan(body, 1, None, length=2)
+  with pytest.raises(UnexpectedTracerError, match=r"(?s)Encountered an unexpected tracer.*global "
+                     r"state.*created on line .*test_core.py:\d+ \(body\)"):
+    minijax.jit(jnp.add)(jnp.ones(()), saved[0])

@@ -26,6 +26,7 @@ from jax._src import dispatch
 from jax._src import test_util as jtu
 from jax._src.util import safe_map
 import jax._src.xla_bridge as xb
+from jax import not_in_minijax
 
 config.parse_flags_with_absl()
 registered = dispatch.register_something("at import")  # internals at module level still import
@@ -55,6 +56,13 @@ class SmallTest(jtu.JaxTestCase):
   @jtu.sample_product(n=[1, 2, 3])
   def test_sampled(self, n):
     self._CompileAndCheck(lambda x: x * 2, lambda: [np.ones(n, np.float32)])
+
+  def test_uses_missing(self):
+    not_in_minijax(1)
+
+  @jax.also_not_in_minijax(False)
+  def test_decorated_by_missing(self):
+    pass
 
   def test_hangs(self):
     time.sleep(60)
@@ -89,12 +97,18 @@ def test_runner_reports_each_test_of_a_file(tmp_path):
   assert outcome["test_wrong"][0] == "failed" and "AssertionError" in outcome["test_wrong"][1]
   assert outcome["test_not_on_cpu"] == ("skipped", "Skipped on devices with tags: cpu")
   assert [outcome[f"test_sampled{i}"] for i in range(3)] == [("passed", "")] * 3
+  assert outcome["test_uses_missing"] == (
+      "failed", "jax_standin.internals.MinijaxLacks: minijax lacks jax.not_in_minijax")
+  assert outcome["test_decorated_by_missing"] == (
+      "failed", "jax_standin.internals.MinijaxLacks: minijax lacks jax.also_not_in_minijax()")
+  assert ("the file imports with placeholders for what minijax lacks (the tests using them "
+          "fail): jax.also_not_in_minijax, jax.not_in_minijax") in proc.stdout
   assert outcome["test_hangs"][0] == "failed" and "per-test timeout of 3 s" in outcome["test_hangs"][1]
   assert outcome["test_x_crashes"][0] == "error"
   assert "the test process died (exit code 3)" in outcome["test_x_crashes"][1]
   # The runner resumed after the crash; the file asked for 2 CPU devices and got them.
   assert outcome["test_y_after_crash"] == ("passed", "")
-  assert "minijax  passed 6  failed 3  skipped 1  error 1" in proc.stdout
+  assert "minijax  passed 6  failed 5  skipped 1  error 1" in proc.stdout
   assert "no JAX figures recorded" in proc.stdout
 
 

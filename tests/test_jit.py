@@ -8,6 +8,7 @@ import pytest
 import minijax
 import minijax.numpy as jnp
 from minijax import lax
+from minijax.core.avals import ShapedArray
 from tests.conftest import compiles, run_python
 
 
@@ -57,6 +58,8 @@ def test_unhashable_static_argument_is_a_clear_error():
   g = minijax.jit(lambda x, shape: x, static_argnums=1)
   with pytest.raises(ValueError, match="static argument 1 of type list is not hashable"):
     g(1.0, [1, 2])
+  with pytest.raises(ValueError, match="^Non-hashable static arguments are not supported"):
+    g(1.0, np.ones(2))
 
 
 def test_pytree_arguments_and_results():
@@ -126,20 +129,73 @@ def test_lowered_compile_shows_xla_optimized_hlo():
 
 def test_lower_then_compile_lowers_once_and_the_call_reuses_that_executable(monkeypatch):
   from minijax.lowering import mlir
-  from minijax.staging import compiler, jit as jit_module
+  from minijax.staging import compiler, stages
   lowerings = []
   original = mlir.lower_jaxpr_to_module
 
   def counting(*args, **kwargs):
     lowerings.append(kwargs.get("name"))
     return original(*args, **kwargs)
-  monkeypatch.setattr(jit_module, "lower_jaxpr_to_module", counting)
+  monkeypatch.setattr(stages, "lower_jaxpr_to_module", counting)
   monkeypatch.setattr(compiler, "lower_jaxpr_to_module", counting)
   f = minijax.jit(lambda x: lax.cos(x) * 2.0)
   compiled = f.lower(np.ones(3, np.float32)).compile()
   np.testing.assert_allclose(compiled(np.zeros(3, np.float32)), [2.0] * 3)
   np.testing.assert_allclose(f(np.zeros(3, np.float32)), [2.0] * 3)
   assert lowerings == ["<lambda>"]
+
+
+def test_stages_know_their_signature_and_refuse_other_arguments():
+  f = lambda x: jnp.sqrt(x ** 2) + 1.0
+  lowered = minijax.jit(f).lower(1.0)
+  compiled = lowered.compile()
+  assert float(compiled(1.0)) == 2.0
+  for stage in (lowered, compiled):
+    assert stage.in_avals == ((ShapedArray((), np.float32, weak_type=True),), {})
+    assert stage.in_tree == minijax.tree_util.tree_structure(((0,), {}))
+  with pytest.raises(TypeError, match="compiled with input pytree does not match"):
+    compiled([1.0])
+  typed = minijax.jit(f).lower(np.float32(1)).compile()
+  with pytest.raises(TypeError, match=r"(?s)Argument types differ.*Argument 'x' compiled with "
+                                      r"f32\[\] and called with i32\[\]"):
+    typed(np.int32(1))
+  with pytest.raises(TypeError, match="Cannot apply JAX transformations .*BatchTracer"):
+    minijax.vmap(lambda x: compiled(x) + 2)(jnp.ones(3))
+  donating = minijax.jit(lambda x, y: (x, y * 2), donate_argnums=1).lower(
+      {"a": np.float32(1), "b": np.float32(2)}, np.float32(3))
+  (x_info, y_info), _ = donating.args_info
+  assert not x_info["a"].donated and y_info.donated and donating.donate_argnums == (2,)
+  assert x_info["a"].shape == () and x_info["a"].dtype == np.float32
+
+
+def test_lowered_text_in_three_dialects_cost_and_memory_analysis():
+  lowered = minijax.jit(lambda x: x + 4.0).lower(1.0)
+  assert "mhlo.add" in lowered.as_text() and "stablehlo.add" in lowered.as_text("stablehlo")
+  assert "add(" in lowered.as_text(dialect="hlo")
+  assert "ENTRY" in lowered.compiler_ir(dialect="hlo").as_hlo_text()
+  with pytest.raises(ValueError, match="unknown dialect 'llvm'"):
+    lowered.as_text("llvm")
+  assert lowered.cost_analysis()["flops"] == 1.0
+  compiled = lowered.compile()
+  assert compiled.cost_analysis()["flops"] >= 1.0
+  assert compiled.memory_analysis().argument_size_in_bytes == 4
+  assert compiled.runtime_executable() is not None
+  trivial = minijax.jit(lambda x: x).lower(1.0).compile()  # compiled, though it does nothing
+  assert trivial.runtime_executable() is not None and float(trivial(4.0)) == 4.0
+
+
+def test_compiler_options_reach_xla_and_bad_ones_are_named():
+  f = lambda x: jnp.sqrt(x ** 2) + 1.0
+  lowered = minijax.jit(f).lower(1.0)
+  plain, embedded = lowered.compile(), lowered.compile({"xla_embed_ir_in_executable": True})
+  assert plain is not embedded and float(embedded(1.0)) == 2.0
+  assert float(minijax.jit(f, compiler_options={"exec_time_optimization_effort": 0.0})(1.0)) == 2.0
+  with pytest.raises(minijax.errors.JaxRuntimeError, match="No such compile option: 'bad_key'"):
+    lowered.compile(compiler_options={"bad_key": "value"})
+  with pytest.raises(minijax.errors.JaxRuntimeError, match="is not a valid bool value"):
+    lowered.compile(compiler_options={"xla_embed_ir_in_executable": "maybe"})
+  with pytest.raises(minijax.errors.JaxRuntimeError, match="No such compile option"):
+    minijax.jit(f, compiler_options={"exec_time_compilation_effort": 0.0})(1.0)
 
 
 def test_donated_argument_is_aliased_and_deleted_after_the_call():
@@ -180,6 +236,7 @@ def test_a_function_jitted_for_each_of_4_devices_runs_there():
   result = run_python("""
 import numpy as np, minijax
 from minijax import lax
+from minijax.core.avals import ShapedArray
 assert len(minijax.devices()) == 4
 for d in range(4):
   f = minijax.jit(lambda x: lax.add(lax.mul(x, x), 1.0), device=d)
@@ -199,6 +256,7 @@ def test_jax_is_never_imported():
   result = run_python("""
 import sys, numpy as np, minijax
 from minijax import lax
+from minijax.core.avals import ShapedArray
 x = minijax.device_put(np.arange(4, dtype=np.float32))
 y = minijax.jit(lambda a: lax.sin(lax.mul(a, a)))(x)
 z = lax.cos(y)
@@ -253,3 +311,111 @@ def test_switching_the_tap_mechanism_back_reuses_what_was_compiled_for_it(caplog
   finally:
     minijax.config.update("tap_mechanism", previous)
     hcb.barrier_wait()
+
+
+def test_disable_jit_runs_jitted_functions_as_python_and_then_compiled_again():
+  calls = []
+
+  @minijax.jit
+  def f(x):
+    calls.append(type(x).__name__)
+    return x * 2
+
+  with minijax.disable_jit():
+    assert float(f(2.0)) == 4.0 and float(f(2.0)) == 4.0
+    assert float(minijax.grad(minijax.jit(lambda x: x * x))(3.0)) == 6.0
+  assert calls == ["float", "float"]
+  f(2.0), f(2.0)
+  assert calls == ["float", "float", "DynamicJaxprTracer"]  # traced once, then cached
+  minijax.config.update("jax_disable_jit", True)
+  try:
+    assert minijax.config.disable_jit and float(f(1.0)) == 2.0 and calls[-1] == "float"
+  finally:
+    minijax.config.update("jax_disable_jit", False)
+  with pytest.raises(ValueError, match="disable_jit cannot be 'yes'"):
+    minijax.config.update("disable_jit", "yes")
+
+
+def _explained(caplog, fn) -> list[str]:
+  caplog.clear()
+  with caplog.at_level(logging.WARNING, logger="minijax"), minijax.explain_cache_misses(True):
+    fn()
+  return [r.getMessage() for r in caplog.records if "TRACING CACHE MISS" in r.getMessage()]
+
+
+def test_explain_cache_misses_says_why_a_function_is_traced_again(caplog):
+  def f(x, y):
+    return jnp.sin(x) + y
+  jitted = minijax.jit(f)
+  first = _explained(caplog, lambda: (jitted(np.float32(0), np.float32(1)),
+                                      jitted(np.float32(0), np.float32(1))))
+  assert len(first) == 1 and "never seen function" in first[0] and "f id=" in first[0]
+  [types] = _explained(caplog, lambda: jitted(np.float32(0), np.int32(1)))
+  assert "different input types:\n  * at y, now i32[] and before f32[]" in types
+  [weak] = _explained(caplog, lambda: jitted(0.0, np.float32(1)))
+  assert "at x, now f32[]{weak_type=True} and before f32[]{weak_type=False}" in weak
+  [tree] = _explained(caplog, lambda: jitted(np.float32(0), y=np.float32(1)))
+  assert "different input pytree" in tree
+
+  def context():
+    with minijax.numpy_rank_promotion("warn"), minijax.default_matmul_precision("high"):
+      jitted(np.float32(0), np.float32(1))
+  [changed] = _explained(caplog, context)
+  assert "Tracing context doesn't match" in changed
+  assert "numpy_rank_promotion differs: now warn and before allow" in changed
+  assert _explained(caplog, lambda: jnp.sin(jnp.arange(3.0))) == []  # minijax's own
+  assert _explained(caplog, lambda: jitted(np.float32(0), np.float32(1))) == []  # a hit
+
+
+def test_numpy_rank_and_dtype_promotion_flags():
+  x, y = jnp.ones(3), jnp.ones((2, 3))
+  with minijax.numpy_rank_promotion("raise"):
+    with pytest.raises(ValueError, match="jax_numpy_rank_promotion='raise'"):
+      x + y
+    assert (x + 1.0).shape == (3,)  # rank 0 operands broadcast freely
+  with minijax.numpy_rank_promotion("warn"), pytest.warns(UserWarning, match="rank promotion"):
+    x + y
+  assert (x + y).shape == (2, 3)
+  with minijax.numpy_dtype_promotion("strict"):
+    for mixed in [lambda: jnp.ones(2, jnp.int32) + jnp.ones(2),
+                  lambda: jnp.ones(2, jnp.int32) * 2.0, lambda: jnp.ones(2, bool) + 1]:
+      with pytest.raises(minijax.dtypes.TypePromotionError, match="jax_numpy_dtype_promotion"):
+        mixed()
+    # Python scalars of a kind the array holds still promote (JAX's strict lattice)
+    assert (jnp.ones(2) + 1).dtype == np.float32 and (jnp.ones(2, jnp.int32) + 1).dtype == np.int32
+    assert (jnp.ones(2, np.complex64) * 1.5).dtype == np.complex64
+    # minijax's own libraries promote as they need, as JAX's are written not to need it
+    np.testing.assert_allclose(minijax.scipy.linalg.expm(jnp.zeros((2, 2))), np.eye(2))
+  assert (jnp.ones(2, jnp.int32) + jnp.ones(2)).dtype == np.float32
+
+
+def test_arguments_donated_by_keyword_are_the_ones_named():
+  for options in ({"donate_argnames": ("z", "y")}, {"donate_argnums": (0, 1)}):
+    f = minijax.jit(lambda z, y, x: minijax.tree_util.tree_map(lambda v: v * 2, (z, y, x)),
+                    **options)
+    _, by_name = f.lower(z={"c": 3.0}, y={"b": 2.0}, x={"a": 1.0}).args_info
+    assert by_name["z"]["c"].donated and by_name["y"]["b"].donated
+    assert not by_name["x"]["a"].donated  # (keyword leaves flatten in sorted key order)
+    z, y, x = (minijax.device_put(np.ones(2, np.float32)) for _ in range(3))
+    f(z=z, y=y, x=x)
+    assert z.is_deleted() and y.is_deleted() and not x.is_deleted()
+
+
+def test_log_compiles_reports_tracing_and_cache_size_counts_traces(caplog):
+  @minijax.jit
+  def add(x):
+    return x * 2
+  assert add._cache_size() == 0
+  with caplog.at_level(logging.WARNING, logger="minijax"):
+    minijax.config.update("jax_log_compiles", True)
+    try:
+      add(np.arange(8))
+      add(np.arange(8))
+      minijax.clear_caches()
+      add(np.arange(8))
+    finally:
+      minijax.config.update("jax_log_compiles", False)
+  traced = [r for r in caplog.records if "Finished tracing add for jit" in r.getMessage()]
+  assert len(traced) == 2 and add._cache_size() == 1
+  add(np.arange(3.0))
+  assert add._cache_size() == 2

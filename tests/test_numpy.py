@@ -264,6 +264,26 @@ def test_array_of_traced_values_stacks_them():
   assert_close(g(np.float32(1)), [1.0, 1.5, 2.0])
 
 
+def test_array_of_a_python_scalar_is_an_array_under_every_transformation():
+  seen = []
+
+  def f(x):
+    made = [jnp.array(1.5), jnp.asarray(2), jnp.asarray(np.float32(3)), jnp.zeros(()),
+            jnp.full((), 4)]
+    seen.append([(m.shape, m.dtype, m.weak_type) for m in made])
+    return x * made[0].astype(jnp.float32) + made[1] + made[2].at[()].set(1) + made[4]
+
+  for transform in (lambda g: g, minijax.jit, minijax.grad, minijax.vmap):
+    arg = np.ones(2, np.float32) if transform is minijax.vmap else np.float32(1)
+    transform(f)(arg)
+    assert seen.pop() == [((), np.float32, True), ((), np.int32, True), ((), np.float32, False),
+                          ((), np.float32, False), ((), np.int32, True)]
+  assert float(minijax.jit(f)(np.float32(2))) == 10.0
+  # under jit the scalars are literals of the jaxpr, not constants it closes over
+  jaxpr = minijax.make_jaxpr(lambda x: x + jnp.array(1.0))(1.0)
+  assert not jaxpr.jaxpr.constvars and "add a 1.0" in str(jaxpr)
+
+
 # ---- reductions
 REDUCTIONS = ["sum", "prod", "max", "min", "mean", "var", "std", "all", "any", "argmax",
               "argmin", "cumsum", "cumprod", "ptp", "count_nonzero"]

@@ -33,6 +33,10 @@ JAX_SIGNATURES = {
     "device_get": ["x"],
     "block_until_ready": ["x"],
     "ensure_compile_time_eval": [],
+    "disable_jit": ["disable"],
+    "jit": ["fun", "in_shardings", "out_shardings", "static_argnums", "static_argnames",
+            "donate_argnums", "donate_argnames", "keep_unused", "device", "backend", "inline",
+            "compiler_options"],
     "named_scope": ["name"],
     "print_environment_info": ["return_string"],
     "test_util.check_grads": ["f", "args", "order", "modes", "atol", "rtol", "eps"],
@@ -112,6 +116,54 @@ def test_tree_utilities_behave_as_jax():
   assert [x for _, x in flat] == [1, [2]]
 
 
+class _Pair:
+  def __init__(self, a, b):
+    self.a, self.b = a, b
+
+
+def test_pytrees_registered_with_keys_and_static_classes():
+  tu = minijax.tree_util
+  tu.register_pytree_with_keys(
+      _Pair, lambda p: (((tu.GetAttrKey("a"), p.a), (tu.GetAttrKey("b"), p.b)), None),
+      lambda aux, children: _Pair(*children))
+  flat, _ = tu.tree_flatten_with_path(_Pair(1, [2, 3]))
+  assert [(tu.keystr(path), x) for path, x in flat] == [(".a", 1), (".b[0]", 2), (".b[1]", 3)]
+  doubled = minijax.jit(lambda p: tu.tree_map(lambda x: x * 2, p))(_Pair(1.0, 2.0))
+  assert (float(doubled.a), float(doubled.b)) == (2.0, 4.0)
+
+  @tu.register_pytree_with_keys_class
+  class Box:
+    def __init__(self, x):
+      self.x = x
+
+    def tree_flatten_with_keys(self):
+      return ((tu.GetAttrKey("x"), self.x),), "aux"
+
+    @classmethod
+    def tree_unflatten(cls, aux, children):
+      return cls(*children)
+  assert tu.keystr(tu.tree_flatten_with_path(Box(5))[0][0][0]) == ".x"
+
+  @tu.register_static
+  class Static:
+    pass
+  marker = Static()
+  leaves, treedef = tu.tree_flatten([marker, 1])
+  assert leaves == [1] and tu.tree_unflatten(treedef, [2])[0] is marker
+
+
+def test_shape_dtype_structs_know_rank_size_and_length():
+  s = minijax.ShapeDtypeStruct(shape=(4, 2, 3), dtype=jnp.float32)
+  assert (s.ndim, s.size, len(s), str(s)) == (3, 24, 4, "ShapeDtypeStruct(shape=(4, 2, 3), "
+                                                        "dtype=float32)")
+  scalar = minijax.ShapeDtypeStruct((), np.float32)
+  assert (scalar.ndim, scalar.size) == (0, 1)
+  with pytest.raises(TypeError, match="len.. of unsized object"):
+    len(scalar)
+  with pytest.raises(ValueError, match="dtype must be specified"):
+    minijax.ShapeDtypeStruct((), None)
+
+
 def test_utilities_of_the_top_level():
   assert repr(minijax.typeof(1.0)) == "ShapedArray(f32[], weak_type=True)"
   assert minijax.typeof(np.ones((2, 3), np.int32)).shape == (2, 3)
@@ -139,6 +191,24 @@ def test_ensure_compile_time_eval_computes_concrete_values_inside_jit():
   assert "sin" not in jaxpr and "gt" not in jaxpr
   with pytest.raises(minijax.errors.TracerBoolConversionError):
     minijax.jit(lambda x: jnp.sin(x) > 0 and x)(1.0)  # traced values stay traced
+
+
+def test_ensure_compile_time_eval_runs_operations_without_operands_eagerly():
+  with minijax.ensure_compile_time_eval():  # eye and iota have no operands to trace
+    np.testing.assert_allclose(jnp.linalg.solve(jnp.eye(3), jnp.ones(3)), np.ones(3))
+    assert jnp.arange(3).sum() == 3
+
+
+def test_an_impl_saved_from_a_primitive_still_runs_once_replaced():
+  from minijax import lax
+  sin_impl, calls = lax.sin_p.impl, []
+  lax.sin_p.def_impl(lambda x, **params: calls.append(1) or sin_impl(x, **params))
+  try:
+    y = minijax.checkpoint(lambda x: lax.sin(lax.sin(x)))(2.0)
+  finally:
+    lax.sin_p.def_impl(sin_impl)
+  np.testing.assert_allclose(y, np.sin(np.sin(2.0)), rtol=1e-6)
+  assert calls == [1, 1] and lax.sin_p.impl is sin_impl
 
 
 def test_named_scope_names_operations_in_the_lowered_module():
@@ -595,3 +665,10 @@ print(str(w.message))
   assert "\n" not in message
   assert "Python callback mechanism" in message and "because it failed to load" in message
   assert "reinstall minijax" in message and "circular import" not in message
+
+
+def test_copy_to_host_async_of_a_pytree_returns_it():
+  x = minijax.device_put(1.0)
+  assert minijax.copy_to_host_async(x) is x and float(x) == 1.0
+  tree = [object(), 1, {"a": jnp.ones(2)}]
+  assert minijax.copy_to_host_async(tree) is tree

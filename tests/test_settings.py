@@ -25,6 +25,14 @@ from tests.conftest import run_python
 BAD_AND_GOOD = [
     ("enable_x64", ["yes", 2, None, 1.0], [(True, True), (0, False), (np.bool_(True), True)]),
     ("debug_nans", ["no", -1], [(False, False)]),
+    ("disable_jit", ["yes", 2], [(False, False), (np.bool_(False), False)]),
+    ("check_tracer_leaks", ["on", None], [(False, False)]),
+    ("explain_cache_misses", ["on"], [(False, False)]),
+    ("enable_checks", ["on"], [(False, False)]),
+    ("default_matmul_precision", ["fast", 3], [("float32", "float32"), (None, None)]),
+    ("numpy_rank_promotion", ["never", None], [("raise", "raise"), ("allow", "allow")]),
+    ("numpy_dtype_promotion", ["loose", None], [("strict", "strict"), ("standard", "standard")]),
+    ("threefry_partitionable", [False, "yes"], [(True, True)]),
     ("log_compiles", ["1"], [(1, True)]),
     ("tap_mechanism", ["fast", None, 1], [("callback", "callback"), ("native", "native")]),
     ("host_callback_semantics", ["modern", None], [("jax", "jax"), ("seed", "seed")]),
@@ -38,6 +46,13 @@ BAD_AND_GOOD = [
     ("eager_cache_size", [0, -1, 1.0], [(1, 1), (64, 64)]),
     ("jit_cache_size", [0, "8"], [(8, 8)]),
     ("transform_cache_size", [0, None], [(16, 16)]),
+    ("default_prng_impl", ["fry", None, 1], [("rbg", "rbg"), ("threefry2x32", "threefry2x32")]),
+    ("explicit_x64_dtypes", ["allow", None], [("error", "error"), ("warn", "warn")]),
+    ("legacy_prng_key", ["never", True], [("error", "error"), ("allow", "allow")]),
+    ("enable_custom_prng", ["on", 2], [(True, True), (False, False)]),
+    ("random_seed_offset", [1.5, "3", 2**63], [(3, 3), (-2, -2), (0, 0)]),
+    ("threefry_partitionable", [False, "yes"], [(True, True)]),
+    ("debug_key_reuse", [True, "no"], [(False, False)]),
 ]
 
 
@@ -102,6 +117,7 @@ ENVIRONMENT = [
     ("enable_x64", {"JAX_ENABLE_X64": "yes please"}, None, "JAX_ENABLE_X64='yes please'"),
     ("enable_x64", {"MINIJAX_ENABLE_X64": "0", "JAX_ENABLE_X64": "bad"}, False, None),
     ("debug_nans", {"MINIJAX_DEBUG_NANS": "true"}, True, None),
+    ("disable_jit", {"JAX_DISABLE_JIT": "1"}, True, None),
     ("log_compiles", {"MINIJAX_LOG_COMPILES": "2"}, None, "MINIJAX_LOG_COMPILES='2'"),
     ("tap_mechanism", {"MINIJAX_TAP_MECHANISM": "callback"}, "callback", None),
     ("tap_mechanism", {"MINIJAX_TAP_MECHANISM": "fast"}, None, "MINIJAX_TAP_MECHANISM='fast'"),
@@ -165,6 +181,24 @@ def test_a_bad_variable_fails_the_import_with_its_name_value_and_the_limit():
     proc = run_python("import minijax", env=env)
     assert proc.returncode != 0
     assert f"ValueError: the environment variable {message}" in proc.stderr, proc.stderr
+
+
+def test_the_device_count_is_read_when_the_backend_starts_not_at_import():
+  code = ("import os, minijax\n"
+          "os.environ['XLA_FLAGS'] = '--xla_force_host_platform_device_count=3'\n"
+          "print(minijax.device_count())")
+  proc = run_python(code, env={"MINIJAX_NUM_CPU_DEVICES": "", "XLA_FLAGS": ""})
+  assert proc.returncode == 0 and proc.stdout.split()[-1] == "3", proc.stderr
+  late_bad = ("import os, minijax\nos.environ['MINIJAX_NUM_CPU_DEVICES'] = 'four'\n"
+              "minijax.numpy.ones(2)")
+  proc = run_python(late_bad)
+  assert proc.returncode != 0
+  assert "MINIJAX_NUM_CPU_DEVICES='four' is not valid for minijax.config.num_cpu_devices" in (
+      proc.stderr)
+  updated = ("import os, minijax\nminijax.config.update('num_cpu_devices', 2)\n"
+             "os.environ['MINIJAX_NUM_CPU_DEVICES'] = '4'\nprint(minijax.device_count())")
+  proc = run_python(updated)
+  assert proc.returncode == 0 and proc.stdout.split()[-1] == "2", proc.stderr  # update wins
 
 
 # ----------------------------------------------------------------------------- clean errors

@@ -4,11 +4,14 @@ identity over random programs, effects through transformations, partial evaluati
 DCE, and the errors users meet."""
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 import pytest
 
 import minijax
 from minijax import lax
+import minijax.numpy as jnp
 from minijax.core.errors import MissingRuleError
 from minijax.core.primitive import Primitive
 from minijax.interpreters import ad, batching
@@ -92,6 +95,22 @@ def test_integer_inputs_get_float0_tangents_and_cotangents():
   assert gn.dtype == minijax.core.dtypes.float0
   _, pullback = minijax.vjp(f, x, n)
   assert pullback(np.float32(1.0))[1].dtype == minijax.core.dtypes.float0
+
+
+def test_float0_values_pass_through_jit_and_refuse_arithmetic():
+  float0 = minijax.float0
+  assert float0 is minijax.dtypes.float0
+  grad_f = minijax.grad(lambda x, i: x[i], argnums=(0, 1), allow_int=True)
+  gx, gi = minijax.jit(grad_f)(np.ones(2, np.float32), 1)
+  allclose(gx, [0.0, 1.0])
+  assert type(gi) is np.ndarray and gi == np.zeros((), float0)
+  _, pullback = minijax.vjp(lambda x, y: x + y, 2, 1)
+  tx, ty = minijax.jit(pullback)(np.zeros((), float0))  # a float0 argument
+  assert tx == np.zeros((), float0) and ty == np.zeros((), float0)
+  zero = minijax.grad(lambda x: x + 0.0, allow_int=True)(1)
+  for op in (lambda: zero + jnp.zeros(()), lambda: lax.add(zero, jnp.zeros(()))):
+    with pytest.raises(TypeError, match="float0s do not support any operations by design"):
+      op()
 
 
 def test_jacfwd_jacrev_hessian_of_a_vector_function():
@@ -574,3 +593,17 @@ def test_eval_shape_and_linear_transpose():
   f_t = minijax.linear_transpose(lambda x: lax.dot(m, x), np.ones(3, np.float32))
   (ct,) = f_t(np.array([1.0, -1.0], np.float32))
   allclose(ct, m.T @ np.array([1.0, -1.0]))
+
+
+def test_a_vjp_or_linearized_function_is_a_pytree_that_jit_takes_and_returns():
+  linearized = minijax.jit(lambda f, x: minijax.linearize(f, x)[1], static_argnums=0)(
+      lambda x: 2.0 * x, 1.0)
+  assert float(minijax.jit(lambda f, x: f(x))(linearized, 3.0)) == 6.0
+  out, pullback = minijax.jit(lambda x: minijax.vjp(lambda y: jnp.sin(y) * 2.0, x))(1.0)
+  allclose(out, 2 * np.sin(1.0))
+  allclose(pullback(1.0)[0], 2 * np.cos(1.0))
+  assert [float(r) for r in minijax.tree_util.tree_leaves(pullback)] != []  # residuals
+  _, again = minijax.vjp(lambda y: y * 3.0, 2.0)
+  allclose(minijax.jit(lambda f, c: f(c))(again, 1.0)[0], 3.0)
+  bound = minijax.tree_util.Partial(functools.partial(lambda a, b, c: a * b + c, 2.0), 3.0)
+  assert minijax.tree_util.tree_leaves(bound) == [3.0] and bound(1.0) == 7.0

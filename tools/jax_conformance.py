@@ -31,6 +31,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import zlib
 
 TOOLS = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(TOOLS)
@@ -73,21 +74,26 @@ def load_results() -> dict:
           "jax_version": JAX_VERSION, "files": {}}
 
 
-def left_out_of(results: dict, base: str) -> dict[str, str]:
+def left_out_of(results: dict, base: str, jax_mode: bool) -> dict[str, str]:
+  """The tests not run: LEFT_OUT's, and those the JAX run found needing JAX internals (a
+  `--jax` run of the whole file finds them again)."""
   recorded = results["files"].get(base, {}).get("left_out", {})
-  return {**recorded, **LEFT_OUT.get(base, {})}
+  return {**({} if jax_mode else recorded), **LEFT_OUT.get(base, {})}
 
 
-def run_file(path: str, backend: str, args, skip: set[str], expected=(),
-             jax_flags=None) -> tuple[dict, list[str], dict]:
-  """Runs one test file; returns ({test id: (outcome, message)}, notes, flags read at import).
+def run_file(path: str, backend: str, args, skip: set[str], jax_entry: dict
+             ) -> tuple[dict, list[str], dict]:
+  """Runs one test file; returns ({test id: (outcome, message)}, notes, what to record).
 
-  If the file does not import, each of the `expected` tests is recorded as an error;
-  `jax_flags` are the values JAX had for the flags the file reads at import."""
+  `jax_entry` is what the JAX run recorded: if the file does not import, each of its tests
+  is recorded as an error; the values JAX had for the flags the file reads at import, and
+  the public names JAX answered its `jax._src` names with, are handed to the stand-ins."""
+  expected = jax_outcomes(jax_entry)
   devices = args.devices or requested_devices(path)
   results: dict[str, tuple[str, str]] = {}
   notes: list[str] = []
   flags: dict = {}
+  public: dict = {}
   with tempfile.TemporaryDirectory(prefix="jax_conformance_") as tmp:
     out = os.path.join(tmp, "results.jsonl")
     skip_file = os.path.join(tmp, "skip.json")
@@ -97,7 +103,8 @@ def run_file(path: str, backend: str, args, skip: set[str], expected=(),
         JAX_CONFORMANCE_SKIP=skip_file, JAX_CONFORMANCE_TIMEOUT=str(args.timeout),
         PYTHONPATH=os.pathsep.join([TOOLS, ROOT, env.get("PYTHONPATH", "")]).rstrip(os.pathsep),
         MINIJAX_NUM_CPU_DEVICES=str(devices), JAX_PLATFORMS="cpu", JAX_PLATFORM_NAME="cpu",
-        JAX_CONFORMANCE_JAX_FLAGS=json.dumps(jax_flags or {}))
+        JAX_CONFORMANCE_JAX_FLAGS=json.dumps(jax_entry.get("flags_at_import", {})),
+        JAX_CONFORMANCE_JAX_PUBLIC=json.dumps(jax_entry.get("public_names", {})))
     if args.devices:  # explicit: both backends get exactly this many
       env["JAX_CONFORMANCE_DEVICES"] = str(devices)
       env["XLA_FLAGS"] = (env.get("XLA_FLAGS", "") +
@@ -132,6 +139,8 @@ def run_file(path: str, backend: str, args, skip: set[str], expected=(),
             notes.append("the file did not import:\n" + record["collect_error"])
           elif "flags_at_import" in record:
             flags.update(record["flags_at_import"])
+          elif "public_names" in record:
+            public.update(record["public_names"])
           elif "missing_at_import" in record and record["missing_at_import"] not in seen:
             seen.append(record["missing_at_import"])
             notes.append("the file imports with placeholders for what minijax lacks (the "
@@ -155,7 +164,7 @@ def run_file(path: str, backend: str, args, skip: set[str], expected=(),
                for tid in expected}
   notes = list(dict.fromkeys(notes))
   notes.append(f"{devices} CPU device(s), {time.time() - start:.0f} s")
-  return results, notes, flags
+  return results, notes, {"flags_at_import": flags, "public_names": public}
 
 
 def _last_line(log_path: str) -> str:
@@ -170,7 +179,11 @@ def counts(results: dict) -> dict[str, int]:
 
 def cause(message: str) -> str:
   """The group a failure goes in: its first line with addresses and numbers blurred."""
-  text = re.sub(r"0x[0-9a-fA-F]+", "0x…", message)
+  text = message.replace("jax_standin.internals.", "")
+  while re.search(r"<[^<>]*>", text):  # reprs: <axis name of pmap(<lambda>)>, <function ...>
+    text = re.sub(r"<[^<>]*>", "\u27e8\u27e9", text)
+  text = text.replace("\u27e8\u27e9", "<…>")
+  text = re.sub(r"0x[0-9a-fA-F]+", "0x…", text)
   text = re.sub(r"(?<![A-Za-z_])\d+(\.\d+)?", "N", text)
   return text[:140]
 
@@ -189,12 +202,14 @@ def jax_outcomes(entry: dict) -> dict[str, str]:
 
 
 def record_jax(results_db: dict, base: str, results: dict, devices: int, partial: bool,
-               flags: dict) -> None:
+               found: dict) -> None:
   entry = results_db["files"].setdefault(base, {"tests": {}, "left_out": {}})
   if not partial:
-    entry["tests"] = {}
+    entry["tests"], entry["left_out"] = {}, {}
   entry["devices"] = devices
-  entry["flags_at_import"] = dict(sorted(flags.items()))
+  for key, values in found.items():  # flags read at import; public names used
+    old = entry.get(key, {}) if partial else {}
+    entry[key] = dict(sorted({**old, **values}.items()))
   for tid, (outcome, message) in sorted(results.items()):
     if "needs JAX internals: " in message:
       entry["left_out"][tid] = message[message.index("needs JAX internals: "):]
@@ -209,7 +224,7 @@ def record_jax(results_db: dict, base: str, results: dict, devices: int, partial
 
 
 def main(argv=None) -> int:
-  parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+  parser = argparse.ArgumentParser(description=__doc__,
                                    formatter_class=argparse.RawDescriptionHelpFormatter)
   parser.add_argument("files", nargs="+", help="JAX test files: paths, or names such as "
                       "`api` or `pmap_test.py` looked up in <jax-src>/tests")
@@ -228,65 +243,95 @@ def main(argv=None) -> int:
                       "minijax does not, grouped by the first line of their error")
   parser.add_argument("--top", type=int, default=15, help="groups of failures listed per file")
   parser.add_argument("--json", help="write minijax's per-test outcomes to this file")
+  parser.add_argument("--saved", help="report minijax's outcomes saved by an earlier --json "
+                      "instead of running the files")
+  parser.add_argument("--markdown", help="append the figures (a table) and the report to this "
+                      "file")
   args = parser.parse_args(argv)
 
   results_db = load_results()
-  summary = []
-  dump = {}
+  summary, dump, report = [], {}, []
+
+  def say(text=""):
+    print(text)
+    report.append(text)
+
   for name in args.files:
     path = resolve_file(name, args.jax_src)
     base = os.path.basename(path)
-    left_out = left_out_of(results_db, base)
+    left_out = left_out_of(results_db, base, args.jax and not (args.k or args.sample))
     backend = "jax" if args.jax else "minijax"
     entry = results_db["files"].get(base, {})
-    expected = [] if args.jax else jax_outcomes(entry)
-    results, notes, flags = run_file(path, backend, args, set(left_out), expected,
-                                     entry.get("flags_at_import"))
-    print(f"\n== {base} ({backend}; {notes[-1]})")
+    if args.saved:  # outcomes saved by an earlier run's --json, reported again
+      with open(args.saved) as f:
+        results = {tid: tuple(v) for tid, v in json.load(f)[base].items()}
+      notes, found = [f"outcomes read from {args.saved}"], {}
+    else:
+      results, notes, found = run_file(path, backend, args, set(left_out),
+                                       {} if args.jax else entry)
+    say(f"\n== {base} ({backend}; {notes[-1]})")
     for note in notes[:-1]:
-      print("  " + note.replace("\n", "\n    "))
-    mine = counts(results)
-    print(f"  {backend:8s} " + "  ".join(f"{o} {mine[o]}" for o in OUTCOMES)
-          + f"  (left out, need JAX internals: {len(left_out)})")
+      say("  " + note.replace("\n", "\n    "))
+    if args.jax:  # what needs JAX internals is left out, not counted
+      internal = {t for t, (_, m) in results.items() if "needs JAX internals: " in m}
+      left_out = {**left_out, **{t: results[t][1] for t in internal}}
+      mine = counts({t: v for t, v in results.items() if t not in internal})
+    else:
+      mine = counts(results)
+    say(f"  {backend:8s} " + "  ".join(f"{o} {mine[o]}" for o in OUTCOMES)
+        + f"  (left out, need JAX internals: {len(left_out)})")
     if args.jax:
       if not args.no_record:
         record_jax(results_db, base, results, args.devices or requested_devices(path),
-                   partial=bool(args.k or args.sample), flags=flags)
-        print(f"  recorded in {os.path.relpath(RESULTS)}")
+                   partial=bool(args.k or args.sample), found=found)
+        say(f"  recorded in {os.path.relpath(RESULTS)}")
       summary.append((base, mine, None, None))
       continue
     dump[base] = {tid: list(v) for tid, v in sorted(results.items())}
-    jax = jax_outcomes(results_db["files"].get(base, {}))
+    jax = jax_outcomes(entry)
     if not jax:
-      print("  (no JAX figures recorded for this file: run it once with --jax)")
+      say("  (no JAX figures recorded for this file: run it once with --jax)")
       summary.append((base, mine, None, None))
       continue
-    jax = {tid: o for tid, o in jax.items() if tid in results}  # the same tests (-k, sample)
+    if args.k:  # only the tests both sides ran
+      jax = {tid: o for tid, o in jax.items() if tid in results}
+    elif args.sample:
+      k, n = map(int, args.sample.split("/"))
+      jax = {tid: o for tid, o in jax.items() if zlib.crc32(tid.encode()) % n < k}
+    for tid in jax:
+      results.setdefault(tid, ("error", "not run on minijax (not collected)"))
     theirs = counts({tid: (o, "") for tid, o in jax.items()})
     both = sum(1 for tid, o in jax.items() if o == "passed" and results[tid][0] == "passed")
-    print(f"  {'JAX':8s} " + "  ".join(f"{o} {theirs[o]}" for o in OUTCOMES))
+    say(f"  {'JAX':8s} " + "  ".join(f"{o} {theirs[o]}" for o in OUTCOMES))
     pct = 100 * both / max(theirs["passed"], 1)
-    print(f"  of the {theirs['passed']} tests JAX passes, minijax passes {both} ({pct:.0f}%)")
+    say(f"  of the {theirs['passed']} tests JAX passes, minijax passes {both} ({pct:.0f}%)")
     extra = sum(1 for tid, o in jax.items() if o != "passed" and results[tid][0] == "passed")
     if extra:
-      print(f"  ({extra} tests pass on minijax that JAX does not pass)")
+      say(f"  ({extra} tests pass on minijax that JAX does not pass)")
     summary.append((base, mine, theirs, both))
     if args.failures:
       groups = group_failures(results, jax)
-      print(f"  JAX passes, minijax does not: {sum(len(t) for _, t in groups)} tests, "
-            f"{len(groups)} causes")
+      say(f"  JAX passes, minijax does not: {sum(len(t) for _, t in groups)} tests, "
+          f"{len(groups)} causes")
       for message, tids in groups[:args.top]:
-        print(f"    {len(tids):4d}  {message}\n          e.g. {tids[0]}")
+        say(f"    {len(tids):4d}  {message}\n          e.g. {tids[0]}")
   if args.json:
     with open(args.json, "w") as f:
       json.dump(dump, f, indent=0)
+  table = ["| file | passed | failed | skipped | errors | JAX passed | minijax passes of those |",
+           "| --- | --- | --- | --- | --- | --- | --- |"]
+  for base, mine, theirs, both in summary:
+    row = f"| {base} | " + " | ".join(str(mine[o]) for o in OUTCOMES)
+    if theirs is not None:
+      row += f" | {theirs['passed']} | {both} ({100 * both / max(theirs['passed'], 1):.0f}%) |"
+    else:
+      row += " | | |"
+    table.append(row)
   if len(summary) > 1:
-    print("\nfile                          passed  failed skipped  errors | JAX passed | both")
-    for base, mine, theirs, both in summary:
-      row = f"{base:28s} " + " ".join(f"{mine[o]:7d}" for o in OUTCOMES)
-      if theirs is not None:
-        row += f" | {theirs['passed']:10d} | {both} ({100 * both / max(theirs['passed'], 1):.0f}%)"
-      print(row)
+    print("\n" + "\n".join(table))
+  if args.markdown:
+    with open(args.markdown, "a") as f:
+      f.write("\n".join(table) + "\n\n```text" + "\n".join(report) + "\n```\n")
   return 0
 
 

@@ -9,7 +9,7 @@ upper bound in JAX's type lattice, where the weak kinds `i*`, `f*`, `c*` sit jus
 from __future__ import annotations
 
 import functools
-from typing import Any
+from typing import Any, Sequence
 
 import ml_dtypes
 import numpy as np
@@ -26,6 +26,36 @@ float16, float32, float64 = map(np.dtype, (np.float16, np.float32, np.float64))
 complex64, complex128 = map(np.dtype, (np.complex64, np.complex128))
 
 PYTHON_SCALARS = (bool, int, float, complex)  # Python scalars: values, weakly typed but for bool
+
+
+class extended(np.generic):
+  """The abstract scalar type of extended dtypes (dtypes that are not numpy's, such as
+  the dtypes of typed PRNG keys): `issubdtype(key.dtype, extended)` is True."""
+
+
+class prng_key(extended):
+  """The abstract scalar type of the dtypes of typed PRNG key arrays."""
+
+
+class ExtendedDType:
+  """Base of extended dtypes: `type` is the abstract scalar type they belong under."""
+  type: type = extended
+
+
+def is_extended(dtype) -> bool:
+  return isinstance(dtype, ExtendedDType)
+
+
+def issubdtype(a, b) -> bool:
+  """numpy's issubdtype, extended dtypes included (None when neither is extended: the
+  caller decides for numpy's dtypes)."""
+  if isinstance(a, ExtendedDType):
+    if isinstance(b, ExtendedDType):
+      return a == b
+    return isinstance(b, type) and issubclass(a.type, b)
+  if isinstance(b, ExtendedDType) or b is extended or b is prng_key:
+    return False
+  return None
 
 _SUPPORTED = {bool_, int8, int16, int32, int64, uint8, uint16, uint32, uint64,
               float16, bfloat16, float32, float64, complex64, complex128}
@@ -56,6 +86,24 @@ def canonicalize_dtype(dtype: Any) -> np.dtype:
   if not config.enable_x64:
     return _X32.get(dtype, dtype)
   return dtype
+
+
+def canonicalize_user_dtype(dtype: Any, where: str | None = None) -> np.dtype:
+  """`canonicalize_dtype` for a dtype the user asked for: a 64-bit one without x64 warns
+  that it becomes 32-bit, or raises under `jax_explicit_x64_dtypes='error'`."""
+  dtype = np.dtype(dtype)
+  canonical = canonicalize_dtype(dtype)
+  if canonical != dtype:
+    requested = f"{dtype} requested in {where}" if where else f"{dtype}"
+    if config.explicit_x64_dtypes == "error":
+      raise ValueError(f"Explicitly requested dtype {requested} is not available. To enable "
+                       "more dtypes, set the jax_enable_x64 configuration option.")
+    import warnings
+    warnings.warn(f"Explicitly requested dtype {requested} is not available, and will be "
+                  f"truncated to dtype {canonical}. To enable more dtypes, set the "
+                  "jax_enable_x64 configuration option or the JAX_ENABLE_X64 shell "
+                  "environment variable.", UserWarning, stacklevel=3)
+  return canonical
 
 
 def default_int_dtype() -> np.dtype:
@@ -158,8 +206,22 @@ def _node(dtype: np.dtype, weak: bool):
   return _C
 
 
+def check_not_float0(name: str, dtypes_: Sequence[np.dtype]) -> None:
+  """float0 values (tangents of integers and booleans) are placeholders, never operands."""
+  for i, dtype in enumerate(dtypes_):
+    if dtype == float0:
+      raise TypeError(
+          f"Called {name} with a float0 at position {i}. float0s do not support any "
+          "operations by design: they are the tangents of integer and boolean values, "
+          "which have no non-trivial vector space, and are never converted implicitly. To "
+          "get a zeros array of another dtype use np.zeros_like(x, dtype=np.float32); if you "
+          "did not expect a float0, you may have taken a gradient with respect to an integer "
+          "argument.")
+
+
 def result_type(*typed: tuple[np.dtype, bool]) -> tuple[np.dtype, bool]:
   """Promotes `(dtype, weak_type)` pairs; returns the canonical dtype and its weakness."""
+  check_not_float0("type promotion", [d for d, _ in typed])
   if len(typed) == 1:
     dtype, weak = typed[0]
     return canonicalize_dtype(dtype), weak

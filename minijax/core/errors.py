@@ -29,10 +29,24 @@ class UnexpectedTracerError(RuntimeError):
 
   def __init__(self, tracer):
     super().__init__(
-        f"Encountered a leaked tracer ({type(tracer).__name__} with aval "
-        f"{tracer.aval.str_short()}) from a {tracer._trace!r} that has already finished. "
-        "A value created inside a transformed function (jit, grad, vmap, ...) escaped it, "
-        "for example through a global variable or a closure; return it as an output instead.")
+        f"Encountered an unexpected tracer: a leaked tracer ({type(tracer).__name__} with "
+        f"aval {tracer.aval.str_short()}) from a {tracer._trace!r} that has already finished. A "
+        "function transformed by minijax (jit, grad, vmap, ...) had a side effect that let an "
+        "intermediate value escape the transformation. Transformations require that "
+        "functions explicitly return their outputs, and disallow saving intermediate values "
+        "to global state (a global variable, a closure, an attribute); return it as an "
+        f"output instead.{_created_on(tracer)}")
+
+
+def _created_on(tracer) -> str:
+  """Where a staged tracer was made: the user's line of the equation that produced it."""
+  var = getattr(tracer, "_var", None)
+  for eqn in getattr(tracer._trace, "eqns", ()):
+    if var in eqn.outvars and eqn.source_info is not None:
+      info = eqn.source_info
+      return (f"\nThe leaked intermediate value was created on line "
+              f"{info.file}:{info.line} ({info.function}).")
+  return ""
 
 
 class MissingRuleError(NotImplementedError):

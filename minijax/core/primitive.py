@@ -2,13 +2,15 @@
 
 A primitive owns its evaluation rule (`impl`: its own, or else the eager impl that the
 staging layer installs with `set_eager_impl`, which compiles and runs the primitive on
-concrete values) and its abstract evaluation, which returns output avals and the
+concrete values; as in JAX, `p.impl` is the rule itself, so a rule saved from it and wrapped
+by a new `def_impl` keeps working) and its abstract evaluation, which returns output avals and the
 effects the operation has.  Every other rule (jvp, transpose, batching, lowering) lives in
 the table of the layer that uses it, keyed by the primitive.  `bind` is the only way to
 apply a primitive: it asks the current trace to process it.
 """
 from __future__ import annotations
 
+import functools
 from typing import Any, Callable
 
 from minijax.core import effects as effects_lib
@@ -24,6 +26,10 @@ def _no_eager_impl(primitive, *args, **params):
 _eager_impl: Callable = _no_eager_impl
 
 
+def _apply_eagerly(primitive, *args, **params):
+  return _eager_impl(primitive, *args, **params)
+
+
 def set_eager_impl(impl: Callable) -> None:
   """Installs `impl(primitive, *args, **params)`, which runs primitives that have no impl of
   their own on concrete values."""
@@ -37,7 +43,7 @@ class Primitive:
   def __init__(self, name: str):
     self.name = name
     self._effectful_abstract_eval: Callable | None = None
-    self._impl: Callable | None = None
+    self.impl: Callable = functools.partial(_apply_eagerly, self)
 
   def __repr__(self):
     return self.name
@@ -46,13 +52,8 @@ class Primitive:
     return trace_lib._context.trace.process_primitive(self, args, params)
 
   def def_impl(self, impl: Callable) -> Callable:
-    self._impl = impl
+    self.impl = impl
     return impl
-
-  def impl(self, *args, **params):
-    if self._impl is not None:
-      return self._impl(*args, **params)
-    return _eager_impl(self, *args, **params)
 
   def def_abstract_eval(self, rule: AbstractEvalRule) -> AbstractEvalRule:
     """`rule(*avals, **params)` returns the output aval(s); the primitive has no effects."""

@@ -38,12 +38,10 @@ class PartitionSpec(tuple):
 
   def __new__(cls, *partitions):
     for p in partitions:
-      if p is None or isinstance(p, str):
-        continue
-      if isinstance(p, tuple) and all(isinstance(n, str) for n in p):
-        continue
-      raise TypeError(f"PartitionSpec entries must be None, a mesh axis name or a tuple of "
-                      f"names, got {p!r}")
+      if not (p is None or _is_axis_name(p)
+              or isinstance(p, tuple) and all(_is_axis_name(n) for n in p)):
+        raise TypeError(f"PartitionSpec entries must be None, a mesh axis name or a tuple of "
+                        f"names, got {p!r}")
     return tuple.__new__(cls, partitions)
 
   def __repr__(self):
@@ -60,10 +58,25 @@ class PartitionSpec(tuple):
 P = PartitionSpec
 
 
-def _names(entry) -> tuple[str, ...]:
+class UnnamedAxis:
+  """The mesh axis name of a `pmap` given no `axis_name`: unique to it, so that nothing
+  (a collective, a nested unnamed `pmap`) can refer to it by mistake."""
+
+  def __init__(self, fun):
+    self.fun = fun
+
+  def __repr__(self):
+    return f"<axis name of pmap({getattr(self.fun, '__name__', 'fun')})>"
+
+
+def _is_axis_name(name) -> bool:
+  return isinstance(name, (str, UnnamedAxis))
+
+
+def _names(entry) -> tuple:
   if entry is None:
     return ()
-  return (entry,) if isinstance(entry, str) else tuple(entry)
+  return tuple(entry) if isinstance(entry, tuple) else (entry,)
 
 
 # ----------------------------------------------------------------------------- meshes
@@ -86,7 +99,7 @@ class Mesh:
                        f"{len(axis_names)}.")
     if len(set(axis_names)) != len(axis_names):
       raise ValueError(f"Mesh axis names must be unique, got {axis_names}")
-    if not all(isinstance(n, str) for n in axis_names):
+    if not all(_is_axis_name(n) for n in axis_names):
       raise TypeError(f"Mesh axis names must be strings, got {axis_names}")
     ids = [d.id for d in devices.flat]
     if len(set(ids)) != len(ids):

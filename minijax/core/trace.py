@@ -13,11 +13,13 @@ transformation ends its trace is marked dead; meeting a tracer of a dead trace i
 from __future__ import annotations
 
 import contextlib
+import gc
 import threading
 from typing import Any, Sequence
 
 import numpy as np
 
+from minijax.config import config
 from minijax.core import avals as avals_lib
 from minijax.core.errors import (ConcretizationTypeError, TracerArrayConversionError,
                                  TracerBoolConversionError, TracerIntegerConversionError,
@@ -100,6 +102,31 @@ def new_trace(trace: Trace):
     trace.live = False
 
 
+def check_no_leaks(trace: Trace) -> None:
+  """With the flag `check_tracer_leaks` (`checking_leaks()`), raises if tracers of `trace`,
+  which has ended, are still referenced from anywhere (a global list, a closure, an
+  object's attribute): using one later would raise `UnexpectedTracerError` far from where
+  it escaped.  Called by the transformations once their own references are gone."""
+  if not config.check_tracer_leaks:
+    return
+  gc.collect()  # unreachable cycles do not count: user code cannot reach them
+  leaked = [r for r in gc.get_referrers(trace) if isinstance(r, Tracer) and r._trace is trace]
+  if not leaked:
+    return
+  lines = []
+  for tracer in leaked:
+    holders = [h for h in gc.get_referrers(tracer) if h is not leaked]
+    held = ", ".join(sorted({f"<{type(h).__name__} {id(h)}>" for h in holders})) or "nothing"
+    kind = type(tracer).__name__
+    lines.append(f"This {kind} with object id {id(tracer)} was created on line:\n  (not "
+                 f"recorded by minijax; its aval is {getattr(tracer, 'aval', '?')})\n"
+                 f"<{kind} {id(tracer)}> is referred to by {held}")
+  raise Exception(
+      f"Leaked trace {trace}. Leaked tracer(s):\n\n" + "\n".join(lines) + "\n\nA value "
+      "traced inside a transformation outlived it (stored in a list, a global or an "
+      "attribute): return it from the function instead of storing it.")
+
+
 def is_eval_context() -> bool:
   return type(_context.trace) is EvalTrace
 
@@ -114,8 +141,15 @@ def ensure_compile_time_eval():
   """Operations on concrete values run now, even inside `jit` or a control-flow body:
   their results are concrete (usable in Python `if`s) rather than staged.  Operations on
   traced values are staged as usual."""
+  with constant_folding(True):
+    yield
+
+
+@contextlib.contextmanager
+def constant_folding(enabled: bool):
+  """Sets whether staging traces run operations on concrete values at once (see above)."""
   previous = _context.eager_constant_folding
-  _context.eager_constant_folding = True
+  _context.eager_constant_folding = enabled
   try:
     yield
   finally:

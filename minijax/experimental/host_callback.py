@@ -231,6 +231,9 @@ def id_print(arg: Any, *, result: Any = None, tap_with_device: bool = False,
                 device_index=device_index, callback_flavor=callback_flavor, ordered=ordered)
 
 
+_deprecated_id_print = id_print  # JAX 0.4.34's own name for it (its tests import it)
+
+
 @contextlib.contextmanager
 def outfeed_receiver():
   """Deprecated: the receivers start by themselves.  Ends with a `barrier_wait()`."""

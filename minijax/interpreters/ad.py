@@ -19,10 +19,12 @@ are `UndefinedPrimal(aval)`.  `defjvp`, `defjvp2` and `deflinear` build the comm
 """
 from __future__ import annotations
 
+import functools
 from typing import Any, Callable, Sequence
 
 import numpy as np
 
+from minijax import tree_util
 from minijax.core import dtypes
 from minijax.core.avals import get_aval
 from minijax.core.errors import MissingRuleError
@@ -246,13 +248,17 @@ class Linearized:
 
 
 def vjp_flat(fun: Callable, primals: Sequence[Any]):
-  """`(primals_out, vjp_fn)` where `vjp_fn(cts_out) -> cts_in` (entries may be `Zero`)."""
+  """`(primals_out, vjp_fn)` where `vjp_fn(cts_out) -> cts_in` (entries may be `Zero`).
+  `vjp_fn` is a `tree_util.Partial` whose leaves are the residuals, so that it can be
+  passed to and returned from `jit`, as JAX's can."""
   primals_out, out_avals, out_zero, lin = linearize_flat(fun, primals)
-  in_avals = [get_aval(p) for p in primals]
+  in_avals = tuple(get_aval(p) for p in primals)
+  transpose = functools.partial(_transpose, lin.jaxpr, lin.diff, in_avals, tuple(out_zero))
+  return primals_out, tree_util.Partial(transpose, list(lin.residuals))
 
-  def vjp_fn(cts):
-    return lin.transpose(list(cts), in_avals, out_zero)
-  return primals_out, vjp_fn
+
+def _transpose(jaxpr, diff, in_avals, out_zero, residuals, cts):
+  return Linearized(jaxpr, residuals, diff).transpose(list(cts), in_avals, out_zero)
 
 
 # ----------------------------------------------------------------------------- rule helpers

@@ -34,7 +34,7 @@ from minijax.core import axes as axes_lib
 from minijax.core.avals import ShapedArray, get_aval
 from minijax.core.errors import MissingRuleError
 from minijax.core.jaxpr import ClosedJaxpr, eval_jaxpr
-from minijax.core.trace import Trace, Tracer, new_trace, set_current_trace
+from minijax.core.trace import Trace, Tracer, check_no_leaks, new_trace, set_current_trace
 from minijax.interpreters import array_ops
 
 BatchRule = Callable[..., tuple[Any, Any]]
@@ -212,6 +212,8 @@ def vmap_flat(fun: Callable, in_dims: Sequence[int | None], out_dims: Sequence[i
     ins = [trace.make(x, d) for x, d in zip(args, in_dims)]
     outs = fun(*ins)
     pairs = [trace.to_val_dim(o) for o in outs]
+  del ins, outs
+  check_no_leaks(trace)
   if callable(out_dims):
     out_dims = out_dims(len(pairs))
   return [matchaxis(v, d, od, axis_size) for (v, d), od in zip(pairs, out_dims)]
@@ -224,6 +226,8 @@ def vmap_flat_dims(fun: Callable, in_dims, axis_size: int, args, axis_name=None)
     ins = [trace.make(x, d) for x, d in zip(args, in_dims)]
     outs = fun(*ins)
     pairs = [trace.to_val_dim(o) for o in outs]
+  del ins, outs
+  check_no_leaks(trace)
   return [v for v, _ in pairs], [d for _, d in pairs]
 
 

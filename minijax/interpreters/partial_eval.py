@@ -19,13 +19,14 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from minijax import tree_util
+from minijax.config import config
 from minijax.core import avals as avals_lib
 from minijax.core import dtypes
 from minijax.core.effects import must_keep
 from minijax.core.jaxpr import (ClosedJaxpr, Jaxpr, JaxprEqn, Literal, Var,
                                 literalable, user_source_info)
-from minijax.core.jaxpr import eval_jaxpr
-from minijax.core.trace import Trace, Tracer, new_trace, set_current_trace
+from minijax.core.jaxpr import eval_jaxpr, typecheck_jaxpr
+from minijax.core.trace import Trace, Tracer, check_no_leaks, new_trace, set_current_trace
 from minijax.core import trace as trace_lib
 
 
@@ -67,6 +68,12 @@ class DynamicJaxprTrace(Trace):
     var = Var(aval)
     self.invars.append(var)
     return DynamicJaxprTracer(self, aval, var, debug_name)
+
+  def new_literal(self, x) -> DynamicJaxprTracer:
+    """A tracer of a 0-d host constant (`jnp.array(1.0)` under `jit`): traced like any
+    other value, but inlined into the jaxpr as a literal."""
+    atom = self.to_atom(x)
+    return DynamicJaxprTracer(self, atom.aval, atom)
 
   def to_atom(self, x) -> Var | Literal:
     if self.owns(x):
@@ -115,6 +122,10 @@ def trace_to_jaxpr_dynamic(fun: Callable, in_avals: Sequence[Any],
     in_tracers = [trace.new_arg(a, n) for a, n in zip(in_avals, names)]
     outs = fun(*in_tracers)
     jaxpr, consts = trace.to_jaxpr(list(outs), debug_info)
+  del in_tracers, outs
+  check_no_leaks(trace)
+  if config.enable_checks:
+    typecheck_jaxpr(jaxpr)
   return jaxpr, consts
 
 

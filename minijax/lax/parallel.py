@@ -1,5 +1,5 @@
 """Collectives over named axes: psum, pmax, pmin, pmean, all_gather, psum_scatter,
-ppermute, all_to_all and axis_index.
+ppermute (and pshuffle), all_to_all (and pswapaxes) and axis_index.
 
 A collective names the axes it works over (`psum(x, 'i')`, `psum(x, ('i', 'j'))`).  Its
 abstract evaluation looks each name up in the axis environment (`core.axes`): an unbound
@@ -21,7 +21,10 @@ all_to_all) are their own jvp, and transpose to their adjoint: psum to psum (so 
 psum_scatter and back, ppermute to the inverse permutation, all_to_all to the swapped
 one.  pmax and pmin send the tangent to the devices that attain the extremum, shared
 evenly among ties; they reject complex operands (XLA has no complex max reduction).
-`axis_index_groups` is not supported (NotImplementedError).
+`axis_index_groups` (lists of axis indices, each index in one group) splits psum, pmax,
+pmin and pmean over the members of each group (replica groups of those members; groups
+of unequal sizes are padded with -1, as XLA reads them); the other collectives do not
+support it (NotImplementedError), nor does a vmapped axis.
 """
 from __future__ import annotations
 
@@ -46,8 +49,8 @@ from minijax.lax.structural import (broadcast_in_dim, concatenate, convert_to_ar
 from minijax.lowering import mlir, spmd
 
 __all__ = ["psum", "pmax", "pmin", "pmean", "all_gather", "psum_scatter", "ppermute",
-           "pshuffle", "all_to_all", "axis_index", "axis_size", "psum_p", "pmax_p", "pmin_p",
-           "all_gather_p", "reduce_scatter_p", "ppermute_p", "all_to_all_p", "axis_index_p"]
+           "pshuffle", "pswapaxes", "all_to_all", "axis_index", "axis_size", "psum_p", "pmax_p",
+           "pmin_p", "all_gather_p", "reduce_scatter_p", "ppermute_p", "all_to_all_p", "axis_index_p"]
 
 
 def _names(axis_name) -> tuple:
@@ -55,6 +58,27 @@ def _names(axis_name) -> tuple:
   if not names:
     raise ValueError("a collective needs at least one axis name")
   return names
+
+
+def _index_groups(axis_index_groups, size: int, what: str) -> tuple | None:
+  """`axis_index_groups` as a tuple of tuples of ints, checked to cover every index of an
+  axis of `size` once."""
+  if axis_index_groups is None:
+    return None
+  groups = tuple(tuple(int(i) for i in g) for g in axis_index_groups)
+  if sorted(i for g in groups for i in g) != list(range(size)):
+    raise ValueError(f"{what}: axis_index_groups must cover all indices of the axis (of size "
+                     f"{size}) exactly once, got {[list(g) for g in groups]}")
+  return groups
+
+
+def grouped_replica_groups(rows: list[list[int]], groups) -> list[list[int]]:
+  """Each row of device positions (in axis-index order) split by `groups` of indices, the
+  groups padded with -1 to one length."""
+  if groups is None:
+    return rows
+  width = max(len(g) for g in groups)
+  return [[row[i] for i in g] + [-1] * (width - len(g)) for row in rows for g in groups]
 
 
 def _check_groups(axis_index_groups, what: str) -> None:
@@ -126,7 +150,8 @@ def _allreduce_primitive(kind: str) -> Primitive:
 
   def lowering(ctx, *args, axes, axis_index_groups):
     mctx = ctx.module_context
-    groups = spmd.groups_attr(spmd.replica_groups(mctx, axes))
+    groups = spmd.groups_attr(grouped_replica_groups(spmd.replica_groups(mctx, axes),
+                                                     axis_index_groups))
     outs = []
     for x, aval in zip(args, ctx.avals_in):
       op = mhlo.AllReduceOp([mctx.ir_type(aval)], [x], groups,
@@ -157,9 +182,9 @@ pmin_p = _allreduce_primitive("min")
 
 def _allreduce(prim, x, axis_name, axis_index_groups, what):
   names = _names(axis_name)
-  _check_groups(axis_index_groups, what)
+  groups = _index_groups(axis_index_groups, _group_size(names), what)
   leaves, tree = tree_util.tree_flatten(x)
-  if prim is psum_p and leaves and not any(isinstance(l, Tracer) or hasattr(l, "aval")
+  if prim is psum_p and groups is None and leaves and not any(isinstance(l, Tracer) or hasattr(l, "aval")
                                            for l in leaves):
     # A Python or numpy constant is the same on every device: JAX multiplies it by the
     # group size at once (`psum(1, 'i')` is the axis size).
@@ -168,11 +193,15 @@ def _allreduce(prim, x, axis_name, axis_index_groups, what):
   for name in names:
     axes_lib.frame(name)
   leaves = [convert_to_array(leaf) for leaf in leaves]
-  return tree.unflatten(prim.bind(*leaves, axes=names, axis_index_groups=None))
+  if prim is psum_p:  # as in JAX, booleans are counted: summed as int32
+    leaves = [convert_element_type(leaf, np.int32) if get_aval(leaf).dtype == dtypes.bool_
+              else leaf for leaf in leaves]
+  return tree.unflatten(prim.bind(*leaves, axes=names, axis_index_groups=groups))
 
 
 def psum(x, axis_name, *, axis_index_groups=None):
-  """The sum of `x` (a pytree) over the named axis (or axes), on every member."""
+  """The sum of `x` (a pytree) over the named axis (or axes), on every member (booleans
+  are counted, as int32)."""
   return _allreduce(psum_p, x, axis_name, axis_index_groups, "psum")
 
 
@@ -189,9 +218,11 @@ def pmin(x, axis_name, *, axis_index_groups=None):
 def pmean(x, axis_name, *, axis_index_groups=None):
   """The mean of `x` over the named axis (or axes); integers give floats, as in JAX."""
   names = _names(axis_name)
-  _check_groups(axis_index_groups, "pmean")
-  size = _group_size(names)
-  leaves, tree = tree_util.tree_flatten(psum(x, names))
+  groups = _index_groups(axis_index_groups, _group_size(names), "pmean")
+  if groups is not None and len({len(g) for g in groups}) > 1:
+    raise ValueError("pmean: the groups of axis_index_groups must have one size")
+  size = len(groups[0]) if groups is not None else _group_size(names)
+  leaves, tree = tree_util.tree_flatten(psum(x, names, axis_index_groups=groups))
   out = []
   for leaf in leaves:
     leaf = convert_to_array(leaf)
@@ -235,8 +266,8 @@ def _pminmax_jvp(prim):
       dtype = get_aval(t).dtype
       hit = convert_element_type(eq(x, y), dtype)
       # (two binds: the count of ties must not depend on the tangent)
-      den, = psum_p.bind(hit, axes=axes, axis_index_groups=None)
-      num, = psum_p.bind(mul(t, hit), axes=axes, axis_index_groups=None)
+      den, = psum_p.bind(hit, axes=axes, axis_index_groups=axis_index_groups)
+      num, = psum_p.bind(mul(t, hit), axes=axes, axis_index_groups=axis_index_groups)
       tangent_outs.append(div(num, den))
     return outs, tangent_outs
   return rule
@@ -249,6 +280,8 @@ def _allreduce_batcher(prim, kind: str):
     _check_not_complex(kind, [get_aval(v) for v in vals])
     if axis_name not in axes:
       return prim.bind(*vals, axes=axes, axis_index_groups=axis_index_groups), dims
+    if axis_index_groups is not None:
+      raise NotImplementedError(f"p{kind} with axis_index_groups over a vmapped axis")
     outs = []
     for x, d in zip(vals, dims):
       if d is not None:
@@ -474,7 +507,17 @@ def ppermute(x, axis_name, perm):
 
 def pshuffle(x, axis_name, perm):
   """Member i receives member `perm[i]`'s `x`."""
+  perm = list(perm)
+  if sorted(perm) != list(range(len(perm))):
+    raise ValueError(f"`perm` does not represent a permutation: {perm} (it must hold each of "
+                     f"0..{len(perm) - 1} once)")
   return ppermute(x, axis_name, [(src, dst) for dst, src in enumerate(perm)])
+
+
+def pswapaxes(x, axis_name, axis, *, axis_index_groups=None):
+  """Swaps the named axis with dimension `axis` of `x` (whose size must be the axis
+  size): `all_to_all(x, axis_name, axis, axis)`."""
+  return all_to_all(x, axis_name, axis, axis, axis_index_groups=axis_index_groups)
 
 
 def _ppermute_batcher(frame_name, frame_size, vals, dims, *, axis_name, perm):

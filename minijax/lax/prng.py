@@ -1,5 +1,6 @@
-"""The Threefry-2x32 block cipher as a primitive: the one source of randomness of
-`minijax.random`.
+"""The PRNG primitives of `minijax.random`: the Threefry-2x32 block cipher
+(`threefry2x32`), which the default implementation and its relatives are built on, and
+XLA's own generator (`rng_bit_generator`), which the `rbg` implementations draw from.
 
 `threefry2x32(k1, k2, x1, x2)` encrypts each counter pair `(x1, x2)` under the key
 `(k1, k2)` (all uint32, elementwise; any operand may have rank 0) with the 20-round
@@ -13,8 +14,22 @@ iterations (one per group of rounds, the rotation amounts picked by the group's 
 rather than unrolled: samplers that draw inside loops (gamma, poisson) hold several
 ciphers, and the rolled form compiles several times faster.  Its results are integers and
 it has no derivative; batching is elementwise broadcasting.
+
+`mulhi(x, y)` is the high half of the double-width product of two integers (elementwise;
+the Philox generators' round function needs it): lowered as the product of the operands
+widened to twice their width, shifted down.
+
+`rng_bit_generator(key, shape, dtype, algorithm)` is XLA's `RngBitGenerator`: from a
+`uint32[4]` key it returns the next key and `shape` random bits, by the algorithm named
+(`RandomAlgorithm`; the platform's default on CPU is Philox).  XLA's op takes a `u64[2]`
+state, so the lowering reinterprets the four words as two (as JAX does), and it draws
+uint32 for 8- and 16-bit requests and narrows them.  Batched over keys, it draws once from
+the first key with the batch as a leading dimension (JAX's rule, so vmapped `rbg` samplers
+give JAX's numbers).
 """
 from __future__ import annotations
+
+import enum
 
 import numpy as np
 from jaxlib.mlir import ir
@@ -27,7 +42,8 @@ from minijax.interpreters import ad, batching
 from minijax.lax import utils
 from minijax.lowering import mlir
 
-__all__ = ["threefry2x32", "threefry2x32_p"]
+__all__ = ["RandomAlgorithm", "mulhi", "mulhi_p", "rng_bit_generator", "rng_bit_generator_p", "threefry2x32",
+           "threefry2x32_p"]
 
 _ROTATIONS = ((13, 15, 26, 6), (17, 29, 16, 24))
 _KEY_PARITY = 0x1BD11BDA
@@ -112,3 +128,126 @@ def threefry2x32(k1, k2, x1, x2):
   """The Threefry-2x32 encryption of the counters `(x1, x2)` under the key `(k1, k2)`."""
   from minijax.lax.structural import convert_to_array
   return threefry2x32_p.bind(*map(convert_to_array, (k1, k2, x1, x2)))
+
+
+# ----------------------------------------------------------------------------- rng_bit_generator
+
+class RandomAlgorithm(enum.IntEnum):
+  """The algorithm of `rng_bit_generator`."""
+  RNG_DEFAULT = 0
+  RNG_THREE_FRY = 1
+  RNG_PHILOX = 2
+
+  def __str__(self):
+    return self.name
+
+
+_ALGORITHM_ATTRS = {RandomAlgorithm.RNG_DEFAULT: "DEFAULT",
+                    RandomAlgorithm.RNG_THREE_FRY: "THREE_FRY",
+                    RandomAlgorithm.RNG_PHILOX: "PHILOX"}
+_RBG_DTYPES = tuple(np.dtype(t) for t in (np.uint8, np.uint16, np.uint32, np.uint64))
+
+rng_bit_generator_p = Primitive("rng_bit_generator")
+rng_bit_generator_p.multiple_results = True
+
+
+def _rng_bit_generator_abstract_eval(key, *, shape, dtype, algorithm):
+  if key.dtype != dtypes.uint32 or key.shape != (4,):
+    raise TypeError(f"rng_bit_generator takes a uint32[4] key, got {key.str_short()}")
+  return [key, ShapedArray(shape, dtype, False)]
+
+
+rng_bit_generator_p.def_abstract_eval(_rng_bit_generator_abstract_eval)
+
+
+def _rng_bit_generator_lowering(ctx, key, *, shape, dtype, algorithm):
+  u32, u64 = ir.IntegerType.get_unsigned(32), ir.IntegerType.get_unsigned(64)
+  # XLA's state is u64[2]: the key's four words, two by two
+  state = mhlo.BitcastConvertOp(
+      ir.RankedTensorType.get([2], u64),
+      mhlo.ReshapeOp(ir.RankedTensorType.get([2, 2], u32), key).result).result
+  narrow = np.dtype(dtype).itemsize < 4
+  bits_type = ir.RankedTensorType.get(
+      list(shape), u32 if narrow else mlir.dtype_to_ir_type(np.dtype(dtype)))
+  op = ir.Operation.create(
+      "mhlo.rng_bit_generator", results=[state.type, bits_type], operands=[state],
+      attributes={"rng_algorithm": ir.Attribute.parse(
+          f"#mhlo.rng_algorithm<{_ALGORITHM_ATTRS[RandomAlgorithm(algorithm)]}>")})
+  new_state, bits = op.results
+  new_key = mhlo.ReshapeOp(ir.RankedTensorType.get([4], u32), mhlo.BitcastConvertOp(
+      ir.RankedTensorType.get([2, 2], u32), new_state).result).result
+  if narrow:
+    bits = mhlo.ConvertOp(ctx.module_context.ir_type(ctx.avals_out[1]), bits).result
+  return [new_key, bits]
+
+
+mlir.register_lowering(rng_bit_generator_p, _rng_bit_generator_lowering)
+ad.defjvp(rng_bit_generator_p, None)
+
+
+def _rng_bit_generator_batcher(args, dims, *, shape, dtype, algorithm):
+  from minijax.lax.slicing import dynamic_update_index_in_dim, index_in_dim
+  (keys,), (d,) = args, dims
+  if d is None:
+    return rng_bit_generator_p.bind(keys, shape=shape, dtype=dtype,
+                                    algorithm=algorithm), (None, None)
+  keys = batching.moveaxis(keys, d, 0)
+  first = index_in_dim(keys, 0, 0, keepdims=False)
+  new_key, bits = rng_bit_generator_p.bind(first, shape=(keys.shape[0], *shape),
+                                           dtype=dtype, algorithm=algorithm)
+  return [dynamic_update_index_in_dim(keys, new_key, 0, 0), bits], (0, 0)
+
+
+batching.primitive_batchers[rng_bit_generator_p] = _rng_bit_generator_batcher
+
+
+def rng_bit_generator(key, shape, dtype=np.uint32, algorithm=RandomAlgorithm.RNG_DEFAULT,
+                      *, out_sharding=None):
+  """`(new_key, bits)`: `shape` random unsigned integers of `dtype` from XLA's bit
+  generator, and the key to use next (`key` is `uint32[4]`)."""
+  from minijax.lax.structural import convert_to_array
+  dtype = dtypes.canonicalize_dtype(dtype)
+  if dtype not in _RBG_DTYPES:
+    raise TypeError(f"rng_bit_generator: unsupported dtype {dtype}")
+  shape = tuple(int(d) for d in shape)
+  return tuple(rng_bit_generator_p.bind(convert_to_array(key), shape=shape, dtype=dtype,
+                                        algorithm=RandomAlgorithm(algorithm)))
+
+
+# ----------------------------------------------------------------------------- mulhi
+
+mulhi_p = utils.standard_primitive(
+    "mulhi", utils.elementwise_shapes("mulhi"),
+    lambda x, y: _mulhi_dtype(x, y))
+
+
+def _mulhi_dtype(x, y):
+  if x.dtype != y.dtype or not dtypes.is_integer(x.dtype) or x.dtype.itemsize > 4:
+    raise TypeError(f"mulhi takes two integers of one dtype of at most 32 bits, got "
+                    f"{x.str_short()} and {y.str_short()}")
+  return x.dtype
+
+
+def _mulhi_lowering(ctx, x, y):
+  aval = ctx.avals_out[0]
+  x, y = utils.broadcast_scalar_operands(ctx, [x, y])
+  bits = aval.dtype.itemsize * 8
+  signed = np.issubdtype(aval.dtype, np.signedinteger)
+  wide_dtype = np.dtype(f"{'i' if signed else 'u'}{aval.dtype.itemsize * 2}")
+  wide = mlir.aval_to_ir_type(aval.update(dtype=wide_dtype))
+  product = mhlo.MulOp(mhlo.ConvertOp(wide, x).result, mhlo.ConvertOp(wide, y).result).result
+  shift = mlir.splat_constant(np.array(bits, wide_dtype), aval.shape)
+  high = (mhlo.ShiftRightArithmeticOp if signed else mhlo.ShiftRightLogicalOp)(
+      product, shift).result
+  return mhlo.ConvertOp(ctx.module_context.ir_type(aval), high).result
+
+
+mlir.register_lowering(mulhi_p, _mulhi_lowering, splat_literals=True)
+ad.defjvp(mulhi_p, None, None)
+batching.defbroadcasting(mulhi_p)
+
+
+def mulhi(x, y):
+  """The high half of the double-width product `x * y`, elementwise."""
+  from minijax.lax.structural import convert_to_array
+  return mulhi_p.bind(convert_to_array(x), convert_to_array(y))

@@ -72,7 +72,7 @@ def _entries(spec: PartitionSpec, ndim: int) -> list:
 def _factor(mesh: Mesh, entry) -> int:
   if entry is None:
     return 1
-  names = (entry,) if isinstance(entry, str) else entry
+  names = entry if isinstance(entry, tuple) else (entry,)
   return math.prod(mesh.shape[n] for n in names)
 
 

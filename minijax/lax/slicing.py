@@ -182,11 +182,11 @@ def dynamic_slice(x, start_indices, slice_sizes):
   return dynamic_slice_p.bind(x, *starts, slice_sizes=tuple(int(s) for s in slice_sizes))
 
 
-def dynamic_slice_in_dim(x, start, size, axis=0):
+def dynamic_slice_in_dim(x, start, slice_size, axis=0):
   x = convert_to_array(x)
   starts = [0] * x.ndim
   sizes = list(x.shape)
-  starts[axis], sizes[axis] = start, size
+  starts[axis], sizes[axis] = start, slice_size
   return dynamic_slice(x, starts, sizes)
 
 

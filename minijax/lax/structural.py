@@ -16,8 +16,10 @@ from jaxlib.mlir.dialects import mhlo
 from minijax.core import dtypes
 from minijax.core.avals import ShapedArray, get_aval
 from minijax.core.primitive import Primitive
+from minijax.core import trace as trace_lib
 from minijax.core.trace import is_eval_context
 from minijax.interpreters import ad, batching
+from minijax.interpreters.partial_eval import DynamicJaxprTrace, JaxprTrace
 from minijax.lowering import mlir
 
 __all__ = ["broadcast_in_dim", "broadcast", "broadcast_to_rank", "reshape", "transpose",
@@ -453,6 +455,21 @@ def convert_to_array(x):
   return x
 
 
+def scalar_constant(x):
+  """A 0-d host value (canonical dtype) as the array JAX's `jnp.array`/`lax.full` give: a
+  tracer holding a literal under a staging trace (`jit`), else (eagerly, under `grad` or
+  `vmap` alone, in `ensure_compile_time_eval`) an Array.  Never the bare host scalar, which
+  lacks the array methods (`.astype`, `.at`) that ported code calls."""
+  trace = trace_lib.current_trace()
+  if not trace_lib._context.eager_constant_folding:
+    while trace is not None and not isinstance(trace, trace_lib.EvalTrace):
+      if isinstance(trace, DynamicJaxprTrace) and not isinstance(trace, JaxprTrace):
+        return trace.new_literal(x)
+      trace = trace.parent
+  with trace_lib.set_current_trace(trace_lib.eval_trace()):
+    return device_put_p.bind(x)
+
+
 # ---- full (not a primitive: a constant broadcast to a shape)
 
 def full(shape, fill_value, dtype=None, weak_type=False):
@@ -469,9 +486,9 @@ def full(shape, fill_value, dtype=None, weak_type=False):
       from minijax.lax.misc import convert_element_type
       scalar = convert_element_type(np.asarray(fill_value, dtype), dtype, True)
     if not shape and not is_eval_context():
-      return scalar  # a literal under a trace
+      return scalar_constant(scalar)
     return broadcast_in_dim(convert_to_array(scalar), shape, ())
   scalar = np.asarray(fill_value, dtype)
   if is_eval_context():
     return device_put_p.bind(np.broadcast_to(scalar, shape))
-  return broadcast_in_dim(scalar, shape, ()) if shape else scalar
+  return broadcast_in_dim(scalar, shape, ()) if shape else scalar_constant(scalar)

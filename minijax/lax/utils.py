@@ -62,6 +62,7 @@ def elementwise_shapes(name: str):
 
 def same_dtypes_accepting(name: str, accepted: Callable[[np.dtype], bool], what: str):
   def rule(*avals, **params):
+    dtypes.check_not_float0(name, [a.dtype for a in avals])
     dts = {a.dtype for a in avals}
     if len(dts) != 1:
       shown = ", ".join(a.str_short() for a in avals)

@@ -128,7 +128,11 @@ def _is_bfloat16(x) -> bool:
 
 
 def issubdtype(arg1, arg2) -> bool:
-  """numpy's issubdtype, with bfloat16 counted as a floating point type."""
+  """numpy's issubdtype, with bfloat16 counted as a floating point type and the extended
+  dtypes (of typed PRNG keys) under `dtypes.extended`."""
+  extended = _dtypes.issubdtype(arg1, arg2)
+  if extended is not None:
+    return extended
   if _is_bfloat16(arg1):
     return _is_bfloat16(arg2) or arg2 in (_np.floating, _np.inexact, _np.number, _np.generic)
   return _np.issubdtype(arg1, arg2)

@@ -10,14 +10,19 @@ Called eagerly, a function made of several lax ops runs as one compiled call
 """
 from __future__ import annotations
 
+import os
+import sys
+import warnings
 from typing import Sequence
 
 import numpy as np
 
 from minijax import lax
+from minijax.config import config
 from minijax.core import dtypes
 from minijax.core.avals import get_aval
 from minijax.core.trace import Tracer, is_eval_context
+from minijax.dtypes import TypePromotionError
 from minijax.runtime.array import Array
 
 _ARRAYLIKE = (Array, Tracer, np.ndarray, np.generic) + dtypes.PYTHON_SCALARS
@@ -94,7 +99,7 @@ def weak_type(x) -> bool:
 
 def asarray(x, dtype=None):
   """`x` as a minijax value (an Array, a tracer, or a literal under a trace)."""
-  if isinstance(x, (list, tuple)):
+  if isinstance(x, (list, tuple)) or (dtype is not None and type(x) in dtypes.PYTHON_SCALARS):
     from minijax.numpy.creation import array
     return array(x, dtype)
   check("asarray", x)
@@ -118,7 +123,69 @@ def to_array(x, dtype_: np.dtype, weak: bool):
 
 
 def result_type_of(*args) -> tuple[np.dtype, bool]:
-  return dtypes.result_type(*(dtypes.dtype_and_weak_type(a) for a in args))
+  typed = [dtypes.dtype_and_weak_type(a) for a in args]
+  if config.numpy_dtype_promotion == "strict" and len(typed) > 1 and _called_by_user():
+    _check_strict(typed)
+  return dtypes.result_type(*typed)
+
+
+# Where a minijax.numpy call is carried out (skipped when looking for who made it);
+# minijax's other libraries (scipy, nn, random, ...) count as callers.
+_PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+_MACHINERY = (*(os.path.join(_PACKAGE, d) + os.sep for d in
+                ("numpy", "staging", "core", "interpreters", "lax", "runtime")),
+              *(os.path.join(_PACKAGE, f) for f in ("api.py", "api_util.py", "tree_util.py")))
+
+
+def _called_by_user() -> bool:
+  """Whether the nearest caller outside that machinery is the user's code: strict promotion
+  constrains what users write, while minijax's own libraries promote as they need."""
+  frame = sys._getframe(2)
+  while frame is not None:
+    filename = frame.f_code.co_filename
+    if not filename.startswith(_PACKAGE + os.sep):
+      return True
+    if not filename.startswith(_MACHINERY):
+      return False
+    frame = frame.f_back
+  return False
+
+
+def _check_strict(typed) -> None:
+  """`numpy_dtype_promotion="strict"`: operands of different dtypes are an error, except
+  weakly typed Python scalars of a kind the other dtype holds (an int with an integer or
+  inexact array, a float with an inexact one, a complex with a complex one)."""
+  strong = {d for d, weak in typed if not weak}
+  ok = len(strong) <= 1
+  if ok and strong:
+    (dtype,) = strong
+    for d, weak in typed:
+      kind, weak_kind = np.dtype(dtype).kind, np.dtype(d).kind
+      if weak and not (kind == "c" or kind == "f" and weak_kind != "c"
+                       or kind in "iu" and weak_kind in "iu"):
+        ok = False
+  if not ok:
+    names = tuple(str(d) for d, _ in typed)
+    raise TypePromotionError(
+        f"Input dtypes {names} have no available implicit dtype promotion path when "
+        "jax_numpy_dtype_promotion=strict. Try explicitly casting inputs to the desired "
+        "output type, or set jax_numpy_dtype_promotion=standard.")
+
+
+def check_rank_promotion(name: str, shapes) -> None:
+  """`numpy_rank_promotion`: broadcasting operands of different ranks (rank 0 aside) in the
+  user's calls warns or raises instead of being allowed."""
+  mode = config.numpy_rank_promotion
+  if mode == "allow" or len({len(s) for s in shapes if len(s)}) < 2 or not _called_by_user():
+    return
+  shown = " ".join(str(tuple(s)) for s in shapes)
+  if mode == "raise":
+    raise ValueError(f"Operands could not be broadcast together with shapes {shown} and with "
+                     "the config option jax_numpy_rank_promotion='raise'. Add the missing "
+                     "leading axes explicitly (jnp.expand_dims, x[None]).")
+  warnings.warn(f"Following NumPy automatic rank promotion for {name} on shapes {shown}. Set "
+                "the jax_numpy_rank_promotion config option to 'allow' to disable this "
+                "warning.", stacklevel=4)
 
 
 def promote(name: str, *args):
@@ -169,6 +236,7 @@ def promote_and_broadcast(name: str, *args, inexact: bool = False, keep_scalars:
     dt = dtypes.default_float_dtype()
   shapes = [np.shape(a) if isinstance(a, dtypes.PYTHON_SCALARS) else get_aval(a).shape for a in args]
   out_shape = broadcast_shapes(name, *shapes)
+  check_rank_promotion(name, shapes)
   if keep_scalars:
     return [to_array(a, dt, weak) if not s else broadcast_to(to_array(a, dt, weak), out_shape)
             for a, s in zip(args, shapes)]

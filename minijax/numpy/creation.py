@@ -17,6 +17,7 @@ from minijax import lax
 from minijax.core import dtypes
 from minijax.core.avals import get_aval
 from minijax.core.trace import Tracer, eval_trace, is_eval_context, set_current_trace
+from minijax.lax.structural import scalar_constant
 from minijax.numpy import _util
 
 
@@ -26,10 +27,12 @@ def _canonical(dtype):
 
 def _constant(host):
   """Host data as an array: an Array, also under a trace (placed on the device by the eval
-  trace, so the trace sees a constant it can close over).  0-d values stay host scalars
-  under a trace, where they become literals of the jaxpr."""
-  if is_eval_context() or not isinstance(host, np.ndarray) or host.ndim == 0:
+  trace, so the trace sees a constant it can close over); a 0-d value under `jit` is a
+  tracer of a literal of the jaxpr (`scalar_constant`), as in JAX."""
+  if is_eval_context() or hasattr(host, "aval") and not isinstance(host, np.ndarray):
     return lax.convert_to_array(host)
+  if np.ndim(host) == 0:
+    return scalar_constant(lax.convert_to_array(host))
   with set_current_trace(eval_trace()):
     return lax.convert_to_array(host)
 
@@ -75,7 +78,8 @@ def array(object, dtype=None, copy=True, ndmin=0):
 
 
 def asarray(a, dtype=None, copy=None):
-  if isinstance(a, (list, tuple)):
+  # a Python scalar with a dtype is made in that dtype (2998342421 as uint32 is no int32)
+  if isinstance(a, (list, tuple)) or (dtype is not None and type(a) in dtypes.PYTHON_SCALARS):
     return array(a, dtype)
   _util.check("asarray", a)
   out = _constant(a)

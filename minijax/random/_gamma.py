@@ -31,6 +31,7 @@ from minijax.core import dtypes
 from minijax.core.avals import get_aval
 from minijax.custom_derivatives import custom_jvp
 from minijax.random import _keys
+from minijax.random.threefry2x32 import threefry_prng_impl
 from minijax.random._keys import unwrap
 from minijax.random._samplers import (_exponential, _normal_real, _split2, _uniform,
                                       check_shape, compiled, float_dtype, sample_with_params)
@@ -64,7 +65,7 @@ def _gamma_one(key, alpha, log_space):
       return k, x, lax.add(one, lax.mul(x, cc))
 
     k = state[0]
-    keys = _keys.threefry_split(k, (3,))
+    keys = _keys.split_keys(k, (3,))
     k, x_key, u_key = keys[0], keys[1], keys[2]
     _, x, v = lax.while_loop(lambda kxv: lax.le(kxv[2], zero), next_normal,
                              (x_key, zero, minus_one))
@@ -85,9 +86,12 @@ def _gamma_one(key, alpha, log_space):
 
 def _gamma_samples(key, a, log_space):
   shape = np.shape(a)
-  keys = _keys.threefry_split(key, (math.prod(shape),))
-  samples = api.vmap(functools.partial(_gamma_one, log_space=log_space))(
-      keys, jnp.reshape(a, (-1,)))
+  keys = _keys.split_keys(key, (math.prod(shape),))
+  one = functools.partial(_gamma_one, log_space=log_space)
+  if key._impl is threefry_prng_impl:
+    samples = api.vmap(one)(keys, jnp.reshape(a, (-1,)))
+  else:  # one at a time, as JAX draws them (a batched draw of XLA's bits differs)
+    samples = lax.map(lambda args: one(*args), (keys, jnp.reshape(a, (-1,))))
   return jnp.reshape(samples, shape)
 
 
@@ -266,7 +270,7 @@ def _poisson_rejection(key, lam, shape, dtype, max_iters):
 
   def body(carry):
     i, k_out, accepted, rng = carry
-    keys = _keys.threefry_split(rng, (3,))
+    keys = _keys.split_keys(rng, (3,))
     rng, k0, k1 = keys[0], keys[1], keys[2]
     u = jnp.subtract(_uniform(k0, 0., 1., shape=shape, dtype=lam.dtype), 0.5)
     v = _uniform(k1, 0., 1., shape=shape, dtype=lam.dtype)
@@ -308,7 +312,8 @@ def _poisson(key, lam, *, shape, dtype):
 def poisson(key, lam, shape=None, dtype=None):
   """Samples of the Poisson distribution with rate `lam` (integers)."""
   data, _ = unwrap("poisson", key)
-  dtype = dtypes.canonicalize_dtype(dtypes.default_int_dtype() if dtype is None else dtype)
+  dtype = (dtypes.default_int_dtype() if dtype is None
+           else dtypes.canonicalize_user_dtype(dtype, "poisson"))
   if not dtypes.is_integer(dtype):
     raise TypeError(f"poisson only accepts integer dtypes, got {dtype}")
   shape = np.shape(lam) if shape is None else _keys.shape_tuple(shape, "poisson")

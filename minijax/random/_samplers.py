@@ -41,14 +41,16 @@ def _finfo(dtype):
 
 
 def float_dtype(name: str, dtype, what: str = "a float") -> np.dtype:
-  dtype = dtypes.canonicalize_dtype(dtypes.default_float_dtype() if dtype is None else dtype)
+  dtype = (dtypes.default_float_dtype() if dtype is None
+           else dtypes.canonicalize_user_dtype(dtype, name))
   if not dtypes.is_float(dtype):
     raise ValueError(f"dtype argument to `{name}` must be {what} dtype, got {dtype}")
   return dtype
 
 
 def int_dtype(name: str, dtype) -> np.dtype:
-  dtype = dtypes.canonicalize_dtype(dtypes.default_int_dtype() if dtype is None else dtype)
+  dtype = (dtypes.default_int_dtype() if dtype is None
+           else dtypes.canonicalize_user_dtype(dtype, name))
   if not dtypes.is_integer(dtype):
     raise TypeError(f"{name} only accepts integer dtypes, got {dtype}")
   return dtype
@@ -92,7 +94,8 @@ def shape_of_params(name: str, shape, *params) -> tuple:
 def bits(key, shape=(), dtype=None):
   """Uniformly random unsigned integers (uint32 by default, uint64 with x64)."""
   data, _ = unwrap("bits", key)
-  dtype = dtypes.canonicalize_dtype(np.uint64 if dtype is None else dtype)
+  dtype = (dtypes.canonicalize_dtype(np.uint64) if dtype is None
+           else dtypes.canonicalize_user_dtype(dtype, "bits"))
   if not np.issubdtype(dtype, np.unsignedinteger):
     raise ValueError(f"dtype argument to `bits` must be an unsigned int dtype, got {dtype}")
   shape = _keys.shape_tuple(shape, "bits")
@@ -138,7 +141,8 @@ def normal(key, shape=(), dtype=None):
   """Standard normal samples (complex dtypes: real and imaginary parts of variance 1/2)."""
   data, _ = unwrap("normal", key)
   shape = _keys.shape_tuple(shape, "normal")
-  dtype = dtypes.canonicalize_dtype(dtypes.default_float_dtype() if dtype is None else dtype)
+  dtype = (dtypes.default_float_dtype() if dtype is None
+           else dtypes.canonicalize_user_dtype(dtype, "normal"))
   if not dtypes.is_inexact(dtype):
     raise ValueError(f"dtype argument to `normal` must be a float or complex dtype, "
                      f"got {dtype}")
@@ -163,7 +167,7 @@ def _normal_real(key, *, shape, dtype):
 
 
 def _split2(key):
-  keys = _keys.threefry_split(key, (2,))
+  keys = _keys.split_keys(key, (2,))
   return keys[0], keys[1]
 
 
@@ -293,7 +297,8 @@ def _cauchy(key, *, shape, dtype):
 def rademacher(key, shape=(), dtype=None):
   """Random signs: -1 or 1 with equal probability."""
   data, _ = unwrap("rademacher", key)
-  dtype = dtypes.canonicalize_dtype(dtypes.default_int_dtype() if dtype is None else dtype)
+  dtype = (dtypes.default_int_dtype() if dtype is None
+           else dtypes.canonicalize_user_dtype(dtype, "rademacher"))
   shape = _keys.shape_tuple(shape, "rademacher")
   return compiled(_rademacher, shape=shape, dtype=dtype)(data)
 
@@ -408,7 +413,8 @@ def orthogonal(key, n, shape=(), dtype=None, m=None):
   import operator
   data, _ = unwrap("orthogonal", key)
   shape = _keys.shape_tuple(shape, "orthogonal")
-  dtype = dtypes.canonicalize_dtype(dtypes.default_float_dtype() if dtype is None else dtype)
+  dtype = (dtypes.default_float_dtype() if dtype is None
+           else dtypes.canonicalize_user_dtype(dtype, "orthogonal"))
   n = operator.index(n)
   m = n if m is None else operator.index(m)
   return compiled(_orthogonal, n=n, m=m, shape=shape, dtype=dtype)(data)

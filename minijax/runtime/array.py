@@ -189,6 +189,15 @@ class Array:
     self._single_device("unsafe_buffer_pointer")
     return self._buffer.unsafe_buffer_pointer()
 
+  def on_device_size_in_bytes(self) -> int:
+    """The bytes the buffer takes on its device (every device's, for a sharded Array)."""
+    self._check_alive()
+    return self._buffer.on_device_size_in_bytes()
+
+  def addressable_data(self, index: int) -> Array:
+    """The data of this process's shard `index`."""
+    return self.addressable_shards[index].data
+
   def _single_device(self, what: str) -> None:
     if self._device is None:
       raise ValueError(f"{what} of an Array laid out over several devices ({self._sharding!r}); "
@@ -384,8 +393,17 @@ def device_put(x: Any, device=None) -> Array:
       return _put_numpy(x._value, x.aval, device)
     return x if x._device == device else _copy_to_device(x, device)
   device = backend.get_device(device)
+  if getattr(x, "dtype", None) == dtypes.float0:
+    return _put_float0(x, device)
   value, aval = _host_value(x)
   return _put_numpy(value, aval, device)
+
+
+def _put_float0(x: Any, device) -> Array:
+  """A float0 value (the tangent of an integer: no data) as compiled code takes it: boolean
+  zeros on the device, under its float0 aval."""
+  zeros = _put_numpy(np.zeros(np.shape(x), np.bool_), ShapedArray(np.shape(x), np.bool_), device)
+  return Array(zeros._buffer, ShapedArray(np.shape(x), dtypes.float0), device)
 
 
 def _put_sharded(x: Any, sharding: sharding_lib.Sharding) -> Array:
@@ -420,7 +438,7 @@ def _host_value(x: Any) -> tuple[np.ndarray, ShapedArray]:
       raise TypeError(f"device_put: cannot put a {type(x).__name__} of dtype {value.dtype} on a "
                       f"device: {err}") from None
     if dtype == dtypes.float0:
-      raise TypeError("device_put: float0 values (tangents of integers) stay on the host; "
-                      "use numpy zeros of dtype bool if a device value is needed")
+      raise TypeError("float0 values (tangents of integers) cannot be laid out over several "
+                      "devices; use numpy zeros of dtype bool if a device value is needed")
   value = np.asarray(value, dtype)
   return value, ShapedArray(value.shape, dtype, weak_type)

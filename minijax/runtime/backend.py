@@ -2,8 +2,8 @@
 
 minijax runs on jaxlib's CPU client only.  The client is created lazily, once, on the first
 call to `get_client()`; the flag `num_cpu_devices` (`MINIJAX_NUM_CPU_DEVICES`, or JAX's
-`XLA_FLAGS=--xla_force_host_platform_device_count=N`; default 1) says how many CPU devices
-it exposes, and cannot change once the client exists.  Code that
+`XLA_FLAGS=--xla_force_host_platform_device_count=N`; default 1, read when the client is
+created) says how many CPU devices it exposes, and cannot change once the client exists.  Code that
 must act right after the client exists (the tap runtime registers its custom-call targets,
 which only takes effect once a client is up) hooks in with `on_client_created`; those hooks
 run before any other thread can see the client.
@@ -149,9 +149,9 @@ def _create_client() -> None:
     client = xla_client.make_cpu_client(
         distributed_client=dist, node_id=_distributed["node_id"],
         num_nodes=_distributed["num_nodes"], collectives=_distributed["make_collectives"](dist),
-        num_devices=_distributed["num_devices"] or config.num_cpu_devices)
+        num_devices=_distributed["num_devices"] or config.read_env_again("num_cpu_devices"))
   else:
-    client = xla_client.make_cpu_client(num_devices=config.num_cpu_devices)
+    client = xla_client.make_cpu_client(num_devices=config.read_env_again("num_cpu_devices"))
   _devices = tuple(client.devices())
   _local = tuple(client.local_devices())
   # Hooks run while `_lock` is held, so no other thread gets the client before they finish.

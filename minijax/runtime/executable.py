@@ -391,11 +391,30 @@ def _run_on_the_dispatching_thread(*args):
   raise AssertionError("a placeholder host callback was called")
 
 
+# XLA's options that jaxlib takes on the executable's build options, not as overrides.
+_BUILD_OPTIONS = ("exec_time_optimization_effort", "memory_fitting_effort",
+                  "optimization_level", "memory_fitting_level")
+
+
+def compile_options(compiler_options: dict | None = None) -> xla_client.CompileOptions:
+  """XLA's compile options with the user's `compiler_options` (`{"xla_...": value}`,
+  checked by XLA when compiling: an unknown name raises `JaxRuntimeError`)."""
+  options = xla_client.CompileOptions()
+  overrides = dict(compiler_options or {})
+  for name in _BUILD_OPTIONS:
+    if name in overrides:
+      setattr(options.executable_build_options, name, overrides.pop(name))
+  if overrides:
+    options.env_option_overrides = list(overrides.items())
+  return options
+
+
 def compile(module, *, device, name: str, in_avals: Sequence[ShapedArray],
             out_avals: Sequence[ShapedArray], donated_args: Sequence[bool] = (),
             host_callbacks: Sequence[Callable] = (), num_tokens: int = 0,
             ordered_effects: Sequence[Any] = (), unordered_effects: Sequence[Any] = (),
-            host_calls: Sequence[Any] = (), keepalive: Sequence[Any] = ()) -> Executable:
+            host_calls: Sequence[Any] = (), keepalive: Sequence[Any] = (),
+            compiler_options: dict | None = None) -> Executable:
   """Compiles `module` (an `ir.Module` whose public `main` follows the token contract above).
 
   `donated_args` is informational: the module's `tf.aliasing_output` argument attributes are
@@ -403,7 +422,7 @@ def compile(module, *, device, name: str, in_avals: Sequence[ShapedArray],
   callables that `xla_ffi_python_cpu_callback` custom calls refer to by index;
   `host_calls` the value-returning host calls the module makes (the executable then waits
   for its results, see the module docstring); `keepalive` is kept for the executable's
-  lifetime (the lowering's keepalives).
+  lifetime (the lowering's keepalives); `compiler_options` are XLA's (`compile_options`).
   """
   if num_tokens != len(ordered_effects):
     raise ValueError(f"compiling {name!r}: num_tokens={num_tokens} but {len(ordered_effects)} "
@@ -424,7 +443,7 @@ def compile(module, *, device, name: str, in_avals: Sequence[ShapedArray],
     # function waits for a computation it dispatched, which could need that very worker
     # (with every worker so held, nothing would run).  This callable is never called.
     host_callbacks = [*host_callbacks, _run_on_the_dispatching_thread]
-  options = xla_client.CompileOptions()
+  options = compile_options(compiler_options)
   options.device_assignment = xla_client.DeviceAssignment.create(
       np.array([[device.id]], dtype=np.int32))
   start = time.perf_counter()

@@ -45,7 +45,7 @@ from minijax.core.avals import ShapedArray
 from minijax.core.dtypes import PYTHON_SCALARS
 from minijax.runtime import backend, sharded, taps, xla_notices
 from minijax.runtime.array import Array, _DELETED_MESSAGE, device_put
-from minijax.runtime.executable import CompiledProgram
+from minijax.runtime.executable import CompiledProgram, compile_options
 from minijax.runtime.tokens import TOKEN_AVAL, GroupToken, runtime_tokens
 
 logger = logging.getLogger("minijax")
@@ -277,7 +277,8 @@ def compile_sharded(module, *, devices: Sequence, name: str, in_avals, out_avals
                     in_shardings, out_shardings, donated_args: Sequence[bool] = (),
                     host_callbacks: Sequence[Callable] = (), ordered_effects: Sequence = (),
                     unordered_effects: Sequence = (), mesh=None,
-                    keepalive: Sequence = ()) -> ShardedExecutable:
+                    keepalive: Sequence = (), compiler_options: dict | None = None
+                    ) -> ShardedExecutable:
   """Compiles `module` (lowered for `devices`, in that order) as one SPMD program.
 
   `in_shardings` gives one sharding per array argument; `out_shardings` one per result or
@@ -292,7 +293,7 @@ def compile_sharded(module, *, devices: Sequence, name: str, in_avals, out_avals
   backend.check_can_compile()
   client = backend.get_client()
   taps.sweep_retired()
-  options = xla_client.CompileOptions()
+  options = compile_options(compiler_options)
   options.num_replicas = 1
   options.num_partitions = len(devices)
   build = options.executable_build_options

@@ -24,6 +24,7 @@ from minijax.config import config
 from minijax.core import caches
 from minijax.core import effects as effects_lib
 from minijax.core import primitive as primitive_lib
+from minijax.core import trace as trace_lib
 from minijax.core.avals import get_aval
 from minijax.core.jaxpr import ClosedJaxpr, Literal, eval_jaxpr
 from minijax.interpreters.partial_eval import trace_to_jaxpr_dynamic
@@ -57,11 +58,14 @@ def jit_device(device, args: Sequence[Any]):
 
 def compile_jaxpr(closed_jaxpr: ClosedJaxpr, *, device, name: str,
                   donated_args: Sequence[bool] = (),
-                  lowered: LoweringResult | None = None) -> CompiledFn:
+                  lowered: LoweringResult | None = None,
+                  compiler_options: dict | None = None) -> CompiledFn:
   """A function from flat arguments to flat output Arrays, compiled for `device` (from
-  `lowered`, the jaxpr's lowering, when the caller has it already)."""
+  `lowered`, the jaxpr's lowering, when the caller has it already; with XLA's
+  `compiler_options`).  A jaxpr without equations is run without compiling anything,
+  unless its lowering is given (`Lowered.compile()` wants that module compiled)."""
   jaxpr = closed_jaxpr.jaxpr
-  if not jaxpr.eqns:  # (the inner jaxpr, not `closed_jaxpr`: caches are weak on that)
+  if not jaxpr.eqns and lowered is None:  # (the inner jaxpr: caches are weak on that)
     return functools.partial(_run_trivial, jaxpr, tuple(closed_jaxpr.consts), device)
   if lowered is None:
     lowered = lower_jaxpr_to_module(closed_jaxpr, name=name, donated_args=donated_args)
@@ -72,7 +76,7 @@ def compile_jaxpr(closed_jaxpr: ClosedJaxpr, *, device, name: str,
       num_tokens=len(lowered.ordered_effects),
       ordered_effects=lowered.ordered_effects,
       unordered_effects=effects_lib.unordered_effects(jaxpr.effects),
-      keepalive=lowered.keepalives)
+      keepalive=lowered.keepalives, compiler_options=compiler_options)
 
 
 def _run_trivial(jaxpr, consts, device, *args) -> list:
@@ -102,14 +106,17 @@ _compiled = caches.WeakLRU(_CompiledSlot, "jit_cache_size")
 
 
 def compiled_call(jaxpr: ClosedJaxpr, name: str, donated_invars, device,
-                  lowered: LoweringResult | None = None) -> CompiledFn:
+                  lowered: LoweringResult | None = None,
+                  compiler_options: dict | None = None) -> CompiledFn:
   """The compiled executable for a `jit_p` equation on `device` (shared with `jit`'s fast
-  path), compiled on first use (from `lowered` when given)."""
-  slot = _compiled(jaxpr, donated_invars, device, config.tap_mechanism)
+  path), compiled on first use (from `lowered` when given; with XLA's `compiler_options`)."""
+  options = tuple(sorted(compiler_options.items())) if compiler_options else ()
+  slot = _compiled(jaxpr, donated_invars, device, config.tap_mechanism, options)
   fn = slot.fn
   if fn is None:
     fn = slot.fn = compile_jaxpr(jaxpr, device=device, name=name,
-                                 donated_args=donated_invars, lowered=lowered)
+                                 donated_args=donated_invars, lowered=lowered,
+                                 compiler_options=compiler_options)
   return fn
 
 
@@ -189,7 +196,8 @@ def _compile_primitive(primitive, params, avals, device, args=()) -> Callable:
     out = primitive.bind(*xs, **params)
     return out if primitive.multiple_results else [out]
 
-  jaxpr, consts = trace_to_jaxpr_dynamic(fun, avals)
+  with trace_lib.constant_folding(False):  # else one without operands would run itself
+    jaxpr, consts = trace_to_jaxpr_dynamic(fun, avals)
   fn = compile_jaxpr(ClosedJaxpr(jaxpr, consts), device=device, name=primitive.name)
   if primitive.multiple_results:
     return fn

@@ -8,9 +8,9 @@ arguments), look up the executable's call closure, run it.  Called under another
 transformation it binds `jit_p` with the traced jaxpr, so the transformation sees one
 equation and the lowering emits a `func.call`.
 
-`jit(f).trace(*args)`, `.lower()` and `.compile()` expose the stages: `Traced` holds the
-jaxpr, `Lowered` the MHLO module, and compiling it reuses that module, so
-`lower(x).compile()` lowers once.
+`jit(f).trace(*args)`, `.lower()` and `.compile()` expose the stages (`staging/stages.py`):
+`Traced` holds the jaxpr, `Lowered` the MHLO module, and compiling it reuses that module,
+so `lower(x).compile()` lowers once.
 
 With `in_shardings`/`out_shardings`, sharded Array arguments, or shardings inside the
 function (a `shard_map`, a sharding constraint), the call runs as one SPMD program over
@@ -23,10 +23,14 @@ inside.
 from __future__ import annotations
 
 import functools
+import logging
 import operator
 import sys
+import time
 import weakref
 from typing import Any, Callable
+
+import numpy as np
 
 from minijax import tree_util
 from minijax.api_util import DebugInfo, flat_arg_names, fun_name, prefix_pairs, resolve_argnums
@@ -35,17 +39,17 @@ from minijax.core import sharding as sharding_lib
 from minijax.core import trace as trace_lib
 from minijax.core import traceback_util
 from minijax.core.avals import ShapedArray, get_aval, python_scalar_aval
-from minijax.core.dtypes import PYTHON_SCALARS
+from minijax.core.dtypes import PYTHON_SCALARS, float0
 from minijax.core.errors import UnexpectedTracerError
 from minijax.core.jaxpr import ClosedJaxpr, hoist_consts
 from minijax.core.trace import Tracer
 from minijax.interpreters import partial_eval as pe
 from minijax.lax.call import jit_p
-from minijax.lowering.mlir import lower_jaxpr_to_module
 from minijax.runtime import backend
 from minijax.runtime.array import Array, device_put
 from minijax.runtime.sharded_executable import ShardedExecutable
-from minijax.staging import compiler, sharded
+from minijax.staging import cache_miss, compiler, sharded
+from minijax.staging.stages import Compiled, Lowered, Traced
 
 __all__ = ["jit", "clear_caches", "JitWrapped", "Traced", "Lowered", "Compiled"]
 
@@ -69,7 +73,7 @@ class JitWrapped:
 
   def __init__(self, fun: Callable, static_argnums=None, static_argnames=None,
                donate_argnums=None, device=None, donate_argnames=None, in_shardings=None,
-               out_shardings=None):
+               out_shardings=None, compiler_options=None):
     self._fun = fun
     self._name = fun_name(fun)
     static_argnums, static_argnames, donate_argnums, donate_argnames = resolve_argnums(
@@ -84,6 +88,7 @@ class JitWrapped:
                        "shardings say where the computation runs")
     self._in_shardings = in_shardings
     self._out_shardings = out_shardings
+    self._compiler_options = dict(compiler_options or {})  # XLA's, for every compile
     self._fast_ok = not (self._static_argnums or self._static_argnames)
     self._multi_device = False
     # Traces and fast-path entries, per state of the flags that change what tracing and
@@ -133,9 +138,9 @@ class JitWrapped:
       if pos not in static_where:
         donated = pos in self._donate_argnums or (pos - len(args)) in self._donate_argnums
         flags.extend([donated] * len(tree_util.tree_leaves(arg)))
-    for name, value in kwargs.items():
+    for name in sorted(kwargs):  # the order of the leaves of a dict: its sorted keys
       if name not in static_where:
-        flags.extend([name in self._donate_argnames] * len(tree_util.tree_leaves(value)))
+        flags.extend([name in self._donate_argnames] * len(tree_util.tree_leaves(kwargs[name])))
     return tuple(flags)
 
   # -- tracing
@@ -149,7 +154,11 @@ class JitWrapped:
     args, kwargs = self._merge(static, dyn_args, dyn_kwargs)
     names = flat_arg_names(self._fun, args, kwargs) if not static else None
     debug = DebugInfo(self._name, names if names and len(names) == len(avals) else None)
+    start = time.perf_counter()
     jaxpr, consts = pe.trace_to_jaxpr_dynamic(flat_fun, avals, debug)
+    if config.log_compiles:
+      logging.getLogger("minijax").warning("Finished tracing %s for jit in %.6f sec",
+                                           self._name, time.perf_counter() - start)
     donated = (self._donated_leaves(args, kwargs, static)
                if self._donate_argnums or self._donate_argnames else ())
     donated = (False,) * len(consts) + donated + (False,) * (len(avals) - len(donated))
@@ -166,6 +175,11 @@ class JitWrapped:
     key = (in_tree, avals, static)
     traced = self._cache.get(key)
     if traced is None:
+      if config.explain_cache_misses:
+        names = flat_arg_names(self._fun, args, kwargs) if not static else None
+        cache_miss.explain(self._fun, self._name, key, {s: c for s, (c, _) in
+                                                        self._by_state.items()},
+                           _flag_state(), _STATE_FLAGS, names)
       traced = self._trace(static, dyn_args, dyn_kwargs, in_tree, avals)
       if not _has_tracer(traced.consts):
         _bounded_insert(self._cache, key, traced)
@@ -195,7 +209,10 @@ class JitWrapped:
   def _call_slow(self, args, kwargs, fast_key=None, args_tree=None):
     """Traces (if needed), compiles (if needed) and runs.  `fast_key` is the key `jitted`
     computed for these arguments and did not find (`args_tree` is their tree structure when
-    they are not all Arrays); the compiled executable is filed under it."""
+    they are not all Arrays); the compiled executable is filed under it.  Under
+    `disable_jit` the function runs as plain Python (its state has no fast-path entries)."""
+    if config.disable_jit:
+      return self._fun(*args, **kwargs)
     traced, flat = self._traced_for(args, kwargs)
     if type(trace_lib._context.trace) is trace_lib.EvalTrace and not _has_tracer(traced.consts):
       leaked = next((x for x in flat if isinstance(x, Tracer)), None)
@@ -204,15 +221,21 @@ class JitWrapped:
       placement = self._placement(traced, flat, args, kwargs)
       device = None if placement is None else sharded.single_device(placement, traced.jaxpr)
       if placement is not None and device is None:
-        executable = sharded.compiled_call(traced.jaxpr, self._name, traced.donated, placement)
+        executable = sharded.compiled_call(traced.jaxpr, self._name, traced.donated, placement,
+                                           compiler_options=self._compiler_options)
         device = compiler.device_of(flat)
       else:
         device = device or compiler.jit_device(self._device, flat)
-        executable = compiler.compiled_call(traced.jaxpr, self._name, traced.donated, device)
-      if (fast_key is not None and self._fast_ok and not config.debug_nans
+        executable = compiler.compiled_call(traced.jaxpr, self._name, traced.donated, device,
+                                            compiler_options=self._compiler_options)
+      float0_out = any(a.dtype == float0 for a in traced.jaxpr.out_avals)
+      if (fast_key is not None and self._fast_ok and not config.debug_nans and not float0_out
           and all(type(x) is Array or type(x) in PYTHON_SCALARS for x in flat)):
         self._remember_fast(fast_key, args_tree, device, executable, traced, flat)
       outs = executable(*traced.consts, *flat)
+      if float0_out:  # as in JAX, float0 results (no data) are numpy zeros
+        outs = [np.zeros(a.shape, float0) if a.dtype == float0 else x
+                for x, a in zip(outs, traced.jaxpr.out_avals)]
       if config.debug_nans:
         compiler.check_nans_in_jaxpr(traced.jaxpr, [*traced.consts, *flat], outs, self._name)
       return traced.out_tree.unflatten(outs)
@@ -281,11 +304,15 @@ class JitWrapped:
 
   def trace(self, *args, **kwargs) -> "Traced":
     traced, flat = self._traced_for(args, kwargs)
+    dyn_args, dyn_kwargs, static = self._split(args, kwargs)
+    in_tree = tree_util.tree_structure((dyn_args, dyn_kwargs))
+    names = flat_arg_names(self._fun, args, kwargs) if not static else None
     placement = self._placement(traced, flat, args, kwargs)
     if placement is not None and sharded.single_device(placement, traced.jaxpr) is None:
-      return Traced(traced, self._name, None, placement)
+      return Traced(traced, self._name, None, placement, in_tree, names)
     device = placement.devices[0] if placement is not None else None
-    return Traced(traced, self._name, device or compiler.jit_device(self._device, flat))
+    return Traced(traced, self._name, device or compiler.jit_device(self._device, flat),
+                  None, in_tree, names)
 
 
 def _bounded_insert(cache: dict, key, value) -> None:
@@ -299,10 +326,12 @@ def _bounded_insert(cache: dict, key, value) -> None:
   cache[key] = value
 
 
-# Flags that change what tracing or lowering produces, or whether the fast path may skip
-# NaN checks.  Like JAX's trace context, they key jit's caches: switching a flag back and
+# Flags that change what tracing or lowering produces, whether the fast path may skip NaN
+# checks, or whether compiled code runs at all.  Like JAX's trace context, they key jit's caches: switching a flag back and
 # forth reuses what was compiled before.
-_STATE_FLAGS = ("enable_x64", "tap_mechanism", "debug_nans", "host_callback_semantics")
+_STATE_FLAGS = ("enable_x64", "tap_mechanism", "debug_nans", "host_callback_semantics",
+                "disable_jit", "numpy_rank_promotion", "numpy_dtype_promotion",
+                "default_matmul_precision")
 
 
 def _flag_state() -> tuple:
@@ -338,98 +367,26 @@ def _check_static(value, where):
     hash(value)
   except TypeError:
     raise ValueError(
+        "Non-hashable static arguments are not supported: "
         f"static argument {where!r} of type {type(value).__name__} is not hashable; static "
         "arguments must be hashable (use a tuple instead of a list, or make it a dynamic "
         "argument)") from None
   return value
 
 
-class Traced:
-  """`jit(f).trace(*args)`: the traced stage, as JAX's `jax.stages.Traced`.
-
-  `jaxpr` is the ClosedJaxpr `f` traced to (its constants hoisted to leading inputs),
-  `out_info` the abstract values of the outputs in the output's tree structure, and
-  `lower()` lowers it to MHLO (the next stage, `Lowered`) without tracing again."""
-
-  def __init__(self, traced: _Traced, name: str, device, placement=None):
-    self._traced = traced
-    self._device = device
-    self._placement = placement
-    self.fun_name = name
-
-  @property
-  def jaxpr(self) -> ClosedJaxpr:
-    return self._traced.jaxpr
-
-  @property
-  def out_info(self):
-    return self._traced.out_tree.unflatten(self._traced.jaxpr.out_avals)
-
-  def lower(self) -> "Lowered":
-    return Lowered(self._traced, self.fun_name, self._device, self._placement)
-
-  def __repr__(self):
-    return f"Traced({self.fun_name})"
-
-
-class Lowered:
-  """`jit(f).lower(*args)`: the MHLO module, ready to compile (for one device, or for the
-  devices of a `placement`)."""
-
-  def __init__(self, traced: _Traced, name: str, device, placement=None):
-    self._traced = traced
-    self._name = name
-    self._device = device
-    self._placement = placement
-    if placement is not None:
-      self._result = sharded.lower(traced.jaxpr, name, traced.donated, placement)
-    else:
-      self._result = lower_jaxpr_to_module(traced.jaxpr, name=name,
-                                           donated_args=traced.donated)
-
-  def as_text(self) -> str:
-    return str(self._result.module)
-
-  def compiler_ir(self):
-    return self._result.module
-
-  def compile(self) -> "Compiled":
-    if self._placement is not None:
-      fn = sharded.compiled_call(self._traced.jaxpr, self._name, self._traced.donated,
-                                 self._placement, lowered=self._result)
-      return Compiled(fn, self._traced)
-    fn = compiler.compiled_call(self._traced.jaxpr, self._name, self._traced.donated,
-                                self._device, lowered=self._result)
-    return Compiled(fn, self._traced)
-
-
-class Compiled:
-  """`jit(f).lower(*args).compile()`: the executable, callable like `f`."""
-
-  def __init__(self, fn, traced: _Traced):
-    self._fn = fn
-    self._traced = traced
-
-  def as_text(self) -> str:
-    if hasattr(self._fn, "as_text"):
-      return self._fn.as_text()
-    return "(no XLA computation: the jaxpr has no equations)"
-
-  def __call__(self, *args, **kwargs):
-    flat, _ = tree_util.tree_flatten((args, kwargs))
-    return self._traced.out_tree.unflatten(self._fn(*self._traced.consts, *flat))
-
-
 def jit(fun: Callable | None = None, *, in_shardings=None, out_shardings=None,
         static_argnums=None, static_argnames=None, donate_argnums=None, donate_argnames=None,
-        keep_unused: bool = False, device=None, backend=None, inline: bool = False):
+        keep_unused: bool = False, device=None, backend=None, inline: bool = False,
+        compiler_options: dict | None = None):
   """Compiles `fun` with XLA; usable as `@jit` or `@jit(static_argnums=...)`.
 
   As in JAX, `static_argnums` and `static_argnames` (and `donate_argnums` and
   `donate_argnames`) name the same parameters through `fun`'s signature when only one of
   them is given, so an argument is static however it is passed.  `keep_unused` and
   `inline` are accepted for JAX's sake (minijax keeps every argument, and inlines nested
-  jits only when lowering); `backend` may only be "cpu".
+  jits only when lowering); `backend` may only be "cpu".  `compiler_options` are XLA's
+  (`{"xla_...": value}`), for the programs this function compiles when called on concrete
+  values.
 
   `in_shardings` (a sharding, a PartitionSpec under `with mesh:`, None, or a pytree prefix
   of the positional arguments of those) lays the arguments out before the call, and
@@ -440,13 +397,13 @@ def jit(fun: Callable | None = None, *, in_shardings=None, out_shardings=None,
                          static_argnums=static_argnums, static_argnames=static_argnames,
                          donate_argnums=donate_argnums, donate_argnames=donate_argnames,
                          keep_unused=keep_unused, device=device, backend=backend,
-                         inline=inline)
+                         inline=inline, compiler_options=compiler_options)
   if not callable(fun):
     raise TypeError(f"Expected a callable value, got {fun!r:.60}")
   if backend not in (None, "cpu"):
     raise RuntimeError(f"Unknown backend {backend!r}: minijax runs on the 'cpu' backend only")
   return _jitted(JitWrapped(fun, static_argnums, static_argnames, donate_argnums, device,
-                            donate_argnames, in_shardings, out_shardings))
+                            donate_argnames, in_shardings, out_shardings, compiler_options))
 
 
 def _is_sharding_leaf(x) -> bool:
@@ -545,5 +502,6 @@ def _jitted(wrapped: JitWrapped) -> Callable:
   functools.update_wrapper(jitted, wrapped._fun)
   jitted.lower = wrapped.lower
   jitted.trace = wrapped.trace
+  jitted._cache_size = lambda: len(wrapped._cache)  # traces kept (for the current flags)
   jitted._wrapped = wrapped
   return jitted

@@ -42,16 +42,6 @@ from minijax.staging.jit import jit
 P = sharding_lib.PartitionSpec
 
 
-class _AxisName:
-  """The name of an unnamed pmap's axis: unique, so nothing can refer to it."""
-
-  def __init__(self, fun):
-    self.fun = fun
-
-  def __repr__(self):
-    return f"<axis name of pmap({getattr(self.fun, '__name__', 'fun')})>"
-
-
 def _spec(axis_name, ax) -> P:
   return P() if ax is None else P(*([None] * ax), axis_name)
 
@@ -79,7 +69,7 @@ def pmap(fun: Callable, axis_name=None, *, in_axes=0, out_axes=0,
       raise ValueError("'devices' argument to pmap must be non-empty, or None.")
   if isinstance(in_axes, list):
     in_axes = tuple(in_axes)
-  name = _AxisName(fun) if axis_name is None else axis_name
+  name = sharding_lib.UnnamedAxis(fun) if axis_name is None else axis_name
   static = tuple(normalize_argnums(static_broadcasted_argnums))
   donate = frozenset(normalize_argnums(donate_argnums))
   cache: dict = {}
@@ -110,20 +100,22 @@ def pmap(fun: Callable, axis_name=None, *, in_axes=0, out_axes=0,
     try:
       entry = cache.get(key)
     except TypeError:
-      raise ValueError("static_broadcasted_argnums arguments of pmap must be hashable") from None
+      raise ValueError("Non-hashable static arguments are not supported: "
+                       "static_broadcasted_argnums arguments of pmap must be hashable") from None
     if entry is None:
       entry = cache[key] = _build(fun, name, static_vals, in_tree, axes, out_axes, local_size,
                                   axis_size, devices, donated, multi_process)
-    return entry, flat
+    return entry, flat, in_tree
 
   def call(*args, **kwargs):
-    entry, flat = entry_for(args, kwargs)
+    entry, flat, _ = entry_for(args, kwargs)
     return entry(flat)
 
   def lower(*args, **kwargs):
-    """The `jit` stage of the call: `.as_text()` shows the module for all devices."""
-    entry, flat = entry_for(args, kwargs)
-    return entry.jitted.lower(*flat)
+    """The `jit` stage of the call: `.as_text()` shows the module for all devices; compiled,
+    it is called as the pmapped function is (its arguments and results as pytrees)."""
+    entry, flat, in_tree = entry_for(args, kwargs)
+    return entry.jitted.lower(*flat).for_signature(in_tree, entry.out_tree())
 
   functools.update_wrapper(call, fun)
   call.lower = lower
@@ -240,7 +232,7 @@ def _build(fun, name, static_vals, in_tree, in_axes, out_axes, local_size, axis_
     def run(flat):
       outs = jitted(*flat)
       return out_tree_box[0].unflatten(outs)
-    run.jitted = jitted
+    run.jitted, run.out_tree = jitted, lambda: out_tree_box[0]
     return run
 
   local = [d for d in mesh_devices if d.process_index == d.client.process_index()]
@@ -252,6 +244,7 @@ def _build(fun, name, static_vals, in_tree, in_axes, out_axes, local_size, axis_
     outs = jitted(*global_args)
     return out_tree_box[0].unflatten([_to_local(y, local_mesh) for y in outs])
   run_across_processes.jitted = jitted
+  run_across_processes.out_tree = lambda: out_tree_box[0]
   return run_across_processes
 
 

@@ -114,6 +114,7 @@ def placement(closed: ClosedJaxpr, args: Sequence[Any], fun_name: str,
   for i, (x, given) in enumerate(zip(args, in_shardings)):
     what = f"argument {names[i] if i < len(names) else i} of {fun_name}"
     if given is not None:
+      _check_committed(x, given)
       found.append((given, f"{what} (in_shardings)"))
     elif type(x) is Array and x._sharding is not None:
       found.append((x._sharding, f"{what} with shape {x.aval.str_short()}"))
@@ -141,6 +142,19 @@ def placement(closed: ClosedJaxpr, args: Sequence[Any], fun_name: str,
       ins.append(replicated)
   outs = tuple(canonical(s) if s is not None else None for s in out_shardings)
   return Placement(tuple(devices), mesh, tuple(ins), outs)
+
+
+def _check_committed(x, given: Sharding) -> None:
+  """As in JAX, `in_shardings` never moves a committed array: one laid out over several
+  devices (by `device_put` or by the computation that made it) must already have the given
+  layout.  (minijax keeps no committed bit on single-device Arrays: those, like numpy
+  values, are moved.)"""
+  if type(x) is Array and x._sharding is not None:
+    if not given.is_equivalent_to(x._sharding, x.aval.ndim):
+      raise ValueError(f"Sharding passed to jit does not match the sharding on the respective "
+                       f"arg. Got jit sharding: {given},\narg sharding: {x._sharding} for "
+                       f"arg type: {x.aval.str_short()}. Move the argument first with "
+                       "device_put, or leave its in_shardings entry None.")
 
 
 def single_device(p: Placement, closed: ClosedJaxpr):
@@ -184,9 +198,11 @@ _compiled = caches.WeakLRU(_CompiledSlot, "jit_cache_size")
 
 
 def compiled_call(closed: ClosedJaxpr, name: str, donated: Sequence[bool], p: Placement,
-                  lowered: LoweringResult | None = None):
-  """The executable of `closed` for placement `p`, compiled on first use."""
-  slot = _compiled(closed, tuple(donated), p)
+                  lowered: LoweringResult | None = None, compiler_options: dict | None = None):
+  """The executable of `closed` for placement `p` (and XLA's `compiler_options`), compiled
+  on first use."""
+  options = dict(compiler_options or {})
+  slot = _compiled(closed, tuple(donated), p, tuple(sorted(options.items())))
   fn = slot.fn
   if fn is None:
     if not closed.jaxpr.eqns:  # (the inner jaxpr: the cache is weak on `closed`)
@@ -201,7 +217,7 @@ def compiled_call(closed: ClosedJaxpr, name: str, donated: Sequence[bool], p: Pl
           donated_args=tuple(donated), host_callbacks=lowered.host_callbacks,
           ordered_effects=lowered.ordered_effects,
           unordered_effects=effects_lib.unordered_effects(closed.jaxpr.effects), mesh=p.mesh,
-          keepalive=lowered.keepalives)
+          keepalive=lowered.keepalives, compiler_options=options)
       fn = _intern_outputs(fn)
     slot.fn = fn
   return fn

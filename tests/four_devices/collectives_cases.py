@@ -117,6 +117,58 @@ def test_pmap_in_axes_out_axes_static_arguments_and_pytrees():
   assert replicated.sharding.spec == minijax.sharding.PartitionSpec()
 
 
+def test_pmap_without_axis_name():
+  doubled = minijax.pmap(lambda v: v * 2)(X)
+  np.testing.assert_allclose(np.asarray(doubled), 2 * X)
+  np.testing.assert_allclose(minijax.grad(lambda v: minijax.pmap(jnp.sin)(v).sum())(X),
+                             np.cos(X), rtol=1e-6)
+  assert "pmap(<lambda>)" in repr(doubled.sharding.mesh.axis_names[0])
+
+
+def test_pmap_lower_compile_takes_and_returns_pytrees_and_pswapaxes_pshuffle():
+  f = minijax.pmap(lambda v: {"d": v - lax.pmean(v, "i")}, axis_name="i")
+  lowered = f.lower(X)
+  compiled = lowered.compile()
+  np.testing.assert_allclose(np.asarray(compiled(X)["d"]), np.asarray(f(X)["d"]), rtol=1e-6)
+  assert lowered.in_tree == minijax.tree_util.tree_structure(((0,), {}))
+  ((aval,), kwargs) = compiled.in_avals
+  assert aval.shape == X.shape and kwargs == {}
+  square = np.arange(N * N, dtype=np.float32).reshape(N, N, 1)
+  swapped = minijax.pmap(lambda v: lax.pswapaxes(v, "i", 0), axis_name="i")(square)
+  np.testing.assert_array_equal(np.asarray(swapped), square.transpose(1, 0, 2))
+  with pytest.raises(ValueError, match=r"`perm` does not represent a permutation: \[1, 1"):
+    minijax.pmap(lambda v: lax.pshuffle(v, "i", [1, 1, 2, 3]), "i")(X)
+  with pytest.raises(ValueError, match="Non-hashable static arguments are not supported"):
+    minijax.pmap(lambda v, s: v, static_broadcasted_argnums=1)(X, np.ones(2))
+
+
+def test_allreduces_over_axis_index_groups():
+  x = np.arange(N * 3, dtype=np.float32).reshape(N, 3)
+  halves = [[0, 1], [2, 3]]
+
+  def per_group(groups, reduce):
+    return np.concatenate([np.broadcast_to(reduce(x[g], axis=0), (len(g), 3)) for g in groups])
+  summed = minijax.pmap(lambda v: lax.psum(v, "i", axis_index_groups=halves), "i")(x)
+  np.testing.assert_allclose(np.asarray(summed), per_group(halves, np.sum))
+  uneven = [[3], [0, 2, 1]]  # groups of unequal sizes, in any order
+  summed = minijax.pmap(lambda v: lax.psum(v, "i", axis_index_groups=uneven), "i")(x)
+  np.testing.assert_allclose(np.asarray(summed)[[3, 0, 2, 1]], per_group([[3], [0, 2, 1]],
+                                                                         np.sum))
+  biggest = minijax.pmap(lambda v: lax.pmax(v, "i", axis_index_groups=halves), "i")(x)
+  np.testing.assert_allclose(np.asarray(biggest), per_group(halves, np.max))
+  mean = minijax.pmap(lambda v: lax.pmean(v, "i", axis_index_groups=halves), "i")(x)
+  np.testing.assert_allclose(np.asarray(mean), per_group(halves, np.mean))
+  twos = minijax.pmap(lambda v: v * 0 + lax.psum(2.0, "i", axis_index_groups=halves), "i")(x)
+  np.testing.assert_allclose(np.asarray(twos), np.full_like(x, 4.0))
+  with pytest.raises(ValueError, match="cover all indices of the axis"):
+    minijax.pmap(lambda v: lax.psum(v, "i", axis_index_groups=[[0, 1], [2]]), "i")(x)
+  flags = np.array([True, False, True, True])  # booleans are counted, as in JAX
+  counted = minijax.pmap(lambda v: lax.psum(v, "i"), "i")(flags)
+  assert counted.dtype == np.int32 and np.asarray(counted).tolist() == [3] * N
+  with pytest.raises(NotImplementedError, match="all_gather: axis_index_groups"):
+    minijax.pmap(lambda v: lax.all_gather(v, "i", axis_index_groups=halves), "i")(x)
+
+
 def test_pmap_donates_laid_out_arguments():
   f = minijax.pmap(lambda v: v * 2, "i", donate_argnums=0)
   x = minijax.pmap(lambda v: v, "i")(X)
@@ -227,10 +279,12 @@ ERRORS = {
         lambda: minijax.pmap(lambda a, b: a, "i", static_broadcasted_argnums=1)(X)),
     "axis_size disagrees": (ValueError, "Specified axis_size 2",
                             lambda: minijax.pmap(lambda a: a, "i", axis_size=2)(X)),
-    "axis_index_groups": (NotImplementedError, "axis_index_groups",
-                          lambda: minijax.pmap(lambda v: lax.psum(v, "i",
-                                                                  axis_index_groups=[[0, 1]]),
-                                               "i")(X)),
+    "axis_index_groups": (NotImplementedError, "axis_index_groups",  # (psum's: supported)
+                          lambda: minijax.pmap(lambda v: lax.psum_scatter(
+                              v, "i", axis_index_groups=[[0, 1], [2, 3]]), "i")(X)),
+    "axis_index_groups that miss an index": (
+        ValueError, "cover all indices",
+        lambda: minijax.pmap(lambda v: lax.psum(v, "i", axis_index_groups=[[0, 1]]), "i")(X)),
 }
 
 

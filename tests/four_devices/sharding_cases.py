@@ -108,7 +108,11 @@ def test_jit_with_in_and_out_shardings_runs_one_spmd_program(mesh2d):
   np.testing.assert_allclose(np.asarray(out), VALUE @ VALUE.T, rtol=1e-5)
   np.testing.assert_allclose(np.asarray(plus), VALUE + 1)
   assert out.sharding == col and plus.sharding.spec == P("x", "y")
-  again, _ = f(plus, plus)  # arguments in another layout are moved first
+  with pytest.raises(ValueError, match="Sharding passed to jit does not match the sharding on "
+                     "the respective arg"):  # as in JAX: committed arrays are never moved
+    f(plus, plus)
+  moved = minijax.device_put(plus, row)
+  again, _ = f(moved, moved)
   np.testing.assert_allclose(np.asarray(again), (VALUE + 1) @ (VALUE + 1).T, rtol=1e-5)
   text = f.lower(VALUE, VALUE).as_text()
   assert "mhlo.num_partitions = 4" in text

@@ -189,9 +189,11 @@ def create_mesh(mesh_shape, axis_names, iota_order=False, axis_types=None):
     devices = sorted(jax.devices(), key=lambda d: d.id)[:size]
     return jax.sharding.Mesh(np.array(devices).reshape(mesh_shape), axis_names,
                              **({"axis_types": axis_types} if axis_types else {}))
-  if axis_types is None:  # JAX's test meshes are Auto on every axis
-    axis_types = (jax.sharding.AxisType.Auto,) * len(mesh_shape)
-  return jax.make_mesh(mesh_shape, axis_names, axis_types=axis_types)
+  axis_type = getattr(jax.sharding, "AxisType", None)
+  if axis_types is None and axis_type is not None:  # JAX's test meshes are Auto on every axis
+    axis_types = (axis_type.Auto,) * len(mesh_shape)
+  return jax.make_mesh(mesh_shape, axis_names,
+                       **({"axis_types": axis_types} if axis_types is not None else {}))
 
 
 # ---------------------------------------------------------------- decorators

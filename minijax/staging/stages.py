@@ -1,0 +1,238 @@
+"""The stages of ahead-of-time compilation, as JAX's `jax.stages`: `Traced`, `Lowered`,
+`Compiled`.
+
+`jit(f).trace(*args)` traces once (`Traced`: the jaxpr), `.lower()` emits the MHLO module
+(`Lowered`) and `.compile(compiler_options=...)` compiles it (`Compiled`), lowering once.
+Each stage knows the call signature it was made for: `args_info` (a pytree of `ArgInfo`,
+one per argument leaf, in the structure of `(args, kwargs)` with static arguments left
+out), from which `in_tree`, `in_avals` and `donate_argnums` follow, and `out_info`.  A
+`Compiled` called with arguments of another structure or type raises a `TypeError` that
+lists the mismatches, and refuses tracers: a transformation would change the signature it
+was compiled for.
+
+`as_text(dialect=)` / `compiler_ir(dialect=)` give the module as minijax builds it
+(`"mhlo"`, the default), as StableHLO (`"stablehlo"`) or as XLA's HLO (`"hlo"`);
+`cost_analysis()` is XLA's estimate, `memory_analysis()` the compiled program's sizes and
+`runtime_executable()` jaxlib's loaded executable.
+"""
+from __future__ import annotations
+
+import copy
+import dataclasses
+from typing import Any
+
+from jaxlib import _jax
+from jaxlib.mlir import ir
+
+from minijax import tree_util
+from minijax.core.avals import get_aval
+from minijax.core.trace import Tracer
+from minijax.lowering.context import ir_context
+from minijax.lowering.mlir import lower_jaxpr_to_module
+from minijax.runtime import backend
+from minijax.staging import compiler, sharded
+
+__all__ = ["ArgInfo", "Traced", "Lowered", "Compiled"]
+
+_DIALECTS = ("mhlo", "stablehlo", "hlo")
+
+
+@dataclasses.dataclass(frozen=True)
+class ArgInfo:
+  """One argument leaf of a staged call: its abstract value and whether it is donated."""
+  _aval: Any
+  donated: bool
+
+  shape = property(lambda self: self._aval.shape)
+  dtype = property(lambda self: self._aval.dtype)
+
+
+class _Stage:
+  """What every stage knows of the call it was made for (`_traced`, `_in_tree`, `_names`)."""
+
+  @property
+  def args_info(self):
+    """`(args, kwargs)` with an `ArgInfo` per array leaf (static arguments left out)."""
+    n = len(self._traced.consts)
+    avals = self._traced.jaxpr.in_avals[n:]
+    donated = self._traced.donated[n:] or (False,) * len(avals)
+    return self._in_tree.unflatten([ArgInfo(a, d) for a, d in zip(avals, donated)])
+
+  @property
+  def in_tree(self):
+    return self._in_tree
+
+  @property
+  def in_avals(self):
+    return tree_util.tree_map(lambda info: info._aval, self.args_info,
+                              is_leaf=lambda x: isinstance(x, ArgInfo))
+
+  @property
+  def donate_argnums(self) -> tuple[int, ...]:
+    """The flat indices of the donated argument leaves."""
+    n = len(self._traced.consts)
+    return tuple(i for i, d in enumerate(self._traced.donated[n:]) if d)
+
+  @property
+  def out_info(self):
+    return self._traced.out_tree.unflatten(self._traced.jaxpr.out_avals)
+
+
+class Traced(_Stage):
+  """`jit(f).trace(*args)`: `jaxpr` is the ClosedJaxpr `f` traced to (its constants hoisted
+  to leading inputs); `lower()` lowers it without tracing again."""
+
+  def __init__(self, traced, name: str, device, placement=None, in_tree=None, names=None):
+    self._traced = traced
+    self._device = device
+    self._placement = placement
+    self._in_tree = in_tree
+    self._names = names
+    self.fun_name = name
+
+  @property
+  def jaxpr(self):
+    return self._traced.jaxpr
+
+  def lower(self, *, lowering_platforms=None) -> Lowered:
+    if lowering_platforms is not None and tuple(lowering_platforms) != ("cpu",):
+      raise NotImplementedError(f"lowering for platforms {lowering_platforms}: minijax "
+                                "lowers for 'cpu' only")
+    return Lowered(self._traced, self.fun_name, self._device, self._placement,
+                   self._in_tree, self._names)
+
+  def __repr__(self):
+    return f"Traced({self.fun_name})"
+
+
+def _check_dialect(dialect) -> str:
+  dialect = "mhlo" if dialect is None else dialect
+  if dialect not in _DIALECTS:
+    raise ValueError(f"unknown dialect {dialect!r}: expected one of {', '.join(_DIALECTS)}")
+  return dialect
+
+
+class Lowered(_Stage):
+  """`jit(f).lower(*args)`: the MHLO module, ready to compile (for one device, or for the
+  devices of a `placement`)."""
+
+  def __init__(self, traced, name: str, device, placement=None, in_tree=None, names=None):
+    self._traced = traced
+    self._name = name
+    self._device = device
+    self._placement = placement
+    self._in_tree = in_tree
+    self._names = names
+    if placement is not None:
+      self._result = sharded.lower(traced.jaxpr, name, traced.donated, placement)
+    else:
+      self._result = lower_jaxpr_to_module(traced.jaxpr, name=name,
+                                           donated_args=traced.donated)
+
+  def for_signature(self, in_tree, out_tree) -> Lowered:
+    """This lowering, compiled to be called with arguments of structure `in_tree` and to
+    return `out_tree` (how `pmap` wraps its program of flat arguments and results)."""
+    lowered = copy.copy(self)
+    t = self._traced
+    lowered._traced = type(t)(t.jaxpr, t.consts, out_tree, t.donated)
+    lowered._in_tree, lowered._names = in_tree, None
+    return lowered
+
+  def _hlo(self):
+    return _jax.mlir.mlir_module_to_xla_computation(
+        str(self._result.module), use_tuple_args=False, return_tuple=False)
+
+  def _stablehlo(self) -> ir.Module:
+    module = self._result.module
+    with ir_context():
+      return ir.Module.parse(_jax.mlir.mhlo_to_stablehlo(module.operation.get_asm(binary=True)))
+
+  def as_text(self, dialect: str | None = None, *, debug_info: bool = False) -> str:
+    dialect = _check_dialect(dialect)
+    if dialect == "hlo":
+      return self._hlo().as_hlo_text()
+    module = self._stablehlo() if dialect == "stablehlo" else self._result.module
+    return module.operation.get_asm(enable_debug_info=debug_info)
+
+  def compiler_ir(self, dialect: str | None = None):
+    dialect = _check_dialect(dialect)
+    if dialect == "hlo":
+      return self._hlo()
+    return self._stablehlo() if dialect == "stablehlo" else self._result.module
+
+  def cost_analysis(self) -> dict:
+    """XLA's estimate (flops, bytes accessed, ...) for the module before optimization."""
+    return _jax.hlo_module_cost_analysis(backend.get_client(), self._hlo().get_hlo_module())
+
+  def compile(self, compiler_options: dict[str, Any] | None = None) -> Compiled:
+    """Compiles the module; `compiler_options` are XLA's (`{"xla_...": value}`), each
+    compile with options giving a new executable."""
+    traced, options = self._traced, dict(compiler_options or {})
+    if self._placement is not None:
+      fn = sharded.compiled_call(traced.jaxpr, self._name, traced.donated, self._placement,
+                                 lowered=self._result, compiler_options=options)
+    elif options:
+      fn = compiler.compile_jaxpr(traced.jaxpr, device=self._device, name=self._name,
+                                  donated_args=traced.donated, lowered=self._result,
+                                  compiler_options=options)
+    else:
+      fn = compiler.compiled_call(traced.jaxpr, self._name, traced.donated, self._device,
+                                  lowered=self._result)
+    return Compiled(fn, traced, self._in_tree, self._names)
+
+
+class Compiled(_Stage):
+  """`jit(f).lower(*args).compile()`: the executable, callable like `f` with arguments of
+  the structure and types it was compiled for."""
+
+  def __init__(self, fn, traced, in_tree=None, names=None):
+    self._fn = fn
+    self._traced = traced
+    self._in_tree = in_tree
+    self._names = names
+
+  def as_text(self) -> str | None:
+    """XLA's optimized HLO (None when nothing was compiled: the jaxpr has no equations)."""
+    return self._fn.as_text() if hasattr(self._fn, "as_text") else None
+
+  def cost_analysis(self) -> dict | None:
+    return self._fn.cost_analysis() if hasattr(self._fn, "cost_analysis") else None
+
+  def memory_analysis(self):
+    exe = self.runtime_executable()
+    return exe.get_compiled_memory_stats() if exe is not None else None
+
+  def runtime_executable(self):
+    """jaxlib's loaded executable (None when nothing was compiled)."""
+    return getattr(self._fn, "_exe", None)
+
+  def __call__(self, *args, **kwargs):
+    flat, in_tree = tree_util.tree_flatten((args, kwargs))
+    if self._in_tree is not None and in_tree != self._in_tree:
+      raise TypeError("Function compiled with input pytree does not match the input pytree "
+                      f"it was called with: compiled for {self._in_tree}, called with "
+                      f"{in_tree}")
+    for x in flat:
+      if isinstance(x, Tracer):
+        raise TypeError("Cannot apply JAX transformations to a function lowered and "
+                        "compiled for a particular signature. Detected argument of Tracer "
+                        f"type {type(x)}.")
+    self._check_types(flat)
+    return self._traced.out_tree.unflatten(self._fn(*self._traced.consts, *flat))
+
+  def _check_types(self, flat) -> None:
+    expected = self._traced.jaxpr.in_avals[len(self._traced.consts):]
+    if len(expected) != len(flat):
+      raise TypeError(f"Computation compiled for {len(expected)} inputs but called with "
+                      f"{len(flat)}")
+    names = self._names if self._names and len(self._names) == len(flat) else None
+    errors = []
+    for i, (want, x) in enumerate(zip(expected, flat)):
+      got = get_aval(x)
+      if (want.shape, want.dtype) != (got.shape, got.dtype):
+        name = names[i] if names else f"flat argument {i}"
+        errors.append(f"Argument '{name}' compiled with {want.str_short()} and called with "
+                      f"{got.str_short()}")
+    if errors:
+      raise TypeError("Argument types differ from the types for which this computation was "
+                      "compiled. The mismatches are:\n" + "\n".join(errors[:5]))
