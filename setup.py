@@ -132,7 +132,7 @@ class _OptionalBuildExt(build_ext):
 
 setup(
     ext_modules=[
-        Extension(name, sources=[source], language="c++",
+        Extension(name, sources=[source], depends=["csrc/host_array.h"], language="c++",
                   extra_compile_args=["-std=c++17", "-O2", "-fvisibility=hidden"])
         for name, (source, _, _) in NATIVE_EXTENSIONS.items()
     ],

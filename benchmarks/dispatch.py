@@ -2,10 +2,13 @@
 
   python benchmarks/dispatch.py [--rounds N]
 
-Measures µs per call of a jitted `x + 1` on a device-resident scalar, µs per eager call of
-a few numpy functions on f32[1024] (each runs as one compiled call in both libraries), and
-the ms to trace, lower and compile a 100-op elementwise chain on f32[1024].  Prints
-medians with the 25th-75th percentile spread and the ratios minijax / jax.
+Measures µs per call of a jitted `x + 1` on a device-resident scalar, and of the other
+calls issue 21 names (`DISPATCH`: 10 arguments, a 100-leaf dict, `jit(grad(f))`, three
+static values in turn, `jit(f)(x)` written inline), µs per eager call of a few numpy
+functions on f32[1024] (each runs as one compiled call in both libraries), and the ms to
+trace, lower and compile a 100-op elementwise chain on f32[1024].  Prints medians with the
+25th-75th percentile spread, the ratio of the medians minijax / jax and, for dispatch, the
+median of the per-round ratios (each round times both libraries back to back).
 """
 from __future__ import annotations
 
@@ -33,6 +36,62 @@ def chain(np_module):
       x = np_module.cos(x)
     return x
   return f
+
+
+def _add(x, y):
+  return x + y
+
+
+def _ten(*xs):
+  return sum(xs[1:], xs[0])
+
+
+def _dict_sum(d):
+  return sum(d.values())
+
+
+def _loss(x):
+  return (x * x).sum()
+
+
+def _scaled(x, n):
+  return x * n
+
+
+def dispatch_cases(lib, np_module):
+  """name -> a no-argument call of each dispatch case for `lib` ("minijax" or "jax")."""
+  mod = minijax if lib == "minijax" else jax
+  put = lambda v: mod.device_put(np.asarray(v, np.float32))  # noqa: E731
+  x = put(1.0)
+  xs = [put(float(i)) for i in range(10)]
+  tree = {f"k{i:03d}": put(float(i)) for i in range(100)}
+  v = put(np.ones(4))
+  f1, f10, fdict = mod.jit(lambda x: x + 1), mod.jit(_ten), mod.jit(_dict_sum)
+  fgrad = mod.jit(mod.grad(_loss))
+  fstatic = mod.jit(_scaled, static_argnums=1)
+  statics = [1, 2, 3]
+
+  def static_calls():
+    for n in statics:
+      fstatic(x, n)
+
+  def static_keyword_calls():
+    for n in statics:
+      fstatic(x, n=n)
+
+  cases = {
+      "jit(x + 1), 1 arg": lambda: f1(x),
+      "jit, 10 args": lambda: f10(*xs),
+      "jit, 100-leaf dict": lambda: fdict(tree),
+      "jit(grad(f)) on f32[4]": lambda: fgrad(v),
+      "jit, static arg (3 values in turn)": static_calls,
+      "jit, static keyword arg (3 values in turn)": static_keyword_calls,
+      "jit(f)(x) inline, f = x + y": lambda: mod.jit(_add)(x, x),
+  }
+  for call in cases.values():
+    for _ in range(3):
+      call()  # compiles
+  return cases
 
 
 EAGER = {
@@ -83,6 +142,16 @@ def main(argv=None):
     contenders["jax"] = lambda: per_call_seconds(lambda: f_jx(x_jx), args.calls)
   dispatch = interleaved(contenders, args.rounds, "dispatch")
 
+  cases = {lib: dispatch_cases(lib, mnp if lib == "minijax" else jnp) for lib in libs}
+  calls_per = {"jit, static arg (3 values in turn)": 3,
+               "jit, static keyword arg (3 values in turn)": 3}
+  more = {}
+  for name in cases["minijax"]:
+    n = max(1, args.calls // 4)
+    samplers = {lib: (lambda call=cases[lib][name]: per_call_seconds(call, n)
+                      / calls_per.get(name, 1)) for lib in libs}
+    more[name] = interleaved(samplers, args.rounds, name)
+
   eager = {}
   x = np.arange(1024, dtype=np.float32)
   arrays = {"minijax": (mnp, minijax.device_put(x))}
@@ -102,6 +171,7 @@ def main(argv=None):
                                 max(3, args.rounds // 3), stage)
 
   measured = [("dispatch, jit(x + 1) on f32[] (µs)", dispatch, 1e6, 1)]
+  measured += [(f"dispatch, {name} (µs)", stats, 1e6, 1) for name, stats in more.items()]
   measured += [(f"eager {name} on f32[1024] (µs)", stats, 1e6, 1) for name, stats in eager.items()]
   measured += [(f"{stage}, 100-op chain on f32[1024] (ms)", stats, 1e3, 2)
                for stage, stats in stages.items()]
@@ -116,6 +186,10 @@ def main(argv=None):
     tl_jx = stages["trace"]["jax"].median + stages["lower"]["jax"].median
   print(format_table(headers, rows))
   if jax is not None:
+    print("\nmedian of per-round ratios minijax / jax (paired rounds):")
+    for name, stats in [("jit(x + 1) on f32[]", dispatch), *more.items()]:
+      ratios = [m / j for m, j in zip(stats["minijax"].samples, stats["jax"].samples)]
+      print(f"  {name}: {sorted(ratios)[len(ratios) // 2]:.2f}")
     print(f"\ntrace + lower: minijax {tl_mj * 1e3:.2f} ms, jax {tl_jx * 1e3:.2f} ms, "
           f"ratio {tl_mj / tl_jx:.2f} (target <= 0.5)")
     print(f"dispatch ratio {dispatch['minijax'].median / dispatch['jax'].median:.2f} (target <= 1.25)")

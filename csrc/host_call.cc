@@ -9,15 +9,16 @@
 // entry by the `callback` attribute of its backend_config.  When the computation reaches
 // the call, the handler takes the GIL on the thread that executes it (the dispatching
 // thread: the runtime compiles such executables to run synchronously, see
-// runtime/executable.py), hands the function read-only numpy copies
-// of the operands (which it may keep: XLA reuses its buffers once the call returns, and
+// runtime/executable.py), hands the function read-only numpy copies of the operands, as
+// HostArrays when the entry was registered with their avals (host_array.h), (which it may
+// keep: XLA reuses its buffers once the call returns, and
 // jaxlib's Python callback hands out copies too), and copies the results into XLA's
 // buffers.  A result that is already an array (or numpy scalar) of exactly the declared
 // dtype and shape is copied here, in C; anything else goes through the entry's `convert`,
 // a Python function that applies JAX's conversion rules and raises JAX's errors.
 //
-// When the function (or `convert`) raises, the handler hands the exception to the Python
-// error hook (`set_error_hook`), which files it and returns a message naming it; the
+// When the function (or `convert`) raises, the handler hands the exception and the entry's
+// id to the Python error hook (`set_error_hook`), which logs and files it and returns a message naming it; the
 // handler fails the computation with that message, and the runtime, which waits for every
 // computation that makes host calls, raises the filed exception from the call.
 //
@@ -38,6 +39,7 @@
 #include <string>
 #include <vector>
 
+#include "host_array.h"
 #include "xla/ffi/api/ffi.h"
 
 namespace ffi = xla::ffi;
@@ -56,13 +58,16 @@ struct Entry {
   PyObject* convert = nullptr;  // owned: convert(value, index) -> ndarray matching results[index]
   bool single = false;          // func returns its only result leaf itself
   std::vector<Spec> args, results;
+  std::vector<PyObject*> arg_avals;  // owned; empty: func gets numpy arrays, not HostArrays
+  PyObject* device = nullptr;        // owned: the device of the HostArrays
 };
 
 // Entries are appended and read with the GIL held, and never removed: a compiled
 // executable may refer to any id ever handed out.
 std::vector<Entry*>* g_entries = new std::vector<Entry*>();
-PyObject* g_error_hook = nullptr;  // error_hook(exception) -> str
+PyObject* g_error_hook = nullptr;  // error_hook(exception, id) -> str
 thread_local int t_depth = 0;
+minijax::HostArrayType g_host_array;  // set_host_array_type
 
 constexpr int kStackOperands = 8;
 
@@ -74,7 +79,7 @@ ffi::Error Failure(int64_t id) {
   if (value != nullptr && traceback != nullptr) PyException_SetTraceback(value, traceback);
   std::string message = "minijax host call " + std::to_string(id) + " raised an exception";
   if (g_error_hook != nullptr && value != nullptr) {
-    PyObject* text = PyObject_CallOneArg(g_error_hook, value);
+    PyObject* text = PyObject_CallFunction(g_error_hook, "OL", value, static_cast<long long>(id));
     const char* utf8 = text != nullptr ? PyUnicode_AsUTF8(text) : nullptr;
     if (utf8 != nullptr) message = utf8;
     Py_XDECREF(text);
@@ -103,6 +108,7 @@ bool SameDtype(PyArray_Descr* d, const Spec& s) {
 // Copies result leaf `value` into `out`; false with a Python exception set on failure.
 bool WriteResult(const Entry& e, size_t index, PyObject* value, void* out) {
   const Spec& s = e.results[index];
+  value = minijax::HostValue(g_host_array, value);
   if (PyArray_CheckExact(value)) {
     auto* a = reinterpret_cast<PyArrayObject*>(value);
     if (SameDtype(PyArray_DESCR(a), s) && SameShape(a, s) && PyArray_IS_C_CONTIGUOUS(a)) {
@@ -175,6 +181,13 @@ ffi::Error CallEntry(int64_t id, ffi::RemainingArgs args, ffi::RemainingRets ret
     auto* array = reinterpret_cast<PyArrayObject*>(a);
     if (s.nbytes) std::memcpy(PyArray_DATA(array), buf->untyped_data(), s.nbytes);
     PyArray_CLEARFLAGS(array, NPY_ARRAY_WRITEABLE);
+    if (!e.arg_avals.empty()) {
+      a = minijax::WrapHostArray(g_host_array, a, e.arg_avals[n], e.device);
+      if (a == nullptr) {
+        ok = false;
+        break;
+      }
+    }
     argv[n++] = a;
   }
   if (ok && n != e.args.size()) {
@@ -231,6 +244,15 @@ ffi::Error HostCallImpl(int64_t callback, ffi::RemainingArgs args, ffi::Remainin
     return ffi::Error::Internal("minijax_host_call: the Python interpreter is not running");
   }
   PyGILState_STATE gil = PyGILState_Ensure();
+  // An XLA worker thread (a computation over several devices runs its host calls there)
+  // keeps its Python thread state from one call to the next: releasing the last hold
+  // would clear it, and with it the thread-local values a host function made (an MLIR
+  // context, when it dispatches minijax operations), freed then without a thread state.
+  thread_local bool t_state_kept = false;
+  if (!t_state_kept) {
+    PyGILState_Ensure();  // never released
+    t_state_kept = true;
+  }
   ffi::Error error = CallEntry(callback, args, rets);
   PyGILState_Release(gil);
   return error;
@@ -292,6 +314,8 @@ bool ParseSpecs(PyObject* obj, std::vector<Spec>* specs) {
 }
 
 void FreeEntry(Entry* e) {
+  for (PyObject* a : e->arg_avals) Py_DECREF(a);
+  Py_XDECREF(e->device);
   Py_XDECREF(e->func);
   Py_XDECREF(e->convert);
   for (Spec& s : e->args) Py_XDECREF(s.descr);
@@ -299,11 +323,11 @@ void FreeEntry(Entry* e) {
   delete e;
 }
 
-// register(func, single, arg_specs, result_specs, convert) -> id
+// register(func, single, arg_specs, result_specs, convert[, (arg_avals, device)]) -> id
 PyObject* PyRegister(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
-  if (nargs != 5 || !PyCallable_Check(args[0]) || !PyCallable_Check(args[4])) {
-    PyErr_SetString(PyExc_TypeError,
-                    "register(func, single: bool, arg_specs, result_specs, convert)");
+  if ((nargs != 5 && nargs != 6) || !PyCallable_Check(args[0]) || !PyCallable_Check(args[4])) {
+    PyErr_SetString(PyExc_TypeError, "register(func, single: bool, arg_specs, result_specs, "
+                                     "convert[, (arg_avals, device)])");
     return nullptr;
   }
   auto* e = new Entry();
@@ -317,6 +341,21 @@ PyObject* PyRegister(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
     return nullptr;
   }
   e->single = single == 1;
+  if (nargs == 6 && args[5] != Py_None) {  // operands as HostArrays of these avals
+    PyObject *avals, *device;
+    if (!PyArg_ParseTuple(args[5], "O!O", &PyTuple_Type, &avals, &device) ||
+        static_cast<size_t>(PyTuple_GET_SIZE(avals)) != e->args.size()) {
+      FreeEntry(e);
+      if (!PyErr_Occurred()) PyErr_SetString(PyExc_ValueError, "one aval per operand spec");
+      return nullptr;
+    }
+    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(avals); ++i) {
+      Py_INCREF(PyTuple_GET_ITEM(avals, i));
+      e->arg_avals.push_back(PyTuple_GET_ITEM(avals, i));
+    }
+    Py_INCREF(device);
+    e->device = device;
+  }
   if (e->single && e->results.size() != 1) {
     FreeEntry(e);
     PyErr_SetString(PyExc_ValueError, "single=True needs exactly one result spec");
@@ -354,6 +393,10 @@ PyObject* PyLeave(PyObject*, PyObject*) {
 
 PyObject* PyCount(PyObject*, PyObject*) { return PyLong_FromSize_t(g_entries->size()); }
 
+PyObject* PySetHostArrayType(PyObject*, PyObject* cls) {
+  return minijax::SetHostArrayType(&g_host_array, cls);
+}
+
 PyMethodDef methods[] = {
     {"handler", PyHandler, METH_NOARGS,
      "handler() -> PyCapsule holding the XLA FFI handler (NULL name, no destructor)."},
@@ -363,13 +406,16 @@ PyMethodDef methods[] = {
      "(dtype, shape) pairs; convert(value, index) turns a result leaf that is not exactly "
      "of its spec into a C-contiguous array that is, or raises."},
     {"set_error_hook", PySetErrorHook, METH_O,
-     "set_error_hook(hook): hook(exception) files an exception raised in a host call and "
-     "returns the message the computation fails with."},
+     "set_error_hook(hook): hook(exception, id) files an exception raised in the host call "
+     "`id` and returns the message the computation fails with."},
     {"depth", PyDepth, METH_NOARGS, "depth() -> how many host calls this thread is inside."},
     {"enter", PyEnter, METH_NOARGS, "enter(): this thread enters a host call (for the "
                                     "Python-callback mechanism)."},
     {"leave", PyLeave, METH_NOARGS, "leave(): this thread leaves a host call."},
     {"count", PyCount, METH_NOARGS, "count() -> the number of registered call sites."},
+    {"set_host_array_type", PySetHostArrayType, METH_O,
+     "set_host_array_type(HostArray): the class of the operands of entries registered with "
+     "avals (see host_array.h)."},
     {nullptr, nullptr, 0, nullptr}};
 
 PyModuleDef module_def = {PyModuleDef_HEAD_INIT, "_native",

@@ -39,6 +39,8 @@
 #include <algorithm>
 #include <vector>
 
+#include "host_array.h"
+
 #include <sys/mman.h>
 #if defined(__SSE2__)
 #include <emmintrin.h>
@@ -424,6 +426,7 @@ PyBufferProcs payload_as_buffer = {PayloadGetBuffer, nullptr};
 PySequenceMethods payload_as_sequence = {PayloadLength};
 
 PyTypeObject PayloadType = {PyVarObject_HEAD_INIT(nullptr, 0)};
+minijax::HostArrayType g_host_array;  // set_host_array_type
 
 PyObject* NewPayload(char* data, size_t size) {
   auto* p = PyObject_New(PayloadObject, &PayloadType);
@@ -658,8 +661,9 @@ PyObject* PyPush(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
 // deliver(device, max_count, fast, slow, on_error) -> (count, nbytes), or None once the
 // queue is closed and empty.  Waits for a batch without the GIL, then delivers it in
 // order.  A tap whose consumer id is in the dict `fast`, as (func, transforms, shape, dtype,
-// nbytes), is delivered here: func(array, transforms), the array a numpy view of the payload;
-// if that raises, on_error(consumer_id, exception).  Any other tap goes to
+// nbytes[, (aval, device)]), is delivered here: func(array, transforms), the array a numpy
+// view of the payload (read-only and wrapped in a HostArray of that aval on that device when
+// the entry says so, see host_array.h); if that raises, on_error(consumer_id, exception).  Any other tap goes to
 // slow(consumer_id, payload, offsets), which returns the bytes it delivered.  Doing the
 // common case in C saves most of the interpreter's work per tap.
 PyObject* PyDeliver(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
@@ -694,11 +698,18 @@ PyObject* PyDeliver(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
       failed = true;
       continue;
     }
-    if (entry != nullptr && PyTuple_Check(entry) && PyTuple_GET_SIZE(entry) == 5 &&
-        header[1] == 1) {
+    const Py_ssize_t entry_size = entry != nullptr && PyTuple_Check(entry)
+                                      ? PyTuple_GET_SIZE(entry) : 0;
+    if ((entry_size == 5 || entry_size == 6) && header[1] == 1) {
       Py_INCREF(entry);  // the tap function may change `fast`
       PyObject* array = NewArrayView(PyTuple_GET_ITEM(entry, 2), PyTuple_GET_ITEM(entry, 3),
                                      payload, m.data + header[2]);
+      PyObject* wrap = entry_size == 6 ? PyTuple_GET_ITEM(entry, 5) : Py_None;
+      if (array != nullptr && wrap != Py_None) {  // (aval, device): as a HostArray
+        PyArray_CLEARFLAGS(reinterpret_cast<PyArrayObject*>(array), NPY_ARRAY_WRITEABLE);
+        array = minijax::WrapHostArray(g_host_array, array, PyTuple_GET_ITEM(wrap, 0),
+                                       PyTuple_GET_ITEM(wrap, 1));
+      }
       PyObject* result = nullptr;
       if (array != nullptr) {
         PyObject* call_args[] = {array, PyTuple_GET_ITEM(entry, 1)};
@@ -845,7 +856,14 @@ PyObject* PyResetHighWater(PyObject*, PyObject* arg) {
   Py_RETURN_NONE;
 }
 
+PyObject* PySetHostArrayType(PyObject*, PyObject* cls) {
+  return minijax::SetHostArrayType(&g_host_array, cls);
+}
+
 PyMethodDef methods[] = {
+    {"set_host_array_type", PySetHostArrayType, METH_O,
+     "set_host_array_type(HostArray): the class of the values of fast entries that carry "
+     "(aval, device) as a sixth item (see host_array.h)."},
     {"handler", PyHandler, METH_NOARGS,
      "handler() -> PyCapsule holding the XLA FFI handler (NULL name, no destructor)."},
     {"set_capacity", PySetCapacity, METH_O, "set_capacity(bytes): bound of every device queue."},

@@ -26,9 +26,11 @@ from minijax.core.trace import ensure_compile_time_eval
 from minijax.runtime.backend import default_device
 from minijax import tree, tree_util, errors, dtypes, test_util
 from minijax import sharding
+from minijax.sharding import NamedSharding, PartitionSpec as P, make_mesh, set_mesh
 from minijax import distributed
 from minijax.callbacks import pure_callback
 from minijax import debug
+from minijax import ad_checkpoint
 from minijax.as_jax import install_as_jax
 
 __version__ = "0.1.0"
@@ -40,6 +42,8 @@ default_prng_impl = _flag_context("jax_default_prng_impl")
 legacy_prng_key = _flag_context("jax_legacy_prng_key")
 enable_custom_prng = _flag_context("jax_enable_custom_prng")
 debug_key_reuse = _flag_context("jax_debug_key_reuse")
+debug_nans = _flag_context("jax_debug_nans")
+debug_infs = _flag_context("jax_debug_infs")
 
 
 _DEPRECATED = {"device_put_sharded": "jax.device_put(xs, NamedSharding(mesh, P('i')))",

@@ -541,6 +541,11 @@ class ShapeDtypeStruct:
       raise TypeError("len() of unsized object")
     return self.shape[0]
 
+  @classmethod
+  def like(cls, x) -> "ShapeDtypeStruct":
+    """The shape, dtype and weak type of `x` (an array, a tracer or a ShapeDtypeStruct)."""
+    return cls(x.shape, x.dtype, getattr(x, "weak_type", False))
+
   @property
   def aval(self) -> ShapedArray:
     """What tracing sees: a `ShapeDtypeStruct` stands for an array of its type."""

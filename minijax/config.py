@@ -24,6 +24,7 @@ second name for a row: it goes through the same validator.
 """
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import math
 import os
@@ -202,6 +203,7 @@ def _validate_precision(value):
 
 TAP_MECHANISMS = ("native", "callback")
 HOST_CALLBACK_SEMANTICS = ("seed", "jax")
+EFFECTS_ORDERINGS = ("runtime_token", "stream")
 TRACEBACK_FILTERING = ("auto", "off", "tracebackhide", "remove_frames", "quiet_remove_frames")
 
 FLAGS: dict[str, Flag] = {f.name: f for f in [
@@ -212,9 +214,16 @@ FLAGS: dict[str, Flag] = {f.name: f for f in [
          "True (minijax implements only the partitionable threefry, JAX 0.10.2's default)",
          "random bits from threefry2x32 as JAX draws them by default",
          env_aliases=("JAX_THREEFRY_PARTITIONABLE",)),
+    Flag("use_shardy_partitioner", False, None, _validate_only(False), _parse_bool,
+         "False (minijax partitions computations over several devices with GSPMD: shardings "
+         "are mhlo.sharding attributes)", "which partitioner XLA runs",
+         env_aliases=("JAX_USE_SHARDY_PARTITIONER",)),
     bool_flag("debug_nans", "MINIJAX_DEBUG_NANS", False,
               "check every result for NaNs and name the primitive that made one",
               env_aliases=("JAX_DEBUG_NANS",)),
+    bool_flag("debug_infs", "MINIJAX_DEBUG_INFS", False,
+              "check every result for infinities and name the primitive that made one",
+              env_aliases=("JAX_DEBUG_INFS",)),
     bool_flag("disable_jit", "MINIJAX_DISABLE_JIT", False,
               "run jit- and pmap-decorated functions as plain Python, operation by "
               "operation (for debugging)", env_aliases=("JAX_DISABLE_JIT",)),
@@ -245,6 +254,12 @@ FLAGS: dict[str, Flag] = {f.name: f for f in [
               env_aliases=("JAX_LOG_COMPILES",)),
     choice_flag("tap_mechanism", "MINIJAX_TAP_MECHANISM", "native", TAP_MECHANISMS,
                 "how compiled code hands tapped values to the host"),
+    choice_flag("effects_ordering", "MINIJAX_EFFECTS_ORDERING", "stream",
+                EFFECTS_ORDERINGS,
+                "how single-device programs with ordered effects are ordered across calls: "
+                "'runtime_token' (a token passed in and out of every execution, the seed's "
+                "design) or 'stream' (one shared XLA execution stream, the token made inside "
+                "the program; see docs/effects.md)"),
     choice_flag("host_callback_semantics", "MINIJAX_HOST_CALLBACK_SEMANTICS", "seed",
                 HOST_CALLBACK_SEMANTICS,
                 "host_callback's API and behaviour: the seed's, or JAX 0.4.34's"),

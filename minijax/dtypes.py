@@ -13,6 +13,7 @@ import ml_dtypes
 import numpy as np
 
 from minijax.core import dtypes as _dtypes
+from minijax.core.dtypes import TypePromotionError
 
 bfloat16 = ml_dtypes.bfloat16
 float0 = _dtypes.float0
@@ -23,10 +24,6 @@ iinfo = ml_dtypes.iinfo
 
 __all__ = ["TypePromotionError", "bfloat16", "canonicalize_dtype", "extended", "finfo", "float0",
            "iinfo", "issubdtype", "itemsize_bits", "prng_key", "result_type", "scalar_type_of"]
-
-
-class TypePromotionError(ValueError):
-  """Two dtypes that the promotion rules in force do not combine."""
 
 
 def canonicalize_dtype(dtype: Any, allow_extended_dtype: bool = False) -> np.dtype:
@@ -70,4 +67,6 @@ def scalar_type_of(x: Any) -> type:
 def itemsize_bits(dtype: Any) -> int:
   """The size of one element of `dtype`, in bits."""
   dtype = np.dtype(dtype)
-  return 0 if dtype == float0 else dtype.itemsize * 8
+  if dtype == float0:
+    return 0
+  return _dtypes.SUBBYTE_BITS.get(dtype, dtype.itemsize * 8)

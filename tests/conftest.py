@@ -30,6 +30,27 @@ def _with_x64(enabled: bool):
 
 
 @pytest.fixture
+def runtime_token_lowering():
+  """Runs a test that reads `main`'s token parameters under the runtime-token ordering
+  (`effects_ordering="runtime_token"`), whatever MINIJAX_EFFECTS_ORDERING says."""
+  import minijax
+  saved = minijax.config.effects_ordering
+  minijax.config.update("effects_ordering", "runtime_token")
+  yield
+  minijax.config.update("effects_ordering", saved)
+
+
+@pytest.fixture(params=["runtime_token", "stream"])
+def effects_ordering(request):
+  """Runs a test under each way of ordering calls with ordered effects."""
+  import minijax
+  saved = minijax.config.effects_ordering
+  minijax.config.update("effects_ordering", request.param)
+  yield request.param
+  minijax.config.update("effects_ordering", saved)
+
+
+@pytest.fixture
 def x64():
   """Runs a test with 64-bit types enabled, restoring the flag afterwards."""
   yield from _with_x64(True)

@@ -337,7 +337,8 @@ def test_stop_and_restart_of_the_receiver_keeps_delivering():
   assert [float(v[0]) for v in rec.values()] == [1.0, 2.0]
 
 
-def test_jaxpr_shows_the_tap_effect_and_mhlo_threads_tokens_through_while_and_if():
+def test_jaxpr_shows_the_tap_effect_and_mhlo_threads_tokens_through_while_and_if(
+    runtime_token_lowering):
   def f(x):
     x = hcb.id_print(x)
     x = lax.fori_loop(0, 3, lambda i, v: hcb.id_print(v), x)

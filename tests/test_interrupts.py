@@ -7,11 +7,15 @@ fails such a test, never a measured duration.
 """
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 import textwrap
+import time
 
 import pytest
 
-from tests.conftest import run_python
+from tests.conftest import ROOT, run_python
 
 SMALL_QUEUE = {"MINIJAX_TAP_QUEUE_BYTES": str(256 * 1024)}  # four taps of 64 KB
 
@@ -222,3 +226,47 @@ def test_forked_children_warn_exit_cleanly_run_cached_code_and_refuse_to_compile
   for mode in ("exit", "cached", "compile", "tap"):
     assert f"{mode} exit code 0 warned True" in out, out
   assert "cached 2.0" in out and "compile refused: True" in out and "tapped [2.0]" in out, out
+
+
+@pytest.mark.parametrize("mechanism", ["native", "callback"])
+def test_ctrl_c_in_barrier_wait_behind_a_slow_tap_function_exits_within_two_seconds_every_time(
+    mechanism):
+  """Issue 21: a slow tap function keeps the queue full, the main thread waits in
+  barrier_wait, Ctrl-C: the process exits within 2 s of the signal (the exit handler gives
+  the taps at most 1 s after an interrupt), in each of ten runs per mechanism."""
+  code = textwrap.dedent(f"""
+      import os, signal, sys, threading, time
+      import minijax, minijax.numpy as jnp
+      from minijax.config import config
+      from minijax.experimental import host_callback as hcb
+      config.update("tap_mechanism", "{mechanism}")
+      def slow(arg, transforms):
+        time.sleep(0.1)
+      f = minijax.jit(lambda x: hcb.id_tap(slow, x + 1.0))
+      x = jnp.zeros(16 * 1024)  # 64 KB a tap: four fill the queue
+      f(x)
+      hcb.barrier_wait()
+      def interrupt():
+        time.sleep(0.3)
+        print("interrupt at", time.time(), file=sys.stderr, flush=True)
+        os.kill(os.getpid(), signal.SIGINT)
+      for i in range(12):
+        f(x)
+      threading.Thread(target=interrupt, daemon=True).start()
+      hcb.barrier_wait()
+      print("the barrier returned before the interrupt", file=sys.stderr)
+      """)
+  env = dict(os.environ, **SMALL_QUEUE)
+  env["PYTHONPATH"] = ROOT + os.pathsep + env.get("PYTHONPATH", "")
+  for run in range(10):
+    proc = subprocess.Popen([sys.executable, "-c", code], stderr=subprocess.PIPE, text=True,
+                            env=env)
+    try:
+      _, stderr = proc.communicate(timeout=60)
+    except subprocess.TimeoutExpired:
+      proc.kill()
+      raise AssertionError(f"run {run} hung after Ctrl-C: {proc.communicate()[1]}") from None
+    ended = time.time()
+    assert "KeyboardInterrupt" in stderr, stderr
+    interrupted = float(stderr.split("interrupt at ")[1].split()[0])
+    assert ended - interrupted < 2.0, (run, ended - interrupted, stderr)

@@ -1,6 +1,8 @@
 """jit: caching, static and donated arguments, lowering text, devices, and the errors
 users meet at the jit boundary."""
+import gc
 import logging
+import weakref
 
 import numpy as np
 import pytest
@@ -311,6 +313,155 @@ def test_switching_the_tap_mechanism_back_reuses_what_was_compiled_for_it(caplog
   finally:
     minijax.config.update("tap_mechanism", previous)
     hcb.barrier_wait()
+
+
+# ----------------------------------------------------------------------------- caches by function
+
+def test_jit_made_again_for_the_same_function_reuses_its_traces_and_executables(caplog):
+  traces = []
+
+  def f(x):
+    traces.append(x)
+    return x * 2.0
+
+  x = minijax.device_put(np.ones(3, np.float32))
+  assert _count_compiles(caplog, lambda: [minijax.jit(f)(x) for _ in range(5)]) == 1
+  assert len(traces) == 1
+  # other options are another cache; the same options written another way are not
+  assert _count_compiles(caplog, lambda: minijax.jit(f, donate_argnums=())(x)) == 0
+  assert _count_compiles(caplog, lambda: minijax.jit(f, static_argnames=())(x)) == 0
+  assert _count_compiles(caplog, lambda: minijax.jit(f, device=first_device())(x)) == 1
+  assert len(traces) == 2
+  # a closure made anew is another function
+  make = lambda: minijax.jit(lambda y: y + 1.0)  # noqa: E731
+  assert _count_compiles(caplog, lambda: [make()(x) for _ in range(2)]) == 2
+
+
+def first_device():
+  return minijax.devices()[0]
+
+
+def test_jit_made_again_keeps_the_globals_its_trace_read_as_jax_documents():
+  # JAX's "common gotchas": a global read while tracing is a constant of the trace
+  namespace = {"g": 0.0}
+  exec("def f(x):\n  return x + g\n", namespace)
+  f = namespace["f"]
+  assert float(minijax.jit(f)(4.0)) == 4.0
+  namespace["g"] = 10.0
+  assert float(minijax.jit(f)(5.0)) == 5.0   # the cached trace kept g = 0
+  np.testing.assert_array_equal(minijax.jit(f)(jnp.array([1.0, 2.0])), [11.0, 12.0])
+
+
+def test_a_function_and_its_executables_go_when_it_does_whatever_jit_cached():
+  from minijax.runtime.executable import Executable
+  from minijax.staging import compiler
+
+  def live_executables():
+    return sum(1 for o in gc.get_objects() if type(o) is Executable)
+
+  gc.collect()
+  before = live_executables(), len(compiler._compiled)
+
+  def f(x):
+    return lax.sin(x) * 3.0
+
+  for n in (1, 2, 3):
+    minijax.jit(f)(np.ones(n, np.float32))
+  g = minijax.jit(f, static_argnums=())
+  g(np.ones(4, np.float32))
+  assert len(compiler._compiled) == before[1] + 4
+  dead = weakref.ref(f)
+  del f, g
+  # no cycle holds them: reference counting frees them without the collector
+  assert dead() is None
+  assert (live_executables(), len(compiler._compiled)) == before
+
+
+def test_functions_that_cannot_be_keyed_weakly_still_jit():
+  class Slotted:
+    __slots__ = ()
+
+    def __call__(self, x):
+      return x + 1.0
+
+  class Unhashable:
+    __hash__ = None
+
+    def __call__(self, x):
+      return x + 2.0
+
+  x = np.ones(2, np.float32)
+  np.testing.assert_array_equal(minijax.jit(Slotted())(x), [2.0, 2.0])
+  np.testing.assert_array_equal(minijax.jit(Unhashable())(x), [3.0, 3.0])
+  np.testing.assert_array_equal(minijax.jit(len)([1, 2]), 2)
+
+
+def test_static_arguments_are_served_by_the_fast_path_one_entry_per_value_and_type(caplog):
+  traces = []
+
+  def f(x, n, y):
+    traces.append(n)
+    return x * n + y
+
+  g = minijax.jit(f, static_argnums=1)
+  x, y = jnp.ones(2), jnp.full(2, 2.0)
+  assert _count_compiles(caplog, lambda: [g(x, n, y) for n in (1, 2, 3) * 3]) == 3
+  assert traces == [1, 2, 3]
+  assert len(g._wrapped._fast) == 3  # every later call was served by an entry
+  np.testing.assert_array_equal(g(x, 3, y), [5.0, 5.0])
+  # 1 and 1.0 are equal and hash alike, but are two static values (as in JAX)
+  assert g(x, 1.0, y).dtype == np.float32 and traces == [1, 2, 3, 1.0]
+  assert type(traces[-1]) is float
+  # negative positions, and calls where every argument is static
+  h = minijax.jit(lambda a, k: jnp.full(2, float(k)) + a, static_argnums=(-1,))
+  assert [float(h(x, k)[0]) for k in (1, 2, 1)] == [2.0, 3.0, 2.0]
+  assert len(h._wrapped._fast) == 2
+  c = minijax.jit(lambda k: jnp.arange(k), static_argnums=0)
+  assert [len(c(k)) for k in (2, 3, 2)] == [2, 3, 2]
+  with pytest.raises(ValueError, match="static argument 1 of type list is not hashable"):
+    g(x, [1], y)
+
+
+def test_cache_size_and_clear_cache_of_a_jitted_function_as_in_jax(caplog):
+  f = minijax.jit(lambda x: (x ** 2).sum())
+  assert f._cache_size() == 0
+  x = jnp.arange(5.0)
+  for _ in range(3):
+    f(x)
+  assert f._cache_size() == 1
+  f.clear_cache()
+  assert f._cache_size() == 0
+  assert _count_compiles(caplog, lambda: f(x)) == 1
+
+
+def test_jit_of_a_staticmethod_object_is_an_error_naming_it():
+  with pytest.raises(TypeError, match="staticmethod arguments are not supported"):
+    class A:
+      @minijax.jit
+      @staticmethod
+      def g(x):
+        return x + 2
+
+
+def test_keyword_arguments_static_or_not_are_served_by_the_fast_path(caplog):
+  traces = []
+
+  def f(x, y, *, scale, mode="add"):
+    traces.append((scale, mode))
+    return x * scale + y if mode == "add" else x * scale - y
+
+  g = minijax.jit(f, static_argnames=("scale", "mode"))
+  x, y = jnp.ones(2), jnp.full(2, 3.0)
+  calls = [lambda: g(x, y, scale=2.0), lambda: g(x, y=y, scale=2.0),
+           lambda: g(x, y, mode="sub", scale=2.0), lambda: g(x, y, scale=2.0, mode="sub")]
+  assert _count_compiles(caplog, lambda: [c() for c in calls * 3]) == 3
+  assert [float(c()[0]) for c in calls] == [5.0, 5.0, -1.0, -1.0]
+  assert sorted(set(traces)) == [(2.0, "add"), (2.0, "sub")] and len(traces) == 3
+  assert len(g._wrapped._fast) == 4  # one entry per shape of call
+  # a dynamic keyword argument that is not an Array still works, on the slow path
+  np.testing.assert_array_equal(g(x, y=np.full(2, 1.0, np.float32), scale=1.0), [2.0, 2.0])
+  with pytest.raises(ValueError, match="Non-hashable static arguments are not supported"):
+    g(x, y, scale=[2.0])
 
 
 def test_disable_jit_runs_jitted_functions_as_python_and_then_compiled_again():

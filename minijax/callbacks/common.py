@@ -50,16 +50,17 @@ class FlatCallback:
   docstring).  Equal when built from equal parts, so that equal call sites share their
   registrations; unhashable static values fall back to identity."""
   __slots__ = ("callback", "in_tree", "static", "results", "single", "direct", "_hash",
-               "deliverer")
+               "deliverer", "api", "device")
 
   def __init__(self, callback: Callable, in_tree, static: tuple, *, results: int | None,
-               single: bool = False):
+               single: bool = False, api: str = "pure_callback", device=None):
     self.callback, self.in_tree, self.static = callback, in_tree, static
-    self.results, self.single = results, single
+    self.results, self.single, self.api = results, single, api
+    self.device = device  # where the callback runs in a module over several devices
     # The common case calls `callback(*leaves)` with no tree work.
     self.direct = not static and in_tree == _positional_tree(in_tree)
     try:
-      self._hash = hash((callback, in_tree, static, results, single))
+      self._hash = hash((callback, in_tree, static, results, single, api, device))
     except TypeError:
       self._hash = None
     self.deliverer: Callable | None = None  # built by debug_callback's lowering, once
@@ -92,7 +93,8 @@ class FlatCallback:
       return self is other
     return (self.callback == other.callback and self.in_tree == other.in_tree
             and self.static == other.static and self.results == other.results
-            and self.single == other.single)
+            and self.single == other.single and self.api == other.api
+            and self.device == other.device)
 
   def __hash__(self):
     return id(self) if self._hash is None else self._hash
@@ -111,10 +113,15 @@ def _positional_tree(in_tree):
 
 
 def flat_callback(callback: Callable, args: tuple, kwargs: dict, *, results: int | None,
-                  single: bool = False) -> tuple[FlatCallback, list]:
-  """The flat form of `callback(*args, **kwargs)` and its dynamic leaves."""
+                  single: bool = False, api: str = "pure_callback", sharding=None
+                  ) -> tuple[FlatCallback, list]:
+  """The flat form of `callback(*args, **kwargs)` and its dynamic leaves; `api` names the
+  callback's API in the log of its failures, `sharding` (checked by `callback_device`) says
+  on which device it runs."""
   in_tree, dynamic, static = split_args(args, kwargs)
-  return FlatCallback(callback, in_tree, static, results=results, single=single), dynamic
+  device = callback_device(sharding, api)
+  return (FlatCallback(callback, in_tree, static, results=results, single=single, api=api,
+                       device=device), dynamic)
 
 
 def result_avals_of(result_shape_dtypes: Any) -> tuple[list[ShapedArray], Any]:
@@ -142,18 +149,27 @@ def check_callable(callback, name: str) -> None:
                     f"{type(callback)}")
 
 
-def check_sharding(sharding, name: str) -> None:
-  if sharding is not None:
+def callback_device(sharding, name: str):
+  """The device of a callback's `sharding=` (a single-device sharding, as in JAX), or None."""
+  if sharding is None:
+    return None
+  devices = getattr(sharding, "_device_assignment", None)
+  if devices is None or len(devices) != 1:
     raise NotImplementedError(
-        f"{name}(sharding=...) is not supported: minijax runs each computation on one device, "
-        "and its callbacks run on the host, for that device")
+        f"{name}(sharding=...) takes a single-device sharding (the device the callback runs "
+        f"on in a computation over several devices), got {sharding!r}")
+  return devices[0]
 
 
 def call_eagerly(callback: FlatCallback, result_avals, args) -> list:
-  """Runs a value-returning callback outside compiled code: numpy arguments, results
+  """Runs a value-returning callback outside compiled code: Array arguments, results
   converted by the rules of compiled calls and put on the arguments' device."""
   device = next((a._device for a in args if type(a) is Array), None)
-  out = callback(*numpy_args(args))
+  try:
+    out = callback(*host_args(args))
+  except Exception as e:
+    host_calls.log_call_failure(callback.api)
+    raise host_calls.call_error(e) from e
   leaves = [out] if callback.single else list(out)
   return [device_put(host_calls.convert_result(result_avals, leaf, i), device)
           for i, leaf in enumerate(leaves)]
@@ -189,10 +205,11 @@ def pp_callback_params(params, names, indent) -> list[str]:
   return lines
 
 
-def numpy_args(args) -> list[np.ndarray]:
-  """Concrete arguments as numpy arrays, as the host functions receive them in compiled
-  code (for the eager implementations)."""
-  return [np.asarray(a) for a in args]
+def host_args(args) -> list[Array]:
+  """Concrete arguments as Arrays, as host functions receive them in compiled code (for the
+  eager implementations): Arrays as they are, numpy values and Python scalars put on the
+  default device (not weakly typed, as the host copies of compiled code are not)."""
+  return [a if isinstance(a, Array) else device_put(np.asarray(a)) for a in args]
 
 
 # ----------------------------------------------------------------------------- custom calls
@@ -230,6 +247,8 @@ def emit_queue_call(ctx, consumer_id: int, operands, token, *,
   tapped byte.  The handler only reads its operands."""
   mctx = ctx.module_context
   in_place = spmd.side_effect_sharding(mctx) is None
+  if sharding is None:
+    sharding = spmd.side_effect_sharding(mctx)
   return emit_tap_call(consumer_id, token, operands, host_callbacks=mctx.host_callbacks,
                        sharding=sharding, ctx=ctx if in_place else None)
 
@@ -276,10 +295,78 @@ def emit_tap_call(consumer_id: int, token, operands, *, host_callbacks: list,
   return op.results[0] if token is not None else None
 
 
-def emit_host_call(ctx, call: host_calls.HostCall, operands, token, *,
-                   has_side_effect: bool) -> tuple[list[ir.Value], ir.Value | None]:
+def _wide(dtype: np.dtype) -> np.dtype:
+  """The byte-sized type a sub-byte `dtype` crosses to the host as (exactly)."""
+  if dtypes.is_float(dtype):
+    return dtypes.float32
+  return dtypes.int8 if dtype.name.startswith("int") else dtypes.uint8
+
+
+class _SubbyteCall:
+  """A host function whose sub-byte operands and results cross the custom call widened
+  (`lower_host_call`): it narrows the operands back and widens the results of `func`, the
+  results of the declared sub-byte type, so that others still fail the usual checks."""
+  __slots__ = ("func", "narrow_args", "narrow_results", "single")
+
+  def __init__(self, func: FlatCallback, narrow_args: tuple, narrow_results: tuple):
+    self.func, self.narrow_args, self.narrow_results = func, narrow_args, narrow_results
+    self.single = func.single
+
+  def __call__(self, *leaves):
+    out = self.func(*(x if d is None else np.asarray(x).astype(d)
+                      for x, d in zip(leaves, self.narrow_args)))
+    outs = [out] if self.single else list(out)
+    for i, d in enumerate(self.narrow_results):
+      value = np.asarray(outs[i])
+      if d is not None and value.dtype == d:
+        outs[i] = value.astype(_wide(d))
+    return outs[0] if self.single else outs
+
+  def __eq__(self, other):
+    return (type(other) is _SubbyteCall and self.func == other.func
+            and self.narrow_args == other.narrow_args
+            and self.narrow_results == other.narrow_results)
+
+  def __hash__(self):
+    return hash((self.func, self.narrow_args, self.narrow_results))
+
+
+def lower_host_call(ctx, callback: FlatCallback, args, result_avals, token, *,
+                    has_side_effect: bool) -> tuple[list[ir.Value], ir.Value | None]:
+  """Registers the call site of `callback` and emits its custom call (`emit_host_call`).
+  Sub-byte operands and results (int4, float4_e2m1fn, ...), which XLA packs, cross it
+  widened to a byte-sized type, converted exactly on the device and back on the host."""
+  narrow = lambda avals: tuple(a.dtype if a.dtype in dtypes.SUBBYTE_BITS else None
+                               for a in avals)
+  narrow_args, narrow_results = narrow(ctx.avals_in), narrow(result_avals)
+  func, arg_avals = callback, ctx.avals_in
+  if any(narrow_args) or any(narrow_results):
+    func = _SubbyteCall(callback, narrow_args, narrow_results)
+    widen = lambda a, d: a if d is None else ShapedArray(a.shape, _wide(d))
+    arg_avals = [widen(a, d) for a, d in zip(ctx.avals_in, narrow_args)]
+    result_avals = [widen(a, d) for a, d in zip(result_avals, narrow_results)]
+    args = [x if d is None else mhlo.ConvertOp(ctx.module_context.ir_type(a), x).result
+            for x, a, d in zip(args, arg_avals, narrow_args)]
+  call = host_calls.register_host_call(
+      func, single=callback.single, arg_avals=arg_avals, result_avals=result_avals,
+      direct=callback.callback if callback.direct and func is callback else None,
+      api=callback.api)
+  mctx = ctx.module_context
+  sharding = spmd.side_effect_sharding(mctx) if has_side_effect else None
+  if callback.device is not None and mctx.axis_context is None and mctx.positions:
+    sharding = f"{{maximal device={mctx.positions[callback.device]}}}"
+  results, token = emit_host_call(ctx, call, args, token, has_side_effect=has_side_effect,
+                                  sharding=sharding)
+  results = [r if d is None else mhlo.ConvertOp(
+      ctx.module_context.ir_type(ShapedArray(a.shape, d)), r).result
+      for r, a, d in zip(results, result_avals, narrow_results)]
+  return results, token
+
+
+def emit_host_call(ctx, call: host_calls.HostCall, operands, token, *, has_side_effect: bool,
+                   sharding: str | None = None) -> tuple[list[ir.Value], ir.Value | None]:
   """A custom call that runs the registered host call `call` on `operands` and returns its
-  results (and the next token when it takes one)."""
+  results (and the next token when it takes one); `sharding`: as for `emit_queue_call`."""
   mctx = ctx.module_context
   mctx.host_calls.append(call)
   if host_calls.mechanism() == "native":
@@ -291,6 +378,8 @@ def emit_host_call(ctx, call: host_calls.HostCall, operands, token, *,
     mctx.host_callbacks.append(host_calls.PythonHostCallback(call, token is not None))
   result_types = [mctx.ir_type(a) for a in call.result_avals]
   op = _custom_call(target, token, operands, result_types, config_attr, has_side_effect)
+  if sharding is not None:
+    op.attributes["mhlo.sharding"] = spmd.sharding_attr(sharding)
   results = list(op.results)
   if token is not None:
     return results[1:], results[0]

@@ -7,7 +7,8 @@
 (with a token of its own) for `ordered=True`.  Every rule is in this file.  A call travels
 like a tap: the lowering registers a tap consumer and emits a custom call that copies the
 operands into the device's tap queue, and the device's receiver thread calls the function
-with numpy arrays over the copied bytes (valid for as long as the function keeps them).
+with `HostArray`s over the copied bytes (Arrays, as JAX hands its callbacks `jax.Array`s,
+valid for as long as the function keeps them; the native queues build them in C).
 Dispatch stays asynchronous; `minijax.effects_barrier()` waits for the calls and raises,
 as the original exception, the first one a function raised (it is also logged on the
 "minijax.callbacks" logger).  Outside `jit` the function is called at once, after the
@@ -23,6 +24,7 @@ writes one line to `sys.stdout` when it runs.
 from __future__ import annotations
 
 import dataclasses
+import logging
 import string
 import sys
 from typing import Any, Callable
@@ -33,14 +35,17 @@ from minijax import tree_util
 from minijax.callbacks import common
 from minijax.core import pretty
 from minijax.core.effects import Effect
+from minijax.core.jaxpr import user_source_info
 from minijax.core.primitive import Primitive
 from minijax.interpreters import ad, batching
+from minijax.lax import remat as remat_lib
 from minijax.lowering import mlir
 from minijax.lowering.tokens import TokenSet
-from minijax.runtime import host_calls, taps
+from minijax.runtime import backend, host_calls, taps
+from minijax.runtime.array import Array
 from minijax.runtime.barrier import wait_for_effects
 
-__all__ = ["debug_callback", "debug_print", "debug_callback_p", "DebugEffect",
+__all__ = ["debug_callback", "debug_print", "debug_log", "debug_callback_p", "DebugEffect",
            "OrderedDebugEffect"]
 
 
@@ -100,12 +105,18 @@ class _FormatChecker(string.Formatter):
 _format_checker = _FormatChecker()
 
 
+_log = logging.getLogger("minijax.debug")
+
+
 @dataclasses.dataclass(frozen=True)
 class _Printer:
-  """The host function of one `debug.print`: formats and writes a line to `sys.stdout`."""
+  """The host function of one `debug.print`: formats and writes a line to `sys.stdout`, or
+  (`debug.log`) logs it at INFO on the "minijax.debug" logger, as from `where` (the file and
+  line of the call)."""
   fmt: str
   np_printoptions: tuple
   has_placeholders: bool
+  where: tuple | None = None
 
   def __call__(self, *args, **kwargs) -> None:
     args = [_scalar(a) for a in args]
@@ -115,7 +126,10 @@ class _Printer:
         message = self.fmt.format(*args, **kwargs)
     else:
       message = " ".join((self.fmt, *map(str, args)))
-    sys.stdout.write(message + "\n")
+    if self.where is None:
+      sys.stdout.write(message + "\n")
+    else:
+      _log.handle(_log.makeRecord(_log.name, logging.INFO, *self.where, message, (), None))
 
   @property
   def __name__(self):
@@ -124,11 +138,12 @@ class _Printer:
 
 def _scalar(value):
   """A 0-d array as the Python scalar it holds (how JAX's arrays format)."""
-  return value.item() if isinstance(value, np.ndarray) and value.ndim == 0 else value
+  return value.item() if isinstance(value, (np.ndarray, Array)) and value.ndim == 0 else value
 
 
 def debug_print(fmt: str | None = None, *args: Any, ordered: bool = False,
-                partitioned: bool = False, skip_format_check: bool = False, **kwargs: Any):
+                partitioned: bool = False, skip_format_check: bool = False,
+                _use_logging: bool = False, **kwargs: Any):
   """Prints `fmt.format(*args, **kwargs)` on the host with the values the arguments have
   when the computation runs (see the module docstring).  The two-call form
   `debug_print(ordered=True)(fmt, *args, **kwargs)` takes the options first."""
@@ -136,7 +151,11 @@ def debug_print(fmt: str | None = None, *args: Any, ordered: bool = False,
     if not skip_format_check:
       _format_checker.format(fmt, *c_args, **c_kwargs)
     has_placeholders = bool(fmt) and next(iter(string.Formatter().parse(fmt)))[1] is not None
-    printer = _Printer(fmt, tuple(np.get_printoptions().items()), has_placeholders)
+    where = None
+    if _use_logging:
+      info = user_source_info()
+      where = (info.file, info.line) if info is not None else ("(unknown file)", 0)
+    printer = _Printer(fmt, tuple(np.get_printoptions().items()), has_placeholders, where)
     debug_callback(printer, *c_args, ordered=ordered, **c_kwargs)
 
   if fmt is not None:
@@ -146,6 +165,12 @@ def debug_print(fmt: str | None = None, *args: Any, ordered: bool = False,
     raise TypeError("debug_print received unexpected arguments in the two-call form:"
                     f" {args=} {kwargs=}")
   return bind
+
+
+def debug_log(fmt: str | None = None, *args: Any, **kwargs: Any):
+  """`debug_print`, whose lines go to the "minijax.debug" logger (INFO, with the file and
+  line of the call) instead of `sys.stdout`."""
+  return debug_print(fmt, *args, _use_logging=True, **kwargs)
 
 
 # ----------------------------------------------------------------------------- the primitive
@@ -165,11 +190,21 @@ debug_callback_p.def_effectful_abstract_eval(_debug_callback_abstract_eval)
 
 def _debug_callback_impl(*args, callback, effect):
   wait_for_effects()  # after the calls of computations dispatched before this one
-  callback(*common.numpy_args(args))
+  callback(*common.host_args(args))
   return []
 
 
 debug_callback_p.def_impl(_debug_callback_impl)
+
+
+def _debug_callback_remat(saveable: bool, inputs_recomputed: bool) -> tuple[bool, bool]:
+  """Inside `checkpoint` under reverse mode a debug callback runs in the forward pass, and
+  again in the backward pass when the policy does not let it be saved or when all it reads
+  is recomputed there anyway (so it shows what the backward pass computes), as JAX's does."""
+  return True, (not saveable) or inputs_recomputed
+
+
+remat_lib.remat_effect_rules[debug_callback_p] = _debug_callback_remat
 
 
 def _deliverer(callback: common.FlatCallback, n: int) -> Callable:
@@ -201,7 +236,8 @@ def _debug_callback_lowering(ctx, *args, callback, effect):
   treedef = (tree_util.tree_structure(0) if n == 1
              else tree_util.treedef_tuple([tree_util.tree_structure(0)] * n))
   consumer_id = taps.register_consumer(_deliverer(callback, n), (), treedef, ctx.avals_in,
-                                       owner=ctx.module_context.keepalives)
+                                       owner=ctx.module_context.keepalives,
+                                       host_arrays_on=backend.get_device(None))
   token = ctx.tokens_in.get(effect) if effect.ordered else None
   token = common.emit_queue_call(ctx, consumer_id, args, token)
   if effect.ordered:

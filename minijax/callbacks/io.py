@@ -23,18 +23,23 @@ from minijax.core.primitive import Primitive
 from minijax.interpreters import ad, batching
 from minijax.lowering import mlir
 from minijax.lowering.tokens import TokenSet
-from minijax.runtime import host_calls
 
 __all__ = ["io_callback", "io_callback_p", "IOEffect", "OrderedIOEffect"]
 
 
 class IOEffect(Effect):
-  """An io_callback: runs even when unused, ordered only by its data dependencies."""
+  """An io_callback: runs even when unused, ordered only by its data dependencies.  Reverse
+  mode through `checkpoint` would run it twice, so it is refused there, and so is a batched
+  predicate over it (every lane would run it)."""
+  allowed_in_remat = False
+  allowed_with_batched_predicate = False
 
 
 class OrderedIOEffect(Effect):
   """An ordered io_callback: its calls keep program order (one token)."""
   ordered = True
+  allowed_in_remat = False
+  allowed_with_batched_predicate = False
 
 
 io_effect = IOEffect()
@@ -46,10 +51,10 @@ def io_callback(callback: Callable[..., Any], result_shape_dtypes: Any, *args: A
   """Calls `callback(*args, **kwargs)` on the host, for its side effects and its results, a
   pytree of arrays shaped like `result_shape_dtypes` (see the module docstring)."""
   common.check_callable(callback, "io_callback")
-  common.check_sharding(sharding, "io_callback")
   result_avals, out_tree = common.result_avals_of(result_shape_dtypes)
   flat, dynamic = common.flat_callback(callback, args, kwargs, results=len(result_avals),
-                                       single=len(result_avals) == 1)
+                                       single=len(result_avals) == 1, api="io_callback",
+                                       sharding=sharding)
   outs = io_callback_p.bind(*dynamic, callback=flat, result_avals=tuple(result_avals),
                             ordered=bool(ordered))
   return out_tree.unflatten(outs)
@@ -81,11 +86,10 @@ io_callback_p.def_impl(_io_callback_impl)
 
 
 def _io_callback_lowering(ctx, *args, callback, result_avals, ordered):
-  call = host_calls.register_host_call(callback, single=callback.single,
-                                       arg_avals=ctx.avals_in, result_avals=result_avals)
   effect = _effect(ordered)
   token = ctx.tokens_in.get(effect) if ordered else None
-  results, token = common.emit_host_call(ctx, call, args, token, has_side_effect=True)
+  results, token = common.lower_host_call(ctx, callback, args, result_avals, token,
+                                          has_side_effect=True)
   if ordered:
     ctx.set_tokens_out(TokenSet({effect: token}))
   return results

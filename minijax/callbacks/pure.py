@@ -7,8 +7,9 @@ drops a call whose results are unused (and XLA drops its custom call, which has 
 effect), and a call may run once per batch element under `vmap`.  Every rule is in this
 file.  Under `jit` the function runs synchronously, on the thread that executes the
 computation, through the value-returning host-call handler of the runtime
-(`runtime/host_calls`); outside `jit` it is called directly.  It receives numpy arrays
-(read-only copies of the operands, which it may keep) and its results are converted
+(`runtime/host_calls`); outside `jit` it is called directly.  It receives Arrays, as in
+JAX (`HostArray`s over read-only copies of the operands, which it may keep; outside `jit`
+the Arrays themselves) and its results are converted
 to the declared types by JAX's rules.  `jvp` and transposition raise JAX's ValueError:
 wrap the callback in `custom_jvp` or `custom_vjp` to differentiate through it.  `vmap`
 follows `vmap_method`:
@@ -33,7 +34,6 @@ from minijax.core.avals import ShapedArray
 from minijax.core.primitive import Primitive
 from minijax.interpreters import ad, batching
 from minijax.lowering import mlir
-from minijax.runtime import host_calls
 
 __all__ = ["pure_callback", "pure_callback_p", "VMAP_METHODS"]
 
@@ -49,10 +49,9 @@ def pure_callback(callback: Callable[..., Any], result_shape_dtypes: Any, *args:
     raise ValueError(f"vmap_method must be on of the allowed methods {list(VMAP_METHODS)}, "
                      f"but got: {vmap_method}")
   common.check_callable(callback, "pure_callback")
-  common.check_sharding(sharding, "pure_callback")
   result_avals, out_tree = common.result_avals_of(result_shape_dtypes)
   flat, dynamic = common.flat_callback(callback, args, kwargs, results=len(result_avals),
-                                       single=len(result_avals) == 1)
+                                       single=len(result_avals) == 1, sharding=sharding)
   outs = pure_callback_p.bind(*dynamic, callback=flat, result_avals=tuple(result_avals),
                               vmap_method=vmap_method)
   return out_tree.unflatten(outs)
@@ -80,9 +79,8 @@ pure_callback_p.def_impl(_pure_callback_impl)
 
 
 def _pure_callback_lowering(ctx, *args, callback, result_avals, vmap_method):
-  call = host_calls.register_host_call(callback, single=callback.single,
-                                       arg_avals=ctx.avals_in, result_avals=result_avals)
-  results, _ = common.emit_host_call(ctx, call, args, None, has_side_effect=False)
+  results, _ = common.lower_host_call(ctx, callback, args, result_avals, None,
+                                      has_side_effect=False)
   return results
 
 

@@ -25,6 +25,18 @@ uint8, uint16, uint32, uint64 = map(np.dtype, (np.uint8, np.uint16, np.uint32, n
 float16, float32, float64 = map(np.dtype, (np.float16, np.float32, np.float64))
 complex64, complex128 = map(np.dtype, (np.complex64, np.complex128))
 
+# The narrow types of ml_dtypes that JAX has on CPU.  Sub-byte values are packed in XLA's
+# buffers (two int4 per byte), which the runtime and the host calls unpack.
+int2, int4 = np.dtype(ml_dtypes.int2), np.dtype(ml_dtypes.int4)
+uint2, uint4 = np.dtype(ml_dtypes.uint2), np.dtype(ml_dtypes.uint4)
+float4_e2m1fn = np.dtype(ml_dtypes.float4_e2m1fn)
+FLOAT8 = tuple(np.dtype(getattr(ml_dtypes, name)) for name in (
+    "float8_e3m4", "float8_e4m3", "float8_e8m0fnu", "float8_e4m3b11fnuz", "float8_e4m3fn",
+    "float8_e4m3fnuz", "float8_e5m2", "float8_e5m2fnuz"))
+SMALL_FLOATS = (float4_e2m1fn, *FLOAT8)  # below bfloat16 in the lattice, each on its own
+SUBBYTE_BITS = {int2: 2, uint2: 2, int4: 4, uint4: 4, float4_e2m1fn: 4}
+_NARROW_INTS = {int2, int4, uint2, uint4}
+
 PYTHON_SCALARS = (bool, int, float, complex)  # Python scalars: values, weakly typed but for bool
 
 
@@ -58,10 +70,13 @@ def issubdtype(a, b) -> bool:
   return None
 
 _SUPPORTED = {bool_, int8, int16, int32, int64, uint8, uint16, uint32, uint64,
-              float16, bfloat16, float32, float64, complex64, complex128}
+              float16, bfloat16, float32, float64, complex64, complex128, *_NARROW_INTS,
+              *SMALL_FLOATS}
 _X32 = {int64: int32, uint64: uint32, float64: float32, complex128: complex64}
 
-_SHORT_NAMES = {bool_: "bool", bfloat16: "bf16", float0: "float0"}
+_SHORT_NAMES = {bool_: "bool", bfloat16: "bf16", float0: "float0", int2: "i2", int4: "i4",
+                uint2: "u2", uint4: "u4", float4_e2m1fn: "f4e2m1fn",
+                **{d: "f8" + d.name[len("float8"):] for d in FLOAT8}}
 
 
 def short_name(dtype: np.dtype) -> str:
@@ -145,12 +160,12 @@ def _memoized(predicate):
 
 @_memoized
 def is_float(dtype) -> bool:
-  return np.issubdtype(dtype, np.floating) or dtype == bfloat16
+  return np.issubdtype(dtype, np.floating) or dtype == bfloat16 or dtype in SMALL_FLOATS
 
 
 @_memoized
 def is_integer(dtype) -> bool:
-  return np.issubdtype(dtype, np.integer)
+  return np.issubdtype(dtype, np.integer) or dtype in _NARROW_INTS
 
 
 @_memoized
@@ -170,10 +185,12 @@ def tangent_dtype(dtype: np.dtype) -> np.dtype:
 _I, _F, _C = "i*", "f*", "c*"
 _LATTICE: dict[Any, list[Any]] = {
     bool_: [_I],
-    _I: [uint8, int8],
+    _I: [uint8, int8, uint2, uint4, int2, int4],
+    int2: [], int4: [], uint2: [], uint4: [],
+    **{t: [] for t in SMALL_FLOATS},
     uint8: [int16, uint16], uint16: [int32, uint32], uint32: [int64, uint64], uint64: [_F],
     int8: [int16], int16: [int32], int32: [int64], int64: [_F],
-    _F: [_C, bfloat16, float16],
+    _F: [_C, bfloat16, float16, *SMALL_FLOATS],
     bfloat16: [float32], float16: [float32], float32: [float64, complex64], float64: [complex128],
     _C: [complex64], complex64: [complex128], complex128: [],
 }
@@ -193,7 +210,18 @@ def _least_upper_bound(nodes: frozenset):
   for candidate in bounds:
     if _upper_bounds(candidate) == bounds:
       return candidate
-  raise TypeError(f"no common dtype for {sorted(map(str, nodes))}")
+  names = tuple(sorted(str(n) for n in nodes))
+  floats = any(n in SMALL_FLOATS for n in nodes)
+  what = "8-bit floats" if floats else "1-bit, 2-bit and 4-bit integers"
+  raise TypePromotionError(
+      f"Input dtypes {names} have no available implicit dtype promotion path. To avoid "
+      f"unintended promotion, {what} do not support implicit promotion. If you'd like your "
+      "inputs to be promoted to another type, you can do so explicitly using e.g. "
+      f"x.astype('{'float32' if floats else 'int32'}')")
+
+
+class TypePromotionError(ValueError):
+  """Two dtypes that the promotion rules in force do not combine."""
 
 
 def _node(dtype: np.dtype, weak: bool):

@@ -13,8 +13,13 @@ effect's class, in these flags, and read in one place each (the functions below)
                                 the runtime chains executions by it (`ordered_effects`);
   allowed_in_control_flow       may appear in `cond` branches, `while` loops and `scan`
                                 bodies (`check_allowed(..., "control_flow", ...)`);
-  allowed_in_remat              may appear inside `checkpoint`;
+  allowed_in_remat              may appear inside `checkpoint` under reverse mode (which
+                                may run it again in the backward pass);
   allowed_in_custom_derivatives may appear inside `custom_jvp`/`custom_vjp` functions;
+  allowed_with_batched_predicate may appear in a `cond` branch or a `while_loop` under
+                                `vmap` with a batched predicate (which runs them for lanes
+                                that did not ask for it); an ordered one may not appear in a
+                                `while_loop` under `vmap` at all;
   kept_when_unused              dead-code elimination and partial evaluation keep the
                                 equation even when nothing reads its outputs
                                 (`must_keep`);
@@ -43,6 +48,7 @@ class Effect:
   allowed_in_control_flow: ClassVar[bool] = True
   allowed_in_remat: ClassVar[bool] = True
   allowed_in_custom_derivatives: ClassVar[bool] = True
+  allowed_with_batched_predicate: ClassVar[bool] = True
   kept_when_unused: ClassVar[bool] = True
   runs_with_zero_cotangents: ClassVar[bool] = True
   tracked_at_runtime: ClassVar[bool] = True

@@ -21,6 +21,7 @@ renders it as an `mhlo.sharding` attribute and the runtime as jaxlib's `HloShard
 """
 from __future__ import annotations
 
+import enum
 import functools
 import math
 import threading
@@ -81,6 +82,14 @@ def _names(entry) -> tuple:
 
 # ----------------------------------------------------------------------------- meshes
 
+class AxisType(enum.Enum):
+  """How a mesh axis is partitioned (JAX's names).  minijax partitions every axis as
+  `Auto` (XLA's propagation); `Explicit` and `Manual` axes are refused by `Mesh`."""
+  Auto = enum.auto()
+  Explicit = enum.auto()
+  Manual = enum.auto()
+
+
 class Mesh:
   """Devices arranged in a named grid: `Mesh(np.array(devices).reshape(2, 2), ('x', 'y'))`.
 
@@ -104,6 +113,14 @@ class Mesh:
     ids = [d.id for d in devices.flat]
     if len(set(ids)) != len(ids):
       raise ValueError(f"Mesh devices must be distinct, got ids {ids}")
+    if axis_types is not None:
+      axis_types = (axis_types,) if isinstance(axis_types, AxisType) else tuple(axis_types)
+      if len(axis_types) != len(axis_names):
+        raise ValueError(f"Number of axis_types {len(axis_types)} must match the number of "
+                         f"axis_names {len(axis_names)}")
+      if any(t is not AxisType.Auto for t in axis_types):
+        raise NotImplementedError(f"Mesh axis_types {axis_types}: minijax partitions every "
+                                  "mesh axis as AxisType.Auto")
     self.devices = devices
     self.axis_names = axis_names
     self.axis_types = axis_types
@@ -159,6 +176,30 @@ class _MeshContext(threading.local):
 
 
 _mesh_context = _MeshContext()
+
+
+class set_mesh:
+  """Makes `mesh` the current mesh (`get_mesh()`; what a bare `PartitionSpec` refers to):
+  for the rest of the thread when called alone (`set_mesh(mesh)`), or for a block when used
+  as a context manager (`with set_mesh(mesh): ...`), as in JAX."""
+  __slots__ = ("_previous",)
+
+  def __init__(self, mesh: Mesh | None):
+    if mesh is not None and not isinstance(mesh, Mesh):
+      raise ValueError(f"Expected mesh of type `minijax.sharding.Mesh`. Got {type(mesh)}")
+    stack = _mesh_context.stack
+    self._previous = list(stack)
+    stack[:] = [] if mesh is None else [*stack, mesh]
+
+  def __enter__(self):
+    return None
+
+  def __exit__(self, *exc):
+    _mesh_context.stack[:] = self._previous
+    return False
+
+
+use_mesh = set_mesh  # JAX's earlier name
 
 
 def current_mesh() -> Mesh | None:

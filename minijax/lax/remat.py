@@ -18,15 +18,16 @@ from typing import Callable
 
 from minijax.core import pretty
 from minijax.core.effects import check_allowed, must_keep
-from minijax.core.jaxpr import ClosedJaxpr, eval_jaxpr, hoist_consts
+from minijax.core.jaxpr import ClosedJaxpr, Jaxpr, Var, eval_jaxpr, hoist_consts
 from minijax.core.primitive import Primitive
 from minijax.core.trace import set_current_trace
-from minijax.interpreters import partial_eval as pe
-from minijax.interpreters import ad
+from minijax import tree_util
+from minijax.interpreters import ad, batching, partial_eval as pe
 from minijax.lax.call import call_transpose_rule, register_call_rules
 from minijax.lowering import mlir
 
-__all__ = ["checkpoint", "remat", "named_call", "remat_p", "named_call_p", "checkpoint_policies"]
+__all__ = ["checkpoint", "remat", "named_call", "remat_p", "named_call_p", "checkpoint_policies",
+           "checkpoint_name", "name_p"]
 
 
 def _call_abstract_eval(*avals, jaxpr, **params):
@@ -73,16 +74,24 @@ def named_call(fun: Callable, *, name: str | None = None) -> Callable:
   return wrapped
 
 
+# ---- checkpoint_name: the identity, naming a value for checkpoint policies
+name_p = Primitive("name")
+name_p.def_abstract_eval(lambda x, *, name: x)
+mlir.register_lowering(name_p, lambda ctx, x, *, name: x)
+ad.deflinear(name_p, lambda ct, *, name: [name_p.bind(ct, name=name)])
+batching.defvectorized(name_p)
+
+
+def checkpoint_name(x, name: str):
+  """`x`, named `name` so that a `checkpoint` policy (`save_only_these_names`, ...) can choose
+  to save it rather than recompute it."""
+  return tree_util.tree_map(lambda leaf: name_p.bind(leaf, name=name), x)
+
+
 # ---- checkpoint / remat
 remat_p = Primitive("checkpoint")
 remat_p.multiple_results = True
-def _remat_abstract_eval(*avals, jaxpr, **params):
-  if jaxpr.effects:
-    check_allowed(jaxpr.effects, "remat", "checkpoint")
-  return jaxpr.out_avals, jaxpr.effects
-
-
-remat_p.def_effectful_abstract_eval(_remat_abstract_eval)
+remat_p.def_effectful_abstract_eval(_call_abstract_eval)
 remat_p.def_impl(_call_impl)
 register_call_rules(remat_p, partial_eval=False)
 # (its transpose recomputes the primal part, split off by partial evaluation, then
@@ -93,22 +102,76 @@ pretty.pp_rules[remat_p] = _pp_call
 mlir.register_lowering(remat_p, lambda ctx, *args, jaxpr, **params: mlir.lower_call_inline(
     ctx, jaxpr, *args))
 
+# How reverse mode treats a known equation with effects inside `checkpoint` (the debug
+# callbacks register one): `rule(saveable, inputs_recomputed) -> (run now, run again in the
+# backward pass)`, where `saveable` is the policy's answer for the equation and
+# `inputs_recomputed` says whether all its inputs are recomputed anyway.
+remat_effect_rules: dict[Primitive, Callable[[bool, bool], tuple[bool, bool]]] = {}
 
-def _remat_partial_eval(trace, args, *, jaxpr, **params):
+
+def _split_by_policy(jaxpr: Jaxpr, unknowns, policy):
+  """Splits `jaxpr` (no constvars) for reverse mode under `policy`.
+
+  Returns `(known, staged, out_uk, n_res)`: `known` maps the known inputs to the known
+  outputs and `n_res` residuals; `staged` maps the inputs and the residuals to the unknown
+  outputs.  An equation whose inputs are all known runs in `known`; its outputs are saved as
+  residuals when `policy(prim, *avals, **params)` allows, and recomputed in `staged` when not.
+  """
+  unknown = {v for v, uk in zip(jaxpr.invars, unknowns) if uk}
+  recomputed = set(jaxpr.invars)  # values `staged` has without reading a residual
+  known_eqns, staged_eqns = [], []
+  is_var = lambda a: type(a) is Var
+  for eqn in jaxpr.eqns:
+    if any(is_var(a) and a in unknown for a in eqn.invars):
+      unknown.update(eqn.outvars)
+      recomputed.update(eqn.outvars)
+      staged_eqns.append(eqn)
+      continue
+    saveable = bool(policy(eqn.primitive, *(a.aval for a in eqn.invars), **eqn.params)
+                    ) if policy is not None else False
+    if eqn.effects and must_keep(eqn.effects):
+      rule = remat_effect_rules.get(eqn.primitive)
+      inputs_recomputed = all(not is_var(a) or a in recomputed for a in eqn.invars)
+      run_now, run_again = rule(saveable, inputs_recomputed) if rule else (True, False)
+      if run_now:
+        known_eqns.append(eqn)
+      if run_again:
+        staged_eqns.append(eqn)
+      continue
+    known_eqns.append(eqn)
+    if not saveable:
+      recomputed.update(eqn.outvars)
+      staged_eqns.append(eqn)
+  out_uk = [is_var(v) and v in unknown for v in jaxpr.outvars]
+  staged = Jaxpr([], jaxpr.invars, [v for v, uk in zip(jaxpr.outvars, out_uk) if uk],
+                 staged_eqns)
+  staged, _ = pe.dce_jaxpr(staged, [True] * sum(out_uk), instantiate=True)
+  defined = set(staged.invars).union(*(e.outvars for e in staged.eqns))
+  residuals = list(dict.fromkeys(a for e in staged.eqns for a in e.invars
+                                 if is_var(a) and a not in defined))
+  staged = Jaxpr([], [*staged.invars, *residuals], staged.outvars, staged.eqns)
+  known = Jaxpr([], [v for v, uk in zip(jaxpr.invars, unknowns) if not uk],
+                [*(v for v, uk in zip(jaxpr.outvars, out_uk) if not uk), *residuals],
+                known_eqns)
+  known, _ = pe.dce_jaxpr(known, [True] * len(known.outvars), instantiate=True)
+  return known, staged, out_uk, len(residuals)
+
+
+def _remat_partial_eval(trace, args, *, jaxpr, policy, **params):
+  check_allowed(jaxpr.effects, "remat", "partial-eval of `checkpoint`/`remat`")
   unknowns = [trace.owns(x) for x in args]
-  known, _, out_uk, num_res = pe.partial_eval_jaxpr(jaxpr, unknowns, instantiate=False)
-  num_known_out = len(known.out_avals) - num_res
-  known, _ = pe.dce_closed_jaxpr(known, [True] * num_known_out + [False] * num_res,
-                                 instantiate=True)
+  known, staged, out_uk, n_res = _split_by_policy(jaxpr.jaxpr, unknowns, policy)
   with set_current_trace(trace.parent):
-    known_outs = iter(eval_jaxpr(known.jaxpr, known.consts,
-                                 *(x for x, uk in zip(args, unknowns) if not uk)))
-  if not any(out_uk) and not must_keep(jaxpr.effects):
+    known_outs = eval_jaxpr(known, jaxpr.consts, *(x for x, uk in zip(args, unknowns)
+                                                   if not uk))
+  residuals = known_outs[len(known_outs) - n_res:]
+  known_outs = iter(known_outs[:len(known_outs) - n_res])
+  if not any(out_uk) and not must_keep(staged.effects):
     return list(known_outs)
-  recompute, _ = pe.dce_closed_jaxpr(jaxpr, out_uk, instantiate=True)
   # `differentiated` marks the recomputation (as JAX does): effect handlers replay it.
-  unknown_outs = iter(trace.stage(remat_p, args,
-                                  dict(params, jaxpr=recompute, differentiated=True)))
+  unknown_outs = iter(trace.stage(remat_p, [*args, *residuals],
+                                  dict(params, policy=policy, jaxpr=ClosedJaxpr(staged, []),
+                                       differentiated=True)))
   return [next(unknown_outs) if uk else next(known_outs) for uk in out_uk]
 
 
@@ -118,7 +181,11 @@ pe.partial_eval_rules[remat_p] = _remat_partial_eval
 def checkpoint(fun: Callable, *, prevent_cse: bool = True, policy=None,
                static_argnums=()) -> Callable:
   """`fun`, whose intermediate values reverse-mode differentiation recomputes in the
-  backward pass instead of saving (`policy` is accepted and ignored: nothing is saved)."""
+  backward pass instead of saving, except those `policy(prim, *avals, **params)` allows
+  to be saved (`checkpoint_policies`; by default nothing is saved)."""
+  if policy is not None and not callable(policy):
+    raise TypeError(f"checkpoint's policy must be a callable such as "
+                    f"checkpoint_policies.nothing_saveable, got {policy!r}")
   static_argnums = (static_argnums,) if isinstance(static_argnums, int) else tuple(static_argnums)
 
   @functools.wraps(fun)
@@ -131,7 +198,7 @@ def checkpoint(fun: Callable, *, prevent_cse: bool = True, policy=None,
       return fun(*(static[i] if i in static else next(it) for i in range(len(args))), **kw)
 
     closed, consts, flat, out_tree = _stage_fun(dyn_fun, dyn, kwargs)
-    outs = remat_p.bind(*consts, *flat, jaxpr=closed, prevent_cse=prevent_cse)
+    outs = remat_p.bind(*consts, *flat, jaxpr=closed, prevent_cse=prevent_cse, policy=policy)
     return out_tree.unflatten(outs)
   return wrapped
 
@@ -139,29 +206,48 @@ def checkpoint(fun: Callable, *, prevent_cse: bool = True, policy=None,
 remat = checkpoint
 
 
-class checkpoint_policies:
-  """JAX's policy names, accepted by `checkpoint(policy=...)` so ported code runs.  This
-  simple remat saves nothing whatever the policy says (it recomputes everything)."""
+# ---- policies: `policy(prim, *avals, **params)` says whether an output may be saved
+def everything_saveable(prim, *avals, **params) -> bool:
+  return True
 
-  @staticmethod
-  def everything_saveable(prim, *avals, **params) -> bool:
-    return True
 
-  @staticmethod
-  def nothing_saveable(prim, *avals, **params) -> bool:
+def nothing_saveable(prim, *avals, **params) -> bool:
+  return False
+
+
+def dots_saveable(prim, *avals, **params) -> bool:
+  return prim.name == "dot_general"
+
+
+def dots_with_no_batch_dims_saveable(prim, *avals, **params) -> bool:
+  if prim.name != "dot_general":
     return False
+  (_, _), (lhs_batch, rhs_batch) = params["dimension_numbers"]
+  return not lhs_batch and not rhs_batch
 
-  @staticmethod
-  def dots_saveable(prim, *avals, **params) -> bool:
-    return prim.name == "dot_general"
 
-  checkpoint_dots = dots_saveable
-  dots_with_no_batch_dims_saveable = dots_saveable
+def save_only_these_names(*names: str):
+  names = frozenset(names)
+  return lambda prim, *avals, **params: prim is name_p and params["name"] in names
 
-  @staticmethod
-  def save_only_these_names(*names):
-    return lambda prim, *avals, **params: prim.name == "name" and params.get("name") in names
 
-  @staticmethod
-  def save_any_names_but_these(*names):
-    return lambda prim, *avals, **params: prim.name == "name" and params.get("name") not in names
+def save_any_names_but_these(*names: str):
+  names = frozenset(names)
+  return lambda prim, *avals, **params: prim is name_p and params["name"] not in names
+
+
+def save_from_both_policies(policy_1, policy_2):
+  return lambda prim, *avals, **params: (policy_1(prim, *avals, **params)
+                                         or policy_2(prim, *avals, **params))
+
+
+class checkpoint_policies:
+  """JAX's checkpoint policies, for `checkpoint(policy=...)`."""
+  everything_saveable = staticmethod(everything_saveable)
+  nothing_saveable = staticmethod(nothing_saveable)
+  dots_saveable = checkpoint_dots = staticmethod(dots_saveable)
+  dots_with_no_batch_dims_saveable = checkpoint_dots_with_no_batch_dims = staticmethod(
+      dots_with_no_batch_dims_saveable)
+  save_only_these_names = staticmethod(save_only_these_names)
+  save_any_names_but_these = staticmethod(save_any_names_but_these)
+  save_from_both_policies = staticmethod(save_from_both_policies)

@@ -376,9 +376,12 @@ def _broadcast_specs(specs, tree, what: str, fun_name: str) -> list[PartitionSpe
                      f"{tree_util.tree_structure(tree)}") from None
   out = []
   for spec, sub in zip(leaves, subtrees):
+    n = len(tree_util.tree_leaves(sub))
+    if spec is None and n == 0:
+      continue  # None over no values (a function returning None), as JAX accepts
     if not isinstance(spec, PartitionSpec):
       raise TypeError(f"shard_map {what} leaves must be PartitionSpecs, got {spec!r}")
-    out.extend([spec] * len(tree_util.tree_leaves(sub)))
+    out.extend([spec] * n)
   return out
 
 

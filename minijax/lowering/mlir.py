@@ -74,6 +74,13 @@ _SCALAR_TYPES: dict[np.dtype, Callable[[], ir.Type]] = {
     dtypes.float64: ir.F64Type.get,
     dtypes.complex64: lambda: ir.ComplexType.get(ir.F32Type.get()),
     dtypes.complex128: lambda: ir.ComplexType.get(ir.F64Type.get()),
+    dtypes.int2: lambda: ir.IntegerType.get_signless(2),
+    dtypes.int4: lambda: ir.IntegerType.get_signless(4),
+    dtypes.uint2: lambda: ir.IntegerType.get_unsigned(2),
+    dtypes.uint4: lambda: ir.IntegerType.get_unsigned(4),
+    dtypes.float4_e2m1fn: ir.Float4E2M1FNType.get,
+    **{d: getattr(ir, f"Float8{d.name[len('float8_'):].upper()}Type").get  # Float8E4M3FNType
+       for d in dtypes.FLOAT8},
 }
 
 
@@ -266,15 +273,18 @@ class LoweringResult:
   out_avals: list
   keepalives: list = dataclasses.field(default_factory=list)
   host_calls: list = dataclasses.field(default_factory=list)
+  runtime_tokens: bool = True  # `main` takes and returns one token per ordered effect
 
 
 def lower_jaxpr_to_module(closed_jaxpr: ClosedJaxpr, *, name: str = "main",
                           donated_args: Sequence[bool] = (),
                           device_assignment: Sequence[Any] | None = None,
                           arg_shardings: Sequence[str | None] | None = None,
-                          result_shardings: Sequence[str | None] | None = None
-                          ) -> LoweringResult:
-  """Lowers a closed jaxpr to a module whose public `main` takes and returns tokens first.
+                          result_shardings: Sequence[str | None] | None = None,
+                          runtime_tokens: bool = True) -> LoweringResult:
+  """Lowers a closed jaxpr to a module whose public `main` takes and returns tokens first
+  (with `runtime_tokens`; without, `main` makes its tokens itself, `mhlo.create_token`,
+  and returns only the arrays: its order across calls is then the runtime's business).
 
   With a `device_assignment` the module is one SPMD program for all its devices
   (`mhlo.num_partitions`; one device too, for a `shard_map` over a mesh of one), its arguments and results annotated with the HLO text of
@@ -290,21 +300,28 @@ def lower_jaxpr_to_module(closed_jaxpr: ClosedJaxpr, *, name: str = "main",
       module.operation.attributes["mhlo.num_partitions"] = ir.IntegerAttr.get(
           i32, len(device_assignment))
       module.operation.attributes["mhlo.num_replicas"] = ir.IntegerAttr.get(i32, 1)
-    fn = lower_jaxpr_to_fun(mctx, "main", closed_jaxpr, public=True, donated_args=donated_args)
+    fn = lower_jaxpr_to_fun(mctx, "main", closed_jaxpr, public=True, donated_args=donated_args,
+                            internal_tokens=not runtime_tokens)
     if mctx.positions is not None:
-      _set_sharding_attrs(fn, len(ordered_effects(closed_jaxpr.effects)), arg_shardings,
-                          result_shardings)
+      _set_sharding_attrs(fn, len(ordered_effects(closed_jaxpr.effects)) if runtime_tokens
+                          else 0, arg_shardings, result_shardings)
   return LoweringResult(module, ordered_effects(closed_jaxpr.effects), mctx.host_callbacks,
                         closed_jaxpr.in_avals, closed_jaxpr.out_avals,
-                        keepalives=mctx.keepalives, host_calls=mctx.host_calls)
+                        keepalives=mctx.keepalives, host_calls=mctx.host_calls,
+                        runtime_tokens=runtime_tokens)
 
 
 def lower_jaxpr_to_fun(mctx: ModuleContext, name: str, closed_jaxpr: ClosedJaxpr, *,
                        public: bool = False, donated_args: Sequence[bool] = (),
-                       effects: Sequence[Any] | None = None) -> func_dialect.FuncOp:
-  """Emits `func.func @name(tokens..., args...) -> (tokens..., outs...)`."""
+                       effects: Sequence[Any] | None = None,
+                       internal_tokens: bool = False) -> func_dialect.FuncOp:
+  """Emits `func.func @name(tokens..., args...) -> (tokens..., outs...)` (with
+  `internal_tokens`, `@name(args...) -> (outs...)`, the tokens made inside)."""
   jaxpr = closed_jaxpr.jaxpr
   effects = ordered_effects(jaxpr.effects) if effects is None else tuple(effects)
+  made_inside = effects if internal_tokens else ()
+  if internal_tokens:
+    effects = ()
   n = len(effects)
   in_types = [token_type()] * n + [aval_to_ir_type(a) for a in jaxpr.in_avals]
   out_types = [token_type()] * n + [aval_to_ir_type(v.aval) for v in jaxpr.outvars]
@@ -315,9 +332,13 @@ def lower_jaxpr_to_fun(mctx: ModuleContext, name: str, closed_jaxpr: ClosedJaxpr
     _set_aliasing_attrs(fn, jaxpr, donated_args, n)
   block = fn.add_entry_block()
   with ir.InsertionPoint(block):
-    tokens = TokenSet.from_lists(effects, list(block.arguments[:n]))
+    if made_inside:
+      tokens = TokenSet.from_lists(made_inside, [mhlo.CreateTokenOp().result
+                                                 for _ in made_inside])
+    else:
+      tokens = TokenSet.from_lists(effects, list(block.arguments[:n]))
     outs, tokens_out = lower_closed_jaxpr(mctx, closed_jaxpr, tokens, *block.arguments[n:])
-    func_dialect.ReturnOp([*tokens_out.tokens(), *outs])
+    func_dialect.ReturnOp([*(() if made_inside else tokens_out.tokens()), *outs])
   return fn
 
 

@@ -75,10 +75,11 @@ def matmul(a, b, *, precision=None, preferred_element_type=None):
 
 
 @_util.compiled_when_eager(dynamic=2)
-def vdot(a, b):
+def vdot(a, b, *, precision=None, preferred_element_type=None):
   from minijax.numpy.complex_numbers import conjugate
   from minijax.numpy.shape import ravel
-  return dot(conjugate(ravel(_util.asarray(a))), ravel(_util.asarray(b)))
+  return dot(conjugate(ravel(_util.asarray(a))), ravel(_util.asarray(b)), precision=precision,
+             preferred_element_type=preferred_element_type)
 
 
 @_util.compiled_when_eager(dynamic=2)

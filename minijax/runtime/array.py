@@ -76,9 +76,17 @@ def _copy_raw(buffer, out: np.ndarray) -> None:
   del tensor, capsule
 
 
+# Sub-byte types (int4, ...) are packed in XLA's buffers and have no DLPack form.  Staging
+# installs the reader (`widen_subbyte(array) -> numpy`), which widens them on the device
+# (int4 -> int8, float4_e2m1fn -> float32, exactly) and narrows the result with numpy.
+widen_subbyte = None
+
+
 def _buffer_to_numpy(buffer, aval: ShapedArray) -> np.ndarray:
   dtype = aval.dtype
-  if dtype.kind in _DLPACK_KINDS:
+  if dtype in dtypes.SUBBYTE_BITS:
+    out = np.array(widen_subbyte(Array(buffer, aval, buffer._sharding._device)))
+  elif dtype.kind in _DLPACK_KINDS and dtype.type.__module__ == "numpy":
     out = np.from_dlpack(_DLPackExport(buffer)).copy()
   else:
     out = np.empty(aval.shape, dtype)
@@ -291,7 +299,7 @@ class Array:
     prefix = "Array("
     weak = ", weak_type=True" if self.aval.weak_type else ""
     dtype_str = f"dtype={self.dtype.name}{weak})"
-    if self._buffer.is_deleted():
+    if self.is_deleted():
       return f"{prefix}<deleted>, shape={self.shape}, {dtype_str}"
     if self.size == 0:
       body = f"[], shape={self.shape}"
@@ -310,6 +318,60 @@ class Array:
   def __format__(self, format_spec):
     value = self._value
     return format(value[()] if value.ndim == 0 else value, format_spec)
+
+
+_buffer_slot = Array._buffer  # the slot behind HostArray's lazy `_buffer`
+
+
+class HostArray(Array):
+  """An Array whose value is already on the host: what a callback's host function receives.
+
+  It wraps the read-only numpy array the callback machinery made (no copy) and is put on its
+  device only when something needs a device buffer (an operation, `block_until_ready`,
+  `delete`); reading it (`np.asarray`, printing, `item`) never does.  The native handlers
+  build it in C (`csrc/host_call.cc`, `csrc/tap_queue.cc`: `set_host_array_type`), setting
+  `aval`, `_device`, `_npy` and `_sharding` and leaving the buffer slot empty, so the fast
+  paths pay for one object and no Python call.
+  """
+  __slots__ = ()
+
+  def __init__(self, value: np.ndarray, aval: ShapedArray, device):
+    self.aval, self._device, self._npy, self._sharding = aval, device, value, None
+
+  def _materialized(self) -> bool:
+    try:
+      _buffer_slot.__get__(self)
+    except AttributeError:
+      return False
+    return True
+
+  @property
+  def _buffer(self):
+    try:
+      return _buffer_slot.__get__(self)
+    except AttributeError:
+      buffer = _put_numpy(self._npy, self.aval, self._device)._buffer
+      _buffer_slot.__set__(self, buffer)
+      return buffer
+
+  def is_deleted(self) -> bool:
+    return self._materialized() and Array.is_deleted(self)
+
+  def delete(self) -> None:
+    self._buffer  # noqa: B018 - a buffer to delete, so that later uses fail as for any Array
+    Array.delete(self)
+
+  def _check_alive(self) -> None:
+    if self._materialized():
+      Array._check_alive(self)
+
+
+def host_array(value: np.ndarray, device) -> HostArray:
+  """`value` (a numpy array of a dtype minijax knows) as a HostArray on `device`."""
+  if not value.flags.owndata or value.flags.writeable:  # a view, or writable: keep a copy
+    value = np.array(value)
+    value.flags.writeable = False
+  return HostArray(value, ShapedArray(value.shape, value.dtype), device)
 
 
 def make_array(buffer, aval: ShapedArray, device=None) -> Array:

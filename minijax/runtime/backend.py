@@ -10,9 +10,11 @@ run before any other thread can see the client.
 
 jaxlib defers dropping some Python objects that its own threads release (the tracebacks it
 records at every execution, for one) until `collect_garbage()` is called on a thread that
-holds the GIL; JAX calls it after every run of Python's cyclic garbage collector, and so
-does this module (without it, every execution whose arguments are all reused leaks about
-90 bytes).
+holds the GIL.  Every execution leaves such garbage behind (about 90 bytes), and a loop of
+calls that allocates nothing else never wakes Python's cyclic collector, so collecting after
+gc runs (as JAX does, and this module too) is not enough: as JAX's jitted functions do,
+minijax's executables call `collect_jaxlib_garbage()` (42 ns when there is nothing to
+drop) on every dispatch.
 
 jaxlib is not fork-safe once the client exists: its thread pools do not survive `fork`.
 So, as JAX does, `os.fork()` warns once the client exists.  In the child, compiling would
@@ -58,6 +60,9 @@ def _replicated_hlo_sharding(self, num_dimensions):
 
 if not hasattr(_jax.SingleDeviceSharding, "_to_xla_hlo_sharding"):
   _jax.SingleDeviceSharding._to_xla_hlo_sharding = _replicated_hlo_sharding
+
+
+collect_jaxlib_garbage = _jax.collect_garbage
 
 
 def _collect_jaxlib_garbage(phase: str, info: dict) -> None:
@@ -170,14 +175,31 @@ def on_client_created(callback: Callable[[Client], Any]) -> None:
       callback(client)
 
 
-def devices() -> list[Device]:
+def _check_backend(backend) -> None:
+  """`backend` (JAX's argument of the device queries) must name minijax's CPU client."""
+  if backend is None or backend is _client or (isinstance(backend, str)
+                                                and backend.lower() == "cpu"):
+    return
+  raise RuntimeError(f"Unknown backend: '{backend}' requested, but no platforms that are "
+                     f"instances of {backend} are present. Platforms present are: cpu")
+
+
+def devices(backend=None) -> list[Device]:
+  """Every device (of every process); `backend` may only be "cpu", as in JAX on a CPU."""
   get_client()
+  _check_backend(backend)
   return list(_devices)
 
 
-def local_devices() -> list[Device]:
+def local_devices(process_index: int | None = None, backend=None,
+                  host_id: int | None = None) -> list[Device]:
+  """The devices of this process (or of `process_index`)."""
   get_client()
-  return list(_local)
+  _check_backend(backend)
+  index = process_index if process_index is not None else host_id
+  if index is None:
+    return list(_local)
+  return [d for d in _devices if d.process_index == index]
 
 
 def device_count() -> int:

@@ -15,13 +15,18 @@ to have chosen the executable by the arguments' avals (jaxlib checks byte sizes,
 dtypes); jaxlib's errors are translated only after they happen (a deleted or donated
 argument, a wrong count or shape).
 
-Ordered effects are chained through the runtime tokens of `runtime/tokens.py`: an
+With `effects_ordering="runtime_token"` (the seed's design), ordered effects are chained
+through the runtime tokens of `runtime/tokens.py`: an
 executable binds the token chain of each of its (ordered effect, device) pairs into its call
 closure, passes the chain's token before its array arguments and keeps the token it
 returns, holding its device's ordering lock from reading the token to storing the new one
 (and no other lock: with jaxlib's inline execution of cheap programs the lock is held while
 the program runs, maybe waiting for room in a tap queue, and barriers never take it); an
 executable with unordered effects records its execution status, with its `keepalive`.
+
+With `effects_ordering="stream"` an executable with ordered effects takes no tokens: it
+runs on the shared execution stream (`_make_run_streamed`; see `runtime/tokens.py`), which
+orders it after every execution with ordered effects dispatched before it on its device.
 
 An executable keeps `keepalive` (what its lowering asked for: the tap consumers its custom
 calls name) and its host callbacks for as long as it lives, and no longer: nothing global
@@ -51,7 +56,6 @@ its effects still come after everything the outer computation did before the hos
 from __future__ import annotations
 
 import logging
-import operator
 import time
 import weakref
 from typing import Any, Callable, Sequence
@@ -65,13 +69,14 @@ from minijax.core.avals import ShapedArray, python_scalar_aval
 from minijax.core.dtypes import PYTHON_SCALARS
 from minijax.runtime import backend, host_calls, taps
 from minijax.runtime.array import Array, _DELETED_MESSAGE, device_put, scalar_buffer
-from minijax.runtime.tokens import TOKEN_AVAL, GroupToken, RuntimeTokens, runtime_tokens
+from minijax.runtime.tokens import (STREAM_ID, TOKEN_AVAL, GroupToken, RuntimeTokens,
+                                    runtime_tokens)
 
 logger = logging.getLogger("minijax")
 
 _JaxRuntimeError = _jax.JaxRuntimeError
-_get_buffer = operator.attrgetter("_buffer")
 _raise_filed = host_calls.raise_filed
+_get_stream, _set_stream = _jax.get_execution_stream_id, _jax.set_execution_stream_id
 _take_interrupt = taps.take_interrupt
 
 
@@ -110,7 +115,7 @@ class Executable(CompiledProgram):
 
   def __init__(self, loaded, *, name: str, device, in_avals, out_avals, donated_args,
                host_callbacks, ordered_effects, unordered_effects, compile_seconds: float,
-               host_calls=(), keepalive=()):
+               host_calls=(), keepalive=(), pass_tokens: bool = True):
     self._exe = loaded
     self.name = name
     self.device = device
@@ -123,7 +128,10 @@ class Executable(CompiledProgram):
     self.keepalive = tuple(keepalive)
     self.ordered_effects = tuple(ordered_effects)
     self.unordered_effects = tuple(unordered_effects)
-    self.num_tokens = len(self.ordered_effects)
+    # Without runtime tokens the program makes its own, and its order across calls comes
+    # from the shared execution stream (see `runtime/tokens.py`).
+    self.runtime_tokens = pass_tokens or not self.ordered_effects
+    self.num_tokens = len(self.ordered_effects) if self.runtime_tokens else 0
     self.compile_seconds = compile_seconds
     sharding = backend.sharding_for(device)
     self._handlers = [xla_client.array_result_handler(aval, sharding, True, _skip_checks=True)
@@ -132,7 +140,7 @@ class Executable(CompiledProgram):
     self._chains = [runtime_tokens.chain(effect, device) for effect in self.ordered_effects]
     token_handler = xla_client.array_result_handler(TOKEN_AVAL, sharding, True,
                                                     _skip_checks=True)
-    self._token_and_result_handlers = [token_handler] * len(self._chains) + self._handlers
+    self._token_and_result_handlers = [token_handler] * self.num_tokens + self._handlers
     self._run_nested = self._make_run_nested()
     self._run_effectful = self._make_run_effectful()
     self.call = self.make_call(_weak_self=True)
@@ -143,12 +151,21 @@ class Executable(CompiledProgram):
   def _make_run_nested(self) -> Callable[[list], list]:
     """Runs the executable from inside a host call: from the chains' initial tokens, leaving
     the chains alone, and to completion (see the module docstring)."""
-    execute, n = self._exe.execute_sharded, len(self._chains)
-    initial = [chain.initial for chain in self._chains]
+    execute, n = self._exe.execute_sharded, self.num_tokens
+    initial = [chain.initial for chain in self._chains][:n]
     all_handlers = self._token_and_result_handlers
+    streamed = not self.runtime_tokens
+    depth = host_calls.host_call_depth
 
     def run_nested(buffers):
-      results = execute([*initial, *buffers], with_tokens=True)
+      if streamed:  # a stream of its own: the shared one is busy with the calling program
+        previous = _get_stream()
+        _set_stream(STREAM_ID + depth())
+      try:
+        results = execute([*initial, *buffers], with_tokens=True)
+      finally:
+        if streamed:
+          _set_stream(previous)
       status = results.consume_token()
       outs = results.consume_with_handlers(all_handlers)
       status.block_until_ready()
@@ -168,6 +185,8 @@ class Executable(CompiledProgram):
     statuses = tokens.statuses(self.device) if self.unordered_effects else None
     depth, run_nested = host_calls.host_call_depth, self._run_nested
     keep = self.keepalive  # an unordered run keeps the consumers it taps to until it is done
+    if not self.runtime_tokens:
+      return self._make_run_streamed(statuses, keep)
     if not self.ordered_effects:
       def run_unordered(buffers):
         if depth():
@@ -202,18 +221,67 @@ class Executable(CompiledProgram):
       return outs[n:]
     return run_ordered
 
+  def _make_run_streamed(self, statuses, keep) -> Callable[[list], list]:
+    """For executables with ordered effects and no runtime tokens: runs on the shared
+    execution stream (see `runtime/tokens.py`), after the last execution over several
+    devices that had the same effects on this device."""
+    execute, handlers, tokens, device = self._exe.execute_sharded, self._handlers, \
+        runtime_tokens, self.device
+    limit, lock, chains, settle = RuntimeTokens._MAX_UNORDERED, tokens._lock, self._chains, \
+        tokens.settle
+    depth, run_nested, mark = host_calls.host_call_depth, self._run_nested, tokens.streamed
+
+    def run_streamed(buffers):
+      if depth():
+        return run_nested(buffers)
+      for chain in chains:
+        if type(chain.token) is GroupToken:
+          settle(chain)
+      previous = _get_stream()
+      _set_stream(STREAM_ID)
+      try:
+        results = execute(buffers, with_tokens=statuses is not None)
+      finally:
+        _set_stream(previous)
+      mark(device)  # after the dispatch, so that a barrier's fence comes after it
+      if statuses is not None:
+        status = results.consume_token()
+        with lock:
+          statuses.append((status, keep))
+      outs = results.consume_with_handlers(handlers)
+      if statuses is not None and len(statuses) > limit:
+        tokens.trim(statuses)
+      return outs
+    return run_streamed
+
   def _make_run_synchronous(self) -> Callable[[list], list]:
     """For executables that make host calls: runs, then waits for the computation to
     finish; if it failed, chains it extended go back to their initial tokens."""
     execute, handlers = self._exe.execute_sharded, self._handlers
     lock = runtime_tokens.ordering_lock(self.device)
-    chains, all_handlers, n = self._chains, self._token_and_result_handlers, len(self._chains)
+    n = self.num_tokens
+    chains, all_handlers = self._chains[:n], self._token_and_result_handlers
     depth, run_nested = host_calls.host_call_depth, self._run_nested
+    streamed, device = not self.runtime_tokens, self.device
+    settle, group_chains = runtime_tokens.settle, self._chains
 
     def run_synchronous(buffers):
       if depth():
         return run_nested(buffers)
-      if chains:
+      if streamed:
+        for chain in group_chains:
+          if type(chain.token) is GroupToken:
+            settle(chain)
+        previous = _get_stream()
+        _set_stream(STREAM_ID)
+        try:
+          results = execute(buffers, with_tokens=True)
+        finally:
+          _set_stream(previous)
+        runtime_tokens.streamed(device)
+        status = results.consume_token()
+        outs = results.consume_with_handlers(handlers)
+      elif chains:
         with lock:
           results = execute([*[c.token for c in chains], *buffers], with_tokens=True)
           status = results.consume_token()
@@ -263,10 +331,11 @@ class Executable(CompiledProgram):
     out_aval = out_avals[0] if single else None
 
     one_arg = not consts and len(self.in_avals) == 1  # the most common call: f(x)
+    buffers_of = _buffers_function(len(self.in_avals) - len(consts), bool(consts))
     # One ordered effect and no other (an executable with taps): the token passing of
     # `run_effectful` is inlined below, which saves a call on this path.
     chain = (self._chains[0] if len(self._chains) == 1 and not self.unordered_effects
-             and not self.calls_host else None)
+             and not self.calls_host and self.runtime_tokens else None)
     depth, run_nested = host_calls.host_call_depth, self._run_nested
     token_handlers = self._token_and_result_handlers
     settle = runtime_tokens.settle
@@ -274,6 +343,7 @@ class Executable(CompiledProgram):
     acquire, release = ordering.acquire, ordering.release
     arg_avals = self.in_avals[len(consts):]
     reuse_scalars = not any(self.donated_args)
+    collect_garbage = backend.collect_jaxlib_garbage
 
     def with_scalars(args) -> list | None:
       """The argument buffers when every argument is an Array on this device or a Python
@@ -297,10 +367,10 @@ class Executable(CompiledProgram):
           if one_arg and len(args) == 1:
             buffers = [args[0]._buffer]
           else:
-            buffers = [*const_buffers, *map(_get_buffer, args)]
+            buffers = buffers_of(args, const_buffers)
           if check_devices and any(a._device is not device for a in args):
             buffers = None
-        except AttributeError:
+        except (AttributeError, ValueError):  # not all Arrays, or not as many as compiled
           pass
       if buffers is None:
         buffers = with_scalars(args)
@@ -309,6 +379,7 @@ class Executable(CompiledProgram):
             return fallback(args)
           outs = general((*consts, *args))
           return unflatten(outs) if unflatten is not None else outs
+      collect_garbage()  # see `backend`: what jaxlib's threads dropped since the last call
       try:
         if run_effectful is None:
           outs = execute(buffers).consume_with_handlers(handlers)
@@ -347,6 +418,7 @@ class Executable(CompiledProgram):
   def _call_general(self, args) -> list[Array]:
     args = self._prepare(args)
     buffers = [a._buffer for a in args]
+    backend.collect_jaxlib_garbage()
     try:
       if self._run_effectful is None:
         outs = self._exe.execute_sharded(buffers).consume_with_handlers(self._handlers)
@@ -387,6 +459,25 @@ class Executable(CompiledProgram):
     return str(self.device)
 
 
+_buffers_functions: dict[tuple[int, bool], Callable] = {}
+
+
+def _buffers_function(n: int, with_consts: bool) -> Callable[[tuple, list], list]:
+  """`buffers(args, const_buffers)`: the argument list of an execution on `n` Arrays, in
+  unrolled code generated once per `n` (an attribute read per argument costs a fraction of
+  `map`'s per-item cost); ValueError when `args` are not `n`, AttributeError when one is
+  not an Array."""
+  fn = _buffers_functions.get((n, with_consts))
+  if fn is None:
+    names = [f"a{i}" for i in range(n)]
+    unpack = f"  {''.join(a + ', ' for a in names)}= args\n" if n else "  () = args\n"
+    items = ("*consts, " if with_consts else "") + "".join(f"{a}._buffer, " for a in names)
+    namespace: dict = {}
+    exec(f"def buffers(args, consts):\n{unpack}  return [{items}]\n", namespace)  # noqa: S102
+    fn = _buffers_functions[(n, with_consts)] = namespace["buffers"]
+  return fn
+
+
 def _run_on_the_dispatching_thread(*args):
   raise AssertionError("a placeholder host callback was called")
 
@@ -414,7 +505,8 @@ def compile(module, *, device, name: str, in_avals: Sequence[ShapedArray],
             host_callbacks: Sequence[Callable] = (), num_tokens: int = 0,
             ordered_effects: Sequence[Any] = (), unordered_effects: Sequence[Any] = (),
             host_calls: Sequence[Any] = (), keepalive: Sequence[Any] = (),
-            compiler_options: dict | None = None) -> Executable:
+            compiler_options: dict | None = None,
+            runtime_tokens: bool = True) -> Executable:
   """Compiles `module` (an `ir.Module` whose public `main` follows the token contract above).
 
   `donated_args` is informational: the module's `tf.aliasing_output` argument attributes are
@@ -424,7 +516,7 @@ def compile(module, *, device, name: str, in_avals: Sequence[ShapedArray],
   for its results, see the module docstring); `keepalive` is kept for the executable's
   lifetime (the lowering's keepalives); `compiler_options` are XLA's (`compile_options`).
   """
-  if num_tokens != len(ordered_effects):
+  if runtime_tokens and num_tokens != len(ordered_effects):
     raise ValueError(f"compiling {name!r}: num_tokens={num_tokens} but {len(ordered_effects)} "
                      f"ordered effect(s) {list(ordered_effects)}; the module needs one token "
                      "parameter and result per ordered effect")
@@ -463,4 +555,5 @@ def compile(module, *, device, name: str, in_avals: Sequence[ShapedArray],
   return Executable(loaded, name=name, device=device, in_avals=in_avals, out_avals=out_avals,
                     donated_args=donated_args, host_callbacks=host_callbacks,
                     ordered_effects=ordered_effects, unordered_effects=unordered_effects,
-                    compile_seconds=seconds, host_calls=host_calls, keepalive=keepalive)
+                    compile_seconds=seconds, host_calls=host_calls, keepalive=keepalive,
+                    pass_tokens=runtime_tokens)

@@ -124,6 +124,7 @@ class ShardedExecutable(CompiledProgram):
   def _run(self, buffers: list) -> list:
     """Executes on argument buffers; returns output buffers (tokens passed and kept)."""
     execute = self._exe.execute_sharded
+    backend.collect_jaxlib_garbage()  # see `backend`
     status_needed = self.communicates or bool(self.unordered_effects)
     if not self.ordered_effects:
       if self.unordered_effects:
@@ -133,6 +134,7 @@ class ShardedExecutable(CompiledProgram):
       outs = results.consume_with_handlers(self._handlers)
     else:
       taps.before_execution()
+      runtime_tokens.wait_streamed(self.devices)  # single-device programs run before
       for lock in self._ordering:
         lock.acquire()
       try:

@@ -19,6 +19,17 @@ computations never takes an ordering lock, so a barrier never waits behind a blo
 dispatch: it reads the chains' tokens (`snapshot`), waits for them as it sees fit, and
 then lets go of what finished (`release`).
 
+With `config.effects_ordering == "stream"` (the default) a single-device program makes its tokens itself
+and takes none: executions with ordered effects all run on one XLA execution stream
+(`STREAM_ID`), whose executions XLA's CPU client runs in dispatch order on each device,
+whichever Python thread dispatched them.  Each such dispatch marks its device (`streamed`);
+what a barrier waits for on a marked device is a fence, a trivial program dispatched on the
+same stream (`fence`, compiled by the staging layer), which finishes after everything
+dispatched before it there.  `snapshot` and `started_tokens` include the fences (as
+chain-less entries), so barriers, the exit handler and consumer retirement wait for them as
+they wait for tokens; an execution over several devices first waits for the fences of its
+devices (`wait_streamed`).
+
 An execution over several devices (`runtime/sharded_executable.py`) passes one token array
 holding a token per device and gets one back; it leaves that array, as a `GroupToken`, in
 the chain of every one of its devices.  The next execution over the same devices passes it
@@ -35,12 +46,13 @@ from typing import Any
 
 import numpy as np
 
-from jaxlib import xla_client
+from jaxlib import _jax, xla_client
 
 from minijax.core.avals import ShapedArray
 from minijax.runtime.array import _put_numpy
 
 TOKEN_AVAL = ShapedArray((0,), np.bool_)
+STREAM_ID = 0x6D6A78  # the execution stream of ordered single-device programs ("mjx")
 
 
 class GroupToken:
@@ -77,6 +89,43 @@ class RuntimeTokens:
     self._unordered: dict[Any, list] = {}
     self._initial: dict[Any, Any] = {}
     self._ordering: dict[Any, threading.RLock] = {}
+    self._streamed: dict[Any, bool] = {}   # device -> streamed work since its last fence
+    self._fences: dict[Any, Any] = {}      # device -> its last fence not yet waited for
+    # device -> the output buffer of a fence just dispatched on STREAM_ID (set by staging)
+    self.fence = None
+
+  def streamed(self, device) -> None:
+    """Marks `device` as having run a streamed execution since its last fence."""
+    self._streamed[device] = True
+
+  def _dispatch_fences(self, devices=None) -> list:
+    """Fences every marked device (of `devices`); returns `(device, fence)` of every fence
+    not yet waited for (on `devices`)."""
+    with self._lock:
+      marked = [d for d, m in self._streamed.items() if m and (devices is None or d in devices)]
+      for d in marked:
+        self._streamed[d] = False
+    if marked:
+      previous = _get_stream()
+      _set_stream(STREAM_ID)
+      try:
+        fences = [(d, self.fence(d)) for d in marked]
+      finally:
+        _set_stream(previous)
+      with self._lock:
+        self._fences.update(fences)
+    with self._lock:
+      return [(d, f) for d, f in self._fences.items() if devices is None or d in devices]
+
+  def wait_streamed(self, devices) -> None:
+    """Blocks until the streamed executions dispatched so far on `devices` have finished."""
+    if not self._streamed and not self._fences:
+      return
+    for device, fence in self._dispatch_fences(devices):
+      fence.block_until_ready()
+      with self._lock:
+        if self._fences.get(device) is fence:
+          del self._fences[device]
 
   def ordering_lock(self, device) -> threading.RLock:
     """The lock that orders the executions with ordered effects on `device` (see the module
@@ -141,16 +190,20 @@ class RuntimeTokens:
   def snapshot(self) -> tuple[list, list]:
     """`(started, entries)`: the (chain, token) of every chain that has started, and the
     unordered runs not yet waited for.  Nothing is removed; see `release`."""
+    fences = self._dispatch_fences() if self._streamed or self._fences else []
     with self._lock:
       started = [(c, c.token) for c in self._chains.values() if c.token is not c.initial]
       entries = [e for ss in self._unordered.values() for e in ss]
+    started += [(device, fence) for device, fence in fences]
     return started, entries
 
   def started_tokens(self) -> list:
     """The current token array of every chain that has started: once they are all ready,
     every ordered execution dispatched so far has finished."""
+    fences = self._dispatch_fences() if self._streamed or self._fences else []
     with self._lock:
-      return [_array(c.token) for c in self._chains.values() if c.token is not c.initial]
+      return [_array(c.token) for c in self._chains.values()
+              if c.token is not c.initial] + [fence for _, fence in fences]
 
   def release(self, started: list, entries: list) -> None:
     """After waiting for a `snapshot`: chains whose token is still the one waited for go
@@ -160,7 +213,10 @@ class RuntimeTokens:
     waited = {id(e) for e in entries}
     with self._lock:
       for chain, token in started:
-        if chain.token is token:  # no execution has extended the chain meanwhile
+        if type(chain) is not TokenChain:  # a fence: `chain` is its device
+          if self._fences.get(chain) is token:
+            del self._fences[chain]
+        elif chain.token is token:  # no execution has extended the chain meanwhile
           chain.token = chain.initial
       if waited:
         for ss in self._unordered.values():
@@ -186,6 +242,8 @@ class RuntimeTokens:
         chain.token = chain.initial
       for statuses in self._unordered.values():
         statuses.clear()
+      self._streamed.clear()
+      self._fences.clear()
 
   def after_fork_in_child(self) -> None:
     """In a forked child: locks a parent thread may have held are made anew, and the
@@ -201,6 +259,7 @@ def _array(token):
 
 
 token_array = _array  # the jaxlib array behind a chain's token (a GroupToken's array)
+_get_stream, _set_stream = _jax.get_execution_stream_id, _jax.set_execution_stream_id
 
 
 runtime_tokens = RuntimeTokens()

@@ -7,9 +7,27 @@ The classes are defined in `minijax.core.sharding`, below everything that uses t
 are params of primitives and describe where an Array's blocks live); this package is where
 users find them.
 """
-from minijax.core.sharding import (Mesh, NamedSharding, PartitionSpec, Sharding,
-                                   SingleDeviceSharding, current_mesh as get_mesh)
+import math
+
+import numpy as np
+
+from minijax.core.sharding import (AxisType, Mesh, NamedSharding, PartitionSpec, Sharding,
+                                   SingleDeviceSharding, current_mesh as get_mesh, set_mesh,
+                                   use_mesh)
+from minijax.runtime.backend import devices as all_devices
 from minijax.runtime.sharded import Shard
 
-__all__ = ["Mesh", "NamedSharding", "PartitionSpec", "Shard", "Sharding",
-           "SingleDeviceSharding", "get_mesh"]
+__all__ = ["AxisType", "make_mesh", "Mesh", "NamedSharding", "PartitionSpec", "Shard", "Sharding",
+           "SingleDeviceSharding", "get_mesh", "set_mesh", "use_mesh"]
+
+
+def make_mesh(axis_shapes, axis_names, axis_types=None, *, devices=None) -> Mesh:
+  """A mesh of shape `axis_shapes` over the first `prod(axis_shapes)` devices (all the
+  devices by default, in id order), named `axis_names`."""
+  devices = list(all_devices() if devices is None else devices)
+  size = math.prod(axis_shapes)
+  if size > len(devices):
+    raise ValueError(f"make_mesh: the mesh shape {tuple(axis_shapes)} needs {size} devices, "
+                     f"but {len(devices)} are available")
+  return Mesh(np.array(devices[:size], dtype=object).reshape(tuple(axis_shapes)),
+              axis_names, axis_types=axis_types)

@@ -63,8 +63,8 @@ def _diff_keys(new, old, arg_names) -> tuple[int, int, str]:
   if new_tree != old_tree:
     return 0, 1, f"different input pytree:\n  * now {new_tree} and before {old_tree}"
   if new_static != old_static:
-    now = ", ".join(repr(v) for _, v in new_static)
-    before = ", ".join(repr(v) for _, v in old_static)
+    now = ", ".join(repr(v) for _, v, *_ in new_static)
+    before = ", ".join(repr(v) for _, v, *_ in old_static)
     return 1, 1, f"different value of static args: now {now} and before {before}"
   names = arg_names if arg_names and len(arg_names) == len(new_avals) else [
       f"flat argument {i}" for i in range(len(new_avals))]

@@ -7,8 +7,8 @@ params, avals, device) and kept in a bounded LRU cache.  A `jit_p` equation eval
 concrete values (`jit`'s slow path, or `jit_p` bound under no transformation) runs its
 jaxpr compiled once per (jaxpr, donation, device).  Either way the jaxpr is lowered to an
 MHLO module (`lowering.mlir`) and compiled for one device (`runtime.compile`); a jaxpr with
-no equations is evaluated without compiling.  With `debug_nans`, outputs are checked and a
-NaN is traced back to the primitive that produced it by re-running the jaxpr op by op.
+no equations is evaluated without compiling.  With `debug_nans`/`debug_infs`, outputs are
+checked (`special_values`).
 """
 from __future__ import annotations
 
@@ -18,10 +18,12 @@ import operator
 from typing import Any, Callable, Sequence
 
 import numpy as np
+from jaxlib.mlir import ir
 
 from minijax import tree_util
 from minijax.config import config
 from minijax.core import caches
+from minijax.core import dtypes
 from minijax.core import effects as effects_lib
 from minijax.core import primitive as primitive_lib
 from minijax.core import trace as trace_lib
@@ -29,13 +31,17 @@ from minijax.core.avals import get_aval
 from minijax.core.jaxpr import ClosedJaxpr, Literal, eval_jaxpr
 from minijax.interpreters.partial_eval import trace_to_jaxpr_dynamic
 from minijax.lax.call import jit_p
+from minijax.lax.misc import convert_element_type_p
+from minijax.staging import special_values
 from minijax.lax.structural import device_put_p
+from minijax.lowering.context import ir_context
 from minijax.lowering.mlir import LoweringResult, lower_jaxpr_to_module
 from minijax.runtime import backend
 from minijax.runtime import array as array_lib
 from minijax.runtime import executable as executable_lib
 from minijax.runtime.array import Array, device_put
 from minijax.runtime.sharded_executable import ShardedExecutable
+from minijax.runtime.tokens import TOKEN_AVAL, runtime_tokens
 from minijax.staging import sharded as sharded_staging
 from minijax.staging.cache_keys import params_key
 
@@ -49,6 +55,11 @@ def device_of(args: Sequence[Any]):
     if type(x) is Array:
       return x._device or x._sharding
   return backend.get_device(None)
+
+
+def runtime_tokens_wanted() -> bool:
+  """Whether single-device programs pass runtime tokens (`config.effects_ordering`)."""
+  return config.effects_ordering == "runtime_token"
 
 
 def jit_device(device, args: Sequence[Any]):
@@ -68,15 +79,55 @@ def compile_jaxpr(closed_jaxpr: ClosedJaxpr, *, device, name: str,
   if not jaxpr.eqns and lowered is None:  # (the inner jaxpr: caches are weak on that)
     return functools.partial(_run_trivial, jaxpr, tuple(closed_jaxpr.consts), device)
   if lowered is None:
-    lowered = lower_jaxpr_to_module(closed_jaxpr, name=name, donated_args=donated_args)
+    lowered = lower_jaxpr_to_module(closed_jaxpr, name=name, donated_args=donated_args,
+                                    runtime_tokens=runtime_tokens_wanted())
+  if not lowered.runtime_tokens and lowered.ordered_effects:
+    _fence_program(backend.get_device(device))
   return executable_lib.compile(
       lowered.module, device=device, name=name, in_avals=lowered.in_avals,
       out_avals=lowered.out_avals, donated_args=tuple(donated_args),
       host_callbacks=lowered.host_callbacks, host_calls=lowered.host_calls,
-      num_tokens=len(lowered.ordered_effects),
+      num_tokens=len(lowered.ordered_effects) if lowered.runtime_tokens else 0,
+      runtime_tokens=lowered.runtime_tokens,
       ordered_effects=lowered.ordered_effects,
       unordered_effects=effects_lib.unordered_effects(jaxpr.effects),
       keepalive=lowered.keepalives, compiler_options=compiler_options)
+
+
+# ----------------------------------------------------------------------------- fences
+
+_FENCE = """
+func.func public @main() -> tensor<0xi1> {
+  %0 = mhlo.constant dense<> : tensor<0xi1>
+  return %0 : tensor<0xi1>
+}
+"""
+_fence_executables: dict = {}
+
+
+def _fence_program(device):
+  """jaxlib's executable of the fence program on `device`, and its result handler; compiled
+  with the first streamed program of the device (so that a forked child, which cannot
+  compile, has it too), and kept for good."""
+  program = _fence_executables.get(device)
+  if program is None:
+    with ir_context(), ir.Location.unknown():
+      module = ir.Module.parse(_FENCE)
+    exe = executable_lib.compile(module, device=device, name="fence", in_avals=(),
+                                 out_avals=(TOKEN_AVAL,))
+    program = _fence_executables[device] = (exe._exe.execute_sharded, exe._handlers)
+  return program
+
+
+def _fence(device):
+  """Dispatches the fence program on `device` (on the current execution stream) and returns
+  its output buffer, ready once everything dispatched before it on that stream is done
+  (see `runtime/tokens.py`)."""
+  execute, handlers = _fence_program(device)
+  return execute([]).consume_with_handlers(handlers)[0]
+
+
+runtime_tokens.fence = _fence
 
 
 def _run_trivial(jaxpr, consts, device, *args) -> list:
@@ -111,7 +162,8 @@ def compiled_call(jaxpr: ClosedJaxpr, name: str, donated_invars, device,
   """The compiled executable for a `jit_p` equation on `device` (shared with `jit`'s fast
   path), compiled on first use (from `lowered` when given; with XLA's `compiler_options`)."""
   options = tuple(sorted(compiler_options.items())) if compiler_options else ()
-  slot = _compiled(jaxpr, donated_invars, device, config.tap_mechanism, options)
+  slot = _compiled(jaxpr, donated_invars, device, config.tap_mechanism,
+                   config.effects_ordering, options)
   fn = slot.fn
   if fn is None:
     fn = slot.fn = compile_jaxpr(jaxpr, device=device, name=name,
@@ -129,8 +181,8 @@ def _jit_impl(*args, jaxpr, name, donated_invars, device):
   else:
     fn = compiled_call(jaxpr, name, donated_invars, jit_device(device, args))
   outs = fn(*args)
-  if config.debug_nans:
-    check_nans_in_jaxpr(jaxpr, args, outs, name)
+  if special_values.checking():
+    special_values.check_jaxpr(jaxpr, args, outs, name)
   return outs
 
 
@@ -166,8 +218,8 @@ def apply_primitive(primitive, *args, **params):
     except KeyError:  # another thread evicted it meanwhile
       pass
   out = run(*args)
-  if config.debug_nans:
-    check_nans(primitive, out if primitive.multiple_results else [out])
+  if special_values.checking():
+    special_values.check_primitive(primitive, out if primitive.multiple_results else [out])
   return out
 
 
@@ -209,27 +261,19 @@ def _compile_primitive(primitive, params, avals, device, args=()) -> Callable:
 primitive_lib.set_eager_impl(apply_primitive)
 
 
-# ----------------------------------------------------------------------------- debug_nans
-
-def _has_nan(out) -> bool:
-  return (isinstance(out, Array) and np.issubdtype(out.dtype, np.inexact)
-          and bool(np.isnan(np.asarray(out)).any()))
-
-
-def check_nans(primitive, outs) -> None:
-  if any(map(_has_nan, outs)):
-    raise FloatingPointError(f"invalid value (nan) encountered in {primitive}")
+def _widen_subbyte(x: Array) -> np.ndarray:
+  """The host value of `x`, of a sub-byte dtype (see `runtime.array`)."""
+  wide = np.dtype(np.float32 if dtypes.is_float(x.dtype) else
+                  np.int8 if x.dtype.name.startswith("int") else np.uint8)
+  out = apply_primitive(convert_element_type_p, x, new_dtype=wide, weak_type=False)
+  return np.asarray(out).astype(x.dtype)
 
 
-def check_nans_in_jaxpr(closed_jaxpr: ClosedJaxpr, args, outs, name: str) -> None:
-  """After a compiled call produced a NaN, re-run it op by op to name the culprit."""
-  if any(map(_has_nan, outs)):
-    eval_jaxpr(closed_jaxpr.jaxpr, closed_jaxpr.consts, *args)
-    raise FloatingPointError(f"invalid value (nan) encountered in jit({name})")
+array_lib.widen_subbyte = _widen_subbyte
 
 
 def _on_config_change(name, value):
-  if name == "tap_mechanism":
+  if name in ("tap_mechanism", "effects_ordering"):
     _primitive_cache.clear()
   elif name == "eager_cache_size":
     _evict_primitives(value)

@@ -1,8 +1,12 @@
 """`jit`: trace once per argument signature, compile once per device, dispatch fast.
 
-`jit(f)` returns a function (`_jitted`) backed by a `JitWrapped`, which keeps two caches
-keyed on the pytree structure of the arguments, their avals, the static arguments and the
-device: traced jaxprs, and compiled executables.  Called on concrete values (the current
+`jit(f)` returns a function (`_jitted`) backed by a `JitWrapped`, whose `JitCaches` keep two
+caches keyed on the pytree structure of the arguments, their avals, the static arguments
+and the device: traced jaxprs, and compiled executables.  As in JAX, the caches belong to
+the function and the jit options, not to one `jit(f)`: `jit(f)` made again for the same `f`
+with the same options finds them (`_caches_for`, keyed weakly on `f`), so `jit(f)(x)`
+written inline traces and compiles once, and, as JAX documents, a trace keeps the values of
+the globals it read.  Nothing in the caches refers to `f`, so they go when `f` does.  Called on concrete values (the current
 trace is the eval trace) it takes the fast path: flatten in C++ (or not at all for Array
 arguments), look up the executable's call closure, run it.  Called under another
 transformation it binds `jit_p` with the traced jaxpr, so the transformation sees one
@@ -24,8 +28,8 @@ from __future__ import annotations
 
 import functools
 import logging
-import operator
 import sys
+import threading
 import time
 import weakref
 from typing import Any, Callable
@@ -48,6 +52,7 @@ from minijax.lax.call import jit_p
 from minijax.runtime import backend
 from minijax.runtime.array import Array, device_put
 from minijax.runtime.sharded_executable import ShardedExecutable
+from minijax.staging import special_values
 from minijax.staging import cache_miss, compiler, sharded
 from minijax.staging.stages import Compiled, Lowered, Traced
 
@@ -66,6 +71,57 @@ class _Traced:
 
 def _has_tracer(values) -> bool:
   return any(isinstance(c, Tracer) for c in values)
+
+
+class _SlowPath(Exception):
+  """Raised by a fast-path entry for arguments it cannot serve (see `_jitted`)."""
+
+
+def _to_slow_path(args):
+  raise _SlowPath
+
+
+class JitCaches:
+  """The traces and fast-path entries of one function under one set of jit options, per
+  state of the flags that change what tracing and lowering produce (`_flag_state`);
+  `cache` and `fast` are the current state's.  Shared by every `jit(f)` made with those
+  options (`_caches_for`); nothing here refers to the function."""
+  __slots__ = ("by_state", "cache", "fast", "multi_device", "__weakref__")
+
+  def __init__(self):
+    self.by_state: dict[tuple, tuple[dict, dict]] = {}
+    self.multi_device = False
+    self.select_state(_flag_state())
+    _all_caches.add(self)
+
+  def select_state(self, state: tuple) -> None:
+    self.cache, self.fast = self.by_state.setdefault(state, ({}, {}))
+
+
+# fun -> {jit options: JitCaches}, keyed weakly on the function (see the module docstring).
+_shared: "weakref.WeakKeyDictionary[Callable, dict]" = weakref.WeakKeyDictionary()
+_shared_lock = threading.Lock()
+
+
+def _option_key(value):
+  return tuple(value) if isinstance(value, list) else value
+
+
+def _caches_for(fun: Callable, options: tuple) -> JitCaches:
+  """The caches of `fun` under `options` (fresh ones for a function that cannot be keyed
+  weakly, or options that cannot be hashed)."""
+  options = tuple(map(_option_key, options))
+  try:
+    with _shared_lock:
+      by_options = _shared.get(fun)
+      if by_options is None:
+        by_options = _shared[fun] = {}
+      caches = by_options.get(options)
+      if caches is None:
+        caches = by_options[options] = JitCaches()
+      return caches
+  except Exception:  # not weakly referenceable, unhashable, or an __eq__ that raises
+    return JitCaches()
 
 
 class JitWrapped:
@@ -89,20 +145,25 @@ class JitWrapped:
     self._in_shardings = in_shardings
     self._out_shardings = out_shardings
     self._compiler_options = dict(compiler_options or {})  # XLA's, for every compile
-    self._fast_ok = not (self._static_argnums or self._static_argnames)
-    self._multi_device = False
-    # Traces and fast-path entries, per state of the flags that change what tracing and
-    # lowering produce (`_flag_state`); `_cache` and `_fast` are the current state's.
-    self._by_state: dict[tuple, tuple[dict, dict]] = {}
-    self._cache: dict[Any, _Traced] = {}
-    self._fast: dict[Any, Callable] = {}
-    self._select_state(_flag_state())
-    _all_jitted.add(self)
+    self._caches = _caches_for(fun, (
+        static_argnums, static_argnames, donate_argnums, donate_argnames, self._device,
+        _SameOrEqual(in_shardings), _SameOrEqual(out_shardings),
+        _SameOrEqual(compiler_options or None)))
 
-  def _select_state(self, state: tuple) -> None:
-    self._cache, self._fast = self._by_state.setdefault(state, ({}, {}))
+  @property
+  def _cache(self) -> dict[Any, _Traced]:
+    return self._caches.cache
+
+  @property
+  def _fast(self) -> dict[Any, Callable]:
+    return self._caches.fast
 
   # -- argument handling
+
+  def _static_positions(self, n: int) -> frozenset:
+    """The positions of the static arguments in a call with `n` positional arguments."""
+    return frozenset(i for i in range(n)
+                     if i in self._static_argnums or i - n in self._static_argnums)
 
   def _split(self, args, kwargs):
     if not self._static_argnums and not self._static_argnames:
@@ -110,20 +171,20 @@ class JitWrapped:
     dyn_args, static = [], []
     for i, a in enumerate(args):
       if i in self._static_argnums or (i - len(args)) in self._static_argnums:
-        static.append((i, _check_static(a, i)))
+        static.append((i, _check_static(a, i), type(a)))
       else:
         dyn_args.append(a)
     dyn_kwargs = {}
-    for k, v in kwargs.items():
+    for k, v in sorted(kwargs.items()):  # the same trace whatever the keywords' order
       if k in self._static_argnames:
-        static.append((k, _check_static(v, k)))
+        static.append((k, _check_static(v, k), type(v)))
       else:
         dyn_kwargs[k] = v
     return tuple(dyn_args), dyn_kwargs, tuple(static)
 
   def _merge(self, static, dyn_args, dyn_kwargs):
     args, kwargs = list(dyn_args), dict(dyn_kwargs)
-    for where, value in static:
+    for where, value, _ in static:
       if isinstance(where, int):
         args.insert(where, value)
       else:
@@ -132,7 +193,7 @@ class JitWrapped:
 
   def _donated_leaves(self, args, kwargs, static) -> tuple[bool, ...]:
     """One flag per dynamic leaf of `(dyn_args, dyn_kwargs)`."""
-    static_where = {where for where, _ in static}
+    static_where = {where for where, _, _ in static}
     flags = []
     for pos, arg in enumerate(args):
       if pos not in static_where:
@@ -178,7 +239,7 @@ class JitWrapped:
       if config.explain_cache_misses:
         names = flat_arg_names(self._fun, args, kwargs) if not static else None
         cache_miss.explain(self._fun, self._name, key, {s: c for s, (c, _) in
-                                                        self._by_state.items()},
+                                                        self._caches.by_state.items()},
                            _flag_state(), _STATE_FLAGS, names)
       traced = self._trace(static, dyn_args, dyn_kwargs, in_tree, avals)
       if not _has_tracer(traced.consts):
@@ -187,7 +248,7 @@ class JitWrapped:
 
   def _raise_non_array_argument(self, args, kwargs, static, flat):
     """The TypeError for a leaf that is not an array: which argument, and what to do."""
-    static_where = {where for where, _ in static}
+    static_where = {where for where, _, _ in static}
     named_args = [None if i in static_where else a for i, a in enumerate(args)]
     named_kwargs = {k: v for k, v in kwargs.items() if k not in static_where}
     names = flat_arg_names(self._fun, named_args, named_kwargs)
@@ -206,11 +267,11 @@ class JitWrapped:
 
   # -- calling (the fast path lives in `_jitted`, the function `jit` returns)
 
-  def _call_slow(self, args, kwargs, fast_key=None, args_tree=None):
+  def _call_slow(self, args, kwargs, fast_key=None):
     """Traces (if needed), compiles (if needed) and runs.  `fast_key` is the key `jitted`
-    computed for these arguments and did not find (`args_tree` is their tree structure when
-    they are not all Arrays); the compiled executable is filed under it.  Under
-    `disable_jit` the function runs as plain Python (its state has no fast-path entries)."""
+    computed for these arguments and did not find; the compiled executable is filed under
+    it.  Under `disable_jit` the function runs as plain Python (its state has no fast-path
+    entries)."""
     if config.disable_jit:
       return self._fun(*args, **kwargs)
     traced, flat = self._traced_for(args, kwargs)
@@ -220,24 +281,27 @@ class JitWrapped:
         raise UnexpectedTracerError(leaked)
       placement = self._placement(traced, flat, args, kwargs)
       device = None if placement is None else sharded.single_device(placement, traced.jaxpr)
+      checking = special_values.checking()
+      # A NaN check may run the function again on its arguments: nothing is donated.
+      donated = (False,) * len(traced.donated) if checking else traced.donated
       if placement is not None and device is None:
-        executable = sharded.compiled_call(traced.jaxpr, self._name, traced.donated, placement,
+        executable = sharded.compiled_call(traced.jaxpr, self._name, donated, placement,
                                            compiler_options=self._compiler_options)
         device = compiler.device_of(flat)
       else:
         device = device or compiler.jit_device(self._device, flat)
-        executable = compiler.compiled_call(traced.jaxpr, self._name, traced.donated, device,
+        executable = compiler.compiled_call(traced.jaxpr, self._name, donated, device,
                                             compiler_options=self._compiler_options)
       float0_out = any(a.dtype == float0 for a in traced.jaxpr.out_avals)
-      if (fast_key is not None and self._fast_ok and not config.debug_nans and not float0_out
+      if (fast_key is not None and not checking and not float0_out
           and all(type(x) is Array or type(x) in PYTHON_SCALARS for x in flat)):
-        self._remember_fast(fast_key, args_tree, device, executable, traced, flat)
+        self._remember_fast(fast_key, device, executable, traced, flat)
       outs = executable(*traced.consts, *flat)
       if float0_out:  # as in JAX, float0 results (no data) are numpy zeros
         outs = [np.zeros(a.shape, float0) if a.dtype == float0 else x
                 for x, a in zip(outs, traced.jaxpr.out_avals)]
-      if config.debug_nans:
-        compiler.check_nans_in_jaxpr(traced.jaxpr, [*traced.consts, *flat], outs, self._name)
+      if checking:
+        special_values.check_jit(outs, self._name, lambda: self._fun(*args, **kwargs))
       return traced.out_tree.unflatten(outs)
     outs = jit_p.bind(*traced.consts, *flat, jaxpr=traced.jaxpr, name=self._name,
                       donated_invars=traced.donated, device=self._device)
@@ -265,27 +329,17 @@ class JitWrapped:
                              None if flat_in is None else [None] * n_consts + flat_in,
                              flat_out)
 
-  def _call_fallback(self, args):
-    """Where a fast-path entry sends arguments that turn out not to be Arrays (a leaked
-    tracer, say, whose aval matched the key) or that live on another device (an entry
-    for pytree arguments gets its leaves back, and rebuilds `args` first)."""
-    return self._call_slow(args, {})
-
-  def _remember_fast(self, key, args_tree, device, executable, traced, flat):
+  def _remember_fast(self, key, device, executable, traced, flat):
     """Files `executable` under the fast path's `key` (see `_jitted`), which `flat`, the
     call's arguments, produced."""
+    caches = self._caches
     multi_device = self._device is None and backend.device_count() > 1
-    if multi_device and not self._multi_device:  # `jitted` did not know to add the device
+    if multi_device and not caches.multi_device:  # `jitted` did not know to add the device
       key = (key, device)
-    self._multi_device = multi_device
-    # The entry refers back to this object weakly: it lives in `self._fast`, and a cycle
-    # would keep the function's executables (and their tap consumers) alive until Python's
-    # cyclic garbage collector runs, instead of going as soon as the function does.
-    this = weakref.ref(self)
-    if args_tree is None:
-      fallback = lambda args: this()._call_fallback(args)  # noqa: E731
-    else:
-      fallback = lambda flat: this()._call_fallback(args_tree.unflatten(flat))  # noqa: E731
+    caches.multi_device = multi_device
+    # An entry hands arguments it cannot serve back to `jitted` by raising `_SlowPath`; it
+    # refers to nothing of this object (the caches are shared, and must not keep `fun`).
+    fallback = _to_slow_path
     if isinstance(executable, ShardedExecutable):
       _bounded_insert(self._fast, key, executable.make_call(traced.consts, traced.out_tree,
                                                             fallback))
@@ -298,6 +352,17 @@ class JitWrapped:
     else:  # a jaxpr without equations: nothing was compiled
       entry = lambda *flat: traced.out_tree.unflatten(executable(*consts, *flat))  # noqa: E731
     _bounded_insert(self._fast, key, entry)
+
+  def clear_cache(self) -> None:
+    """Forgets this function's traces and executables (under these jit options), as JAX's
+    `jit(f).clear_cache()` does."""
+    self._caches.by_state.clear()
+    self._caches.select_state(_flag_state())
+
+  def cache_size(self) -> int:
+    """How many argument signatures this function has been traced for (JAX's
+    `jit(f)._cache_size()`), under the current flags."""
+    return len(self._caches.cache)
 
   def lower(self, *args, **kwargs) -> "Lowered":
     return self.trace(*args, **kwargs).lower()
@@ -329,23 +394,45 @@ def _bounded_insert(cache: dict, key, value) -> None:
 # Flags that change what tracing or lowering produces, whether the fast path may skip NaN
 # checks, or whether compiled code runs at all.  Like JAX's trace context, they key jit's caches: switching a flag back and
 # forth reuses what was compiled before.
-_STATE_FLAGS = ("enable_x64", "tap_mechanism", "debug_nans", "host_callback_semantics",
-                "disable_jit", "numpy_rank_promotion", "numpy_dtype_promotion",
-                "default_matmul_precision")
+_STATE_FLAGS = ("enable_x64", "tap_mechanism", "debug_nans", "debug_infs",
+                "host_callback_semantics", "effects_ordering", "disable_jit", "numpy_rank_promotion",
+                "numpy_dtype_promotion", "default_matmul_precision")
 
 
 def _flag_state() -> tuple:
   return tuple(getattr(config, name) for name in _STATE_FLAGS)
 
 
-_all_jitted: "weakref.WeakSet[JitWrapped]" = weakref.WeakSet()
+_all_caches: "weakref.WeakSet[JitCaches]" = weakref.WeakSet()
+
+
+class _SameOrEqual:
+  """A jit option in `_caches_for`'s key: equal when equal (or, unhashable, the same)."""
+  __slots__ = ("value",)
+
+  def __init__(self, value):
+    self.value = value
+
+  def __eq__(self, other):
+    if self.value is other.value:
+      return True
+    try:
+      return bool(self.value == other.value)
+    except Exception:
+      return False
+
+  def __hash__(self):
+    try:
+      return hash(self.value)
+    except TypeError:
+      return 0
 
 
 def _on_config_change(name, value):
   if name in _STATE_FLAGS:
     state = _flag_state()
-    for wrapped in list(_all_jitted):
-      wrapped._select_state(state)
+    for caches in list(_all_caches):
+      caches.select_state(state)
 
 
 config.on_change(_on_config_change)
@@ -356,9 +443,9 @@ def clear_caches() -> None:
   and executables of every jitted function, the executables of primitives applied outside
   jit, the jaxprs rewritten by transformations and the shared buffers of Python scalars.
   Executables (and the tap consumers they own) are freed once nothing else holds them."""
-  for wrapped in list(_all_jitted):
-    wrapped._by_state.clear()
-    wrapped._select_state(_flag_state())
+  for caches in list(_all_caches):
+    caches.by_state.clear()
+    caches.select_state(_flag_state())
   compiler.clear_caches()
 
 
@@ -398,6 +485,9 @@ def jit(fun: Callable | None = None, *, in_shardings=None, out_shardings=None,
                          donate_argnums=donate_argnums, donate_argnames=donate_argnames,
                          keep_unused=keep_unused, device=device, backend=backend,
                          inline=inline, compiler_options=compiler_options)
+  if isinstance(fun, staticmethod):
+    raise TypeError(f"staticmethod arguments are not supported, got {fun!r:.60}; apply jit "
+                    "under @staticmethod instead (@staticmethod above @jit)")
   if not callable(fun):
     raise TypeError(f"Expected a callable value, got {fun!r:.60}")
   if backend not in (None, "cpu"):
@@ -432,7 +522,6 @@ def _flat_shardings(spec, tree, what: str, fun_name: str) -> list:
 
 
 _flatten = tree_util.registry.flatten
-_aval_attr = operator.attrgetter("aval")
 
 
 def _arg_aval(x):
@@ -443,56 +532,127 @@ def _arg_aval(x):
   return x.aval
 
 
-def _pytree_key(args) -> tuple[Any, tuple, Any]:
-  """`(key, flat, in_tree)` of the fast path for arguments that are not all Arrays (see
+_key_functions: dict[tuple, Callable] = {}
+
+
+def _key_function(n: int, static: frozenset, with_static: bool, kw_names: tuple = (),
+                  static_kw: frozenset = frozenset()) -> Callable:
+  """The fast path's key for a call with `n` positional arguments (and keyword arguments
+  `kw_names`, in the call's order), in unrolled code (one attribute read per argument, no
+  loop, one frame), generated once per shape of call.  Without static or keyword
+  arguments, `key(args)` is the tuple of the arguments' avals.  Otherwise (`with_static`:
+  the static ones are at the positions `static` and named `static_kw`)
+  `key(args, kwargs)` is `(key, dynamic arguments)`: the key holds `n` (and `kw_names`),
+  each static value and its type (so `1` and `1.0` are two keys, as in JAX) and each
+  dynamic argument's aval; the dynamic arguments are in the order of the traced jaxpr's
+  inputs (positional ones, then keyword ones by name).  AttributeError for a dynamic
+  argument without an aval."""
+  cache_key = (n, static, with_static, kw_names, static_kw)
+  fn = _key_functions.get(cache_key)
+  if fn is None:
+    names = [f"a{i}" for i in range(n)]
+    kws = [f"k{i}" for i in range(len(kw_names))]
+    if with_static or kw_names:
+      head = f"({n}, {kw_names!r})" if kw_names else str(n)
+      parts = [head] + [f"{a}, type({a})" if i in static else f"{a}.aval"
+                        for i, a in enumerate(names)]
+      parts += [f"{k}, type({k})" if name in static_kw else f"{k}.aval"
+                for k, name in zip(kws, kw_names)]
+      dynamic = [a for i, a in enumerate(names) if i not in static]
+      dynamic += [k for name, k in sorted(zip(kw_names, kws)) if name not in static_kw]
+      result = f"({', '.join(parts)}), ({''.join(d + ', ' for d in dynamic)})"
+    else:
+      result = "(" + "".join(f"{a}.aval, " for a in names) + ")"
+    unpack = f"  {''.join(a + ', ' for a in names)}= args\n" if n else ""
+    if kws:
+      unpack += f"  {''.join(k + ', ' for k in kws)}= kwargs.values()\n"
+    namespace: dict = {}
+    exec(f"def key(args, kwargs=None):\n{unpack}  return {result}\n", namespace)  # noqa: S102
+    fn = _key_functions[cache_key] = namespace["key"]
+  return fn
+
+
+def _pytree_key(args) -> tuple[Any, tuple]:
+  """`(key, flat)` of the fast path for arguments that are not all Arrays (see
   `_jitted`); the key is None when some leaf has no aval.  A function of its own, so that
   the slow path is never called inside an `except` block: its errors would be chained to
   the fast path's AttributeErrors."""
   try:
-    return (*map(_arg_aval, args),), args, None  # Python scalars among the Arrays
+    return (*map(_arg_aval, args),), args  # Python scalars among the Arrays
   except AttributeError:
     pass
   flat, in_tree = _flatten(args)
   try:
-    return (in_tree, *map(_arg_aval, flat)), flat, in_tree
+    return (in_tree, *map(_arg_aval, flat)), flat
   except AttributeError:
-    return None, flat, in_tree
+    return None, flat
 
 
 def _jitted(wrapped: JitWrapped) -> Callable:
-  """The function `jit` returns.  Its fast path serves calls without keyword arguments on
-  concrete Arrays and Python scalars from `wrapped._fast`, whose entries run an executable
+  """The function `jit` returns.  Its fast path serves calls on concrete Arrays and Python
+  scalars from `wrapped._fast`, whose entries run an executable
   and unflatten its results (`Executable.make_call`).  When every argument is an Array the
   key is their avals (the aval itself for one argument), with no flattening; with Python
   scalars among them, the tuple of avals (a scalar's is weakly typed, as in JAX); for other
   pytrees it is the tree structure and the leaves' avals; with several devices and no
-  `device=`, the first argument's device is added.  An entry hands arguments that are
+  `device=`, the first argument's device is added.  With static or keyword arguments (the
+  dynamic ones Arrays) the key holds the keywords, the static values, their types and the
+  dynamic arguments' avals.  The keys of several arguments are built by code generated
+  per number of arguments (`_key_function`).  An entry hands arguments that are
   neither (anything else with an `aval`) back to `wrapped._call_slow`, which also serves
   every first call and files the new entry under the key computed here, the one place that
-  defines it."""
-  slow = wrapped._call_slow
+  defines it.  (An entry raises `_SlowPath` for those, and the slow path runs outside the
+  `except` block, so that its errors are not chained to that one.)"""
+  slow, caches = wrapped._call_slow, wrapped._caches
   context, EvalTrace = trace_lib._context, trace_lib.EvalTrace
   filter_exception, getframe = traceback_util.filter_exception, sys._getframe
-  aval_attr, device_of = _aval_attr, compiler.device_of
+  device_of = compiler.device_of
+  with_static = bool(wrapped._static_argnums)
+  key_functions: dict[Any, Callable] = {}  # per number of arguments (and keyword names)
+
+  def new_key_function(n):
+    return key_functions.setdefault(
+        n, _key_function(n, wrapped._static_positions(n), with_static))
+
+  def new_kw_key_function(n, kwargs):
+    return key_functions.setdefault((n, *kwargs), _key_function(
+        n, wrapped._static_positions(n), True, tuple(kwargs), wrapped._static_argnames))
 
   def jitted(*args, **kwargs):
     try:
-      if not kwargs and type(context.trace) is EvalTrace:
-        flat, in_tree = args, None
+      if type(context.trace) is EvalTrace:
+        flat = args
         try:
-          key = args[0].aval if len(args) == 1 else (*map(aval_attr, args),)
+          if kwargs:
+            key, flat = (key_functions.get((len(args), *kwargs))
+                         or new_kw_key_function(len(args), kwargs))(args, kwargs)
+          elif with_static:
+            key, flat = (key_functions.get(len(args)) or new_key_function(len(args)))(args)
+          elif len(args) == 1:
+            key = args[0].aval
+          else:
+            key = (key_functions.get(len(args)) or new_key_function(len(args)))(args)
         except AttributeError:
           key = None
         if key is None:
-          key, flat, in_tree = _pytree_key(args)
+          if with_static or kwargs:
+            return slow(args, kwargs)
+          key, flat = _pytree_key(args)
           if key is None:
             return slow(args, kwargs)
-        if wrapped._multi_device:
+        if caches.multi_device:
           key = (key, device_of(flat))
-        entry = wrapped._fast.get(key)
-        if entry is not None:
-          return entry(*flat)
-        return slow(args, kwargs, key, in_tree)
+        try:
+          entry = caches.fast.get(key)
+        except TypeError:  # an unhashable static argument: the slow path says which
+          entry = False
+        if entry is None:
+          return slow(args, kwargs, key)
+        if entry is not False:
+          try:
+            return entry(*flat)
+          except _SlowPath:  # not Arrays after all (a leaked tracer), or on another device
+            pass
       return slow(args, kwargs)
     except Exception as e:  # an API boundary: the user sees their own frames
       filter_exception(e, getframe())
@@ -502,6 +662,7 @@ def _jitted(wrapped: JitWrapped) -> Callable:
   functools.update_wrapper(jitted, wrapped._fun)
   jitted.lower = wrapped.lower
   jitted.trace = wrapped.trace
-  jitted._cache_size = lambda: len(wrapped._cache)  # traces kept (for the current flags)
+  jitted.clear_cache = wrapped.clear_cache
+  jitted._cache_size = wrapped.cache_size
   jitted._wrapped = wrapped
   return jitted

@@ -42,6 +42,7 @@ from minijax.lowering.mlir import LoweringResult, lower_jaxpr_to_module
 from minijax.runtime.array import Array, device_put
 from minijax.runtime.sharded_executable import ShardedExecutable, compile_sharded
 from minijax.staging.cache_keys import params_key
+from minijax.staging import special_values
 
 Sharding = sharding_lib.Sharding
 
@@ -282,7 +283,10 @@ def shard_map_impl(*args, **params):
       _shard_map_cache.popitem(last=False)
   else:
     _shard_map_cache.move_to_end(key, last=True)
-  return fn(*args)
+  outs = fn(*args)
+  if special_values.checking():
+    special_values.check_sharded(outs)
+  return outs
 
 
 shard_map_p.def_impl(shard_map_impl)

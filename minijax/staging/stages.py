@@ -127,7 +127,8 @@ class Lowered(_Stage):
       self._result = sharded.lower(traced.jaxpr, name, traced.donated, placement)
     else:
       self._result = lower_jaxpr_to_module(traced.jaxpr, name=name,
-                                           donated_args=traced.donated)
+                                           donated_args=traced.donated,
+                                           runtime_tokens=compiler.runtime_tokens_wanted())
 
   def for_signature(self, in_tree, out_tree) -> Lowered:
     """This lowering, compiled to be called with arguments of structure `in_tree` and to

@@ -58,6 +58,9 @@ def _dtype_of(value):
 def cond(pred, true_fun: Callable, false_fun: Callable, *operands, operand=_NO_OPERAND):
   """`true_fun(*operands)` if `pred` else `false_fun(*operands)`, staged so both are traced."""
   if not callable(true_fun) or not callable(false_fun):
+    if callable(false_fun) and len(operands) == 2 and callable(operands[1]):
+      x_true, f_true, x_false, f_false = true_fun, false_fun, *operands
+      return cond(pred, lambda x, _: f_true(x), lambda _, x: f_false(x), x_true, x_false)
     raise TypeError("lax.cond: true_fun and false_fun arguments should be callable.")
   operands = _operands(operand, operands)
   if pred is None:
@@ -355,7 +358,10 @@ def _cond_batch(args, dims, *, branches):
                        branches=tuple(batched))
     return outs, [0 if b else None for b in out_b]
   if any(b.effects for b in branches):
-    effects = sorted(map(repr, common.jaxprs_effects(*branches)))
+    branch_effects = frozenset().union(*(b.effects for b in branches))
+    if not all(e.allowed_with_batched_predicate for e in branch_effects):
+      raise NotImplementedError("IO effect not supported in vmap-of-cond.")
+    effects = sorted(map(repr, branch_effects))
     raise NotImplementedError(
         f"vmap of cond/switch with a batched predicate over branches with effects {effects} "
         "is not supported: it would run every branch for every lane. Make the predicate "

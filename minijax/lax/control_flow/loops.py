@@ -75,6 +75,9 @@ def fori_loop(lower, upper, body_fun: Callable, init_val, *, unroll: int | bool 
     raise TypeError("lax.fori_loop: body_fun argument should be callable.")
   dtype = _index_dtype(lower, upper)
   lower_c, upper_c = _concrete_int(lower), _concrete_int(upper)
+  if (lower_c is None or upper_c is None) and unroll not in (None, False, 1):
+    raise ValueError("Can only use `unroll` in `fori_loop` if the loop bounds are statically "
+                     "known.")
   if lower_c is not None and upper_c is not None:
     from minijax.lax.control_flow.scan import scan
     if upper_c <= lower_c:
@@ -314,13 +317,20 @@ _register_transformations()
 
 def _while_batch(args, dims, *, cond_jaxpr, body_jaxpr, cond_nconsts, body_nconsts):
   """With an unbatched predicate the loop runs over batched jaxprs.  With a batched one
-  every carry is batched and the loop runs until no lane wants to go on: the per-lane
-  predicate is carried (computed once before the loop and once per iteration, after the
-  body, so effects in the condition run once per evaluation), and finished lanes keep
-  their carry through a select."""
+  every carry is batched and the loop runs until no lane wants to go on; finished lanes
+  keep their carry through a select.  How often the condition runs matters only for its
+  effects, and follows JAX: with ordered ones (or none) the per-lane predicate is carried,
+  computed before the loop and once per iteration on what the body made, before the
+  select; with unordered ones the condition is evaluated as a loop test and again in the
+  body, on the carry the body started from, for the select.  Effects that a batched
+  predicate may not run for every lane (`allowed_with_batched_predicate`, io_callback's)
+  are refused with JAX's errors."""
   from minijax import lax
   from minijax.core.jaxpr import eval_jaxpr
   from minijax.interpreters import partial_eval as pe
+  loop_effects = cond_jaxpr.effects | body_jaxpr.effects
+  if any(e.ordered and not e.allowed_with_batched_predicate for e in loop_effects):
+    raise Exception("Ordered IO effects not supported in vmap.")
   size = next(x.shape[d] for x, d in zip(args, dims) if d is not None)
   n = len(args) - cond_nconsts - body_nconsts
   cconst_b, bconst_b, carry_b = common.split_sizes([d is not None for d in dims],
@@ -348,8 +358,31 @@ def _while_batch(args, dims, *, cond_jaxpr, body_jaxpr, cond_nconsts, body_ncons
                         cond_nconsts=len(cconsts_extra) + cond_nconsts,
                         body_nconsts=len(bconsts_extra) + body_nconsts)
     return outs, carry_dims
+  if not all(e.allowed_with_batched_predicate for e in loop_effects):
+    raise Exception("Unordered IO effects not supported in while_loop with batched predicate")
   nc, nb = len(cconsts_extra) + cond_nconsts, len(bconsts_extra) + body_nconsts
   run_cond = lambda cc, carry: eval_jaxpr(cond.jaxpr, [], *cc, *carry)[0]
+  select = lambda pred, old, new: [lax.select_n(common.bcast_lanes(pred, x.shape), x, y)
+                                   for x, y in zip(old, new)]
+  cc_vals, bc_vals = [*cconsts_extra, *cconsts], [*bconsts_extra, *bconsts]
+  carry_avals = [*cond.in_avals[nc:]]
+  cond_effects = cond.effects
+  if cond_effects and not any(e.ordered for e in cond_effects):
+    def test(*vals):
+      cc, _, carry = common.split_sizes(vals, [nc, nb, n])
+      return [lax.reduce_or(run_cond(cc, carry), (0,))]
+
+    def step(*vals):
+      cc, bc, carry = common.split_sizes(vals, [nc, nb, n])
+      new = eval_jaxpr(body.jaxpr, [], *bc, *carry)
+      return [*cc, *bc, *select(run_cond(cc, carry), carry, new)]
+
+    in_avals = [*cond.in_avals[:nc], *body.in_avals[:nb], *carry_avals]
+    test_jaxpr, c1 = hoist_consts(pe.trace_to_closed_jaxpr(test, in_avals))
+    step_jaxpr, c2 = hoist_consts(pe.trace_to_closed_jaxpr(step, in_avals))
+    outs = while_p.bind(*c1, *c2, *cc_vals, *bc_vals, *init, cond_jaxpr=test_jaxpr,
+                        body_jaxpr=step_jaxpr, cond_nconsts=len(c1), body_nconsts=len(c2))
+    return outs[nc + nb:], carry_dims
 
   def new_cond(pred, *carry):
     return [lax.reduce_or(pred, (0,))]
@@ -357,12 +390,10 @@ def _while_batch(args, dims, *, cond_jaxpr, body_jaxpr, cond_nconsts, body_ncons
   def new_body(*vals):
     cc, bc, (pred, *carry) = common.split_sizes(vals, [nc, nb, n + 1])
     new = eval_jaxpr(body.jaxpr, [], *bc, *carry)
-    new = [lax.select_n(common.bcast_lanes(pred, x.shape), x, y) for x, y in zip(carry, new)]
-    return [run_cond(cc, new), *new]
+    again = lax.bitwise_and(pred, run_cond(cc, new))  # a finished lane stays finished
+    return [again, *select(pred, carry, new)]
 
-  cc_vals, bc_vals = [*cconsts_extra, *cconsts], [*bconsts_extra, *bconsts]
   pred0 = run_cond(cc_vals, init)
-  carry_avals = [*cond.in_avals[nc:]]
   pred_aval = ShapedArray((size,), dtypes.bool_)
   new_cond_jaxpr = pe.trace_to_closed_jaxpr(new_cond, [pred_aval, *carry_avals])
   new_body_jaxpr = pe.trace_to_closed_jaxpr(

@@ -6,7 +6,7 @@ callback (`calls`).  The function runs synchronously, on the thread that dispatc
 computation, and its results flow back into the computation.  An executable that makes host
 calls is told so at compile time (`compile(..., host_calls=...)`) and waits for its
 results before returning, so that an exception raised by a host function reaches the call
-that dispatched it, with its own type, message and traceback (`errors.raise_filed`).
+that dispatched it, as JAX's `JaxRuntimeError` caused by it (`errors.raise_filed`).
 
 Host functions that return nothing (`debug.callback`) do not come here: they travel through
 the tap queues (`runtime/taps`) and run on the receiver threads, and their exceptions wait
@@ -26,15 +26,17 @@ from minijax.runtime.host_calls.calls import (
     register_host_call,
 )
 from minijax.runtime.host_calls.errors import (
+    call_error,
     file_async_exception,
     file_call_exception,
+    log_call_failure,
     raise_async_exceptions,
     raise_filed,
 )
 
 __all__ = [
     "CALLBACK_TARGET", "NATIVE_CALLBACK_ATTRIBUTE", "NATIVE_TARGET", "HostCall",
-    "PythonHostCallback", "check_result_count", "convert_result", "file_async_exception",
+    "PythonHostCallback", "call_error", "check_result_count", "log_call_failure", "convert_result", "file_async_exception",
     "file_call_exception", "host_call_depth", "mechanism", "native_available",
     "raise_async_exceptions", "raise_filed", "register_host_call",
 ]

@@ -37,9 +37,12 @@ from typing import Any, Callable, Sequence
 import numpy as np
 from jaxlib import xla_client
 
+from minijax import tree_util
 from minijax.config import config
 from minijax.core.dtypes import canonicalize_dtype
+from minijax.core.avals import ShapedArray
 from minijax.runtime import backend
+from minijax.runtime.array import HostArray, host_array
 from minijax.runtime.host_calls import errors
 
 try:
@@ -48,6 +51,10 @@ try:
 except ImportError as e:  # installed without a compiler, or the build failed
   _native = None
   native_import_error = e
+
+# An extension built before HostArrays (csrc/host_array.h) hands numpy arrays: rebuild it
+# (`python setup.py build_ext --inplace`) for Arrays, as JAX hands its callbacks.
+_BUILDS_HOST_ARRAYS = _native is not None and hasattr(_native, "set_host_array_type")
 
 NATIVE_TARGET = "minijax_host_call"
 NATIVE_CALLBACK_ATTRIBUTE = "callback"  # the backend_config entry the native handler reads
@@ -147,21 +154,32 @@ class HostCall:
   """A registered call site.  `id` names it to the native handler (-1 without the
   extension); calling it runs the function as the Python-callback mechanism does, returning
   the converted result leaves."""
-  __slots__ = ("id", "func", "single", "arg_avals", "result_avals", "convert", "__weakref__")
+  __slots__ = ("id", "func", "single", "arg_avals", "result_avals", "convert", "device",
+               "api", "__weakref__")
 
-  def __init__(self, func: Callable, single: bool, arg_avals, result_avals):
-    self.func, self.single = func, single
+  def __init__(self, func: Callable, single: bool, arg_avals, result_avals,
+               direct: Callable | None = None, api: str = "pure_callback"):
+    self.func, self.single, self.api = func, single, api
     self.arg_avals, self.result_avals = tuple(arg_avals), tuple(result_avals)
-    self.convert = functools.partial(convert_result, self.result_avals)
+    self.convert = functools.partial(_convert_leaf if single else convert_result,
+                                     self.result_avals)
+    self.device = backend.get_device(None)  # where the operands' HostArrays say they are
     self.id = -1
     if _native is not None:
-      self.id = _native.register(func, single, _specs(self.arg_avals),
-                                 _specs(self.result_avals), self.convert)
+      host_avals = tuple(ShapedArray(a.shape, a.dtype) for a in self.arg_avals)
+      # A single-result function of positional arrays (`direct`) is called as it is, its
+      # result flattened by `convert` when it is not an array already: no Python frame in
+      # between on the fast path.
+      host = (host_avals, self.device) if _BUILDS_HOST_ARRAYS else None
+      self.id = _native.register(direct if direct is not None and single else func, single,
+                                 _specs(self.arg_avals), _specs(self.result_avals),
+                                 self.convert, *([host] if host else []))
+      _by_id[self.id] = self
 
   def __call__(self, *args) -> tuple:
     _enter()
     try:
-      out = self.func(*args)
+      out = self.func(*(host_array(a, self.device) for a in args))
     finally:
       _leave()
     leaves = (out,) if self.single else tuple(out)
@@ -187,23 +205,44 @@ _lock = threading.Lock()
 _by_key: dict[tuple, HostCall] = {}
 
 
+_by_id: dict[int, HostCall] = {}
+
+
+def _convert_leaf(result_avals, value, index: int) -> np.ndarray:
+  """`convert_result` for the only result of a function called directly, which may return
+  it inside a pytree (a one-element list, say): its one leaf, or JAX's count error."""
+  if not isinstance(value, np.ndarray):
+    leaves = tree_util.tree_leaves(value)
+    check_result_count(leaves, 1)
+    value = leaves[0]
+  return convert_result(result_avals, value, index)
+
+
+def _file_native_exception(exc: BaseException, call_id: int = -1) -> str:
+  call = _by_id.get(call_id)
+  return errors.file_call_exception(exc, call.api if call is not None else "pure_callback")
+
+
 def register_host_call(func: Callable, *, single: bool, arg_avals: Sequence[Any],
-                       result_avals: Sequence[Any]) -> HostCall:
+                       result_avals: Sequence[Any], direct: Callable | None = None,
+                       api: str = "pure_callback") -> HostCall:
   """The call site `(func, single, operand and result avals)`, registered on first use.
 
-  `func(*operands)` gets one numpy array per operand and returns the only result leaf when
-  `single`, else a sequence of exactly `len(result_avals)` leaves.  Call sites live for the
-  whole process, as a cached executable may name any of them."""
+  `func(*operands)` gets one Array per operand and returns the only result leaf when
+  `single`, else a sequence of exactly `len(result_avals)` leaves; `direct`, when given, is
+  the same function taking the operands positionally and returning its result as the user
+  wrote it.  `api` names the callback's API in the log of its failures.  Call sites live for
+  the whole process, as a cached executable may name any of them."""
   arg_key, result_key = tuple(_specs(arg_avals)), tuple(_specs(result_avals))
   try:
     hash(func)
-    key: tuple = (func, single, arg_key, result_key)
+    key: tuple = (func, single, arg_key, result_key, api)
   except TypeError:
-    key = (("unhashable", id(func)), single, arg_key, result_key)
+    key = (("unhashable", id(func)), single, arg_key, result_key, api)
   with _lock:
     call = _by_key.get(key)
     if call is None:
-      call = _by_key[key] = HostCall(func, single, arg_avals, result_avals)
+      call = _by_key[key] = HostCall(func, single, arg_avals, result_avals, direct, api)
     return call
 
 
@@ -219,7 +258,7 @@ class PythonHostCallback:
     try:
       results = self.call(*(args[1:] if self.takes_token else args))
     except BaseException as e:  # noqa: BLE001 - filed, re-raised from the call
-      raise RuntimeError(errors.file_call_exception(e)) from None
+      raise RuntimeError(errors.file_call_exception(e, self.call.api)) from None
     return (None, *results) if self.takes_token else results
 
   def __repr__(self):
@@ -234,5 +273,7 @@ def _register_native_target(client) -> None:
 
 
 if _native is not None:
-  _native.set_error_hook(errors.file_call_exception)
+  _native.set_error_hook(_file_native_exception)
+  if _BUILDS_HOST_ARRAYS:
+    _native.set_host_array_type(HostArray)
   backend.on_client_created(_register_native_target)

@@ -3,11 +3,13 @@
 Two kinds of host functions raise in two places:
 
 * a value-returning host call (`pure_callback`, `io_callback`) runs while its computation
-  runs.  Its exception is filed here (`file_call_exception`), and the computation fails with
-  a message that names the filed exception by number.  The runtime waits for every
-  computation that makes host calls, so the failure reaches the call that dispatched it,
-  which hands jaxlib's error to `raise_filed` and raises the original exception (its type,
-  its message and its traceback) instead;
+  runs.  Its exception is logged (`log_call_failure`: "minijax.pure_callback failed", with
+  its traceback, as JAX logs it) and filed here (`file_call_exception`), and the computation
+  fails with a message that names the filed exception by number.  The runtime waits for
+  every computation that makes host calls, so the failure reaches the call that dispatched
+  it, which hands jaxlib's error to `raise_filed`: as in JAX, the call raises a
+  `JaxRuntimeError` ("INTERNAL: CpuCallback error calling callback: ..."), whose `__cause__`
+  is the original exception with its traceback (`call_error`);
 * a host function delivered asynchronously (`debug.callback`, on a receiver thread) has no
   call to raise from: its exception is logged on the "minijax.callbacks" logger and kept
   (`file_async_exception`) until the next `minijax.effects_barrier()`, which raises the
@@ -20,6 +22,8 @@ import logging
 import re
 import threading
 
+from jaxlib._jax import JaxRuntimeError
+
 logger = logging.getLogger("minijax.callbacks")
 
 _lock = threading.Lock()
@@ -29,24 +33,38 @@ _async: list[BaseException] = []
 _FILED = re.compile(r"minijax host call error #(\d+)")
 
 
-def file_call_exception(exc: BaseException) -> str:
-  """Files the exception of a host call; returns the message its computation fails with."""
+def file_call_exception(exc: BaseException, api: str = "pure_callback") -> str:
+  """Logs and files the exception of a host call of `api`; returns the message its
+  computation fails with."""
+  logger.error("minijax.%s failed", api, exc_info=exc)
   with _lock:
     number = next(_numbers)
     _filed[number] = exc
   return f"minijax host call error #{number}: {type(exc).__name__}: {exc}"
 
 
+def log_call_failure(api: str) -> None:
+  """Logs the exception being handled, raised by the host function of `api`."""
+  logger.exception("minijax.%s failed", api)
+
+
+def call_error(exc: BaseException) -> JaxRuntimeError:
+  """The error a call whose host function raised `exc` fails with (JAX's type and words);
+  raise it `from exc`."""
+  return JaxRuntimeError(f"INTERNAL: CpuCallback error calling callback: "
+                         f"{type(exc).__name__}: {exc}")
+
+
 def raise_filed(err: BaseException) -> None:
-  """Raises the original exception that `err` (a failed computation's error) names, if it
-  names one that was filed; else returns."""
+  """Raises `call_error` of the original exception that `err` (a failed computation's error)
+  names, if it names one that was filed; else returns."""
   match = _FILED.search(str(err))
   if match is None:
     return
   with _lock:
     exc = _filed.pop(int(match.group(1)), None)
   if exc is not None:
-    raise exc.with_traceback(exc.__traceback__) from None
+    raise call_error(exc) from exc
 
 
 def file_async_exception(exc: BaseException, where: str) -> None:

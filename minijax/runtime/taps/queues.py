@@ -49,6 +49,9 @@ import numpy as np
 
 try:
   from minijax.runtime.taps import _native
+  from minijax.runtime.array import HostArray as _HostArray
+  if hasattr(_native, "set_host_array_type"):  # (an older build delivers these in Python)
+    _native.set_host_array_type(_HostArray)
   native_import_error: BaseException | None = None
 except ImportError as e:  # the package was installed without a compiler, or the build failed
   _native = None

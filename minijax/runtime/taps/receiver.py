@@ -343,10 +343,11 @@ def raise_tap_exceptions() -> None:
       last, _last_exception = _last_exception, None
     if not n:
       return
-    detail = ""
-    if last is not None:
-      text = "".join(traceback.format_exception(last)).rstrip()
-      detail = f"\nThe last one, {type(last).__name__}: {last}\n{text}"
+    text = "".join(traceback.format_exception(last)).rstrip() if last is not None else ""
+    if config.host_callback_semantics == "jax":  # JAX 0.4.34's words
+      raise TapFunctionException(
+          f"There were exceptions during callback processing. Last one was: {text}") from last
+    detail = f"\nThe last one, {type(last).__name__}: {last}\n{text}" if last is not None else ""
     raise TapFunctionException(
         f"{n} exception(s) were raised in tap functions since the last barrier_wait(); their "
         f"tracebacks were logged on the 'minijax.taps' logger.{detail}") from last

@@ -31,16 +31,20 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from minijax.api_util import function_key
+from minijax.core.avals import ShapedArray
+from minijax.runtime.array import HostArray
 
 
 class Consumer:
   """A registered tap function and the layout of the values it receives."""
   __slots__ = ("id", "func", "transforms", "treedef", "dtypes", "shapes", "counts", "nbytes",
-               "wants_device", "deliver", "_leaves")
+               "wants_device", "deliver", "_leaves", "host_arrays")
 
   def __init__(self, id: int, func: Callable, transforms: tuple, treedef: Any,
-               dtypes: tuple, shapes: tuple):
+               dtypes: tuple, shapes: tuple, host_arrays=None):
     self.id = id
+    # None, or (avals, device): the tap function receives HostArrays of these avals
+    self.host_arrays = host_arrays
     self.func = func
     self.transforms = transforms
     self.treedef = treedef
@@ -52,15 +56,31 @@ class Consumer:
     self._leaves = tuple(zip(shapes, dtypes, self.counts))
     self.deliver = self._make_deliver()
 
-  def unpack(self, payload, offsets) -> list[np.ndarray]:
-    """Numpy views of the arrays in a native payload (copies for the Python queues)."""
+  def unpack(self, payload, offsets) -> list:
+    """Numpy views of the arrays in a native payload (copies for the Python queues), as
+    HostArrays for a consumer that wants them."""
     if offsets is None:
-      return payload
-    if len(offsets) != len(self._leaves):
+      arrays = payload
+    elif len(offsets) != len(self._leaves):
       raise RuntimeError(f"tap for consumer {self.id} carried {len(offsets)} arrays, but its "
                          f"tap function expects {len(self._leaves)}")
-    return [np.ndarray(shape, dtype, payload, offset) if count else np.empty(shape, dtype)
-            for (shape, dtype, count), offset in zip(self._leaves, offsets)]
+    else:
+      arrays = [np.ndarray(shape, dtype, payload, offset) if count else np.empty(shape, dtype)
+                for (shape, dtype, count), offset in zip(self._leaves, offsets)]
+    if self.host_arrays is None:
+      return arrays
+    avals, device = self.host_arrays
+    for a in arrays:
+      a.flags.writeable = False
+    return [HostArray(a, aval, device) for a, aval in zip(arrays, avals)]
+
+  def simple_entry(self) -> tuple:
+    """What the native queues need to deliver a simple tap themselves (`deliver`)."""
+    entry = (self.func, self.transforms, self.shapes[0], self.dtypes[0], self.nbytes)
+    if self.host_arrays is None:
+      return entry
+    avals, device = self.host_arrays
+    return (*entry, (avals[0], device))
 
   @property
   def is_simple(self) -> bool:
@@ -76,6 +96,13 @@ class Consumer:
       return self._deliver
     (shape, dtype, _), = self._leaves
     func, transforms, ndarray = self.func, self.transforms, np.ndarray
+
+    if self.host_arrays is not None:
+      unpack = self.unpack
+
+      def deliver_host_array(payload, offsets, device) -> None:
+        func(unpack(payload, offsets)[0], transforms)
+      return deliver_host_array
 
     def deliver(payload, offsets, device) -> None:
       func(payload[0] if offsets is None else ndarray(shape, dtype, payload, offsets[0]),
@@ -154,14 +181,16 @@ _released: collections.deque = collections.deque()  # consumers whose ConsumerRe
 
 
 def register_consumer(func: Callable, transforms: Sequence[tuple], treedef: Any,
-                      avals: Sequence[Any], owner: list | None = None) -> int:
+                      avals: Sequence[Any], owner: list | None = None,
+                      host_arrays_on: Any = None) -> int:
   """The id of the consumer `(func, transforms, treedef, leaf shapes and dtypes)`.
 
   `transforms` holds `(name, *params)` tuples (or `(name, params_dict)`), outermost last;
   tap functions receive them as `(name, params_dict)` pairs.  `avals` are the leaves'
   abstract values (anything with `.shape` and `.dtype`), in `treedef`'s leaf order.  With
   an `owner` (a lowering's keepalive list) the consumer lives while that list does (see the
-  module docstring); without, for the whole process.
+  module docstring); without, for the whole process.  With `host_arrays_on` (a device) the
+  tap function receives `HostArray`s on that device instead of numpy arrays.
   """
   if not callable(func):
     raise TypeError(f"a tap function must be callable, got {type(func).__name__}: {func!r:.80}")
@@ -171,17 +200,18 @@ def register_consumer(func: Callable, transforms: Sequence[tuple], treedef: Any,
   dtypes = tuple(np.dtype(a.dtype) for a in avals)
   shapes = tuple(tuple(int(d) for d in a.shape) for a in avals)
   frozen = tuple(_freeze(t) for t in transforms)
-  key = (function_key(func), frozen, treedef, dtypes, shapes)
+  key = (function_key(func), frozen, treedef, dtypes, shapes, host_arrays_on)
   with _lock:
     record = _by_key.get(key)
     if record is None:
       unpacked = tuple((name, dict(params)) for name, params in frozen)
-      record = Consumer(next(_ids), func, unpacked, treedef, dtypes, shapes)
+      host_arrays = None if host_arrays_on is None else (
+          tuple(ShapedArray(s, d) for s, d in zip(shapes, dtypes)), host_arrays_on)
+      record = Consumer(next(_ids), func, unpacked, treedef, dtypes, shapes, host_arrays)
       _by_key[key] = record
       consumers_by_id[record.id] = record
       if record.is_simple:
-        simple_consumers[record.id] = (func, record.transforms, shapes[0], dtypes[0],
-                                       record.nbytes)
+        simple_consumers[record.id] = record.simple_entry()
       if owner is not None:
         _owners[record.id] = 0
         _keys[record.id] = key

@@ -1,0 +1,94 @@
+"""Callbacks in computations over several devices, and the sharding names JAX's callback
+tests use (`minijax.NamedSharding`, `minijax.P`, `set_mesh`, `experimental.pjit`)."""
+import sys
+
+import numpy as np
+import pytest
+
+import minijax
+from minijax import numpy as jnp
+from minijax.experimental import io_callback, pjit
+from minijax.sharding import Mesh, PartitionSpec, SingleDeviceSharding
+
+
+def test_the_sharding_names_are_jaxs(mesh):
+  assert minijax.NamedSharding is minijax.sharding.NamedSharding
+  assert minijax.P is PartitionSpec and pjit.pjit is minijax.jit
+  assert minijax.sharding.use_mesh is minijax.set_mesh is minijax.sharding.set_mesh
+
+
+def test_set_mesh_sets_the_mesh_globally_or_for_a_block(mesh):
+  f = minijax.jit(lambda x: x * 2, in_shardings=minijax.P("i"), out_shardings=minijax.P("i"))
+  with minijax.set_mesh(mesh):
+    assert minijax.sharding.get_mesh() is mesh
+    out = f(jnp.arange(8.0))
+  assert minijax.sharding.get_mesh() is None
+  assert out.sharding == minijax.NamedSharding(mesh, minijax.P("i"))
+  np.testing.assert_array_equal(out, np.arange(8.0) * 2)
+  previous = minijax.set_mesh(mesh)  # the global form
+  try:
+    assert minijax.sharding.get_mesh() is mesh
+  finally:
+    previous.__exit__(None, None, None)
+  assert minijax.sharding.get_mesh() is None
+  with pytest.raises(ValueError, match="Expected mesh of type"):
+    minijax.set_mesh("i")
+
+
+@pytest.mark.parametrize("ordered", [True, False])
+def test_an_io_callback_runs_on_the_device_its_sharding_names(mesh, devices, ordered):
+  seen = []
+  cb_sharding = SingleDeviceSharding(devices[-1])
+
+  def f(x):
+    io_callback(lambda v: seen.append(int(v.sum())), None, x, ordered=ordered,
+                sharding=cb_sharding)
+    return io_callback(lambda v: v + 1, minijax.ShapeDtypeStruct(x.shape, x.dtype), x,
+                       ordered=ordered)
+
+  g = pjit.pjit(f, in_shardings=minijax.NamedSharding(mesh, minijax.P("i")),
+                out_shardings=minijax.NamedSharding(mesh, minijax.P()))
+  x = jnp.arange(4, dtype=np.int32)
+  np.testing.assert_array_equal(g(x), np.arange(4) + 1)
+  minijax.effects_barrier()
+  assert seen == [6]
+  text = g.lower(x).as_text()
+  assert "{maximal device=3}" in text and "{maximal device=0}" in text
+  with pytest.raises(NotImplementedError, match="single-device sharding"):
+    io_callback(lambda v: v, None, x, sharding=minijax.NamedSharding(mesh, minijax.P()))
+
+
+def test_a_shard_map_returning_nothing_takes_out_specs_none(mesh):
+  seen = []
+
+  def f(x):
+    io_callback(lambda v: seen.append(v.shape), None, x, ordered=True)
+
+  minijax.jit(minijax.shard_map(f, mesh=mesh, in_specs=minijax.P("i"), out_specs=None))(
+      jnp.arange(8))
+  minijax.effects_barrier()
+  assert seen == [(2,)] * 4
+  with pytest.raises(TypeError, match="out_specs leaves must be PartitionSpecs, got None"):
+    minijax.shard_map(lambda x: x, mesh=mesh, in_specs=minijax.P("i"), out_specs=None)(
+        jnp.arange(8))
+
+
+def test_make_mesh_builds_auto_meshes_and_refuses_other_axis_types(devices):
+  from minijax.sharding import AxisType
+  mesh = minijax.make_mesh((2, 2), ("x", "y"), axis_types=(AxisType.Auto,) * 2)
+  assert mesh.shape == {"x": 2, "y": 2} and list(mesh.devices.flat) == list(devices)
+  with pytest.raises(NotImplementedError, match="AxisType.Auto"):
+    Mesh(np.array(devices), ("i",), axis_types=(AxisType.Explicit,))
+  with pytest.raises(ValueError, match="needs 8 devices"):
+    minijax.make_mesh((8,), ("i",))
+
+
+def test_minijax_partitions_with_gspmd_and_says_so(mesh):
+  assert minijax.config.use_shardy_partitioner is False
+  assert minijax.config.jax_use_shardy_partitioner is False
+  with pytest.raises(ValueError, match="use_shardy_partitioner cannot be True"):
+    minijax.config.update("jax_use_shardy_partitioner", True)
+
+
+def test_jax_was_never_imported():
+  assert "jax" not in sys.modules

@@ -1,0 +1,83 @@
+"""Callbacks in control flow under vmap with a batched predicate, as JAX 0.10.2 has them:
+io_callbacks are refused with JAX's errors, and a debug.print in a batched while_loop's
+condition prints what JAX prints (the lines below were recorded from jax 0.10.2's
+debugging_primitives_test.test_can_print_in_batched_while_cond), while the loop's values
+stay right.  Also `fori_loop(unroll=)` and `debug.log`."""
+import logging
+
+import numpy as np
+import pytest
+
+import minijax
+from minijax import lax
+from minijax import numpy as jnp
+from minijax.experimental import io_callback
+
+
+def test_an_io_callback_under_a_batched_cond_predicate_is_refused():
+  def f(pred):
+    return lax.cond(pred, lambda: io_callback(lambda: None, None),
+                    lambda: io_callback(lambda: None, None))
+  with pytest.raises(NotImplementedError, match="IO effect not supported in vmap-of-cond."):
+    minijax.vmap(f)(jnp.array([True, True]))
+
+
+@pytest.mark.parametrize("ordered, error", [
+    (False, "Unordered IO effects not supported in while_loop with batched predicate"),
+    (True, "Ordered IO effects not supported in vmap."),
+])
+def test_an_io_callback_in_a_while_loop_under_vmap_is_refused_as_in_jax(ordered, error):
+  def f(i):
+    def body(i):
+      io_callback(lambda v: None, None, i, ordered=ordered)
+      return i + 1
+    return lax.while_loop(lambda i: i < 5, body, i)
+  with pytest.raises(Exception, match=error):
+    minijax.vmap(f)(jnp.array([0, 4]))
+  if not ordered:  # with an unbatched predicate an unordered one maps lane by lane
+    seen = []
+    g = lambda x: lax.while_loop(lambda i: i < 2, lambda i: (
+        io_callback(seen.append, None, x), i + 1)[1], 0)
+    minijax.jit(minijax.vmap(g))(jnp.arange(3.0))
+    minijax.effects_barrier()
+    assert len(seen) == 6
+
+
+ORDERED_LINES = [0, 1, 1, 2, 2, 3, 3, 4, 4, 5, 5, 6]
+UNORDERED_LINES = [0, 1, 0, 1, 1, 2, 1, 2, 2, 3, 2, 3, 3, 4, 3, 4, 4, 5, 4, 5, 5, 5]
+
+
+@pytest.mark.parametrize("ordered, lines", [(True, ORDERED_LINES), (False, UNORDERED_LINES)])
+def test_a_print_in_a_batched_while_condition_prints_what_jax_prints(capfd, ordered, lines):
+  def f(x):
+    def cond(x):
+      minijax.debug.print("x: {x}", x=x, ordered=ordered)
+      return x < 5
+    return lax.while_loop(cond, lambda x: x + 1, x)
+  out = minijax.vmap(f)(jnp.arange(2))
+  minijax.effects_barrier()
+  printed = [int(line[3:]) for line in capfd.readouterr().out.splitlines()]
+  assert (printed if ordered else sorted(printed)) == (lines if ordered else sorted(lines))
+  np.testing.assert_array_equal(out, [5, 5])  # each lane stops where its predicate says
+
+
+def test_fori_loop_takes_unroll_with_static_bounds_only(capfd):
+  f = lambda: lax.fori_loop(0, 4, lambda i, _: minijax.debug.print("{}", i), None, unroll=2)
+  minijax.jit(f)()
+  minijax.effects_barrier()
+  assert sorted(map(int, capfd.readouterr().out.split())) == [0, 1, 2, 3]
+  with pytest.raises(ValueError, match="Can only use `unroll` in `fori_loop` if the loop "
+                                       "bounds are statically known."):
+    minijax.jit(lambda n: lax.fori_loop(0, n, lambda i, x: x + i, 0, unroll=2))(3)
+
+
+def test_debug_log_logs_on_the_minijax_debug_logger_from_the_callers_line(caplog):
+  def f(x):
+    minijax.debug.log("x={}", x * x)
+    return x * x
+  with caplog.at_level(logging.INFO, logger="minijax.debug"):
+    assert int(minijax.jit(f)(2)) == 4
+    minijax.effects_barrier()
+  (record,) = [r for r in caplog.records if r.name == "minijax.debug"]
+  assert record.getMessage() == "x=4" and record.levelno == logging.INFO
+  assert record.pathname == __file__

@@ -1,0 +1,91 @@
+"""`checkpoint(policy=...)` and `checkpoint_name`: what reverse mode saves and what it runs
+again in the backward pass, as JAX 0.10.2 decides (the counts of debug prints below were
+recorded from jax 0.10.2's `debugging_primitives_test.test_remat_of_debug_print`)."""
+import numpy as np
+import pytest
+
+import minijax
+from minijax import ad_checkpoint as ac
+from minijax import numpy as jnp
+from minijax.experimental import io_callback
+
+
+def _named(x):
+  y = ac.checkpoint_name(x + 1.0, "y")
+  z = ac.checkpoint_name(y * 2.0, "z")
+  minijax.debug.print("y: {}, z: {}", y, z)
+  return ac.checkpoint_name(jnp.exp(z), "w")
+
+
+def _but(*names):
+  """Saves everything (debug callbacks included) except the values named `names`."""
+  def policy(prim, *avals, **params):
+    return params["name"] not in names if prim is ac.name_p else True
+  return policy
+
+
+@pytest.mark.parametrize("policy, prints", [
+    (ac.everything_saveable, 1), (ac.nothing_saveable, 2), (None, 2),
+    (ac.save_any_names_but_these("z"), 2), (_but("y"), 1), (_but("y", "z"), 2),
+])
+def test_a_debug_print_in_checkpoint_runs_again_only_where_the_policy_recomputes(
+    capfd, policy, prints):
+  grad = minijax.grad(minijax.checkpoint(_named, policy=policy))(2.0)
+  minijax.effects_barrier()
+  assert capfd.readouterr().out == "y: 3.0, z: 6.0\n" * prints
+  np.testing.assert_allclose(float(grad), 2 * np.exp(6.0), rtol=1e-6)
+
+
+def _count(prim_name, jaxpr) -> int:
+  return sum(e.primitive.name == prim_name for e in jaxpr.eqns)
+
+
+def _backward_remat(policy):
+  """The `checkpoint` equation the backward pass runs for `sin(sin(x))` under `policy`."""
+  f = minijax.checkpoint(lambda x: jnp.sin(ac.checkpoint_name(jnp.sin(x), "s")), policy=policy)
+  jaxpr = minijax.make_jaxpr(minijax.grad(f))(1.0)
+  (eqn,) = [e for e in jaxpr.eqns if e.primitive.name == "checkpoint"]
+  return eqn.params["jaxpr"].jaxpr
+
+
+def test_saved_names_are_not_recomputed_and_the_others_are():
+  assert _count("sin", _backward_remat(None)) == 1  # sin(x) again, for the outer cos
+  assert _count("sin", _backward_remat(ac.save_only_these_names("s"))) == 0
+  assert _count("sin", _backward_remat(ac.save_any_names_but_these("s"))) == 1
+  both = ac.save_from_both_policies(ac.nothing_saveable, ac.save_only_these_names("s"))
+  assert _count("sin", _backward_remat(both)) == 0
+
+
+@pytest.mark.parametrize("policy", [None, ac.everything_saveable, ac.dots_saveable,
+                                    ac.save_only_these_names("s")])
+def test_every_policy_gives_the_same_gradient(policy):
+  def f(w, x):
+    return jnp.sum(jnp.tanh(ac.checkpoint_name(jnp.dot(w, x), "s")) ** 2)
+  w = np.arange(6, dtype=np.float32).reshape(2, 3) / 10
+  x = np.arange(3, dtype=np.float32)
+  want = minijax.grad(f)(w, x)
+  got = minijax.jit(minijax.grad(minijax.checkpoint(f, policy=policy)))(w, x)
+  np.testing.assert_allclose(np.asarray(got), np.asarray(want), rtol=1e-6)
+
+
+def test_checkpoint_name_is_the_identity_under_every_transformation():
+  f = lambda x: ac.checkpoint_name(x * 3.0, "n")
+  assert float(f(2.0)) == 6.0
+  assert float(minijax.grad(f)(2.0)) == 3.0
+  np.testing.assert_array_equal(minijax.vmap(f)(jnp.arange(3.0)), [0.0, 3.0, 6.0])
+  assert "name[name=n]" in str(minijax.make_jaxpr(f)(1.0))
+
+
+def test_a_policy_must_be_callable():
+  with pytest.raises(TypeError, match="policy must be a callable"):
+    minijax.checkpoint(lambda x: x, policy="dots")
+
+
+def test_an_io_callback_in_checkpoint_is_refused_under_grad_as_in_jax():
+  def f(x, y):
+    io_callback(lambda v: v, y, y)
+    return x
+  assert float(minijax.checkpoint(f)(2.0, 3.0)) == 2.0  # without reverse mode it runs
+  with pytest.raises(NotImplementedError,
+                     match="Effects not supported in partial-eval of `checkpoint`"):
+    minijax.grad(minijax.checkpoint(f))(2.0, 3.0)

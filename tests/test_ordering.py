@@ -1,0 +1,110 @@
+"""Ordered effects across calls, under both `effects_ordering` settings: the seed's runtime
+token (passed into and out of every execution) and the shared execution stream (the token
+made inside the program, XLA's per-stream order across calls, fences for barriers).  See
+docs/effects.md.  The other ordering tests run under either setting with
+MINIJAX_EFFECTS_ORDERING; these run under both in every run."""
+from __future__ import annotations
+
+import threading
+
+import numpy as np
+import pytest
+
+import minijax
+import minijax.numpy as jnp
+from minijax import lax
+from minijax.experimental import host_callback as hcb
+from minijax.experimental import io_callback
+
+
+def test_the_stream_lowering_makes_its_tokens_inside_main(effects_ordering):
+  f = minijax.jit(lambda x: hcb.id_tap(lambda a, t: None, x * 2.0))
+  text = f.lower(np.float32(1.0)).as_text()
+  if effects_ordering == "stream":
+    assert "func.func public @main(%arg0: tensor<f32>) -> tensor<f32>" in text
+    assert "mhlo.create_token" in text
+  else:
+    assert "@main(%arg0: !mhlo.token, %arg1: tensor<f32>) -> (!mhlo.token, tensor<f32>)" in text
+    assert "mhlo.create_token" not in text
+
+
+def test_taps_of_successive_calls_arrive_in_call_order_even_behind_a_slow_program(
+    effects_ordering):
+  got = []
+  heavy = minijax.jit(lambda m: hcb.id_tap(lambda a, t: got.append("heavy"),
+                                           lax.fori_loop(0, 50, lambda i, m: jnp.tanh(m @ m), m)))
+  light = minijax.jit(lambda x: hcb.id_tap(lambda a, t: got.append(int(a)), x))
+  m = jnp.ones((96, 96)) * 0.01
+  for round_ in range(3):
+    got.clear()
+    heavy(m)
+    for i in range(20):
+      light(i)
+    hcb.barrier_wait()
+    assert got == ["heavy", *range(20)], round_
+
+
+def test_taps_from_several_threads_keep_each_threads_order(effects_ordering):
+  got = {t: [] for t in range(3)}
+  f = minijax.jit(lambda t, i: hcb.id_tap(lambda a, _: got[int(a[0])].append(int(a[1])),
+                                          (t, i)))
+
+  def run(t):
+    for i in range(50):
+      f(t, i)
+
+  threads = [threading.Thread(target=run, args=(t,)) for t in range(3)]
+  for th in threads:
+    th.start()
+  for th in threads:
+    th.join()
+  hcb.barrier_wait()
+  assert got == {t: list(range(50)) for t in range(3)}
+
+
+def test_a_host_function_that_dispatches_an_ordered_computation_runs_it_in_place(
+    effects_ordering):
+  got = []
+  inner = minijax.jit(lambda x: hcb.id_tap(lambda a, t: got.append(("inner", int(a))), x))
+
+  def host(x):
+    got.append(("host", int(x)))
+    inner(x + 100)
+    return np.int32(x)
+
+  outer = minijax.jit(lambda x: io_callback(host, jax_int(), hcb.id_tap(
+      lambda a, t: got.append(("before", int(a))), x), ordered=True))
+  assert int(outer(1)) == 1
+  hcb.barrier_wait()
+  # the inner computation ran to completion inside the host call (on the shared stream it
+  # could not: the caller holds it), and every tap arrived
+  assert sorted(got) == [("before", 1), ("host", 1), ("inner", 101)]
+
+
+def jax_int():
+  return minijax.ShapeDtypeStruct((), np.int32)
+
+
+def test_switching_the_setting_between_calls_keeps_call_order():
+  got = []
+  saved = minijax.config.effects_ordering
+  f = minijax.jit(lambda x: hcb.id_tap(lambda a, t: got.append(int(a)), x))
+  try:
+    for k, mode in enumerate(("runtime_token", "stream", "runtime_token", "stream")):
+      minijax.config.update("effects_ordering", mode)
+      for i in range(5):
+        f(5 * k + i)
+    hcb.barrier_wait()
+  finally:
+    minijax.config.update("effects_ordering", saved)
+  assert got == list(range(20))
+
+
+def test_an_idle_barrier_dispatches_no_fence(effects_ordering):
+  from minijax.runtime.tokens import runtime_tokens
+  f = minijax.jit(lambda x: hcb.id_tap(lambda a, t: None, x))
+  f(1)
+  hcb.barrier_wait()
+  hcb.barrier_wait()
+  started, entries = runtime_tokens.snapshot()
+  assert started == [] and entries == []
