@@ -32,6 +32,8 @@ from minijax.callbacks import pure_callback
 from minijax import debug
 from minijax import ad_checkpoint
 from minijax.as_jax import install_as_jax
+from minijax import ref, ad, effects
+from minijax.ref import Ref, new_ref, freeze, empty_ref, free_ref
 
 __version__ = "0.1.0"
 from minijax import random  # noqa: E402

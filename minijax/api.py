@@ -8,6 +8,7 @@ axis, so no reshapes are needed.
 """
 from __future__ import annotations
 
+import dataclasses
 import functools
 import math
 from typing import Callable
@@ -140,6 +141,8 @@ def vjp(fun: Callable, *primals, has_aux: bool = False):
   """`(fun(*primals), vjp_fn)` where `vjp_fn(cotangent)` returns one cotangent per primal
   (and aux when `has_aux`)."""
   flat_p, in_tree = tree_util.tree_flatten(primals)
+  if sum(isinstance(x, lax.state.Ref) for x in flat_p) > 1:
+    lax.state.check_ref_arguments(fun, "vjp", flat_p, flat_arg_names(fun, primals, {}))
   box = {}
   flat_fun = _flat_fun_with_aux(lambda *a: fun(*a), in_tree, has_aux, box)
   outs, vjp_flat = ad.vjp_flat(flat_fun, flat_p)
@@ -148,6 +151,7 @@ def vjp(fun: Callable, *primals, has_aux: bool = False):
           tuple(ad.get_aval(a) for a in outs[n:]))
   # A pytree whose leaves are the residuals (`ad.vjp_flat`): jit can take and return it.
   vjp_fn = tree_util.Partial(functools.partial(_vjp_pullback, meta), vjp_flat)
+  vjp_fn.with_refs = functools.partial(_vjp_with_refs, vjp_fn, primals)
   out = out_tree.unflatten(outs[:n])
   if has_aux:
     return out, vjp_fn, box["aux_tree"].unflatten(outs[n:])
@@ -178,6 +182,56 @@ def _vjp_pullback(meta, vjp_flat, ct):
                        f"corresponding primal input {o.shape}.")
   cts = vjp_flat([*flat_ct, *(ad.Zero(a.tangent_aval()) for a in aux_avals)])
   return in_tree.unflatten([_instantiate(c) for c in cts])
+
+
+# What `vjp(...)`'s function `.with_refs(*entries)` takes, one entry per primal (or a
+# pytree of entries matching it): a `Ref`, into which the cotangent is accumulated
+# (`GradRef()` stands in its place in the result), `GradValue()` (the cotangent is
+# returned) or `DontWant()` (`DidntWant()` is returned).
+
+@dataclasses.dataclass(frozen=True)
+class GradValue:
+  pass
+
+
+@dataclasses.dataclass(frozen=True)
+class GradRef:
+  pass
+
+
+@dataclasses.dataclass(frozen=True)
+class DontWant:
+  pass
+
+
+@dataclasses.dataclass(frozen=True)
+class DidntWant:
+  pass
+
+
+tree_util.register_pytree_node(GradRef, lambda x: ((), None), lambda _, __: GradRef())
+tree_util.register_pytree_node(DidntWant, lambda x: ((), None), lambda _, __: DidntWant())
+
+
+def _vjp_with_refs(vjp_fn, primals, *entries):
+  if len(entries) != len(primals):
+    raise TypeError(f"with_refs takes one entry per primal ({len(primals)}), got "
+                    f"{len(entries)}")
+  is_entry = lambda x: isinstance(x, (GradValue, DontWant, lax.state.Ref))  # noqa: E731
+
+  def apply(entry, ct):
+    if isinstance(entry, GradValue):
+      return ct
+    if not isinstance(entry, lax.state.Ref):  # DontWant(), or any other placeholder
+      return DidntWant()
+    lax.state.addupdate(entry, ..., ct)
+    return GradRef()
+
+  def pullback(ct):
+    cts = vjp_fn(ct)
+    return tuple(apply(e, c) if is_entry(e) else tree_util.tree_map(apply, e, c, is_leaf=is_entry)
+                 for e, c in zip(entries, cts))
+  return pullback
 
 
 def _is_complex(dtype) -> bool:
@@ -456,6 +510,7 @@ def vmap(fun: Callable, in_axes=0, out_axes=0, axis_size: int | None = None,
     flat, in_tree = tree_util.tree_flatten((args, kwargs))
     flat_axes += [0] * len(flat_kw)
     names = flat_arg_names(fun, args, kwargs)
+    lax.state.check_ref_arguments(fun, "vmap", flat, names)
     dims, sizes = [], []
     for i, (x, a) in enumerate(zip(flat, flat_axes)):
       if a is None:

@@ -27,7 +27,8 @@ from __future__ import annotations
 import functools
 from typing import Callable, Sequence
 
-from minijax import tree_util
+from minijax import api_util, tree_util
+from minijax.core import state
 from minijax.core import dtypes, pretty
 from minijax.core.effects import check_allowed
 from minijax.core.jaxpr import ClosedJaxpr, eval_jaxpr, hoist_consts
@@ -96,6 +97,13 @@ def _resolve_argnums(fun, nondiff_argnums, args):
 def _rebuild(args_len, nondiff, nondiff_vals, diff_vals):
   it, nd = iter(diff_vals), dict(zip(nondiff, nondiff_vals))
   return [nd[i] if i in nd else next(it) for i in range(args_len)]
+
+
+def _check_refs(fun, what, args) -> None:
+  """JAX's error for one ref passed twice to a custom-derivative function."""
+  leaves = tree_util.tree_leaves(args)
+  if sum(isinstance(x, state.Ref) for x in leaves) > 1:
+    state.check_ref_arguments(fun, what, leaves, api_util.flat_arg_names(fun, args, {}))
 
 
 def _trace(fun, flat_args):
@@ -220,9 +228,13 @@ class custom_jvp:
     args = _resolve_kwargs(self.fun, args, kwargs)
     nondiff, diff_args, nondiff_vals = _resolve_argnums(self.fun, self.nondiff_argnums, args)
     flat, in_tree = tree_util.tree_flatten(tuple(diff_args))
+    _check_refs(self.fun, "custom_jvp", args)
     trace = _trace_for(flat)
     if type(trace) is EvalTrace:
-      return self.fun(*args)
+      out = self.fun(*args)
+      state.check_no_returned_ref_values(self.fun, "custom_jvp", tree_util.tree_leaves(out),
+                                         tree_util.tree_leaves(args))
+      return out
     if isinstance(trace, ad.JVPTrace):
       return self._jvp_on(trace, flat, in_tree, nondiff_vals)
     fun = lambda *xs: self.fun(*_rebuild(len(args), nondiff, nondiff_vals,
@@ -374,9 +386,13 @@ class custom_vjp:
     args = _resolve_kwargs(self.fun, args, kwargs)
     nondiff, diff_args, nondiff_vals = _resolve_argnums(self.fun, self.nondiff_argnums, args)
     flat, in_tree = tree_util.tree_flatten(tuple(diff_args))
+    _check_refs(self.fun, "custom_vjp", args)
     trace = _trace_for(flat)
     if type(trace) is EvalTrace:
-      return self.fun(*args)
+      out = self.fun(*args)
+      state.check_no_returned_ref_values(self.fun, "custom_vjp", tree_util.tree_leaves(out),
+                                         tree_util.tree_leaves(args))
+      return out
     rebuild = lambda xs: _rebuild(len(args), nondiff, nondiff_vals,
                                   tree_util.tree_unflatten(in_tree, xs))
     if isinstance(trace, ad.JVPTrace):
@@ -384,6 +400,7 @@ class custom_vjp:
                                                       nondiff_vals, None)
       return self._jvp_on(trace, flat, out_tree, flat_fwd, flat_bwd)
     closed, consts, out_tree = _trace(lambda *xs: self.fun(*rebuild(xs)), flat)
+    state.check_no_returned_refs(self.fun, "custom_vjp", closed.jaxpr)
     _, flat_fwd, flat_bwd = self._flat_rules(rebuild, in_tree, diff_args, flat, nondiff_vals,
                                              out_tree)
     outs = custom_vjp_call_p.bind(*consts, *flat, call_jaxpr=closed, fwd=flat_fwd, bwd=flat_bwd,
@@ -421,6 +438,12 @@ class custom_vjp:
         raise TypeError(f"the custom_vjp fwd rule of {name} must return (output, residuals) "
                         f"with output of structure {out_tree_box[0]}, got {tree}")
       res_leaves, res_tree = tree_util.tree_flatten(res)
+      for r in res_leaves:
+        if isinstance(r, state.Ref) and not any(r is x for x in xs):
+          raise ValueError(
+              f"custom_vjp fwd function {name} returned a mutable array reference of type "
+              f"{r.aval} among its residuals that is not one of its arguments: a ref created "
+              "in the fwd function cannot outlive it (return its value, `r[...]`)")
       res_tree_box.append(res_tree)
       return outs, res_leaves
 

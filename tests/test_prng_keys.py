@@ -381,3 +381,47 @@ def test_the_tangent_of_a_key_array_is_float0_of_the_keys_shape():
     return state_bar[0], state_bar
   ident.defvjp(lambda _, state: (state, None), bwd)
   assert minijax.grad(lambda t: ident(t, (8.0, random.key(1)))[0])(3.0) == 1.0
+
+
+def test_typeof_a_key_array_is_a_shaped_array_of_its_key_dtype():
+  keys = _keys(3)
+  aval = minijax.typeof(keys)
+  assert aval.shape == (3,) and aval.dtype == keys.dtype and repr(aval) == (
+      "ShapedArray(key<fry>[3])")
+  assert minijax.typeof(random.key(0, impl="rbg")).str_short() == "key<rbg>[]"
+  with pytest.raises(TypeError, match="sin: argument of type PRNGKeyArray is not a valid"):
+    jnp.sin(keys)
+
+
+def test_more_structural_functions_and_traced_indices_on_key_arrays():
+  ks = _keys(4)
+  data = np.asarray(kd(ks))
+  parts = minijax.jit(lambda k: jnp.split(k, 2))(ks)
+  assert [p.shape for p in parts] == [(2,), (2,)]
+  np.testing.assert_array_equal(kd(parts[1]), data[2:])
+  np.testing.assert_array_equal(kd(jnp.flip(ks)), data[::-1])
+  np.testing.assert_array_equal(kd(jnp.roll(ks, 1)), np.roll(data, 1, axis=0))
+  grid = _keys(2, 3)
+  np.testing.assert_array_equal(kd(jnp.moveaxis(grid, 0, -1)),
+                                np.moveaxis(np.asarray(kd(grid)), 0, 1))
+  np.testing.assert_array_equal(kd(minijax.jit(lambda k, i: k[i])(ks, 2)), data[2])
+  out = lax.fori_loop(0, 3, lambda i, k: random.split(k, 3)[i], random.key(0))
+  expected = random.key(0)
+  for i in range(3):
+    expected = random.split(expected, 3)[i]
+  _same(out, expected)
+  # a negative axis counts the data's key words: refused rather than mapped wrongly
+  with pytest.raises(ValueError, match="split a key array of threefry2x32 across its key "
+                     "words"):
+    minijax.vmap(lambda k: random.uniform(k), in_axes=-1)(ks)
+
+
+def test_the_default_implementation_comes_from_the_environment_too():
+  from tests.conftest import run_python
+  out = run_python("import minijax; from minijax import random; "
+                   "print(random.key_data(random.key(42)).tolist())",
+                   env={"JAX_DEFAULT_PRNG_IMPL": "rbg"})
+  assert out.returncode == 0, out.stderr
+  assert out.stdout.strip() == "[0, 42, 0, 42]"
+  out = run_python("import minijax", env={"JAX_DEFAULT_PRNG_IMPL": "fry"})
+  assert out.returncode != 0 and "JAX_DEFAULT_PRNG_IMPL='fry'" in out.stderr

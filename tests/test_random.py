@@ -601,3 +601,52 @@ def test_multivariate_normal_covariance_and_orthogonal_matrices():
                              atol=1e-5)
   wide = np.asarray(random.orthogonal(random.PRNGKey(4), 2, m=5))
   np.testing.assert_allclose(wide @ wide.T, np.eye(2), atol=1e-5)
+
+
+# The samplers JAX 0.10.2 has beside the others: values recorded from jax 0.10.2 for key(7)
+# of threefry2x32 and of rbg (float results of XLA's code, compared within a few ulps).
+_MORE_SAMPLERS = [
+    ('random.double_sided_maxwell(k, 1., 2., (4,))',
+     [-1.4771909713745117, -4.170105457305908, 3.7603445053100586, 5.872409343719482],
+     [7.540484428405762, 2.810466766357422, -1.8715848922729492, 3.813265323638916]),
+    ('random.double_sided_maxwell(k, np.array([0., 1.]), 2.)',
+     [[-2.4771909713745117, -4.170105457305908], [2.7603445053100586, 5.872409343719482]],
+     [[6.540484428405762, 2.810466766357422], [-2.871584892272949, 3.813265323638916]]),
+    ('random.wald(k, 1.5, (4,))',
+     [0.41869986057281494, 1.783737063407898, 0.7993422746658325, 0.8879154920578003],
+     [0.6670571565628052, 0.8229382634162903, 0.08866357803344727, 1.4102660417556763]),
+    ('random.wald(k, np.array([0.5, 2.0]))',
+     [0.23181116580963135, 2.442716360092163],
+     [0.31055548787117004, 1.0032473802566528]),
+    ('random.triangular(k, 0., 0.3, 2., (4,))',
+     [0.9473394155502319, 1.7062269449234009, 0.46041178703308105, 0.625030517578125],
+     [1.031259536743164, 0.47760069370269775, 0.8132871389389038, 1.117016315460205]),
+    ('random.generalized_normal(k, 1.5, (4,))',
+     [-0.11314882338047028, -0.786064863204956, 0.05867381393909454, 0.3168768882751465],
+     [0.13431794941425323, 0.4465455412864685, -0.45755159854888916, 0.18157155811786652]),
+    ('random.ball(k, 3, 2, (2,))',
+     [[-0.3638841509819031, 0.39458540081977844, 0.11975819617509842], [-0.48726168274879456, 0.13322879374027252, -0.14461813867092133]],
+     [[0.4471975564956665, -0.35528337955474854, -0.705735445022583], [0.6101064085960388, -0.39139804244041443, -0.5445823073387146]]),
+    ('random.ball(k, 2, 1.5)',
+     [-0.35683032870292664, 0.37051665782928467],
+     [0.6309358477592468, -0.4156869649887085]),
+]
+
+
+@pytest.mark.parametrize("expr,threefry,rbg", _MORE_SAMPLERS, ids=[s[0] for s in _MORE_SAMPLERS])
+def test_more_samplers_match_jax(expr, threefry, rbg):
+  for impl, expected in (("threefry2x32", threefry), ("rbg", rbg)):
+    got = eval(expr, {"random": random, "np": np, "k": random.key(7, impl=impl)})
+    assert got.dtype == np.float32
+    np.testing.assert_allclose(got, np.array(expected, np.float32), rtol=2e-6, atol=1e-7)
+
+
+def test_more_samplers_check_their_arguments():
+  key = random.key(0)
+  _raises(ValueError, "dtype argument to `wald` must be a float dtype",
+          lambda: random.wald(key, 1., (2,), np.int32))
+  _raises(ValueError, "triangular parameter shapes must be broadcast-compatible",
+          lambda: random.triangular(key, np.zeros(3), 0.5, 1., (2,)))
+  assert random.ball(key, 4, shape=(5,)).shape == (5, 4)
+  assert float(np.max(np.sum(np.abs(np.asarray(random.ball(key, 3, 1.5, (200,)))) ** 1.5,
+                             -1))) <= 1

@@ -1,6 +1,7 @@
 """Abstract values: what tracing knows about a value without its contents.
 
-`ShapedArray` (shape, dtype, weak_type) is the one array aval; `AbstractToken` types the
+`ShapedArray` (shape, dtype, weak_type) is the one array aval (its dtype a numpy dtype, or
+an extended one such as a PRNG key's, which `typeof(key)` reports); `AbstractToken` types the
 tokens that order effects.  Avals are immutable and hashable because compile caches key on
 them.  Operators and methods of arrays and tracers (`+`, `x[i]`, `x.sum()`, ...) are
 installed on `Array` and `Tracer` by the numpy layer, so the core knows nothing of numpy
@@ -32,7 +33,7 @@ class ShapedArray(AbstractValue):
     self = cls._interned.get(key)
     if self is None:
       shape = tuple(map(int, key[0]))
-      dtype = dtype if isinstance(dtype, np.dtype) else np.dtype(dtype)
+      dtype = dtype if isinstance(dtype, (np.dtype, dtypes.ExtendedDType)) else np.dtype(dtype)
       canonical = (shape, dtype, bool(weak_type))
       self = cls._interned.get(canonical)
       if self is None:

@@ -82,6 +82,8 @@ _SHORT_NAMES = {bool_: "bool", bfloat16: "bf16", float0: "float0", int2: "i2", i
 def short_name(dtype: np.dtype) -> str:
   """`f32`, `i32`, `u8`, `bf16`, `bool`: the names jaxprs print."""
   name = _SHORT_NAMES.get(dtype)
+  if name is None and is_extended(dtype):
+    return dtype.name
   if name is None:
     name = f"{dtype.kind}{dtype.itemsize * 8}"
   return name
@@ -273,6 +275,6 @@ def dtype_and_weak_type(x: Any) -> tuple[np.dtype, bool]:
   if isinstance(x, (np.ndarray, np.generic)):
     return canonicalize_dtype(x.dtype), False
   if hasattr(x, "dtype") and hasattr(x, "shape"):
-    return canonicalize_dtype(x.dtype), False
+    return (x.dtype if is_extended(x.dtype) else canonicalize_dtype(x.dtype)), False
   raise TypeError(f"value of type {type(x).__name__} is not a valid minijax type: "
                   f"{x!r:.80}; pass arrays, numpy arrays or Python scalars")

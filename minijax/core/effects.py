@@ -30,7 +30,10 @@ effect's class, in these flags, and read in one place each (the functions below)
   tracked_at_runtime            (unordered effects) the runtime tracks each execution of
                                 a program that has it, for `effects_barrier`
                                 (`unordered_effects`); an effect that lowers to nothing
-                                (a `sow`) sets False and costs nothing once compiled.
+                                (a `sow`) sets False and costs nothing once compiled;
+  must_be_discharged            may never reach the lowering: a discharge pass rewrites
+                                the jaxpr into one without it first (mutable state: the
+                                effects of refs, below; `needs_discharge`).
 
 The defaults are the conservative ones for a side effect: allowed everywhere, never
 dropped, transposed even with zero cotangents, unordered.
@@ -51,6 +54,7 @@ class Effect:
   allowed_with_batched_predicate: ClassVar[bool] = True
   kept_when_unused: ClassVar[bool] = True
   runs_with_zero_cotangents: ClassVar[bool] = True
+  must_be_discharged: ClassVar[bool] = False
   tracked_at_runtime: ClassVar[bool] = True
 
   def data(self) -> tuple:
@@ -123,6 +127,62 @@ def check_allowed(effects: Iterable[Effect], where: str, construct: str) -> None
     raise NotImplementedError(
         f"Effects not supported in {construct}: {disallowed}. These effects may not appear "
         f"in {description}: their class sets `{flag} = False`.")
+
+
+def needs_discharge(effects: Iterable[Effect]) -> bool:
+  """Whether a jaxpr with `effects` must be discharged (`interpreters.discharge`) before
+  it is lowered: the one place that reads `must_be_discharged`."""
+  return any(e.must_be_discharged for e in effects)
+
+
+# ----------------------------------------------------------------------------- state
+
+class RefEffect(Effect):
+  """An effect on one mutable array reference (a `Ref`), named by the position of the ref
+  among the inputs: of the equation (`input_index` counts its operands) or, at a jaxpr's
+  level, of the jaxpr (counting its constvars, then its invars).  Effects on refs that a
+  jaxpr creates itself stop at its boundary, so a jaxpr's effects say which of its inputs
+  it reads, writes or accumulates into.  Refs need no tokens: once the jaxpr is
+  discharged, the order of reads and writes is data dependence."""
+  must_be_discharged = True
+  input_index: int
+
+  def with_index(self, index: int) -> "RefEffect":
+    return type(self)(index)
+
+  def __repr__(self):
+    return f"{type(self).__name__.removesuffix('Effect')}<{self.input_index}>"
+
+
+@dataclasses.dataclass(frozen=True, eq=False, repr=False)
+class ReadEffect(RefEffect):
+  """`get`: reads the ref; an unused read may be dropped."""
+  input_index: int
+  kept_when_unused = False
+
+
+@dataclasses.dataclass(frozen=True, eq=False, repr=False)
+class WriteEffect(RefEffect):
+  """`swap` (and so `set`): writes the ref."""
+  input_index: int
+
+
+@dataclasses.dataclass(frozen=True, eq=False, repr=False)
+class AccumEffect(RefEffect):
+  """`addupdate`: adds into the ref."""
+  input_index: int
+
+
+class InternalMutableArrayEffect(Effect):
+  """Creating a ref (`new_ref`) or freezing one (`freeze`) inside a traced function: the
+  jaxpr holds state, so it must be discharged before lowering, although no ref crosses its
+  boundary.  The equation may go when nothing uses the ref."""
+  must_be_discharged = True
+  kept_when_unused = False
+  runs_with_zero_cotangents = False
+
+
+internal_mutable_array_effect = InternalMutableArrayEffect()
 
 
 def union(effect_sets: Iterable[frozenset]) -> frozenset:

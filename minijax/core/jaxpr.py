@@ -128,7 +128,7 @@ class Jaxpr:
     self.invars = list(invars)
     self.outvars = list(outvars)
     self.eqns = list(eqns)
-    self.effects = (effects_lib.union(e.effects for e in self.eqns)
+    self.effects = (jaxpr_effects(self.constvars, self.invars, self.eqns)
                     if effects is None else effects)
     self.debug_info = debug_info
 
@@ -140,6 +140,30 @@ class Jaxpr:
     return pp_jaxpr(self)
 
   __repr__ = __str__
+
+
+def jaxpr_effects(constvars, invars, eqns) -> frozenset:
+  """The effects of a jaxpr: its equations' effects, where an effect on a ref operand
+  (`RefEffect`) names the jaxpr input it is (constvars counted first) and is dropped when
+  the ref was created inside."""
+  effects = effects_lib.union(e.effects for e in eqns)
+  if not any(isinstance(e, effects_lib.RefEffect) for e in effects):
+    return effects
+  position = {v: i for i, v in enumerate([*constvars, *invars])}
+  out = set()
+  for eqn in eqns:
+    out.update(_eqn_input_effects(eqn, position))
+  return frozenset(out)
+
+
+def _eqn_input_effects(eqn, position: dict):
+  for e in eqn.effects:
+    if not isinstance(e, effects_lib.RefEffect):
+      yield e
+    elif e.input_index < len(eqn.invars):
+      k = position.get(eqn.invars[e.input_index])
+      if k is not None:
+        yield e.with_index(k)
 
 
 class ClosedJaxpr:
@@ -235,6 +259,7 @@ def typecheck_jaxpr(jaxpr: Jaxpr) -> None:
       where = f" in equation:\n  {pp_eqn(eqn)}" if eqn is not None else " as an output"
       raise JaxprTypeError(f"variable {atom} is used before it is defined{where}")
 
+  positions = {v: i for i, v in enumerate([*jaxpr.constvars, *jaxpr.invars])}
   for v in [*jaxpr.constvars, *jaxpr.invars]:
     if v in defined:
       raise JaxprTypeError(f"variable {v} is bound twice")
@@ -257,7 +282,7 @@ def typecheck_jaxpr(jaxpr: Jaxpr) -> None:
     if not effects <= eqn.effects:
       raise JaxprTypeError(f"equation has effects {set(effects)} but declares "
                            f"{set(eqn.effects)}:\n  {pp_eqn(eqn)}")
-    if not eqn.effects <= jaxpr.effects:
+    if not set(_eqn_input_effects(eqn, positions)) <= jaxpr.effects:
       raise JaxprTypeError(f"equation effects {set(eqn.effects)} are not within the jaxpr's "
                            f"effects {set(jaxpr.effects)}:\n  {pp_eqn(eqn)}")
     for v in eqn.outvars:

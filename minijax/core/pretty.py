@@ -8,7 +8,9 @@ jaxprs so every name is unique.  Jaxpr-valued params (the bodies of jit, cond, w
 print indented inside the equation.  An equation with effects is followed by
 `# effects: ...`, so effect propagation can be read off the text.  A primitive can
 override how its params print with `pp_rules[prim] = rule(params, names, indent) -> [str]`
-(`indent`: the column the params start at, for nested jaxprs).
+(`indent`: the column the params start at, for nested jaxprs), or how its whole equation
+prints (before the effects) with `pp_eqn_rules[prim] = rule(eqn, names) -> str` (the state
+primitives print as `d:f32[] <- c[1]`, `c[...] += a`).
 """
 from __future__ import annotations
 
@@ -21,6 +23,7 @@ from minijax.core.jaxpr import ClosedJaxpr, DropVar, Jaxpr, JaxprEqn, Literal, V
 
 PpRule = Callable[[dict, "_Names", int], list]
 pp_rules: dict[Any, PpRule] = {}
+pp_eqn_rules: dict[Any, Callable[[JaxprEqn, "_Names"], str]] = {}
 
 _LINE_WIDTH = 80
 
@@ -83,6 +86,12 @@ def _has_jaxpr(value) -> bool:
 
 def pp_eqn(eqn: JaxprEqn, names: _Names | None = None, indent: int = 0) -> str:
   names = names or _Names()
+  eqn_rule = pp_eqn_rules.get(eqn.primitive)
+  if eqn_rule is not None:
+    text = eqn_rule(eqn, names)
+    if eqn.effects:
+      text += "  # effects: " + ", ".join(map(repr, sorted(eqn.effects, key=effects_lib.sort_key)))
+    return text
   outs = " ".join(names.binder(v) for v in eqn.outvars)
   rule = pp_rules.get(eqn.primitive)
   params = rule(eqn.params, names, indent + 2) if rule else [

@@ -37,6 +37,18 @@ TransposeRule = Callable[..., Any]
 
 primitive_jvps: dict[Any, JvpRule] = {}
 primitive_transposes: dict[Any, TransposeRule] = {}
+# Primitives whose jvp rule runs even when no input has a tangent: `new_ref`, which gives
+# every float ref made under a jvp a tangent ref (so a function may write differentiated
+# values into a ref it creates).
+jvp_even_when_zero: set = set()
+# The `kind` of a tangent ref made by `new_ref`'s jvp: partial evaluation stages its
+# creation with the tangents (unknown) and the transpose treats it as linear, though its
+# operand (zeros) is known.
+TANGENT_REF_KIND = "tangent"
+
+
+def creates_tangent_ref(eqn_params: dict) -> bool:
+  return eqn_params.get("kind") == TANGENT_REF_KIND
 
 
 class Zero:
@@ -135,7 +147,8 @@ class JVPTrace(Trace):
       else:
         primals.append(x)
         tangents.append(None)
-    if all(t is None or type(t) is Zero for t in tangents):
+    if (all(t is None or type(t) is Zero for t in tangents)
+        and primitive not in jvp_even_when_zero):
       with set_current_trace(self.parent):
         return primitive.bind(*primals, **params)
     rule = primitive_jvps.get(primitive)

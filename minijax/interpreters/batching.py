@@ -33,6 +33,7 @@ from typing import Any, Callable, Sequence
 from minijax.core import axes as axes_lib
 from minijax.core.avals import ShapedArray, get_aval
 from minijax.core.errors import MissingRuleError
+from minijax.core.state import AbstractRef
 from minijax.core.jaxpr import ClosedJaxpr, eval_jaxpr
 from minijax.core.trace import Trace, Tracer, check_no_leaks, new_trace, set_current_trace
 from minijax.interpreters import array_ops
@@ -142,7 +143,8 @@ class BatchTracer(Tracer):
     aval = self.val.aval if isinstance(self.val, Tracer) else get_aval(self.val)
     shape = list(aval.shape)
     del shape[self.batch_dim]
-    return ShapedArray(tuple(shape), aval.dtype, aval.weak_type)
+    unbatched = ShapedArray(tuple(shape), aval.dtype, aval.weak_type)
+    return AbstractRef(unbatched) if type(aval) is AbstractRef else unbatched
 
 
 class BatchTrace(Trace):

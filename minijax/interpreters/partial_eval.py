@@ -23,6 +23,7 @@ from minijax.config import config
 from minijax.core import avals as avals_lib
 from minijax.core import dtypes
 from minijax.core.effects import must_keep
+from minijax.interpreters.ad import creates_tangent_ref
 from minijax.core.jaxpr import (ClosedJaxpr, Jaxpr, JaxprEqn, Literal, Var,
                                 literalable, user_source_info)
 from minijax.core.jaxpr import eval_jaxpr, typecheck_jaxpr
@@ -161,7 +162,7 @@ class JaxprTrace(DynamicJaxprTrace):
   unknown part, whose constants (the known values it reads) are the residuals."""
 
   def process_primitive(self, primitive, args, params):
-    if not any(self.owns(x) for x in args):
+    if not any(self.owns(x) for x in args) and not creates_tangent_ref(params):
       with set_current_trace(self.parent):
         return primitive.bind(*args, **params)
     rule = partial_eval_rules.get(primitive)

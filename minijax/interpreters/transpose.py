@@ -9,16 +9,25 @@ outputs and accumulating the cotangents of its linear inputs.  Cotangents are sy
 skipped, unless one of its effects says `runs_with_zero_cotangents` (the default): those
 always run with their zero cotangents instantiated, so a tap on tangents fires in the
 backward pass.
+
+Refs in a linear jaxpr (tangent refs, from `new_ref`'s jvp) have cotangent *refs*: the
+first transpose rule that needs the cotangent of a ref variable creates it, holding zeros,
+and every rule that touches the ref is handed it in the ref's place; `new_ref`'s transpose
+freezes it into the cotangent of the initial value.  Creating a tangent ref
+(`ad.creates_tangent_ref`) is linear even though its operand is known.
 """
 from __future__ import annotations
 
 from typing import Any, Sequence
 
 from minijax.core.effects import run_with_zero_cotangents
+from minijax.core.state import AbstractRef
+from minijax.interpreters import array_ops
 from minijax.core.errors import MissingRuleError
 from minijax.core.jaxpr import ClosedJaxpr, Jaxpr, Literal
 from minijax.interpreters.ad import (UndefinedPrimal, Zero, add_tangents, instantiate_zeros,
-                                     is_undefined_primal, primitive_transposes)
+                                     creates_tangent_ref, is_undefined_primal,
+                                     primitive_transposes)
 
 
 def backward_pass(jaxpr: Jaxpr, consts: Sequence[Any], args: Sequence[Any],
@@ -44,7 +53,7 @@ def backward_pass(jaxpr: Jaxpr, consts: Sequence[Any], args: Sequence[Any],
   linear_eqns = []
   for eqn in jaxpr.eqns:
     ins = [read_primal(a) for a in eqn.invars]
-    if any(is_undefined_primal(x) for x in ins):
+    if any(is_undefined_primal(x) for x in ins) or creates_tangent_ref(eqn.params):
       linear_eqns.append(eqn)
       continue
     out = eqn.primitive.bind(*ins, **eqn.params)
@@ -55,7 +64,16 @@ def backward_pass(jaxpr: Jaxpr, consts: Sequence[Any], args: Sequence[Any],
   def write_ct(v, ct):
     if type(v) is Literal or ct is None or type(ct) is Zero:
       return
+    if type(v.aval) is AbstractRef:  # a value cotangent for a ref (a custom rule's)
+      array_ops.addupdate(ct_ref(v), ct)
+      return
     ct_env[v] = add_tangents(ct_env[v], ct) if v in ct_env else ct
+
+  def ct_ref(v):
+    ref = ct_env.get(v)
+    if ref is None:
+      ref = ct_env[v] = array_ops.new_ref(array_ops.zeros(v.aval.inner_aval))
+    return ref
 
   for v, ct in zip(jaxpr.outvars, cts_out):
     write_ct(v, ct)
@@ -72,6 +90,9 @@ def backward_pass(jaxpr: Jaxpr, consts: Sequence[Any], args: Sequence[Any],
     if rule is None:
       raise MissingRuleError(eqn.primitive, "transpose", "ad.primitive_transposes")
     ins = [read_primal(a) for a in eqn.invars]
+    linear = [is_undefined_primal(x) for x in ins]
+    ins = [ct_ref(a) if lin and type(x.aval) is AbstractRef else x
+           for a, x, lin in zip(eqn.invars, ins, linear)]
     try:
       cts_in = rule(cts if eqn.primitive.multiple_results else cts[0], *ins, **eqn.params)
     except Exception as e:
@@ -80,11 +101,17 @@ def backward_pass(jaxpr: Jaxpr, consts: Sequence[Any], args: Sequence[Any],
       raise
     if not isinstance(cts_in, (list, tuple)):
       cts_in = [cts_in]
-    for atom, x, ct in zip(eqn.invars, ins, cts_in):
-      if is_undefined_primal(x):
+    for atom, lin, ct in zip(eqn.invars, linear, cts_in):
+      if lin:
         write_ct(atom, ct)
 
-  return [(ct_env.get(v, Zero(v.aval)) if is_undefined_primal(a) else None)
+  def input_ct(v):
+    ct = ct_env.get(v, Zero(v.aval))
+    if type(v.aval) is AbstractRef:  # a ref input's cotangent: its initial value's
+      return Zero(v.aval.inner_aval) if type(ct) is Zero else array_ops.freeze(ct)
+    return ct
+
+  return [(input_ct(v) if is_undefined_primal(a) else None)
           for v, a in zip(jaxpr.invars, args)]
 
 

@@ -25,7 +25,12 @@ from minijax.lax.shard_map import shard_map_p  # noqa: F401
 from minijax.lax.control_flow import cond, cond_p, fori_loop, map, platform_dependent, scan, scan_p, switch, while_loop, while_p  # noqa: F401,A004
 from minijax.lax import linalg  # noqa: F401,E402
 
+from minijax.lax import state  # noqa: F401,E402
+
 from minijax.interpreters import array_ops as _array_ops  # noqa: E402
 
 _array_ops.install(zeros=lambda aval: full(aval.shape, 0, aval.dtype), add_any=add_any,
-                   broadcast_in_dim=broadcast_in_dim, transpose=transpose)
+                   broadcast_in_dim=broadcast_in_dim, transpose=transpose,
+                   new_ref=lambda x: state.new_ref_p.bind(x, kind=None, memory_space=None),
+                   freeze=state.freeze_p.bind,
+                   addupdate=lambda ref, x: state.addupdate(ref, ..., x))

@@ -26,6 +26,7 @@ from minijax.core.primitive import Primitive
 from minijax.core.trace import set_current_trace
 from minijax import tree_util
 from minijax.interpreters import ad, batching, partial_eval as pe
+from minijax.interpreters.discharge import jaxpr_has_state
 from minijax.lax.call import call_transpose_rule, register_call_rules
 from minijax.lowering import mlir
 
@@ -238,6 +239,12 @@ def checkpoint(fun: Callable, *, prevent_cse: bool = True, policy=None,
       return fun(*(static[i] if i in static else next(it) for i in range(len(args))), **kw)
 
     closed, consts, flat, out_tree = _stage_fun(dyn_fun, dyn, kwargs)
+    if jaxpr_has_state(closed.jaxpr):  # refs: read before, written once after, never replayed
+      from minijax.lax.control_flow import refs
+      outs = refs.call_with_refs([closed], [*consts, *flat], "checkpoint", lambda pure, ops:
+                                 remat_p.bind(*ops, jaxpr=pure[0], prevent_cse=prevent_cse,
+                                              policy=policy))
+      return out_tree.unflatten(outs)
     outs = remat_p.bind(*consts, *flat, jaxpr=closed, prevent_cse=prevent_cse, policy=policy)
     return out_tree.unflatten(outs)
   return wrapped

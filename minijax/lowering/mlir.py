@@ -25,7 +25,8 @@ from jaxlib.mlir.dialects import mhlo
 
 from minijax.core import dtypes
 from minijax.core.avals import AbstractToken
-from minijax.core.effects import ordered_effects
+from minijax.core.effects import needs_discharge, ordered_effects
+from minijax.core.state import AbstractRef
 from minijax.core.jaxpr import ClosedJaxpr, Jaxpr, JaxprEqn, Literal
 from minijax.lowering.context import ir_context
 from minijax.lowering.tokens import TokenSet
@@ -289,6 +290,13 @@ def lower_jaxpr_to_module(closed_jaxpr: ClosedJaxpr, *, name: str = "main",
   With a `device_assignment` the module is one SPMD program for all its devices
   (`mhlo.num_partitions`; one device too, for a `shard_map` over a mesh of one), its arguments and results annotated with the HLO text of
   their shardings (`arg_shardings`, `result_shardings`; None leaves one to XLA)."""
+  if needs_discharge(closed_jaxpr.effects) or any(
+      type(a) is AbstractRef for a in closed_jaxpr.in_avals):
+    raise ValueError(
+        f"cannot lower {name}: its jaxpr uses mutable array references (effects "
+        f"{sorted(map(repr, closed_jaxpr.effects))}, inputs "
+        f"{[a.str_short() for a in closed_jaxpr.in_avals]}); refs must be discharged before "
+        "lowering (minijax.effects.discharge_state)")
   with ir_context(), ir.Location.unknown():
     module = ir.Module.create()
     module.operation.attributes["sym_name"] = ir.StringAttr.get(f"jit_{name}")
@@ -328,7 +336,7 @@ def lower_jaxpr_to_fun(mctx: ModuleContext, name: str, closed_jaxpr: ClosedJaxpr
   with ir.InsertionPoint(mctx.module.body):
     fn = func_dialect.FuncOp(name, ir.FunctionType.get(in_types, out_types))
   fn.attributes["sym_visibility"] = ir.StringAttr.get("public" if public else "private")
-  if donated_args and any(donated_args):
+  if donated_args and any(type(d) is int or d for d in donated_args):  # int: result index
     _set_aliasing_attrs(fn, jaxpr, donated_args, n)
   block = fn.add_entry_block()
   with ir.InsertionPoint(block):
@@ -365,12 +373,20 @@ def _set_sharding_attrs(fn, num_tokens: int, arg_shardings, result_shardings) ->
 
 
 def _set_aliasing_attrs(fn, jaxpr: Jaxpr, donated_args, num_tokens: int) -> None:
+  """Marks donated arguments with the result they may reuse: the first free result of
+  their type, or the result given by index when a `donated_args` entry is an int (a
+  discharged ref's final value, aliased to the ref's buffer)."""
+  explicit = {d for d in donated_args if type(d) is int}
   available: dict[Any, list[int]] = {}
   for i, v in enumerate(jaxpr.outvars):
-    available.setdefault(v.aval.strip_weak_type(), []).append(num_tokens + i)
+    if i not in explicit:
+      available.setdefault(v.aval.strip_weak_type(), []).append(num_tokens + i)
   arg_attrs = [ir.DictAttr.get({}) for _ in range(num_tokens)]
   for donated, aval in zip(donated_args, jaxpr.in_avals):
-    outs = available.get(aval.strip_weak_type()) if donated else None
+    if type(donated) is int:
+      outs = [num_tokens + donated]
+    else:
+      outs = available.get(aval.strip_weak_type()) if donated else None
     if outs:
       attr = {"tf.aliasing_output": ir.IntegerAttr.get(ir.IntegerType.get_signless(32), outs.pop(0))}
       arg_attrs.append(ir.DictAttr.get(attr))

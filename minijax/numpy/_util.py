@@ -21,6 +21,7 @@ from minijax import lax
 from minijax.config import config
 from minijax.core import dtypes
 from minijax.core.avals import get_aval
+from minijax.core.state import AbstractRef
 from minijax.core.trace import Tracer, is_eval_context
 from minijax.dtypes import TypePromotionError
 from minijax.runtime.array import Array
@@ -75,7 +76,10 @@ def compiled_when_eager(dynamic: int | None = None, *, name: str | None = None):
 
 
 def check(name: str, *args) -> None:
-  for x in args:
+  for i, x in enumerate(args):
+    if type(getattr(x, "aval", None)) is AbstractRef:
+      raise TypeError(f"{name} requires ndarray or scalar arguments, got {type(x)} at position "
+                      f"{i}: it is a mutable array reference; read its value with `r[...]`")
     if not is_arraylike(x):
       raise TypeError(f"{name}: argument of type {type(x).__name__} is not a valid array "
                       f"({x!r:.60}); pass minijax arrays, numpy arrays or Python scalars")

@@ -12,6 +12,8 @@ import numpy as np
 
 from minijax import lax
 from minijax.core import dtypes
+from minijax.core.state import AbstractRef
+from minijax.lax import state as lax_state
 from minijax.numpy import _util
 
 
@@ -51,6 +53,8 @@ def _astype(self, dtype, copy=False):
 
 
 def _getitem(self, idx):
+  if type(self.aval) is AbstractRef:  # a traced ref: a read
+    return lax_state.get(self, idx)
   from minijax.numpy.indexing import getitem
   return getitem(self, idx)
 
@@ -108,6 +112,8 @@ def _index_text(idx) -> str:
 
 
 def _setitem(self, idx, value):
+  if type(self.aval) is AbstractRef:  # a traced ref: a write
+    return lax_state.set(self, idx, value)
   where = _index_text(idx)
   what = repr(value) if isinstance(value, (bool, int, float, complex)) else "y"
   raise TypeError(
@@ -169,8 +175,16 @@ def install(cls) -> None:
   cls.__array_priority__ = max(getattr(cls, "__array_priority__", 0), 100)
 
 
+def _install_ref_indexing() -> None:
+  """Refs indexed by integer arrays read and write through numpy's indexing."""
+  from minijax.numpy.indexing import getitem
+  lax_state.array_getitem = getitem
+  lax_state.array_setitem = lambda x, idx, v: _at(x)[idx].set(v)
+
+
 def install_all() -> None:
   from minijax.core.trace import Tracer
   from minijax.runtime.array import Array
   install(Array)
   install(Tracer)
+  _install_ref_indexing()

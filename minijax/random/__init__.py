@@ -22,10 +22,10 @@ from minijax.random._keys import (  # noqa: F401
 from minijax.random.prng import PRNGImpl, default_prng_impl  # noqa: F401
 from minijax.random import keyops  # noqa: F401  (installs the array operations on keys)
 from minijax.random._samplers import (  # noqa: F401
-    bernoulli, bits, cauchy, exponential, gumbel, laplace, logistic, lognormal, maxwell,
-    multivariate_normal, normal, orthogonal, pareto, rademacher, rayleigh, truncated_normal,
-    uniform, weibull_min)
+    bernoulli, bits, cauchy, double_sided_maxwell, exponential, gumbel, laplace, logistic,
+    lognormal, maxwell, multivariate_normal, normal, orthogonal, pareto, rademacher, rayleigh,
+    triangular, truncated_normal, uniform, wald, weibull_min)
 from minijax.random._discrete import (  # noqa: F401
     categorical, choice, geometric, permutation, randint)
 from minijax.random._gamma import (  # noqa: F401
-    beta, chisquare, dirichlet, f, gamma, loggamma, poisson, t)
+    ball, beta, chisquare, dirichlet, f, gamma, generalized_normal, loggamma, poisson, t)

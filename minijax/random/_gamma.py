@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import functools
 import math
+import operator
 
 import numpy as np
 
@@ -33,8 +34,9 @@ from minijax.custom_derivatives import custom_jvp
 from minijax.random import _keys
 from minijax.random.threefry2x32 import threefry_prng_impl
 from minijax.random._keys import unwrap
-from minijax.random._samplers import (_exponential, _normal_real, _split2, _uniform,
-                                      check_shape, compiled, float_dtype, sample_with_params)
+from minijax.random._samplers import (_exponential, _normal_real, _rademacher, _split2,
+                                      _uniform, check_shape, compiled, float_dtype,
+                                      sample_with_params)
 
 
 def _gamma_one(key, alpha, log_space):
@@ -238,6 +240,38 @@ def _f(key, dfnum, dfden, *, shape, dtype):
   chi2_num = _chisquare(key_num, dfnum, shape=shape, dtype=dtype)
   chi2_den = _chisquare(key_den, dfden, shape=shape, dtype=dtype)
   return lax.div(lax.div(chi2_num, dfnum), lax.div(chi2_den, dfden))
+
+
+def generalized_normal(key, p, shape=(), dtype=None):
+  """Samples of the generalized normal distribution, density proportional to exp(-|x|^p)."""
+  data, _ = unwrap("generalized_normal", key)
+  dtype = float_dtype("generalized_normal", dtype)
+  shape = _keys.shape_tuple(shape, "generalized_normal")
+  return compiled(_generalized_normal, shape=shape, dtype=dtype)(data, p)
+
+
+def _generalized_normal(key, p, *, shape, dtype):
+  k_gamma, k_sign = _split2(key)
+  inv_p = jnp.divide(1, p)
+  g = _gamma_impl(k_gamma, inv_p, shape=shape, dtype=dtype, log_space=False)
+  return jnp.multiply(_rademacher(k_sign, shape=shape, dtype=dtype), jnp.power(g, inv_p))
+
+
+def ball(key, d, p=2, shape=(), dtype=None):
+  """Points drawn uniformly from the unit Lp ball in `d` dimensions (shape (*shape, d))."""
+  data, _ = unwrap("ball", key)
+  dtype = float_dtype("ball", dtype)
+  shape = _keys.shape_tuple(shape, "ball")
+  d = operator.index(d)
+  return compiled(_ball, shape=shape, dtype=dtype, d=d)(data, p)
+
+
+def _ball(key, p, *, shape, dtype, d):
+  k1, k2 = _split2(key)
+  g = _generalized_normal(k1, p, shape=(*shape, d), dtype=dtype)
+  e = _exponential(k2, shape=shape, dtype=dtype)
+  norm = jnp.power(jnp.add(jnp.sum(jnp.power(jnp.abs(g), p), axis=-1), e), jnp.divide(1, p))
+  return jnp.divide(g, norm[..., None])
 
 
 # ----------------------------------------------------------------------------- poisson

@@ -366,6 +366,61 @@ def _maxwell(key, *, shape, dtype):
   return jnp.sqrt(jnp.sum(jnp.multiply(z, z), axis=-1))
 
 
+def double_sided_maxwell(key, loc, scale, shape=(), dtype=None):
+  """Samples of the double-sided Maxwell distribution: a Maxwell sample with a random sign,
+  scaled and shifted."""
+  data, _ = unwrap("double_sided_maxwell", key)
+  dtype = float_dtype("double_sided_maxwell", dtype)
+  shape = _keys.shape_tuple(shape, "double_sided_maxwell")
+  return compiled(_double_sided_maxwell, shape=shape, dtype=dtype)(data, loc, scale)
+
+
+def _double_sided_maxwell(key, loc, scale, *, shape, dtype):
+  params_shape = tuple(np.broadcast_shapes(np.shape(loc), np.shape(scale)))
+  shape = (shape or params_shape) + params_shape  # as JAX: the parameters' shape is added
+  maxwell_key, sign_key = _split2(key)
+  rvs = _maxwell(maxwell_key, shape=shape, dtype=dtype)
+  sign = _rademacher(sign_key, shape=shape, dtype=dtype)
+  return jnp.add(jnp.multiply(jnp.multiply(sign, rvs), scale), loc)
+
+
+def wald(key, mean, shape=None, dtype=None):
+  """Samples of the Wald (inverse Gaussian) distribution of the given mean."""
+  return sample_with_params("wald", _wald, key, shape, dtype, mean)
+
+
+def _wald(key, mean, *, shape, dtype):
+  k1, k2 = _split2(key)
+  mean = jnp.broadcast_to(lax.convert_element_type(mean, dtype), shape)
+  v = _normal_real(k1, shape=shape, dtype=dtype)
+  z = _uniform(k2, 0., 1., shape=shape, dtype=dtype)
+  y = lax.integer_pow(v, 2)
+  y_sq = lax.integer_pow(y, 2)
+  mean_sq = lax.integer_pow(mean, 2)
+  sqrt_term = lax.sqrt(jnp.add(jnp.multiply(jnp.multiply(4, mean), y),
+                               jnp.multiply(mean_sq, y_sq)))
+  x = jnp.subtract(jnp.add(mean, jnp.divide(jnp.multiply(mean_sq, y), 2)),
+                   jnp.multiply(jnp.divide(mean, 2), sqrt_term))
+  return lax.select(lax.le(z, jnp.divide(mean, jnp.add(mean, x))), x, jnp.divide(mean_sq, x))
+
+
+def triangular(key, left, mode, right, shape=None, dtype=None):
+  """Samples of the triangular distribution on [left, right] peaking at mode."""
+  return sample_with_params("triangular", _triangular, key, shape, dtype, left, mode, right)
+
+
+def _triangular(key, left, mode, right, *, shape, dtype):
+  left, mode, right = (jnp.broadcast_to(lax.convert_element_type(v, dtype), shape)
+                       for v in (left, mode, right))
+  width = jnp.subtract(right, left)
+  fc = jnp.divide(jnp.subtract(mode, left), width)
+  u = _uniform(key, 0., 1., shape=shape, dtype=dtype)
+  out1 = jnp.add(left, lax.sqrt(jnp.multiply(jnp.multiply(u, width), jnp.subtract(mode, left))))
+  out2 = jnp.subtract(right, lax.sqrt(jnp.multiply(jnp.multiply(jnp.subtract(1, u), width),
+                                                   jnp.subtract(right, mode))))
+  return lax.select(lax.lt(u, fc), out1, out2)
+
+
 # ----------------------------------------------------------------------------- matrices
 
 def multivariate_normal(key, mean, cov, shape=None, dtype=None, method="cholesky"):

@@ -484,7 +484,39 @@ def _jnp_unary_error(name):
   return rule
 
 
+def _axes(a: PRNGKeyArray, axis) -> tuple:
+  """`axis` (None for all, an int or a sequence) as non-negative axes of the keys."""
+  if axis is None:
+    return tuple(range(a.ndim))
+  axes = (axis,) if isinstance(axis, int) else tuple(axis)
+  return tuple(_axis(x, a.ndim) for x in axes)
+
+
+def _jnp_split(f, ary, indices_or_sections, axis=0):
+  return [_wrap_like(ary, d) for d in f(ary._base_array, indices_or_sections,
+                                        axis=_axis(axis, ary.ndim))]
+
+
+def _jnp_flip(f, m, axis=None):
+  return _wrap_like(m, f(m._base_array, _axes(m, axis)))
+
+
+def _jnp_roll(f, a, shift, axis=None):
+  if axis is None:
+    return _reshape(_jnp_roll(f, _reshape(a, -1), shift, 0), a.shape)
+  return _wrap_like(a, f(a._base_array, shift, _axes(a, axis)))
+
+
+def _jnp_moveaxis(f, a, source, destination):
+  src = _axes(a, source)
+  dst = tuple(_axis(x, a.ndim) for x in ((destination,) if isinstance(destination, int)
+                                         else destination))
+  return _wrap_like(a, f(a._base_array, src, dst))
+
+
 _JNP_RULES = {
+    "split": _jnp_split, "array_split": _jnp_split, "flip": _jnp_flip, "roll": _jnp_roll,
+    "moveaxis": _jnp_moveaxis,
     "reshape": _jnp_reshape, "ravel": _jnp_ravel, "transpose": _jnp_transpose,
     "concatenate": _jnp_concatenate, "stack": _jnp_stack, "broadcast_to": _jnp_broadcast_to,
     "broadcast_arrays": _jnp_broadcast_arrays, "expand_dims": _jnp_expand_dims,

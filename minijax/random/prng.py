@@ -250,8 +250,23 @@ class PRNGKeyArray:
     return repr(self)
 
 
+def _unflatten(impl: PRNGImpl, leaves) -> PRNGKeyArray:
+  data = leaves[0]
+  shape = getattr(data, "shape", None)
+  n = len(impl.key_shape)
+  if (shape is not None and getattr(data, "dtype", None) == dtypes.uint32
+      and (len(shape) < n or tuple(shape[len(shape) - n:]) != tuple(impl.key_shape))):
+    # e.g. vmap(in_axes=-1) of keys maps the key words themselves (data axes count them)
+    raise ValueError(f"a transformation split a key array of {impl.name} across its key "
+                     f"words: its data became {tuple(shape)}, which does not end with the "
+                     f"key shape {tuple(impl.key_shape)}; key arrays take non-negative "
+                     f"axes (in_axes, out_axes, scan's axis) counted over the keys' own "
+                     f"dimensions")
+  return PRNGKeyArray(impl, data)
+
+
 tree_util.register_pytree_node(PRNGKeyArray, lambda k: ((k._base_array,), k._impl),
-                               lambda impl, leaves: PRNGKeyArray(impl, leaves[0]))
+                               _unflatten)
 
 
 # ----------------------------------------------------------------------------- key data

@@ -29,8 +29,11 @@ from minijax.core import primitive as primitive_lib
 from minijax.core import trace as trace_lib
 from minijax.core.avals import get_aval
 from minijax.core.jaxpr import ClosedJaxpr, Literal, eval_jaxpr
+from minijax.core.state import AbstractRef, Ref
+from minijax.interpreters.discharge import discharge_state, jaxpr_has_state
 from minijax.interpreters.partial_eval import trace_to_jaxpr_dynamic
 from minijax.lax.call import jit_p
+from minijax.lax.state import freeze_p, new_ref_p
 from minijax.lax.misc import convert_element_type_p
 from minijax.staging import special_values
 from minijax.lax.structural import device_put_p
@@ -76,6 +79,9 @@ def compile_jaxpr(closed_jaxpr: ClosedJaxpr, *, device, name: str,
   `compiler_options`).  A jaxpr without equations is run without compiling anything,
   unless its lowering is given (`Lowered.compile()` wants that module compiled)."""
   jaxpr = closed_jaxpr.jaxpr
+  if jaxpr_has_state(jaxpr):
+    return _compile_stateful(closed_jaxpr, device=device, name=name, donated_args=donated_args,
+                             compiler_options=compiler_options)
   if not jaxpr.eqns and lowered is None:  # (the inner jaxpr: caches are weak on that)
     return functools.partial(_run_trivial, jaxpr, tuple(closed_jaxpr.consts), device)
   if lowered is None:
@@ -92,6 +98,119 @@ def compile_jaxpr(closed_jaxpr: ClosedJaxpr, *, device, name: str,
       ordered_effects=lowered.ordered_effects,
       unordered_effects=effects_lib.unordered_effects(jaxpr.effects),
       keepalive=lowered.keepalives, compiler_options=compiler_options)
+
+
+def _compile_stateful(closed_jaxpr: ClosedJaxpr, *, device, name: str,
+                      donated_args: Sequence[bool], compiler_options=None) -> CompiledFn:
+  """A jaxpr with refs runs discharged (`interpreters.discharge`): each ref argument is
+  passed as the buffer it holds, donated and aliased to the extra result that is its final
+  value, and that result becomes the ref's buffer after the call."""
+  pure, donated, ref_pos = discharged_for_call(closed_jaxpr, donated_args)
+  fn = compile_jaxpr(pure, device=device, name=name, donated_args=donated,
+                     compiler_options=compiler_options)
+  n_out = len(closed_jaxpr.jaxpr.outvars)
+  return StatefulCall(fn, ref_pos, n_out, _may_forward(pure.jaxpr, n_out))
+
+
+# Primitives whose result XLA may hand back as one of the program's argument buffers.
+_FORWARDING = frozenset({"jit", "copy", "convert_element_type", "reshape", "checkpoint",
+                         "named_call", "custom_jvp_call", "custom_vjp_call", "squeeze",
+                         "expand_dims", "broadcast_in_dim"})
+
+
+def _may_forward(pure_jaxpr, n_out: int) -> tuple[bool, ...]:
+  """Per ref result of a discharged program: whether XLA may return it in the buffer of
+  another argument (a value written whole into the ref) or of another result.  Such a
+  result is copied before it becomes the ref's buffer, which a later call donates."""
+  producer = {v: e.primitive.name for e in pure_jaxpr.eqns for v in e.outvars}
+  outs = pure_jaxpr.outvars
+  return tuple(type(v) is Literal or outs.count(v) > 1 or producer.get(v, "jit") in _FORWARDING
+               for v in outs[n_out:])
+
+
+def discharged_for_call(closed_jaxpr: ClosedJaxpr, donated_args: Sequence[bool] = ()):
+  """`(pure jaxpr, donation, ref positions)` of a jaxpr with refs: its discharged form,
+  each ref argument donated and aliased (by result index) to the ref's final value."""
+  jaxpr = closed_jaxpr.jaxpr
+  n_out = len(jaxpr.outvars)
+  ref_pos = tuple(i for i, v in enumerate(jaxpr.invars) if type(v.aval) is AbstractRef)
+  donated = list(donated_args) or [False] * len(jaxpr.invars)
+  for k, i in enumerate(ref_pos):
+    donated[i] = n_out + k
+  return discharge_state(closed_jaxpr, lowering=True), tuple(donated), ref_pos
+
+
+class StatefulCall:
+  """Calls a discharged program on refs (see `_compile_stateful`)."""
+  __slots__ = ("fn", "ref_pos", "n_out", "copy")
+
+  def __init__(self, fn, ref_pos, n_out, copy):
+    self.fn, self.ref_pos, self.n_out, self.copy = fn, ref_pos, n_out, copy
+
+  def __call__(self, *args):
+    args = list(args)
+    refs = []
+    for i in self.ref_pos:
+      ref = args[i]
+      if type(ref) is not Ref:
+        raise TypeError(f"argument {i} must be a Ref (the function was traced for one), got "
+                        f"{type(ref).__name__}")
+      if any(r is ref for r in refs):
+        raise ValueError(f"one ref of type {ref.aval} is passed twice to a function that "
+                         "updates it: only one reference to a mutable array may be passed")
+      refs.append(ref)
+      args[i] = ref._buf
+      if args[i] is None:
+        raise ValueError(f"a ref of type {ref.aval} is used after it was frozen: `freeze` "
+                         "ends a ref's life; read it with `r[...]` to keep using it")
+    outs = self.fn(*args)
+    n = self.n_out
+    for ref, new, copy in zip(refs, outs[n:], self.copy):
+      ref._buf = array_lib.copy_array(new) if copy else new
+    return outs[:n]
+
+  def as_text(self):
+    return self.fn.as_text() if hasattr(self.fn, "as_text") else ""
+
+  def make_call(self, consts=(), out_tree=None, fallback=None, scalars: bool = False):
+    """`jit`'s fast-path entry (see `Executable.make_call`): the executable's own closure,
+    with each ref's buffer passed in and its new buffer put back.  Consts may be refs (a
+    closed-over ref is read at call time)."""
+    if not isinstance(self.fn, executable_lib.Executable) or any(self.copy):
+      call_general = self
+      unflatten = out_tree.unflatten
+      return lambda *args: unflatten(call_general(*consts, *args))
+    inner = self.fn.make_call((), None, None, scalars)
+    ref_pos, n, unflatten = self.ref_pos, self.n_out, out_tree.unflatten
+    consts = tuple(consts)
+    if not consts and len(ref_pos) == 1 and len(self.fn.in_avals) == 1:  # f(ref)
+      def call_one(ref):
+        try:
+          buf = ref._buf
+        except AttributeError:
+          return fallback((ref,))
+        if buf is None:
+          return self(ref)  # raises: the ref was frozen
+        outs = inner(buf)
+        ref._buf = outs[n]
+        return unflatten(outs[:n])
+      return call_one
+
+    def call(*args):
+      full = [*consts, *args]
+      try:
+        refs = [full[i] for i in ref_pos]
+        for i, ref in zip(ref_pos, refs):
+          full[i] = ref._buf
+      except (AttributeError, IndexError):
+        return fallback(args)
+      if None in full or len(set(map(id, refs))) < len(refs):
+        return unflatten(self(*consts, *args))  # raises: a frozen ref, or one ref twice
+      outs = inner(*full)
+      for ref, new in zip(refs, outs[n:]):
+        ref._buf = new
+      return unflatten(outs[:n])
+    return call
 
 
 # ----------------------------------------------------------------------------- fences
@@ -188,6 +307,23 @@ def _jit_impl(*args, jaxpr, name, donated_invars, device):
 
 jit_p.def_impl(_jit_impl)
 device_put_p.def_impl(device_put)
+
+
+@new_ref_p.def_impl
+def _new_ref_impl(x, *, kind, memory_space):
+  """A ref owns its buffer (a call donates it), so it holds a copy of `x`."""
+  x = x if type(x) is Array else device_put(x)
+  return Ref(array_lib.copy_array(x), AbstractRef(x.aval, None if kind == "tangent" else kind))
+
+
+@freeze_p.def_impl
+def _freeze_impl(ref):
+  """The ref's buffer, handed over: the ref is dead afterwards."""
+  buf = ref._buf
+  if buf is None:
+    raise ValueError(f"freeze of a ref of type {ref.aval} that was frozen already")
+  ref._buf = None
+  return buf
 
 
 # ----------------------------------------------------------------------------- eager primitives

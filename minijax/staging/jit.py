@@ -45,9 +45,12 @@ from minijax.core import traceback_util
 from minijax.core.avals import ShapedArray, get_aval, python_scalar_aval
 from minijax.core.dtypes import PYTHON_SCALARS, float0
 from minijax.core.errors import UnexpectedTracerError
-from minijax.core.jaxpr import ClosedJaxpr, hoist_consts
+from minijax.core.jaxpr import ClosedJaxpr, eval_jaxpr, hoist_consts
 from minijax.core.trace import Tracer
 from minijax.interpreters import partial_eval as pe
+from minijax.interpreters.discharge import jaxpr_has_state
+from minijax.core.state import AbstractRef, Ref
+from minijax.lax import state as lax_state
 from minijax.lax.call import jit_p
 from minijax.runtime import backend
 from minijax.runtime.array import Array, device_put
@@ -217,6 +220,7 @@ class JitWrapped:
     debug = DebugInfo(self._name, names if names and len(names) == len(avals) else None)
     start = time.perf_counter()
     jaxpr, consts = pe.trace_to_jaxpr_dynamic(flat_fun, avals, debug)
+    lax_state.check_no_returned_refs(self._fun, "jit", jaxpr, debug.arg_names)
     if config.log_compiles:
       logging.getLogger("minijax").warning("Finished tracing %s for jit in %.6f sec",
                                            self._name, time.perf_counter() - start)
@@ -244,7 +248,16 @@ class JitWrapped:
       traced = self._trace(static, dyn_args, dyn_kwargs, in_tree, avals)
       if not _has_tracer(traced.consts):
         _bounded_insert(self._cache, key, traced)
+    if any(type(a) is AbstractRef for a in avals) or any(type(c) is Ref for c in traced.consts):
+      self._check_ref_arguments(traced, flat, args, kwargs, static)
     return traced, flat
+
+  def _check_ref_arguments(self, traced, flat, args, kwargs, static):
+    static_where = {where for where, _ in static}
+    names = flat_arg_names(self._fun, [None if i in static_where else a
+                                       for i, a in enumerate(args)],
+                           {k: v for k, v in kwargs.items() if k not in static_where})
+    lax_state.check_ref_arguments(self._fun, "jit", flat, names, traced.consts)
 
   def _raise_non_array_argument(self, args, kwargs, static, flat):
     """The TypeError for a leaf that is not an array: which argument, and what to do."""
@@ -294,7 +307,8 @@ class JitWrapped:
                                             compiler_options=self._compiler_options)
       float0_out = any(a.dtype == float0 for a in traced.jaxpr.out_avals)
       if (fast_key is not None and not checking and not float0_out
-          and all(type(x) is Array or type(x) in PYTHON_SCALARS for x in flat)):
+          and all(type(x) is Array or type(x) in PYTHON_SCALARS or type(x) is Ref
+                  for x in flat)):
         self._remember_fast(fast_key, device, executable, traced, flat)
       outs = executable(*traced.consts, *flat)
       if float0_out:  # as in JAX, float0 results (no data) are numpy zeros
@@ -302,6 +316,11 @@ class JitWrapped:
                 for x, a in zip(outs, traced.jaxpr.out_avals)]
       if checking:
         special_values.check_jit(outs, self._name, lambda: self._fun(*args, **kwargs))
+      return traced.out_tree.unflatten(outs)
+    if jaxpr_has_state(traced.jaxpr.jaxpr):
+      # With refs, under a transformation, the function is inlined: its ref operations
+      # (and custom rules that use refs) meet the transformation one by one.
+      outs = eval_jaxpr(traced.jaxpr.jaxpr, traced.jaxpr.consts, *traced.consts, *flat)
       return traced.out_tree.unflatten(outs)
     outs = jit_p.bind(*traced.consts, *flat, jaxpr=traced.jaxpr, name=self._name,
                       donated_invars=traced.donated, device=self._device)
@@ -344,8 +363,8 @@ class JitWrapped:
       _bounded_insert(self._fast, key, executable.make_call(traced.consts, traced.out_tree,
                                                             fallback))
       return
-    consts = [c if type(c) is Array and c._device is device else device_put(c, device)
-              for c in traced.consts]
+    consts = [c if (type(c) is Array and c._device is device) or type(c) is Ref
+              else device_put(c, device) for c in traced.consts]
     if hasattr(executable, "make_call"):
       entry = executable.make_call(
           consts, traced.out_tree, fallback, scalars=any(type(x) in PYTHON_SCALARS for x in flat))

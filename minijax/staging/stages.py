@@ -27,6 +27,7 @@ from jaxlib.mlir import ir
 from minijax import tree_util
 from minijax.core.avals import get_aval
 from minijax.core.trace import Tracer
+from minijax.interpreters.discharge import jaxpr_has_state
 from minijax.lowering.context import ir_context
 from minijax.lowering.mlir import lower_jaxpr_to_module
 from minijax.runtime import backend
@@ -125,6 +126,9 @@ class Lowered(_Stage):
     self._names = names
     if placement is not None:
       self._result = sharded.lower(traced.jaxpr, name, traced.donated, placement)
+    elif jaxpr_has_state(traced.jaxpr.jaxpr):  # lowered discharged, refs aliased in place
+      pure, donated, _ = compiler.discharged_for_call(traced.jaxpr, traced.donated)
+      self._result = lower_jaxpr_to_module(pure, name=name, donated_args=donated)
     else:
       self._result = lower_jaxpr_to_module(traced.jaxpr, name=name,
                                            donated_args=traced.donated,

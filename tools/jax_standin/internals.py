@@ -293,7 +293,7 @@ OWN: dict = {}
 PUBLIC = {
     "jax._src.api": ("jax",),
     "jax._src.dtypes": ("jax.dtypes",),
-    "jax._src.core": ("jax.extend.core", "jax.core"),
+    "jax._src.core": ("jax.extend.core", "jax.core", "jax.ref"),
     "jax._src.random": ("jax.random",),
     "jax._src.random.prng": ("jax.extend.random",),
     "jax._src.lax": ("jax.lax",),

@@ -20,12 +20,16 @@ import numpy as np
 from jaxlib.mlir import ir
 from jaxlib.mlir.dialects import mhlo
 
+from minijax import api_util
 from minijax import tree_util
 from minijax.core import dtypes, pretty
 from minijax.core.avals import get_aval
 from minijax.core.effects import must_keep
 from minijax.core.primitive import Primitive
-from minijax.lax.control_flow import common, type_errors
+from minijax.core.state import AbstractRef
+from minijax.interpreters.discharge import jaxpr_has_state
+from minijax.lax import state as lax_state
+from minijax.lax.control_flow import common, refs, type_errors
 from minijax.lowering import mlir
 
 __all__ = ["cond", "switch", "cond_p"]
@@ -127,6 +131,9 @@ def platform_dependent(*args, default: Callable | None = None, **per_platform: C
 def _bind_cond(index, funs, operands, api_name, names):
   flat, in_tree = tree_util.tree_flatten(operands)
   avals = [get_aval(x) for x in flat]
+  ref_names = _ref_arg_names(funs[-1], operands, avals)
+  if ref_names:
+    lax_state.check_ref_arguments(funs[-1], "cond", flat, ref_names)
   traced = [common.trace_fun_closed(f, in_tree, avals, n) for f, n in zip(funs, names)]
   # (JAX compares true_fun with false_fun, and branch 0 with each other branch)
   first = 1 if api_name == "cond" else 0
@@ -135,14 +142,23 @@ def _bind_cond(index, funs, operands, api_name, names):
     if f is not f0:
       type_errors.check_branch_outputs(api_name, name0, name, f0, f, tree0, jaxpr0.out_avals,
                                        tree, jaxpr.out_avals)
+  if ref_names or any(jaxpr_has_state(t[0].jaxpr) for t in traced):
+    for (b, _), f in zip(traced, funs):
+      lax_state.check_no_returned_refs(f, "cond", b.jaxpr)
   # An output every branch passes through from one operand is that operand, outside the
   # cond (as in JAX: under vmap it stays unbatched, and it is the very same object).
   forwarded = _forwarded_outputs([t[0] for t in traced], len(flat))
   kept = [k for k, p in enumerate(forwarded) if p is None]
   jaxprs = [_keep_outputs(t[0], kept) for t in traced]
   branches, all_consts = common.join_consts(jaxprs)
+  if ref_names:
+    lax_state.check_ref_arguments(funs[-1], "cond", flat, ref_names, all_consts)
   outs = []
-  if kept or must_keep(branches[0].effects):
+  if any(jaxpr_has_state(b.jaxpr) for b in branches):  # refs: discharged now (refs.py)
+    outs = refs.call_with_refs(
+        branches, [*all_consts, *flat], "cond",
+        lambda pure, ops: cond_p.bind(index, *ops, branches=tuple(pure)))
+  elif kept or must_keep(branches[0].effects):
     outs = cond_p.bind(index, *all_consts, *flat, branches=tuple(branches))
   outs = iter(outs)
   return tree_util.tree_unflatten(tree0, [next(outs) if p is None else flat[p]
@@ -170,6 +186,13 @@ def _keep_outputs(closed, kept):
     return closed
   return ClosedJaxpr(Jaxpr(j.constvars, j.invars, [j.outvars[k] for k in kept], j.eqns,
                            j.effects, j.debug_info), closed.consts)
+
+
+def _ref_arg_names(fun, args, avals):
+  """The names of `fun`'s flat arguments when some are refs (for JAX's aliasing errors)."""
+  if not any(type(a) is AbstractRef for a in avals):
+    return None
+  return api_util.flat_arg_names(fun, args, {})
 
 
 # ----------------------------------------------------------------------------- abstract eval

@@ -33,7 +33,9 @@ from minijax.core.effects import ordered_effects
 from minijax.core.jaxpr import hoist_consts
 from minijax.core.primitive import Primitive
 from minijax.core.trace import Tracer
-from minijax.lax.control_flow import common, type_errors
+from minijax.interpreters.discharge import jaxpr_has_state
+from minijax.lax import state as lax_state
+from minijax.lax.control_flow import common, refs, type_errors
 from minijax.lowering import mlir
 from minijax.lowering.tokens import TokenSet
 
@@ -52,15 +54,19 @@ def while_loop(cond_fun: Callable, body_fun: Callable, init_val):
   flat, init_tree = tree_util.tree_flatten(init_val)
   in_tree = tree_util.treedef_tuple([init_tree])
   avals = [get_aval(x) for x in flat]
-  for _ in range(2):
-    cond_jaxpr, cond_consts, cond_tree = common.trace_fun(cond_fun, in_tree, avals, "cond_fun")
-    body_jaxpr, body_consts, body_tree = common.trace_fun(body_fun, in_tree, avals, "body_fun")
-    type_errors.check_predicate_type(cond_tree, cond_jaxpr.out_avals)
-    weak_only = type_errors.check_carry("while_loop body", body_fun, init_tree, avals,
-                                        body_tree, body_jaxpr.out_avals)
-    if not weak_only:
-      break
-    avals = common.strong(avals)
+  # Traced once, as JAX does when the carry keeps its dtypes: a weakly typed initial carry
+  # that the body makes strong is joined to the strong type (the functions may have side
+  # effects in Python, such as popping from a list, that a second trace would repeat).
+  cond_jaxpr, cond_consts, cond_tree = common.trace_fun(cond_fun, in_tree, avals, "cond_fun")
+  body_jaxpr, body_consts, body_tree = common.trace_fun(body_fun, in_tree, avals, "body_fun")
+  type_errors.check_predicate_type(cond_tree, cond_jaxpr.out_avals)
+  type_errors.check_carry("while_loop body", body_fun, init_tree, avals, body_tree,
+                          body_jaxpr.out_avals)
+  if jaxpr_has_state(cond_jaxpr.jaxpr) or jaxpr_has_state(body_jaxpr.jaxpr):
+    lax_state.check_no_returned_refs(body_fun, "while_body", body_jaxpr.jaxpr)
+    outs = refs.while_with_refs(while_loop, cond_jaxpr, cond_consts, body_jaxpr, body_consts,
+                                flat)
+    return tree_util.tree_unflatten(body_tree, outs)
   outs = while_p.bind(*cond_consts, *body_consts, *flat, cond_jaxpr=cond_jaxpr,
                       body_jaxpr=body_jaxpr, cond_nconsts=len(cond_consts),
                       body_nconsts=len(body_consts))

@@ -20,13 +20,17 @@ import numpy as np
 from jaxlib.mlir import ir
 from jaxlib.mlir.dialects import mhlo
 
+from minijax import api_util
 from minijax import tree_util
 from minijax.core import pretty
-from minijax.core.effects import must_keep
 from minijax.core.avals import ShapedArray, get_aval
+from minijax.core.effects import must_keep
 from minijax.core.jaxpr import ClosedJaxpr, Jaxpr, Literal, hoist_consts
 from minijax.core.primitive import Primitive
-from minijax.lax.control_flow import common, type_errors
+from minijax.core.state import AbstractRef
+from minijax.interpreters.discharge import jaxpr_has_state
+from minijax.lax import state as lax_state
+from minijax.lax.control_flow import common, refs, type_errors
 from minijax.lowering import mlir
 
 __all__ = ["scan", "scan_map", "scan_p"]
@@ -80,6 +84,8 @@ def scan(f: Callable, init, xs=None, length: int | None = None, reverse: bool = 
     raise ValueError("scan got no values to scan over and `length` not provided.")
   else:
     length = sizes.pop()
+  if any(type(a) is AbstractRef for a in x_avals):  # scanning over a ref's rows
+    return refs.scan_over_refs(scan, f, init, x_flat, x_tree, length=length, reverse=reverse)
 
   if isinstance(unroll, (bool, np.bool_)):
     unroll = max(length, 1) if unroll else 1
@@ -88,23 +94,32 @@ def scan(f: Callable, init, xs=None, length: int | None = None, reverse: bool = 
   unroll = int(unroll)
   init_flat, init_tree = tree_util.tree_flatten(init)
   carry_avals = [get_aval(x) for x in init_flat]
+  ref_names = None
+  if any(type(a) is AbstractRef for a in carry_avals):
+    ref_names = api_util.flat_arg_names(f, (init, xs), {})
+    lax_state.check_ref_arguments(f, "scan", [*init_flat, *x_flat], ref_names)
   slice_avals = [ShapedArray(a.shape[1:], a.dtype, a.weak_type) for a in x_avals]
   in_tree = tree_util.treedef_tuple([init_tree, x_tree])
-  for _ in range(2):
-    jaxpr, consts, out_tree = common.trace_fun(f, in_tree, [*carry_avals, *slice_avals],
-                                               "scan body")
-    children = out_tree.children() if out_tree.num_nodes > 1 else []
-    if len(children) != 2 or out_tree != tree_util.treedef_tuple(children):
-      shown = tree_util.tree_unflatten(out_tree, [type_errors.type_str(a)
-                                                  for a in jaxpr.out_avals])
-      raise TypeError(f"scan body output must be a pair, got {shown}.")
-    carry_tree, y_tree = children
-    num_carry = len(init_flat)
-    weak_only = type_errors.check_carry("scan body", f, init_tree, carry_avals, carry_tree,
-                                        jaxpr.out_avals[:carry_tree.num_leaves])
-    if not weak_only:
-      break
-    carry_avals = common.strong(carry_avals)
+  # Traced once (as JAX does when the carry keeps its dtypes; a weakly typed initial carry
+  # is joined to the body's strong type): the body may have Python side effects.
+  jaxpr, consts, out_tree = common.trace_fun(f, in_tree, [*carry_avals, *slice_avals],
+                                             "scan body")
+  children = out_tree.children() if out_tree.num_nodes > 1 else []
+  if len(children) != 2 or out_tree != tree_util.treedef_tuple(children):
+    shown = tree_util.tree_unflatten(out_tree, [type_errors.type_str(a)
+                                                for a in jaxpr.out_avals])
+    raise TypeError(f"scan body output must be a pair, got {shown}.")
+  carry_tree, y_tree = children
+  num_carry = len(init_flat)
+  if ref_names:
+    lax_state.check_ref_arguments(f, "scan", [*init_flat, *x_flat], ref_names, consts)
+  type_errors.check_carry("scan body", f, init_tree, carry_avals, carry_tree,
+                          jaxpr.out_avals[:carry_tree.num_leaves])
+  if jaxpr_has_state(jaxpr.jaxpr):  # refs: discharged now (control_flow/refs.py)
+    lax_state.check_no_returned_refs(f, "scan", jaxpr.jaxpr)
+    carry, ys = refs.scan_with_refs(scan, jaxpr, consts, init_flat, x_flat, length=length,
+                                    reverse=reverse, num_carry=num_carry)
+    return (tree_util.tree_unflatten(carry_tree, carry), tree_util.tree_unflatten(y_tree, ys))
   operands = [*consts, *init_flat, *x_flat]
   outs = scan_p.bind(*operands, jaxpr=jaxpr, num_consts=len(consts), num_carry=num_carry,
                      length=length, reverse=bool(reverse), linear=(False,) * len(operands), unroll=unroll)

@@ -21,7 +21,7 @@ from minijax.config import config
 from minijax.runtime.taps import receiver
 from minijax.runtime.taps.queues import queues
 
-_INTERRUPTED_EXIT_TIMEOUT = 1.0
+_INTERRUPTED_EXIT_TIMEOUT = 0.5  # after Ctrl-C the user wants out: taps get half a second
 
 
 def _exiting_after_interrupt() -> bool:
