@@ -75,6 +75,8 @@ class Internal:
       return self._path.rsplit(".", 1)[-1]
     if name.startswith("__") and name.endswith("__"):
       raise AttributeError(name)
+    if name == "cache_clear":  # (a setUp clearing a private JAX cache: minijax has none)
+      return lambda: None
     if self._missing:
       return Internal(f"{self._path}.{name}", missing=True)
     return resolve(self._path, name)
