@@ -425,8 +425,18 @@ class FlagContext:
 
 
 def flag_context(name: str):
-  """The context-manager function of flag `name` (`minijax.default_prng_impl`)."""
-  def context(value):
+  """The context-manager function of flag `name` (`minijax.default_prng_impl`); called
+  without a value, a boolean flag's (`minijax.enable_custom_prng()`) sets it to True, as
+  JAX's do."""
+  _unset = object()
+
+  def context(value=_unset):
+    if value is _unset:
+      if FLAGS[Config.canonical_name(name)].validate is not _validate_bool:
+        raise TypeError(f"Context manager for {name.removeprefix('jax_')} config option "
+                        "requires an argument representing the new value for the config "
+                        "option.")
+      value = True
     return FlagContext(name, value)
   context.__name__ = context.__qualname__ = name
   context.__doc__ = f"Sets the flag {name!r} for a block (`with`) or a function (decorator)."

@@ -137,7 +137,7 @@ def test_debug_print_formats_like_str_format_with_0d_arrays_as_python_scalars(ca
 
 
 def test_debug_print_checks_its_format_when_traced():
-  with pytest.raises(ValueError, match=r"Unused positional arguments to `minijax.debug.print`: \[1\]"):
+  with pytest.raises(ValueError, match=r"Unused positional arguments to `jax.debug.print`: \[1\]"):
     minijax.debug.print("x", 1)
   with pytest.raises(ValueError, match="Unused keyword arguments.*f-string"):
     minijax.debug.print("{x}", x=1, y=2)

@@ -683,3 +683,17 @@ def test_cond_outputs_passed_through_by_every_branch_are_the_operands_themselves
   with pytest.raises(TypeError, match=re.escape("scan body output must be a pair, got "
                                                 "float32[].")):
     lax.scan(lambda c, x: np.float32(0.), 0, jnp.arange(5.))
+
+
+def test_grad_of_a_vmapped_cond_ignores_the_branch_not_taken():
+  eps = 1e-3
+
+  def safe_sqrt(x):
+    return lax.cond(x < eps, lambda _: eps, lambda _: jnp.sqrt(x), ())
+
+  g = minijax.grad(lambda x: minijax.vmap(safe_sqrt)(x).sum())(np.array([0., 0., 4.], f32))
+  np.testing.assert_allclose(g, [0, 0, 0.25])
+  h = minijax.grad(lambda x: minijax.vmap(
+      lambda v: lax.switch(jnp.int32(v > 1) + jnp.int32(v > 3),
+                           [lambda v: v * 0, jnp.log, jnp.sqrt], v))(x).sum())
+  np.testing.assert_allclose(h(np.array([0., 2., 4.], f32)), [0, 0.5, 0.25])

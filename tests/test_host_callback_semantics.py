@@ -95,8 +95,7 @@ EXPECTED = {
         "jvp": "what: x,x^2\n( 3. 9. )\n",
         "grad": "what: x,x^2\n( 3. 9. )\n",
         "grad_of_grad": "what: x,x^2\n( 3. 9. )\n",
-        "vmap": "transforms: [('batch', {'batch_dims': (0, 0)})] what: x,x^2\n"
-                "( [2. 3.] [4. 9.] )\n",
+        "vmap": "what: x,x^2\n( 2. 4. )\nwhat: x,x^2\n( 3. 9. )\n",  # once per element
         "jit_of_grad": "what: x,x^2\n( 3. 9. )\n",
         "tuples_and_dicts": "{ a=( 1.5 3 ) b=[ 1.5 3. ] }\n",
         "jvp_with_an_int": "what: pair\n( 2. 3 )\n",
@@ -237,3 +236,74 @@ def test_the_semantics_flag_is_checked():
     warnings.simplefilter("error")
     minijax.jit(lambda x: hcb.id_tap(lambda a, t: None, x))(np.float32(0.0))
     hcb.barrier_wait()
+
+
+def test_call_runs_on_jaxs_callbacks(semantics):
+  calls = []
+
+  def host(arg):
+    calls.append(isinstance(arg["x"], minijax.Array))  # Arrays, as JAX 0.10.2's callbacks
+    return np.asarray(arg["x"]) * 2 + arg["y"]
+
+  f = minijax.jit(lambda x: hcb.call(host, dict(x=x, y=1.0), result_shape=x))
+  np.testing.assert_array_equal(f(np.arange(3.0, dtype=np.float32)), [1.0, 3.0, 5.0])
+  jaxpr = str(minijax.make_jaxpr(f)(np.ones(3, np.float32)))
+  assert "io_callback" in jaxpr and "ordered=True" in jaxpr
+  def pure(x):
+    return hcb.call(host, dict(x=x, y=0.5), result_shape=minijax.ShapeDtypeStruct(
+        x.shape, x.dtype), callback_flavor=hcb.CallbackFlavor.PURE)
+  assert "pure_callback" in str(minijax.make_jaxpr(pure)(np.ones(2, np.float32)))
+  np.testing.assert_array_equal(minijax.jit(pure)(np.ones(2, np.float32)), [2.5, 2.5])
+  np.testing.assert_array_equal(minijax.vmap(pure)(np.ones((3, 2), np.float32)),
+                                np.full((3, 2), 2.5))  # once per batch element
+  # A number gives the shape and (canonical) dtype; None means no result.
+  assert hcb.call(lambda a: np.float32(7), 0, result_shape=1.0) == 7.0
+  assert hcb.call(lambda a: calls.append("none"), 0) is None
+  assert hcb.call(lambda a: calls.append("debug"), 0,
+                  callback_flavor=hcb.CallbackFlavor.DEBUG) is None
+  minijax.effects_barrier()
+  assert calls[0] is True and calls[-2:] == ["none", "debug"]
+
+
+def test_call_refuses_what_jaxs_refuses(semantics):
+  with pytest.raises(ValueError, match="result_shape should be a pytree of values"):
+    hcb.call(lambda a: a, 0, result_shape=object())
+  with pytest.raises(NotImplementedError, match="DEBUG"):
+    hcb.call(lambda a: a, 0, result_shape=1.0, callback_flavor=hcb.CallbackFlavor.DEBUG)
+  with pytest.raises(NotImplementedError, match="call_with_device"):
+    hcb.call(lambda a: a, 0, result_shape=1.0, call_with_device=True)
+  with pytest.raises(TypeError, match="must be callable"):
+    hcb.call(3, 0)
+  assert hcb._HOST_CALLBACK_LEGACY.value is False and hcb._use_outfeed("cpu") is False
+
+
+def test_jax_semantics_vmap_taps_each_element_in_order(mechanism):
+  previous = minijax.config.host_callback_semantics
+  minijax.config.update("host_callback_semantics", "jax")
+  try:
+    flavor = hcb.CallbackFlavor.DEBUG
+    def tap_sum(x, y):
+      return hcb.id_print(x + y, output_stream=STREAM, callback_flavor=flavor)
+    inner = lambda xv, y: minijax.vmap(tap_sum, in_axes=(0, None))(xv, y)  # noqa: E731
+    outer = minijax.vmap(inner, in_axes=(None, 0))
+    out = []
+    text = printed(lambda: out.append(outer(np.arange(3, dtype=np.int32),
+                                            np.arange(2, dtype=np.int32))))
+    assert text.split() == ["0", "1", "1", "2", "2", "3"]  # the inner vmap's axis outermost
+    np.testing.assert_array_equal(out[0], np.arange(3)[None, :] + np.arange(2)[:, None])
+    # An unbatched part of the tapped value is the same in every call.
+    f = minijax.vmap(lambda y: hcb.id_print((3.0, y), output_stream=STREAM,
+                                            callback_flavor=flavor)[1] + 3.0)
+    assert printed(lambda: f(np.array([4.0, 5.0], np.float32))) == "( 3. 4. )\n( 3. 5. )\n"
+  finally:
+    minijax.config.update("host_callback_semantics", previous)
+
+
+def test_id_tap_of_a_typed_random_key_under_jit(semantics):
+  seen = []
+  with minijax.enable_custom_prng():
+    key = minijax.random.PRNGKey(123)
+    out = minijax.jit(lambda k: hcb.id_tap(lambda a, _: seen.append(a), k, result=k))(key)
+  hcb.barrier_wait()
+  assert len(seen) == 1 and out.shape == () and minijax.numpy.array_equal(
+      minijax.random.key_data(out), minijax.random.key_data(key))

@@ -117,3 +117,32 @@ def test_runner_needs_a_jax_checkout_for_names(tmp_path):
   proc = subprocess.run([sys.executable, RUNNER, "api"], capture_output=True, text=True,
                         timeout=60, cwd=tmp_path, env=env)
   assert proc.returncode != 0 and "--jax-src" in proc.stderr
+
+
+def test_ids_built_from_minijax_class_reprs_match_jaxs():
+  sys.path.insert(0, os.path.join(ROOT, "tools"))
+  try:
+    from jax_standin.plugin import test_id
+  finally:
+    sys.path.remove(os.path.join(ROOT, "tools"))
+  import minijax.numpy as jnp
+  nodeid = f"tests/python_callback_test.py::PythonCallbackTest::test_io_{jnp.bfloat16}"
+  assert test_id(nodeid) == "PythonCallbackTest::test_io_<class 'jax.numpy.bfloat16'>"
+
+
+def test_get_backend_cache_clear_is_a_no_op_only_while_xla_flags_are_unchanged(monkeypatch):
+  sys.path.insert(0, os.path.join(ROOT, "tools"))
+  try:
+    from jax_standin import internals
+  finally:
+    sys.path.remove(os.path.join(ROOT, "tools"))
+  get_backend = internals._GetBackend()
+  monkeypatch.setenv("XLA_FLAGS", internals._XLA_FLAGS_AT_START)
+  get_backend.cache_clear()  # unchanged: nothing to clear
+  monkeypatch.setenv("XLA_FLAGS", internals._XLA_FLAGS_AT_START + " --xla_dump_to=/tmp/x")
+  try:
+    get_backend.cache_clear()
+  except internals.NeedsJaxInternals as e:
+    assert "changed XLA_FLAGS" in str(e)
+  else:
+    raise AssertionError("a change of XLA_FLAGS needs a new client")

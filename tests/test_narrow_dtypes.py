@@ -66,3 +66,6 @@ def test_the_names_jaxs_callback_tests_use_are_there():
   assert minijax.ShapeDtypeStruct.like(aval) == minijax.ShapeDtypeStruct((2,), np.float32)
   closed = minijax.make_jaxpr(lambda v: v * 2)(np.float32(3))
   assert float(minijax.core.eval_jaxpr(closed.jaxpr, closed.consts, np.float32(3))[0]) == 6.0
+  to_tangent = minijax.core.primal_dtype_to_tangent_dtype  # as jax.extend.core's
+  assert to_tangent(np.int32) == dtypes.float0 and to_tangent(np.bool_) == dtypes.float0
+  assert to_tangent(np.float16) == np.float16 and to_tangent(jnp.bfloat16) == jnp.bfloat16

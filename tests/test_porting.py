@@ -674,6 +674,12 @@ def test_copy_to_host_async_of_a_pytree_returns_it():
   assert minijax.copy_to_host_async(tree) is tree
 
 
+def test_scalar_types_repr_as_classes_of_minijax_numpy():
+  # As JAX's `<class 'jax.numpy.bfloat16'>` (test ids are built from these reprs).
+  assert repr(jnp.bfloat16) == "<class 'minijax.numpy.bfloat16'>"
+  assert repr(jnp.float32) == "<class 'minijax.numpy.float32'>" and jnp.int8.__name__ == "int8"
+
+
 def test_names_jax_removed_say_so_also_through_the_jax_alias():
   with pytest.raises(AttributeError, match="jax.device_put_sharded is deprecated"):
     minijax.device_put_sharded

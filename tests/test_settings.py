@@ -231,3 +231,15 @@ def test_an_eager_error_on_a_numpy_argument_is_not_chained_either():
     minijax.lax.add(np.ones(2, np.float32), "x")
   e = info.value
   assert e.__cause__ is None and (e.__context__ is None or e.__suppress_context__)
+
+
+def test_a_boolean_flags_context_manager_without_a_value_sets_it_true():
+  assert minijax.config.jax_enable_custom_prng is False
+  with minijax.enable_custom_prng():
+    assert minijax.config.jax_enable_custom_prng is True
+    key = minijax.random.PRNGKey(123)  # a typed key while the flag is on
+  assert minijax.config.jax_enable_custom_prng is False
+  assert key.shape == ()
+  with pytest.raises(TypeError, match="Context manager for default_prng_impl config option "
+                     "requires an argument"):
+    minijax.default_prng_impl()

@@ -54,8 +54,10 @@ class DebugEffect(Effect):
 
 
 class OrderedDebugEffect(Effect):
-  """An ordered debug callback: its calls keep program order (one token)."""
+  """An ordered debug callback: its calls keep program order (one token); on one device
+  only, as in JAX."""
   ordered = True
+  ordered_across_devices = False
 
 
 debug_effect = DebugEffect()
@@ -94,11 +96,11 @@ class _FormatChecker(string.Formatter):
     unused_args = [arg for i, arg in enumerate(args) if i not in used_args]
     unused_kwargs = [k for k in kwargs if k not in used_args]
     if unused_args:
-      raise ValueError(f"Unused positional arguments to `minijax.debug.print`: {unused_args}")
+      raise ValueError(f"Unused positional arguments to `jax.debug.print`: {unused_args}")
     if unused_kwargs:
       raise ValueError(
-          f"Unused keyword arguments to `minijax.debug.print`: {unused_kwargs}. You may be passing "
-          "an f-string (i.e, `f\"{x}\"`) into `minijax.debug.print` and instead should pass in a "
+          f"Unused keyword arguments to `jax.debug.print`: {unused_kwargs}. You may be passing "
+          "an f-string (i.e, `f\"{x}\"`) into `jax.debug.print` and instead should pass in a "
           "regular string.")
 
 

@@ -27,6 +27,9 @@ effect's class, in these flags, and read in one place each (the functions below)
                                 all its output cotangents are symbolically zero, with
                                 zeros instantiated (a tap on cotangents fires in every
                                 backward pass: `run_with_zero_cotangents`);
+  ordered_across_devices        (ordered effects) may appear in a computation over several
+                                devices (each device keeps its own order); JAX refuses an
+                                ordered `debug.print` there, and so does minijax;
   tracked_at_runtime            (unordered effects) the runtime tracks each execution of
                                 a program that has it, for `effects_barrier`
                                 (`unordered_effects`); an effect that lowers to nothing
@@ -54,6 +57,7 @@ class Effect:
   allowed_with_batched_predicate: ClassVar[bool] = True
   kept_when_unused: ClassVar[bool] = True
   runs_with_zero_cotangents: ClassVar[bool] = True
+  ordered_across_devices: ClassVar[bool] = True
   must_be_discharged: ClassVar[bool] = False
   tracked_at_runtime: ClassVar[bool] = True
 

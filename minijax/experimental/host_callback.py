@@ -27,9 +27,11 @@ traced (jit's caches are keyed on it):
   integer and boolean values (float0) are tapped as boolean zeros, as JAX 0.4 showed them.
   `id_print` lays containers out one element per line, in square brackets, and extra
   keyword arguments of `id_tap` are bound to the tap function with a FutureWarning.
-* `jax`, JAX 0.4.34's: vmap as above, but jvp and grad tap the primals only (JAX dropped
-  the tangent and cotangent taps in 0.2.27; a custom_jvp or custom_vjp taps them where
-  wanted); `id_print` lays tuples out as `( a b )`, lists as `[ a b ]` and dicts as
+* `jax`, JAX 0.4.34's, whose taps are its callbacks: vmap taps once per batch element, in
+  order, with no transforms (an ordered tap too, where JAX refuses to vmap its ordered
+  io_callback); jvp and grad tap the primals only (JAX dropped the tangent and cotangent
+  taps in 0.2.27; a custom_jvp or custom_vjp taps them where wanted); `id_print` lays
+  tuples out as `( a b )`, lists as `[ a b ]` and dicts as
   `{ k=v ... }`, on one line when they fit in 80 columns; extra keyword arguments of
   `id_tap` raise TypeError.
 
@@ -58,7 +60,7 @@ from minijax.callbacks import common as callbacks_common
 from minijax.config import config
 from minijax.core import axes as axes_lib
 from minijax.core import dtypes, pretty
-from minijax.core.avals import get_aval
+from minijax.core.avals import ShapedArray, get_aval
 from minijax.core.dtypes import PYTHON_SCALARS
 from minijax.core.effects import Effect
 from minijax.core.primitive import Primitive
@@ -72,7 +74,8 @@ from minijax.runtime.array import Array
 from minijax.runtime.taps import (TapFunctionException, barrier_wait, stop_outfeed_receiver,
                                   tap_stats)
 
-__all__ = ["id_tap", "id_print", "barrier_wait", "TapFunctionException", "CallbackException",
+__all__ = ["id_tap", "id_print", "call", "barrier_wait", "TapFunctionException",
+           "CallbackException",
            "CallbackFlavor", "stop_outfeed_receiver", "outfeed_receiver", "tap_stats",
            "id_tap_p", "OrderedTap", "UnorderedTap"]
 
@@ -234,6 +237,64 @@ def id_print(arg: Any, *, result: Any = None, tap_with_device: bool = False,
 _deprecated_id_print = id_print  # JAX 0.4.34's own name for it (its tests import it)
 
 
+def call(callback_func: Callable, arg: Any, *, result_shape: Any = None,
+         call_with_device: bool = False, device_index: int = 0,
+         callback_flavor: CallbackFlavor = CallbackFlavor.IO_CALLBACK):
+  """Calls `callback_func(arg)` on the host and returns its result, shaped like
+  `result_shape` (a pytree of numbers, or of values with `shape` and `dtype`; None or `()`
+  for no result), as JAX 0.4.34's `host_callback.call` does on its callbacks: an ordered
+  `io_callback` (IO_CALLBACK), a `pure_callback` (PURE) or a `debug.callback` (DEBUG, only
+  without results), run from local device `device_index`."""
+  from minijax.callbacks.debug import debug_callback
+  from minijax.callbacks.io import io_callback
+  from minijax.callbacks.pure import pure_callback
+  from minijax.sharding import SingleDeviceSharding
+  if callback_flavor is CallbackFlavor.DEBUG and result_shape is not None:
+    raise NotImplementedError("The `DEBUG` flavor of host_callback.call takes no "
+                              "`result_shape` (it has no results); use IO_CALLBACK or PURE.")
+  if call_with_device:
+    raise NotImplementedError("host_callback.call does not support `call_with_device` (as "
+                              "JAX's on its callbacks); see "
+                              "https://github.com/jax-ml/jax/issues/20385.")
+  callbacks_common.check_callable(callback_func, "host_callback.call")
+  _check_device_index(device_index)
+  _check_leaves(tree_util.tree_leaves(arg), "the argument of host_callback.call")
+  flat_shapes, result_tree = tree_util.tree_flatten(result_shape)
+  try:
+    flat_shapes = [ShapedArray(np.shape(r), dtypes.canonicalize_dtype(
+        r.dtype if hasattr(r, "dtype") else dtypes.dtype_and_weak_type(r)[0]))
+        for r in flat_shapes]
+  except Exception:
+    raise ValueError("result_shape should be a pytree of values with structure matching the "
+                     "expected result of the callback function. The values must be either "
+                     "numeric scalars, or must have 'shape' and 'dtype' attributes. Got "
+                     f"{result_shape}") from None
+  shapes = result_tree.unflatten(flat_shapes)
+  if callback_flavor is CallbackFlavor.DEBUG:
+    debug_callback(callback_func, arg)
+    return None
+  sharding = SingleDeviceSharding(backend.local_devices()[device_index])
+  if callback_flavor is CallbackFlavor.PURE:
+    # (JAX 0.4.34's pure_callback, not vectorized, ran under vmap once per batch element)
+    return pure_callback(callback_func, shapes, arg, sharding=sharding,
+                         vmap_method="sequential")
+  return io_callback(callback_func, shapes, arg, sharding=sharding, ordered=True)
+
+
+class _LegacyFlag:
+  """JAX 0.4.34's `_HOST_CALLBACK_LEGACY` flag, read by its tests: minijax's host callbacks
+  are never the legacy (outfeed) ones."""
+  value = False
+
+
+_HOST_CALLBACK_LEGACY = _LegacyFlag()
+
+
+def _use_outfeed(platform: str) -> bool:
+  """JAX 0.4.34's: whether host callbacks on `platform` use outfeed; in minijax never."""
+  return False
+
+
 @contextlib.contextmanager
 def outfeed_receiver():
   """Deprecated: the receivers start by themselves.  Ends with a `barrier_wait()`."""
@@ -388,6 +449,10 @@ def _id_tap_transpose(cts, *args, **params):
 
 
 def _id_tap_batching(batched_args, batch_dims, **params):
+  if _semantics() == "jax":  # JAX 0.4.34's taps are its callbacks: once per batch element
+    outs = callbacks_common.batch_sequentially(lambda *xs: id_tap_p.bind(*xs, **params),
+                                               batched_args, batch_dims)
+    return outs, [0] * len(outs)
   tapped_dims = tuple(batch_dims[:params["nr_tapped_args_"]])
   outs = id_tap_p.bind(*batched_args, **_add_transform(params, "batch", tapped_dims))
   return outs, list(batch_dims)

@@ -8,8 +8,11 @@ to the unknown outputs) as one `remat_p` equation reading the known inputs, so t
 backward pass re-runs the forward part: its transpose splits that equation's jaxpr by
 partial evaluation into the recomputation and the linear rest, as JAX's does, so that no
 non-linear equation (a `sin` in the primal carry of a recomputed `scan`) reaches a
-transpose rule.  Both take `jaxpr` (a ClosedJaxpr without constants,
-which are passed as leading arguments).
+transpose rule.  Before its policy splits it equation by equation, an equation holding a
+jaxpr of its own (a `scan`) that mixes known and unknown inputs is itself split by partial
+evaluation (`_split_mixed_calls`), so a primal carried beside its tangent stays known.
+Both take `jaxpr` (a ClosedJaxpr without constants, which are passed as leading
+arguments).
 """
 from __future__ import annotations
 
@@ -158,9 +161,46 @@ def _split_by_policy(jaxpr: Jaxpr, unknowns, policy):
   return known, staged, out_uk, len(residuals)
 
 
+def _split_mixed_calls(closed: ClosedJaxpr, unknowns) -> ClosedJaxpr:
+  """`closed` where no equation holding a jaxpr of its own (a scan, a cond, a call) takes
+  both known and unknown inputs: such equations are split by partial evaluation into a
+  known part and an unknown part reading its residuals (as JAX splits them), so that the
+  primal carried through a loop beside its tangent stays known."""
+  jaxpr = closed.jaxpr
+  known_vars = {v for v, uk in zip(jaxpr.invars, unknowns) if not uk} | set(jaxpr.constvars)
+  mixed = False
+  for eqn in jaxpr.eqns:
+    ins = [type(a) is not Var or a in known_vars for a in eqn.invars]
+    if all(ins):
+      known_vars.update(eqn.outvars)
+    elif any(ins) and eqn.primitive in pe.partial_eval_rules:
+      mixed = True
+      break
+  if not mixed:
+    return closed
+  known, unknown, out_uk, num_res = pe.partial_eval_jaxpr(closed, unknowns)
+
+  def composed(*args):
+    known_outs = eval_jaxpr(known.jaxpr, known.consts,
+                            *(a for a, uk in zip(args, unknowns) if not uk))
+    residuals = known_outs[len(known_outs) - num_res:]
+    unknown_outs = iter(eval_jaxpr(unknown.jaxpr, unknown.consts, *residuals,
+                                   *(a for a, uk in zip(args, unknowns) if uk)))
+    known_outs = iter(known_outs[:len(known_outs) - num_res])
+    return [next(unknown_outs) if uk else next(known_outs) for uk in out_uk]
+
+  new, consts = pe.trace_to_jaxpr_dynamic(composed, closed.in_avals)
+  return ClosedJaxpr(new, consts)
+
+
 def _remat_partial_eval(trace, args, *, jaxpr, policy, **params):
   check_allowed(jaxpr.effects, "remat", "partial-eval of `checkpoint`/`remat`")
   unknowns = [trace.owns(x) for x in args]
+  jaxpr = _split_mixed_calls(jaxpr, unknowns)
+  if jaxpr.consts:
+    jaxpr, hoisted = hoist_consts(jaxpr)
+    args = [*hoisted, *args]
+    unknowns = [False] * len(hoisted) + unknowns
   known, staged, out_uk, n_res = _split_by_policy(jaxpr.jaxpr, unknowns, policy)
   with set_current_trace(trace.parent):
     known_outs = eval_jaxpr(known, jaxpr.consts, *(x for x, uk in zip(args, unknowns)

@@ -7,6 +7,7 @@ methods on `Array` and `Tracer` (see array_methods.py).
 """
 from __future__ import annotations
 
+import ml_dtypes as _ml_dtypes
 import numpy as _np
 
 from minijax.core import dtypes as _dtypes
@@ -51,6 +52,7 @@ from minijax.numpy.products import (  # noqa: F401
 from minijax.numpy import linalg  # noqa: F401
 from minijax.numpy import fft  # noqa: F401
 from minijax.numpy.vectorize import vectorize  # noqa: F401
+from minijax.numpy.names import *  # noqa: F401,F403
 
 
 
@@ -65,13 +67,11 @@ class ndarray(metaclass=_ArrayMeta):
 
 class _ScalarMeta(type):
   """`jnp.float32(x)` makes an array of that dtype (traced values included); the type
-  itself works wherever numpy expects a dtype."""
+  itself works wherever numpy expects a dtype, and reprs as a class of this module does
+  (`<class 'minijax.numpy.float32'>`, as JAX's `<class 'jax.numpy.float32'>`)."""
 
   def __call__(cls, x=0):
     return asarray(x, dtype=cls.dtype)
-
-  def __repr__(cls):
-    return f"minijax.numpy.{cls.__name__}"
 
   # As JAX's scalar types: equal to (and hashed like) numpy's, so `np.float32 == jnp.float32`
   # and dictionaries keyed by numpy types find them.
@@ -89,7 +89,7 @@ class _ScalarMeta(type):
 
 
 def _scalar_type(name, dtype):
-  return _ScalarMeta(name, (object,), {"dtype": _np.dtype(dtype)})
+  return _ScalarMeta(name, (object,), {"dtype": _np.dtype(dtype), "__module__": __name__})
 
 
 bool_ = _scalar_type("bool_", _np.bool_)
@@ -100,7 +100,19 @@ float16, float32, float64 = (_scalar_type(n, n) for n in ("float16", "float32", 
 complex64, complex128 = _scalar_type("complex64", "complex64"), _scalar_type("complex128",
                                                                               "complex128")
 bfloat16 = _scalar_type("bfloat16", _dtypes.bfloat16)
+# ml_dtypes' narrow types under JAX's names (computing with them is the dtypes' business).
+(float8_e3m4, float8_e4m3, float8_e4m3b11fnuz, float8_e4m3fn, float8_e4m3fnuz, float8_e5m2,
+ float8_e5m2fnuz, float8_e8m0fnu, float4_e2m1fn, int2, int4, uint2, uint4) = (
+    _scalar_type(n, getattr(_ml_dtypes, n)) for n in (
+        "float8_e3m4", "float8_e4m3", "float8_e4m3b11fnuz", "float8_e4m3fn", "float8_e4m3fnuz",
+        "float8_e5m2", "float8_e5m2fnuz", "float8_e8m0fnu", "float4_e2m1fn", "int2", "int4",
+        "uint2", "uint4"))
 float_ = float64
+# numpy's C-style names for the same types.
+double, single, half = float64, float32, float16
+cdouble, csingle, complex_ = complex128, complex64, complex128
+uint = uint64
+generic, character, flexible, object_ = _np.generic, _np.character, _np.flexible, _np.object_
 int_ = int64
 bool = bool_  # noqa: A001
 printoptions = _np.printoptions

@@ -44,7 +44,7 @@ from minijax.core import sharding as sharding_lib
 from minijax.core.avals import ShapedArray
 from minijax.core.dtypes import PYTHON_SCALARS
 from minijax.runtime import backend, sharded, taps, xla_notices
-from minijax.runtime.array import Array, _DELETED_MESSAGE, device_put
+from minijax.runtime.array import Array, _DELETED_MESSAGE, device_put, is_concrete_array
 from minijax.runtime.executable import CompiledProgram, compile_options
 from minijax.runtime.tokens import TOKEN_AVAL, GroupToken, runtime_tokens
 
@@ -217,7 +217,7 @@ class ShardedExecutable(CompiledProgram):
 
   def _place(self, i: int, x, aval: ShapedArray, sharding) -> Array:
     """Argument `i` as an Array laid out by `sharding` (moved there if needed)."""
-    if isinstance(x, Array):
+    if is_concrete_array(x):
       if x._buffer.is_deleted():
         raise RuntimeError(f"{_DELETED_MESSAGE} (argument {i} of {self._describe()})")
     elif type(x) in PYTHON_SCALARS or isinstance(x, (np.ndarray, np.generic)):
@@ -292,6 +292,10 @@ def compile_sharded(module, *, devices: Sequence, name: str, in_avals, out_avals
         "(minijax.config.update('tap_mechanism', 'native')); the callback mechanism cannot "
         "tell the devices apart")
   devices = tuple(devices)
+  unsupported = [e for e in ordered_effects if not e.ordered_across_devices]
+  if len(devices) > 1 and unsupported:
+    raise ValueError("The following ordered effects are not supported for more than 1 "
+                     f"device: {unsupported}")
   backend.check_can_compile()
   client = backend.get_client()
   taps.sweep_retired()

@@ -92,3 +92,16 @@ def test_minijax_partitions_with_gspmd_and_says_so(mesh):
 
 def test_jax_was_never_imported():
   assert "jax" not in sys.modules
+
+
+def test_an_ordered_debug_print_over_several_devices_is_refused_as_in_jax(capsys):
+  def f(x):
+    minijax.debug.print("{}", x, ordered=True)
+    return x
+
+  with pytest.raises(ValueError, match="ordered effects are not supported for more than 1 "
+                     r"device: \[OrderedDebugEffect\]"):
+    minijax.pmap(f)(jnp.arange(4))
+  minijax.pmap(lambda x: minijax.debug.print("{}", x))(jnp.arange(4))  # unordered: fine
+  minijax.effects_barrier()
+  assert sorted(capsys.readouterr().out.split()) == ["0", "1", "2", "3"]

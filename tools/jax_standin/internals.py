@@ -75,6 +75,8 @@ class Internal:
       return self._path.rsplit(".", 1)[-1]
     if name.startswith("__") and name.endswith("__"):
       raise AttributeError(name)
+    if name == "cache_clear":  # (a setUp clearing a private JAX cache: minijax has none)
+      return lambda: None
     if self._missing:
       return Internal(f"{self._path}.{name}", missing=True)
     return resolve(self._path, name)
@@ -259,6 +261,24 @@ class _RuntimeTokens:
     _jax().effects_barrier()
 
 
+_XLA_FLAGS_AT_START = os.environ.get("XLA_FLAGS") or ""
+
+
+class _GetBackend:
+  """`jax._src.xla_bridge.get_backend(platform)`: the backend as far as the test files use
+  it (its `platform`, from the public `jax.devices`).  `cache_clear()` makes JAX create a new
+  client that reads changed `XLA_FLAGS`; with the flags unchanged there is nothing to do, and
+  a change needs JAX's internals (minijax's client is created once)."""
+
+  def __call__(self, platform=None):
+    return types.SimpleNamespace(platform=_jax().devices(platform)[0].platform)
+
+  def cache_clear(self):
+    if (os.environ.get("XLA_FLAGS") or "") != _XLA_FLAGS_AT_START:
+      raise NeedsJaxInternals("jax._src.xla_bridge.get_backend.cache_clear (a new client "
+                              "for changed XLA_FLAGS)")
+
+
 class ExplicitX64Mode(enum.Enum):
   """The values of JAX's `jax_explicit_x64_dtypes` flag."""
   WARN = "warn"
@@ -297,6 +317,7 @@ def _own():
       "jax._src.lib.jaxlib_extension_version": _jaxlib_version(),
       # The runner runs on CPU, whose client is in-process, not a PJRT C API plugin.
       "jax._src.xla_bridge.using_pjrt_c_api": lambda: False,
+      "jax._src.xla_bridge.get_backend": _GetBackend(),
       "jax._src.lib.xla_client": _Forward(importlib.import_module("jaxlib.xla_client"),
                                           "jax._src.lib.xla_client"),
       "jax._src.sharding_impls.make_single_device_sharding":

@@ -60,7 +60,9 @@ def _dtype_of(value):
 
 
 def cond(pred, true_fun: Callable, false_fun: Callable, *operands, operand=_NO_OPERAND):
-  """`true_fun(*operands)` if `pred` else `false_fun(*operands)`, staged so both are traced."""
+  """`true_fun(*operands)` if `pred` else `false_fun(*operands)`, staged so both are traced.
+  `operand=x` passes one operand by keyword; JAX's older five-argument form
+  `cond(pred, true_operand, true_fun, false_operand, false_fun)` is accepted too."""
   if not callable(true_fun) or not callable(false_fun):
     if callable(false_fun) and len(operands) == 2 and callable(operands[1]):
       x_true, f_true, x_false, f_false = true_fun, false_fun, *operands
@@ -394,9 +396,14 @@ def _cond_batch(args, dims, *, branches):
   index = common.moved([index], [index_dim], [True], size)[0]
   ops = common.moved(ops, op_dims, [True] * len(ops), size)
   results = []
-  for b in branches:
+  for i, b in enumerate(branches):
+    # (each branch differentiates only the lanes that select it: elsewhere its operands
+    # are gradient-stopped, so a branch not taken, say sqrt at 0, adds no 0 * inf = nan)
+    chosen = lax.eq(index, np.int32(i))
+    ops_i = [lax.select_n(common.bcast_lanes(chosen, x.shape), lax.stop_gradient(x), x)
+             if dtypes.is_inexact(x.dtype) else x for x in ops]
     jaxpr, consts, _ = common.batch_jaxpr_const_free(b, size, [True] * len(ops), True)
-    results.append(eval_jaxpr(jaxpr.jaxpr, [], *consts, *ops))
+    results.append(eval_jaxpr(jaxpr.jaxpr, [], *consts, *ops_i))
   outs = [lax.select_n(common.bcast_lanes(index, cases[0].shape), *cases)
           for cases in zip(*results)]
   return outs, [0] * n_out
