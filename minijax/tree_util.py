@@ -14,7 +14,9 @@ from typing import Any, Callable
 
 from jaxlib._jax import pytree as _pytree
 
-registry = _pytree.default_registry()
+# minijax's own registry, not the one jaxlib keeps for JAX: importing JAX beside minijax (as
+# the benchmarks do) registers JAX's nodes without clashing with minijax's.
+registry = _pytree.PyTreeRegistry()
 default_registry = registry
 PyTreeDef = _pytree.PyTreeDef
 SequenceKey = _pytree.SequenceKey
@@ -269,8 +271,7 @@ register_pytree_node(
 
 
 # As in JAX: OrderedDict children keep their insertion order; a defaultdict's are sorted by
-# key and it keeps its default_factory.  (jaxlib's registry is one per process: when JAX
-# is imported beside minijax it has registered both the same way already.)
+# key and it keeps its default_factory.
 def _flatten_defaultdict_with_keys(d):
   keys = tuple(sorted(d))
   return tuple((DictKey(k), d[k]) for k in keys), (d.default_factory, keys)
@@ -282,5 +283,4 @@ for _node_type, _flatten_with_keys, _unflatten in (
      lambda keys, values: collections.OrderedDict(zip(keys, values))),
     (collections.defaultdict, _flatten_defaultdict_with_keys,
      lambda aux, values: collections.defaultdict(aux[0], zip(aux[1], values)))):
-  if not registry.is_node(_node_type):
-    register_pytree_with_keys(_node_type, _flatten_with_keys, _unflatten)
+  register_pytree_with_keys(_node_type, _flatten_with_keys, _unflatten)

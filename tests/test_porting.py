@@ -689,3 +689,15 @@ def test_names_jax_removed_say_so_also_through_the_jax_alias():
     alias.device_put_replicated
   with pytest.raises(AttributeError, match=r"module 'jax' \(minijax\) has no attribute 'nope'"):
     alias.nope
+
+
+def test_jax_imports_beside_minijax_with_its_own_pytree_nodes():
+  """minijax keeps its own pytree registry: JAX, imported after it (as the benchmarks do),
+  registers OrderedDict and its other nodes without a clash."""
+  pytest.importorskip("jax")
+  import subprocess, sys
+  code = ("import collections, minijax, jax\n"
+          "d = collections.OrderedDict(b=1, a=2)\n"
+          "assert minijax.tree_util.tree_leaves(d) == jax.tree_util.tree_leaves(d) == [1, 2]\n")
+  proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+  assert proc.returncode == 0, proc.stderr
