@@ -15,9 +15,9 @@
 // thread).  When one raises (Ctrl-C: KeyboardInterrupt), the tap is dropped, the FFI
 // handler fails, which abandons the computation, and the exception is kept for
 // `take_interrupt()`, which the dispatching code calls when the run fails, to raise it
-// from the user's call.  Each message is one allocation (a
-// header, then the tapped arrays); Python sees it as a writable buffer object
-// (`Payload`) that numpy views without copying.  A receiver that keeps up with its
+// from the user's call.  Each message is one buffer (a header, then the tapped arrays): a
+// recycled slot for small ones (see kSmallSlot), a pooled or malloc'd buffer otherwise;
+// Python sees it as a writable buffer object (`Payload`) that numpy views without copying.  A receiver that keeps up with its
 // device is never put to sleep, so the device side of a tap makes no system call.
 
 #define PY_SSIZE_T_CLEAN
@@ -93,16 +93,31 @@ constexpr size_t kPoolMaxBuffer = 16u << 20;
 constexpr size_t kPoolHurryBytes = 4u << 20;  // queued bytes that end a receiver's lingering
 constexpr int64_t kPoolWarmNs = 1000000;      // a buffer freed this recently is still cached
 
+// Small taps (the usual ones: a scalar, a few numbers) go in fixed-size slots that are
+// recycled and never freed, so that no tap costs a malloc on the XLA thread and a free on
+// the receiver's (glibc's cross-thread frees are the dear ones).  A producer takes a slot
+// and fills it under the queue's lock (see Enqueue); a slot whose Payload dies (always with
+// the GIL held) goes onto `small_returned`, which needs no lock, and the receiver moves
+// those back to `small_free`, under the queue's lock, once per batch.
+constexpr size_t kSmallSlot = 256;        // payload bytes of a slot, header included
+constexpr size_t kSmallFreeMax = 1u << 14;  // slots kept per device (5 MiB)
+
 struct Pool {
   std::mutex mu;
   std::multimap<size_t, char*> free;  // by capacity; equal capacities in the order freed
   size_t bytes = 0;
+  std::mutex* queue_mu = nullptr;     // the owning queue's, which guards small_free
+  std::vector<char*> small_free;
+  std::vector<char*> small_returned;  // only touched with the GIL held
 };
+
+enum class Kind : int32_t { kMalloc, kPooled, kSmall };
 
 struct PayloadPrefix {
   Pool* pool;         // null: malloc'd, not pooled
   size_t capacity;    // of a pooled buffer, prefix excluded
   int64_t freed_ns;   // when it last went back to the pool (0: never used)
+  Kind kind;
 };
 
 int64_t NowNs() {
@@ -118,7 +133,7 @@ char* AllocPayload(Pool* pool, size_t size) {
   if (size < kPoolMin || size > kPoolMaxBuffer) {
     char* base = static_cast<char*>(std::malloc(size + kAlignment));
     if (base == nullptr) return nullptr;
-    *reinterpret_cast<PayloadPrefix*>(base) = PayloadPrefix{nullptr, size, 0};
+    *reinterpret_cast<PayloadPrefix*>(base) = PayloadPrefix{nullptr, size, 0, Kind::kMalloc};
     p = base + kAlignment;
   } else {
     size_t capacity = (size + kPoolGranule - 1) / kPoolGranule * kPoolGranule;
@@ -136,7 +151,7 @@ char* AllocPayload(Pool* pool, size_t size) {
       void* base = mmap(nullptr, capacity + kAlignment, PROT_READ | PROT_WRITE,
                         MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
       if (base == MAP_FAILED) return nullptr;
-      *static_cast<PayloadPrefix*>(base) = PayloadPrefix{pool, capacity, 0};
+      *static_cast<PayloadPrefix*>(base) = PayloadPrefix{pool, capacity, 0, Kind::kPooled};
       p = static_cast<char*>(base) + kAlignment;
     }
   }
@@ -173,11 +188,45 @@ void CopyIntoPayload(char* p, char* dst, const void* src, size_t n) {
   std::memcpy(dst, src, n);
 }
 
-void FreePayload(char* p) {
+// A small slot for `pool`'s queue; the caller holds the queue's lock.  Null when out of
+// memory.
+char* TakeSmallSlot(Pool* pool) {
+  if (!pool->small_free.empty()) {
+    char* p = pool->small_free.back();
+    pool->small_free.pop_back();
+    return p;
+  }
+  char* base = static_cast<char*>(std::malloc(kSmallSlot + kAlignment));
+  if (base == nullptr) return nullptr;
+  *reinterpret_cast<PayloadPrefix*>(base) = PayloadPrefix{pool, kSmallSlot, 0, Kind::kSmall};
+  return base + kAlignment;
+}
+
+// Moves `slots` to `pool`'s free slots; the caller holds the queue's lock.  Returns the
+// slots beyond kSmallFreeMax in `slots`, for the caller to free without the lock.
+void RecycleSmallSlots(Pool* pool, std::vector<char*>* slots) {
+  while (!slots->empty() && pool->small_free.size() < kSmallFreeMax) {
+    pool->small_free.push_back(slots->back());
+    slots->pop_back();
+  }
+}
+
+// Frees payload `p`; `gil`: the caller holds the GIL (a small slot then goes back without
+// a lock, see kSmallSlot).
+void FreePayload(char* p, bool gil) {
   char* base = p - kAlignment;
   const PayloadPrefix prefix = *reinterpret_cast<PayloadPrefix*>(base);
-  if (prefix.pool == nullptr) {
+  if (prefix.kind == Kind::kMalloc) {
     std::free(base);
+    return;
+  }
+  if (prefix.kind == Kind::kSmall) {
+    if (gil) {
+      prefix.pool->small_returned.push_back(p);
+      return;
+    }
+    std::lock_guard<std::mutex> lock(*prefix.pool->queue_mu);
+    prefix.pool->small_free.push_back(p);
     return;
   }
   {
@@ -230,14 +279,38 @@ std::atomic<int64_t> g_linger_ns{200000};
 constexpr std::chrono::milliseconds kMaxLinger{10};
 constexpr std::chrono::milliseconds kDrainSpin{2};
 
-// Polls `done` (yielding the CPU) until it holds or `deadline` passes.  Waiting this way
-// instead of sleeping matters on virtual machines, where waking a sleeping thread can
-// take 50-100 µs.
+// Spinning adapts to load.  A yield that comes back after kContendedYield ran another
+// thread on this CPU: the cores are all busy, and a spinning receiver would take its time
+// slices from the thread that dispatches.  Then, for kContendedFor, nobody spins: waits
+// sleep on a condition variable, and a receiver lingers sleeping, for longer (a burst's
+// calls come further apart when they share a core).
+constexpr std::chrono::microseconds kContendedYield{20};
+constexpr int64_t kContendedForNs = 50000000;
+constexpr int kLingerUnderLoad = 4;      // times the quiet window, doubling while taps come
+constexpr size_t kBatchUnderLoad = 16;   // times the batch size
+constexpr std::chrono::milliseconds kMaxLingerUnderLoad{100};
+std::atomic<int64_t> g_contended_until_ns{0};
+
+bool Contended() {
+  const int64_t until = g_contended_until_ns.load(std::memory_order_relaxed);
+  return until != 0 && NowNs() < until;
+}
+
+// Polls `done` (yielding the CPU) until it holds or `deadline` passes, or the CPU turns out
+// contended (see above).  Waiting this way instead of sleeping matters on virtual machines,
+// where waking a sleeping thread can take 50-100 µs.  `adapt`: false for a thread that
+// only waits for the receivers (a barrier), which takes nothing from dispatch by spinning.
 template <typename Done>
-bool SpinUntil(std::chrono::steady_clock::time_point deadline, Done done) {
+bool SpinUntil(std::chrono::steady_clock::time_point deadline, Done done, bool adapt = true) {
+  if (adapt && Contended()) return done();
   while (!done()) {
-    if (std::chrono::steady_clock::now() >= deadline) return false;
+    const auto before = std::chrono::steady_clock::now();
+    if (before >= deadline) return false;
     std::this_thread::yield();
+    if (std::chrono::steady_clock::now() - before > kContendedYield) {
+      g_contended_until_ns.store(NowNs() + kContendedForNs, std::memory_order_relaxed);
+      if (adapt) return done();
+    }
   }
   return true;
 }
@@ -257,6 +330,7 @@ Queue* GetQueue(int device) {
   if (q != nullptr) return q;
   Queue* fresh = new Queue();
   fresh->device = device;
+  fresh->pool.queue_mu = &fresh->mu;
   if (g_queues[device].compare_exchange_strong(q, fresh)) return fresh;
   delete fresh;
   return q;
@@ -296,12 +370,19 @@ bool SignalHandlerRaised() {
   return raised;
 }
 
-enum class Admitted { kQueued, kInterrupted };
+enum class Admitted { kQueued, kInterrupted, kOutOfMemory };
 
-// Admits `msg` (allocated and filled by the caller) once there is room (see the top of the
-// file); a message not queued (its wait was interrupted) is freed here.  Only wakes the
-// receiver when it sleeps: while it is busy or spinning, a tap costs no system call.
-Admitted Enqueue(Queue* q, Message&& msg) {
+// Admits `msg` once there is room (see the top of the file); a message not queued (its wait
+// was interrupted) is freed here.  `msg.data` is either allocated and filled by the caller,
+// or null: then `fill(slot)`, called under the lock once there is room, fills a small slot
+// (see kSmallSlot).  Only wakes the receiver when it sleeps: while it is busy or spinning, a
+// tap costs no system call.
+//
+// The lock stays, rather than a single-producer ring: XLA may run one device's tap handlers
+// on several of its threads (and the Python-callback mechanism pushes from Python threads),
+// so a device's queue has several producers.  Uncontended, it costs two atomic operations.
+template <typename Fill>
+Admitted Enqueue(Queue* q, Message&& msg, Fill fill) {
   std::unique_lock<std::mutex> lock(q->mu);
   const size_t charged = msg.charged;
   auto has_room = [&] {
@@ -331,9 +412,14 @@ Admitted Enqueue(Queue* q, Message&& msg) {
                          std::chrono::steady_clock::now() - start).count();
     if (interrupted) {
       lock.unlock();
-      FreePayload(msg.data);
+      if (msg.data != nullptr) FreePayload(msg.data, /*gil=*/false);
       return Admitted::kInterrupted;
     }
+  }
+  if (msg.data == nullptr) {
+    msg.data = TakeSmallSlot(&q->pool);
+    if (msg.data == nullptr) return Admitted::kOutOfMemory;
+    fill(msg.data);
   }
   msg.seq = q->enqueued++;
   q->bytes_enqueued += charged;
@@ -343,11 +429,32 @@ Admitted Enqueue(Queue* q, Message&& msg) {
   q->n_items.store(q->items.size(), std::memory_order_release);
   // Payload buffers come back to the pool only once delivered: a receiver lingering over
   // large taps would cycle the pool through more memory than the caches hold.
-  if (q->used >= kPoolHurryBytes) q->hurry.store(true, std::memory_order_release);
-  const bool wake = q->consumer_waiting;
+  bool wake = q->consumer_waiting;
+  if (q->used >= kPoolHurryBytes && !q->hurry.exchange(true, std::memory_order_acq_rel)) {
+    wake = true;  // a receiver lingering asleep must drain now
+  }
   lock.unlock();
   if (wake) q->has_data.notify_one();
   return Admitted::kQueued;
+}
+
+// Writes the tapped arrays of `args` into payload `data` laid out as `layout` (see Layout).
+void FillPayload(char* data, const Layout& layout, size_t n_arrays, const ffi::RemainingArgs& args) {
+  uint64_t* header = HeaderOf(data);
+  header[0] = layout.total;
+  header[1] = n_arrays;
+  size_t offset = layout.header, k = 0;
+  for (size_t i = 0; i < args.size(); ++i) {
+    auto buf = args.get<ffi::AnyBuffer>(i);
+    if (buf->element_type() == ffi::DataType::TOKEN) continue;
+    header[2 + k++] = offset;
+    if (layout.total <= kSmallSlot) {
+      std::memcpy(data + offset, buf->untyped_data(), buf->size_bytes());
+    } else {
+      CopyIntoPayload(data, data + offset, buf->untyped_data(), buf->size_bytes());
+    }
+    offset += AlignUp(buf->size_bytes());
+  }
 }
 
 ffi::Error TapImpl(int32_t device, int64_t consumer, ffi::RemainingArgs args,
@@ -369,20 +476,17 @@ ffi::Error TapImpl(int32_t device, int64_t consumer, ffi::RemainingArgs args,
     auto buf = args.get<ffi::AnyBuffer>(i);
     if (buf->element_type() != ffi::DataType::TOKEN) layout.total += AlignUp(buf->size_bytes());
   }
-  char* data = AllocPayload(&q->pool, layout.total);
-  if (data == nullptr) return ffi::Error::Internal("minijax_tap: out of memory");
-  uint64_t* header = HeaderOf(data);
-  header[1] = n_arrays;
-  size_t offset = layout.header, k = 0;
-  for (size_t i = 0; i < n; ++i) {
-    auto buf = args.get<ffi::AnyBuffer>(i);
-    if (buf->element_type() == ffi::DataType::TOKEN) continue;
-    header[2 + k++] = offset;
-    CopyIntoPayload(data, data + offset, buf->untyped_data(), buf->size_bytes());
-    offset += AlignUp(buf->size_bytes());
+  char* data = nullptr;  // a small tap is filled under the queue's lock, in a recycled slot
+  if (layout.total > kSmallSlot) {
+    data = AllocPayload(&q->pool, layout.total);
+    if (data == nullptr) return ffi::Error::Internal("minijax_tap: out of memory");
+    FillPayload(data, layout, n_arrays, args);
   }
-  if (Enqueue(q, Message{consumer, 0, data, layout.total, layout.total + kMessageOverhead}) ==
-      Admitted::kInterrupted) {
+  const Admitted admitted =
+      Enqueue(q, Message{consumer, 0, data, layout.total, layout.total + kMessageOverhead},
+              [&](char* slot) { FillPayload(slot, layout, n_arrays, args); });
+  if (admitted == Admitted::kOutOfMemory) return ffi::Error::Internal("minijax_tap: out of memory");
+  if (admitted == Admitted::kInterrupted) {
     return ffi::Error(ffi::ErrorCode::kCancelled,
                       "minijax_tap: a signal handler raised while this tap waited for room "
                       "in its device's tap queue; the computation was abandoned");
@@ -411,7 +515,7 @@ struct PayloadObject {
 };
 
 void PayloadDealloc(PyObject* self) {
-  FreePayload(reinterpret_cast<PayloadObject*>(self)->data);
+  FreePayload(reinterpret_cast<PayloadObject*>(self)->data, /*gil=*/true);
   Py_TYPE(self)->tp_free(self);
 }
 
@@ -431,7 +535,7 @@ minijax::HostArrayType g_host_array;  // set_host_array_type
 PyObject* NewPayload(char* data, size_t size) {
   auto* p = PyObject_New(PayloadObject, &PayloadType);
   if (p == nullptr) {
-    FreePayload(data);
+    FreePayload(data, /*gil=*/true);
     return nullptr;
   }
   p->data = data;
@@ -526,6 +630,8 @@ PyObject* PySetLinger(PyObject*, PyObject* arg) {
 
 PyObject* PyCapacity(PyObject*, PyObject*) { return PyLong_FromSize_t(g_capacity.load()); }
 
+PyObject* PyContended(PyObject*, PyObject*) { return PyBool_FromLong(Contended()); }
+
 // Waits for messages and takes up to `max_count` of them.  Before sleeping it spins for
 // g_spin_ns, so that a receiver keeping up with a device is woken by no system call.  It
 // first counts the previous batch as delivered (see WaitDelivered).
@@ -537,7 +643,17 @@ PyObject* PyCapacity(PyObject*, PyObject*) { return PyLong_FromSize_t(g_capacity
 // for a GIL hand-off (a thread wake-up, 50-100 µs on a virtual machine).  Lingering
 // delivers a burst in one batch, once the calls stop or a barrier (`flush`) asks for it.
 // Lingering polls rather than sleeps, so that a flush is seen at once.
-std::deque<Message> PopBatch(Queue* q, size_t max_count) {
+//
+// It first gives the small slots in `returned` back to the producers (see kSmallSlot).
+std::deque<Message> PopBatch(Queue* q, size_t max_count, std::vector<char*>* returned) {
+  if (!returned->empty()) {
+    {
+      std::lock_guard<std::mutex> lock(q->mu);
+      RecycleSmallSlots(&q->pool, returned);
+    }
+    for (char* p : *returned) std::free(p - kAlignment);
+    returned->clear();
+  }
   if (q->in_flight > 0) {  // the previous batch has been processed
     q->delivered.fetch_add(q->in_flight, std::memory_order_acq_rel);
     q->in_flight = 0;
@@ -556,23 +672,33 @@ std::deque<Message> PopBatch(Queue* q, size_t max_count) {
     q->has_data.wait(lock);
     q->consumer_waiting = false;
   }
-  const auto linger = std::chrono::nanoseconds(g_linger_ns.load(std::memory_order_relaxed));
+  auto linger = std::chrono::nanoseconds(g_linger_ns.load(std::memory_order_relaxed));
+  const bool contended = Contended();
+  if (contended) {  // deliver in fewer, larger batches (see kContendedYield)
+    linger *= kLingerUnderLoad;
+    max_count *= kBatchUnderLoad;
+  }
   if (linger.count() > 0) {
     const auto now = std::chrono::steady_clock::now();
-    const auto give_up = now + kMaxLinger;
+    const auto give_up = now + (contended ? kMaxLingerUnderLoad : kMaxLinger);
     size_t seen = q->items.size();
     auto quiet_until = now + linger;
     auto stop_lingering = [&] {
       return q->hurry.load(std::memory_order_acquire) ||
              q->n_items.load(std::memory_order_acquire) >= max_count;
     };
-    while (!stop_lingering() && quiet_until < give_up) {
+    while (!stop_lingering() && std::chrono::steady_clock::now() < give_up) {
       lock.unlock();
-      SpinUntil(quiet_until, stop_lingering);
+      const bool stopped = SpinUntil(quiet_until, stop_lingering);
       lock.lock();
+      // Contended: sleep out the window (a flush, a full queue or close wake it).
+      if (!stopped) q->has_data.wait_until(lock, quiet_until, stop_lingering);
       if (q->items.size() == seen) break;  // quiet for a whole window
       seen = q->items.size();
-      quiet_until = std::chrono::steady_clock::now() + linger;
+      // Contended, each window that saw taps doubles the next: a receiver that wakes up
+      // preempts the dispatching thread, which then waits behind every other runnable one.
+      if (contended) linger = std::min<std::chrono::nanoseconds>(2 * linger, kMaxLinger);
+      quiet_until = std::min(std::chrono::steady_clock::now() + linger, give_up);
     }
   }
   size_t freed = 0;
@@ -600,7 +726,8 @@ std::deque<Message> PopBatch(Queue* q, size_t max_count) {
 bool WaitDelivered(Queue* q, uint64_t target, std::chrono::nanoseconds timeout) {
   auto reached = [&] { return q->delivered.load(std::memory_order_acquire) >= target; };
   const auto start = std::chrono::steady_clock::now();
-  if (SpinUntil(start + std::min<std::chrono::nanoseconds>(kDrainSpin, timeout), reached)) {
+  if (SpinUntil(start + std::min<std::chrono::nanoseconds>(kDrainSpin, timeout), reached,
+                /*adapt=*/false)) {
     return true;
   }
   std::unique_lock<std::mutex> lock(q->mu);
@@ -645,7 +772,8 @@ PyObject* PyPush(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
       CopyIntoPayload(data, data + offset, views[i].buf, static_cast<size_t>(views[i].len));
       offset += AlignUp(static_cast<size_t>(views[i].len));
     }
-    admitted = Enqueue(q, Message{consumer, 0, data, layout.total, layout.total + kMessageOverhead});
+    admitted = Enqueue(q, Message{consumer, 0, data, layout.total, layout.total + kMessageOverhead},
+                       [](char*) {});
     Py_END_ALLOW_THREADS
   }
   for (Py_ssize_t i = 0; i < acquired; ++i) PyBuffer_Release(&views[i]);
@@ -679,8 +807,10 @@ PyObject* PyDeliver(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
   if (max_count < 1) max_count = 1;
   PyObject *fast = args[2], *slow = args[3], *on_error = args[4];
   std::deque<Message> batch;
+  static thread_local std::vector<char*> returned;  // empty between calls
+  returned.swap(q->pool.small_returned);  // with the GIL, which guards small_returned
   Py_BEGIN_ALLOW_THREADS
-  batch = PopBatch(q, static_cast<size_t>(max_count));
+  batch = PopBatch(q, static_cast<size_t>(max_count), &returned);
   Py_END_ALLOW_THREADS
   if (batch.empty()) Py_RETURN_NONE;
   unsigned long long nbytes = 0;
@@ -753,7 +883,7 @@ PyObject* PyDeliver(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
     Py_DECREF(id);
     Py_DECREF(payload);
   }
-  for (size_t k = done; k < batch.size(); ++k) FreePayload(batch[k].data);
+  for (size_t k = done; k < batch.size(); ++k) FreePayload(batch[k].data, /*gil=*/true);
   if (failed) return nullptr;
   return Py_BuildValue("(nK)", static_cast<Py_ssize_t>(batch.size()), nbytes);
 }
@@ -868,6 +998,9 @@ PyMethodDef methods[] = {
      "handler() -> PyCapsule holding the XLA FFI handler (NULL name, no destructor)."},
     {"set_capacity", PySetCapacity, METH_O, "set_capacity(bytes): bound of every device queue."},
     {"capacity", PyCapacity, METH_NOARGS, "capacity() -> bytes."},
+    {"contended", PyContended, METH_NOARGS,
+     "contended() -> whether a receiver found the CPUs busy lately (then nobody spins, and "
+     "receivers linger asleep and deliver in larger batches)."},
     {"set_spin_ns", PySetSpin, METH_O,
      "set_spin_ns(ns): how long an idle receiver polls before it sleeps (default 50 us)."},
     {"set_linger_ns", PySetLinger, METH_O,

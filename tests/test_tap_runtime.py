@@ -32,7 +32,7 @@ from minijax.lowering.mlir import aval_to_ir_type
 from minijax.runtime import backend, executable
 from minijax.runtime import taps
 from minijax.runtime.array import device_put
-from minijax.runtime.taps.queues import queues
+from minijax.runtime.taps.queues import native_available, queues
 from tests.conftest import using_tap_mechanism
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -529,3 +529,59 @@ def test_without_the_native_extension_taps_fall_back_to_callbacks_with_one_warni
       print("ok")
       """)
   assert proc.returncode == 0 and "ok" in proc.stdout, proc.stderr
+
+
+# ----------------------------------------------------------------------------- the transport
+
+def _tapped_loop(n, fn):
+  import minijax
+  from minijax.experimental import host_callback as hcb
+
+  def body(i, x):
+    return hcb.id_tap(fn, x + i.astype(np.float32)) - i.astype(np.float32)
+
+  return minijax.jit(lambda x: minijax.lax.fori_loop(0, n, body, x))
+
+
+@pytest.mark.skipif(not native_available(), reason="needs the native tap queue")
+def test_small_taps_kept_alive_by_their_functions_are_not_overwritten_by_later_taps():
+  # Small taps travel in recycled slots: a slot goes back only once nothing views it.
+  n = 3000
+  kept, seen = [], []
+
+  def keep_every_other(arg, transforms):
+    seen.append(float(arg[0]))
+    if len(seen) % 2:
+      kept.append(arg)  # the payload's own view, not a copy
+
+  f = _tapped_loop(n, keep_every_other)
+  for _ in range(3):
+    seen.clear(), kept.clear()
+    f(np.array([0.0, 1.0, 2.0], np.float32))
+    taps.barrier_wait()
+    assert seen == [float(i) for i in range(n)]
+    assert [k.tolist() for k in kept] == [[i, i + 1, i + 2] for i in range(0, n, 2)]
+
+
+@pytest.mark.skipif(not native_available() or (os.cpu_count() or 1) > 16,
+                    reason="needs the native tap queue (and few enough cores to busy them)")
+def test_receivers_notice_busy_cpus_and_still_deliver_every_tap_in_order():
+  from minijax.runtime.taps import _native
+  busy = [subprocess.Popen([sys.executable, "-c", "while True: pass"])
+          for _ in range(2 * (os.cpu_count() or 1))]
+  seen = []
+  noticed = False  # contended() holds for 50 ms after a receiver notices
+  try:
+    f = _tapped_loop(2000, lambda arg, transforms: seen.append(int(arg[0])))
+    deadline = time.monotonic() + 20
+    while not noticed and time.monotonic() < deadline:
+      seen.clear()
+      f(np.zeros(2, np.float32))
+      taps.barrier_wait()
+      assert seen == list(range(2000))
+      noticed = _native.contended()
+  finally:
+    for p in busy:
+      p.kill()
+      p.wait()
+  assert noticed
