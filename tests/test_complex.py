@@ -84,6 +84,9 @@ LAX_COMPLEX = {
     "cos": (lax.cos, (Z,), np.cos),
     "tan": (lax.tan, (crand(2, 3, scale=0.5),), np.tan),
     "tanh": (lax.tanh, (crand(2, 3, scale=0.5),), np.tanh),
+    "sinh": (lax.sinh, (Z,), np.sinh),
+    "cosh": (lax.cosh, (Z,), np.cosh),
+    "square": (lax.square, (Z,), np.square),
     "sqrt": (lax.sqrt, (cpos(2, 3),), np.sqrt),
     "rsqrt": (lax.rsqrt, (cpos(2, 3),), lambda z: 1 / np.sqrt(z)),
     "logistic": (lax.logistic, (crand(2, 3, scale=0.5),), _np_logistic),
@@ -238,6 +241,13 @@ LAX_REJECTS = {
     "nextafter": (lax.nextafter, (Z, W)),
     "bitcast_convert_type": (lambda z: lax.bitcast_convert_type(z, np.float32), (Z,)),
     "threefry2x32": (lambda z: lax.threefry2x32(z, z, z, z), (Z,)),
+    "mulhi": (lax.mulhi, (Z, W)),
+    "population_count": (lax.population_count, (Z,)),
+    "rng_bit_generator": (lambda z: lax.rng_bit_generator(z, (2,)), (V,)),
+    # JAX computes these on complex numbers; minijax does not yet (branch cuts unchecked)
+    "asinh": (lax.asinh, (Z,)),
+    "acosh": (lax.acosh, (Z,)),
+    "atanh": (lax.atanh, (Z,)),
     "select_and_gather_add": (lambda z: minijax.jvp(
         lambda y: lax.reduce_window(y, -np.inf, lax.max, (1, 2), (1, 1), "VALID"), (z,), (z,)),
         (Z,)),
@@ -297,8 +307,8 @@ def _c128(*args):
 # only move data (transpose, gather, ...) have the same rules for every dtype and are left to
 # the real-valued tables.
 GRADS = {name: (LAX_COMPLEX[name][0], LAX_COMPLEX[name][1], 1) for name in [
-    "exp", "log", "log1p", "expm1", "sin", "cos", "tan", "tanh", "sqrt", "rsqrt", "logistic",
-    "integer_pow_-2", "pow", "reduce_prod", "cumprod", "scan"]}
+    "exp", "log", "log1p", "expm1", "sin", "cos", "tan", "tanh", "sinh", "cosh", "sqrt", "rsqrt", "logistic",
+    "integer_pow_-2", "square", "pow", "reduce_prod", "cumprod", "scan"]}
 GRADS.update({name: (LAX_COMPLEX[name][0], LAX_COMPLEX[name][1], 2) for name in [
     "abs", "mul", "div", "real", "imag", "conj", "conj_of_real", "complex", "dot_general"]})
 GRADS.update({name: (fn, args, 2) for name, (fn, args) in {
@@ -534,6 +544,11 @@ NUMPY_OK.update({
     "nan_to_num_parts": lambda m: m.nan_to_num(np.array([complex(np.nan, 1), complex(2, np.inf)],
                                                        C64)),
     "isnan_parts": lambda m: m.isnan(np.array([complex(np.nan, 1), complex(2, np.nan), 1j], C64)),
+    "unstack": lambda m: m.unstack(MN)[1],
+    "matrix_transpose": lambda m: m.matrix_transpose(MN),
+    "vecdot": lambda m: m.vecdot(ZN, WN),
+    "trapezoid": lambda m: m.trapezoid(ZN),
+    "trapezoid_x": lambda m: m.trapezoid(ZN, np.array([0.0, 0.5, 2, 3])),
     "isinf_parts": lambda m: m.isinf(np.array([complex(np.inf, 1), complex(2, -np.inf), 1j], C64)),
 })
 
@@ -576,7 +591,18 @@ NUMPY_RAISES = {
     "quantile": (lambda m: m.quantile(ZN, 0.5), ValueError),
     "percentile": (lambda m: m.percentile(ZN, 50), ValueError),
     "bitwise_and": (_b("bitwise_and"), TypeError), "left_shift": (_b("left_shift"), TypeError),
+    "bitwise_count": (_u("bitwise_count"), TypeError), "fabs": (_u("fabs"), TypeError),
+    "isposinf": (_u("isposinf"), ValueError), "isneginf": (_u("isneginf"), ValueError),
+    "logaddexp2": (_b("logaddexp2"), TypeError),
 }
+# the array API's names, classified as the function each names
+_ALIASES = {"acos": "arccos", "asin": "arcsin", "atan": "arctan", "acosh": "arccosh",
+            "asinh": "arcsinh", "atanh": "arctanh", "atan2": "arctan2",
+            "bitwise_invert": "invert", "bitwise_left_shift": "left_shift",
+            "bitwise_right_shift": "right_shift"}
+NUMPY_RAISES.update({alias: ((_b if alias in ("atan2", "bitwise_left_shift") else _u)(alias),
+                             NUMPY_RAISES[name][1])
+                     for alias, name in _ALIASES.items() if name in NUMPY_RAISES})
 
 
 @pytest.mark.parametrize("name", list(NUMPY_RAISES))
@@ -593,6 +619,7 @@ shape size tri tril_indices triu_indices unravel_index zeros bitwise_not invert 
 bitwise_xor right_shift logical_not bincount digitize choose isscalar iscomplexobj isrealobj
 vectorize apply_along_axis array_split hsplit vsplit hstack vstack dstack column_stack concat
 permute_dims broadcast_arrays full_like""".split()
+_NO_COMPLEX_ARGUMENT += [a for a, name in _ALIASES.items() if name in _NO_COMPLEX_ARGUMENT]
 
 
 def test_every_numpy_function_is_classified_for_complex_arguments():
@@ -601,6 +628,13 @@ def test_every_numpy_function_is_classified_for_complex_arguments():
            and not inspect.isclass(getattr(jnp, n)) and not inspect.ismodule(getattr(jnp, n))}
   classified = set(NUMPY_OK) | set(NUMPY_RAISES) | set(_NO_COMPLEX_ARGUMENT)
   assert names - classified == set()
+
+
+def test_array_api_names_are_classified_as_the_functions_they_name():
+  for alias, name in _ALIASES.items():
+    assert getattr(jnp, alias) is getattr(jnp, name), alias
+    assert [alias in t for t in (NUMPY_OK, NUMPY_RAISES, _NO_COMPLEX_ARGUMENT)] == \
+        [name in t for t in (NUMPY_OK, NUMPY_RAISES, _NO_COMPLEX_ARGUMENT)], alias
 
 
 def test_array_methods_and_properties_of_complex_arrays():

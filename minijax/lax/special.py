@@ -27,9 +27,9 @@ __all__ = ["sinh", "cosh", "asinh", "acosh", "atanh", "sinh_p", "cosh_p", "asinh
 _floats = (utils.is_float, "floating point")
 
 
-def _chlo_unop(name, op_class):
+def _chlo_unop(name, op_class, accepted=_floats):
   prim = utils.standard_primitive(name, utils.elementwise_shapes(name),
-                                  utils.same_dtypes_accepting(name, *_floats))
+                                  utils.same_dtypes_accepting(name, *accepted))
   batching.defvectorized(prim)
   mlir.register_lowering(prim, utils.nary_lowering(op_class), splat_literals=True)
   return prim
@@ -129,8 +129,11 @@ def nextafter(x1, x2):
 
 
 # ---- hyperbolic functions and their inverses
-sinh_p = _chlo_unop("sinh", chlo.SinhOp)
-cosh_p = _chlo_unop("cosh", chlo.CoshOp)
+# sinh and cosh take complex numbers (XLA computes them); the inverses reject them, as
+# minijax.numpy's arcsinh, ... do, until their branch cuts are checked against numpy.
+_inexact = (utils.is_inexact, "floating point or complex")
+sinh_p = _chlo_unop("sinh", chlo.SinhOp, _inexact)
+cosh_p = _chlo_unop("cosh", chlo.CoshOp, _inexact)
 asinh_p = _chlo_unop("asinh", chlo.AsinhOp)
 acosh_p = _chlo_unop("acosh", chlo.AcoshOp)
 atanh_p = _chlo_unop("atanh", chlo.AtanhOp)

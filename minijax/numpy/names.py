@@ -7,6 +7,7 @@ import numpy as np
 
 from minijax import lax
 from minijax.numpy import linalg as _linalg
+from minijax.numpy.complex_numbers import reject_complex
 from minijax.numpy import ufuncs as _ufuncs
 
 
@@ -29,6 +30,7 @@ def bitwise_count(x, /):
   (as numpy's, its result is uint8)."""
   jnp = _np()
   x = jnp.asarray(x)
+  reject_complex("bitwise_count", x)
   if jnp.issubdtype(x.dtype, jnp.signedinteger):
     x = jnp.abs(x)
   return lax.population_count(x).astype(jnp.uint8)
@@ -38,8 +40,7 @@ def fabs(x, /):
   """The absolute value of the floating point `x` (integers become floats)."""
   jnp = _np()
   x = jnp.asarray(x)
-  if jnp.issubdtype(x.dtype, jnp.complexfloating):
-    raise TypeError("fabs does not support complex-valued inputs; use abs")
+  reject_complex("fabs", x)
   if not jnp.issubdtype(x.dtype, jnp.floating):
     x = x.astype(jnp.result_type(x, 1.0))
   return jnp.abs(x)
@@ -47,17 +48,20 @@ def fabs(x, /):
 
 def isposinf(x, /):
   jnp = _np()
+  reject_complex("isposinf", x, error=ValueError)  # JAX: "not well defined for complex types"
   return jnp.logical_and(jnp.isinf(x), jnp.asarray(x) > 0)
 
 
 def isneginf(x, /):
   jnp = _np()
+  reject_complex("isneginf", x, error=ValueError)
   return jnp.logical_and(jnp.isinf(x), jnp.asarray(x) < 0)
 
 
 def logaddexp2(x1, x2, /):
   """`log2(2**x1 + 2**x2)`, computed without overflow."""
   jnp = _np()
+  reject_complex("logaddexp2", x1, x2)
   ln2 = np.log(2)
   return jnp.logaddexp(jnp.asarray(x1) * ln2, jnp.asarray(x2) * ln2) / ln2
 
