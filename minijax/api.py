@@ -129,8 +129,10 @@ def linearize(fun: Callable, *primals, has_aux: bool = False):
   n = box["n_out"]
   out_tree = box["out_tree"]
   # A pytree whose leaves are the residuals, so jit can take and return it (as vjp's).
-  meta = (in_tree, out_tree, n, lin.jaxpr, lin.diff, tuple(out_avals), tuple(out_zero))
-  f_jvp = tree_util.Partial(functools.partial(_linearized_jvp, meta), list(lin.residuals))
+  meta = (in_tree, out_tree, n, lin.diff, tuple(out_avals), tuple(out_zero))
+  # The linear jaxpr is the first bound argument (`f_jvp.func.args[0]`), where JAX keeps it.
+  f_jvp = tree_util.Partial(functools.partial(_linearized_jvp, lin.jaxpr, meta),
+                            list(lin.residuals))
   out = out_tree.unflatten(outs[:n])
   if has_aux:
     return out, f_jvp, box["aux_tree"].unflatten(outs[n:])
@@ -159,8 +161,8 @@ def vjp(fun: Callable, *primals, has_aux: bool = False):
   return out, vjp_fn
 
 
-def _linearized_jvp(meta, residuals, *tangents):
-  in_tree, out_tree, n, jaxpr, diff, out_avals, out_zero = meta
+def _linearized_jvp(jaxpr, meta, residuals, *tangents):
+  in_tree, out_tree, n, diff, out_avals, out_zero = meta
   flat_t, tree_t = tree_util.tree_flatten(tangents)
   if tree_t != in_tree:
     raise TypeError(f"linearized function expects tangents of structure {in_tree}, got "

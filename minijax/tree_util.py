@@ -261,6 +261,8 @@ class Partial(functools.partial):
       inner = func
       func = functools.wraps(inner)(lambda *a, **k: inner(*a, **k))
       func.__wrapped_partial__ = inner
+      # and still reads as that partial (`p.func.args`), as JAX's box does
+      func.func, func.args, func.keywords = inner.func, inner.args, inner.keywords
     return super().__new__(cls, func, *args, **kwargs)
 
 

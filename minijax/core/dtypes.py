@@ -276,5 +276,5 @@ def dtype_and_weak_type(x: Any) -> tuple[np.dtype, bool]:
     return canonicalize_dtype(x.dtype), False
   if hasattr(x, "dtype") and hasattr(x, "shape"):
     return (x.dtype if is_extended(x.dtype) else canonicalize_dtype(x.dtype)), False
-  raise TypeError(f"value of type {type(x).__name__} is not a valid minijax type: "
-                  f"{x!r:.80}; pass arrays, numpy arrays or Python scalars")
+  raise TypeError(f"Argument '{x!s:.80}' of type {type(x)} is not a valid JAX type; "
+                  "pass arrays, numpy arrays or Python scalars")

@@ -13,13 +13,17 @@ class JAXIndexError(IndexError):
 class ConcretizationTypeError(JAXTypeError):
   """A traced value was used where a concrete Python value is needed."""
 
-  def __init__(self, tracer, context: str):
+  lead = ""  # a first sentence naming the conversion, as JAX's subclasses word it
+
+  def __init__(self, tracer, context: str, hint: str = ""):
     aval = tracer.aval.str_short()
     name = getattr(tracer, "_debug_name", None)
     what = f"the traced value {name} ({aval})" if name else f"a traced value of type {aval}"
+    lead = self.lead.format(aval=aval)
     super().__init__(
-        f"{context} was called on {what}, whose concrete value is not known while tracing. "
-        "If the value depends only on Python constants or shapes, mark the argument static "
+        f"{lead}{context} was called on {what}, whose concrete value is not known while "
+        f"tracing. {hint}If the value depends only on Python constants or shapes, mark the "
+        "argument static "
         "with `jit(f, static_argnums=...)` / `static_argnames=...`; for data-dependent "
         "control flow use `lax.cond`, `lax.switch`, `lax.while_loop` or `minijax.numpy.where`.")
 
@@ -60,10 +64,16 @@ class MissingRuleError(NotImplementedError):
 
 class TracerBoolConversionError(ConcretizationTypeError):
   """`bool()` (an `if`, `and`, `or`, `not`) of a traced value."""
+  lead = "Attempted boolean conversion of traced array with shape {aval}. "
 
 
 class TracerIntegerConversionError(ConcretizationTypeError):
   """`int()` or `__index__` of a traced value (`range(x)`, `list[x]`)."""
+
+  def __init__(self, tracer, context: str, hint: str = ""):
+    if context == "__index__()":
+      self.lead = "The __index__() method was called on traced array with shape {aval}. "
+    super().__init__(tracer, context, hint)
 
 
 class TracerArrayConversionError(JAXTypeError):

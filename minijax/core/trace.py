@@ -156,6 +156,10 @@ def constant_folding(enabled: bool):
     _context.eager_constant_folding = previous
 
 
+_ASTYPE_HINT = ("To convert the data type of a traced value, try using `x.astype({t})` or "
+                "`minijax.numpy.array(x, {t})` instead. ")
+
+
 class Tracer:
   """A value inside a transformation.  Operators come from the numpy layer."""
   __slots__ = ("_trace", "__weakref__")
@@ -183,10 +187,10 @@ class Tracer:
       raise TypeError("len() of unsized object")
     return self.shape[0]
 
-  def _concrete(self, context: str, error=ConcretizationTypeError):
+  def _concrete(self, context: str, error=ConcretizationTypeError, hint: str = ""):
     value = self.to_concrete_value()
     if value is None:
-      raise error(self, context)
+      raise error(self, context, hint)
     return value
 
   def __bool__(self):
@@ -196,10 +200,10 @@ class Tracer:
     return int(self._concrete("int()", TracerIntegerConversionError))
 
   def __float__(self):
-    return float(self._concrete("float()"))
+    return float(self._concrete("float()", hint=_ASTYPE_HINT.format(t="float")))
 
   def __complex__(self):
-    return complex(self._concrete("complex()"))
+    return complex(self._concrete("complex()", hint=_ASTYPE_HINT.format(t="complex")))
 
   def __index__(self):
     return np.asarray(self._concrete("__index__()", TracerIntegerConversionError)).__index__()

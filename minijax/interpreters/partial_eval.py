@@ -51,7 +51,7 @@ def _check_value(x) -> None:
   if hasattr(x, "aval") or (hasattr(x, "shape") and hasattr(x, "dtype")):
     return
   raise TypeError(
-      f"value of type {type(x).__name__} ({x!r:.60}) is not a valid minijax type; "
+      f"Argument '{x!s:.60}' of type {type(x)} is not a valid JAX type; "
       "arguments and results must be arrays, numpy arrays or Python scalars (or pytrees "
       "of them). Mark non-array arguments static with `static_argnums`.")
 
