@@ -65,3 +65,56 @@ def test_a_partial_boxed_in_a_pytree_partial_still_reads_as_that_partial():
   p = minijax.tree_util.Partial(inner, 2)
   assert p.func.func is inner.func and p.func.args == (1,) and p.func.keywords == {}
   assert p.args == (2,) and p(3) == 6
+
+
+def test_remat_traces_its_function_once_for_repeated_calls_with_the_same_types():
+  count = 0
+
+  @minijax.remat
+  def g(x):
+    nonlocal count
+    count += 1
+    return lax.sin(x), 3.
+
+  for _ in range(10):
+    y, _ = g(2.)
+  assert count == 1
+  np.testing.assert_allclose(y, np.sin(np.float32(2.)), rtol=1e-6)
+  g(np.ones(3, np.float32))  # a new shape traces again
+  assert count == 2
+
+
+def test_remat_with_static_argnums_traces_once_per_static_value():
+  count = 0
+
+  @functools.partial(minijax.remat, static_argnums=(0,))
+  def g(x):
+    nonlocal count
+    count += 1
+    return lax.sin(x) if x > 0 else lax.cos(x)
+
+  for _ in range(5):
+    g(2.)
+  assert count == 1
+  np.testing.assert_allclose(g(-2.), np.cos(np.float32(-2.)), rtol=1e-6)
+  assert count == 2
+
+
+def test_remat_closing_over_an_outer_tracer_is_traced_afresh_each_time():
+  def outer(a):
+    inner = minijax.remat(lambda x: jnp.sin(x * a))
+    return inner(1.)
+
+  g = minijax.grad(outer)
+  np.testing.assert_allclose(g(1.), np.cos(1.), rtol=1e-6)
+  np.testing.assert_allclose(g(2.), np.cos(2.), rtol=1e-6)
+
+
+def test_remat_of_one_function_under_a_closure_sees_each_outer_tracer():
+  def f(x):
+    return jnp.sin(x) * 2.
+
+  rf = minijax.remat(f)
+  for a in (1., 2.):
+    np.testing.assert_allclose(minijax.grad(lambda x: rf(x) * a)(0.5), 2 * a * np.cos(0.5),
+                               rtol=1e-6)

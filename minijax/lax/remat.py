@@ -13,17 +13,24 @@ jaxpr of its own (a `scan`) that mixes known and unknown inputs is itself split 
 evaluation (`_split_mixed_calls`), so a primal carried beside its tangent stays known.
 Both take `jaxpr` (a ClosedJaxpr without constants, which are passed as leading
 arguments).
+
+`checkpoint(f)` traces `f` once per function, static arguments, argument types and tracing
+flags (`_traces`, keyed weakly on `f`, as JAX does), so an eager loop over a remat-decorated
+function does not retrace it; a trace that closed over another transformation's tracers is
+not kept.
 """
 from __future__ import annotations
 
 import functools
 from typing import Callable
 
-from minijax.core import pretty
+from minijax.config import config
+from minijax.core import caches, pretty
+from minijax.core.avals import get_aval
 from minijax.core.effects import check_allowed, must_keep
 from minijax.core.jaxpr import ClosedJaxpr, Jaxpr, Var, eval_jaxpr, hoist_consts
 from minijax.core.primitive import Primitive
-from minijax.core.trace import set_current_trace
+from minijax.core.trace import Tracer, set_current_trace
 from minijax import tree_util
 from minijax.interpreters import ad, batching, partial_eval as pe
 from minijax.interpreters.discharge import jaxpr_has_state
@@ -238,7 +245,7 @@ def checkpoint(fun: Callable, *, prevent_cse: bool = True, policy=None,
       it = iter(dyn_args)
       return fun(*(static[i] if i in static else next(it) for i in range(len(args))), **kw)
 
-    closed, consts, flat, out_tree = _stage_fun(dyn_fun, dyn, kwargs)
+    closed, consts, flat, out_tree = _stage_cached(fun, dyn_fun, static, dyn, kwargs)
     if jaxpr_has_state(closed.jaxpr):  # refs: read before, written once after, never replayed
       from minijax.lax.control_flow import refs
       outs = refs.call_with_refs([closed], [*consts, *flat], "checkpoint", lambda pure, ops:
@@ -251,6 +258,30 @@ def checkpoint(fun: Callable, *, prevent_cse: bool = True, policy=None,
 
 
 remat = checkpoint
+
+# the flags that change what tracing produces
+_TRACE_FLAGS = ("enable_x64", "numpy_dtype_promotion", "numpy_rank_promotion",
+                "default_matmul_precision")
+# (fun, key) -> a box holding that trace once made (see the module docstring)
+_traces = caches.WeakLRU(lambda fun, key: {}, "transform_cache_size")
+
+
+def _stage_cached(fun, dyn_fun, static, dyn, kwargs):
+  flat, in_tree = tree_util.tree_flatten((tuple(dyn), kwargs))
+  try:
+    key = (tuple(sorted(static.items())), in_tree,
+           tuple((a, getattr(a, "weak_type", False)) for a in map(get_aval, flat)),
+           tuple(getattr(config, name) for name in _TRACE_FLAGS))
+    box = _traces(fun, key)
+  except TypeError:  # not weakly referenceable, or a static argument that cannot be hashed
+    return _stage_fun(dyn_fun, dyn, kwargs)
+  if "trace" in box:
+    closed, consts, out_tree = box["trace"]
+    return closed, consts, flat, out_tree
+  closed, consts, flat, out_tree = _stage_fun(dyn_fun, dyn, kwargs)
+  if not any(isinstance(c, Tracer) for c in consts):
+    box["trace"] = (closed, consts, out_tree)
+  return closed, consts, flat, out_tree
 
 
 # ---- policies: `policy(prim, *avals, **params)` says whether an output may be saved
