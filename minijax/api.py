@@ -498,6 +498,49 @@ def _broadcast_prefix(prefix, tree, what: str) -> list:
   return broadcast_prefix(prefix, tree, transform="vmap", what=what, check_leaf=check)
 
 
+def _inconsistent_sizes(fun, args, kwargs, flat, sizes, axis_size) -> str:
+  """JAX's message for mapped axes of different sizes: the most common size first, with an
+  example argument for each size."""
+  n_pos = len(tree_util.tree_leaves(args))
+  names = flat_arg_names(fun, args, kwargs)
+  kw_paths = [tree_util.keystr(p) for p, _ in tree_util.tree_leaves_with_path(kwargs)]
+
+  def where(i):
+    aval = ad.get_aval(flat[i])
+    if i < n_pos:
+      name = names[i] if i < len(names) else f"args[{i}]"
+      name = name if name.startswith("args[") else f"argument {name}"
+    else:
+      name = f"kwargs{kw_paths[i - n_pos]}"
+    return f"{name} of type {aval.dtype.name}[{','.join(map(str, aval.shape))}]"
+
+  counts: dict[int, list] = {}
+  for s, a, i in sizes:
+    counts.setdefault(s, []).append((a, i))
+  order = sorted(counts, key=lambda s: -len(counts[s]))  # stable: ties keep first-seen order
+  lines = [f"  * the `axis_size` argument was {axis_size}"] if axis_size is not None else []
+  for k, s in enumerate(order):
+    (a, i), n = counts[s][0], len(counts[s])
+    if n == 1:
+      lines.append(f"  * one axis had size {s}: axis {a} of {where(i)}")
+    else:
+      lines.append(f"  * {'most' if k == 0 else 'some'} axes ({n} of them) had size {s}, "
+                   f"e.g. axis {a} of {where(i)}")
+  return "vmap got inconsistent sizes for array axes to be mapped:\n" + ";\n".join(lines)
+
+
+def _check_axes_types(in_axes, out_axes) -> None:
+  """JAX's eager checks of `vmap`'s axis specifications (a bool is not an int here)."""
+  if not (in_axes is None or type(in_axes) in (int, tuple)):
+    raise TypeError("vmap in_axes must be an int, None, or a tuple of entries corresponding "
+                    "to the positional arguments passed to the function, but got "
+                    f"{in_axes}.")
+  for what, spec in (("in_axes", in_axes), ("out_axes", out_axes)):
+    if not all(type(leaf) is int for leaf in tree_util.tree_leaves(spec)):
+      raise TypeError(f"vmap {what} must be an int, None, or (nested) container with those "
+                      f"types as leaves, but got {spec}.")
+
+
 def vmap(fun: Callable, in_axes=0, out_axes=0, axis_size: int | None = None,
          axis_name=None):
   """Vectorizes `fun` over the axes `in_axes` of its arguments, stacking its results
@@ -505,6 +548,7 @@ def vmap(fun: Callable, in_axes=0, out_axes=0, axis_size: int | None = None,
   axis by that name (`lax.psum(x, axis_name)` sums over the batch)."""
   if isinstance(in_axes, list):
     in_axes = tuple(in_axes)
+  _check_axes_types(in_axes, out_axes)
 
   @api_boundary
   @functools.wraps(fun)
@@ -532,18 +576,19 @@ def vmap(fun: Callable, in_axes=0, out_axes=0, axis_size: int | None = None,
                          f"but is only {aval.ndim} (its shape is {aval.shape})")
       a = a % aval.ndim
       dims.append(a)
-      name = names[i] if i < len(names) else f"args[{i}]"
-      sizes.append((aval.shape[a], f"axis {a} of argument {name} of type {aval.str_short()}"))
+      sizes.append((aval.shape[a], a, i))
     size = axis_size
     if size is None:
+      if not flat:
+        raise ValueError("vmap wrapped function must be passed at least one argument "
+                         "containing an array or axis_size must be specified, got empty "
+                         f"*args={args} and **kwargs={kwargs}")
       if not sizes:
         raise ValueError("vmap must have at least one non-None value in in_axes, or be "
                          "given axis_size")
       size = sizes[0][0]
-    if any(s != size for s, _ in sizes):
-      lines = "\n".join(f"  * one axis had size {s}: {where};" for s, where in sizes)
-      raise ValueError(f"vmap got inconsistent sizes for array axes to be mapped:\n{lines}"
-                       + (f"\n  (axis_size={axis_size})" if axis_size is not None else ""))
+    if any(s != size for s, _, _ in sizes):
+      raise ValueError(_inconsistent_sizes(fun, args, kwargs, flat, sizes, axis_size))
     flat_fun, out_tree = tree_util.flatten_fun(fun, in_tree)
     outs, out_dims = batching.vmap_flat_dims(flat_fun, dims, size, flat, axis_name)
     out_tree = out_tree()

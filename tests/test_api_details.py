@@ -118,3 +118,43 @@ def test_remat_of_one_function_under_a_closure_sees_each_outer_tracer():
   for a in (1., 2.):
     np.testing.assert_allclose(minijax.grad(lambda x: rf(x) * a)(0.5), 2 * a * np.cos(0.5),
                                rtol=1e-6)
+
+
+def test_vmap_axis_size_mismatch_names_the_most_common_size_first_with_an_example():
+  x, u = np.ones((10, 4), np.float32), np.ones((10, 2), np.float32)
+  with pytest.raises(ValueError, match=(
+      r"vmap got inconsistent sizes for array axes to be mapped:\n"
+      r"  \* most axes \(2 of them\) had size 2, e.g. axis 1 of argument b\[0\] of type "
+      r"float32\[10,2\];\n"
+      r"  \* one axis had size 10: axis 0 of argument a of type float32\[10,4\]")):
+    minijax.vmap(lambda a, b: a, in_axes=(0, 1))(x, [u, u])
+
+
+def test_vmap_axis_size_mismatch_names_keyword_arguments_and_the_axis_size_argument():
+  with pytest.raises(ValueError, match=(
+      r"  \* one axis had size 1: axis 0 of argument x of type int32\[1\];\n"
+      r"  \* one axis had size 2: axis 0 of kwargs\['y'\] of type int32\[2\]")):
+    minijax.vmap(lambda x, y: x + y)(jnp.array([1], "int32"), y=jnp.array([1, 2], "int32"))
+  with pytest.raises(ValueError, match=(
+      r"  \* the `axis_size` argument was 2;\n"
+      r"  \* one axis had size 8: axis 0 of argument x of type int32\[8\]")):
+    minijax.vmap(lambda x: x, axis_size=2)(jnp.arange(8, dtype=jnp.int32))
+
+
+def test_vmap_of_no_arrays_without_axis_size_says_what_it_got():
+  with pytest.raises(ValueError, match=r"got empty \*args=\(\{\},\) and \*\*kwargs=\{\}"):
+    minijax.vmap(lambda x: x)({})
+
+
+@pytest.mark.parametrize("kwargs,what", [
+    (dict(in_axes=False), "in_axes"), (dict(in_axes={"a": 0}), "in_axes"),
+    (dict(in_axes=(np.array([1., 2.]),)), "in_axes"),
+    (dict(out_axes=(np.array([1., 2.]),)), "out_axes")])
+def test_vmap_rejects_axis_specifications_that_are_not_ints_when_it_is_made(kwargs, what):
+  with pytest.raises(TypeError, match=f"vmap {what} must be an int, None, or "):
+    minijax.vmap(lambda x: x, **kwargs)
+
+
+def test_pmap_rejects_a_bool_in_axes():
+  with pytest.raises(TypeError, match="pmap in_axes must be an int"):
+    minijax.pmap(lambda x: x, in_axes=False)

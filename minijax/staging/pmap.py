@@ -69,6 +69,10 @@ def pmap(fun: Callable, axis_name=None, *, in_axes=0, out_axes=0,
       raise ValueError("'devices' argument to pmap must be non-empty, or None.")
   if isinstance(in_axes, list):
     in_axes = tuple(in_axes)
+  for what, spec in (("in_axes", in_axes), ("out_axes", out_axes)):
+    if not all(type(leaf) is int for leaf in tree_util.tree_leaves(spec)):  # a bool is no int
+      raise TypeError(f"pmap {what} must be an int, None, or (nested) container with those "
+                      f"types as leaves, but got {spec}.")
   name = sharding_lib.UnnamedAxis(fun) if axis_name is None else axis_name
   static = tuple(normalize_argnums(static_broadcasted_argnums))
   donate = frozenset(normalize_argnums(donate_argnums))
