@@ -129,7 +129,8 @@ def linearize(fun: Callable, *primals, has_aux: bool = False):
   n = box["n_out"]
   out_tree = box["out_tree"]
   # A pytree whose leaves are the residuals, so jit can take and return it (as vjp's).
-  meta = (in_tree, out_tree, n, lin.diff, tuple(out_avals), tuple(out_zero))
+  meta = (in_tree, out_tree, n, lin.diff, tuple(out_avals), tuple(out_zero),
+          tuple(ad.get_aval(p) for p in flat_p))
   # The linear jaxpr is the first bound argument (`f_jvp.func.args[0]`), where JAX keeps it.
   f_jvp = tree_util.Partial(functools.partial(_linearized_jvp, lin.jaxpr, meta),
                             list(lin.residuals))
@@ -162,11 +163,18 @@ def vjp(fun: Callable, *primals, has_aux: bool = False):
 
 
 def _linearized_jvp(jaxpr, meta, residuals, *tangents):
-  in_tree, out_tree, n, diff, out_avals, out_zero = meta
+  in_tree, out_tree, n, diff, out_avals, out_zero, in_avals = meta
   flat_t, tree_t = tree_util.tree_flatten(tangents)
   if tree_t != in_tree:
     raise TypeError(f"linearized function expects tangents of structure {in_tree}, got "
                     f"{tree_t}")
+  for t, p in zip(flat_t, in_avals):
+    want, got = p.tangent_aval(), ad.get_aval(t)
+    if (got.shape, got.dtype) != (want.shape, want.dtype):
+      raise ValueError("linearized function called on tangent values inconsistent with the "
+                       f"original primal values: got a tangent of type {got.str_short()} "
+                       f"for a primal of type {p.str_short()}, which needs a tangent of "
+                       f"type {want.str_short()}")
   lin = ad.Linearized(jaxpr, residuals, diff)
   return out_tree.unflatten(lin.jvp(flat_t, list(out_avals), list(out_zero))[:n])
 

@@ -158,3 +158,16 @@ def test_vmap_rejects_axis_specifications_that_are_not_ints_when_it_is_made(kwar
 def test_pmap_rejects_a_bool_in_axes():
   with pytest.raises(TypeError, match="pmap in_axes must be an int"):
     minijax.pmap(lambda x: x, in_axes=False)
+
+
+@pytest.mark.parametrize("flag,want", [
+    (None, None), ("bfloat16", (lax.Precision.DEFAULT,) * 2),
+    ("tensorfloat32", (lax.Precision.HIGH,) * 2), ("float32", (lax.Precision.HIGHEST,) * 2)])
+def test_a_dot_without_precision_records_the_default_matmul_precision_flag(flag, want):
+  x = jnp.zeros((2, 2))
+  with minijax.default_matmul_precision(flag):
+    jaxpr = minijax.make_jaxpr(jnp.dot)(x, x)
+  assert jaxpr.jaxpr.eqns[0].params["precision"] == want
+  with minijax.default_matmul_precision(flag):  # an explicit precision wins
+    jaxpr = minijax.make_jaxpr(functools.partial(jnp.dot, precision="highest"))(x, x)
+  assert jaxpr.jaxpr.eqns[0].params["precision"] == (lax.Precision.HIGHEST,) * 2

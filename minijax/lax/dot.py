@@ -21,6 +21,7 @@ import numpy as np
 from jaxlib.mlir import ir
 from jaxlib.mlir.dialects import mhlo
 
+from minijax.config import config
 from minijax.core import dtypes
 from minijax.core.avals import ShapedArray, get_aval
 from minijax.core.primitive import Primitive
@@ -61,9 +62,14 @@ PrecisionLike = Any  # None, a Precision, a string naming one, or a pair of thos
 
 
 def canonicalize_precision(precision: PrecisionLike) -> tuple[Precision, Precision] | None:
-  """None, or one `Precision` for each operand."""
+  """None, or one `Precision` for each operand.  None takes the `default_matmul_precision`
+  flag's value when tracing (so jaxprs show it), as JAX does; an algorithm preset's name
+  there stays None (minijax has no dot algorithms)."""
   if precision is None:
-    return None
+    default = config.default_matmul_precision
+    if default is None or default not in _PRECISION_NAMES:
+      return None
+    return Precision(default), Precision(default)
   if isinstance(precision, Precision):
     return precision, precision
   if isinstance(precision, str) and precision in _PRECISION_NAMES:
