@@ -2,9 +2,11 @@
 
 `named_call_p` is an inlined call that keeps a name in jaxprs and in the lowered module (a
 `func.call` to a function of that name).  `remat_p` marks a computation whose intermediate
-values reverse mode should recompute rather than save: its partial-evaluation rule computes
-the known outputs now but saves no residuals; it stages the whole computation (restricted
-to the unknown outputs) as one `remat_p` equation reading the known inputs, so the
+values reverse mode should recompute rather than save: its partial-evaluation rule first
+partially evaluates its jaxpr (so inner call-like equations, a nested `checkpoint`, `jit`,
+`scan` or `cond` with known primal and unknown tangent inputs, split by their own rules),
+then lets its policy choose which known values are saved as residuals; the rest of the
+known part is staged again, with the unknown part, as one `remat_p` equation, so the
 backward pass re-runs the forward part: its transpose splits that equation's jaxpr by
 partial evaluation into the recomputation and the linear rest, as JAX's does, so that no
 non-linear equation (a `sin` in the primal carry of a recomputed `scan`) reaches a
@@ -110,20 +112,22 @@ mlir.register_lowering(remat_p, lambda ctx, *args, jaxpr, **params: mlir.lower_c
 remat_effect_rules: dict[Primitive, Callable[[bool, bool], tuple[bool, bool]]] = {}
 
 
-def _split_by_policy(jaxpr: Jaxpr, unknowns, policy):
+def _split_by_policy(jaxpr: Jaxpr, unknowns, policy, first_staged: int | None = None):
   """Splits `jaxpr` (no constvars) for reverse mode under `policy`.
 
   Returns `(known, staged, out_uk, n_res)`: `known` maps the known inputs to the known
   outputs and `n_res` residuals; `staged` maps the inputs and the residuals to the unknown
   outputs.  An equation whose inputs are all known runs in `known`; its outputs are saved as
   residuals when `policy(prim, *avals, **params)` allows, and recomputed in `staged` when not.
+  An equation with an unknown input, or from index `first_staged` on, is staged whole.
   """
   unknown = {v for v, uk in zip(jaxpr.invars, unknowns) if uk}
   recomputed = set(jaxpr.invars)  # values `staged` has without reading a residual
   known_eqns, staged_eqns = [], []
   is_var = lambda a: type(a) is Var
-  for eqn in jaxpr.eqns:
-    if any(is_var(a) and a in unknown for a in eqn.invars):
+  first_staged = len(jaxpr.eqns) if first_staged is None else first_staged
+  for i, eqn in enumerate(jaxpr.eqns):
+    if i >= first_staged or any(is_var(a) and a in unknown for a in eqn.invars):
       unknown.update(eqn.outvars)
       recomputed.update(eqn.outvars)
       staged_eqns.append(eqn)
@@ -158,13 +162,44 @@ def _split_by_policy(jaxpr: Jaxpr, unknowns, policy):
   return known, staged, out_uk, len(residuals)
 
 
+def _join_partial_eval(closed: ClosedJaxpr, unknowns):
+  """`closed` partially evaluated (`pe.partial_eval_jaxpr`, so that the call-like equations
+  with known and unknown inputs in it, an inner `checkpoint`, `jit`, `scan` or `cond`, split
+  in two by their own rules), then joined back into one jaxpr: `(joined, consts,
+  first_unknown_eqn)`.  `joined` takes `consts` then the inputs of `closed`, returns its
+  outputs, and holds the known half's equations, which read only known values, followed by
+  the unknown half's, from index `first_unknown_eqn`.
+  """
+  known, unknown, out_uk, n_res = pe.partial_eval_jaxpr(closed, unknowns)
+  known, consts = hoist_consts(known)
+  known = known.jaxpr
+  n_known_outs = len(known.outvars) - n_res
+  sub = dict(zip(unknown.jaxpr.invars[:n_res], known.outvars[n_known_outs:]))
+  read = lambda a: sub.get(a, a) if type(a) is Var else a
+  unknown_eqns = [e.replace(invars=[read(a) for a in e.invars]) for e in unknown.jaxpr.eqns]
+  known_ins = iter(known.invars[len(consts):])
+  unknown_ins = iter(unknown.jaxpr.invars[n_res:])
+  invars = [next(unknown_ins) if uk else next(known_ins) for uk in unknowns]
+  known_outs = iter(known.outvars[:n_known_outs])
+  unknown_outs = iter(read(v) for v in unknown.jaxpr.outvars)
+  outvars = [next(unknown_outs) if uk else next(known_outs) for uk in out_uk]
+  joined = Jaxpr([], [*known.invars[:len(consts)], *invars], outvars,
+                 [*known.eqns, *unknown_eqns])
+  return joined, consts, len(known.eqns)
+
+
 def _remat_partial_eval(trace, args, *, jaxpr, policy, **params):
   check_allowed(jaxpr.effects, "remat", "partial-eval of `checkpoint`/`remat`")
   unknowns = [trace.owns(x) for x in args]
-  known, staged, out_uk, n_res = _split_by_policy(jaxpr.jaxpr, unknowns, policy)
+  # Inner call-like equations split first (their known part is then classified by the
+  # policy like any other known equation); the policy then decides what of the known part
+  # is saved and what the backward pass recomputes.
+  joined, consts, first_staged = _join_partial_eval(jaxpr, unknowns)
+  unknowns = [False] * len(consts) + unknowns
+  args = [*consts, *args]
+  known, staged, out_uk, n_res = _split_by_policy(joined, unknowns, policy, first_staged)
   with set_current_trace(trace.parent):
-    known_outs = eval_jaxpr(known, jaxpr.consts, *(x for x, uk in zip(args, unknowns)
-                                                   if not uk))
+    known_outs = eval_jaxpr(known, [], *(x for x, uk in zip(args, unknowns) if not uk))
   residuals = known_outs[len(known_outs) - n_res:]
   known_outs = iter(known_outs[:len(known_outs) - n_res])
   if not any(out_uk) and not must_keep(staged.effects):
