@@ -155,3 +155,28 @@ def test_the_outer_policy_saves_a_name_from_the_inner_checkpoint():
     assert _count("sin", eqn.params["jaxpr"].jaxpr) == sins
     np.testing.assert_allclose(float(minijax.grad(f)(1.0)),
                                np.cos(2 * np.sin(1.0)) * 2 * np.cos(1.0), rtol=1e-6)
+
+
+def _printing(x):
+  y = ac.checkpoint_name(jnp.sin(x), "y")
+  minijax.debug.print("inner {}", y)
+  return y * y
+
+
+# (inner policy, outer policy, whether the inner one is called through jit, prints):
+# recorded from jax 0.10.2, where the outer policy decides what is saved.
+@pytest.mark.parametrize("inner, outer, jitted, prints", [
+    (None, None, False, 3), (None, None, True, 3),
+    (None, ac.everything_saveable, False, 1), (None, ac.everything_saveable, True, 1),
+    (ac.everything_saveable, None, False, 2), (ac.everything_saveable, None, True, 2),
+    (ac.everything_saveable, ac.save_only_these_names("y"), False, 3),
+    (ac.save_only_these_names("y"), ac.everything_saveable, False, 1),
+])
+def test_a_debug_print_in_a_nested_checkpoint_runs_as_often_as_in_jax(
+    capfd, inner, outer, jitted, prints):
+  g = minijax.checkpoint(_printing, policy=inner)
+  g = minijax.jit(g) if jitted else g
+  grad = minijax.grad(minijax.checkpoint(lambda x: g(x) + 1.0, policy=outer))(1.0)
+  minijax.effects_barrier()
+  assert capfd.readouterr().out == "inner 0.8414709568023682\n" * prints
+  np.testing.assert_allclose(float(grad), np.sin(2.0), rtol=1e-6)

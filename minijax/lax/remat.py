@@ -112,14 +112,16 @@ mlir.register_lowering(remat_p, lambda ctx, *args, jaxpr, **params: mlir.lower_c
 remat_effect_rules: dict[Primitive, Callable[[bool, bool], tuple[bool, bool]]] = {}
 
 
-def _split_by_policy(jaxpr: Jaxpr, unknowns, policy, first_staged: int | None = None):
+def _split_by_policy(jaxpr: Jaxpr, unknowns, policy, first_staged: int | None = None,
+                     no_replay=frozenset()):
   """Splits `jaxpr` (no constvars) for reverse mode under `policy`.
 
   Returns `(known, staged, out_uk, n_res)`: `known` maps the known inputs to the known
   outputs and `n_res` residuals; `staged` maps the inputs and the residuals to the unknown
   outputs.  An equation whose inputs are all known runs in `known`; its outputs are saved as
   residuals when `policy(prim, *avals, **params)` allows, and recomputed in `staged` when not.
-  An equation with an unknown input, or from index `first_staged` on, is staged whole.
+  An equation with an unknown input, or from index `first_staged` on, is staged whole; an
+  effectful one whose id is in `no_replay` runs only now.
   """
   unknown = {v for v, uk in zip(jaxpr.invars, unknowns) if uk}
   recomputed = set(jaxpr.invars)  # values `staged` has without reading a residual
@@ -138,6 +140,8 @@ def _split_by_policy(jaxpr: Jaxpr, unknowns, policy, first_staged: int | None = 
       rule = remat_effect_rules.get(eqn.primitive)
       inputs_recomputed = all(not is_var(a) or a in recomputed for a in eqn.invars)
       run_now, run_again = rule(saveable, inputs_recomputed) if rule else (True, False)
+      if id(eqn) in no_replay:
+        run_now, run_again = True, False
       if run_now:
         known_eqns.append(eqn)
       if run_again:
@@ -162,30 +166,64 @@ def _split_by_policy(jaxpr: Jaxpr, unknowns, policy, first_staged: int | None = 
   return known, staged, out_uk, len(residuals)
 
 
-def _join_partial_eval(closed: ClosedJaxpr, unknowns):
+# The policy of the `checkpoint` being partially evaluated, which a nested one follows
+# instead of its own, as in JAX (the outermost checkpoint decides what is saved).
+_enclosing_policies: list = []
+
+
+def _join_partial_eval(closed: ClosedJaxpr, unknowns, policy):
   """`closed` partially evaluated (`pe.partial_eval_jaxpr`, so that the call-like equations
   with known and unknown inputs in it, an inner `checkpoint`, `jit`, `scan` or `cond`, split
   in two by their own rules), then joined back into one jaxpr: `(joined, consts,
-  first_unknown_eqn)`.  `joined` takes `consts` then the inputs of `closed`, returns its
-  outputs, and holds the known half's equations, which read only known values, followed by
-  the unknown half's, from index `first_unknown_eqn`.
+  first_unknown_eqn, no_replay)`.  `joined` takes `consts` then the inputs of `closed`,
+  returns its outputs, and holds the known half's equations, which read only known values,
+  followed by the unknown half's, from index `first_unknown_eqn`.  The known `checkpoint`
+  equations of the known half (a nested one's known part) are inlined, so that `policy`
+  sees their equations, as JAX's does; `no_replay` holds the ids of the effectful equations
+  inlined so, which run once now (a nested checkpoint replays them itself).
   """
-  known, unknown, out_uk, n_res = pe.partial_eval_jaxpr(closed, unknowns)
+  _enclosing_policies.append(policy)
+  try:
+    known, unknown, out_uk, n_res = pe.partial_eval_jaxpr(closed, unknowns)
+  finally:
+    _enclosing_policies.pop()
   known, consts = hoist_consts(known)
   known = known.jaxpr
-  n_known_outs = len(known.outvars) - n_res
-  sub = dict(zip(unknown.jaxpr.invars[:n_res], known.outvars[n_known_outs:]))
+  sub: dict = {}
   read = lambda a: sub.get(a, a) if type(a) is Var else a
+  known_eqns, no_replay = [], set()
+
+  def emit(eqn, inlined):
+    invars = [read(a) for a in eqn.invars]
+    body = eqn.params["jaxpr"] if eqn.primitive is remat_p else None
+    if body is not None and not body.consts:
+      sub.update(zip(body.jaxpr.invars, invars))
+      for e in body.jaxpr.eqns:
+        emit(e, True)
+      sub.update(zip(eqn.outvars, [read(v) for v in body.jaxpr.outvars]))
+      return
+    outvars = eqn.outvars
+    if inlined:  # fresh variables: one body may be inlined twice
+      outvars = [type(v)(v.aval) for v in eqn.outvars]
+      sub.update(zip(eqn.outvars, outvars))
+    known_eqns.append(eqn.replace(invars=invars, outvars=outvars))
+    if inlined and eqn.effects:
+      no_replay.add(id(known_eqns[-1]))
+
+  for eqn in known.eqns:
+    emit(eqn, False)
+  n_known_outs = len(known.outvars) - n_res
+  sub.update(zip(unknown.jaxpr.invars[:n_res], map(read, known.outvars[n_known_outs:])))
   unknown_eqns = [e.replace(invars=[read(a) for a in e.invars]) for e in unknown.jaxpr.eqns]
   known_ins = iter(known.invars[len(consts):])
   unknown_ins = iter(unknown.jaxpr.invars[n_res:])
   invars = [next(unknown_ins) if uk else next(known_ins) for uk in unknowns]
-  known_outs = iter(known.outvars[:n_known_outs])
-  unknown_outs = iter(read(v) for v in unknown.jaxpr.outvars)
+  known_outs = iter(map(read, known.outvars[:n_known_outs]))
+  unknown_outs = iter(map(read, unknown.jaxpr.outvars))
   outvars = [next(unknown_outs) if uk else next(known_outs) for uk in out_uk]
   joined = Jaxpr([], [*known.invars[:len(consts)], *invars], outvars,
-                 [*known.eqns, *unknown_eqns])
-  return joined, consts, len(known.eqns)
+                 [*known_eqns, *unknown_eqns])
+  return joined, consts, len(known_eqns), no_replay
 
 
 def _remat_partial_eval(trace, args, *, jaxpr, policy, **params):
@@ -194,12 +232,21 @@ def _remat_partial_eval(trace, args, *, jaxpr, policy, **params):
   # Inner call-like equations split first (their known part is then classified by the
   # policy like any other known equation); the policy then decides what of the known part
   # is saved and what the backward pass recomputes.
-  joined, consts, first_staged = _join_partial_eval(jaxpr, unknowns)
+  # Nested in another `checkpoint`'s partial evaluation, the outer policy decides what is
+  # saved (as in JAX); the staged recomputation keeps this one's own.
+  split_policy = _enclosing_policies[-1] if _enclosing_policies else policy
+  joined, consts, first_staged, no_replay = _join_partial_eval(jaxpr, unknowns, split_policy)
   unknowns = [False] * len(consts) + unknowns
   args = [*consts, *args]
-  known, staged, out_uk, n_res = _split_by_policy(joined, unknowns, policy, first_staged)
+  known, staged, out_uk, n_res = _split_by_policy(joined, unknowns, split_policy, first_staged,
+                                                  no_replay)
+  known_args = [x for x, uk in zip(args, unknowns) if not uk]
   with set_current_trace(trace.parent):
-    known_outs = eval_jaxpr(known, [], *(x for x, uk in zip(args, unknowns) if not uk))
+    if _enclosing_policies:  # one known equation of the outer jaxpr, as in JAX
+      known_outs = remat_p.bind(*known_args, jaxpr=ClosedJaxpr(known, []),
+                                **dict(params, policy=policy))
+    else:
+      known_outs = eval_jaxpr(known, [], *known_args)
   residuals = known_outs[len(known_outs) - n_res:]
   known_outs = iter(known_outs[:len(known_outs) - n_res])
   if not any(out_uk) and not must_keep(staged.effects):
