@@ -13,7 +13,7 @@ from minijax import numpy  # installs the array operators and methods
 from minijax.api import (jit, clear_caches, pmap, shard_map, make_jaxpr, grad, value_and_grad, vjp, jvp, linearize, vmap,
                          jacfwd, jacrev, hessian, eval_shape, linear_transpose,
                          ShapeDtypeStruct, checkpoint, checkpoint_policies, remat, named_call)
-from minijax.custom_derivatives import custom_jvp, custom_vjp
+from minijax.custom_derivatives import custom_gradient, custom_jvp, custom_vjp
 from minijax.api import (jacobian, typeof, disable_jit, check_tracer_leaks, checking_leaks,
                          explain_cache_misses, default_matmul_precision, numpy_rank_promotion,
                          numpy_dtype_promotion, enable_checks)
@@ -23,7 +23,7 @@ from minijax.placement import (device_put, device_get, block_until_ready, copy_t
                                local_device_count, default_backend, print_environment_info)
 from minijax.core.jaxpr import named_scope
 from minijax.core.trace import ensure_compile_time_eval
-from minijax.runtime.backend import default_device
+from minijax.runtime.backend import default_device, Device
 from minijax import tree, tree_util, errors, dtypes, test_util
 from minijax import sharding
 from minijax.sharding import NamedSharding, PartitionSpec as P, make_mesh, set_mesh
@@ -32,6 +32,7 @@ from minijax.callbacks import pure_callback
 from minijax import debug
 from minijax import ad_checkpoint
 from minijax.as_jax import install_as_jax
+from minijax import typing, flatten_util, stages, extend  # JAX's public modules libraries use
 from minijax import ref, ad, effects
 from minijax.ref import Ref, new_ref, freeze, empty_ref, free_ref
 

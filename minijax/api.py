@@ -57,8 +57,9 @@ def _flat_fun_with_aux(fun, in_tree, has_aux, box):
     out = fun(*tree_util.tree_unflatten(in_tree, flat))
     if has_aux:
       if not (isinstance(out, (tuple, list)) and len(out) == 2):
-        raise TypeError("a function with has_aux=True must return a pair (output, aux), "
-                        f"got {type(out).__name__}")
+        raise TypeError("a function with has_aux=True must return a pair (output, aux), a "
+                        f"two-element tuple; got {type(out).__name__}"
+                        + (f" of length {len(out)}" if isinstance(out, (tuple, list)) else ""))
       out, aux = out
       aux_leaves, aux_tree = tree_util.tree_flatten(aux)
     else:
@@ -148,7 +149,7 @@ def vjp(fun: Callable, *primals, has_aux: bool = False):
   outs, vjp_flat = ad.vjp_flat(flat_fun, flat_p)
   n, out_tree = box["n_out"], box["out_tree"]
   meta = (in_tree, out_tree, tuple(ad.get_aval(o) for o in outs[:n]),
-          tuple(ad.get_aval(a) for a in outs[n:]))
+          tuple(ad.get_aval(a) for a in outs[n:]), getattr(fun, "__name__", repr(fun)))
   # A pytree whose leaves are the residuals (`ad.vjp_flat`): jit can take and return it.
   vjp_fn = tree_util.Partial(functools.partial(_vjp_pullback, meta), vjp_flat)
   vjp_fn.with_refs = functools.partial(_vjp_with_refs, vjp_fn, primals)
@@ -169,8 +170,14 @@ def _linearized_jvp(meta, residuals, *tangents):
 
 
 @api_boundary
-def _vjp_pullback(meta, vjp_flat, ct):
-  in_tree, out_tree, out_avals, aux_avals = meta
+def _vjp_pullback(meta, vjp_flat, *args):
+  in_tree, out_tree, out_avals, aux_avals, name = meta
+  if len(args) != 1:
+    raise TypeError(f"The function returned by `vjp` applied to {name} was called with "
+                    f"{len(args)} arguments, but functions returned by `vjp` must be called "
+                    f"with a single argument corresponding to the single value returned by "
+                    f"{name} (even if that returned value is a tuple or other container).")
+  ct, = args
   flat_ct, ct_tree = tree_util.tree_flatten(ct)
   if ct_tree != out_tree:
     raise TypeError(f"Tree structure of cotangent input {ct_tree}, does not match structure "

@@ -210,3 +210,44 @@ def resolve_argnums(fun: Callable, static_argnums, static_argnames, donate_argnu
     raise ValueError("static_argnames and donate_argnames cannot intersect. Argument names "
                      f"{both} appear in both static_argnames and donate_argnames")
   return static_argnums, static_argnames, donate_argnums, donate_argnames
+
+
+# ----------------------------------------------------------------------------- JAX's public api_util
+# For libraries that drive the transformations themselves (`jax.api_util`): a function and
+# its pytree arguments as a flat function, JAX's names and signatures.
+
+def debug_info(traced_for: str, fun: Callable, args, kwargs, *, static_argnums=(),
+               static_argnames=(), result_paths_thunk=None, sourceinfo=None,
+               signature=None) -> DebugInfo:
+  """The `DebugInfo` of `fun` traced for `traced_for` (the argument names are not
+  resolved here: `args` may be a tree of the arguments' structure)."""
+  del traced_for, args, kwargs, static_argnums, static_argnames, result_paths_thunk
+  del sourceinfo, signature
+  return DebugInfo(fun_name(fun), None)
+
+
+def flatten_fun(f: Callable, in_tree):
+  """`(flat_f, out_tree)`: `flat_f(*leaves)` calls `f(*args, **kwargs)` with `in_tree`
+  the tree of `(args, kwargs)`, and returns the result's leaves, whose tree `out_tree()`
+  gives after the call."""
+  return tree_util.flatten_fun(f, in_tree)
+
+
+def flatten_fun_nokwargs(f: Callable, in_tree):
+  """Like `flatten_fun`, `in_tree` the tree of the positional arguments' tuple."""
+  return tree_util.flatten_fun_nokwargs(f, in_tree)
+
+
+def safe_map(f: Callable, *args) -> list:
+  """`list(map(f, *args))`, the sequences required to have one length."""
+  lengths = {len(a) for a in args}
+  if len(lengths) > 1:
+    raise ValueError(f"safe_map: sequences of different lengths {[len(a) for a in args]}")
+  return list(map(f, *args))
+
+
+def fun_signature(fun: Callable) -> inspect.Signature | None:
+  try:
+    return inspect.signature(fun)
+  except (TypeError, ValueError):
+    return None

@@ -8,9 +8,11 @@ Unmodified JAX programs and libraries then run on minijax.  Two pieces do it:
   keeps minijax's own version.
 - a finder on `sys.meta_path` answers `jax.<sub>` (`jax.numpy`, `jax.lax`,
   `jax.experimental.host_callback`, ...) with the module `minijax.<sub>` itself, so
-  `jax.numpy is minijax.numpy`.  A submodule minijax lacks raises `ModuleNotFoundError`
-  (an `ImportError`) saying `jax.<sub> is not provided by minijax`; `jax._src` (JAX's
-  internals) is one of them.
+  `jax.numpy is minijax.numpy` (`RENAMED` lists the few found under another name, such as
+  `jax.interpreters.mlir`, JAX's lowering API over `minijax.lowering.mlir`).  A submodule
+  minijax lacks raises `ModuleNotFoundError` (an `ImportError`) saying `jax.<sub> is not
+  provided by minijax`; of JAX's internals (`jax._src`) minijax has only the few modules
+  that libraries import by name (`minijax._src`).
 
 The modules are looked up by name with `importlib`, so this module imports nothing of
 minijax itself: it works whatever floor the requested module lives on.
@@ -25,6 +27,8 @@ import sys
 import types
 
 JAX_VERSION = "0.10.2"  # the JAX release whose API minijax implements
+# `jax.<sub>` modules whose minijax counterpart lives under another name.
+RENAMED = {"jax.interpreters.mlir": "minijax.extend.mlir"}
 
 
 class JaxAlias(types.ModuleType):
@@ -40,7 +44,9 @@ class JaxAlias(types.ModuleType):
   def __getattr__(self, name: str):
     try:
       return getattr(self.__minijax__, name)
-    except AttributeError:
+    except AttributeError as e:
+      if "has no attribute" not in str(e):
+        raise  # minijax's own explanation (a name JAX removed, say)
       raise AttributeError(f"module 'jax' (minijax) has no attribute {name!r}") from None
 
   def __dir__(self):
@@ -71,7 +77,7 @@ class JaxFinder(importlib.abc.MetaPathFinder):
   def find_spec(self, fullname, path=None, target=None):
     if not fullname.startswith("jax."):
       return None
-    name = "minijax" + fullname[len("jax"):]
+    name = RENAMED.get(fullname) or "minijax" + fullname[len("jax"):]
     try:
       found = importlib.util.find_spec(name)
     except ModuleNotFoundError:
@@ -104,6 +110,10 @@ def install_as_jax() -> types.ModuleType:
                        "minijax.install_as_jax() before anything imports jax (or run the "
                        "script with `python -m minijax.run script.py`)")
   alias = JaxAlias(importlib.import_module("minijax"))
+  for name, target in RENAMED.items():
+    # `from jax.interpreters import mlir` looks for the attribute on the parent module.
+    parent, _, child = name.partition(".")[2].rpartition(".")
+    setattr(importlib.import_module(f"minijax.{parent}"), child, importlib.import_module(target))
   if not any(isinstance(f, JaxFinder) for f in sys.meta_path):
     sys.meta_path.insert(0, JaxFinder())
   sys.modules["jax"] = alias

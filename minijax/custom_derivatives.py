@@ -38,7 +38,7 @@ from minijax.interpreters import ad, batching
 from minijax.interpreters import partial_eval as pe
 from minijax.lowering import mlir
 
-__all__ = ["custom_jvp", "custom_vjp", "custom_jvp_call_p", "custom_vjp_call_p",
+__all__ = ["SymbolicZero", "custom_gradient", "custom_jvp", "custom_vjp", "custom_jvp_call_p", "custom_vjp_call_p",
            "custom_lin_p"]
 
 
@@ -156,9 +156,42 @@ mlir.register_lowering(custom_jvp_call_p, _call_lowering)
 pretty.pp_rules[custom_jvp_call_p] = _pp
 
 
+class SymbolicZero:
+  """The tangent a `custom_jvp` rule defined with `symbolic_zeros=True` receives for an
+  input that is not differentiated (and may return for an output that is zero)."""
+  __slots__ = ("aval",)
+
+  def __init__(self, aval):
+    self.aval = aval
+
+  shape = property(lambda self: self.aval.shape)
+  dtype = property(lambda self: self.aval.dtype)
+
+  def instantiate(self):
+    return ad.instantiate_zeros(ad.Zero(self.aval))
+
+  @staticmethod
+  def from_primal_value(x) -> "SymbolicZero":
+    return SymbolicZero(ad.get_aval(x).tangent_aval())
+
+  def __repr__(self):
+    return f"SymbolicZero({self.aval.str_short()})"
+
+
+def _rule_tangents(tangents, symbolic_zeros: bool) -> list:
+  """The tangents a custom_jvp rule sees: zeros as arrays, or as `SymbolicZero`s."""
+  if symbolic_zeros:
+    return [SymbolicZero(t.aval) if type(t) is ad.Zero else t for t in tangents]
+  return [ad.instantiate_zeros(t) for t in tangents]
+
+
+def _instantiate_symbolic(t):
+  return t.instantiate() if isinstance(t, SymbolicZero) else t
+
+
 def _custom_jvp_call_jvp(primals, tangents, *, call_jaxpr, jvp, num_consts, name):
   args = primals[num_consts:]
-  tangents = [ad.instantiate_zeros(t) for t in tangents[num_consts:]]
+  tangents = list(tangents[num_consts:])
   outs, tangents_out = jvp(args, tangents)
   _check_outs(f"the custom_jvp rule of {name}", outs, call_jaxpr.out_avals)
   return outs, tangents_out
@@ -203,9 +236,14 @@ class custom_jvp:
     self.fun = fun
     self.nondiff_argnums = tuple(nondiff_argnums)
     self.jvp: Callable | None = None
+    self.symbolic_zeros = False
 
   def defjvp(self, jvp: Callable, symbolic_zeros: bool = False) -> Callable:
+    """`jvp(primals, tangents) -> (primal_out, tangent_out)`.  With `symbolic_zeros`, the
+    tangent of an input that is not differentiated is a `SymbolicZero` (else an array of
+    zeros), and the rule may return `SymbolicZero`s."""
     self.jvp = jvp
+    self.symbolic_zeros = symbolic_zeros
     return jvp
 
   def defjvps(self, *jvps: Callable | None) -> None:
@@ -240,14 +278,15 @@ class custom_jvp:
     fun = lambda *xs: self.fun(*_rebuild(len(args), nondiff, nondiff_vals,
                                          tree_util.tree_unflatten(in_tree, xs)))
     closed, consts, out_tree = _trace(fun, flat)
-    user_jvp, name = self.jvp, self.__name__
+    user_jvp, name, symbolic_zeros = self.jvp, self.__name__, self.symbolic_zeros
 
     def flat_jvp(primals, tangents):
       p = tuple(tree_util.tree_unflatten(in_tree, primals))
-      t = tuple(tree_util.tree_unflatten(in_tree, tangents))
+      t = tuple(tree_util.tree_unflatten(in_tree, _rule_tangents(tangents, symbolic_zeros)))
       out, t_out = user_jvp(*nondiff_vals, p, t)
       outs, tree = tree_util.tree_flatten(out)
       t_outs, t_tree = tree_util.tree_flatten(t_out)
+      t_outs = [_instantiate_symbolic(x) for x in t_outs]
       if tree != out_tree or t_tree != out_tree:
         raise TypeError(f"the custom_jvp rule of {name} must return a pair (primal_out, "
                         f"tangent_out) whose parts have the function's output structure "
@@ -265,14 +304,15 @@ class custom_jvp:
     pairs = [trace.to_primal_tangent(x) for x in flat]
     with set_current_trace(trace.parent):
       primals = tuple(tree_util.tree_unflatten(in_tree, [p for p, _ in pairs]))
-      tangents = tuple(tree_util.tree_unflatten(in_tree, [ad.instantiate_zeros(t)
-                                                          for _, t in pairs]))
+      tangents = tuple(tree_util.tree_unflatten(
+          in_tree, _rule_tangents([t for _, t in pairs], self.symbolic_zeros)))
       out = self.jvp(*nondiff_vals, primals, tangents)
       if not (isinstance(out, (tuple, list)) and len(out) == 2):
         raise TypeError(f"Custom JVP rule for function {self.__name__} must produce a pair "
                         f"(list or tuple of length two), got {out!r:.80}")
       outs, out_tree = tree_util.tree_flatten(out[0])
       t_outs, t_tree = tree_util.tree_flatten(out[1])
+      t_outs = [_instantiate_symbolic(t) for t in t_outs]
       _check_tangent_outs(self.__name__, outs, out_tree, t_outs, t_tree)
     return out_tree.unflatten([trace.make(o, t) for o, t in zip(outs, t_outs)])
 
@@ -462,3 +502,22 @@ class custom_vjp:
               for ct, a in zip(leaves, in_avals) if a.tangent_aval().dtype != dtypes.float0]
 
     return out_tree_box, flat_fwd, flat_bwd
+
+
+def custom_gradient(fun: Callable) -> Callable:
+  """`fun(*args)` returns `(value, vjp)`, `vjp(cotangent)` the cotangents of `args` (a
+  tuple, or one value for one argument).  The result computes `value` and differentiates
+  by `vjp`; the backward pass calls `fun` again to get `vjp` where it runs."""
+  @custom_vjp
+  def wrapped(*args):
+    return fun(*args)[0]
+
+  def fwd(*args):
+    return fun(*args)[0], args
+
+  def bwd(args, ct):
+    cts = fun(*args)[1](ct)
+    return cts if isinstance(cts, tuple) else (cts,)
+
+  wrapped.defvjp(fwd, bwd)
+  return wrapped

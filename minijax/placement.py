@@ -14,7 +14,7 @@ from minijax.core import dtypes
 from minijax.core import sharding as sharding_lib
 from minijax.core.trace import Tracer
 from minijax.runtime import backend as runtime_backend
-from minijax.runtime.array import Array
+from minijax.runtime.array import Array, is_concrete_array
 from minijax.runtime.array import device_put as runtime_device_put
 
 __all__ = ["device_put", "device_get", "block_until_ready", "device_count",
@@ -73,7 +73,7 @@ def device_get(x):
   """`x` with every Array (and traced value the transformation knows) as a numpy array;
   other leaves unchanged."""
   def get(leaf):
-    if isinstance(leaf, Array):
+    if is_concrete_array(leaf):
       return np.asarray(leaf)
     return leaf
   return tree_util.tree_map(get, x)

@@ -7,6 +7,7 @@ is a tuple of jaxlib's key entries (`SequenceKey`, `DictKey`, `GetAttrKey`,
 """
 from __future__ import annotations
 
+import collections
 import dataclasses
 import functools
 from typing import Any, Callable
@@ -166,9 +167,41 @@ def treedef_tuple(treedefs) -> PyTreeDef:
   return _pytree.treedef_tuple(registry, list(treedefs))
 
 
-def register_pytree_node(nodetype: type, flatten_func: Callable, unflatten_func: Callable) -> None:
-  """`flatten_func(x) -> (children, aux)`, `unflatten_func(aux, children) -> x`."""
-  registry.register_node(nodetype, flatten_func, unflatten_func)
+def register_pytree_node(nodetype: type, flatten_func: Callable, unflatten_func: Callable,
+                         flatten_with_keys_func: Callable | None = None) -> None:
+  """`flatten_func(x) -> (children, aux)`, `unflatten_func(aux, children) -> x`; the
+  optional `flatten_with_keys_func(x) -> (((key, child), ...), aux)` names the children
+  in key paths (else they are `FlattenedIndexKey(i)`)."""
+  registry.register_node(nodetype, flatten_func, unflatten_func, flatten_with_keys_func)
+
+
+def register_pytree_with_keys(nodetype: type, flatten_with_keys: Callable,
+                              unflatten_func: Callable,
+                              flatten_func: Callable | None = None) -> None:
+  """Like `register_pytree_node`, flattening with keys:
+  `flatten_with_keys(x) -> (((key, child), ...), aux)`.  `flatten_func`, when given, must
+  return the same children without keys (it is only faster)."""
+  if flatten_func is None:
+    def flatten_func(x):
+      pairs, aux = flatten_with_keys(x)
+      return [child for _, child in pairs], aux
+  registry.register_node(nodetype, flatten_func, unflatten_func, flatten_with_keys)
+
+
+def register_pytree_with_keys_class(cls: type) -> type:
+  """Class decorator: `cls.tree_flatten_with_keys()` and `cls.tree_unflatten(aux, children)`
+  (and, if defined, `tree_flatten()`)."""
+  flatten = getattr(cls, "tree_flatten", None)
+  register_pytree_with_keys(cls, lambda x: x.tree_flatten_with_keys(), cls.tree_unflatten,
+                            None if flatten is None else (lambda x: x.tree_flatten()))
+  return cls
+
+
+def register_static(cls: type) -> type:
+  """Registers `cls` as a pytree without leaves: its instances are part of the tree's
+  structure (hashable, compared with `==`), so transformations treat them as static."""
+  register_pytree_node(cls, lambda x: ((), x), lambda x, _: x)
+  return cls
 
 
 def register_pytree_node_class(cls: type) -> type:
@@ -233,3 +266,21 @@ register_pytree_node(
     Partial,
     lambda p: ((p.args, p.keywords), p.func),
     lambda func, children: Partial(func, *children[0], **children[1]))
+
+
+# As in JAX: OrderedDict children keep their insertion order; a defaultdict's are sorted by
+# key and it keeps its default_factory.  (jaxlib's registry is one per process: when JAX
+# is imported beside minijax it has registered both the same way already.)
+def _flatten_defaultdict_with_keys(d):
+  keys = tuple(sorted(d))
+  return tuple((DictKey(k), d[k]) for k in keys), (d.default_factory, keys)
+
+
+for _node_type, _flatten_with_keys, _unflatten in (
+    (collections.OrderedDict,
+     lambda x: (tuple((DictKey(k), x[k]) for k in x.keys()), tuple(x.keys())),
+     lambda keys, values: collections.OrderedDict(zip(keys, values))),
+    (collections.defaultdict, _flatten_defaultdict_with_keys,
+     lambda aux, values: collections.defaultdict(aux[0], zip(aux[1], values)))):
+  if not registry.is_node(_node_type):
+    register_pytree_with_keys(_node_type, _flatten_with_keys, _unflatten)

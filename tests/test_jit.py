@@ -159,7 +159,7 @@ def test_stages_know_their_signature_and_refuse_other_arguments():
     compiled([1.0])
   typed = minijax.jit(f).lower(np.float32(1)).compile()
   with pytest.raises(TypeError, match=r"(?s)Argument types differ.*Argument 'x' compiled with "
-                                      r"f32\[\] and called with i32\[\]"):
+                                      r"float32\[\] and called with int32\[\]"):
     typed(np.int32(1))
   with pytest.raises(TypeError, match="Cannot apply JAX transformations .*BatchTracer"):
     minijax.vmap(lambda x: compiled(x) + 2)(jnp.ones(3))

@@ -672,3 +672,14 @@ def test_copy_to_host_async_of_a_pytree_returns_it():
   assert minijax.copy_to_host_async(x) is x and float(x) == 1.0
   tree = [object(), 1, {"a": jnp.ones(2)}]
   assert minijax.copy_to_host_async(tree) is tree
+
+
+def test_names_jax_removed_say_so_also_through_the_jax_alias():
+  with pytest.raises(AttributeError, match="jax.device_put_sharded is deprecated"):
+    minijax.device_put_sharded
+  from minijax.as_jax import JaxAlias
+  alias = JaxAlias(minijax)
+  with pytest.raises(AttributeError, match="jax.device_put_replicated is deprecated"):
+    alias.device_put_replicated
+  with pytest.raises(AttributeError, match=r"module 'jax' \(minijax\) has no attribute 'nope'"):
+    alias.nope

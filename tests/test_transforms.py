@@ -111,6 +111,9 @@ def test_float0_values_pass_through_jit_and_refuse_arithmetic():
   for op in (lambda: zero + jnp.zeros(()), lambda: lax.add(zero, jnp.zeros(()))):
     with pytest.raises(TypeError, match="float0s do not support any operations by design"):
       op()
+    with minijax.numpy_dtype_promotion("strict"):  # (a TypeError first, not a promotion error)
+      with pytest.raises(TypeError, match="float0s do not support any operations by design"):
+        op()
 
 
 def test_jacfwd_jacrev_hessian_of_a_vector_function():
@@ -607,3 +610,13 @@ def test_a_vjp_or_linearized_function_is_a_pytree_that_jit_takes_and_returns():
   allclose(minijax.jit(lambda f, c: f(c))(again, 1.0)[0], 3.0)
   bound = minijax.tree_util.Partial(functools.partial(lambda a, b, c: a * b + c, 2.0), 3.0)
   assert minijax.tree_util.tree_leaves(bound) == [3.0] and bound(1.0) == 7.0
+
+
+def test_a_vjp_function_called_with_several_arguments_says_so():
+  def foo(x):
+    return x * 2
+  _, pullback = minijax.vjp(foo, 1.0)
+  with pytest.raises(TypeError, match="applied to foo was called with 2 arguments"):
+    pullback(1.0, 2.0)
+  with pytest.raises(TypeError, match="two-element tuple; got tuple of length 3"):
+    minijax.grad(lambda x: (x, 1, 2), has_aux=True)(1.0)

@@ -40,7 +40,12 @@ JAX_VERSION = "0.10.2"
 
 # Tests left out on both sides, by hand, with the reason (besides those the JAX run finds
 # failing with `needs JAX internals`, recorded in RESULTS).
-LEFT_OUT: dict[str, dict[str, str]] = {}
+LEFT_OUT: dict[str, dict[str, str]] = {
+    "debugging_primitives_test.py": {
+        f"DebugPrintTransformationTest::test_remat_of_debug_print{i}":
+            "a remat policy compares primitives with jax._src.ad_checkpoint.name_p by identity"
+        for i in (0, 1)},
+}
 
 OUTCOMES = ("passed", "failed", "skipped", "error")
 
@@ -203,6 +208,7 @@ def jax_outcomes(entry: dict) -> dict[str, str]:
 
 def record_jax(results_db: dict, base: str, results: dict, devices: int, partial: bool,
                found: dict) -> None:
+  results_db.update(load_results())  # what other runs recorded meanwhile stays
   entry = results_db["files"].setdefault(base, {"tests": {}, "left_out": {}})
   if not partial:
     entry["tests"], entry["left_out"] = {}, {}
@@ -288,7 +294,7 @@ def main(argv=None) -> int:
       summary.append((base, mine, None, None))
       continue
     dump[base] = {tid: list(v) for tid, v in sorted(results.items())}
-    jax = jax_outcomes(entry)
+    jax = {t: o for t, o in jax_outcomes(entry).items() if t not in left_out}
     if not jax:
       say("  (no JAX figures recorded for this file: run it once with --jax)")
       summary.append((base, mine, None, None))

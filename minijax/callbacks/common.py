@@ -27,7 +27,7 @@ from minijax.core.avals import ShapedArray, get_aval
 from minijax.interpreters import batching
 from minijax.lowering import mlir, spmd
 from minijax.runtime import host_calls, taps
-from minijax.runtime.array import Array, device_put
+from minijax.runtime.array import Array, device_put, is_concrete_array
 
 
 def split_args(args: tuple, kwargs: dict) -> tuple[Any, list, tuple]:
@@ -209,7 +209,7 @@ def host_args(args) -> list[Array]:
   """Concrete arguments as Arrays, as host functions receive them in compiled code (for the
   eager implementations): Arrays as they are, numpy values and Python scalars put on the
   default device (not weakly typed, as the host copies of compiled code are not)."""
-  return [a if isinstance(a, Array) else device_put(np.asarray(a)) for a in args]
+  return [a if is_concrete_array(a) else device_put(np.asarray(a)) for a in args]
 
 
 # ----------------------------------------------------------------------------- custom calls

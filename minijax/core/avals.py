@@ -10,7 +10,7 @@ semantics.
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 
@@ -67,6 +67,8 @@ class ShapedArray(AbstractValue):
   def tangent_aval(self) -> "ShapedArray":
     return ShapedArray(self.shape, dtypes.tangent_dtype(self.dtype), self.weak_type)
 
+  at_least_vspace = tangent_aval  # JAX's name
+
 
 class AbstractToken(AbstractValue):
   __slots__ = ()
@@ -101,9 +103,26 @@ def python_scalar_aval(x: Any) -> ShapedArray:
 
 def get_aval(x: Any) -> ShapedArray:
   """The aval of any value: a tracer's or an Array's own, or that of a numpy value or a
-  Python scalar (TypeError for anything else)."""
+  Python scalar, or what `pytype_aval_mappings` gives for its type (TypeError for anything
+  else)."""
   aval = getattr(x, "aval", None)
   if aval is not None:
     return aval
-  dtype, weak = dtypes.dtype_and_weak_type(x)
+  try:
+    dtype, weak = dtypes.dtype_and_weak_type(x)
+  except TypeError:
+    handler = pytype_aval_mappings.get(type(x))
+    if handler is None:
+      raise
+    return handler(x)
   return ShapedArray(np.shape(x), dtype, weak)
+
+
+def _numpy_aval(x) -> ShapedArray:
+  return ShapedArray(np.shape(x), dtypes.canonicalize_dtype(x.dtype), False)
+
+
+# The avals of further Python types (JAX's table, which libraries extend:
+# `pytype_aval_mappings[MyType] = lambda x: ShapedArray(...)`).
+pytype_aval_mappings: dict[type, Callable[[Any], ShapedArray]] = {
+    np.ndarray: _numpy_aval, np.generic: _numpy_aval}

@@ -38,8 +38,19 @@ C = TypeVar("C", bound=Callable)
 _boundary_codes: set = set()
 
 
+# Files (or folders) whose frames are hidden like minijax's own: minijax, and the files a
+# library registered (`jax._src.traceback_util.register_exclusion`, as flax does).
+_excluded_paths: tuple[str, ...] = (_PACKAGE_DIR,)
+
+
+def exclude_path(path: str) -> None:
+  """Hides frames of files under `path` from filtered tracebacks, as minijax's own."""
+  global _excluded_paths
+  _excluded_paths = (*_excluded_paths, path)
+
+
 def is_internal_frame(frame: types.FrameType) -> bool:
-  return frame.f_code.co_filename.startswith(_PACKAGE_DIR)
+  return frame.f_code.co_filename.startswith(_excluded_paths)
 
 
 class UnfilteredStackTrace(Exception):

@@ -3,3 +3,4 @@
 from minijax.callbacks.io import io_callback
 
 __all__ = ["io_callback"]
+from minijax.experimental import checkify  # noqa: E402

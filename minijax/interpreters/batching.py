@@ -11,7 +11,10 @@ Rule table (filled in each primitive's block in minijax/lax/):
   primitive_batchers[p](batched_args, batch_dims, **params) -> (out, out_batch_dims)
 where a batch dim is an int or `None` ("not batched").  `defvectorized` covers
 elementwise unary primitives and `defbroadcasting` n-ary elementwise ones.
-`batch_jaxpr` batches a whole jaxpr (for `jit_p` and control flow).
+`batch_jaxpr` batches a whole jaxpr (for `jit_p` and control flow).  A primitive whose
+rule needs the vmapped axis's name or size may register in `axis_primitive_batchers`
+instead (JAX's table for that): `rule(AxisData(name, size), batched_args, batch_dims,
+**params)`.
 
 A vmap may name its axis (`vmap(f, axis_name='b')`); the name is bound in the axis
 environment (`core.axes`) while `f` is traced, and collectives over it (`psum(x, 'b')`) are
@@ -27,8 +30,9 @@ inside the vmap may hold collectives over it too).
 """
 from __future__ import annotations
 
+import functools
 import threading
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, NamedTuple, Sequence
 
 from minijax.core import axes as axes_lib
 from minijax.core.avals import ShapedArray, get_aval
@@ -41,6 +45,17 @@ from minijax.interpreters import array_ops
 BatchRule = Callable[..., tuple[Any, Any]]
 
 primitive_batchers: dict[Any, BatchRule] = {}
+# Rules that also need the vmapped axis (JAX's signature, for libraries' primitives):
+#   axis_primitive_batchers[p](axis_data, batched_args, batch_dims, **params)
+axis_primitive_batchers: dict[Any, Callable[..., tuple[Any, Any]]] = {}
+not_mapped = None
+
+
+class AxisData(NamedTuple):
+  """The vmapped axis an `axis_primitive_batchers` rule sees."""
+  name: Any
+  size: int
+  spmd_name: Any = None
 collective_batchers: dict[Any, Callable[..., tuple[Any, Any]]] = {}
 
 
@@ -174,7 +189,10 @@ class BatchTrace(Trace):
           return primitive.bind(*vals, **params)
       rule = primitive_batchers.get(primitive)
       if rule is None:
-        raise MissingRuleError(primitive, "batching", "batching.primitive_batchers")
+        axis_rule = axis_primitive_batchers.get(primitive)
+        if axis_rule is None:
+          raise MissingRuleError(primitive, "batching", "batching.primitive_batchers")
+        rule = functools.partial(axis_rule, AxisData(self.axis_name, self.axis_size))
       previous = _rule_axis.name
       _rule_axis.name = self.axis_name
       try:

@@ -249,3 +249,47 @@ def dce_closed_jaxpr(closed: ClosedJaxpr, used_outputs: Sequence[bool],
                      instantiate: bool | Sequence[bool] = False):
   jaxpr, used_inputs = dce_jaxpr(closed.jaxpr, used_outputs, instantiate)
   return ClosedJaxpr(jaxpr, closed.consts), used_inputs
+
+
+class PartialVal(tuple):
+  """JAX's partial value, for libraries: `(None, value)` is known, `(aval, None)` unknown."""
+
+  def __new__(cls, xs):
+    return tuple.__new__(cls, xs)
+
+  @classmethod
+  def known(cls, const) -> "PartialVal":
+    return PartialVal((None, const))
+
+  @classmethod
+  def unknown(cls, aval) -> "PartialVal":
+    return PartialVal((aval, None))
+
+  def is_known(self) -> bool:
+    return self[0] is None
+
+  def get_known(self):
+    return self[1] if self[0] is None else None
+
+  def get_aval(self):
+    return avals_lib.get_aval(self[1]) if self[0] is None else self[0]
+
+
+def trace_to_jaxpr_nounits(fun: Callable, pvals: Sequence[PartialVal],
+                           instantiate: bool = False):
+  """Partially evaluates `fun(*flat_args)` on known and unknown inputs: the known part runs
+  now; returns `(jaxpr of the unknown part, one PartialVal per output, its constants)`."""
+  trace = JaxprTrace()
+  with new_trace(trace):
+    args = [pv.get_known() if pv.is_known() else trace.new_arg(pv[0], None) for pv in pvals]
+    outs = list(fun(*args))
+    flags = _broadcast(instantiate, len(outs))
+    out_pvals, unknown = [], []
+    for x, inst in zip(outs, flags):
+      if trace.owns(x) or inst:
+        unknown.append(x)
+        out_pvals.append(PartialVal.unknown(avals_lib.get_aval(x)))
+      else:
+        out_pvals.append(PartialVal.known(x))
+    jaxpr, consts = trace.to_jaxpr(unknown)
+  return jaxpr, out_pvals, consts

@@ -19,6 +19,7 @@ from minijax.lax import utils
 from minijax.lowering import mlir
 
 __all__ = [
+    "population_count", "population_count_p", "square_p",
     "add", "add_any", "sub", "mul", "div", "rem", "neg", "max", "min", "pow", "integer_pow",
     "abs", "sign", "floor", "ceil", "round", "exp", "log", "log1p", "expm1", "sin", "cos",
     "tan", "tanh", "sqrt", "rsqrt", "logistic", "erf", "atan2", "is_finite", "square", "reciprocal",
@@ -290,8 +291,13 @@ def integer_pow(x, y: int):
   return integer_pow_p.bind(x, y=int(y))
 
 
+square_p = _unop("square", utils.is_number, "numbers", None)
+mlir.register_lowering(square_p, lambda ctx, x: mhlo.MulOp(x, x).result, splat_literals=True)
+ad.defjvp(square_p, lambda g, x: mul(g, mul(_const(x, 2), x)))
+
+
 def square(x):
-  return integer_pow(x, 2)
+  return square_p.bind(x)
 
 
 def reciprocal(x):
@@ -590,6 +596,16 @@ ad.defjvp(not_p, None)
 
 def bitwise_not(x):
   return not_p.bind(x)
+
+
+population_count_p = _unop("population_count", utils.is_integer, "integers",
+                           mhlo.PopulationCountOp)
+ad.defjvp(population_count_p, None)
+
+
+def population_count(x):
+  """The number of bits set in each element of the integer `x`."""
+  return population_count_p.bind(x)
 
 
 and_p = _binop("and", *_int_or_bool, mhlo.AndOp)

@@ -1,8 +1,9 @@
-"""Special functions that XLA computes: the inverse error function, the complementary error
+"""Special functions that XLA computes: the hyperbolic functions and their inverses, the
+inverse error function, the complementary error
 function, the log-gamma function and its derivatives (digamma, polygamma), Hurwitz's zeta,
 and `nextafter`.
 
-Each is a primitive lowered to the XLA operation of the CHLO dialect (`erf_inv`, `erfc`,
+Each is a primitive lowered to the XLA operation of the CHLO dialect (`sinh`, ..., `erf_inv`, `erfc`,
 `lgamma`, `digamma`, `polygamma`, `zeta`, `next_after`), so its numbers are XLA's, the ones
 JAX gets; each primitive's block holds every rule it has.  The incomplete gamma and beta
 functions, which XLA lacks, are in `incomplete.py`.
@@ -14,10 +15,12 @@ from jaxlib.mlir.dialects import chlo
 
 from minijax.interpreters import ad, batching
 from minijax.lax import utils
-from minijax.lax.elementwise import _const, _coerce_scalars, add, exp, mul, neg, square
+from minijax.lax.elementwise import (_const, _coerce_scalars, add, div, exp, mul, neg, rsqrt,
+                                     square, sub)
 from minijax.lowering import mlir
 
-__all__ = ["erf_inv", "erfc", "lgamma", "digamma", "polygamma", "zeta", "nextafter",
+__all__ = ["sinh", "cosh", "asinh", "acosh", "atanh", "sinh_p", "cosh_p", "asinh_p", "acosh_p",
+           "atanh_p", "erf_inv", "erfc", "lgamma", "digamma", "polygamma", "zeta", "nextafter",
            "erf_inv_p", "erfc_p", "lgamma_p", "digamma_p", "polygamma_p", "zeta_p",
            "nextafter_p"]
 
@@ -123,3 +126,36 @@ ad.defjvp(nextafter_p, None, None)
 
 def nextafter(x1, x2):
   return nextafter_p.bind(*_coerce_scalars(x1, x2))
+
+
+# ---- hyperbolic functions and their inverses
+sinh_p = _chlo_unop("sinh", chlo.SinhOp)
+cosh_p = _chlo_unop("cosh", chlo.CoshOp)
+asinh_p = _chlo_unop("asinh", chlo.AsinhOp)
+acosh_p = _chlo_unop("acosh", chlo.AcoshOp)
+atanh_p = _chlo_unop("atanh", chlo.AtanhOp)
+ad.defjvp(sinh_p, lambda g, x: mul(g, cosh(x)))
+ad.defjvp(cosh_p, lambda g, x: mul(g, sinh(x)))
+ad.defjvp(asinh_p, lambda g, x: mul(g, rsqrt(add(square(x), _const(x, 1)))))
+ad.defjvp(acosh_p, lambda g, x: mul(g, rsqrt(mul(sub(x, _const(x, 1)), add(x, _const(x, 1))))))
+ad.defjvp(atanh_p, lambda g, x: div(g, sub(_const(x, 1), square(x))))
+
+
+def sinh(x):
+  return sinh_p.bind(x)
+
+
+def cosh(x):
+  return cosh_p.bind(x)
+
+
+def asinh(x):
+  return asinh_p.bind(x)
+
+
+def acosh(x):
+  return acosh_p.bind(x)
+
+
+def atanh(x):
+  return atanh_p.bind(x)

@@ -22,7 +22,7 @@ from minijax.interpreters import ad, batching
 from minijax.interpreters.partial_eval import DynamicJaxprTrace, JaxprTrace
 from minijax.lowering import mlir
 
-__all__ = ["broadcast_in_dim", "broadcast", "broadcast_to_rank", "reshape", "transpose",
+__all__ = ["broadcast_in_dim", "broadcast_shapes", "broadcast", "broadcast_to_rank", "reshape", "transpose",
            "squeeze", "expand_dims", "rev", "concatenate", "pad", "full", "convert_to_array",
            "device_put_p", "broadcast_in_dim_p", "reshape_p", "transpose_p", "squeeze_p", "rev_p",
            "concatenate_p", "pad_p"]
@@ -492,3 +492,11 @@ def full(shape, fill_value, dtype=None, weak_type=False):
   if is_eval_context():
     return device_put_p.bind(np.broadcast_to(scalar, shape))
   return broadcast_in_dim(scalar, shape, ()) if shape else scalar_constant(scalar)
+
+
+def broadcast_shapes(*shapes) -> tuple[int, ...]:
+  """The shape numpy's broadcasting gives `shapes` (tuples of ints), as `lax` spells it."""
+  try:
+    return tuple(int(d) for d in np.broadcast_shapes(*map(tuple, shapes)))
+  except ValueError:
+    raise ValueError(f"Incompatible shapes for broadcasting: {tuple(map(tuple, shapes))}") from None

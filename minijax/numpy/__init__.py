@@ -7,6 +7,7 @@ methods on `Array` and `Tracer` (see array_methods.py).
 """
 from __future__ import annotations
 
+import ml_dtypes as _ml_dtypes
 import numpy as _np
 
 from minijax.core import dtypes as _dtypes
@@ -51,6 +52,7 @@ from minijax.numpy.products import (  # noqa: F401
 from minijax.numpy import linalg  # noqa: F401
 from minijax.numpy import fft  # noqa: F401
 from minijax.numpy.vectorize import vectorize  # noqa: F401
+from minijax.numpy.names import *  # noqa: F401,F403
 
 
 
@@ -100,7 +102,19 @@ float16, float32, float64 = (_scalar_type(n, n) for n in ("float16", "float32", 
 complex64, complex128 = _scalar_type("complex64", "complex64"), _scalar_type("complex128",
                                                                               "complex128")
 bfloat16 = _scalar_type("bfloat16", _dtypes.bfloat16)
+# ml_dtypes' narrow types under JAX's names (computing with them is the dtypes' business).
+(float8_e3m4, float8_e4m3, float8_e4m3b11fnuz, float8_e4m3fn, float8_e4m3fnuz, float8_e5m2,
+ float8_e5m2fnuz, float8_e8m0fnu, float4_e2m1fn, int2, int4, uint2, uint4) = (
+    _scalar_type(n, getattr(_ml_dtypes, n)) for n in (
+        "float8_e3m4", "float8_e4m3", "float8_e4m3b11fnuz", "float8_e4m3fn", "float8_e4m3fnuz",
+        "float8_e5m2", "float8_e5m2fnuz", "float8_e8m0fnu", "float4_e2m1fn", "int2", "int4",
+        "uint2", "uint4"))
 float_ = float64
+# numpy's C-style names for the same types.
+double, single, half = float64, float32, float16
+cdouble, csingle, complex_ = complex128, complex64, complex128
+uint = uint64
+generic, character, flexible, object_ = _np.generic, _np.character, _np.flexible, _np.object_
 int_ = int64
 bool = bool_  # noqa: A001
 printoptions = _np.printoptions

@@ -128,6 +128,7 @@ def to_array(x, dtype_: np.dtype, weak: bool):
 
 def result_type_of(*args) -> tuple[np.dtype, bool]:
   typed = [dtypes.dtype_and_weak_type(a) for a in args]
+  dtypes.check_not_float0("type promotion", [d for d, _ in typed])
   if config.numpy_dtype_promotion == "strict" and len(typed) > 1 and _called_by_user():
     _check_strict(typed)
   return dtypes.result_type(*typed)

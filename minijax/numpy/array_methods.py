@@ -91,8 +91,8 @@ def _round(self, ndigits=None):
 def _copy(self):
   """A new Array holding the same values (its own buffer: deleting or donating one leaves
   the other alive); a traced value is its own copy."""
-  from minijax.runtime.array import Array, copy_array
-  return copy_array(self) if isinstance(self, Array) else self
+  from minijax.runtime.array import copy_array, is_concrete_array
+  return copy_array(self) if is_concrete_array(self) else self
 
 
 def _index_text(idx) -> str:

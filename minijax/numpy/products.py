@@ -83,7 +83,7 @@ def vdot(a, b, *, precision=None, preferred_element_type=None):
 
 
 @_util.compiled_when_eager(dynamic=2)
-def inner(a, b):
+def inner(a, b, *, precision=None, preferred_element_type=None):
   x, y = _operands("inner", a, b)
   nx, ny = _util.ndim(x), _util.ndim(y)
   if nx == 0 or ny == 0:
@@ -91,7 +91,8 @@ def inner(a, b):
     return multiply(x, y)
   if _util.shape(x)[-1] != _util.shape(y)[-1]:
     _contraction_error("inner", x, y, _util.shape(x)[-1:], _util.shape(y)[-1:])
-  return lax.dot_general(x, y, (((nx - 1,), (ny - 1,)), ((), ())))
+  return lax.dot_general(x, y, (((nx - 1,), (ny - 1,)), ((), ())), precision=precision,
+                         preferred_element_type=preferred_element_type)
 
 
 @_util.compiled_when_eager(dynamic=2)
@@ -104,7 +105,7 @@ def outer(a, b):
 
 
 @_util.compiled_when_eager(dynamic=2)
-def tensordot(a, b, axes=2):
+def tensordot(a, b, axes=2, *, precision=None, preferred_element_type=None):
   x, y = _operands("tensordot", a, b)
   nx, ny = _util.ndim(x), _util.ndim(y)
   if isinstance(axes, (int, np.integer)):
@@ -119,7 +120,8 @@ def tensordot(a, b, axes=2):
   if [_util.shape(x)[i] for i in ax] != [_util.shape(y)[i] for i in bx]:
     _contraction_error("tensordot", x, y, [_util.shape(x)[i] for i in ax],
                        [_util.shape(y)[i] for i in bx])
-  return lax.dot_general(x, y, ((ax, bx), ((), ())))
+  return lax.dot_general(x, y, ((ax, bx), ((), ())), precision=precision,
+                         preferred_element_type=preferred_element_type)
 
 
 def einsum(subscripts, *operands, optimize=None, precision=None, preferred_element_type=None):

@@ -33,6 +33,7 @@ from minijax.config import config
 from minijax.core import dtypes
 from minijax.core.avals import get_aval
 from minijax.core.trace import Tracer
+from minijax.runtime import array as array_lib
 
 UINT_DTYPES = {8: np.dtype(np.uint8), 16: np.dtype(np.uint16), 32: np.dtype(np.uint32),
                64: np.dtype(np.uint64)}
@@ -267,6 +268,7 @@ def _unflatten(impl: PRNGImpl, leaves) -> PRNGKeyArray:
 
 tree_util.register_pytree_node(PRNGKeyArray, lambda k: ((k._base_array,), k._impl),
                                _unflatten)
+array_lib.register_array_type(PRNGKeyArray)  # key arrays are Arrays, as in JAX
 
 
 # ----------------------------------------------------------------------------- key data

@@ -32,6 +32,7 @@ from minijax.config import config
 from minijax.core import dtypes
 from minijax.core import sharding as sharding_lib
 from minijax.core.avals import ShapedArray
+from minijax.core.trace import Tracer
 from minijax.runtime import backend
 
 _DELETED_MESSAGE = ("Array has been deleted: it was deleted explicitly with .delete() or donated "
@@ -106,7 +107,32 @@ def _single_device_sharding(device) -> sharding_lib.SingleDeviceSharding:
   return sharding
 
 
-class Array:
+_ARRAY_LIKE: tuple[type, ...] = (Tracer,)
+
+
+class _ArrayMeta(type):
+  """`isinstance(x, Array)` is also True for a tracer and for the other array types
+  registered with `register_array_type` (typed PRNG key arrays), as `isinstance(x,
+  jax.Array)` is in JAX: code written for JAX checks it inside transformations.  minijax's
+  own code asks `is_concrete_array(x)` when it means an Array that holds its data."""
+
+  def __instancecheck__(cls, x):
+    return type.__instancecheck__(cls, x) or isinstance(x, _ARRAY_LIKE)
+
+
+def register_array_type(cls: type) -> None:
+  """Makes `isinstance(x, Array)` True for instances of `cls` (an array type of a library
+  above the runtime)."""
+  global _ARRAY_LIKE
+  _ARRAY_LIKE = (*_ARRAY_LIKE, cls)
+
+
+def is_concrete_array(x) -> bool:
+  """Whether `x` is an `Array` holding its data (not a tracer)."""
+  return type.__instancecheck__(Array, x)
+
+
+class Array(metaclass=_ArrayMeta):
   """An immutable array stored on one device, or laid out over several (`sharding`)."""
   __slots__ = ("_buffer", "aval", "_device", "_npy", "_sharding", "__weakref__")
   __array_priority__ = 100
@@ -447,7 +473,7 @@ def device_put(x: Any, device=None) -> Array:
   """
   if isinstance(device, sharding_lib.Sharding):
     return _put_sharded(x, device)
-  if isinstance(x, Array):
+  if is_concrete_array(x):
     if device is None:
       return x
     device = backend.get_device(device)
@@ -472,7 +498,7 @@ def _put_sharded(x: Any, sharding: sharding_lib.Sharding) -> Array:
   from minijax.runtime import sharded
   if isinstance(sharding, sharding_lib.SingleDeviceSharding):
     return device_put(x, sharding._device)
-  if isinstance(x, Array):
+  if is_concrete_array(x):
     sharding.check_shape(x.aval.shape)
     return sharded.reshard(x, sharding)
   value, aval = _host_value(x)

@@ -202,12 +202,14 @@ def local_devices(process_index: int | None = None, backend=None,
   return [d for d in _devices if d.process_index == index]
 
 
-def device_count() -> int:
+def device_count(backend=None) -> int:
+  _check_backend(backend)
   get_client()
   return len(_devices)
 
 
-def local_device_count() -> int:
+def local_device_count(backend=None) -> int:
+  _check_backend(backend)
   get_client()
   return len(_local)
 

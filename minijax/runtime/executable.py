@@ -68,7 +68,8 @@ from minijax.config import config
 from minijax.core.avals import ShapedArray, python_scalar_aval
 from minijax.core.dtypes import PYTHON_SCALARS
 from minijax.runtime import backend, host_calls, taps
-from minijax.runtime.array import Array, _DELETED_MESSAGE, device_put, scalar_buffer
+from minijax.runtime.array import (Array, _DELETED_MESSAGE, device_put, is_concrete_array,
+                                   scalar_buffer)
 from minijax.runtime.tokens import (STREAM_ID, TOKEN_AVAL, GroupToken, RuntimeTokens,
                                     runtime_tokens)
 
@@ -442,7 +443,7 @@ class Executable(CompiledProgram):
     device = self.device
     prepared = []
     for i, (arg, aval) in enumerate(zip(args, self.in_avals)):
-      if isinstance(arg, Array):
+      if is_concrete_array(arg):
         if arg._buffer.is_deleted():
           raise RuntimeError(f"{_DELETED_MESSAGE} (argument {i} of {self._describe()})")
         if arg._device != device:

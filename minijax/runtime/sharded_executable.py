@@ -44,7 +44,7 @@ from minijax.core import sharding as sharding_lib
 from minijax.core.avals import ShapedArray
 from minijax.core.dtypes import PYTHON_SCALARS
 from minijax.runtime import backend, sharded, taps, xla_notices
-from minijax.runtime.array import Array, _DELETED_MESSAGE, device_put
+from minijax.runtime.array import Array, _DELETED_MESSAGE, device_put, is_concrete_array
 from minijax.runtime.executable import CompiledProgram, compile_options
 from minijax.runtime.tokens import TOKEN_AVAL, GroupToken, runtime_tokens
 
@@ -217,7 +217,7 @@ class ShardedExecutable(CompiledProgram):
 
   def _place(self, i: int, x, aval: ShapedArray, sharding) -> Array:
     """Argument `i` as an Array laid out by `sharding` (moved there if needed)."""
-    if isinstance(x, Array):
+    if is_concrete_array(x):
       if x._buffer.is_deleted():
         raise RuntimeError(f"{_DELETED_MESSAGE} (argument {i} of {self._describe()})")
     elif type(x) in PYTHON_SCALARS or isinstance(x, (np.ndarray, np.generic)):

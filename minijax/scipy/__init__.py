@@ -3,3 +3,5 @@ from minijax.scipy import linalg  # noqa: F401
 from minijax.scipy import signal  # noqa: F401
 from minijax.scipy import special  # noqa: F401
 from minijax.scipy import stats  # noqa: F401
+from minijax.scipy import fft  # noqa: F401
+from minijax.scipy import optimize  # noqa: F401

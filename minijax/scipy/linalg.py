@@ -367,3 +367,22 @@ def _expm(A, upper_triangular, max_squarings):
 def expm(A, *, upper_triangular: bool = False, max_squarings: int = 16):
   """The matrix exponential of `A` (`[..., n, n]`)."""
   return _expm(A, bool(upper_triangular), int(max_squarings))
+
+
+def toeplitz(c, r=None):
+  """The Toeplitz matrix with first column `c` and first row `r` (default `conj(c)`);
+  leading dimensions of `c` and `r` broadcast.  Entry `(i, j)` is `c[i - j]` when
+  `i >= j`, else `r[j - i]`."""
+  jnp = _jnp()
+  c = jnp.asarray(c)
+  r = jnp.conj(c) if r is None else jnp.asarray(r)
+  dtype = jnp.result_type(c, r)
+  c, r = c.astype(dtype), r.astype(dtype)
+  n, m = c.shape[-1], r.shape[-1]
+  batch = np.broadcast_shapes(c.shape[:-1], r.shape[:-1])
+  c = jnp.broadcast_to(c, (*batch, n))
+  r = jnp.broadcast_to(r, (*batch, m))
+  # One vector holding r reversed (without r[0]) then c: entry (i, j) is at m - 1 + i - j.
+  values = jnp.concatenate([jnp.flip(r[..., 1:], -1), c], axis=-1)
+  index = (m - 1) + np.arange(n)[:, None] - np.arange(m)[None, :]
+  return values[..., index]

@@ -26,7 +26,7 @@ from minijax.numpy import _util
 __all__ = ["betainc", "betaln", "beta", "digamma", "entr", "erf", "erfc", "erfinv", "expit",
            "factorial", "gamma", "gammainc", "gammaincc", "gammaln", "gammasgn", "kl_div",
            "log_ndtr", "log_softmax", "logit", "logsumexp", "multigammaln", "ndtr", "ndtri",
-           "polygamma", "rel_entr", "softmax", "xlog1py", "xlogy", "zeta"]
+           "polygamma", "rel_entr", "softmax", "xlog1py", "xlogy", "zeta", "exp1", "expi", "i0", "i0e", "i1", "i1e"]
 
 
 def _promote(name, *args):
@@ -448,3 +448,6 @@ def log_softmax(x, axis=None):
   dims = _util.canonicalize_axes(axis, _util.ndim(x))
   shifted = jnp.subtract(x, lax.stop_gradient(jnp.max(x, axis=dims, keepdims=True)))
   return jnp.subtract(shifted, jnp.log(jnp.sum(jnp.exp(shifted), axis=dims, keepdims=True)))
+
+
+from minijax.scipy.special_series import exp1, expi, i0, i0e, i1, i1e  # noqa: E402

@@ -16,8 +16,10 @@ from minijax.core.sharding import (AxisType, Mesh, NamedSharding, PartitionSpec,
                                    use_mesh)
 from minijax.runtime.backend import devices as all_devices
 from minijax.runtime.sharded import Shard
+from minijax.sharding.abstract import AbstractMesh, get_abstract_mesh
 
-__all__ = ["AxisType", "make_mesh", "Mesh", "NamedSharding", "PartitionSpec", "Shard", "Sharding",
+__all__ = ["AbstractMesh", "AxisType", "get_abstract_mesh", "make_mesh", "Mesh", "NamedSharding",
+           "PartitionSpec", "Shard", "Sharding",
            "SingleDeviceSharding", "get_mesh", "set_mesh", "use_mesh"]
 
 

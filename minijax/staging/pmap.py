@@ -85,14 +85,18 @@ def pmap(fun: Callable, axis_name=None, *, in_axes=0, out_axes=0,
     dyn_args = tuple(args[i] for i in dyn_pos)
     if isinstance(in_axes, tuple):
       if len(in_axes) != len(args):
+        hint = (" Note that pmap in_axes apply to positional arguments only: each argument "
+                "passed by keyword is mapped over its leading axis." if kwargs else "")
         raise ValueError(f"pmap in_axes specification must be a tree prefix of the "
                          f"corresponding value, got specification {in_axes} for value "
-                         f"tree {tree_util.tree_structure(args)}.")
+                         f"tree {tree_util.tree_structure(args)}.{hint}")
       arg_axes = tuple(in_axes[i] for i in dyn_pos)
     else:
       arg_axes = (in_axes,) * len(dyn_args)
     flat, in_tree = tree_util.tree_flatten((dyn_args, kwargs))
-    axes = _broadcast_axes((arg_axes, {k: 0 for k in kwargs}), (dyn_args, kwargs), "in_axes")
+    axes = [ax for pos, spec, arg in zip(dyn_pos, arg_axes, dyn_args)  # (errors name the arg)
+            for ax in _broadcast_axes(spec, arg, f"in_axes[0][{pos}]")]
+    axes += [0] * len(tree_util.tree_leaves(kwargs))
     axes, local_size = _resolve_axes(flat, axes)
     multi_process = _process_count() > 1 and isinstance(current_trace(), EvalTrace)
     donated = _donated_leaves(dyn_pos, dyn_args, donate)

@@ -20,7 +20,7 @@ import numpy as np
 
 from minijax.config import config
 from minijax.core.jaxpr import ClosedJaxpr, eval_jaxpr
-from minijax.runtime.array import Array
+from minijax.runtime.array import is_concrete_array
 
 __all__ = ["checking", "check_primitive", "check_jit", "check_jaxpr", "check_sharded"]
 
@@ -45,7 +45,7 @@ _on_change("debug_nans", None)
 def invalid_kind(outs: Sequence[Any]) -> str | None:
   """"nan" or "inf" when a result is one the flags ask to catch, else None."""
   for out in outs:
-    if not (isinstance(out, Array) and np.issubdtype(out.dtype, np.inexact)):
+    if not (is_concrete_array(out) and np.issubdtype(out.dtype, np.inexact)):
       continue
     value = np.asarray(out)
     if config.debug_nans and np.isnan(value).any():

@@ -50,6 +50,7 @@ class ArgInfo:
 
 class _Stage:
   """What every stage knows of the call it was made for (`_traced`, `_in_tree`, `_names`)."""
+  _no_kwargs = False  # (JAX's attribute: whether the call takes no keyword arguments)
 
   @property
   def args_info(self):
@@ -140,7 +141,8 @@ class Lowered(_Stage):
     lowered = copy.copy(self)
     t = self._traced
     lowered._traced = type(t)(t.jaxpr, t.consts, out_tree, t.donated)
-    lowered._in_tree, lowered._names = in_tree, None
+    lowered._in_tree = in_tree
+    lowered._names = [f"flat_args[{i}]" for i in range(in_tree.num_leaves)]
     return lowered
 
   def _hlo(self):
@@ -236,8 +238,13 @@ class Compiled(_Stage):
       got = get_aval(x)
       if (want.shape, want.dtype) != (got.shape, got.dtype):
         name = names[i] if names else f"flat argument {i}"
-        errors.append(f"Argument '{name}' compiled with {want.str_short()} and called with "
-                      f"{got.str_short()}")
+        errors.append(f"Argument '{name}' compiled with {_long(want)} and called with "
+                      f"{_long(got)}")
     if errors:
       raise TypeError("Argument types differ from the types for which this computation was "
                       "compiled. The mismatches are:\n" + "\n".join(errors[:5]))
+
+
+def _long(aval) -> str:
+  """`float32[4,3]`: an aval as JAX's type-mismatch errors spell it."""
+  return f"{aval.dtype.name}[{','.join(map(str, aval.shape))}]"

@@ -3,6 +3,7 @@ under vmap with an axis name (the batching rules), nested both ways, differentia
 (against finite differences, and JAX's facts), and the errors JAX raises."""
 from __future__ import annotations
 
+import re
 import sys
 
 import numpy as np
@@ -167,6 +168,18 @@ def test_allreduces_over_axis_index_groups():
   assert counted.dtype == np.int32 and np.asarray(counted).tolist() == [3] * N
   with pytest.raises(NotImplementedError, match="all_gather: axis_index_groups"):
     minijax.pmap(lambda v: lax.all_gather(v, "i", axis_index_groups=halves), "i")(x)
+
+
+def test_pmap_errors_name_the_argument_and_the_flat_arguments():
+  with pytest.raises(ValueError, match=re.escape("pmap in_axes[0][0] specification must be a "
+                                                 "tree prefix")):
+    minijax.pmap(lambda a, b: a, in_axes=((0, 0, 0), 0))((X, X), X)
+  with pytest.raises(ValueError, match="each argument passed by keyword is mapped"):
+    minijax.pmap(lambda a, b: a, in_axes=((0, 0), 0))(a=(X, X), b=X)
+  compiled = minijax.pmap(lambda v: v * 2, "i").lower(X).compile()
+  with pytest.raises(TypeError, match=r"Argument 'flat_args\[0\]' compiled with float32\[4,3\] "
+                                      r"and called with int32\[4,3\]"):
+    compiled(X.astype(np.int32))
 
 
 def test_pmap_donates_laid_out_arguments():

@@ -96,6 +96,8 @@ class Internal:
                  {"_path": self._path, "_error": self._error()}),)
 
   def __repr__(self):
+    if self._missing:
+      return f"<placeholder for {self._path}, which minijax lacks>"
     return f"<stand-in for JAX internal {self._path}>"
 
   __setattr__ = __enter__ = __iter__ = __len__ = __getitem__ = __setitem__ = _fail
@@ -237,6 +239,17 @@ class _Forward:
       return Internal(f"{self._path}.{name}")
 
 
+class _Namespace:
+  """Given attributes, else placeholders for `path.<name>`."""
+
+  def __init__(self, path, **attrs):
+    self._path = path
+    vars(self).update(attrs)
+
+  def __getattr__(self, name):
+    return Internal(f"{self._path}.{name}")
+
+
 class _RuntimeTokens:
   """`jax._src.dispatch.runtime_tokens`: test classes clear JAX's ordered-effect tokens in
   tearDown; the public equivalent of that housekeeping is waiting for the effects."""
@@ -264,6 +277,12 @@ def _own():
       "jax._src.random.prng.prngs": {
           name: Internal(f"jax._src.random.prng.prngs[{name!r}]") for name in PRNG_NAMES},
       "jax._src.dispatch.runtime_tokens": _RuntimeTokens,
+      # lax_control_flow_test's setUp empties two private caches of JAX's control flow so
+      # that tests do not share them: housekeeping with no public equivalent, done nothing.
+      "jax._src.lax.control_flow.common": _Namespace(
+          "jax._src.lax.control_flow.common",
+          _dedup_consts=_Namespace("_dedup_consts", cache_clear=lambda: None),
+          _pad_constvars=_Namespace("_pad_constvars", cache_clear=lambda: None)),
       "jax._src.debugging.debug_print": _jax().debug.print,
       "jax._src.debugging.debug_callback": _jax().debug.callback,
       "jax._src.test_util": test_util,
@@ -396,13 +415,20 @@ def standin_import(name, globals=None, locals=None, fromlist=(), level=0):
     return lookup(name) if fromlist else _JaxWithSrc()
   if LENIENT[0] and _importing[0] and level == 0 and (name == "jax" or name.startswith("jax.")):
     try:
-      module = builtins.__import__(name, globals, locals, fromlist, level)
+      top = builtins.__import__(name, globals, locals, (), level)
     except ImportError:
       MISSING_AT_IMPORT.append(name)
       return Internal(name if fromlist else name.split(".")[0], missing=True)
-    if fromlist:
-      return _Lenient(module, name)
-    return _Lenient(module, "jax")
+    if not fromlist:
+      return _Lenient(top, "jax")
+    module = sys.modules[name]
+    for item in fromlist:  # `from jax.x import sub`: import what is a submodule
+      if item != "*" and not hasattr(module, item):
+        try:
+          importlib.import_module(f"{name}.{item}")
+        except ImportError:
+          pass  # then a placeholder, from _Lenient
+    return _Lenient(module, name)
   return builtins.__import__(name, globals, locals, fromlist, level)
 
 

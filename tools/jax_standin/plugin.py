@@ -129,6 +129,9 @@ def _message(report) -> str:
   placeholder = re.search(r"<stand-in for JAX internal ([^>]*)>", text)
   if placeholder and "needs JAX internals" not in text:  # e.g. assertIs(x, placeholder)
     return f"needs JAX internals: {placeholder[1]} (compared with)"
+  lacking = re.search(r"<placeholder for ([^>]*), which minijax lacks>", text)
+  if lacking and "minijax lacks" not in text.split("<placeholder")[0]:
+    return f"minijax lacks {lacking[1]} (compared with)"
   return text.strip().splitlines()[0][:300] if text.strip() else ""
 
 

@@ -60,7 +60,9 @@ def _dtype_of(value):
 
 
 def cond(pred, true_fun: Callable, false_fun: Callable, *operands, operand=_NO_OPERAND):
-  """`true_fun(*operands)` if `pred` else `false_fun(*operands)`, staged so both are traced."""
+  """`true_fun(*operands)` if `pred` else `false_fun(*operands)`, staged so both are traced.
+  `operand=x` passes one operand by keyword; JAX's older five-argument form
+  `cond(pred, true_operand, true_fun, false_operand, false_fun)` is accepted too."""
   if not callable(true_fun) or not callable(false_fun):
     if callable(false_fun) and len(operands) == 2 and callable(operands[1]):
       x_true, f_true, x_false, f_false = true_fun, false_fun, *operands

@@ -13,3 +13,4 @@ where JAX returns nan (beta's non-positive shapes, quantiles outside [0, 1]).
 from minijax.scipy.stats import (  # noqa: F401
     bernoulli, beta, cauchy, expon, gamma, laplace, logistic, multivariate_normal, norm,
     poisson, t, uniform)
+from minijax.scipy.stats.kde import gaussian_kde  # noqa: F401,E402

@@ -1,0 +1,22 @@
+"""`minijax.experimental.sparse`: minijax has no sparse arrays.  The names exist so that
+libraries importing them load; creating one raises NotImplementedError."""
+from __future__ import annotations
+
+
+class BCOO:
+  """JAX's batched-COO sparse array (not implemented in minijax)."""
+
+  def __init__(self, *args, **kwargs):
+    raise NotImplementedError("minijax has no sparse arrays (jax.experimental.sparse.BCOO); "
+                              "use a dense array")
+
+  @classmethod
+  def fromdense(cls, *args, **kwargs):
+    cls()
+
+  @classmethod
+  def from_scipy_sparse(cls, *args, **kwargs):
+    cls()
+
+
+__all__ = ["BCOO"]

@@ -1,0 +1,103 @@
+"""`minijax.extend.core`: minijax's core classes and trace queries under JAX's
+`jax.extend.core` names (`Primitive`, `Jaxpr`, `ClosedJaxpr`, `Var`, `Literal`,
+`find_top_trace`, ...); `primitives` holds the primitives themselves."""
+from __future__ import annotations
+
+import weakref
+from typing import Any, Callable
+
+from minijax.core.avals import AbstractToken, AbstractValue, ShapedArray, get_aval
+from minijax.core.effects import Effect
+from minijax.core.jaxpr import (ClosedJaxpr, DropVar, Jaxpr, JaxprEqn, JaxprTypeError, Literal,
+                                Var, eval_jaxpr, typecheck_jaxpr as check_jaxpr)
+from minijax.core.primitive import Primitive
+from minijax.core.trace import current_trace, set_current_trace
+from minijax.extend.core import primitives
+
+Effects = frozenset
+no_effects: frozenset = frozenset()
+
+
+def valid_jaxtype(x) -> bool:
+  """Whether `x` is a value minijax computes with (an array, scalar or tracer)."""
+  try:
+    get_aval(x)
+  except TypeError:
+    return False
+  return True
+
+
+def find_top_trace(xs) -> Any:
+  """The trace values are being processed by now (minijax's traces form a context, so
+  this does not depend on `xs`)."""
+  del xs
+  return current_trace()
+
+
+class OpaqueTraceState:
+  """What `get_opaque_trace_state` returns: equal only to the state of the same trace."""
+  __slots__ = ("_trace",)
+
+  def __init__(self, trace):
+    self._trace = weakref.ref(trace)
+
+  def __eq__(self, other):
+    return isinstance(other, OpaqueTraceState) and self._trace() is other._trace()
+
+  def __hash__(self):
+    return id(self._trace())
+
+
+def get_opaque_trace_state(convention: str | None = None) -> OpaqueTraceState:
+  """A token of the current trace, for libraries that check a value is used in the
+  trace it was made in (flax's scopes, nnx's graphs)."""
+  del convention
+  return OpaqueTraceState(current_trace())
+
+
+def mapped_aval(size: int, axis: int | None, aval: ShapedArray) -> ShapedArray:
+  """`aval` without its mapped axis `axis` (of length `size`)."""
+  if axis is None:
+    return aval
+  if aval.shape[axis] != size:
+    raise ValueError(f"mapped_aval: axis {axis} of {aval.str_short()} is not of size {size}")
+  shape = aval.shape[:axis] + aval.shape[axis + 1:]
+  return ShapedArray(shape, aval.dtype, aval.weak_type)
+
+
+def unmapped_aval(size: int, axis: int | None, aval: ShapedArray, *_) -> ShapedArray:
+  """`aval` with a new axis of length `size` at `axis`."""
+  if axis is None:
+    return aval
+  shape = aval.shape[:axis] + (size,) + aval.shape[axis:]
+  return ShapedArray(shape, aval.dtype, aval.weak_type)
+
+
+def jaxpr_as_fun(closed_jaxpr: ClosedJaxpr) -> Callable:
+  """A function evaluating `closed_jaxpr` on its arguments (returns the list of outputs)."""
+  return lambda *args: eval_jaxpr(closed_jaxpr.jaxpr, closed_jaxpr.consts, *args)
+
+
+def jaxprs_in_params(params: dict) -> list[Jaxpr]:
+  """The jaxprs among an equation's parameters (in control flow and calls)."""
+  out = []
+  for value in params.values():
+    for v in (value if isinstance(value, (tuple, list)) else (value,)):
+      if isinstance(v, ClosedJaxpr):
+        out.append(v.jaxpr)
+      elif isinstance(v, Jaxpr):
+        out.append(v)
+  return out
+
+
+def subjaxprs(jaxpr: Jaxpr):
+  """The jaxprs in the parameters of `jaxpr`'s equations (one level down)."""
+  for eqn in jaxpr.eqns:
+    yield from jaxprs_in_params(eqn.params)
+
+
+__all__ = ["AbstractToken", "AbstractValue", "ClosedJaxpr", "DropVar", "Effect", "Effects",
+           "Jaxpr", "JaxprEqn", "JaxprTypeError", "Literal", "Primitive", "ShapedArray", "Var",
+           "check_jaxpr", "find_top_trace", "get_opaque_trace_state", "jaxpr_as_fun",
+           "jaxprs_in_params", "mapped_aval", "no_effects", "primitives", "set_current_trace",
+           "subjaxprs", "unmapped_aval", "valid_jaxtype"]

@@ -1,0 +1,384 @@
+"""The public names and behaviours JAX's libraries rely on (issue 24 items 2-4), checked
+without the libraries: tracers are `Array`s, pytree registration with keys, OrderedDict
+nodes, `ravel_pytree`, the special functions and array-API names libraries import,
+`custom_gradient` and symbolic zeros, eager `checkify`, and the extension API
+(`minijax.extend`, JAX's rule signatures over minijax's rule tables)."""
+from __future__ import annotations
+
+import collections
+import os
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+import pytest
+import scipy.fft
+import scipy.linalg
+import scipy.special
+import scipy.stats
+
+import minijax
+import minijax.numpy as jnp
+from minijax import lax, tree_util
+from minijax.custom_derivatives import SymbolicZero
+from minijax.experimental import checkify
+from minijax.extend import core as ext_core
+from minijax.extend import linear_util as lu
+from minijax.extend import mlir as ext_mlir
+from minijax.flatten_util import ravel_pytree
+from minijax.interpreters import ad, batching
+from minijax.interpreters import partial_eval as pe
+from minijax.runtime.array import is_concrete_array
+from minijax.scipy import special
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+# ----------------------------------------------------------------------------- Array, pytrees
+
+def test_tracers_are_arrays_inside_every_transformation():
+  seen = []
+
+  def f(x):
+    seen.append((isinstance(x, minijax.Array), is_concrete_array(x)))
+    return x * 2
+
+  minijax.jit(f)(1.0)
+  minijax.grad(f)(1.0)
+  minijax.vmap(f)(jnp.ones(2))
+  assert seen == [(True, False)] * 3
+  assert isinstance(jnp.ones(2), minijax.Array) and is_concrete_array(jnp.ones(2))
+  assert not isinstance(np.ones(2), minijax.Array) and not isinstance(1.0, minijax.Array)
+
+
+def test_ordered_dict_is_a_pytree_node_keeping_insertion_order():
+  d = collections.OrderedDict([("b", 1.0), ("a", 2.0)])
+  leaves, treedef = tree_util.tree_flatten(d)
+  assert leaves == [1.0, 2.0]
+  out = tree_util.tree_map(lambda x: x * 10, d)
+  assert type(out) is collections.OrderedDict and list(out.items()) == [("b", 10.0), ("a", 20.0)]
+  paths = [tree_util.keystr(p) for p, _ in tree_util.tree_flatten_with_path(d)[0]]
+  assert paths == ["['b']", "['a']"]
+  g = minijax.grad(lambda t: t["b"] * t["a"])(d)
+  assert type(g) is collections.OrderedDict and [float(v) for v in g.values()] == [2.0, 1.0]
+
+
+def test_defaultdict_is_a_pytree_node_with_sorted_keys_and_its_factory():
+  d = collections.defaultdict(list, {"b": 1, "a": 2})
+  assert tree_util.tree_leaves(d) == [2, 1]
+  out = tree_util.tree_map(lambda x: x + 1, d)
+  assert type(out) is collections.defaultdict and out.default_factory is list
+  assert dict(out) == {"a": 3, "b": 2}
+
+
+def test_register_pytree_with_keys_names_the_children_in_paths():
+  class Pair:
+    def __init__(self, x, y):
+      self.x, self.y = x, y
+
+  tree_util.register_pytree_with_keys(
+      Pair, lambda p: (((tree_util.GetAttrKey("x"), p.x), (tree_util.GetAttrKey("y"), p.y)), None),
+      lambda _, c: Pair(*c))
+  paths = [tree_util.keystr(p) for p, _ in tree_util.tree_flatten_with_path(Pair(1, [2]))[0]]
+  assert paths == [".x", ".y[0]"]
+  assert tree_util.tree_map(lambda v: v * 3, Pair(1, 2)).y == 6
+
+  @tree_util.register_pytree_with_keys_class
+  class Box:
+    def __init__(self, v):
+      self.v = v
+
+    def tree_flatten_with_keys(self):
+      return ((tree_util.GetAttrKey("v"), self.v),), "aux"
+
+    @classmethod
+    def tree_unflatten(cls, aux, children):
+      assert aux == "aux"
+      return cls(*children)
+
+  assert tree_util.keystr(tree_util.tree_flatten_with_path(Box(5))[0][0][0]) == ".v"
+  assert minijax.jit(lambda b: b.v + 1)(Box(1.0)) == 2.0
+
+
+def test_register_static_makes_instances_part_of_the_structure():
+  @tree_util.register_static
+  class Mode(str):
+    pass
+
+  assert tree_util.tree_leaves([Mode("add"), 1.0]) == [1.0]
+  f = minijax.jit(lambda x, m: x + 1 if m == "add" else x - 1)
+  assert f(1.0, Mode("add")) == 2.0 and f(1.0, Mode("sub")) == 0.0
+
+
+def test_ravel_pytree_flattens_to_the_common_dtype_and_back():
+  tree = {"a": jnp.ones((2, 2), jnp.float32), "b": (jnp.arange(3, dtype=jnp.int32),)}
+  flat, unravel = ravel_pytree(tree)
+  assert flat.shape == (7,) and flat.dtype == np.float32
+  back = unravel(flat * 2)
+  assert back["b"][0].dtype == np.int32 and back["b"][0].tolist() == [0, 2, 4]
+  np.testing.assert_array_equal(back["a"], 2 * np.ones((2, 2)))
+  with pytest.raises(ValueError, match=r"expected an array of shape \(7,\)"):
+    unravel(jnp.ones(6))
+  empty, unravel_empty = ravel_pytree({})
+  assert empty.shape == (0,) and unravel_empty(empty) == {}
+
+
+# ----------------------------------------------------------------------------- numbers
+
+X = np.concatenate([np.linspace(-30, 30, 601), [0.0, 1e-3, 14.99, 15.01, 39.9, 40.1]])
+
+
+@pytest.mark.parametrize("name", ["i0", "i0e", "i1", "i1e", "expi", "exp1"])
+def test_bessel_and_exponential_integrals_match_scipy(name):
+  x = X.astype(np.float32)
+  if name == "exp1":
+    x = np.abs(x)
+  want = getattr(scipy.special, name)(x.astype(np.float64))
+  got = np.asarray(minijax.jit(getattr(special, name))(x))
+  finite = np.isfinite(want)
+  np.testing.assert_allclose(got[finite], want[finite], rtol=3e-6, atol=1e-30)
+  assert np.array_equal(np.isinf(got), np.isinf(want))
+
+
+def test_bessel_and_expi_derivatives_are_the_closed_forms():
+  np.testing.assert_allclose(minijax.grad(special.i0e)(2.0),
+                             scipy.special.i1e(2.0) - scipy.special.i0e(2.0), rtol=1e-5)
+  np.testing.assert_allclose(minijax.grad(special.i1e)(2.0),
+                             scipy.special.i0e(2.0) - 1.5 * scipy.special.i1e(2.0), rtol=1e-5)
+  np.testing.assert_allclose(minijax.grad(special.expi)(1.5), np.exp(1.5) / 1.5, rtol=1e-6)
+
+
+@pytest.mark.parametrize("norm", [None, "ortho"])
+def test_dct_and_idct_match_scipy(norm):
+  x = np.random.RandomState(0).normal(size=(3, 6)).astype(np.float32)
+  for axis in (0, -1):
+    np.testing.assert_allclose(minijax.scipy.fft.dct(x, norm=norm, axis=axis),
+                               scipy.fft.dct(x, norm=norm, axis=axis), rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(minijax.scipy.fft.idct(x, norm=norm, axis=axis),
+                               scipy.fft.idct(x, norm=norm, axis=axis), rtol=1e-5, atol=1e-5)
+  with pytest.raises(NotImplementedError, match="only type=2"):
+    minijax.scipy.fft.dct(x, type=3)
+
+
+def test_toeplitz_and_gaussian_kde_match_scipy():
+  np.testing.assert_array_equal(minijax.scipy.linalg.toeplitz(np.array([1, 2, 3])),
+                                scipy.linalg.toeplitz([1, 2, 3]))
+  np.testing.assert_array_equal(
+      minijax.scipy.linalg.toeplitz(np.array([1.0, 2, 3]), np.array([1.0, -5, -6, 7])),
+      scipy.linalg.toeplitz([1.0, 2, 3], [1.0, -5, -6, 7]))
+  rng = np.random.RandomState(0)
+  data, points = rng.normal(size=(2, 50)), rng.normal(size=(2, 7))
+  weights = rng.uniform(size=50)
+  np.testing.assert_allclose(
+      minijax.scipy.stats.gaussian_kde(data.astype(np.float32), "silverman", weights).logpdf(
+          points.astype(np.float32)),
+      scipy.stats.gaussian_kde(data, "silverman", weights).logpdf(points), rtol=1e-5)
+
+
+def test_array_api_names_and_bit_counts():
+  x = np.array([-3, 7, 0, 255], np.int32)
+  np.testing.assert_array_equal(jnp.bitwise_count(x), np.bitwise_count(x))
+  assert jnp.bitwise_count(x).dtype == np.uint8
+  np.testing.assert_array_equal(lax.population_count(np.array([-1], np.int32)), [32])
+  assert jnp.acos is jnp.arccos and jnp.bitwise_invert is jnp.invert and jnp.double is jnp.float64
+  np.testing.assert_allclose(jnp.logaddexp2(1.0, 2.0), np.logaddexp2(1.0, 2.0), rtol=1e-6)
+  np.testing.assert_allclose(jnp.trapezoid(np.arange(5.0) ** 2), np.trapezoid(np.arange(5.0) ** 2))
+  np.testing.assert_allclose(jnp.vecdot(np.ones((2, 3)), np.arange(3.0)), [3.0, 3.0])
+  assert [a.tolist() for a in jnp.unstack(np.arange(4).reshape(2, 2))] == [[0, 1], [2, 3]]
+  assert lax.broadcast_shapes((2, 1), (1, 3)) == (2, 3)
+
+
+@pytest.mark.parametrize("name,ref", [("sinh", np.sinh), ("cosh", np.cosh), ("asinh", np.arcsinh),
+                                      ("atanh", np.arctanh), ("square", np.square)])
+def test_hyperbolic_and_square_primitives(name, ref):
+  x = np.array([0.1, 0.5, 0.9], np.float32)
+  np.testing.assert_allclose(getattr(lax, name)(x), ref(x), rtol=1e-6)
+  h = 1e-3
+  fd = (ref(np.float64(0.5) + h) - ref(np.float64(0.5) - h)) / (2 * h)
+  np.testing.assert_allclose(minijax.grad(getattr(lax, name))(0.5), fd, rtol=1e-4)
+  assert getattr(lax, f"{name}_p") in [e.primitive for e in
+                                       minijax.make_jaxpr(getattr(lax, name))(x).eqns]
+
+
+# ----------------------------------------------------------------------------- custom rules
+
+def test_custom_gradient_differentiates_by_the_given_vjp():
+  @minijax.custom_gradient
+  def f(x, y):
+    return x * y, lambda g: (g * 10.0, g * 20.0)
+
+  assert minijax.grad(f, (0, 1))(2.0, 3.0) == (10.0, 20.0)
+  assert minijax.jit(minijax.grad(f))(2.0, 3.0) == 10.0
+  assert f(2.0, 3.0) == 6.0
+
+
+def test_symbolic_zeros_reach_the_rule_for_undifferentiated_inputs():
+  @minijax.custom_jvp
+  def f(x, y):
+    return x * y
+
+  kinds = []
+
+  def f_jvp(primals, tangents):
+    kinds.append(tuple(isinstance(t, SymbolicZero) for t in tangents))
+    x, y = primals
+    tx, ty = tangents
+    out = f(x, y)
+    if isinstance(tx, SymbolicZero):
+      return out, ty * x
+    if isinstance(ty, SymbolicZero):
+      return out, tx * y
+    return out, tx * y + ty * x
+
+  f.defjvp(f_jvp, symbolic_zeros=True)
+  assert minijax.grad(f)(2.0, 3.0) == 3.0 and minijax.grad(f, 1)(2.0, 3.0) == 2.0
+  assert minijax.jit(minijax.grad(f))(2.0, 3.0) == 3.0
+  assert kinds[:2] == [(False, True), (True, False)]
+
+  @minijax.custom_jvp
+  def g(x, y):
+    return x + y
+
+  g.defjvp(lambda p, t: (g(*p), SymbolicZero(minijax.typeof(p[0]).at_least_vspace())),
+           symbolic_zeros=True)
+  assert minijax.grad(g)(1.0, 2.0) == 0.0  # a symbolic zero output becomes zeros
+
+
+def test_checkify_checks_eagerly_and_collects_the_first_failure():
+  checkify.check(True, "never")
+  with pytest.raises(minijax.errors.JaxRuntimeError, match="x must be positive, got -1"):
+    checkify.check(-1 > 0, "x must be positive, got {}", -1)
+
+  def f(x):
+    checkify.check(x > 0, "x must be positive")
+    return x * 2
+
+  err, out = checkify.checkify(f)(-1.0)
+  assert err.get() == "x must be positive" and out == -2.0
+  with pytest.raises(minijax.errors.JaxRuntimeError, match="x must be positive"):
+    err.throw()
+  assert checkify.checkify(f)(1.0)[0].get() is None
+  with pytest.raises(ValueError, match="runs checks eagerly only"):
+    minijax.jit(f)(1.0)
+
+
+# ----------------------------------------------------------------------------- extension API
+
+def _logaddexp_primitive():
+  """A primitive defined as JAX's libraries define theirs, through minijax.extend."""
+  p = ext_core.Primitive("test_softplus_pair")
+  p.def_impl(lambda x: jnp.logaddexp(x, 0.0))
+  p.def_abstract_eval(lambda x: ext_core.ShapedArray(x.shape, x.dtype))
+  ad.primitive_jvps[p] = lambda primals, tangents: (
+      p.bind(*primals), tangents[0] * minijax.nn.sigmoid(primals[0]))
+  batching.primitive_batchers[p] = lambda args, dims: (p.bind(*args), dims[0])
+  ext_mlir.register_lowering(p, ext_mlir.lower_fun(lambda x: jnp.logaddexp(x, 0.0),
+                                                    multiple_results=False))
+  ext_mlir.register_lowering(p, lambda ctx, x: 1 / 0, platform="tpu")  # not this platform
+  return p
+
+
+def test_a_primitive_defined_through_extend_jits_differentiates_and_batches():
+  p = _logaddexp_primitive()
+  x = np.array([-1.0, 0.0, 2.0], np.float32)
+  want = np.logaddexp(x, 0)
+  np.testing.assert_allclose(p.bind(x), want, rtol=1e-6)
+  np.testing.assert_allclose(minijax.jit(p.bind)(x), want, rtol=1e-6)
+  np.testing.assert_allclose(minijax.vmap(p.bind)(x), want, rtol=1e-6)
+  np.testing.assert_allclose(minijax.grad(lambda v: p.bind(v).sum())(x), 1 / (1 + np.exp(-x)),
+                             rtol=1e-6)
+  assert ext_core.primitives.add_p is lax.add_p and ext_core.primitives.closed_call_p is lax.jit_p
+
+
+def test_axis_primitive_batchers_see_the_vmapped_axis():
+  p = ext_core.Primitive("test_axis_rule")
+  p.def_impl(lambda x: x)
+  p.def_abstract_eval(lambda x: x)
+  seen = []
+
+  def rule(axis_data, args, dims):
+    seen.append((axis_data.name, axis_data.size))
+    return args[0] + 1, dims[0]
+
+  batching.axis_primitive_batchers[p] = rule
+  np.testing.assert_array_equal(minijax.vmap(p.bind, axis_name="i")(np.zeros(3)), np.ones(3))
+  assert seen == [("i", 3)]
+
+
+def test_trace_queries_and_partial_evaluation_for_libraries():
+  states = []
+
+  def f(x):
+    states.append(ext_core.get_opaque_trace_state())
+    return x
+
+  f(1.0)
+  f(2.0)
+  minijax.jit(f)(1.0)
+  assert states[0] == states[1] and states[0] != states[2]
+  assert ext_core.mapped_aval(3, 0, ext_core.ShapedArray((3, 2), np.float32)).shape == (2,)
+  assert ext_core.unmapped_aval(3, 1, ext_core.ShapedArray((2,), np.float32)).shape == (2, 3)
+  assert ext_core.valid_jaxtype(1.0) and not ext_core.valid_jaxtype("a")
+
+  known = jnp.asarray(2.0)
+  fun = lu.wrap_init(lambda a, b: (a * 3, a * b))
+  jaxpr, out_pvals, consts = pe.trace_to_jaxpr_nounits(
+      fun, [pe.PartialVal.known(known), pe.PartialVal.unknown(ext_core.ShapedArray((), np.float32))])
+  assert out_pvals[0].is_known() and out_pvals[0].get_known() == 6.0
+  assert not out_pvals[1].is_known() and len(jaxpr.eqns) == 1
+
+
+def test_libraries_reach_the_extension_api_through_import_jax(tmp_path):
+  script = tmp_path / "prog.py"
+  script.write_text(textwrap.dedent("""
+      import jax
+      from jax.extend import core, linear_util
+      from jax.interpreters import ad, batching, mlir
+      import jax._src.traceback_util as tb
+      from jax._src.dtypes import TypePromotionError
+      from jax._src.tree_util import _registry
+      import minijax
+      assert mlir is minijax.extend.mlir and ad is minijax.interpreters.ad
+      assert core.Primitive is minijax.core.Primitive and jax.core.Tracer is minijax.core.Tracer
+      assert dict in _registry and int not in _registry
+      tb.register_exclusion(__file__)
+      print("ok", jax.stages.Lowered is minijax.stages.Lowered, jax.typing.ArrayLike is not None)
+  """))
+  out = subprocess.run([sys.executable, "-m", "minijax.run", str(script)], cwd=tmp_path,
+                       env=dict(os.environ, PYTHONPATH=ROOT), capture_output=True, text=True,
+                       timeout=300)
+  assert out.returncode == 0, out.stderr
+  assert out.stdout.split() == ["ok", "True", "True"]
+
+
+def test_cond_takes_jaxs_five_argument_form():
+  # numpyro's NUTS calls cond(pred, true_operand, true_fun, false_operand, false_fun).
+  assert lax.cond(True, 2.0, lambda x: x + 1, 3.0, lambda x: x - 1) == 3.0
+  assert minijax.jit(lambda p: lax.cond(p, 2.0, lambda x: x + 1, 3.0, lambda x: x - 1))(False) == 2.0
+
+
+def test_device_queries_take_jaxs_backend_argument():
+  assert minijax.devices("cpu") == minijax.devices() == minijax.local_devices(backend="cpu")
+  assert minijax.local_devices(process_index=0) == minijax.local_devices()
+  with pytest.raises(RuntimeError, match="Unknown backend: 'tpu'"):
+    minijax.devices("tpu")
+  err, _ = checkify.checkify(lambda: checkify.check(False, "bad"))()
+  with pytest.raises(minijax.errors.JaxRuntimeError, match="bad"):
+    checkify.check_error(err)
+
+
+def test_products_take_precision_and_preferred_element_type():
+  a, b = np.arange(3.0, dtype=np.float32), np.ones(3, np.float32)
+  for f in (jnp.vdot, jnp.inner):
+    assert f(a, b, precision="highest", preferred_element_type=np.float32) == 3.0
+  assert jnp.tensordot(np.ones((2, 3)), b, 1, precision="highest").tolist() == [3.0, 3.0]
+
+
+def test_typed_key_arrays_are_arrays():
+  key = minijax.random.key(0)
+  assert isinstance(key, minijax.Array) and isinstance(key, jnp.ndarray)
+  assert not is_concrete_array(key)
+  seen = []
+  minijax.jit(lambda k: seen.append(isinstance(k, minijax.Array)))(key)
+  assert seen == [True]
