@@ -606,7 +606,7 @@ def vmap(fun: Callable, in_axes=0, out_axes=0, axis_size: int | None = None,
     for o, d, a in zip(outs, out_dims, flat_out_axes):
       if a is not None:
         a = a % (ad.get_aval(o).ndim + (d is None))
-      results.append(batching.matchaxis(o, d, a, size))
+      results.append(batching.matchaxis(o, d, a, size, axis_name=axis_name))
     return out_tree.unflatten(results)
   return vmapped
 

@@ -171,3 +171,40 @@ def test_a_dot_without_precision_records_the_default_matmul_precision_flag(flag,
   with minijax.default_matmul_precision(flag):  # an explicit precision wins
     jaxpr = minijax.make_jaxpr(functools.partial(jnp.dot, precision="highest"))(x, x)
   assert jaxpr.jaxpr.eqns[0].params["precision"] == (lax.Precision.HIGHEST,) * 2
+
+
+def test_vmap_with_out_axes_none_of_a_mapped_output_names_the_axis():
+  with pytest.raises(ValueError, match=r"vmap has mapped output \(axis_name=foo\) but "
+                                       r"out_axes is None"):
+    minijax.vmap(lambda x: x, out_axes=None, axis_name="foo")(jnp.array([1., 2.]))
+
+
+@pytest.mark.parametrize("convert", [lambda f: f, minijax.jit], ids=["eager", "jit"])
+def test_converting_arrays_to_python_values_checks_shape_and_dtype_first(convert):
+  import operator
+  for fn in (operator.index, hex, oct):
+    for x in (jnp.arange(10), jnp.arange(0, dtype="int32"), jnp.float32(0)):
+      with pytest.raises(TypeError, match=r"^Only integer scalar arrays can be converted to "
+                                          r"a scalar index\."):
+        convert(fn)(x)
+  for fn in (int, float, complex):
+    for x in (jnp.arange(10), jnp.arange(1, dtype="float32")):
+      with pytest.raises(TypeError, match="^Only scalar arrays can be converted to Python "
+                                          "scalars"):
+        convert(fn)(x)
+  with pytest.raises(ValueError, match="^The truth value of an empty array is ambiguous"):
+    convert(bool)(jnp.arange(0, dtype="int32"))
+  with pytest.raises(ValueError, match="^The truth value of an array with more than one "
+                                       "element is ambiguous"):
+    convert(bool)(jnp.arange(3))
+
+
+def test_scalar_arrays_still_convert_to_python_values():
+  assert operator_index(jnp.int32(3)) == 3 and hex(jnp.int32(10)) == "0xa"
+  assert int(jnp.float32(2.5)) == 2 and float(jnp.int32(2)) == 2.0
+  assert complex(jnp.float32(1)) == 1 + 0j and bool(jnp.ones(1)) is True
+
+
+def operator_index(x):
+  import operator
+  return operator.index(x)

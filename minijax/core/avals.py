@@ -126,3 +126,23 @@ def _numpy_aval(x) -> ShapedArray:
 # `pytype_aval_mappings[MyType] = lambda x: ShapedArray(...)`).
 pytype_aval_mappings: dict[type, Callable[[Any], ShapedArray]] = {
     np.ndarray: _numpy_aval, np.generic: _numpy_aval}
+
+
+def check_conversion(kind: str, shape: tuple, dtype) -> None:
+  """Whether an array of `shape` and `dtype` may become a Python value by `kind` ("bool",
+  "index", or "scalar" for int/float/complex), checked before its value is read (so a
+  traced array fails the same way as a concrete one), as JAX checks it."""
+  size = math.prod(shape)
+  if kind == "bool":
+    if size == 0:
+      raise ValueError("The truth value of an empty array is ambiguous. Use "
+                       "`array.size > 0` to check that an array is not empty.")
+    if size > 1:
+      raise ValueError("The truth value of an array with more than one element is "
+                       "ambiguous. Use a.any() or a.all()")
+  elif kind == "index":
+    if shape != () or not dtypes.is_integer(dtype):
+      raise TypeError("Only integer scalar arrays can be converted to a scalar index.")
+  elif shape != ():
+    raise TypeError("Only scalar arrays can be converted to Python scalars; got "
+                    f"an array of shape {shape}")

@@ -193,19 +193,29 @@ class Tracer:
       raise error(self, context, hint)
     return value
 
+  def _check_conversion(self, kind: str) -> None:
+    aval = self.aval
+    if isinstance(aval, avals_lib.ShapedArray):
+      avals_lib.check_conversion(kind, aval.shape, aval.dtype)
+
   def __bool__(self):
+    self._check_conversion("bool")
     return bool(self._concrete("bool()", TracerBoolConversionError))
 
   def __int__(self):
+    self._check_conversion("scalar")
     return int(self._concrete("int()", TracerIntegerConversionError))
 
   def __float__(self):
+    self._check_conversion("scalar")
     return float(self._concrete("float()", hint=_ASTYPE_HINT.format(t="float")))
 
   def __complex__(self):
+    self._check_conversion("scalar")
     return complex(self._concrete("complex()", hint=_ASTYPE_HINT.format(t="complex")))
 
   def __index__(self):
+    self._check_conversion("index")
     return np.asarray(self._concrete("__index__()", TracerIntegerConversionError)).__index__()
 
   def __array__(self, dtype=None, copy=None):

@@ -205,12 +205,14 @@ class BatchTrace(Trace):
     return self.make(out, out_dims)
 
 
-def matchaxis(x, src: int | None, dst: int | None, size: int, what: str = "output"):
+def matchaxis(x, src: int | None, dst: int | None, size: int, what: str = "output",
+              axis_name=None):
   """Moves the batch dim of `x` from `src` to `dst` (broadcasting if `src` is None)."""
   if dst is None:
     if src is None:
       return x
-    raise ValueError(f"vmap has mapped {what} but out_axes is None; an output that "
+    named = f" (axis_name={axis_name})" if axis_name is not None else ""
+    raise ValueError(f"vmap has mapped {what}{named} but out_axes is None; an output that "
                      "depends on a mapped input needs a mapped out_axes")
   if src is None:
     x = _broadcast_front(x, size)

@@ -31,7 +31,7 @@ from jaxlib import _jax, xla_client
 from minijax.config import config
 from minijax.core import dtypes
 from minijax.core import sharding as sharding_lib
-from minijax.core.avals import ShapedArray
+from minijax.core.avals import ShapedArray, check_conversion
 from minijax.core.trace import Tracer
 from minijax.runtime import backend
 
@@ -279,18 +279,23 @@ class Array(metaclass=_ArrayMeta):
     return self._value.tobytes(order)
 
   def __bool__(self):
+    check_conversion("bool", self.shape, self.dtype)
     return bool(self._value)
 
   def __int__(self):
+    check_conversion("scalar", self.shape, self.dtype)
     return int(self._value)
 
   def __float__(self):
+    check_conversion("scalar", self.shape, self.dtype)
     return float(self._value)
 
   def __complex__(self):
+    check_conversion("scalar", self.shape, self.dtype)
     return complex(self._value)
 
   def __index__(self):
+    check_conversion("index", self.shape, self.dtype)
     return operator.index(self._value)
 
   def __hash__(self):
