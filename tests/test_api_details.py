@@ -29,10 +29,11 @@ def test_indexing_a_list_with_a_traced_value_says_the_index_method_was_called():
     f(jnp.int32(1))
 
 
-def test_float_of_a_traced_value_suggests_astype():
-  f = minijax.jit(lambda x: float(x))
+def test_float_and_int_of_a_traced_value_suggest_astype():
   with pytest.raises(ConcretizationTypeError, match=r"try using `x\.astype\(float\)`"):
-    f(1.0)
+    minijax.jit(lambda x: float(x))(1.0)
+  with pytest.raises(ConcretizationTypeError, match=r"try using `x\.astype\(int\)`"):
+    minijax.jit(lambda x: int(x))(1.0)
 
 
 def test_a_string_argument_to_grad_is_not_a_valid_jax_type():
@@ -208,3 +209,13 @@ def test_scalar_arrays_still_convert_to_python_values():
 def operator_index(x):
   import operator
   return operator.index(x)
+
+
+def test_named_call_passes_python_values_through_unstaged():
+  f = minijax.named_call(lambda flag, y: y if flag else None, name="test")
+  assert minijax.jit(f, static_argnums=(0,))(True, 5) == 5
+  assert minijax.jit(functools.partial(f, True))(5) == 5
+  g = minijax.named_call(lambda x: jnp.sin(x) * 2, name="g")
+  jaxpr = minijax.make_jaxpr(g)(1.)
+  assert jaxpr.jaxpr.eqns[0].primitive.name == "named_call"
+  np.testing.assert_allclose(minijax.grad(g)(1.), 2 * np.cos(1.), rtol=1e-6)

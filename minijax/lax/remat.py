@@ -23,6 +23,8 @@ from __future__ import annotations
 import functools
 from typing import Callable
 
+import numpy as np
+
 from minijax.config import config
 from minijax.core import caches, pretty
 from minijax.core.avals import get_aval
@@ -78,7 +80,19 @@ def named_call(fun: Callable, *, name: str | None = None) -> Callable:
 
   @functools.wraps(fun)
   def wrapped(*args, **kwargs):
-    closed, consts, flat, out_tree = _stage_fun(fun, args, kwargs)
+    # Python values stay Python values inside (JAX's named_call only names a scope), so
+    # `if flag:` on a Python bool argument works; arrays and tracers are staged
+    leaves, tree = tree_util.tree_flatten((args, kwargs))
+    dynamic = [isinstance(x, (Tracer, np.ndarray, np.generic)) or hasattr(x, "aval")
+               for x in leaves]
+
+    def dyn_fun(*dyn):
+      it = iter(dyn)
+      a, k = tree.unflatten([next(it) if d else x for x, d in zip(leaves, dynamic)])
+      return fun(*a, **k)
+
+    closed, consts, flat, out_tree = _stage_fun(
+        dyn_fun, [x for x, d in zip(leaves, dynamic) if d], {})
     outs = named_call_p.bind(*consts, *flat, jaxpr=closed, name=name)
     return out_tree.unflatten(outs)
   return wrapped
