@@ -219,3 +219,19 @@ def test_named_call_passes_python_values_through_unstaged():
   jaxpr = minijax.make_jaxpr(g)(1.)
   assert jaxpr.jaxpr.eqns[0].primitive.name == "named_call"
   np.testing.assert_allclose(minijax.grad(g)(1.), 2 * np.cos(1.), rtol=1e-6)
+
+
+def test_jit_of_a_generator_function_is_refused_when_made():
+  def gen(x):
+    yield x
+
+  with pytest.raises(TypeError, match="Expected a function, got a generator function"):
+    minijax.jit(gen)
+
+
+def test_a_numpy_masked_array_argument_is_refused_rather_than_losing_its_mask():
+  x = np.ma.array([1, 2, 3], mask=[True, False, True])
+  with pytest.raises(ValueError, match="numpy masked arrays are not supported"):
+    minijax.jit(lambda x: x)(x)
+  with pytest.raises(ValueError, match="use arr.filled()"):
+    jnp.sin(x)

@@ -108,6 +108,9 @@ def get_aval(x: Any) -> ShapedArray:
   aval = getattr(x, "aval", None)
   if aval is not None:
     return aval
+  if isinstance(x, np.ma.MaskedArray):  # its mask would be silently dropped
+    raise ValueError("numpy masked arrays are not supported as direct inputs to minijax "
+                     "functions; use arr.filled() to convert it to a standard numpy array")
   try:
     dtype, weak = dtypes.dtype_and_weak_type(x)
   except TypeError:

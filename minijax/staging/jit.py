@@ -27,6 +27,7 @@ inside.
 from __future__ import annotations
 
 import functools
+import inspect
 import logging
 import sys
 import threading
@@ -509,6 +510,8 @@ def jit(fun: Callable | None = None, *, in_shardings=None, out_shardings=None,
                     "under @staticmethod instead (@staticmethod above @jit)")
   if not callable(fun):
     raise TypeError(f"Expected a callable value, got {fun!r:.60}")
+  if inspect.isgeneratorfunction(fun):
+    raise TypeError(f"Expected a function, got a generator function: {fun!r:.60}")
   if backend not in (None, "cpu"):
     raise RuntimeError(f"Unknown backend {backend!r}: minijax runs on the 'cpu' backend only")
   return _jitted(JitWrapped(fun, static_argnums, static_argnames, donate_argnums, device,
