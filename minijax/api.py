@@ -390,6 +390,7 @@ def jacfwd(fun: Callable, argnums=0, has_aux: bool = False, holomorphic: bool = 
   argnums_t = (argnums,) if int_argnums else tuple(argnums)
 
   @api_boundary
+  @functools.wraps(fun)  # its signature, so that jit's static_argnames can name parameters
   def jac_f(*args):
     dyn = tuple(args[i] for i in argnums_t)
     flat, in_tree = tree_util.tree_flatten(dyn)
@@ -455,6 +456,7 @@ def jacrev(fun: Callable, argnums=0, has_aux: bool = False, holomorphic: bool = 
   argnums_t = (argnums,) if int_argnums else tuple(argnums)
 
   @api_boundary
+  @functools.wraps(fun)  # its signature, so that jit's static_argnames can name parameters
   def jac_f(*args):
     dyn = tuple(args[i] for i in argnums_t)
     for x in tree_util.tree_leaves(dyn):

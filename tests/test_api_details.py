@@ -235,3 +235,14 @@ def test_a_numpy_masked_array_argument_is_refused_rather_than_losing_its_mask():
     minijax.jit(lambda x: x)(x)
   with pytest.raises(ValueError, match="use arr.filled()"):
     jnp.sin(x)
+
+
+@pytest.mark.parametrize("transform", [minijax.jacfwd, minijax.jacrev, minijax.grad])
+def test_jit_static_argnames_see_through_derivative_transforms(transform):
+  @functools.partial(minijax.jit, static_argnames=["flag"])
+  @transform
+  def my_function(x, flag):
+    return x if flag else jnp.zeros_like(x)
+
+  assert my_function(1.0, False) == 0.0
+  assert my_function(1.0, True) == 1.0
