@@ -254,7 +254,7 @@ FLAGS: dict[str, Flag] = {f.name: f for f in [
               env_aliases=("JAX_LOG_COMPILES",)),
     choice_flag("tap_mechanism", "MINIJAX_TAP_MECHANISM", "native", TAP_MECHANISMS,
                 "how compiled code hands tapped values to the host"),
-    choice_flag("effects_ordering", "MINIJAX_EFFECTS_ORDERING", "stream",
+    choice_flag("effects_ordering", "MINIJAX_EFFECTS_ORDERING", "runtime_token",
                 EFFECTS_ORDERINGS,
                 "how single-device programs with ordered effects are ordered across calls: "
                 "'runtime_token' (a token passed in and out of every execution, the seed's "
