@@ -382,3 +382,38 @@ def test_typed_key_arrays_are_arrays():
   seen = []
   minijax.jit(lambda k: seen.append(isinstance(k, minijax.Array)))(key)
   assert seen == [True]
+
+
+def test_flax_nnx_import_time_names_map_onto_minijax():
+  # flax.nnx imports these at module level (variablelib, transforms, rnglib, linear).
+  from minijax._src.state.types import AbstractRef
+  from minijax._src import checkify as checkify_lib
+  from minijax.experimental import hijax as hjx
+  assert AbstractRef is minijax.core.state.AbstractRef
+  assert checkify_lib.checkify is checkify.checkify and checkify_lib.user_checks
+  assert isinstance(minijax.typeof(minijax.new_ref(jnp.zeros(2))), AbstractRef)
+
+  class Effect:
+    pass
+  hjx.control_flow_allowed_effects.add_type(Effect)
+  assert hjx.control_flow_allowed_effects.contains(Effect())
+  assert not hjx.is_undefined_primal(1.0)
+
+  class MyPrim(hjx.HiPrimitive):
+    pass
+
+  class MyType(hjx.MutableHiType):
+    get = hjx.aval_method(lambda self: 1)
+  with pytest.raises(NotImplementedError, match="hijax is not implemented"):
+    MyPrim("p").bind(1.0)
+  with pytest.raises(NotImplementedError, match="flax_hijax_variable"):
+    MyType()
+  with pytest.raises(NotImplementedError, match="binomial is not implemented"):
+    minijax.random.binomial(minijax.random.key(0), 5, 0.5)
+  with pytest.raises(NotImplementedError, match="multinomial"):
+    minijax.random.multinomial(minijax.random.key(0), 5, jnp.ones(3) / 3)
+  a = jnp.ones((2, 3))
+  out = lax.dot_general(a, a, (((1,), (1,)), ((), ())), out_sharding=None)
+  np.testing.assert_array_equal(out, np.full((2, 2), 3.0, np.float32))
+  with pytest.raises(NotImplementedError, match="out_sharding is not supported"):
+    lax.dot_general(a, a, (((1,), (1,)), ((), ())), out_sharding="x")
