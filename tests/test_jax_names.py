@@ -417,3 +417,17 @@ def test_flax_nnx_import_time_names_map_onto_minijax():
   np.testing.assert_array_equal(out, np.full((2, 2), 3.0, np.float32))
   with pytest.raises(NotImplementedError, match="out_sharding is not supported"):
     lax.dot_general(a, a, (((1,), (1,)), ((), ())), out_sharding="x")
+
+
+def test_an_array_types_sharding_is_jaxs_unsharded_one():
+  # chex's assert_tree_is_on_device/_on_host/_sharded read jax.typeof(x).sharding.
+  s = minijax.typeof(jnp.ones((2, 3))).sharding
+  assert s.is_fully_replicated and s.mesh.empty and s.spec == minijax.sharding.PartitionSpec(None, None)
+  assert minijax.typeof(1.0).sharding.spec == minijax.sharding.PartitionSpec()
+  assert minijax.sharding.AbstractMesh((2,), ("x",)).shape == {"x": 2}
+
+  @minijax.jit
+  def f(x):
+    assert minijax.typeof(x).sharding.is_fully_replicated
+    return x
+  f(jnp.ones(2))
