@@ -1,7 +1,8 @@
 """`checkify`: run-time checks as values (`jax.experimental.checkify`), for eager code.
 
 `check(pred, msg, *fmt_args, **fmt_kwargs)` checks a predicate.  Eagerly, a false one
-raises `JaxRuntimeError` with the formatted message, or, inside `checkify(f)`, is recorded
+raises this module's `JaxRuntimeError` (a `ValueError`, as in JAX) with the formatted
+message and " (`check` failed)", or, inside `checkify(f)`, is recorded
 in the `Error` that the checkified function returns beside its result.  minijax does not
 functionalize checks inside `jit`, `vmap` or `grad`: a `check` on a traced predicate raises
 a `ValueError` saying so (JAX, too, refuses a check it cannot functionalize)."""
@@ -13,7 +14,11 @@ from typing import Any, Callable
 import numpy as np
 
 from minijax.core.trace import Tracer
-from minijax.errors import JaxRuntimeError
+
+
+class JaxRuntimeError(ValueError):
+  """A failed check, raised (JAX's checkify error class: a `ValueError`, unlike jaxlib's
+  `JaxRuntimeError`)."""
 
 
 class JaxException(Exception):
@@ -82,7 +87,7 @@ def check(pred: Any, msg: str, *fmt_args, **fmt_kwargs) -> None:
                      "minijax.debug.callback to test the value on the host")
   if bool(np.all(np.asarray(pred))):
     return
-  message = msg.format(*fmt_args, **fmt_kwargs)
+  message = msg.format(*fmt_args, **fmt_kwargs) + " (`check` failed)"
   if _collecting.errors is not None:
     _collecting.errors.append(message)
   else:
@@ -107,6 +112,6 @@ def checkify(f: Callable, errors: frozenset = user_checks) -> Callable:
   return checked
 
 
-__all__ = ["Error", "ErrorCategory", "FailedCheckError", "JaxException", "all_checks", "automatic_checks",
+__all__ = ["Error", "ErrorCategory", "FailedCheckError", "JaxException", "JaxRuntimeError", "all_checks", "automatic_checks",
            "check", "check_error", "checkify", "div_checks", "float_checks", "index_checks", "nan_checks",
            "user_checks"]
