@@ -2,17 +2,16 @@
 
 `named_call_p` is an inlined call that keeps a name in jaxprs and in the lowered module (a
 `func.call` to a function of that name).  `remat_p` marks a computation whose intermediate
-values reverse mode should recompute rather than save: its partial-evaluation rule computes
-the known outputs now but saves no residuals; it stages the whole computation (restricted
-to the unknown outputs) as one `remat_p` equation reading the known inputs, so the
+values reverse mode should recompute rather than save: its partial-evaluation rule first
+partially evaluates its jaxpr (so inner call-like equations, a nested `checkpoint`, `jit`,
+`scan` or `cond` with known primal and unknown tangent inputs, split by their own rules),
+then lets its policy choose which known values are saved as residuals; the rest of the
+known part is staged again, with the unknown part, as one `remat_p` equation, so the
 backward pass re-runs the forward part: its transpose splits that equation's jaxpr by
 partial evaluation into the recomputation and the linear rest, as JAX's does, so that no
 non-linear equation (a `sin` in the primal carry of a recomputed `scan`) reaches a
-transpose rule.  Before its policy splits it equation by equation, an equation holding a
-jaxpr of its own (a `scan`) that mixes known and unknown inputs is itself split by partial
-evaluation (`_split_mixed_calls`), so a primal carried beside its tangent stays known.
-Both take `jaxpr` (a ClosedJaxpr without constants, which are passed as leading
-arguments).
+transpose rule.  Both take `jaxpr` (a ClosedJaxpr without constants,
+which are passed as leading arguments).
 """
 from __future__ import annotations
 
@@ -113,20 +112,24 @@ mlir.register_lowering(remat_p, lambda ctx, *args, jaxpr, **params: mlir.lower_c
 remat_effect_rules: dict[Primitive, Callable[[bool, bool], tuple[bool, bool]]] = {}
 
 
-def _split_by_policy(jaxpr: Jaxpr, unknowns, policy):
+def _split_by_policy(jaxpr: Jaxpr, unknowns, policy, first_staged: int | None = None,
+                     no_replay=frozenset()):
   """Splits `jaxpr` (no constvars) for reverse mode under `policy`.
 
   Returns `(known, staged, out_uk, n_res)`: `known` maps the known inputs to the known
   outputs and `n_res` residuals; `staged` maps the inputs and the residuals to the unknown
   outputs.  An equation whose inputs are all known runs in `known`; its outputs are saved as
   residuals when `policy(prim, *avals, **params)` allows, and recomputed in `staged` when not.
+  An equation with an unknown input, or from index `first_staged` on, is staged whole; an
+  effectful one whose id is in `no_replay` runs only now.
   """
   unknown = {v for v, uk in zip(jaxpr.invars, unknowns) if uk}
   recomputed = set(jaxpr.invars)  # values `staged` has without reading a residual
   known_eqns, staged_eqns = [], []
   is_var = lambda a: type(a) is Var
-  for eqn in jaxpr.eqns:
-    if any(is_var(a) and a in unknown for a in eqn.invars):
+  first_staged = len(jaxpr.eqns) if first_staged is None else first_staged
+  for i, eqn in enumerate(jaxpr.eqns):
+    if i >= first_staged or any(is_var(a) and a in unknown for a in eqn.invars):
       unknown.update(eqn.outvars)
       recomputed.update(eqn.outvars)
       staged_eqns.append(eqn)
@@ -137,6 +140,8 @@ def _split_by_policy(jaxpr: Jaxpr, unknowns, policy):
       rule = remat_effect_rules.get(eqn.primitive)
       inputs_recomputed = all(not is_var(a) or a in recomputed for a in eqn.invars)
       run_now, run_again = rule(saveable, inputs_recomputed) if rule else (True, False)
+      if id(eqn) in no_replay:
+        run_now, run_again = True, False
       if run_now:
         known_eqns.append(eqn)
       if run_again:
@@ -161,50 +166,87 @@ def _split_by_policy(jaxpr: Jaxpr, unknowns, policy):
   return known, staged, out_uk, len(residuals)
 
 
-def _split_mixed_calls(closed: ClosedJaxpr, unknowns) -> ClosedJaxpr:
-  """`closed` where no equation holding a jaxpr of its own (a scan, a cond, a call) takes
-  both known and unknown inputs: such equations are split by partial evaluation into a
-  known part and an unknown part reading its residuals (as JAX splits them), so that the
-  primal carried through a loop beside its tangent stays known."""
-  jaxpr = closed.jaxpr
-  known_vars = {v for v, uk in zip(jaxpr.invars, unknowns) if not uk} | set(jaxpr.constvars)
-  mixed = False
-  for eqn in jaxpr.eqns:
-    ins = [type(a) is not Var or a in known_vars for a in eqn.invars]
-    if all(ins):
-      known_vars.update(eqn.outvars)
-    elif any(ins) and eqn.primitive in pe.partial_eval_rules:
-      mixed = True
-      break
-  if not mixed:
-    return closed
-  known, unknown, out_uk, num_res = pe.partial_eval_jaxpr(closed, unknowns)
+# The policy of the `checkpoint` being partially evaluated, which a nested one follows
+# instead of its own, as in JAX (the outermost checkpoint decides what is saved).
+_enclosing_policies: list = []
 
-  def composed(*args):
-    known_outs = eval_jaxpr(known.jaxpr, known.consts,
-                            *(a for a, uk in zip(args, unknowns) if not uk))
-    residuals = known_outs[len(known_outs) - num_res:]
-    unknown_outs = iter(eval_jaxpr(unknown.jaxpr, unknown.consts, *residuals,
-                                   *(a for a, uk in zip(args, unknowns) if uk)))
-    known_outs = iter(known_outs[:len(known_outs) - num_res])
-    return [next(unknown_outs) if uk else next(known_outs) for uk in out_uk]
 
-  new, consts = pe.trace_to_jaxpr_dynamic(composed, closed.in_avals)
-  return ClosedJaxpr(new, consts)
+def _join_partial_eval(closed: ClosedJaxpr, unknowns, policy):
+  """`closed` partially evaluated (`pe.partial_eval_jaxpr`, so that the call-like equations
+  with known and unknown inputs in it, an inner `checkpoint`, `jit`, `scan` or `cond`, split
+  in two by their own rules), then joined back into one jaxpr: `(joined, consts,
+  first_unknown_eqn, no_replay)`.  `joined` takes `consts` then the inputs of `closed`,
+  returns its outputs, and holds the known half's equations, which read only known values,
+  followed by the unknown half's, from index `first_unknown_eqn`.  The known `checkpoint`
+  equations of the known half (a nested one's known part) are inlined, so that `policy`
+  sees their equations, as JAX's does; `no_replay` holds the ids of the effectful equations
+  inlined so, which run once now (a nested checkpoint replays them itself).
+  """
+  _enclosing_policies.append(policy)
+  try:
+    known, unknown, out_uk, n_res = pe.partial_eval_jaxpr(closed, unknowns)
+  finally:
+    _enclosing_policies.pop()
+  known, consts = hoist_consts(known)
+  known = known.jaxpr
+  sub: dict = {}
+  read = lambda a: sub.get(a, a) if type(a) is Var else a
+  known_eqns, no_replay = [], set()
+
+  def emit(eqn, inlined):
+    invars = [read(a) for a in eqn.invars]
+    body = eqn.params["jaxpr"] if eqn.primitive is remat_p else None
+    if body is not None and not body.consts:
+      sub.update(zip(body.jaxpr.invars, invars))
+      for e in body.jaxpr.eqns:
+        emit(e, True)
+      sub.update(zip(eqn.outvars, [read(v) for v in body.jaxpr.outvars]))
+      return
+    outvars = eqn.outvars
+    if inlined:  # fresh variables: one body may be inlined twice
+      outvars = [type(v)(v.aval) for v in eqn.outvars]
+      sub.update(zip(eqn.outvars, outvars))
+    known_eqns.append(eqn.replace(invars=invars, outvars=outvars))
+    if inlined and eqn.effects:
+      no_replay.add(id(known_eqns[-1]))
+
+  for eqn in known.eqns:
+    emit(eqn, False)
+  n_known_outs = len(known.outvars) - n_res
+  sub.update(zip(unknown.jaxpr.invars[:n_res], map(read, known.outvars[n_known_outs:])))
+  unknown_eqns = [e.replace(invars=[read(a) for a in e.invars]) for e in unknown.jaxpr.eqns]
+  known_ins = iter(known.invars[len(consts):])
+  unknown_ins = iter(unknown.jaxpr.invars[n_res:])
+  invars = [next(unknown_ins) if uk else next(known_ins) for uk in unknowns]
+  known_outs = iter(map(read, known.outvars[:n_known_outs]))
+  unknown_outs = iter(map(read, unknown.jaxpr.outvars))
+  outvars = [next(unknown_outs) if uk else next(known_outs) for uk in out_uk]
+  joined = Jaxpr([], [*known.invars[:len(consts)], *invars], outvars,
+                 [*known_eqns, *unknown_eqns])
+  return joined, consts, len(known_eqns), no_replay
 
 
 def _remat_partial_eval(trace, args, *, jaxpr, policy, **params):
   check_allowed(jaxpr.effects, "remat", "partial-eval of `checkpoint`/`remat`")
   unknowns = [trace.owns(x) for x in args]
-  jaxpr = _split_mixed_calls(jaxpr, unknowns)
-  if jaxpr.consts:
-    jaxpr, hoisted = hoist_consts(jaxpr)
-    args = [*hoisted, *args]
-    unknowns = [False] * len(hoisted) + unknowns
-  known, staged, out_uk, n_res = _split_by_policy(jaxpr.jaxpr, unknowns, policy)
+  # Inner call-like equations split first (their known part is then classified by the
+  # policy like any other known equation); the policy then decides what of the known part
+  # is saved and what the backward pass recomputes.
+  # Nested in another `checkpoint`'s partial evaluation, the outer policy decides what is
+  # saved (as in JAX); the staged recomputation keeps this one's own.
+  split_policy = _enclosing_policies[-1] if _enclosing_policies else policy
+  joined, consts, first_staged, no_replay = _join_partial_eval(jaxpr, unknowns, split_policy)
+  unknowns = [False] * len(consts) + unknowns
+  args = [*consts, *args]
+  known, staged, out_uk, n_res = _split_by_policy(joined, unknowns, split_policy, first_staged,
+                                                  no_replay)
+  known_args = [x for x, uk in zip(args, unknowns) if not uk]
   with set_current_trace(trace.parent):
-    known_outs = eval_jaxpr(known, jaxpr.consts, *(x for x, uk in zip(args, unknowns)
-                                                   if not uk))
+    if _enclosing_policies:  # one known equation of the outer jaxpr, as in JAX
+      known_outs = remat_p.bind(*known_args, jaxpr=ClosedJaxpr(known, []),
+                                **dict(params, policy=policy))
+    else:
+      known_outs = eval_jaxpr(known, [], *known_args)
   residuals = known_outs[len(known_outs) - n_res:]
   known_outs = iter(known_outs[:len(known_outs) - n_res])
   if not any(out_uk) and not must_keep(staged.effects):

@@ -80,7 +80,7 @@ def check(name: str, *args) -> None:
     if type(getattr(x, "aval", None)) is AbstractRef:
       raise TypeError(f"{name} requires ndarray or scalar arguments, got {type(x)} at position "
                       f"{i}: it is a mutable array reference; read its value with `r[...]`")
-    if not is_arraylike(x):
+    if not is_arraylike(x) or dtypes.is_extended(getattr(x, "dtype", None)):
       raise TypeError(f"{name}: argument of type {type(x).__name__} is not a valid array "
                       f"({x!r:.60}); pass minijax arrays, numpy arrays or Python scalars")
 
