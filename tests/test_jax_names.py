@@ -260,8 +260,32 @@ def test_checkify_checks_eagerly_and_collects_the_first_failure():
   with pytest.raises(checkify.JaxRuntimeError, match="x must be positive"):
     err.throw()
   assert checkify.checkify(f)(1.0)[0].get() is None
-  with pytest.raises(ValueError, match="runs checks eagerly only"):
+  with pytest.raises(ValueError, match="Cannot abstractly evaluate a checkify.check which "
+                     "was not functionalized"):
     minijax.jit(f)(1.0)
+
+
+def test_checkify_functionalizes_checks_of_traced_values():
+  # JAX's numbers/messages (0.10.2): the check under jit, grad and vmap lands in the Error.
+  def f(x):
+    checkify.check(x > 0, "x must be positive {}", x)
+    return x * 2
+  jf = minijax.jit(f)
+  err, out = checkify.checkify(jf)(-1.0)
+  assert err.get() == "x must be positive -1.0 (`check` failed)" and float(out) == -2.0
+  err, out = checkify.checkify(jf)(1.0)  # the cached computation, checked again
+  assert err.get() is None and float(out) == 2.0
+  err, _ = checkify.checkify(jf)(-3.0)
+  assert err.get() == "x must be positive -3.0 (`check` failed)"
+  with pytest.raises(checkify.JaxRuntimeError, match="x must be positive -3.0"):
+    err.throw()
+  err, g = checkify.checkify(minijax.grad(f))(-1.0)
+  assert err.get() == "x must be positive -1.0 (`check` failed)" and float(g) == 2.0
+  err, out = checkify.checkify(minijax.vmap(f))(jnp.array([1.0, 2.0]))
+  assert err.get() is None
+  np.testing.assert_array_equal(out, [2.0, 4.0])
+  err, _ = checkify.checkify(minijax.vmap(f))(jnp.array([1.0, -2.0]))
+  assert "x must be positive -2.0 (`check` failed)" in err.get()
 
 
 # ----------------------------------------------------------------------------- extension API
