@@ -697,3 +697,26 @@ def test_grad_of_a_vmapped_cond_ignores_the_branch_not_taken():
       lambda v: lax.switch(jnp.int32(v > 1) + jnp.int32(v > 3),
                            [lambda v: v * 0, jnp.log, jnp.sqrt], v))(x).sum())
   np.testing.assert_allclose(h(np.array([0., 2., 4.], f32)), [0, 0.5, 0.25])
+
+
+def test_weakly_typed_initial_carry_takes_the_bodys_dtype():
+  # As in JAX 0.10.2 (optax's Hungarian algorithm starts a float carry at Python 0): the
+  # carry is promoted to the result type and the body traced again; the body runs twice.
+  traces = []
+
+  def body(c):
+    traces.append(1)
+    i, m = c
+    return i + 1, jnp.float32(0.5) + m
+  i, m = lax.while_loop(lambda c: c[0] < 3, body, (0, 0))
+  assert (i.dtype, i.weak_type, int(i)) == (np.int32, True, 3)
+  assert (m.dtype, m.weak_type, float(m)) == (np.float32, False, 1.5) and len(traces) == 2
+  i, m = minijax.jit(lambda: lax.while_loop(lambda c: c[0] < 3, body, (0, 0)))()
+  assert m.dtype == np.float32 and float(m) == 1.5
+  c, _ = lax.scan(lambda c, x: (c + jnp.float32(x), None), 0, jnp.arange(3.0))
+  assert (c.dtype, c.weak_type, float(c)) == (np.float32, False, 3.0)
+  g = minijax.grad(lambda x: lax.scan(lambda c, y: (c + x * y, None), 0, jnp.arange(3.0))[0])
+  assert float(g(2.0)) == 3.0
+  # a strong carry that changes dtype is still an error
+  with pytest.raises(TypeError, match="carry"):
+    lax.while_loop(lambda c: c < 3, lambda c: c + jnp.float32(1), jnp.int32(0))

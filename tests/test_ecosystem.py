@@ -1,5 +1,5 @@
 """JAX's libraries run on minijax: each program in tests/ecosystem/ trains or samples with
-optax, flax.linen, equinox, numpyro, distrax or blackjax through `python -m minijax.run`
+optax, flax.linen, flax.nnx, equinox, numpyro, distrax or blackjax through `python -m minijax.run`
 (`import jax` answered by minijax), and its numbers are JAX 0.10.2's.
 
 The expected numbers were recorded by running the same programs with JAX 0.10.2 and the
@@ -26,6 +26,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PROGRAMS = os.path.join(ROOT, "tests", "ecosystem")
 # Top-level packages only: importing a library (or flax.linen) would import JAX itself.
 LIBRARIES = {"optax_regression": ["optax"], "flax_linen": ["flax", "optax"],
+             "flax_nnx": ["flax", "optax"],
              "equinox_mlp": ["equinox"], "numpyro_inference": ["numpyro"],
              "distrax_blackjax": ["distrax", "blackjax"]}
 # Compared loosely: NUTS draws after 100 adaptive warmup steps (see the docstring).
@@ -53,6 +54,11 @@ RECORDED = {'optax_regression': {'final_loss': 0.06950043141841888,
                             0.33106857538223267,
                             0.1812940537929535],
                 'n_params': 779.0},
+ 'flax_nnx': {'first_loss': 2.17834210395813,
+              'final_loss': 0.6031345129013062,
+              'out': [-0.9187293648719788, -0.2179972529411316],
+              'grad_sum': 7.7927045822143555,
+              'n_params': 50.0},
  'equinox_mlp': {'first_loss': 0.2031896561384201,
                  'final_loss': 0.1489184945821762,
                  'out': [-0.008370034396648407],

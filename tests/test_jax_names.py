@@ -247,7 +247,7 @@ def test_symbolic_zeros_reach_the_rule_for_undifferentiated_inputs():
 
 def test_checkify_checks_eagerly_and_collects_the_first_failure():
   checkify.check(True, "never")
-  with pytest.raises(minijax.errors.JaxRuntimeError, match="x must be positive, got -1"):
+  with pytest.raises(checkify.JaxRuntimeError, match=r"x must be positive, got -1 \(`check` failed\)"):
     checkify.check(-1 > 0, "x must be positive, got {}", -1)
 
   def f(x):
@@ -255,12 +255,37 @@ def test_checkify_checks_eagerly_and_collects_the_first_failure():
     return x * 2
 
   err, out = checkify.checkify(f)(-1.0)
-  assert err.get() == "x must be positive" and out == -2.0
-  with pytest.raises(minijax.errors.JaxRuntimeError, match="x must be positive"):
+  assert err.get() == "x must be positive (`check` failed)" and out == -2.0
+  assert issubclass(checkify.JaxRuntimeError, ValueError)
+  with pytest.raises(checkify.JaxRuntimeError, match="x must be positive"):
     err.throw()
   assert checkify.checkify(f)(1.0)[0].get() is None
-  with pytest.raises(ValueError, match="runs checks eagerly only"):
+  with pytest.raises(ValueError, match="Cannot abstractly evaluate a checkify.check which "
+                     "was not functionalized"):
     minijax.jit(f)(1.0)
+
+
+def test_checkify_functionalizes_checks_of_traced_values():
+  # JAX's numbers/messages (0.10.2): the check under jit, grad and vmap lands in the Error.
+  def f(x):
+    checkify.check(x > 0, "x must be positive {}", x)
+    return x * 2
+  jf = minijax.jit(f)
+  err, out = checkify.checkify(jf)(-1.0)
+  assert err.get() == "x must be positive -1.0 (`check` failed)" and float(out) == -2.0
+  err, out = checkify.checkify(jf)(1.0)  # the cached computation, checked again
+  assert err.get() is None and float(out) == 2.0
+  err, _ = checkify.checkify(jf)(-3.0)
+  assert err.get() == "x must be positive -3.0 (`check` failed)"
+  with pytest.raises(checkify.JaxRuntimeError, match="x must be positive -3.0"):
+    err.throw()
+  err, g = checkify.checkify(minijax.grad(f))(-1.0)
+  assert err.get() == "x must be positive -1.0 (`check` failed)" and float(g) == 2.0
+  err, out = checkify.checkify(minijax.vmap(f))(jnp.array([1.0, 2.0]))
+  assert err.get() is None
+  np.testing.assert_array_equal(out, [2.0, 4.0])
+  err, _ = checkify.checkify(minijax.vmap(f))(jnp.array([1.0, -2.0]))
+  assert "x must be positive -2.0 (`check` failed)" in err.get()
 
 
 # ----------------------------------------------------------------------------- extension API
@@ -364,7 +389,7 @@ def test_device_queries_take_jaxs_backend_argument():
   with pytest.raises(RuntimeError, match="Unknown backend: 'tpu'"):
     minijax.devices("tpu")
   err, _ = checkify.checkify(lambda: checkify.check(False, "bad"))()
-  with pytest.raises(minijax.errors.JaxRuntimeError, match="bad"):
+  with pytest.raises(checkify.JaxRuntimeError, match="bad"):
     checkify.check_error(err)
 
 
@@ -382,3 +407,52 @@ def test_typed_key_arrays_are_arrays():
   seen = []
   minijax.jit(lambda k: seen.append(isinstance(k, minijax.Array)))(key)
   assert seen == [True]
+
+
+def test_flax_nnx_import_time_names_map_onto_minijax():
+  # flax.nnx imports these at module level (variablelib, transforms, rnglib, linear).
+  from minijax._src.state.types import AbstractRef
+  from minijax._src import checkify as checkify_lib
+  from minijax.experimental import hijax as hjx
+  assert AbstractRef is minijax.core.state.AbstractRef
+  assert checkify_lib.checkify is checkify.checkify and checkify_lib.user_checks
+  assert isinstance(minijax.typeof(minijax.new_ref(jnp.zeros(2))), AbstractRef)
+
+  class Effect:
+    pass
+  hjx.control_flow_allowed_effects.add_type(Effect)
+  assert hjx.control_flow_allowed_effects.contains(Effect())
+  assert not hjx.is_undefined_primal(1.0)
+
+  class MyPrim(hjx.HiPrimitive):
+    pass
+
+  class MyType(hjx.MutableHiType):
+    get = hjx.aval_method(lambda self: 1)
+  with pytest.raises(NotImplementedError, match="hijax is not implemented"):
+    MyPrim("p").bind(1.0)
+  with pytest.raises(NotImplementedError, match="flax_hijax_variable"):
+    MyType()
+  with pytest.raises(NotImplementedError, match="binomial is not implemented"):
+    minijax.random.binomial(minijax.random.key(0), 5, 0.5)
+  with pytest.raises(NotImplementedError, match="multinomial"):
+    minijax.random.multinomial(minijax.random.key(0), 5, jnp.ones(3) / 3)
+  a = jnp.ones((2, 3))
+  out = lax.dot_general(a, a, (((1,), (1,)), ((), ())), out_sharding=None)
+  np.testing.assert_array_equal(out, np.full((2, 2), 3.0, np.float32))
+  with pytest.raises(NotImplementedError, match="out_sharding is not supported"):
+    lax.dot_general(a, a, (((1,), (1,)), ((), ())), out_sharding="x")
+
+
+def test_an_array_types_sharding_is_jaxs_unsharded_one():
+  # chex's assert_tree_is_on_device/_on_host/_sharded read jax.typeof(x).sharding.
+  s = minijax.typeof(jnp.ones((2, 3))).sharding
+  assert s.is_fully_replicated and s.mesh.empty and s.spec == minijax.sharding.PartitionSpec(None, None)
+  assert minijax.typeof(1.0).sharding.spec == minijax.sharding.PartitionSpec()
+  assert minijax.sharding.AbstractMesh((2,), ("x",)).shape == {"x": 2}
+
+  @minijax.jit
+  def f(x):
+    assert minijax.typeof(x).sharding.is_fully_replicated
+    return x
+  f(jnp.ones(2))

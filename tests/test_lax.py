@@ -12,6 +12,7 @@ import pytest
 
 import minijax
 from minijax import lax
+import minijax.numpy as jnp
 
 bf16 = np.dtype(ml_dtypes.bfloat16)
 f32, i32, u8, b = np.dtype(np.float32), np.dtype(np.int32), np.dtype(np.uint8), np.dtype(bool)
@@ -613,3 +614,16 @@ def test_dot_general_takes_a_precision_and_lowers_it_to_precision_config():
   assert lax.Precision("tensorfloat32") is lax.Precision.HIGH and str(lax.Precision.HIGHEST) == "HIGHEST"
   with pytest.raises(ValueError, match="Precision argument must be one of"):
     lax.dot(x, x.T, precision=3)
+
+
+def test_gather_with_no_indices_from_an_empty_operand():
+  # JAX accepts slices larger than an empty operand when there are no indices (nothing is
+  # read): optax's Hungarian algorithm indexes empty arrays with empty index arrays.
+  x, i = jnp.zeros((0,), jnp.int32), jnp.zeros((0,), jnp.int32)
+  for got in (x[i], minijax.jit(lambda x, i: x[i])(x, i)):
+    assert got.shape == (0,) and got.dtype == np.int32
+  assert jnp.zeros((0, 3))[i].shape == (0, 3)
+  with pytest.raises(TypeError, match="within bounds"):
+    lax.gather(x, jnp.zeros((1, 1), jnp.int32),
+               lax.GatherDimensionNumbers(offset_dims=(), collapsed_slice_dims=(0,),
+                                          start_index_map=(0,)), slice_sizes=(1,))

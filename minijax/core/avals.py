@@ -16,6 +16,7 @@ import numpy as np
 
 from minijax.core import dtypes
 from minijax.core.dtypes import PYTHON_SCALARS
+from minijax.core.sharding import aval_sharding
 
 
 class AbstractValue:
@@ -68,6 +69,11 @@ class ShapedArray(AbstractValue):
     return ShapedArray(self.shape, dtypes.tangent_dtype(self.dtype), self.weak_type)
 
   at_least_vspace = tangent_aval  # JAX's name
+
+  @property
+  def sharding(self):
+    """Always unsharded (see `minijax.core.sharding.AvalSharding`)."""
+    return aval_sharding(self.ndim)
 
 
 class AbstractToken(AbstractValue):

@@ -170,6 +170,60 @@ class Mesh:
     return False
 
 
+class AbstractMesh:
+  """Axis sizes and names of a mesh, without devices."""
+
+  def __init__(self, axis_sizes: tuple[int, ...], axis_names: tuple[str, ...],
+               axis_types: tuple[AxisType, ...] | None = None):
+    if len(axis_sizes) != len(axis_names):
+      raise ValueError(f"AbstractMesh: {len(axis_sizes)} axis sizes for {len(axis_names)} "
+                       "axis names; give one size per name")
+    self.axis_sizes = tuple(axis_sizes)
+    self.axis_names = tuple(axis_names)
+    self.axis_types = tuple(axis_types) if axis_types else (AxisType.Auto,) * len(axis_names)
+
+  shape = property(lambda self: dict(zip(self.axis_names, self.axis_sizes)))
+  size = property(lambda self: math.prod(self.axis_sizes))
+  empty = property(lambda self: not self.axis_names)
+
+  def __eq__(self, other):
+    return (isinstance(other, AbstractMesh) and (self.axis_sizes, self.axis_names)
+            == (other.axis_sizes, other.axis_names))
+
+  def __hash__(self):
+    return hash((self.axis_sizes, self.axis_names))
+
+  def __repr__(self):
+    return f"AbstractMesh({self.shape})"
+
+
+class AvalSharding:
+  """The sharding an array type reports (`typeof(x).sharding`): minijax's types carry no
+  sharding (one device per computation), so it is JAX's unsharded one: every axis unsplit
+  (`spec` all None) on the empty abstract mesh, fully replicated."""
+
+  def __init__(self, ndim: int):
+    self.mesh = AbstractMesh((), ())
+    self.spec = PartitionSpec(*(None,) * ndim)
+    self.memory_kind = None
+
+  is_fully_replicated = True
+
+  def __eq__(self, other):
+    return type(other) is AvalSharding and other.spec == self.spec
+
+  def __hash__(self):
+    return hash(self.spec)
+
+  def __repr__(self):
+    return f"NamedSharding(mesh={self.mesh!r}, spec={self.spec!r})"
+
+
+@functools.lru_cache(maxsize=None)
+def aval_sharding(ndim: int) -> AvalSharding:
+  return AvalSharding(ndim)
+
+
 class _MeshContext(threading.local):
   def __init__(self):
     self.stack: list[Mesh] = []

@@ -1,10 +1,15 @@
-"""`checkify`: run-time checks as values (`jax.experimental.checkify`), for eager code.
+"""`checkify`: run-time checks as values (`jax.experimental.checkify`).
 
 `check(pred, msg, *fmt_args, **fmt_kwargs)` checks a predicate.  Eagerly, a false one
-raises `JaxRuntimeError` with the formatted message, or, inside `checkify(f)`, is recorded
-in the `Error` that the checkified function returns beside its result.  minijax does not
-functionalize checks inside `jit`, `vmap` or `grad`: a `check` on a traced predicate raises
-a `ValueError` saying so (JAX, too, refuses a check it cannot functionalize)."""
+raises this module's `JaxRuntimeError` (a `ValueError`, as in JAX) with the formatted
+message and " (`check` failed)", or, inside `checkify(f)`, is recorded in the `Error` that
+the checkified function returns beside its result.  A check of a traced value (under `jit`,
+`vmap`, `grad`) is functionalized only inside `checkify`, as in JAX; there minijax sends the
+predicate and format arguments to the host with an ordered debug callback, and `checkify`
+waits for the callbacks (`effects_barrier`) before building the `Error`: the first failed
+check wins.  Outside `checkify` a traced check raises JAX's `ValueError`.  Differences from
+JAX: only user checks (`FailedCheckError`) are collected (no automatic NaN/OOB/division
+checks), and a failure under `vmap` is not prefixed with its mapped index."""
 from __future__ import annotations
 
 import threading
@@ -13,7 +18,12 @@ from typing import Any, Callable
 import numpy as np
 
 from minijax.core.trace import Tracer
-from minijax.errors import JaxRuntimeError
+from minijax.runtime.barrier import effects_barrier
+
+
+class JaxRuntimeError(ValueError):
+  """A failed check, raised (JAX's checkify error class: a `ValueError`, unlike jaxlib's
+  `JaxRuntimeError`)."""
 
 
 class JaxException(Exception):
@@ -77,16 +87,31 @@ def check(pred: Any, msg: str, *fmt_args, **fmt_kwargs) -> None:
   """Checks that `pred` is true (see the module docstring)."""
   if isinstance(pred, Tracer) or any(isinstance(a, Tracer) for a in (*fmt_args,
                                                                      *fmt_kwargs.values())):
-    raise ValueError("checkify.check of a traced value: minijax runs checks eagerly only "
-                     "(outside jit, vmap and grad); check a concrete value, or use "
-                     "minijax.debug.callback to test the value on the host")
+    if _collecting.errors is None:
+      raise ValueError("Cannot abstractly evaluate a checkify.check which was not "
+                       "functionalized: a `check` of a traced value (under jit, vmap, grad, "
+                       "...) must run inside `checkify.checkify`")
+    # Inside checkify: the predicate travels to the host, where a false one is recorded.
+    from minijax.callbacks.debug import debug_callback
+    debug_callback(_check_on_host, msg, pred, fmt_args, fmt_kwargs, ordered=True)
+    return
+  _check_on_host(msg, pred, fmt_args, fmt_kwargs, _collecting.errors)
+
+
+# Where host callbacks (run on the runtime's thread) record traced checks' failures: the
+# innermost running `checkify` call's list.
+_host_errors: list[list] = []
+
+
+def _check_on_host(msg, pred, fmt_args, fmt_kwargs, errors=None) -> None:
   if bool(np.all(np.asarray(pred))):
     return
-  message = msg.format(*fmt_args, **fmt_kwargs)
-  if _collecting.errors is not None:
-    _collecting.errors.append(message)
-  else:
+  message = msg.format(*fmt_args, **fmt_kwargs) + " (`check` failed)"
+  if errors is None and _host_errors:
+    errors = _host_errors[-1]
+  if errors is None:
     raise JaxRuntimeError(message)
+  errors.append(message)
 
 
 def check_error(error: Error) -> None:
@@ -98,15 +123,18 @@ def checkify(f: Callable, errors: frozenset = user_checks) -> Callable:
   """`f` returning `(Error, out)`: the first failed `check` in it, instead of raising."""
   def checked(*args, **kwargs):
     previous, _collecting.errors = _collecting.errors, []
+    _host_errors.append(_collecting.errors)
     try:
       out = f(*args, **kwargs)
+      effects_barrier()  # the traced checks' host callbacks have all run
       found = _collecting.errors
     finally:
       _collecting.errors = previous
+      _host_errors.pop()
     return Error(found[0] if found else None), out
   return checked
 
 
-__all__ = ["Error", "ErrorCategory", "FailedCheckError", "JaxException", "all_checks", "automatic_checks",
+__all__ = ["Error", "ErrorCategory", "FailedCheckError", "JaxException", "JaxRuntimeError", "all_checks", "automatic_checks",
            "check", "check_error", "checkify", "div_checks", "float_checks", "index_checks", "nan_checks",
            "user_checks"]

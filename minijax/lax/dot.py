@@ -263,7 +263,11 @@ ad.primitive_transposes[dot_general_p] = _dot_general_transpose
 batching.primitive_batchers[dot_general_p] = _dot_general_batch
 
 
-def dot_general(lhs, rhs, dimension_numbers, precision=None, preferred_element_type=None):
+def dot_general(lhs, rhs, dimension_numbers, precision=None, preferred_element_type=None, *,
+                out_sharding=None):
+  if out_sharding is not None:
+    raise NotImplementedError("dot_general: out_sharding is not supported by minijax (one "
+                              "device per computation)")
   lhs, rhs = convert_to_array(lhs), convert_to_array(rhs)
   (lc, rc), (lb, rb) = dimension_numbers
   dn = ((tuple(int(d) for d in lc), tuple(int(d) for d in rc)),

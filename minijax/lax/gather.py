@@ -63,8 +63,9 @@ def _gather_abstract_eval(operand, indices, *, dimension_numbers, slice_sizes):
   if indices.shape[-1] != len(dn.start_index_map):
     raise TypeError(f"{where}: the index vector has {indices.shape[-1]} entries but "
                     f"start_index_map={dn.start_index_map}")
-  if len(slice_sizes) != operand.ndim or any(
-      not 0 <= s <= n for s, n in zip(slice_sizes, operand.shape)):
+  # With no indices nothing is read, so (as in JAX) slices need not fit an empty operand.
+  if len(slice_sizes) != operand.ndim or (indices.size != 0 and any(
+      not 0 <= s <= n for s, n in zip(slice_sizes, operand.shape))):
     raise TypeError(f"{where}: need one slice size per operand axis, within bounds")
   dropped = set(dn.collapsed_slice_dims) | set(dn.operand_batching_dims)
   if any(slice_sizes[d] != 1 for d in dropped):
@@ -88,6 +89,9 @@ gather_p.def_abstract_eval(_gather_abstract_eval)
 
 
 def _gather_lowering(ctx, operand, indices, *, dimension_numbers, slice_sizes):
+  out_aval = ctx.avals_out[0]
+  if out_aval.size == 0:  # XLA rejects slices larger than an (empty) operand
+    return mlir.splat_constant(0, out_aval.shape, out_aval.dtype)
   dn = dimension_numbers
   attr = mhlo.GatherDimensionNumbers.get(
       offset_dims=list(dn.offset_dims), collapsed_slice_dims=list(dn.collapsed_slice_dims),

@@ -26,6 +26,6 @@ from minijax.random._samplers import (  # noqa: F401
     lognormal, maxwell, multivariate_normal, normal, orthogonal, pareto, rademacher, rayleigh,
     triangular, truncated_normal, uniform, wald, weibull_min)
 from minijax.random._discrete import (  # noqa: F401
-    categorical, choice, geometric, permutation, randint)
+    binomial, categorical, choice, geometric, multinomial, permutation, randint)
 from minijax.random._gamma import (  # noqa: F401
     ball, beta, chisquare, dirichlet, f, gamma, generalized_normal, loggamma, poisson, t)

@@ -243,3 +243,18 @@ def _geometric(key, p, *, shape, dtype):
   u = jnp.where(jnp.equal(u, 0), jnp.ones_like(u), u)  # (as JAX: u = 0 counts as 1)
   trials = lax.floor(lax.div(lax.log(u), jnp.broadcast_to(lax.log1p(jnp.negative(p)), shape)))
   return jnp.add(trials, 1).astype(dtype)
+
+
+def binomial(key, n, p, shape=None, dtype=float):
+  """`jax.random.binomial` is not implemented yet: the name exists (libraries such as flax.nnx
+  bind every sampler as a method at import), and calling it raises rather than drawing numbers
+  that differ from JAX's."""
+  raise NotImplementedError("minijax.random.binomial is not implemented yet (JAX 0.10.2's "
+                            "algorithm is not reproduced); sample with random.uniform instead")
+
+
+def multinomial(key, n, p, *, shape=None, dtype=float, unroll=1):
+  """`jax.random.multinomial` is not implemented yet (it is built on `binomial`): calling it
+  raises."""
+  raise NotImplementedError("minijax.random.multinomial is not implemented yet (it needs "
+                            "random.binomial)")

@@ -16,7 +16,7 @@ from jaxlib.mlir import ir
 from jaxlib.mlir.dialects import mhlo
 
 from minijax import tree_util
-from minijax.core import effects as effects_lib
+from minijax.core import dtypes, effects as effects_lib
 from minijax.core.avals import ShapedArray
 from minijax.core.jaxpr import ClosedJaxpr, Jaxpr, Var, hoist_consts
 from minijax.lowering import mlir
@@ -76,6 +76,21 @@ def join_weak(avals_lists: Sequence[Sequence[ShapedArray]]) -> list[ShapedArray]
     weak = all(a.weak_type for a in avals)
     out.append(avals[0].update(weak_type=weak))
   return out
+
+
+def promote_weak_carry(vals: Sequence[Any], avals: Sequence[ShapedArray],
+                       out_avals: Sequence[ShapedArray]) -> tuple[list[Any], bool]:
+  """JAX's rule for a weakly typed initial carry (a Python scalar, say) that the body returns
+  with another dtype: the carry becomes the two's result type, and the caller traces the body
+  again (only then, since the body may have Python side effects)."""
+  from minijax.lax.misc import convert_element_type
+  out, changed = list(vals), False
+  for k, (a, o) in enumerate(zip(avals, out_avals)):
+    if (getattr(a, "weak_type", False) and isinstance(o, ShapedArray)
+        and a.shape == o.shape and a.dtype != o.dtype):
+      dtype, weak = dtypes.result_type((a.dtype, True), (o.dtype, o.weak_type))
+      out[k], changed = convert_element_type(vals[k], dtype, weak_type=weak), True
+  return out, changed
 
 
 def strong(avals) -> list[ShapedArray]:

@@ -59,6 +59,11 @@ def while_loop(cond_fun: Callable, body_fun: Callable, init_val):
   # effects in Python, such as popping from a list, that a second trace would repeat).
   cond_jaxpr, cond_consts, cond_tree = common.trace_fun(cond_fun, in_tree, avals, "cond_fun")
   body_jaxpr, body_consts, body_tree = common.trace_fun(body_fun, in_tree, avals, "body_fun")
+  flat, changed = common.promote_weak_carry(flat, avals, body_jaxpr.out_avals)
+  if changed:
+    avals = [get_aval(x) for x in flat]
+    cond_jaxpr, cond_consts, cond_tree = common.trace_fun(cond_fun, in_tree, avals, "cond_fun")
+    body_jaxpr, body_consts, body_tree = common.trace_fun(body_fun, in_tree, avals, "body_fun")
   type_errors.check_predicate_type(cond_tree, cond_jaxpr.out_avals)
   type_errors.check_carry("while_loop body", body_fun, init_tree, avals, body_tree,
                           body_jaxpr.out_avals)

@@ -104,6 +104,11 @@ def scan(f: Callable, init, xs=None, length: int | None = None, reverse: bool = 
   # is joined to the body's strong type): the body may have Python side effects.
   jaxpr, consts, out_tree = common.trace_fun(f, in_tree, [*carry_avals, *slice_avals],
                                              "scan body")
+  init_flat, changed = common.promote_weak_carry(init_flat, carry_avals, jaxpr.out_avals)
+  if changed:
+    carry_avals = [get_aval(x) for x in init_flat]
+    jaxpr, consts, out_tree = common.trace_fun(f, in_tree, [*carry_avals, *slice_avals],
+                                               "scan body")
   children = out_tree.children() if out_tree.num_nodes > 1 else []
   if len(children) != 2 or out_tree != tree_util.treedef_tuple(children):
     shown = tree_util.tree_unflatten(out_tree, [type_errors.type_str(a)
