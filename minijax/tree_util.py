@@ -211,34 +211,6 @@ def register_pytree_node_class(cls: type) -> type:
   return cls
 
 
-def register_pytree_with_keys(nodetype: type, flatten_with_keys: Callable,
-                              unflatten_func: Callable, flatten_func: Callable | None = None):
-  """Registers `nodetype` with `flatten_with_keys(x) -> (((key, child), ...), aux)`, so that
-  paths (`tree_flatten_with_path`) name its children by those keys; `flatten_func` (the
-  children without keys) is derived from it when not given."""
-  if flatten_func is None:
-    def flatten_func(x):
-      pairs, aux = flatten_with_keys(x)
-      return [child for _, child in pairs], aux
-  registry.register_node(nodetype, flatten_func, unflatten_func, flatten_with_keys)
-
-
-def register_pytree_with_keys_class(cls: type) -> type:
-  """Registers a class with `tree_flatten_with_keys` and the classmethod `tree_unflatten`
-  (and optionally `tree_flatten`)."""
-  flatten = getattr(cls, "tree_flatten", None)
-  register_pytree_with_keys(cls, lambda x: x.tree_flatten_with_keys(), cls.tree_unflatten,
-                            None if flatten is None else (lambda x: x.tree_flatten()))
-  return cls
-
-
-def register_static(cls: type) -> type:
-  """Registers `cls` as a node without children: its instances are part of the tree
-  structure (compared and hashed as such), never leaves."""
-  register_pytree_node(cls, lambda x: ((), x), lambda x, _: x)
-  return cls
-
-
 def register_dataclass(cls: type, data_fields=None, meta_fields=None) -> type:
   """Registers a dataclass; fields are data (children) unless listed in `meta_fields`
   or marked `field(metadata={"static": True})`."""
