@@ -384,3 +384,12 @@ def test_a_callback_in_a_while_loop_condition_decides_when_the_loop_ends(kind):
       lambda c: callback(keep_going, S((), np.bool_), c), lambda c: c + 1, i))
   assert int(f(np.int32(0))) == 6
   assert state["asked"] == 7
+
+
+def test_debug_print_of_a_typed_key_array_prints_instead_of_crashing(capsys):
+  """Key arrays count as Arrays (as in JAX); formatting a 0-d one must not ask it for
+  `.item()`, which key arrays do not have (JAX's test_debug_print_extended_dtype)."""
+  from minijax import random
+  minijax.jit(lambda k: minijax.debug.print("{}", k))(random.key(0))
+  minijax.effects_barrier()
+  assert "0 0" in capsys.readouterr().out

@@ -42,7 +42,7 @@ from minijax.lax import remat as remat_lib
 from minijax.lowering import mlir
 from minijax.lowering.tokens import TokenSet
 from minijax.runtime import backend, host_calls, taps
-from minijax.runtime.array import Array
+from minijax.runtime.array import is_concrete_array
 from minijax.runtime.barrier import wait_for_effects
 
 __all__ = ["debug_callback", "debug_print", "debug_log", "debug_callback_p", "DebugEffect",
@@ -140,7 +140,8 @@ class _Printer:
 
 def _scalar(value):
   """A 0-d array as the Python scalar it holds (how JAX's arrays format)."""
-  return value.item() if isinstance(value, (np.ndarray, Array)) and value.ndim == 0 else value
+  concrete = isinstance(value, np.ndarray) or is_concrete_array(value)
+  return value.item() if concrete and value.ndim == 0 else value
 
 
 def debug_print(fmt: str | None = None, *args: Any, ordered: bool = False,
