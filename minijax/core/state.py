@@ -59,10 +59,6 @@ class AbstractRef(AbstractValue):
     return AbstractRef(self.inner_aval.strip_weak_type(), self.kind)
 
 
-def is_ref_aval(aval) -> bool:
-  return type(aval) is AbstractRef
-
-
 class _RefMeta(type):
   """`isinstance(x, Ref)` holds for concrete refs and for tracers of refs."""
 

@@ -49,8 +49,17 @@ class ArgInfo:
 
 
 class _Stage:
-  """What every stage knows of the call it was made for (`_traced`, `_in_tree`, `_names`)."""
+  """What every stage knows of the call it was made for: the trace, the function's name,
+  where it runs (a device, or the devices of a `placement`), the argument tree and names."""
   _no_kwargs = False  # (JAX's attribute: whether the call takes no keyword arguments)
+
+  def __init__(self, traced, name: str, device, placement=None, in_tree=None, names=None):
+    self._traced = traced
+    self._name = name
+    self._device = device
+    self._placement = placement
+    self._in_tree = in_tree
+    self._names = names
 
   @property
   def args_info(self):
@@ -84,13 +93,7 @@ class Traced(_Stage):
   """`jit(f).trace(*args)`: `jaxpr` is the ClosedJaxpr `f` traced to (its constants hoisted
   to leading inputs); `lower()` lowers it without tracing again."""
 
-  def __init__(self, traced, name: str, device, placement=None, in_tree=None, names=None):
-    self._traced = traced
-    self._device = device
-    self._placement = placement
-    self._in_tree = in_tree
-    self._names = names
-    self.fun_name = name
+  fun_name = property(lambda self: self._name)
 
   @property
   def jaxpr(self):
@@ -119,12 +122,7 @@ class Lowered(_Stage):
   devices of a `placement`)."""
 
   def __init__(self, traced, name: str, device, placement=None, in_tree=None, names=None):
-    self._traced = traced
-    self._name = name
-    self._device = device
-    self._placement = placement
-    self._in_tree = in_tree
-    self._names = names
+    super().__init__(traced, name, device, placement, in_tree, names)
     if placement is not None:
       self._result = sharded.lower(traced.jaxpr, name, traced.donated, placement)
     elif jaxpr_has_state(traced.jaxpr.jaxpr):  # lowered discharged, refs aliased in place
