@@ -21,6 +21,7 @@ not kept.
 from __future__ import annotations
 
 import functools
+import threading
 from typing import Callable
 
 import numpy as np
@@ -189,7 +190,14 @@ def _split_by_policy(jaxpr: Jaxpr, unknowns, policy, first_staged: int | None = 
 
 # The policy of the `checkpoint` being partially evaluated, which a nested one follows
 # instead of its own, as in JAX (the outermost checkpoint decides what is saved).
-_enclosing_policies: list = []
+class _EnclosingPolicies(threading.local):
+  stack: list
+
+  def __init__(self):
+    self.stack = []
+
+
+_enclosing = _EnclosingPolicies()  # per thread: two threads may differentiate at once
 
 
 def _join_partial_eval(closed: ClosedJaxpr, unknowns, policy):
@@ -203,11 +211,11 @@ def _join_partial_eval(closed: ClosedJaxpr, unknowns, policy):
   sees their equations, as JAX's does; `no_replay` holds the ids of the effectful equations
   inlined so, which run once now (a nested checkpoint replays them itself).
   """
-  _enclosing_policies.append(policy)
+  _enclosing.stack.append(policy)
   try:
     known, unknown, out_uk, n_res = pe.partial_eval_jaxpr(closed, unknowns)
   finally:
-    _enclosing_policies.pop()
+    _enclosing.stack.pop()
   known, consts = hoist_consts(known)
   known = known.jaxpr
   sub: dict = {}
@@ -255,7 +263,7 @@ def _remat_partial_eval(trace, args, *, jaxpr, policy, **params):
   # is saved and what the backward pass recomputes.
   # Nested in another `checkpoint`'s partial evaluation, the outer policy decides what is
   # saved (as in JAX); the staged recomputation keeps this one's own.
-  split_policy = _enclosing_policies[-1] if _enclosing_policies else policy
+  split_policy = _enclosing.stack[-1] if _enclosing.stack else policy
   joined, consts, first_staged, no_replay = _join_partial_eval(jaxpr, unknowns, split_policy)
   unknowns = [False] * len(consts) + unknowns
   args = [*consts, *args]
@@ -263,7 +271,7 @@ def _remat_partial_eval(trace, args, *, jaxpr, policy, **params):
                                                   no_replay)
   known_args = [x for x, uk in zip(args, unknowns) if not uk]
   with set_current_trace(trace.parent):
-    if _enclosing_policies:  # one known equation of the outer jaxpr, as in JAX
+    if _enclosing.stack:  # one known equation of the outer jaxpr, as in JAX
       known_outs = remat_p.bind(*known_args, jaxpr=ClosedJaxpr(known, []),
                                 **dict(params, policy=policy))
     else:
