@@ -81,3 +81,21 @@ def test_debug_log_logs_on_the_minijax_debug_logger_from_the_callers_line(caplog
   (record,) = [r for r in caplog.records if r.name == "minijax.debug"]
   assert record.getMessage() == "x=4" and record.levelno == logging.INFO
   assert record.pathname == __file__
+
+
+def test_a_debug_print_in_a_cond_branch_other_than_the_first_is_never_dropped(capsys):
+  """The cond was dropped when its outputs were all forwarded operands and only branch 0
+  was asked for effects: a print in the true branch vanished, eagerly, under jit and
+  under vmap (where it now raises instead of running every branch for every lane)."""
+  def g(x):
+    def t(x):
+      minijax.debug.print("pos {}", x)
+      return x
+    return lax.cond(x > 0, t, lambda x: x, x)
+  g(1.0)
+  g(-1.0)
+  minijax.jit(g)(2.0)
+  minijax.effects_barrier()
+  assert capsys.readouterr().out == "pos 1.0\npos 2.0\n"
+  with pytest.raises(NotImplementedError, match="DebugEffect"):
+    minijax.vmap(g)(np.array([1.0, -1.0], np.float32))

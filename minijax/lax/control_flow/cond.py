@@ -160,7 +160,7 @@ def _bind_cond(index, funs, operands, api_name, names):
     outs = refs.call_with_refs(
         branches, [*all_consts, *flat], "cond",
         lambda pure, ops: cond_p.bind(index, *ops, branches=tuple(pure)))
-  elif kept or must_keep(branches[0].effects):
+  elif kept or must_keep(frozenset().union(*(b.effects for b in branches))):
     outs = cond_p.bind(index, *all_consts, *flat, branches=tuple(branches))
   outs = iter(outs)
   return tree_util.tree_unflatten(tree0, [next(outs) if p is None else flat[p]
