@@ -1,4 +1,5 @@
-"""The discrete samplers: randint, permutation, choice, categorical, geometric.
+"""The discrete samplers: randint, permutation, choice, categorical, geometric, binomial,
+multinomial.
 
 As in `_samplers.py`, each public function checks its arguments and calls a compiled impl
 with its static arguments fixed, and the impls repeat JAX's operations one for one.
@@ -16,10 +17,11 @@ from minijax import numpy as jnp
 from minijax.core import dtypes
 from minijax.core.avals import get_aval
 from minijax.lax.utils import canonicalize_axis
+from minijax.numpy import _util
 from minijax.random import _keys
 from minijax.random._keys import random_bits, unwrap
-from minijax.random._samplers import (_UINT, _gumbel, _split2, _uniform, check_shape, compiled,
-                                      int_dtype, shape_of_params)
+from minijax.random._samplers import (_UINT, _finfo, _gumbel, _split2, _uniform, check_shape,
+                                      compiled, float_dtype, int_dtype, shape_of_params)
 
 
 # ----------------------------------------------------------------------------- integers
@@ -245,16 +247,155 @@ def _geometric(key, p, *, shape, dtype):
   return jnp.add(trials, 1).astype(dtype)
 
 
-def binomial(key, n, p, shape=None, dtype=float):
-  """`jax.random.binomial` is not implemented yet: the name exists (libraries such as flax.nnx
-  bind every sampler as a method at import), and calling it raises rather than drawing numbers
-  that differ from JAX's."""
-  raise NotImplementedError("minijax.random.binomial is not implemented yet (JAX 0.10.2's "
-                            "algorithm is not reproduced); sample with random.uniform instead")
+# ----------------------------------------------------------------------------- binomial
+
+def binomial(key, n, p, shape=None, dtype=None):
+  """Samples of the binomial distribution: successes in `n` trials of probability `p`,
+  as floats (`n` may be a float; it is floored, as numpy does)."""
+  data, _ = unwrap("binomial", key)
+  _util.check("binomial", n, p)
+  dtype = float_dtype("binomial", dtype)
+  shape = shape_of_params("binomial", shape, n, p)
+  return compiled(_binomial, shape=shape, dtype=dtype)(data, n, p)
 
 
-def multinomial(key, n, p, *, shape=None, dtype=float, unroll=1):
-  """`jax.random.multinomial` is not implemented yet (it is built on `binomial`): calling it
-  raises."""
-  raise NotImplementedError("minijax.random.multinomial is not implemented yet (it needs "
-                            "random.binomial)")
+def _binomial(key, count, prob, *, shape, dtype):
+  """Samples for q = min(p, 1 - p) (the count minus them when p >= 1/2): by inversion where
+  n q <= 10, by BTRS rejection elsewhere; both run over the whole array and are selected.
+  A NaN or negative n, or a NaN or negative q, gives NaN; an infinite n gives inf."""
+  prob, = _util.promote_inexact("binomial", prob)
+  count = jnp.broadcast_to(lax.convert_element_type(count, get_aval(prob).dtype), shape)
+  prob = jnp.broadcast_to(prob, shape)
+  p_below_half = prob < 0.5
+  q = lax.select(p_below_half, prob, 1.0 - prob)
+  bad_count = jnp.isnan(count) | (count < 0.0)
+  inf_count = jnp.isinf(count)
+  nan_q, negative_q = jnp.isnan(q), q < 0.0
+  q = lax.select(nan_q | negative_q, lax.full_like(q, 0.01), q)
+  use_inversion = bad_count | (count * q <= 10.0)
+  count = jnp.floor(count)
+  # each method gets harmless parameters where the other one's result is taken
+  inverted = _binomial_inversion(key, lax.select(use_inversion, count, lax.full_like(count, 0.)),
+                                 q, shape, dtype)
+  rejected = _binomial_btrs(key, lax.select(use_inversion, lax.full_like(count, 1e4), count),
+                            lax.select(use_inversion, lax.full_like(q, 0.5), q), shape, dtype)
+  samples = lax.select(use_inversion, inverted, rejected)
+  invalid = negative_q | nan_q | bad_count
+  samples = lax.select(invalid, jnp.full_like(samples, np.nan, dtype), samples)
+  samples = lax.select(inf_count & ~invalid, jnp.full_like(samples, np.inf, dtype), samples)
+  flipped = count.astype(dtype) - samples
+  return lax.select(p_below_half | bad_count | nan_q | inf_count, samples, flipped)
+
+
+def _max_iters(dtype):
+  return np.array(_finfo(dtype).max, dtype)
+
+
+def _binomial_inversion(key, count, prob, shape, dtype):
+  """Counts geometric waiting times (ceil(log u / log(1 - p))) until their sum passes n."""
+  log_1m_prob = jnp.log1p(-prob)
+  max_iters = _max_iters(dtype)
+
+  def body(carry):
+    i, num_geom, geom_sum, rng = carry
+    sub, rng = _split2(rng)
+    num_geom = lax.select(geom_sum <= count, num_geom + 1, num_geom)
+    u = _uniform(sub, 0., 1., shape=shape, dtype=get_aval(prob).dtype)
+    geom_sum = geom_sum + jnp.ceil(jnp.log(u) / log_1m_prob)
+    return i + 1, num_geom, geom_sum, rng
+
+  def cond(carry):
+    i, _, geom_sum, _ = carry
+    return jnp.any(geom_sum <= count) & (i < max_iters)
+
+  zeros = lax.full_like(prob, 0, get_aval(prob).dtype, shape)
+  k = lax.while_loop(cond, body, (jnp.asarray(0), zeros, zeros, key))[1]
+  return (k - 1).astype(dtype)
+
+
+def _binomial_btrs(key, count, prob, shape, dtype):
+  """Hörmann's transformed rejection with squeeze (BTRS, "The generation of binomial random
+  variates", 1993), every element drawing proposals until one is accepted."""
+  stddev = jnp.sqrt(count * prob * (1 - prob))
+  b = 1.15 + 2.53 * stddev
+  a = -0.0873 + 0.0248 * b + 0.01 * prob
+  c = count * prob + 0.5
+  v_r = 0.92 - 4.2 / b
+  r = prob / (1 - prob)
+  alpha = (2.83 + 5.1 / b) * stddev
+  m = jnp.floor((count + 1) * prob)
+  float_dtype_ = get_aval(prob).dtype
+  max_iters = _max_iters(dtype)
+
+  def body(carry):
+    i, k_out, accepted, rng = carry
+    keys = _keys.split_keys(rng, (3,))
+    rng = keys[0]
+    u = _uniform(keys[1], 0., 1., shape=shape, dtype=float_dtype_) - 0.5
+    v = _uniform(keys[2], 0., 1., shape=shape, dtype=float_dtype_)
+    us = 0.5 - jnp.abs(u)
+    accept_at_once = (us >= 0.07) & (v <= v_r)
+    k = jnp.floor((2 * a / us + b) * u + c)
+    out_of_range = (k < 0) | (k > count)
+    log_v = jnp.log(v * alpha / (a / (us * us) + b))
+    bound = ((m + 0.5) * jnp.log((m + 1) / (r * (count - m + 1)))
+             + (count + 1) * jnp.log((count - m + 1) / (count - k + 1))
+             + (k + 0.5) * jnp.log(r * (count - k + 1) / (k + 1))
+             + _stirling_tail(m) + _stirling_tail(count - m)
+             - _stirling_tail(k) - _stirling_tail(count - k))
+    accept = accept_at_once | (~out_of_range & (log_v <= bound))
+    return i + 1, lax.select(accept, k, k_out), accepted | accept, rng
+
+  def cond(carry):
+    i, _, accepted, _ = carry
+    return jnp.any(~accepted) & (i < max_iters)
+
+  k0 = lax.full_like(prob, -1, float_dtype_, shape)
+  done0 = jnp.full(shape, False, bool)
+  return lax.while_loop(cond, body, (jnp.asarray(0), k0, done0, key))[1].astype(dtype)
+
+
+# log k! - (Stirling's approximation of it), for k = 0..9
+_STIRLING_TAIL = (0.0810614667953272, 0.0413406959554092, 0.0276779256849983,
+                  0.02079067210376509, 0.0166446911898211, 0.0138761288230707,
+                  0.0118967099458917, 0.0104112652619720, 0.00925546218271273,
+                  0.00833056343336287)
+
+
+def _stirling_tail(k):
+  """The error of Stirling's formula for log k!: tabulated for k <= 9, else its series
+  (evaluated, as JAX does, at k clamped to 9)."""
+  dtype = get_aval(k).dtype
+  table = jnp.array(_STIRLING_TAIL, dtype=dtype)
+  small = k <= 9
+  k = lax.clamp(lax.full((), 0.0, dtype), k, lax.full((), 9.0, dtype))
+  kp1sq = (k + 1) * (k + 1)
+  series = (1.0 / 12 - (1.0 / 360 - 1.0 / 1260 / kp1sq) / kp1sq) / (k + 1)
+  return lax.select(small, table[jnp.asarray(jnp.floor(k), dtype=np.int32)], series)
+
+
+def multinomial(key, n, p, *, shape=None, dtype=None, unroll=1):
+  """Counts of each outcome (the last axis of `p`) in `n` trials: one binomial per
+  outcome, of the trials left, with the probability renormalized over the outcomes left."""
+  data, _ = unwrap("multinomial", key)
+  n, p = _util.promote_inexact("multinomial", n, p)
+  shape = p.shape if shape is None else _keys.shape_tuple(shape, "multinomial")
+  dtype = (dtypes.default_float_dtype() if dtype is None
+           else dtypes.canonicalize_user_dtype(dtype, "multinomial"))
+  return compiled(_multinomial, shape=shape, dtype=dtype, unroll=unroll)(data, n, p)
+
+
+def _multinomial(key, n, p, *, shape, dtype, unroll):
+  n = jnp.broadcast_to(n, shape[:-1])
+  p = jnp.moveaxis(jnp.broadcast_to(p, shape), -1, 0)
+  left = lax.cumsum(p, 0, reverse=True)
+  ratios = p / jnp.where(left == 0, 1, left)
+
+  def step(remainder, ratio_key):
+    ratio, k = ratio_key
+    count = binomial(k, remainder, jnp.clip(ratio, 0, 1), dtype=get_aval(remainder).dtype)
+    return remainder - count, count
+
+  keys = _keys.split_keys(key, (ratios.shape[0],))
+  _, counts = lax.scan(step, n, (ratios, keys), unroll=unroll)
+  return jnp.moveaxis(counts, 0, -1).astype(dtype)
