@@ -251,3 +251,24 @@ def fun_signature(fun: Callable) -> inspect.Signature | None:
     return inspect.signature(fun)
   except (TypeError, ValueError):
     return None
+
+
+class DeferredSignature(inspect.Signature):
+  """`fun`'s signature, computed when first read: what `inspect.signature` of a function
+  `jit` returns gives, as in JAX (libraries read it to map keyword arguments onto
+  positions), without making every `jit` call pay for it.  A function without one
+  (a builtin, say) reads as `(*args, **kwargs)`."""
+  __slots__ = ("_fun", "_resolved")
+
+  def __init__(self, fun: Callable):  # (Signature's own slots stay unset: nothing reads them)
+    self._fun, self._resolved = fun, None
+
+  def _signature(self) -> inspect.Signature:
+    if self._resolved is None:
+      self._resolved = fun_signature(self._fun) or inspect.Signature([
+          inspect.Parameter("args", inspect.Parameter.VAR_POSITIONAL),
+          inspect.Parameter("kwargs", inspect.Parameter.VAR_KEYWORD)])
+    return self._resolved
+
+  parameters = property(lambda self: self._signature().parameters)
+  return_annotation = property(lambda self: self._signature().return_annotation)

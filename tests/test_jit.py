@@ -56,6 +56,27 @@ def test_static_argnums_and_argnames_select_python_values():
   np.testing.assert_allclose(g(np.ones(2, np.float32), 2, scale=3.0), [9.0, 9.0])
 
 
+def test_a_jitted_function_has_its_functions_signature_even_unfollowed():
+  """As in JAX, `inspect.signature(jit(f), follow_wrapped=False)` is f's (chex's fake pmap
+  maps keyword arguments onto positions with it), and binds like it."""
+  import inspect
+
+  def f(x, y=2, *, z) -> int:
+    return x
+  sig = inspect.signature(minijax.jit(f), follow_wrapped=False)
+  assert sig == inspect.signature(f) and str(sig) == "(x, y=2, *, z) -> int"
+  assert dict(sig.bind(1, z=3).arguments) == {"x": 1, "z": 3}
+  with pytest.raises(TypeError, match="z"):
+    sig.bind(1)
+  # a callable without a signature reads as taking anything
+  assert str(inspect.signature(minijax.jit(max), follow_wrapped=False)) == "(*args, **kwargs)"
+  # chex's fake pmap: keyword arguments bound to positions, then a vmap of the jitted
+  jitted = minijax.jit(lambda x, y: x * 2 + y)
+  x = jnp.array([[1, 2]])
+  args = inspect.signature(jitted, follow_wrapped=False).bind(x=x, y=x).args
+  np.testing.assert_array_equal(minijax.vmap(jitted)(*args), [[3, 6]])
+
+
 def test_unhashable_static_argument_is_a_clear_error():
   g = minijax.jit(lambda x, shape: x, static_argnums=1)
   with pytest.raises(ValueError, match="static argument 1 of type list is not hashable"):

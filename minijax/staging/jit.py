@@ -38,7 +38,8 @@ from typing import Any, Callable
 import numpy as np
 
 from minijax import tree_util
-from minijax.api_util import DebugInfo, flat_arg_names, fun_name, prefix_pairs, resolve_argnums
+from minijax.api_util import (DebugInfo, DeferredSignature, flat_arg_names, fun_name,
+                              prefix_pairs, resolve_argnums)
 from minijax.config import config
 from minijax.core import sharding as sharding_lib
 from minijax.core import trace as trace_lib
@@ -682,6 +683,7 @@ def _jitted(wrapped: JitWrapped) -> Callable:
 
   traceback_util.register_boundary(jitted.__code__)
   functools.update_wrapper(jitted, wrapped._fun)
+  jitted.__signature__ = DeferredSignature(wrapped._fun)
   jitted.lower = wrapped.lower
   jitted.trace = wrapped.trace
   jitted.clear_cache = wrapped.clear_cache
