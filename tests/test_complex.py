@@ -651,6 +651,16 @@ def test_array_methods_and_properties_of_complex_arrays():
   assert complex(jnp.asarray(C64(1 + 2j))) == 1 + 2j
 
 
+def test_iscomplexobj_asks_scalar_types_and_keys_for_their_dtype_as_jax():
+  """JAX reads `x.dtype` first: `jnp.complex64` the type is complex (optax's tests skip
+  complex parameters with `jnp.iscomplexobj(dtype)`), a key array is not."""
+  assert jnp.iscomplexobj(jnp.complex64) and jnp.iscomplexobj(jnp.complex128)
+  assert not jnp.iscomplexobj(jnp.float32) and jnp.isrealobj(jnp.bfloat16)
+  assert not jnp.iscomplexobj(None) and jnp.iscomplexobj([1j]) and jnp.iscomplexobj(1j)
+  assert not jnp.iscomplexobj(minijax.random.key(0))
+  assert minijax.jit(lambda a: jnp.iscomplexobj(a) + 0)(jnp.ones(2, C64)) == 1
+
+
 def test_real_imag_conj_of_real_values_keep_their_dtype_as_jax():
   for x, dtype in ((np.float32(1), np.float32), (np.int32(3), np.int32)):
     assert jnp.real(x).dtype == dtype and jnp.imag(x).dtype == dtype

@@ -79,7 +79,15 @@ def isreal(x, /):
 
 
 def iscomplexobj(x) -> bool:
-  """Whether `x` has a complex dtype (whatever its values)."""
+  """Whether `x` has a complex dtype (whatever its values).  As in JAX, anything with a
+  `dtype` is asked for it, scalar types such as `jnp.complex64` included."""
+  if x is None:
+    return False
+  dtype = getattr(x, "dtype", None)
+  if isinstance(dtype, np.dtype):
+    return is_complex_dtype(dtype)
+  if dtypes.is_extended(dtype):  # PRNG keys
+    return False
   try:
     return is_complex_dtype(_util.dtype(x))
   except TypeError:
