@@ -120,7 +120,7 @@ def _pp_jaxpr_lines(jaxpr, names: _Names, indent: int, consts=None) -> str:
   eqns = [pp_eqn(e, names, indent + 4) for e in jaxpr.eqns]
   outs = "(" + ", ".join(names(v) for v in jaxpr.outvars) + ("," if len(jaxpr.outvars) == 1 else "") + ")"
   header = f"{{ lambda {constvars}; {invars}. let"
-  one_line = f"{header} {' '.join(eqns)}{' ' if eqns else ''}in {outs} }}"
+  one_line = f"{header} {'; '.join(eqns)} in {outs} }}"  # (no equations: "let  in", as JAX)
   if (len(one_line) + indent <= _LINE_WIDTH and len(eqns) <= 3
       and not any("\n" in e or "#" in e for e in eqns)):
     return one_line

@@ -18,7 +18,7 @@ from minijax.core.avals import ShapedArray, get_aval
 from minijax.core.primitive import Primitive
 from minijax.interpreters import ad, batching
 from minijax.lax.structural import (broadcast_in_dim, convert_to_array, full,
-                                    _ct_rule, _unary_linear_jvp)
+                                    scalar_constant, _ct_rule, _unary_linear_jvp)
 from minijax.lowering import mlir
 
 __all__ = ["convert_element_type", "bitcast_convert_type", "select_n", "select", "iota", "broadcasted_iota", "copy",
@@ -82,6 +82,9 @@ batching.defvectorized(convert_element_type_p)
 
 def convert_element_type(x, new_dtype, weak_type: bool = False):
   new_dtype = dtypes.canonicalize_dtype(new_dtype)
+  folded = _fold_scalar_conversion(x, new_dtype, weak_type)
+  if folded is not None:
+    return folded
   x = convert_to_array(x)
   aval = get_aval(x)
   if aval.dtype == new_dtype and aval.weak_type == weak_type:
@@ -92,6 +95,30 @@ def convert_element_type(x, new_dtype, weak_type: bool = False):
     warnings.warn("Casting complex values to real discards the imaginary part",
                   np.exceptions.ComplexWarning, stacklevel=2)
   return convert_element_type_p.bind(x, new_dtype=new_dtype, weak_type=bool(weak_type))
+
+
+def _fold_scalar_conversion(x, new_dtype, weak_type):
+  """A host scalar converted to a strong dtype is converted now, as JAX does: the result is
+  a literal of the new dtype (an Array eagerly), not a `convert_element_type` equation.
+  None where that does not apply (non-finite floats to integers, complex to real,
+  out-of-range integers are left to the primitive)."""
+  if weak_type or not (isinstance(x, (*dtypes.PYTHON_SCALARS, np.generic))
+                       or (type(x) is np.ndarray and x.shape == ())):
+    return None
+  old_dtype, old_weak = dtypes.dtype_and_weak_type(x)
+  if old_dtype == new_dtype and not old_weak:
+    return None
+  if new_dtype == dtypes.float0 or (np.iscomplexobj(x) and
+                                    not np.issubdtype(new_dtype, np.complexfloating)):
+    return None
+  if np.issubdtype(new_dtype, np.integer) and not np.all(np.isfinite(x)):
+    return None
+  try:
+    with np.errstate(all="ignore"):
+      value = np.asarray(x, new_dtype)
+  except (OverflowError, TypeError, ValueError):
+    return None
+  return scalar_constant(value)
 
 
 # ---- bitcast_convert_type: the same bits read as another dtype (not differentiable)
