@@ -179,6 +179,12 @@ def test_jit_dce_prunes_the_called_jaxpr_and_its_arguments():
   _check_dce(closed, [False, False], [False, False], 0)
 
 
+def test_transposing_a_jit_drops_what_only_zero_cotangents_reach():
+  f = minijax.jit(lambda x: (2 * x, x > 0))  # a comparison has no transpose
+  (ct,) = minijax.linear_transpose(lambda x: f(x)[0], 1.)(3.)
+  assert float(ct) == 6.
+
+
 def test_jit_inline_puts_the_equations_in_the_enclosing_jaxpr():
   f = minijax.jit(lambda x: x * 2, inline=False)
   assert "jit" in str(minijax.make_jaxpr(f)(3))
@@ -223,3 +229,19 @@ def test_simplified_jaxpr_constants_flag_is_jax_default_and_only_value():
   assert minijax.config.jax_use_simplified_jaxpr_constants is False
   with pytest.raises(ValueError, match="use_simplified_jaxpr_constants"):
     minijax.config.update("jax_use_simplified_jaxpr_constants", True)
+
+
+def test_make_jaxpr_closes_over_a_numpy_array_once():
+  c = np.ones(3, np.float32)
+
+  def f():
+    return jnp.array(c), jnp.sum(c), c, jnp.asarray(c), jnp.sum(c), c
+
+  closed = minijax.make_jaxpr(f)()
+  assert len(closed.consts) == 1 and closed.consts[0] is c
+  a = closed.jaxpr.constvars[0]
+  assert [closed.jaxpr.outvars[i] for i in (0, 2, 3, 5)] == [a] * 4
+  outs = minijax.jit(f)()
+  np.testing.assert_allclose(outs[0], c)
+  np.testing.assert_allclose(outs[1], 3.)
+  assert isinstance(minijax.jit(lambda: jnp.array(c))(), minijax.Array)

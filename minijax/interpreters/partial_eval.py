@@ -72,7 +72,8 @@ class DynamicJaxprTrace(Trace):
 
   def new_literal(self, x) -> DynamicJaxprTracer:
     """A tracer of a 0-d host constant (`jnp.array(1.0)` under `jit`): traced like any
-    other value, but inlined into the jaxpr as a literal."""
+    other value, but inlined into the jaxpr as a literal (a numpy array of higher rank is
+    a constant variable, the same one for the same array)."""
     atom = self.to_atom(x)
     return DynamicJaxprTracer(self, atom.aval, atom)
 

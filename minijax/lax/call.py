@@ -140,6 +140,10 @@ def call_partial_eval_rule(primitive, fix_params):
 def call_transpose_rule(primitive, fix_params, split: bool = False):
   def rule(cts, *args, jaxpr, **params):
     linear = [ad.is_undefined_primal(x) for x in args]
+    nonzero = [type(ct) is not ad.Zero for ct in cts]
+    if not all(nonzero):  # what only zero cotangents reach (say a comparison) is dropped
+      jaxpr, _ = _memo(pe.dce_closed_jaxpr, jaxpr, nonzero, True)
+      cts = [ct for ct, nz in zip(cts, nonzero) if nz]
     transposed = _memo(transpose_jaxpr, jaxpr, linear, split)
     cts = [ad.instantiate_zeros(ct) for ct in cts]
     outs = iter(_bind_call(primitive, fix_params, transposed,
