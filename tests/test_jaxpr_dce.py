@@ -225,10 +225,37 @@ def test_make_jaxpr_return_shape_and_axis_env():
     minijax.make_jaxpr(lambda x: x - lax.psum(x, "i"))(2)
 
 
-def test_simplified_jaxpr_constants_flag_is_jax_default_and_only_value():
+@pytest.fixture
+def simplified_constants():
+  minijax.config.update("jax_use_simplified_jaxpr_constants", True)
+  try:
+    yield
+  finally:
+    minijax.config.update("jax_use_simplified_jaxpr_constants", False)
+
+
+def test_simplified_jaxpr_constants_is_off_by_default():
   assert minijax.config.jax_use_simplified_jaxpr_constants is False
-  with pytest.raises(ValueError, match="use_simplified_jaxpr_constants"):
-    minijax.config.update("jax_use_simplified_jaxpr_constants", True)
+  closed = minijax.make_jaxpr(lambda x: (x, np.zeros(3, dtype=np.float32)))(jnp.float32(0.))
+  assert str(closed) == "{ lambda a:f32[3]; b:f32[]. let  in (b, a) }"
+
+
+def test_simplified_jaxpr_constants_makes_numpy_arrays_literals(simplified_constants):
+  closed = minijax.make_jaxpr(lambda x: (x, np.zeros(3, dtype=np.float32)))(jnp.float32(0.))
+  assert str(closed) == "{ lambda ; a:f32[]. let  in (a, [...]:f32[3]) }"
+  c = np.arange(3., dtype=np.float32)
+  f = lambda x: jnp.sum(jnp.sin(x * c))
+  closed = minijax.make_jaxpr(f)(jnp.ones(3))
+  assert closed.consts == [] and "[...]:f32[3]" in str(closed)
+  x = jnp.array([0.5, 1., 2.])
+  np.testing.assert_allclose(minijax.jit(f)(x), np.sum(np.sin(np.asarray(x) * c)), rtol=1e-6)
+  np.testing.assert_allclose(minijax.jit(minijax.grad(f))(x),
+                             c * np.cos(np.asarray(x) * c), rtol=1e-6)
+  np.testing.assert_allclose(minijax.vmap(minijax.jit(f))(jnp.stack([x, x])),
+                             [np.sum(np.sin(np.asarray(x) * c))] * 2, rtol=1e-6)
+  body = lambda carry, _: (carry + c, None)
+  out, _ = minijax.jit(lambda: lax.scan(body, jnp.zeros(3), None, length=2))()
+  np.testing.assert_allclose(out, 2 * c)
 
 
 def test_make_jaxpr_closes_over_a_numpy_array_once():

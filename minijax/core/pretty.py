@@ -60,7 +60,7 @@ def _pp_literal(lit: Literal) -> str:
   val = lit.val
   if isinstance(val, (np.ndarray, np.generic)):
     val = val.item() if np.shape(val) == () else val
-  text = repr(val) if not isinstance(val, np.ndarray) else np.array2string(val)
+  text = repr(val) if not isinstance(val, np.ndarray) else "[...]"  # (as JAX elides them)
   return f"{text}:{lit.aval.str_short()}"
 
 

@@ -88,6 +88,9 @@ class DynamicJaxprTrace(Trace):
       dtype, weak = dtypes.dtype_and_weak_type(x)
       return Literal(np.asarray(x, dtype) if not weak else x,
                      avals_lib.ShapedArray((), dtype, weak))
+    if type(x) is np.ndarray and config.use_simplified_jaxpr_constants:
+      x = np.asarray(x, dtypes.canonicalize_dtype(x.dtype))  # (JAX's transitional flag)
+      return Literal(x, avals_lib.get_aval(x))
     aval = x.aval if isinstance(x, Tracer) else avals_lib.get_aval(x)
     var = Var(aval)
     self._const_var_by_id[id(x)] = var
