@@ -141,6 +141,15 @@ class Jaxpr:
 
   __repr__ = __str__
 
+  def pretty_print(self, *, source_info: bool = False, print_shapes: bool = True,
+                   custom_pp_eqn_rules: bool = True, name_stack: bool = False,
+                   print_effects: bool = False, **format_options) -> str:
+    """This jaxpr as text, with JAX's options (`minijax.core.pretty.pretty_print`)."""
+    from minijax.core.pretty import pretty_print
+    return pretty_print(self, source_info=source_info, print_shapes=print_shapes,
+                        custom_pp_eqn_rules=custom_pp_eqn_rules, name_stack=name_stack,
+                        print_effects=print_effects, **format_options)
+
 
 def jaxpr_effects(constvars, invars, eqns) -> frozenset:
   """The effects of a jaxpr: its equations' effects, where an effect on a ref operand
@@ -186,6 +195,10 @@ class ClosedJaxpr:
     return pp_jaxpr(self.jaxpr, self.consts)
 
   __repr__ = __str__
+
+  def pretty_print(self, **options) -> str:
+    """Its jaxpr as text (`Jaxpr.pretty_print`)."""
+    return self.jaxpr.pretty_print(**options)
 
 
 def hoist_consts(closed: ClosedJaxpr) -> tuple[ClosedJaxpr, list[Any]]:
