@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 import minijax
+from minijax import ad_checkpoint as ac
 from minijax import lax
 from minijax import numpy as jnp
 
@@ -189,3 +190,33 @@ def test_optimization_barrier_is_the_identity_on_a_pytree():
       minijax.vmap(lambda x: lax.optimization_barrier(x * x))(jnp.arange(3.)), [0., 1., 4.])
   assert float(minijax.jit(lambda x: lax.optimization_barrier(jnp.sin(x)) + jnp.sin(x))(0.5)
                ) == pytest.approx(2 * np.sin(0.5))
+
+
+# ---- saved_residuals / print_saved_residuals (JAX's words and order, recorded from JAX)
+def _named_product(x, y):
+  x1, x2 = x
+  z = ac.checkpoint_name(jnp.sin(3.), "z")
+  return z * ((x1 * x2) * y) * np.array([3.])
+
+
+def test_saved_residuals_names_arguments_constants_and_equations():
+  res = ac.saved_residuals(_named_product, (2., 3.), y=4.)
+  line = _named_product.__code__.co_firstlineno
+  assert [(a.shape, s) for a, s in res] == [
+      ((1,), "from a constant"), ((), "from the argument x[0]"),
+      ((), "from the argument x[1]"), ((), "from the argument y"),
+      ((), f"named 'z' from test_remat_lowering.py:{line + 2} (_named_product)"),
+      ((), f"output of mul from test_remat_lowering.py:{line + 3} (_named_product)")]
+  # a checkpoint saves only its inputs
+  assert [s for _, s in ac.saved_residuals(minijax.checkpoint(_sin_then_cos), jnp.ones(3))] == [
+      "from the argument x"]
+
+
+def test_print_saved_residuals(capsys):
+  def f(x, y):
+    return jnp.cos(jnp.sin(x) * y)
+  ac.print_saved_residuals(f, 2., 3.)
+  lines = capsys.readouterr().out.splitlines()
+  assert lines[0] == "f32[] from the argument y"
+  assert [line.split(" from test_remat_lowering.py:")[0] for line in lines[1:]] == [
+      "f32[] output of sin", "f32[] output of cos", "f32[] output of sin"]

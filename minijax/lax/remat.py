@@ -404,9 +404,8 @@ def _log_residuals(level, staged: Jaxpr, unknowns, known: Jaxpr, n_res: int) -> 
   read = {a for e in staged.eqns for a in e.invars if type(a) is Var}
   inputs = [v.aval.str_short() for v, uk in zip(staged.invars, unknowns)
             if not uk and v in read]
-  res = known.outvars[len(known.outvars) - n_res:]
-  residuals = [(v.aval.str_short(), source)
-               for v, source in zip(res, residual_sources(known, res))]
+  residuals = [(aval.str_short(), source) for aval, source in
+               saved_residuals_of(known, known.outvars[len(known.outvars) - n_res:])]
   message = ("remat-decorated function " + "saving inputs with shapes:\n" * bool(inputs)
              + "  %s\n" * len(inputs) + "and " * bool(inputs and residuals)
              + "saving these intermediates:\n" * bool(residuals)
@@ -414,31 +413,32 @@ def _log_residuals(level, staged: Jaxpr, unknowns, known: Jaxpr, n_res: int) -> 
   logger.log(level, message, *inputs, *(x for pair in residuals for x in pair))
 
 
-def residual_sources(jaxpr: Jaxpr, values, arg_names=None) -> list[str]:
-  """Where each of `values` (outputs of `jaxpr`) comes from, in JAX's words: "output of
-  sin from f.py:3 (f)", "named 'h' from ...", "from the argument x", "from a literal"."""
-  producers = {v: e for e in jaxpr.eqns for v in e.outvars}
-  inputs = {v: i for i, v in enumerate(jaxpr.invars)}
-  sources = []
-  for v in values:
-    if type(v) is not Var:
-      sources.append("from a literal")
-    elif v in jaxpr.constvars:
-      sources.append("from a constant")
-    elif v in inputs:
-      name = arg_names[inputs[v]] if arg_names else None
-      sources.append(f"from the argument {name}" if name else
-                     f"from the argument at flattened index {inputs[v]}")
-    else:
-      eqn = producers[v]
-      where = eqn.source_info or "unknown source"
+def saved_residuals_of(jaxpr: Jaxpr, values, arg_names=None) -> list[tuple]:
+  """`(aval, where it comes from)` for each of `values` (outputs of `jaxpr`), in JAX's
+  words and order: literals, constants, arguments (named by `arg_names`), then outputs of
+  equations in order ("output of sin from f.py:3 (f)", "named 'h' from ...").  A value
+  rounded by `reduce_precision` (as residuals are) counts as the value rounded."""
+  rounded = {e.outvars[0]: e.invars[0] for e in jaxpr.eqns if e.primitive is reduce_precision_p}
+  wanted = {rounded.get(v, v) for v in values if type(v) is Var}
+  found = [(v.aval, "from a literal") for v in values if type(v) is not Var]
+  found += [(v.aval, "from a constant") for v in jaxpr.constvars if v in wanted]
+  for i, v in enumerate(jaxpr.invars):
+    if v in wanted:
+      name = arg_names[i] if arg_names else None
+      found.append((v.aval, f"from the argument {name}" if name else
+                    f"from the argument at flattened index {i}"))
+  for eqn in jaxpr.eqns:
+    where = eqn.source_info or "an unknown location"
+    for v in eqn.outvars:
+      if v not in wanted:
+        continue
       if eqn.primitive is name_p:
-        sources.append(f"named '{eqn.params['name']}' from {where}")
+        found.append((v.aval, f"named '{eqn.params['name']}' from {where}"))
       elif eqn.primitive.name == "jit":
-        sources.append(f"output of jitted function '{eqn.params['name']}' from {where}")
+        found.append((v.aval, f"output of jitted function '{eqn.params['name']}' from {where}"))
       else:
-        sources.append(f"output of {eqn.primitive.name} from {where}")
-  return sources
+        found.append((v.aval, f"output of {eqn.primitive.name} from {where}"))
+  return found
 
 
 def checkpoint(fun: Callable, *, prevent_cse: bool | tuple = True, policy=None,
