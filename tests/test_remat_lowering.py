@@ -220,3 +220,16 @@ def test_print_saved_residuals(capsys):
   assert lines[0] == "f32[] from the argument y"
   assert [line.split(" from test_remat_lowering.py:")[0] for line in lines[1:]] == [
       "f32[] output of sin", "f32[] output of cos", "f32[] output of sin"]
+
+
+def test_prevent_cse_per_argument_under_an_effect_handler():
+  from minijax.effects import call_and_reap, sow
+
+  @partial(minijax.checkpoint, prevent_cse=(True, False))
+  def g(x, y):
+    return sow(jnp.sin(x), tag="t", name="s") * y
+
+  fun = minijax.jit(call_and_reap(minijax.value_and_grad(g), tag="t"))
+  (value, grad), reaped = fun(jnp.float32(1.), jnp.float32(2.))
+  np.testing.assert_allclose([value, grad, reaped["s"]],
+                             [2 * np.sin(1.), 2 * np.cos(1.), np.sin(1.)], rtol=1e-6)
