@@ -233,3 +233,16 @@ def test_prevent_cse_per_argument_under_an_effect_handler():
   (value, grad), reaped = fun(jnp.float32(1.), jnp.float32(2.))
   np.testing.assert_allclose([value, grad, reaped["s"]],
                              [2 * np.sin(1.), 2 * np.cos(1.), np.sin(1.)], rtol=1e-6)
+
+
+def test_outputs_without_a_cotangent_are_dropped_from_the_recomputation():
+  @partial(minijax.checkpoint, prevent_cse=(True, False))
+  def g(x, y):
+    return jnp.sin(x) * y, x > 0, jnp.cos(y)  # (a comparison has no transpose)
+
+  f = lambda x, y: g(x, y)[0]
+  for grad in (minijax.grad(f, (0, 1)), minijax.jit(minijax.grad(f, (0, 1)))):
+    np.testing.assert_allclose(grad(1., 2.), [2 * np.cos(1.), np.sin(1.)], rtol=1e-6)
+  eqn, = [e for e in minijax.make_jaxpr(minijax.grad(f))(1., 2.).eqns
+          if e.primitive.name == "checkpoint"]
+  assert eqn.params["prevent_cse"] == (True, False, True) and len(eqn.outvars) == 1

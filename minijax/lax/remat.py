@@ -47,7 +47,7 @@ from minijax.core.trace import Tracer, set_current_trace
 from minijax import tree_util
 from minijax.interpreters import ad, batching, partial_eval as pe
 from minijax.interpreters.discharge import jaxpr_has_state
-from minijax.lax.call import (call_batching_rule, call_jvp_rule, call_transpose_rule,
+from minijax.lax.call import (_memo, call_batching_rule, call_jvp_rule, call_transpose_rule,
                               register_call_rules)
 from minijax.lax.misc import emit_optimization_barrier, reduce_precision_p
 from minijax.lowering import mlir
@@ -161,11 +161,19 @@ def _remat_batch(args, dims, *, prevent_cse, **params):
 # (its transpose recomputes the primal part, split off by partial evaluation, then
 # transposes the rest: the staged recomputation holds non-linear equations, loops included)
 def _remat_transpose(cts, *args, jaxpr, prevent_cse, **params):
+  nonzero = [type(ct) is not ad.Zero for ct in cts]
+  if not all(nonzero):  # what only outputs without a cotangent need is dropped
+    jaxpr = _memo(_outputs_only, jaxpr, nonzero)
+    cts = [ct for ct, nz in zip(cts, nonzero) if nz]
   flags = () if isinstance(prevent_cse, bool) else (
       *(f for f, x in zip(prevent_cse, args) if not ad.is_undefined_primal(x)),
-      *(True,) * len(jaxpr.out_avals))
+      *(True,) * len(cts))
   return call_transpose_rule(remat_p, _cse_params(prevent_cse, flags), split=True)(
       cts, *args, jaxpr=jaxpr, prevent_cse=prevent_cse, **params)
+
+
+def _outputs_only(closed: ClosedJaxpr, used) -> ClosedJaxpr:
+  return pe.dce_closed_jaxpr(closed, used, instantiate=True)[0]
 
 
 ad.primitive_jvps[remat_p] = _remat_jvp
