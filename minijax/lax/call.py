@@ -116,6 +116,11 @@ def call_jvp_rule(primitive, fix_params):
   return rule
 
 
+def _forwards_only(closed) -> bool:
+  """Whether `closed` has no equations and returns only its inputs and constants."""
+  return not closed.jaxpr.eqns and all(type(v) is Var for v in closed.jaxpr.outvars)
+
+
 def call_partial_eval_rule(primitive, fix_params):
   def rule(trace, args, *, jaxpr, **params):
     unknowns = [trace.owns(x) for x in args]
@@ -138,11 +143,6 @@ def call_partial_eval_rule(primitive, fix_params):
                                                len(unknown_args))))
     return [next(unknown_outs) if uk else next(known_outs) for uk in out_uk]
   return rule
-
-
-def _forwards_only(closed) -> bool:
-  """Whether `closed` has no equations and returns only its inputs and constants."""
-  return not closed.jaxpr.eqns and all(type(v) is Var for v in closed.jaxpr.outvars)
 
 
 def call_transpose_rule(primitive, fix_params, split: bool = False):
