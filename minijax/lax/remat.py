@@ -345,9 +345,7 @@ def _remat_partial_eval(trace, args, *, jaxpr, policy, **params):
   args = [*consts, *args]
   known, staged, out_uk, n_res = _split_by_policy(joined, unknowns, split_policy, first_staged,
                                                   no_replay)
-  level = logging.WARNING if config.log_checkpoint_residuals else logging.DEBUG
-  if logger.isEnabledFor(level):
-    _log_residuals(level, staged, unknowns, known, n_res)
+  _log_residuals(known, n_res, staged, [v for v, uk in zip(staged.invars, unknowns) if not uk])
   known = _round_residuals(known, n_res)
   known_args = [x for x, uk in zip(args, unknowns) if not uk]
   cse = params.get("prevent_cse", True)
@@ -406,12 +404,15 @@ def _round_residuals(known: Jaxpr, n_res: int) -> Jaxpr:
   return Jaxpr(known.constvars, invars, known.outvars, eqns)
 
 
-def _log_residuals(level, staged: Jaxpr, unknowns, known: Jaxpr, n_res: int) -> None:
-  """Logs what a checkpoint saves: the known inputs its recomputation reads and the
-  residuals its known part computes (config `log_checkpoint_residuals`: at WARNING)."""
+def _log_residuals(known: Jaxpr, n_res: int, staged: Jaxpr, known_inputs) -> None:
+  """Logs what a checkpoint saves: those of `known_inputs` (inputs of `staged`) that the
+  recomputation `staged` reads, and the `n_res` residuals that `known` computes (logger
+  `minijax.lax.remat`: DEBUG, or WARNING under config `log_checkpoint_residuals`)."""
+  level = logging.WARNING if config.log_checkpoint_residuals else logging.DEBUG
+  if not logger.isEnabledFor(level):
+    return
   read = {a for e in staged.eqns for a in e.invars if type(a) is Var}
-  inputs = [v.aval.str_short() for v, uk in zip(staged.invars, unknowns)
-            if not uk and v in read]
+  inputs = [v.aval.str_short() for v in known_inputs if v in read]
   residuals = [(aval.str_short(), source) for aval, source in
                saved_residuals_of(known, known.outvars[len(known.outvars) - n_res:])]
   message = ("remat-decorated function " + "saving inputs with shapes:\n" * bool(inputs)
