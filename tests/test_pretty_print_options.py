@@ -76,3 +76,14 @@ def test_a_checkpoint_recomputation_is_named_rematted_computation():
   assert text.count("rematted_computation") == 1
   assert "named_call[  # [rematted_computation]" in text
   assert "rematted_computation" not in str(vjp)
+
+
+def test_transformed_equations_keep_the_source_of_the_equation_they_come_from():
+  def f(x):
+    return jnp.sin(x)
+
+  line = f.__code__.co_firstlineno + 1
+  jaxpr = minijax.make_jaxpr(lambda x: minijax.jvp(minijax.jit(f), (x,), (1.,)))(2.).jaxpr
+  body = jaxpr.eqns[0].params["jaxpr"].jaxpr  # the jvp of the jit's body
+  assert {(e.primitive.name, e.source_info.line, e.source_info.function)
+          for e in body.eqns} >= {("sin", line, "f"), ("cos", line, "f")}

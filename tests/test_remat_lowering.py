@@ -138,6 +138,9 @@ def test_what_a_checkpoint_saves_is_logged(caplog, policy, lines):
     minijax.grad(minijax.checkpoint(_sin_then_cos, policy=policy))(jnp.arange(3.))
   text = "\n".join(r.getMessage() for r in caplog.records if r.name == "minijax.lax.remat")
   assert text.startswith("remat-decorated function ")
+  # where the saved values were traced, as JAX says it (not where grad was called)
+  where = f"test_remat_lowering.py:{_sin_then_cos.__code__.co_firstlineno + 1} (_sin_then_cos)"
+  assert text.count(" from output of ") == text.count(f" from {where}\n")
   for line in lines:
     assert line in text
   if policy is None:
