@@ -4,6 +4,10 @@ condition prints what JAX prints (the lines below were recorded from jax 0.10.2'
 debugging_primitives_test.test_can_print_in_batched_while_cond), while the loop's values
 stay right.  Also `fori_loop(unroll=)` and `debug.log`."""
 import logging
+import os
+import subprocess
+import sys
+import textwrap
 
 import numpy as np
 import pytest
@@ -81,6 +85,40 @@ def test_debug_log_logs_on_the_minijax_debug_logger_from_the_callers_line(caplog
   (record,) = [r for r in caplog.records if r.name == "minijax.debug"]
   assert record.getMessage() == "x=4" and record.levelno == logging.INFO
   assert record.pathname == __file__
+
+
+def test_debug_log_has_logged_when_the_jitted_call_returns_its_value(caplog):
+  """As with JAX, whose debugging test reads the record right after the call: debug.log
+  runs during the computation (a host call), not later on the receiver thread."""
+  def f(x):
+    x = x * x
+    minijax.debug.log("x={}", x)
+    return x * x
+  for _ in range(20):  # (a race would show in some of them)
+    caplog.clear()
+    with caplog.at_level(logging.INFO, logger="minijax.debug"):
+      assert int(minijax.jit(f)(2)) == 16
+      assert [r.getMessage() for r in caplog.records if r.name == "minijax.debug"] == ["x=4"]
+
+
+def test_debug_log_logs_on_jaxs_logger_when_minijax_stands_in_for_jax(tmp_path):
+  code = textwrap.dedent("""
+      import logging
+      import minijax
+      jax = minijax.install_as_jax()
+      records = []
+      handler = logging.Handler()
+      handler.emit = records.append
+      logging.getLogger("jax._src.debugging").addHandler(handler)
+      assert jax.jit(lambda x: (jax.debug.log("x={}", x * x), x * x * x)[1])(2) == 8
+      print(records[0].msg)
+  """)
+  out = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True,
+                       text=True, timeout=300,
+                       env=dict(os.environ, PYTHONPATH=os.path.dirname(os.path.dirname(
+                           os.path.abspath(__file__)))))
+  assert out.returncode == 0, out.stderr
+  assert out.stdout == "x=4\n"
 
 
 def test_a_debug_print_in_a_cond_branch_other_than_the_first_is_never_dropped(capsys):

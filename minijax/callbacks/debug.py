@@ -107,7 +107,11 @@ class _FormatChecker(string.Formatter):
 _format_checker = _FormatChecker()
 
 
-_log = logging.getLogger("minijax.debug")
+def _logger() -> logging.Logger:
+  """`debug.log`'s logger: "minijax.debug", or JAX's "jax._src.debugging" while minijax
+  stands in for `jax` (`install_as_jax`), where JAX programs listen for it."""
+  as_jax = getattr(sys.modules.get("jax"), "__minijax__", None) is not None
+  return logging.getLogger("jax._src.debugging" if as_jax else "minijax.debug")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -131,7 +135,8 @@ class _Printer:
     if self.where is None:
       sys.stdout.write(message + "\n")
     else:
-      _log.handle(_log.makeRecord(_log.name, logging.INFO, *self.where, message, (), None))
+      log = _logger()
+      log.handle(log.makeRecord(log.name, logging.INFO, *self.where, message, (), None))
 
   @property
   def __name__(self):
@@ -210,6 +215,14 @@ def _debug_callback_remat(saveable: bool, inputs_recomputed: bool) -> tuple[bool
 remat_lib.remat_effect_rules[debug_callback_p] = _debug_callback_remat
 
 
+def _synchronous(callback: common.FlatCallback) -> bool:
+  """Whether `callback` runs while the computation runs, before its results are ready (a
+  host call), rather than on the receiver thread: `debug.log`'s, whose records a program
+  reads as soon as the computation returns, as with JAX."""
+  printer = callback.callback
+  return type(printer) is _Printer and printer.where is not None
+
+
 def _deliverer(callback: common.FlatCallback, n: int) -> Callable:
   """The tap function that delivers the calls of `callback` (of `n` array leaves): the
   receiver calls it with the array (`n == 1`) or the tuple of arrays, and the transforms.
@@ -235,13 +248,20 @@ def _deliverer(callback: common.FlatCallback, n: int) -> Callable:
 
 
 def _debug_callback_lowering(ctx, *args, callback, effect):
+  token = ctx.tokens_in.get(effect) if effect.ordered else None
+  if _synchronous(callback):
+    call = common.FlatCallback(callback.callback, callback.in_tree, callback.static,
+                               results=0, api="debug.callback", device=callback.device)
+    _, token = common.lower_host_call(ctx, call, args, [], token, has_side_effect=True)
+    if effect.ordered:
+      ctx.set_tokens_out(TokenSet({effect: token}))
+    return []
   n = len(args)
   treedef = (tree_util.tree_structure(0) if n == 1
              else tree_util.treedef_tuple([tree_util.tree_structure(0)] * n))
   consumer_id = taps.register_consumer(_deliverer(callback, n), (), treedef, ctx.avals_in,
                                        owner=ctx.module_context.keepalives,
                                        host_arrays_on=backend.get_device(None))
-  token = ctx.tokens_in.get(effect) if effect.ordered else None
   token = common.emit_queue_call(ctx, consumer_id, args, token)
   if effect.ordered:
     ctx.set_tokens_out(TokenSet({effect: token}))
