@@ -30,6 +30,7 @@ import sys
 from typing import Any, Callable
 
 import numpy as np
+from jaxlib.mlir import ir
 
 from minijax import tree_util
 from minijax.callbacks import common
@@ -39,7 +40,7 @@ from minijax.core.jaxpr import user_source_info
 from minijax.core.primitive import Primitive
 from minijax.interpreters import ad, batching
 from minijax.lax import remat as remat_lib
-from minijax.lowering import mlir
+from minijax.lowering import mlir, spmd
 from minijax.lowering.tokens import TokenSet
 from minijax.runtime import backend, host_calls, taps
 from minijax.runtime.array import is_concrete_array
@@ -75,7 +76,8 @@ def debug_callback(callback: Callable[..., None] | None = None, *args: Any,
     common.check_callable(callback, "minijax.debug.callback")
     flat, dynamic = common.flat_callback(callback, c_args, c_kwargs, results=None)
     debug_callback_p.bind(*dynamic, callback=flat,
-                          effect=ordered_debug_effect if ordered else debug_effect)
+                          effect=ordered_debug_effect if ordered else debug_effect,
+                          partitioned=partitioned)
 
   if callback is not None:
     bind(callback, *args, **kwargs)
@@ -164,7 +166,7 @@ def debug_print(fmt: str | None = None, *args: Any, ordered: bool = False,
       info = user_source_info()
       where = (info.file, info.line) if info is not None else ("(unknown file)", 0)
     printer = _Printer(fmt, tuple(np.get_printoptions().items()), has_placeholders, where)
-    debug_callback(printer, *c_args, ordered=ordered, **c_kwargs)
+    debug_callback(printer, *c_args, ordered=ordered, partitioned=partitioned, **c_kwargs)
 
   if fmt is not None:
     bind(fmt, *args, **kwargs)
@@ -182,21 +184,21 @@ def debug_log(fmt: str | None = None, *args: Any, **kwargs: Any):
 
 
 # ----------------------------------------------------------------------------- the primitive
-# Params: callback (a FlatCallback of the dynamic leaves) and effect (DebugEffect or
-# OrderedDebugEffect).
+# Params: callback (a FlatCallback of the dynamic leaves), effect (DebugEffect or
+# OrderedDebugEffect) and partitioned (whether each device calls it with its own shards).
 
 debug_callback_p = Primitive("debug_callback")
 debug_callback_p.multiple_results = True
 
 
-def _debug_callback_abstract_eval(*avals, callback, effect):
+def _debug_callback_abstract_eval(*avals, callback, effect, partitioned):
   return [], frozenset([effect])
 
 
 debug_callback_p.def_effectful_abstract_eval(_debug_callback_abstract_eval)
 
 
-def _debug_callback_impl(*args, callback, effect):
+def _debug_callback_impl(*args, callback, effect, partitioned):
   wait_for_effects()  # after the calls of computations dispatched before this one
   callback(*common.host_args(args))
   return []
@@ -205,7 +207,8 @@ def _debug_callback_impl(*args, callback, effect):
 debug_callback_p.def_impl(_debug_callback_impl)
 
 
-def _debug_callback_remat(saveable: bool, inputs_recomputed: bool) -> tuple[bool, bool]:
+def _debug_callback_remat(saveable: bool, inputs_recomputed: bool, params: dict
+                          ) -> tuple[bool, bool]:
   """Inside `checkpoint` under reverse mode a debug callback runs in the forward pass, and
   again in the backward pass when the policy does not let it be saved or when all it reads
   is recomputed there anyway (so it shows what the backward pass computes), as JAX's does."""
@@ -247,8 +250,13 @@ def _deliverer(callback: common.FlatCallback, n: int) -> Callable:
   return callback.deliverer
 
 
-def _debug_callback_lowering(ctx, *args, callback, effect):
+def _debug_callback_lowering(ctx, *args, callback, effect, partitioned):
   token = ctx.tokens_in.get(effect) if effect.ordered else None
+  if partitioned and ctx.module_context.positions is not None:
+    token = _lower_partitioned(ctx, callback, args, token)
+    if effect.ordered:
+      ctx.set_tokens_out(TokenSet({effect: token}))
+    return []
   if _synchronous(callback):
     call = common.FlatCallback(callback.callback, callback.in_tree, callback.static,
                                results=0, api="debug.callback", device=callback.device)
@@ -269,6 +277,50 @@ def _debug_callback_lowering(ctx, *args, callback, effect):
 
 
 mlir.register_lowering(debug_callback_p, _debug_callback_lowering)
+
+
+class _ShardCall:
+  """The host function of a partitioned debug callback (jaxlib's Python callback, which
+  each device calls with its own shards, numpy views valid during the call): calls the
+  callback with Arrays of copies, at once; an exception is filed for the next
+  `effects_barrier`, as for other debug callbacks."""
+  __slots__ = ("callback", "takes_token")
+
+  def __init__(self, callback: common.FlatCallback, takes_token: bool):
+    self.callback, self.takes_token = callback, takes_token
+
+  def __call__(self, *args):
+    shards = args[1:] if self.takes_token else args
+    try:
+      self.callback(*common.host_args([np.array(x) for x in shards]))
+    except BaseException as e:  # noqa: BLE001 - raised by the next effects_barrier
+      host_calls.file_async_exception(e, f"debug callback {self.callback.__name__}")
+    return (None,) if self.takes_token else ()
+
+
+def _lower_partitioned(ctx, callback: common.FlatCallback, args, token):
+  """`partitioned=True` in a module over several devices: jaxlib's partitioned Python
+  callback, which XLA's partitioner hands each device's shards of the operands (laid out as
+  the partitioner chose) and runs on every device, as JAX does."""
+  mctx = ctx.module_context
+  index = len(mctx.host_callbacks)
+  mctx.host_callbacks.append(_ShardCall(callback, token is not None))
+  config_attr = ir.DictAttr.get({"index": ir.IntegerAttr.get(
+      ir.IntegerType.get_unsigned(64), index)})
+  op = common.custom_call(_PARTITIONED_TARGET, token, args, [], config_attr,
+                          has_side_effect=True)
+  # (the partitioner rebuilds the call from its operands' layouts, so they must be given)
+  layout = lambda rank: ir.DenseElementsAttr.get(  # noqa: E731
+      np.arange(rank - 1, -1, -1, dtype=np.int64), type=ir.IndexType.get())
+  ranks = ([0] if token is not None else []) + [a.ndim for a in ctx.avals_in]
+  op.attributes["operand_layouts"] = ir.ArrayAttr.get([layout(r) for r in ranks])
+  op.attributes["result_layouts"] = ir.ArrayAttr.get([layout(0)] if token is not None else [])
+  if mctx.axis_context is not None:
+    op.attributes["mhlo.sharding"] = spmd.sharding_attr(spmd.MANUAL)
+  return op.results[0] if token is not None else None
+
+
+_PARTITIONED_TARGET = "xla_ffi_partitioned_python_cpu_callback"
 
 
 def _debug_callback_jvp(primals, tangents, **params):
@@ -292,7 +344,8 @@ batching.primitive_batchers[debug_callback_p] = _debug_callback_batching
 
 
 def _debug_callback_pp(params, names, indent) -> list[str]:
-  return [f"callback={params['callback'].__name__}", f"effect={params['effect']!r}"]
+  return [f"callback={params['callback'].__name__}", f"effect={params['effect']!r}",
+          *(["partitioned=True"] if params["partitioned"] else [])]
 
 
 pretty.pp_rules[debug_callback_p] = _debug_callback_pp
