@@ -332,3 +332,24 @@ def test_jax_semantics_prints_eager_and_rematerialized_taps_as_jax_0_4_34(mechan
     assert printed(lambda: minijax.grad(minijax.checkpoint(ordered))(3.0)) == "3.0\n"
   finally:
     minijax.config.update("host_callback_semantics", previous)
+
+
+def test_call_compiles_once_across_repeated_calls(semantics, caplog):
+  """JAX 0.4.34's test_primitive_compilation counts its private primitive-compile cache;
+  the behaviour behind it, checked on minijax's compile log: of three calls of `call`,
+  eager or jitted, only the first compiles (the jitted function, and `2 * x` on the host)."""
+  import logging
+  f_outside = lambda x: 2 * x  # noqa: E731
+  fun = lambda x: hcb.call(f_outside, x, result_shape=x)  # noqa: E731
+  for shape, run in [((5, 7, 3), fun), ((5, 7, 2), minijax.jit(fun))]:
+    arg = np.arange(np.prod(shape), dtype=np.int32).reshape(shape)
+    compiles = []
+    for _ in range(3):
+      caplog.clear()
+      with caplog.at_level(logging.DEBUG, logger="minijax"):
+        np.testing.assert_array_equal(run(arg), 2 * arg)
+      compiles.append([r.getMessage() for r in caplog.records
+                       if r.getMessage().startswith("Compiled")])
+    assert compiles[1:] == [[], []]
+    if run is not fun:
+      assert any("for cpu:0" in m and "i32[5,7,2]" in m for m in compiles[0])
