@@ -385,6 +385,8 @@ def _cond_batch(args, dims, *, branches):
                        branches=tuple(batched))
     return outs, [0 if b else None for b in out_b]
   branch_effects = frozenset().union(*(b.effects for b in branches))
+  if any(e.must_be_discharged for e in branch_effects):
+    raise NotImplementedError("State effect not supported in vmap-of-cond.")
   if not all(e.allowed_with_batched_predicate for e in branch_effects):
     raise NotImplementedError("IO effect not supported in vmap-of-cond.")
   index = lax.convert_element_type(index, np.int32) if index.dtype != np.int32 else index
