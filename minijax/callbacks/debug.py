@@ -20,6 +20,12 @@ never tangents; under `vmap` the function is called once per batch element, in o
 `debug.print` formats with `str.format` (unused arguments raise ValueError when the call
 is traced), under numpy's print options of that moment, 0-d arrays as Python scalars, and
 writes one line to `sys.stdout` when it runs.
+
+Two kinds of call run during the computation instead, as all of JAX's do: `debug.log`'s
+(a host call, so that its record exists when the computation returns), and, in a module
+over several devices, `partitioned=True` ones: jaxlib's partitioned Python callback, which
+XLA's partitioner hands each device's shards of the operands, so every device calls the
+function with its own shards.
 """
 from __future__ import annotations
 
