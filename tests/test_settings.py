@@ -58,6 +58,7 @@ BAD_AND_GOOD = [
     ("threefry_partitionable", [False, "yes"], [(True, True)]),
     ("debug_key_reuse", [True, "no"], [(False, False)]),
     ("use_simplified_jaxpr_constants", ["no", 2], [(True, True), (0, False)]),
+    ("log_checkpoint_residuals", ["on", 2], [(True, True), (False, False)]),
 ]
 
 
