@@ -272,3 +272,25 @@ def test_make_jaxpr_closes_over_a_numpy_array_once():
   np.testing.assert_allclose(outs[0], c)
   np.testing.assert_allclose(outs[1], 3.)
   assert isinstance(minijax.jit(lambda: jnp.array(c))(), minijax.Array)
+
+
+def test_dce_sink_keeps_what_computes_its_operand():
+  def f(x):
+    y = jnp.sin(x)
+    lax.dce_sink(y)
+    return x * 2
+
+  closed = minijax.make_jaxpr(f)(np.float32(1.))
+  pruned, used = pe.dce_jaxpr(closed.jaxpr, [True])
+  assert [e.primitive.name for e in pruned.eqns] == ["sin", "dce_sink", "mul"]
+  def g(x):
+    jnp.sin(x)
+    return x * 2
+  pruned, _ = pe.dce_jaxpr(minijax.make_jaxpr(g)(np.float32(1.)).jaxpr, [True])
+  assert [e.primitive.name for e in pruned.eqns] == ["mul"]
+  # it runs, and passes through every transformation
+  assert float(f(1.)) == 2. and float(minijax.jit(f)(1.)) == 2.
+  assert float(minijax.grad(f)(1.)) == 2.
+  np.testing.assert_allclose(minijax.vmap(f)(jnp.arange(3.)), [0., 2., 4.])
+  with pytest.raises(NotImplementedError, match="prevent_mlir_dce"):
+    minijax.jit(lambda x: lax.dce_sink(x, prevent_mlir_dce=True))(1.)
