@@ -75,7 +75,7 @@ from minijax.runtime.tokens import (STREAM_ID, TOKEN_AVAL, GroupToken, RuntimeTo
 
 logger = logging.getLogger("minijax")
 
-_JaxRuntimeError = _jax.JaxRuntimeError
+JaxRuntimeError = _JaxRuntimeError = _jax.JaxRuntimeError
 _raise_filed = host_calls.raise_filed
 _get_stream, _set_stream = _jax.get_execution_stream_id, _jax.set_execution_stream_id
 _take_interrupt = taps.take_interrupt
@@ -415,6 +415,40 @@ class Executable(CompiledProgram):
       outs = list(map(Array, outs, out_avals, out_devices))
       return unflatten(outs) if unflatten is not None else outs
     return call
+
+  def dispatch_record(self, consts: Sequence[Array] = (), out_tree=None) -> tuple | None:
+    """What a caller needs to run this executable inline, in its own frame, on argument
+    buffers it built itself (`jit`'s fast path does, saving the call of `make_call`'s
+    closure): `(execute, handlers, device, const_buffers, out_aval, finish, failed)`.
+    The caller runs `execute([*const_buffers, *buffers]).consume_with_handlers(handlers)`
+    (after `backend.collect_jaxlib_garbage()`); with one output leaf, `out_aval` is its aval
+    and the result is `Array(outs[0], out_aval, device)`, else `finish(outs)`; on jaxlib's
+    error it calls `failed(args, err)`, which raises.  None when the executable has effects
+    or host calls (those take `make_call`'s closure), or when there are several devices
+    (the closure checks that every argument is on this one)."""
+    if self._run_effectful is not None or backend.device_count() > 1:
+      return None
+    consts = tuple(consts)
+    const_buffers = [c._buffer for c in consts]
+    out_avals, out_devices, device = self.out_avals, self._out_devices, self.device
+    unflatten = out_tree.unflatten if out_tree is not None else None
+    single = unflatten is not None and out_tree.num_leaves == 1 and out_tree.num_nodes == 1
+    diagnose = self._diagnose
+
+    def finish(outs):
+      outs = list(map(Array, outs, out_avals, out_devices))
+      return unflatten(outs) if unflatten is not None else outs
+
+    def failed(args, err):
+      interrupt = _take_interrupt()
+      if interrupt is not None:
+        raise interrupt from None
+      diagnose((*consts, *args), err)
+      _raise_filed(err)
+      raise err
+
+    return (self._exe.execute_sharded, self._handlers, device, const_buffers or None,
+            out_avals[0] if single else None, finish, failed)
 
   def _call_general(self, args) -> list[Array]:
     args = self._prepare(args)
