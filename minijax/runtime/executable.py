@@ -419,8 +419,9 @@ class Executable(CompiledProgram):
   def dispatch_record(self, consts: Sequence[Array] = (), out_tree=None) -> tuple | None:
     """What a caller needs to run this executable inline, in its own frame, on argument
     buffers it built itself (`jit`'s fast path does, saving the call of `make_call`'s
-    closure): `(execute, handlers, device, const_buffers, out_aval, finish, failed)`.
-    The caller runs `execute([*const_buffers, *buffers]).consume_with_handlers(handlers)`
+    closure): `(execute, handlers, device, const_buffers, out_aval, finish, failed,
+    mixed)`, where `mixed(args)` builds the buffers of arguments among which there are
+    Python scalars (None if anything else is there).  The caller runs `execute([*const_buffers, *buffers]).consume_with_handlers(handlers)`
     (after `backend.collect_jaxlib_garbage()`); with one output leaf, `out_aval` is its aval
     and the result is `Array(outs[0], out_aval, device)`, else `finish(outs)`; on jaxlib's
     error it calls `failed(args, err)`, which raises.  None when the executable has effects
@@ -434,6 +435,20 @@ class Executable(CompiledProgram):
     unflatten = out_tree.unflatten if out_tree is not None else None
     single = unflatten is not None and out_tree.num_leaves == 1 and out_tree.num_nodes == 1
     diagnose = self._diagnose
+    reuse_scalars = not any(self.donated_args)
+
+    def mixed(args) -> list | None:
+      """The buffers of `args`, Arrays and Python scalars (of the parameters' avals, as the
+      caller checked), or None when there is anything else among them."""
+      buffers = []
+      for x in args:
+        if type(x) is Array:
+          buffers.append(x._buffer)
+        elif type(x) in PYTHON_SCALARS:
+          buffers.append(scalar_buffer(x, python_scalar_aval(x), device, reuse=reuse_scalars))
+        else:
+          return None
+      return buffers
 
     def finish(outs):
       outs = list(map(Array, outs, out_avals, out_devices))
@@ -448,7 +463,7 @@ class Executable(CompiledProgram):
       raise err
 
     return (self._exe.execute_sharded, self._handlers, device, const_buffers or None,
-            out_avals[0] if single else None, finish, failed)
+            out_avals[0] if single else None, finish, failed, mixed)
 
   def _call_general(self, args) -> list[Array]:
     args = self._prepare(args)

@@ -373,8 +373,7 @@ class JitWrapped:
     if hasattr(executable, "make_call"):
       scalars = any(type(x) in PYTHON_SCALARS for x in flat)
       entry = executable.make_call(consts, traced.out_tree, fallback, scalars=scalars)
-      if type(executable) is Executable and not scalars and all(type(c) is Array
-                                                                  for c in consts):
+      if type(executable) is Executable and all(type(c) is Array for c in consts):
         record = executable.dispatch_record(consts, traced.out_tree)
     else:  # a jaxpr without equations: nothing was compiled
       entry = lambda *flat: traced.out_tree.unflatten(executable(*consts, *flat))  # noqa: E731
@@ -612,6 +611,33 @@ def _key_function(n: int, static: frozenset, with_static: bool, kw_names: tuple 
   return fn
 
 
+def _mixed_key_function(n: int) -> Callable:
+  """Like `_key_function(n, ...)` without static or keyword arguments, for calls that
+  also pass Python scalars (the eager `x + 1`): `(avals, buffers)` when all `n` arguments
+  are Arrays, else `(avals, None)`, a scalar's aval being `python_scalar_aval`'s, and
+  AttributeError only for an argument that is neither.  A type check per argument costs
+  less than the AttributeError that a scalar raises in `_key_function`'s code; `jit` takes
+  this one for `n` arguments once a call with `n` raised that."""
+  fn = _key_functions.get(("mixed", n))
+  if fn is None:
+    if n > _UNROLL_LIMIT:
+      def fn(args, kwargs=None):
+        if all(type(a) is Array for a in args):
+          return _by_map(args)
+        return (*map(_arg_aval, args),), None
+      return fn
+    names = [f"a{i}" for i in range(n)]
+    code = (f"def key(args, kwargs=None):\n  {''.join(a + ', ' for a in names)}= args\n"
+            f"  if {' and '.join(f'type({a}) is Array' for a in names)}:\n"
+            f"    return ({''.join(a + '.aval, ' for a in names)}), "
+            f"[{''.join(a + '._buffer, ' for a in names)}]\n"
+            f"  return ({''.join(f'aval({a}), ' for a in names)}), None\n")
+    namespace: dict = {"Array": Array, "aval": _arg_aval}
+    exec(code, namespace)  # noqa: S102
+    fn = _key_functions[("mixed", n)] = namespace["key"]
+  return fn
+
+
 def _pytree_key(args) -> tuple[Any, tuple, list | None]:
   """`(key, flat, buffers)` of the fast path for arguments that are not all Arrays (see
   `_jitted`); the key is None when some leaf has no aval, `buffers` the leaves' buffers
@@ -686,34 +712,40 @@ def _jitted(wrapped: JitWrapped) -> Callable:
             key, buffers = (key_functions.get(len(args)) or new_key_function(len(args)))(args)
         except AttributeError:
           key = None
+          if not (kwargs or with_static) and len(args) > 1:  # a Python scalar, most likely
+            key_functions[len(args)] = _mixed_key_function(len(args))
         if key is None:
           if with_static or kwargs:
             return slow(args, kwargs)
           key, flat, buffers = _pytree_key(args)
           if key is None:
             return slow(args, kwargs)
-        if caches.multi_device:
-          key = (key, device_of(flat))
         try:
           entry = caches.fast.get(key)
+          if entry is None and caches.multi_device:  # keyed by the device too
+            key = (key, device_of(flat))
+            entry = caches.fast.get(key)
         except TypeError:  # an unhashable static argument: the slow path says which
           entry = False
         if entry is None:
           return slow(args, kwargs, key)
         if entry is not False:
           record, call = entry
-          if record is not None and buffers is not None:  # run it here (see the docstring)
-            execute, handlers, device, const_buffers, out_aval, finish, failed = record
-            if const_buffers is not None:
-              buffers = const_buffers + buffers
-            collect_garbage()  # see `backend`: what jaxlib's threads dropped meanwhile
-            try:
-              outs = execute(buffers).consume_with_handlers(handlers)
-            except runtime_error as err:
-              failed(flat, err)
-            if out_aval is not None:
-              return Array(outs[0], out_aval, device)
-            return finish(outs)
+          if record is not None:  # run it here (see the docstring)
+            execute, handlers, device, const_buffers, out_aval, finish, failed, mixed = record
+            if buffers is None:  # Python scalars among the arguments
+              buffers = mixed(flat)
+            if buffers is not None:
+              if const_buffers is not None:
+                buffers = const_buffers + buffers
+              collect_garbage()  # see `backend`: what jaxlib's threads dropped meanwhile
+              try:
+                outs = execute(buffers).consume_with_handlers(handlers)
+              except runtime_error as err:
+                failed(flat, err)
+              if out_aval is not None:
+                return Array(outs[0], out_aval, device)
+              return finish(outs)
           try:
             return call(*flat)
           except _SlowPath:  # not Arrays after all (a leaked tracer), or on another device
