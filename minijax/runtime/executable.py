@@ -337,6 +337,11 @@ class Executable(CompiledProgram):
     # `run_effectful` is inlined below, which saves a call on this path.
     chain = (self._chains[0] if len(self._chains) == 1 and not self.unordered_effects
              and not self.calls_host and self.runtime_tokens else None)
+    # Ordered effects on the shared execution stream and no other (taps under
+    # `effects_ordering="stream"`): `_make_run_streamed`'s run, inlined below likewise.
+    streamed = (self.ordered_effects and not self.runtime_tokens and not self.unordered_effects
+                and not self.calls_host)
+    marks, group_chains = runtime_tokens._streamed, self._chains
     depth, run_nested = host_calls.host_call_depth, self._run_nested
     token_handlers = self._token_and_result_handlers
     settle = runtime_tokens.settle
@@ -400,6 +405,22 @@ class Executable(CompiledProgram):
             finally:
               release()
             del outs[0]
+        elif streamed:
+          before_execution(ordinal)
+          if depth():
+            outs = run_nested(buffers)
+          else:
+            for c in group_chains:
+              if type(c.token) is GroupToken:  # the last execution ran over several devices
+                settle(c)
+            previous = _get_stream()
+            _set_stream(STREAM_ID)
+            try:
+              results = execute(buffers)
+            finally:
+              _set_stream(previous)
+            marks[device] = True  # after the dispatch: a barrier's fence comes after it
+            outs = results.consume_with_handlers(handlers)
         else:
           before_execution(ordinal)
           outs = run_effectful(buffers)
