@@ -231,6 +231,7 @@ class Executable(CompiledProgram):
     limit, lock, chains, settle = RuntimeTokens._MAX_UNORDERED, tokens._lock, self._chains, \
         tokens.settle
     depth, run_nested, mark = host_calls.host_call_depth, self._run_nested, tokens.streamed
+    busy, ordering = tokens.host_calls_running(device), tokens.ordering_lock(device)
 
     def run_streamed(buffers):
       if depth():
@@ -238,12 +239,17 @@ class Executable(CompiledProgram):
       for chain in chains:
         if type(chain.token) is GroupToken:
           settle(chain)
+      after_host_calls = busy[0]  # a program that calls the host runs: go after it
+      if after_host_calls:
+        ordering.acquire()
       previous = _get_stream()
       _set_stream(STREAM_ID)
       try:
         results = execute(buffers, with_tokens=statuses is not None)
       finally:
         _set_stream(previous)
+        if after_host_calls:
+          ordering.release()
       mark(device)  # after the dispatch, so that a barrier's fence comes after it
       if statuses is not None:
         status = results.consume_token()
@@ -265,6 +271,7 @@ class Executable(CompiledProgram):
     depth, run_nested = host_calls.host_call_depth, self._run_nested
     streamed, device = not self.runtime_tokens, self.device
     settle, group_chains = runtime_tokens.settle, self._chains
+    busy, wait_streamed = runtime_tokens.host_calls_running(device), runtime_tokens.wait_streamed
 
     def run_synchronous(buffers):
       if depth():
@@ -273,15 +280,24 @@ class Executable(CompiledProgram):
         for chain in group_chains:
           if type(chain.token) is GroupToken:
             settle(chain)
-        previous = _get_stream()
-        _set_stream(STREAM_ID)
-        try:
-          results = execute(buffers, with_tokens=True)
-        finally:
-          _set_stream(previous)
-        runtime_tokens.streamed(device)
-        status = results.consume_token()
-        outs = results.consume_with_handlers(handlers)
+        # Not on the shared stream: queued there behind another thread's program, it would
+        # run on an XLA worker thread when that one ends, and its host calls with it.  It
+        # waits for the streamed programs dispatched before it instead, and runs on this
+        # thread's own stream, to completion, holding the device's ordering lock, which
+        # streamed dispatches take while it is marked busy (see `make_call`).
+        with lock:
+          busy[0] += 1
+          try:
+            wait_streamed((device,))
+            results = execute(buffers, with_tokens=True)
+            status = results.consume_token()
+            outs = results.consume_with_handlers(handlers)
+            try:
+              status.block_until_ready()
+            except _JaxRuntimeError:
+              pass  # raised below
+          finally:
+            busy[0] -= 1
       elif chains:
         with lock:
           results = execute([*[c.token for c in chains], *buffers], with_tokens=True)
@@ -342,6 +358,7 @@ class Executable(CompiledProgram):
     streamed = (self.ordered_effects and not self.runtime_tokens and not self.unordered_effects
                 and not self.calls_host)
     marks, group_chains = runtime_tokens._streamed, self._chains
+    busy = runtime_tokens.host_calls_running(device)
     depth, run_nested = host_calls.host_call_depth, self._run_nested
     token_handlers = self._token_and_result_handlers
     settle = runtime_tokens.settle
@@ -413,12 +430,17 @@ class Executable(CompiledProgram):
             for c in group_chains:
               if type(c.token) is GroupToken:  # the last execution ran over several devices
                 settle(c)
+            after_host_calls = busy[0]  # a program that calls the host runs: go after it
+            if after_host_calls:
+              acquire()
             previous = _get_stream()
             _set_stream(STREAM_ID)
             try:
               results = execute(buffers)
             finally:
               _set_stream(previous)
+              if after_host_calls:
+                release()
             marks[device] = True  # after the dispatch: a barrier's fence comes after it
             outs = results.consume_with_handlers(handlers)
         else:

@@ -28,7 +28,12 @@ same stream (`fence`, compiled by the staging layer), which finishes after every
 dispatched before it there.  `snapshot` and `started_tokens` include the fences (as
 chain-less entries), so barriers, the exit handler and consumer retirement wait for them as
 they wait for tokens; an execution over several devices first waits for the fences of its
-devices (`wait_streamed`).
+devices (`wait_streamed`).  A program that calls the host (`pure_callback`, `io_callback`)
+is not dispatched on the shared stream: queued there behind another thread's program, XLA
+would run it, and its host functions, on a worker thread.  It takes the device's ordering
+lock, waits for the streamed programs before it (`wait_streamed`) and runs on its own
+thread's stream to completion, counted in `host_calls_running`; while that count is not
+zero, streamed dispatches on the device take the ordering lock too, so they come after it.
 
 An execution over several devices (`runtime/sharded_executable.py`) passes one token array
 holding a token per device and gets one back; it leaves that array, as a `GroupToken`, in
@@ -91,6 +96,7 @@ class RuntimeTokens:
     self._ordering: dict[Any, threading.RLock] = {}
     self._streamed: dict[Any, bool] = {}   # device -> streamed work since its last fence
     self._fences: dict[Any, Any] = {}      # device -> its last fence not yet waited for
+    self._host_calling: dict[Any, list] = {}  # device -> [programs calling the host running]
     # device -> the output buffer of a fence just dispatched on STREAM_ID (set by staging)
     self.fence = None
 
@@ -126,6 +132,12 @@ class RuntimeTokens:
       with self._lock:
         if self._fences.get(device) is fence:
           del self._fences[device]
+
+  def host_calls_running(self, device) -> list:
+    """`[n]`: how many streamed programs that call the host run on `device` now (one list
+    per device, changed in place, read by the dispatch path)."""
+    with self._lock:
+      return self._host_calling.setdefault(device, [0])
 
   def ordering_lock(self, device) -> threading.RLock:
     """The lock that orders the executions with ordered effects on `device` (see the module
