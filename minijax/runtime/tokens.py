@@ -1,6 +1,7 @@
 """Runtime tokens: what orders the executions that carry effects, across calls.
 
-The lowered `main` of a computation takes one token per ordered effect before its array
+With `effects_ordering="runtime_token"` (the seed's design; the default is below), the
+lowered `main` of a computation takes one token per ordered effect before its array
 arguments, in `ordered_effects` order, and returns the same number of tokens before its
 array results (see `lowering/tokens.py` for the same contract at lowering time).  For
 every (ordered effect, device) a `TokenChain` keeps the token returned by the last
@@ -19,7 +20,7 @@ computations never takes an ordering lock, so a barrier never waits behind a blo
 dispatch: it reads the chains' tokens (`snapshot`), waits for them as it sees fit, and
 then lets go of what finished (`release`).
 
-With `config.effects_ordering == "stream"` (opt-in; the default is "runtime_token") a single-device program makes its tokens itself
+With `config.effects_ordering == "stream"` (the default) a single-device program makes its tokens itself
 and takes none: executions with ordered effects all run on one XLA execution stream
 (`STREAM_ID`), whose executions XLA's CPU client runs in dispatch order on each device,
 whichever Python thread dispatched them.  Each such dispatch marks its device (`streamed`);
