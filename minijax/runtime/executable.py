@@ -464,8 +464,9 @@ class Executable(CompiledProgram):
     buffers it built itself (`jit`'s fast path does, saving the call of `make_call`'s
     closure): `(execute, handlers, device, const_buffers, out_aval, finish, failed,
     mixed)`, where `mixed(args)` builds the buffers of arguments among which there are
-    Python scalars (None if anything else is there).  The caller runs `execute([*const_buffers, *buffers]).consume_with_handlers(handlers)`
-    (after `backend.collect_jaxlib_garbage()`); with one output leaf, `out_aval` is its aval
+    Python scalars (None if anything else is there).  The caller runs
+    `execute([*const_buffers, *buffers]).consume_with_handlers(handlers)` (after
+    `backend.collect_jaxlib_garbage()`); with one output leaf, `out_aval` is its aval
     and the result is `Array(outs[0], out_aval, device)`, else `finish(outs)`; on jaxlib's
     error it calls `failed(args, err)`, which raises.  None when the executable has effects
     or host calls (those take `make_call`'s closure), or when there are several devices

@@ -20,8 +20,8 @@ computations never takes an ordering lock, so a barrier never waits behind a blo
 dispatch: it reads the chains' tokens (`snapshot`), waits for them as it sees fit, and
 then lets go of what finished (`release`).
 
-With `config.effects_ordering == "stream"` (the default) a single-device program makes its tokens itself
-and takes none: executions with ordered effects all run on one XLA execution stream
+With `config.effects_ordering == "stream"` (the default) a single-device program makes its
+tokens itself and takes none: executions with ordered effects all run on one XLA execution stream
 (`STREAM_ID`), whose executions XLA's CPU client runs in dispatch order on each device,
 whichever Python thread dispatched them.  Each such dispatch marks its device (`streamed`);
 what a barrier waits for on a marked device is a fence, a trivial program dispatched on the
@@ -35,6 +35,8 @@ would run it, and its host functions, on a worker thread.  It takes the device's
 lock, waits for the streamed programs before it (`wait_streamed`) and runs on its own
 thread's stream to completion, counted in `host_calls_running`; while that count is not
 zero, streamed dispatches on the device take the ordering lock too, so they come after it.
+(A dispatch that read the count just before it rose runs beside that program: a window of
+a few hundred nanoseconds between two threads' calls made at the same moment.)
 
 An execution over several devices (`runtime/sharded_executable.py`) passes one token array
 holding a token per device and gets one back; it leaves that array, as a `GroupToken`, in
