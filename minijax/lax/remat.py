@@ -128,10 +128,11 @@ mlir.register_lowering(remat_p, lambda ctx, *args, jaxpr, **params: mlir.lower_c
     ctx, jaxpr, *args))
 
 # How reverse mode treats a known equation with effects inside `checkpoint` (the debug
-# callbacks register one): `rule(saveable, inputs_recomputed) -> (run now, run again in the
-# backward pass)`, where `saveable` is the policy's answer for the equation and
-# `inputs_recomputed` says whether all its inputs are recomputed anyway.
-remat_effect_rules: dict[Primitive, Callable[[bool, bool], tuple[bool, bool]]] = {}
+# callbacks register one): `rule(saveable, inputs_recomputed, params) -> (run now, run again
+# in the backward pass)`, where `saveable` is the policy's answer for the equation,
+# `inputs_recomputed` says whether all its inputs are recomputed anyway and `params` are
+# the equation's.
+remat_effect_rules: dict[Primitive, Callable[[bool, bool, dict], tuple[bool, bool]]] = {}
 
 
 def _split_by_policy(jaxpr: Jaxpr, unknowns, policy, first_staged: int | None = None,
@@ -161,7 +162,7 @@ def _split_by_policy(jaxpr: Jaxpr, unknowns, policy, first_staged: int | None = 
     if eqn.effects and must_keep(eqn.effects):
       rule = remat_effect_rules.get(eqn.primitive)
       inputs_recomputed = all(not is_var(a) or a in recomputed for a in eqn.invars)
-      run_now, run_again = rule(saveable, inputs_recomputed) if rule else (True, False)
+      run_now, run_again = rule(saveable, inputs_recomputed, eqn.params) if rule else (True, False)
       if id(eqn) in no_replay:
         run_now, run_again = True, False
       if run_now:
