@@ -677,3 +677,17 @@ def test_piecewise_takes_the_last_true_condition_casts_to_x_and_differentiates()
   np.testing.assert_allclose(g, np.where(x < 0, np.cos(x), 2 * x), rtol=1e-6)
   with pytest.raises(ValueError, match="either 1 or 2 functions are expected; got 3"):
     jnp.piecewise(x, [x < 0], [1, 2, 3])
+
+
+def test_reshape_in_column_major_order_as_numpy():
+  """`order='F'` reads and places elements column-major (optax's microbatching reshapes
+  so); other orders raise rather than reshape row-major."""
+  x = np.arange(24.).reshape(2, 3, 4)
+  for shape in [(4, 6), (-1,), (3, -1, 2), 24]:
+    np.testing.assert_array_equal(jnp.reshape(x, shape, order="F"), x.reshape(shape, order="F"))
+    np.testing.assert_array_equal(jnp.asarray(x).reshape(shape, order="F"),
+                                  x.reshape(shape, order="F"))
+  got = minijax.jit(lambda a: a.reshape(-1, 4, order="F", out_sharding=None))(x)
+  np.testing.assert_array_equal(got, x.reshape(-1, 4, order="F"))
+  with pytest.raises(NotImplementedError, match="order='A'"):
+    jnp.reshape(x, (24,), order="A")

@@ -36,11 +36,11 @@ def _defer(name):
   return method
 
 
-def _reshape(self, *shape, order="C"):
+def _reshape(self, *shape, order="C", out_sharding=None):
   import minijax.numpy as jnp
   if len(shape) == 1 and not isinstance(shape[0], (int, np.integer)):
     shape = shape[0]
-  return jnp.reshape(self, shape, order)
+  return jnp.reshape(self, shape, order, out_sharding=out_sharding)
 
 
 def _transpose(self, *axes):

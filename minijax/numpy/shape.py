@@ -25,11 +25,20 @@ def _arr(name, a):
   return lax.convert_to_array(a)
 
 
-def reshape(a, newshape=None, order="C", *, shape=None):
+def reshape(a, newshape=None, order="C", *, shape=None, copy=None, out_sharding=None):
+  """`a` with a new shape, its elements read and placed in row-major ("C") or column-major
+  ("F") order."""
   newshape = shape if shape is not None else newshape
-  if order != "C":
-    raise NotImplementedError("reshape: only order='C' is supported")
+  if order not in ("C", "F"):
+    raise NotImplementedError(f"reshape: order={order!r} is not supported (use 'C' or 'F')")
+  if out_sharding is not None:
+    raise NotImplementedError("reshape: out_sharding is not supported")
   x = _arr("reshape", a)
+  if order == "F":  # column-major: the reversed axes, reshaped in row-major order
+    if isinstance(newshape, (int, np.integer)):
+      newshape = (int(newshape),)
+    flipped = reshape(lax.transpose(x, tuple(range(x.ndim))[::-1]), tuple(newshape)[::-1])
+    return lax.transpose(flipped, tuple(range(flipped.ndim))[::-1])
   if isinstance(newshape, (int, np.integer)):
     newshape = (int(newshape),)
   newshape = [int(s) for s in newshape]
