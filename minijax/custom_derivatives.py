@@ -217,7 +217,16 @@ def _custom_jvp_call_batch(args, dims, *, call_jaxpr, jvp, num_consts, name):
   return outs, [0] * len(outs)
 
 
+def _custom_jvp_call_partial_eval(trace, args, *, call_jaxpr, jvp, num_consts, name):
+  """With an unknown input, the call is inlined: partial evaluation builds linear
+  functions, which need no jvp rule, as in JAX (and staging it whole would leave it to
+  transpose)."""
+  with set_current_trace(trace):
+    return eval_jaxpr(call_jaxpr.jaxpr, call_jaxpr.consts, *args)
+
+
 ad.primitive_jvps[custom_jvp_call_p] = _custom_jvp_call_jvp
+pe.partial_eval_rules[custom_jvp_call_p] = _custom_jvp_call_partial_eval
 batching.primitive_batchers[custom_jvp_call_p] = _custom_jvp_call_batch
 
 

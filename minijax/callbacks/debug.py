@@ -35,10 +35,10 @@ from minijax import tree_util
 from minijax.callbacks import common
 from minijax.core import pretty
 from minijax.core.effects import Effect
-from minijax.core.jaxpr import user_source_info
+from minijax.core.jaxpr import Literal, user_source_info
 from minijax.core.primitive import Primitive
 from minijax.interpreters import ad, batching
-from minijax.lax import remat as remat_lib
+from minijax.interpreters import partial_eval as pe
 from minijax.lowering import mlir
 from minijax.lowering.tokens import TokenSet
 from minijax.runtime import backend, host_calls, taps
@@ -200,14 +200,21 @@ def _debug_callback_impl(*args, callback, effect):
 debug_callback_p.def_impl(_debug_callback_impl)
 
 
-def _debug_callback_remat(saveable: bool, inputs_recomputed: bool) -> tuple[bool, bool]:
-  """Inside `checkpoint` under reverse mode a debug callback runs in the forward pass, and
-  again in the backward pass when the policy does not let it be saved or when all it reads
-  is recomputed there anyway (so it shows what the backward pass computes), as JAX's does."""
-  return True, (not saveable) or inputs_recomputed
+def _debug_callback_partial_eval_custom(saveable, unks_in, inst_in, eqn):
+  """Inside `checkpoint` under reverse mode a debug callback on known values runs in the
+  forward pass, and again in the backward pass when the policy does not let it be saved
+  or when all it reads is recomputed there anyway (so it shows what the backward pass
+  computes), as JAX's does; one reading an unknown value runs in the backward pass."""
+  if any(unks_in):
+    return [], [eqn], [], [], [a for a, inst in zip(eqn.invars, inst_in)
+                               if not inst and not isinstance(a, Literal)]
+  if saveable(debug_callback_p, *(a.aval for a in eqn.invars), **eqn.params) and not all(
+      inst_in):
+    return [eqn], [], [], [], []
+  return [eqn], [eqn], [], [], []
 
 
-remat_lib.remat_effect_rules[debug_callback_p] = _debug_callback_remat
+pe.partial_eval_jaxpr_custom_rules[debug_callback_p] = _debug_callback_partial_eval_custom
 
 
 def _deliverer(callback: common.FlatCallback, n: int) -> Callable:

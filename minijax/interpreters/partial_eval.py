@@ -223,21 +223,167 @@ def partial_eval_jaxpr(closed: ClosedJaxpr, unknowns: Sequence[bool],
   return known, unknown, out_uk, len(res_avals)
 
 
+# ----------------------------------------------------------------------------- by a policy
+
+Saveable = Callable[..., bool]
+# partial_eval_jaxpr_custom_rules[p](saveable, unks_in, inst_in, eqn) ->
+#   (known_eqns, staged_eqns, unks_out, inst_out, residuals): how an equation holding
+# jaxprs (a call, a `cond`, a `scan`) splits, letting `saveable` reach inside it.
+# `residuals` are the known variables the staged equations read that were not yet
+# instantiated (available to the staged side); they become outputs of the known jaxpr.
+PartialEvalCustomRule = Callable[..., tuple[list, list, list, list, list]]
+partial_eval_jaxpr_custom_rules: dict[Any, PartialEvalCustomRule] = {}
+
+
+def partial_eval_jaxpr_custom(jaxpr: Jaxpr, in_unknowns: Sequence[bool],
+                              in_inst: bool | Sequence[bool],
+                              ensure_out_unknowns: bool | Sequence[bool],
+                              ensure_out_inst: bool | Sequence[bool], saveable: Saveable):
+  """Splits `jaxpr` equation by equation, under a policy (how `checkpoint` is
+  differentiated).  A value is *unknown* when it depends on an unknown input, and
+  *instantiated* when the staged jaxpr has it (an instantiated input; a value it computes).
+
+  An equation with an unknown input is staged; its known, not instantiated inputs become
+  residuals.  One whose inputs are all known runs in the known jaxpr; when
+  `saveable(prim, *in_avals, **params)` allows (or it has effects that must be kept) its
+  outputs are saved (residuals, if the staged side reads them), else it is staged too, to
+  be recomputed.  Equations with a rule in `partial_eval_jaxpr_custom_rules` split
+  themselves, so the policy reaches into them.
+
+  Returns `(jaxpr_known, jaxpr_staged, out_unknowns, out_inst, num_res)`:
+    jaxpr_known:  [*known inputs] -> [*known outputs, *residuals]
+    jaxpr_staged: [*residuals, *instantiated inputs] -> [*instantiated outputs]
+  Both keep `jaxpr`'s constvars.
+  """
+  in_inst = _broadcast(in_inst, len(jaxpr.invars))
+  ensure_out_unknowns = _broadcast(ensure_out_unknowns, len(jaxpr.outvars))
+  ensure_out_inst = _broadcast(ensure_out_inst, len(jaxpr.outvars))
+  env: dict[Var, tuple[bool, bool]] = {}
+  residuals: dict[Var, None] = {}  # an ordered set
+
+  def read(a) -> tuple[bool, bool]:
+    return env[a] if type(a) is not Literal else (False, True)
+
+  def instantiate(inst, a) -> None:
+    if type(a) is not Literal and not inst:
+      residuals[a] = None
+
+  env.update(zip(jaxpr.invars, zip(in_unknowns, in_inst)))
+  env.update((v, (False, True)) for v in jaxpr.constvars)
+  known_eqns, staged_eqns = [], []
+  for eqn in jaxpr.eqns:
+    unks_in = [read(a)[0] for a in eqn.invars]
+    inst_in = [read(a)[1] for a in eqn.invars]
+    rule = partial_eval_jaxpr_custom_rules.get(eqn.primitive)
+    if rule is not None:
+      known, staged, unks_out, inst_out, res = rule(saveable, unks_in, inst_in, eqn)
+      known_eqns.extend(known)
+      staged_eqns.extend(staged)
+      residuals.update(dict.fromkeys(res))
+      env.update(zip(eqn.outvars, zip(unks_out, inst_out)))
+    elif any(unks_in):
+      list(map(instantiate, inst_in, eqn.invars))
+      staged_eqns.append(eqn)
+      env.update((v, (True, True)) for v in eqn.outvars)
+    else:
+      known_eqns.append(eqn)
+      if must_keep(eqn.effects) or saveable(eqn.primitive, *(a.aval for a in eqn.invars),
+                                            **eqn.params):
+        env.update((v, (False, False)) for v in eqn.outvars)
+      else:  # recomputed
+        list(map(instantiate, inst_in, eqn.invars))
+        staged_eqns.append(eqn)
+        env.update((v, (False, True)) for v in eqn.outvars)
+  out_unknowns = [read(v)[0] or e for v, e in zip(jaxpr.outvars, ensure_out_unknowns)]
+  out_inst = []
+  for v, e in zip(jaxpr.outvars, ensure_out_inst):
+    if e:
+      instantiate(read(v)[1], v)
+    out_inst.append(read(v)[1] or e)
+  res = list(residuals)
+  known = Jaxpr(jaxpr.constvars, [v for v, uk in zip(jaxpr.invars, in_unknowns) if not uk],
+                [*(v for v, uk in zip(jaxpr.outvars, out_unknowns) if not uk), *res],
+                known_eqns, debug_info=jaxpr.debug_info)
+  staged = Jaxpr(jaxpr.constvars, [*res, *(v for v, i in zip(jaxpr.invars, in_inst) if i)],
+                 [v for v, i in zip(jaxpr.outvars, out_inst) if i], staged_eqns,
+                 debug_info=jaxpr.debug_info)
+  return known, staged, out_unknowns, out_inst, len(res)
+
+
+def call_partial_eval_custom_rule(update_params: Callable[[dict, dict], tuple[dict, dict]]
+                                  = lambda known, staged: (known, staged)):
+  """The `partial_eval_jaxpr_custom_rules` entry of a call primitive whose `jaxpr` param
+  is a ClosedJaxpr: a call of the known part and a call of the staged part, which takes
+  the residuals first.  `update_params(known_params, staged_params)` adjusts the rest."""
+  def rule(saveable, unks_in, inst_in, eqn):
+    closed = eqn.params["jaxpr"]
+    known, staged, unks_out, inst_out, num_res = partial_eval_jaxpr_custom(
+        closed.jaxpr, unks_in, inst_in, False, False, saveable)
+    res = [Var(v.aval) for v in staged.invars[:num_res]]
+    known_params, staged_params = update_params(
+        dict(eqn.params, jaxpr=ClosedJaxpr(known, closed.consts)),
+        dict(eqn.params, jaxpr=ClosedJaxpr(staged, closed.consts)))
+    known_ins = [a for a, uk in zip(eqn.invars, unks_in) if not uk]
+    staged_ins = [*res, *(a for a, i in zip(eqn.invars, inst_in) if i)]
+    known_eqn = eqn.replace(invars=known_ins,
+                            outvars=[*(v for v, uk in zip(eqn.outvars, unks_out) if not uk),
+                                     *res],
+                            params=known_params, effects=known.effects)
+    staged_eqn = eqn.replace(invars=staged_ins,
+                             outvars=[v for v, i in zip(eqn.outvars, inst_out) if i],
+                             params=staged_params, effects=staged.effects)
+    return [known_eqn], [staged_eqn], unks_out, inst_out, res
+  return rule
+
+
+def call_dce_rule(update_params: Callable[[dict, list], dict] = lambda params, used: params):
+  """The `dce_rules` entry of a call primitive whose `jaxpr` param is a ClosedJaxpr;
+  `update_params(params, used_inputs)` adjusts params that follow the inputs."""
+  def rule(used_outputs, eqn):
+    closed = eqn.params["jaxpr"]
+    jaxpr, used_inputs = dce_jaxpr(closed.jaxpr, used_outputs)
+    if not any(used_outputs) and not must_keep(jaxpr.effects):
+      return used_inputs, None
+    params = update_params(dict(eqn.params, jaxpr=ClosedJaxpr(jaxpr, closed.consts)),
+                           used_inputs)
+    return used_inputs, eqn.replace(
+        invars=[a for a, u in zip(eqn.invars, used_inputs) if u],
+        outvars=[v for v, u in zip(eqn.outvars, used_outputs) if u],
+        params=params, effects=jaxpr.effects)
+  return rule
+
+
 # ----------------------------------------------------------------------------- dead code
+
+DceRule = Callable[..., tuple[list[bool], "JaxprEqn | None"]]
+# dce_rules[p](used_outputs, eqn) -> (used_inputs, new eqn or None): for primitives holding
+# jaxprs (calls, control flow), which prune the unused outputs inside them too.
+dce_rules: dict[Any, DceRule] = {}
+
 
 def dce_jaxpr(jaxpr: Jaxpr, used_outputs: Sequence[bool],
               instantiate: bool | Sequence[bool] = False) -> tuple[Jaxpr, list[bool]]:
   """Removes what the used outputs do not need.  Returns `(new_jaxpr, used_inputs)`;
   `new_jaxpr` keeps the used outputs, its constvars, and only the inputs in `used_inputs`
   (or every input where `instantiate` says so).  Equations whose effects must be kept
-  (`effects.must_keep`) are never removed."""
+  (`effects.must_keep`) are never removed; those with a rule in `dce_rules` also lose
+  their unused outputs and what computes them inside."""
   instantiate = _broadcast(instantiate, len(jaxpr.invars))
   live = {v for v, used in zip(jaxpr.outvars, used_outputs) if used and type(v) is Var}
   new_eqns = []
   for eqn in reversed(jaxpr.eqns):
-    if must_keep(eqn.effects) or any(v in live for v in eqn.outvars):
+    used_outs = [v in live for v in eqn.outvars]
+    if not (must_keep(eqn.effects) or any(used_outs)):
+      continue
+    rule = dce_rules.get(eqn.primitive)
+    if rule is None:
       new_eqns.append(eqn)
       live.update(a for a in eqn.invars if type(a) is not Literal)
+      continue
+    used_ins, new_eqn = rule(used_outs, eqn)
+    if new_eqn is not None:
+      new_eqns.append(new_eqn)
+      live.update(a for a, u in zip(eqn.invars, used_ins) if u and type(a) is not Literal)
   used_inputs = [v in live or inst for v, inst in zip(jaxpr.invars, instantiate)]
   new = Jaxpr(jaxpr.constvars, [v for v, u in zip(jaxpr.invars, used_inputs) if u],
               [v for v, used in zip(jaxpr.outvars, used_outputs) if used],

@@ -176,3 +176,8 @@ def _jit_fix_params(params, num_args):
 
 
 register_call_rules(jit_p, _jit_fix_params)
+pe.partial_eval_jaxpr_custom_rules[jit_p] = pe.call_partial_eval_custom_rule(
+    lambda known, staged: (_jit_fix_params(known, len(known["jaxpr"].in_avals)),
+                           _jit_fix_params(staged, len(staged["jaxpr"].in_avals))))
+pe.dce_rules[jit_p] = pe.call_dce_rule(lambda params, used: dict(
+    params, donated_invars=tuple(d for d, u in zip(params["donated_invars"], used) if u)))
