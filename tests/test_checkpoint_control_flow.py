@@ -187,3 +187,19 @@ def test_dead_code_elimination_prunes_unused_outputs_inside_a_cond_and_a_scan():
   cond_eqn, scan_eqn = [e for e in dced.eqns if e.primitive.name in ("cond", "scan")]
   assert len(cond_eqn.outvars) == 1 and len(scan_eqn.outvars) == 1
   assert scan_eqn.params["num_carry"] == 1
+
+
+def test_a_shard_map_in_a_checkpoint_splits_by_its_own_rule_under_grad():
+  from minijax import shard_map
+  from minijax.sharding import Mesh, PartitionSpec as P
+  mesh = Mesh(np.array(minijax.devices()[:1]), ("x",))
+  g = shard_map(lambda x: jnp.sin(x) * 2, mesh=mesh, in_specs=P("x"), out_specs=P("x"))
+  plain = lambda x: jnp.sum(g(x) ** 2)
+  f = minijax.checkpoint(plain)
+  x = jnp.arange(4.0)
+  want = 8 * np.sin(np.arange(4.0)) * np.cos(np.arange(4.0))
+  _close(minijax.grad(f)(x), want, rtol=1e-5)
+  _close(minijax.jit(minijax.grad(f))(x), want, rtol=1e-5)
+  # its primal part runs in the forward pass; the backward pass reads its saved residual
+  jaxpr = minijax.make_jaxpr(minijax.grad(f))(x)
+  assert [e.primitive.name for e in jaxpr.eqns][0] == "shard_map"

@@ -271,7 +271,11 @@ def partial_eval_jaxpr_custom(jaxpr: Jaxpr, in_unknowns: Sequence[bool],
   env.update(zip(jaxpr.invars, zip(in_unknowns, in_inst)))
   env.update((v, (False, True)) for v in jaxpr.constvars)
   known_eqns, staged_eqns = [], []
+  renamed: dict[Var, Any] = {}  # outputs of equations split by `_split_by_trace_rule`
+  rename = lambda a: renamed.get(a, a) if type(a) is Var else a
   for eqn in jaxpr.eqns:
+    if renamed:
+      eqn = eqn.replace(invars=list(map(rename, eqn.invars)))
     unks_in = [read(a)[0] for a in eqn.invars]
     inst_in = [read(a)[1] for a in eqn.invars]
     rule = partial_eval_jaxpr_custom_rules.get(eqn.primitive)
@@ -281,8 +285,22 @@ def partial_eval_jaxpr_custom(jaxpr: Jaxpr, in_unknowns: Sequence[bool],
       staged_eqns.extend(staged)
       residuals.update(dict.fromkeys(res))
       env.update(zip(eqn.outvars, zip(unks_out, inst_out)))
+    elif any(unks_in) and eqn.primitive in partial_eval_rules:
+      known, staged, res, outs = _split_by_trace_rule(eqn, unks_in)
+      known_eqns.extend(known)
+      staged_eqns.extend(staged)
+      for r in res:
+        if r in env:
+          instantiate(env[r][1], r)
+        else:
+          residuals[r] = None
+      for outvar, (out, uk) in zip(eqn.outvars, outs):
+        renamed[outvar] = out
+        if type(out) is Var and out not in env:
+          env[out] = (True, True) if uk else (False, False)
     elif any(unks_in):
-      list(map(instantiate, inst_in, eqn.invars))
+      for inst, a in zip(inst_in, eqn.invars):
+        instantiate(inst, a)
       staged_eqns.append(eqn)
       env.update((v, (True, True)) for v in eqn.outvars)
     else:
@@ -291,23 +309,60 @@ def partial_eval_jaxpr_custom(jaxpr: Jaxpr, in_unknowns: Sequence[bool],
                                             **eqn.params):
         env.update((v, (False, False)) for v in eqn.outvars)
       else:  # recomputed
-        list(map(instantiate, inst_in, eqn.invars))
+        for inst, a in zip(inst_in, eqn.invars):
+          instantiate(inst, a)
         staged_eqns.append(eqn)
         env.update((v, (False, True)) for v in eqn.outvars)
-  out_unknowns = [read(v)[0] or e for v, e in zip(jaxpr.outvars, ensure_out_unknowns)]
+  outvars = list(map(rename, jaxpr.outvars))
+  out_unknowns = [read(v)[0] or e for v, e in zip(outvars, ensure_out_unknowns)]
   out_inst = []
-  for v, e in zip(jaxpr.outvars, ensure_out_inst):
+  for v, e in zip(outvars, ensure_out_inst):
     if e:
       instantiate(read(v)[1], v)
     out_inst.append(read(v)[1] or e)
   res = list(residuals)
   known = Jaxpr(jaxpr.constvars, [v for v, uk in zip(jaxpr.invars, in_unknowns) if not uk],
-                [*(v for v, uk in zip(jaxpr.outvars, out_unknowns) if not uk), *res],
+                [*(v for v, uk in zip(outvars, out_unknowns) if not uk), *res],
                 known_eqns, debug_info=jaxpr.debug_info)
   staged = Jaxpr(jaxpr.constvars, [*res, *(v for v, i in zip(jaxpr.invars, in_inst) if i)],
-                 [v for v, i in zip(jaxpr.outvars, out_inst) if i], staged_eqns,
+                 [v for v, i in zip(outvars, out_inst) if i], staged_eqns,
                  debug_info=jaxpr.debug_info)
   return known, staged, out_unknowns, out_inst, len(res)
+
+
+def _split_by_trace_rule(eqn: JaxprEqn, unks_in: Sequence[bool]):
+  """An equation with unknown inputs whose primitive has a `partial_eval_rules` entry but
+  no `partial_eval_jaxpr_custom_rules` one (a `shard_map`), split by that rule: the policy
+  does not reach inside it, and its known part's residuals are saved.  Returns
+  `(known_eqns, staged_eqns, residuals, outs)`, `outs` holding per output of `eqn` the atom
+  that now carries it and whether it is unknown.  Constants the rule made travel as
+  literals."""
+  ins = [Var(a.aval) for a in eqn.invars]
+  closed = ClosedJaxpr(Jaxpr([], ins, eqn.outvars, [eqn.replace(invars=ins)]), [])
+  known, unknown, out_uk, num_res = partial_eval_jaxpr(closed, unks_in)
+  sub: dict[Any, Any] = dict(zip(known.jaxpr.constvars,
+                                 (Literal(c, v.aval) for v, c in zip(known.jaxpr.constvars,
+                                                                     known.consts))))
+  sub.update(zip(known.jaxpr.invars, (a for a, uk in zip(eqn.invars, unks_in) if not uk)))
+
+  def splice(jaxpr: Jaxpr, eqns: list) -> list:
+    read = lambda a: sub.get(a, a) if type(a) is Var else a
+    for e in jaxpr.eqns:
+      outvars = [Var(v.aval) for v in e.outvars]
+      eqns.append(e.replace(invars=list(map(read, e.invars)), outvars=outvars))
+      sub.update(zip(e.outvars, outvars))
+    return list(map(read, jaxpr.outvars))
+
+  known_eqns, staged_eqns = [], []
+  known_outs = splice(known.jaxpr, known_eqns)
+  n_known = len(known_outs) - num_res
+  residuals = known_outs[n_known:]
+  sub.update(zip(unknown.jaxpr.invars, [*residuals,
+                                        *(a for a, uk in zip(eqn.invars, unks_in) if uk)]))
+  unknown_outs = iter(splice(unknown.jaxpr, staged_eqns))
+  known_outs = iter(known_outs[:n_known])
+  outs = [(next(unknown_outs) if uk else next(known_outs), uk) for uk in out_uk]
+  return known_eqns, staged_eqns, [r for r in residuals if type(r) is Var], outs
 
 
 def call_partial_eval_custom_rule(update_params: Callable[[dict, dict], tuple[dict, dict]]
