@@ -10,7 +10,13 @@ Partial evaluation (`JaxprTrace`, a staging trace) splits a computation into the
 can run now, from known values, and the part that must wait for unknown ones.  It is how
 `linearize`/`vjp` separate the primal computation from the linear tangent computation, and
 `partial_eval_jaxpr` applies it to a whole jaxpr (for `jit_p` and control flow).
-`dce_jaxpr` removes unused equations, keeping every equation that has effects.
+
+`partial_eval_jaxpr_custom` splits a jaxpr equation by equation under a policy, as
+`checkpoint` needs: known equations the policy does not let save are staged again, to be
+recomputed from the known inputs; equations holding jaxprs (`cond`, `scan`, calls) split
+themselves by their rules in `partial_eval_jaxpr_custom_rules`, so the policy reaches
+inside them.  `dce_jaxpr` removes unused equations, keeping every equation that has
+effects; the rules in `dce_rules` prune the unused outputs inside calls and control flow.
 """
 from __future__ import annotations
 
