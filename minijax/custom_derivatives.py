@@ -36,6 +36,7 @@ from minijax.core.primitive import Primitive
 from minijax.core.trace import EvalTrace, current_trace, set_current_trace
 from minijax.interpreters import ad, batching
 from minijax.interpreters import partial_eval as pe
+from minijax.interpreters.transpose import backward_pass
 from minijax.lowering import mlir
 
 __all__ = ["SymbolicZero", "custom_gradient", "custom_jvp", "custom_vjp", "custom_jvp_call_p", "custom_vjp_call_p",
@@ -225,7 +226,15 @@ def _custom_jvp_call_partial_eval(trace, args, *, call_jaxpr, jvp, num_consts, n
     return eval_jaxpr(call_jaxpr.jaxpr, call_jaxpr.consts, *args)
 
 
+def _custom_jvp_call_transpose(cts, *args, call_jaxpr, jvp, num_consts, name):
+  """A call that is linear in some inputs (one staged whole, as `linear_transpose` stages
+  it) transposes as its function does, as in JAX."""
+  from minijax.interpreters.transpose import backward_pass
+  return backward_pass(call_jaxpr.jaxpr, call_jaxpr.consts, list(args), list(cts))
+
+
 ad.primitive_jvps[custom_jvp_call_p] = _custom_jvp_call_jvp
+ad.primitive_transposes[custom_jvp_call_p] = _custom_jvp_call_transpose
 pe.partial_eval_rules[custom_jvp_call_p] = _custom_jvp_call_partial_eval
 batching.primitive_batchers[custom_jvp_call_p] = _custom_jvp_call_batch
 

@@ -203,3 +203,13 @@ def test_a_shard_map_in_a_checkpoint_splits_by_its_own_rule_under_grad():
   # its primal part runs in the forward pass; the backward pass reads its saved residual
   jaxpr = minijax.make_jaxpr(minijax.grad(f))(x)
   assert [e.primitive.name for e in jaxpr.eqns][0] == "shard_map"
+
+
+def test_linear_transpose_of_a_custom_jvp_function_transposes_its_function():
+  @minijax.custom_jvp
+  def double(x):
+    return 2 * x
+  double.defjvp(lambda p, t: (double(p[0]), double(t[0])))
+  (ct,) = minijax.linear_transpose(double, 1.0)(3.0)
+  assert float(ct) == 6.0  # as jax 0.10.2
+  assert float(minijax.grad(lambda x: minijax.jvp(double, (x,), (1.0,))[1] * x)(2.0)) == 2.0
