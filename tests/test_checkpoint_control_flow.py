@@ -213,3 +213,28 @@ def test_linear_transpose_of_a_custom_jvp_function_transposes_its_function():
   (ct,) = minijax.linear_transpose(double, 1.0)(3.0)
   assert float(ct) == 6.0  # as jax 0.10.2
   assert float(minijax.grad(lambda x: minijax.jvp(double, (x,), (1.0,))[1] * x)(2.0)) == 2.0
+
+
+def _printing_sin(x):
+  y = jnp.sin(x)
+  minijax.debug.print("y {}", y)
+  return y
+
+
+@pytest.mark.parametrize("where, policy, prints", [
+    ("cond", None, 2), ("scan", None, 4), ("scan", cp.everything_saveable, 2),
+])
+def test_a_debug_print_in_a_checkpointed_branch_or_loop_runs_as_often_as_in_jax(
+    capfd, where, policy, prints):
+  if where == "cond":
+    f = lambda x: lax.cond(x > 0, lambda x: _printing_sin(x) ** 2, lambda x: x, x)
+    want, lines = np.sin(2.0), ["y 0.8414709568023682"]
+  else:
+    f = lambda x: lax.scan(lambda c, _: (_printing_sin(c), None), x, None, length=2)[0]
+    want = np.cos(np.sin(1.0)) * np.cos(1.0)
+    lines = ["y 0.8414709568023682", "y 0.7456241250038147"]
+  grad = minijax.grad(minijax.checkpoint(f, policy=policy))(1.0)
+  minijax.effects_barrier()
+  # (recorded from jax 0.10.2: the forward pass, then the recomputation if not saved)
+  assert capfd.readouterr().out == "".join(f"{l}\n" for l in lines) * (prints // len(lines))
+  _close(grad, want, rtol=1e-6)
