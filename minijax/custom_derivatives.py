@@ -11,7 +11,9 @@ tangent parts match; a custom_vjp's `fwd` gives the primal outputs and residuals
 tangents become `custom_lin_p`, below).  Any other trace (staging under `jit`, batching,
 unknown values of partial evaluation) gets the function traced to a jaxpr: binding
 `custom_jvp_call_p` / `custom_vjp_call_p` with that jaxpr and the user's rules, wrapped as
-flat Python callables.
+flat Python callables.  Partial evaluation inlines a `custom_jvp_call_p` with unknown
+inputs (it builds linear functions, which need no rule), and its transpose is its
+function's, as in JAX.
 Evaluation and lowering (under jit) run the traced function.  The jvp rule of
 `custom_jvp_call_p` calls the user's jvp rule; the jvp rule of `custom_vjp_call_p` runs
 the user's `fwd` for the primal outputs and residuals and expresses the output tangents as
