@@ -1,7 +1,8 @@
 """`checkpoint` policies reach inside the `cond`, `scan`, `while_loop`, `jit` and
 `custom_jvp` calls of a checkpointed function, as JAX 0.10.2's do: what the linearized (or
 vjp) jaxpr recomputes is what JAX's recomputes.  The counts of `sin`/`cos`/`dot_general`
-below were recorded from jax 0.10.2 (the same programs as its api_test.py RematTest)."""
+below were recorded from jax 0.10.2 (the same programs as its api_test.py RematTest).
+And no non-linear equation is left to transpose (custom_jvp calls, unused jit outputs)."""
 from functools import partial
 
 import numpy as np
@@ -238,3 +239,10 @@ def test_a_debug_print_in_a_checkpointed_branch_or_loop_runs_as_often_as_in_jax(
   # (recorded from jax 0.10.2: the forward pass, then the recomputation if not saved)
   assert capfd.readouterr().out == "".join(f"{l}\n" for l in lines) * (prints // len(lines))
   _close(grad, want, rtol=1e-6)
+
+
+def test_the_transpose_of_a_jit_skips_what_only_outputs_without_cotangent_need():
+  f = minijax.jit(lambda x: (2 * x, x > 0))  # `gt` has no transpose rule, and needs none
+  (ct,) = minijax.linear_transpose(lambda x: f(x)[0], 1.0)(1.0)
+  assert float(ct) == 2.0
+  assert float(minijax.grad(lambda x: f(x)[0] * 3.0)(1.0)) == 6.0

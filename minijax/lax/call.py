@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from minijax.core import caches, pretty
 from minijax.core.effects import must_keep
-from minijax.core.jaxpr import hoist_consts
+from minijax.core.jaxpr import ClosedJaxpr, hoist_consts
 from minijax.core.primitive import Primitive
 from minijax.core.trace import Tracer, set_current_trace
 from minijax.interpreters import ad, batching
@@ -137,9 +137,18 @@ def call_partial_eval_rule(primitive, fix_params):
   return rule
 
 
+def _keep_outputs(closed, kept):
+  jaxpr, _ = pe.dce_jaxpr(closed.jaxpr, kept, instantiate=True)
+  return ClosedJaxpr(jaxpr, closed.consts)
+
+
 def call_transpose_rule(primitive, fix_params, split: bool = False):
   def rule(cts, *args, jaxpr, **params):
     linear = [ad.is_undefined_primal(x) for x in args]
+    nonzero = [type(ct) is not ad.Zero for ct in cts]
+    if not all(nonzero):  # what only the outputs without cotangent need is not transposed
+      jaxpr = _memo(_keep_outputs, jaxpr, nonzero)
+      cts = [ct for ct, nz in zip(cts, nonzero) if nz]
     transposed = _memo(transpose_jaxpr, jaxpr, linear, split)
     cts = [ad.instantiate_zeros(ct) for ct in cts]
     outs = iter(_bind_call(primitive, fix_params, transposed,
