@@ -239,6 +239,12 @@ Saveable = Callable[..., bool]
 # instantiated (available to the staged side); they become outputs of the known jaxpr.
 PartialEvalCustomRule = Callable[..., tuple[list, list, list, list, list]]
 partial_eval_jaxpr_custom_rules: dict[Any, PartialEvalCustomRule] = {}
+# How a known equation with effects that must be kept is split (the debug callbacks register
+# one; without a rule it runs once, now): `rule(saveable, inputs_recomputed, params) ->
+# (run now, run again in the staged part)`, where `saveable` is the policy's answer for the
+# equation, `inputs_recomputed` says whether the staged part has all its inputs anyway
+# (instantiated) and `params` are the equation's.
+remat_effect_rules: dict[Any, Callable[[bool, bool, dict], tuple[bool, bool]]] = {}
 
 
 def partial_eval_jaxpr_custom(jaxpr: Jaxpr, in_unknowns: Sequence[bool],
@@ -310,11 +316,17 @@ def partial_eval_jaxpr_custom(jaxpr: Jaxpr, in_unknowns: Sequence[bool],
       staged_eqns.append(eqn)
       env.update((v, (True, True)) for v in eqn.outvars)
     else:
-      known_eqns.append(eqn)
-      if must_keep(eqn.effects) or saveable(eqn.primitive, *(a.aval for a in eqn.invars),
-                                            **eqn.params):
+      saved = saveable(eqn.primitive, *(a.aval for a in eqn.invars), **eqn.params)
+      run_now, run_again = True, not saved
+      if must_keep(eqn.effects):
+        effect_rule = remat_effect_rules.get(eqn.primitive)
+        run_now, run_again = (effect_rule(bool(saved), all(inst_in), eqn.params)
+                              if effect_rule else (True, False))
+      if run_now:
+        known_eqns.append(eqn)
+      if not run_again:
         env.update((v, (False, False)) for v in eqn.outvars)
-      else:  # recomputed
+      else:  # recomputed, or run again
         for inst, a in zip(inst_in, eqn.invars):
           instantiate(inst, a)
         staged_eqns.append(eqn)

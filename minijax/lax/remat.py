@@ -127,6 +127,11 @@ pretty.pp_rules[remat_p] = _pp_call
 mlir.register_lowering(remat_p, lambda ctx, *args, jaxpr, **params: mlir.lower_call_inline(
     ctx, jaxpr, *args))
 
+# How reverse mode treats a known equation with effects inside `checkpoint` (the debug
+# callbacks and taps register one): see `pe.remat_effect_rules`.
+remat_effect_rules = pe.remat_effect_rules
+
+
 def _inline_checkpoints(jaxpr: Jaxpr) -> Jaxpr:
   """`jaxpr` with its `checkpoint` equations (a nested checkpoint's known part, which runs
   once, now) replaced by their bodies, as JAX's known jaxpr shows them."""
