@@ -252,6 +252,9 @@ FLAGS: dict[str, Flag] = {f.name: f for f in [
     bool_flag("log_compiles", "MINIJAX_LOG_COMPILES", False,
               "log every compilation on the 'minijax' logger at WARNING level",
               env_aliases=("JAX_LOG_COMPILES",)),
+    bool_flag("log_checkpoint_residuals", "MINIJAX_LOG_CHECKPOINT_RESIDUALS", False,
+              "log (WARNING, else DEBUG) what each checkpoint saves for the backward pass "
+              "when it is partially evaluated", env_aliases=("JAX_LOG_CHECKPOINT_RESIDUALS",)),
     choice_flag("tap_mechanism", "MINIJAX_TAP_MECHANISM", "native", TAP_MECHANISMS,
                 "how compiled code hands tapped values to the host"),
     choice_flag("effects_ordering", "MINIJAX_EFFECTS_ORDERING", "runtime_token",

@@ -383,11 +383,13 @@ def _split_by_trace_rule(eqn: JaxprEqn, unks_in: Sequence[bool]):
   return known_eqns, staged_eqns, [r for r in residuals if type(r) is Var], outs
 
 
-def call_partial_eval_custom_rule(update_params: Callable[[dict, dict], tuple[dict, dict]]
-                                  = lambda known, staged: (known, staged)):
+def call_partial_eval_custom_rule(update_params: Callable[..., tuple[dict, dict]]
+                                  = lambda known, staged, *_: (known, staged)):
   """The `partial_eval_jaxpr_custom_rules` entry of a call primitive whose `jaxpr` param
   is a ClosedJaxpr: a call of the known part and a call of the staged part, which takes
-  the residuals first.  `update_params(known_params, staged_params)` adjusts the rest."""
+  the residuals first.  `update_params(known_params, staged_params, unks_in, inst_in,
+  num_res)` adjusts the rest (the known call takes the inputs not in `unks_in`, the staged
+  one `num_res` residuals then those in `inst_in`)."""
   def rule(saveable, unks_in, inst_in, eqn):
     closed = eqn.params["jaxpr"]
     known, staged, unks_out, inst_out, num_res = partial_eval_jaxpr_custom(
@@ -395,7 +397,7 @@ def call_partial_eval_custom_rule(update_params: Callable[[dict, dict], tuple[di
     res = [Var(v.aval) for v in staged.invars[:num_res]]
     known_params, staged_params = update_params(
         dict(eqn.params, jaxpr=ClosedJaxpr(known, closed.consts)),
-        dict(eqn.params, jaxpr=ClosedJaxpr(staged, closed.consts)))
+        dict(eqn.params, jaxpr=ClosedJaxpr(staged, closed.consts)), unks_in, inst_in, num_res)
     known_ins = [a for a, uk in zip(eqn.invars, unks_in) if not uk]
     staged_ins = [*res, *(a for a, i in zip(eqn.invars, inst_in) if i)]
     known_eqn = eqn.replace(invars=known_ins,
