@@ -78,7 +78,8 @@ class DynamicJaxprTrace(Trace):
 
   def new_literal(self, x) -> DynamicJaxprTracer:
     """A tracer of a 0-d host constant (`jnp.array(1.0)` under `jit`): traced like any
-    other value, but inlined into the jaxpr as a literal."""
+    other value, but inlined into the jaxpr as a literal (a numpy array of higher rank is
+    a constant variable, the same one for the same array)."""
     atom = self.to_atom(x)
     return DynamicJaxprTracer(self, atom.aval, atom)
 
@@ -93,6 +94,9 @@ class DynamicJaxprTrace(Trace):
       dtype, weak = dtypes.dtype_and_weak_type(x)
       return Literal(np.asarray(x, dtype) if not weak else x,
                      avals_lib.ShapedArray((), dtype, weak))
+    if type(x) is np.ndarray and config.use_simplified_jaxpr_constants:
+      x = np.asarray(x, dtypes.canonicalize_dtype(x.dtype))  # (JAX's transitional flag)
+      return Literal(x, avals_lib.get_aval(x))
     aval = x.aval if isinstance(x, Tracer) else avals_lib.get_aval(x)
     var = Var(aval)
     self._const_var_by_id[id(x)] = var
@@ -411,54 +415,38 @@ def call_partial_eval_custom_rule(update_params: Callable[..., tuple[dict, dict]
   return rule
 
 
-def call_dce_rule(update_params: Callable[[dict, list], dict] = lambda params, used: params):
-  """The `dce_rules` entry of a call primitive whose `jaxpr` param is a ClosedJaxpr;
-  `update_params(params, used_inputs)` adjusts params that follow the inputs."""
-  def rule(used_outputs, eqn):
-    closed = eqn.params["jaxpr"]
-    jaxpr, used_inputs = dce_jaxpr(closed.jaxpr, used_outputs)
-    if not any(used_outputs) and not must_keep(jaxpr.effects):
-      return used_inputs, None
-    params = update_params(dict(eqn.params, jaxpr=ClosedJaxpr(jaxpr, closed.consts)),
-                           used_inputs)
-    return used_inputs, eqn.replace(
-        invars=[a for a, u in zip(eqn.invars, used_inputs) if u],
-        outvars=[v for v, u in zip(eqn.outvars, used_outputs) if u],
-        params=params, effects=jaxpr.effects)
-  return rule
-
-
 # ----------------------------------------------------------------------------- dead code
 
-DceRule = Callable[..., tuple[list[bool], "JaxprEqn | None"]]
-# dce_rules[p](used_outputs, eqn) -> (used_inputs, new eqn or None): for primitives holding
-# jaxprs (calls, control flow), which prune the unused outputs inside them too.
+# A DCE rule: `rule(used_outputs, eqn) -> (used_inputs, new_eqn or None)`.  A primitive
+# without one is kept whole when any output is used (or its effects must be kept) and
+# dropped otherwise; primitives holding jaxprs (calls, cond, scan) prune inside them.
+DceRule = Callable[[list, JaxprEqn], "tuple[list[bool], JaxprEqn | None]"]
 dce_rules: dict[Any, DceRule] = {}
 
 
-def dce_jaxpr(jaxpr: Jaxpr, used_outputs: Sequence[bool],
+def _default_dce_rule(used_outputs, eqn):
+  if not any(used_outputs) and not must_keep(eqn.effects):
+    return [False] * len(eqn.invars), None
+  return [True] * len(eqn.invars), eqn
+
+
+def dce_jaxpr(jaxpr: Jaxpr, used_outputs: bool | Sequence[bool],
               instantiate: bool | Sequence[bool] = False) -> tuple[Jaxpr, list[bool]]:
   """Removes what the used outputs do not need.  Returns `(new_jaxpr, used_inputs)`;
   `new_jaxpr` keeps the used outputs, its constvars, and only the inputs in `used_inputs`
   (or every input where `instantiate` says so).  Equations whose effects must be kept
-  (`effects.must_keep`) are never removed; those with a rule in `dce_rules` also lose
-  their unused outputs and what computes them inside."""
+  (`effects.must_keep`) are never removed; `dce_rules` prune inside those holding jaxprs."""
+  used_outputs = _broadcast(used_outputs, len(jaxpr.outvars))
   instantiate = _broadcast(instantiate, len(jaxpr.invars))
   live = {v for v, used in zip(jaxpr.outvars, used_outputs) if used and type(v) is Var}
   new_eqns = []
   for eqn in reversed(jaxpr.eqns):
     used_outs = [v in live for v in eqn.outvars]
-    if not (must_keep(eqn.effects) or any(used_outs)):
-      continue
-    rule = dce_rules.get(eqn.primitive)
-    if rule is None:
-      new_eqns.append(eqn)
-      live.update(a for a in eqn.invars if type(a) is not Literal)
-      continue
+    rule = dce_rules.get(eqn.primitive, _default_dce_rule)
     used_ins, new_eqn = rule(used_outs, eqn)
     if new_eqn is not None:
       new_eqns.append(new_eqn)
-      live.update(a for a, u in zip(eqn.invars, used_ins) if u and type(a) is not Literal)
+    live.update(a for a, u in zip(eqn.invars, used_ins) if u and type(a) is not Literal)
   used_inputs = [v in live or inst for v, inst in zip(jaxpr.invars, instantiate)]
   new = Jaxpr(jaxpr.constvars, [v for v, u in zip(jaxpr.invars, used_inputs) if u],
               [v for v, used in zip(jaxpr.outvars, used_outputs) if used],

@@ -47,8 +47,8 @@ from minijax.core.trace import Tracer, set_current_trace
 from minijax import tree_util
 from minijax.interpreters import ad, batching, partial_eval as pe
 from minijax.interpreters.discharge import jaxpr_has_state
-from minijax.lax.call import (_memo, call_batching_rule, call_jvp_rule, call_transpose_rule,
-                              register_call_rules)
+from minijax.lax.call import (_memo, call_batching_rule, call_dce_rule, call_jvp_rule,
+                              call_transpose_rule, register_call_rules)
 from minijax.lax.misc import emit_optimization_barrier, reduce_precision_p
 from minijax.lowering import mlir
 
@@ -290,18 +290,19 @@ def _remat_custom_params(known, staged, unks_in, inst_in, num_res):
   return known, dict(staged, differentiated=True)
 
 
-def _remat_dce_params(params, used_inputs):
-  cse = params.get("prevent_cse", True)
-  if isinstance(cse, bool):
-    return params
-  return dict(params, prevent_cse=tuple(f for f, u in zip(cse, used_inputs) if u))
+def _remat_dce(used_outputs, eqn):
+  used_inputs, new = call_dce_rule(used_outputs, eqn)
+  cse = eqn.params.get("prevent_cse", True)
+  if new is not None and not isinstance(cse, bool):
+    new = new.replace(params=dict(new.params, prevent_cse=tuple(
+        f for f, u in zip(cse, used_inputs) if u)))
+  return used_inputs, new
 
 
 pe.partial_eval_jaxpr_custom_rules[remat_p] = pe.call_partial_eval_custom_rule(
     _remat_custom_params)
-pe.dce_rules[remat_p] = pe.call_dce_rule(_remat_dce_params)
+pe.dce_rules[remat_p] = _remat_dce
 pe.partial_eval_jaxpr_custom_rules[named_call_p] = pe.call_partial_eval_custom_rule()
-pe.dce_rules[named_call_p] = pe.call_dce_rule()
 
 
 def _round_residuals(known: Jaxpr, n_res: int) -> Jaxpr:

@@ -156,6 +156,9 @@ def _bind_cond(index, funs, operands, api_name, names):
   if ref_names:
     lax_state.check_ref_arguments(funs[-1], "cond", flat, ref_names, all_consts)
   outs = []
+  if api_name == "cond":  # (as in JAX, the cond's index is the predicate as an int32)
+    from minijax import lax
+    index = lax.convert_element_type(index, np.int32)
   if any(jaxpr_has_state(b.jaxpr) for b in branches):  # refs: discharged now (refs.py)
     outs = refs.call_with_refs(
         branches, [*all_consts, *flat], "cond",
@@ -401,27 +404,6 @@ def _cond_partial_eval_custom(saveable, unks_in, inst_in, eqn):
   return [known_eqn], [staged_eqn], out_uk, [True] * n_out, [*new_inst, *res_vars]
 
 
-def _cond_dce(used_outputs, eqn):
-  """Drops the unused outputs, and what computes them, from every branch."""
-  from minijax.core.jaxpr import ClosedJaxpr
-  from minijax.interpreters import partial_eval as pe
-  branches = eqn.params["branches"]
-  used_ops = [False] * (len(eqn.invars) - 1)
-  for b in branches:
-    used = pe.dce_jaxpr(b.jaxpr, used_outputs)[1]
-    used_ops = [x or y for x, y in zip(used_ops, used)]
-  new = [ClosedJaxpr(pe.dce_jaxpr(b.jaxpr, used_outputs, used_ops)[0], b.consts)
-         for b in branches]
-  effects = common.jaxprs_effects("cond", *new)
-  if not any(used_outputs) and not must_keep(effects):
-    return [False] * len(eqn.invars), None
-  used_inputs = [True, *used_ops]
-  return used_inputs, eqn.replace(
-      invars=[a for a, u in zip(eqn.invars, used_inputs) if u],
-      outvars=[v for v, u in zip(eqn.outvars, used_outputs) if u],
-      params=dict(eqn.params, branches=tuple(new)), effects=effects)
-
-
 # ----------------------------------------------------------------------------- transpose
 
 def _cond_transpose(cts, index, *ops, branches):
@@ -435,6 +417,29 @@ def _cond_transpose(cts, index, *ops, branches):
   res = [x for x, lin in zip(ops, linear) if not lin]
   outs = cond_p.bind(index, *consts, *res, *cts, branches=tuple(transposed))
   return [None, *common.merge(linear, outs, [None] * linear.count(False))]
+
+
+# ----------------------------------------------------------------------------- dead code
+
+def _cond_dce(used_outputs, eqn):
+  """Prunes every branch to the used outputs; the cond keeps the operands any branch
+  reads (every branch then takes them all), and the index."""
+  from minijax.interpreters import partial_eval as pe
+  branches = eqn.params["branches"]
+  if not any(used_outputs) and not must_keep(eqn.effects):
+    return [False] * len(eqn.invars), None
+  used_ops = [False] * (len(eqn.invars) - 1)
+  for b in branches:
+    used_ops = [u or v for u, v in zip(used_ops, pe.dce_closed_jaxpr(b, used_outputs)[1])]
+  new_branches = tuple(pe.dce_closed_jaxpr(b, used_outputs, instantiate=used_ops)[0]
+                       for b in branches)
+  ops = [x for x, u in zip(eqn.invars[1:], used_ops) if u]
+  new_eqn = eqn.replace(
+      invars=[eqn.invars[0], *ops],
+      outvars=[v for v, u in zip(eqn.outvars, used_outputs) if u],
+      params=dict(eqn.params, branches=new_branches),
+      effects=frozenset().union(*(b.effects for b in new_branches)))
+  return [True, *used_ops], new_eqn
 
 
 def _register_transformations():
