@@ -17,7 +17,7 @@ import numpy as np
 
 from minijax import lax, tree_util
 from minijax.config import FlagContext, flag_context
-from minijax.api_util import broadcast_prefix, flat_arg_names, normalize_argnums
+from minijax.api_util import broadcast_prefix, flat_arg_names, normalize_argnums, public_name
 from minijax.core import dtypes
 from minijax.core.avals import ShapedArray, get_aval
 from minijax.core.jaxpr import ClosedJaxpr
@@ -79,13 +79,13 @@ def _instantiate(ct):
 def jvp(fun: Callable, primals, tangents, has_aux: bool = False):
   """Forward-mode derivative: `(fun(*primals), J(primals) @ tangents)` (and aux)."""
   if not isinstance(primals, (tuple, list)) or not isinstance(tangents, (tuple, list)):
-    raise TypeError("primal and tangent arguments to minijax.jvp must be tuples or lists; "
-                    f"found {type(primals).__name__} and {type(tangents).__name__}.")
-  flat_p, tree_p = tree_util.tree_flatten(tuple(primals))
-  flat_t, tree_t = tree_util.tree_flatten(tuple(tangents))
-  if tree_p != tree_t:
-    raise TypeError("primal and tangent arguments to minijax.jvp must have the same tree "
-                    f"structure; primals have tree structure {tree_p} whereas tangents have "
+    raise TypeError(f"primal and tangent arguments to {public_name('jvp')} must be tuples or "
+                    f"lists; found {type(primals).__name__} and {type(tangents).__name__}.")
+  flat_p, tree_p = tree_util.tree_flatten(primals)
+  flat_t, tree_t = tree_util.tree_flatten(tangents)
+  if tree_p != tree_t:  # (a tuple of primals with a list of tangents too, as in JAX)
+    raise TypeError(f"primal and tangent arguments to {public_name('jvp')} must have the same "
+                    f"tree structure; primals have tree structure {tree_p} whereas tangents have "
                     f"tree structure {tree_t}.")
   flat_t = [_check_tangent(p, t) for p, t in zip(flat_p, flat_t)]
   box = {}
@@ -108,13 +108,13 @@ def _check_tangent(p, t):
   expected = pa.tangent_aval().dtype
   if ta.dtype != expected and not (dtypes.is_inexact(expected) and ta.weak_type):
     raise TypeError(
-        "primal and tangent arguments to minijax.jvp do not match; dtypes must be equal, or "
-        "in case of int/bool primal dtype the tangent dtype must be float0. Got primal dtype "
-        f"{pa.dtype} and so expected tangent dtype {_dtype_name(expected)}, but got "
+        f"primal and tangent arguments to {public_name('jvp')} do not match; dtypes must be "
+        "equal, or in case of int/bool primal dtype the tangent dtype must be float0. Got "
+        f"primal dtype {pa.dtype} and so expected tangent dtype {_dtype_name(expected)}, but got "
         f"tangent dtype {_dtype_name(ta.dtype)} instead.")
   if pa.shape != ta.shape:
-    raise ValueError("minijax.jvp called with different primal and tangent shapes; Got "
-                     f"primal shape {pa.shape} and tangent shape as {ta.shape}")
+    raise ValueError(f"{public_name('jvp')} called with different primal and tangent shapes; "
+                     f"Got primal shape {pa.shape} and tangent shape as {ta.shape}")
   return ad.Zero(pa.tangent_aval()) if expected == dtypes.float0 else t
 
 
@@ -190,15 +190,27 @@ def _vjp_pullback(meta, vjp_flat, *args):
   ct, = args
   flat_ct, ct_tree = tree_util.tree_flatten(ct)
   if ct_tree != out_tree:
-    raise TypeError(f"Tree structure of cotangent input {ct_tree}, does not match structure "
-                    f"of primal output {out_tree}.")
+    raise ValueError(f"unexpected tree structure of the argument to the function returned by "
+                     f"{public_name('vjp')} for {name}: it must have the structure of "
+                     f"{name}'s output, {out_tree}, but has {ct_tree}.")
   for c, o in zip(flat_ct, out_avals):
-    if ad.get_aval(c).shape != o.shape:
-      raise ValueError(f"Shape of cotangent input to vjp pullback function "
-                       f"{ad.get_aval(c).shape} must be the same as the shape of "
-                       f"corresponding primal input {o.shape}.")
+    if type(c) is not ad.Zero and type(o) is ShapedArray:
+      _check_cotangent(ad.get_aval(c), o)
   cts = vjp_flat([*flat_ct, *(ad.Zero(a.tangent_aval()) for a in aux_avals)])
   return in_tree.unflatten([_instantiate(c) for c in cts])
+
+
+def _check_cotangent(got, out) -> None:
+  """A cotangent has its output's shape and tangent dtype (any dtype for an integer output,
+  whose tangents are float0; a weak type is no difference)."""
+  want = out.tangent_aval()
+  if got.shape == want.shape and (got.dtype == want.dtype or want.dtype == dtypes.float0):
+    return
+  def typ(a):
+    return f"{_dtype_name(a.dtype)}[{','.join(map(str, a.shape))}]"
+  raise ValueError("unexpected JAX type (e.g. shape/dtype) for argument to VJP function: got "
+                   f"{typ(got)}, but expected {typ(want)} because the corresponding output of "
+                   f"the differentiated function had JAX type {typ(out)}")
 
 
 # What `vjp(...)`'s function `.with_refs(*entries)` takes, one entry per primal (or a
@@ -278,12 +290,12 @@ def _check_output_dtype_revderiv(name, holomorphic, x):
         f"{name} requires real-valued outputs (output dtype that is a sub-dtype of "
         f"np.floating), but got {_dtype_name(dtype)}. For holomorphic differentiation, pass "
         "holomorphic=True. For differentiation of non-holomorphic functions involving complex "
-        "outputs, use minijax.vjp directly.")
+        f"outputs, use {public_name('vjp')} directly.")
   elif not dtypes.is_float(dtype):
     raise TypeError(
         f"{name} requires real-valued outputs (output dtype that is a sub-dtype of "
         f"np.floating), but got {_dtype_name(dtype)}. For differentiation of functions with "
-        "integer outputs, use minijax.vjp directly.")
+        f"integer outputs, use {public_name('vjp')} directly.")
 
 
 def _scalar_output_check(holomorphic):
@@ -446,7 +458,7 @@ def _check_input_dtype_jacfwd(holomorphic, x):
         "jacfwd requires real-valued inputs (input dtype that is a sub-dtype of np.floating), "
         f"but got {_dtype_name(dtype)}. For holomorphic differentiation, pass holomorphic=True. "
         "For differentiation of non-holomorphic functions involving complex inputs or integer "
-        "inputs, use minijax.jvp directly.")
+        f"inputs, use {public_name('jvp')} directly.")
 
 
 def jacrev(fun: Callable, argnums=0, has_aux: bool = False, holomorphic: bool = False,

@@ -81,8 +81,17 @@ def test_vjp_pullback_of_a_vector_function():
   out, pullback = minijax.vjp(lambda x: lax.mul(x, x), x)
   (ct,) = pullback(np.ones(3, np.float32))
   allclose(ct, 2 * x)
-  with pytest.raises(TypeError, match="Tree structure of cotangent"):
+  with pytest.raises(ValueError, match="unexpected tree structure of the argument to the "
+                                       r"function returned by minijax.vjp for <lambda>: it must "
+                                       r"have the structure of <lambda>'s output, PyTreeDef\(\*\), "
+                                       r"but has PyTreeDef\(\(\*,\)\)"):
     pullback((np.ones(3, np.float32),))
+  with pytest.raises(ValueError, match=r"unexpected JAX type \(e.g. shape/dtype\) for argument "
+                                       r"to VJP function: got float32\[4\], but expected "
+                                       r"float32\[3\]"):
+    pullback(np.ones(4, np.float32))
+  with pytest.raises(ValueError, match=r"got float16\[3\], but expected float32\[3\]"):
+    pullback(np.ones(3, np.float16))
 
 
 def test_integer_inputs_get_float0_tangents_and_cotangents():

@@ -524,12 +524,13 @@ def _is_sharding_leaf(x) -> bool:
 
 def _flat_shardings(spec, tree, what: str, fun_name: str) -> list:
   """One sharding (or None) per leaf of `tree`, from `spec`, a pytree prefix of it."""
-  def mismatch():
+  def mismatch(details):
     return ValueError(f"jit {what} of {fun_name} ({spec}) is not a pytree prefix of the "
                       f"{'positional arguments' if what == 'in_shardings' else 'outputs'} "
-                      f"{tree_util.tree_structure(tree)}")
+                      f"{tree_util.tree_structure(tree)}{details}")
   out = []
-  for s, sub in prefix_pairs(spec, tree, is_leaf=_is_sharding_leaf, mismatch=mismatch):
+  for s, sub in prefix_pairs(spec, tree, is_leaf=_is_sharding_leaf, name=what,
+                             mismatch=mismatch):
     if isinstance(s, sharding_lib.PartitionSpec):
       mesh = sharding_lib.current_mesh()
       if mesh is None:

@@ -1,0 +1,123 @@
+"""Bad input to the API raises JAX 0.10.2's error types with texts that say what was wrong.
+
+JAX's own tests match these texts (`tools/jax_conformance.py`); each test here pins one of
+them on minijax alone.
+"""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+import minijax
+import minijax.numpy as jnp
+from minijax import tree_util
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+# ---------------------------------------------------------------- trees that are no prefix
+
+def test_tree_map_names_the_key_path_where_the_trees_part():
+  x = {"a": 1, "b": 2, "c": [1, 2], "d": 4}
+  y = {"a": 1, "b": 2, "c": None, "d": {"d1": 4.1, "d2": 4.2}}
+  expected = (r"pytree structure error: different types at key path\n    tree\['c'\]\n"
+              r"where the prefix tree tree has a subtree of type <class 'list'> and the full "
+              r"tree a subtree of another type, <class 'NoneType'>\.")
+  with pytest.raises(ValueError, match=expected):
+    minijax.tree.map(lambda a, b: (a, b), x, y, is_leaf=lambda v: v is None)
+  with pytest.raises(ValueError, match=expected):
+    tree_util.tree_map_with_path(lambda p, a, b: (a, b), x, y, is_leaf=lambda v: v is None)
+  # a prefix is fine: each leaf of the first tree covers a subtree of the others
+  assert minijax.tree.map(lambda a, b: b, {"a": 1}, {"a": [2, 3]}) == {"a": [2, 3]}
+
+
+def test_prefix_errors_lists_every_place_the_trees_part():
+  errors = tree_util.prefix_errors({"a": [None, None], "b": (None, None), "c": (1, 2)},
+                                   {"a": 1, "b": 2, "c": (1, 2, 3)}, "spec",
+                                   is_leaf=lambda v: v is None)
+  assert [e.splitlines()[:2] for e in errors] == [
+      ["pytree structure error: different types at key path", "    spec['a']"],
+      ["pytree structure error: different types at key path", "    spec['b']"],
+      ["pytree structure error: different lengths of tuple at key path", "    spec['c']"]]
+  assert errors[2].endswith("has a tuple of length 2 and the full tree a tuple of length 3.")
+  [keys] = tree_util.prefix_errors({"a": 0}, {"a": 1, "b": 2}, "spec")
+  assert keys.endswith("has a <class 'dict'> with 1 child (keys a) and the full tree one with "
+                       "2 children (keys a b).")
+  assert tree_util.prefix_errors((None, [0]), (1, [np.ones(2)]), "spec",
+                                is_leaf=lambda v: v is None) == []
+
+
+def test_vmap_in_axes_that_is_no_prefix_shows_the_mismatch():
+  with pytest.raises(ValueError, match=(
+      r"vmap in_axes specification must be a tree prefix of the corresponding value; got "
+      r"specification \(\[0\],\) for value tree PyTreeDef\(\(\*,\)\)\.\n"
+      r"  Mismatch details \(1 found\):\n"
+      r"  pytree structure error: different types at key path\n    in_axes\[0\]\n")):
+    minijax.vmap(lambda x: x, in_axes=([0],))(jnp.ones(3))
+
+
+def test_device_put_target_that_is_no_prefix_shows_all_mismatches():
+  x = {"a": jnp.arange(2), "b": jnp.arange(3)}
+  with pytest.raises(ValueError, match=(
+      r"device_put device specification must be a tree prefix of the corresponding value; "
+      r"(?s:.*)Mismatch details \(2 found\):\n  pytree structure error: different types at "
+      r"key path\n    device\['a'\](?s:.*)device\['b'\]")):
+    minijax.device_put(x, device={"a": [None, None], "b": (None, None)})
+  placed = minijax.device_put(x, device={"a": None, "b": minijax.devices()[0]})
+  assert np.asarray(placed["b"]).tolist() == [0, 1, 2]
+
+
+# ---------------------------------------------------------------- jvp and vjp arguments
+
+def test_jvp_argument_errors():
+  f = lambda x, y: x * y  # noqa: E731
+  with pytest.raises(TypeError, match=r"primal and tangent arguments to minijax\.jvp must be "
+                                      r"tuples or lists; found float and tuple\."):
+    minijax.jvp(f, 0., (1.,))
+  with pytest.raises(TypeError, match=r"primal and tangent arguments to minijax\.jvp must have "
+                                      r"the same tree structure"):
+    minijax.jvp(f, (np.float32(2),), ())
+  with pytest.raises(TypeError, match=r"minijax\.jvp must have the same tree structure; "
+                                      r"primals have tree structure PyTreeDef\(\(\*,\)\) "
+                                      r"whereas tangents have tree structure PyTreeDef\(\[\*\]\)"):
+    minijax.jvp(lambda x: x, (np.float32(2),), [np.float32(2)])
+  # lists on both sides are fine
+  assert minijax.jvp(lambda x: 3 * x, [np.float32(2)], [np.float32(1)]) == (6, 3)
+  with pytest.raises(ValueError, match=r"minijax\.jvp called with different primal and tangent "
+                                       r"shapes; Got primal shape \(3,\) and tangent shape as "
+                                       r"\(4,\)"):
+    minijax.jvp(lambda x: x + 1, (jnp.ones(3),), (jnp.ones(4),))
+
+
+def test_errors_name_the_function_as_the_user_imported_it():
+  code = ("import minijax; minijax.install_as_jax(); import jax\n"
+          "try:\n  jax.jvp(lambda x: x, 0., (1.,))\n"
+          "except TypeError as e:\n  print(str(e).splitlines()[0])\n")
+  out = subprocess.run([sys.executable, "-c", code], env=dict(os.environ, PYTHONPATH=ROOT),
+                       capture_output=True, text=True, timeout=300)
+  assert out.stdout.strip() == ("primal and tangent arguments to jax.jvp must be tuples or "
+                                "lists; found float and tuple."), out.stderr
+
+
+def test_vjp_function_checks_the_cotangent_structure_and_type():
+  _, pullback = minijax.vjp(lambda x, y: x * y, np.float32(3), np.float32(4))
+  with pytest.raises(ValueError, match=r"unexpected tree structure of the argument to the "
+                                       r"function returned by minijax\.vjp for <lambda>"):
+    pullback((np.float32(7), np.float32(100)))
+  with pytest.raises(ValueError, match=r"unexpected JAX type \(e\.g\. shape/dtype\) for argument "
+                                       r"to VJP function: got float16\[\], but expected "
+                                       r"float32\[\] because the corresponding output of the "
+                                       r"differentiated function had JAX type float32\[\]"):
+    pullback(np.float16(42))
+  _, pullback = minijax.vjp(jnp.matmul, np.ones((2, 5), np.float32), np.ones((5, 3), np.float32))
+  with pytest.raises(ValueError, match=r"got float32\[2,4\], but expected float32\[2,3\]"):
+    pullback(np.ones((2, 4), np.float32))
+  # a Python scalar is weakly typed and fits a float32 output; an integer output takes any
+  # cotangent of its shape (its tangent type is float0)
+  assert minijax.vjp(lambda x: 2 * x, np.float32(3))[1](1.0) == (2,)
+  _, pullback = minijax.vjp(lambda x: (x, jnp.int32(1)), np.float32(3))
+  assert pullback((np.float32(1), np.int32(0))) == (1,)
