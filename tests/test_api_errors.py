@@ -121,3 +121,46 @@ def test_vjp_function_checks_the_cotangent_structure_and_type():
   assert minijax.vjp(lambda x: 2 * x, np.float32(3))[1](1.0) == (2,)
   _, pullback = minijax.vjp(lambda x: (x, jnp.int32(1)), np.float32(3))
   assert pullback((np.float32(1), np.int32(0))) == (1,)
+
+
+# ---------------------------------------------------------------- traced values
+
+def test_operands_of_one_rank_that_do_not_broadcast_raise_jax_type_error():
+  f = lambda x, y: x + y  # noqa: E731
+  with pytest.raises(TypeError, match=r"^add got incompatible shapes for broadcasting: \(3,\), "
+                                      r"\(4,\)\."):
+    f(jnp.zeros(3), jnp.zeros(4))
+  with pytest.raises(TypeError, match=r"^add got incompatible shapes for broadcasting"):
+    minijax.grad(lambda x, y: f(x, y).sum())(np.zeros(3), np.zeros(4))
+  # of different ranks, numpy's broadcasting fails first: a ValueError, as in JAX
+  with pytest.raises(ValueError, match=r"add: incompatible shapes for broadcasting"):
+    f(jnp.zeros((2, 3)), jnp.zeros(4))
+
+
+def test_int_of_a_traced_value_is_a_concretization_error():
+  with pytest.raises(minijax.errors.ConcretizationTypeError,
+                     match=r"^Abstract tracer value encountered where concrete value is expected: "
+                           r"int\(\) was called on the traced value x \(i32\[\]\)"):
+    minijax.jit(lambda x: int(x))(0)
+
+
+def test_numpy_on_a_traced_value_raises_even_where_its_value_is_known():
+  # np.exp would drop the tangent: a silently wrong derivative
+  with pytest.raises(minijax.errors.TracerArrayConversionError,
+                     match=r"^The numpy\.ndarray conversion method __array__\(\) was called on "
+                           r"traced array with shape f32\[3\]"):
+    minijax.grad(lambda x: np.exp(x).sum())(np.zeros(3, np.float32))
+
+
+def test_sharding_of_a_traced_value_is_an_attribute_error_naming_typeof():
+  seen = []
+
+  @minijax.jit
+  def f(x):
+    with pytest.raises(AttributeError, match=r"The 'sharding' attribute is not available on "
+                                             r"traced array with shape f32\[2\].*typeof\(x\)"):
+      x.sharding
+    seen.append(hasattr(x, "sharding"))
+    return x
+  f(jnp.arange(2.))
+  assert seen == [False]

@@ -13,7 +13,8 @@ class JAXIndexError(IndexError):
 class ConcretizationTypeError(JAXTypeError):
   """A traced value was used where a concrete Python value is needed."""
 
-  lead = ""  # a first sentence naming the conversion, as JAX's subclasses word it
+  # the first words, JAX's (its subclasses word theirs after the conversion they name)
+  lead = "Abstract tracer value encountered where concrete value is expected: "
 
   def __init__(self, tracer, context: str, hint: str = ""):
     aval = tracer.aval.str_short()
@@ -81,7 +82,8 @@ class TracerArrayConversionError(JAXTypeError):
 
   def __init__(self, tracer):
     super().__init__(
-        f"cannot convert a traced value ({tracer.aval.str_short()}) to a numpy array inside "
+        "The numpy.ndarray conversion method __array__() was called on traced array with "
+        f"shape {tracer.aval.str_short()}: a traced value cannot become a numpy array inside "
         "a transformation; use minijax.numpy functions on it instead, or return it from the "
         "transformed function first.")
 

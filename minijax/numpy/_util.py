@@ -240,7 +240,14 @@ def promote_and_broadcast(name: str, *args, inexact: bool = False, keep_scalars:
   if inexact and not dtypes.is_inexact(dt):
     dt = dtypes.default_float_dtype()
   shapes = [np.shape(a) if isinstance(a, dtypes.PYTHON_SCALARS) else get_aval(a).shape for a in args]
-  out_shape = broadcast_shapes(name, *shapes)
+  try:
+    out_shape = broadcast_shapes(name, *shapes)
+  except ValueError:
+    if len({len(s) for s in shapes}) > 1:
+      raise
+    # operands of one rank go straight to lax's elementwise rule in JAX: its TypeError
+    shown = ", ".join(map(str, shapes))
+    raise TypeError(f"{name} got incompatible shapes for broadcasting: {shown}.") from None
   check_rank_promotion(name, shapes)
   if keep_scalars:
     return [to_array(a, dt, weak) if not s else broadcast_to(to_array(a, dt, weak), out_shape)
