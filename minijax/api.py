@@ -705,22 +705,41 @@ def eval_shape(fun: Callable, *args, **kwargs):
 def linear_transpose(fun: Callable, *primals):
   """The transpose of `fun`, which must be linear in its arguments: `primals` give their
   shapes and dtypes, and the result maps an output cotangent to one cotangent per
-  argument."""
+  argument.  The result is a pytree (`tree_util.Partial`, its leaves the constants of
+  `fun`), so that jitted functions can take and return it."""
   flat, in_tree = tree_util.tree_flatten(primals)
   flat_fun, out_tree = tree_util.flatten_fun_nokwargs(fun, in_tree)
   in_avals = [get_aval(x) for x in flat]
   jaxpr, consts = pe.trace_to_jaxpr_dynamic(flat_fun, in_avals)
-  out_tree = out_tree()
+  # what no output needs may be non-linear (`x > 0`, computed and dropped): no transpose
+  jaxpr, _ = pe.dce_jaxpr(jaxpr, [True] * len(jaxpr.outvars), True)
+  out_avals = tuple(ClosedJaxpr(jaxpr, consts).out_avals)
+  in_dtypes = [a.dtype for a in in_avals]
+  out_dtypes = [a.dtype for a in out_avals]
+  if not (all(dtypes.is_inexact(d) for d in in_dtypes + out_dtypes) or
+          all(np.issubdtype(d, np.integer) for d in in_dtypes + out_dtypes)):
+    names = lambda ds: "[" + ", ".join(map(_dtype_name, ds)) + "]"  # noqa: E731
+    raise TypeError("linear_transpose only supports [float or complex] -> [float or complex], "
+                    f"and integer -> integer functions, but got {names(in_dtypes)} -> "
+                    f"{names(out_dtypes)}: a linear function keeps its values' kind of number.")
+  meta = (jaxpr, in_tree, tuple(in_avals), out_tree(), out_avals)
+  return tree_util.Partial(functools.partial(_linear_transposed, meta), list(consts))
 
-  def transposed(out_ct):
-    flat_ct, ct_tree = tree_util.tree_flatten(out_ct)
-    if ct_tree != out_tree:
-      raise TypeError(f"linear_transpose: cotangent structure {ct_tree} does not match the "
-                      f"function's output structure {out_tree}")
-    from minijax.interpreters.transpose import backward_pass
-    cts = backward_pass(jaxpr, consts, [ad.UndefinedPrimal(a) for a in in_avals], flat_ct)
-    return in_tree.unflatten([_instantiate(c) for c in cts])
-  return transposed
+
+def _linear_transposed(meta, consts, out_ct):
+  from minijax.interpreters.transpose import backward_pass
+  jaxpr, in_tree, in_avals, out_tree, out_avals = meta
+  flat_ct, ct_tree = tree_util.tree_flatten(out_ct)
+  if ct_tree != out_tree:
+    raise TypeError(f"cotangent tree does not match function output: the transposed function "
+                    f"takes a cotangent of the structure {out_tree}, but got {ct_tree}")
+  ct_avals = [get_aval(ct) for ct in flat_ct]
+  if any((c.shape, c.dtype) != (a.shape, a.dtype) for c, a in zip(ct_avals, out_avals)):
+    shown = lambda avals: "[" + ", ".join(a.str_short() for a in avals) + "]"  # noqa: E731
+    raise TypeError(f"cotangent type does not match function output: the transposed function "
+                    f"takes cotangents of type {shown(out_avals)}, but got {shown(ct_avals)}")
+  cts = backward_pass(jaxpr, consts, [ad.UndefinedPrimal(a) for a in in_avals], flat_ct)
+  return in_tree.unflatten([_instantiate(c) for c in cts])
 
 
 # ----------------------------------------------------------------------------- JAX's utilities

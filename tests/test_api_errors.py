@@ -164,3 +164,54 @@ def test_sharding_of_a_traced_value_is_an_attribute_error_naming_typeof():
     return x
   f(jnp.arange(2.))
   assert seen == [False]
+
+
+# ---------------------------------------------------------------- outputs that are not arrays
+
+def test_jit_and_eval_shape_name_the_function_and_the_output_that_is_no_array():
+  def f(x):
+    return (2.0, f)
+  line = f.__code__.co_firstlineno
+  expected = (rf"^function f at {__file__}:{line} returned a value of type <class 'function'> "
+              r"at output component \[1\], which is not a valid JAX type")
+  with pytest.raises(TypeError, match=expected):
+    minijax.eval_shape(f, 1)
+  with pytest.raises(TypeError, match=expected):
+    minijax.jit(f)(1)
+  with pytest.raises(TypeError, match=r"returned a value of type <class 'str'> as its output"):
+    minijax.jit(lambda x: "text")(1)
+
+
+# ---------------------------------------------------------------- linear_transpose
+
+def test_linear_transpose_checks_dtypes_and_cotangents():
+  with pytest.raises(TypeError, match=r"linear_transpose only supports \[float or complex\] -> "
+                                      r"\[float or complex\], and integer -> integer functions, "
+                                      r"but got \[int32\] -> \[float32\]"):
+    minijax.linear_transpose(lambda x: 2. * x, 1)
+  with pytest.raises(TypeError, match=r"cotangent tree does not match function output: the "
+                                      r"transposed function takes a cotangent of the structure "
+                                      r"PyTreeDef\(\[\*, \*\]\), but got PyTreeDef\(\*\)"):
+    minijax.linear_transpose(lambda x: [x, x], 1.0)(1.0)
+  for fun, ct, types in [(lambda x: jnp.stack([x, x]), 1.0, r"\[f32\[2\]\], but got \[f32\[\]\]"),
+                         (lambda x: 1j * x, 1.0, r"\[c64\[\]\], but got \[f32\[\]\]"),
+                         (lambda x: x, 1j, r"\[f32\[\]\], but got \[c64\[\]\]")]:
+    with pytest.raises(TypeError, match=r"cotangent type does not match function output: the "
+                                        r"transposed function takes cotangents of type " + types):
+      minijax.linear_transpose(fun, 1.0)(ct)
+  assert minijax.linear_transpose(lambda x: 3 * x, 1)(2) == (6,)  # integer -> integer
+
+
+def test_linear_transpose_is_a_pytree_that_jit_takes_and_returns():
+  transposed = minijax.jit(lambda f, x: minijax.linear_transpose(f, x),
+                           static_argnums=0)(lambda x: 2. * x, 1.)
+  assert minijax.jit(lambda f, x: f(x))(transposed, 3.) == (6.,)
+
+
+def test_linear_transpose_drops_what_no_output_needs():
+  # `x > 0` has no transpose; the jit's output that holds it gets no cotangent
+  f = minijax.jit(lambda x: (2 * x, x > 0))
+  assert minijax.linear_transpose(lambda x: f(x)[0], 1.)(1.) == (2.,)
+  assert minijax.linear_transpose(lambda x: (x > 0, 3 * x)[1], 1.)(1.) == (3.,)
+  # and so does the transpose of a jit inside vjp (grad through the linear part)
+  assert minijax.grad(lambda x: f(x)[0])(1.) == 2.

@@ -220,7 +220,10 @@ class JitWrapped:
     names = flat_arg_names(self._fun, args, kwargs) if not static else None
     debug = DebugInfo(self._name, names if names and len(names) == len(avals) else None)
     start = time.perf_counter()
-    jaxpr, consts = pe.trace_to_jaxpr_dynamic(flat_fun, avals, debug)
+    try:
+      jaxpr, consts = pe.trace_to_jaxpr_dynamic(flat_fun, avals, debug)
+    except pe.InvalidOutputError as e:
+      raise e.named(self._fun, out_tree()) from None
     lax_state.check_no_returned_refs(self._fun, "jit", jaxpr, debug.arg_names)
     if config.log_compiles:
       logging.getLogger("minijax").warning("Finished tracing %s for jit in %.6f sec",
