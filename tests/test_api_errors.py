@@ -215,3 +215,23 @@ def test_linear_transpose_drops_what_no_output_needs():
   assert minijax.linear_transpose(lambda x: (x > 0, 3 * x)[1], 1.)(1.) == (3.,)
   # and so does the transpose of a jit inside vjp (grad through the linear part)
   assert minijax.grad(lambda x: f(x)[0])(1.) == 2.
+
+
+# ---------------------------------------------------------------- values that are no arrays
+
+def test_arrays_of_non_numeric_dtype_are_not_valid_jax_types():
+  with pytest.raises(TypeError, match=r"^Argument '\[1 2 3\]' of type <class 'numpy\.ndarray'> "
+                                      r"is not a valid JAX type: its dtype object is not numeric"):
+    minijax.grad(lambda x: x)(np.array([1, 2, 3], dtype=object))
+  # a numeric dtype minijax lacks keeps its own message
+  with pytest.raises(TypeError, match=r"passed to sin at position 0\. minijax does not support "
+                                      r"dtype float128"):
+    minijax.lax.sin(np.ones(2, np.longdouble))
+
+
+def test_eager_primitive_names_the_operand_that_is_no_array():
+  with pytest.raises(TypeError, match=r"^Error interpreting argument to add as a JAX value\. The "
+                                      r"problematic value is of type <class 'numpy\.ndarray'> and "
+                                      r"was passed to add at position 1\. Argument 'hello' .* its "
+                                      r"dtype <U5 is not numeric"):
+    minijax.lax.add(jnp.array(7), np.array("hello"))
