@@ -235,3 +235,47 @@ def test_eager_primitive_names_the_operand_that_is_no_array():
                                       r"was passed to add at position 1\. Argument 'hello' .* its "
                                       r"dtype <U5 is not numeric"):
     minijax.lax.add(jnp.array(7), np.array("hello"))
+
+
+# ---------------------------------------------------------------- primitives without rules
+
+def test_missing_rules_lead_with_jax_words():
+  from minijax.core.primitive import Primitive
+  from minijax.interpreters import ad
+  foo_p = Primitive("foo")
+  foo = foo_p.bind
+  cases = [(lambda: foo(1.0), "Evaluation rule for 'foo' not implemented: primitive 'foo' has "
+                              "neither an impl"),
+           (lambda: minijax.jit(foo)(1.0), "Abstract evaluation for 'foo' not implemented: "
+                                           "primitive 'foo' has no abstract evaluation rule"),
+           (lambda: minijax.grad(foo)(1.0), "Differentiation rule for 'foo' not implemented: "
+                                            "primitive 'foo' has no jvp rule")]
+  for thunk, lead in cases:
+    with pytest.raises(NotImplementedError, match="^" + lead.replace("(", r"\(").replace(")", r"\)")):
+      thunk()
+  foo_p.def_abstract_eval(lambda x: x)
+  with pytest.raises(NotImplementedError, match=r"^MLIR translation rule for primitive 'foo' not "
+                                                r"found for platform cpu: .* no MLIR lowering rule"):
+    minijax.jit(foo)(1.0)
+  foo_p.def_impl(lambda x: x)
+  ad.defjvp(foo_p, lambda g, x: foo(g))
+  with pytest.raises(NotImplementedError, match=r"^Transpose rule \(for reverse-mode "
+                                                r"differentiation\) for 'foo' not implemented"):
+    minijax.grad(foo)(1.0)
+  with pytest.raises(NotImplementedError, match=r"^Batching rule for 'foo' not implemented"):
+    minijax.vmap(foo)(jnp.ones(2))
+
+
+def test_abstract_eval_must_return_one_aval_or_a_sequence_as_multiple_results_says():
+  from minijax.core.primitive import Primitive
+  one_p = Primitive("one")
+  one_p.def_abstract_eval(lambda x: [x])
+  with pytest.raises(ValueError, match=r"^one\.abstract_eval\(\) method should return a tuple or "
+                                       r"a list of avals when one\.multiple_results is set, and "
+                                       r"one aval when it is not; it returned \[ShapedArray"):
+    minijax.jit(one_p.bind)(1.0)
+  many_p = Primitive("many")
+  many_p.multiple_results = True
+  many_p.def_abstract_eval(lambda x: x)
+  with pytest.raises(ValueError, match=r"^many\.abstract_eval\(\) method should return a tuple"):
+    minijax.jit(many_p.bind)(1.0)

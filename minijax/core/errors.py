@@ -57,10 +57,16 @@ def _created_on(tracer) -> str:
 class MissingRuleError(NotImplementedError):
   """A transformation met a primitive it has no rule for."""
 
+  # JAX's first words for each transformation
+  LEADS = {"jvp": "Differentiation rule", "batching": "Batching rule",
+           "transpose": "Transpose rule (for reverse-mode differentiation)"}
+
   def __init__(self, primitive, transformation: str, registry: str):
+    lead = self.LEADS.get(transformation, f"{transformation.capitalize()} rule")
     super().__init__(
-        f"primitive '{primitive}' has no {transformation} rule; register one with "
-        f"`{registry}[{primitive.name}_p] = rule` in the primitive's block in minijax/lax/")
+        f"{lead} for '{primitive}' not implemented: primitive '{primitive}' has no "
+        f"{transformation} rule; register one with `{registry}[{primitive.name}_p] = rule` in "
+        "the primitive's block in minijax/lax/")
 
 
 class TracerBoolConversionError(ConcretizationTypeError):

@@ -134,6 +134,10 @@ class DynamicJaxprTrace(Trace):
         return primitive.bind(*args, **params)
     in_atoms = [self.to_atom(x) for x in args]
     out_avals, effects = primitive.abstract_eval(*(a.aval for a in in_atoms), **params)
+    if isinstance(out_avals, (tuple, list)) != primitive.multiple_results:
+      raise ValueError(f"{primitive}.abstract_eval() method should return a tuple or a list "
+                       f"of avals when {primitive}.multiple_results is set, and one aval when "
+                       f"it is not; it returned {out_avals!r:.100}")
     if primitive.multiple_results:
       out_tracers = [DynamicJaxprTracer(self, a, Var(a)) for a in out_avals]
     else:

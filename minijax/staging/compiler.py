@@ -372,6 +372,11 @@ def _compile_primitive(primitive, params, avals, device, args=()) -> Callable:
   when it has multiple results, else the Array.  `device` is a sharding when an argument
   is laid out over several devices: the program then runs over them
   (`sharded.compile_primitive`)."""
+  if primitive._effectful_abstract_eval is None:  # no impl of its own, and none to compile
+    raise NotImplementedError(
+        f"Evaluation rule for '{primitive}' not implemented: primitive '{primitive}' has "
+        f"neither an impl (`{primitive}_p.def_impl(fn)`) nor the abstract evaluation and "
+        "lowering rules from which minijax compiles one")
   if not isinstance(device, backend.Device):
     fn = sharded_staging.compile_primitive(primitive, params, avals, args)
     if primitive.multiple_results:
