@@ -617,9 +617,14 @@ def vmap(fun: Callable, in_axes=0, out_axes=0, axis_size: int | None = None,
     out = out_tree.unflatten(outs)
     flat_out_axes = _broadcast_prefix(out_axes, out, "out_axes")
     results = []
-    for o, d, a in zip(outs, out_dims, flat_out_axes):
+    for i, (o, d, a) in enumerate(zip(outs, out_dims, flat_out_axes)):
       if a is not None:
         a = a % (ad.get_aval(o).ndim + (d is None))
+      elif d is not None and axis_name is None:
+        path = tree_util.keystr(tree_util.tree_flatten_with_path(out)[0][i][0])
+        raise ValueError(f"at vmap out_axes{path}, got axis spec None but output was batched on "
+                         f"axis {d}; an output that depends on a mapped input needs a mapped "
+                         "out_axes")
       results.append(batching.matchaxis(o, d, a, size, axis_name=axis_name))
     return out_tree.unflatten(results)
   return vmapped

@@ -279,3 +279,14 @@ def test_abstract_eval_must_return_one_aval_or_a_sequence_as_multiple_results_sa
   many_p.def_abstract_eval(lambda x: x)
   with pytest.raises(ValueError, match=r"^many\.abstract_eval\(\) method should return a tuple"):
     minijax.jit(many_p.bind)(1.0)
+
+
+def test_vmap_out_axes_none_of_a_batched_output_names_its_path():
+  with pytest.raises(ValueError, match=r"^at vmap out_axes, got axis spec None but output was "
+                                       r"batched on axis 0"):
+    minijax.vmap(lambda x: x, out_axes=None)(jnp.array([1., 2.]))
+  with pytest.raises(ValueError, match=r"^at vmap out_axes\[1\], got axis spec None but output "
+                                       r"was batched on axis 1"):
+    minijax.vmap(lambda x: (3., 2 * x), out_axes=(0, None), in_axes=1)(jnp.ones((2, 3)))
+  # an unbatched output may be None
+  assert minijax.vmap(lambda x: (x, 3.), out_axes=(0, None))(jnp.ones(2))[1] == 3.

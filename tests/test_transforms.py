@@ -182,7 +182,8 @@ def test_vmap_bad_axes_errors():
     minijax.vmap(lax.sin, in_axes=(0, 0))(np.ones(2, np.float32))
   with pytest.raises(ValueError, match="rank should be at least 2"):
     minijax.vmap(lax.sin, in_axes=1)(np.ones(2, np.float32))
-  with pytest.raises(ValueError, match="out_axes is None"):
+  with pytest.raises(ValueError, match="at vmap out_axes, got axis spec None but output was "
+                                       "batched on axis 0"):
     minijax.vmap(lax.sin, out_axes=None)(np.ones(2, np.float32))
   with pytest.raises(ValueError, match="at least one non-None"):
     minijax.vmap(lax.sin, in_axes=None)(np.ones(2, np.float32))
