@@ -290,3 +290,56 @@ def test_vmap_out_axes_none_of_a_batched_output_names_its_path():
     minijax.vmap(lambda x: (3., 2 * x), out_axes=(0, None), in_axes=1)(jnp.ones((2, 3)))
   # an unbatched output may be None
   assert minijax.vmap(lambda x: (x, 3.), out_axes=(0, None))(jnp.ones(2))[1] == 3.
+
+
+# ---------------------------------------------------------------- __jax_array__
+
+class _Wrapped:
+  """An array-like wrapper that is no pytree: only the `__jax_array__` protocol."""
+
+  def __init__(self, value):
+    self.value = value
+
+  def __jax_array__(self):
+    return self.value
+
+
+@tree_util.register_pytree_node_class
+class _WrappedTree(_Wrapped):
+  """A wrapper that is also a pytree (its array the one leaf), with shape and dtype."""
+  shape = property(lambda self: self.value.shape)
+  dtype = property(lambda self: self.value.dtype)
+
+  def tree_flatten(self):
+    return (self.value,), None
+
+  @classmethod
+  def tree_unflatten(cls, _, children):
+    return cls(*children)
+
+
+def test_numpy_functions_take_objects_that_define_jax_array():
+  x = jnp.array([1., 2., 3.])
+  for a in (_Wrapped(x), _WrappedTree(x)):
+    np.testing.assert_allclose(jnp.sin(a), np.sin([1., 2., 3.]), rtol=1e-6)
+    np.testing.assert_array_equal(jnp.asarray(a), x)
+    np.testing.assert_array_equal(jnp.array(a), x)
+    np.testing.assert_array_equal(jnp.matmul(a, a), 14.)
+    np.testing.assert_array_equal(jnp.add(a, 1), x + 1)
+    assert (jnp.shape(a), jnp.ndim(a), jnp.size(a), jnp.isscalar(a)) == ((3,), 1, 3, False)
+  one = _Wrapped(jnp.array(1))
+  assert jnp.isscalar(one)
+  np.testing.assert_array_equal(jnp.array(((one, one), [one, one])), [[1, 1], [1, 1]])
+  # a pytree wrapper goes through jit and grad as its leaves, and reaches jnp functions inside
+  t = _WrappedTree(x)
+  assert type(minijax.jit(lambda v: v)(t)) is _WrappedTree
+  assert type(g := minijax.grad(minijax.jit(lambda v: jnp.sin(v).sum()))(t)) is _WrappedTree
+  np.testing.assert_allclose(g.value, np.cos([1., 2., 3.]), rtol=1e-6)
+  np.testing.assert_array_equal(minijax.jit(jnp.matmul)(t, t), 14.)
+
+
+def test_jit_does_not_call_jax_array_on_its_arguments():
+  with pytest.raises(ValueError, match=r"^Triggering __jax_array__\(\) during abstractification "
+                                       r"is no longer supported: _Wrapped is passed where an "
+                                       r"array is abstracted"):
+    minijax.jit(lambda v: v)(_Wrapped(jnp.arange(4)))

@@ -122,6 +122,12 @@ def get_aval(x: Any) -> ShapedArray:
   except TypeError:
     handler = pytype_aval_mappings.get(type(x))
     if handler is None:
+      if hasattr(x, "__jax_array__"):
+        raise ValueError(
+            f"Triggering __jax_array__() during abstractification is no longer supported: "
+            f"{type(x).__name__} is passed where an array is abstracted (a jit argument, "
+            "say). Convert it first (`jnp.asarray(x)`), or register its type as a pytree "
+            "whose leaves are arrays.") from None
       raise
     return handler(x)
   return ShapedArray(np.shape(x), dtype, weak)

@@ -52,7 +52,7 @@ def compiled_when_eager(dynamic: int | None = None, *, name: str | None = None):
       arrays = args if dynamic is None else args[:dynamic]
       if any(type(a) in (list, tuple) for a in arrays):
         return impl(*args, **kwargs)
-      check(fn_name, *(a for a in arrays if a is not None))
+      arrays = arrays_of(fn_name, arrays, allow_none=True)
       static = () if dynamic is None else args[dynamic:]
       key = (static, *kwargs.items()) if kwargs else static
       try:
@@ -76,6 +76,7 @@ def compiled_when_eager(dynamic: int | None = None, *, name: str | None = None):
 
 
 def check(name: str, *args) -> None:
+  """Raises a TypeError naming the first of `args` that is no array (see `arrays_of`)."""
   for i, x in enumerate(args):
     if type(getattr(x, "aval", None)) is AbstractRef:
       raise TypeError(f"{name} requires ndarray or scalar arguments, got {type(x)} at position "
@@ -83,6 +84,24 @@ def check(name: str, *args) -> None:
     if not is_arraylike(x) or dtypes.is_extended(getattr(x, "dtype", None)):
       raise TypeError(f"{name}: argument of type {type(x).__name__} is not a valid array "
                       f"({x!r:.60}); pass minijax arrays, numpy arrays or Python scalars")
+
+
+def arrays_of(name: str, args: Sequence, allow_none: bool = False) -> Sequence:
+  """`args` checked as `check` does, where an object that defines `__jax_array__` (JAX's
+  protocol for array-like wrappers) stands for the array that method returns; `args`
+  itself when there is none of those (None is let through with `allow_none`)."""
+  out = args
+  for i, x in enumerate(args):
+    if x is None and allow_none:
+      continue
+    if (type(getattr(x, "aval", None)) is AbstractRef or not is_arraylike(x)
+        or dtypes.is_extended(getattr(x, "dtype", None))):
+      if hasattr(x, "__jax_array__") and not is_arraylike(x):
+        if out is args:
+          out = list(args)
+        out[i] = x = x.__jax_array__()
+      check(name, x)  # raises for anything else
+  return out
 
 
 def shape(x) -> tuple:
@@ -106,7 +125,7 @@ def asarray(x, dtype=None):
   if isinstance(x, (list, tuple)) or (dtype is not None and type(x) in dtypes.PYTHON_SCALARS):
     from minijax.numpy.creation import array
     return array(x, dtype)
-  check("asarray", x)
+  x, = arrays_of("asarray", (x,))
   out = lax.convert_to_array(x)
   if dtype is not None:
     out = lax.convert_element_type(out, dtype)
@@ -195,14 +214,14 @@ def check_rank_promotion(name: str, shapes) -> None:
 
 def promote(name: str, *args):
   """Converts `args` to their common (JAX-promoted) dtype."""
-  check(name, *args)
+  args = arrays_of(name, args)
   dt, weak = result_type_of(*args)
   return [to_array(a, dt, weak) for a in args]
 
 
 def promote_inexact(name: str, *args):
   """Like `promote`, but integers and bools become the default float type."""
-  check(name, *args)
+  args = arrays_of(name, args)
   dt, weak = result_type_of(*args)
   if not dtypes.is_inexact(dt):
     dt = dtypes.default_float_dtype()
@@ -235,7 +254,7 @@ def promote_and_broadcast(name: str, *args, inexact: bool = False, keep_scalars:
   With `keep_scalars` (for callers that only bind elementwise lax ops, which accept rank-0
   operands among operands of one shape), rank-0 operands (Python scalars, rank-0 arrays)
   are only promoted: they stay rank 0 and lax broadcasts them, as in JAX's jaxprs."""
-  check(name, *args)
+  args = arrays_of(name, args)
   dt, weak = result_type_of(*args)
   if inexact and not dtypes.is_inexact(dt):
     dt = dtypes.default_float_dtype()
