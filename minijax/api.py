@@ -319,10 +319,14 @@ def value_and_grad(fun: Callable, argnums=0, has_aux: bool = False, holomorphic:
   output's cotangent 1 pulls back, so for a real `f` of `z = x + iy` it is
   `df/dx - i df/dy`, and with `holomorphic=True` (complex inputs and output) it is `f'(z)`.
   """
+  return api_boundary(_value_and_grad(fun, argnums, has_aux, holomorphic, allow_int))
+
+
+def _value_and_grad(fun, argnums, has_aux, holomorphic, allow_int):
+  """`value_and_grad`'s function without its API boundary (`grad` has its own)."""
   int_argnums = isinstance(argnums, int)
   argnums_t = (argnums,) if int_argnums else tuple(argnums)
 
-  @api_boundary
   @functools.wraps(fun)
   def value_and_grad_f(*args, **kwargs):
     if max(argnums_t, default=-1) >= len(args):
@@ -358,7 +362,7 @@ def value_and_grad(fun: Callable, argnums=0, has_aux: bool = False, holomorphic:
 def grad(fun: Callable, argnums=0, has_aux: bool = False, holomorphic: bool = False,
          allow_int: bool = False):
   """The gradient of scalar-valued `fun` with respect to `args[argnums]`."""
-  vg = value_and_grad(fun, argnums, has_aux, holomorphic, allow_int)
+  vg = _value_and_grad(fun, argnums, has_aux, holomorphic, allow_int)
 
   @api_boundary
   @functools.wraps(fun)

@@ -343,3 +343,18 @@ def test_jit_does_not_call_jax_array_on_its_arguments():
                                        r"is no longer supported: _Wrapped is passed where an "
                                        r"array is abstracted"):
     minijax.jit(lambda v: v)(_Wrapped(jnp.arange(4)))
+
+
+# ---------------------------------------------------------------- stack depth
+
+def test_grad_calls_the_function_through_no_more_frames_than_jax():
+  # JAX 0.10.2's TracebackTest counts 8 frames between the call of grad(f) and f's body
+  import inspect
+  depth = []
+  base = len(inspect.stack())
+
+  def f(x):
+    depth.append(len(inspect.stack()) - base - 1)  # the frames in between (f's excluded)
+    return x
+  minijax.grad(f)(1.0)
+  assert depth and depth[0] <= 8, depth
