@@ -208,19 +208,23 @@ def flatten_fun(fun: Callable, in_tree: PyTreeDef) -> tuple[Callable, Callable[[
   `in_tree` is the tree of `(args, kwargs)`; `flat_fun(*leaves)` unflattens the leaves into
   them, calls `fun(*args, **kwargs)` and returns the leaves of the result, whose tree
   structure `out_tree()` then gives (that of the latest call)."""
-  return _flatten_fun(lambda tree: fun(*tree[0], **tree[1]), in_tree)
+  store: list[PyTreeDef] = []
+
+  def flat_fun(*leaves):  # (calls `fun` itself: no frame between the trace and the user's)
+    args, kwargs = in_tree.unflatten(leaves)
+    out_leaves, tree = registry.flatten(fun(*args, **kwargs))
+    store[:] = [tree]
+    return out_leaves
+
+  return flat_fun, lambda: store[0]
 
 
 def flatten_fun_nokwargs(fun: Callable, in_tree: PyTreeDef):
   """Like `flatten_fun`, with `in_tree` the tree of the positional arguments' tuple."""
-  return _flatten_fun(lambda args: fun(*args), in_tree)
-
-
-def _flatten_fun(call: Callable, in_tree: PyTreeDef):
   store: list[PyTreeDef] = []
 
   def flat_fun(*leaves):
-    out_leaves, tree = registry.flatten(call(in_tree.unflatten(leaves)))
+    out_leaves, tree = registry.flatten(fun(*in_tree.unflatten(leaves)))
     store[:] = [tree]
     return out_leaves
 
