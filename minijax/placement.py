@@ -44,12 +44,6 @@ def device_put(x, device=None, *, src=None, donate: bool = False, may_alias=None
     if isinstance(x, (np.ndarray, np.generic, *dtypes.PYTHON_SCALARS)) or hasattr(x, "_buffer"):
       return runtime_device_put(x, device)  # one array: no pytree machinery
     return tree_util.tree_map(lambda leaf: one(leaf, device), x)
-  for target in tree_util.tree_leaves(device, is_leaf=is_leaf):
-    if not is_leaf(target):
-      raise ValueError("device_put only accepts None, a Sharding, a Device or a device index, "
-                       "or a pytree of these (a prefix of the value's). Received invalid value: "
-                       f"{target!r:.80}")
-
   def mismatch(details):
     return ValueError("device_put device specification must be a tree prefix of the "
                       f"corresponding value; got {device} for value tree "

@@ -371,12 +371,3 @@ def test_scan_calls_its_body_through_no_more_frames_than_jax():
     return c, ()
   minijax.lax.scan(body, 0, jnp.arange(4))
   assert depth and depth[0] <= 4, depth
-
-
-def test_device_put_to_something_that_is_no_device_is_a_value_error():
-  for target in ("cpu", 3.5, {"a": "cpu"}):
-    with pytest.raises(ValueError, match=r"^device_put only accepts None, a Sharding, a Device "
-                                         r"or a device index, or a pytree of these \(a prefix of "
-                                         r"the value's\)\. Received invalid value: (3\.5|'cpu')"):
-      minijax.device_put({"a": jnp.arange(8)} if isinstance(target, dict) else jnp.arange(8),
-                         target)
