@@ -137,20 +137,13 @@ def call_partial_eval_rule(primitive, fix_params):
   return rule
 
 
-def _used_outputs_only(closed, used):
-  """`closed` computing only the outputs marked `used` (every input kept)."""
-  return pe.dce_closed_jaxpr(closed, used, instantiate=True)[0]
-
-
 def call_transpose_rule(primitive, fix_params, split: bool = False):
   def rule(cts, *args, jaxpr, **params):
-    used = [type(ct) is not ad.Zero for ct in cts]
-    if not all(used):
-      # what only outputs without cotangent need may be non-linear in the linear inputs
-      # (`x > 0` beside `2 * x`): it has no transpose, and nothing to give
-      jaxpr = _memo(_used_outputs_only, jaxpr, used)
-      cts = [ct for ct, u in zip(cts, used) if u]
     linear = [ad.is_undefined_primal(x) for x in args]
+    nonzero = [type(ct) is not ad.Zero for ct in cts]
+    if not all(nonzero):  # what only zero cotangents reach (say a comparison) is dropped
+      jaxpr, _ = _memo(pe.dce_closed_jaxpr, jaxpr, nonzero, True)
+      cts = [ct for ct, nz in zip(cts, nonzero) if nz]
     transposed = _memo(transpose_jaxpr, jaxpr, linear, split)
     cts = [ad.instantiate_zeros(ct) for ct in cts]
     outs = iter(_bind_call(primitive, fix_params, transposed,
