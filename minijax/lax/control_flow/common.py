@@ -23,10 +23,17 @@ from minijax.lowering import mlir
 from minijax.lowering.tokens import TokenSet
 
 
-def trace_fun(fun: Callable, in_tree, in_avals: Sequence[Any], name: str, hoist: bool = True):
+def trace_fun(fun: Callable, in_tree, in_avals: Sequence[Any], name: str
+              ) -> tuple[ClosedJaxpr, list[Any], Any]:
   """Traces `fun(*unflatten(in_tree, args))`; returns a const-free ClosedJaxpr whose leading
-  inputs are the hoisted constants, the constants, and the output tree (without `hoist`,
-  `(closed, out_tree)` with the constants kept in the ClosedJaxpr)."""
+  inputs are the hoisted constants, the constants, and the output tree."""
+  closed, out_tree = trace_fun_closed(fun, in_tree, in_avals, name)
+  closed, consts = hoist_consts(closed)
+  return closed, consts, out_tree
+
+
+def trace_fun_closed(fun: Callable, in_tree, in_avals: Sequence[Any], name: str):
+  """Like `trace_fun`, keeping the constants in a ClosedJaxpr: `(closed, out_tree)`."""
   from minijax.interpreters.partial_eval import trace_to_jaxpr_dynamic
   flat_fun, out_tree = tree_util.flatten_fun_nokwargs(fun, in_tree)
   try:
@@ -34,14 +41,7 @@ def trace_fun(fun: Callable, in_tree, in_avals: Sequence[Any], name: str, hoist:
   except Exception as e:
     e.add_note(f"while tracing {name}")
     raise
-  if not hoist:
-    return ClosedJaxpr(jaxpr, consts), out_tree()
-  return (*hoist_consts(ClosedJaxpr(jaxpr, consts)), out_tree())
-
-
-def trace_fun_closed(fun: Callable, in_tree, in_avals: Sequence[Any], name: str):
-  """Like `trace_fun`, keeping the constants in a ClosedJaxpr: `(closed, out_tree)`."""
-  return trace_fun(fun, in_tree, in_avals, name, hoist=False)
+  return ClosedJaxpr(jaxpr, consts), out_tree()
 
 
 def prepend_unused_invars(closed: ClosedJaxpr, avals: Sequence[Any], at: int = 0) -> ClosedJaxpr:
