@@ -14,6 +14,7 @@ from typing import Any, Callable
 
 import numpy as np
 
+from minijax.config import config
 from minijax.core import dtypes
 from minijax.core.dtypes import PYTHON_SCALARS
 from minijax.core.sharding import aval_sharding
@@ -91,20 +92,27 @@ class AbstractToken(AbstractValue):
   __repr__ = str_short
 
 
-_python_scalar_avals: dict[tuple, ShapedArray] = {}
+_python_scalar_avals: dict[type, ShapedArray] = {}  # under the current enable_x64
 
 
 def python_scalar_aval(x: Any) -> ShapedArray:
   """The aval of a Python scalar (exactly bool, int, float or complex): rank 0, the default
   dtype of its kind, weakly typed except for bools.  TypeError for anything else."""
-  key = (type(x), dtypes.x64_enabled())
-  aval = _python_scalar_avals.get(key)
+  aval = _python_scalar_avals.get(type(x))
   if aval is None:
     if type(x) not in PYTHON_SCALARS:
       raise TypeError(f"{type(x).__name__} is not a Python scalar")
     aval = ShapedArray((), dtypes.python_scalar_dtype(x), type(x) is not bool)
-    _python_scalar_avals[key] = aval
+    _python_scalar_avals[type(x)] = aval
   return aval
+
+
+def _on_config_change(name: str, value) -> None:
+  if name == "enable_x64":  # the default dtypes change
+    _python_scalar_avals.clear()
+
+
+config.on_change(_on_config_change)
 
 
 def get_aval(x: Any) -> ShapedArray:

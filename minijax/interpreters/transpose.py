@@ -127,7 +127,8 @@ def transpose_jaxpr(closed_jaxpr: ClosedJaxpr, linear: Sequence[bool],
   given its residuals, which it transposes (JAX's transpose of `checkpoint`).  This takes
   the non-linear computation out of every equation, also from inside loops: a `scan` whose
   carry holds a primal beside its tangent (as a `checkpoint`'s recomputation of a loop
-  leaves it) has a transpose only once its primal part is split off.  Without it,
+  leaves it) has a transpose only once its primal part is split off (its equations are
+  named `rematted_computation` in their name stacks, as JAX names them).  Without it,
   `backward_pass` evaluates only whole equations whose inputs are all known.
   """
   from minijax.interpreters import partial_eval as pe
@@ -144,8 +145,9 @@ def transpose_jaxpr(closed_jaxpr: ClosedJaxpr, linear: Sequence[bool],
       primals = [UndefinedPrimal(a) if lin else next(it) for a, lin in zip(in_avals, linear)]
       cts_in = backward_pass(closed_jaxpr.jaxpr, closed_jaxpr.consts, primals, cts)
       return [instantiate_zeros(ct) for ct, lin in zip(cts_in, linear) if lin]
-    from minijax.core.jaxpr import eval_jaxpr
-    known_outs = eval_jaxpr(known.jaxpr, known.consts, *nonlin)
+    from minijax.core.jaxpr import eval_jaxpr, named_scope
+    with named_scope("rematted_computation"):  # JAX's name for the recomputation
+      known_outs = eval_jaxpr(known.jaxpr, known.consts, *nonlin)
     residuals = known_outs[len(known_outs) - num_res:]
     cts_in = backward_pass(unknown.jaxpr, unknown.consts,
                            [*residuals, *map(UndefinedPrimal, lin_avals)],

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from minijax.core import caches, pretty
 from minijax.core.effects import must_keep
-from minijax.core.jaxpr import hoist_consts
+from minijax.core.jaxpr import Var, eval_jaxpr, hoist_consts
 from minijax.core.primitive import Primitive
 from minijax.core.trace import Tracer, set_current_trace
 from minijax.interpreters import ad, batching
@@ -116,13 +116,21 @@ def call_jvp_rule(primitive, fix_params):
   return rule
 
 
+def _forwards_only(closed) -> bool:
+  """Whether `closed` has no equations and returns only its inputs and constants."""
+  return not closed.jaxpr.eqns and all(type(v) is Var for v in closed.jaxpr.outvars)
+
+
 def call_partial_eval_rule(primitive, fix_params):
   def rule(trace, args, *, jaxpr, **params):
     unknowns = [trace.owns(x) for x in args]
     known, unknown, out_uk, num_res = _memo(pe.partial_eval_jaxpr, jaxpr, unknowns, False)
-    with set_current_trace(trace.parent):
-      known_outs = _bind_call(primitive, fix_params, known,
-                              [x for x, uk in zip(args, unknowns) if not uk], params)
+    known_args = [x for x, uk in zip(args, unknowns) if not uk]
+    if _forwards_only(known):  # (as JAX does, no call that only hands its inputs back)
+      known_outs = eval_jaxpr(known.jaxpr, known.consts, *known_args)
+    else:
+      with set_current_trace(trace.parent):
+        known_outs = _bind_call(primitive, fix_params, known, known_args, params)
     res = known_outs[len(known_outs) - num_res:]
     known_outs = iter(known_outs[:len(known_outs) - num_res])
     if not any(out_uk) and not must_keep(unknown.effects):

@@ -22,11 +22,15 @@ from minijax.config import config
 from minijax.core import dtypes
 from minijax.core.avals import get_aval
 from minijax.core.state import AbstractRef
+from minijax.core import trace as trace_lib
 from minijax.core.trace import Tracer, is_eval_context
 from minijax.dtypes import TypePromotionError
 from minijax.runtime.array import Array
 
 _ARRAYLIKE = (Array, Tracer, np.ndarray, np.generic) + dtypes.PYTHON_SCALARS
+# The operands most calls get, accepted by their type alone (`check` passes them all): what
+# an eager `x + 1` costs is mostly such checks.
+PLAIN_OPERANDS = frozenset((Array, *dtypes.PYTHON_SCALARS))
 
 
 def is_arraylike(x) -> bool:
@@ -42,17 +46,22 @@ def compiled_when_eager(dynamic: int | None = None, *, name: str | None = None):
   keyword, are static: one jitted function per value of them.  Numpy's sequences among the
   arrays, and unhashable static values (a list `axis`, an array `where=`), make the function
   run op by op instead.  `name` (by default the function's) names it in errors and logs."""
+  context, EvalTrace = trace_lib._context, trace_lib.EvalTrace
+
   def wrap(impl):
     fn_name = name or impl.__name__
     jitted: dict = {}
 
     def run(*args, **kwargs):
-      if not is_eval_context():
+      if type(context.trace) is not EvalTrace:
         return impl(*args, **kwargs)
       arrays = args if dynamic is None else args[:dynamic]
-      if any(type(a) in (list, tuple) for a in arrays):
-        return impl(*args, **kwargs)
-      arrays = arrays_of(fn_name, arrays, allow_none=True)
+      for a in arrays:
+        if type(a) not in PLAIN_OPERANDS:
+          if any(type(a) in (list, tuple) for a in arrays):
+            return impl(*args, **kwargs)
+          arrays = arrays_of(fn_name, arrays, allow_none=True)
+          break
       static = () if dynamic is None else args[dynamic:]
       key = (static, *kwargs.items()) if kwargs else static
       try:

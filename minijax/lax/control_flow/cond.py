@@ -363,8 +363,10 @@ _register_transformations()
 
 def _cond_batch(args, dims, *, branches):
   """An unbatched index keeps the cond, over batched branches.  A batched index runs every
-  branch on the whole batch and selects per lane; branches with effects cannot do that
-  (every lane would see every branch's effects), so that raises."""
+  branch on the whole batch, in branch order, and selects per lane, as JAX does: the
+  effects of every branch then happen for every lane (a `debug.print` in a branch prints
+  each lane once per branch).  Effects that may not run for lanes that did not ask for
+  them (`allowed_with_batched_predicate`: io_callback's) are refused with JAX's error."""
   from minijax import lax
   from minijax.core.jaxpr import eval_jaxpr
   size = next(x.shape[d] for x, d in zip(args, dims) if d is not None)
@@ -382,15 +384,11 @@ def _cond_batch(args, dims, *, branches):
     outs = cond_p.bind(index, *consts, *common.moved(ops, op_dims, ops_b, size),
                        branches=tuple(batched))
     return outs, [0 if b else None for b in out_b]
-  if any(b.effects for b in branches):
-    branch_effects = frozenset().union(*(b.effects for b in branches))
-    if not all(e.allowed_with_batched_predicate for e in branch_effects):
-      raise NotImplementedError("IO effect not supported in vmap-of-cond.")
-    effects = sorted(map(repr, branch_effects))
-    raise NotImplementedError(
-        f"vmap of cond/switch with a batched predicate over branches with effects {effects} "
-        "is not supported: it would run every branch for every lane. Make the predicate "
-        "unbatched, or move the effect out of the branches.")
+  branch_effects = frozenset().union(*(b.effects for b in branches))
+  if any(e.must_be_discharged for e in branch_effects):
+    raise NotImplementedError("State effect not supported in vmap-of-cond.")
+  if not all(e.allowed_with_batched_predicate for e in branch_effects):
+    raise NotImplementedError("IO effect not supported in vmap-of-cond.")
   index = lax.convert_element_type(index, np.int32) if index.dtype != np.int32 else index
   index = lax.clamp(np.int32(0), index, np.int32(len(branches) - 1))
   index = common.moved([index], [index_dim], [True], size)[0]
