@@ -19,6 +19,7 @@ from minijax import lax, tree_util
 from minijax.config import FlagContext, flag_context
 from minijax.api_util import broadcast_prefix, flat_arg_names, normalize_argnums, public_name
 from minijax.core import dtypes
+from minijax.core.axes import extend_axis_env
 from minijax.core.avals import ShapedArray, get_aval
 from minijax.core.jaxpr import ClosedJaxpr
 from minijax.core.traceback_util import api_boundary
@@ -30,9 +31,12 @@ from minijax.staging.jit import clear_caches, jit  # noqa: F401
 from minijax.staging.pmap import pmap  # noqa: F401
 
 
-def make_jaxpr(fun: Callable, static_argnums=()):
-  """`make_jaxpr(f)(*args)` returns the ClosedJaxpr `f` traces to."""
+def make_jaxpr(fun: Callable, static_argnums=(), axis_env=None, return_shape: bool = False):
+  """`make_jaxpr(f)(*args)` returns the ClosedJaxpr `f` traces to.  `axis_env`, pairs
+  `(axis_name, size)`, binds names that collectives in `f` may use; with `return_shape`
+  the result is `(jaxpr, pytree of ShapeDtypeStruct of f's output)`."""
   static_argnums = normalize_argnums(static_argnums)
+  axis_env = [(name, int(size)) for name, size in (axis_env or ())]
 
   @api_boundary
   @functools.wraps(fun)
@@ -44,8 +48,13 @@ def make_jaxpr(fun: Callable, static_argnums=()):
       it = iter(d)
       return fun(*[static[i] if i in static else next(it) for i in range(len(args))], **kw)
 
-    jaxpr, consts, _, _ = pe.trace_pytree_fun(dyn_fun, dyn, kwargs)
-    return ClosedJaxpr(jaxpr, consts)
+    with extend_axis_env(axis_env):
+      jaxpr, consts, _, out_tree = pe.trace_pytree_fun(dyn_fun, dyn, kwargs)
+    closed = ClosedJaxpr(jaxpr, consts)
+    if return_shape:
+      return closed, out_tree.unflatten([ShapeDtypeStruct(a.shape, a.dtype, a.weak_type)
+                                         for a in jaxpr.out_avals])
+    return closed
   return make
 
 
@@ -143,23 +152,80 @@ def linearize(fun: Callable, *primals, has_aux: bool = False):
 @api_boundary
 def vjp(fun: Callable, *primals, has_aux: bool = False):
   """`(fun(*primals), vjp_fn)` where `vjp_fn(cotangent)` returns one cotangent per primal
-  (and aux when `has_aux`)."""
+  (and aux when `has_aux`).  `vjp_fn` is a `VJP`, whose residuals are in view."""
   flat_p, in_tree = tree_util.tree_flatten(primals)
   if sum(isinstance(x, lax.state.Ref) for x in flat_p) > 1:
     lax.state.check_ref_arguments(fun, "vjp", flat_p, flat_arg_names(fun, primals, {}))
   box = {}
   flat_fun = _flat_fun_with_aux(lambda *a: fun(*a), in_tree, has_aux, box)
-  outs, vjp_flat = ad.vjp_flat(flat_fun, flat_p)
+  outs, transpose, residuals = ad.vjp_parts(flat_fun, flat_p)
   n, out_tree = box["n_out"], box["out_tree"]
   meta = (in_tree, out_tree, tuple(ad.get_aval(o) for o in outs[:n]),
-          tuple(ad.get_aval(a) for a in outs[n:]), getattr(fun, "__name__", repr(fun)))
-  # A pytree whose leaves are the residuals (`ad.vjp_flat`): jit can take and return it.
-  vjp_fn = tree_util.Partial(functools.partial(_vjp_pullback, meta), vjp_flat)
-  vjp_fn.with_refs = functools.partial(_vjp_with_refs, vjp_fn, primals)
+          tuple(ad.get_aval(a) for a in outs[n:]), getattr(fun, "__name__", repr(fun)),
+          len(flat_p))
+  # Each residual is one of the primals (read from `args_res` when called) or opaque.
+  position = {id(x): i for i, x in enumerate(flat_p)}
+  spec, opaque = [], []
+  for r in residuals:
+    if id(r) in position:
+      spec.append((True, position[id(r)]))
+    else:
+      spec.append((False, len(opaque)))
+      opaque.append(r)
+  read = {i for is_primal, i in spec if is_primal}
+  leaves = [x if i in read else NotNeeded() for i, x in enumerate(flat_p)]
+  args_res = list(in_tree.unflatten(leaves))
+  vjp_fn = VJP((transpose, tuple(spec), meta), in_tree, out_tree, args_res, opaque)
   out = out_tree.unflatten(outs[:n])
   if has_aux:
     return out, vjp_fn, box["aux_tree"].unflatten(outs[n:])
   return out, vjp_fn
+
+
+@dataclasses.dataclass(frozen=True)
+class NotNeeded:
+  """In a `VJP`'s `args_res`: a primal the backward pass does not read."""
+
+
+tree_util.register_pytree_node(NotNeeded, lambda x: ((), None), lambda _, __: NotNeeded())
+
+
+class VJP:
+  """The function `vjp` returns: `f_vjp(cotangent)` gives one cotangent per primal, and
+  `f_vjp.with_refs(*entries)` a function that also says where each goes.
+
+  Its residuals are in view, as JAX's are.  `args_res` has one entry per primal: the
+  primal with `NotNeeded()` in place of the leaves the backward pass does not read;
+  `opaque_residuals` lists the values computed on the way that it reads.  An entry of
+  `args_res` may be dropped (set to None) while the function is kept and set again before
+  the call (how FSDP keeps weights sharded between the passes).  A `VJP` is a pytree
+  whose leaves are its residuals, so `jit` can take and return it."""
+  __slots__ = ("_parts", "in_tree", "out_tree", "args_res", "opaque_residuals",
+               "__weakref__")
+
+  def __init__(self, parts, in_tree, out_tree, args_res, opaque_residuals):
+    self._parts, self.in_tree, self.out_tree = parts, in_tree, out_tree
+    self.args_res, self.opaque_residuals = args_res, opaque_residuals
+
+  def __call__(self, *args):
+    return _vjp_pullback(self, args)
+
+  def with_refs(self, *entries):
+    return _vjp_with_refs(self, *entries)
+
+  def _residuals(self):
+    _, spec, meta = self._parts
+    leaves = tree_util.tree_leaves(self.args_res, is_leaf=lambda x: isinstance(x, NotNeeded))
+    if len(leaves) != meta[-1]:
+      raise ValueError(f"the VJP function's args_res holds {len(leaves)} arrays where the "
+                       f"primals had {meta[-1]}: set every entry of args_res dropped since "
+                       "vjp (to None, say) back to its primal before calling the function")
+    return [leaves[i] if is_primal else self.opaque_residuals[i] for is_primal, i in spec]
+
+
+tree_util.register_pytree_node(
+    VJP, lambda f: ((f.args_res, f.opaque_residuals), (f._parts, f.in_tree, f.out_tree)),
+    lambda meta, children: VJP(*meta, list(children[0]), list(children[1])))
 
 
 def _linearized_jvp(jaxpr, meta, residuals, *tangents):
@@ -180,8 +246,9 @@ def _linearized_jvp(jaxpr, meta, residuals, *tangents):
 
 
 @api_boundary
-def _vjp_pullback(meta, vjp_flat, *args):
-  in_tree, out_tree, out_avals, aux_avals, name = meta
+def _vjp_pullback(f_vjp: VJP, args, wanted=None):
+  transpose, _, meta = f_vjp._parts
+  in_tree, out_tree, out_avals, aux_avals, name, _ = meta
   if len(args) != 1:
     raise TypeError(f"The function returned by `vjp` applied to {name} was called with "
                     f"{len(args)} arguments, but functions returned by `vjp` must be called "
@@ -196,8 +263,10 @@ def _vjp_pullback(meta, vjp_flat, *args):
   for c, o in zip(flat_ct, out_avals):
     if type(c) is not ad.Zero and type(o) is ShapedArray:
       _check_cotangent(ad.get_aval(c), o)
-  cts = vjp_flat([*flat_ct, *(ad.Zero(a.tangent_aval()) for a in aux_avals)])
-  return in_tree.unflatten([_instantiate(c) for c in cts])
+  cts = transpose(f_vjp._residuals(),
+                  [*flat_ct, *(ad.Zero(a.tangent_aval()) for a in aux_avals)], wanted)
+  wanted = [True] * len(cts) if wanted is None else wanted
+  return in_tree.unflatten([_instantiate(c) if w else None for c, w in zip(cts, wanted)])
 
 
 def _check_cotangent(got, out) -> None:
@@ -242,11 +311,21 @@ tree_util.register_pytree_node(GradRef, lambda x: ((), None), lambda _, __: Grad
 tree_util.register_pytree_node(DidntWant, lambda x: ((), None), lambda _, __: DidntWant())
 
 
-def _vjp_with_refs(vjp_fn, primals, *entries):
-  if len(entries) != len(primals):
-    raise TypeError(f"with_refs takes one entry per primal ({len(primals)}), got "
+def _vjp_with_refs(f_vjp: VJP, *entries):
+  in_tree = f_vjp.in_tree
+  primal_trees = in_tree.children()
+  if len(entries) != len(primal_trees):
+    raise TypeError(f"with_refs takes one entry per primal ({len(primal_trees)}), got "
                     f"{len(entries)}")
   is_entry = lambda x: isinstance(x, (GradValue, DontWant, lax.state.Ref))  # noqa: E731
+  # (the cotangents of the primals not wanted are not computed at all)
+  wanted = []
+  for e, tree in zip(entries, primal_trees):
+    flags = ([e] * tree.num_leaves if is_entry(e)
+             else tree_util.tree_leaves(e, is_leaf=is_entry))
+    wanted += [not isinstance(x, DontWant) for x in flags]
+  if len(wanted) != in_tree.num_leaves:
+    wanted = None
 
   def apply(entry, ct):
     if isinstance(entry, GradValue):
@@ -257,7 +336,7 @@ def _vjp_with_refs(vjp_fn, primals, *entries):
     return GradRef()
 
   def pullback(ct):
-    cts = vjp_fn(ct)
+    cts = _vjp_pullback(f_vjp, (ct,), wanted)
     return tuple(apply(e, c) if is_entry(e) else tree_util.tree_map(apply, e, c, is_leaf=is_entry)
                  for e, c in zip(entries, cts))
   return pullback

@@ -237,6 +237,10 @@ FLAGS: dict[str, Flag] = {f.name: f for f in [
     bool_flag("explain_cache_misses", "MINIJAX_EXPLAIN_CACHE_MISSES", False,
               "log (WARNING) why a jitted function of the user's is traced again",
               env_aliases=("JAX_EXPLAIN_CACHE_MISSES",)),
+    bool_flag("use_simplified_jaxpr_constants", "MINIJAX_USE_SIMPLIFIED_JAXPR_CONSTANTS",
+              False, "JAX's transitional handling of constants: a numpy array a traced "
+              "function closes over is a literal of the jaxpr (printed [...]) instead of "
+              "a constant variable", env_aliases=("JAX_USE_SIMPLIFIED_JAXPR_CONSTANTS",)),
     Flag("default_matmul_precision", None, "MINIJAX_DEFAULT_MATMUL_PRECISION",
          _validate_precision, str, f"None or one of {', '.join(MATMUL_PRECISIONS)}",
          "the precision of matrix products given none (on the CPU every one computes "

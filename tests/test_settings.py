@@ -57,6 +57,8 @@ BAD_AND_GOOD = [
     ("random_seed_offset", [1.5, "3", 2**63], [(3, 3), (-2, -2), (0, 0)]),
     ("threefry_partitionable", [False, "yes"], [(True, True)]),
     ("debug_key_reuse", [True, "no"], [(False, False)]),
+    ("use_simplified_jaxpr_constants", ["no", 2], [(True, True), (0, False)]),
+    ("log_checkpoint_residuals", ["on", 2], [(True, True), (False, False)]),
 ]
 
 

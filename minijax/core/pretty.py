@@ -76,7 +76,7 @@ def _pp_literal(lit: Literal) -> str:
   val = lit.val
   if isinstance(val, (np.ndarray, np.generic)):
     val = val.item() if np.shape(val) == () else val
-  text = repr(val) if not isinstance(val, np.ndarray) else np.array2string(val)
+  text = repr(val) if not isinstance(val, np.ndarray) else "[...]"  # (as JAX elides them)
   return f"{text}:{lit.aval.str_short()}"
 
 
@@ -151,7 +151,7 @@ def _pp_jaxpr_lines(jaxpr, names: _Names, indent: int, consts=None) -> str:
   if names.print_effects:
     outs += " : { " + ", ".join(map(repr, sorted(jaxpr.effects, key=effects_lib.sort_key))) + " }"
   header = f"{{ lambda {constvars}; {invars}. let"
-  one_line = f"{header} {' '.join(eqns)}{' ' if eqns else ''}in {outs} }}"
+  one_line = f"{header} {'; '.join(eqns)} in {outs} }}"  # (no equations: "let  in", as JAX)
   if (len(one_line) + indent <= names.width and len(eqns) <= 3
       and not any("\n" in e or "#" in e for e in eqns)):
     return one_line

@@ -106,7 +106,8 @@ class DynamicJaxprTrace(Trace):
 
   def new_literal(self, x) -> DynamicJaxprTracer:
     """A tracer of a 0-d host constant (`jnp.array(1.0)` under `jit`): traced like any
-    other value, but inlined into the jaxpr as a literal."""
+    other value, but inlined into the jaxpr as a literal (a numpy array of higher rank is
+    a constant variable, the same one for the same array)."""
     atom = self.to_atom(x)
     return DynamicJaxprTracer(self, atom.aval, atom)
 
@@ -121,6 +122,9 @@ class DynamicJaxprTrace(Trace):
       dtype, weak = dtypes.dtype_and_weak_type(x)
       return Literal(np.asarray(x, dtype) if not weak else x,
                      avals_lib.ShapedArray((), dtype, weak))
+    if type(x) is np.ndarray and config.use_simplified_jaxpr_constants:
+      x = np.asarray(x, dtypes.canonicalize_dtype(x.dtype))  # (JAX's transitional flag)
+      return Literal(x, avals_lib.get_aval(x))
     aval = x.aval if isinstance(x, Tracer) else avals_lib.get_aval(x)
     var = Var(aval)
     self._const_var_by_id[id(x)] = var
@@ -272,19 +276,36 @@ def partial_eval_jaxpr(closed: ClosedJaxpr, unknowns: Sequence[bool],
 
 # ----------------------------------------------------------------------------- dead code
 
-def dce_jaxpr(jaxpr: Jaxpr, used_outputs: Sequence[bool],
+# A DCE rule: `rule(used_outputs, eqn) -> (used_inputs, new_eqn or None)`.  A primitive
+# without one is kept whole when any output is used (or its effects must be kept) and
+# dropped otherwise; primitives holding jaxprs (calls, cond, scan) prune inside them.
+DceRule = Callable[[list, JaxprEqn], "tuple[list[bool], JaxprEqn | None]"]
+dce_rules: dict[Any, DceRule] = {}
+
+
+def _default_dce_rule(used_outputs, eqn):
+  if not any(used_outputs) and not must_keep(eqn.effects):
+    return [False] * len(eqn.invars), None
+  return [True] * len(eqn.invars), eqn
+
+
+def dce_jaxpr(jaxpr: Jaxpr, used_outputs: bool | Sequence[bool],
               instantiate: bool | Sequence[bool] = False) -> tuple[Jaxpr, list[bool]]:
   """Removes what the used outputs do not need.  Returns `(new_jaxpr, used_inputs)`;
   `new_jaxpr` keeps the used outputs, its constvars, and only the inputs in `used_inputs`
   (or every input where `instantiate` says so).  Equations whose effects must be kept
-  (`effects.must_keep`) are never removed."""
+  (`effects.must_keep`) are never removed; `dce_rules` prune inside those holding jaxprs."""
+  used_outputs = _broadcast(used_outputs, len(jaxpr.outvars))
   instantiate = _broadcast(instantiate, len(jaxpr.invars))
   live = {v for v, used in zip(jaxpr.outvars, used_outputs) if used and type(v) is Var}
   new_eqns = []
   for eqn in reversed(jaxpr.eqns):
-    if must_keep(eqn.effects) or any(v in live for v in eqn.outvars):
-      new_eqns.append(eqn)
-      live.update(a for a in eqn.invars if type(a) is not Literal)
+    used_outs = [v in live for v in eqn.outvars]
+    rule = dce_rules.get(eqn.primitive, _default_dce_rule)
+    used_ins, new_eqn = rule(used_outs, eqn)
+    if new_eqn is not None:
+      new_eqns.append(new_eqn)
+    live.update(a for a, u in zip(eqn.invars, used_ins) if u and type(a) is not Literal)
   used_inputs = [v in live or inst for v, inst in zip(jaxpr.invars, instantiate)]
   new = Jaxpr(jaxpr.constvars, [v for v, u in zip(jaxpr.invars, used_inputs) if u],
               [v for v, used in zip(jaxpr.outvars, used_outputs) if used],

@@ -31,12 +31,14 @@ from minijax.interpreters.ad import (UndefinedPrimal, Zero, add_tangents, instan
 
 
 def backward_pass(jaxpr: Jaxpr, consts: Sequence[Any], args: Sequence[Any],
-                  cts_out: Sequence[Any]) -> list[Any]:
+                  cts_out: Sequence[Any], wanted: Sequence[bool] | None = None) -> list[Any]:
   """Transposes `jaxpr` with respect to its `UndefinedPrimal` arguments.
 
   `consts` are values of `jaxpr.constvars`, `args` one value or `UndefinedPrimal` per input,
   `cts_out` one cotangent (array or `Zero`) per output.  Returns one entry per input: the
   accumulated cotangent (possibly `Zero`) for undefined inputs, `None` for the others.
+  With `wanted` (a flag per input), equations whose cotangents reach only unwanted inputs
+  are not transposed, and those inputs' cotangents are `Zero`.
   """
   primal_env: dict[Any, Any] = {}
 
@@ -50,11 +52,20 @@ def backward_pass(jaxpr: Jaxpr, consts: Sequence[Any], args: Sequence[Any],
     if not is_undefined_primal(a):
       primal_env[v] = a
 
+  # (with `wanted`: the linear values that depend on a wanted input; a linear equation
+  # reading none of them sends cotangents only to unwanted inputs)
+  reach = None if wanted is None else {
+      v for v, a, w in zip(jaxpr.invars, args, wanted) if w and is_undefined_primal(a)}
   linear_eqns = []
   for eqn in jaxpr.eqns:
     ins = [read_primal(a) for a in eqn.invars]
     if any(is_undefined_primal(x) for x in ins) or creates_tangent_ref(eqn.params):
-      linear_eqns.append(eqn)
+      if (reach is None or creates_tangent_ref(eqn.params)
+          or run_with_zero_cotangents(eqn.effects)
+          or any(type(a) is not Literal and a in reach for a in eqn.invars)):
+        linear_eqns.append(eqn)
+        if reach is not None:
+          reach.update(eqn.outvars)
       continue
     out = eqn.primitive.bind(*ins, **eqn.params)
     primal_env.update(zip(eqn.outvars, out if eqn.primitive.multiple_results else [out]))

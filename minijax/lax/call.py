@@ -171,11 +171,28 @@ def call_batching_rule(primitive, fix_params):
   return rule
 
 
+def call_dce_rule(used_outputs, eqn):
+  """Prunes the called jaxpr to the used outputs, and the call to the inputs it reads."""
+  if not any(used_outputs) and not must_keep(eqn.effects):
+    return [False] * len(eqn.invars), None
+  closed = eqn.params["jaxpr"]
+  pruned, used_inputs = _memo(pe.dce_closed_jaxpr, closed, used_outputs)
+  params = dict(eqn.params, jaxpr=pruned)
+  if "donated_invars" in params:
+    params["donated_invars"] = tuple(d for d, u in zip(params["donated_invars"], used_inputs)
+                                     if u)
+  return used_inputs, eqn.replace(
+      invars=[x for x, u in zip(eqn.invars, used_inputs) if u],
+      outvars=[v for v, u in zip(eqn.outvars, used_outputs) if u],
+      params=params, effects=pruned.effects)
+
+
 def register_call_rules(primitive, fix_params=lambda params, n: params, *,
                         partial_eval: bool = True) -> None:
   ad.primitive_jvps[primitive] = call_jvp_rule(primitive, fix_params)
   ad.primitive_transposes[primitive] = call_transpose_rule(primitive, fix_params)
   batching.primitive_batchers[primitive] = call_batching_rule(primitive, fix_params)
+  pe.dce_rules[primitive] = call_dce_rule
   if partial_eval:
     pe.partial_eval_rules[primitive] = call_partial_eval_rule(primitive, fix_params)
 

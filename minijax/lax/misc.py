@@ -21,17 +21,18 @@ from jaxlib.mlir.dialects import mhlo
 
 from minijax.core import dtypes
 from minijax.core.avals import ShapedArray, get_aval
+from minijax.core.effects import Effect
 from minijax.core.primitive import Primitive
 from minijax.interpreters import ad, batching
 from minijax.lax.structural import (broadcast_in_dim, convert_to_array, full,
-                                    _ct_rule, _unary_linear_jvp)
+                                    scalar_constant, _ct_rule, _unary_linear_jvp)
 from minijax.lowering import mlir
 
 __all__ = ["convert_element_type", "bitcast_convert_type", "select_n", "select", "iota", "broadcasted_iota", "copy",
            "stop_gradient", "clamp", "zeros_like_array", "full_like",
            "convert_element_type_p", "bitcast_convert_type_p", "select_n_p", "iota_p", "copy_p", "stop_gradient_p",
            "clamp_p", "reduce_precision", "reduce_precision_p", "optimization_barrier",
-           "optimization_barrier_p"]
+           "optimization_barrier_p", "dce_sink", "dce_sink_p"]
 
 
 # ---- convert_element_type
@@ -89,6 +90,9 @@ batching.defvectorized(convert_element_type_p)
 
 def convert_element_type(x, new_dtype, weak_type: bool = False):
   new_dtype = dtypes.canonicalize_dtype(new_dtype)
+  folded = _fold_scalar_conversion(x, new_dtype, weak_type)
+  if folded is not None:
+    return folded
   x = convert_to_array(x)
   aval = get_aval(x)
   if aval.dtype == new_dtype and aval.weak_type == weak_type:
@@ -99,6 +103,30 @@ def convert_element_type(x, new_dtype, weak_type: bool = False):
     warnings.warn("Casting complex values to real discards the imaginary part",
                   np.exceptions.ComplexWarning, stacklevel=2)
   return convert_element_type_p.bind(x, new_dtype=new_dtype, weak_type=bool(weak_type))
+
+
+def _fold_scalar_conversion(x, new_dtype, weak_type):
+  """A host scalar converted to a strong dtype is converted now, as JAX does: the result is
+  a literal of the new dtype (an Array eagerly), not a `convert_element_type` equation.
+  None where that does not apply (non-finite floats to integers, complex to real,
+  out-of-range integers are left to the primitive)."""
+  if weak_type or not (isinstance(x, (*dtypes.PYTHON_SCALARS, np.generic))
+                       or (type(x) is np.ndarray and x.shape == ())):
+    return None
+  old_dtype, old_weak = dtypes.dtype_and_weak_type(x)
+  if old_dtype == new_dtype and not old_weak:
+    return None
+  if new_dtype == dtypes.float0 or (np.iscomplexobj(x) and
+                                    not np.issubdtype(new_dtype, np.complexfloating)):
+    return None
+  if np.issubdtype(new_dtype, np.integer) and not np.all(np.isfinite(x)):
+    return None
+  try:
+    with np.errstate(all="ignore"):
+      value = np.asarray(x, new_dtype)
+  except (OverflowError, TypeError, ValueError):
+    return None
+  return scalar_constant(value)
 
 
 # ---- bitcast_convert_type: the same bits read as another dtype (not differentiable)
@@ -476,3 +504,46 @@ def optimization_barrier(operand, /):
   from minijax import tree_util
   leaves, tree = tree_util.tree_flatten(operand)
   return tree.unflatten(optimization_barrier_p.bind(*map(convert_to_array, leaves)))
+
+
+# ---- dce_sink: marks values as used, so that dead-code elimination keeps what computes them
+
+class NoDCEEffect(Effect):
+  """The effect of `dce_sink`: its equation is never removed (and so neither is what
+  computes its operand); nothing happens at runtime or on zero cotangents."""
+  kept_when_unused = True
+  runs_with_zero_cotangents = False
+  tracked_at_runtime = False
+
+  def __repr__(self):
+    return "NoDCEEffect"
+
+
+no_dce_effect = NoDCEEffect()
+dce_sink_p = Primitive("dce_sink")
+dce_sink_p.multiple_results = True
+dce_sink_p.def_impl(lambda x, **_: [])
+dce_sink_p.def_effectful_abstract_eval(lambda x, **_: ([], {no_dce_effect}))
+
+
+def _dce_sink_lowering(ctx, x, *, prevent_mlir_dce):
+  if prevent_mlir_dce:
+    raise NotImplementedError("dce_sink(prevent_mlir_dce=True): minijax keeps the value from "
+                              "its own dead-code elimination only, not from XLA's")
+  return []
+
+
+mlir.register_lowering(dce_sink_p, _dce_sink_lowering)
+ad.primitive_jvps[dce_sink_p] = lambda primals, tangents, **params: (
+    dce_sink_p.bind(*primals, **params), [])
+ad.primitive_transposes[dce_sink_p] = lambda cts, x, **params: [None]
+batching.primitive_batchers[dce_sink_p] = lambda args, dims, **params: (
+    dce_sink_p.bind(*args, **params), [])
+
+
+def dce_sink(val, *, prevent_mlir_dce: bool = False) -> None:
+  """Marks every array of the pytree `val` as used: dead-code elimination of the jaxpr it is
+  traced into keeps the computations that produce them."""
+  from minijax import tree_util
+  for leaf in tree_util.tree_leaves(val):
+    dce_sink_p.bind(convert_to_array(leaf), prevent_mlir_dce=bool(prevent_mlir_dce))

@@ -27,11 +27,12 @@ def _canonical(dtype):
 
 def _constant(host):
   """Host data as an array: an Array, also under a trace (placed on the device by the eval
-  trace, so the trace sees a constant it can close over); a 0-d value under `jit` is a
-  tracer of a literal of the jaxpr (`scalar_constant`), as in JAX."""
+  trace, so the trace sees a constant it can close over); under `jit` a 0-d value is a
+  tracer of a literal of the jaxpr and a numpy array one of a constant of the jaxpr, the
+  same constant for the same array (`scalar_constant`), as in JAX."""
   if is_eval_context() or hasattr(host, "aval") and not isinstance(host, np.ndarray):
     return lax.convert_to_array(host)
-  if np.ndim(host) == 0:
+  if np.ndim(host) == 0 or isinstance(host, np.ndarray):
     return scalar_constant(lax.convert_to_array(host))
   with set_current_trace(eval_trace()):
     return lax.convert_to_array(host)

@@ -133,6 +133,7 @@ def _caches_for(fun: Callable, options: tuple) -> JitCaches:
 
 class JitWrapped:
   """The state behind `jit(fun)`: static and donated arguments, caches, the device."""
+  _inline = False  # jit(inline=True): under a transformation the body is inlined, not called
 
   def __init__(self, fun: Callable, static_argnums=None, static_argnames=None,
                donate_argnums=None, device=None, donate_argnames=None, in_shardings=None,
@@ -324,7 +325,7 @@ class JitWrapped:
       if checking:
         special_values.check_jit(outs, self._name, lambda: self._fun(*args, **kwargs))
       return traced.out_tree.unflatten(outs)
-    if jaxpr_has_state(traced.jaxpr.jaxpr):
+    if jaxpr_has_state(traced.jaxpr.jaxpr) or self._inline:
       # With refs, under a transformation, the function is inlined: its ref operations
       # (and custom rules that use refs) meet the transformation one by one.
       outs = eval_jaxpr(traced.jaxpr.jaxpr, traced.jaxpr.consts, *traced.consts, *flat)
@@ -498,9 +499,10 @@ def jit(fun: Callable | None = None, *, in_shardings=None, out_shardings=None,
 
   As in JAX, `static_argnums` and `static_argnames` (and `donate_argnums` and
   `donate_argnames`) name the same parameters through `fun`'s signature when only one of
-  them is given, so an argument is static however it is passed.  `keep_unused` and
-  `inline` are accepted for JAX's sake (minijax keeps every argument, and inlines nested
-  jits only when lowering); `backend` may only be "cpu".  `compiler_options` are XLA's
+  them is given, so an argument is static however it is passed.  `keep_unused` is
+  accepted for JAX's sake (minijax keeps every argument); with `inline=True` a call under a
+  transformation (another `jit`, `make_jaxpr`, `grad`) applies the function's equations
+  where it is called instead of binding a `jit` equation; `backend` may only be "cpu".  `compiler_options` are XLA's
   (`{"xla_...": value}`), for the programs this function compiles when called on concrete
   values.
 
@@ -523,8 +525,10 @@ def jit(fun: Callable | None = None, *, in_shardings=None, out_shardings=None,
     raise TypeError(f"Expected a function, got a generator function: {fun!r:.60}")
   if backend not in (None, "cpu"):
     raise RuntimeError(f"Unknown backend {backend!r}: minijax runs on the 'cpu' backend only")
-  return _jitted(JitWrapped(fun, static_argnums, static_argnames, donate_argnums, device,
-                            donate_argnames, in_shardings, out_shardings, compiler_options))
+  wrapped = JitWrapped(fun, static_argnums, static_argnames, donate_argnums, device,
+                       donate_argnames, in_shardings, out_shardings, compiler_options)
+  wrapped._inline = bool(inline)
+  return _jitted(wrapped)
 
 
 def _is_sharding_leaf(x) -> bool:

@@ -156,6 +156,9 @@ def _bind_cond(index, funs, operands, api_name, names):
   if ref_names:
     lax_state.check_ref_arguments(funs[-1], "cond", flat, ref_names, all_consts)
   outs = []
+  if api_name == "cond":  # (as in JAX, the cond's index is the predicate as an int32)
+    from minijax import lax
+    index = lax.convert_element_type(index, np.int32)
   if any(jaxpr_has_state(b.jaxpr) for b in branches):  # refs: discharged now (refs.py)
     outs = refs.call_with_refs(
         branches, [*all_consts, *flat], "cond",
@@ -348,12 +351,36 @@ def _cond_transpose(cts, index, *ops, branches):
   return [None, *common.merge(linear, outs, [None] * linear.count(False))]
 
 
+# ----------------------------------------------------------------------------- dead code
+
+def _cond_dce(used_outputs, eqn):
+  """Prunes every branch to the used outputs; the cond keeps the operands any branch
+  reads (every branch then takes them all), and the index."""
+  from minijax.interpreters import partial_eval as pe
+  branches = eqn.params["branches"]
+  if not any(used_outputs) and not must_keep(eqn.effects):
+    return [False] * len(eqn.invars), None
+  used_ops = [False] * (len(eqn.invars) - 1)
+  for b in branches:
+    used_ops = [u or v for u, v in zip(used_ops, pe.dce_closed_jaxpr(b, used_outputs)[1])]
+  new_branches = tuple(pe.dce_closed_jaxpr(b, used_outputs, instantiate=used_ops)[0]
+                       for b in branches)
+  ops = [x for x, u in zip(eqn.invars[1:], used_ops) if u]
+  new_eqn = eqn.replace(
+      invars=[eqn.invars[0], *ops],
+      outvars=[v for v, u in zip(eqn.outvars, used_outputs) if u],
+      params=dict(eqn.params, branches=new_branches),
+      effects=frozenset().union(*(b.effects for b in new_branches)))
+  return [True, *used_ops], new_eqn
+
+
 def _register_transformations():
   from minijax.interpreters import ad
   from minijax.interpreters import partial_eval as pe
   ad.primitive_jvps[cond_p] = _cond_jvp
   ad.primitive_transposes[cond_p] = _cond_transpose
   pe.partial_eval_rules[cond_p] = _cond_partial_eval
+  pe.dce_rules[cond_p] = _cond_dce
 
 
 _register_transformations()

@@ -125,12 +125,34 @@ def scan(f: Callable, init, xs=None, length: int | None = None, reverse: bool = 
     carry, ys = refs.scan_with_refs(scan, jaxpr, consts, init_flat, x_flat, length=length,
                                     reverse=reverse, num_carry=num_carry)
     return (tree_util.tree_unflatten(carry_tree, carry), tree_util.tree_unflatten(y_tree, ys))
-  operands = [*consts, *init_flat, *x_flat]
-  outs = scan_p.bind(*operands, jaxpr=jaxpr, num_consts=len(consts), num_carry=num_carry,
+  jaxpr, consts, carry_in, invariant = _invariant_carries_to_consts(jaxpr, consts, init_flat)
+  operands = [*consts, *carry_in, *x_flat]
+  outs = scan_p.bind(*operands, jaxpr=jaxpr, num_consts=len(consts), num_carry=len(carry_in),
                      length=length, reverse=bool(reverse), linear=(False,) * len(operands), unroll=unroll)
-  carry_out = tree_util.tree_unflatten(carry_tree, outs[:num_carry])
-  ys = tree_util.tree_unflatten(y_tree, outs[num_carry:])
+  carry = common.merge(invariant, [x for x, inv in zip(init_flat, invariant) if inv],
+                       outs[:len(carry_in)])
+  carry_out = tree_util.tree_unflatten(carry_tree, carry)
+  ys = tree_util.tree_unflatten(y_tree, outs[len(carry_in):])
   return carry_out, ys
+
+
+def _invariant_carries_to_consts(jaxpr: ClosedJaxpr, consts, init_flat):
+  """A carry the body returns unchanged is only read: as in JAX, it becomes a leading
+  constant of the loop, and the scan's result for it is its initial value.  Returns the
+  body, the constants, the remaining carries and which carries were invariant."""
+  j, n = jaxpr.jaxpr, len(consts)
+  carry_vars = j.invars[n:n + len(init_flat)]
+  invariant = [j.outvars[i] is v for i, v in enumerate(carry_vars)]
+  if not any(invariant):
+    return jaxpr, consts, list(init_flat), invariant
+  moved = [v for v, inv in zip(carry_vars, invariant) if inv]
+  kept = [v for v, inv in zip(carry_vars, invariant) if not inv]
+  body = Jaxpr(j.constvars, [*moved, *j.invars[:n], *kept, *j.invars[n + len(init_flat):]],
+               [v for v, inv in zip(j.outvars, invariant + [False] * len(j.outvars)) if not inv],
+               j.eqns, None, j.debug_info)
+  return (ClosedJaxpr(body, jaxpr.consts),
+          [*(x for x, inv in zip(init_flat, invariant) if inv), *consts],
+          [x for x, inv in zip(init_flat, invariant) if not inv], invariant)
 
 
 def scan_map(f: Callable, xs):
@@ -443,12 +465,46 @@ def _scan_transpose(cts, *args, jaxpr, num_consts, num_carry, length, reverse, l
           *common.merge(xs_lin, ct_xs, [None] * xs_lin.count(False))]
 
 
+# ----------------------------------------------------------------------------- dead code
+
+def _scan_dce(used_outputs, eqn):
+  """Prunes the body to the used outputs.  A carry is needed when its output is used or
+  when the body needs it to compute a needed one, so the set of needed carries grows to a
+  fixed point; the body then takes and returns exactly those."""
+  from minijax.interpreters import partial_eval as pe
+  p = eqn.params
+  body, num_consts, num_carry = p["jaxpr"], p["num_consts"], p["num_carry"]
+  if not any(used_outputs) and not must_keep(eqn.effects):
+    return [False] * len(eqn.invars), None
+  used_carry, used_ys = list(used_outputs[:num_carry]), list(used_outputs[num_carry:])
+  for _ in range(num_carry + 1):
+    _, used_in = pe.dce_closed_jaxpr(body, [*used_carry, *used_ys])
+    carry_in = used_in[num_consts:num_consts + num_carry]
+    if all(u or not c for u, c in zip(used_carry, carry_in)):
+      break
+    used_carry = [u or c for u, c in zip(used_carry, carry_in)]
+  num_xs = len(eqn.invars) - num_consts - num_carry
+  new_body, used_in = pe.dce_closed_jaxpr(
+      body, [*used_carry, *used_ys],
+      instantiate=[False] * num_consts + used_carry + [False] * num_xs)
+  used_consts = used_in[:num_consts]
+  used_outs = [*used_carry, *used_ys]
+  new_eqn = eqn.replace(
+      invars=[x for x, u in zip(eqn.invars, used_in) if u],
+      outvars=[v for v, u in zip(eqn.outvars, used_outs) if u],
+      params=dict(p, jaxpr=new_body, num_consts=sum(used_consts), num_carry=sum(used_carry),
+                  linear=tuple(l for l, u in zip(p["linear"], used_in) if u)),
+      effects=new_body.effects)
+  return used_in, new_eqn
+
+
 def _register_transformations():
   from minijax.interpreters import ad
   from minijax.interpreters import partial_eval as pe
   ad.primitive_jvps[scan_p] = _scan_jvp
   ad.primitive_transposes[scan_p] = _scan_transpose
   pe.partial_eval_rules[scan_p] = _scan_partial_eval
+  pe.dce_rules[scan_p] = _scan_dce
 
 
 _register_transformations()
