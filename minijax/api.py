@@ -425,11 +425,11 @@ def _value_and_grad(fun, argnums, has_aux, holomorphic, allow_int):
 
     box = {"check": _scalar_output_check(holomorphic)}
     flat_fun = _flat_fun_with_aux(partial_fun, in_tree, has_aux, box)
-    outs, vjp_flat = ad.vjp_flat(flat_fun, flat)
+    outs, transpose, residuals = ad.vjp_parts(flat_fun, flat)
     value = outs[0]
     value_aval = ad.get_aval(value)
     one = lax.full((), 1, value_aval.dtype, weak_type=value_aval.weak_type)
-    cts = vjp_flat([one, *(ad.Zero.from_primal_value(a) for a in outs[1:])])
+    cts = transpose(residuals, [one, *(ad.Zero.from_primal_value(a) for a in outs[1:])])
     g = in_tree.unflatten([_instantiate(c) for c in cts])
     g = g[0] if int_argnums else g
     if has_aux:
