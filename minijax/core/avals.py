@@ -130,13 +130,42 @@ def get_aval(x: Any) -> ShapedArray:
   except TypeError:
     handler = pytype_aval_mappings.get(type(x))
     if handler is None:
+      if hasattr(x, "__jax_array__"):
+        raise ValueError(
+            f"Triggering __jax_array__() during abstractification is no longer supported: "
+            f"{type(x).__name__} is passed where an array is abstracted (a jit argument, "
+            "say). Convert it first (`jnp.asarray(x)`), or register its type as a pytree "
+            "whose leaves are arrays.") from None
       raise
     return handler(x)
   return ShapedArray(np.shape(x), dtype, weak)
 
 
 def _numpy_aval(x) -> ShapedArray:
-  return ShapedArray(np.shape(x), dtypes.canonicalize_dtype(x.dtype), False)
+  try:
+    return ShapedArray(np.shape(x), dtypes.canonicalize_dtype(x.dtype), False)
+  except TypeError:
+    if x.dtype.kind not in "OUSV":  # a numeric dtype minijax lacks: canonicalize_dtype says so
+      raise
+  raise TypeError(f"Argument '{x!s:.80}' of type {type(x)} is not a valid JAX type: its dtype "
+                  f"{x.dtype} is not numeric (arrays hold booleans, integers, floating-point or "
+                  "complex numbers)") from None
+
+
+def operand_avals(primitive, args) -> tuple:
+  """The avals of a primitive's operands; a TypeError naming the one that has none."""
+  try:
+    return tuple(map(get_aval, args))
+  except TypeError:
+    pass
+  for i, x in enumerate(args):
+    try:
+      get_aval(x)
+    except TypeError as e:
+      raise TypeError(f"Error interpreting argument to {primitive} as a JAX value. The "
+                      f"problematic value is of type {type(x)} and was passed to {primitive} "
+                      f"at position {i}. {e}") from None
+  raise AssertionError("unreachable")
 
 
 # The avals of further Python types (JAX's table, which libraries extend:

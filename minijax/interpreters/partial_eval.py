@@ -62,6 +62,40 @@ def _check_value(x) -> None:
       "of them). Mark non-array arguments static with `static_argnums`.")
 
 
+class InvalidOutputError(TypeError):
+  """A traced function returned something that is not an array (a function, an enum, ...).
+  `named(fun, out_tree)` words it with the function's source and the output's key path."""
+
+  def __init__(self, index: int, value, fun_src: str | None = None, path: str | None = None):
+    self.index, self.value = index, value
+    where = (f"at output component {path}" if path else "as its output" if path == ""
+             else f"at flat output {index}")
+    super().__init__(
+        f"function {fun_src or 'being traced'} returned a value of type {type(value)} "
+        f"{where}, which is not a valid JAX type; functions must return arrays, numpy arrays "
+        "or Python scalars (or pytrees of them)")
+
+  def named(self, fun, out_tree) -> "InvalidOutputError":
+    code = getattr(fun, "__code__", None)
+    name = getattr(fun, "__name__", type(fun).__name__)
+    src = f"{name} at {code.co_filename}:{code.co_firstlineno}" if code else name
+    try:
+      paths = tree_util.tree_flatten_with_path(out_tree.unflatten(range(out_tree.num_leaves)))[0]
+      path = tree_util.keystr(paths[self.index][0])
+    except Exception:  # a pytree node that cannot be rebuilt from placeholders
+      path = None
+    return InvalidOutputError(self.index, self.value, src, path)
+
+
+def _invalid_output(outs) -> InvalidOutputError | None:
+  for i, x in enumerate(outs):
+    try:
+      _check_value(x)
+    except TypeError:
+      return InvalidOutputError(i, x)
+  return None
+
+
 class DynamicJaxprTrace(Trace):
   def __init__(self):
     super().__init__()
@@ -110,6 +144,10 @@ class DynamicJaxprTrace(Trace):
         return primitive.bind(*args, **params)
     in_atoms = [self.to_atom(x) for x in args]
     out_avals, effects = primitive.abstract_eval(*(a.aval for a in in_atoms), **params)
+    if isinstance(out_avals, (tuple, list)) != primitive.multiple_results:
+      raise ValueError(f"{primitive}.abstract_eval() method should return a tuple or a list "
+                       f"of avals when {primitive}.multiple_results is set, and one aval when "
+                       f"it is not; it returned {out_avals!r:.100}")
     if primitive.multiple_results:
       out_tracers = [DynamicJaxprTracer(self, a, Var(a)) for a in out_avals]
     else:
@@ -132,7 +170,13 @@ def trace_to_jaxpr_dynamic(fun: Callable, in_avals: Sequence[Any],
     names = getattr(debug_info, "arg_names", None) or [None] * len(in_avals)
     in_tracers = [trace.new_arg(a, n) for a, n in zip(in_avals, names)]
     outs = fun(*in_tracers)
-    jaxpr, consts = trace.to_jaxpr(list(outs), debug_info)
+    try:
+      jaxpr, consts = trace.to_jaxpr(list(outs), debug_info)
+    except TypeError:
+      error = _invalid_output(outs)
+      if error is None:
+        raise
+      raise error from None
   del in_tracers, outs
   check_no_leaks(trace)
   if config.enable_checks:
@@ -145,7 +189,10 @@ def trace_pytree_fun(fun: Callable, args: Sequence[Any], kwargs: dict | None = N
   jaxpr over the flat leaves, its constants, the flat arguments and the output tree."""
   flat, in_tree = tree_util.tree_flatten((tuple(args), kwargs or {}))
   flat_fun, out_tree = tree_util.flatten_fun(fun, in_tree)
-  jaxpr, consts = trace_to_jaxpr_dynamic(flat_fun, [avals_lib.get_aval(x) for x in flat])
+  try:
+    jaxpr, consts = trace_to_jaxpr_dynamic(flat_fun, [avals_lib.get_aval(x) for x in flat])
+  except InvalidOutputError as e:
+    raise e.named(fun, out_tree()) from None
   return jaxpr, consts, flat, out_tree()
 
 

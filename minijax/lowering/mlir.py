@@ -50,6 +50,7 @@ def _find_rule(primitive) -> LoweringRule:
   rule = _lowerings.get(primitive)
   if rule is None:
     raise NotImplementedError(
+        f"MLIR translation rule for primitive '{primitive}' not found for platform cpu: "
         f"primitive '{primitive}' has no MLIR lowering rule; register one with "
         f"`mlir.register_lowering({primitive.name}_p, rule)` in the primitive's block in "
         "minijax/lax/")

@@ -155,12 +155,17 @@ pi, e, inf, nan, euler_gamma = _np.pi, _np.e, _np.inf, _np.nan, _np.euler_gamma
 newaxis = None
 
 
+def _unwrap(a):
+  """The array of an object that defines `__jax_array__` (JAX's protocol), else `a`."""
+  return a.__jax_array__() if hasattr(a, "__jax_array__") and not hasattr(a, "aval") else a
+
+
 def ndim(a) -> int:
-  return _np.ndim(a) if not hasattr(a, "aval") else a.ndim
+  return _np.ndim(_unwrap(a)) if not hasattr(a, "aval") else a.ndim
 
 
 def shape(a) -> tuple:
-  return _np.shape(a) if not hasattr(a, "aval") else a.shape
+  return _np.shape(_unwrap(a)) if not hasattr(a, "aval") else a.shape
 
 
 def size(a, axis=None) -> int:
@@ -188,6 +193,7 @@ def can_cast(from_, to, casting="safe"):
 
 
 def isscalar(element) -> bool:
+  element = _unwrap(element)
   return _np.isscalar(element) or (hasattr(element, "aval") and element.ndim == 0)
 
 

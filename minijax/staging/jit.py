@@ -224,7 +224,10 @@ class JitWrapped:
     names = flat_arg_names(self._fun, args, kwargs) if not static else None
     debug = DebugInfo(self._name, names if names and len(names) == len(avals) else None)
     start = time.perf_counter()
-    jaxpr, consts = pe.trace_to_jaxpr_dynamic(flat_fun, avals, debug)
+    try:
+      jaxpr, consts = pe.trace_to_jaxpr_dynamic(flat_fun, avals, debug)
+    except pe.InvalidOutputError as e:
+      raise e.named(self._fun, out_tree()) from None
     lax_state.check_no_returned_refs(self._fun, "jit", jaxpr, debug.arg_names)
     if config.log_compiles:
       logging.getLogger("minijax").warning("Finished tracing %s for jit in %.6f sec",
@@ -534,12 +537,13 @@ def _is_sharding_leaf(x) -> bool:
 
 def _flat_shardings(spec, tree, what: str, fun_name: str) -> list:
   """One sharding (or None) per leaf of `tree`, from `spec`, a pytree prefix of it."""
-  def mismatch():
+  def mismatch(details):
     return ValueError(f"jit {what} of {fun_name} ({spec}) is not a pytree prefix of the "
                       f"{'positional arguments' if what == 'in_shardings' else 'outputs'} "
-                      f"{tree_util.tree_structure(tree)}")
+                      f"{tree_util.tree_structure(tree)}{details}")
   out = []
-  for s, sub in prefix_pairs(spec, tree, is_leaf=_is_sharding_leaf, mismatch=mismatch):
+  for s, sub in prefix_pairs(spec, tree, is_leaf=_is_sharding_leaf, name=what,
+                             mismatch=mismatch):
     if isinstance(s, sharding_lib.PartitionSpec):
       mesh = sharding_lib.current_mesh()
       if mesh is None:
