@@ -16,7 +16,9 @@ from minijax.api import (jit, clear_caches, pmap, shard_map, make_jaxpr, grad, v
 from minijax.custom_derivatives import custom_gradient, custom_jvp, custom_vjp
 from minijax.api import (jacobian, typeof, disable_jit, check_tracer_leaks, checking_leaks,
                          explain_cache_misses, default_matmul_precision, numpy_rank_promotion,
-                         numpy_dtype_promotion, enable_checks)
+                         numpy_dtype_promotion, enable_checks, allow_f16_reductions,
+                         no_tracing, no_execution)
+from minijax.config import make_user_context
 from minijax.dtypes import float0
 from minijax.placement import (device_put, device_get, block_until_ready, copy_to_host_async,
                                device_count,

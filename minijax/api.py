@@ -638,6 +638,9 @@ enable_checks = flag_context("jax_enable_checks")
 default_matmul_precision = flag_context("jax_default_matmul_precision")
 numpy_rank_promotion = flag_context("jax_numpy_rank_promotion")
 numpy_dtype_promotion = flag_context("jax_numpy_dtype_promotion")
+allow_f16_reductions = flag_context("jax_allow_f16_reductions")
+no_tracing = flag_context("jax_no_tracing")
+no_execution = flag_context("jax_no_execution")
 
 
 # ----------------------------------------------------------------------------- shapes, transposes

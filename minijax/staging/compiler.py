@@ -409,8 +409,8 @@ array_lib.widen_subbyte = _widen_subbyte
 
 
 def _on_config_change(name, value):
-  if name in ("tap_mechanism", "effects_ordering"):
-    _primitive_cache.clear()
+  if name in ("tap_mechanism", "effects_ordering", "allow_f16_reductions"):
+    _primitive_cache.clear()  # (a reduction refused is refused when it is traced)
   elif name == "eager_cache_size":
     _evict_primitives(value)
 

@@ -39,7 +39,7 @@ import numpy as np
 
 from minijax import tree_util
 from minijax.api_util import DebugInfo, flat_arg_names, fun_name, prefix_pairs, resolve_argnums
-from minijax.config import config
+from minijax.config import JIT_KEY_FLAGS, config, jit_key_state
 from minijax.core import sharding as sharding_lib
 from minijax.core import trace as trace_lib
 from minijax.core import traceback_util
@@ -246,6 +246,9 @@ class JitWrapped:
         cache_miss.explain(self._fun, self._name, key, {s: c for s, (c, _) in
                                                         self._caches.by_state.items()},
                            _flag_state(), _STATE_FLAGS, names)
+      if config.no_tracing:
+        raise RuntimeError(f"re-tracing function {self._name} for `jit`, but 'no_tracing' "
+                           "is set (minijax.no_tracing / jax_no_tracing)")
       traced = self._trace(static, dyn_args, dyn_kwargs, in_tree, avals)
       if not _has_tracer(traced.consts):
         _bounded_insert(self._cache, key, traced)
@@ -293,6 +296,9 @@ class JitWrapped:
       leaked = next((x for x in flat if isinstance(x, Tracer)), None)
       if leaked is not None:  # no trace is active, so its trace has ended
         raise UnexpectedTracerError(leaked)
+      if config.no_execution:  # a key of the caches: the fast path has no entries then
+        raise RuntimeError(f"minijax tried to execute function {self._name}, but the "
+                           "no_execution config option is set")
       placement = self._placement(traced, flat, args, kwargs)
       device = None if placement is None else sharded.single_device(placement, traced.jaxpr)
       checking = special_values.checking()
@@ -411,16 +417,8 @@ def _bounded_insert(cache: dict, key, value) -> None:
   cache[key] = value
 
 
-# Flags that change what tracing or lowering produces, whether the fast path may skip NaN
-# checks, or whether compiled code runs at all.  Like JAX's trace context, they key jit's caches: switching a flag back and
-# forth reuses what was compiled before.
-_STATE_FLAGS = ("enable_x64", "tap_mechanism", "debug_nans", "debug_infs",
-                "host_callback_semantics", "effects_ordering", "disable_jit", "numpy_rank_promotion",
-                "numpy_dtype_promotion", "default_matmul_precision")
-
-
-def _flag_state() -> tuple:
-  return tuple(getattr(config, name) for name in _STATE_FLAGS)
+_STATE_FLAGS = JIT_KEY_FLAGS
+_flag_state = jit_key_state
 
 
 _all_caches: "weakref.WeakSet[JitCaches]" = weakref.WeakSet()
