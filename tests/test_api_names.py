@@ -113,3 +113,49 @@ def test_f16_reductions_over_long_axes_are_refused_when_the_flag_is_off():
       minijax.jit(lambda x: lax.reduce_sum(x, [0]))(jnp.ones(4, np.float16))
     assert lax.reduce_sum(jnp.ones((1, 3), "bfloat16"), [0]).shape == (3,)
   assert float(lax.reduce_sum(x, [0])) == 3.0
+
+
+# ----------------------------------------------------------------------------- tokens
+
+def test_tokens_are_values_that_jit_takes_and_returns():
+  from minijax.extend.core import Token
+  token = lax.create_token()
+  assert isinstance(token, Token)
+  with pytest.raises(RuntimeError, match="Cannot convert a token-shape buffer to a numpy"):
+    token._buf._value
+  assert isinstance(minijax.jit(lax.create_token)(1.0), Token)
+  for _ in range(2):  # the second call from the caches
+    two, captured = minijax.jit(lambda x: (x + 2, token))(7)
+    assert int(two) == 9 and isinstance(captured, Token)
+    arr, out = minijax.jit(lambda a, t: (a * 2, t))(jnp.ones(3), token)
+    assert arr.tolist() == [2.0] * 3 and isinstance(out, Token) and out is not token
+    same, out = minijax.jit(lambda a, t: (a, t))(jnp.ones(3), token)
+    assert isinstance(out, Token) and out is not token
+  # a token that went through a program is a token still: it goes in again
+  assert isinstance(minijax.jit(lambda a, t: (a, t))(jnp.ones(3), out)[1], Token)
+  assert "b:Token" in str(minijax.make_jaxpr(lambda a, t: (a, t))(1.0, token))
+
+
+def test_identity_results_of_jit_are_buffers_of_their_own():
+  x = jnp.array([1, 2, 3])
+  y = minijax.jit(lambda x: x)(x)
+  assert y is not x and x.unsafe_buffer_pointer() != y.unsafe_buffer_pointer()
+  z1, z2 = minijax.jit(lambda x: (x, x))(x)
+  assert z1.unsafe_buffer_pointer() != z2.unsafe_buffer_pointer()
+  x.delete()
+  assert y.tolist() == [1, 2, 3] and z1.tolist() == [1, 2, 3]
+
+
+def test_empty_and_dce_sink():
+  out = lax.empty((2, 2), dtype=jnp.float32)
+  assert out.shape == (2, 2) and out.dtype == np.float32
+  assert lax.empty(3, jnp.int32).shape == (3,)
+
+  def f(x):
+    lax.dce_sink(x * 2)
+    return x
+  assert minijax.vmap(f)(jnp.arange(3.0)).tolist() == [0.0, 1.0, 2.0]
+  jaxpr = minijax.make_jaxpr(f)(1.0)
+  assert "mul" in str(jaxpr) and "dce_sink" in str(jaxpr)  # the sink keeps what it uses
+  assert float(minijax.grad(f)(1.0)) == 1.0
+  assert float(minijax.jit(f)(3.0)) == 3.0

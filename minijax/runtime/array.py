@@ -31,7 +31,7 @@ from jaxlib import _jax, xla_client
 from minijax.config import config
 from minijax.core import dtypes
 from minijax.core import sharding as sharding_lib
-from minijax.core.avals import ShapedArray, check_conversion
+from minijax.core.avals import AbstractToken, ShapedArray, check_conversion
 from minijax.core.trace import Tracer
 from minijax.runtime import backend
 
@@ -247,6 +247,8 @@ class Array(metaclass=_ArrayMeta):
       if self._sharding is not None:
         from minijax.runtime import sharded
         npy = self._npy = sharded.value(self)
+      elif type(self.aval) is AbstractToken:  # a Token's buffer (see `core.avals.Token`)
+        raise RuntimeError("Cannot convert a token-shape buffer to a numpy array.")
       else:
         npy = self._npy = _buffer_to_numpy(self._buffer, self.aval)
     return npy

@@ -43,7 +43,7 @@ from minijax.config import JIT_KEY_FLAGS, config, jit_key_state
 from minijax.core import sharding as sharding_lib
 from minijax.core import trace as trace_lib
 from minijax.core import traceback_util
-from minijax.core.avals import ShapedArray, get_aval, python_scalar_aval
+from minijax.core.avals import ShapedArray, Token, get_aval, python_scalar_aval
 from minijax.core.dtypes import PYTHON_SCALARS, float0
 from minijax.core.errors import UnexpectedTracerError
 from minijax.core.jaxpr import ClosedJaxpr, eval_jaxpr, hoist_consts
@@ -312,8 +312,9 @@ class JitWrapped:
         device = device or compiler.jit_device(self._device, flat)
         executable = compiler.compiled_call(traced.jaxpr, self._name, donated, device,
                                             compiler_options=self._compiler_options)
-      float0_out = any(a.dtype == float0 for a in traced.jaxpr.out_avals)
+      float0_out = any(getattr(a, "dtype", None) == float0 for a in traced.jaxpr.out_avals)
       if (fast_key is not None and not checking and not float0_out
+          and not any(type(c) is Token for c in traced.consts)
           and all(type(x) is Array or type(x) in PYTHON_SCALARS or type(x) is Ref
                   for x in flat)):
         self._remember_fast(fast_key, device, executable, traced, flat)
