@@ -26,6 +26,7 @@ from minijax.interpreters import ad, batching
 from minijax.interpreters import partial_eval as pe
 from minijax.lax.remat import checkpoint, checkpoint_policies, named_call, remat  # noqa: F401
 from minijax.lax.shard_map import shard_map  # noqa: F401
+from minijax.staging import jit as _jit_lib
 from minijax.staging.jit import clear_caches, jit  # noqa: F401
 from minijax.staging.pmap import pmap  # noqa: F401
 
@@ -682,6 +683,9 @@ class ShapeDtypeStruct:
 
   def __hash__(self):
     return hash((self.shape, self.dtype))
+
+
+_jit_lib.shape_dtype_struct = ShapeDtypeStruct
 
 
 @api_boundary

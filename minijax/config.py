@@ -179,6 +179,17 @@ def _validate_only(allowed: Any):
   return validate
 
 
+def _validate_default_device(value):
+  """None, the platform name 'cpu', or a device (checked by what it has: this floor knows
+  no device class)."""
+  if value is None or value == "cpu":
+    return value
+  if isinstance(value, str) or getattr(value, "platform", None) != "cpu" or not hasattr(
+      value, "id"):
+    raise ValueError(value)
+  return value
+
+
 PRNG_IMPLS = ("threefry2x32", "rbg", "unsafe_rbg", "philox2x32", "philox4x32", "threefry4x32")
 
 
@@ -279,6 +290,9 @@ FLAGS: dict[str, Flag] = {f.name: f for f in [
                 "what asking for a 64-bit dtype without x64 does: warn and use the 32-bit "
                 "one, or raise; under JAX's 'allow' (64-bit arrays without x64, which "
                 "minijax lacks) it raises, saying so", env_aliases=("JAX_EXPLICIT_X64_DTYPES",)),
+    Flag("default_device", None, None, _validate_default_device, str,
+         "None, 'cpu' or a CPU device (minijax runs on the CPU only)",
+         "where values without a device and computations on them go (None: device 0)"),
     bool_flag("allow_f16_reductions", "MINIJAX_ALLOW_F16_REDUCTIONS", True,
               "whether reduce_sum may sum float16 or bfloat16 operands over axes longer "
               "than 1 (False: ValueError)", env_aliases=("JAX_ALLOW_F16_REDUCTIONS",)),
@@ -452,7 +466,7 @@ config = Config()
 JIT_KEY_FLAGS = ("enable_x64", "tap_mechanism", "debug_nans", "debug_infs",
                  "host_callback_semantics", "effects_ordering", "disable_jit",
                  "numpy_rank_promotion", "numpy_dtype_promotion", "default_matmul_precision",
-                 "no_execution", "allow_f16_reductions", "user_contexts")
+                 "no_execution", "allow_f16_reductions", "default_device", "user_contexts")
 
 
 def jit_key_state() -> tuple:

@@ -159,3 +159,49 @@ def test_empty_and_dce_sink():
   assert "mul" in str(jaxpr) and "dce_sink" in str(jaxpr)  # the sink keeps what it uses
   assert float(minijax.grad(f)(1.0)) == 1.0
   assert float(minijax.jit(f)(3.0)) == 3.0
+
+
+# ----------------------------------------------------------------------------- placement
+
+def test_default_device_is_a_context_that_places_jit_and_device_put():
+  devices = minijax.devices()
+  with minijax.default_device("cpu"):
+    out = minijax.jit(lambda x: x + 1)(1)
+  assert out.device == minijax.local_devices(backend="cpu")[0]
+  with pytest.raises(ValueError, match="default_device cannot be 'gpu'"):
+    minijax.default_device("gpu").__enter__()
+  last = devices[-1]
+  with minijax.default_device(last):
+    assert minijax.jit(lambda x: x * 2)(3).device == last
+    assert minijax.device_put(np.ones(2)).device == last
+  assert minijax.jit(lambda x: x * 2)(3).device == devices[0]
+
+
+def test_device_put_refuses_what_is_not_a_placement_and_aliases_as_asked():
+  with pytest.raises(ValueError, match="Received invalid value: cpu"):
+    minijax.device_put(jnp.arange(8), "cpu")
+  arr = minijax.device_put(np.arange(8), minijax.devices()[0])
+  assert minijax.device_put(arr, may_alias=True, donate=False) is arr
+  assert minijax.device_put(arr) is arr
+  copy = minijax.device_put(arr, may_alias=False, donate=False)
+  assert copy is not arr and copy.unsafe_buffer_pointer() != arr.unsafe_buffer_pointer()
+  assert copy.tolist() == list(range(8))
+  with pytest.raises(ValueError, match="may_alias and donate cannot be True at the same time"):
+    minijax.device_put(arr, may_alias=True, donate=True)
+
+
+def test_jit_eval_shape_gives_the_out_shardings():
+  s = minijax.sharding.SingleDeviceSharding(minijax.devices()[0])
+  f = minijax.jit(lambda x: (x * 2, x.sum()), out_shardings=s)
+  out, total = f.eval_shape(np.arange(8))
+  assert out.shape == (8,) and out.dtype == np.int32 and out.sharding == s
+  assert total.shape == () and total.sharding == s
+  plain = minijax.jit(lambda x: x * 2).eval_shape(minijax.ShapeDtypeStruct((3,), np.float32))
+  assert plain.shape == (3,) and plain.sharding is None
+
+
+def test_modules_say_their_partition_and_replica_counts_in_stablehlo_too():
+  lowered = minijax.jit(lambda x: x + 4).lower(1.0)
+  for text in (lowered.as_text(), lowered.as_text("stablehlo")):
+    assert "mhlo.num_partitions = 1" in text and "mhlo.num_replicas = 1" in text
+  assert "stablehlo.add" in lowered.as_text("stablehlo")

@@ -54,6 +54,7 @@ BAD_AND_GOOD = [
     ("explicit_x64_dtypes", ["always", None], [("allow", "allow"), ("error", "error"),
                                                 ("warn", "warn")]),
     ("allow_f16_reductions", ["no", 2], [(False, False), (True, True)]),
+    ("default_device", ["gpu", 0, "tpu"], [("cpu", "cpu"), (None, None)]),
     ("no_tracing", ["on", None], [(True, True), (False, False)]),
     ("no_execution", ["on", None], [(True, True), (False, False)]),
     ("legacy_prng_key", ["never", True], [("error", "error"), ("allow", "allow")]),

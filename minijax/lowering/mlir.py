@@ -304,10 +304,10 @@ def lower_jaxpr_to_module(closed_jaxpr: ClosedJaxpr, *, name: str = "main",
     mctx._names_used.add("main")
     if device_assignment is not None:
       mctx.positions = {d: i for i, d in enumerate(device_assignment)}
-      i32 = ir.IntegerType.get_signless(32)
-      module.operation.attributes["mhlo.num_partitions"] = ir.IntegerAttr.get(
-          i32, len(device_assignment))
-      module.operation.attributes["mhlo.num_replicas"] = ir.IntegerAttr.get(i32, 1)
+    i32 = ir.IntegerType.get_signless(32)  # (as JAX's modules say, for one device too)
+    module.operation.attributes["mhlo.num_partitions"] = ir.IntegerAttr.get(
+        i32, 1 if device_assignment is None else len(device_assignment))
+    module.operation.attributes["mhlo.num_replicas"] = ir.IntegerAttr.get(i32, 1)
     fn = lower_jaxpr_to_fun(mctx, "main", closed_jaxpr, public=True, donated_args=donated_args,
                             internal_tokens=not runtime_tokens)
     if mctx.positions is not None:

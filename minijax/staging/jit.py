@@ -391,6 +391,19 @@ class JitWrapped:
     `jit(f)._cache_size()`), under the current flags."""
     return len(self._caches.cache)
 
+  def eval_shape(self, *args, **kwargs):
+    """`jit(f).eval_shape(*args)`: the results' shapes, dtypes and (from `out_shardings`)
+    shardings, as `ShapeDtypeStruct`s; traces (or reads the trace cache), runs nothing."""
+    traced, _ = self._traced_for(args, kwargs)
+    avals = list(traced.jaxpr.out_avals)
+    shardings = [None] * len(avals)
+    if self._out_shardings is not None:
+      shardings = _flat_shardings(self._out_shardings, traced.out_tree.unflatten(avals),
+                                  "out_shardings", self._name)
+    return traced.out_tree.unflatten([
+        shape_dtype_struct(a.shape, a.dtype, a.weak_type, sharding=s)
+        for a, s in zip(avals, shardings)])
+
   def lower(self, *args, **kwargs) -> "Lowered":
     return self.trace(*args, **kwargs).lower()
 
@@ -421,6 +434,10 @@ def _bounded_insert(cache: dict, key, value) -> None:
 _STATE_FLAGS = JIT_KEY_FLAGS
 _flag_state = jit_key_state
 
+
+# `ShapeDtypeStruct`, which `jit(f).eval_shape` returns: installed by `minijax.api`, a
+# floor above, which defines it.
+shape_dtype_struct: Callable = None  # type: ignore[assignment]
 
 _all_caches: "weakref.WeakSet[JitCaches]" = weakref.WeakSet()
 
@@ -683,6 +700,7 @@ def _jitted(wrapped: JitWrapped) -> Callable:
   functools.update_wrapper(jitted, wrapped._fun)
   jitted.lower = wrapped.lower
   jitted.trace = wrapped.trace
+  jitted.eval_shape = wrapped.eval_shape
   jitted.clear_cache = wrapped.clear_cache
   jitted._cache_size = wrapped.cache_size
   jitted._wrapped = wrapped
