@@ -205,3 +205,34 @@ def test_modules_say_their_partition_and_replica_counts_in_stablehlo_too():
   for text in (lowered.as_text(), lowered.as_text("stablehlo")):
     assert "mhlo.num_partitions = 1" in text and "mhlo.num_replicas = 1" in text
   assert "stablehlo.add" in lowered.as_text("stablehlo")
+
+
+# ----------------------------------------------------------------------------- numbers
+
+def test_frexp_matches_numpy_subnormals_included_and_differentiates():
+  x = np.array([1.0, 3.0, 5.0, 0.0, -0.75, np.inf, -np.inf, np.nan, 1e-40, -3e-45, 3.4e38, -0.0],
+               np.float32)
+  m, e = jnp.frexp(x)
+  want_m, want_e = np.frexp(x)
+  np.testing.assert_array_equal(np.asarray(m), want_m)
+  np.testing.assert_array_equal(np.asarray(e), want_e)
+  assert e.dtype == np.int32
+  for dtype in (np.float16, jnp.bfloat16):
+    y = np.array([1.5, 0.1, -6e-8, 100.0], dtype)
+    m, e = jnp.frexp(y)
+    want_m, want_e = np.frexp(y.astype(np.float32))
+    np.testing.assert_array_equal(np.asarray(m).astype(np.float32), want_m)
+    np.testing.assert_array_equal(np.asarray(e), want_e)
+  jac = minijax.jacrev(lambda x: jnp.frexp(x)[0])(jnp.array([3.0, 5.0]))
+  np.testing.assert_array_equal(np.asarray(jac), [[0.25, 0.0], [0.0, 0.125]])
+  with pytest.raises(TypeError, match="complex"):
+    jnp.frexp(jnp.ones(2, np.complex64))
+
+
+def test_python_ints_beyond_int32_convert_straight_to_the_target_type():
+  assert float(lax.convert_element_type(2**100, jnp.float32)) == float(np.float32(2**100))
+  assert float(lax.convert_element_type(2**40, jnp.float32)) == 2.0**40
+  with pytest.raises(OverflowError):
+    lax.convert_element_type(2**100, jnp.int32)
+  with pytest.raises(OverflowError):
+    jnp.multiply(2**100, 3.0)

@@ -82,6 +82,10 @@ batching.defvectorized(convert_element_type_p)
 
 def convert_element_type(x, new_dtype, weak_type: bool = False):
   new_dtype = dtypes.canonicalize_dtype(new_dtype)
+  if type(x) is int:
+    bounds = np.iinfo(dtypes.default_int_dtype())
+    if not bounds.min <= x <= bounds.max:  # as JAX: straight to `new_dtype`, on the host
+      x = np.asarray(x, new_dtype)  # (OverflowError for an integer type it does not fit)
   x = convert_to_array(x)
   aval = get_aval(x)
   if aval.dtype == new_dtype and aval.weak_type == weak_type:
