@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import logging
 import math
 import os
 from typing import Any, Callable, Mapping
@@ -457,6 +458,15 @@ class Config:
 
 
 config = Config()
+
+
+def compile_log_level() -> int:
+  """The level of the records tracing, lowering and compiling log on the "minijax" logger
+  (JAX's wording): WARNING under `log_compiles`, DEBUG when that logger shows debug
+  records, else 0 (no record)."""
+  if config.log_compiles:
+    return logging.WARNING
+  return logging.DEBUG if logging.getLogger("minijax").isEnabledFor(logging.DEBUG) else 0
 
 
 # Flags that change what tracing or lowering produces, whether the fast path may skip NaN

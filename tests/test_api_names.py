@@ -236,3 +236,28 @@ def test_python_ints_beyond_int32_convert_straight_to_the_target_type():
     lax.convert_element_type(2**100, jnp.int32)
   with pytest.raises(OverflowError):
     jnp.multiply(2**100, 3.0)
+
+
+# ----------------------------------------------------------------------------- logs
+
+def test_a_compile_logs_what_jax_logs_at_debug_level(caplog):
+  import logging
+
+  @minijax.jit
+  def twice(x):
+    return x * 2
+  twice(jnp.ones(2))
+  with caplog.at_level(logging.DEBUG, logger="minijax"):
+    caplog.clear()
+    twice(2.0)  # a new signature: traced, lowered and compiled
+  messages = [r.getMessage() for r in caplog.records]
+  assert all(r.levelno == logging.DEBUG for r in caplog.records)
+  for start in ("Finished tracing + transforming twice for jit in ",
+                "Finished jaxpr to MLIR module conversion jit(twice) in ",
+                "Compiling jit(twice) for ",
+                "Finished XLA compilation of jit(twice) in "):
+    assert sum(m.startswith(start) for m in messages) == 1, (start, messages)
+  with caplog.at_level(logging.DEBUG, logger="minijax"):
+    caplog.clear()
+    twice(3.0)  # cached: nothing to say
+  assert not caplog.records

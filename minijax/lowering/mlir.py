@@ -16,6 +16,8 @@ primitive's own block (minijax/lax/...) and are registered with `register_loweri
 from __future__ import annotations
 
 import dataclasses
+import logging
+import time
 from typing import Any, Callable, Sequence
 
 import numpy as np
@@ -23,6 +25,7 @@ from jaxlib.mlir import ir
 from jaxlib.mlir.dialects import func as func_dialect
 from jaxlib.mlir.dialects import mhlo
 
+from minijax.config import compile_log_level
 from minijax.core import dtypes
 from minijax.core.avals import AbstractToken
 from minijax.core.effects import needs_discharge, ordered_effects
@@ -297,6 +300,7 @@ def lower_jaxpr_to_module(closed_jaxpr: ClosedJaxpr, *, name: str = "main",
         f"{sorted(map(repr, closed_jaxpr.effects))}, inputs "
         f"{[a.str_short() for a in closed_jaxpr.in_avals]}); refs must be discharged before "
         "lowering (minijax.effects.discharge_state)")
+  start = time.perf_counter()
   with ir_context(), ir.Location.unknown():
     module = ir.Module.create()
     module.operation.attributes["sym_name"] = ir.StringAttr.get(f"jit_{name}")
@@ -313,6 +317,11 @@ def lower_jaxpr_to_module(closed_jaxpr: ClosedJaxpr, *, name: str = "main",
     if mctx.positions is not None:
       _set_sharding_attrs(fn, len(ordered_effects(closed_jaxpr.effects)) if runtime_tokens
                           else 0, arg_shardings, result_shardings)
+  level = compile_log_level()
+  if level:
+    logging.getLogger("minijax").log(
+        level, "Finished jaxpr to MLIR module conversion jit(%s) in %.6f sec", name,
+        time.perf_counter() - start)
   return LoweringResult(module, ordered_effects(closed_jaxpr.effects), mctx.host_callbacks,
                         closed_jaxpr.in_avals, closed_jaxpr.out_avals,
                         keepalives=mctx.keepalives, host_calls=mctx.host_calls,

@@ -39,7 +39,7 @@ import numpy as np
 
 from minijax import tree_util
 from minijax.api_util import DebugInfo, flat_arg_names, fun_name, prefix_pairs, resolve_argnums
-from minijax.config import JIT_KEY_FLAGS, config, jit_key_state
+from minijax.config import JIT_KEY_FLAGS, compile_log_level, config, jit_key_state
 from minijax.core import sharding as sharding_lib
 from minijax.core import trace as trace_lib
 from minijax.core import traceback_util
@@ -222,9 +222,11 @@ class JitWrapped:
     start = time.perf_counter()
     jaxpr, consts = pe.trace_to_jaxpr_dynamic(flat_fun, avals, debug)
     lax_state.check_no_returned_refs(self._fun, "jit", jaxpr, debug.arg_names)
-    if config.log_compiles:
-      logging.getLogger("minijax").warning("Finished tracing %s for jit in %.6f sec",
-                                           self._name, time.perf_counter() - start)
+    level = compile_log_level()
+    if level:
+      logging.getLogger("minijax").log(
+          level, "Finished tracing + transforming %s for jit in %.6f sec", self._name,
+          time.perf_counter() - start)
     donated = (self._donated_leaves(args, kwargs, static)
                if self._donate_argnums or self._donate_argnames else ())
     donated = (False,) * len(consts) + donated + (False,) * (len(avals) - len(donated))
