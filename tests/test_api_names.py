@@ -261,3 +261,11 @@ def test_a_compile_logs_what_jax_logs_at_debug_level(caplog):
     caplog.clear()
     twice(3.0)  # cached: nothing to say
   assert not caplog.records
+
+
+def test_jit_traces_again_for_another_axis_environment():
+  f = lambda: lax.axis_size("i")  # noqa: E731
+  g = minijax.jit(f)
+  for size in (2, 3, 2):
+    out = minijax.vmap(g, axis_name="i", axis_size=size, out_axes=None)()
+    assert int(out) == size

@@ -42,7 +42,7 @@ from minijax.api_util import DebugInfo, flat_arg_names, fun_name, prefix_pairs, 
 from minijax.config import JIT_KEY_FLAGS, compile_log_level, config, jit_key_state
 from minijax.core import sharding as sharding_lib
 from minijax.core import trace as trace_lib
-from minijax.core import traceback_util
+from minijax.core import axes, traceback_util
 from minijax.core.avals import ShapedArray, Token, get_aval, python_scalar_aval
 from minijax.core.dtypes import PYTHON_SCALARS, float0
 from minijax.core.errors import UnexpectedTracerError
@@ -240,7 +240,7 @@ class JitWrapped:
       avals = tuple(map(get_aval, flat))
     except TypeError:
       self._raise_non_array_argument(args, kwargs, static, flat)
-    key = (in_tree, avals, static)
+    key = (in_tree, avals, static, axes.current_frames())
     traced = self._cache.get(key)
     if traced is None:
       if config.explain_cache_misses:
