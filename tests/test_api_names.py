@@ -13,6 +13,7 @@ import minijax
 import minijax.numpy as jnp
 from minijax import lax
 from minijax.config import config
+from minijax.core.dtypes import TypePromotionError
 
 
 def test_an_update_inside_a_flag_block_is_the_global_value_after_it():
@@ -269,3 +270,15 @@ def test_jit_traces_again_for_another_axis_environment():
   for size in (2, 3, 2):
     out = minijax.vmap(g, axis_name="i", axis_size=size, out_axes=None)()
     assert int(out) == size
+
+
+def test_strict_promotion_lets_python_scalars_join_bfloat16_and_int4():
+  with minijax.numpy_dtype_promotion("strict"):
+    x = jnp.ones((), jnp.bfloat16)
+    assert (x + 1).dtype == jnp.bfloat16 and float(minijax.jit(lambda x: x + 1)(x)) == 2.0
+    assert (x * 2.5).dtype == jnp.bfloat16
+    assert (jnp.ones(2, jnp.int4) + 1).dtype == jnp.int4
+    with pytest.raises(TypePromotionError, match="strict"):
+      x + jnp.int32(1)
+    with pytest.raises(TypePromotionError, match="strict"):
+      x + 1j
