@@ -47,6 +47,10 @@ def make_jaxpr(fun: Callable, static_argnums=()):
 
     jaxpr, consts, _, _ = pe.trace_pytree_fun(dyn_fun, dyn, kwargs)
     return ClosedJaxpr(jaxpr, consts)
+  for attr in ("__name__", "__qualname__"):  # as JAX names it: make_jaxpr(f), of its API
+    if hasattr(fun, attr):
+      setattr(make, attr, f"make_jaxpr({getattr(fun, attr)})")
+  make.__module__ = "minijax"
   return make
 
 
@@ -611,6 +615,11 @@ def vmap(fun: Callable, in_axes=0, out_axes=0, axis_size: int | None = None,
         a = a % (ad.get_aval(o).ndim + (d is None))
       results.append(batching.matchaxis(o, d, a, size, axis_name=axis_name))
     return out_tree.unflatten(results)
+  name = getattr(fun, "__name__", type(fun).__name__)
+  vmapped.__doc__ = (f"Vectorized version of {name}. Takes similar arguments as {name} but "
+                     f"with additional array axes over which {name} is mapped.")
+  if getattr(fun, "__doc__", None):
+    vmapped.__doc__ += "\n\nOriginal documentation:\n\n" + fun.__doc__
   return vmapped
 
 

@@ -282,3 +282,89 @@ def test_strict_promotion_lets_python_scalars_join_bfloat16_and_int4():
       x + jnp.int32(1)
     with pytest.raises(TypePromotionError, match="strict"):
       x + 1j
+
+
+# ----------------------------------------------------------------------------- arrays
+
+def test_a_deleted_array_has_no_repr():
+  x = minijax.device_put(1.0)
+  x.delete()
+  with pytest.raises(RuntimeError, match="Array has been deleted"):
+    repr(x)
+
+
+def test_jnp_array_copies_so_donating_the_original_leaves_the_copy():
+  x = jnp.asarray([0, 1])
+  x_copy = jnp.array(x, copy=True)
+  assert x_copy.unsafe_buffer_pointer() != x.unsafe_buffer_pointer()
+  assert jnp.asarray(x) is x  # asarray does not copy
+  out = minijax.jit(lambda a: a.at[0].set(77), donate_argnums=0)(x)
+  assert x.is_deleted() and out.tolist() == [77, 1] and x_copy.tolist() == [0, 1]
+
+
+def test_an_unusable_donation_warns_and_leaves_the_argument_alive():
+  x = jnp.array([1.0, 2.0], jnp.float32)
+  y = jnp.array([1, 2], jnp.int32)
+  f = minijax.jit(lambda x, y: x.sum() + jnp.float32(y.sum()), donate_argnames=("x", "y"))
+  with pytest.warns(UserWarning, match=r"Some donated buffers were not usable: "
+                    r"ShapedArray\(float32\[2\]\), ShapedArray\(int32\[2\]\)"):
+    assert float(f(x, y)) == 6.0
+  assert not x.is_deleted() and x.tolist() == [1.0, 2.0]
+
+
+def test_deepcopy_of_a_traced_value_is_a_value_of_the_trace():
+  import copy
+  assert int(minijax.jit(lambda x: copy.deepcopy(x) + 1)(1)) == 2
+  a = jnp.arange(3)
+  for b in (copy.deepcopy(a), copy.copy(a), copy.deepcopy({"a": a})["a"]):
+    assert b.tolist() == [0, 1, 2] and b.unsafe_buffer_pointer() != a.unsafe_buffer_pointer()
+
+
+def test_a_static_argument_whose_eq_raises_is_named_in_a_value_error():
+  class HashableWithoutEq:
+    def __hash__(self):
+      return 1
+
+    def __eq__(self, other):
+      raise NotImplementedError("no comparing")
+
+  f = minijax.jit(lambda x, y: x + 3, static_argnums=[1])
+  assert int(f(1, 1)) == 4
+  with pytest.raises(ValueError, match="Non-hashable static arguments are not supported"):
+    f(1, np.asarray(1))
+  with pytest.raises(ValueError, match=r"static arguments should be comparable using __eq__"
+                     r".*HashableWithoutEq.*NotImplementedError: no comparing"):
+    f(1, HashableWithoutEq())
+    f(1, HashableWithoutEq())  # a second instance: equal hashes, so __eq__ is asked
+
+
+def test_vmap_and_make_jaxpr_name_and_document_what_they_wrap():
+  def superfun(a):
+    """Does things with stuff."""
+  assert minijax.vmap(superfun).__doc__ == (
+      "Vectorized version of superfun. Takes similar arguments as superfun but with "
+      "additional array axes over which superfun is mapped.\n\nOriginal documentation:\n\n"
+      "Does things with stuff.")
+  assert minijax.vmap(lambda x: x).__doc__.startswith("Vectorized version of <lambda>.")
+
+  def foo(x, y, z):
+    return x + y + z
+  jfoo = minijax.make_jaxpr(foo)
+  assert jfoo.__name__ == "make_jaxpr(foo)" and jfoo.__module__ == "minijax"
+  assert jfoo.__qualname__ == f"make_jaxpr({foo.__qualname__})"
+  assert "add" in str(jfoo(1.0, 2.0, 3.0))
+
+
+def test_lowering_for_another_platform_gives_text_and_refuses_to_compile():
+  f = minijax.jit(lambda x: x * 2)
+  lowered = f.trace(jnp.arange(8)).lower(lowering_platforms=("tpu",))
+  assert "mhlo.multiply" in lowered.as_text()
+  with pytest.raises(ValueError, match="lowered for 'tpu'.*compiles for the CPU only"):
+    lowered.compile()
+  with pytest.raises(NotImplementedError, match="one of"):
+    f.trace(jnp.arange(8)).lower(lowering_platforms=("cpu", "tpu"))
+  g = minijax.jit(lambda x: jnp.linalg.inv(x))  # a LAPACK custom call: the CPU's own
+  with pytest.raises(NotImplementedError, match="custom calls"):
+    g.trace(jnp.eye(3)).lower(lowering_platforms=("tpu",))
+  assert f.trace(jnp.arange(8)).lower(lowering_platforms=("cpu",)).compile()(
+      jnp.arange(8)).tolist() == [0, 2, 4, 6, 8, 10, 12, 14]

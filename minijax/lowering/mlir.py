@@ -18,6 +18,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 import time
+import warnings
 from typing import Any, Callable, Sequence
 
 import numpy as np
@@ -391,6 +392,7 @@ def _set_aliasing_attrs(fn, jaxpr: Jaxpr, donated_args, num_tokens: int) -> None
     if i not in explicit:
       available.setdefault(v.aval.strip_weak_type(), []).append(num_tokens + i)
   arg_attrs = [ir.DictAttr.get({}) for _ in range(num_tokens)]
+  unusable = []
   for donated, aval in zip(donated_args, jaxpr.in_avals):
     if type(donated) is int:
       outs = [num_tokens + donated]
@@ -401,7 +403,15 @@ def _set_aliasing_attrs(fn, jaxpr: Jaxpr, donated_args, num_tokens: int) -> None
       arg_attrs.append(ir.DictAttr.get(attr))
     else:
       arg_attrs.append(ir.DictAttr.get({}))
+      if donated is True:
+        unusable.append(aval)
   fn.arg_attrs = ir.ArrayAttr.get(arg_attrs)
+  if unusable:  # as JAX warns: the argument stays alive, no result reuses its buffer
+    names = ", ".join(f"ShapedArray({a.dtype.name}[{','.join(map(str, a.shape))}])"
+                      for a in unusable)
+    warnings.warn(f"Some donated buffers were not usable: {names}."
+                  "\nSee an explanation at "
+                  "https://docs.jax.dev/en/latest/faq.html#buffer-donation.", stacklevel=2)
 
 
 def lower_called_function(mctx: ModuleContext, name: str, closed_jaxpr: ClosedJaxpr,

@@ -332,8 +332,7 @@ class Array(metaclass=_ArrayMeta):
     prefix = "Array("
     weak = ", weak_type=True" if self.aval.weak_type else ""
     dtype_str = f"dtype={self.dtype.name}{weak})"
-    if self.is_deleted():
-      return f"{prefix}<deleted>, shape={self.shape}, {dtype_str}"
+    self._check_alive()  # as JAX: a deleted array has no repr (RuntimeError)
     if self.size == 0:
       body = f"[], shape={self.shape}"
     else:

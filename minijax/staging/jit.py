@@ -241,7 +241,14 @@ class JitWrapped:
     except TypeError:
       self._raise_non_array_argument(args, kwargs, static, flat)
     key = (in_tree, avals, static, axes.current_frames())
-    traced = self._cache.get(key)
+    try:
+      traced = self._cache.get(key)
+    except Exception as e:  # (hashable: `_split` checked) an __eq__ that raises
+      types = sorted({type(v).__name__ for _, v, _ in static})
+      raise ValueError(
+          "Non-hashable static arguments are not supported: static arguments should be "
+          f"comparable using __eq__. Comparing static arguments of types {types} raised "
+          f"{type(e).__name__}: {e}") from e
     if traced is None:
       if config.explain_cache_misses:
         names = flat_arg_names(self._fun, args, kwargs) if not static else None
@@ -684,8 +691,8 @@ def _jitted(wrapped: JitWrapped) -> Callable:
           key = (key, device_of(flat))
         try:
           entry = caches.fast.get(key)
-        except TypeError:  # an unhashable static argument: the slow path says which
-          entry = False
+        except Exception:  # a static argument unhashable, or whose __eq__ raises: the
+          entry = False    # slow path says which
         if entry is None:
           return slow(args, kwargs, key)
         if entry is not False:
