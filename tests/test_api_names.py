@@ -253,7 +253,7 @@ def test_a_compile_logs_what_jax_logs_at_debug_level(caplog):
     twice(2.0)  # a new signature: traced, lowered and compiled
   messages = [r.getMessage() for r in caplog.records]
   assert all(r.levelno == logging.DEBUG for r in caplog.records)
-  for start in ("Finished tracing + transforming twice for jit in ",
+  for start in ("Finished tracing twice for jit in ",
                 "Finished jaxpr to MLIR module conversion jit(twice) in ",
                 "Compiling jit(twice) for ",
                 "Finished XLA compilation of jit(twice) in "):

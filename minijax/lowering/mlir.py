@@ -321,7 +321,7 @@ def lower_jaxpr_to_module(closed_jaxpr: ClosedJaxpr, *, name: str = "main",
   level = compile_log_level()
   if level:
     logging.getLogger("minijax").log(
-        level, "Finished jaxpr to MLIR module conversion jit(%s) in %.6f sec", name,
+        level, "Finished jaxpr to MLIR module conversion jit(%s) in %.9f sec", name,
         time.perf_counter() - start)
   return LoweringResult(module, ordered_effects(closed_jaxpr.effects), mctx.host_callbacks,
                         closed_jaxpr.in_avals, closed_jaxpr.out_avals,

@@ -561,7 +561,7 @@ def compile(module, *, device, name: str, in_avals: Sequence[ShapedArray],
     raise
   seconds = time.perf_counter() - start
   if level:
-    logger.log(level, "Finished XLA compilation of jit(%s) in %.6f sec", name, seconds)
+    logger.log(level, "Finished XLA compilation of jit(%s) in %.9f sec", name, seconds)
   return Executable(loaded, name=name, device=device, in_avals=in_avals, out_avals=out_avals,
                     donated_args=donated_args, host_callbacks=host_callbacks,
                     ordered_effects=ordered_effects, unordered_effects=unordered_effects,

@@ -328,7 +328,7 @@ def compile_sharded(module, *, devices: Sequence, name: str, in_avals, out_avals
   text = loaded.get_hlo_text()
   communicates = any(op in text for op in _COLLECTIVE_OPS)
   if level:
-    logger.log(level, "Finished XLA compilation of jit(%s) in %.6f sec", name, seconds)
+    logger.log(level, "Finished XLA compilation of jit(%s) in %.9f sec", name, seconds)
   return ShardedExecutable(loaded, name=name, devices=devices, in_avals=in_avals,
                            out_avals=out_avals, in_shardings=in_shardings,
                            out_shardings=out_shardings, donated_args=donated_args,

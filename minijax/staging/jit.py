@@ -225,7 +225,7 @@ class JitWrapped:
     level = compile_log_level()
     if level:
       logging.getLogger("minijax").log(
-          level, "Finished tracing + transforming %s for jit in %.6f sec", self._name,
+          level, "Finished tracing %s for jit in %.9f sec", self._name,
           time.perf_counter() - start)
     donated = (self._donated_leaves(args, kwargs, static)
                if self._donate_argnums or self._donate_argnames else ())
