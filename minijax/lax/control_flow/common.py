@@ -19,7 +19,7 @@ from jaxlib.mlir.dialects import mhlo
 from minijax import tree_util
 from minijax.config import config, jit_key_state
 from minijax.core.trace import Tracer, is_eval_context
-from minijax.core import dtypes, effects as effects_lib
+from minijax.core import axes, dtypes, effects as effects_lib
 from minijax.core.avals import ShapedArray
 from minijax.core.jaxpr import ClosedJaxpr, Jaxpr, Var, hoist_consts
 from minijax.lowering import mlir
@@ -39,12 +39,12 @@ def trace_fun_closed(fun: Callable, in_tree, in_avals: Sequence[Any], name: str)
   """Like `trace_fun`, keeping the constants in a ClosedJaxpr: `(closed, out_tree)`.
 
   Outside every transformation the result is cached, as JAX caches the traces of
-  control-flow bodies: keyed weakly on `fun`, on the input tree and avals and on the flags
-  that key jit's caches (a body that closes over no tracer depends on nothing else that
-  JAX would not also keep)."""
+  control-flow bodies: keyed weakly on `fun`, on the input tree and avals, the flags that
+  key jit's caches and the axis environment (a body that closes over no tracer depends on
+  nothing else that JAX would not also keep)."""
   eager = is_eval_context()
   if eager:
-    key = (in_tree, tuple(in_avals), jit_key_state())
+    key = (in_tree, tuple(in_avals), jit_key_state(), axes.current_frames())
     try:
       hit = _body_traces.get(fun, {}).get(key)
     except TypeError:  # not weakly referenceable, or unhashable
