@@ -249,6 +249,10 @@ FLAGS: dict[str, Flag] = {f.name: f for f in [
     bool_flag("explain_cache_misses", "MINIJAX_EXPLAIN_CACHE_MISSES", False,
               "log (WARNING) why a jitted function of the user's is traced again",
               env_aliases=("JAX_EXPLAIN_CACHE_MISSES",)),
+    bool_flag("use_simplified_jaxpr_constants", "MINIJAX_USE_SIMPLIFIED_JAXPR_CONSTANTS",
+              False, "JAX's transitional handling of constants: a numpy array a traced "
+              "function closes over is a literal of the jaxpr (printed [...]) instead of "
+              "a constant variable", env_aliases=("JAX_USE_SIMPLIFIED_JAXPR_CONSTANTS",)),
     Flag("default_matmul_precision", None, "MINIJAX_DEFAULT_MATMUL_PRECISION",
          _validate_precision, str, f"None or one of {', '.join(MATMUL_PRECISIONS)}",
          "the precision of matrix products given none (on the CPU every one computes "
@@ -264,14 +268,17 @@ FLAGS: dict[str, Flag] = {f.name: f for f in [
     bool_flag("log_compiles", "MINIJAX_LOG_COMPILES", False,
               "log every compilation on the 'minijax' logger at WARNING level",
               env_aliases=("JAX_LOG_COMPILES",)),
+    bool_flag("log_checkpoint_residuals", "MINIJAX_LOG_CHECKPOINT_RESIDUALS", False,
+              "log (WARNING, else DEBUG) what each checkpoint saves for the backward pass "
+              "when it is partially evaluated", env_aliases=("JAX_LOG_CHECKPOINT_RESIDUALS",)),
     choice_flag("tap_mechanism", "MINIJAX_TAP_MECHANISM", "native", TAP_MECHANISMS,
                 "how compiled code hands tapped values to the host"),
-    choice_flag("effects_ordering", "MINIJAX_EFFECTS_ORDERING", "runtime_token",
+    choice_flag("effects_ordering", "MINIJAX_EFFECTS_ORDERING", "stream",
                 EFFECTS_ORDERINGS,
                 "how single-device programs with ordered effects are ordered across calls: "
-                "'runtime_token' (a token passed in and out of every execution, the seed's "
-                "design) or 'stream' (one shared XLA execution stream, the token made inside "
-                "the program; see docs/effects.md)"),
+                "'stream' (the default: one shared XLA execution stream, the token made "
+                "inside the program) or 'runtime_token' (a token passed in and out of every "
+                "execution, the seed's design; see docs/effects.md)"),
     choice_flag("host_callback_semantics", "MINIJAX_HOST_CALLBACK_SEMANTICS", "seed",
                 HOST_CALLBACK_SEMANTICS,
                 "host_callback's API and behaviour: the seed's, or JAX 0.4.34's"),

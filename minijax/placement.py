@@ -10,6 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from minijax import lax, tree_util
+from minijax.api_util import prefix_pairs
 from minijax.core import dtypes
 from minijax.core import sharding as sharding_lib
 from minijax.core.trace import Tracer
@@ -61,10 +62,13 @@ def device_put(x, device=None, *, src=None, donate: bool = False, may_alias=None
     if isinstance(x, (np.ndarray, np.generic, *dtypes.PYTHON_SCALARS)) or hasattr(x, "_buffer"):
       return put(x, device)  # one array: no pytree machinery
     return tree_util.tree_map(lambda leaf: one(leaf, device), x)
-  targets, target_tree = tree_util.tree_flatten(device, is_leaf=is_leaf)
-  subtrees = target_tree.flatten_up_to(x)
-  return target_tree.unflatten([tree_util.tree_map(lambda leaf, t=t: one(leaf, t), sub)
-                                for t, sub in zip(targets, subtrees)])
+  def mismatch(details):
+    return ValueError("device_put device specification must be a tree prefix of the "
+                      f"corresponding value; got {device} for value tree "
+                      f"{tree_util.tree_structure(x)}.{details}")
+  pairs = prefix_pairs(device, x, is_leaf=is_leaf, name="device", mismatch=mismatch)
+  return tree_util.tree_structure(device, is_leaf=is_leaf).unflatten(
+      [tree_util.tree_map(lambda leaf, t=t: one(leaf, t), sub) for t, sub in pairs])
 
 
 def device_count(backend=None) -> int:

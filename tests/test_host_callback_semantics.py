@@ -91,16 +91,16 @@ EXPECTED = {
                                    "transforms: ['jvp', 'transpose'] what: pair\n"
                                    "[ 2.\n  False ]\n",
     },
-    "jax": {
-        "jvp": "what: x,x^2\n( 3. 9. )\n",
-        "grad": "what: x,x^2\n( 3. 9. )\n",
-        "grad_of_grad": "what: x,x^2\n( 3. 9. )\n",
-        "vmap": "what: x,x^2\n( 2. 4. )\nwhat: x,x^2\n( 3. 9. )\n",  # once per element
-        "jit_of_grad": "what: x,x^2\n( 3. 9. )\n",
-        "tuples_and_dicts": "{ a=( 1.5 3 ) b=[ 1.5 3. ] }\n",
-        "jvp_with_an_int": "what: pair\n( 2. 3 )\n",
-        "grad_with_an_int": "what: pair\n( 5. 2 )\n",
-        "jit_of_grad_with_an_int": "what: pair\n( 5. 2 )\n",
+    "jax": {  # JAX 0.4.34 handed taps jax.Arrays, printed with str(): a 0-d float as 3.0
+        "jvp": "what: x,x^2\n( 3.0 9.0 )\n",
+        "grad": "what: x,x^2\n( 3.0 9.0 )\n",
+        "grad_of_grad": "what: x,x^2\n( 3.0 9.0 )\n",
+        "vmap": "what: x,x^2\n( 2.0 4.0 )\nwhat: x,x^2\n( 3.0 9.0 )\n",  # once per element
+        "jit_of_grad": "what: x,x^2\n( 3.0 9.0 )\n",
+        "tuples_and_dicts": "{ a=( 1.5 3 ) b=[ 1.5 3.0 ] }\n",
+        "jvp_with_an_int": "what: pair\n( 2.0 3 )\n",
+        "grad_with_an_int": "what: pair\n( 5.0 2 )\n",
+        "jit_of_grad_with_an_int": "what: pair\n( 5.0 2 )\n",
     },
 }
 RESULTS = {"jvp": (27.0, 2.7), "grad": 27.0, "grad_of_grad": 18.0, "jit_of_grad": 27.0,
@@ -147,7 +147,7 @@ def test_extra_keyword_arguments_of_id_tap(semantics):
       hcb.id_tap(tap, np.float32(1.0), what="x")
   # id_print's keyword arguments are printed under both
   assert printed(lambda: hcb.id_print(np.float32(1.0), what="x", output_stream=STREAM)) == (
-      "what: x\n1.\n")
+      "what: x\n1.\n" if semantics == "seed" else "what: x\n1.0\n")
 
 
 def test_tap_with_device_passes_the_device(semantics):
@@ -163,7 +163,8 @@ def test_tap_with_device_passes_the_device(semantics):
   assert got == [minijax.devices()[0], minijax.devices()[0] if semantics == "seed" else None]
   text = printed(lambda: hcb.id_print(np.float32(2.0), tap_with_device=True, what="w",
                                       output_stream=STREAM))
-  assert text == f"device: {minijax.devices()[0]} what: w\n2.\n"
+  value = "2." if semantics == "seed" else "2.0"
+  assert text == f"device: {minijax.devices()[0]} what: w\n{value}\n"
 
 
 def test_device_index_and_callback_flavor(semantics):
@@ -294,7 +295,7 @@ def test_jax_semantics_vmap_taps_each_element_in_order(mechanism):
     # An unbatched part of the tapped value is the same in every call.
     f = minijax.vmap(lambda y: hcb.id_print((3.0, y), output_stream=STREAM,
                                             callback_flavor=flavor)[1] + 3.0)
-    assert printed(lambda: f(np.array([4.0, 5.0], np.float32))) == "( 3. 4. )\n( 3. 5. )\n"
+    assert printed(lambda: f(np.array([4.0, 5.0], np.float32))) == "( 3.0 4.0 )\n( 3.0 5.0 )\n"
   finally:
     minijax.config.update("host_callback_semantics", previous)
 
@@ -307,3 +308,48 @@ def test_id_tap_of_a_typed_random_key_under_jit(semantics):
   hcb.barrier_wait()
   assert len(seen) == 1 and out.shape == () and minijax.numpy.array_equal(
       minijax.random.key_data(out), minijax.random.key_data(key))
+
+
+def test_jax_semantics_prints_eager_and_rematerialized_taps_as_jax_0_4_34(mechanism):
+  """The lines of JAX 0.4.34's test_tap_transforms_doc: an eager tap prints as under jit
+  (`3.0`, a jax.Array's str), and a DEBUG-flavor tap inside `checkpoint` under `grad`
+  runs again in the backward pass, as a debug.callback does."""
+  previous = minijax.config.host_callback_semantics
+  minijax.config.update("host_callback_semantics", "jax")
+  try:
+    def cube(x):
+      y = x * x
+      hcb.id_print((x, y), what="x,x^2", output_stream=STREAM,
+                   callback_flavor=hcb.CallbackFlavor.DEBUG)
+      return y * x
+    assert printed(lambda: cube(3.0)) == "what: x,x^2\n( 3.0 9.0 )\n"
+    assert printed(lambda: minijax.jit(cube)(3.0)) == "what: x,x^2\n( 3.0 9.0 )\n"
+    remat = lambda x: cube(minijax.checkpoint(cube)(x))  # noqa: E731
+    assert printed(lambda: minijax.grad(remat)(3.0)) == (
+        "what: x,x^2\n( 3.0 9.0 )\nwhat: x,x^2\n( 27.0 729.0 )\nwhat: x,x^2\n( 3.0 9.0 )\n")
+    # an ordered (IO_CALLBACK) tap is not replayed
+    ordered = lambda x: hcb.id_print(x, output_stream=STREAM) * x  # noqa: E731
+    assert printed(lambda: minijax.grad(minijax.checkpoint(ordered))(3.0)) == "3.0\n"
+  finally:
+    minijax.config.update("host_callback_semantics", previous)
+
+
+def test_call_compiles_once_across_repeated_calls(semantics, caplog):
+  """JAX 0.4.34's test_primitive_compilation counts its private primitive-compile cache;
+  the behaviour behind it, checked on minijax's compile log: of three calls of `call`,
+  eager or jitted, only the first compiles (the jitted function, and `2 * x` on the host)."""
+  import logging
+  f_outside = lambda x: 2 * x  # noqa: E731
+  fun = lambda x: hcb.call(f_outside, x, result_shape=x)  # noqa: E731
+  for shape, run in [((5, 7, 3), fun), ((5, 7, 2), minijax.jit(fun))]:
+    arg = np.arange(np.prod(shape), dtype=np.int32).reshape(shape)
+    compiles = []
+    for _ in range(3):
+      caplog.clear()
+      with caplog.at_level(logging.DEBUG, logger="minijax"):
+        np.testing.assert_array_equal(run(arg), 2 * arg)
+      compiles.append([r.getMessage() for r in caplog.records
+                       if r.getMessage().startswith("Compiled")])
+    assert compiles[1:] == [[], []]
+    if run is not fun:
+      assert any("for cpu:0" in m and "i32[5,7,2]" in m for m in compiles[0])

@@ -658,3 +658,22 @@ def test_average_with_1d_weights_along_an_axis_matches_numpy(axis, weights):
                              np.average(a, axis=axis, weights=weights), rtol=1e-6)
   with pytest.raises(ValueError, match="weights do not match axis"):
     jnp.average(a, axis=axis, weights=[1.0] * 5)
+
+
+def test_piecewise_takes_the_last_true_condition_casts_to_x_and_differentiates():
+  x = np.linspace(-2.5, 2.5, 6, dtype=np.float32)
+  cases = [([x < 0, x >= 0], [-1, 1]),
+           ([x < 0, x > 0], [lambda v: -v, lambda v: v ** 2, 7.0]),
+           ([x < 1, x < 0], [lambda v: v * 10, lambda v: v * 100])]
+  for conds, funcs in cases:
+    got = jnp.piecewise(x, conds, funcs)
+    assert got.dtype == np.float32
+    np.testing.assert_allclose(got, np.piecewise(x, conds, funcs), rtol=1e-6)
+  i = np.arange(5)
+  np.testing.assert_array_equal(jnp.piecewise(i, i > 2, [lambda v: v * 2]), [0, 0, 0, 6, 8])
+  jitted = minijax.jit(lambda v: jnp.piecewise(v, [v < 0], [jnp.sin, jnp.cos]))(x)
+  np.testing.assert_allclose(jitted, np.piecewise(x, [x < 0], [np.sin, np.cos]), rtol=1e-6)
+  g = minijax.grad(lambda v: jnp.piecewise(v, [v < 0], [jnp.sin, lambda u: u * u]).sum())(x)
+  np.testing.assert_allclose(g, np.where(x < 0, np.cos(x), 2 * x), rtol=1e-6)
+  with pytest.raises(ValueError, match="either 1 or 2 functions are expected; got 3"):
+    jnp.piecewise(x, [x < 0], [1, 2, 3])

@@ -108,3 +108,67 @@ def test_an_idle_barrier_dispatches_no_fence(effects_ordering):
   hcb.barrier_wait()
   started, entries = runtime_tokens.snapshot()
   assert started == [] and entries == []
+
+
+def test_programs_that_call_the_host_from_several_threads_call_it_on_those_threads(
+    effects_ordering):
+  # On the shared stream such a program, queued behind another thread's, would run (and
+  # call its host functions) on one of XLA's worker threads; it runs on its own thread's
+  # stream instead, after the streamed programs before it.
+  seen = set()
+  big = np.ones((96, 96), np.float32)
+  spec = minijax.ShapeDtypeStruct(big.shape, big.dtype)
+
+  def host(v):
+    seen.add(threading.current_thread().name)
+    return v
+
+  f = minijax.jit(lambda m: lax.fori_loop(
+      0, 2, lambda i, m: m @ m * 1e-3, io_callback(host, spec, m, ordered=True)))
+  errors = []
+
+  def work():
+    try:
+      for _ in range(4):
+        np.asarray(f(big))
+    except Exception as e:  # noqa: BLE001
+      errors.append(e)
+
+  threads = [threading.Thread(target=work, name=f"caller-{k}") for k in range(3)]
+  for t in threads:
+    t.start()
+  for t in threads:
+    t.join(60)
+  assert not errors and not any(t.is_alive() for t in threads)
+  assert seen == {"caller-0", "caller-1", "caller-2"}
+
+
+def test_a_tap_dispatched_while_a_program_calls_the_host_comes_after_that_program(
+    effects_ordering):
+  got = []
+  started, dispatched = threading.Event(), threading.Event()
+
+  def host(x):
+    started.set()
+    dispatched.wait(5)  # the other thread's call was made while this program runs
+    return x
+
+  p = minijax.jit(lambda x: hcb.id_tap(lambda a, t: got.append("after the host call"),
+                                       io_callback(host, jax_int(), x, ordered=True)))
+  tap = minijax.jit(lambda x: hcb.id_tap(lambda a, t: got.append("other thread"), x))
+  tap(0)
+  hcb.barrier_wait()
+  got.clear()
+
+  def other():
+    started.wait(5)
+    threading.Timer(0.2, dispatched.set).start()  # let go of the host call even if
+    tap(1)                                        # this dispatch waits for it
+    dispatched.set()
+
+  t = threading.Thread(target=other)
+  t.start()
+  p(np.int32(1))
+  t.join(10)
+  hcb.barrier_wait()
+  assert got == ["after the host call", "other thread"]

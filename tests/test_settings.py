@@ -62,6 +62,8 @@ BAD_AND_GOOD = [
     ("random_seed_offset", [1.5, "3", 2**63], [(3, 3), (-2, -2), (0, 0)]),
     ("threefry_partitionable", [False, "yes"], [(True, True)]),
     ("debug_key_reuse", [True, "no"], [(False, False)]),
+    ("use_simplified_jaxpr_constants", ["no", 2], [(True, True), (0, False)]),
+    ("log_checkpoint_residuals", ["on", 2], [(True, True), (False, False)]),
 ]
 
 
@@ -108,8 +110,9 @@ def test_an_unknown_flag_is_an_attribute_error_naming_the_known_ones():
 
 def test_the_device_count_cannot_change_once_the_client_exists():
   n = len(minijax.devices())
-  with pytest.raises(RuntimeError, match=rf"cannot change to {n + 1}.*already exists with {n} "
-                     r"device\(s\).*MINIJAX_NUM_CPU_DEVICES"):
+  with pytest.raises(RuntimeError, match=r"^jax_num_cpu_devices config should be updated before "
+                     rf"backends are initialized: num_cpu_devices cannot change to {n + 1}.*"
+                     rf"already exists with {n} device\(s\).*MINIJAX_NUM_CPU_DEVICES"):
     config.update("num_cpu_devices", n + 1)
   assert config.num_cpu_devices == n
   config.update("num_cpu_devices", n)  # no change: allowed

@@ -45,6 +45,12 @@ LEFT_OUT: dict[str, dict[str, str]] = {
         f"DebugPrintTransformationTest::test_remat_of_debug_print{i}":
             "a remat policy compares primitives with jax._src.ad_checkpoint.name_p by identity"
         for i in (0, 1)},
+    # JAX 0.4.34's host_callback tests (run by path, no JAX figures recorded)
+    "host_callback_test.py": {
+        "HostCallbackCallTest::test_primitive_compilation":
+            "counts JAX's private primitive-compile cache (jtu.count_primitive_compiles); "
+            "minijax's tests/test_host_callback_semantics.py checks the behaviour on its "
+            "compile log"},
 }
 
 OUTCOMES = ("passed", "failed", "skipped", "error")

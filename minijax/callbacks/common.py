@@ -222,7 +222,7 @@ def _i64(value: int, signed: bool = True) -> ir.IntegerAttr:
 _API_VERSION_TYPED_FFI = 4
 
 
-def _custom_call(target: str, token, operands, result_types, config_attr,
+def custom_call(target: str, token, operands, result_types, config_attr,
                  has_side_effect: bool):
   takes_token = token is not None
   out_types = ([mhlo.TokenType.get()] if takes_token else []) + list(result_types)
@@ -280,7 +280,7 @@ def emit_tap_call(consumer_id: int, token, operands, *, host_callbacks: list,
     target = taps.CALLBACK_TARGET
     config_attr = ir.DictAttr.get({"index": _i64(len(host_callbacks), signed=False)})
     host_callbacks.append(taps.TapCallback(consumer_id, token is not None))
-  op = _custom_call(target, token, operands, [operands[i].type for i in aliased], config_attr,
+  op = custom_call(target, token, operands, [operands[i].type for i in aliased], config_attr,
                     has_side_effect=True)
   ntok = 0 if token is None else 1
   if aliased:
@@ -377,7 +377,7 @@ def emit_host_call(ctx, call: host_calls.HostCall, operands, token, *, has_side_
     config_attr = ir.DictAttr.get({"index": _i64(len(mctx.host_callbacks), signed=False)})
     mctx.host_callbacks.append(host_calls.PythonHostCallback(call, token is not None))
   result_types = [mctx.ir_type(a) for a in call.result_avals]
-  op = _custom_call(target, token, operands, result_types, config_attr, has_side_effect)
+  op = custom_call(target, token, operands, result_types, config_attr, has_side_effect)
   if sharding is not None:
     op.attributes["mhlo.sharding"] = spmd.sharding_attr(sharding)
   results = list(op.results)

@@ -20,6 +20,12 @@ never tangents; under `vmap` the function is called once per batch element, in o
 `debug.print` formats with `str.format` (unused arguments raise ValueError when the call
 is traced), under numpy's print options of that moment, 0-d arrays as Python scalars, and
 writes one line to `sys.stdout` when it runs.
+
+Two kinds of call run during the computation instead, as all of JAX's do: `debug.log`'s
+(a host call, so that its record exists when the computation returns), and, in a module
+over several devices, `partitioned=True` ones: jaxlib's partitioned Python callback, which
+XLA's partitioner hands each device's shards of the operands, so every device calls the
+function with its own shards.
 """
 from __future__ import annotations
 
@@ -30,6 +36,7 @@ import sys
 from typing import Any, Callable
 
 import numpy as np
+from jaxlib.mlir import ir
 
 from minijax import tree_util
 from minijax.callbacks import common
@@ -39,7 +46,7 @@ from minijax.core.jaxpr import user_source_info
 from minijax.core.primitive import Primitive
 from minijax.interpreters import ad, batching
 from minijax.lax import remat as remat_lib
-from minijax.lowering import mlir
+from minijax.lowering import mlir, spmd
 from minijax.lowering.tokens import TokenSet
 from minijax.runtime import backend, host_calls, taps
 from minijax.runtime.array import is_concrete_array
@@ -75,7 +82,8 @@ def debug_callback(callback: Callable[..., None] | None = None, *args: Any,
     common.check_callable(callback, "minijax.debug.callback")
     flat, dynamic = common.flat_callback(callback, c_args, c_kwargs, results=None)
     debug_callback_p.bind(*dynamic, callback=flat,
-                          effect=ordered_debug_effect if ordered else debug_effect)
+                          effect=ordered_debug_effect if ordered else debug_effect,
+                          partitioned=partitioned)
 
   if callback is not None:
     bind(callback, *args, **kwargs)
@@ -107,7 +115,11 @@ class _FormatChecker(string.Formatter):
 _format_checker = _FormatChecker()
 
 
-_log = logging.getLogger("minijax.debug")
+def _logger() -> logging.Logger:
+  """`debug.log`'s logger: "minijax.debug", or JAX's "jax._src.debugging" while minijax
+  stands in for `jax` (`install_as_jax`), where JAX programs listen for it."""
+  as_jax = getattr(sys.modules.get("jax"), "__minijax__", None) is not None
+  return logging.getLogger("jax._src.debugging" if as_jax else "minijax.debug")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -131,7 +143,8 @@ class _Printer:
     if self.where is None:
       sys.stdout.write(message + "\n")
     else:
-      _log.handle(_log.makeRecord(_log.name, logging.INFO, *self.where, message, (), None))
+      log = _logger()
+      log.handle(log.makeRecord(log.name, logging.INFO, *self.where, message, (), None))
 
   @property
   def __name__(self):
@@ -159,7 +172,7 @@ def debug_print(fmt: str | None = None, *args: Any, ordered: bool = False,
       info = user_source_info()
       where = (info.file, info.line) if info is not None else ("(unknown file)", 0)
     printer = _Printer(fmt, tuple(np.get_printoptions().items()), has_placeholders, where)
-    debug_callback(printer, *c_args, ordered=ordered, **c_kwargs)
+    debug_callback(printer, *c_args, ordered=ordered, partitioned=partitioned, **c_kwargs)
 
   if fmt is not None:
     bind(fmt, *args, **kwargs)
@@ -177,21 +190,21 @@ def debug_log(fmt: str | None = None, *args: Any, **kwargs: Any):
 
 
 # ----------------------------------------------------------------------------- the primitive
-# Params: callback (a FlatCallback of the dynamic leaves) and effect (DebugEffect or
-# OrderedDebugEffect).
+# Params: callback (a FlatCallback of the dynamic leaves), effect (DebugEffect or
+# OrderedDebugEffect) and partitioned (whether each device calls it with its own shards).
 
 debug_callback_p = Primitive("debug_callback")
 debug_callback_p.multiple_results = True
 
 
-def _debug_callback_abstract_eval(*avals, callback, effect):
+def _debug_callback_abstract_eval(*avals, callback, effect, partitioned):
   return [], frozenset([effect])
 
 
 debug_callback_p.def_effectful_abstract_eval(_debug_callback_abstract_eval)
 
 
-def _debug_callback_impl(*args, callback, effect):
+def _debug_callback_impl(*args, callback, effect, partitioned):
   wait_for_effects()  # after the calls of computations dispatched before this one
   callback(*common.host_args(args))
   return []
@@ -200,7 +213,8 @@ def _debug_callback_impl(*args, callback, effect):
 debug_callback_p.def_impl(_debug_callback_impl)
 
 
-def _debug_callback_remat(saveable: bool, inputs_recomputed: bool) -> tuple[bool, bool]:
+def _debug_callback_remat(saveable: bool, inputs_recomputed: bool, params: dict
+                          ) -> tuple[bool, bool]:
   """Inside `checkpoint` under reverse mode a debug callback runs in the forward pass, and
   again in the backward pass when the policy does not let it be saved or when all it reads
   is recomputed there anyway (so it shows what the backward pass computes), as JAX's does."""
@@ -208,6 +222,14 @@ def _debug_callback_remat(saveable: bool, inputs_recomputed: bool) -> tuple[bool
 
 
 remat_lib.remat_effect_rules[debug_callback_p] = _debug_callback_remat
+
+
+def _synchronous(callback: common.FlatCallback) -> bool:
+  """Whether `callback` runs while the computation runs, before its results are ready (a
+  host call), rather than on the receiver thread: `debug.log`'s, whose records a program
+  reads as soon as the computation returns, as with JAX."""
+  printer = callback.callback
+  return type(printer) is _Printer and printer.where is not None
 
 
 def _deliverer(callback: common.FlatCallback, n: int) -> Callable:
@@ -234,14 +256,26 @@ def _deliverer(callback: common.FlatCallback, n: int) -> Callable:
   return callback.deliverer
 
 
-def _debug_callback_lowering(ctx, *args, callback, effect):
+def _debug_callback_lowering(ctx, *args, callback, effect, partitioned):
+  token = ctx.tokens_in.get(effect) if effect.ordered else None
+  if partitioned and ctx.module_context.positions is not None:
+    token = _lower_partitioned(ctx, callback, args, token)
+    if effect.ordered:
+      ctx.set_tokens_out(TokenSet({effect: token}))
+    return []
+  if _synchronous(callback):
+    call = common.FlatCallback(callback.callback, callback.in_tree, callback.static,
+                               results=0, api="debug.callback", device=callback.device)
+    _, token = common.lower_host_call(ctx, call, args, [], token, has_side_effect=True)
+    if effect.ordered:
+      ctx.set_tokens_out(TokenSet({effect: token}))
+    return []
   n = len(args)
   treedef = (tree_util.tree_structure(0) if n == 1
              else tree_util.treedef_tuple([tree_util.tree_structure(0)] * n))
   consumer_id = taps.register_consumer(_deliverer(callback, n), (), treedef, ctx.avals_in,
                                        owner=ctx.module_context.keepalives,
                                        host_arrays_on=backend.get_device(None))
-  token = ctx.tokens_in.get(effect) if effect.ordered else None
   token = common.emit_queue_call(ctx, consumer_id, args, token)
   if effect.ordered:
     ctx.set_tokens_out(TokenSet({effect: token}))
@@ -249,6 +283,50 @@ def _debug_callback_lowering(ctx, *args, callback, effect):
 
 
 mlir.register_lowering(debug_callback_p, _debug_callback_lowering)
+
+
+class _ShardCall:
+  """The host function of a partitioned debug callback (jaxlib's Python callback, which
+  each device calls with its own shards, numpy views valid during the call): calls the
+  callback with Arrays of copies, at once; an exception is filed for the next
+  `effects_barrier`, as for other debug callbacks."""
+  __slots__ = ("callback", "takes_token")
+
+  def __init__(self, callback: common.FlatCallback, takes_token: bool):
+    self.callback, self.takes_token = callback, takes_token
+
+  def __call__(self, *args):
+    shards = args[1:] if self.takes_token else args
+    try:
+      self.callback(*common.host_args([np.array(x) for x in shards]))
+    except BaseException as e:  # noqa: BLE001 - raised by the next effects_barrier
+      host_calls.file_async_exception(e, f"debug callback {self.callback.__name__}")
+    return (None,) if self.takes_token else ()
+
+
+def _lower_partitioned(ctx, callback: common.FlatCallback, args, token):
+  """`partitioned=True` in a module over several devices: jaxlib's partitioned Python
+  callback, which XLA's partitioner hands each device's shards of the operands (laid out as
+  the partitioner chose) and runs on every device, as JAX does."""
+  mctx = ctx.module_context
+  index = len(mctx.host_callbacks)
+  mctx.host_callbacks.append(_ShardCall(callback, token is not None))
+  config_attr = ir.DictAttr.get({"index": ir.IntegerAttr.get(
+      ir.IntegerType.get_unsigned(64), index)})
+  op = common.custom_call(_PARTITIONED_TARGET, token, args, [], config_attr,
+                          has_side_effect=True)
+  # (the partitioner rebuilds the call from its operands' layouts, so they must be given)
+  layout = lambda rank: ir.DenseElementsAttr.get(  # noqa: E731
+      np.arange(rank - 1, -1, -1, dtype=np.int64), type=ir.IndexType.get())
+  ranks = ([0] if token is not None else []) + [a.ndim for a in ctx.avals_in]
+  op.attributes["operand_layouts"] = ir.ArrayAttr.get([layout(r) for r in ranks])
+  op.attributes["result_layouts"] = ir.ArrayAttr.get([layout(0)] if token is not None else [])
+  if mctx.axis_context is not None:
+    op.attributes["mhlo.sharding"] = spmd.sharding_attr(spmd.MANUAL)
+  return op.results[0] if token is not None else None
+
+
+_PARTITIONED_TARGET = "xla_ffi_partitioned_python_cpu_callback"
 
 
 def _debug_callback_jvp(primals, tangents, **params):
@@ -272,7 +350,8 @@ batching.primitive_batchers[debug_callback_p] = _debug_callback_batching
 
 
 def _debug_callback_pp(params, names, indent) -> list[str]:
-  return [f"callback={params['callback'].__name__}", f"effect={params['effect']!r}"]
+  return [f"callback={params['callback'].__name__}", f"effect={params['effect']!r}",
+          *(["partitioned=True"] if params["partitioned"] else [])]
 
 
 pretty.pp_rules[debug_callback_p] = _debug_callback_pp

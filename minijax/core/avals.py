@@ -14,6 +14,7 @@ from typing import Any, Callable
 
 import numpy as np
 
+from minijax.config import config
 from minijax.core import dtypes
 from minijax.core.dtypes import PYTHON_SCALARS
 from minijax.core.sharding import aval_sharding
@@ -116,20 +117,27 @@ class Token:
     return "Token()"
 
 
-_python_scalar_avals: dict[tuple, ShapedArray] = {}
+_python_scalar_avals: dict[type, ShapedArray] = {}  # under the current enable_x64
 
 
 def python_scalar_aval(x: Any) -> ShapedArray:
   """The aval of a Python scalar (exactly bool, int, float or complex): rank 0, the default
   dtype of its kind, weakly typed except for bools.  TypeError for anything else."""
-  key = (type(x), dtypes.x64_enabled())
-  aval = _python_scalar_avals.get(key)
+  aval = _python_scalar_avals.get(type(x))
   if aval is None:
     if type(x) not in PYTHON_SCALARS:
       raise TypeError(f"{type(x).__name__} is not a Python scalar")
     aval = ShapedArray((), dtypes.python_scalar_dtype(x), type(x) is not bool)
-    _python_scalar_avals[key] = aval
+    _python_scalar_avals[type(x)] = aval
   return aval
+
+
+def _on_config_change(name: str, value) -> None:
+  if name == "enable_x64":  # the default dtypes change
+    _python_scalar_avals.clear()
+
+
+config.on_change(_on_config_change)
 
 
 def get_aval(x: Any) -> ShapedArray:
@@ -147,13 +155,42 @@ def get_aval(x: Any) -> ShapedArray:
   except TypeError:
     handler = pytype_aval_mappings.get(type(x))
     if handler is None:
+      if hasattr(x, "__jax_array__"):
+        raise ValueError(
+            f"Triggering __jax_array__() during abstractification is no longer supported: "
+            f"{type(x).__name__} is passed where an array is abstracted (a jit argument, "
+            "say). Convert it first (`jnp.asarray(x)`), or register its type as a pytree "
+            "whose leaves are arrays.") from None
       raise
     return handler(x)
   return ShapedArray(np.shape(x), dtype, weak)
 
 
 def _numpy_aval(x) -> ShapedArray:
-  return ShapedArray(np.shape(x), dtypes.canonicalize_dtype(x.dtype), False)
+  try:
+    return ShapedArray(np.shape(x), dtypes.canonicalize_dtype(x.dtype), False)
+  except TypeError:
+    if x.dtype.kind not in "OUSV":  # a numeric dtype minijax lacks: canonicalize_dtype says so
+      raise
+  raise TypeError(f"Argument '{x!s:.80}' of type {type(x)} is not a valid JAX type: its dtype "
+                  f"{x.dtype} is not numeric (arrays hold booleans, integers, floating-point or "
+                  "complex numbers)") from None
+
+
+def operand_avals(primitive, args) -> tuple:
+  """The avals of a primitive's operands; a TypeError naming the one that has none."""
+  try:
+    return tuple(map(get_aval, args))
+  except TypeError:
+    pass
+  for i, x in enumerate(args):
+    try:
+      get_aval(x)
+    except TypeError as e:
+      raise TypeError(f"Error interpreting argument to {primitive} as a JAX value. The "
+                      f"problematic value is of type {type(x)} and was passed to {primitive} "
+                      f"at position {i}. {e}") from None
+  raise AssertionError("unreachable")
 
 
 # The avals of further Python types (JAX's table, which libraries extend:

@@ -63,6 +63,10 @@ class SourceInfo(NamedTuple):
 
 class _NameStack(threading.local):
   stack = ""
+  # the source of the equation `eval_jaxpr` is binding: the equations a transformation
+  # traces from it come from where it came from (as in JAX), not from where the
+  # transformation was called
+  evaluating: SourceInfo | None = None
 
 
 _name_stack = _NameStack()
@@ -90,7 +94,12 @@ _MAX_CODE_OBJECTS = 4096  # then the memo starts afresh (code made by exec() is 
 
 
 def user_source_info() -> SourceInfo | None:
-  """The innermost stack frame outside the minijax package."""
+  """The innermost stack frame outside the minijax package (while `eval_jaxpr` binds an
+  equation, where that equation came from, in the current name scope)."""
+  evaluating = _name_stack.evaluating
+  if evaluating is not None:
+    stack = _name_stack.stack
+    return evaluating if evaluating.name_stack == stack else evaluating._replace(name_stack=stack)
   frame = sys._getframe(1)
   internal = _is_internal_code
   while frame is not None:
@@ -141,6 +150,15 @@ class Jaxpr:
 
   __repr__ = __str__
 
+  def pretty_print(self, *, source_info: bool = False, print_shapes: bool = True,
+                   custom_pp_eqn_rules: bool = True, name_stack: bool = False,
+                   print_effects: bool = False, **format_options) -> str:
+    """This jaxpr as text, with JAX's options (`minijax.core.pretty.pretty_print`)."""
+    from minijax.core.pretty import pretty_print
+    return pretty_print(self, source_info=source_info, print_shapes=print_shapes,
+                        custom_pp_eqn_rules=custom_pp_eqn_rules, name_stack=name_stack,
+                        print_effects=print_effects, **format_options)
+
 
 def jaxpr_effects(constvars, invars, eqns) -> frozenset:
   """The effects of a jaxpr: its equations' effects, where an effect on a ref operand
@@ -187,6 +205,10 @@ class ClosedJaxpr:
 
   __repr__ = __str__
 
+  def pretty_print(self, **options) -> str:
+    """Its jaxpr as text (`Jaxpr.pretty_print`)."""
+    return self.jaxpr.pretty_print(**options)
+
 
 def hoist_consts(closed: ClosedJaxpr) -> tuple[ClosedJaxpr, list[Any]]:
   """`(closed with its constants turned into leading inputs, the constants)`: the form that
@@ -213,12 +235,17 @@ def eval_jaxpr(jaxpr: Jaxpr, consts: Sequence[Any], *args: Any) -> list[Any]:
     raise TypeError(f"jaxpr takes {len(jaxpr.invars)} arguments, got {len(args)}")
   env.update(zip(jaxpr.constvars, consts))
   env.update(zip(jaxpr.invars, args))
+  state = _name_stack
+  outer = state.evaluating
   for eqn in jaxpr.eqns:
+    state.evaluating = eqn.source_info or outer
     try:
       out = eqn.primitive.bind(*map(read, eqn.invars), **eqn.params)
     except Exception as e:
       _add_eqn_note(e, eqn)
       raise
+    finally:
+      state.evaluating = outer
     if eqn.primitive.multiple_results:
       env.update(zip(eqn.outvars, out))
     else:

@@ -11,6 +11,12 @@ override how its params print with `pp_rules[prim] = rule(params, names, indent)
 (`indent`: the column the params start at, for nested jaxprs), or how its whole equation
 prints (before the effects) with `pp_eqn_rules[prim] = rule(eqn, names) -> str` (the state
 primitives print as `d:f32[] <- c[1]`, `c[...] += a`).
+
+`Jaxpr.pretty_print(...)` takes JAX's options: without shapes on binders, with each
+equation's source location or name stack (`named_scope`s; a checkpoint's recomputation in
+the backward pass adds `rematted_computation`) as a `# ...` note after its first line, with
+each jaxpr's effects after its outputs, without the custom equation rules, at another width.
+The options travel with the variable names (`_Names`) into nested jaxprs.
 """
 from __future__ import annotations
 
@@ -29,8 +35,18 @@ _LINE_WIDTH = 80
 
 
 class _Names:
-  def __init__(self):
+  """The names given to variables so far, and the printing options."""
+
+  def __init__(self, *, print_shapes: bool = True, source_info: bool = False,
+               name_stack: bool = False, print_effects: bool = False,
+               custom_pp_eqn_rules: bool = True, width: int = _LINE_WIDTH):
     self.names: dict[Var, str] = {}
+    self.print_shapes = print_shapes
+    self.source_info = source_info
+    self.name_stack = name_stack
+    self.print_effects = print_effects
+    self.custom_pp_eqn_rules = custom_pp_eqn_rules
+    self.width = width
 
   def __call__(self, var) -> str:
     if type(var) is Literal:
@@ -43,7 +59,7 @@ class _Names:
     return name
 
   def binder(self, var) -> str:
-    return f"{self(var)}:{var.aval.str_short()}"
+    return f"{self(var)}:{var.aval.str_short()}" if self.print_shapes else self(var)
 
 
 def _encode(n: int) -> str:
@@ -60,7 +76,7 @@ def _pp_literal(lit: Literal) -> str:
   val = lit.val
   if isinstance(val, (np.ndarray, np.generic)):
     val = val.item() if np.shape(val) == () else val
-  text = repr(val) if not isinstance(val, np.ndarray) else np.array2string(val)
+  text = repr(val) if not isinstance(val, np.ndarray) else "[...]"  # (as JAX elides them)
   return f"{text}:{lit.aval.str_short()}"
 
 
@@ -86,7 +102,20 @@ def _has_jaxpr(value) -> bool:
 
 def pp_eqn(eqn: JaxprEqn, names: _Names | None = None, indent: int = 0) -> str:
   names = names or _Names()
-  eqn_rule = pp_eqn_rules.get(eqn.primitive)
+  text = _pp_eqn(eqn, names, indent)
+  notes = []
+  if names.source_info:
+    notes.append(str(eqn.source_info) if eqn.source_info else "unknown")
+  if names.name_stack:
+    notes.append(f"[{eqn.source_info.name_stack if eqn.source_info else ''}]")
+  if notes:
+    first, newline, rest = text.partition("\n")
+    text = first + "".join(f"  # {note}" for note in notes) + newline + rest
+  return text
+
+
+def _pp_eqn(eqn: JaxprEqn, names: _Names, indent: int) -> str:
+  eqn_rule = pp_eqn_rules.get(eqn.primitive) if names.custom_pp_eqn_rules else None
   if eqn_rule is not None:
     text = eqn_rule(eqn, names)
     if eqn.effects:
@@ -98,7 +127,7 @@ def pp_eqn(eqn: JaxprEqn, names: _Names | None = None, indent: int = 0) -> str:
       f"{k}={_pp_param_value(v, names, indent + 2)}" for k, v in eqn.params.items()]
   ins = " ".join(names(v) for v in eqn.invars)
   multiline = (any(_has_jaxpr(v) for v in eqn.params.values())
-               or sum(len(p) + 1 for p in params) > _LINE_WIDTH)
+               or sum(len(p) + 1 for p in params) > names.width)
   if not params:
     head = str(eqn.primitive)
   elif multiline:
@@ -119,9 +148,11 @@ def _pp_jaxpr_lines(jaxpr, names: _Names, indent: int, consts=None) -> str:
   invars = " ".join(names.binder(v) for v in jaxpr.invars)
   eqns = [pp_eqn(e, names, indent + 4) for e in jaxpr.eqns]
   outs = "(" + ", ".join(names(v) for v in jaxpr.outvars) + ("," if len(jaxpr.outvars) == 1 else "") + ")"
+  if names.print_effects:
+    outs += " : { " + ", ".join(map(repr, sorted(jaxpr.effects, key=effects_lib.sort_key))) + " }"
   header = f"{{ lambda {constvars}; {invars}. let"
-  one_line = f"{header} {' '.join(eqns)}{' ' if eqns else ''}in {outs} }}"
-  if (len(one_line) + indent <= _LINE_WIDTH and len(eqns) <= 3
+  one_line = f"{header} {'; '.join(eqns)} in {outs} }}"  # (no equations: "let  in", as JAX)
+  if (len(one_line) + indent <= names.width and len(eqns) <= 3
       and not any("\n" in e or "#" in e for e in eqns)):
     return one_line
   pad = " " * (indent + 4)
@@ -129,5 +160,24 @@ def _pp_jaxpr_lines(jaxpr, names: _Names, indent: int, consts=None) -> str:
   return f"{header}\n{body}\n{' ' * (indent + 2)}in {outs} }}"
 
 
-def pp_jaxpr(jaxpr: Jaxpr, consts=None) -> str:
-  return _pp_jaxpr_lines(jaxpr, _Names(), 0)
+def pp_jaxpr(jaxpr: Jaxpr, consts=None, **options) -> str:
+  """`jaxpr` as text; `options`: those of `_Names` (see `Jaxpr.pretty_print`)."""
+  return _pp_jaxpr_lines(jaxpr, _Names(**options), 0)
+
+
+def pretty_print(jaxpr: Jaxpr, *, source_info: bool = False, print_shapes: bool = True,
+                 custom_pp_eqn_rules: bool = True, name_stack: bool = False,
+                 print_effects: bool = False, **format_options) -> str:
+  """JAX's `Jaxpr.pretty_print`.  Of its formatting options, `width` (the line width) is
+  honoured and `use_color` accepted (minijax prints no colours)."""
+  unknown = set(format_options) - {"width", "use_color"}
+  if unknown:
+    raise TypeError(f"pretty_print() got unexpected keyword arguments {sorted(unknown)}; it "
+                    "takes source_info, print_shapes, custom_pp_eqn_rules, name_stack, "
+                    "print_effects, width and use_color")
+  width = format_options.get("width", _LINE_WIDTH)
+  if not isinstance(width, int) or width < 1:
+    raise ValueError(f"pretty_print's width must be a positive int, got {width!r}")
+  return pp_jaxpr(jaxpr, source_info=source_info, print_shapes=print_shapes,
+                  custom_pp_eqn_rules=custom_pp_eqn_rules, name_stack=name_stack,
+                  print_effects=print_effects, width=width)

@@ -263,6 +263,9 @@ def _call_rule(primitive):
     operands = [*body.consts, *args, *state]
     if "donated_invars" in params:
       params = dict(params, donated_invars=(False,) * len(operands))
+    if isinstance(params.get("prevent_cse"), tuple):  # a checkpoint's flags per operand
+      params = dict(params, prevent_cse=(*(False,) * len(body.consts), *params["prevent_cse"],
+                                         *(False,) * len(state)))
     outs = primitive.bind(*operands, jaxpr=canonical(body.closed), **params)
     outs, state, emitted = _split(outs, body.num_outs, body.num_state)
     if not replay:  # what the recomputation does again was handled in the forward pass

@@ -66,6 +66,7 @@ from minijax.core.effects import Effect
 from minijax.core.primitive import Primitive
 from minijax.core.trace import Tracer
 from minijax.interpreters import ad, batching
+from minijax.lax import remat as remat_lib
 from minijax.lowering import mlir, spmd
 from minijax.lowering.tokens import TokenSet
 from minijax.runtime import taps as tap_runtime
@@ -317,7 +318,8 @@ def _pp_lines(value, threshold, layout: str = "seed", column: int = 0) -> list[s
 
   `seed`: tuples and lists in square brackets and dicts as `{ k=v ... }`, one element per
   line.  `jax` (JAX 0.4.34's printer): tuples as `( a b )`, lists as `[ a b ]`, dicts as
-  `{ k=v ... }`, on one line when that fits in 80 columns, else one element per line."""
+  `{ k=v ... }`, on one line when that fits in 80 columns, else one element per line;
+  arrays as `str` prints them."""
   if isinstance(value, (tuple, list, dict)):
     if isinstance(value, dict):
       opener, closer = "{ ", " }"
@@ -337,6 +339,10 @@ def _pp_lines(value, threshold, layout: str = "seed", column: int = 0) -> list[s
     inner = column + len(opener)
     return _bracket(opener, [_prefix(k, _pp_lines(v, threshold, layout, inner + len(k)))
                              for k, v in items], closer)
+  if layout == "jax" and hasattr(value, "__array__"):
+    # JAX 0.4.34 handed its taps jax.Arrays and printed them with str(), under jit or not
+    # (a 0-d float as `3.0`; `threshold` unused)
+    return str(np.asarray(value)).split("\n")
   if isinstance(value, np.ndarray):
     return np.array2string(value, threshold=threshold).split("\n")
   return str(value).split("\n")
@@ -407,6 +413,18 @@ def _id_tap_lowering(ctx, *args, tap_func_, arg_treedef_, nr_tapped_args_, trans
 
 
 mlir.register_lowering(id_tap_p, _id_tap_lowering)
+
+
+def _id_tap_remat(saveable: bool, inputs_recomputed: bool, params: dict) -> tuple[bool, bool]:
+  """Inside `checkpoint` under reverse mode an unordered tap of the `jax` semantics (JAX
+  0.4.34's DEBUG flavor, a `debug.callback`) runs again in the backward pass as a debug
+  callback does; otherwise a tap runs once, in the forward pass."""
+  if _semantics() == "jax" and not params["effect"].ordered:
+    return True, (not saveable) or inputs_recomputed
+  return True, False
+
+
+remat_lib.remat_effect_rules[id_tap_p] = _id_tap_remat
 
 
 def _instantiate(tangent, aval):

@@ -251,27 +251,39 @@ class Linearized:
     outs = iter(eval_jaxpr(self.jaxpr, self.residuals, *ins))
     return [zeros_like_aval(a) if z else next(outs) for a, z in zip(out_avals, out_zero)]
 
-  def transpose(self, cts, in_avals, out_zero):
-    """Cotangents of the inputs (`Zero` where zero) from cotangents of the outputs."""
+  def transpose(self, cts, in_avals, out_zero, wanted=None):
+    """Cotangents of the inputs (`Zero` where zero) from cotangents of the outputs; with
+    `wanted` (a flag per input), only the wanted inputs' cotangents are computed."""
     from minijax.interpreters.transpose import backward_pass
     lin_cts = [ct for ct, z in zip(cts, out_zero) if not z]
     args = [UndefinedPrimal(v.aval) for v in self.jaxpr.invars]
-    cts_in = iter(backward_pass(self.jaxpr, self.residuals, args, lin_cts))
+    if wanted is not None:
+      wanted = [w for w, d in zip(wanted, self.diff) if d]
+    cts_in = iter(backward_pass(self.jaxpr, self.residuals, args, lin_cts, wanted))
     return [next(cts_in) if d else Zero(a.tangent_aval()) for a, d in zip(in_avals, self.diff)]
+
+
+def vjp_parts(fun: Callable, primals: Sequence[Any]):
+  """`(primals_out, transpose, residuals)`: `transpose(residuals, cts_out, wanted=None)`
+  returns one cotangent per input (entries may be `Zero`; with `wanted`, a flag per input,
+  the others are not computed).  `residuals` are values `fun` computed, or its inputs
+  themselves (the same objects)."""
+  primals_out, out_avals, out_zero, lin = linearize_flat(fun, primals)
+  in_avals = tuple(get_aval(p) for p in primals)
+  transpose = functools.partial(_transpose, lin.jaxpr, lin.diff, in_avals, tuple(out_zero))
+  return primals_out, transpose, list(lin.residuals)
 
 
 def vjp_flat(fun: Callable, primals: Sequence[Any]):
   """`(primals_out, vjp_fn)` where `vjp_fn(cts_out) -> cts_in` (entries may be `Zero`).
   `vjp_fn` is a `tree_util.Partial` whose leaves are the residuals, so that it can be
   passed to and returned from `jit`, as JAX's can."""
-  primals_out, out_avals, out_zero, lin = linearize_flat(fun, primals)
-  in_avals = tuple(get_aval(p) for p in primals)
-  transpose = functools.partial(_transpose, lin.jaxpr, lin.diff, in_avals, tuple(out_zero))
-  return primals_out, tree_util.Partial(transpose, list(lin.residuals))
+  primals_out, transpose, residuals = vjp_parts(fun, primals)
+  return primals_out, tree_util.Partial(transpose, residuals)
 
 
-def _transpose(jaxpr, diff, in_avals, out_zero, residuals, cts):
-  return Linearized(jaxpr, residuals, diff).transpose(list(cts), in_avals, out_zero)
+def _transpose(jaxpr, diff, in_avals, out_zero, residuals, cts, wanted=None):
+  return Linearized(jaxpr, residuals, diff).transpose(list(cts), in_avals, out_zero, wanted)
 
 
 # ----------------------------------------------------------------------------- rule helpers

@@ -31,12 +31,14 @@ from minijax.interpreters.ad import (UndefinedPrimal, Zero, add_tangents, instan
 
 
 def backward_pass(jaxpr: Jaxpr, consts: Sequence[Any], args: Sequence[Any],
-                  cts_out: Sequence[Any]) -> list[Any]:
+                  cts_out: Sequence[Any], wanted: Sequence[bool] | None = None) -> list[Any]:
   """Transposes `jaxpr` with respect to its `UndefinedPrimal` arguments.
 
   `consts` are values of `jaxpr.constvars`, `args` one value or `UndefinedPrimal` per input,
   `cts_out` one cotangent (array or `Zero`) per output.  Returns one entry per input: the
   accumulated cotangent (possibly `Zero`) for undefined inputs, `None` for the others.
+  With `wanted` (a flag per input), equations whose cotangents reach only unwanted inputs
+  are not transposed, and those inputs' cotangents are `Zero`.
   """
   primal_env: dict[Any, Any] = {}
 
@@ -50,11 +52,20 @@ def backward_pass(jaxpr: Jaxpr, consts: Sequence[Any], args: Sequence[Any],
     if not is_undefined_primal(a):
       primal_env[v] = a
 
+  # (with `wanted`: the linear values that depend on a wanted input; a linear equation
+  # reading none of them sends cotangents only to unwanted inputs)
+  reach = None if wanted is None else {
+      v for v, a, w in zip(jaxpr.invars, args, wanted) if w and is_undefined_primal(a)}
   linear_eqns = []
   for eqn in jaxpr.eqns:
     ins = [read_primal(a) for a in eqn.invars]
     if any(is_undefined_primal(x) for x in ins) or creates_tangent_ref(eqn.params):
-      linear_eqns.append(eqn)
+      if (reach is None or creates_tangent_ref(eqn.params)
+          or run_with_zero_cotangents(eqn.effects)
+          or any(type(a) is not Literal and a in reach for a in eqn.invars)):
+        linear_eqns.append(eqn)
+        if reach is not None:
+          reach.update(eqn.outvars)
       continue
     out = eqn.primitive.bind(*ins, **eqn.params)
     primal_env.update(zip(eqn.outvars, out if eqn.primitive.multiple_results else [out]))
@@ -127,7 +138,8 @@ def transpose_jaxpr(closed_jaxpr: ClosedJaxpr, linear: Sequence[bool],
   given its residuals, which it transposes (JAX's transpose of `checkpoint`).  This takes
   the non-linear computation out of every equation, also from inside loops: a `scan` whose
   carry holds a primal beside its tangent (as a `checkpoint`'s recomputation of a loop
-  leaves it) has a transpose only once its primal part is split off.  Without it,
+  leaves it) has a transpose only once its primal part is split off (its equations are
+  named `rematted_computation` in their name stacks, as JAX names them).  Without it,
   `backward_pass` evaluates only whole equations whose inputs are all known.
   """
   from minijax.interpreters import partial_eval as pe
@@ -144,8 +156,9 @@ def transpose_jaxpr(closed_jaxpr: ClosedJaxpr, linear: Sequence[bool],
       primals = [UndefinedPrimal(a) if lin else next(it) for a, lin in zip(in_avals, linear)]
       cts_in = backward_pass(closed_jaxpr.jaxpr, closed_jaxpr.consts, primals, cts)
       return [instantiate_zeros(ct) for ct, lin in zip(cts_in, linear) if lin]
-    from minijax.core.jaxpr import eval_jaxpr
-    known_outs = eval_jaxpr(known.jaxpr, known.consts, *nonlin)
+    from minijax.core.jaxpr import eval_jaxpr, named_scope
+    with named_scope("rematted_computation"):  # JAX's name for the recomputation
+      known_outs = eval_jaxpr(known.jaxpr, known.consts, *nonlin)
     residuals = known_outs[len(known_outs) - num_res:]
     cts_in = backward_pass(unknown.jaxpr, unknown.consts,
                            [*residuals, *map(UndefinedPrimal, lin_avals)],

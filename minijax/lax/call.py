@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from minijax.core import caches, pretty
 from minijax.core.effects import must_keep
-from minijax.core.jaxpr import hoist_consts
+from minijax.core.jaxpr import Var, eval_jaxpr, hoist_consts
 from minijax.core.primitive import Primitive
 from minijax.core.trace import Tracer, set_current_trace
 from minijax.interpreters import ad, batching
@@ -116,13 +116,21 @@ def call_jvp_rule(primitive, fix_params):
   return rule
 
 
+def _forwards_only(closed) -> bool:
+  """Whether `closed` has no equations and returns only its inputs and constants."""
+  return not closed.jaxpr.eqns and all(type(v) is Var for v in closed.jaxpr.outvars)
+
+
 def call_partial_eval_rule(primitive, fix_params):
   def rule(trace, args, *, jaxpr, **params):
     unknowns = [trace.owns(x) for x in args]
     known, unknown, out_uk, num_res = _memo(pe.partial_eval_jaxpr, jaxpr, unknowns, False)
-    with set_current_trace(trace.parent):
-      known_outs = _bind_call(primitive, fix_params, known,
-                              [x for x, uk in zip(args, unknowns) if not uk], params)
+    known_args = [x for x, uk in zip(args, unknowns) if not uk]
+    if _forwards_only(known):  # (as JAX does, no call that only hands its inputs back)
+      known_outs = eval_jaxpr(known.jaxpr, known.consts, *known_args)
+    else:
+      with set_current_trace(trace.parent):
+        known_outs = _bind_call(primitive, fix_params, known, known_args, params)
     res = known_outs[len(known_outs) - num_res:]
     known_outs = iter(known_outs[:len(known_outs) - num_res])
     if not any(out_uk) and not must_keep(unknown.effects):
@@ -140,6 +148,10 @@ def call_partial_eval_rule(primitive, fix_params):
 def call_transpose_rule(primitive, fix_params, split: bool = False):
   def rule(cts, *args, jaxpr, **params):
     linear = [ad.is_undefined_primal(x) for x in args]
+    nonzero = [type(ct) is not ad.Zero for ct in cts]
+    if not all(nonzero):  # what only zero cotangents reach (say a comparison) is dropped
+      jaxpr, _ = _memo(pe.dce_closed_jaxpr, jaxpr, nonzero, True)
+      cts = [ct for ct, nz in zip(cts, nonzero) if nz]
     transposed = _memo(transpose_jaxpr, jaxpr, linear, split)
     cts = [ad.instantiate_zeros(ct) for ct in cts]
     outs = iter(_bind_call(primitive, fix_params, transposed,
@@ -159,11 +171,28 @@ def call_batching_rule(primitive, fix_params):
   return rule
 
 
+def call_dce_rule(used_outputs, eqn):
+  """Prunes the called jaxpr to the used outputs, and the call to the inputs it reads."""
+  if not any(used_outputs) and not must_keep(eqn.effects):
+    return [False] * len(eqn.invars), None
+  closed = eqn.params["jaxpr"]
+  pruned, used_inputs = _memo(pe.dce_closed_jaxpr, closed, used_outputs)
+  params = dict(eqn.params, jaxpr=pruned)
+  if "donated_invars" in params:
+    params["donated_invars"] = tuple(d for d, u in zip(params["donated_invars"], used_inputs)
+                                     if u)
+  return used_inputs, eqn.replace(
+      invars=[x for x, u in zip(eqn.invars, used_inputs) if u],
+      outvars=[v for v, u in zip(eqn.outvars, used_outputs) if u],
+      params=params, effects=pruned.effects)
+
+
 def register_call_rules(primitive, fix_params=lambda params, n: params, *,
                         partial_eval: bool = True) -> None:
   ad.primitive_jvps[primitive] = call_jvp_rule(primitive, fix_params)
   ad.primitive_transposes[primitive] = call_transpose_rule(primitive, fix_params)
   batching.primitive_batchers[primitive] = call_batching_rule(primitive, fix_params)
+  pe.dce_rules[primitive] = call_dce_rule
   if partial_eval:
     pe.partial_eval_rules[primitive] = call_partial_eval_rule(primitive, fix_params)
 
@@ -176,3 +205,6 @@ def _jit_fix_params(params, num_args):
 
 
 register_call_rules(jit_p, _jit_fix_params)
+pe.partial_eval_jaxpr_custom_rules[jit_p] = pe.call_partial_eval_custom_rule(
+    lambda known, staged, *_: (_jit_fix_params(known, len(known["jaxpr"].in_avals)),
+                           _jit_fix_params(staged, len(staged["jaxpr"].in_avals))))

@@ -1,5 +1,6 @@
 """Primitives that neither compute elementwise math nor move data around: dtype conversion,
-reinterpretation of bits, selection, iota, copy, stop_gradient, clamp.
+reinterpretation of bits, selection, iota, copy, stop_gradient, clamp, reduce_precision and
+optimization_barrier.
 
 `convert_element_type` carries the target dtype and weak type as params, so a weakly typed
 constant can be converted without losing its weakness.  `bitcast_convert_type` reads the
@@ -7,6 +8,11 @@ same bits as another dtype: between dtypes of one width it keeps the shape; to a
 dtype it adds a trailing dimension (the ratio of the widths), to a wider one it consumes it.  `select_n(which, *cases)` picks
 `cases[which]` elementwise (a bool `which` picks between two cases); it is linear in the
 cases, so its transpose routes the cotangent to the case that was selected.
+`reduce_precision` rounds to a float format with fewer exponent and mantissa bits (reverse
+mode inserts it on saved residuals, so that the forward and backward passes see the same
+bits); `optimization_barrier` is the identity on a pytree that the compiler may neither move
+computations across nor merge with equal computations on the other side (how `checkpoint`
+keeps XLA from reusing the forward pass's values in its recomputation).
 """
 from __future__ import annotations
 
@@ -15,16 +21,18 @@ from jaxlib.mlir.dialects import mhlo
 
 from minijax.core import dtypes
 from minijax.core.avals import ShapedArray, get_aval
+from minijax.core.effects import Effect
 from minijax.core.primitive import Primitive
 from minijax.interpreters import ad, batching
 from minijax.lax.structural import (broadcast_in_dim, convert_to_array, full,
-                                    _ct_rule, _unary_linear_jvp)
+                                    scalar_constant, _ct_rule, _unary_linear_jvp)
 from minijax.lowering import mlir
 
 __all__ = ["convert_element_type", "bitcast_convert_type", "select_n", "select", "iota", "broadcasted_iota", "copy",
            "stop_gradient", "clamp", "zeros_like_array", "full_like",
            "convert_element_type_p", "bitcast_convert_type_p", "select_n_p", "iota_p", "copy_p", "stop_gradient_p",
-           "clamp_p"]
+           "clamp_p", "reduce_precision", "reduce_precision_p", "optimization_barrier",
+           "optimization_barrier_p", "dce_sink", "dce_sink_p"]
 
 
 # ---- convert_element_type
@@ -82,10 +90,9 @@ batching.defvectorized(convert_element_type_p)
 
 def convert_element_type(x, new_dtype, weak_type: bool = False):
   new_dtype = dtypes.canonicalize_dtype(new_dtype)
-  if type(x) is int:
-    bounds = np.iinfo(dtypes.default_int_dtype())
-    if not bounds.min <= x <= bounds.max:  # as JAX: straight to `new_dtype`, on the host
-      x = np.asarray(x, new_dtype)  # (OverflowError for an integer type it does not fit)
+  folded = _fold_scalar_conversion(x, new_dtype, weak_type)
+  if folded is not None:
+    return folded
   x = convert_to_array(x)
   aval = get_aval(x)
   if aval.dtype == new_dtype and aval.weak_type == weak_type:
@@ -96,6 +103,31 @@ def convert_element_type(x, new_dtype, weak_type: bool = False):
     warnings.warn("Casting complex values to real discards the imaginary part",
                   np.exceptions.ComplexWarning, stacklevel=2)
   return convert_element_type_p.bind(x, new_dtype=new_dtype, weak_type=bool(weak_type))
+
+
+def _fold_scalar_conversion(x, new_dtype, weak_type):
+  """A host scalar converted to a strong dtype is converted now, as JAX does: the result is
+  a literal of the new dtype (an Array eagerly), not a `convert_element_type` equation.
+  None where that does not apply (non-finite floats to integers, complex to real,
+  out-of-range integers are left to the primitive)."""
+  if weak_type or not (isinstance(x, (*dtypes.PYTHON_SCALARS, np.generic))
+                       or (type(x) is np.ndarray and x.shape == ())):
+    return None
+  old_dtype, old_weak = dtypes.dtype_and_weak_type(x)
+  if old_dtype == new_dtype and not old_weak:
+    return None
+  if new_dtype == dtypes.float0 or (np.iscomplexobj(x) and
+                                    not np.issubdtype(new_dtype, np.complexfloating)):
+    return None
+  if (np.issubdtype(new_dtype, np.integer) and type(x) is not int  # (ints: finite, maybe
+      and not np.all(np.isfinite(x))):                                # beyond int64)
+    return None
+  try:
+    with np.errstate(all="ignore"):
+      value = np.asarray(x, new_dtype)
+  except (OverflowError, TypeError, ValueError):
+    return None
+  return scalar_constant(value)
 
 
 # ---- bitcast_convert_type: the same bits read as another dtype (not differentiable)
@@ -400,3 +432,119 @@ def full_like(x, fill_value, dtype=None, shape=None):
 def zeros_like_array(x):
   aval = get_aval(x)
   return full(aval.shape, 0, aval.dtype)
+
+
+# ---- reduce_precision: rounding to a float format of `exponent_bits` and `mantissa_bits`
+reduce_precision_p = Primitive("reduce_precision")
+
+
+def _reduce_precision_abstract_eval(x, *, exponent_bits, mantissa_bits):
+  if not dtypes.is_float(x.dtype):
+    raise TypeError(f"reduce_precision does not accept dtype {x.dtype}. Accepted dtypes are "
+                    "subtypes of floating.")
+  if exponent_bits < 1:
+    raise ValueError(f"reduce_precision: exponent_bits must be positive; got {exponent_bits}")
+  if mantissa_bits < 0:
+    raise ValueError(f"reduce_precision: mantissa_bits must be non-negative; got {mantissa_bits}")
+  return ShapedArray(x.shape, x.dtype, x.weak_type)
+
+
+reduce_precision_p.def_abstract_eval(_reduce_precision_abstract_eval)
+mlir.register_lowering(reduce_precision_p, lambda ctx, x, *, exponent_bits, mantissa_bits:
+                       mhlo.ReducePrecisionOp(x, exponent_bits, mantissa_bits).result)
+ad.deflinear(reduce_precision_p, lambda ct, **params: [reduce_precision_p.bind(ct, **params)])
+batching.defvectorized(reduce_precision_p)
+
+
+def reduce_precision(operand, exponent_bits: int, mantissa_bits: int):
+  """`operand` rounded to the float format with `exponent_bits` exponent bits and
+  `mantissa_bits` mantissa bits (XLA's ReducePrecision), in its own dtype."""
+  import operator
+  bits = []
+  for name, value in (("exponent_bits", exponent_bits), ("mantissa_bits", mantissa_bits)):
+    try:
+      bits.append(operator.index(value))
+    except TypeError:
+      raise TypeError(f"the {name} argument of lax.reduce_precision must be a concrete "
+                      f"integer, got {value!r:.60}") from None
+  return reduce_precision_p.bind(convert_to_array(operand), exponent_bits=bits[0],
+                                 mantissa_bits=bits[1])
+
+
+# ---- optimization_barrier: the identity, a wall for the compiler's optimizations
+optimization_barrier_p = Primitive("optimization_barrier")
+optimization_barrier_p.multiple_results = True
+optimization_barrier_p.def_abstract_eval(lambda *avals: list(avals))
+
+
+def emit_optimization_barrier(values):
+  """The MHLO `optimization_barrier` of `values` (its results, one per value)."""
+  return list(mhlo.OptimizationBarrierOp(list(values)).results) if values else []
+
+
+mlir.register_lowering(optimization_barrier_p, lambda ctx, *args: emit_optimization_barrier(args))
+batching.primitive_batchers[optimization_barrier_p] = lambda args, dims: (
+    optimization_barrier_p.bind(*args), list(dims))
+
+
+def _optimization_barrier_jvp(primals, tangents):
+  tangents = [ad.instantiate_zeros(t) for t in tangents]
+  return optimization_barrier_p.bind(*primals), optimization_barrier_p.bind(*tangents)
+
+
+ad.primitive_jvps[optimization_barrier_p] = _optimization_barrier_jvp
+ad.primitive_transposes[optimization_barrier_p] = lambda cts, *args: optimization_barrier_p.bind(
+    *(ad.instantiate_zeros(ct) for ct in cts))
+
+
+def optimization_barrier(operand, /):
+  """`operand` (a pytree of arrays) unchanged, behind a barrier: the compiler neither moves
+  computations across it nor merges computations before it with equal ones after it (so
+  `optimization_barrier(sin(x)) + sin(x)` computes `sin` twice).  It does nothing outside a
+  compiled function."""
+  from minijax import tree_util
+  leaves, tree = tree_util.tree_flatten(operand)
+  return tree.unflatten(optimization_barrier_p.bind(*map(convert_to_array, leaves)))
+
+
+# ---- dce_sink: marks values as used, so that dead-code elimination keeps what computes them
+
+class NoDCEEffect(Effect):
+  """The effect of `dce_sink`: its equation is never removed (and so neither is what
+  computes its operand); nothing happens at runtime or on zero cotangents."""
+  kept_when_unused = True
+  runs_with_zero_cotangents = False
+  tracked_at_runtime = False
+
+  def __repr__(self):
+    return "NoDCEEffect"
+
+
+no_dce_effect = NoDCEEffect()
+dce_sink_p = Primitive("dce_sink")
+dce_sink_p.multiple_results = True
+dce_sink_p.def_impl(lambda x, **_: [])
+dce_sink_p.def_effectful_abstract_eval(lambda x, **_: ([], {no_dce_effect}))
+
+
+def _dce_sink_lowering(ctx, x, *, prevent_mlir_dce):
+  if prevent_mlir_dce:
+    raise NotImplementedError("dce_sink(prevent_mlir_dce=True): minijax keeps the value from "
+                              "its own dead-code elimination only, not from XLA's")
+  return []
+
+
+mlir.register_lowering(dce_sink_p, _dce_sink_lowering)
+ad.primitive_jvps[dce_sink_p] = lambda primals, tangents, **params: (
+    dce_sink_p.bind(*primals, **params), [])
+ad.primitive_transposes[dce_sink_p] = lambda cts, x, **params: [None]
+batching.primitive_batchers[dce_sink_p] = lambda args, dims, **params: (
+    dce_sink_p.bind(*args, **params), [])
+
+
+def dce_sink(val, *, prevent_mlir_dce: bool = False) -> None:
+  """Marks every array of the pytree `val` as used: dead-code elimination of the jaxpr it is
+  traced into keeps the computations that produce them."""
+  from minijax import tree_util
+  for leaf in tree_util.tree_leaves(val):
+    dce_sink_p.bind(convert_to_array(leaf), prevent_mlir_dce=bool(prevent_mlir_dce))

@@ -459,7 +459,9 @@ def scalar_constant(x):
   """A 0-d host value (canonical dtype) as the array JAX's `jnp.array`/`lax.full` give: a
   tracer holding a literal under a staging trace (`jit`), else (eagerly, under `grad` or
   `vmap` alone, in `ensure_compile_time_eval`) an Array.  Never the bare host scalar, which
-  lacks the array methods (`.astype`, `.at`) that ported code calls."""
+  lacks the array methods (`.astype`, `.at`) that ported code calls.  A numpy array of
+  higher rank becomes, under a staging trace, a tracer of a constant of the jaxpr (one per
+  array object)."""
   trace = trace_lib.current_trace()
   if not trace_lib._context.eager_constant_folding:
     while trace is not None and not isinstance(trace, trace_lib.EvalTrace):

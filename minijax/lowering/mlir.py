@@ -54,6 +54,7 @@ def _find_rule(primitive) -> LoweringRule:
   rule = _lowerings.get(primitive)
   if rule is None:
     raise NotImplementedError(
+        f"MLIR translation rule for primitive '{primitive}' not found for platform cpu: "
         f"primitive '{primitive}' has no MLIR lowering rule; register one with "
         f"`mlir.register_lowering({primitive.name}_p, rule)` in the primitive's block in "
         "minijax/lax/")
@@ -188,9 +189,11 @@ class ModuleContext:
   _types: dict = dataclasses.field(default_factory=dict)
   _rules: dict = dataclasses.field(default_factory=dict)
   # Several devices (see lowering/spmd.py): each device's position in the device
-  # assignment (None for one device), the manual region being lowered (a
-  # `spmd.ManualContext`, or None), and the channels handed out to collectives.
+  # assignment (None for one device), the mesh naming the module's shardings (or None),
+  # the manual region being lowered (a `spmd.ManualContext`, or None), and the channels
+  # handed out to collectives.
   positions: dict | None = None
+  mesh: Any = None
   axis_context: Any = None
   channels: int = 0
   # The jaxpr being emitted (see `updatable_in_place`): the values it was handed, those of
@@ -286,14 +289,15 @@ def lower_jaxpr_to_module(closed_jaxpr: ClosedJaxpr, *, name: str = "main",
                           device_assignment: Sequence[Any] | None = None,
                           arg_shardings: Sequence[str | None] | None = None,
                           result_shardings: Sequence[str | None] | None = None,
-                          runtime_tokens: bool = True) -> LoweringResult:
+                          runtime_tokens: bool = True, mesh: Any = None) -> LoweringResult:
   """Lowers a closed jaxpr to a module whose public `main` takes and returns tokens first
   (with `runtime_tokens`; without, `main` makes its tokens itself, `mhlo.create_token`,
   and returns only the arrays: its order across calls is then the runtime's business).
 
   With a `device_assignment` the module is one SPMD program for all its devices
   (`mhlo.num_partitions`; one device too, for a `shard_map` over a mesh of one), its arguments and results annotated with the HLO text of
-  their shardings (`arg_shardings`, `result_shardings`; None leaves one to XLA)."""
+  their shardings (`arg_shardings`, `result_shardings`; None leaves one to XLA); `mesh` is
+  the mesh that names those shardings, when one does."""
   if needs_discharge(closed_jaxpr.effects) or any(
       type(a) is AbstractRef for a in closed_jaxpr.in_avals):
     raise ValueError(
@@ -309,6 +313,7 @@ def lower_jaxpr_to_module(closed_jaxpr: ClosedJaxpr, *, name: str = "main",
     mctx._names_used.add("main")
     if device_assignment is not None:
       mctx.positions = {d: i for i, d in enumerate(device_assignment)}
+      mctx.mesh = mesh
     i32 = ir.IntegerType.get_signless(32)  # (as JAX's modules say, for one device too)
     module.operation.attributes["mhlo.num_partitions"] = ir.IntegerAttr.get(
         i32, 1 if device_assignment is None else len(device_assignment))

@@ -22,11 +22,15 @@ from minijax.config import config
 from minijax.core import dtypes
 from minijax.core.avals import get_aval
 from minijax.core.state import AbstractRef
+from minijax.core import trace as trace_lib
 from minijax.core.trace import Tracer, is_eval_context
 from minijax.dtypes import TypePromotionError
 from minijax.runtime.array import Array
 
 _ARRAYLIKE = (Array, Tracer, np.ndarray, np.generic) + dtypes.PYTHON_SCALARS
+# The operands most calls get, accepted by their type alone (`check` passes them all): what
+# an eager `x + 1` costs is mostly such checks.
+PLAIN_OPERANDS = frozenset((Array, *dtypes.PYTHON_SCALARS))
 
 
 def is_arraylike(x) -> bool:
@@ -42,17 +46,22 @@ def compiled_when_eager(dynamic: int | None = None, *, name: str | None = None):
   keyword, are static: one jitted function per value of them.  Numpy's sequences among the
   arrays, and unhashable static values (a list `axis`, an array `where=`), make the function
   run op by op instead.  `name` (by default the function's) names it in errors and logs."""
+  context, EvalTrace = trace_lib._context, trace_lib.EvalTrace
+
   def wrap(impl):
     fn_name = name or impl.__name__
     jitted: dict = {}
 
     def run(*args, **kwargs):
-      if not is_eval_context():
+      if type(context.trace) is not EvalTrace:
         return impl(*args, **kwargs)
       arrays = args if dynamic is None else args[:dynamic]
-      if any(type(a) in (list, tuple) for a in arrays):
-        return impl(*args, **kwargs)
-      check(fn_name, *(a for a in arrays if a is not None))
+      for a in arrays:
+        if type(a) not in PLAIN_OPERANDS:
+          if any(type(a) in (list, tuple) for a in arrays):
+            return impl(*args, **kwargs)
+          arrays = arrays_of(fn_name, arrays, allow_none=True)
+          break
       static = () if dynamic is None else args[dynamic:]
       key = (static, *kwargs.items()) if kwargs else static
       try:
@@ -76,6 +85,7 @@ def compiled_when_eager(dynamic: int | None = None, *, name: str | None = None):
 
 
 def check(name: str, *args) -> None:
+  """Raises a TypeError naming the first of `args` that is no array (see `arrays_of`)."""
   for i, x in enumerate(args):
     if type(getattr(x, "aval", None)) is AbstractRef:
       raise TypeError(f"{name} requires ndarray or scalar arguments, got {type(x)} at position "
@@ -83,6 +93,24 @@ def check(name: str, *args) -> None:
     if not is_arraylike(x) or dtypes.is_extended(getattr(x, "dtype", None)):
       raise TypeError(f"{name}: argument of type {type(x).__name__} is not a valid array "
                       f"({x!r:.60}); pass minijax arrays, numpy arrays or Python scalars")
+
+
+def arrays_of(name: str, args: Sequence, allow_none: bool = False) -> Sequence:
+  """`args` checked as `check` does, where an object that defines `__jax_array__` (JAX's
+  protocol for array-like wrappers) stands for the array that method returns; `args`
+  itself when there is none of those (None is let through with `allow_none`)."""
+  out = args
+  for i, x in enumerate(args):
+    if x is None and allow_none:
+      continue
+    if (type(getattr(x, "aval", None)) is AbstractRef or not is_arraylike(x)
+        or dtypes.is_extended(getattr(x, "dtype", None))):
+      if hasattr(x, "__jax_array__") and not is_arraylike(x):
+        if out is args:
+          out = list(args)
+        out[i] = x = x.__jax_array__()
+      check(name, x)  # raises for anything else
+  return out
 
 
 def shape(x) -> tuple:
@@ -106,7 +134,7 @@ def asarray(x, dtype=None):
   if isinstance(x, (list, tuple)) or (dtype is not None and type(x) in dtypes.PYTHON_SCALARS):
     from minijax.numpy.creation import array
     return array(x, dtype)
-  check("asarray", x)
+  x, = arrays_of("asarray", (x,))
   out = lax.convert_to_array(x)
   if dtype is not None:
     out = lax.convert_element_type(out, dtype)
@@ -203,14 +231,14 @@ def check_rank_promotion(name: str, shapes) -> None:
 
 def promote(name: str, *args):
   """Converts `args` to their common (JAX-promoted) dtype."""
-  check(name, *args)
+  args = arrays_of(name, args)
   dt, weak = result_type_of(*args)
   return [to_array(a, dt, weak) for a in args]
 
 
 def promote_inexact(name: str, *args):
   """Like `promote`, but integers and bools become the default float type."""
-  check(name, *args)
+  args = arrays_of(name, args)
   dt, weak = result_type_of(*args)
   if not dtypes.is_inexact(dt):
     dt = dtypes.default_float_dtype()
@@ -243,12 +271,19 @@ def promote_and_broadcast(name: str, *args, inexact: bool = False, keep_scalars:
   With `keep_scalars` (for callers that only bind elementwise lax ops, which accept rank-0
   operands among operands of one shape), rank-0 operands (Python scalars, rank-0 arrays)
   are only promoted: they stay rank 0 and lax broadcasts them, as in JAX's jaxprs."""
-  check(name, *args)
+  args = arrays_of(name, args)
   dt, weak = result_type_of(*args)
   if inexact and not dtypes.is_inexact(dt):
     dt = dtypes.default_float_dtype()
   shapes = [np.shape(a) if isinstance(a, dtypes.PYTHON_SCALARS) else get_aval(a).shape for a in args]
-  out_shape = broadcast_shapes(name, *shapes)
+  try:
+    out_shape = broadcast_shapes(name, *shapes)
+  except ValueError:
+    if len({len(s) for s in shapes}) > 1:
+      raise
+    # operands of one rank go straight to lax's elementwise rule in JAX: its TypeError
+    shown = ", ".join(map(str, shapes))
+    raise TypeError(f"{name} got incompatible shapes for broadcasting: {shown}.") from None
   check_rank_promotion(name, shapes)
   if keep_scalars:
     return [to_array(a, dt, weak) if not s else broadcast_to(to_array(a, dt, weak), out_shape)

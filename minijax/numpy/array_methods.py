@@ -18,8 +18,10 @@ from minijax.numpy import _util
 
 
 def _binop(fn, reflected=False):
+  plain = _util.PLAIN_OPERANDS
   def op(self, other):
-    if isinstance(other, (list, tuple)) or not _util.is_arraylike(other):
+    if type(other) not in plain and (isinstance(other, (list, tuple))
+                                     or not _util.is_arraylike(other)):
       return NotImplemented
     return fn(other, self) if reflected else fn(self, other)
   return op

@@ -27,11 +27,12 @@ def _canonical(dtype):
 
 def _constant(host):
   """Host data as an array: an Array, also under a trace (placed on the device by the eval
-  trace, so the trace sees a constant it can close over); a 0-d value under `jit` is a
-  tracer of a literal of the jaxpr (`scalar_constant`), as in JAX."""
+  trace, so the trace sees a constant it can close over); under `jit` a 0-d value is a
+  tracer of a literal of the jaxpr and a numpy array one of a constant of the jaxpr, the
+  same constant for the same array (`scalar_constant`), as in JAX."""
   if is_eval_context() or hasattr(host, "aval") and not isinstance(host, np.ndarray):
     return lax.convert_to_array(host)
-  if np.ndim(host) == 0:
+  if np.ndim(host) == 0 or isinstance(host, np.ndarray):
     return scalar_constant(lax.convert_to_array(host))
   with set_current_trace(eval_trace()):
     return lax.convert_to_array(host)
@@ -40,7 +41,8 @@ def _constant(host):
 def _contains_traced(obj) -> bool:
   if isinstance(obj, (list, tuple)):
     return any(_contains_traced(o) for o in obj)
-  return isinstance(obj, Tracer) or (hasattr(obj, "aval") and not isinstance(obj, np.ndarray))
+  return (isinstance(obj, Tracer) or (hasattr(obj, "aval") and not isinstance(obj, np.ndarray))
+          or hasattr(obj, "__jax_array__"))
 
 
 def array(object, dtype=None, copy=True, ndmin=0):
@@ -63,7 +65,7 @@ def array(object, dtype=None, copy=True, ndmin=0):
         raise TypeError(f"array: strings are not valid minijax values ({object!r:.60})")
       out = _constant(np.asarray(host, dtype or dtypes.canonicalize_dtype(host.dtype)))
   else:
-    _util.check("array", object)
+    object, = _util.arrays_of("array", (object,))
     if isinstance(object, dtypes.PYTHON_SCALARS):
       dt, weak = dtypes.dtype_and_weak_type(object)
       out = lax.full((), object, dtype or dt, weak_type=weak and dtype is None)
@@ -83,7 +85,7 @@ def asarray(a, dtype=None, copy=None):
   # a Python scalar with a dtype is made in that dtype (2998342421 as uint32 is no int32)
   if isinstance(a, (list, tuple)) or (dtype is not None and type(a) in dtypes.PYTHON_SCALARS):
     return array(a, dtype)
-  _util.check("asarray", a)
+  a, = _util.arrays_of("asarray", (a,))
   out = _constant(a)
   if dtype is not None:
     out = lax.convert_element_type(out, _canonical(dtype))

@@ -1,6 +1,7 @@
 """Less central numpy functions built from the rest of minijax.numpy: diff, nan-aware
 reductions, median / quantile (by sorting), append, searchsorted, cross, kron, isin,
-indices, logspace, unravel_index, select, interp, digitize, bincount, cov, corrcoef, ...
+indices, logspace, unravel_index, select, piecewise, interp, digitize, bincount, cov,
+corrcoef, ...
 
 Functions whose result shape depends on values (`triu_indices` and friends) take static
 arguments only.
@@ -220,6 +221,34 @@ def select(condlist, choicelist, default=0):
   for cond, choice in reversed(list(zip(condlist, choicelist))):
     out = jnp.where(cond, choice, out)
   return _util.asarray(out)
+
+
+def piecewise(x, condlist, funclist, *args, **kw):
+  """numpy's piecewise, as JAX computes it: each element of `x` takes the function (or
+  constant) of the last condition true there, the extra last entry of `funclist` (or 0)
+  where none is; functions see one element at a time (through `lax.switch`), and every
+  result is cast to `x`'s dtype."""
+  jnp = _jnp()
+  x = _util.asarray(x)
+  conds = _util.asarray(condlist, dtype=np.bool_)
+  if _util.ndim(conds) == _util.ndim(x):
+    conds = conds[None]
+  n_conds, n_funcs = len(conds), len(funclist)
+  if n_funcs == n_conds + 1:
+    funclist = [funclist[-1], *funclist[:-1]]
+  elif n_funcs == n_conds:
+    funclist = [0, *funclist]
+  else:
+    raise ValueError(f"piecewise: with {n_conds} condition(s), either {n_conds} or "
+                     f"{n_conds + 1} functions are expected; got {n_funcs}")
+  dtype = _util.dtype(x)
+  branches = [(lambda v, f=f: jnp.asarray(f(v, *args, **kw)).astype(dtype)) if callable(f)
+              else (lambda v, c=f: jnp.asarray(c, dtype=dtype))
+              for f in funclist]
+  index = jnp.zeros(_util.shape(x), np.int32)
+  for k in range(n_conds):
+    index = jnp.where(conds[k], k + 1, index)
+  return jnp.vectorize(lambda i, v: lax.switch(i, branches, v))(index, x)
 
 
 def heaviside(x1, x2):

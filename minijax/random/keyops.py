@@ -23,6 +23,7 @@ import numpy as np
 from minijax import lax
 from minijax import numpy as jnp
 from minijax.core import dtypes
+from minijax.numpy._util import PLAIN_OPERANDS as _PLAIN_OPERANDS
 from minijax.random.prng import KeyTy, PRNGKeyArray
 
 _K = PRNGKeyArray
@@ -537,11 +538,13 @@ _JNP_RULES = {
 
 def _has_key(args, kwargs) -> bool:
   for a in args:
+    if type(a) in _PLAIN_OPERANDS:  # the common case, told by the type alone
+      continue
     if isinstance(a, (_K, KeyTy)):
       return True
     if type(a) in (list, tuple) and any(isinstance(e, _K) for e in a):
       return True
-  return any(isinstance(v, (_K, KeyTy)) for v in kwargs.values())
+  return bool(kwargs) and any(isinstance(v, (_K, KeyTy)) for v in kwargs.values())
 
 
 def _install(module, name, rule) -> None:

@@ -112,9 +112,10 @@ def check_can_compile() -> None:
 def _refuse_device_count_change(n: int) -> None:
   if _client is not None and n != len(_local):
     raise RuntimeError(
-        f"minijax.config.num_cpu_devices cannot change to {n}: the XLA client already exists "
-        f"with {len(_local)} device(s). Set it (or {NUM_DEVICES_ENV}) before the first "
-        "minijax computation.")
+        "jax_num_cpu_devices config should be updated before backends are initialized: "
+        f"num_cpu_devices cannot change to {n}, the XLA client already exists with "
+        f"{len(_local)} device(s). Set it (or {NUM_DEVICES_ENV}) before the first minijax "
+        "computation.")
 
 
 config.guard("num_cpu_devices", _refuse_device_count_change)

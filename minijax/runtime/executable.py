@@ -75,7 +75,7 @@ from minijax.runtime.tokens import (STREAM_ID, TOKEN_AVAL, GroupToken, RuntimeTo
 
 logger = logging.getLogger("minijax")
 
-_JaxRuntimeError = _jax.JaxRuntimeError
+JaxRuntimeError = _JaxRuntimeError = _jax.JaxRuntimeError
 _raise_filed = host_calls.raise_filed
 _get_stream, _set_stream = _jax.get_execution_stream_id, _jax.set_execution_stream_id
 _take_interrupt = taps.take_interrupt
@@ -231,6 +231,7 @@ class Executable(CompiledProgram):
     limit, lock, chains, settle = RuntimeTokens._MAX_UNORDERED, tokens._lock, self._chains, \
         tokens.settle
     depth, run_nested, mark = host_calls.host_call_depth, self._run_nested, tokens.streamed
+    busy, ordering = tokens.host_calls_running(device), tokens.ordering_lock(device)
 
     def run_streamed(buffers):
       if depth():
@@ -238,12 +239,17 @@ class Executable(CompiledProgram):
       for chain in chains:
         if type(chain.token) is GroupToken:
           settle(chain)
+      after_host_calls = busy[0]  # a program that calls the host runs: go after it
+      if after_host_calls:
+        ordering.acquire()
       previous = _get_stream()
       _set_stream(STREAM_ID)
       try:
         results = execute(buffers, with_tokens=statuses is not None)
       finally:
         _set_stream(previous)
+        if after_host_calls:
+          ordering.release()
       mark(device)  # after the dispatch, so that a barrier's fence comes after it
       if statuses is not None:
         status = results.consume_token()
@@ -265,6 +271,7 @@ class Executable(CompiledProgram):
     depth, run_nested = host_calls.host_call_depth, self._run_nested
     streamed, device = not self.runtime_tokens, self.device
     settle, group_chains = runtime_tokens.settle, self._chains
+    busy, wait_streamed = runtime_tokens.host_calls_running(device), runtime_tokens.wait_streamed
 
     def run_synchronous(buffers):
       if depth():
@@ -273,15 +280,24 @@ class Executable(CompiledProgram):
         for chain in group_chains:
           if type(chain.token) is GroupToken:
             settle(chain)
-        previous = _get_stream()
-        _set_stream(STREAM_ID)
-        try:
-          results = execute(buffers, with_tokens=True)
-        finally:
-          _set_stream(previous)
-        runtime_tokens.streamed(device)
-        status = results.consume_token()
-        outs = results.consume_with_handlers(handlers)
+        # Not on the shared stream: queued there behind another thread's program, it would
+        # run on an XLA worker thread when that one ends, and its host calls with it.  It
+        # waits for the streamed programs dispatched before it instead, and runs on this
+        # thread's own stream, to completion, holding the device's ordering lock, which
+        # streamed dispatches take while it is marked busy (see `make_call`).
+        with lock:
+          busy[0] += 1
+          try:
+            wait_streamed((device,))
+            results = execute(buffers, with_tokens=True)
+            status = results.consume_token()
+            outs = results.consume_with_handlers(handlers)
+            try:
+              status.block_until_ready()
+            except _JaxRuntimeError:
+              pass  # raised below
+          finally:
+            busy[0] -= 1
       elif chains:
         with lock:
           results = execute([*[c.token for c in chains], *buffers], with_tokens=True)
@@ -337,6 +353,12 @@ class Executable(CompiledProgram):
     # `run_effectful` is inlined below, which saves a call on this path.
     chain = (self._chains[0] if len(self._chains) == 1 and not self.unordered_effects
              and not self.calls_host and self.runtime_tokens else None)
+    # Ordered effects on the shared execution stream and no other (taps under
+    # `effects_ordering="stream"`): `_make_run_streamed`'s run, inlined below likewise.
+    streamed = (self.ordered_effects and not self.runtime_tokens and not self.unordered_effects
+                and not self.calls_host)
+    marks, group_chains = runtime_tokens._streamed, self._chains
+    busy = runtime_tokens.host_calls_running(device)
     depth, run_nested = host_calls.host_call_depth, self._run_nested
     token_handlers = self._token_and_result_handlers
     settle = runtime_tokens.settle
@@ -400,6 +422,27 @@ class Executable(CompiledProgram):
             finally:
               release()
             del outs[0]
+        elif streamed:
+          before_execution(ordinal)
+          if depth():
+            outs = run_nested(buffers)
+          else:
+            for c in group_chains:
+              if type(c.token) is GroupToken:  # the last execution ran over several devices
+                settle(c)
+            after_host_calls = busy[0]  # a program that calls the host runs: go after it
+            if after_host_calls:
+              acquire()
+            previous = _get_stream()
+            _set_stream(STREAM_ID)
+            try:
+              results = execute(buffers)
+            finally:
+              _set_stream(previous)
+              if after_host_calls:
+                release()
+            marks[device] = True  # after the dispatch: a barrier's fence comes after it
+            outs = results.consume_with_handlers(handlers)
         else:
           before_execution(ordinal)
           outs = run_effectful(buffers)
@@ -415,6 +458,56 @@ class Executable(CompiledProgram):
       outs = list(map(Array, outs, out_avals, out_devices))
       return unflatten(outs) if unflatten is not None else outs
     return call
+
+  def dispatch_record(self, consts: Sequence[Array] = (), out_tree=None) -> tuple | None:
+    """What a caller needs to run this executable inline, in its own frame, on argument
+    buffers it built itself (`jit`'s fast path does, saving the call of `make_call`'s
+    closure): `(execute, handlers, device, const_buffers, out_aval, finish, failed,
+    mixed)`, where `mixed(args)` builds the buffers of arguments among which there are
+    Python scalars (None if anything else is there).  The caller runs
+    `execute([*const_buffers, *buffers]).consume_with_handlers(handlers)` (after
+    `backend.collect_jaxlib_garbage()`); with one output leaf, `out_aval` is its aval
+    and the result is `Array(outs[0], out_aval, device)`, else `finish(outs)`; on jaxlib's
+    error it calls `failed(args, err)`, which raises.  None when the executable has effects
+    or host calls (those take `make_call`'s closure), or when there are several devices
+    (the closure checks that every argument is on this one)."""
+    if self._run_effectful is not None or backend.device_count() > 1:
+      return None
+    consts = tuple(consts)
+    const_buffers = [c._buffer for c in consts]
+    out_avals, out_devices, device = self.out_avals, self._out_devices, self.device
+    unflatten = out_tree.unflatten if out_tree is not None else None
+    single = unflatten is not None and out_tree.num_leaves == 1 and out_tree.num_nodes == 1
+    diagnose = self._diagnose
+    reuse_scalars = not any(self.donated_args)
+
+    def mixed(args) -> list | None:
+      """The buffers of `args`, Arrays and Python scalars (of the parameters' avals, as the
+      caller checked), or None when there is anything else among them."""
+      buffers = []
+      for x in args:
+        if type(x) is Array:
+          buffers.append(x._buffer)
+        elif type(x) in PYTHON_SCALARS:
+          buffers.append(scalar_buffer(x, python_scalar_aval(x), device, reuse=reuse_scalars))
+        else:
+          return None
+      return buffers
+
+    def finish(outs):
+      outs = list(map(Array, outs, out_avals, out_devices))
+      return unflatten(outs) if unflatten is not None else outs
+
+    def failed(args, err):
+      interrupt = _take_interrupt()
+      if interrupt is not None:
+        raise interrupt from None
+      diagnose((*consts, *args), err)
+      _raise_filed(err)
+      raise err
+
+    return (self._exe.execute_sharded, self._handlers, device, const_buffers or None,
+            out_avals[0] if single else None, finish, failed, mixed)
 
   def _call_general(self, args) -> list[Array]:
     args = self._prepare(args)

@@ -237,10 +237,15 @@ class ShardedExecutable(CompiledProgram):
 
 
 def _output_sharding(op_sharding, ndim: int, devices: tuple, mesh) -> sharding_lib.Sharding:
-  """The `core.sharding` form of a sharding XLA chose for an output: a `NamedSharding` of
-  `mesh` when one lays the value out the same way, else a wrapper of the tile assignment."""
   hlo = (xla_client.HloSharding.from_proto(op_sharding) if op_sharding is not None
          else xla_client.HloSharding.replicate())
+  return sharding_of_hlo(hlo, ndim, devices, mesh)
+
+
+def sharding_of_hlo(hlo, ndim: int, devices: tuple, mesh) -> sharding_lib.Sharding:
+  """The `core.sharding` form of a sharding XLA chose (an `HloSharding` of a rank-`ndim`
+  value of a module over `devices`): a `NamedSharding` of `mesh` when one lays the value
+  out the same way, else a wrapper of the tile assignment."""
   if not (hlo.is_replicated() or hlo.is_manual()) and hlo.is_maximal():
     raise NotImplementedError("an output placed on one device of a multi-device program")
   if hlo.is_replicated() or hlo.is_manual():

@@ -1,6 +1,7 @@
 """Runtime tokens: what orders the executions that carry effects, across calls.
 
-The lowered `main` of a computation takes one token per ordered effect before its array
+With `effects_ordering="runtime_token"` (the seed's design; the default is below), the
+lowered `main` of a computation takes one token per ordered effect before its array
 arguments, in `ordered_effects` order, and returns the same number of tokens before its
 array results (see `lowering/tokens.py` for the same contract at lowering time).  For
 every (ordered effect, device) a `TokenChain` keeps the token returned by the last
@@ -19,8 +20,8 @@ computations never takes an ordering lock, so a barrier never waits behind a blo
 dispatch: it reads the chains' tokens (`snapshot`), waits for them as it sees fit, and
 then lets go of what finished (`release`).
 
-With `config.effects_ordering == "stream"` (opt-in; the default is "runtime_token") a single-device program makes its tokens itself
-and takes none: executions with ordered effects all run on one XLA execution stream
+With `config.effects_ordering == "stream"` (the default) a single-device program makes its
+tokens itself and takes none: executions with ordered effects all run on one XLA execution stream
 (`STREAM_ID`), whose executions XLA's CPU client runs in dispatch order on each device,
 whichever Python thread dispatched them.  Each such dispatch marks its device (`streamed`);
 what a barrier waits for on a marked device is a fence, a trivial program dispatched on the
@@ -28,7 +29,14 @@ same stream (`fence`, compiled by the staging layer), which finishes after every
 dispatched before it there.  `snapshot` and `started_tokens` include the fences (as
 chain-less entries), so barriers, the exit handler and consumer retirement wait for them as
 they wait for tokens; an execution over several devices first waits for the fences of its
-devices (`wait_streamed`).
+devices (`wait_streamed`).  A program that calls the host (`pure_callback`, `io_callback`)
+is not dispatched on the shared stream: queued there behind another thread's program, XLA
+would run it, and its host functions, on a worker thread.  It takes the device's ordering
+lock, waits for the streamed programs before it (`wait_streamed`) and runs on its own
+thread's stream to completion, counted in `host_calls_running`; while that count is not
+zero, streamed dispatches on the device take the ordering lock too, so they come after it.
+(A dispatch that read the count just before it rose runs beside that program: a window of
+a few hundred nanoseconds between two threads' calls made at the same moment.)
 
 An execution over several devices (`runtime/sharded_executable.py`) passes one token array
 holding a token per device and gets one back; it leaves that array, as a `GroupToken`, in
@@ -91,6 +99,7 @@ class RuntimeTokens:
     self._ordering: dict[Any, threading.RLock] = {}
     self._streamed: dict[Any, bool] = {}   # device -> streamed work since its last fence
     self._fences: dict[Any, Any] = {}      # device -> its last fence not yet waited for
+    self._host_calling: dict[Any, list] = {}  # device -> [programs calling the host running]
     # device -> the output buffer of a fence just dispatched on STREAM_ID (set by staging)
     self.fence = None
 
@@ -126,6 +135,12 @@ class RuntimeTokens:
       with self._lock:
         if self._fences.get(device) is fence:
           del self._fences[device]
+
+  def host_calls_running(self, device) -> list:
+    """`[n]`: how many streamed programs that call the host run on `device` now (one list
+    per device, changed in place, read by the dispatch path)."""
+    with self._lock:
+      return self._host_calling.setdefault(device, [0])
 
   def ordering_lock(self, device) -> threading.RLock:
     """The lock that orders the executions with ordered effects on `device` (see the module

@@ -27,7 +27,7 @@ from minijax.core import dtypes
 from minijax.core import effects as effects_lib
 from minijax.core import primitive as primitive_lib
 from minijax.core import trace as trace_lib
-from minijax.core.avals import AbstractToken, Token, abstract_token, get_aval
+from minijax.core.avals import AbstractToken, Token, abstract_token, operand_avals
 from minijax.core.jaxpr import ClosedJaxpr, Literal, eval_jaxpr
 from minijax.core.state import AbstractRef, Ref
 from minijax.interpreters.discharge import discharge_state, jaxpr_has_state
@@ -371,7 +371,7 @@ def apply_primitive(primitive, *args, **params):
   except AttributeError:  # numpy values or Python scalars among the arguments
     avals = None
   if avals is None:  # outside the `except`, so that get_aval's errors are not chained to it
-    avals = tuple(map(get_aval, args))
+    avals = operand_avals(primitive, args)
   device = device_of(args)
   key = (primitive, params_key(params) if params else (), avals, device)
   run = _primitive_cache.get(key)
@@ -402,6 +402,11 @@ def _compile_primitive(primitive, params, avals, device, args=()) -> Callable:
   when it has multiple results, else the Array.  `device` is a sharding when an argument
   is laid out over several devices: the program then runs over them
   (`sharded.compile_primitive`)."""
+  if primitive._effectful_abstract_eval is None:  # no impl of its own, and none to compile
+    raise NotImplementedError(
+        f"Evaluation rule for '{primitive}' not implemented: primitive '{primitive}' has "
+        f"neither an impl (`{primitive}_p.def_impl(fn)`) nor the abstract evaluation and "
+        "lowering rules from which minijax compiles one")
   if not isinstance(device, backend.Device):
     fn = sharded_staging.compile_primitive(primitive, params, avals, args)
     if primitive.multiple_results:

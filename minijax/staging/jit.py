@@ -29,6 +29,7 @@ from __future__ import annotations
 import functools
 import inspect
 import logging
+import operator
 import sys
 import threading
 import time
@@ -54,6 +55,8 @@ from minijax.core.state import AbstractRef, Ref
 from minijax.lax import state as lax_state
 from minijax.lax.call import jit_p
 from minijax.runtime import backend
+from minijax.runtime import executable as executable_lib
+from minijax.runtime.executable import Executable
 from minijax.runtime.array import Array, device_put
 from minijax.runtime.sharded_executable import ShardedExecutable
 from minijax.staging import special_values
@@ -130,6 +133,7 @@ def _caches_for(fun: Callable, options: tuple) -> JitCaches:
 
 class JitWrapped:
   """The state behind `jit(fun)`: static and donated arguments, caches, the device."""
+  _inline = False  # jit(inline=True): under a transformation the body is inlined, not called
 
   def __init__(self, fun: Callable, static_argnums=None, static_argnames=None,
                donate_argnums=None, device=None, donate_argnames=None, in_shardings=None,
@@ -220,7 +224,10 @@ class JitWrapped:
     names = flat_arg_names(self._fun, args, kwargs) if not static else None
     debug = DebugInfo(self._name, names if names and len(names) == len(avals) else None)
     start = time.perf_counter()
-    jaxpr, consts = pe.trace_to_jaxpr_dynamic(flat_fun, avals, debug)
+    try:
+      jaxpr, consts = pe.trace_to_jaxpr_dynamic(flat_fun, avals, debug)
+    except pe.InvalidOutputError as e:
+      raise e.named(self._fun, out_tree()) from None
     lax_state.check_no_returned_refs(self._fun, "jit", jaxpr, debug.arg_names)
     level = compile_log_level()
     if level:
@@ -334,7 +341,7 @@ class JitWrapped:
       if checking:
         special_values.check_jit(outs, self._name, lambda: self._fun(*args, **kwargs))
       return traced.out_tree.unflatten(outs)
-    if jaxpr_has_state(traced.jaxpr.jaxpr):
+    if jaxpr_has_state(traced.jaxpr.jaxpr) or self._inline:
       # With refs, under a transformation, the function is inlined: its ref operations
       # (and custom rules that use refs) meet the transformation one by one.
       outs = eval_jaxpr(traced.jaxpr.jaxpr, traced.jaxpr.consts, *traced.consts, *flat)
@@ -377,17 +384,20 @@ class JitWrapped:
     # refers to nothing of this object (the caches are shared, and must not keep `fun`).
     fallback = _to_slow_path
     if isinstance(executable, ShardedExecutable):
-      _bounded_insert(self._fast, key, executable.make_call(traced.consts, traced.out_tree,
-                                                            fallback))
+      _bounded_insert(self._fast, key, (None, executable.make_call(
+          traced.consts, traced.out_tree, fallback)))
       return
     consts = [c if (type(c) is Array and c._device is device) or type(c) is Ref
               else device_put(c, device) for c in traced.consts]
+    record = None
     if hasattr(executable, "make_call"):
-      entry = executable.make_call(
-          consts, traced.out_tree, fallback, scalars=any(type(x) in PYTHON_SCALARS for x in flat))
+      scalars = any(type(x) in PYTHON_SCALARS for x in flat)
+      entry = executable.make_call(consts, traced.out_tree, fallback, scalars=scalars)
+      if type(executable) is Executable and all(type(c) is Array for c in consts):
+        record = executable.dispatch_record(consts, traced.out_tree)
     else:  # a jaxpr without equations: nothing was compiled
       entry = lambda *flat: traced.out_tree.unflatten(executable(*consts, *flat))  # noqa: E731
-    _bounded_insert(self._fast, key, entry)
+    _bounded_insert(self._fast, key, (record, entry))
 
   def clear_cache(self) -> None:
     """Forgets this function's traces and executables (under these jit options), as JAX's
@@ -514,9 +524,10 @@ def jit(fun: Callable | None = None, *, in_shardings=None, out_shardings=None,
 
   As in JAX, `static_argnums` and `static_argnames` (and `donate_argnums` and
   `donate_argnames`) name the same parameters through `fun`'s signature when only one of
-  them is given, so an argument is static however it is passed.  `keep_unused` and
-  `inline` are accepted for JAX's sake (minijax keeps every argument, and inlines nested
-  jits only when lowering); `backend` may only be "cpu".  `compiler_options` are XLA's
+  them is given, so an argument is static however it is passed.  `keep_unused` is
+  accepted for JAX's sake (minijax keeps every argument); with `inline=True` a call under a
+  transformation (another `jit`, `make_jaxpr`, `grad`) applies the function's equations
+  where it is called instead of binding a `jit` equation; `backend` may only be "cpu".  `compiler_options` are XLA's
   (`{"xla_...": value}`), for the programs this function compiles when called on concrete
   values.
 
@@ -539,8 +550,10 @@ def jit(fun: Callable | None = None, *, in_shardings=None, out_shardings=None,
     raise TypeError(f"Expected a function, got a generator function: {fun!r:.60}")
   if backend not in (None, "cpu"):
     raise RuntimeError(f"Unknown backend {backend!r}: minijax runs on the 'cpu' backend only")
-  return _jitted(JitWrapped(fun, static_argnums, static_argnames, donate_argnums, device,
-                            donate_argnames, in_shardings, out_shardings, compiler_options))
+  wrapped = JitWrapped(fun, static_argnums, static_argnames, donate_argnums, device,
+                       donate_argnames, in_shardings, out_shardings, compiler_options)
+  wrapped._inline = bool(inline)
+  return _jitted(wrapped)
 
 
 def _is_sharding_leaf(x) -> bool:
@@ -549,12 +562,13 @@ def _is_sharding_leaf(x) -> bool:
 
 def _flat_shardings(spec, tree, what: str, fun_name: str) -> list:
   """One sharding (or None) per leaf of `tree`, from `spec`, a pytree prefix of it."""
-  def mismatch():
+  def mismatch(details):
     return ValueError(f"jit {what} of {fun_name} ({spec}) is not a pytree prefix of the "
                       f"{'positional arguments' if what == 'in_shardings' else 'outputs'} "
-                      f"{tree_util.tree_structure(tree)}")
+                      f"{tree_util.tree_structure(tree)}{details}")
   out = []
-  for s, sub in prefix_pairs(spec, tree, is_leaf=_is_sharding_leaf, mismatch=mismatch):
+  for s, sub in prefix_pairs(spec, tree, is_leaf=_is_sharding_leaf, name=what,
+                             mismatch=mismatch):
     if isinstance(s, sharding_lib.PartitionSpec):
       mesh = sharding_lib.current_mesh()
       if mesh is None:
@@ -580,23 +594,32 @@ def _arg_aval(x):
 
 
 _key_functions: dict[tuple, Callable] = {}
+_UNROLL_LIMIT = 256  # beyond this many arguments, keys are built by `map` (see `_by_map`)
+_aval_of, _buffer_of = operator.attrgetter("aval"), operator.attrgetter("_buffer")
+
+
+def _by_map(args, kwargs=None):
+  return (*map(_aval_of, args),), list(map(_buffer_of, args))
 
 
 def _key_function(n: int, static: frozenset, with_static: bool, kw_names: tuple = (),
                   static_kw: frozenset = frozenset()) -> Callable:
-  """The fast path's key for a call with `n` positional arguments (and keyword arguments
-  `kw_names`, in the call's order), in unrolled code (one attribute read per argument, no
-  loop, one frame), generated once per shape of call.  Without static or keyword
-  arguments, `key(args)` is the tuple of the arguments' avals.  Otherwise (`with_static`:
-  the static ones are at the positions `static` and named `static_kw`)
-  `key(args, kwargs)` is `(key, dynamic arguments)`: the key holds `n` (and `kw_names`),
-  each static value and its type (so `1` and `1.0` are two keys, as in JAX) and each
-  dynamic argument's aval; the dynamic arguments are in the order of the traced jaxpr's
-  inputs (positional ones, then keyword ones by name).  AttributeError for a dynamic
-  argument without an aval."""
+  """The fast path's key and argument buffers for a call with `n` positional arguments
+  (and keyword arguments `kw_names`, in the call's order), in unrolled code (two attribute
+  reads per argument, no loop, one frame), generated once per shape of call.  Without
+  static or keyword arguments, `key(args)` is `(avals, buffers)`: the tuple of the
+  arguments' avals and the list of their buffers.  Otherwise (`with_static`: the static
+  ones are at the positions `static` and named `static_kw`) `key(args, kwargs)` is `(key,
+  dynamic arguments, their buffers)`: the key holds `n` (and `kw_names`), each static value
+  and its type (so `1` and `1.0` are two keys, as in JAX) and each dynamic argument's aval;
+  the dynamic arguments are in the order of the traced jaxpr's inputs (positional ones,
+  then keyword ones by name).  AttributeError for a dynamic argument that is not an Array
+  (no aval, or no buffer)."""
   cache_key = (n, static, with_static, kw_names, static_kw)
   fn = _key_functions.get(cache_key)
   if fn is None:
+    if not (with_static or kw_names) and n > _UNROLL_LIMIT:
+      return _by_map
     names = [f"a{i}" for i in range(n)]
     kws = [f"k{i}" for i in range(len(kw_names))]
     if with_static or kw_names:
@@ -607,9 +630,11 @@ def _key_function(n: int, static: frozenset, with_static: bool, kw_names: tuple 
                 for k, name in zip(kws, kw_names)]
       dynamic = [a for i, a in enumerate(names) if i not in static]
       dynamic += [k for name, k in sorted(zip(kw_names, kws)) if name not in static_kw]
-      result = f"({', '.join(parts)}), ({''.join(d + ', ' for d in dynamic)})"
+      result = (f"({', '.join(parts)}), ({''.join(d + ', ' for d in dynamic)}), "
+                f"[{''.join(d + '._buffer, ' for d in dynamic)}]")
     else:
-      result = "(" + "".join(f"{a}.aval, " for a in names) + ")"
+      result = ("(" + "".join(f"{a}.aval, " for a in names) + "), ["
+                + "".join(f"{a}._buffer, " for a in names) + "]")
     unpack = f"  {''.join(a + ', ' for a in names)}= args\n" if n else ""
     if kws:
       unpack += f"  {''.join(k + ', ' for k in kws)}= kwargs.values()\n"
@@ -619,43 +644,80 @@ def _key_function(n: int, static: frozenset, with_static: bool, kw_names: tuple 
   return fn
 
 
-def _pytree_key(args) -> tuple[Any, tuple]:
-  """`(key, flat)` of the fast path for arguments that are not all Arrays (see
-  `_jitted`); the key is None when some leaf has no aval.  A function of its own, so that
-  the slow path is never called inside an `except` block: its errors would be chained to
-  the fast path's AttributeErrors."""
+def _mixed_key_function(n: int) -> Callable:
+  """Like `_key_function(n, ...)` without static or keyword arguments, for calls that
+  also pass Python scalars (the eager `x + 1`): `(avals, buffers)` when all `n` arguments
+  are Arrays, else `(avals, None)`, a scalar's aval being `python_scalar_aval`'s, and
+  AttributeError only for an argument that is neither.  A type check per argument costs
+  less than the AttributeError that a scalar raises in `_key_function`'s code; `jit` takes
+  this one for `n` arguments once a call with `n` raised that."""
+  fn = _key_functions.get(("mixed", n))
+  if fn is None:
+    if n > _UNROLL_LIMIT:
+      def fn(args, kwargs=None):
+        if all(type(a) is Array for a in args):
+          return _by_map(args)
+        return (*map(_arg_aval, args),), None
+      return fn
+    names = [f"a{i}" for i in range(n)]
+    code = (f"def key(args, kwargs=None):\n  {''.join(a + ', ' for a in names)}= args\n"
+            f"  if {' and '.join(f'type({a}) is Array' for a in names)}:\n"
+            f"    return ({''.join(a + '.aval, ' for a in names)}), "
+            f"[{''.join(a + '._buffer, ' for a in names)}]\n"
+            f"  return ({''.join(f'aval({a}), ' for a in names)}), None\n")
+    namespace: dict = {"Array": Array, "aval": _arg_aval}
+    exec(code, namespace)  # noqa: S102
+    fn = _key_functions[("mixed", n)] = namespace["key"]
+  return fn
+
+
+def _pytree_key(args) -> tuple[Any, tuple, list | None]:
+  """`(key, flat, buffers)` of the fast path for arguments that are not all Arrays (see
+  `_jitted`); the key is None when some leaf has no aval, `buffers` the leaves' buffers
+  when they are all Arrays, else None.  A function of its own, so that the slow path is
+  never called inside an `except` block: its errors would be chained to the fast path's
+  AttributeErrors."""
   try:
-    return (*map(_arg_aval, args),), args  # Python scalars among the Arrays
+    return (*map(_arg_aval, args),), args, None  # Python scalars among the Arrays
   except AttributeError:
     pass
   flat, in_tree = _flatten(args)
   try:
-    return (in_tree, *map(_arg_aval, flat)), flat
+    avals, buffers = _key_function(len(flat), frozenset(), False)(flat)
+    return (in_tree, avals), flat, buffers
   except AttributeError:
-    return None, flat
+    pass
+  try:
+    return (in_tree, *map(_arg_aval, flat)), flat, None
+  except AttributeError:
+    return None, flat, None
 
 
 def _jitted(wrapped: JitWrapped) -> Callable:
   """The function `jit` returns.  Its fast path serves calls on concrete Arrays and Python
-  scalars from `wrapped._fast`, whose entries run an executable
-  and unflatten its results (`Executable.make_call`).  When every argument is an Array the
-  key is their avals (the aval itself for one argument), with no flattening; with Python
-  scalars among them, the tuple of avals (a scalar's is weakly typed, as in JAX); for other
-  pytrees it is the tree structure and the leaves' avals; with several devices and no
-  `device=`, the first argument's device is added.  With static or keyword arguments (the
-  dynamic ones Arrays) the key holds the keywords, the static values, their types and the
-  dynamic arguments' avals.  The keys of several arguments are built by code generated
-  per number of arguments (`_key_function`).  An entry hands arguments that are
-  neither (anything else with an `aval`) back to `wrapped._call_slow`, which also serves
-  every first call and files the new entry under the key computed here, the one place that
-  defines it.  (An entry raises `_SlowPath` for those, and the slow path runs outside the
-  `except` block, so that its errors are not chained to that one.)"""
+  scalars from `wrapped._fast`, whose entries are pairs `(record, call)`: `call` runs an
+  executable and unflattens its results (`Executable.make_call`); `record`, for an
+  executable without effects on a single device, says how to run it here, in this frame,
+  on the argument buffers built with the key (`Executable.dispatch_record`).  When every
+  argument is an Array the key is their avals (the aval itself for one argument), with no
+  flattening; with Python scalars among them, the tuple of avals (a scalar's is weakly
+  typed, as in JAX); for other pytrees it is the tree structure and the leaves' avals;
+  with several devices and no `device=`, the first argument's device is added.  With
+  static or keyword arguments (the dynamic ones Arrays) the key holds the keywords, the
+  static values, their types and the dynamic arguments' avals.  The keys (and buffer
+  lists) of several arguments are built by code generated per number of arguments
+  (`_key_function`).  An entry hands arguments that are neither (anything else with an
+  `aval`) back to `wrapped._call_slow`, which also serves every first call and files the
+  new entry under the key computed here, the one place that defines it.  (An entry raises
+  `_SlowPath` for those, and the slow path runs outside the `except` block, so that its
+  errors are not chained to that one.)"""
   slow, caches = wrapped._call_slow, wrapped._caches
   context, EvalTrace = trace_lib._context, trace_lib.EvalTrace
   filter_exception, getframe = traceback_util.filter_exception, sys._getframe
   device_of = compiler.device_of
   with_static = bool(wrapped._static_argnums)
   key_functions: dict[Any, Callable] = {}  # per number of arguments (and keyword names)
+  collect_garbage, runtime_error = backend.collect_jaxlib_garbage, executable_lib.JaxRuntimeError
 
   def new_key_function(n):
     return key_functions.setdefault(
@@ -671,33 +733,54 @@ def _jitted(wrapped: JitWrapped) -> Callable:
         flat = args
         try:
           if kwargs:
-            key, flat = (key_functions.get((len(args), *kwargs))
-                         or new_kw_key_function(len(args), kwargs))(args, kwargs)
+            key, flat, buffers = (key_functions.get((len(args), *kwargs))
+                                  or new_kw_key_function(len(args), kwargs))(args, kwargs)
           elif with_static:
-            key, flat = (key_functions.get(len(args)) or new_key_function(len(args)))(args)
+            key, flat, buffers = (key_functions.get(len(args))
+                                  or new_key_function(len(args)))(args)
           elif len(args) == 1:
             key = args[0].aval
+            buffers = [args[0]._buffer]
           else:
-            key = (key_functions.get(len(args)) or new_key_function(len(args)))(args)
+            key, buffers = (key_functions.get(len(args)) or new_key_function(len(args)))(args)
         except AttributeError:
           key = None
+          if not (kwargs or with_static) and len(args) > 1:  # a Python scalar, most likely
+            key_functions[len(args)] = _mixed_key_function(len(args))
         if key is None:
           if with_static or kwargs:
             return slow(args, kwargs)
-          key, flat = _pytree_key(args)
+          key, flat, buffers = _pytree_key(args)
           if key is None:
             return slow(args, kwargs)
-        if caches.multi_device:
-          key = (key, device_of(flat))
         try:
           entry = caches.fast.get(key)
+          if entry is None and caches.multi_device:  # keyed by the device too
+            key = (key, device_of(flat))
+            entry = caches.fast.get(key)
         except Exception:  # a static argument unhashable, or whose __eq__ raises: the
           entry = False    # slow path says which
         if entry is None:
           return slow(args, kwargs, key)
         if entry is not False:
+          record, call = entry
+          if record is not None:  # run it here (see the docstring)
+            execute, handlers, device, const_buffers, out_aval, finish, failed, mixed = record
+            if buffers is None:  # Python scalars among the arguments
+              buffers = mixed(flat)
+            if buffers is not None:
+              if const_buffers is not None:
+                buffers = const_buffers + buffers
+              collect_garbage()  # see `backend`: what jaxlib's threads dropped meanwhile
+              try:
+                outs = execute(buffers).consume_with_handlers(handlers)
+              except runtime_error as err:
+                failed(flat, err)
+              if out_aval is not None:
+                return Array(outs[0], out_aval, device)
+              return finish(outs)
           try:
-            return entry(*flat)
+            return call(*flat)
           except _SlowPath:  # not Arrays after all (a leaked tracer), or on another device
             pass
       return slow(args, kwargs)

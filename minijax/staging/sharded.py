@@ -184,7 +184,7 @@ def lower(closed: ClosedJaxpr, name: str, donated: Sequence[bool], p: Placement
       closed, name=name, donated_args=donated, device_assignment=p.devices,
       arg_shardings=[text(s, a) for s, a in zip(p.in_shardings, closed.in_avals)],
       result_shardings=[None if s is None else text(s, a)
-                        for s, a in zip(p.out_shardings, closed.out_avals)])
+                        for s, a in zip(p.out_shardings, closed.out_avals)], mesh=p.mesh)
 
 
 class _CompiledSlot:

@@ -90,10 +90,6 @@ def test_minijax_partitions_with_gspmd_and_says_so(mesh):
     minijax.config.update("jax_use_shardy_partitioner", True)
 
 
-def test_jax_was_never_imported():
-  assert "jax" not in sys.modules
-
-
 def test_an_ordered_debug_print_over_several_devices_is_refused_as_in_jax(capsys):
   def f(x):
     minijax.debug.print("{}", x, ordered=True)
@@ -105,3 +101,84 @@ def test_an_ordered_debug_print_over_several_devices_is_refused_as_in_jax(capsys
   minijax.pmap(lambda x: minijax.debug.print("{}", x))(jnp.arange(4))  # unordered: fine
   minijax.effects_barrier()
   assert sorted(capsys.readouterr().out.split()) == ["0", "1", "2", "3"]
+
+
+# ----------------------------------------------------------------------------- per shard
+# The lines below were printed by jax 0.10.2 on 4 CPU devices (in some order: each device
+# prints its own).
+
+def _printed(capsys):
+  minijax.effects_barrier()
+  return sorted(capsys.readouterr().out.splitlines())
+
+
+def test_a_partitioned_debug_print_prints_each_devices_shard(mesh, mesh2d, capsys):
+  f = minijax.jit(lambda x: minijax.debug.print("s: {}", x, partitioned=True))
+  f(minijax.device_put(np.arange(8), minijax.NamedSharding(mesh, minijax.P("i"))))
+  assert _printed(capsys) == ["s: [0 1]", "s: [2 3]", "s: [4 5]", "s: [6 7]"]
+  f(minijax.device_put(np.arange(8).reshape(2, 4), minijax.NamedSharding(mesh2d,
+                                                                       minijax.P("x", "y"))))
+  assert _printed(capsys) == ["s: [[0 1]]", "s: [[2 3]]", "s: [[4 5]]", "s: [[6 7]]"]
+  f(minijax.device_put(np.arange(8), minijax.NamedSharding(mesh, minijax.P())))
+  assert _printed(capsys) == ["s: [0 1 2 3 4 5 6 7]"] * 4
+  minijax.debug.print("s: {}", jnp.arange(3), partitioned=True)  # eagerly: the whole value
+  assert _printed(capsys) == ["s: [0 1 2]"]
+
+
+def test_a_partitioned_debug_print_under_vmap_prints_each_element_per_shard(mesh, capsys):
+  g = minijax.jit(minijax.vmap(
+      lambda x, y: minijax.debug.print("v: {} {}", x, y, partitioned=True), in_axes=(0, 1)))
+  g(minijax.device_put(np.arange(8).reshape(4, 2), minijax.NamedSharding(mesh, minijax.P("i"))),
+    minijax.device_put(np.arange(8).reshape(2, 4) + 10,
+                       minijax.NamedSharding(mesh, minijax.P(None, "i"))))
+  assert _printed(capsys) == sorted(
+      ["v: [0 1] [10 14]", "v: [2 3] [11 15]", "v: [4 5] [12 16]", "v: [6 7] [13 17]"] * 4)
+
+
+def test_a_partitioned_debug_print_in_shard_map_prints_each_block(mesh, capsys):
+  h = minijax.jit(minijax.shard_map(
+      lambda x: (minijax.debug.print("b: {}", x, partitioned=True), x * 2)[1], mesh=mesh,
+      in_specs=minijax.P("i"), out_specs=minijax.P("i")))
+  np.testing.assert_array_equal(h(np.arange(8.0)), np.arange(8.0) * 2)
+  assert _printed(capsys) == ["b: [0. 1.]", "b: [2. 3.]", "b: [4. 5.]", "b: [6. 7.]"]
+
+
+def test_an_exception_in_a_partitioned_debug_callback_is_raised_by_effects_barrier(mesh):
+  def bad(v):
+    raise ValueError(f"shard {v}")
+  x = minijax.device_put(np.arange(8.0), minijax.NamedSharding(mesh, minijax.P("i")))
+  minijax.jit(lambda x: minijax.debug.callback(bad, x, partitioned=True))(x)
+  with pytest.raises(ValueError, match=r"shard \["):
+    minijax.effects_barrier()
+  minijax.effects_barrier()  # raised once
+
+
+def test_inspect_array_sharding_reports_the_layout_xla_chose_once_per_compilation(mesh):
+  seen = []
+  k = minijax.jit(lambda x: (minijax.debug.inspect_array_sharding(x * 2, callback=seen.append),
+                             x)[1])
+  x = minijax.device_put(np.arange(8.0), minijax.NamedSharding(mesh, minijax.P("i")))
+  with minijax.set_mesh(mesh):
+    k(x)
+    k(x)  # cached: no second call, as in JAX
+  assert seen == [minijax.NamedSharding(mesh, minijax.P("i"))]
+  seen.clear()
+  minijax.jit(lambda x: minijax.debug.inspect_array_sharding(x * 2, callback=seen.append))(x)
+  # (without set_mesh: the mesh of the arguments' shardings)
+  assert seen == [minijax.NamedSharding(mesh, minijax.P("i"))]
+  seen.clear()
+  minijax.jit(minijax.shard_map(
+      lambda b: (minijax.debug.inspect_array_sharding(b, callback=seen.append), b)[1],
+      mesh=mesh, in_specs=minijax.P("i"), out_specs=minijax.P("i")))(np.arange(8.0))
+  assert seen == [minijax.NamedSharding(mesh, minijax.P())]  # a block: as JAX says
+  seen.clear()
+  minijax.debug.inspect_array_sharding({"a": x}, callback=seen.append)  # eagerly: at once
+  assert seen == [x.sharding]
+  seen.clear()
+  minijax.jit(minijax.grad(lambda v: jnp.sum(
+      (minijax.debug.inspect_array_sharding(v, callback=seen.append), v * v)[1])))(1.0)
+  assert seen == [SingleDeviceSharding(minijax.devices()[0])]  # one device: at lowering
+
+
+def test_jax_was_never_imported():
+  assert "jax" not in sys.modules

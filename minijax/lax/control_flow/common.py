@@ -166,19 +166,33 @@ def groups_order(sizes: Sequence[int], order: Sequence[int]) -> list[int]:
 
 
 def join_consts(jaxprs: Sequence[ClosedJaxpr]) -> tuple[list[ClosedJaxpr], list[Any]]:
-  """Hoists each jaxpr's constants; every result takes the constants of all of them (in
-  order) as leading inputs, ignoring the others'.  Returns the jaxprs and the constants."""
+  """Hoists each jaxpr's constants and joins them: every result takes all the constants as
+  leading inputs, ignoring those it does not use.  A constant several jaxprs close over (the
+  same object) is passed once.  Returns the jaxprs and the constants."""
   hoisted = [hoist_consts(j) for j in jaxprs]
-  consts_lists = [c for _, c in hoisted]
-  all_avals = [[v.aval for v in j.jaxpr.invars[:len(c)]] for j, c in hoisted]
+  slot_of: dict = {}  # (id of the constant, its occurrence within one jaxpr) -> slot
+  consts, avals, slots = [], [], []
+  for j, cs in hoisted:
+    seen: dict = {}
+    mine = []
+    for c, v in zip(cs, j.jaxpr.invars):
+      key = (id(c), seen.setdefault(id(c), 0))
+      seen[id(c)] += 1
+      if key not in slot_of:
+        slot_of[key] = len(consts)
+        consts.append(c)
+        avals.append(v.aval)
+      mine.append(slot_of[key])
+    slots.append(mine)
   out = []
-  for i, (j, consts) in enumerate(hoisted):
-    before = [a for avals in all_avals[:i] for a in avals]
-    after = [a for avals in all_avals[i + 1:] for a in avals]
-    j = prepend_unused_invars(j, before, 0)
-    j = prepend_unused_invars(j, after, len(before) + len(consts))
-    out.append(j)
-  return out, [c for consts in consts_lists for c in consts]
+  for (j, cs), mine in zip(hoisted, slots):
+    jaxpr = j.jaxpr
+    own = dict(zip(mine, jaxpr.invars[:len(cs)]))
+    invars = [own[k] if k in own else Var(a) for k, a in enumerate(avals)]
+    out.append(ClosedJaxpr(Jaxpr(jaxpr.constvars, [*invars, *jaxpr.invars[len(cs):]],
+                                 jaxpr.outvars, jaxpr.eqns, jaxpr.effects, jaxpr.debug_info),
+                           j.consts))
+  return out, consts
 
 
 def nonzero_tangent(t) -> bool:

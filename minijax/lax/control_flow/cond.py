@@ -156,6 +156,9 @@ def _bind_cond(index, funs, operands, api_name, names):
   if ref_names:
     lax_state.check_ref_arguments(funs[-1], "cond", flat, ref_names, all_consts)
   outs = []
+  if api_name == "cond":  # (as in JAX, the cond's index is the predicate as an int32)
+    from minijax import lax
+    index = lax.convert_element_type(index, np.int32)
   if any(jaxpr_has_state(b.jaxpr) for b in branches):  # refs: discharged now (refs.py)
     outs = refs.call_with_refs(
         branches, [*all_consts, *flat], "cond",
@@ -333,6 +336,74 @@ def _cond_partial_eval(trace, args, *, branches):
   return common.merge(out_uk, uk_outs, k_outs[:n_known_out])
 
 
+def _cond_partial_eval_custom(saveable, unks_in, inst_in, eqn):
+  """Under a policy (`checkpoint`), each branch splits by it: a known cond runs the
+  branches' known parts and returns their residuals (in slots merged by type across
+  branches, zeros where a branch has none), and a staged cond reads them, with every
+  operand, to recompute what the policy did not save and compute the unknown outputs."""
+  from minijax.core.jaxpr import ClosedJaxpr, Jaxpr, Var
+  from minijax.interpreters import ad
+  from minijax.interpreters import partial_eval as pe
+  from minijax.core.jaxpr import eval_jaxpr
+  index_uk, *ops_uk = unks_in
+  branches = eqn.params["branches"]
+  new_inst = [a for a, inst in zip(eqn.invars, inst_in) if type(a) is Var and not inst]
+  n_out = len(eqn.outvars)
+  if index_uk:
+    return [], [eqn], [True] * n_out, [True] * n_out, new_inst
+  out_uk = [False] * n_out
+  for b in branches:
+    uk = pe.partial_eval_jaxpr_custom(b.jaxpr, ops_uk, True, False, True, saveable)[2]
+    out_uk = [x or y for x, y in zip(out_uk, uk)]
+  splits = [pe.partial_eval_jaxpr_custom(b.jaxpr, ops_uk, True, out_uk, True, saveable)
+            for b in branches]
+  # residual slots: the k-th residual of a type in a branch takes the k-th slot of that type
+  slots, res_avals = [], []
+  for known, staged, _, _, n_res in splits:
+    seen: dict = {}
+    mine = []
+    for v in staged.invars[:n_res]:
+      key = (v.aval, seen.get(v.aval, 0))
+      seen[v.aval] = key[1] + 1
+      if key not in res_avals:
+        res_avals.append(key)
+      mine.append(res_avals.index(key))
+    slots.append(mine)
+  res_avals = [a for a, _ in res_avals]
+  n_known_out = out_uk.count(False)
+
+  def known_branch(known, consts, mine):
+    def fun(*xs):
+      outs = eval_jaxpr(known, consts, *xs)
+      res = [ad.zeros_like_aval(a) for a in res_avals]
+      for slot, r in zip(mine, outs[n_known_out:]):
+        res[slot] = r
+      return [*outs[:n_known_out], *res]
+    return pe.trace_to_closed_jaxpr(fun, known.in_avals)
+
+  res_vars = [Var(a) for a in res_avals]
+  known_branches, staged_branches = [], []
+  for b, (known, staged, _, _, n_res), mine in zip(branches, splits, slots):
+    known_branches.append(known_branch(known, b.consts, mine))
+    invars = [Var(a) for a in res_avals]
+    for slot, v in zip(mine, staged.invars[:n_res]):
+      invars[slot] = v
+    staged_branches.append(ClosedJaxpr(Jaxpr(
+        staged.constvars, [*invars, *staged.invars[n_res:]], staged.outvars, staged.eqns),
+        b.consts))
+  index, *ops = eqn.invars
+  known_eqn = eqn.replace(
+      invars=[index, *(a for a, uk in zip(ops, ops_uk) if not uk)],
+      outvars=[*(v for v, uk in zip(eqn.outvars, out_uk) if not uk), *res_vars],
+      params=dict(eqn.params, branches=tuple(known_branches)),
+      effects=common.jaxprs_effects("cond", *known_branches))
+  staged_eqn = eqn.replace(
+      invars=[index, *res_vars, *ops],
+      params=dict(eqn.params, branches=tuple(staged_branches)),
+      effects=common.jaxprs_effects("cond", *staged_branches))
+  return [known_eqn], [staged_eqn], out_uk, [True] * n_out, [*new_inst, *res_vars]
+
+
 # ----------------------------------------------------------------------------- transpose
 
 def _cond_transpose(cts, index, *ops, branches):
@@ -348,12 +419,37 @@ def _cond_transpose(cts, index, *ops, branches):
   return [None, *common.merge(linear, outs, [None] * linear.count(False))]
 
 
+# ----------------------------------------------------------------------------- dead code
+
+def _cond_dce(used_outputs, eqn):
+  """Prunes every branch to the used outputs; the cond keeps the operands any branch
+  reads (every branch then takes them all), and the index."""
+  from minijax.interpreters import partial_eval as pe
+  branches = eqn.params["branches"]
+  if not any(used_outputs) and not must_keep(eqn.effects):
+    return [False] * len(eqn.invars), None
+  used_ops = [False] * (len(eqn.invars) - 1)
+  for b in branches:
+    used_ops = [u or v for u, v in zip(used_ops, pe.dce_closed_jaxpr(b, used_outputs)[1])]
+  new_branches = tuple(pe.dce_closed_jaxpr(b, used_outputs, instantiate=used_ops)[0]
+                       for b in branches)
+  ops = [x for x, u in zip(eqn.invars[1:], used_ops) if u]
+  new_eqn = eqn.replace(
+      invars=[eqn.invars[0], *ops],
+      outvars=[v for v, u in zip(eqn.outvars, used_outputs) if u],
+      params=dict(eqn.params, branches=new_branches),
+      effects=frozenset().union(*(b.effects for b in new_branches)))
+  return [True, *used_ops], new_eqn
+
+
 def _register_transformations():
   from minijax.interpreters import ad
   from minijax.interpreters import partial_eval as pe
   ad.primitive_jvps[cond_p] = _cond_jvp
   ad.primitive_transposes[cond_p] = _cond_transpose
   pe.partial_eval_rules[cond_p] = _cond_partial_eval
+  pe.partial_eval_jaxpr_custom_rules[cond_p] = _cond_partial_eval_custom
+  pe.dce_rules[cond_p] = _cond_dce
 
 
 _register_transformations()
@@ -363,8 +459,10 @@ _register_transformations()
 
 def _cond_batch(args, dims, *, branches):
   """An unbatched index keeps the cond, over batched branches.  A batched index runs every
-  branch on the whole batch and selects per lane; branches with effects cannot do that
-  (every lane would see every branch's effects), so that raises."""
+  branch on the whole batch, in branch order, and selects per lane, as JAX does: the
+  effects of every branch then happen for every lane (a `debug.print` in a branch prints
+  each lane once per branch).  Effects that may not run for lanes that did not ask for
+  them (`allowed_with_batched_predicate`: io_callback's) are refused with JAX's error."""
   from minijax import lax
   from minijax.core.jaxpr import eval_jaxpr
   size = next(x.shape[d] for x, d in zip(args, dims) if d is not None)
@@ -382,15 +480,11 @@ def _cond_batch(args, dims, *, branches):
     outs = cond_p.bind(index, *consts, *common.moved(ops, op_dims, ops_b, size),
                        branches=tuple(batched))
     return outs, [0 if b else None for b in out_b]
-  if any(b.effects for b in branches):
-    branch_effects = frozenset().union(*(b.effects for b in branches))
-    if not all(e.allowed_with_batched_predicate for e in branch_effects):
-      raise NotImplementedError("IO effect not supported in vmap-of-cond.")
-    effects = sorted(map(repr, branch_effects))
-    raise NotImplementedError(
-        f"vmap of cond/switch with a batched predicate over branches with effects {effects} "
-        "is not supported: it would run every branch for every lane. Make the predicate "
-        "unbatched, or move the effect out of the branches.")
+  branch_effects = frozenset().union(*(b.effects for b in branches))
+  if any(e.must_be_discharged for e in branch_effects):
+    raise NotImplementedError("State effect not supported in vmap-of-cond.")
+  if not all(e.allowed_with_batched_predicate for e in branch_effects):
+    raise NotImplementedError("IO effect not supported in vmap-of-cond.")
   index = lax.convert_element_type(index, np.int32) if index.dtype != np.int32 else index
   index = lax.clamp(np.int32(0), index, np.int32(len(branches) - 1))
   index = common.moved([index], [index_dim], [True], size)[0]

@@ -125,12 +125,34 @@ def scan(f: Callable, init, xs=None, length: int | None = None, reverse: bool = 
     carry, ys = refs.scan_with_refs(scan, jaxpr, consts, init_flat, x_flat, length=length,
                                     reverse=reverse, num_carry=num_carry)
     return (tree_util.tree_unflatten(carry_tree, carry), tree_util.tree_unflatten(y_tree, ys))
-  operands = [*consts, *init_flat, *x_flat]
-  outs = scan_p.bind(*operands, jaxpr=jaxpr, num_consts=len(consts), num_carry=num_carry,
+  jaxpr, consts, carry_in, invariant = _invariant_carries_to_consts(jaxpr, consts, init_flat)
+  operands = [*consts, *carry_in, *x_flat]
+  outs = scan_p.bind(*operands, jaxpr=jaxpr, num_consts=len(consts), num_carry=len(carry_in),
                      length=length, reverse=bool(reverse), linear=(False,) * len(operands), unroll=unroll)
-  carry_out = tree_util.tree_unflatten(carry_tree, outs[:num_carry])
-  ys = tree_util.tree_unflatten(y_tree, outs[num_carry:])
+  carry = common.merge(invariant, [x for x, inv in zip(init_flat, invariant) if inv],
+                       outs[:len(carry_in)])
+  carry_out = tree_util.tree_unflatten(carry_tree, carry)
+  ys = tree_util.tree_unflatten(y_tree, outs[len(carry_in):])
   return carry_out, ys
+
+
+def _invariant_carries_to_consts(jaxpr: ClosedJaxpr, consts, init_flat):
+  """A carry the body returns unchanged is only read: as in JAX, it becomes a leading
+  constant of the loop, and the scan's result for it is its initial value.  Returns the
+  body, the constants, the remaining carries and which carries were invariant."""
+  j, n = jaxpr.jaxpr, len(consts)
+  carry_vars = j.invars[n:n + len(init_flat)]
+  invariant = [j.outvars[i] is v for i, v in enumerate(carry_vars)]
+  if not any(invariant):
+    return jaxpr, consts, list(init_flat), invariant
+  moved = [v for v, inv in zip(carry_vars, invariant) if inv]
+  kept = [v for v, inv in zip(carry_vars, invariant) if not inv]
+  body = Jaxpr(j.constvars, [*moved, *j.invars[:n], *kept, *j.invars[n + len(init_flat):]],
+               [v for v, inv in zip(j.outvars, invariant + [False] * len(j.outvars)) if not inv],
+               j.eqns, None, j.debug_info)
+  return (ClosedJaxpr(body, jaxpr.consts),
+          [*(x for x, inv in zip(init_flat, invariant) if inv), *consts],
+          [x for x, inv in zip(init_flat, invariant) if not inv], invariant)
 
 
 def scan_map(f: Callable, xs):
@@ -369,6 +391,70 @@ def _scan_partial_eval(trace, args, *, jaxpr, num_consts, num_carry, length, rev
           *common.merge(ys_uk, u_outs[sum(carry_uk):], k_ys)]
 
 
+def _scan_partial_eval_custom(saveable, unks_in, inst_in, eqn):
+  """Under a policy (`checkpoint`): the body splits by it (to a fixed point of the unknown
+  carry), into a known scan that runs now and stacks its residuals, and a staged scan that
+  reads them, with every operand, to recompute what the policy did not save and compute
+  the unknown outputs.  Residuals computed from known constants alone are computed once,
+  before the known scan, and read by the staged one as constants."""
+  from minijax.core.jaxpr import Var
+  from minijax.interpreters import partial_eval as pe
+  params = eqn.params
+  jaxpr, nc, nk = params["jaxpr"], params["num_consts"], params["num_carry"]
+  num_ys = len(jaxpr.out_avals) - nk
+  const_uk, carry_uk, xs_uk = _split(unks_in, nc, nk)
+  for _ in range(nk + 1):
+    known, staged, out_uk, _, n_res = pe.partial_eval_jaxpr_custom(
+        jaxpr.jaxpr, [*const_uk, *carry_uk, *xs_uk], True, [*carry_uk, *[False] * num_ys],
+        True, saveable)
+    if out_uk[:nk] == carry_uk:
+      break
+    carry_uk = [a or b for a, b in zip(carry_uk, out_uk[:nk])]
+  unks_in = [*const_uk, *carry_uk, *xs_uk]
+  new_inst = [a for a, inst in zip(eqn.invars, inst_in) if type(a) is Var and not inst]
+  n_kc, n_kout = const_uk.count(False), out_uk.count(False)
+  res = known.outvars[n_kout:]
+  invariant = _loop_invariant_outputs(known, n_kc)[n_kout:]
+  # the loop-invariant residuals, computed once from the known constants
+  known_ins = [a for a, uk in zip(eqn.invars, unks_in) if not uk]
+  sub = dict(zip(known.invars[:n_kc], known_ins[:n_kc]))
+  hoisted_eqns = []
+  for e in _slice(known, n_kc, [v for v, i in zip(res, invariant) if i]).eqns:
+    outvars = [Var(v.aval) for v in e.outvars]
+    hoisted_eqns.append(e.replace(invars=[sub.get(a, a) if type(a) is not Literal else a
+                                          for a in e.invars], outvars=outvars))
+    sub.update(zip(e.outvars, outvars))
+  intensive = [sub.get(v, v) for v, i in zip(res, invariant) if i]
+  new_res = [v for v in intensive if v not in set(eqn.invars)]
+  body = Jaxpr(known.constvars, known.invars,
+               [*known.outvars[:n_kout], *(v for v, i in zip(res, invariant) if not i)],
+               known.eqns)
+  body, _ = pe.dce_jaxpr(body, [True] * len(body.outvars), instantiate=True)
+  length = params["length"]
+  extensive = [Var(ShapedArray((length, *v.aval.shape), v.aval.dtype))
+               for v, i in zip(res, invariant) if not i]
+  known_eqn = eqn.replace(
+      invars=known_ins,
+      outvars=[*(v for v, uk in zip(eqn.outvars, out_uk) if not uk), *extensive],
+      params=dict(params, jaxpr=ClosedJaxpr(body, jaxpr.consts), num_consts=n_kc,
+                  num_carry=carry_uk.count(False), linear=(False,) * len(known_ins)),
+      effects=body.effects)
+  # staged body inputs: [intensive residuals, consts, carry, xs, extensive residuals]
+  res_in, ins = staged.invars[:n_res], staged.invars[n_res:]
+  staged = Jaxpr(staged.constvars,
+                 [*(v for v, i in zip(res_in, invariant) if i), *ins,
+                  *(v for v, i in zip(res_in, invariant) if not i)],
+                 staged.outvars, staged.eqns)
+  staged_ins = [*intensive, *eqn.invars, *extensive]
+  staged_eqn = eqn.replace(
+      invars=staged_ins,
+      params=dict(params, jaxpr=ClosedJaxpr(staged, jaxpr.consts), num_consts=nc + len(intensive),
+                  linear=(False,) * len(staged_ins)),
+      effects=staged.effects)
+  return ([*hoisted_eqns, known_eqn], [staged_eqn], out_uk, [True] * len(eqn.outvars),
+          [*new_inst, *new_res, *extensive])
+
+
 def _loop_invariant_outputs(jaxpr: Jaxpr, n_invariant_inputs: int) -> list[bool]:
   """Which outputs depend only on the first inputs, through equations without effects."""
   inv = set(jaxpr.invars[:n_invariant_inputs])
@@ -443,12 +529,47 @@ def _scan_transpose(cts, *args, jaxpr, num_consts, num_carry, length, reverse, l
           *common.merge(xs_lin, ct_xs, [None] * xs_lin.count(False))]
 
 
+# ----------------------------------------------------------------------------- dead code
+
+def _scan_dce(used_outputs, eqn):
+  """Prunes the body to the used outputs.  A carry is needed when its output is used or
+  when the body needs it to compute a needed one, so the set of needed carries grows to a
+  fixed point; the body then takes and returns exactly those."""
+  from minijax.interpreters import partial_eval as pe
+  p = eqn.params
+  body, num_consts, num_carry = p["jaxpr"], p["num_consts"], p["num_carry"]
+  if not any(used_outputs) and not must_keep(eqn.effects):
+    return [False] * len(eqn.invars), None
+  used_carry, used_ys = list(used_outputs[:num_carry]), list(used_outputs[num_carry:])
+  for _ in range(num_carry + 1):
+    _, used_in = pe.dce_closed_jaxpr(body, [*used_carry, *used_ys])
+    carry_in = used_in[num_consts:num_consts + num_carry]
+    if all(u or not c for u, c in zip(used_carry, carry_in)):
+      break
+    used_carry = [u or c for u, c in zip(used_carry, carry_in)]
+  num_xs = len(eqn.invars) - num_consts - num_carry
+  new_body, used_in = pe.dce_closed_jaxpr(
+      body, [*used_carry, *used_ys],
+      instantiate=[False] * num_consts + used_carry + [False] * num_xs)
+  used_consts = used_in[:num_consts]
+  used_outs = [*used_carry, *used_ys]
+  new_eqn = eqn.replace(
+      invars=[x for x, u in zip(eqn.invars, used_in) if u],
+      outvars=[v for v, u in zip(eqn.outvars, used_outs) if u],
+      params=dict(p, jaxpr=new_body, num_consts=sum(used_consts), num_carry=sum(used_carry),
+                  linear=tuple(l for l, u in zip(p["linear"], used_in) if u)),
+      effects=new_body.effects)
+  return used_in, new_eqn
+
+
 def _register_transformations():
   from minijax.interpreters import ad
   from minijax.interpreters import partial_eval as pe
   ad.primitive_jvps[scan_p] = _scan_jvp
   ad.primitive_transposes[scan_p] = _scan_transpose
   pe.partial_eval_rules[scan_p] = _scan_partial_eval
+  pe.partial_eval_jaxpr_custom_rules[scan_p] = _scan_partial_eval_custom
+  pe.dce_rules[scan_p] = _scan_dce
 
 
 _register_transformations()
