@@ -27,6 +27,7 @@ from minijax.interpreters import ad, batching
 from minijax.interpreters import partial_eval as pe
 from minijax.lax.remat import checkpoint, checkpoint_policies, named_call, remat  # noqa: F401
 from minijax.lax.shard_map import shard_map  # noqa: F401
+from minijax.staging import jit as _jit_lib
 from minijax.staging.jit import clear_caches, jit  # noqa: F401
 from minijax.staging.pmap import pmap  # noqa: F401
 
@@ -55,6 +56,10 @@ def make_jaxpr(fun: Callable, static_argnums=(), axis_env=None, return_shape: bo
       return closed, out_tree.unflatten([ShapeDtypeStruct(a.shape, a.dtype, a.weak_type)
                                          for a in jaxpr.out_avals])
     return closed
+  for attr in ("__name__", "__qualname__"):  # as JAX names it: make_jaxpr(f), of its API
+    if hasattr(fun, attr):
+      setattr(make, attr, f"make_jaxpr({getattr(fun, attr)})")
+  make.__module__ = "minijax"
   return make
 
 
@@ -710,6 +715,11 @@ def vmap(fun: Callable, in_axes=0, out_axes=0, axis_size: int | None = None,
                          "out_axes")
       results.append(batching.matchaxis(o, d, a, size, axis_name=axis_name))
     return out_tree.unflatten(results)
+  name = getattr(fun, "__name__", type(fun).__name__)
+  vmapped.__doc__ = (f"Vectorized version of {name}. Takes similar arguments as {name} but "
+                     f"with additional array axes over which {name} is mapped.")
+  if getattr(fun, "__doc__", None):
+    vmapped.__doc__ += "\n\nOriginal documentation:\n\n" + fun.__doc__
   return vmapped
 
 
@@ -738,6 +748,9 @@ enable_checks = flag_context("jax_enable_checks")
 default_matmul_precision = flag_context("jax_default_matmul_precision")
 numpy_rank_promotion = flag_context("jax_numpy_rank_promotion")
 numpy_dtype_promotion = flag_context("jax_numpy_dtype_promotion")
+allow_f16_reductions = flag_context("jax_allow_f16_reductions")
+no_tracing = flag_context("jax_no_tracing")
+no_execution = flag_context("jax_no_execution")
 
 
 # ----------------------------------------------------------------------------- shapes, transposes
@@ -779,6 +792,9 @@ class ShapeDtypeStruct:
 
   def __hash__(self):
     return hash((self.shape, self.dtype))
+
+
+_jit_lib.shape_dtype_struct = ShapeDtypeStruct
 
 
 @api_boundary

@@ -89,7 +89,32 @@ class AbstractToken(AbstractValue):
   def str_short(self) -> str:
     return "Token"
 
+  def tangent_aval(self) -> "AbstractToken":
+    return self  # as in JAX: a token's tangent is a token (never computed with)
+
+  at_least_vspace = tangent_aval
+
   __repr__ = str_short
+
+
+abstract_token = AbstractToken()
+
+
+class Token:
+  """A token as a value (`lax.create_token()`, or a jitted function's token result): no
+  data, only an order.  `_buf` is the device buffer of XLA's token type it wraps, which
+  has no host value (reading one raises jaxlib's RuntimeError)."""
+  __slots__ = ("_buf",)
+
+  def __init__(self, buf):
+    self._buf = buf
+
+  def block_until_ready(self):
+    self._buf.block_until_ready()
+    return self
+
+  def __repr__(self):
+    return "Token()"
 
 
 _python_scalar_avals: dict[type, ShapedArray] = {}  # under the current enable_x64
@@ -171,7 +196,7 @@ def operand_avals(primitive, args) -> tuple:
 # The avals of further Python types (JAX's table, which libraries extend:
 # `pytype_aval_mappings[MyType] = lambda x: ShapedArray(...)`).
 pytype_aval_mappings: dict[type, Callable[[Any], ShapedArray]] = {
-    np.ndarray: _numpy_aval, np.generic: _numpy_aval}
+    np.ndarray: _numpy_aval, np.generic: _numpy_aval, Token: lambda _: abstract_token}
 
 
 def check_conversion(kind: str, shape: tuple, dtype) -> None:

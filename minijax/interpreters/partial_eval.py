@@ -56,6 +56,8 @@ def _check_value(x) -> None:
     return
   if hasattr(x, "aval") or (hasattr(x, "shape") and hasattr(x, "dtype")):
     return
+  if type(x) in avals_lib.pytype_aval_mappings:  # a Token, or a type a library registered
+    return
   raise TypeError(
       f"Argument '{x!s:.60}' of type {type(x)} is not a valid JAX type; "
       "arguments and results must be arrays, numpy arrays or Python scalars (or pytrees "

@@ -184,6 +184,14 @@ def _called_by_user() -> bool:
   return False
 
 
+def _kind(dtype) -> str:
+  """"f" (real floating, ml_dtypes' bfloat16 and float8s included: numpy calls their kind
+  "V"), "i" (signed or unsigned integer, int4 included), else numpy's kind ("c", "b")."""
+  if dtypes.is_float(dtype):
+    return "f"
+  return "i" if dtypes.is_integer(dtype) else np.dtype(dtype).kind
+
+
 def _check_strict(typed) -> None:
   """`numpy_dtype_promotion="strict"`: operands of different dtypes are an error, except
   weakly typed Python scalars of a kind the other dtype holds (an int with an integer or
@@ -193,9 +201,9 @@ def _check_strict(typed) -> None:
   if ok and strong:
     (dtype,) = strong
     for d, weak in typed:
-      kind, weak_kind = np.dtype(dtype).kind, np.dtype(d).kind
+      kind, weak_kind = _kind(dtype), _kind(d)
       if weak and not (kind == "c" or kind == "f" and weak_kind != "c"
-                       or kind in "iu" and weak_kind in "iu"):
+                       or kind == "i" and weak_kind == "i"):
         ok = False
   if not ok:
     names = tuple(str(d) for d, _ in typed)

@@ -76,6 +76,8 @@ def array(object, dtype=None, copy=True, ndmin=0):
   nd = _util.ndim(out)
   if ndmin > nd:
     out = lax.reshape(out, (1,) * (ndmin - nd) + _util.shape(out))
+  if copy and out is object and not isinstance(out, Tracer):
+    out = out.copy()  # as in JAX: a buffer of its own, which donating `object` leaves alive
   return out
 
 
