@@ -16,14 +16,16 @@ from minijax.api import (jit, clear_caches, pmap, shard_map, make_jaxpr, grad, v
 from minijax.custom_derivatives import custom_gradient, custom_jvp, custom_vjp
 from minijax.api import (jacobian, typeof, disable_jit, check_tracer_leaks, checking_leaks,
                          explain_cache_misses, default_matmul_precision, numpy_rank_promotion,
-                         numpy_dtype_promotion, enable_checks)
+                         numpy_dtype_promotion, enable_checks, allow_f16_reductions,
+                         no_tracing, no_execution)
+from minijax.config import make_user_context
 from minijax.dtypes import float0
 from minijax.placement import (device_put, device_get, block_until_ready, copy_to_host_async,
                                device_count,
                                local_device_count, default_backend, print_environment_info)
 from minijax.core.jaxpr import named_scope
 from minijax.core.trace import ensure_compile_time_eval
-from minijax.runtime.backend import default_device, Device
+from minijax.runtime.backend import Device
 from minijax import tree, tree_util, errors, dtypes, test_util
 from minijax import sharding
 from minijax.sharding import NamedSharding, PartitionSpec as P, make_mesh, set_mesh
@@ -47,6 +49,7 @@ enable_custom_prng = _flag_context("jax_enable_custom_prng")
 debug_key_reuse = _flag_context("jax_debug_key_reuse")
 debug_nans = _flag_context("jax_debug_nans")
 debug_infs = _flag_context("jax_debug_infs")
+default_device = _flag_context("jax_default_device")
 
 
 _DEPRECATED = {"device_put_sharded": "jax.device_put(xs, NamedSharding(mesh, P('i')))",

@@ -17,7 +17,7 @@ import numpy as np
 
 from minijax import lax, tree_util
 from minijax.config import FlagContext, flag_context
-from minijax.api_util import broadcast_prefix, flat_arg_names, normalize_argnums
+from minijax.api_util import broadcast_prefix, flat_arg_names, normalize_argnums, public_name
 from minijax.core import dtypes
 from minijax.core.axes import extend_axis_env
 from minijax.core.avals import ShapedArray, get_aval
@@ -27,6 +27,7 @@ from minijax.interpreters import ad, batching
 from minijax.interpreters import partial_eval as pe
 from minijax.lax.remat import checkpoint, checkpoint_policies, named_call, remat  # noqa: F401
 from minijax.lax.shard_map import shard_map  # noqa: F401
+from minijax.staging import jit as _jit_lib
 from minijax.staging.jit import clear_caches, jit  # noqa: F401
 from minijax.staging.pmap import pmap  # noqa: F401
 
@@ -55,6 +56,10 @@ def make_jaxpr(fun: Callable, static_argnums=(), axis_env=None, return_shape: bo
       return closed, out_tree.unflatten([ShapeDtypeStruct(a.shape, a.dtype, a.weak_type)
                                          for a in jaxpr.out_avals])
     return closed
+  for attr in ("__name__", "__qualname__"):  # as JAX names it: make_jaxpr(f), of its API
+    if hasattr(fun, attr):
+      setattr(make, attr, f"make_jaxpr({getattr(fun, attr)})")
+  make.__module__ = "minijax"
   return make
 
 
@@ -88,13 +93,13 @@ def _instantiate(ct):
 def jvp(fun: Callable, primals, tangents, has_aux: bool = False):
   """Forward-mode derivative: `(fun(*primals), J(primals) @ tangents)` (and aux)."""
   if not isinstance(primals, (tuple, list)) or not isinstance(tangents, (tuple, list)):
-    raise TypeError("primal and tangent arguments to minijax.jvp must be tuples or lists; "
-                    f"found {type(primals).__name__} and {type(tangents).__name__}.")
-  flat_p, tree_p = tree_util.tree_flatten(tuple(primals))
-  flat_t, tree_t = tree_util.tree_flatten(tuple(tangents))
-  if tree_p != tree_t:
-    raise TypeError("primal and tangent arguments to minijax.jvp must have the same tree "
-                    f"structure; primals have tree structure {tree_p} whereas tangents have "
+    raise TypeError(f"primal and tangent arguments to {public_name('jvp')} must be tuples or "
+                    f"lists; found {type(primals).__name__} and {type(tangents).__name__}.")
+  flat_p, tree_p = tree_util.tree_flatten(primals)
+  flat_t, tree_t = tree_util.tree_flatten(tangents)
+  if tree_p != tree_t:  # (a tuple of primals with a list of tangents too, as in JAX)
+    raise TypeError(f"primal and tangent arguments to {public_name('jvp')} must have the same "
+                    f"tree structure; primals have tree structure {tree_p} whereas tangents have "
                     f"tree structure {tree_t}.")
   flat_t = [_check_tangent(p, t) for p, t in zip(flat_p, flat_t)]
   box = {}
@@ -117,13 +122,13 @@ def _check_tangent(p, t):
   expected = pa.tangent_aval().dtype
   if ta.dtype != expected and not (dtypes.is_inexact(expected) and ta.weak_type):
     raise TypeError(
-        "primal and tangent arguments to minijax.jvp do not match; dtypes must be equal, or "
-        "in case of int/bool primal dtype the tangent dtype must be float0. Got primal dtype "
-        f"{pa.dtype} and so expected tangent dtype {_dtype_name(expected)}, but got "
+        f"primal and tangent arguments to {public_name('jvp')} do not match; dtypes must be "
+        "equal, or in case of int/bool primal dtype the tangent dtype must be float0. Got "
+        f"primal dtype {pa.dtype} and so expected tangent dtype {_dtype_name(expected)}, but got "
         f"tangent dtype {_dtype_name(ta.dtype)} instead.")
   if pa.shape != ta.shape:
-    raise ValueError("minijax.jvp called with different primal and tangent shapes; Got "
-                     f"primal shape {pa.shape} and tangent shape as {ta.shape}")
+    raise ValueError(f"{public_name('jvp')} called with different primal and tangent shapes; "
+                     f"Got primal shape {pa.shape} and tangent shape as {ta.shape}")
   return ad.Zero(pa.tangent_aval()) if expected == dtypes.float0 else t
 
 
@@ -257,20 +262,29 @@ def _vjp_pullback(f_vjp: VJP, args, wanted=None):
   ct, = args
   flat_ct, ct_tree = tree_util.tree_flatten(ct)
   if ct_tree != out_tree:
-    raise TypeError(f"Tree structure of cotangent input {ct_tree}, does not match structure "
-                    f"of primal output {out_tree}.")
+    raise ValueError(f"unexpected tree structure of the argument to the function returned by "
+                     f"{public_name('vjp')} for {name}: it must have the structure of "
+                     f"{name}'s output, {out_tree}, but has {ct_tree}.")
   for c, o in zip(flat_ct, out_avals):
-    got, expected = ad.get_aval(c), o.tangent_aval()
-    if got.shape != expected.shape:
-      raise ValueError(
-          "unexpected JAX type (e.g. shape/dtype) for argument to VJP function: got "
-          f"{got.str_short()}, but expected {expected.str_short()} because the "
-          f"corresponding output of the differentiated function had JAX type "
-          f"{o.str_short()}")
+    if type(c) is not ad.Zero and type(o) is ShapedArray:
+      _check_cotangent(ad.get_aval(c), o)
   cts = transpose(f_vjp._residuals(),
                   [*flat_ct, *(ad.Zero(a.tangent_aval()) for a in aux_avals)], wanted)
   wanted = [True] * len(cts) if wanted is None else wanted
   return in_tree.unflatten([_instantiate(c) if w else None for c, w in zip(cts, wanted)])
+
+
+def _check_cotangent(got, out) -> None:
+  """A cotangent has its output's shape and tangent dtype (any dtype for an integer output,
+  whose tangents are float0; a weak type is no difference)."""
+  want = out.tangent_aval()
+  if got.shape == want.shape and (got.dtype == want.dtype or want.dtype == dtypes.float0):
+    return
+  def typ(a):
+    return f"{_dtype_name(a.dtype)}[{','.join(map(str, a.shape))}]"
+  raise ValueError("unexpected JAX type (e.g. shape/dtype) for argument to VJP function: got "
+                   f"{typ(got)}, but expected {typ(want)} because the corresponding output of "
+                   f"the differentiated function had JAX type {typ(out)}")
 
 
 # What `vjp(...)`'s function `.with_refs(*entries)` takes, one entry per primal (or a
@@ -360,12 +374,12 @@ def _check_output_dtype_revderiv(name, holomorphic, x):
         f"{name} requires real-valued outputs (output dtype that is a sub-dtype of "
         f"np.floating), but got {_dtype_name(dtype)}. For holomorphic differentiation, pass "
         "holomorphic=True. For differentiation of non-holomorphic functions involving complex "
-        "outputs, use minijax.vjp directly.")
+        f"outputs, use {public_name('vjp')} directly.")
   elif not dtypes.is_float(dtype):
     raise TypeError(
         f"{name} requires real-valued outputs (output dtype that is a sub-dtype of "
         f"np.floating), but got {_dtype_name(dtype)}. For differentiation of functions with "
-        "integer outputs, use minijax.vjp directly.")
+        f"integer outputs, use {public_name('vjp')} directly.")
 
 
 def _scalar_output_check(holomorphic):
@@ -389,10 +403,14 @@ def value_and_grad(fun: Callable, argnums=0, has_aux: bool = False, holomorphic:
   output's cotangent 1 pulls back, so for a real `f` of `z = x + iy` it is
   `df/dx - i df/dy`, and with `holomorphic=True` (complex inputs and output) it is `f'(z)`.
   """
+  return api_boundary(_value_and_grad(fun, argnums, has_aux, holomorphic, allow_int))
+
+
+def _value_and_grad(fun, argnums, has_aux, holomorphic, allow_int):
+  """`value_and_grad`'s function without its API boundary (`grad` has its own)."""
   int_argnums = isinstance(argnums, int)
   argnums_t = (argnums,) if int_argnums else tuple(argnums)
 
-  @api_boundary
   @functools.wraps(fun)
   def value_and_grad_f(*args, **kwargs):
     if max(argnums_t, default=-1) >= len(args):
@@ -412,11 +430,11 @@ def value_and_grad(fun: Callable, argnums=0, has_aux: bool = False, holomorphic:
 
     box = {"check": _scalar_output_check(holomorphic)}
     flat_fun = _flat_fun_with_aux(partial_fun, in_tree, has_aux, box)
-    outs, vjp_flat = ad.vjp_flat(flat_fun, flat)
+    outs, transpose, residuals = ad.vjp_parts(flat_fun, flat)
     value = outs[0]
     value_aval = ad.get_aval(value)
     one = lax.full((), 1, value_aval.dtype, weak_type=value_aval.weak_type)
-    cts = vjp_flat([one, *(ad.Zero.from_primal_value(a) for a in outs[1:])])
+    cts = transpose(residuals, [one, *(ad.Zero.from_primal_value(a) for a in outs[1:])])
     g = in_tree.unflatten([_instantiate(c) for c in cts])
     g = g[0] if int_argnums else g
     if has_aux:
@@ -428,7 +446,7 @@ def value_and_grad(fun: Callable, argnums=0, has_aux: bool = False, holomorphic:
 def grad(fun: Callable, argnums=0, has_aux: bool = False, holomorphic: bool = False,
          allow_int: bool = False):
   """The gradient of scalar-valued `fun` with respect to `args[argnums]`."""
-  vg = value_and_grad(fun, argnums, has_aux, holomorphic, allow_int)
+  vg = _value_and_grad(fun, argnums, has_aux, holomorphic, allow_int)
 
   @api_boundary
   @functools.wraps(fun)
@@ -528,7 +546,7 @@ def _check_input_dtype_jacfwd(holomorphic, x):
         "jacfwd requires real-valued inputs (input dtype that is a sub-dtype of np.floating), "
         f"but got {_dtype_name(dtype)}. For holomorphic differentiation, pass holomorphic=True. "
         "For differentiation of non-holomorphic functions involving complex inputs or integer "
-        "inputs, use minijax.jvp directly.")
+        f"inputs, use {public_name('jvp')} directly.")
 
 
 def jacrev(fun: Callable, argnums=0, has_aux: bool = False, holomorphic: bool = False,
@@ -687,11 +705,21 @@ def vmap(fun: Callable, in_axes=0, out_axes=0, axis_size: int | None = None,
     out = out_tree.unflatten(outs)
     flat_out_axes = _broadcast_prefix(out_axes, out, "out_axes")
     results = []
-    for o, d, a in zip(outs, out_dims, flat_out_axes):
+    for i, (o, d, a) in enumerate(zip(outs, out_dims, flat_out_axes)):
       if a is not None:
         a = a % (ad.get_aval(o).ndim + (d is None))
+      elif d is not None and axis_name is None:
+        path = tree_util.keystr(tree_util.tree_flatten_with_path(out)[0][i][0])
+        raise ValueError(f"at vmap out_axes{path}, got axis spec None but output was batched on "
+                         f"axis {d}; an output that depends on a mapped input needs a mapped "
+                         "out_axes")
       results.append(batching.matchaxis(o, d, a, size, axis_name=axis_name))
     return out_tree.unflatten(results)
+  name = getattr(fun, "__name__", type(fun).__name__)
+  vmapped.__doc__ = (f"Vectorized version of {name}. Takes similar arguments as {name} but "
+                     f"with additional array axes over which {name} is mapped.")
+  if getattr(fun, "__doc__", None):
+    vmapped.__doc__ += "\n\nOriginal documentation:\n\n" + fun.__doc__
   return vmapped
 
 
@@ -720,6 +748,9 @@ enable_checks = flag_context("jax_enable_checks")
 default_matmul_precision = flag_context("jax_default_matmul_precision")
 numpy_rank_promotion = flag_context("jax_numpy_rank_promotion")
 numpy_dtype_promotion = flag_context("jax_numpy_dtype_promotion")
+allow_f16_reductions = flag_context("jax_allow_f16_reductions")
+no_tracing = flag_context("jax_no_tracing")
+no_execution = flag_context("jax_no_execution")
 
 
 # ----------------------------------------------------------------------------- shapes, transposes
@@ -763,6 +794,9 @@ class ShapeDtypeStruct:
     return hash((self.shape, self.dtype))
 
 
+_jit_lib.shape_dtype_struct = ShapeDtypeStruct
+
+
 @api_boundary
 def eval_shape(fun: Callable, *args, **kwargs):
   """The shapes and dtypes of `fun(*args, **kwargs)`, found by tracing (nothing runs);
@@ -775,22 +809,41 @@ def eval_shape(fun: Callable, *args, **kwargs):
 def linear_transpose(fun: Callable, *primals):
   """The transpose of `fun`, which must be linear in its arguments: `primals` give their
   shapes and dtypes, and the result maps an output cotangent to one cotangent per
-  argument."""
+  argument.  The result is a pytree (`tree_util.Partial`, its leaves the constants of
+  `fun`), so that jitted functions can take and return it."""
   flat, in_tree = tree_util.tree_flatten(primals)
   flat_fun, out_tree = tree_util.flatten_fun_nokwargs(fun, in_tree)
   in_avals = [get_aval(x) for x in flat]
   jaxpr, consts = pe.trace_to_jaxpr_dynamic(flat_fun, in_avals)
-  out_tree = out_tree()
+  # what no output needs may be non-linear (`x > 0`, computed and dropped): no transpose
+  jaxpr, _ = pe.dce_jaxpr(jaxpr, [True] * len(jaxpr.outvars), True)
+  out_avals = tuple(ClosedJaxpr(jaxpr, consts).out_avals)
+  in_dtypes = [a.dtype for a in in_avals]
+  out_dtypes = [a.dtype for a in out_avals]
+  if not (all(dtypes.is_inexact(d) for d in in_dtypes + out_dtypes) or
+          all(np.issubdtype(d, np.integer) for d in in_dtypes + out_dtypes)):
+    names = lambda ds: "[" + ", ".join(map(_dtype_name, ds)) + "]"  # noqa: E731
+    raise TypeError("linear_transpose only supports [float or complex] -> [float or complex], "
+                    f"and integer -> integer functions, but got {names(in_dtypes)} -> "
+                    f"{names(out_dtypes)}: a linear function keeps its values' kind of number.")
+  meta = (jaxpr, in_tree, tuple(in_avals), out_tree(), out_avals)
+  return tree_util.Partial(functools.partial(_linear_transposed, meta), list(consts))
 
-  def transposed(out_ct):
-    flat_ct, ct_tree = tree_util.tree_flatten(out_ct)
-    if ct_tree != out_tree:
-      raise TypeError(f"linear_transpose: cotangent structure {ct_tree} does not match the "
-                      f"function's output structure {out_tree}")
-    from minijax.interpreters.transpose import backward_pass
-    cts = backward_pass(jaxpr, consts, [ad.UndefinedPrimal(a) for a in in_avals], flat_ct)
-    return in_tree.unflatten([_instantiate(c) for c in cts])
-  return transposed
+
+def _linear_transposed(meta, consts, out_ct):
+  from minijax.interpreters.transpose import backward_pass
+  jaxpr, in_tree, in_avals, out_tree, out_avals = meta
+  flat_ct, ct_tree = tree_util.tree_flatten(out_ct)
+  if ct_tree != out_tree:
+    raise TypeError(f"cotangent tree does not match function output: the transposed function "
+                    f"takes a cotangent of the structure {out_tree}, but got {ct_tree}")
+  ct_avals = [get_aval(ct) for ct in flat_ct]
+  if any((c.shape, c.dtype) != (a.shape, a.dtype) for c, a in zip(ct_avals, out_avals)):
+    shown = lambda avals: "[" + ", ".join(a.str_short() for a in avals) + "]"  # noqa: E731
+    raise TypeError(f"cotangent type does not match function output: the transposed function "
+                    f"takes cotangents of type {shown(out_avals)}, but got {shown(ct_avals)}")
+  cts = backward_pass(jaxpr, consts, [ad.UndefinedPrimal(a) for a in in_avals], flat_ct)
+  return in_tree.unflatten([_instantiate(c) for c in cts])
 
 
 # ----------------------------------------------------------------------------- JAX's utilities

@@ -16,10 +16,19 @@ dataclass with `__call__`, say) is keyed by identity, whatever its `__eq__` says
 from __future__ import annotations
 
 import inspect
+import sys
 import types
 from typing import Any, Callable
 
 from minijax import tree_util
+
+
+def public_name(name: str) -> str:
+  """How errors name the public function `name`: `jax.<name>` when minijax stands in for
+  JAX (`install_as_jax`, so the user wrote `jax.<name>`), else `minijax.<name>`."""
+  module = sys.modules.get("jax")
+  standing_in = module is not None and "__minijax__" in getattr(module, "__dict__", {})
+  return f"{'jax' if standing_in else 'minijax'}.{name}"
 
 
 def normalize_argnums(argnums) -> tuple[int, ...]:
@@ -31,17 +40,27 @@ def normalize_argnums(argnums) -> tuple[int, ...]:
   return tuple(argnums)
 
 
-def prefix_pairs(prefix, tree, *, is_leaf: Callable[[Any], bool],
-                 mismatch: Callable[[], Exception]) -> list[tuple[Any, Any]]:
+def prefix_pairs(prefix, tree, *, is_leaf: Callable[[Any], bool], name: str,
+                 mismatch: Callable[[str], Exception]) -> list[tuple[Any, Any]]:
   """`(leaf of prefix, the subtree of tree it covers)` for each leaf of `prefix`, a tree
-  prefix of `tree` (`is_leaf` says which nodes of `prefix` are leaves); `mismatch()` is
-  raised when it is not a prefix."""
+  prefix of `tree` (`is_leaf` says which nodes of `prefix` are leaves); when it is not a
+  prefix, `mismatch(details)` is raised, `details` listing where the two part (key paths
+  start with `name`)."""
   spec_leaves, spec_tree = tree_util.tree_flatten(prefix, is_leaf=is_leaf)
   try:
     subtrees = spec_tree.flatten_up_to(tree)
   except (ValueError, TypeError):
-    raise mismatch() from None
+    raise mismatch(mismatch_details(prefix, tree, name, is_leaf)) from None
   return list(zip(spec_leaves, subtrees))
+
+
+def mismatch_details(prefix, tree, name: str, is_leaf=None) -> str:
+  """The places where `prefix` is not a tree prefix of `tree`, as lines to append to an
+  error ("" if none is found)."""
+  errors = tree_util.prefix_errors(prefix, tree, name, is_leaf)
+  if not errors:
+    return ""
+  return f"\n  Mismatch details ({len(errors)} found):\n  " + "\n  ".join(errors)
 
 
 def broadcast_prefix(prefix, tree, *, transform: str, what: str,
@@ -49,12 +68,13 @@ def broadcast_prefix(prefix, tree, *, transform: str, what: str,
   """One entry of `prefix` (an `in_axes`-like tree, `None` a leaf) for each leaf of `tree`;
   `check_leaf` is called on each of `prefix`'s leaves (and raises the transformation's
   own error for a bad one)."""
-  def mismatch():
+  def mismatch(details):
     return ValueError(f"{transform} {what} specification must be a tree prefix of the "
-                      f"corresponding value, got specification {prefix} for value tree "
-                      f"{tree_util.tree_structure(tree)}.")
+                      f"corresponding value; got specification {prefix} for value tree "
+                      f"{tree_util.tree_structure(tree)}.{details}")
   out = []
-  for spec, sub in prefix_pairs(prefix, tree, is_leaf=lambda x: x is None, mismatch=mismatch):
+  for spec, sub in prefix_pairs(prefix, tree, is_leaf=lambda x: x is None, name=what,
+                                mismatch=mismatch):
     if check_leaf is not None:
       check_leaf(spec)
     out.extend([spec] * len(tree_util.tree_leaves(sub)))

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import logging
 import math
 import os
 from typing import Any, Callable, Mapping
@@ -179,6 +180,17 @@ def _validate_only(allowed: Any):
   return validate
 
 
+def _validate_default_device(value):
+  """None, the platform name 'cpu', or a device (checked by what it has: this floor knows
+  no device class)."""
+  if value is None or value == "cpu":
+    return value
+  if isinstance(value, str) or getattr(value, "platform", None) != "cpu" or not hasattr(
+      value, "id"):
+    raise ValueError(value)
+  return value
+
+
 PRNG_IMPLS = ("threefry2x32", "rbg", "unsafe_rbg", "philox2x32", "philox4x32", "threefry4x32")
 
 
@@ -281,10 +293,22 @@ FLAGS: dict[str, Flag] = {f.name: f for f in [
     choice_flag("default_prng_impl", "MINIJAX_DEFAULT_PRNG_IMPL", "threefry2x32", PRNG_IMPLS,
                 "the PRNG implementation of keys made without impl=",
                 env_aliases=("JAX_DEFAULT_PRNG_IMPL",)),
-    choice_flag("explicit_x64_dtypes", "MINIJAX_EXPLICIT_X64_DTYPES", "warn", ("warn", "error"),
+    choice_flag("explicit_x64_dtypes", "MINIJAX_EXPLICIT_X64_DTYPES", "warn",
+                ("warn", "error", "allow"),
                 "what asking for a 64-bit dtype without x64 does: warn and use the 32-bit "
-                "one, or raise (JAX's 'allow', 64-bit types without x64, minijax lacks)",
-                env_aliases=("JAX_EXPLICIT_X64_DTYPES",)),
+                "one, or raise; under JAX's 'allow' (64-bit arrays without x64, which "
+                "minijax lacks) it raises, saying so", env_aliases=("JAX_EXPLICIT_X64_DTYPES",)),
+    Flag("default_device", None, None, _validate_default_device, str,
+         "None, 'cpu' or a CPU device (minijax runs on the CPU only)",
+         "where values without a device and computations on them go (None: device 0)"),
+    bool_flag("allow_f16_reductions", "MINIJAX_ALLOW_F16_REDUCTIONS", True,
+              "whether reduce_sum may sum float16 or bfloat16 operands over axes longer "
+              "than 1 (False: ValueError)", env_aliases=("JAX_ALLOW_F16_REDUCTIONS",)),
+    bool_flag("no_tracing", "MINIJAX_NO_TRACING", False,
+              "raise RuntimeError when a jitted function would be traced (again)",
+              env_aliases=("JAX_NO_TRACING",)),
+    bool_flag("no_execution", "MINIJAX_NO_EXECUTION", False,
+              "raise RuntimeError when a jitted function would run", env_aliases=("JAX_NO_EXECUTION",)),
     choice_flag("legacy_prng_key", "MINIJAX_LEGACY_PRNG_KEY", "allow",
                 ("allow", "warn", "error"),
                 "what random functions do with raw uint32 keys (random.PRNGKey's)",
@@ -344,6 +368,12 @@ class Config:
     object.__setattr__(self, "_observers", [])
     object.__setattr__(self, "_guards", {})
     object.__setattr__(self, "_updated", set())  # flags set with `update`
+    object.__setattr__(self, "_global", {name: getattr(self, name) for name in FLAGS})
+    object.__setattr__(self, "_contexts", {})  # name -> values set by open `with` blocks
+    # make_user_context's values: one per context made, a jit cache key like the flags.
+    object.__setattr__(self, "user_contexts", ())
+    object.__setattr__(self, "_user_globals", [])
+    object.__setattr__(self, "_user_stacks", {})
 
   @staticmethod
   def canonical_name(name: str) -> str:
@@ -360,13 +390,44 @@ class Config:
       raise AttributeError(f"minijax.config has no flag {name!r}; known flags: {known} "
                            "(each also as JAX's name, with a jax_ prefix)")
     value = flag.check(value)
+    if self._contexts.get(name):  # a `with` block's value stays in force until it ends
+      self._global[name] = value
+      self._updated.add(name)
+      return
+    self._store(name, value)
+    self._global[name] = value
+    self._updated.add(name)
+
+  def _store(self, name: str, value: Any) -> None:
+    """Makes `value` (valid) the flag's value in force and tells the observers."""
     guard = self._guards.get(name)
     if guard is not None:
       guard(value)
     object.__setattr__(self, name, value)
-    self._updated.add(name)
     for observer in self._observers:
       observer(name, value)
+
+  def get_global(self, name: str) -> Any:
+    """The flag's value outside every `with` block of its context manager (JAX's
+    `State.get_global()`)."""
+    return self._global[self.canonical_name(name)]
+
+  def _read(self, name: str) -> Any:
+    return getattr(self, self.canonical_name(name))
+
+  def _enter(self, name: str, value: Any) -> None:
+    """A `with` block sets the flag to `value` until `_exit`; `update` inside it changes
+    the global value, which is in force again once every block has ended."""
+    name = self.canonical_name(name)
+    value = FLAGS[name].check(value)
+    self._store(name, value)
+    self._contexts.setdefault(name, []).append(value)
+
+  def _exit(self, name: str) -> None:
+    name = self.canonical_name(name)
+    stack = self._contexts[name]
+    stack.pop()
+    self._store(name, stack[-1] if stack else self._global[name])
 
   def read_env_again(self, name: str, environ: Mapping[str, str] = os.environ) -> Any:
     """Reads flag `name` from the environment once more, unless `update` has set it: for
@@ -374,7 +435,10 @@ class Config:
     starts), so that a script may set the variable after importing minijax.  A bad value
     raises ValueError naming the variable, as at import."""
     if name not in self._updated:
-      object.__setattr__(self, name, FLAGS[name].from_env(environ))
+      value = FLAGS[name].from_env(environ)
+      self._global[name] = value
+      if not self._contexts.get(name):
+        object.__setattr__(self, name, value)
     return getattr(self, name)
 
   def parse_flags_with_absl(self) -> None:
@@ -403,22 +467,48 @@ class Config:
 config = Config()
 
 
+def compile_log_level() -> int:
+  """The level of the records tracing, lowering and compiling log on the "minijax" logger
+  (JAX's wording): WARNING under `log_compiles`, DEBUG when that logger shows debug
+  records, else 0 (no record)."""
+  if config.log_compiles:
+    return logging.WARNING
+  return logging.DEBUG if logging.getLogger("minijax").isEnabledFor(logging.DEBUG) else 0
+
+
+# Flags that change what tracing or lowering produces, whether the fast path may skip NaN
+# checks, or whether compiled code runs at all (and make_user_context's values).  Like
+# JAX's trace context, they key jit's caches and the traces of control-flow bodies:
+# switching a flag back and forth reuses what was traced and compiled before.
+JIT_KEY_FLAGS = ("enable_x64", "tap_mechanism", "debug_nans", "debug_infs",
+                 "host_callback_semantics", "effects_ordering", "disable_jit",
+                 "numpy_rank_promotion", "numpy_dtype_promotion", "default_matmul_precision",
+                 "no_execution", "allow_f16_reductions", "default_device", "user_contexts")
+
+
+def jit_key_state() -> tuple:
+  """The values of `JIT_KEY_FLAGS` now."""
+  return tuple(getattr(config, name) for name in JIT_KEY_FLAGS)
+
+
 class FlagContext:
   """`with flag_context(name, value):` (or as a decorator) sets a flag for a block and
-  restores it after, as JAX's `jax.default_prng_impl(...)` and its kin do."""
+  restores it after, as JAX's `jax.default_prng_impl(...)` and its kin do.  As in JAX, a
+  `config.update` inside the block changes the flag's global value, in force once the
+  block ends.  (JAX's blocks are per thread; minijax's flags are one set per process.)"""
 
   def __init__(self, name: str, value: Any):
-    if Config.canonical_name(name) not in FLAGS:
+    name = Config.canonical_name(name)
+    if name not in FLAGS:
       raise AttributeError(f"minijax.config has no flag {name!r}")
-    self.name, self.value, self._saved = name, value, []
+    self.name, self.value = name, FLAGS[name].check(value)
 
   def __enter__(self):
-    self._saved.append(getattr(config, Config.canonical_name(self.name)))
-    config.update(self.name, self.value)
+    config._enter(self.name, self.value)
     return self
 
   def __exit__(self, *exc):
-    config.update(self.name, self._saved.pop())
+    config._exit(self.name)
     return False
 
   def __call__(self, fun: Callable) -> Callable:
@@ -431,20 +521,101 @@ class FlagContext:
     return wrapped
 
 
-def flag_context(name: str):
-  """The context-manager function of flag `name` (`minijax.default_prng_impl`); called
-  without a value, a boolean flag's (`minijax.enable_custom_prng()`) sets it to True, as
-  JAX's do."""
-  _unset = object()
+_unset = object()
 
-  def context(value=_unset):
+
+class State:
+  """A flag's context manager, as JAX's `jax.<flag>` objects are: `state(value)` sets it for
+  a `with` block or a decorated function (a boolean one without a value: True), `.value`
+  is the value in force, `get_global()`/`set_global()` the value outside every block."""
+  def __init__(self, name: str):
+    self._name = Config.canonical_name(name)
+    if self._name not in FLAGS:
+      raise AttributeError(f"minijax.config has no flag {name!r}")
+    self.__name__ = self._name
+    self.__doc__ = (f"Context manager for the flag {self._name!r} (JAX's 'jax_{self._name}')"
+                    f": {FLAGS[self._name].help}.")
+
+  @property
+  def name(self) -> str:
+    return "jax_" + self._name
+
+  def __call__(self, value=_unset) -> FlagContext:
     if value is _unset:
-      if FLAGS[Config.canonical_name(name)].validate is not _validate_bool:
-        raise TypeError(f"Context manager for {name.removeprefix('jax_')} config option "
-                        "requires an argument representing the new value for the config "
-                        "option.")
+      if FLAGS[self._name].validate is not _validate_bool:
+        raise TypeError(f"Context manager for {self._name} config option requires an "
+                        "argument representing the new value for the config option.")
       value = True
-    return FlagContext(name, value)
-  context.__name__ = context.__qualname__ = name
-  context.__doc__ = f"Sets the flag {name!r} for a block (`with`) or a function (decorator)."
-  return context
+    return FlagContext(self._name, value)
+
+  @property
+  def value(self) -> Any:
+    return getattr(config, self._name)
+
+  def get_global(self) -> Any:
+    return config.get_global(self._name)
+
+  def set_global(self, value: Any) -> None:
+    config.update(self._name, value)
+
+  _set = set_global
+
+  def __bool__(self):
+    raise TypeError(f"bool() not supported for the context manager of flag {self._name!r} "
+                    "(did you mean to use its .value?)")
+
+  def __repr__(self):
+    return f"<minijax flag {self._name}={self.value!r}>"
+
+
+def flag_context(name: str) -> State:
+  """The context manager of flag `name` (`minijax.default_prng_impl`): a `State`."""
+  return State(name)
+
+
+class UserContext:
+  """What `make_user_context` returns: a value of the user's that keys jit's caches as the
+  flags do, set for a block with `with ctx(value):` or globally with `set_global`."""
+  __slots__ = ("_index",)
+
+  def __init__(self, default_value=None):
+    self._index = len(config.user_contexts)
+    object.__setattr__(config, "user_contexts", (*config.user_contexts, default_value))
+    config._user_globals.append(default_value)
+
+  def _put(self, value) -> None:
+    values = list(config.user_contexts)
+    values[self._index] = value
+    object.__setattr__(config, "user_contexts", tuple(values))
+    for observer in config._observers:
+      observer("user_contexts", config.user_contexts)
+
+  @property
+  def value(self):
+    return config.user_contexts[self._index]
+
+  def get_global(self):
+    return config._user_globals[self._index]
+
+  def set_global(self, value) -> None:
+    config._user_globals[self._index] = value
+    if not config._user_stacks.get(self._index):
+      self._put(value)
+
+  @contextlib.contextmanager
+  def __call__(self, value):
+    stack = config._user_stacks.setdefault(self._index, [])
+    stack.append(value)
+    self._put(value)
+    try:
+      yield
+    finally:
+      stack.pop()
+      self._put(stack[-1] if stack else config._user_globals[self._index])
+
+
+def make_user_context(default_value=None) -> UserContext:
+  """A context whose value keys the caches of every jitted function, as JAX's
+  `jax.make_user_context` does: a function traced under one value is traced again under
+  another (`with ctx(2): f(x)`)."""
+  return UserContext(default_value)

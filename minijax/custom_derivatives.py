@@ -11,7 +11,9 @@ tangent parts match; a custom_vjp's `fwd` gives the primal outputs and residuals
 tangents become `custom_lin_p`, below).  Any other trace (staging under `jit`, batching,
 unknown values of partial evaluation) gets the function traced to a jaxpr: binding
 `custom_jvp_call_p` / `custom_vjp_call_p` with that jaxpr and the user's rules, wrapped as
-flat Python callables.
+flat Python callables.  Partial evaluation inlines a `custom_jvp_call_p` with unknown
+inputs (it builds linear functions, which need no rule), and its transpose is its
+function's, as in JAX.
 Evaluation and lowering (under jit) run the traced function.  The jvp rule of
 `custom_jvp_call_p` calls the user's jvp rule; the jvp rule of `custom_vjp_call_p` runs
 the user's `fwd` for the primal outputs and residuals and expresses the output tangents as
@@ -36,6 +38,7 @@ from minijax.core.primitive import Primitive
 from minijax.core.trace import EvalTrace, current_trace, set_current_trace
 from minijax.interpreters import ad, batching
 from minijax.interpreters import partial_eval as pe
+from minijax.interpreters.transpose import backward_pass
 from minijax.lowering import mlir
 
 __all__ = ["SymbolicZero", "custom_gradient", "custom_jvp", "custom_vjp", "custom_jvp_call_p", "custom_vjp_call_p",
@@ -217,7 +220,24 @@ def _custom_jvp_call_batch(args, dims, *, call_jaxpr, jvp, num_consts, name):
   return outs, [0] * len(outs)
 
 
+def _custom_jvp_call_partial_eval(trace, args, *, call_jaxpr, jvp, num_consts, name):
+  """With an unknown input, the call is inlined: partial evaluation builds linear
+  functions, which need no jvp rule, as in JAX (and staging it whole would leave it to
+  transpose)."""
+  with set_current_trace(trace):
+    return eval_jaxpr(call_jaxpr.jaxpr, call_jaxpr.consts, *args)
+
+
+def _custom_jvp_call_transpose(cts, *args, call_jaxpr, jvp, num_consts, name):
+  """A call that is linear in some inputs (one staged whole, as `linear_transpose` stages
+  it) transposes as its function does, as in JAX."""
+  from minijax.interpreters.transpose import backward_pass
+  return backward_pass(call_jaxpr.jaxpr, call_jaxpr.consts, list(args), list(cts))
+
+
 ad.primitive_jvps[custom_jvp_call_p] = _custom_jvp_call_jvp
+ad.primitive_transposes[custom_jvp_call_p] = _custom_jvp_call_transpose
+pe.partial_eval_rules[custom_jvp_call_p] = _custom_jvp_call_partial_eval
 batching.primitive_batchers[custom_jvp_call_p] = _custom_jvp_call_batch
 
 

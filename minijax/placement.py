@@ -10,9 +10,11 @@ from __future__ import annotations
 import numpy as np
 
 from minijax import lax, tree_util
+from minijax.api_util import prefix_pairs
 from minijax.core import dtypes
 from minijax.core import sharding as sharding_lib
 from minijax.core.trace import Tracer
+from minijax.runtime import array as array_lib
 from minijax.runtime import backend as runtime_backend
 from minijax.runtime.array import Array, is_concrete_array
 from minijax.runtime.array import device_put as runtime_device_put
@@ -26,27 +28,47 @@ def device_put(x, device=None, *, src=None, donate: bool = False, may_alias=None
   already is), a device or its index, or a sharding (each leaf split into blocks over its
   devices); a pytree prefix of those gives each subtree its own.  Inside a transformation
   a `NamedSharding` constrains the layout (`lax.with_sharding_constraint`), and anything
-  else leaves the value as it is."""
-  del src, donate, may_alias  # accepted for JAX's signature; every put copies
+  else leaves the value as it is.
+  An Array already in place is returned as it is (`may_alias=None` or True), or copied
+  into a new buffer with `may_alias=False`; `donate=True` lets the result be the input's
+  buffer (so the input must not be used after), and cannot go with `may_alias=True`."""
+  del src
+  if may_alias and donate:
+    raise ValueError("may_alias and donate cannot be True at the same time.")
 
   def is_leaf(d):
     return d is None or isinstance(d, (sharding_lib.Sharding, int, runtime_backend.Device))
+
+  if may_alias is False:  # a new buffer even where the value is in place already
+    def put(leaf, target):
+      out = runtime_device_put(leaf, target)
+      return array_lib.copy_array(out) if out is leaf and out._device is not None else out
+  else:
+    put = runtime_device_put
+  for target in tree_util.tree_leaves(device, is_leaf=is_leaf):
+    if not is_leaf(target) or isinstance(target, bool):
+      raise ValueError("`jax.device_put` only accepts `None`, `jax.sharding.Sharding`, "
+                       "`jax.Device` (or, in minijax, a device index) or a pytree of these "
+                       f"values. Received invalid value: {target}")
 
   def one(leaf, target):
     if isinstance(leaf, Tracer):
       if isinstance(target, sharding_lib.NamedSharding):
         return lax.with_sharding_constraint(leaf, target)
       return leaf
-    return runtime_device_put(leaf, target)
+    return put(leaf, target)
 
   if is_leaf(device):
     if isinstance(x, (np.ndarray, np.generic, *dtypes.PYTHON_SCALARS)) or hasattr(x, "_buffer"):
-      return runtime_device_put(x, device)  # one array: no pytree machinery
+      return put(x, device)  # one array: no pytree machinery
     return tree_util.tree_map(lambda leaf: one(leaf, device), x)
-  targets, target_tree = tree_util.tree_flatten(device, is_leaf=is_leaf)
-  subtrees = target_tree.flatten_up_to(x)
-  return target_tree.unflatten([tree_util.tree_map(lambda leaf, t=t: one(leaf, t), sub)
-                                for t, sub in zip(targets, subtrees)])
+  def mismatch(details):
+    return ValueError("device_put device specification must be a tree prefix of the "
+                      f"corresponding value; got {device} for value tree "
+                      f"{tree_util.tree_structure(x)}.{details}")
+  pairs = prefix_pairs(device, x, is_leaf=is_leaf, name="device", mismatch=mismatch)
+  return tree_util.tree_structure(device, is_leaf=is_leaf).unflatten(
+      [tree_util.tree_map(lambda leaf, t=t: one(leaf, t), sub) for t, sub in pairs])
 
 
 def device_count(backend=None) -> int:

@@ -53,8 +53,19 @@ def treedef_is_leaf(treedef: PyTreeDef) -> bool:
 
 def tree_map(f: Callable, tree: Any, *rest: Any, is_leaf=None):
   leaves, treedef = registry.flatten(tree, is_leaf)
-  all_leaves = [leaves] + [treedef.flatten_up_to(r) for r in rest]
+  try:
+    all_leaves = [leaves] + [treedef.flatten_up_to(r) for r in rest]
+  except (ValueError, TypeError) as e:
+    raise _structure_error(tree, rest, is_leaf, e) from None
   return treedef.unflatten(f(*xs) for xs in zip(*all_leaves))
+
+
+def _structure_error(tree, rest, is_leaf, error: Exception) -> Exception:
+  """The first way in which one of `rest` does not have `tree`'s structure (else `error`)."""
+  for r in rest:
+    for message in prefix_errors(tree, r, "tree", is_leaf):
+      return ValueError(message)
+  return error
 
 
 def tree_flatten_with_path(tree: Any, is_leaf=None, is_leaf_takes_path: bool = False):
@@ -74,9 +85,60 @@ def tree_map_with_path(f: Callable, tree: Any, *rest: Any, is_leaf=None,
                        is_leaf_takes_path: bool = False):
   """Like `tree_map`, with `f(path, x, *rest_leaves)`."""
   path_leaves, treedef = tree_flatten_with_path(tree, is_leaf, is_leaf_takes_path)
-  all_leaves = [[leaf for _, leaf in path_leaves]] + [treedef.flatten_up_to(r) for r in rest]
+  try:
+    all_leaves = [[leaf for _, leaf in path_leaves]] + [treedef.flatten_up_to(r) for r in rest]
+  except (ValueError, TypeError) as e:
+    leaf = is_leaf if not is_leaf_takes_path or is_leaf is None else None
+    raise _structure_error(tree, rest, leaf, e) from None
   paths = [path for path, _ in path_leaves]
   return treedef.unflatten(f(path, *xs) for path, *xs in zip(paths, *all_leaves))
+
+
+def prefix_errors(prefix: Any, full: Any, name: str, is_leaf=None) -> list[str]:
+  """Why `prefix` is not a tree prefix of `full`: one message per subtree where they part
+  (a leaf of `prefix`, as `is_leaf` decides, covers any subtree), each naming the key path
+  there as `name` followed by the path (`in_axes[0]['w']`).  Empty when it is a prefix."""
+  out: list[str] = []
+  _prefix_errors((), prefix, full, name, is_leaf, out)
+  return out
+
+
+def _prefix_errors(path, prefix, full, name, is_leaf, out: list[str]) -> None:
+  if treedef_is_leaf(registry.flatten(prefix, is_leaf)[1]):
+    return
+  where = f"pytree structure error: {{}} at key path\n    {name}{keystr(path)}\n"
+  if type(prefix) is not type(full):
+    out.append(where.format("different types") +
+               f"where the prefix tree {name} has a subtree of type {type(prefix)} and the "
+               f"full tree a subtree of another type, {type(full)}.")
+    return
+  if isinstance(prefix, (list, tuple)) and len(prefix) != len(full):
+    kind = type(prefix).__name__
+    out.append(where.format(f"different lengths of {kind}") +
+               f"where the prefix tree {name} has a {kind} of length {len(prefix)} and the "
+               f"full tree a {kind} of length {len(full)}.")
+    return
+  (p_pairs, p_meta), (f_pairs, f_meta) = (registry.flatten_one_level_with_keys(t)
+                                          for t in (prefix, full))
+  p_keys, f_keys = [k for k, _ in p_pairs], [k for k, _ in f_pairs]
+  if len(p_keys) != len(f_keys):
+    shown = lambda keys: " ".join(map(_simple_entrystr, keys)) or "(none)"  # noqa: E731
+    out.append(where.format("different numbers of pytree children") +
+               f"where the prefix tree {name} has a {type(prefix)} with "
+               f"{_children(len(p_keys))} (keys {shown(p_keys)}) and the full tree one with "
+               f"{_children(len(f_keys))} (keys {shown(f_keys)}).")
+    return
+  if p_meta != f_meta:
+    out.append(where.format("different pytree metadata") +
+               f"where the prefix tree {name} has a {type(prefix)} with metadata {p_meta!r} "
+               f"and the full tree one with metadata {f_meta!r}.")
+    return
+  for (key, p_child), (_, f_child) in zip(p_pairs, f_pairs):
+    _prefix_errors((*path, key), p_child, f_child, name, is_leaf, out)
+
+
+def _children(n: int) -> str:
+  return f"{n} child" if n == 1 else f"{n} children"
 
 
 def keystr(keys, *, simple: bool = False, separator: str = "") -> str:
@@ -146,19 +208,23 @@ def flatten_fun(fun: Callable, in_tree: PyTreeDef) -> tuple[Callable, Callable[[
   `in_tree` is the tree of `(args, kwargs)`; `flat_fun(*leaves)` unflattens the leaves into
   them, calls `fun(*args, **kwargs)` and returns the leaves of the result, whose tree
   structure `out_tree()` then gives (that of the latest call)."""
-  return _flatten_fun(lambda tree: fun(*tree[0], **tree[1]), in_tree)
+  store: list[PyTreeDef] = []
+
+  def flat_fun(*leaves):  # (calls `fun` itself: no frame between the trace and the user's)
+    args, kwargs = in_tree.unflatten(leaves)
+    out_leaves, tree = registry.flatten(fun(*args, **kwargs))
+    store[:] = [tree]
+    return out_leaves
+
+  return flat_fun, lambda: store[0]
 
 
 def flatten_fun_nokwargs(fun: Callable, in_tree: PyTreeDef):
   """Like `flatten_fun`, with `in_tree` the tree of the positional arguments' tuple."""
-  return _flatten_fun(lambda args: fun(*args), in_tree)
-
-
-def _flatten_fun(call: Callable, in_tree: PyTreeDef):
   store: list[PyTreeDef] = []
 
   def flat_fun(*leaves):
-    out_leaves, tree = registry.flatten(call(in_tree.unflatten(leaves)))
+    out_leaves, tree = registry.flatten(fun(*in_tree.unflatten(leaves)))
     store[:] = [tree]
     return out_leaves
 

@@ -72,14 +72,15 @@ def run_python(code: str, env: dict | None = None, timeout: float = 120):
 
 
 def compiles(caplog, fn) -> list[str]:
-  """The compilations `fn()` logs (minijax's "Compiled ..." lines)."""
+  """The compilations `fn()` logs (its "Finished XLA compilation of jit(...)" lines)."""
   import minijax
   minijax.config.update("log_compiles", True)
   try:
     with caplog.at_level(logging.WARNING, logger="minijax"):
       caplog.clear()
       fn()
-    return [r.getMessage() for r in caplog.records if "Compiled" in r.getMessage()]
+    return [r.getMessage() for r in caplog.records
+            if "Finished XLA compilation" in r.getMessage()]
   finally:
     minijax.config.update("log_compiles", False)
 

@@ -60,6 +60,8 @@ def _take(x, idx, axis):
 
 # name -> (lax function, arguments, numpy reference)
 LAX_COMPLEX = {
+    "optimization_barrier": (lax.optimization_barrier, (Z,), lambda z: z),
+    "dce_sink": (lambda z: (lax.dce_sink(z), z)[1], (Z,), lambda z: z),
     "fft": (lambda z: lax.fft(z, "fft", (3,)), (Z,), lambda z: np.fft.fft(z)),
     "conv_general_dilated": (lambda x, w: lax.conv_general_dilated(x, w, (1,), "VALID"),
                              (crand(1, 1, 6), crand(1, 1, 3)),
@@ -256,6 +258,7 @@ LAX_REJECTS = {
         padding=((0, 0), (0, 0))), (Z,)),
     "pmax": (minijax.vmap(lambda z: lax.pmax(z, "k"), axis_name="k"), (Z,)),
     "pmin": (minijax.vmap(lambda z: lax.pmin(z, "k"), axis_name="k"), (Z,)),
+    "reduce_precision": (lambda z: lax.reduce_precision(z, 5, 10), (Z,)),
 }
 
 
@@ -507,6 +510,7 @@ NUMPY_OK.update({
     "var_axis": lambda m: m.var(MN, axis=0),
     "where": lambda m: m.where(_B, ZN, WN),
     "select": lambda m: m.select([_B], [ZN], WN),
+    "piecewise": lambda m: m.piecewise(ZN, [_B], [lambda v: v * 2j, 1 - 1j]),
     "searchsorted": lambda m: m.searchsorted(_SORTED, ZN),
     "interp": lambda m: m.interp(np.array([0.5, 1.5]), np.array([0.0, 1, 2]),
                                             ZN[:3]),

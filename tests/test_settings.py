@@ -51,7 +51,12 @@ BAD_AND_GOOD = [
     ("jit_cache_size", [0, "8"], [(8, 8)]),
     ("transform_cache_size", [0, None], [(16, 16)]),
     ("default_prng_impl", ["fry", None, 1], [("rbg", "rbg"), ("threefry2x32", "threefry2x32")]),
-    ("explicit_x64_dtypes", ["allow", None], [("error", "error"), ("warn", "warn")]),
+    ("explicit_x64_dtypes", ["always", None], [("allow", "allow"), ("error", "error"),
+                                                ("warn", "warn")]),
+    ("allow_f16_reductions", ["no", 2], [(False, False), (True, True)]),
+    ("default_device", ["gpu", 0, "tpu"], [("cpu", "cpu"), (None, None)]),
+    ("no_tracing", ["on", None], [(True, True), (False, False)]),
+    ("no_execution", ["on", None], [(True, True), (False, False)]),
     ("legacy_prng_key", ["never", True], [("error", "error"), ("allow", "allow")]),
     ("enable_custom_prng", ["on", 2], [(True, True), (False, False)]),
     ("random_seed_offset", [1.5, "3", 2**63], [(3, 3), (-2, -2), (0, 0)]),
@@ -105,8 +110,9 @@ def test_an_unknown_flag_is_an_attribute_error_naming_the_known_ones():
 
 def test_the_device_count_cannot_change_once_the_client_exists():
   n = len(minijax.devices())
-  with pytest.raises(RuntimeError, match=rf"cannot change to {n + 1}.*already exists with {n} "
-                     r"device\(s\).*MINIJAX_NUM_CPU_DEVICES"):
+  with pytest.raises(RuntimeError, match=r"^jax_num_cpu_devices config should be updated before "
+                     rf"backends are initialized: num_cpu_devices cannot change to {n + 1}.*"
+                     rf"already exists with {n} device\(s\).*MINIJAX_NUM_CPU_DEVICES"):
     config.update("num_cpu_devices", n + 1)
   assert config.num_cpu_devices == n
   config.update("num_cpu_devices", n)  # no change: allowed

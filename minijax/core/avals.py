@@ -89,7 +89,32 @@ class AbstractToken(AbstractValue):
   def str_short(self) -> str:
     return "Token"
 
+  def tangent_aval(self) -> "AbstractToken":
+    return self  # as in JAX: a token's tangent is a token (never computed with)
+
+  at_least_vspace = tangent_aval
+
   __repr__ = str_short
+
+
+abstract_token = AbstractToken()
+
+
+class Token:
+  """A token as a value (`lax.create_token()`, or a jitted function's token result): no
+  data, only an order.  `_buf` is the device buffer of XLA's token type it wraps, which
+  has no host value (reading one raises jaxlib's RuntimeError)."""
+  __slots__ = ("_buf",)
+
+  def __init__(self, buf):
+    self._buf = buf
+
+  def block_until_ready(self):
+    self._buf.block_until_ready()
+    return self
+
+  def __repr__(self):
+    return "Token()"
 
 
 _python_scalar_avals: dict[type, ShapedArray] = {}  # under the current enable_x64
@@ -130,19 +155,48 @@ def get_aval(x: Any) -> ShapedArray:
   except TypeError:
     handler = pytype_aval_mappings.get(type(x))
     if handler is None:
+      if hasattr(x, "__jax_array__"):
+        raise ValueError(
+            f"Triggering __jax_array__() during abstractification is no longer supported: "
+            f"{type(x).__name__} is passed where an array is abstracted (a jit argument, "
+            "say). Convert it first (`jnp.asarray(x)`), or register its type as a pytree "
+            "whose leaves are arrays.") from None
       raise
     return handler(x)
   return ShapedArray(np.shape(x), dtype, weak)
 
 
 def _numpy_aval(x) -> ShapedArray:
-  return ShapedArray(np.shape(x), dtypes.canonicalize_dtype(x.dtype), False)
+  try:
+    return ShapedArray(np.shape(x), dtypes.canonicalize_dtype(x.dtype), False)
+  except TypeError:
+    if x.dtype.kind not in "OUSV":  # a numeric dtype minijax lacks: canonicalize_dtype says so
+      raise
+  raise TypeError(f"Argument '{x!s:.80}' of type {type(x)} is not a valid JAX type: its dtype "
+                  f"{x.dtype} is not numeric (arrays hold booleans, integers, floating-point or "
+                  "complex numbers)") from None
+
+
+def operand_avals(primitive, args) -> tuple:
+  """The avals of a primitive's operands; a TypeError naming the one that has none."""
+  try:
+    return tuple(map(get_aval, args))
+  except TypeError:
+    pass
+  for i, x in enumerate(args):
+    try:
+      get_aval(x)
+    except TypeError as e:
+      raise TypeError(f"Error interpreting argument to {primitive} as a JAX value. The "
+                      f"problematic value is of type {type(x)} and was passed to {primitive} "
+                      f"at position {i}. {e}") from None
+  raise AssertionError("unreachable")
 
 
 # The avals of further Python types (JAX's table, which libraries extend:
 # `pytype_aval_mappings[MyType] = lambda x: ShapedArray(...)`).
 pytype_aval_mappings: dict[type, Callable[[Any], ShapedArray]] = {
-    np.ndarray: _numpy_aval, np.generic: _numpy_aval}
+    np.ndarray: _numpy_aval, np.generic: _numpy_aval, Token: lambda _: abstract_token}
 
 
 def check_conversion(kind: str, shape: tuple, dtype) -> None:

@@ -42,6 +42,12 @@ def extend_axis_env(frames: Iterable[tuple]):
     del _env.frames[len(_env.frames) - len(new):]
 
 
+def current_frames() -> tuple:
+  """Every binding in force, outermost first (a key of caches of traces: a function
+  that asks an axis's size is traced per size)."""
+  return tuple(_env.frames)
+
+
 def _unbound(name) -> NameError:
   bound = [f.name for f in _env.frames]
   return NameError(f"unbound axis name: {name}. The following axis names (e.g. defined by "

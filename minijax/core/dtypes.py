@@ -112,6 +112,11 @@ def canonicalize_user_dtype(dtype: Any, where: str | None = None) -> np.dtype:
   canonical = canonicalize_dtype(dtype)
   if canonical != dtype:
     requested = f"{dtype} requested in {where}" if where else f"{dtype}"
+    if config.explicit_x64_dtypes == "allow":
+      raise ValueError(f"Explicitly requested dtype {requested} is not available: "
+                       "jax_explicit_x64_dtypes='allow' asks for 64-bit arrays without "
+                       "jax_enable_x64, which minijax does not implement; set "
+                       "jax_enable_x64 instead.")
     if config.explicit_x64_dtypes == "error":
       raise ValueError(f"Explicitly requested dtype {requested} is not available. To enable "
                        "more dtypes, set the jax_enable_x64 configuration option.")

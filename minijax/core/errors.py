@@ -13,7 +13,8 @@ class JAXIndexError(IndexError):
 class ConcretizationTypeError(JAXTypeError):
   """A traced value was used where a concrete Python value is needed."""
 
-  lead = ""  # a first sentence naming the conversion, as JAX's subclasses word it
+  # the first words, JAX's (its subclasses word theirs after the conversion they name)
+  lead = "Abstract tracer value encountered where concrete value is expected: "
 
   def __init__(self, tracer, context: str, hint: str = ""):
     aval = tracer.aval.str_short()
@@ -56,10 +57,16 @@ def _created_on(tracer) -> str:
 class MissingRuleError(NotImplementedError):
   """A transformation met a primitive it has no rule for."""
 
+  # JAX's first words for each transformation
+  LEADS = {"jvp": "Differentiation rule", "batching": "Batching rule",
+           "transpose": "Transpose rule (for reverse-mode differentiation)"}
+
   def __init__(self, primitive, transformation: str, registry: str):
+    lead = self.LEADS.get(transformation, f"{transformation.capitalize()} rule")
     super().__init__(
-        f"primitive '{primitive}' has no {transformation} rule; register one with "
-        f"`{registry}[{primitive.name}_p] = rule` in the primitive's block in minijax/lax/")
+        f"{lead} for '{primitive}' not implemented: primitive '{primitive}' has no "
+        f"{transformation} rule; register one with `{registry}[{primitive.name}_p] = rule` in "
+        "the primitive's block in minijax/lax/")
 
 
 class TracerBoolConversionError(ConcretizationTypeError):
@@ -81,7 +88,8 @@ class TracerArrayConversionError(JAXTypeError):
 
   def __init__(self, tracer):
     super().__init__(
-        f"cannot convert a traced value ({tracer.aval.str_short()}) to a numpy array inside "
+        "The numpy.ndarray conversion method __array__() was called on traced array with "
+        f"shape {tracer.aval.str_short()}: a traced value cannot become a numpy array inside "
         "a transformation; use minijax.numpy functions on it instead, or return it from the "
         "transformed function first.")
 

@@ -68,6 +68,7 @@ class Primitive:
   def abstract_eval(self, *avals, **params):
     if self._effectful_abstract_eval is None:
       raise NotImplementedError(
-          f"primitive '{self.name}' has no abstract evaluation rule; define one with "
-          f"`{self.name}_p.def_abstract_eval(rule)` in its block in minijax/lax/")
+          f"Abstract evaluation for '{self.name}' not implemented: primitive '{self.name}' has "
+          f"no abstract evaluation rule; define one with `{self.name}_p.def_abstract_eval(rule)` "
+          "in its block in minijax/lax/")
     return self._effectful_abstract_eval(*avals, **params)

@@ -178,6 +178,13 @@ class Tracer:
 
   shape = property(lambda self: self.aval.shape)
   dtype = property(lambda self: self.aval.dtype)
+
+  @property
+  def sharding(self):
+    # an Array's attribute; an AttributeError (as in JAX) keeps hasattr() and getattr() working
+    raise AttributeError(f"The 'sharding' attribute is not available on traced array with shape "
+                         f"{self.aval.str_short()}. To query sharding information on a traced "
+                         "value, use `typeof(x).sharding`.")
   ndim = property(lambda self: self.aval.ndim)
   size = property(lambda self: self.aval.size)
   weak_type = property(lambda self: self.aval.weak_type)
@@ -220,10 +227,9 @@ class Tracer:
     return np.asarray(self._concrete("__index__()", TracerIntegerConversionError)).__index__()
 
   def __array__(self, dtype=None, copy=None):
-    value = self.to_concrete_value()
-    if value is None:
-      raise TracerArrayConversionError(self)
-    return np.asarray(value, dtype=dtype)
+    # As in JAX, even where the value is known (eager jvp primals): numpy would drop the
+    # tangent, a silently wrong derivative
+    raise TracerArrayConversionError(self)
 
   def __hash__(self):
     raise TypeError(f"unhashable type: {type(self).__name__}")

@@ -10,7 +10,13 @@ Partial evaluation (`JaxprTrace`, a staging trace) splits a computation into the
 can run now, from known values, and the part that must wait for unknown ones.  It is how
 `linearize`/`vjp` separate the primal computation from the linear tangent computation, and
 `partial_eval_jaxpr` applies it to a whole jaxpr (for `jit_p` and control flow).
-`dce_jaxpr` removes unused equations, keeping every equation that has effects.
+
+`partial_eval_jaxpr_custom` splits a jaxpr equation by equation under a policy, as
+`checkpoint` needs: known equations the policy does not let save are staged again, to be
+recomputed from the known inputs; equations holding jaxprs (`cond`, `scan`, calls) split
+themselves by their rules in `partial_eval_jaxpr_custom_rules`, so the policy reaches
+inside them.  `dce_jaxpr` removes unused equations, keeping every equation that has
+effects; the rules in `dce_rules` prune the unused outputs inside calls and control flow.
 """
 from __future__ import annotations
 
@@ -50,10 +56,46 @@ def _check_value(x) -> None:
     return
   if hasattr(x, "aval") or (hasattr(x, "shape") and hasattr(x, "dtype")):
     return
+  if type(x) in avals_lib.pytype_aval_mappings:  # a Token, or a type a library registered
+    return
   raise TypeError(
       f"Argument '{x!s:.60}' of type {type(x)} is not a valid JAX type; "
       "arguments and results must be arrays, numpy arrays or Python scalars (or pytrees "
       "of them). Mark non-array arguments static with `static_argnums`.")
+
+
+class InvalidOutputError(TypeError):
+  """A traced function returned something that is not an array (a function, an enum, ...).
+  `named(fun, out_tree)` words it with the function's source and the output's key path."""
+
+  def __init__(self, index: int, value, fun_src: str | None = None, path: str | None = None):
+    self.index, self.value = index, value
+    where = (f"at output component {path}" if path else "as its output" if path == ""
+             else f"at flat output {index}")
+    super().__init__(
+        f"function {fun_src or 'being traced'} returned a value of type {type(value)} "
+        f"{where}, which is not a valid JAX type; functions must return arrays, numpy arrays "
+        "or Python scalars (or pytrees of them)")
+
+  def named(self, fun, out_tree) -> "InvalidOutputError":
+    code = getattr(fun, "__code__", None)
+    name = getattr(fun, "__name__", type(fun).__name__)
+    src = f"{name} at {code.co_filename}:{code.co_firstlineno}" if code else name
+    try:
+      paths = tree_util.tree_flatten_with_path(out_tree.unflatten(range(out_tree.num_leaves)))[0]
+      path = tree_util.keystr(paths[self.index][0])
+    except Exception:  # a pytree node that cannot be rebuilt from placeholders
+      path = None
+    return InvalidOutputError(self.index, self.value, src, path)
+
+
+def _invalid_output(outs) -> InvalidOutputError | None:
+  for i, x in enumerate(outs):
+    try:
+      _check_value(x)
+    except TypeError:
+      return InvalidOutputError(i, x)
+  return None
 
 
 class DynamicJaxprTrace(Trace):
@@ -104,6 +146,10 @@ class DynamicJaxprTrace(Trace):
         return primitive.bind(*args, **params)
     in_atoms = [self.to_atom(x) for x in args]
     out_avals, effects = primitive.abstract_eval(*(a.aval for a in in_atoms), **params)
+    if isinstance(out_avals, (tuple, list)) != primitive.multiple_results:
+      raise ValueError(f"{primitive}.abstract_eval() method should return a tuple or a list "
+                       f"of avals when {primitive}.multiple_results is set, and one aval when "
+                       f"it is not; it returned {out_avals!r:.100}")
     if primitive.multiple_results:
       out_tracers = [DynamicJaxprTracer(self, a, Var(a)) for a in out_avals]
     else:
@@ -126,7 +172,13 @@ def trace_to_jaxpr_dynamic(fun: Callable, in_avals: Sequence[Any],
     names = getattr(debug_info, "arg_names", None) or [None] * len(in_avals)
     in_tracers = [trace.new_arg(a, n) for a, n in zip(in_avals, names)]
     outs = fun(*in_tracers)
-    jaxpr, consts = trace.to_jaxpr(list(outs), debug_info)
+    try:
+      jaxpr, consts = trace.to_jaxpr(list(outs), debug_info)
+    except TypeError:
+      error = _invalid_output(outs)
+      if error is None:
+        raise
+      raise error from None
   del in_tracers, outs
   check_no_leaks(trace)
   if config.enable_checks:
@@ -139,7 +191,10 @@ def trace_pytree_fun(fun: Callable, args: Sequence[Any], kwargs: dict | None = N
   jaxpr over the flat leaves, its constants, the flat arguments and the output tree."""
   flat, in_tree = tree_util.tree_flatten((tuple(args), kwargs or {}))
   flat_fun, out_tree = tree_util.flatten_fun(fun, in_tree)
-  jaxpr, consts = trace_to_jaxpr_dynamic(flat_fun, [avals_lib.get_aval(x) for x in flat])
+  try:
+    jaxpr, consts = trace_to_jaxpr_dynamic(flat_fun, [avals_lib.get_aval(x) for x in flat])
+  except InvalidOutputError as e:
+    raise e.named(fun, out_tree()) from None
   return jaxpr, consts, flat, out_tree()
 
 
@@ -225,6 +280,188 @@ def partial_eval_jaxpr(closed: ClosedJaxpr, unknowns: Sequence[bool],
   `(jaxpr_known, jaxpr_unknown, out_unknowns, num_res)`."""
   known, unknown, out_uk, res_avals = partial_eval_jaxpr_nounits(closed, unknowns, instantiate)
   return known, unknown, out_uk, len(res_avals)
+
+
+# ----------------------------------------------------------------------------- by a policy
+
+Saveable = Callable[..., bool]
+# partial_eval_jaxpr_custom_rules[p](saveable, unks_in, inst_in, eqn) ->
+#   (known_eqns, staged_eqns, unks_out, inst_out, residuals): how an equation holding
+# jaxprs (a call, a `cond`, a `scan`) splits, letting `saveable` reach inside it.
+# `residuals` are the known variables the staged equations read that were not yet
+# instantiated (available to the staged side); they become outputs of the known jaxpr.
+PartialEvalCustomRule = Callable[..., tuple[list, list, list, list, list]]
+partial_eval_jaxpr_custom_rules: dict[Any, PartialEvalCustomRule] = {}
+# How a known equation with effects that must be kept is split (the debug callbacks register
+# one; without a rule it runs once, now): `rule(saveable, inputs_recomputed, params) ->
+# (run now, run again in the staged part)`, where `saveable` is the policy's answer for the
+# equation, `inputs_recomputed` says whether the staged part has all its inputs anyway
+# (instantiated) and `params` are the equation's.
+remat_effect_rules: dict[Any, Callable[[bool, bool, dict], tuple[bool, bool]]] = {}
+
+
+def partial_eval_jaxpr_custom(jaxpr: Jaxpr, in_unknowns: Sequence[bool],
+                              in_inst: bool | Sequence[bool],
+                              ensure_out_unknowns: bool | Sequence[bool],
+                              ensure_out_inst: bool | Sequence[bool], saveable: Saveable):
+  """Splits `jaxpr` equation by equation, under a policy (how `checkpoint` is
+  differentiated).  A value is *unknown* when it depends on an unknown input, and
+  *instantiated* when the staged jaxpr has it (an instantiated input; a value it computes).
+
+  An equation with an unknown input is staged; its known, not instantiated inputs become
+  residuals.  One whose inputs are all known runs in the known jaxpr; when
+  `saveable(prim, *in_avals, **params)` allows (or it has effects that must be kept) its
+  outputs are saved (residuals, if the staged side reads them), else it is staged too, to
+  be recomputed.  Equations with a rule in `partial_eval_jaxpr_custom_rules` split
+  themselves, so the policy reaches into them.
+
+  Returns `(jaxpr_known, jaxpr_staged, out_unknowns, out_inst, num_res)`:
+    jaxpr_known:  [*known inputs] -> [*known outputs, *residuals]
+    jaxpr_staged: [*residuals, *instantiated inputs] -> [*instantiated outputs]
+  Both keep `jaxpr`'s constvars.
+  """
+  in_inst = _broadcast(in_inst, len(jaxpr.invars))
+  ensure_out_unknowns = _broadcast(ensure_out_unknowns, len(jaxpr.outvars))
+  ensure_out_inst = _broadcast(ensure_out_inst, len(jaxpr.outvars))
+  env: dict[Var, tuple[bool, bool]] = {}
+  residuals: dict[Var, None] = {}  # an ordered set
+
+  def read(a) -> tuple[bool, bool]:
+    return env[a] if type(a) is not Literal else (False, True)
+
+  def instantiate(inst, a) -> None:
+    if type(a) is not Literal and not inst:
+      residuals[a] = None
+
+  env.update(zip(jaxpr.invars, zip(in_unknowns, in_inst)))
+  env.update((v, (False, True)) for v in jaxpr.constvars)
+  known_eqns, staged_eqns = [], []
+  renamed: dict[Var, Any] = {}  # outputs of equations split by `_split_by_trace_rule`
+  rename = lambda a: renamed.get(a, a) if type(a) is Var else a
+  for eqn in jaxpr.eqns:
+    if renamed:
+      eqn = eqn.replace(invars=list(map(rename, eqn.invars)))
+    unks_in = [read(a)[0] for a in eqn.invars]
+    inst_in = [read(a)[1] for a in eqn.invars]
+    rule = partial_eval_jaxpr_custom_rules.get(eqn.primitive)
+    if rule is not None:
+      known, staged, unks_out, inst_out, res = rule(saveable, unks_in, inst_in, eqn)
+      known_eqns.extend(known)
+      staged_eqns.extend(staged)
+      residuals.update(dict.fromkeys(res))
+      env.update(zip(eqn.outvars, zip(unks_out, inst_out)))
+    elif any(unks_in) and eqn.primitive in partial_eval_rules:
+      known, staged, res, outs = _split_by_trace_rule(eqn, unks_in)
+      known_eqns.extend(known)
+      staged_eqns.extend(staged)
+      for r in res:
+        if r in env:
+          instantiate(env[r][1], r)
+        else:
+          residuals[r] = None
+      for outvar, (out, uk) in zip(eqn.outvars, outs):
+        renamed[outvar] = out
+        if type(out) is Var and out not in env:
+          env[out] = (True, True) if uk else (False, False)
+    elif any(unks_in):
+      for inst, a in zip(inst_in, eqn.invars):
+        instantiate(inst, a)
+      staged_eqns.append(eqn)
+      env.update((v, (True, True)) for v in eqn.outvars)
+    else:
+      saved = saveable(eqn.primitive, *(a.aval for a in eqn.invars), **eqn.params)
+      run_now, run_again = True, not saved
+      if must_keep(eqn.effects):
+        effect_rule = remat_effect_rules.get(eqn.primitive)
+        run_now, run_again = (effect_rule(bool(saved), all(inst_in), eqn.params)
+                              if effect_rule else (True, False))
+      if run_now:
+        known_eqns.append(eqn)
+      if not run_again:
+        env.update((v, (False, False)) for v in eqn.outvars)
+      else:  # recomputed, or run again
+        for inst, a in zip(inst_in, eqn.invars):
+          instantiate(inst, a)
+        staged_eqns.append(eqn)
+        env.update((v, (False, True)) for v in eqn.outvars)
+  outvars = list(map(rename, jaxpr.outvars))
+  out_unknowns = [read(v)[0] or e for v, e in zip(outvars, ensure_out_unknowns)]
+  out_inst = []
+  for v, e in zip(outvars, ensure_out_inst):
+    if e:
+      instantiate(read(v)[1], v)
+    out_inst.append(read(v)[1] or e)
+  res = list(residuals)
+  known = Jaxpr(jaxpr.constvars, [v for v, uk in zip(jaxpr.invars, in_unknowns) if not uk],
+                [*(v for v, uk in zip(outvars, out_unknowns) if not uk), *res],
+                known_eqns, debug_info=jaxpr.debug_info)
+  staged = Jaxpr(jaxpr.constvars, [*res, *(v for v, i in zip(jaxpr.invars, in_inst) if i)],
+                 [v for v, i in zip(outvars, out_inst) if i], staged_eqns,
+                 debug_info=jaxpr.debug_info)
+  return known, staged, out_unknowns, out_inst, len(res)
+
+
+def _split_by_trace_rule(eqn: JaxprEqn, unks_in: Sequence[bool]):
+  """An equation with unknown inputs whose primitive has a `partial_eval_rules` entry but
+  no `partial_eval_jaxpr_custom_rules` one (a `shard_map`), split by that rule: the policy
+  does not reach inside it, and its known part's residuals are saved.  Returns
+  `(known_eqns, staged_eqns, residuals, outs)`, `outs` holding per output of `eqn` the atom
+  that now carries it and whether it is unknown.  Constants the rule made travel as
+  literals."""
+  ins = [Var(a.aval) for a in eqn.invars]
+  closed = ClosedJaxpr(Jaxpr([], ins, eqn.outvars, [eqn.replace(invars=ins)]), [])
+  known, unknown, out_uk, num_res = partial_eval_jaxpr(closed, unks_in)
+  sub: dict[Any, Any] = dict(zip(known.jaxpr.constvars,
+                                 (Literal(c, v.aval) for v, c in zip(known.jaxpr.constvars,
+                                                                     known.consts))))
+  sub.update(zip(known.jaxpr.invars, (a for a, uk in zip(eqn.invars, unks_in) if not uk)))
+
+  def splice(jaxpr: Jaxpr, eqns: list) -> list:
+    read = lambda a: sub.get(a, a) if type(a) is Var else a
+    for e in jaxpr.eqns:
+      outvars = [Var(v.aval) for v in e.outvars]
+      eqns.append(e.replace(invars=list(map(read, e.invars)), outvars=outvars))
+      sub.update(zip(e.outvars, outvars))
+    return list(map(read, jaxpr.outvars))
+
+  known_eqns, staged_eqns = [], []
+  known_outs = splice(known.jaxpr, known_eqns)
+  n_known = len(known_outs) - num_res
+  residuals = known_outs[n_known:]
+  sub.update(zip(unknown.jaxpr.invars, [*residuals,
+                                        *(a for a, uk in zip(eqn.invars, unks_in) if uk)]))
+  unknown_outs = iter(splice(unknown.jaxpr, staged_eqns))
+  known_outs = iter(known_outs[:n_known])
+  outs = [(next(unknown_outs) if uk else next(known_outs), uk) for uk in out_uk]
+  return known_eqns, staged_eqns, [r for r in residuals if type(r) is Var], outs
+
+
+def call_partial_eval_custom_rule(update_params: Callable[..., tuple[dict, dict]]
+                                  = lambda known, staged, *_: (known, staged)):
+  """The `partial_eval_jaxpr_custom_rules` entry of a call primitive whose `jaxpr` param
+  is a ClosedJaxpr: a call of the known part and a call of the staged part, which takes
+  the residuals first.  `update_params(known_params, staged_params, unks_in, inst_in,
+  num_res)` adjusts the rest (the known call takes the inputs not in `unks_in`, the staged
+  one `num_res` residuals then those in `inst_in`)."""
+  def rule(saveable, unks_in, inst_in, eqn):
+    closed = eqn.params["jaxpr"]
+    known, staged, unks_out, inst_out, num_res = partial_eval_jaxpr_custom(
+        closed.jaxpr, unks_in, inst_in, False, False, saveable)
+    res = [Var(v.aval) for v in staged.invars[:num_res]]
+    known_params, staged_params = update_params(
+        dict(eqn.params, jaxpr=ClosedJaxpr(known, closed.consts)),
+        dict(eqn.params, jaxpr=ClosedJaxpr(staged, closed.consts)), unks_in, inst_in, num_res)
+    known_ins = [a for a, uk in zip(eqn.invars, unks_in) if not uk]
+    staged_ins = [*res, *(a for a, i in zip(eqn.invars, inst_in) if i)]
+    known_eqn = eqn.replace(invars=known_ins,
+                            outvars=[*(v for v, uk in zip(eqn.outvars, unks_out) if not uk),
+                                     *res],
+                            params=known_params, effects=known.effects)
+    staged_eqn = eqn.replace(invars=staged_ins,
+                             outvars=[v for v, i in zip(eqn.outvars, inst_out) if i],
+                             params=staged_params, effects=staged.effects)
+    return [known_eqn], [staged_eqn], unks_out, inst_out, res
+  return rule
 
 
 # ----------------------------------------------------------------------------- dead code

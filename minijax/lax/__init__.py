@@ -7,6 +7,7 @@ from minijax.lax.elementwise import *  # noqa: F401,F403
 from minijax.lax.complex_ops import *  # noqa: F401,F403
 from minijax.lax.structural import *  # noqa: F401,F403
 from minijax.lax.misc import *  # noqa: F401,F403
+from minijax.lax.markers import *  # noqa: F401,F403
 from minijax.lax.slicing import *  # noqa: F401,F403
 from minijax.lax.gather import *  # noqa: F401,F403
 from minijax.lax.reductions import *  # noqa: F401,F403

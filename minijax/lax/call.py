@@ -205,3 +205,6 @@ def _jit_fix_params(params, num_args):
 
 
 register_call_rules(jit_p, _jit_fix_params)
+pe.partial_eval_jaxpr_custom_rules[jit_p] = pe.call_partial_eval_custom_rule(
+    lambda known, staged, *_: (_jit_fix_params(known, len(known["jaxpr"].in_avals)),
+                           _jit_fix_params(staged, len(staged["jaxpr"].in_avals))))

@@ -119,7 +119,8 @@ def _fold_scalar_conversion(x, new_dtype, weak_type):
   if new_dtype == dtypes.float0 or (np.iscomplexobj(x) and
                                     not np.issubdtype(new_dtype, np.complexfloating)):
     return None
-  if np.issubdtype(new_dtype, np.integer) and not np.all(np.isfinite(x)):
+  if (np.issubdtype(new_dtype, np.integer) and type(x) is not int  # (ints: finite, maybe
+      and not np.all(np.isfinite(x))):                                # beyond int64)
     return None
   try:
     with np.errstate(all="ignore"):

@@ -18,6 +18,7 @@ import numpy as np
 from jaxlib.mlir import ir
 from jaxlib.mlir.dialects import mhlo
 
+from minijax.config import config
 from minijax.core import dtypes
 from minijax.core.avals import ShapedArray, get_aval
 from minijax.core.primitive import Primitive
@@ -87,6 +88,10 @@ def _reduction(kind, accepted=utils.any_dtype, what=""):
     if not accepted(x.dtype):
       raise TypeError(f"{name} does not accept dtype {x.dtype} ({x.str_short()}); "
                       f"it accepts {what}")
+    if (kind == "sum" and x.dtype in _HALF_FLOATS and not config.allow_f16_reductions
+        and any(x.shape[a] != 1 for a in axes)):
+      raise ValueError(f"reduce_sum on operand {x.str_short()} is not allowed when "
+                       "jax_allow_f16_reductions=False.")
     return ShapedArray(_reduced_shape(name, x, axes), x.dtype, x.weak_type)
 
   def lowering(ctx, x, *, axes):
@@ -120,6 +125,7 @@ def _kept_dims(ndim, axes):
 
 
 # ---- reduce_sum
+_HALF_FLOATS = (np.dtype(np.float16), np.dtype(dtypes.bfloat16))
 reduce_sum_p = _reduction("sum", utils.is_number, "numbers")
 
 

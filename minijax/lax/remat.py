@@ -2,16 +2,17 @@
 
 `named_call_p` is an inlined call that keeps a name in jaxprs and in the lowered module (a
 `func.call` to a function of that name).  `remat_p` marks a computation whose intermediate
-values reverse mode should recompute rather than save: its partial-evaluation rule first
-partially evaluates its jaxpr (so inner call-like equations, a nested `checkpoint`, `jit`,
-`scan` or `cond` with known primal and unknown tangent inputs, split by their own rules),
-then lets its policy choose which known values are saved as residuals; the rest of the
-known part is staged again, with the unknown part, as one `remat_p` equation, so the
-backward pass re-runs the forward part: its transpose splits that equation's jaxpr by
-partial evaluation into the recomputation and the linear rest, as JAX's does, so that no
-non-linear equation (a `sin` in the primal carry of a recomputed `scan`) reaches a
-transpose rule.  Both take `jaxpr` (a ClosedJaxpr without constants,
-which are passed as leading arguments).
+values reverse mode should recompute rather than save.  Its partial-evaluation rule splits
+its (jvp'd) jaxpr equation by equation under its policy (`pe.partial_eval_jaxpr_custom`, as
+JAX's does): the known part runs now and returns the residuals the policy lets it save;
+the staged part, one `remat_p` equation, recomputes the rest from the known inputs and
+computes the unknown outputs.  The policy reaches inside the equations that hold jaxprs
+(`cond`, `scan`, `while`, `jit`, a nested `checkpoint`, whose own policy the outer one
+overrides): each splits by its rule in `pe.partial_eval_jaxpr_custom_rules`.  The
+transpose of the staged equation splits its jaxpr again, by ordinary partial evaluation,
+into the recomputation and the linear rest, as JAX's does, so that no non-linear equation
+(a `sin` in the primal carry of a recomputed `scan`) reaches a transpose rule.  Both take
+`jaxpr` (a ClosedJaxpr without constants, which are passed as leading arguments).
 
 Lowered, a recomputation (a `remat_p` equation that partial evaluation staged, marked
 `differentiated`) reads the operands its `prevent_cse` marks (a bool, or one per operand:
@@ -31,7 +32,6 @@ from __future__ import annotations
 
 import functools
 import logging
-import threading
 from typing import Callable
 
 import ml_dtypes
@@ -47,8 +47,8 @@ from minijax.core.trace import Tracer, set_current_trace
 from minijax import tree_util
 from minijax.interpreters import ad, batching, partial_eval as pe
 from minijax.interpreters.discharge import jaxpr_has_state
-from minijax.lax.call import (_memo, call_batching_rule, call_jvp_rule, call_transpose_rule,
-                              register_call_rules)
+from minijax.lax.call import (_memo, call_batching_rule, call_dce_rule, call_jvp_rule,
+                              call_transpose_rule, register_call_rules)
 from minijax.lax.misc import emit_optimization_barrier, reduce_precision_p
 from minijax.lowering import mlir
 
@@ -204,175 +204,105 @@ def _cse_flags(prevent_cse, n: int) -> tuple:
 mlir.register_lowering(remat_p, _remat_lowering)
 
 # How reverse mode treats a known equation with effects inside `checkpoint` (the debug
-# callbacks register one): `rule(saveable, inputs_recomputed, params) -> (run now, run again
-# in the backward pass)`, where `saveable` is the policy's answer for the equation,
-# `inputs_recomputed` says whether all its inputs are recomputed anyway and `params` are
-# the equation's.
-remat_effect_rules: dict[Primitive, Callable[[bool, bool, dict], tuple[bool, bool]]] = {}
+# callbacks and taps register one): see `pe.remat_effect_rules`.
+remat_effect_rules = pe.remat_effect_rules
 
 
-def _split_by_policy(jaxpr: Jaxpr, unknowns, policy, first_staged: int | None = None,
-                     no_replay=frozenset()):
-  """Splits `jaxpr` (no constvars) for reverse mode under `policy`.
-
-  Returns `(known, staged, out_uk, n_res)`: `known` maps the known inputs to the known
-  outputs and `n_res` residuals; `staged` maps the inputs and the residuals to the unknown
-  outputs.  An equation whose inputs are all known runs in `known`; its outputs are saved as
-  residuals when `policy(prim, *avals, **params)` allows, and recomputed in `staged` when not.
-  An equation with an unknown input, or from index `first_staged` on, is staged whole; an
-  effectful one whose id is in `no_replay` runs only now.
-  """
-  unknown = {v for v, uk in zip(jaxpr.invars, unknowns) if uk}
-  recomputed = set(jaxpr.invars)  # values `staged` has without reading a residual
-  known_eqns, staged_eqns = [], []
-  is_var = lambda a: type(a) is Var
-  first_staged = len(jaxpr.eqns) if first_staged is None else first_staged
-  for i, eqn in enumerate(jaxpr.eqns):
-    if i >= first_staged or any(is_var(a) and a in unknown for a in eqn.invars):
-      unknown.update(eqn.outvars)
-      recomputed.update(eqn.outvars)
-      staged_eqns.append(eqn)
-      continue
-    saveable = bool(policy(eqn.primitive, *(a.aval for a in eqn.invars), **eqn.params)
-                    ) if policy is not None else False
-    if eqn.effects and must_keep(eqn.effects):
-      rule = remat_effect_rules.get(eqn.primitive)
-      inputs_recomputed = all(not is_var(a) or a in recomputed for a in eqn.invars)
-      run_now, run_again = rule(saveable, inputs_recomputed, eqn.params) if rule else (True, False)
-      if id(eqn) in no_replay:
-        run_now, run_again = True, False
-      if run_now:
-        known_eqns.append(eqn)
-      if run_again:
-        staged_eqns.append(eqn)
-      continue
-    known_eqns.append(eqn)
-    if not saveable:
-      recomputed.update(eqn.outvars)
-      staged_eqns.append(eqn)
-  out_uk = [is_var(v) and v in unknown for v in jaxpr.outvars]
-  staged = Jaxpr([], jaxpr.invars, [v for v, uk in zip(jaxpr.outvars, out_uk) if uk],
-                 staged_eqns)
-  staged, _ = pe.dce_jaxpr(staged, [True] * sum(out_uk), instantiate=True)
-  defined = set(staged.invars).union(*(e.outvars for e in staged.eqns))
-  residuals = list(dict.fromkeys(a for e in staged.eqns for a in e.invars
-                                 if is_var(a) and a not in defined))
-  staged = Jaxpr([], [*staged.invars, *residuals], staged.outvars, staged.eqns)
-  known = Jaxpr([], [v for v, uk in zip(jaxpr.invars, unknowns) if not uk],
-                [*(v for v, uk in zip(jaxpr.outvars, out_uk) if not uk), *residuals],
-                known_eqns)
-  known, _ = pe.dce_jaxpr(known, [True] * len(known.outvars), instantiate=True)
-  return known, staged, out_uk, len(residuals)
-
-
-# The policy of the `checkpoint` being partially evaluated, which a nested one follows
-# instead of its own, as in JAX (the outermost checkpoint decides what is saved).
-class _EnclosingPolicies(threading.local):
-  stack: list
-
-  def __init__(self):
-    self.stack = []
-
-
-_enclosing = _EnclosingPolicies()  # per thread: two threads may differentiate at once
-
-
-def _join_partial_eval(closed: ClosedJaxpr, unknowns, policy):
-  """`closed` partially evaluated (`pe.partial_eval_jaxpr`, so that the call-like equations
-  with known and unknown inputs in it, an inner `checkpoint`, `jit`, `scan` or `cond`, split
-  in two by their own rules), then joined back into one jaxpr: `(joined, consts,
-  first_unknown_eqn, no_replay)`.  `joined` takes `consts` then the inputs of `closed`,
-  returns its outputs, and holds the known half's equations, which read only known values,
-  followed by the unknown half's, from index `first_unknown_eqn`.  The known `checkpoint`
-  equations of the known half (a nested one's known part) are inlined, so that `policy`
-  sees their equations, as JAX's does; `no_replay` holds the ids of the effectful equations
-  inlined so, which run once now (a nested checkpoint replays them itself).
-  """
-  _enclosing.stack.append(policy)
-  try:
-    known, unknown, out_uk, n_res = pe.partial_eval_jaxpr(closed, unknowns)
-  finally:
-    _enclosing.stack.pop()
-  known, consts = hoist_consts(known)
-  known = known.jaxpr
+def _inline_checkpoints(jaxpr: Jaxpr) -> Jaxpr:
+  """`jaxpr` with its `checkpoint` equations (a nested checkpoint's known part, which runs
+  once, now) replaced by their bodies, as JAX's known jaxpr shows them."""
+  if not any(e.primitive is remat_p for e in jaxpr.eqns):
+    return jaxpr
   sub: dict = {}
   read = lambda a: sub.get(a, a) if type(a) is Var else a
-  known_eqns, no_replay = [], set()
+  eqns = []
 
   def emit(eqn, inlined):
-    invars = [read(a) for a in eqn.invars]
-    body = eqn.params["jaxpr"] if eqn.primitive is remat_p else None
-    if body is not None and not body.consts:
-      sub.update(zip(body.jaxpr.invars, invars))
-      for e in body.jaxpr.eqns:
+    invars = list(map(read, eqn.invars))
+    if eqn.primitive is remat_p and not eqn.params["jaxpr"].consts:
+      body = eqn.params["jaxpr"].jaxpr
+      sub.update(zip(body.invars, invars))
+      for e in body.eqns:
         emit(e, True)
-      sub.update(zip(eqn.outvars, [read(v) for v in body.jaxpr.outvars]))
+      sub.update(zip(eqn.outvars, map(read, body.outvars)))
       return
     outvars = eqn.outvars
     if inlined:  # fresh variables: one body may be inlined twice
       outvars = [type(v)(v.aval) for v in eqn.outvars]
       sub.update(zip(eqn.outvars, outvars))
-    known_eqns.append(eqn.replace(invars=invars, outvars=outvars))
-    if inlined and eqn.effects:
-      no_replay.add(id(known_eqns[-1]))
+    eqns.append(eqn.replace(invars=invars, outvars=outvars))
 
-  for eqn in known.eqns:
+  for eqn in jaxpr.eqns:
     emit(eqn, False)
-  n_known_outs = len(known.outvars) - n_res
-  sub.update(zip(unknown.jaxpr.invars[:n_res], map(read, known.outvars[n_known_outs:])))
-  unknown_eqns = [e.replace(invars=[read(a) for a in e.invars]) for e in unknown.jaxpr.eqns]
-  known_ins = iter(known.invars[len(consts):])
-  unknown_ins = iter(unknown.jaxpr.invars[n_res:])
-  invars = [next(unknown_ins) if uk else next(known_ins) for uk in unknowns]
-  known_outs = iter(map(read, known.outvars[:n_known_outs]))
-  unknown_outs = iter(map(read, unknown.jaxpr.outvars))
-  outvars = [next(unknown_outs) if uk else next(known_outs) for uk in out_uk]
-  joined = Jaxpr([], [*known.invars[:len(consts)], *invars], outvars,
-                 [*known_eqns, *unknown_eqns])
-  return joined, consts, len(known_eqns), no_replay
+  return Jaxpr(jaxpr.constvars, jaxpr.invars, list(map(read, jaxpr.outvars)), eqns)
 
 
 def _remat_partial_eval(trace, args, *, jaxpr, policy, **params):
   check_allowed(jaxpr.effects, "remat", "partial-eval of `checkpoint`/`remat`")
-  unknowns = [trace.owns(x) for x in args]
-  # Inner call-like equations split first (their known part is then classified by the
-  # policy like any other known equation); the policy then decides what of the known part
-  # is saved and what the backward pass recomputes.
-  # Nested in another `checkpoint`'s partial evaluation, the outer policy decides what is
-  # saved (as in JAX); the staged recomputation keeps this one's own.
-  split_policy = _enclosing.stack[-1] if _enclosing.stack else policy
-  joined, consts, first_staged, no_replay = _join_partial_eval(jaxpr, unknowns, split_policy)
-  unknowns = [False] * len(consts) + unknowns
+  closed, consts = hoist_consts(jaxpr)
   args = [*consts, *args]
-  known, staged, out_uk, n_res = _split_by_policy(joined, unknowns, split_policy, first_staged,
-                                                  no_replay)
-  _log_residuals(known, n_res, staged, [v for v, uk in zip(staged.invars, unknowns) if not uk])
+  unknowns = [trace.owns(x) for x in args]
+  # The policy reaches into the equations holding jaxprs (a `cond`, `scan`, `jit` or a
+  # nested `checkpoint`, whose own policy the outer one overrides, as in JAX): their rules
+  # in `pe.partial_eval_jaxpr_custom_rules` split them under it.
+  known, staged, out_uk, out_inst, n_res = pe.partial_eval_jaxpr_custom(
+      closed.jaxpr, unknowns, True, False, False, policy or nothing_saveable)
+  staged, used_staged = pe.dce_jaxpr(
+      staged, [uk for uk, inst in zip(out_uk, out_inst) if inst])
+  used_res, used_ins = used_staged[:n_res], used_staged[n_res:]
+  n_known_outs = out_uk.count(False)
+  known, used_known = pe.dce_jaxpr(known, [True] * n_known_outs + used_res)
+  n_res = sum(used_res)
+  staged_known = [uk for uk, u in zip(unknowns, used_ins) if u]
+  _log_residuals(known, n_res, staged,
+                 [v for v, uk in zip(staged.invars[n_res:], staged_known) if not uk])
   known = _round_residuals(known, n_res)
   known_args = [x for x, uk in zip(args, unknowns) if not uk]
+  with set_current_trace(trace.parent):
+    known_outs = eval_jaxpr(_inline_checkpoints(known), [],
+                            *(x for x, u in zip(known_args, used_known) if u))
+  residuals = known_outs[n_known_outs:]
+  known_outs = iter(known_outs[:n_known_outs])
+  if not any(out_uk) and not must_keep(staged.effects):
+    return list(known_outs)
   cse = params.get("prevent_cse", True)
   if not isinstance(cse, bool):  # the constants are not marked, the residuals are
     cse = (False,) * len(consts) + tuple(cse)
-    params = dict(params, prevent_cse=tuple(f for f, uk in zip(cse, unknowns) if not uk))
-  with set_current_trace(trace.parent):
-    if _enclosing.stack:  # one known equation of the outer jaxpr, as in JAX
-      known_outs = remat_p.bind(*known_args, jaxpr=ClosedJaxpr(known, []),
-                                **dict(params, policy=policy))
-    else:
-      known_outs = eval_jaxpr(known, [], *known_args)
-  residuals = known_outs[len(known_outs) - n_res:]
-  known_outs = iter(known_outs[:len(known_outs) - n_res])
-  if not any(out_uk) and not must_keep(staged.effects):
-    return list(known_outs)
+    params = dict(params, prevent_cse=(*(True,) * n_res,
+                                       *(f for f, u in zip(cse, used_ins) if u)))
   # `differentiated` marks the recomputation (as JAX does): effect handlers replay it.
-  if not isinstance(cse, bool):
-    params = dict(params, prevent_cse=(*cse, *(True,) * n_res))
-  unknown_outs = iter(trace.stage(remat_p, [*args, *residuals],
+  staged_args = [*residuals, *(x for x, u in zip(args, used_ins) if u)]
+  unknown_outs = iter(trace.stage(remat_p, staged_args,
                                   dict(params, policy=policy, jaxpr=ClosedJaxpr(staged, []),
                                        differentiated=True)))
   return [next(unknown_outs) if uk else next(known_outs) for uk in out_uk]
 
 
 pe.partial_eval_rules[remat_p] = _remat_partial_eval
+# Inside another `checkpoint`'s partial evaluation: split under the outer policy, the known
+# part one `checkpoint` equation of the known jaxpr, the staged part the recomputation.
+def _remat_custom_params(known, staged, unks_in, inst_in, num_res):
+  cse = known.get("prevent_cse", True)
+  if not isinstance(cse, bool):  # one flag per operand: the residuals are marked
+    known = dict(known, prevent_cse=tuple(f for f, uk in zip(cse, unks_in) if not uk))
+    staged = dict(staged, prevent_cse=(*(True,) * num_res,
+                                       *(f for f, i in zip(cse, inst_in) if i)))
+  return known, dict(staged, differentiated=True)
+
+
+def _remat_dce(used_outputs, eqn):
+  used_inputs, new = call_dce_rule(used_outputs, eqn)
+  cse = eqn.params.get("prevent_cse", True)
+  if new is not None and not isinstance(cse, bool):
+    new = new.replace(params=dict(new.params, prevent_cse=tuple(
+        f for f, u in zip(cse, used_inputs) if u)))
+  return used_inputs, new
+
+
+pe.partial_eval_jaxpr_custom_rules[remat_p] = pe.call_partial_eval_custom_rule(
+    _remat_custom_params)
+pe.dce_rules[remat_p] = _remat_dce
+pe.partial_eval_jaxpr_custom_rules[named_call_p] = pe.call_partial_eval_custom_rule()
 
 
 def _round_residuals(known: Jaxpr, n_res: int) -> Jaxpr:

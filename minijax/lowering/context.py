@@ -12,7 +12,7 @@ import threading
 
 from jaxlib.mlir import ir
 from jaxlib.mlir._mlir_libs import _jax_mlir_ext
-from jaxlib.mlir.dialects import chlo, mhlo
+from jaxlib.mlir.dialects import chlo, mhlo, stablehlo
 
 _local = threading.local()
 
@@ -27,6 +27,7 @@ def make_ir_context() -> ir.Context:
   # CHLO (XLA's ops without an HLO instruction: erf_inv, lgamma, ...) must be registered
   # here too: built in a context without it, its ops verify as other CHLO ops
   chlo.register_dialect(context)
+  stablehlo.register_dialect(context)  # for `Lowered.as_text("stablehlo")`
   return context
 
 

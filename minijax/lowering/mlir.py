@@ -16,6 +16,9 @@ primitive's own block (minijax/lax/...) and are registered with `register_loweri
 from __future__ import annotations
 
 import dataclasses
+import logging
+import time
+import warnings
 from typing import Any, Callable, Sequence
 
 import numpy as np
@@ -23,6 +26,7 @@ from jaxlib.mlir import ir
 from jaxlib.mlir.dialects import func as func_dialect
 from jaxlib.mlir.dialects import mhlo
 
+from minijax.config import compile_log_level
 from minijax.core import dtypes
 from minijax.core.avals import AbstractToken
 from minijax.core.effects import needs_discharge, ordered_effects
@@ -50,6 +54,7 @@ def _find_rule(primitive) -> LoweringRule:
   rule = _lowerings.get(primitive)
   if rule is None:
     raise NotImplementedError(
+        f"MLIR translation rule for primitive '{primitive}' not found for platform cpu: "
         f"primitive '{primitive}' has no MLIR lowering rule; register one with "
         f"`mlir.register_lowering({primitive.name}_p, rule)` in the primitive's block in "
         "minijax/lax/")
@@ -300,6 +305,7 @@ def lower_jaxpr_to_module(closed_jaxpr: ClosedJaxpr, *, name: str = "main",
         f"{sorted(map(repr, closed_jaxpr.effects))}, inputs "
         f"{[a.str_short() for a in closed_jaxpr.in_avals]}); refs must be discharged before "
         "lowering (minijax.effects.discharge_state)")
+  start = time.perf_counter()
   with ir_context(), ir.Location.unknown():
     module = ir.Module.create()
     module.operation.attributes["sym_name"] = ir.StringAttr.get(f"jit_{name}")
@@ -308,15 +314,20 @@ def lower_jaxpr_to_module(closed_jaxpr: ClosedJaxpr, *, name: str = "main",
     if device_assignment is not None:
       mctx.positions = {d: i for i, d in enumerate(device_assignment)}
       mctx.mesh = mesh
-      i32 = ir.IntegerType.get_signless(32)
-      module.operation.attributes["mhlo.num_partitions"] = ir.IntegerAttr.get(
-          i32, len(device_assignment))
-      module.operation.attributes["mhlo.num_replicas"] = ir.IntegerAttr.get(i32, 1)
+    i32 = ir.IntegerType.get_signless(32)  # (as JAX's modules say, for one device too)
+    module.operation.attributes["mhlo.num_partitions"] = ir.IntegerAttr.get(
+        i32, 1 if device_assignment is None else len(device_assignment))
+    module.operation.attributes["mhlo.num_replicas"] = ir.IntegerAttr.get(i32, 1)
     fn = lower_jaxpr_to_fun(mctx, "main", closed_jaxpr, public=True, donated_args=donated_args,
                             internal_tokens=not runtime_tokens)
     if mctx.positions is not None:
       _set_sharding_attrs(fn, len(ordered_effects(closed_jaxpr.effects)) if runtime_tokens
                           else 0, arg_shardings, result_shardings)
+  level = compile_log_level()
+  if level:
+    logging.getLogger("minijax").log(
+        level, "Finished jaxpr to MLIR module conversion jit(%s) in %.9f sec", name,
+        time.perf_counter() - start)
   return LoweringResult(module, ordered_effects(closed_jaxpr.effects), mctx.host_callbacks,
                         closed_jaxpr.in_avals, closed_jaxpr.out_avals,
                         keepalives=mctx.keepalives, host_calls=mctx.host_calls,
@@ -386,6 +397,7 @@ def _set_aliasing_attrs(fn, jaxpr: Jaxpr, donated_args, num_tokens: int) -> None
     if i not in explicit:
       available.setdefault(v.aval.strip_weak_type(), []).append(num_tokens + i)
   arg_attrs = [ir.DictAttr.get({}) for _ in range(num_tokens)]
+  unusable = []
   for donated, aval in zip(donated_args, jaxpr.in_avals):
     if type(donated) is int:
       outs = [num_tokens + donated]
@@ -396,7 +408,15 @@ def _set_aliasing_attrs(fn, jaxpr: Jaxpr, donated_args, num_tokens: int) -> None
       arg_attrs.append(ir.DictAttr.get(attr))
     else:
       arg_attrs.append(ir.DictAttr.get({}))
+      if donated is True:
+        unusable.append(aval)
   fn.arg_attrs = ir.ArrayAttr.get(arg_attrs)
+  if unusable:  # as JAX warns: the argument stays alive, no result reuses its buffer
+    names = ", ".join(f"ShapedArray({a.dtype.name}[{','.join(map(str, a.shape))}])"
+                      for a in unusable)
+    warnings.warn(f"Some donated buffers were not usable: {names}."
+                  "\nSee an explanation at "
+                  "https://docs.jax.dev/en/latest/faq.html#buffer-donation.", stacklevel=2)
 
 
 def lower_called_function(mctx: ModuleContext, name: str, closed_jaxpr: ClosedJaxpr,

@@ -44,7 +44,8 @@ from minijax.numpy.extras import (  # noqa: F401
     diff, nan_to_num, nansum, nanmax, nanmin, nanmean, median, quantile, percentile, append,
     searchsorted, cross, kron, astype, isin, indices, triu_indices, tril_indices, logspace,
     unravel_index, select, piecewise, heaviside, float_power, sinc, interp, digitize,
-    bincount, cov, corrcoef, nanargmax, nanargmin, nancumsum, nanvar, nanstd, ldexp, delete, insert,
+    bincount, cov, corrcoef, nanargmax, nanargmin, nancumsum, nanvar, nanstd, ldexp, frexp, delete,
+    insert,
     choose, nanprod, diag_indices, ediff1d, convolve, correlate, polyval,
     apply_along_axis)
 from minijax.numpy.products import (  # noqa: F401
@@ -155,12 +156,17 @@ pi, e, inf, nan, euler_gamma = _np.pi, _np.e, _np.inf, _np.nan, _np.euler_gamma
 newaxis = None
 
 
+def _unwrap(a):
+  """The array of an object that defines `__jax_array__` (JAX's protocol), else `a`."""
+  return a.__jax_array__() if hasattr(a, "__jax_array__") and not hasattr(a, "aval") else a
+
+
 def ndim(a) -> int:
-  return _np.ndim(a) if not hasattr(a, "aval") else a.ndim
+  return _np.ndim(_unwrap(a)) if not hasattr(a, "aval") else a.ndim
 
 
 def shape(a) -> tuple:
-  return _np.shape(a) if not hasattr(a, "aval") else a.shape
+  return _np.shape(_unwrap(a)) if not hasattr(a, "aval") else a.shape
 
 
 def size(a, axis=None) -> int:
@@ -188,6 +194,7 @@ def can_cast(from_, to, casting="safe"):
 
 
 def isscalar(element) -> bool:
+  element = _unwrap(element)
   return _np.isscalar(element) or (hasattr(element, "aval") and element.ndim == 0)
 
 

@@ -60,7 +60,7 @@ def compiled_when_eager(dynamic: int | None = None, *, name: str | None = None):
         if type(a) not in PLAIN_OPERANDS:
           if any(type(a) in (list, tuple) for a in arrays):
             return impl(*args, **kwargs)
-          check(fn_name, *(a for a in arrays if a is not None))
+          arrays = arrays_of(fn_name, arrays, allow_none=True)
           break
       static = () if dynamic is None else args[dynamic:]
       key = (static, *kwargs.items()) if kwargs else static
@@ -85,6 +85,7 @@ def compiled_when_eager(dynamic: int | None = None, *, name: str | None = None):
 
 
 def check(name: str, *args) -> None:
+  """Raises a TypeError naming the first of `args` that is no array (see `arrays_of`)."""
   for i, x in enumerate(args):
     if type(getattr(x, "aval", None)) is AbstractRef:
       raise TypeError(f"{name} requires ndarray or scalar arguments, got {type(x)} at position "
@@ -92,6 +93,24 @@ def check(name: str, *args) -> None:
     if not is_arraylike(x) or dtypes.is_extended(getattr(x, "dtype", None)):
       raise TypeError(f"{name}: argument of type {type(x).__name__} is not a valid array "
                       f"({x!r:.60}); pass minijax arrays, numpy arrays or Python scalars")
+
+
+def arrays_of(name: str, args: Sequence, allow_none: bool = False) -> Sequence:
+  """`args` checked as `check` does, where an object that defines `__jax_array__` (JAX's
+  protocol for array-like wrappers) stands for the array that method returns; `args`
+  itself when there is none of those (None is let through with `allow_none`)."""
+  out = args
+  for i, x in enumerate(args):
+    if x is None and allow_none:
+      continue
+    if (type(getattr(x, "aval", None)) is AbstractRef or not is_arraylike(x)
+        or dtypes.is_extended(getattr(x, "dtype", None))):
+      if hasattr(x, "__jax_array__") and not is_arraylike(x):
+        if out is args:
+          out = list(args)
+        out[i] = x = x.__jax_array__()
+      check(name, x)  # raises for anything else
+  return out
 
 
 def shape(x) -> tuple:
@@ -115,7 +134,7 @@ def asarray(x, dtype=None):
   if isinstance(x, (list, tuple)) or (dtype is not None and type(x) in dtypes.PYTHON_SCALARS):
     from minijax.numpy.creation import array
     return array(x, dtype)
-  check("asarray", x)
+  x, = arrays_of("asarray", (x,))
   out = lax.convert_to_array(x)
   if dtype is not None:
     out = lax.convert_element_type(out, dtype)
@@ -165,6 +184,14 @@ def _called_by_user() -> bool:
   return False
 
 
+def _kind(dtype) -> str:
+  """"f" (real floating, ml_dtypes' bfloat16 and float8s included: numpy calls their kind
+  "V"), "i" (signed or unsigned integer, int4 included), else numpy's kind ("c", "b")."""
+  if dtypes.is_float(dtype):
+    return "f"
+  return "i" if dtypes.is_integer(dtype) else np.dtype(dtype).kind
+
+
 def _check_strict(typed) -> None:
   """`numpy_dtype_promotion="strict"`: operands of different dtypes are an error, except
   weakly typed Python scalars of a kind the other dtype holds (an int with an integer or
@@ -174,9 +201,9 @@ def _check_strict(typed) -> None:
   if ok and strong:
     (dtype,) = strong
     for d, weak in typed:
-      kind, weak_kind = np.dtype(dtype).kind, np.dtype(d).kind
+      kind, weak_kind = _kind(dtype), _kind(d)
       if weak and not (kind == "c" or kind == "f" and weak_kind != "c"
-                       or kind in "iu" and weak_kind in "iu"):
+                       or kind == "i" and weak_kind == "i"):
         ok = False
   if not ok:
     names = tuple(str(d) for d, _ in typed)
@@ -204,14 +231,14 @@ def check_rank_promotion(name: str, shapes) -> None:
 
 def promote(name: str, *args):
   """Converts `args` to their common (JAX-promoted) dtype."""
-  check(name, *args)
+  args = arrays_of(name, args)
   dt, weak = result_type_of(*args)
   return [to_array(a, dt, weak) for a in args]
 
 
 def promote_inexact(name: str, *args):
   """Like `promote`, but integers and bools become the default float type."""
-  check(name, *args)
+  args = arrays_of(name, args)
   dt, weak = result_type_of(*args)
   if not dtypes.is_inexact(dt):
     dt = dtypes.default_float_dtype()
@@ -244,12 +271,19 @@ def promote_and_broadcast(name: str, *args, inexact: bool = False, keep_scalars:
   With `keep_scalars` (for callers that only bind elementwise lax ops, which accept rank-0
   operands among operands of one shape), rank-0 operands (Python scalars, rank-0 arrays)
   are only promoted: they stay rank 0 and lax broadcasts them, as in JAX's jaxprs."""
-  check(name, *args)
+  args = arrays_of(name, args)
   dt, weak = result_type_of(*args)
   if inexact and not dtypes.is_inexact(dt):
     dt = dtypes.default_float_dtype()
   shapes = [np.shape(a) if isinstance(a, dtypes.PYTHON_SCALARS) else get_aval(a).shape for a in args]
-  out_shape = broadcast_shapes(name, *shapes)
+  try:
+    out_shape = broadcast_shapes(name, *shapes)
+  except ValueError:
+    if len({len(s) for s in shapes}) > 1:
+      raise
+    # operands of one rank go straight to lax's elementwise rule in JAX: its TypeError
+    shown = ", ".join(map(str, shapes))
+    raise TypeError(f"{name} got incompatible shapes for broadcasting: {shown}.") from None
   check_rank_promotion(name, shapes)
   if keep_scalars:
     return [to_array(a, dt, weak) if not s else broadcast_to(to_array(a, dt, weak), out_shape)

@@ -157,6 +157,7 @@ def install(cls) -> None:
       "__invert__": lambda self: jnp.invert(self),
       "__round__": _round,
       "__getitem__": _getitem, "__setitem__": _setitem, "copy": _copy,
+      "__copy__": _copy, "__deepcopy__": lambda self, memo: _copy(self),
       "reshape": _reshape, "transpose": _transpose, "astype": _astype,
       "flatten": _flatten, "squeeze": _squeeze,
       "T": property(_T), "mT": property(_mT), "at": property(_at),

@@ -41,7 +41,8 @@ def _constant(host):
 def _contains_traced(obj) -> bool:
   if isinstance(obj, (list, tuple)):
     return any(_contains_traced(o) for o in obj)
-  return isinstance(obj, Tracer) or (hasattr(obj, "aval") and not isinstance(obj, np.ndarray))
+  return (isinstance(obj, Tracer) or (hasattr(obj, "aval") and not isinstance(obj, np.ndarray))
+          or hasattr(obj, "__jax_array__"))
 
 
 def array(object, dtype=None, copy=True, ndmin=0):
@@ -64,7 +65,7 @@ def array(object, dtype=None, copy=True, ndmin=0):
         raise TypeError(f"array: strings are not valid minijax values ({object!r:.60})")
       out = _constant(np.asarray(host, dtype or dtypes.canonicalize_dtype(host.dtype)))
   else:
-    _util.check("array", object)
+    object, = _util.arrays_of("array", (object,))
     if isinstance(object, dtypes.PYTHON_SCALARS):
       dt, weak = dtypes.dtype_and_weak_type(object)
       out = lax.full((), object, dtype or dt, weak_type=weak and dtype is None)
@@ -75,6 +76,8 @@ def array(object, dtype=None, copy=True, ndmin=0):
   nd = _util.ndim(out)
   if ndmin > nd:
     out = lax.reshape(out, (1,) * (ndmin - nd) + _util.shape(out))
+  if copy and out is object and not isinstance(out, Tracer):
+    out = out.copy()  # as in JAX: a buffer of its own, which donating `object` leaves alive
   return out
 
 
@@ -82,7 +85,7 @@ def asarray(a, dtype=None, copy=None):
   # a Python scalar with a dtype is made in that dtype (2998342421 as uint32 is no int32)
   if isinstance(a, (list, tuple)) or (dtype is not None and type(a) in dtypes.PYTHON_SCALARS):
     return array(a, dtype)
-  _util.check("asarray", a)
+  a, = _util.arrays_of("asarray", (a,))
   out = _constant(a)
   if dtype is not None:
     out = lax.convert_element_type(out, _canonical(dtype))

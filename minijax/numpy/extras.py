@@ -393,6 +393,63 @@ def ldexp(x1, x2):
   return x * jnp.power(2.0, _util.asarray(x2)).astype(_util.dtype(x))
 
 
+def frexp(x, /):
+  """`(mantissa, exponent)` with `x == mantissa * 2**exponent`, `0.5 <= |mantissa| < 1`
+  (zeros, infinities and NaNs: `(x, 0)`); the exponent is int32."""
+  (x,) = _util.promote_inexact("frexp", x)
+  if np.issubdtype(_util.dtype(x), np.complexfloating):
+    raise TypeError("frexp does not support complex-valued inputs")
+  return _frexp(x)
+
+
+def _frexp_impl(x):
+  """Reads the exponent field of `x`'s bits and replaces it by the one of [0.5, 1).  A
+  subnormal `x` (read from its bits: the CPU flushes subnormal operands of float
+  arithmetic to zero) is `f * 2**(1 - bias - nmant)` for its integer fraction `f`, whose
+  own conversion to float is normal and exact."""
+  jnp = _jnp()
+  import ml_dtypes
+  dtype = np.dtype(_util.dtype(x))
+  info = ml_dtypes.finfo(dtype)
+  nmant, bias, width = int(info.nmant), 1 - int(info.minexp), 8 * dtype.itemsize
+  uint = np.dtype(f"uint{width}")
+  field = (1 << int(info.nexp)) - 1
+
+  def u(value):
+    return np.asarray(value, uint)
+
+  bits = lax.bitcast_convert_type(x, uint)
+  fraction = bits & u((1 << nmant) - 1)
+  subnormal = ((bits >> u(nmant)) & u(field) == 0) & (fraction != 0)
+  negative = (bits >> u(width - 1)) == 1
+  scaled = lax.convert_element_type(fraction, dtype)  # normal: the same digits
+  bits = jnp.where(subnormal, lax.bitcast_convert_type(jnp.where(negative, -scaled, scaled),
+                                                       uint), bits)
+  exponent = (((bits >> u(nmant)) & u(field)).astype(np.int32) - (bias - 1)
+              + jnp.where(subnormal, 1 - bias - nmant, 0))
+  mantissa = lax.bitcast_convert_type(
+      (bits & u(~(field << nmant) & ((1 << width) - 1))) | u((bias - 1) << nmant), dtype)
+  special = ((bits & u((1 << (width - 1)) - 1)) == 0) | ~jnp.isfinite(x)
+  return jnp.where(special, x, mantissa), jnp.where(special, 0, exponent).astype(np.int32)
+
+
+def _frexp_jvp(primals, tangents):
+  (x,), (t,) = primals, tangents
+  mantissa, exponent = _frexp(x)
+  scale = lax.convert_element_type(_jnp().exp2(-exponent.astype(np.float32)), mantissa.dtype)
+  return (mantissa, exponent), (t * scale, np.zeros(np.shape(exponent), dtypes.float0))
+
+
+def _make_frexp():
+  from minijax.custom_derivatives import custom_jvp
+  fn = custom_jvp(_frexp_impl)
+  fn.defjvp(_frexp_jvp)
+  return fn
+
+
+_frexp = _make_frexp()
+
+
 def delete(arr, obj, axis=None):
   """Removes the entries at static indices `obj` along `axis`."""
   jnp = _jnp()

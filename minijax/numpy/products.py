@@ -18,7 +18,7 @@ from minijax.numpy import _util
 
 
 def _operands(name, a, b):
-  _util.check(name, a, b)
+  a, b = _util.arrays_of(name, (a, b))
   x, y = _util.promote(name, a, b)
   return x, y
 

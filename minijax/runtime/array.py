@@ -31,7 +31,7 @@ from jaxlib import _jax, xla_client
 from minijax.config import config
 from minijax.core import dtypes
 from minijax.core import sharding as sharding_lib
-from minijax.core.avals import ShapedArray, check_conversion
+from minijax.core.avals import AbstractToken, ShapedArray, check_conversion
 from minijax.core.trace import Tracer
 from minijax.runtime import backend
 
@@ -247,6 +247,8 @@ class Array(metaclass=_ArrayMeta):
       if self._sharding is not None:
         from minijax.runtime import sharded
         npy = self._npy = sharded.value(self)
+      elif type(self.aval) is AbstractToken:  # a Token's buffer (see `core.avals.Token`)
+        raise RuntimeError("Cannot convert a token-shape buffer to a numpy array.")
       else:
         npy = self._npy = _buffer_to_numpy(self._buffer, self.aval)
     return npy
@@ -330,8 +332,7 @@ class Array(metaclass=_ArrayMeta):
     prefix = "Array("
     weak = ", weak_type=True" if self.aval.weak_type else ""
     dtype_str = f"dtype={self.dtype.name}{weak})"
-    if self.is_deleted():
-      return f"{prefix}<deleted>, shape={self.shape}, {dtype_str}"
+    self._check_alive()  # as JAX: a deleted array has no repr (RuntimeError)
     if self.size == 0:
       body = f"[], shape={self.shape}"
     else:

@@ -112,9 +112,10 @@ def check_can_compile() -> None:
 def _refuse_device_count_change(n: int) -> None:
   if _client is not None and n != len(_local):
     raise RuntimeError(
-        f"minijax.config.num_cpu_devices cannot change to {n}: the XLA client already exists "
-        f"with {len(_local)} device(s). Set it (or {NUM_DEVICES_ENV}) before the first "
-        "minijax computation.")
+        "jax_num_cpu_devices config should be updated before backends are initialized: "
+        f"num_cpu_devices cannot change to {n}, the XLA client already exists with "
+        f"{len(_local)} device(s). Set it (or {NUM_DEVICES_ENV}) before the first minijax "
+        "computation.")
 
 
 config.guard("num_cpu_devices", _refuse_device_count_change)
@@ -224,15 +225,21 @@ def process_count() -> int:
 
 
 def default_device() -> Device:
+  """Where values without a device go: `config.default_device` (JAX's
+  `jax_default_device`, set by `with minijax.default_device(d):`), else device 0."""
   get_client()
-  return _local[0]
+  device = config.default_device
+  return _local[0] if device is None or device == "cpu" else get_device(device)
 
 
 def get_device(device: Device | int | None = None) -> Device:
-  """Resolves `None` (device 0), an index, or a device object to one of the client's devices."""
+  """Resolves `None` (the default device), an index, or a device object to one of the
+  client's devices."""
   get_client()
   if device is None:
-    return _local[0]
+    device = config.default_device
+    if device is None or device == "cpu":
+      return _local[0]
   if isinstance(device, Device):
     if device not in _devices:
       raise ValueError(f"device {device!r} does not belong to minijax's CPU client, whose devices "

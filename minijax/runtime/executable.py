@@ -64,7 +64,7 @@ import numpy as np
 
 from jaxlib import _jax, xla_client
 
-from minijax.config import config
+from minijax.config import compile_log_level, config
 from minijax.core.avals import ShapedArray, python_scalar_aval
 from minijax.core.dtypes import PYTHON_SCALARS
 from minijax.runtime import backend, host_calls, taps
@@ -594,6 +594,18 @@ def compile_options(compiler_options: dict | None = None) -> xla_client.CompileO
   return options
 
 
+def log_compile_start(name: str, where, in_avals, out_avals, ordered_effects) -> int:
+  """Logs that `name` is being compiled for `where` (a device, or "N devices"), as JAX
+  words it, and returns the level at which its end is to be logged (`compile_log_level`)."""
+  level = compile_log_level()
+  if level:
+    logger.log(level, "Compiling jit(%s) for %s with global shapes and types (%s) -> (%s)%s",
+               name, where, ", ".join(a.str_short() for a in in_avals),
+               ", ".join(a.str_short() for a in out_avals),
+               f" and ordered effects {list(ordered_effects)}" if ordered_effects else "")
+  return level
+
+
 def compile(module, *, device, name: str, in_avals: Sequence[ShapedArray],
             out_avals: Sequence[ShapedArray], donated_args: Sequence[bool] = (),
             host_callbacks: Sequence[Callable] = (), num_tokens: int = 0,
@@ -632,6 +644,7 @@ def compile(module, *, device, name: str, in_avals: Sequence[ShapedArray],
   options = compile_options(compiler_options)
   options.device_assignment = xla_client.DeviceAssignment.create(
       np.array([[device.id]], dtype=np.int32))
+  level = log_compile_start(name, device, in_avals, out_avals, ordered_effects)
   start = time.perf_counter()
   try:
     loaded = client.compile_and_load(module, xla_client.DeviceList((device,)), options,
@@ -640,12 +653,8 @@ def compile(module, *, device, name: str, in_avals: Sequence[ShapedArray],
     err.add_note(f"while compiling {name!r} for {device}")
     raise
   seconds = time.perf_counter() - start
-  if config.log_compiles or logger.isEnabledFor(logging.DEBUG):
-    level = logging.WARNING if config.log_compiles else logging.DEBUG
-    logger.log(level, "Compiled %s for %s in %.1f ms: (%s) -> (%s)%s", name, device,
-               seconds * 1e3, ", ".join(a.str_short() for a in in_avals),
-               ", ".join(a.str_short() for a in out_avals),
-               f" with ordered effects {list(ordered_effects)}" if ordered_effects else "")
+  if level:
+    logger.log(level, "Finished XLA compilation of jit(%s) in %.9f sec", name, seconds)
   return Executable(loaded, name=name, device=device, in_avals=in_avals, out_avals=out_avals,
                     donated_args=donated_args, host_callbacks=host_callbacks,
                     ordered_effects=ordered_effects, unordered_effects=unordered_effects,

@@ -45,7 +45,7 @@ from minijax.core.avals import ShapedArray
 from minijax.core.dtypes import PYTHON_SCALARS
 from minijax.runtime import backend, sharded, taps, xla_notices
 from minijax.runtime.array import Array, _DELETED_MESSAGE, device_put, is_concrete_array
-from minijax.runtime.executable import CompiledProgram, compile_options
+from minijax.runtime.executable import CompiledProgram, compile_options, log_compile_start
 from minijax.runtime.tokens import TOKEN_AVAL, GroupToken, runtime_tokens
 
 logger = logging.getLogger("minijax")
@@ -314,6 +314,8 @@ def compile_sharded(module, *, devices: Sequence, name: str, in_avals, out_avals
     build.allow_spmd_sharding_propagation_to_output = [True]
   options.device_assignment = xla_client.DeviceAssignment.create(
       np.array([[d.id for d in devices]], dtype=np.int32))
+  level = log_compile_start(name, f"{len(devices)} devices", in_avals, out_avals,
+                            ordered_effects)
   start = time.perf_counter()
   try:
     with xla_notices.without_notices():
@@ -330,12 +332,8 @@ def compile_sharded(module, *, devices: Sequence, name: str, in_avals, out_avals
                      for s, op, a in zip(out_shardings, chosen, out_avals)]
   text = loaded.get_hlo_text()
   communicates = any(op in text for op in _COLLECTIVE_OPS)
-  if config.log_compiles or logger.isEnabledFor(logging.DEBUG):
-    level = logging.WARNING if config.log_compiles else logging.DEBUG
-    logger.log(level, "Compiled %s for %d devices in %.1f ms: (%s) -> (%s)%s", name,
-               len(devices), seconds * 1e3, ", ".join(a.str_short() for a in in_avals),
-               ", ".join(a.str_short() for a in out_avals),
-               f" with ordered effects {list(ordered_effects)}" if ordered_effects else "")
+  if level:
+    logger.log(level, "Finished XLA compilation of jit(%s) in %.9f sec", name, seconds)
   return ShardedExecutable(loaded, name=name, devices=devices, in_avals=in_avals,
                            out_avals=out_avals, in_shardings=in_shardings,
                            out_shardings=out_shardings, donated_args=donated_args,

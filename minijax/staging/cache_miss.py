@@ -31,7 +31,7 @@ def _callsite() -> str:
 
 
 def explain(fun, name: str, key, states: dict, state: tuple, state_flags, arg_names) -> None:
-  """Logs why `key` = (in_tree, avals, static) missed the trace cache of `fun` in flag state
+  """Logs why `key` = (in_tree, avals, static, axis frames) missed the trace cache of `fun` in flag state
   `state`; `states` maps each flag state (values of `state_flags`) to its trace cache."""
   code = getattr(fun, "__code__", None)
   filename = code.co_filename if code is not None else None
@@ -59,7 +59,11 @@ def explain(fun, name: str, key, states: dict, state: tuple, state_flags, arg_na
 
 def _diff_keys(new, old, arg_names) -> tuple[int, int, str]:
   """(severity, number of differences, explanation) of the difference of two keys."""
-  (new_tree, new_avals, new_static), (old_tree, old_avals, old_static) = new, old
+  (new_tree, new_avals, new_static, new_axes), (old_tree, old_avals, old_static, old_axes) = \
+      new, old
+  if new_axes != old_axes:
+    return 0, 1, (f"different axis environment (names bound by vmap, pmap or shard_map):\n"
+                  f"  * now {list(new_axes)} and before {list(old_axes)}")
   if new_tree != old_tree:
     return 0, 1, f"different input pytree:\n  * now {new_tree} and before {old_tree}"
   if new_static != old_static:

@@ -27,7 +27,7 @@ from minijax.core import dtypes
 from minijax.core import effects as effects_lib
 from minijax.core import primitive as primitive_lib
 from minijax.core import trace as trace_lib
-from minijax.core.avals import get_aval
+from minijax.core.avals import AbstractToken, Token, abstract_token, operand_avals
 from minijax.core.jaxpr import ClosedJaxpr, Literal, eval_jaxpr
 from minijax.core.state import AbstractRef, Ref
 from minijax.interpreters.discharge import discharge_state, jaxpr_has_state
@@ -89,15 +89,38 @@ def compile_jaxpr(closed_jaxpr: ClosedJaxpr, *, device, name: str,
                                     runtime_tokens=runtime_tokens_wanted())
   if not lowered.runtime_tokens and lowered.ordered_effects:
     _fence_program(backend.get_device(device))
-  return executable_lib.compile(
-      lowered.module, device=device, name=name, in_avals=lowered.in_avals,
-      out_avals=lowered.out_avals, donated_args=tuple(donated_args),
+  in_avals, out_avals = lowered.in_avals, lowered.out_avals
+  token_values = any(type(a) is AbstractToken for a in (*in_avals, *out_avals))
+  if token_values:  # token buffers travel as Arrays of TOKEN_AVAL (see `TokenCall`)
+    in_avals = [TOKEN_AVAL if type(a) is AbstractToken else a for a in in_avals]
+    out_avals = [TOKEN_AVAL if type(a) is AbstractToken else a for a in out_avals]
+  fn = executable_lib.compile(
+      lowered.module, device=device, name=name, in_avals=in_avals,
+      out_avals=out_avals, donated_args=tuple(donated_args),
       host_callbacks=lowered.host_callbacks, host_calls=lowered.host_calls,
       num_tokens=len(lowered.ordered_effects) if lowered.runtime_tokens else 0,
       runtime_tokens=lowered.runtime_tokens,
       ordered_effects=lowered.ordered_effects,
       unordered_effects=effects_lib.unordered_effects(jaxpr.effects),
       keepalive=lowered.keepalives, compiler_options=compiler_options)
+  if token_values:
+    return TokenCall(fn, [type(a) is AbstractToken for a in lowered.out_avals])
+  return fn
+
+
+class TokenCall:
+  """A compiled function whose jaxpr takes or returns tokens as values: a `Token`
+  argument is passed as the device buffer of XLA's token type it wraps, and a token
+  result comes back as a new `Token` wrapping the buffer the program returned."""
+  __slots__ = ("fn", "out_tokens")
+
+  def __init__(self, fn: CompiledFn, out_tokens: Sequence[bool]):
+    self.fn, self.out_tokens = fn, tuple(out_tokens)
+
+  def __call__(self, *args) -> list:
+    outs = self.fn(*[x._buf if type(x) is Token else x for x in args])
+    return [Token(Array(x._buffer, abstract_token, x._device)) if is_token else x
+            for x, is_token in zip(outs, self.out_tokens)]
 
 
 def _compile_stateful(closed_jaxpr: ClosedJaxpr, *, device, name: str,
@@ -255,7 +278,14 @@ def _run_trivial(jaxpr, consts, device, *args) -> list:
   outs = []
   for v in jaxpr.outvars:
     x = v.val if type(v) is Literal else env[v]
-    outs.append(device_put(x, device) if not (type(x) is Array and x._device is device) else x)
+    if type(x) is Token:
+      outs.append(Token(x._buf))
+    elif type(x) is Array and x._device is device:
+      # As a compiled program's would be, each result is a buffer of its own: donating
+      # the argument later must not delete the result.
+      outs.append(array_lib.copy_array(x))
+    else:
+      outs.append(device_put(x, device))
   return outs
 
 
@@ -341,7 +371,7 @@ def apply_primitive(primitive, *args, **params):
   except AttributeError:  # numpy values or Python scalars among the arguments
     avals = None
   if avals is None:  # outside the `except`, so that get_aval's errors are not chained to it
-    avals = tuple(map(get_aval, args))
+    avals = operand_avals(primitive, args)
   device = device_of(args)
   key = (primitive, params_key(params) if params else (), avals, device)
   run = _primitive_cache.get(key)
@@ -372,6 +402,11 @@ def _compile_primitive(primitive, params, avals, device, args=()) -> Callable:
   when it has multiple results, else the Array.  `device` is a sharding when an argument
   is laid out over several devices: the program then runs over them
   (`sharded.compile_primitive`)."""
+  if primitive._effectful_abstract_eval is None:  # no impl of its own, and none to compile
+    raise NotImplementedError(
+        f"Evaluation rule for '{primitive}' not implemented: primitive '{primitive}' has "
+        f"neither an impl (`{primitive}_p.def_impl(fn)`) nor the abstract evaluation and "
+        "lowering rules from which minijax compiles one")
   if not isinstance(device, backend.Device):
     fn = sharded_staging.compile_primitive(primitive, params, avals, args)
     if primitive.multiple_results:
@@ -409,8 +444,8 @@ array_lib.widen_subbyte = _widen_subbyte
 
 
 def _on_config_change(name, value):
-  if name in ("tap_mechanism", "effects_ordering"):
-    _primitive_cache.clear()
+  if name in ("tap_mechanism", "effects_ordering", "allow_f16_reductions"):
+    _primitive_cache.clear()  # (a reduction refused is refused when it is traced)
   elif name == "eager_cache_size":
     _evict_primitives(value)
 

@@ -41,11 +41,11 @@ import numpy as np
 from minijax import tree_util
 from minijax.api_util import (DebugInfo, DeferredSignature, flat_arg_names, fun_name,
                               prefix_pairs, resolve_argnums)
-from minijax.config import config
+from minijax.config import JIT_KEY_FLAGS, compile_log_level, config, jit_key_state
 from minijax.core import sharding as sharding_lib
 from minijax.core import trace as trace_lib
-from minijax.core import traceback_util
-from minijax.core.avals import ShapedArray, get_aval, python_scalar_aval
+from minijax.core import axes, traceback_util
+from minijax.core.avals import ShapedArray, Token, get_aval, python_scalar_aval
 from minijax.core.dtypes import PYTHON_SCALARS, float0
 from minijax.core.errors import UnexpectedTracerError
 from minijax.core.jaxpr import ClosedJaxpr, eval_jaxpr, hoist_consts
@@ -225,11 +225,16 @@ class JitWrapped:
     names = flat_arg_names(self._fun, args, kwargs) if not static else None
     debug = DebugInfo(self._name, names if names and len(names) == len(avals) else None)
     start = time.perf_counter()
-    jaxpr, consts = pe.trace_to_jaxpr_dynamic(flat_fun, avals, debug)
+    try:
+      jaxpr, consts = pe.trace_to_jaxpr_dynamic(flat_fun, avals, debug)
+    except pe.InvalidOutputError as e:
+      raise e.named(self._fun, out_tree()) from None
     lax_state.check_no_returned_refs(self._fun, "jit", jaxpr, debug.arg_names)
-    if config.log_compiles:
-      logging.getLogger("minijax").warning("Finished tracing %s for jit in %.6f sec",
-                                           self._name, time.perf_counter() - start)
+    level = compile_log_level()
+    if level:
+      logging.getLogger("minijax").log(
+          level, "Finished tracing %s for jit in %.9f sec", self._name,
+          time.perf_counter() - start)
     donated = (self._donated_leaves(args, kwargs, static)
                if self._donate_argnums or self._donate_argnames else ())
     donated = (False,) * len(consts) + donated + (False,) * (len(avals) - len(donated))
@@ -243,14 +248,24 @@ class JitWrapped:
       avals = tuple(map(get_aval, flat))
     except TypeError:
       self._raise_non_array_argument(args, kwargs, static, flat)
-    key = (in_tree, avals, static)
-    traced = self._cache.get(key)
+    key = (in_tree, avals, static, axes.current_frames())
+    try:
+      traced = self._cache.get(key)
+    except Exception as e:  # (hashable: `_split` checked) an __eq__ that raises
+      types = sorted({type(v).__name__ for _, v, _ in static})
+      raise ValueError(
+          "Non-hashable static arguments are not supported: static arguments should be "
+          f"comparable using __eq__. Comparing static arguments of types {types} raised "
+          f"{type(e).__name__}: {e}") from e
     if traced is None:
       if config.explain_cache_misses:
         names = flat_arg_names(self._fun, args, kwargs) if not static else None
         cache_miss.explain(self._fun, self._name, key, {s: c for s, (c, _) in
                                                         self._caches.by_state.items()},
                            _flag_state(), _STATE_FLAGS, names)
+      if config.no_tracing:
+        raise RuntimeError(f"re-tracing function {self._name} for `jit`, but 'no_tracing' "
+                           "is set (minijax.no_tracing / jax_no_tracing)")
       traced = self._trace(static, dyn_args, dyn_kwargs, in_tree, avals)
       if not _has_tracer(traced.consts):
         _bounded_insert(self._cache, key, traced)
@@ -298,6 +313,9 @@ class JitWrapped:
       leaked = next((x for x in flat if isinstance(x, Tracer)), None)
       if leaked is not None:  # no trace is active, so its trace has ended
         raise UnexpectedTracerError(leaked)
+      if config.no_execution:  # a key of the caches: the fast path has no entries then
+        raise RuntimeError(f"minijax tried to execute function {self._name}, but the "
+                           "no_execution config option is set")
       placement = self._placement(traced, flat, args, kwargs)
       device = None if placement is None else sharded.single_device(placement, traced.jaxpr)
       checking = special_values.checking()
@@ -311,8 +329,9 @@ class JitWrapped:
         device = device or compiler.jit_device(self._device, flat)
         executable = compiler.compiled_call(traced.jaxpr, self._name, donated, device,
                                             compiler_options=self._compiler_options)
-      float0_out = any(a.dtype == float0 for a in traced.jaxpr.out_avals)
+      float0_out = any(getattr(a, "dtype", None) == float0 for a in traced.jaxpr.out_avals)
       if (fast_key is not None and not checking and not float0_out
+          and not any(type(c) is Token for c in traced.consts)
           and all(type(x) is Array or type(x) in PYTHON_SCALARS or type(x) is Ref
                   for x in flat)):
         self._remember_fast(fast_key, device, executable, traced, flat)
@@ -392,6 +411,19 @@ class JitWrapped:
     `jit(f)._cache_size()`), under the current flags."""
     return len(self._caches.cache)
 
+  def eval_shape(self, *args, **kwargs):
+    """`jit(f).eval_shape(*args)`: the results' shapes, dtypes and (from `out_shardings`)
+    shardings, as `ShapeDtypeStruct`s; traces (or reads the trace cache), runs nothing."""
+    traced, _ = self._traced_for(args, kwargs)
+    avals = list(traced.jaxpr.out_avals)
+    shardings = [None] * len(avals)
+    if self._out_shardings is not None:
+      shardings = _flat_shardings(self._out_shardings, traced.out_tree.unflatten(avals),
+                                  "out_shardings", self._name)
+    return traced.out_tree.unflatten([
+        shape_dtype_struct(a.shape, a.dtype, a.weak_type, sharding=s)
+        for a, s in zip(avals, shardings)])
+
   def lower(self, *args, **kwargs) -> "Lowered":
     return self.trace(*args, **kwargs).lower()
 
@@ -419,17 +451,13 @@ def _bounded_insert(cache: dict, key, value) -> None:
   cache[key] = value
 
 
-# Flags that change what tracing or lowering produces, whether the fast path may skip NaN
-# checks, or whether compiled code runs at all.  Like JAX's trace context, they key jit's caches: switching a flag back and
-# forth reuses what was compiled before.
-_STATE_FLAGS = ("enable_x64", "tap_mechanism", "debug_nans", "debug_infs",
-                "host_callback_semantics", "effects_ordering", "disable_jit", "numpy_rank_promotion",
-                "numpy_dtype_promotion", "default_matmul_precision")
+_STATE_FLAGS = JIT_KEY_FLAGS
+_flag_state = jit_key_state
 
 
-def _flag_state() -> tuple:
-  return tuple(getattr(config, name) for name in _STATE_FLAGS)
-
+# `ShapeDtypeStruct`, which `jit(f).eval_shape` returns: installed by `minijax.api`, a
+# floor above, which defines it.
+shape_dtype_struct: Callable = None  # type: ignore[assignment]
 
 _all_caches: "weakref.WeakSet[JitCaches]" = weakref.WeakSet()
 
@@ -535,12 +563,13 @@ def _is_sharding_leaf(x) -> bool:
 
 def _flat_shardings(spec, tree, what: str, fun_name: str) -> list:
   """One sharding (or None) per leaf of `tree`, from `spec`, a pytree prefix of it."""
-  def mismatch():
+  def mismatch(details):
     return ValueError(f"jit {what} of {fun_name} ({spec}) is not a pytree prefix of the "
                       f"{'positional arguments' if what == 'in_shardings' else 'outputs'} "
-                      f"{tree_util.tree_structure(tree)}")
+                      f"{tree_util.tree_structure(tree)}{details}")
   out = []
-  for s, sub in prefix_pairs(spec, tree, is_leaf=_is_sharding_leaf, mismatch=mismatch):
+  for s, sub in prefix_pairs(spec, tree, is_leaf=_is_sharding_leaf, name=what,
+                             mismatch=mismatch):
     if isinstance(s, sharding_lib.PartitionSpec):
       mesh = sharding_lib.current_mesh()
       if mesh is None:
@@ -730,8 +759,8 @@ def _jitted(wrapped: JitWrapped) -> Callable:
           if entry is None and caches.multi_device:  # keyed by the device too
             key = (key, device_of(flat))
             entry = caches.fast.get(key)
-        except TypeError:  # an unhashable static argument: the slow path says which
-          entry = False
+        except Exception:  # a static argument unhashable, or whose __eq__ raises: the
+          entry = False    # slow path says which
         if entry is None:
           return slow(args, kwargs, key)
         if entry is not False:
@@ -765,6 +794,7 @@ def _jitted(wrapped: JitWrapped) -> Callable:
   jitted.__signature__ = DeferredSignature(wrapped._fun)
   jitted.lower = wrapped.lower
   jitted.trace = wrapped.trace
+  jitted.eval_shape = wrapped.eval_shape
   jitted.clear_cache = wrapped.clear_cache
   jitted._cache_size = wrapped.cache_size
   jitted._wrapped = wrapped

@@ -52,6 +52,7 @@ class _Stage:
   """What every stage knows of the call it was made for: the trace, the function's name,
   where it runs (a device, or the devices of a `placement`), the argument tree and names."""
   _no_kwargs = False  # (JAX's attribute: whether the call takes no keyword arguments)
+  _platforms = ("cpu",)  # what a Lowered was lowered for
 
   def __init__(self, traced, name: str, device, placement=None, in_tree=None, names=None):
     self._traced = traced
@@ -100,14 +101,29 @@ class Traced(_Stage):
     return self._traced.jaxpr
 
   def lower(self, *, lowering_platforms=None) -> Lowered:
-    if lowering_platforms is not None and tuple(lowering_platforms) != ("cpu",):
-      raise NotImplementedError(f"lowering for platforms {lowering_platforms}: minijax "
-                                "lowers for 'cpu' only")
-    return Lowered(self._traced, self.fun_name, self._device, self._placement,
-                   self._in_tree, self._names)
+    """The module; `lowering_platforms=("tpu",)` (one platform) lowers for another
+    platform as text only: minijax's lowering rules are the CPU's, which hold for any
+    platform unless they emit custom calls (refused), and it compiles for the CPU only."""
+    platforms = ("cpu",) if lowering_platforms is None else tuple(lowering_platforms)
+    if len(platforms) != 1 or platforms[0] not in _PLATFORMS:
+      raise NotImplementedError(
+          f"lowering for platforms {lowering_platforms}: minijax lowers for one of "
+          f"{', '.join(map(repr, _PLATFORMS))} at a time")
+    lowered = Lowered(self._traced, self.fun_name, self._device, self._placement,
+                      self._in_tree, self._names)
+    if platforms != ("cpu",):
+      lowered._platforms = platforms
+      if "custom_call" in lowered.as_text():
+        raise NotImplementedError(
+            f"lowering {self.fun_name} for {platforms[0]!r}: its module makes custom calls, "
+            "which minijax lowers for the CPU only; lower it for ('cpu',)")
+    return lowered
 
   def __repr__(self):
     return f"Traced({self.fun_name})"
+
+
+_PLATFORMS = ("cpu", "tpu", "cuda", "rocm")
 
 
 def _check_dialect(dialect) -> str:
@@ -172,6 +188,9 @@ class Lowered(_Stage):
   def compile(self, compiler_options: dict[str, Any] | None = None) -> Compiled:
     """Compiles the module; `compiler_options` are XLA's (`{"xla_...": value}`), each
     compile with options giving a new executable."""
+    if self._platforms != ("cpu",):
+      raise ValueError(f"{self._name} was lowered for {self._platforms[0]!r}, and minijax "
+                       "compiles for the CPU only: lower it without lowering_platforms")
     traced, options = self._traced, dict(compiler_options or {})
     if self._placement is not None:
       fn = sharded.compiled_call(traced.jaxpr, self._name, traced.donated, self._placement,

@@ -6,7 +6,7 @@ from __future__ import annotations
 import weakref
 from typing import Any, Callable
 
-from minijax.core.avals import AbstractToken, AbstractValue, ShapedArray, get_aval
+from minijax.core.avals import AbstractToken, AbstractValue, ShapedArray, Token, get_aval
 from minijax.core.effects import Effect
 from minijax.core.jaxpr import (ClosedJaxpr, DropVar, Jaxpr, JaxprEqn, JaxprTypeError, Literal,
                                 Var, eval_jaxpr, typecheck_jaxpr as check_jaxpr)
@@ -96,7 +96,7 @@ def subjaxprs(jaxpr: Jaxpr):
     yield from jaxprs_in_params(eqn.params)
 
 
-__all__ = ["AbstractToken", "AbstractValue", "ClosedJaxpr", "DropVar", "Effect", "Effects",
+__all__ = ["AbstractToken", "Token", "AbstractValue", "ClosedJaxpr", "DropVar", "Effect", "Effects",
            "Jaxpr", "JaxprEqn", "JaxprTypeError", "Literal", "Primitive", "ShapedArray", "Var",
            "check_jaxpr", "find_top_trace", "get_opaque_trace_state", "jaxpr_as_fun",
            "jaxprs_in_params", "mapped_aval", "no_effects", "primitives", "set_current_trace",

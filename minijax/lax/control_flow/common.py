@@ -9,6 +9,7 @@ equation, visible to every transformation.
 """
 from __future__ import annotations
 
+import weakref
 from typing import Any, Callable, Sequence
 
 import numpy as np
@@ -16,7 +17,9 @@ from jaxlib.mlir import ir
 from jaxlib.mlir.dialects import mhlo
 
 from minijax import tree_util
-from minijax.core import dtypes, effects as effects_lib
+from minijax.config import config, jit_key_state
+from minijax.core.trace import Tracer, is_eval_context
+from minijax.core import axes, dtypes, effects as effects_lib
 from minijax.core.avals import ShapedArray
 from minijax.core.jaxpr import ClosedJaxpr, Jaxpr, Var, hoist_consts
 from minijax.lowering import mlir
@@ -33,7 +36,21 @@ def trace_fun(fun: Callable, in_tree, in_avals: Sequence[Any], name: str
 
 
 def trace_fun_closed(fun: Callable, in_tree, in_avals: Sequence[Any], name: str):
-  """Like `trace_fun`, keeping the constants in a ClosedJaxpr: `(closed, out_tree)`."""
+  """Like `trace_fun`, keeping the constants in a ClosedJaxpr: `(closed, out_tree)`.
+
+  Outside every transformation the result is cached, as JAX caches the traces of
+  control-flow bodies: keyed weakly on `fun`, on the input tree and avals, the flags that
+  key jit's caches and the axis environment (a body that closes over no tracer depends on
+  nothing else that JAX would not also keep)."""
+  eager = is_eval_context()
+  if eager:
+    key = (in_tree, tuple(in_avals), jit_key_state(), axes.current_frames())
+    try:
+      hit = _body_traces.get(fun, {}).get(key)
+    except TypeError:  # not weakly referenceable, or unhashable
+      hit, eager = None, False
+    if hit is not None:
+      return hit
   from minijax.interpreters.partial_eval import trace_to_jaxpr_dynamic
   flat_fun, out_tree = tree_util.flatten_fun_nokwargs(fun, in_tree)
   try:
@@ -41,7 +58,17 @@ def trace_fun_closed(fun: Callable, in_tree, in_avals: Sequence[Any], name: str)
   except Exception as e:
     e.add_note(f"while tracing {name}")
     raise
-  return ClosedJaxpr(jaxpr, consts), out_tree()
+  result = ClosedJaxpr(jaxpr, consts), out_tree()
+  if eager and not any(isinstance(c, Tracer) for c in consts):
+    entries = _body_traces.setdefault(fun, {})
+    if len(entries) >= config.jit_cache_size:
+      entries.clear()
+    entries[key] = result
+  return result
+
+
+# fun -> {(in_tree, avals, flags): (closed jaxpr, out tree)}: traces of eager bodies.
+_body_traces: "weakref.WeakKeyDictionary[Callable, dict]" = weakref.WeakKeyDictionary()
 
 
 def prepend_unused_invars(closed: ClosedJaxpr, avals: Sequence[Any], at: int = 0) -> ClosedJaxpr:

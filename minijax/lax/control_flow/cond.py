@@ -336,6 +336,74 @@ def _cond_partial_eval(trace, args, *, branches):
   return common.merge(out_uk, uk_outs, k_outs[:n_known_out])
 
 
+def _cond_partial_eval_custom(saveable, unks_in, inst_in, eqn):
+  """Under a policy (`checkpoint`), each branch splits by it: a known cond runs the
+  branches' known parts and returns their residuals (in slots merged by type across
+  branches, zeros where a branch has none), and a staged cond reads them, with every
+  operand, to recompute what the policy did not save and compute the unknown outputs."""
+  from minijax.core.jaxpr import ClosedJaxpr, Jaxpr, Var
+  from minijax.interpreters import ad
+  from minijax.interpreters import partial_eval as pe
+  from minijax.core.jaxpr import eval_jaxpr
+  index_uk, *ops_uk = unks_in
+  branches = eqn.params["branches"]
+  new_inst = [a for a, inst in zip(eqn.invars, inst_in) if type(a) is Var and not inst]
+  n_out = len(eqn.outvars)
+  if index_uk:
+    return [], [eqn], [True] * n_out, [True] * n_out, new_inst
+  out_uk = [False] * n_out
+  for b in branches:
+    uk = pe.partial_eval_jaxpr_custom(b.jaxpr, ops_uk, True, False, True, saveable)[2]
+    out_uk = [x or y for x, y in zip(out_uk, uk)]
+  splits = [pe.partial_eval_jaxpr_custom(b.jaxpr, ops_uk, True, out_uk, True, saveable)
+            for b in branches]
+  # residual slots: the k-th residual of a type in a branch takes the k-th slot of that type
+  slots, res_avals = [], []
+  for known, staged, _, _, n_res in splits:
+    seen: dict = {}
+    mine = []
+    for v in staged.invars[:n_res]:
+      key = (v.aval, seen.get(v.aval, 0))
+      seen[v.aval] = key[1] + 1
+      if key not in res_avals:
+        res_avals.append(key)
+      mine.append(res_avals.index(key))
+    slots.append(mine)
+  res_avals = [a for a, _ in res_avals]
+  n_known_out = out_uk.count(False)
+
+  def known_branch(known, consts, mine):
+    def fun(*xs):
+      outs = eval_jaxpr(known, consts, *xs)
+      res = [ad.zeros_like_aval(a) for a in res_avals]
+      for slot, r in zip(mine, outs[n_known_out:]):
+        res[slot] = r
+      return [*outs[:n_known_out], *res]
+    return pe.trace_to_closed_jaxpr(fun, known.in_avals)
+
+  res_vars = [Var(a) for a in res_avals]
+  known_branches, staged_branches = [], []
+  for b, (known, staged, _, _, n_res), mine in zip(branches, splits, slots):
+    known_branches.append(known_branch(known, b.consts, mine))
+    invars = [Var(a) for a in res_avals]
+    for slot, v in zip(mine, staged.invars[:n_res]):
+      invars[slot] = v
+    staged_branches.append(ClosedJaxpr(Jaxpr(
+        staged.constvars, [*invars, *staged.invars[n_res:]], staged.outvars, staged.eqns),
+        b.consts))
+  index, *ops = eqn.invars
+  known_eqn = eqn.replace(
+      invars=[index, *(a for a, uk in zip(ops, ops_uk) if not uk)],
+      outvars=[*(v for v, uk in zip(eqn.outvars, out_uk) if not uk), *res_vars],
+      params=dict(eqn.params, branches=tuple(known_branches)),
+      effects=common.jaxprs_effects("cond", *known_branches))
+  staged_eqn = eqn.replace(
+      invars=[index, *res_vars, *ops],
+      params=dict(eqn.params, branches=tuple(staged_branches)),
+      effects=common.jaxprs_effects("cond", *staged_branches))
+  return [known_eqn], [staged_eqn], out_uk, [True] * n_out, [*new_inst, *res_vars]
+
+
 # ----------------------------------------------------------------------------- transpose
 
 def _cond_transpose(cts, index, *ops, branches):
@@ -380,6 +448,7 @@ def _register_transformations():
   ad.primitive_jvps[cond_p] = _cond_jvp
   ad.primitive_transposes[cond_p] = _cond_transpose
   pe.partial_eval_rules[cond_p] = _cond_partial_eval
+  pe.partial_eval_jaxpr_custom_rules[cond_p] = _cond_partial_eval_custom
   pe.dce_rules[cond_p] = _cond_dce
 
 

@@ -309,6 +309,50 @@ def _while_partial_eval(trace, args, *, cond_jaxpr, body_jaxpr, cond_nconsts, bo
   return common.merge(carry_uk, [o for o, u in zip(all_outs, carry_uk) if u], known_outs)
 
 
+def _while_partial_eval_custom(saveable, unks_in, inst_in, eqn):
+  """Under a policy (`checkpoint`): a loop saves nothing (the number of iterations is not
+  known when staging), so the known carries come from a while over the known part of the
+  body, and the whole loop is staged for the unknown ones, as in JAX."""
+  from minijax.core.jaxpr import ClosedJaxpr, Jaxpr, Var
+  from minijax.interpreters import partial_eval as pe
+  params = eqn.params
+  cond_jaxpr, body_jaxpr = params["cond_jaxpr"], params["body_jaxpr"]
+  cond_nconsts, body_nconsts = params["cond_nconsts"], params["body_nconsts"]
+  cconst_uk, bconst_uk, carry_uk = common.split_sizes(
+      unks_in, [cond_nconsts, body_nconsts, len(unks_in) - cond_nconsts - body_nconsts])
+  never = lambda *_, **__: False
+  for _ in range(len(carry_uk) + 1):
+    body_known, _, out_uk, _, _ = pe.partial_eval_jaxpr_custom(
+        body_jaxpr.jaxpr, [*bconst_uk, *carry_uk], True, carry_uk, True, never)
+    if out_uk == carry_uk:
+      break
+    carry_uk = [a or b for a, b in zip(carry_uk, out_uk)]
+  cond_known, _, (pred_uk,), _, _ = pe.partial_eval_jaxpr_custom(
+      cond_jaxpr.jaxpr, [*cconst_uk, *carry_uk], True, False, True, never)
+  new_inst = [a for a, inst in zip(eqn.invars, inst_in) if type(a) is Var and not inst]
+  n = len(carry_uk)
+  if pred_uk or all(carry_uk):
+    return [], [eqn], [True] * n, [True] * n, new_inst
+  if any(carry_uk) and (cond_jaxpr.effects or body_jaxpr.effects):
+    raise NotImplementedError(
+        "linearize/grad of a lax.while_loop with effects (e.g. taps) whose carry depends on "
+        "the differentiated inputs is not supported (the effects would run twice). "
+        + _REVERSE_MODE_ERROR)
+  n_known = carry_uk.count(False)
+  prune = lambda j, k: Jaxpr(j.constvars, j.invars, j.outvars[:k], j.eqns)
+  body_known = ClosedJaxpr(pe.dce_jaxpr(prune(body_known, n_known), [True] * n_known,
+                                        True)[0], body_jaxpr.consts)
+  cond_known = ClosedJaxpr(pe.dce_jaxpr(prune(cond_known, 1), [True], True)[0],
+                           cond_jaxpr.consts)
+  uk = [*cconst_uk, *bconst_uk, *carry_uk]
+  known_eqn = eqn.replace(
+      invars=[a for a, u in zip(eqn.invars, uk) if not u],
+      outvars=[v for v, u in zip(eqn.outvars, carry_uk) if not u],
+      params=dict(params, cond_jaxpr=cond_known, body_jaxpr=body_known,
+                  cond_nconsts=cconst_uk.count(False), body_nconsts=bconst_uk.count(False)))
+  return [known_eqn], [eqn], carry_uk, [True] * n, new_inst
+
+
 def _while_transpose(cts, *args, **params):
   raise ValueError(_REVERSE_MODE_ERROR)
 
@@ -319,6 +363,7 @@ def _register_transformations():
   ad.primitive_jvps[while_p] = _while_jvp
   ad.primitive_transposes[while_p] = _while_transpose
   pe.partial_eval_rules[while_p] = _while_partial_eval
+  pe.partial_eval_jaxpr_custom_rules[while_p] = _while_partial_eval_custom
 
 
 _register_transformations()

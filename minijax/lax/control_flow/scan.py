@@ -391,6 +391,70 @@ def _scan_partial_eval(trace, args, *, jaxpr, num_consts, num_carry, length, rev
           *common.merge(ys_uk, u_outs[sum(carry_uk):], k_ys)]
 
 
+def _scan_partial_eval_custom(saveable, unks_in, inst_in, eqn):
+  """Under a policy (`checkpoint`): the body splits by it (to a fixed point of the unknown
+  carry), into a known scan that runs now and stacks its residuals, and a staged scan that
+  reads them, with every operand, to recompute what the policy did not save and compute
+  the unknown outputs.  Residuals computed from known constants alone are computed once,
+  before the known scan, and read by the staged one as constants."""
+  from minijax.core.jaxpr import Var
+  from minijax.interpreters import partial_eval as pe
+  params = eqn.params
+  jaxpr, nc, nk = params["jaxpr"], params["num_consts"], params["num_carry"]
+  num_ys = len(jaxpr.out_avals) - nk
+  const_uk, carry_uk, xs_uk = _split(unks_in, nc, nk)
+  for _ in range(nk + 1):
+    known, staged, out_uk, _, n_res = pe.partial_eval_jaxpr_custom(
+        jaxpr.jaxpr, [*const_uk, *carry_uk, *xs_uk], True, [*carry_uk, *[False] * num_ys],
+        True, saveable)
+    if out_uk[:nk] == carry_uk:
+      break
+    carry_uk = [a or b for a, b in zip(carry_uk, out_uk[:nk])]
+  unks_in = [*const_uk, *carry_uk, *xs_uk]
+  new_inst = [a for a, inst in zip(eqn.invars, inst_in) if type(a) is Var and not inst]
+  n_kc, n_kout = const_uk.count(False), out_uk.count(False)
+  res = known.outvars[n_kout:]
+  invariant = _loop_invariant_outputs(known, n_kc)[n_kout:]
+  # the loop-invariant residuals, computed once from the known constants
+  known_ins = [a for a, uk in zip(eqn.invars, unks_in) if not uk]
+  sub = dict(zip(known.invars[:n_kc], known_ins[:n_kc]))
+  hoisted_eqns = []
+  for e in _slice(known, n_kc, [v for v, i in zip(res, invariant) if i]).eqns:
+    outvars = [Var(v.aval) for v in e.outvars]
+    hoisted_eqns.append(e.replace(invars=[sub.get(a, a) if type(a) is not Literal else a
+                                          for a in e.invars], outvars=outvars))
+    sub.update(zip(e.outvars, outvars))
+  intensive = [sub.get(v, v) for v, i in zip(res, invariant) if i]
+  new_res = [v for v in intensive if v not in set(eqn.invars)]
+  body = Jaxpr(known.constvars, known.invars,
+               [*known.outvars[:n_kout], *(v for v, i in zip(res, invariant) if not i)],
+               known.eqns)
+  body, _ = pe.dce_jaxpr(body, [True] * len(body.outvars), instantiate=True)
+  length = params["length"]
+  extensive = [Var(ShapedArray((length, *v.aval.shape), v.aval.dtype))
+               for v, i in zip(res, invariant) if not i]
+  known_eqn = eqn.replace(
+      invars=known_ins,
+      outvars=[*(v for v, uk in zip(eqn.outvars, out_uk) if not uk), *extensive],
+      params=dict(params, jaxpr=ClosedJaxpr(body, jaxpr.consts), num_consts=n_kc,
+                  num_carry=carry_uk.count(False), linear=(False,) * len(known_ins)),
+      effects=body.effects)
+  # staged body inputs: [intensive residuals, consts, carry, xs, extensive residuals]
+  res_in, ins = staged.invars[:n_res], staged.invars[n_res:]
+  staged = Jaxpr(staged.constvars,
+                 [*(v for v, i in zip(res_in, invariant) if i), *ins,
+                  *(v for v, i in zip(res_in, invariant) if not i)],
+                 staged.outvars, staged.eqns)
+  staged_ins = [*intensive, *eqn.invars, *extensive]
+  staged_eqn = eqn.replace(
+      invars=staged_ins,
+      params=dict(params, jaxpr=ClosedJaxpr(staged, jaxpr.consts), num_consts=nc + len(intensive),
+                  linear=(False,) * len(staged_ins)),
+      effects=staged.effects)
+  return ([*hoisted_eqns, known_eqn], [staged_eqn], out_uk, [True] * len(eqn.outvars),
+          [*new_inst, *new_res, *extensive])
+
+
 def _loop_invariant_outputs(jaxpr: Jaxpr, n_invariant_inputs: int) -> list[bool]:
   """Which outputs depend only on the first inputs, through equations without effects."""
   inv = set(jaxpr.invars[:n_invariant_inputs])
@@ -504,6 +568,7 @@ def _register_transformations():
   ad.primitive_jvps[scan_p] = _scan_jvp
   ad.primitive_transposes[scan_p] = _scan_transpose
   pe.partial_eval_rules[scan_p] = _scan_partial_eval
+  pe.partial_eval_jaxpr_custom_rules[scan_p] = _scan_partial_eval_custom
   pe.dce_rules[scan_p] = _scan_dce
 
 
