@@ -275,7 +275,7 @@ def test_lax_primitive_without_complex_support_raises_naming_it_and_the_dtype(na
 # Primitives that take no array data of their own (the transformations' own, and add_any,
 # which only adds tangents), and the tap primitive, which passes any dtype through.
 _NOT_APPLICABLE = {"add_any", "custom_jvp_call", "custom_vjp_call", "custom_lin", "checkpoint",
-                   "named_call", "axis_index"}
+                   "named_call", "axis_index", "create_token"}
 _TABLE_NAMES = {"max_lexicographic": "max", "min_lexicographic": "min",
                 "integer_pow_3": "integer_pow", "integer_pow_-2": "integer_pow",
                 "conj_of_real": "conj", "convert_to_complex128": "convert_element_type",
@@ -590,6 +590,7 @@ NUMPY_RAISES = {
     "mod": (_b("mod"), TypeError), "divmod": (_b("divmod"), TypeError),
     "heaviside": (_b("heaviside"), TypeError), "hypot": (_b("hypot"), ValueError),
     "ldexp": (lambda m: m.ldexp(ZN, 2), ValueError),
+    "frexp": (_u("frexp"), TypeError),
     "clip": (lambda m: m.clip(ZN, 0, 1), ValueError),
     "median": (_u("median"), ValueError),
     "quantile": (lambda m: m.quantile(ZN, 0.5), ValueError),

@@ -349,7 +349,7 @@ def test_call_compiles_once_across_repeated_calls(semantics, caplog):
       with caplog.at_level(logging.DEBUG, logger="minijax"):
         np.testing.assert_array_equal(run(arg), 2 * arg)
       compiles.append([r.getMessage() for r in caplog.records
-                       if r.getMessage().startswith("Compiled")])
+                       if r.getMessage().startswith("Compiling")])
     assert compiles[1:] == [[], []]
     if run is not fun:
       assert any("for cpu:0" in m and "i32[5,7,2]" in m for m in compiles[0])
