@@ -212,6 +212,11 @@ class VJP:
     self._parts, self.in_tree, self.out_tree = parts, in_tree, out_tree
     self.args_res, self.opaque_residuals = args_res, opaque_residuals
 
+  @property
+  def jaxpr(self):
+    """The linearized jaxpr the backward pass transposes (residuals, then tangents)."""
+    return self._parts[0].args[0]
+
   def __call__(self, *args):
     return _vjp_pullback(self, args)
 

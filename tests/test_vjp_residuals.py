@@ -74,3 +74,9 @@ def test_with_refs_dont_want_skips_that_cotangent():
                                              minijax.ad.GradValue())(ones))
   assert len(both.trace().jaxpr.eqns) == 2
   np.testing.assert_allclose(both()[0], x)
+
+
+def test_vjp_function_shows_the_linear_jaxpr_its_backward_pass_transposes():
+  _, f_vjp = minijax.vjp(lambda x: jnp.sin(jnp.sin(x)), 1.0)
+  text = str(f_vjp.jaxpr)
+  assert text.count(" mul ") == 2 and " sin " not in text and " cos " not in text
