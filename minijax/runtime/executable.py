@@ -273,6 +273,10 @@ class Executable(CompiledProgram):
     settle, group_chains = runtime_tokens.settle, self._chains
     busy, wait_streamed = runtime_tokens.host_calls_running(device), runtime_tokens.wait_streamed
 
+    def start(args, out_handlers):
+      results = execute(args, with_tokens=True)
+      return results.consume_token(), results.consume_with_handlers(out_handlers)
+
     def run_synchronous(buffers):
       if depth():
         return run_nested(buffers)
@@ -289,9 +293,7 @@ class Executable(CompiledProgram):
           busy[0] += 1
           try:
             wait_streamed((device,))
-            results = execute(buffers, with_tokens=True)
-            status = results.consume_token()
-            outs = results.consume_with_handlers(handlers)
+            status, outs = start(buffers, handlers)
             try:
               status.block_until_ready()
             except _JaxRuntimeError:
@@ -300,15 +302,11 @@ class Executable(CompiledProgram):
             busy[0] -= 1
       elif chains:
         with lock:
-          results = execute([*[c.token for c in chains], *buffers], with_tokens=True)
-          status = results.consume_token()
-          outs = results.consume_with_handlers(all_handlers)
+          status, outs = start([*[c.token for c in chains], *buffers], all_handlers)
           for chain, token in zip(chains, outs):
             chain.token = token
       else:
-        results = execute(buffers, with_tokens=True)
-        status = results.consume_token()
-        outs = results.consume_with_handlers(handlers)
+        status, outs = start(buffers, handlers)
       try:
         status.block_until_ready()
       except _JaxRuntimeError:
