@@ -144,6 +144,7 @@ class Executable(CompiledProgram):
     self._token_and_result_handlers = [token_handler] * self.num_tokens + self._handlers
     self._run_nested = self._make_run_nested()
     self._run_effectful = self._make_run_effectful()
+    self._execute_streamed = self._make_execute_streamed()
     self.call = self.make_call(_weak_self=True)
 
   def __call__(self, *args) -> list[Array]:
@@ -221,6 +222,48 @@ class Executable(CompiledProgram):
         tokens.trim(statuses)
       return outs[n:]
     return run_ordered
+
+  def _make_execute_streamed(self) -> Callable[[list], Any] | None:
+    """For executables with ordered effects on the shared execution stream and no other
+    (taps under `effects_ordering="stream"`): `execute_streamed(buffers)`, which starts an
+    execution as `execute_sharded` does, on that stream (see `runtime/tokens.py`), and
+    returns its results for `consume_with_handlers` (from inside a host call, the results
+    of `_run_nested`, already finished); None for other executables.  `make_call`'s closure
+    and `jit`'s fast path (`dispatch_record`) both run it."""
+    if (not self.ordered_effects or self.runtime_tokens or self.unordered_effects
+        or self.calls_host):
+      return None
+    execute, device, chains, settle = self._exe.execute_sharded, self.device, self._chains, \
+        runtime_tokens.settle
+    marks, busy = runtime_tokens._streamed, runtime_tokens.host_calls_running(device)
+    ordering = runtime_tokens.ordering_lock(device)
+    acquire, release = ordering.acquire, ordering.release
+    before_execution, ordinal = taps.before_execution, taps.device_ordinal(device)
+    depth, run_nested = host_calls.host_call_depth, self._run_nested
+    several_devices = backend.device_count() > 1  # else no chain holds a GroupToken
+
+    def execute_streamed(buffers):
+      before_execution(ordinal)
+      if depth():
+        return _Finished(run_nested(buffers))
+      if several_devices:
+        for chain in chains:
+          if type(chain.token) is GroupToken:  # the last execution ran over several devices
+            settle(chain)
+      after_host_calls = busy[0]  # a program that calls the host runs: go after it
+      if after_host_calls:
+        acquire()
+      previous = _get_stream()
+      _set_stream(STREAM_ID)
+      try:
+        results = execute(buffers)
+      finally:
+        _set_stream(previous)
+        if after_host_calls:
+          release()
+      marks[device] = True  # after the dispatch: a barrier's fence comes after it
+      return results
+    return execute_streamed
 
   def _make_run_streamed(self, statuses, keep) -> Callable[[list], list]:
     """For executables with ordered effects and no runtime tokens: runs on the shared
@@ -352,11 +395,8 @@ class Executable(CompiledProgram):
     chain = (self._chains[0] if len(self._chains) == 1 and not self.unordered_effects
              and not self.calls_host and self.runtime_tokens else None)
     # Ordered effects on the shared execution stream and no other (taps under
-    # `effects_ordering="stream"`): `_make_run_streamed`'s run, inlined below likewise.
-    streamed = (self.ordered_effects and not self.runtime_tokens and not self.unordered_effects
-                and not self.calls_host)
-    marks, group_chains = runtime_tokens._streamed, self._chains
-    busy = runtime_tokens.host_calls_running(device)
+    # `effects_ordering="stream"`): started by `execute_streamed`.
+    execute_streamed = self._execute_streamed
     depth, run_nested = host_calls.host_call_depth, self._run_nested
     token_handlers = self._token_and_result_handlers
     settle = runtime_tokens.settle
@@ -420,27 +460,8 @@ class Executable(CompiledProgram):
             finally:
               release()
             del outs[0]
-        elif streamed:
-          before_execution(ordinal)
-          if depth():
-            outs = run_nested(buffers)
-          else:
-            for c in group_chains:
-              if type(c.token) is GroupToken:  # the last execution ran over several devices
-                settle(c)
-            after_host_calls = busy[0]  # a program that calls the host runs: go after it
-            if after_host_calls:
-              acquire()
-            previous = _get_stream()
-            _set_stream(STREAM_ID)
-            try:
-              results = execute(buffers)
-            finally:
-              _set_stream(previous)
-              if after_host_calls:
-                release()
-            marks[device] = True  # after the dispatch: a barrier's fence comes after it
-            outs = results.consume_with_handlers(handlers)
+        elif execute_streamed is not None:
+          outs = execute_streamed(buffers).consume_with_handlers(handlers)
         else:
           before_execution(ordinal)
           outs = run_effectful(buffers)
@@ -460,16 +481,23 @@ class Executable(CompiledProgram):
   def dispatch_record(self, consts: Sequence[Array] = (), out_tree=None) -> tuple | None:
     """What a caller needs to run this executable inline, in its own frame, on argument
     buffers it built itself (`jit`'s fast path does, saving the call of `make_call`'s
-    closure): `(execute, handlers, device, const_buffers, out_aval, finish, failed,
+    closure): `(execute, handlers, out_aval, device, failed, const_buffers, finish,
     mixed)`, where `mixed(args)` builds the buffers of arguments among which there are
     Python scalars (None if anything else is there).  The caller runs
     `execute([*const_buffers, *buffers]).consume_with_handlers(handlers)` (after
     `backend.collect_jaxlib_garbage()`); with one output leaf, `out_aval` is its aval
     and the result is `Array(outs[0], out_aval, device)`, else `finish(outs)`; on jaxlib's
-    error it calls `failed(args, err)`, which raises.  None when the executable has effects
-    or host calls (those take `make_call`'s closure), or when there are several devices
-    (the closure checks that every argument is on this one)."""
-    if self._run_effectful is not None or backend.device_count() > 1:
+    error it calls `failed(args, err)`, which raises.  For ordered effects on the shared
+    execution stream (taps), `execute` is `execute_sharded` wrapped by `execute_streamed`.
+    None when the executable has other effects or host calls (those take `make_call`'s
+    closure), or when there are several devices (the closure checks that every argument is
+    on this one)."""
+    execute = self._execute_streamed
+    if execute is None:
+      if self._run_effectful is not None:
+        return None
+      execute = self._exe.execute_sharded
+    if backend.device_count() > 1:
       return None
     consts = tuple(consts)
     const_buffers = [c._buffer for c in consts]
@@ -504,8 +532,8 @@ class Executable(CompiledProgram):
       _raise_filed(err)
       raise err
 
-    return (self._exe.execute_sharded, self._handlers, device, const_buffers or None,
-            out_avals[0] if single else None, finish, failed, mixed)
+    return (execute, self._handlers, out_avals[0] if single else None,
+            device, failed, const_buffers or None, finish, mixed)
 
   def _call_general(self, args) -> list[Array]:
     args = self._prepare(args)
@@ -549,6 +577,18 @@ class Executable(CompiledProgram):
 
   def _placement(self) -> str:
     return str(self.device)
+
+
+class _Finished:
+  """What `execute_streamed` returns for a run from inside a host call: its outputs,
+  already handled (`_run_nested`), for the caller's `consume_with_handlers`."""
+  __slots__ = ("outs",)
+
+  def __init__(self, outs):
+    self.outs = outs
+
+  def consume_with_handlers(self, handlers):
+    return self.outs
 
 
 _buffers_functions: dict[tuple[int, bool], Callable] = {}
