@@ -109,6 +109,31 @@ def jax_int():
   return minijax.ShapeDtypeStruct((), np.int32)
 
 
+def test_unordered_effects_on_the_stream_keep_no_status_and_barriers_cover_them():
+  from minijax.runtime.tokens import runtime_tokens
+  got = []
+
+  def body(x):
+    minijax.debug.callback(lambda a: got.append(int(a)), x)
+    return x + 1
+
+  saved = minijax.config.effects_ordering
+  minijax.config.update("effects_ordering", "stream")
+  try:
+    f = minijax.jit(body)
+    x = minijax.device_put(np.int32(0))
+    minijax.effects_barrier()
+    for _ in range(40):
+      x = f(x)
+    # no execution status was kept: the programs ran on the shared stream, whose fence
+    # the barrier waits for
+    assert not any(runtime_tokens._unordered.values())
+    minijax.effects_barrier()
+    assert sorted(got) == list(range(40)) and int(x) == 40
+  finally:
+    minijax.config.update("effects_ordering", saved)
+
+
 def test_switching_the_setting_between_calls_keeps_call_order():
   got = []
   saved = minijax.config.effects_ordering
