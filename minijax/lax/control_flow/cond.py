@@ -29,7 +29,8 @@ from minijax.core.primitive import Primitive
 from minijax.core.state import AbstractRef
 from minijax.interpreters.discharge import jaxpr_has_state
 from minijax.lax import state as lax_state
-from minijax.lax.control_flow import common, refs, type_errors
+from minijax.config import config
+from minijax.lax.control_flow import common, eager, refs, type_errors
 from minijax.lowering import mlir
 
 __all__ = ["cond", "switch", "cond_p"]
@@ -82,6 +83,8 @@ def cond(pred, true_fun: Callable, false_fun: Callable, *operands, operand=_NO_O
       raise TypeError(f"Pred type must be either boolean or number, got {pred_dtype}.")
     from minijax import lax
     pred = lax.ne(pred, lax.full((), 0, pred_dtype))
+  if config.disable_jit and eager.is_concrete(pred):
+    return true_fun(*operands) if pred else false_fun(*operands)
   return _bind_cond(pred, [false_fun, true_fun], operands, "cond", ["false_fun", "true_fun"])
 
 
@@ -102,6 +105,8 @@ def switch(index, branches: Sequence[Callable], *operands, operand=_NO_OPERAND):
     raise ValueError("Empty branch sequence")
   if len(branches) == 1:
     return branches[0](*operands)
+  if config.disable_jit and eager.is_concrete(index):
+    return branches[min(max(int(index), 0), len(branches) - 1)](*operands)
   if index_dtype != np.int32:
     from minijax import lax
     index = lax.convert_element_type(index, np.int32)

@@ -27,6 +27,7 @@ from jaxlib.mlir import ir
 from jaxlib.mlir.dialects import mhlo
 
 from minijax import tree_util
+from minijax.config import config
 from minijax.core import dtypes, pretty
 from minijax.core.avals import ShapedArray, get_aval
 from minijax.core.effects import ordered_effects
@@ -35,7 +36,7 @@ from minijax.core.primitive import Primitive
 from minijax.core.trace import Tracer
 from minijax.interpreters.discharge import jaxpr_has_state
 from minijax.lax import state as lax_state
-from minijax.lax.control_flow import common, refs, type_errors
+from minijax.lax.control_flow import common, eager, refs, type_errors
 from minijax.lowering import mlir
 from minijax.lowering.tokens import TokenSet
 
@@ -51,6 +52,10 @@ def while_loop(cond_fun: Callable, body_fun: Callable, init_val):
   """`while cond_fun(val): val = body_fun(val)`, staged; returns the final `val`."""
   if not callable(cond_fun) or not callable(body_fun):
     raise TypeError("lax.while_loop: cond_fun and body_fun arguments should be callable.")
+  if config.disable_jit:
+    done = eager.while_loop(cond_fun, body_fun, init_val)
+    if done is not None:
+      return done[0]
   flat, init_tree = tree_util.tree_flatten(init_val)
   in_tree = tree_util.treedef_tuple([init_tree])
   avals = [get_aval(x) for x in flat]
@@ -79,28 +84,25 @@ def while_loop(cond_fun: Callable, body_fun: Callable, init_val):
 
 
 def fori_loop(lower, upper, body_fun: Callable, init_val, *, unroll: int | bool | None = None):
-  """`for i in range(lower, upper): val = body_fun(i, val)`.  Concrete bounds lower to a
-  `scan` (reverse-differentiable; `unroll` as in `scan`); traced bounds to a `while_loop`
-  (which cannot be unrolled)."""
+  """`for i in range(lower, upper): val = body_fun(i, val)`.  Concrete bounds (even those of
+  an eager jvp, or floats) lower to a `scan` whose index is a weakly typed Python int
+  (reverse-differentiable; `unroll` as in `scan`); traced bounds to a `while_loop` over
+  their common dtype (which cannot be unrolled)."""
   if not callable(body_fun):
     raise TypeError("lax.fori_loop: body_fun argument should be callable.")
   dtype = _index_dtype(lower, upper)
   lower_c, upper_c = _concrete_int(lower), _concrete_int(upper)
-  if (lower_c is None or upper_c is None) and unroll not in (None, False, 1):
-    raise ValueError("Can only use `unroll` in `fori_loop` if the loop bounds are statically "
-                     "known.")
   if lower_c is not None and upper_c is not None:
     from minijax.lax.control_flow.scan import scan
-    if upper_c <= lower_c:
+    length = max(upper_c - lower_c, 0)
+    if length == 0 and config.disable_jit:  # an eager scan cannot run zero times
       return init_val
-    start = np.asarray(lower_c, dtype)
 
     def loop_body(loop_carry, _):
       i, x = loop_carry
-      from minijax import lax
-      return (lax.add(i, np.asarray(1, dtype)), body_fun(i, x)), None
+      return (i + 1, body_fun(i, x)), None
 
-    (_, result), _ = scan(loop_body, (start, init_val), None, length=upper_c - lower_c,
+    (_, result), _ = scan(loop_body, (lower_c, init_val), None, length=length,
                           unroll=False if unroll is None else unroll)
     return result
   if unroll is not None and unroll is not False and unroll != 1:
@@ -123,10 +125,15 @@ def fori_loop(lower, upper, body_fun: Callable, init_val, *, unroll: int | bool 
 
 
 def _concrete_int(x):
+  """`int(x)` of a bound whose value is known now, else None."""
   if isinstance(x, Tracer):
-    value = x.to_concrete_value()
-    return None if value is None else int(value)
-  return int(np.asarray(x))
+    x = x.to_concrete_value()
+    if x is None:
+      return None
+  try:
+    return int(np.asarray(x))
+  except (TypeError, ValueError):
+    return None
 
 
 def _index_dtype(lower, upper):
@@ -134,15 +141,15 @@ def _index_dtype(lower, upper):
   bound takes the other's; anything else must agree."""
   avals = [get_aval(x) for x in (lower, upper)]
   for a in avals:
-    if a.shape != () or not dtypes.is_integer(a.dtype):
-      raise TypeError(f"fori_loop bounds must be integer scalars, got {a.str_short()}")
+    if a.shape != ():
+      raise TypeError(f"fori_loop bounds must be scalars, got {a.str_short()}")
   lo, hi = avals
   if lo.dtype == hi.dtype:
     return dtypes.canonicalize_dtype(lo.dtype)
   signed = all(np.issubdtype(a.dtype, np.signedinteger) for a in avals)
-  if signed and lo.weak_type:
+  if signed and lo.weak_type and not hi.weak_type:
     return dtypes.canonicalize_dtype(hi.dtype)
-  if signed and hi.weak_type:
+  if signed and hi.weak_type and not lo.weak_type:
     return dtypes.canonicalize_dtype(lo.dtype)
   raise TypeError("lower and upper arguments to fori_loop must have equal types, got "
                   f"{lo.dtype.name} and {hi.dtype.name}")

@@ -30,7 +30,8 @@ from minijax.core.primitive import Primitive
 from minijax.core.state import AbstractRef
 from minijax.interpreters.discharge import jaxpr_has_state
 from minijax.lax import state as lax_state
-from minijax.lax.control_flow import common, refs, type_errors
+from minijax.config import config
+from minijax.lax.control_flow import common, eager, refs, type_errors
 from minijax.lowering import mlir
 
 __all__ = ["scan", "scan_map", "scan_p"]
@@ -84,6 +85,8 @@ def scan(f: Callable, init, xs=None, length: int | None = None, reverse: bool = 
     raise ValueError("scan got no values to scan over and `length` not provided.")
   else:
     length = sizes.pop()
+  if config.disable_jit:
+    return eager.scan(f, init, x_flat, x_tree, length, reverse)
   if any(type(a) is AbstractRef for a in x_avals):  # scanning over a ref's rows
     return refs.scan_over_refs(scan, f, init, x_flat, x_tree, length=length, reverse=reverse)
 

@@ -1,0 +1,97 @@
+"""Control flow behaving as JAX 0.10.2 does where its own tests (lax_control_flow_test.py)
+found minijax differing: argument checks, `fori_loop`'s bounds and index, `disable_jit`,
+what the jaxprs of loops and branches hold, and their lowering.  Values recorded from JAX
+are literals here."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import minijax
+from minijax import lax
+
+f32 = np.float32
+
+
+# ----------------------------------------------------------------------------- arguments
+
+def test_associative_scan_of_a_non_callable_names_the_function():
+  with pytest.raises(TypeError, match=r"lax\.associative_scan: fn argument should be "
+                     "callable"):
+    lax.associative_scan(42, 0)
+
+
+# ----------------------------------------------------------------------------- fori_loop
+
+def test_fori_loop_index_with_concrete_bounds_is_a_weak_python_int():
+  # JAX's scan carries int(lower): the index is weakly typed, so it multiplies a float32
+  # carry even under strict promotion, and int16 bounds still give an int32 index.
+  f = lambda x: lax.fori_loop(0, 3, lambda i, x: x * (i + 1), x)
+  with minijax.numpy_dtype_promotion("strict"):
+    assert f(f32(2)) == 12.0
+    assert minijax.jvp(f, (f32(2),), (f32(1),)) == (12.0, 6.0)
+  jaxpr = minijax.make_jaxpr(
+      lambda x: lax.fori_loop(np.int16(0), np.int16(3), lambda i, c: c + i, x))(1.)
+  index = jaxpr.jaxpr.eqns[0].params["jaxpr"].jaxpr.invars[0].aval
+  assert (index.dtype, index.weak_type) == (np.int32, True)
+
+
+def test_fori_loop_float_bounds_known_now_are_a_scan_and_traced_ones_a_while():
+  # Eager jvp bounds are concrete: a scan, so reverse mode works (JAX: grad 2.0).
+  func = lambda x: lax.fori_loop(x, x + 2., lambda i, c: c * i, x)
+  assert minijax.grad(func)(1.) == 2.0
+  assert minijax.linearize(func, 1.)[0] == 2.0
+  # Traced float bounds: a while over float32 indices, which reverse mode refuses.
+  jaxpr = minijax.make_jaxpr(lambda x: lax.fori_loop(x, x + 2., lambda i, c: c, x))(1.)
+  (eqn,) = [e for e in jaxpr.jaxpr.eqns if e.primitive.name == "while"]
+  assert eqn.params["cond_jaxpr"].jaxpr.invars[0].aval.dtype == np.float32
+  in_cond = lambda x: lax.cond(True, lambda x, _: lax.fori_loop(x, x + 2., lambda i, c: c * 2.,
+                                                                 x), lambda _, x: x, x, 1.)
+  with pytest.raises(ValueError, match="Reverse-mode differentiation does not work for "
+                     "lax.while_loop"):
+    minijax.grad(in_cond)(1.)
+  assert minijax.linearize(in_cond, 1.)[0] == 4.0
+  with pytest.raises(TypeError, match="fori_loop bounds must be scalars"):
+    lax.fori_loop(np.zeros(2, np.int32), 3, lambda i, c: c, 0.)
+
+
+def test_fori_loop_that_never_runs_returns_arrays_under_jit_and_the_value_without():
+  out = lax.fori_loop(0, 0, lambda i, c: c + i, 1.)
+  assert isinstance(out, minijax.Array) and out == 1.0
+  with minijax.disable_jit():
+    out = lax.fori_loop(0, 0, lambda i, c: c + i, 1.)
+  assert type(out) is float and out == 1.0
+
+
+# ----------------------------------------------------------------------------- disable_jit
+
+def test_disable_jit_runs_loops_and_branches_in_python_with_concrete_values():
+  seen = []
+
+  def body(c, x):
+    seen.append(float(c))  # a concrete value: no tracer reaches the function
+    return c + x, c * x
+
+  with minijax.disable_jit():
+    carry, ys = lax.scan(body, f32(0), np.arange(3, dtype=f32))
+    assert seen == [0.0, 0.0, 1.0]
+    assert carry == 3.0 and ys.tolist() == [0.0, 0.0, 2.0]
+    carry, ys = lax.scan(lambda c, x: (c + x, c), f32(0), np.arange(3, dtype=f32),
+                         reverse=True)
+    assert carry == 3.0 and ys.tolist() == [3.0, 2.0, 0.0]
+    assert lax.while_loop(lambda c: c < 3, lambda c: c + 1, 0) == 3
+    assert lax.cond(True, lambda: 1., lambda: 2.) == 1.0  # the branch's own Python value
+    assert lax.switch(5, [lambda: 1., lambda: 2.]) == 2.0  # the index clamped
+    # A predicate that is not concrete (vmap) stages the loop instead.
+    out = minijax.vmap(lambda x: lax.while_loop(lambda c: c < x, lambda c: c + 1, 0))(
+        np.arange(3))
+    assert out.tolist() == [0, 1, 2]
+
+
+def test_zero_length_scan_works_under_jit_and_raises_without():
+  f = lambda: lax.scan(lambda c, x: (c + x, x), 0., np.array([], f32))[0]
+  assert f() == 0.0
+  with minijax.disable_jit():
+    with pytest.raises(ValueError, match="zero-length scan is not supported in "
+                       r"disable_jit\(\) mode"):
+      f()
