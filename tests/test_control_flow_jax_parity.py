@@ -4,6 +4,8 @@ what the jaxprs of loops and branches hold, and their lowering.  Values recorded
 are literals here."""
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 
@@ -95,3 +97,60 @@ def test_zero_length_scan_works_under_jit_and_raises_without():
     with pytest.raises(ValueError, match="zero-length scan is not supported in "
                        r"disable_jit\(\) mode"):
       f()
+
+
+# ----------------------------------------------------------------------------- cond
+
+def test_cond_passing_a_python_scalar_through_returns_an_array():
+  y = lax.cond(True, lambda x: x, lambda x: x, 1.0)
+  assert isinstance(y, minijax.Array) and y == 1.0
+
+
+def test_switch_branches_share_residual_slots_of_one_type():
+  # JAX's counts: the forward cond of grad returns the primal and one slot per residual of
+  # a type that some branch needs at once; the backward cond reads them.  sinh's jvp
+  # needs one residual (cosh x), as sin's and cos's do, so a third branch adds no slot; a
+  # branch needing sin x and cos x together adds one.
+  import minijax.numpy as jnp
+  branches = [jnp.sin, jnp.cos]
+  sizes = []
+  for extra in ([], [jnp.sinh], [jnp.sinh, lambda x: jnp.sin(x) + jnp.cos(x)]):
+    bs = branches + extra
+    jaxpr = minijax.make_jaxpr(minijax.grad(lambda x, i: lax.switch(i + 1, bs, x)))(0., 0)
+    fwd, bwd = [e for e in jaxpr.jaxpr.eqns if e.primitive.name == "cond"]
+    sizes.append((len(fwd.params["branches"][0].jaxpr.outvars),
+                  len(bwd.params["branches"][0].jaxpr.invars)))
+  assert sizes == [(2, 2), (2, 2), (3, 3)]
+  # and the values are right for every branch
+  for i, d in enumerate([np.cos(0.5), -np.sin(0.5), np.cosh(0.5), np.cos(0.5) - np.sin(0.5)]):
+    g = minijax.grad(lambda x: lax.switch(i, branches + [jnp.sinh,
+                                                         lambda x: jnp.sin(x) + jnp.cos(x)], x))
+    np.testing.assert_allclose(g(f32(0.5)), d, rtol=1e-6)
+
+
+# ----------------------------------------------------------------------------- typechecking
+
+def test_typecheck_names_a_control_flow_param_of_the_wrong_type():
+  from minijax.extend import core
+  import minijax.numpy as jnp
+
+  def eqn_of(f, *args, name):
+    jaxpr = minijax.make_jaxpr(f)(*args).jaxpr
+    return jaxpr, next(e for e in jaxpr.eqns if e.primitive.name == name)
+
+  jaxpr, eqn = eqn_of(lambda x: lax.switch(0, [jnp.sin, jnp.cos], x), 1., name="cond")
+  eqn.params["branches"] = (4, 2)
+  with pytest.raises(core.JaxprTypeError, match=re.escape(
+      "invalid cond param branches of type tuple, tuple of ClosedJaxpr required: (4, 2)")):
+    core.check_jaxpr(jaxpr)
+  scan_fun = lambda c, xs: lax.scan(lambda c, x: (c * x, x), c, xs)
+  for name, value, required in [("reverse", 4, "bool"), ("num_consts", -3, "non-negative int"),
+                                ("num_carry", 1.5, "non-negative int"),
+                                ("length", -1, "non-negative int")]:
+    jaxpr, eqn = eqn_of(scan_fun, f32(1), np.ones(3, f32), name="scan")
+    core.check_jaxpr(jaxpr)
+    eqn.params[name] = value
+    with pytest.raises(core.JaxprTypeError, match=re.escape(
+        f"invalid scan param {name} of type {type(value).__name__}, {required} required: "
+        f"{value}")):
+      core.check_jaxpr(jaxpr)

@@ -168,6 +168,14 @@ def scan_map(f: Callable, xs):
 
 def _scan_abstract_eval(*avals, jaxpr, num_consts, num_carry, length, reverse, linear,
                  unroll=1):
+  nonneg_int = lambda n: type(n) is int and n >= 0
+  common.check_param("scan", "reverse", reverse, "bool", type(reverse) is bool)
+  common.check_param("scan", "num_consts", num_consts, "non-negative int", nonneg_int(num_consts))
+  common.check_param("scan", "num_carry", num_carry, "non-negative int", nonneg_int(num_carry))
+  common.check_param("scan", "jaxpr", jaxpr, "ClosedJaxpr", type(jaxpr) is ClosedJaxpr)
+  common.check_param("scan", "unroll", unroll, "non-negative int", nonneg_int(unroll))
+  common.check_param("scan", "length", length, "non-negative int",
+                     isinstance(length, (int, np.integer)) and length >= 0)
   consts, carry, xs = _split(avals, num_consts, num_carry)
   if len(avals) != len(jaxpr.in_avals):
     raise TypeError(f"scan jaxpr takes {len(jaxpr.in_avals)} inputs, got {len(avals)}")
