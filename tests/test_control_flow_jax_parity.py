@@ -154,3 +154,57 @@ def test_typecheck_names_a_control_flow_param_of_the_wrong_type():
         f"invalid scan param {name} of type {type(value).__name__}, {required} required: "
         f"{value}")):
       core.check_jaxpr(jaxpr)
+
+
+# ----------------------------------------------------------------------------- forwarding
+
+def test_scan_returns_an_x_the_body_passes_through_as_the_xs_itself():
+  g = lambda x: lax.scan(lambda c, x: (c + 1, x), 0, x)
+  xs = minijax.numpy.arange(3.)
+  jaxpr = minijax.make_jaxpr(g)(xs)
+  assert len(jaxpr.eqns[0].params["jaxpr"].jaxpr.outvars) == 1  # only the carry
+  carry, ys = g(xs)
+  assert carry == 3 and ys is xs
+  carry, ys = g(np.arange(3., dtype=f32))  # a numpy xs comes back an Array
+  assert isinstance(ys, minijax.Array) and ys.tolist() == [0., 1., 2.]
+  carry, ys = minijax.jit(g)(xs)
+  assert ys.tolist() == [0., 1., 2.]
+
+
+def test_vjp_of_scan_reads_an_extensive_input_as_its_residual_without_a_copy():
+  def cumprod(x):
+    s = minijax.numpy.ones((2, 3), f32)
+    return lax.scan(lambda s, x: (x * s, s), s, x)
+
+  x_np = np.random.RandomState(0).randn(4, 2, 3).astype(f32)
+  x = minijax.numpy.asarray(x_np)
+  _, vjp_fun = minijax.vjp(cumprod, x)
+  (ext_res,) = vjp_fun.args_res
+  assert ext_res is x
+  _, vjp_np = minijax.vjp(cumprod, x_np)  # a numpy array is put on the device instead
+  assert all(isinstance(r, minijax.Array) for r in vjp_np.opaque_residuals)
+  ct = (np.ones((2, 3), f32), np.ones((4, 2, 3), f32))
+  expected = minijax.vjp(lambda x: cumprod(x * 1), x)[1](ct)[0]
+  for f in (vjp_fun, vjp_np):
+    np.testing.assert_allclose(f(ct)[0], expected, rtol=1e-6)
+
+
+def test_while_carry_the_body_returns_unchanged_and_the_cond_ignores_stays_unbatched():
+  def foo(w, x, c_max):
+    def body(val):
+      c, x, w = val
+      return c + 1, x @ w, w
+    _, x, w = lax.while_loop(lambda val: val[0] < c_max, body, (0, x, w))
+    return w, x
+
+  w = minijax.numpy.ones((2, 2))
+  w_, x = minijax.vmap(foo, in_axes=(None, 0, 0), out_axes=(None, 0))(
+      w, minijax.numpy.ones((4, 2)), minijax.numpy.arange(4))
+  assert w_ is w
+  assert x.tolist() == [[1., 1.], [2., 2.], [4., 4.], [8., 8.]]
+  (eqn,) = minijax.make_jaxpr(foo)(w, np.ones(2, f32), 3).jaxpr.eqns
+  assert eqn.params["body_nconsts"] == 1 and len(eqn.outvars) == 2
+  # read by the condition: stays a carry
+  g = lambda w: lax.while_loop(lambda v: v[1].sum() < 10, lambda v: (v[0] + 1, v[1]), (0, w))
+  (eqn,) = minijax.make_jaxpr(g)(w).jaxpr.eqns
+  assert len(eqn.outvars) == 2

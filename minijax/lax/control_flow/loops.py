@@ -31,7 +31,7 @@ from minijax.config import config
 from minijax.core import dtypes, pretty
 from minijax.core.avals import ShapedArray, get_aval
 from minijax.core.effects import ordered_effects
-from minijax.core.jaxpr import hoist_consts
+from minijax.core.jaxpr import ClosedJaxpr, Jaxpr, hoist_consts
 from minijax.core.primitive import Primitive
 from minijax.core.trace import Tracer
 from minijax.interpreters.discharge import jaxpr_has_state
@@ -77,10 +77,35 @@ def while_loop(cond_fun: Callable, body_fun: Callable, init_val):
     outs = refs.while_with_refs(while_loop, cond_jaxpr, cond_consts, body_jaxpr, body_consts,
                                 flat)
     return tree_util.tree_unflatten(body_tree, outs)
-  outs = while_p.bind(*cond_consts, *body_consts, *flat, cond_jaxpr=cond_jaxpr,
-                      body_jaxpr=body_jaxpr, cond_nconsts=len(cond_consts),
-                      body_nconsts=len(body_consts))
+  cond_jaxpr, body_jaxpr, moved = _read_only_carries_to_consts(
+      cond_jaxpr, len(cond_consts), body_jaxpr, len(body_consts))
+  body_consts = [*(x for x, m in zip(flat, moved) if m), *body_consts]
+  outs = while_p.bind(*cond_consts, *body_consts, *(x for x, m in zip(flat, moved) if not m),
+                      cond_jaxpr=cond_jaxpr, body_jaxpr=body_jaxpr,
+                      cond_nconsts=len(cond_consts), body_nconsts=len(body_consts))
+  outs = common.merge(moved, [x for x, m in zip(flat, moved) if m], outs)
   return tree_util.tree_unflatten(body_tree, outs)
+
+
+def _read_only_carries_to_consts(cond_jaxpr, cond_nconsts: int, body_jaxpr, body_nconsts: int):
+  """A carry the body returns unchanged and the condition does not read is only read by
+  the body: as in JAX, it becomes a leading constant of the body (so `vmap` with a batched
+  predicate leaves it unbatched), and the loop's result for it is its initial value.
+  Returns both jaxprs and which carries moved."""
+  cj, bj = cond_jaxpr.jaxpr, body_jaxpr.jaxpr
+  carry = bj.invars[body_nconsts:]
+  used = {v for e in cj.eqns for v in e.invars} | set(cj.outvars)
+  moved = [bj.outvars[i] is v and cj.invars[cond_nconsts + i] not in used
+           for i, v in enumerate(carry)]
+  if not any(moved):
+    return cond_jaxpr, body_jaxpr, moved
+  keep = lambda vs: [v for v, m in zip(vs, moved) if not m]
+  cond = Jaxpr(cj.constvars, [*cj.invars[:cond_nconsts], *keep(cj.invars[cond_nconsts:])],
+               cj.outvars, cj.eqns, cj.effects, cj.debug_info)
+  body = Jaxpr(bj.constvars, [*(v for v, m in zip(carry, moved) if m),
+                              *bj.invars[:body_nconsts], *keep(carry)],
+               keep(bj.outvars), bj.eqns, bj.effects, bj.debug_info)
+  return (ClosedJaxpr(cond, cond_jaxpr.consts), ClosedJaxpr(body, body_jaxpr.consts), moved)
 
 
 def fori_loop(lower, upper, body_fun: Callable, init_val, *, unroll: int | bool | None = None):
