@@ -59,7 +59,7 @@ def make_jaxpr(fun: Callable, static_argnums=(), axis_env=None, return_shape: bo
   for attr in ("__name__", "__qualname__"):  # as JAX names it: make_jaxpr(f), of its API
     if hasattr(fun, attr):
       setattr(make, attr, f"make_jaxpr({getattr(fun, attr)})")
-  make.__module__ = "minijax"
+  make.__module__ = public_name("make_jaxpr").rpartition(".")[0]  # "jax" when it stands in
   return make
 
 

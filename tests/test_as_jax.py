@@ -20,6 +20,7 @@ assert hcb is sys.modules["minijax.experimental.host_callback"]
 assert hcb.__spec__.name == "minijax.experimental.host_callback"
 from jax.experimental.host_callback import _deprecated_id_print  # JAX 0.4.34's tests use it
 assert _deprecated_id_print is hcb.id_print
+assert jax.make_jaxpr(jnp.sin).__module__ == "jax"  # the module users imported
 y = jax.jit(lambda x: jnp.sin(x) * 2.0)(jnp.arange(3.0))
 assert type(y) is minijax.Array, type(y)  # minijax computed it
 assert type(jax).__name__ == "JaxAlias" and "jax._src" not in sys.modules  # no JAX loaded

@@ -107,7 +107,10 @@ def canonicalize_dtype(dtype: Any) -> np.dtype:
 
 def canonicalize_user_dtype(dtype: Any, where: str | None = None) -> np.dtype:
   """`canonicalize_dtype` for a dtype the user asked for: a 64-bit one without x64 warns
-  that it becomes 32-bit, or raises under `jax_explicit_x64_dtypes='error'`."""
+  that it becomes 32-bit, or raises under `jax_explicit_x64_dtypes='error'`.  Python's
+  `bool`, `int`, `float` and `complex` ask for the default dtypes, as in JAX (no warning)."""
+  if isinstance(dtype, type) and dtype in (bool, int, float, complex):
+    return canonicalize_dtype(dtype)
   dtype = np.dtype(dtype)
   canonical = canonicalize_dtype(dtype)
   if canonical != dtype:

@@ -297,6 +297,8 @@ def typecheck_jaxpr(jaxpr: Jaxpr) -> None:
     in_avals = [atom.aval for atom in eqn.invars]
     try:
       out_avals, effects = eqn.primitive.abstract_eval(*in_avals, **eqn.params)
+    except JaxprTypeError:  # a bad param, named by the rule
+      raise
     except Exception as e:
       raise JaxprTypeError(f"equation fails abstract evaluation ({e}):\n  {pp_eqn(eqn)}") from e
     if not eqn.primitive.multiple_results:

@@ -24,6 +24,8 @@ __all__ = ["associative_scan"]
 def associative_scan(fn: Callable, elems, reverse: bool = False, axis: int = 0):
   """Inclusive scan of `elems` (an array or a pytree of arrays with one length along
   `axis`) with the associative `fn(a, b)`; `reverse=True` scans from the end."""
+  if not callable(fn):
+    raise TypeError("lax.associative_scan: fn argument should be callable.")
   flat, tree = tree_util.tree_flatten(elems)
   if not flat:
     return elems

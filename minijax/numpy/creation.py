@@ -21,8 +21,10 @@ from minijax.lax.structural import scalar_constant
 from minijax.numpy import _util
 
 
-def _canonical(dtype):
-  return dtypes.canonicalize_dtype(dtype) if dtype is not None else None
+def _canonical(dtype, where: str):
+  """The dtype the user asked for in `where`: a 64-bit one without x64 warns (or raises,
+  under `jax_explicit_x64_dtypes='error'`), as in JAX."""
+  return dtypes.canonicalize_user_dtype(dtype, where) if dtype is not None else None
 
 
 def _constant(host):
@@ -46,7 +48,7 @@ def _contains_traced(obj) -> bool:
 
 
 def array(object, dtype=None, copy=True, ndmin=0):
-  dtype = _canonical(dtype)
+  dtype = _canonical(dtype, "array")
   if isinstance(object, (list, tuple)):
     if _contains_traced(object):
       from minijax.numpy.shape import stack
@@ -88,7 +90,7 @@ def asarray(a, dtype=None, copy=None):
   a, = _util.arrays_of("asarray", (a,))
   out = _constant(a)
   if dtype is not None:
-    out = lax.convert_element_type(out, _canonical(dtype))
+    out = lax.convert_element_type(out, _canonical(dtype, "asarray"))
   return out
 
 
@@ -109,18 +111,18 @@ def full(shape, fill_value, dtype=None):
   weak = False
   if dtype is None:
     dtype, weak = dtypes.dtype_and_weak_type(fill_value)
-  dtype = _canonical(dtype)
+  dtype = _canonical(dtype, "full")
   if _util.ndim(fill_value) == 0:
     return lax.full(shape, fill_value, dtype, weak_type=weak)
   return _util.broadcast_to(lax.convert_element_type(fill_value, dtype, weak), shape)
 
 
 def zeros(shape, dtype=None):
-  return lax.full(_shape_tuple(shape), 0, _canonical(dtype) or dtypes.default_float_dtype())
+  return lax.full(_shape_tuple(shape), 0, _canonical(dtype, "zeros") or dtypes.default_float_dtype())
 
 
 def ones(shape, dtype=None):
-  return lax.full(_shape_tuple(shape), 1, _canonical(dtype) or dtypes.default_float_dtype())
+  return lax.full(_shape_tuple(shape), 1, _canonical(dtype, "ones") or dtypes.default_float_dtype())
 
 
 def empty(shape, dtype=None):
@@ -133,7 +135,7 @@ def _like(name, a, dtype, shape):
   _util.check(name, a)
   aval = get_aval(a)
   return (_shape_tuple(shape) if shape is not None else aval.shape,
-          _canonical(dtype) or aval.dtype, dtype is None and aval.weak_type)
+          _canonical(dtype, name) or aval.dtype, dtype is None and aval.weak_type)
 
 
 def zeros_like(a, dtype=None, shape=None):
@@ -176,12 +178,12 @@ def arange(start, stop=None, step=None, dtype=None):
   if stop is None and step is None:
     host_dtype = np.arange(start).dtype
     n = len(range(int(np.ceil(start)))) if start > 0 else 0
-    dt = _canonical(dtype) or dtypes.canonicalize_dtype(host_dtype)
+    dt = _canonical(dtype, "arange") or dtypes.canonicalize_dtype(host_dtype)
     if dt in (dtypes.int32, dtypes.int64) and isinstance(start, (int, np.integer)):
       return lax.iota(dt, n)
     return _constant(np.arange(start, dtype=dt))
   host = np.arange(start, stop, step)
-  dt = _canonical(dtype) or dtypes.canonicalize_dtype(host.dtype)
+  dt = _canonical(dtype, "arange") or dtypes.canonicalize_dtype(host.dtype)
   return _constant(np.arange(start, stop, step).astype(dt))
 
 
@@ -193,7 +195,7 @@ def linspace(start, stop, num=50, endpoint=True, retstep=False, dtype=None, axis
   num = int(_concrete("linspace", num))
   if num < 0:
     raise ValueError(f"Number of samples, {num}, must be non-negative.")
-  return _linspace(start, stop, num, bool(endpoint), bool(retstep), _canonical(dtype),
+  return _linspace(start, stop, num, bool(endpoint), bool(retstep), _canonical(dtype, "linspace"),
                    int(_concrete("linspace", axis)))
 
 
@@ -237,7 +239,7 @@ def _linspace(start, stop, num, endpoint, retstep, dtype, axis):
 def eye(N, M=None, k=0, dtype=None):
   N = int(N)
   M = N if M is None else int(M)
-  dt = _canonical(dtype) or dtypes.default_float_dtype()
+  dt = _canonical(dtype, "eye") or dtypes.default_float_dtype()
   rows = lax.broadcasted_iota(dtypes.int32, (N, M), 0)
   cols = lax.broadcasted_iota(dtypes.int32, (N, M), 1)
   on = lax.eq(lax.add(rows, lax.full((N, M), int(k), dtypes.int32)), cols)
@@ -253,7 +255,7 @@ def tri(N, M=None, k=0, dtype=None):
   rows = lax.broadcasted_iota(dtypes.int32, (N, M), 0)
   cols = lax.broadcasted_iota(dtypes.int32, (N, M), 1)
   mask = lax.ge(lax.add(rows, lax.full((N, M), int(k), dtypes.int32)), cols)
-  return lax.convert_element_type(mask, _canonical(dtype) or dtypes.default_float_dtype())
+  return lax.convert_element_type(mask, _canonical(dtype, "tri") or dtypes.default_float_dtype())
 
 
 def _tri_mask(m, k, lower):

@@ -170,7 +170,8 @@ def kron(a, b):
 
 
 def astype(x, dtype, copy=False):
-  return lax.convert_element_type(_util.asarray(x), dtypes.canonicalize_dtype(dtype))
+  return lax.convert_element_type(_util.asarray(x),
+                                  dtypes.canonicalize_user_dtype(dtype, "astype"))
 
 
 def isin(element, test_elements, invert=False):

@@ -33,6 +33,7 @@ import operator
 import sys
 import threading
 import time
+import types
 import weakref
 from typing import Any, Callable
 
@@ -812,11 +813,34 @@ def _jitted(wrapped: JitWrapped) -> Callable:
 
   traceback_util.register_boundary(jitted.__code__)
   functools.update_wrapper(jitted, wrapped._fun)
-  jitted.__signature__ = DeferredSignature(wrapped._fun)
-  jitted.lower = wrapped.lower
-  jitted.trace = wrapped.trace
-  jitted.eval_shape = wrapped.eval_shape
-  jitted.clear_cache = wrapped.clear_cache
-  jitted._cache_size = wrapped.cache_size
-  jitted._wrapped = wrapped
-  return jitted
+  out = PjitFunction(jitted)
+  functools.update_wrapper(out, wrapped._fun)
+  out.__signature__ = DeferredSignature(wrapped._fun)
+  out.lower = wrapped.lower
+  out.trace = wrapped.trace
+  out.eval_shape = wrapped.eval_shape
+  out.clear_cache = wrapped.clear_cache
+  out._cache_size = wrapped.cache_size
+  out._wrapped = wrapped
+  return out
+
+
+class PjitFunction(functools.partial):
+  """What `jit` returns, named as JAX names it (`<PjitFunction of f>`): a partial of the
+  dispatch function `_jitted` makes (a partial calls it from C, with no Python frame of
+  its own), bound as a method when it is a class attribute, as a function would be."""
+
+  def __repr__(self):
+    try:
+      return f"<PjitFunction of {self.__wrapped__!r}>"
+    except Exception:  # the function's own repr raised
+      return "<PjitFunction>"
+
+  def __get__(self, obj, objtype=None):
+    return self if obj is None else types.MethodType(self, obj)
+
+  def __copy__(self):  # copied as a function is: itself
+    return self
+
+  def __deepcopy__(self, memo):
+    return self

@@ -21,9 +21,17 @@ from minijax.config import config, jit_key_state
 from minijax.core.trace import Tracer, is_eval_context
 from minijax.core import axes, dtypes, effects as effects_lib
 from minijax.core.avals import ShapedArray
-from minijax.core.jaxpr import ClosedJaxpr, Jaxpr, Var, hoist_consts
+from minijax.core.jaxpr import ClosedJaxpr, Jaxpr, JaxprTypeError, Var, hoist_consts
 from minijax.lowering import mlir
 from minijax.lowering.tokens import TokenSet
+
+
+def check_param(primitive: str, name: str, value, required: str, ok: bool) -> None:
+  """A param of a control-flow equation has the wrong type (a jaxpr built or edited by
+  hand): JAX's `JaxprTypeError`, naming the primitive, the param and what it needs."""
+  if not ok:
+    raise JaxprTypeError(f"invalid {primitive} param {name} of type {type(value).__name__}, "
+                         f"{required} required: {value}")
 
 
 def trace_fun(fun: Callable, in_tree, in_avals: Sequence[Any], name: str

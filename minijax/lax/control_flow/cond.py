@@ -24,12 +24,14 @@ from minijax import api_util
 from minijax import tree_util
 from minijax.core import dtypes, pretty
 from minijax.core.avals import get_aval
+from minijax.core.jaxpr import ClosedJaxpr
 from minijax.core.effects import must_keep
 from minijax.core.primitive import Primitive
 from minijax.core.state import AbstractRef
 from minijax.interpreters.discharge import jaxpr_has_state
 from minijax.lax import state as lax_state
-from minijax.lax.control_flow import common, refs, type_errors
+from minijax.config import config
+from minijax.lax.control_flow import common, eager, refs, type_errors
 from minijax.lowering import mlir
 
 __all__ = ["cond", "switch", "cond_p"]
@@ -82,6 +84,8 @@ def cond(pred, true_fun: Callable, false_fun: Callable, *operands, operand=_NO_O
       raise TypeError(f"Pred type must be either boolean or number, got {pred_dtype}.")
     from minijax import lax
     pred = lax.ne(pred, lax.full((), 0, pred_dtype))
+  if config.disable_jit and eager.is_concrete(pred):
+    return true_fun(*operands) if pred else false_fun(*operands)
   return _bind_cond(pred, [false_fun, true_fun], operands, "cond", ["false_fun", "true_fun"])
 
 
@@ -102,6 +106,8 @@ def switch(index, branches: Sequence[Callable], *operands, operand=_NO_OPERAND):
     raise ValueError("Empty branch sequence")
   if len(branches) == 1:
     return branches[0](*operands)
+  if config.disable_jit and eager.is_concrete(index):
+    return branches[min(max(int(index), 0), len(branches) - 1)](*operands)
   if index_dtype != np.int32:
     from minijax import lax
     index = lax.convert_element_type(index, np.int32)
@@ -148,7 +154,8 @@ def _bind_cond(index, funs, operands, api_name, names):
     for (b, _), f in zip(traced, funs):
       lax_state.check_no_returned_refs(f, "cond", b.jaxpr)
   # An output every branch passes through from one operand is that operand, outside the
-  # cond (as in JAX: under vmap it stays unbatched, and it is the very same object).
+  # cond (as in JAX: under vmap it stays unbatched, and it is the very same object, a Python
+  # scalar made an array).
   forwarded = _forwarded_outputs([t[0] for t in traced], len(flat))
   kept = [k for k, p in enumerate(forwarded) if p is None]
   jaxprs = [_keep_outputs(t[0], kept) for t in traced]
@@ -166,7 +173,8 @@ def _bind_cond(index, funs, operands, api_name, names):
   elif kept or must_keep(frozenset().union(*(b.effects for b in branches))):
     outs = cond_p.bind(index, *all_consts, *flat, branches=tuple(branches))
   outs = iter(outs)
-  return tree_util.tree_unflatten(tree0, [next(outs) if p is None else flat[p]
+  from minijax.lax.structural import convert_to_array
+  return tree_util.tree_unflatten(tree0, [next(outs) if p is None else convert_to_array(flat[p])
                                           for p in forwarded])
 
 
@@ -203,6 +211,8 @@ def _ref_arg_names(fun, args, avals):
 # ----------------------------------------------------------------------------- abstract eval
 
 def _cond_abstract_eval(index, *avals, branches):
+  common.check_param("cond", "branches", branches, "tuple of ClosedJaxpr",
+                     type(branches) is tuple and all(type(b) is ClosedJaxpr for b in branches))
   if index.shape != () or not (index.dtype == dtypes.bool_ or index.dtype == np.int32):
     raise TypeError(f"cond index must be a bool or int32 scalar, got {index.str_short()}")
   if index.dtype == dtypes.bool_ and len(branches) != 2:
@@ -305,35 +315,68 @@ def _cond_partial_eval(trace, args, *, branches):
   for b in branches:
     out_uk = [a or b_ for a, b_ in zip(out_uk, pe.partial_eval_jaxpr_nounits(b, uk, False)[2])]
   splits = [pe.partial_eval_jaxpr_nounits(b, uk, out_uk) for b in branches]
-  res_avals = [s[3] for s in splits]
+  slots, res_avals = _residual_slots([s[3] for s in splits])
   n_known_out = out_uk.count(False)
 
-  def known_branch(i, known):
+  def known_branch(known, mine):
     def fun(*xs):
       outs = eval_jaxpr(known.jaxpr, known.consts, *xs)
-      res = iter(outs[n_known_out:])
-      padded = [next(res) if j == i else ad.zeros_like_aval(a)
-                for j, avals in enumerate(res_avals) for a in avals]
-      return [*outs[:n_known_out], *padded]
+      return [*outs[:n_known_out], *_fill_slots(outs[n_known_out:], mine, res_avals)]
     return pe.trace_to_closed_jaxpr(fun, known.in_avals)
 
   known_ops = [x for x, u in zip(ops, uk) if not u]
-  known, k_consts = common.join_consts([known_branch(i, s[0]) for i, s in enumerate(splits)])
+  known, k_consts = common.join_consts([known_branch(s[0], mine)
+                                        for s, mine in zip(splits, slots)])
   with set_current_trace(trace.parent):
     k_outs = cond_p.bind(index, *k_consts, *known_ops, branches=tuple(known))
   residuals = k_outs[n_known_out:]
-  unknown = []
-  for i, s in enumerate(splits):
-    before = [a for avals in res_avals[:i] for a in avals]
-    after = [a for avals in res_avals[i + 1:] for a in avals]
-    j = common.prepend_unused_invars(s[1], before, 0)
-    unknown.append(common.prepend_unused_invars(j, after, len(before) + len(res_avals[i])))
+  unknown = [_read_slots(s[1], mine, res_avals) for s, mine in zip(splits, slots)]
   uk_ops = [x for x, u in zip(ops, uk) if u]
   if any(out_uk) or any(must_keep(j.effects) for j in unknown):
     uk_outs = trace.stage(cond_p, [index, *residuals, *uk_ops], dict(branches=tuple(unknown)))
   else:
     uk_outs = []
   return common.merge(out_uk, uk_outs, k_outs[:n_known_out])
+
+
+def _residual_slots(res_avals_per_branch):
+  """Residual slots the branches share, as JAX merges them: the k-th residual of a type in
+  a branch takes the k-th slot of that type.  Returns each branch's slots and the slots'
+  avals."""
+  keys: list = []
+  slots = []
+  for avals in res_avals_per_branch:
+    seen: dict = {}
+    mine = []
+    for a in avals:
+      key = (a, seen.get(a, 0))
+      seen[a] = key[1] + 1
+      if key not in keys:
+        keys.append(key)
+      mine.append(keys.index(key))
+    slots.append(mine)
+  return slots, [a for a, _ in keys]
+
+
+def _fill_slots(residuals, mine, res_avals):
+  """A known branch's residuals placed in their slots, zeros in the others."""
+  from minijax.interpreters import ad
+  res = [ad.zeros_like_aval(a) for a in res_avals]
+  for slot, r in zip(mine, residuals):
+    res[slot] = r
+  return res
+
+
+def _read_slots(closed, mine, res_avals):
+  """`closed`, whose leading inputs are its branch's residuals, reading every slot instead
+  (its own in theirs, the others unused)."""
+  from minijax.core.jaxpr import Jaxpr, Var
+  j = closed.jaxpr
+  invars = [Var(a) for a in res_avals]
+  for slot, v in zip(mine, j.invars[:len(mine)]):
+    invars[slot] = v
+  return ClosedJaxpr(Jaxpr(j.constvars, [*invars, *j.invars[len(mine):]], j.outvars, j.eqns,
+                           j.effects, j.debug_info), closed.consts)
 
 
 def _cond_partial_eval_custom(saveable, unks_in, inst_in, eqn):
@@ -357,40 +400,22 @@ def _cond_partial_eval_custom(saveable, unks_in, inst_in, eqn):
     out_uk = [x or y for x, y in zip(out_uk, uk)]
   splits = [pe.partial_eval_jaxpr_custom(b.jaxpr, ops_uk, True, out_uk, True, saveable)
             for b in branches]
-  # residual slots: the k-th residual of a type in a branch takes the k-th slot of that type
-  slots, res_avals = [], []
-  for known, staged, _, _, n_res in splits:
-    seen: dict = {}
-    mine = []
-    for v in staged.invars[:n_res]:
-      key = (v.aval, seen.get(v.aval, 0))
-      seen[v.aval] = key[1] + 1
-      if key not in res_avals:
-        res_avals.append(key)
-      mine.append(res_avals.index(key))
-    slots.append(mine)
-  res_avals = [a for a, _ in res_avals]
+  slots, res_avals = _residual_slots([[v.aval for v in staged.invars[:n_res]]
+                                      for _, staged, _, _, n_res in splits])
   n_known_out = out_uk.count(False)
 
   def known_branch(known, consts, mine):
     def fun(*xs):
       outs = eval_jaxpr(known, consts, *xs)
-      res = [ad.zeros_like_aval(a) for a in res_avals]
-      for slot, r in zip(mine, outs[n_known_out:]):
-        res[slot] = r
-      return [*outs[:n_known_out], *res]
+      return [*outs[:n_known_out], *_fill_slots(outs[n_known_out:], mine, res_avals)]
     return pe.trace_to_closed_jaxpr(fun, known.in_avals)
 
   res_vars = [Var(a) for a in res_avals]
   known_branches, staged_branches = [], []
   for b, (known, staged, _, _, n_res), mine in zip(branches, splits, slots):
     known_branches.append(known_branch(known, b.consts, mine))
-    invars = [Var(a) for a in res_avals]
-    for slot, v in zip(mine, staged.invars[:n_res]):
-      invars[slot] = v
-    staged_branches.append(ClosedJaxpr(Jaxpr(
-        staged.constvars, [*invars, *staged.invars[n_res:]], staged.outvars, staged.eqns),
-        b.consts))
+    staged = Jaxpr(staged.constvars, staged.invars, staged.outvars, staged.eqns)
+    staged_branches.append(_read_slots(ClosedJaxpr(staged, b.consts), mine, res_avals))
   index, *ops = eqn.invars
   known_eqn = eqn.replace(
       invars=[index, *(a for a, uk in zip(ops, ops_uk) if not uk)],

@@ -27,15 +27,16 @@ from jaxlib.mlir import ir
 from jaxlib.mlir.dialects import mhlo
 
 from minijax import tree_util
+from minijax.config import config
 from minijax.core import dtypes, pretty
 from minijax.core.avals import ShapedArray, get_aval
 from minijax.core.effects import ordered_effects
-from minijax.core.jaxpr import hoist_consts
+from minijax.core.jaxpr import ClosedJaxpr, Jaxpr, hoist_consts
 from minijax.core.primitive import Primitive
 from minijax.core.trace import Tracer
 from minijax.interpreters.discharge import jaxpr_has_state
 from minijax.lax import state as lax_state
-from minijax.lax.control_flow import common, refs, type_errors
+from minijax.lax.control_flow import common, eager, refs, type_errors
 from minijax.lowering import mlir
 from minijax.lowering.tokens import TokenSet
 
@@ -51,6 +52,10 @@ def while_loop(cond_fun: Callable, body_fun: Callable, init_val):
   """`while cond_fun(val): val = body_fun(val)`, staged; returns the final `val`."""
   if not callable(cond_fun) or not callable(body_fun):
     raise TypeError("lax.while_loop: cond_fun and body_fun arguments should be callable.")
+  if config.disable_jit:
+    done = eager.while_loop(cond_fun, body_fun, init_val)
+    if done is not None:
+      return done[0]
   flat, init_tree = tree_util.tree_flatten(init_val)
   in_tree = tree_util.treedef_tuple([init_tree])
   avals = [get_aval(x) for x in flat]
@@ -72,35 +77,57 @@ def while_loop(cond_fun: Callable, body_fun: Callable, init_val):
     outs = refs.while_with_refs(while_loop, cond_jaxpr, cond_consts, body_jaxpr, body_consts,
                                 flat)
     return tree_util.tree_unflatten(body_tree, outs)
-  outs = while_p.bind(*cond_consts, *body_consts, *flat, cond_jaxpr=cond_jaxpr,
-                      body_jaxpr=body_jaxpr, cond_nconsts=len(cond_consts),
-                      body_nconsts=len(body_consts))
+  cond_jaxpr, body_jaxpr, moved = _read_only_carries_to_consts(
+      cond_jaxpr, len(cond_consts), body_jaxpr, len(body_consts))
+  body_consts = [*(x for x, m in zip(flat, moved) if m), *body_consts]
+  outs = while_p.bind(*cond_consts, *body_consts, *(x for x, m in zip(flat, moved) if not m),
+                      cond_jaxpr=cond_jaxpr, body_jaxpr=body_jaxpr,
+                      cond_nconsts=len(cond_consts), body_nconsts=len(body_consts))
+  outs = common.merge(moved, [x for x, m in zip(flat, moved) if m], outs)
   return tree_util.tree_unflatten(body_tree, outs)
 
 
+def _read_only_carries_to_consts(cond_jaxpr, cond_nconsts: int, body_jaxpr, body_nconsts: int):
+  """A carry the body returns unchanged and the condition does not read is only read by
+  the body: as in JAX, it becomes a leading constant of the body (so `vmap` with a batched
+  predicate leaves it unbatched), and the loop's result for it is its initial value.
+  Returns both jaxprs and which carries moved."""
+  cj, bj = cond_jaxpr.jaxpr, body_jaxpr.jaxpr
+  carry = bj.invars[body_nconsts:]
+  used = {v for e in cj.eqns for v in e.invars} | set(cj.outvars)
+  moved = [bj.outvars[i] is v and cj.invars[cond_nconsts + i] not in used
+           for i, v in enumerate(carry)]
+  if not any(moved):
+    return cond_jaxpr, body_jaxpr, moved
+  keep = lambda vs: [v for v, m in zip(vs, moved) if not m]
+  cond = Jaxpr(cj.constvars, [*cj.invars[:cond_nconsts], *keep(cj.invars[cond_nconsts:])],
+               cj.outvars, cj.eqns, cj.effects, cj.debug_info)
+  body = Jaxpr(bj.constvars, [*(v for v, m in zip(carry, moved) if m),
+                              *bj.invars[:body_nconsts], *keep(carry)],
+               keep(bj.outvars), bj.eqns, bj.effects, bj.debug_info)
+  return (ClosedJaxpr(cond, cond_jaxpr.consts), ClosedJaxpr(body, body_jaxpr.consts), moved)
+
+
 def fori_loop(lower, upper, body_fun: Callable, init_val, *, unroll: int | bool | None = None):
-  """`for i in range(lower, upper): val = body_fun(i, val)`.  Concrete bounds lower to a
-  `scan` (reverse-differentiable; `unroll` as in `scan`); traced bounds to a `while_loop`
-  (which cannot be unrolled)."""
+  """`for i in range(lower, upper): val = body_fun(i, val)`.  Concrete bounds (even those of
+  an eager jvp, or floats) lower to a `scan` whose index is a weakly typed Python int
+  (reverse-differentiable; `unroll` as in `scan`); traced bounds to a `while_loop` over
+  their common dtype (which cannot be unrolled)."""
   if not callable(body_fun):
     raise TypeError("lax.fori_loop: body_fun argument should be callable.")
   dtype = _index_dtype(lower, upper)
   lower_c, upper_c = _concrete_int(lower), _concrete_int(upper)
-  if (lower_c is None or upper_c is None) and unroll not in (None, False, 1):
-    raise ValueError("Can only use `unroll` in `fori_loop` if the loop bounds are statically "
-                     "known.")
   if lower_c is not None and upper_c is not None:
     from minijax.lax.control_flow.scan import scan
-    if upper_c <= lower_c:
+    length = max(upper_c - lower_c, 0)
+    if length == 0 and config.disable_jit:  # an eager scan cannot run zero times
       return init_val
-    start = np.asarray(lower_c, dtype)
 
     def loop_body(loop_carry, _):
       i, x = loop_carry
-      from minijax import lax
-      return (lax.add(i, np.asarray(1, dtype)), body_fun(i, x)), None
+      return (i + 1, body_fun(i, x)), None
 
-    (_, result), _ = scan(loop_body, (start, init_val), None, length=upper_c - lower_c,
+    (_, result), _ = scan(loop_body, (lower_c, init_val), None, length=length,
                           unroll=False if unroll is None else unroll)
     return result
   if unroll is not None and unroll is not False and unroll != 1:
@@ -123,10 +150,15 @@ def fori_loop(lower, upper, body_fun: Callable, init_val, *, unroll: int | bool 
 
 
 def _concrete_int(x):
+  """`int(x)` of a bound whose value is known now, else None."""
   if isinstance(x, Tracer):
-    value = x.to_concrete_value()
-    return None if value is None else int(value)
-  return int(np.asarray(x))
+    x = x.to_concrete_value()
+    if x is None:
+      return None
+  try:
+    return int(np.asarray(x))
+  except (TypeError, ValueError):
+    return None
 
 
 def _index_dtype(lower, upper):
@@ -134,15 +166,15 @@ def _index_dtype(lower, upper):
   bound takes the other's; anything else must agree."""
   avals = [get_aval(x) for x in (lower, upper)]
   for a in avals:
-    if a.shape != () or not dtypes.is_integer(a.dtype):
-      raise TypeError(f"fori_loop bounds must be integer scalars, got {a.str_short()}")
+    if a.shape != ():
+      raise TypeError(f"fori_loop bounds must be scalars, got {a.str_short()}")
   lo, hi = avals
   if lo.dtype == hi.dtype:
     return dtypes.canonicalize_dtype(lo.dtype)
   signed = all(np.issubdtype(a.dtype, np.signedinteger) for a in avals)
-  if signed and lo.weak_type:
+  if signed and lo.weak_type and not hi.weak_type:
     return dtypes.canonicalize_dtype(hi.dtype)
-  if signed and hi.weak_type:
+  if signed and hi.weak_type and not lo.weak_type:
     return dtypes.canonicalize_dtype(lo.dtype)
   raise TypeError("lower and upper arguments to fori_loop must have equal types, got "
                   f"{lo.dtype.name} and {hi.dtype.name}")

@@ -30,7 +30,8 @@ from minijax.core.primitive import Primitive
 from minijax.core.state import AbstractRef
 from minijax.interpreters.discharge import jaxpr_has_state
 from minijax.lax import state as lax_state
-from minijax.lax.control_flow import common, refs, type_errors
+from minijax.config import config
+from minijax.lax.control_flow import common, eager, refs, type_errors
 from minijax.lowering import mlir
 
 __all__ = ["scan", "scan_map", "scan_p"]
@@ -84,6 +85,8 @@ def scan(f: Callable, init, xs=None, length: int | None = None, reverse: bool = 
     raise ValueError("scan got no values to scan over and `length` not provided.")
   else:
     length = sizes.pop()
+  if config.disable_jit:
+    return eager.scan(f, init, x_flat, x_tree, length, reverse)
   if any(type(a) is AbstractRef for a in x_avals):  # scanning over a ref's rows
     return refs.scan_over_refs(scan, f, init, x_flat, x_tree, length=length, reverse=reverse)
 
@@ -126,14 +129,33 @@ def scan(f: Callable, init, xs=None, length: int | None = None, reverse: bool = 
                                     reverse=reverse, num_carry=num_carry)
     return (tree_util.tree_unflatten(carry_tree, carry), tree_util.tree_unflatten(y_tree, ys))
   jaxpr, consts, carry_in, invariant = _invariant_carries_to_consts(jaxpr, consts, init_flat)
+  jaxpr, forwarded = _forwarded_xs(jaxpr, len(consts), len(carry_in))
   operands = [*consts, *carry_in, *x_flat]
   outs = scan_p.bind(*operands, jaxpr=jaxpr, num_consts=len(consts), num_carry=len(carry_in),
-                     length=length, reverse=bool(reverse), linear=(False,) * len(operands), unroll=unroll)
+                     length=length, reverse=bool(reverse), linear=(False,) * len(operands),
+                     unroll=unroll)
   carry = common.merge(invariant, [x for x, inv in zip(init_flat, invariant) if inv],
                        outs[:len(carry_in)])
   carry_out = tree_util.tree_unflatten(carry_tree, carry)
-  ys = tree_util.tree_unflatten(y_tree, outs[len(carry_in):])
-  return carry_out, ys
+  from minijax.lax.structural import convert_to_array
+  ys = iter(outs[len(carry_in):])
+  ys = [next(ys) if k is None else convert_to_array(x_flat[k]) for k in forwarded]
+  return carry_out, tree_util.tree_unflatten(y_tree, ys)
+
+
+def _forwarded_xs(jaxpr: ClosedJaxpr, num_consts: int, num_carry: int):
+  """A `y` the body returns as its `x` is the `xs` array itself: as in JAX, it leaves the
+  loop (no copy), and the scan returns that operand.  Returns the body and, per `y`, the
+  index of the `xs` it forwards (None for those the loop computes)."""
+  j = jaxpr.jaxpr
+  xs_vars = j.invars[num_consts + num_carry:]
+  ys = j.outvars[num_carry:]
+  forwarded = [next((k for k, x in enumerate(xs_vars) if y is x), None) for y in ys]
+  if all(k is None for k in forwarded):
+    return jaxpr, forwarded
+  outvars = [*j.outvars[:num_carry], *(y for y, k in zip(ys, forwarded) if k is None)]
+  body = Jaxpr(j.constvars, j.invars, outvars, j.eqns, j.effects, j.debug_info)
+  return ClosedJaxpr(body, jaxpr.consts), forwarded
 
 
 def _invariant_carries_to_consts(jaxpr: ClosedJaxpr, consts, init_flat):
@@ -165,6 +187,14 @@ def scan_map(f: Callable, xs):
 
 def _scan_abstract_eval(*avals, jaxpr, num_consts, num_carry, length, reverse, linear,
                  unroll=1):
+  nonneg_int = lambda n: type(n) is int and n >= 0
+  common.check_param("scan", "reverse", reverse, "bool", type(reverse) is bool)
+  common.check_param("scan", "num_consts", num_consts, "non-negative int", nonneg_int(num_consts))
+  common.check_param("scan", "num_carry", num_carry, "non-negative int", nonneg_int(num_carry))
+  common.check_param("scan", "jaxpr", jaxpr, "ClosedJaxpr", type(jaxpr) is ClosedJaxpr)
+  common.check_param("scan", "unroll", unroll, "non-negative int", nonneg_int(unroll))
+  common.check_param("scan", "length", length, "non-negative int",
+                     isinstance(length, (int, np.integer)) and length >= 0)
   consts, carry, xs = _split(avals, num_consts, num_carry)
   if len(avals) != len(jaxpr.in_avals):
     raise TypeError(f"scan jaxpr takes {len(jaxpr.in_avals)} inputs, got {len(avals)}")
@@ -359,18 +389,27 @@ def _scan_partial_eval(trace, args, *, jaxpr, num_consts, num_carry, length, rev
   invariant = _loop_invariant_outputs(known.jaxpr, n_kconsts)[len(known.out_avals) - n_res:]
   res_vars = known.jaxpr.outvars[len(known.out_avals) - n_res:]
   hoisted = _slice(known.jaxpr, n_kconsts, [v for v, i in zip(res_vars, invariant) if i])
+  n_kcarry = carry_uk.count(False)
+  # A stacked residual that is a known `x` is that `xs` operand, not a copy the loop makes
+  # (as in JAX: the backward pass reads the primal itself; a numpy array is copied to the
+  # device once instead, as a residual).
+  k_xs, k_xs_vars = pick(xs, xs_uk, False), known.jaxpr.invars[n_kconsts + n_kcarry:]
+  stacked_vars = [v for v, i in zip(res_vars, invariant) if not i]
+  from_xs = [k_xs_vars.index(v) if v in k_xs_vars else None for v in stacked_vars]
+  from_xs = [None if k is None or isinstance(k_xs[k], np.ndarray) else k for k in from_xs]
   known = ClosedJaxpr(Jaxpr(
       [], known.jaxpr.invars, [*known.jaxpr.outvars[:len(known.out_avals) - n_res],
-                               *(v for v, i in zip(res_vars, invariant) if not i)],
+                               *(v for v, k in zip(stacked_vars, from_xs) if k is None)],
       known.jaxpr.eqns, known.jaxpr.effects), [])
-  n_kcarry = carry_uk.count(False)
   with set_current_trace(trace.parent):
     invariant_res = eval_jaxpr(hoisted, [], *k_operands[:n_kconsts])
     k_outs = scan_p.bind(*k_operands, jaxpr=known, num_consts=n_kconsts, num_carry=n_kcarry,
-                         length=length, reverse=reverse, linear=(False,) * len(k_operands), unroll=unroll)
-  n_var = invariant.count(False)
-  k_carry, k_ys, stacked_res = (k_outs[:n_kcarry], k_outs[n_kcarry:len(k_outs) - n_var],
-                                k_outs[len(k_outs) - n_var:])
+                         length=length, reverse=reverse, linear=(False,) * len(k_operands),
+                         unroll=unroll)
+  n_var = from_xs.count(None)
+  k_carry, k_ys, computed = (k_outs[:n_kcarry], k_outs[n_kcarry:len(k_outs) - n_var],
+                             iter(k_outs[len(k_outs) - n_var:]))
+  stacked_res = [next(computed) if k is None else k_xs[k] for k in from_xs]
   # unknown inputs: [res, consts_uk, carry_uk, xs_uk]; scan order:
   # [consts_uk, invariant res, carry_uk, stacked res, xs_uk]
   n_cu, n_ku = sum(const_uk), sum(carry_uk)
