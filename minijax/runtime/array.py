@@ -77,6 +77,15 @@ def _copy_raw(buffer, out: np.ndarray) -> None:
   del tensor, capsule
 
 
+def _buffer_address(buffer) -> int:
+  """The address of `buffer`'s data, read from a DLPack export (released at once)."""
+  capsule = _jax.buffer_to_dlpack_managed_tensor(buffer)
+  tensor = _DLTensor.from_address(_capsule_pointer(capsule, b"dltensor"))
+  address = tensor.data + tensor.byte_offset
+  del tensor, capsule
+  return address
+
+
 # Sub-byte types (int4, ...) are packed in XLA's buffers and have no DLPack form.  Staging
 # installs the reader (`widen_subbyte(array) -> numpy`), which widens them on the device
 # (int4 -> int8, float4_e2m1fn -> float32, exactly) and narrows the result with numpy.
@@ -221,7 +230,7 @@ class Array(metaclass=_ArrayMeta):
   def unsafe_buffer_pointer(self) -> int:
     self._check_alive()
     self._single_device("unsafe_buffer_pointer")
-    return self._buffer.unsafe_buffer_pointer()
+    return _buffer_address(self._buffer)  # (jaxlib's own method imports `jax`)
 
   def on_device_size_in_bytes(self) -> int:
     """The bytes the buffer takes on its device (every device's, for a sharded Array)."""
@@ -466,7 +475,11 @@ def _copy_to_device(x: Array, device) -> Array:
 
 
 def copy_array(x: Array) -> Array:
-  """A copy of `x` in a new buffer on the same device."""
+  """A copy of `x` in new buffers on the same device (each device's block copied in place,
+  for an Array laid out over several)."""
+  if x._sharding is not None:
+    from minijax.runtime import sharded
+    return sharded.copy(x)
   return _copy_to_device(x, x._device)
 
 

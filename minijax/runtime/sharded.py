@@ -157,6 +157,16 @@ def addressable_shards(x: Array) -> list[Shard]:
   return shards
 
 
+def copy(x: Array) -> Array:
+  """A copy of `x` with the same layout: each device copies its block (no host trip)."""
+  x._check_alive()
+  sharding = x._sharding
+  (buffer,) = _jax.batched_copy_array_to_devices_with_sharding(
+      [x._buffer], [device_list(sharding._device_assignment)],
+      [jaxlib_sharding(sharding, x.aval.ndim)], [xla_client.ArrayCopySemantics.ALWAYS_COPY])
+  return Array(buffer, x.aval, None, sharding)
+
+
 def reshard(x: Array, sharding: sharding_lib.Sharding) -> Array:
   """`x` laid out by `sharding` (through the host: every block is read and put again)."""
   if x._buffer.is_deleted():
