@@ -176,7 +176,12 @@ def test_device_put_copies_broadcast_transposed_and_later_mutated_numpy_arrays()
 def test_device_put_of_an_array_on_its_device_is_identity():
   a = runtime.device_put(np.ones(3, np.float32))
   assert runtime.device_put(a) is a
-  assert runtime.device_put(a, 0) is a
+  # As in JAX, naming the device commits the value to it: a new Array over the same
+  # buffer (no copy), which a second device_put to that device returns as it is.
+  b = runtime.device_put(a, 0)
+  assert b is not a and b._buffer is a._buffer
+  assert (a.committed, b.committed) == (False, True)
+  assert runtime.device_put(b, 0) is b and runtime.device_put(b) is b
 
 
 @pytest.mark.parametrize("shape", [(0,), (0, 3), (2, 0, 1)])

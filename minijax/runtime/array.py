@@ -7,6 +7,13 @@ lives on.  An Array laid out over several devices (`runtime/sharded.py`) has a m
 fast paths of single-device Arrays checks `_device`, which a sharded Array never matches.  Its contents reach the host only when asked for (`_value`, `__array__`, printing,
 conversion to Python scalars), and then once: the host copy is cached, read-only.
 
+As in JAX, an Array is *committed* to its device(s) (`_committed`) when it was put there on
+purpose: by `device_put` to a device or sharding, or as the result of a computation that
+had a committed argument or placement; `jnp.array`, `device_put(x)` without a target and
+computations on uncommitted values only make uncommitted Arrays, which a computation moves
+where it runs.  Staging reads the bit to place computations (`staging/compiler.py`); an
+Array laid out over several devices is always committed.
+
 Host-to-device goes through `xla_client.batched_device_put`; device-to-host goes through
 DLPack, copying out of the exported view so that no external reference outlives the read
 (an outstanding reference would silently stop jaxlib from donating the buffer later).  numpy
@@ -143,15 +150,16 @@ def is_concrete_array(x) -> bool:
 
 class Array(metaclass=_ArrayMeta):
   """An immutable array stored on one device, or laid out over several (`sharding`)."""
-  __slots__ = ("_buffer", "aval", "_device", "_npy", "_sharding", "__weakref__")
+  __slots__ = ("_buffer", "aval", "_device", "_npy", "_sharding", "_committed", "__weakref__")
   __array_priority__ = 100
 
-  def __init__(self, buffer, aval: ShapedArray, device, sharding=None):
+  def __init__(self, buffer, aval: ShapedArray, device, sharding=None, committed=False):
     self._buffer = buffer
     self.aval = aval
     self._device = device
     self._npy = None
     self._sharding = sharding
+    self._committed = committed
 
   # ---- metadata: always available, even once deleted
   shape = property(lambda self: self.aval.shape)
@@ -199,7 +207,10 @@ class Array(metaclass=_ArrayMeta):
   def is_fully_replicated(self) -> bool:
     return self._sharding is None or self._sharding.is_fully_replicated
 
-  committed = True
+  @property
+  def committed(self) -> bool:
+    """Whether the array was placed on its device(s) on purpose (see the module docstring)."""
+    return self._committed
 
   # ---- lifetime
   def is_deleted(self) -> bool:
@@ -327,14 +338,14 @@ class Array(metaclass=_ArrayMeta):
       raise TypeError("iteration over a 0-d array")
     aval = self.aval.update(shape=self.aval.shape[1:])
     device = self._device or backend.default_device()
-    return (_put_numpy(row, aval, device) for row in self._value)
+    return (_put_numpy(row, aval, device, self._committed) for row in self._value)
 
   def __reversed__(self):
     if not self.aval.shape:
       raise TypeError("iteration over a 0-d array")
     aval = self.aval.update(shape=self.aval.shape[1:])
     device = self._device or backend.default_device()
-    return (_put_numpy(row, aval, device) for row in self._value[::-1])
+    return (_put_numpy(row, aval, device, self._committed) for row in self._value[::-1])
 
   # ---- printing
   def __repr__(self):
@@ -375,6 +386,7 @@ class HostArray(Array):
   paths pay for one object and no Python call.
   """
   __slots__ = ()
+  _committed = False  # (the native handlers leave that slot empty)
 
   def __init__(self, value: np.ndarray, aval: ShapedArray, device):
     self.aval, self._device, self._npy, self._sharding = aval, device, value, None
@@ -422,12 +434,12 @@ def make_array(buffer, aval: ShapedArray, device=None) -> Array:
   return Array(buffer, aval, device)
 
 
-def _put_numpy(value: np.ndarray, aval: ShapedArray, device) -> Array:
+def _put_numpy(value: np.ndarray, aval: ShapedArray, device, committed: bool = False) -> Array:
   """Copies `value` (already of dtype `aval.dtype` and shape `aval.shape`) to `device`."""
   buffer = xla_client.batched_device_put(
       aval, backend.sharding_for(device), [value], [device], True,
       host_buffer_semantics=_IMMUTABLE_DURING_CALL, enable_x64=config.enable_x64)
-  return Array(buffer, aval, device)
+  return Array(buffer, aval, device, None, committed)
 
 
 _scalar_buffers: dict[tuple, Any] = {}
@@ -466,12 +478,12 @@ def _rebuild(value: np.ndarray, weak_type: bool) -> Array:
   return _put_numpy(value, ShapedArray(value.shape, value.dtype, weak_type), backend.default_device())
 
 
-def _copy_to_device(x: Array, device) -> Array:
+def _copy_to_device(x: Array, device, committed: bool) -> Array:
   x._check_alive()
   (buffer,) = _jax.batched_copy_array_to_devices_with_sharding(
       [x._buffer], [xla_client.DeviceList((device,))], [backend.sharding_for(device)],
       [xla_client.ArrayCopySemantics.ALWAYS_COPY])
-  return Array(buffer, x.aval, device)
+  return Array(buffer, x.aval, device, None, committed)
 
 
 def copy_array(x: Array) -> Array:
@@ -480,15 +492,17 @@ def copy_array(x: Array) -> Array:
   if x._sharding is not None:
     from minijax.runtime import sharded
     return sharded.copy(x)
-  return _copy_to_device(x, x._device)
+  return _copy_to_device(x, x._device, x._committed)
 
 
 def device_put(x: Any, device=None) -> Array:
   """Places `x` (an Array, a numpy array or scalar, or a Python scalar) on `device`.
 
-  `device` is None (device 0, or where an Array already is), an index, a device object, or
-  a `core.sharding` sharding (the value is split into blocks over its devices).
-  Python scalars are weakly typed; with x64 off, 64-bit values become their 32-bit kin.
+  `device` is None (the default device, or where an Array already is), an index, a device
+  object, or a `core.sharding` sharding (the value is split into blocks over its devices).
+  Placed on a device or sharding named here, the result is committed to it; without one, a
+  new value is uncommitted and an Array is returned as it is.  Python scalars are weakly
+  typed; with x64 off, 64-bit values become their 32-bit kin.
   """
   if isinstance(device, sharding_lib.Sharding):
     return _put_sharded(x, device)
@@ -497,20 +511,23 @@ def device_put(x: Any, device=None) -> Array:
       return x
     device = backend.get_device(device)
     if x._device is None:  # laid out over several devices: through the host
-      return _put_numpy(x._value, x.aval, device)
-    return x if x._device == device else _copy_to_device(x, device)
+      return _put_numpy(x._value, x.aval, device, True)
+    if x._device != device:
+      return _copy_to_device(x, device, True)
+    return x if x._committed else Array(x._buffer, x.aval, device, None, True)
+  committed = device is not None
   device = backend.get_device(device)
   if getattr(x, "dtype", None) == dtypes.float0:
-    return _put_float0(x, device)
+    return _put_float0(x, device, committed)
   value, aval = _host_value(x)
-  return _put_numpy(value, aval, device)
+  return _put_numpy(value, aval, device, committed)
 
 
-def _put_float0(x: Any, device) -> Array:
+def _put_float0(x: Any, device, committed: bool) -> Array:
   """A float0 value (the tangent of an integer: no data) as compiled code takes it: boolean
   zeros on the device, under its float0 aval."""
   zeros = _put_numpy(np.zeros(np.shape(x), np.bool_), ShapedArray(np.shape(x), np.bool_), device)
-  return Array(zeros._buffer, ShapedArray(np.shape(x), dtypes.float0), device)
+  return Array(zeros._buffer, ShapedArray(np.shape(x), dtypes.float0), device, None, committed)
 
 
 def _put_sharded(x: Any, sharding: sharding_lib.Sharding) -> Array:
