@@ -22,7 +22,7 @@ from minijax.config import make_user_context
 from minijax.dtypes import float0
 from minijax.placement import (device_put, device_get, block_until_ready, copy_to_host_async,
                                device_count, make_array_from_callback,
-                               make_array_from_single_device_arrays,
+                               make_array_from_single_device_arrays, live_arrays,
                                local_device_count, default_backend, print_environment_info)
 from minijax.core.jaxpr import named_scope
 from minijax.core.trace import ensure_compile_time_eval

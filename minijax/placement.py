@@ -24,7 +24,7 @@ from minijax.runtime import sharded as runtime_sharded
 
 __all__ = ["device_put", "device_get", "block_until_ready", "device_count",
            "local_device_count", "default_backend", "print_environment_info",
-           "make_array_from_callback", "make_array_from_single_device_arrays"]
+           "make_array_from_callback", "make_array_from_single_device_arrays", "live_arrays"]
 
 
 def device_put(x, device=None, *, src=None, donate: bool = False, may_alias=None):
@@ -202,6 +202,13 @@ def make_array_from_single_device_arrays(shape, sharding, arrays, *, dtype=None)
     raise ValueError(f"the arrays must hold one block for each device of this process in "
                      f"{sharding}; none is on {sorted(wanted - set(by_device), key=str)}")
   return runtime_sharded.assemble(by_device, ShapedArray(shape, dtype), sharding)
+
+
+def live_arrays(platform=None) -> list:
+  """Every array the devices hold alive (ones whose Python objects are gone included, until
+  jaxlib frees them), each as an Array over its buffer."""
+  _check_backend(platform)
+  return runtime_sharded.live_arrays()
 
 
 def device_count(backend=None) -> int:

@@ -198,6 +198,27 @@ def reshard(x: Array, sharding: sharding_lib.Sharding) -> Array:
   return put(x._value, x.aval, sharding)
 
 
+def live_arrays() -> list[Array]:
+  """An Array over each array buffer the client holds alive (JAX's `live_arrays`): new
+  Array objects over the same buffers (deleting one deletes the buffer), laid out as the
+  buffers are."""
+  from minijax.runtime import backend
+  from minijax.runtime.sharded_executable import sharding_of_hlo
+  out = []
+  for buffer in backend.get_client().live_arrays():
+    aval = buffer.aval
+    if type(aval) is not ShapedArray or buffer.is_deleted():
+      continue  # runtime tokens
+    jaxlib_sharding = buffer._sharding
+    if isinstance(jaxlib_sharding, _jax.SingleDeviceSharding):
+      out.append(Array(buffer, aval, jaxlib_sharding._device))
+    else:
+      devices = tuple(jaxlib_sharding._devices)
+      out.append(Array(buffer, aval, None, sharding_of_hlo(
+          jaxlib_sharding._hlo_sharding, aval.ndim, devices, None), True))
+  return out
+
+
 def token_group(tokens: list, devices: tuple, aval: ShapedArray) -> Any:
   """One multi-device token array made of a single-device token per device."""
   replicated = sharding_lib.HloShardingWrapper(devices, None)
