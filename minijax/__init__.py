@@ -51,6 +51,10 @@ debug_key_reuse = _flag_context("jax_debug_key_reuse")
 debug_nans = _flag_context("jax_debug_nans")
 debug_infs = _flag_context("jax_debug_infs")
 default_device = _flag_context("jax_default_device")
+from minijax.config import transfer_guard  # noqa: E402
+transfer_guard_host_to_device = _flag_context("jax_transfer_guard_host_to_device")
+transfer_guard_device_to_device = _flag_context("jax_transfer_guard_device_to_device")
+transfer_guard_device_to_host = _flag_context("jax_transfer_guard_device_to_host")
 
 
 _DEPRECATED = {"device_put_sharded": "jax.device_put(xs, NamedSharding(mesh, P('i')))",

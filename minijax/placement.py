@@ -62,17 +62,20 @@ def device_put(x, device=None, *, src=None, donate: bool = False, may_alias=None
       return leaf
     return put(leaf, target)
 
-  if is_leaf(device):
-    if isinstance(x, (np.ndarray, np.generic, *dtypes.PYTHON_SCALARS)) or hasattr(x, "_buffer"):
-      return put(x, device)  # one array: no pytree machinery
-    return tree_util.tree_map(lambda leaf: one(leaf, device), x)
+  with runtime_backend.explicit_transfers():
+    if is_leaf(device):
+      if (isinstance(x, (np.ndarray, np.generic, *dtypes.PYTHON_SCALARS))
+          or hasattr(x, "_buffer")):
+        return put(x, device)  # one array: no pytree machinery
+      return tree_util.tree_map(lambda leaf: one(leaf, device), x)
   def mismatch(details):
     return ValueError("device_put device specification must be a tree prefix of the "
                       f"corresponding value; got {device} for value tree "
                       f"{tree_util.tree_structure(x)}.{details}")
   pairs = prefix_pairs(device, x, is_leaf=is_leaf, name="device", mismatch=mismatch)
-  return tree_util.tree_structure(device, is_leaf=is_leaf).unflatten(
-      [tree_util.tree_map(lambda leaf, t=t: one(leaf, t), sub) for t, sub in pairs])
+  with runtime_backend.explicit_transfers():
+    return tree_util.tree_structure(device, is_leaf=is_leaf).unflatten(
+        [tree_util.tree_map(lambda leaf, t=t: one(leaf, t), sub) for t, sub in pairs])
 
 
 def _key_arrays():
@@ -238,7 +241,8 @@ def device_get(x):
     if is_concrete_array(leaf):
       return np.asarray(leaf)
     return leaf
-  return tree_util.tree_map(get, x)
+  with runtime_backend.explicit_transfers():
+    return tree_util.tree_map(get, x)
 
 
 def block_until_ready(x):

@@ -445,3 +445,44 @@ def test_a_one_input_executable_called_with_another_number_of_arrays_says_so():
   for args in [(), (x, x)]:
     with pytest.raises(TypeError, match=r"takes 1 array argument\(s\), got"):
       exe(*args)
+
+
+def test_transfer_guards_refuse_implicit_transfers_and_allow_explicit_ones():
+  import minijax
+  import minijax.numpy as jnp
+  x = jnp.arange(3.)
+  add_one = minijax.jit(lambda a: a + 1)
+  closes_over_numpy = minijax.jit(lambda a: a + np.ones(3, np.float32))
+  refused = "Disallowed host-to-device transfer"
+  with minijax.transfer_guard("disallow"):
+    assert minijax.config.transfer_guard_host_to_device == "disallow"
+    with pytest.raises(Exception, match=refused):
+      add_one(np.ones(3, np.float32))  # a numpy argument: an implicit transfer
+    with pytest.raises(Exception, match=refused):
+      x + np.ones(3, np.float32)
+    np.testing.assert_array_equal(add_one(minijax.device_put(np.ones(3))), [2., 2., 2.])
+    np.testing.assert_array_equal(closes_over_numpy(x), [1., 2., 3.])  # constants: no
+    np.testing.assert_array_equal(minijax.device_get(x), [0., 1., 2.])  # reads on CPU: never
+    assert str(x) == "[0. 1. 2.]"
+    # random_test's test_seed_no_implicit_transfers: a seed on the device stays there
+    key = minijax.random.PRNGKey(minijax.device_put(42))
+    np.testing.assert_array_equal(key, [0, 42])
+    typed = minijax.random.key(minijax.device_put(-5), impl="threefry2x32")
+    np.testing.assert_array_equal(minijax.random.key_data(typed), [0, 2**32 - 5])
+    with minijax.transfer_guard_host_to_device("allow"):  # one direction's own level
+      add_one(np.ones(3, np.float32))
+  with minijax.transfer_guard("disallow_explicit"):
+    with pytest.raises(Exception, match=refused):
+      minijax.device_put(np.ones(3))
+  assert minijax.config.transfer_guard_host_to_device is None
+  add_one(np.ones(3, np.float32))  # allowed again after the block
+  minijax.config.update("jax_transfer_guard", "disallow")  # set-only: sets every direction
+  try:
+    assert minijax.config.transfer_guard_device_to_device == "disallow"
+    with pytest.raises(Exception, match=refused):
+      add_one(np.ones(3, np.float32))
+  finally:
+    minijax.config.update("jax_transfer_guard", None)
+  add_one(np.ones(3, np.float32))
+  with pytest.raises(ValueError, match="transfer_guard cannot be 'nope'"):
+    minijax.transfer_guard("nope").__enter__()

@@ -68,6 +68,19 @@ def device_of(args: Sequence[Any]):
   return placement_of(args)[0]
 
 
+def place_consts(consts: Sequence[Any], device) -> list:
+  """The numpy constants a traced function closed over, put on `device` (a `Device`; other
+  placements take them as they are).  The transfer guard counts these as explicit
+  transfers: JAX embeds such constants in the program, which transfers nothing when
+  called."""
+  if not isinstance(device, backend.Device) or not any(
+      isinstance(c, (np.ndarray, np.generic)) for c in consts):
+    return list(consts)
+  with backend.explicit_transfers():
+    return [device_put(c, device) if isinstance(c, (np.ndarray, np.generic)) else c
+            for c in consts]
+
+
 def check_committed(args: Sequence[Any], name: str, arg_names=None) -> None:
   """JAX's ValueError when committed Arrays among `args` are on different devices
   (`arg_names`: their names, or a function that returns them)."""

@@ -339,7 +339,8 @@ class JitWrapped:
           and all(type(x) is Array or type(x) in PYTHON_SCALARS or type(x) is Ref
                   for x in flat)):
         self._remember_fast(fast_key, device, executable, traced, flat, committed)
-      outs = compiler.commit(executable(*traced.consts, *flat), committed)
+      consts = compiler.place_consts(traced.consts, device)
+      outs = compiler.commit(executable(*consts, *flat), committed)
       if float0_out:  # as in JAX, float0 results (no data) are numpy zeros
         outs = [np.zeros(a.shape, float0) if a.dtype == float0 else x
                 for x, a in zip(outs, traced.jaxpr.out_avals)]
@@ -393,7 +394,7 @@ class JitWrapped:
           traced.consts, traced.out_tree, fallback)))
       return
     consts = [c if (type(c) is Array and c._device is device) or type(c) is Ref
-              else device_put(c, device) for c in traced.consts]
+              else device_put(c, device) for c in compiler.place_consts(traced.consts, device)]
     record = None
     if hasattr(executable, "make_call"):
       scalars = any(type(x) in PYTHON_SCALARS for x in flat)

@@ -87,6 +87,16 @@ def test_in_shardings_refuse_a_committed_array_laid_out_otherwise(devices):
   assert on_zero(y).devices() == {devices[0]}
 
 
+def test_moving_an_uncommitted_value_between_devices_is_an_implicit_transfer(devices):
+  x = jnp.arange(3.)
+  y = minijax.device_put(np.arange(3.), devices[1])
+  with minijax.transfer_guard_device_to_device("disallow"):
+    with pytest.raises(Exception, match="Disallowed device-to-device transfer"):
+      minijax.jit(lambda a, b: a + b)(y, x)
+    assert minijax.device_put(y, devices[2]).devices() == {devices[2]}  # explicit
+  np.testing.assert_array_equal(minijax.jit(lambda a, b: a + b)(y, x), [0., 2., 4.])
+
+
 def test_copies_of_sharded_arrays_copy_each_block_on_its_device(devices, mesh, mesh2d):
   x = minijax.device_put(jnp.ones(4), NamedSharding(mesh, P("i")))
   y = minijax.device_put(jnp.arange(8.).reshape(2, 4), NamedSharding(mesh2d, P("y", "x")))
