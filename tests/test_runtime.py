@@ -486,3 +486,20 @@ def test_transfer_guards_refuse_implicit_transfers_and_allow_explicit_ones():
   add_one(np.ones(3, np.float32))
   with pytest.raises(ValueError, match="transfer_guard cannot be 'nope'"):
     minijax.transfer_guard("nope").__enter__()
+
+
+def test_a_one_device_named_sharding_stays_the_arrays_sharding():
+  import minijax
+  import minijax.numpy as jnp
+  from minijax.sharding import Mesh, NamedSharding, PartitionSpec as P
+  device = minijax.devices()[0]
+  s = NamedSharding(Mesh(np.array([device]), ("x",)), P("x"))
+  x = jnp.arange(3)
+  y = minijax.device_put(x, s)
+  assert y.sharding == s and y.committed and y.devices() == {device}
+  np.testing.assert_array_equal(y, [0, 1, 2])
+  assert minijax.device_put(y, s) is y and minijax.device_put(y) is y  # already there
+  u = minijax.device_put(y, device)
+  assert u.sharding == minijax.sharding.SingleDeviceSharding(device) and u.committed
+  assert jnp.copy(y).sharding == s
+  assert (y + 1).committed and minijax.jit(lambda a: a * 2, in_shardings=s)(y).committed

@@ -12,7 +12,9 @@ purpose: by `device_put` to a device or sharding, or as the result of a computat
 had a committed argument or placement; `jnp.array`, `device_put(x)` without a target and
 computations on uncommitted values only make uncommitted Arrays, which a computation moves
 where it runs.  Staging reads the bit to place computations (`staging/compiler.py`); an
-Array laid out over several devices is always committed.
+Array laid out over several devices is always committed.  One placed by a one-device
+sharding other than a `SingleDeviceSharding` (a `NamedSharding` of a one-device mesh) keeps
+that sharding in `_committed` (truthy), and reports it as its `sharding`, as JAX does.
 
 Host-to-device goes through `xla_client.batched_device_put`; device-to-host goes through
 DLPack, copying out of the exported view so that no external reference outlives the read
@@ -180,6 +182,8 @@ class Array(metaclass=_ArrayMeta):
     the `SingleDeviceSharding` of its device."""
     if self._sharding is not None:
       return self._sharding
+    if isinstance(self._committed, sharding_lib.Sharding):
+      return self._committed
     return _single_device_sharding(self._device)
 
   def devices(self) -> set:
@@ -210,7 +214,7 @@ class Array(metaclass=_ArrayMeta):
   @property
   def committed(self) -> bool:
     """Whether the array was placed on its device(s) on purpose (see the module docstring)."""
-    return self._committed
+    return bool(self._committed)
 
   # ---- lifetime
   def is_deleted(self) -> bool:
@@ -338,14 +342,15 @@ class Array(metaclass=_ArrayMeta):
       raise TypeError("iteration over a 0-d array")
     aval = self.aval.update(shape=self.aval.shape[1:])
     device = self._device or backend.default_device()
-    return (_put_numpy(row, aval, device, self._committed) for row in self._value)
+    return (_put_numpy(row, aval, device, bool(self._committed)) for row in self._value)
 
   def __reversed__(self):
     if not self.aval.shape:
       raise TypeError("iteration over a 0-d array")
     aval = self.aval.update(shape=self.aval.shape[1:])
     device = self._device or backend.default_device()
-    return (_put_numpy(row, aval, device, self._committed) for row in self._value[::-1])
+    return (_put_numpy(row, aval, device, bool(self._committed))
+            for row in self._value[::-1])
 
   # ---- printing
   def __repr__(self):
@@ -514,7 +519,7 @@ def device_put(x: Any, device=None) -> Array:
       return _put_numpy(x._value, x.aval, device, True)
     if x._device != device:
       return _copy_to_device(x, device, True)
-    return x if x._committed else Array(x._buffer, x.aval, device, None, True)
+    return x if x._committed is True else Array(x._buffer, x.aval, device, None, True)
   committed = device is not None
   device = backend.get_device(device)
   if getattr(x, "dtype", None) == dtypes.float0:
@@ -534,6 +539,12 @@ def _put_sharded(x: Any, sharding: sharding_lib.Sharding) -> Array:
   from minijax.runtime import sharded
   if isinstance(sharding, sharding_lib.SingleDeviceSharding):
     return device_put(x, sharding._device)
+  if len(sharding._device_assignment) == 1:  # committed to the sharding itself
+    if is_concrete_array(x) and x._committed == sharding:
+      return x
+    sharding.check_shape(np.shape(x))
+    out = device_put(x, sharding._device_assignment[0])
+    return Array(out._buffer, out.aval, out._device, None, sharding)
   if is_concrete_array(x):
     sharding.check_shape(x.aval.shape)
     return sharded.reshard(x, sharding)
