@@ -21,7 +21,8 @@ from minijax.api import (jacobian, typeof, disable_jit, check_tracer_leaks, chec
 from minijax.config import make_user_context
 from minijax.dtypes import float0
 from minijax.placement import (device_put, device_get, block_until_ready, copy_to_host_async,
-                               device_count,
+                               device_count, make_array_from_callback,
+                               make_array_from_single_device_arrays, live_arrays,
                                local_device_count, default_backend, print_environment_info)
 from minijax.core.jaxpr import named_scope
 from minijax.core.trace import ensure_compile_time_eval
@@ -50,6 +51,10 @@ debug_key_reuse = _flag_context("jax_debug_key_reuse")
 debug_nans = _flag_context("jax_debug_nans")
 debug_infs = _flag_context("jax_debug_infs")
 default_device = _flag_context("jax_default_device")
+from minijax.config import transfer_guard  # noqa: E402
+transfer_guard_host_to_device = _flag_context("jax_transfer_guard_host_to_device")
+transfer_guard_device_to_device = _flag_context("jax_transfer_guard_device_to_device")
+transfer_guard_device_to_host = _flag_context("jax_transfer_guard_device_to_host")
 
 
 _DEPRECATED = {"device_put_sharded": "jax.device_put(xs, NamedSharding(mesh, P('i')))",

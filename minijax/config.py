@@ -215,6 +215,26 @@ def _validate_precision(value):
 
 TAP_MECHANISMS = ("native", "callback")
 HOST_CALLBACK_SEMANTICS = ("seed", "jax")
+TRANSFER_GUARD_LEVELS = ("allow", "log", "disallow", "log_explicit", "disallow_explicit")
+TRANSFER_DIRECTIONS = ("host_to_device", "device_to_device", "device_to_host")
+
+
+def _validate_transfer_guard(value):
+  if value is not None and value not in TRANSFER_GUARD_LEVELS:
+    raise ValueError(value)
+  return value
+
+
+def _transfer_guard_flag(direction: str | None) -> Flag:
+  name = "transfer_guard" + (f"_{direction}" if direction else "")
+  what = (f"{direction.replace('_', '-')} transfers" if direction else
+          "every transfer (set-only: it sets the three per direction)")
+  return Flag(name, None, f"MINIJAX_{name.upper()}", _validate_transfer_guard, str,
+              "None or one of " + ", ".join(map(repr, TRANSFER_GUARD_LEVELS)),
+              f"the transfer guard level of {what} (None: 'allow'); implicit transfers "
+              "(not device_put/device_get) are logged or refused at 'log' or 'disallow', "
+              "all at 'log_explicit' or 'disallow_explicit'",
+              env_aliases=(f"JAX_{name.upper()}",))
 EFFECTS_ORDERINGS = ("runtime_token", "stream")
 TRACEBACK_FILTERING = ("auto", "off", "tracebackhide", "remove_frames", "quiet_remove_frames")
 
@@ -331,6 +351,7 @@ FLAGS: dict[str, Flag] = {f.name: f for f in [
              "the number of CPU devices (read when the XLA client is created)",
              "devices (the native tap queues' limit)",
              xla_flag="xla_force_host_platform_device_count"),
+    *[_transfer_guard_flag(d) for d in (None, *TRANSFER_DIRECTIONS)],
     int_flag("eager_cache_size", "MINIJAX_EAGER_CACHE_SIZE", 4096, 1, 2**31 - 1,
              "executables of primitives applied outside jit (least recently used "
              "evicted)", "entries"),
@@ -390,6 +411,9 @@ class Config:
       raise AttributeError(f"minijax.config has no flag {name!r}; known flags: {known} "
                            "(each also as JAX's name, with a jax_ prefix)")
     value = flag.check(value)
+    if name == "transfer_guard":  # as in JAX, set-only: it sets each direction's
+      for direction in TRANSFER_DIRECTIONS:
+        self.update(f"transfer_guard_{direction}", value)
     if self._contexts.get(name):  # a `with` block's value stays in force until it ends
       self._global[name] = value
       self._updated.add(name)
@@ -566,6 +590,16 @@ class State:
 
   def __repr__(self):
     return f"<minijax flag {self._name}={self.value!r}>"
+
+
+@contextlib.contextmanager
+def transfer_guard(level: str):
+  """`with transfer_guard(level):` guards the transfers of every direction at `level`
+  ('allow', 'log', 'disallow', 'log_explicit', 'disallow_explicit') for the block."""
+  with contextlib.ExitStack() as stack:
+    for name in ("transfer_guard", *(f"transfer_guard_{d}" for d in TRANSFER_DIRECTIONS)):
+      stack.enter_context(FlagContext(name, level))
+    yield
 
 
 def flag_context(name: str) -> State:

@@ -13,14 +13,18 @@ from minijax import lax, tree_util
 from minijax.api_util import prefix_pairs
 from minijax.core import dtypes
 from minijax.core import sharding as sharding_lib
+from minijax.core.avals import ShapedArray
+from minijax.core.errors import UnexpectedTracerError
 from minijax.core.trace import Tracer
 from minijax.runtime import array as array_lib
 from minijax.runtime import backend as runtime_backend
 from minijax.runtime.array import Array, is_concrete_array
 from minijax.runtime.array import device_put as runtime_device_put
+from minijax.runtime import sharded as runtime_sharded
 
 __all__ = ["device_put", "device_get", "block_until_ready", "device_count",
-           "local_device_count", "default_backend", "print_environment_info"]
+           "local_device_count", "default_backend", "print_environment_info",
+           "make_array_from_callback", "make_array_from_single_device_arrays", "live_arrays"]
 
 
 def device_put(x, device=None, *, src=None, donate: bool = False, may_alias=None):
@@ -58,17 +62,156 @@ def device_put(x, device=None, *, src=None, donate: bool = False, may_alias=None
       return leaf
     return put(leaf, target)
 
-  if is_leaf(device):
-    if isinstance(x, (np.ndarray, np.generic, *dtypes.PYTHON_SCALARS)) or hasattr(x, "_buffer"):
-      return put(x, device)  # one array: no pytree machinery
-    return tree_util.tree_map(lambda leaf: one(leaf, device), x)
+  with runtime_backend.explicit_transfers():
+    if is_leaf(device):
+      if (isinstance(x, (np.ndarray, np.generic, *dtypes.PYTHON_SCALARS))
+          or hasattr(x, "_buffer")):
+        return put(x, device)  # one array: no pytree machinery
+      return tree_util.tree_map(lambda leaf: one(leaf, device), x)
   def mismatch(details):
     return ValueError("device_put device specification must be a tree prefix of the "
                       f"corresponding value; got {device} for value tree "
                       f"{tree_util.tree_structure(x)}.{details}")
   pairs = prefix_pairs(device, x, is_leaf=is_leaf, name="device", mismatch=mismatch)
-  return tree_util.tree_structure(device, is_leaf=is_leaf).unflatten(
-      [tree_util.tree_map(lambda leaf, t=t: one(leaf, t), sub) for t, sub in pairs])
+  with runtime_backend.explicit_transfers():
+    return tree_util.tree_structure(device, is_leaf=is_leaf).unflatten(
+        [tree_util.tree_map(lambda leaf, t=t: one(leaf, t), sub) for t, sub in pairs])
+
+
+def _key_arrays():
+  from minijax.random import prng  # (a library beside this one, which builds on it)
+  return prng
+
+
+def _check_dtype(values, dtype, fname: str):
+  """The dtype of the blocks `values`, which must agree (with `dtype` too, when given)."""
+  if not values:
+    if dtype is None:
+      raise ValueError("If the Array has no addressable shards, `dtype` must be provided "
+                       f"via the `dtype` argument to `jax.{fname}`.")
+    return dtype
+  found = values[0].dtype
+  if dtype is not None and dtypes.canonicalize_dtype(dtype) != found:
+    raise ValueError(f"If `dtype` is provided to `jax.{fname}`, it must match the dtype of "
+                     f"the addressable shards. Got dtype={dtype} and shard dtype={found}`.")
+  return found
+
+
+def _check_blocks(values, expected_shape, dtype, shape, sharding) -> None:
+  for v in values:
+    if v.dtype != dtype:
+      raise ValueError("Input buffers to `Array` must have matching dtypes. "
+                       f"Got {v.dtype}, expected {dtype} for buffer: {v}")
+    if tuple(v.shape) != tuple(expected_shape):
+      raise ValueError(f"Expected shard shape {tuple(expected_shape)} doesn't match the single "
+                       f"device array shape {tuple(v.shape)}. Shape of Array is "
+                       f"{ShapedArray(tuple(shape), dtype).str_short()} with sharding {sharding}")
+
+
+def make_array_from_callback(shape, sharding, data_callback, dtype=None):
+  """An Array of global `shape` laid out by `sharding`, each block of this process's
+  devices being `data_callback(index)` (`index`: a tuple of slices into the global value;
+  asked once when the layout is fully replicated).  The callback may return numpy arrays,
+  Arrays, Python scalars or PRNG key arrays; the result is committed to the devices."""
+  if not isinstance(sharding, sharding_lib.Sharding):
+    raise TypeError(f"sharding should be an instance of `jax.sharding`. Got {sharding} of "
+                    f"type {type(sharding)}")
+  shape = tuple(shape)
+  indices = sharding.addressable_devices_indices_map(shape)
+
+  def get(index):
+    value = data_callback(index)
+    if isinstance(value, Tracer):
+      raise UnexpectedTracerError("jax.make_array_from_callback cannot be called within a "
+                                  "traced context.")
+    return value
+
+  if sharding.is_fully_replicated:
+    value = get((slice(None),) * len(shape))
+    values = [value] * len(indices)
+  else:
+    values = [get(index) for index in indices.values()]
+  prng = _key_arrays()
+  if values and isinstance(values[0], prng.PRNGKeyArray):
+    impl = values[0]._impl
+    data = [prng.random_unwrap(v) for v in values]
+    base = make_array_from_callback(
+        shape + impl.key_shape, sharding,
+        lambda index: data[_position(indices, index[:len(shape)])])
+    return prng.random_wrap(base, impl=impl)
+  values = [v if is_concrete_array(v) else _canonical(v) for v in values]
+  dtype = _check_dtype(values, dtype, "make_array_from_callback")
+  dtype = dtypes.canonicalize_dtype(dtype)
+  _check_blocks(values, sharding.shard_shape(shape), dtype, shape, sharding)
+  aval = ShapedArray(shape, dtype)
+  blocks = {d: np.asarray(v) for d, v in zip(indices, values)}
+  if len(sharding._device_assignment) == 1:
+    ((device, block),) = blocks.items()
+    return runtime_device_put(block.astype(dtype, copy=False), device)
+  return runtime_sharded.put_blocks(blocks, aval, sharding)
+
+
+def _canonical(value) -> np.ndarray:
+  """A host value as numpy, of the dtype minijax gives it (64-bit types only with x64)."""
+  if isinstance(value, dtypes.PYTHON_SCALARS):
+    return np.asarray(value, dtypes.python_scalar_dtype(value))
+  value = np.asarray(value)
+  return value.astype(dtypes.canonicalize_dtype(value.dtype), copy=False)
+
+
+def _position(indices: dict, index) -> int:
+  """Which block of `indices` (device -> index) `index` is."""
+  key = tuple((s.start, s.stop) for s in index)
+  for i, known in enumerate(indices.values()):
+    if tuple((s.start, s.stop) for s in known) == key:
+      return i
+  raise AssertionError(f"unknown block index {index}")
+
+
+def make_array_from_single_device_arrays(shape, sharding, arrays, *, dtype=None):
+  """An Array of global `shape` laid out by `sharding` over `arrays`, one single-device
+  Array (or PRNG key array) per device of this process, each holding that device's block
+  (no copy is made).  The result is committed to the devices."""
+  if not isinstance(arrays, (list, tuple)):
+    raise TypeError("jax.make_array_from_single_device_arrays `arrays` argument must be a "
+                    f"list or tuple, but got {type(arrays)}.")
+  if any(isinstance(a, Tracer) for a in arrays):
+    raise ValueError("jax.make_array_from_single_device_arrays requires a list of concrete "
+                     f"arrays as input, but got types {set(map(type, arrays))}")
+  if not isinstance(sharding, sharding_lib.Sharding):
+    raise TypeError(f"sharding should be an instance of `jax.sharding`. Got {sharding} of "
+                    f"type {type(sharding)}")
+  shape = tuple(shape)
+  prng = _key_arrays()
+  if arrays and isinstance(arrays[0], prng.PRNGKeyArray):
+    impl = arrays[0]._impl
+    base = make_array_from_single_device_arrays(
+        shape + impl.key_shape, sharding, [prng.random_unwrap(a) for a in arrays])
+    return prng.random_wrap(base, impl=impl)
+  dtype = _check_dtype(list(arrays), dtype, "make_array_from_single_device_arrays")
+  _check_blocks(arrays, sharding.shard_shape(shape), dtype, shape, sharding)
+  wanted = sharding.addressable_devices
+  by_device = {}
+  for a in arrays:
+    if not is_concrete_array(a) or a._device is None:
+      raise ValueError("jax.make_array_from_single_device_arrays takes Arrays each on one "
+                       f"device, got {type(a).__name__} on {a.devices()}")
+    if a._device not in wanted or a._device in by_device:
+      raise ValueError(f"the arrays must hold one block for each device of this process in "
+                       f"{sharding}: got one on {a._device}, which is "
+                       f"{'another array' if a._device in by_device else 'not one of them'}")
+    by_device[a._device] = a
+  if set(by_device) != wanted:
+    raise ValueError(f"the arrays must hold one block for each device of this process in "
+                     f"{sharding}; none is on {sorted(wanted - set(by_device), key=str)}")
+  return runtime_sharded.assemble(by_device, ShapedArray(shape, dtype), sharding)
+
+
+def live_arrays(platform=None) -> list:
+  """Every array the devices hold alive (ones whose Python objects are gone included, until
+  jaxlib frees them), each as an Array over its buffer."""
+  _check_backend(platform)
+  return runtime_sharded.live_arrays()
 
 
 def device_count(backend=None) -> int:
@@ -98,7 +241,8 @@ def device_get(x):
     if is_concrete_array(leaf):
       return np.asarray(leaf)
     return leaf
-  return tree_util.tree_map(get, x)
+  with runtime_backend.explicit_transfers():
+    return tree_util.tree_map(get, x)
 
 
 def block_until_ready(x):

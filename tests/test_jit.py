@@ -129,8 +129,9 @@ def test_python_scalar_arguments_are_served_by_one_compiled_entry(caplog):
     assert r.dtype == np.float32
     np.testing.assert_array_equal(r, [v, v])
     assert np.signbit(r).all() == np.signbit(v)  # -0.0 and 0.0 stay apart
-  # the key is the avals, a Python float's being the weakly typed f32[] (as in JAX)
-  assert list(f._wrapped._fast) == [(x.aval, python_scalar_aval(1.0))]
+  # the key is the avals, a Python float's being the weakly typed f32[] (as in JAX), and
+  # whether an argument is committed to its device
+  assert list(f._wrapped._fast) == [(x.aval, python_scalar_aval(1.0), False)]
   assert f(x, 3).dtype == np.float32 and f(x, True).dtype == np.float32
   assert len(f._wrapped._fast) == 3  # an int and a bool have avals of their own
   with pytest.raises(OverflowError):
@@ -591,3 +592,27 @@ def test_log_compiles_reports_tracing_and_cache_size_counts_traces(caplog):
   assert len(traced) == 2 and add._cache_size() == 1
   add(np.arange(3.0))
   assert add._cache_size() == 2
+
+
+def test_results_are_committed_when_an_argument_is_on_every_path():
+  """As in JAX: jnp.array and device_put without a device make uncommitted Arrays,
+  device_put to a device committed ones, and a computation's results are committed when
+  one of its arguments is; the fast path keeps the two apart (one entry each)."""
+  x = jnp.arange(3.)
+  c = minijax.device_put(x, minijax.devices()[0])
+  assert not x.committed and c.committed and not minijax.device_put(np.ones(2)).committed
+  one = minijax.jit(lambda a: a * 2)
+  two = minijax.jit(lambda a, b: a + b)
+  scalar = minijax.jit(lambda a, s: a * s)
+  tree = minijax.jit(lambda d: d["a"] + d["b"])
+  static = minijax.jit(lambda a, n: a * n, static_argnums=1)
+  for _ in range(3):  # first calls, then the fast path
+    assert [one(x).committed, one(c).committed] == [False, True]
+    assert [two(x, x).committed, two(x, c).committed, two(c, x).committed] == [False, True, True]
+    assert [scalar(x, 2.0).committed, scalar(c, 2.0).committed] == [False, True]
+    assert [tree({"a": x, "b": x}).committed, tree({"a": x, "b": c}).committed] == [False, True]
+    assert [static(x, 2).committed, static(c, 2).committed] == [False, True]
+    assert [static(a=x, n=2).committed, static(a=c, n=2).committed] == [False, True]
+    assert [(x + 1).committed, (c + 1).committed, (x + c).committed] == [False, True, True]
+  assert len(one._wrapped._fast) == 2 and len(two._wrapped._fast) == 2
+  assert minijax.jit(lambda a: a, device=0)(x).committed

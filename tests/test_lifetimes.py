@@ -320,3 +320,29 @@ def test_two_equal_tap_functions_each_get_their_own_taps(staging):
       hcb.id_tap(tap, jnp.float32(value))
   hcb.barrier_wait()
   assert first.got == [1.0, 3.0] and second.got == [2.0]
+
+
+def test_live_arrays_lists_the_buffers_held_and_forgets_freed_ones():
+  marker = minijax.device_put(np.full((7, 3), 5.0, np.float32))
+  live = minijax.live_arrays()
+  assert all(isinstance(a, minijax.Array) for a in live)
+  assert any(a.shape == (7, 3) and np.all(np.asarray(a) == 5.0) for a in live)
+  del live  # (its Arrays share the buffers)
+
+  def leak():  # JAX's test_cond_memory_leak: a jitted cond closing over an array
+    data = minijax.device_put(np.zeros(1024, np.float32) + 1)
+    g = minijax.jit(lambda: minijax.lax.cond(True, minijax.jit(lambda: data[0]),
+                                             lambda: data[1]))
+    g().block_until_ready()
+    g.clear_cache()
+    del g, data
+    gc.collect()
+
+  gc.collect()
+  base = len(minijax.live_arrays())
+  for _ in range(3):
+    leak()
+    assert len(minijax.live_arrays()) <= base
+  del marker
+  gc.collect()
+  assert not any(a.shape == (7, 3) for a in minijax.live_arrays())

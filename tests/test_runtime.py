@@ -176,7 +176,12 @@ def test_device_put_copies_broadcast_transposed_and_later_mutated_numpy_arrays()
 def test_device_put_of_an_array_on_its_device_is_identity():
   a = runtime.device_put(np.ones(3, np.float32))
   assert runtime.device_put(a) is a
-  assert runtime.device_put(a, 0) is a
+  # As in JAX, naming the device commits the value to it: a new Array over the same
+  # buffer (no copy), which a second device_put to that device returns as it is.
+  b = runtime.device_put(a, 0)
+  assert b is not a and b._buffer is a._buffer
+  assert (a.committed, b.committed) == (False, True)
+  assert runtime.device_put(b, 0) is b and runtime.device_put(b) is b
 
 
 @pytest.mark.parametrize("shape", [(0,), (0, 3), (2, 0, 1)])
@@ -440,3 +445,61 @@ def test_a_one_input_executable_called_with_another_number_of_arrays_says_so():
   for args in [(), (x, x)]:
     with pytest.raises(TypeError, match=r"takes 1 array argument\(s\), got"):
       exe(*args)
+
+
+def test_transfer_guards_refuse_implicit_transfers_and_allow_explicit_ones():
+  import minijax
+  import minijax.numpy as jnp
+  x = jnp.arange(3.)
+  add_one = minijax.jit(lambda a: a + 1)
+  closes_over_numpy = minijax.jit(lambda a: a + np.ones(3, np.float32))
+  refused = "Disallowed host-to-device transfer"
+  with minijax.transfer_guard("disallow"):
+    assert minijax.config.transfer_guard_host_to_device == "disallow"
+    with pytest.raises(Exception, match=refused):
+      add_one(np.ones(3, np.float32))  # a numpy argument: an implicit transfer
+    with pytest.raises(Exception, match=refused):
+      x + np.ones(3, np.float32)
+    np.testing.assert_array_equal(add_one(minijax.device_put(np.ones(3))), [2., 2., 2.])
+    np.testing.assert_array_equal(closes_over_numpy(x), [1., 2., 3.])  # constants: no
+    np.testing.assert_array_equal(minijax.device_get(x), [0., 1., 2.])  # reads on CPU: never
+    assert str(x) == "[0. 1. 2.]"
+    # random_test's test_seed_no_implicit_transfers: a seed on the device stays there
+    key = minijax.random.PRNGKey(minijax.device_put(42))
+    np.testing.assert_array_equal(key, [0, 42])
+    typed = minijax.random.key(minijax.device_put(-5), impl="threefry2x32")
+    np.testing.assert_array_equal(minijax.random.key_data(typed), [0, 2**32 - 5])
+    with minijax.transfer_guard_host_to_device("allow"):  # one direction's own level
+      add_one(np.ones(3, np.float32))
+  with minijax.transfer_guard("disallow_explicit"):
+    with pytest.raises(Exception, match=refused):
+      minijax.device_put(np.ones(3))
+  assert minijax.config.transfer_guard_host_to_device is None
+  add_one(np.ones(3, np.float32))  # allowed again after the block
+  minijax.config.update("jax_transfer_guard", "disallow")  # set-only: sets every direction
+  try:
+    assert minijax.config.transfer_guard_device_to_device == "disallow"
+    with pytest.raises(Exception, match=refused):
+      add_one(np.ones(3, np.float32))
+  finally:
+    minijax.config.update("jax_transfer_guard", None)
+  add_one(np.ones(3, np.float32))
+  with pytest.raises(ValueError, match="transfer_guard cannot be 'nope'"):
+    minijax.transfer_guard("nope").__enter__()
+
+
+def test_a_one_device_named_sharding_stays_the_arrays_sharding():
+  import minijax
+  import minijax.numpy as jnp
+  from minijax.sharding import Mesh, NamedSharding, PartitionSpec as P
+  device = minijax.devices()[0]
+  s = NamedSharding(Mesh(np.array([device]), ("x",)), P("x"))
+  x = jnp.arange(3)
+  y = minijax.device_put(x, s)
+  assert y.sharding == s and y.committed and y.devices() == {device}
+  np.testing.assert_array_equal(y, [0, 1, 2])
+  assert minijax.device_put(y, s) is y and minijax.device_put(y) is y  # already there
+  u = minijax.device_put(y, device)
+  assert u.sharding == minijax.sharding.SingleDeviceSharding(device) and u.committed
+  assert jnp.copy(y).sharding == s
+  assert (y + 1).committed and minijax.jit(lambda a: a * 2, in_shardings=s)(y).committed

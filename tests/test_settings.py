@@ -55,6 +55,10 @@ BAD_AND_GOOD = [
                                                 ("warn", "warn")]),
     ("allow_f16_reductions", ["no", 2], [(False, False), (True, True)]),
     ("default_device", ["gpu", 0, "tpu"], [("cpu", "cpu"), (None, None)]),
+    *[(name, ["never", True, "Allow"], [("log", "log"), (None, None)])
+      for name in ("transfer_guard_host_to_device", "transfer_guard_device_to_device",
+                   "transfer_guard_device_to_host")],
+    ("transfer_guard", ["never", 1], [(None, None)]),
     ("no_tracing", ["on", None], [(True, True), (False, False)]),
     ("no_execution", ["on", None], [(True, True), (False, False)]),
     ("legacy_prng_key", ["never", True], [("error", "error"), ("allow", "allow")]),

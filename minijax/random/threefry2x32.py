@@ -19,6 +19,7 @@ from minijax import lax
 from minijax.core import dtypes
 from minijax.core.trace import Tracer
 from minijax.random import prng
+from minijax.runtime.array import is_concrete_array
 
 __all__ = ["threefry_2x32", "threefry_fold_in", "threefry_prng_impl", "threefry_random_bits",
            "threefry_seed", "threefry_split"]
@@ -78,12 +79,19 @@ def threefry_2x32(keypair, count):
   return jnp.reshape(out[:-1] if odd else out, count.shape)
 
 
+def _seed_on_device(seed):
+  from minijax import api
+  return api.jit(threefry_seed)(seed)
+
+
 def threefry_seed(seed):
   """uint32[2] key data of an integer seed: its two's complement (high word, low word), the
   high word being 0 for a seed of 32 bits or fewer.  A Python int is an int64 first, and,
   as every 64-bit value without x64, is then wrapped to 32 bits (JAX does the same)."""
   if isinstance(seed, (bool, np.bool_)):
     raise TypeError(f"PRNG key seed must be an integer; got {seed!r}")
+  if is_concrete_array(seed):  # on its device, as JAX does: no transfer to or from the host
+    return _seed_on_device(seed)
   if not isinstance(seed, Tracer):
     arr = np.int64(seed) if isinstance(seed, int) else np.asarray(seed)
     if not dtypes.is_integer(arr.dtype):

@@ -7,6 +7,15 @@ lives on.  An Array laid out over several devices (`runtime/sharded.py`) has a m
 fast paths of single-device Arrays checks `_device`, which a sharded Array never matches.  Its contents reach the host only when asked for (`_value`, `__array__`, printing,
 conversion to Python scalars), and then once: the host copy is cached, read-only.
 
+As in JAX, an Array is *committed* to its device(s) (`_committed`) when it was put there on
+purpose: by `device_put` to a device or sharding, or as the result of a computation that
+had a committed argument or placement; `jnp.array`, `device_put(x)` without a target and
+computations on uncommitted values only make uncommitted Arrays, which a computation moves
+where it runs.  Staging reads the bit to place computations (`staging/compiler.py`); an
+Array laid out over several devices is always committed.  One placed by a one-device
+sharding other than a `SingleDeviceSharding` (a `NamedSharding` of a one-device mesh) keeps
+that sharding in `_committed` (truthy), and reports it as its `sharding`, as JAX does.
+
 Host-to-device goes through `xla_client.batched_device_put`; device-to-host goes through
 DLPack, copying out of the exported view so that no external reference outlives the read
 (an outstanding reference would silently stop jaxlib from donating the buffer later).  numpy
@@ -77,6 +86,15 @@ def _copy_raw(buffer, out: np.ndarray) -> None:
   del tensor, capsule
 
 
+def _buffer_address(buffer) -> int:
+  """The address of `buffer`'s data, read from a DLPack export (released at once)."""
+  capsule = _jax.buffer_to_dlpack_managed_tensor(buffer)
+  tensor = _DLTensor.from_address(_capsule_pointer(capsule, b"dltensor"))
+  address = tensor.data + tensor.byte_offset
+  del tensor, capsule
+  return address
+
+
 # Sub-byte types (int4, ...) are packed in XLA's buffers and have no DLPack form.  Staging
 # installs the reader (`widen_subbyte(array) -> numpy`), which widens them on the device
 # (int4 -> int8, float4_e2m1fn -> float32, exactly) and narrows the result with numpy.
@@ -134,15 +152,16 @@ def is_concrete_array(x) -> bool:
 
 class Array(metaclass=_ArrayMeta):
   """An immutable array stored on one device, or laid out over several (`sharding`)."""
-  __slots__ = ("_buffer", "aval", "_device", "_npy", "_sharding", "__weakref__")
+  __slots__ = ("_buffer", "aval", "_device", "_npy", "_sharding", "_committed", "__weakref__")
   __array_priority__ = 100
 
-  def __init__(self, buffer, aval: ShapedArray, device, sharding=None):
+  def __init__(self, buffer, aval: ShapedArray, device, sharding=None, committed=False):
     self._buffer = buffer
     self.aval = aval
     self._device = device
     self._npy = None
     self._sharding = sharding
+    self._committed = committed
 
   # ---- metadata: always available, even once deleted
   shape = property(lambda self: self.aval.shape)
@@ -163,6 +182,8 @@ class Array(metaclass=_ArrayMeta):
     the `SingleDeviceSharding` of its device."""
     if self._sharding is not None:
       return self._sharding
+    if isinstance(self._committed, sharding_lib.Sharding):
+      return self._committed
     return _single_device_sharding(self._device)
 
   def devices(self) -> set:
@@ -190,7 +211,10 @@ class Array(metaclass=_ArrayMeta):
   def is_fully_replicated(self) -> bool:
     return self._sharding is None or self._sharding.is_fully_replicated
 
-  committed = True
+  @property
+  def committed(self) -> bool:
+    """Whether the array was placed on its device(s) on purpose (see the module docstring)."""
+    return bool(self._committed)
 
   # ---- lifetime
   def is_deleted(self) -> bool:
@@ -221,7 +245,7 @@ class Array(metaclass=_ArrayMeta):
   def unsafe_buffer_pointer(self) -> int:
     self._check_alive()
     self._single_device("unsafe_buffer_pointer")
-    return self._buffer.unsafe_buffer_pointer()
+    return _buffer_address(self._buffer)  # (jaxlib's own method imports `jax`)
 
   def on_device_size_in_bytes(self) -> int:
     """The bytes the buffer takes on its device (every device's, for a sharded Array)."""
@@ -318,14 +342,15 @@ class Array(metaclass=_ArrayMeta):
       raise TypeError("iteration over a 0-d array")
     aval = self.aval.update(shape=self.aval.shape[1:])
     device = self._device or backend.default_device()
-    return (_put_numpy(row, aval, device) for row in self._value)
+    return (_put_numpy(row, aval, device, bool(self._committed)) for row in self._value)
 
   def __reversed__(self):
     if not self.aval.shape:
       raise TypeError("iteration over a 0-d array")
     aval = self.aval.update(shape=self.aval.shape[1:])
     device = self._device or backend.default_device()
-    return (_put_numpy(row, aval, device) for row in self._value[::-1])
+    return (_put_numpy(row, aval, device, bool(self._committed))
+            for row in self._value[::-1])
 
   # ---- printing
   def __repr__(self):
@@ -366,6 +391,7 @@ class HostArray(Array):
   paths pay for one object and no Python call.
   """
   __slots__ = ()
+  _committed = False  # (the native handlers leave that slot empty)
 
   def __init__(self, value: np.ndarray, aval: ShapedArray, device):
     self.aval, self._device, self._npy, self._sharding = aval, device, value, None
@@ -413,12 +439,12 @@ def make_array(buffer, aval: ShapedArray, device=None) -> Array:
   return Array(buffer, aval, device)
 
 
-def _put_numpy(value: np.ndarray, aval: ShapedArray, device) -> Array:
+def _put_numpy(value: np.ndarray, aval: ShapedArray, device, committed: bool = False) -> Array:
   """Copies `value` (already of dtype `aval.dtype` and shape `aval.shape`) to `device`."""
   buffer = xla_client.batched_device_put(
       aval, backend.sharding_for(device), [value], [device], True,
       host_buffer_semantics=_IMMUTABLE_DURING_CALL, enable_x64=config.enable_x64)
-  return Array(buffer, aval, device)
+  return Array(buffer, aval, device, None, committed)
 
 
 _scalar_buffers: dict[tuple, Any] = {}
@@ -457,25 +483,31 @@ def _rebuild(value: np.ndarray, weak_type: bool) -> Array:
   return _put_numpy(value, ShapedArray(value.shape, value.dtype, weak_type), backend.default_device())
 
 
-def _copy_to_device(x: Array, device) -> Array:
+def _copy_to_device(x: Array, device, committed: bool) -> Array:
   x._check_alive()
   (buffer,) = _jax.batched_copy_array_to_devices_with_sharding(
       [x._buffer], [xla_client.DeviceList((device,))], [backend.sharding_for(device)],
       [xla_client.ArrayCopySemantics.ALWAYS_COPY])
-  return Array(buffer, x.aval, device)
+  return Array(buffer, x.aval, device, None, committed)
 
 
 def copy_array(x: Array) -> Array:
-  """A copy of `x` in a new buffer on the same device."""
-  return _copy_to_device(x, x._device)
+  """A copy of `x` in new buffers on the same device (each device's block copied in place,
+  for an Array laid out over several)."""
+  if x._sharding is not None:
+    from minijax.runtime import sharded
+    return sharded.copy(x)
+  return _copy_to_device(x, x._device, x._committed)
 
 
 def device_put(x: Any, device=None) -> Array:
   """Places `x` (an Array, a numpy array or scalar, or a Python scalar) on `device`.
 
-  `device` is None (device 0, or where an Array already is), an index, a device object, or
-  a `core.sharding` sharding (the value is split into blocks over its devices).
-  Python scalars are weakly typed; with x64 off, 64-bit values become their 32-bit kin.
+  `device` is None (the default device, or where an Array already is), an index, a device
+  object, or a `core.sharding` sharding (the value is split into blocks over its devices).
+  Placed on a device or sharding named here, the result is committed to it; without one, a
+  new value is uncommitted and an Array is returned as it is.  Python scalars are weakly
+  typed; with x64 off, 64-bit values become their 32-bit kin.
   """
   if isinstance(device, sharding_lib.Sharding):
     return _put_sharded(x, device)
@@ -484,26 +516,35 @@ def device_put(x: Any, device=None) -> Array:
       return x
     device = backend.get_device(device)
     if x._device is None:  # laid out over several devices: through the host
-      return _put_numpy(x._value, x.aval, device)
-    return x if x._device == device else _copy_to_device(x, device)
+      return _put_numpy(x._value, x.aval, device, True)
+    if x._device != device:
+      return _copy_to_device(x, device, True)
+    return x if x._committed is True else Array(x._buffer, x.aval, device, None, True)
+  committed = device is not None
   device = backend.get_device(device)
   if getattr(x, "dtype", None) == dtypes.float0:
-    return _put_float0(x, device)
+    return _put_float0(x, device, committed)
   value, aval = _host_value(x)
-  return _put_numpy(value, aval, device)
+  return _put_numpy(value, aval, device, committed)
 
 
-def _put_float0(x: Any, device) -> Array:
+def _put_float0(x: Any, device, committed: bool) -> Array:
   """A float0 value (the tangent of an integer: no data) as compiled code takes it: boolean
   zeros on the device, under its float0 aval."""
   zeros = _put_numpy(np.zeros(np.shape(x), np.bool_), ShapedArray(np.shape(x), np.bool_), device)
-  return Array(zeros._buffer, ShapedArray(np.shape(x), dtypes.float0), device)
+  return Array(zeros._buffer, ShapedArray(np.shape(x), dtypes.float0), device, None, committed)
 
 
 def _put_sharded(x: Any, sharding: sharding_lib.Sharding) -> Array:
   from minijax.runtime import sharded
   if isinstance(sharding, sharding_lib.SingleDeviceSharding):
     return device_put(x, sharding._device)
+  if len(sharding._device_assignment) == 1:  # committed to the sharding itself
+    if is_concrete_array(x) and x._committed == sharding:
+      return x
+    sharding.check_shape(np.shape(x))
+    out = device_put(x, sharding._device_assignment[0])
+    return Array(out._buffer, out.aval, out._device, None, sharding)
   if is_concrete_array(x):
     sharding.check_shape(x.aval.shape)
     return sharded.reshard(x, sharding)

@@ -262,3 +262,44 @@ def sharding_for(device: Device) -> _jax.SingleDeviceSharding:
   if sharding is None:
     sharding = _shardings.setdefault(device, _jax.SingleDeviceSharding(device))
   return sharding
+
+
+# ----------------------------------------------------------------------------- transfer guards
+# jaxlib itself guards its transfers (`guard_lib`): putting host values on a device, copies
+# between devices, and reads (never guarded on CPU), each at the level of its direction,
+# an explicit `device_put`/`device_get` being told apart by a thread-local mark.  The flags
+# `transfer_guard_<direction>` set jaxlib's process-wide levels.
+
+_guard_lib = _jax.guard_lib
+_GUARD_LEVELS = {None: None, "allow": _guard_lib.TransferGuardLevel.ALLOW,
+                 "log": _guard_lib.TransferGuardLevel.LOG,
+                 "disallow": _guard_lib.TransferGuardLevel.DISALLOW,
+                 "log_explicit": _guard_lib.TransferGuardLevel.LOG_EXPLICIT,
+                 "disallow_explicit": _guard_lib.TransferGuardLevel.DISALLOW_EXPLICIT}
+
+
+def _apply_transfer_guard(name: str, value) -> None:
+  if name.startswith("transfer_guard_"):
+    setattr(_guard_lib.global_state(), name[len("transfer_guard_"):], _GUARD_LEVELS[value])
+
+
+for _direction in ("host_to_device", "device_to_device", "device_to_host"):
+  _apply_transfer_guard(f"transfer_guard_{_direction}",
+                        getattr(config, f"transfer_guard_{_direction}"))
+config.on_change(_apply_transfer_guard)
+
+
+class explicit_transfers:
+  """`with explicit_transfers():` marks the transfers inside as explicit ones
+  (`device_put`, `device_get`, and the constants staging places), which only the
+  '*_explicit' guard levels log or refuse."""
+  __slots__ = ("previous",)
+
+  def __enter__(self):
+    state = _guard_lib.thread_local_state()
+    self.previous = state.explicit_device_put, state.explicit_device_get
+    state.explicit_device_put = state.explicit_device_get = True
+
+  def __exit__(self, *exc):
+    state = _guard_lib.thread_local_state()
+    state.explicit_device_put, state.explicit_device_get = self.previous

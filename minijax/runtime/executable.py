@@ -330,14 +330,15 @@ class Executable(CompiledProgram):
 
   def make_call(self, consts: Sequence[Array] = (), out_tree=None,
                 fallback: Callable | None = None, scalars: bool = False,
-                _weak_self: bool = False) -> Callable:
+                _weak_self: bool = False, committed: bool = False) -> Callable:
     """The fastest way to run this executable: `call(*args)` runs it on `(*consts, *args)`
     and returns the list of output Arrays, or `out_tree.unflatten` of it.  Everything fixed
     at compile time is bound into the closure (this is the dispatch hot path).  Arguments
     may be Arrays on this executable's device and Python scalars of the parameters' avals
     (expected from the start when `scalars`, the way `jit` keys calls with scalars); others
     go to `fallback(args)` when given, else to `_call_general`, which converts and checks
-    them.  The closure keeps this executable alive (except `self.call`'s: `_weak_self`)."""
+    them.  The output Arrays are `committed` to the device, or not.  The closure keeps this
+    executable alive (except `self.call`'s: `_weak_self`)."""
     if _weak_self:
       this = weakref.ref(self)
       general = lambda args: this()._call_general(args)  # noqa: E731
@@ -347,6 +348,7 @@ class Executable(CompiledProgram):
     run_effectful = self._run_effectful
     execute, handlers = self._exe.execute_sharded, self._handlers
     out_avals, out_devices, device = self.out_avals, self._out_devices, self.device
+    out_shardings, out_committed = (None,) * len(out_avals), (committed,) * len(out_avals)
     check_devices = backend.device_count() > 1
     consts = tuple(consts)
     const_buffers = [c._buffer for c in consts]
@@ -440,12 +442,16 @@ class Executable(CompiledProgram):
         _raise_filed(err)
         raise
       if single:
-        return Array(outs[0], out_aval, device)
-      outs = list(map(Array, outs, out_avals, out_devices))
+        return Array(outs[0], out_aval, device, None, committed)
+      if committed:
+        outs = list(map(Array, outs, out_avals, out_devices, out_shardings, out_committed))
+      else:
+        outs = list(map(Array, outs, out_avals, out_devices))
       return unflatten(outs) if unflatten is not None else outs
     return call
 
-  def dispatch_record(self, consts: Sequence[Array] = (), out_tree=None) -> tuple | None:
+  def dispatch_record(self, consts: Sequence[Array] = (), out_tree=None,
+                      committed: bool = False) -> tuple | None:
     """What a caller needs to run this executable inline, in its own frame, on argument
     buffers it built itself (`jit`'s fast path does, saving the call of `make_call`'s
     closure): `(execute, handlers, out_aval, device, failed, const_buffers, finish,
@@ -453,7 +459,8 @@ class Executable(CompiledProgram):
     Python scalars (None if anything else is there).  The caller runs
     `execute([*const_buffers, *buffers]).consume_with_handlers(handlers)` (after
     `backend.collect_jaxlib_garbage()`); with one output leaf, `out_aval` is its aval
-    and the result is `Array(outs[0], out_aval, device)`, else `finish(outs)`; on jaxlib's
+    and the result is `Array(outs[0], out_aval, device)` (uncommitted: an executable whose
+    results are `committed` gives no `out_aval`), else `finish(outs)`; on jaxlib's
     error it calls `failed(args, err)`, which raises.  For effects on the shared execution
     stream (taps), `execute` is `execute_sharded` wrapped by `execute_streamed`.
     None when the executable has other effects or host calls (those take `make_call`'s
@@ -487,8 +494,13 @@ class Executable(CompiledProgram):
           return None
       return buffers
 
+    out_shardings, out_committed = (None,) * len(out_avals), (committed,) * len(out_avals)
+
     def finish(outs):
-      outs = list(map(Array, outs, out_avals, out_devices))
+      if committed:
+        outs = list(map(Array, outs, out_avals, out_devices, out_shardings, out_committed))
+      else:
+        outs = list(map(Array, outs, out_avals, out_devices))
       return unflatten(outs) if unflatten is not None else outs
 
     def failed(args, err):
@@ -499,7 +511,7 @@ class Executable(CompiledProgram):
       _raise_filed(err)
       raise err
 
-    return (execute, self._handlers, out_avals[0] if single else None,
+    return (execute, self._handlers, out_avals[0] if single and not committed else None,
             device, failed, const_buffers or None, finish, mixed)
 
   def _call_general(self, args) -> list[Array]:

@@ -63,7 +63,7 @@ def put(value: np.ndarray, aval: ShapedArray, sharding: sharding_lib.Sharding) -
   `sharding`, each getting its block; a single device gets an ordinary Array."""
   devices = sharding._device_assignment
   if len(devices) == 1:
-    return _put_numpy(np.ascontiguousarray(value), aval, devices[0])
+    return _put_numpy(np.asarray(value, order="C"), aval, devices[0], True)
   indices = sharding.addressable_devices_indices_map(aval.shape)
   return put_blocks({d: value[index] for d, index in indices.items()}, aval, sharding)
 
@@ -74,14 +74,26 @@ def put_blocks(blocks: dict, aval: ShapedArray, sharding: sharding_lib.Sharding)
   on its device and the single-device arrays are assembled into one (jaxlib's
   `batched_device_put` fails on blocks held by several devices)."""
   block_aval = aval.update(shape=sharding.shard_shape(aval.shape))
-  singles = [_put_numpy(np.ascontiguousarray(block, aval.dtype), block_aval, d)._buffer
+  singles = [_put_numpy(np.asarray(block, aval.dtype, order="C"), block_aval, d)._buffer
              for d, block in blocks.items()]
   buffer = _jax.ArrayImpl(aval, jaxlib_sharding(sharding, aval.ndim), singles, True, True)
-  return Array(buffer, aval, None, sharding)
+  return Array(buffer, aval, None, sharding, True)
+
+
+def assemble(arrays: dict, aval: ShapedArray, sharding: sharding_lib.Sharding) -> Array:
+  """An Array laid out by `sharding` over the single-device Arrays holding this process's
+  blocks (`{device: Array}`, each of the block's shape and `aval`'s dtype), without a copy;
+  over one device, that device's Array."""
+  devices = [d for d in sharding._device_assignment if d in arrays]
+  if len(sharding._device_assignment) == 1:
+    return Array(arrays[devices[0]]._buffer, aval, devices[0], None, True)
+  buffers = [arrays[d]._buffer for d in devices]
+  buffer = _jax.ArrayImpl(aval, jaxlib_sharding(sharding, aval.ndim), buffers, True, True)
+  return Array(buffer, aval, None, sharding, True)
 
 
 def wrap(buffer, aval: ShapedArray, sharding: sharding_lib.Sharding) -> Array:
-  return Array(buffer, aval, None, sharding)
+  return Array(buffer, aval, None, sharding, True)
 
 
 # ----------------------------------------------------------------------------- reading
@@ -152,9 +164,19 @@ def addressable_shards(x: Array) -> list[Shard]:
     replicas[key] = replica + 1
     if device.process_index != device.client.process_index():
       continue
-    data = _put_numpy(block_value(x, device), block, device)
+    data = _put_numpy(block_value(x, device), block, device, True)
     shards.append(Shard(device, index, replica, data))
   return shards
+
+
+def copy(x: Array) -> Array:
+  """A copy of `x` with the same layout: each device copies its block (no host trip)."""
+  x._check_alive()
+  sharding = x._sharding
+  (buffer,) = _jax.batched_copy_array_to_devices_with_sharding(
+      [x._buffer], [device_list(sharding._device_assignment)],
+      [jaxlib_sharding(sharding, x.aval.ndim)], [xla_client.ArrayCopySemantics.ALWAYS_COPY])
+  return Array(buffer, x.aval, None, sharding, True)
 
 
 def reshard(x: Array, sharding: sharding_lib.Sharding) -> Array:
@@ -164,7 +186,7 @@ def reshard(x: Array, sharding: sharding_lib.Sharding) -> Array:
   if x._sharding is not None and (x._sharding == sharding or
                                   x._sharding.is_equivalent_to(sharding, x.aval.ndim)):
     if x._sharding._device_assignment == sharding._device_assignment:
-      return Array(x._buffer, x.aval, None, sharding)
+      return Array(x._buffer, x.aval, None, sharding, True)
   if not sharding.is_fully_addressable:
     if x._sharding is None or not x._sharding.is_fully_addressable:
       raise ValueError(f"cannot move an Array laid out by {x.sharding!r} to {sharding!r}: "
@@ -174,6 +196,27 @@ def reshard(x: Array, sharding: sharding_lib.Sharding) -> Array:
     full = x._value
     return put_blocks({d: full[i] for d, i in indices.items()}, x.aval, sharding)
   return put(x._value, x.aval, sharding)
+
+
+def live_arrays() -> list[Array]:
+  """An Array over each array buffer the client holds alive (JAX's `live_arrays`): new
+  Array objects over the same buffers (deleting one deletes the buffer), laid out as the
+  buffers are."""
+  from minijax.runtime import backend
+  from minijax.runtime.sharded_executable import sharding_of_hlo
+  out = []
+  for buffer in backend.get_client().live_arrays():
+    aval = buffer.aval
+    if type(aval) is not ShapedArray or buffer.is_deleted():
+      continue  # runtime tokens
+    jaxlib_sharding = buffer._sharding
+    if isinstance(jaxlib_sharding, _jax.SingleDeviceSharding):
+      out.append(Array(buffer, aval, jaxlib_sharding._device))
+    else:
+      devices = tuple(jaxlib_sharding._devices)
+      out.append(Array(buffer, aval, None, sharding_of_hlo(
+          jaxlib_sharding._hlo_sharding, aval.ndim, devices, None), True))
+  return out
 
 
 def token_group(tokens: list, devices: tuple, aval: ShapedArray) -> Any:

@@ -188,7 +188,7 @@ class ShardedExecutable(CompiledProgram):
           except _JaxRuntimeError as err:
             diagnose(args, err)
             raise
-          outs = [Array(b, a, None, s) for b, a, s in zip(outs, out_avals, out_shardings)]
+          outs = [Array(b, a, None, s, True) for b, a, s in zip(outs, out_avals, out_shardings)]
           return unflatten(outs) if unflatten is not None else outs
       if fallback is not None:
         return fallback(args)
@@ -203,7 +203,7 @@ class ShardedExecutable(CompiledProgram):
     except _JaxRuntimeError as err:
       self._diagnose(args, err)
       raise
-    return [Array(b, a, None, s) for b, a, s in zip(outs, self.out_avals, self.out_shardings)]
+    return [Array(b, a, None, s, True) for b, a, s in zip(outs, self.out_avals, self.out_shardings)]
 
   def _prepare_all(self, args, shardings) -> list[Array]:
     return [self._place(i, x, aval, s)

@@ -51,13 +51,59 @@ from minijax.staging.cache_keys import params_key
 CompiledFn = Callable[..., list]
 
 
-def device_of(args: Sequence[Any]):
-  """The device of the first Array among `args` (its sharding, for an Array laid out over
-  several devices), else the default device."""
+def placement_of(args: Sequence[Any]) -> tuple[Any, bool]:
+  """Where a computation on `args` runs unless it is told, and whether its results are
+  committed there: the device of the first committed Array among them (its sharding, for
+  an Array laid out over several devices) and True, else the default device and False
+  (uncommitted values are moved where the computation runs).  Committed arguments on
+  other devices are an error, which `check_committed` raises when the arguments miss the
+  compiled program's device (the executable hands them to `fallback`)."""
   for x in args:
-    if type(x) is Array:
-      return x._device or x._sharding
-  return backend.get_device(None)
+    if type(x) is Array and x._committed:
+      return x._device or x._sharding, True
+  return backend.get_device(None), False
+
+
+def device_of(args: Sequence[Any]):
+  return placement_of(args)[0]
+
+
+def place_consts(consts: Sequence[Any], device) -> list:
+  """The numpy constants a traced function closed over, put on `device` (a `Device`; other
+  placements take them as they are).  The transfer guard counts these as explicit
+  transfers: JAX embeds such constants in the program, which transfers nothing when
+  called."""
+  if not isinstance(device, backend.Device) or not any(
+      isinstance(c, (np.ndarray, np.generic)) for c in consts):
+    return list(consts)
+  with backend.explicit_transfers():
+    return [device_put(c, device) if isinstance(c, (np.ndarray, np.generic)) else c
+            for c in consts]
+
+
+def check_committed(args: Sequence[Any], name: str, arg_names=None) -> None:
+  """JAX's ValueError when committed Arrays among `args` are on different devices
+  (`arg_names`: their names, or a function that returns them)."""
+  first = None
+  for i, x in enumerate(args):
+    if type(x) is Array and x._committed:
+      if first is None:
+        first = i, x
+      elif x.devices() != first[1].devices() or (
+          x._sharding is not None and first[1]._sharding is not None and
+          x._sharding._device_assignment != first[1]._sharding._device_assignment):
+        names = list((arg_names() if callable(arg_names) else arg_names) or [])
+        raise ValueError(
+            "Received incompatible devices for jitted computation. Got "
+            f"{_describe_arg(first[0], first[1], name, names)} and "
+            f"{_describe_arg(i, x, name, names)}")
+
+
+def _describe_arg(i: int, x: Array, name: str, names: Sequence[str]) -> str:
+  devices = (x._sharding._device_assignment if x._sharding is not None else (x._device,))
+  shape = f"{x.aval.dtype.name}[{','.join(map(str, x.aval.shape))}]"
+  return (f"argument {names[i] if i < len(names) else i} of {name} with shape {shape} and "
+          f"with device ids {[d.id for d in devices]} on platform CPU")
 
 
 def runtime_tokens_wanted() -> bool:
@@ -65,9 +111,13 @@ def runtime_tokens_wanted() -> bool:
   return config.effects_ordering == "runtime_token"
 
 
-def jit_device(device, args: Sequence[Any]):
-  """Where a jitted computation runs: its `device=` (resolved), else its arguments'."""
-  return backend.get_device(device) if device is not None else device_of(args)
+def jit_device(device, args: Sequence[Any], name: str = "jit", arg_names=None):
+  """Where a jitted computation runs: its `device=` (resolved, and every argument moved
+  there), else its arguments' (`placement_of`; committed ones must agree)."""
+  if device is not None:
+    return backend.get_device(device)
+  check_committed(args, name, arg_names)
+  return device_of(args)
 
 
 def compile_jaxpr(closed_jaxpr: ClosedJaxpr, *, device, name: str,
@@ -195,15 +245,16 @@ class StatefulCall:
   def as_text(self):
     return self.fn.as_text() if hasattr(self.fn, "as_text") else ""
 
-  def make_call(self, consts=(), out_tree=None, fallback=None, scalars: bool = False):
+  def make_call(self, consts=(), out_tree=None, fallback=None, scalars: bool = False,
+                committed: bool = False):
     """`jit`'s fast-path entry (see `Executable.make_call`): the executable's own closure,
     with each ref's buffer passed in and its new buffer put back.  Consts may be refs (a
     closed-over ref is read at call time)."""
     if not isinstance(self.fn, executable_lib.Executable) or any(self.copy):
       call_general = self
       unflatten = out_tree.unflatten
-      return lambda *args: unflatten(call_general(*consts, *args))
-    inner = self.fn.make_call((), None, None, scalars)
+      return lambda *args: unflatten(commit(call_general(*consts, *args), committed))
+    inner = self.fn.make_call((), None, None, scalars, committed=committed)
     ref_pos, n, unflatten = self.ref_pos, self.n_out, out_tree.unflatten
     consts = tuple(consts)
     if not consts and len(ref_pos) == 1 and len(self.fn.in_avals) == 1:  # f(ref)
@@ -322,14 +373,15 @@ def compiled_call(jaxpr: ClosedJaxpr, name: str, donated_invars, device,
 
 
 def _jit_impl(*args, jaxpr, name, donated_invars, device):
+  committed = device is not None or any(type(x) is Array and x._committed for x in args)
   placement = sharded_staging.placement(jaxpr, args, name) if device is None else None
   if placement is not None:
     device = sharded_staging.single_device(placement, jaxpr)
   if placement is not None and device is None:
     fn = sharded_staging.compiled_call(jaxpr, name, donated_invars, placement)
   else:
-    fn = compiled_call(jaxpr, name, donated_invars, jit_device(device, args))
-  outs = fn(*args)
+    fn = compiled_call(jaxpr, name, donated_invars, jit_device(device, args, name))
+  outs = commit(fn(*args), committed or placement is not None)
   if special_values.checking():
     special_values.check_jaxpr(jaxpr, args, outs, name)
   return outs
@@ -372,11 +424,12 @@ def apply_primitive(primitive, *args, **params):
     avals = None
   if avals is None:  # outside the `except`, so that get_aval's errors are not chained to it
     avals = operand_avals(primitive, args)
-  device = device_of(args)
-  key = (primitive, params_key(params) if params else (), avals, device)
+  device, committed = placement_of(args)
+  key = (primitive, params_key(params) if params else (), avals, device, committed)
   run = _primitive_cache.get(key)
   if run is None:
-    run = _primitive_cache[key] = _compile_primitive(primitive, params, avals, device, args)
+    run = _primitive_cache[key] = _compile_primitive(primitive, params, avals, device, args,
+                                                     committed)
     _evict_primitives(config.eager_cache_size)
   else:
     try:
@@ -397,12 +450,14 @@ def _evict_primitives(size: int) -> None:
       return
 
 
-def _compile_primitive(primitive, params, avals, device, args=()) -> Callable:
+def _compile_primitive(primitive, params, avals, device, args=(), committed=False) -> Callable:
   """A function of the arguments that returns the primitive's result: a list of Arrays
-  when it has multiple results, else the Array.  `device` is a sharding when an argument
-  is laid out over several devices: the program then runs over them
-  (`sharded.compile_primitive`); so it does over a mesh used inside (a `pmap` in the body
-  of an eager loop or branch), as `jit` would run it."""
+  (`committed` to `device`, or not) when it has multiple results, else the Array.
+  `device` is a sharding when an argument is laid out over several devices: the program
+  then runs over them (`sharded.compile_primitive`); so it does over a mesh used inside (a
+  `pmap` in the body of an eager loop or branch), as `jit` would run it.  Arguments
+  elsewhere than `device` are moved there, unless they are committed elsewhere (JAX's
+  error)."""
   if primitive._effectful_abstract_eval is None:  # no impl of its own, and none to compile
     raise NotImplementedError(
         f"Evaluation rule for '{primitive}' not implemented: primitive '{primitive}' has "
@@ -432,11 +487,28 @@ def _compile_primitive(primitive, params, avals, device, args=()) -> Callable:
     return lambda *xs: fn(*xs)[0]
 
   fn = compile_jaxpr(closed, device=device, name=primitive.name)
-  if primitive.multiple_results:
-    return fn
   if isinstance(fn, executable_lib.Executable):
-    return fn.make_call(out_tree=_LEAF)
-  return lambda *xs: fn(*xs)[0]
+    single = not primitive.multiple_results
+
+    def moved(xs):  # not all on `device`: moved there, unless committed elsewhere
+      check_committed(xs, primitive.name)
+      outs = fn._call_general(xs)
+      for out in outs:
+        out._committed = committed
+      return outs[0] if single else outs
+    return fn.make_call(out_tree=_LEAF if single else None, fallback=moved,
+                        committed=committed)
+  if primitive.multiple_results:
+    return fn if not committed else lambda *xs: commit(fn(*xs))
+  return lambda *xs: commit(fn(*xs), committed)[0]
+
+
+def commit(outs: list, committed: bool = True) -> list:
+  """`outs` (new Arrays, and anything else) with the Arrays' committed bit set."""
+  for out in outs:
+    if type(out) is Array:
+      out._committed = committed
+  return outs
 
 
 primitive_lib.set_eager_impl(apply_primitive)

@@ -319,6 +319,9 @@ class JitWrapped:
                            "no_execution config option is set")
       placement = self._placement(traced, flat, args, kwargs)
       device = None if placement is None else sharded.single_device(placement, traced.jaxpr)
+      # As in JAX, the results are committed when an argument is, or the placement is given.
+      committed = (self._device is not None or placement is not None
+                   or any(type(x) is Array and x._committed for x in flat))
       checking = special_values.checking()
       # A NaN check may run the function again on its arguments: nothing is donated.
       donated = (False,) * len(traced.donated) if checking else traced.donated
@@ -327,7 +330,8 @@ class JitWrapped:
                                            compiler_options=self._compiler_options)
         device = compiler.device_of(flat)
       else:
-        device = device or compiler.jit_device(self._device, flat)
+        device = device or compiler.jit_device(
+            self._device, flat, self._name, lambda: flat_arg_names(self._fun, args, kwargs))
         executable = compiler.compiled_call(traced.jaxpr, self._name, donated, device,
                                             compiler_options=self._compiler_options)
       float0_out = any(getattr(a, "dtype", None) == float0 for a in traced.jaxpr.out_avals)
@@ -335,8 +339,9 @@ class JitWrapped:
           and not any(type(c) is Token for c in traced.consts)
           and all(type(x) is Array or type(x) in PYTHON_SCALARS or type(x) is Ref
                   for x in flat)):
-        self._remember_fast(fast_key, device, executable, traced, flat)
-      outs = executable(*traced.consts, *flat)
+        self._remember_fast(fast_key, device, executable, traced, flat, committed)
+      consts = compiler.place_consts(traced.consts, device)
+      outs = compiler.commit(executable(*consts, *flat), committed)
       if float0_out:  # as in JAX, float0 results (no data) are numpy zeros
         outs = [np.zeros(a.shape, float0) if a.dtype == float0 else x
                 for x, a in zip(outs, traced.jaxpr.out_avals)]
@@ -374,9 +379,9 @@ class JitWrapped:
                              None if flat_in is None else [None] * n_consts + flat_in,
                              flat_out)
 
-  def _remember_fast(self, key, device, executable, traced, flat):
+  def _remember_fast(self, key, device, executable, traced, flat, committed):
     """Files `executable` under the fast path's `key` (see `_jitted`), which `flat`, the
-    call's arguments, produced."""
+    call's arguments, produced; its results are `committed` to their device(s) or not."""
     caches = self._caches
     multi_device = self._device is None and backend.device_count() > 1
     if multi_device and not caches.multi_device:  # `jitted` did not know to add the device
@@ -390,15 +395,17 @@ class JitWrapped:
           traced.consts, traced.out_tree, fallback)))
       return
     consts = [c if (type(c) is Array and c._device is device) or type(c) is Ref
-              else device_put(c, device) for c in traced.consts]
+              else device_put(c, device) for c in compiler.place_consts(traced.consts, device)]
     record = None
     if hasattr(executable, "make_call"):
       scalars = any(type(x) in PYTHON_SCALARS for x in flat)
-      entry = executable.make_call(consts, traced.out_tree, fallback, scalars=scalars)
+      entry = executable.make_call(consts, traced.out_tree, fallback, scalars=scalars,
+                                   committed=committed)
       if type(executable) is Executable and all(type(c) is Array for c in consts):
-        record = executable.dispatch_record(consts, traced.out_tree)
+        record = executable.dispatch_record(consts, traced.out_tree, committed)
     else:  # a jaxpr without equations: nothing was compiled
-      entry = lambda *flat: traced.out_tree.unflatten(executable(*consts, *flat))  # noqa: E731
+      def entry(*flat):
+        return traced.out_tree.unflatten(compiler.commit(executable(*consts, *flat), committed))
     _bounded_insert(self._fast, key, (*(record or _NO_RECORD), entry))
 
   def clear_cache(self) -> None:
@@ -599,28 +606,35 @@ def _arg_aval(x):
   return x.aval
 
 
+def _any_committed(values) -> bool:
+  return any(type(x) is Array and x._committed for x in values)
+
+
 _key_functions: dict[tuple, Callable] = {}
 _UNROLL_LIMIT = 256  # beyond this many arguments, keys are built by `map` (see `_by_map`)
 _aval_of, _buffer_of = operator.attrgetter("aval"), operator.attrgetter("_buffer")
+_committed_of = operator.attrgetter("_committed")
 
 
 def _by_map(args, kwargs=None):
-  return (*map(_aval_of, args),), list(map(_buffer_of, args))
+  return ((*map(_aval_of, args), any(map(_committed_of, args))),
+          list(map(_buffer_of, args)))
 
 
 def _key_function(n: int, static: frozenset, with_static: bool, kw_names: tuple = (),
                   static_kw: frozenset = frozenset()) -> Callable:
   """The fast path's key and argument buffers for a call with `n` positional arguments
-  (and keyword arguments `kw_names`, in the call's order), in unrolled code (two attribute
-  reads per argument, no loop, one frame), generated once per shape of call.  Without
-  static or keyword arguments, `key(args)` is `(avals, buffers)`: the tuple of the
-  arguments' avals and the list of their buffers.  Otherwise (`with_static`: the static
-  ones are at the positions `static` and named `static_kw`) `key(args, kwargs)` is `(key,
-  dynamic arguments, their buffers)`: the key holds `n` (and `kw_names`), each static value
-  and its type (so `1` and `1.0` are two keys, as in JAX) and each dynamic argument's aval;
-  the dynamic arguments are in the order of the traced jaxpr's inputs (positional ones,
-  then keyword ones by name).  AttributeError for a dynamic argument that is not an Array
-  (no aval, or no buffer)."""
+  (and keyword arguments `kw_names`, in the call's order), in unrolled code (three
+  attribute reads per argument, no loop, one frame), generated once per shape of call.
+  Without static or keyword arguments, `key(args)` is `(avals, buffers)`: the tuple of the
+  arguments' avals, ended by whether any of them is committed to its device, and the list
+  of their buffers.  Otherwise (`with_static`: the static ones are at the positions
+  `static` and named `static_kw`) `key(args, kwargs)` is `(key, dynamic arguments, their
+  buffers)`: the key holds `n` (and `kw_names`), each static value and its type (so `1`
+  and `1.0` are two keys, as in JAX), each dynamic argument's aval and whether any is
+  committed; the dynamic arguments are in the order of the traced jaxpr's inputs
+  (positional ones, then keyword ones by name).  AttributeError for a dynamic argument
+  that is not an Array (no aval, or no buffer)."""
   cache_key = (n, static, with_static, kw_names, static_kw)
   fn = _key_functions.get(cache_key)
   if fn is None:
@@ -636,10 +650,12 @@ def _key_function(n: int, static: frozenset, with_static: bool, kw_names: tuple 
                 for k, name in zip(kws, kw_names)]
       dynamic = [a for i, a in enumerate(names) if i not in static]
       dynamic += [k for name, k in sorted(zip(kw_names, kws)) if name not in static_kw]
+      parts.append(" or ".join(f"{d}._committed" for d in dynamic) or "False")
       result = (f"({', '.join(parts)}), ({''.join(d + ', ' for d in dynamic)}), "
                 f"[{''.join(d + '._buffer, ' for d in dynamic)}]")
     else:
-      result = ("(" + "".join(f"{a}.aval, " for a in names) + "), ["
+      committed = " or ".join(f"{a}._committed" for a in names) or "False"
+      result = ("(" + "".join(f"{a}.aval, " for a in names) + f"{committed}), ["
                 + "".join(f"{a}._buffer, " for a in names) + "]")
     unpack = f"  {''.join(a + ', ' for a in names)}= args\n" if n else ""
     if kws:
@@ -653,8 +669,9 @@ def _key_function(n: int, static: frozenset, with_static: bool, kw_names: tuple 
 def _mixed_key_function(n: int) -> Callable:
   """Like `_key_function(n, ...)` without static or keyword arguments, for calls that
   also pass Python scalars (the eager `x + 1`): `(avals, buffers)` when all `n` arguments
-  are Arrays, else `(avals, None)`, a scalar's aval being `python_scalar_aval`'s, and
-  AttributeError only for an argument that is neither.  A type check per argument costs
+  are Arrays, else `(avals, None)`, a scalar's aval being `python_scalar_aval`'s (and the
+  avals ended by whether an Array among them is committed), and AttributeError only for
+  an argument that is neither.  A type check per argument costs
   less than the AttributeError that a scalar raises in `_key_function`'s code; `jit` takes
   this one for `n` arguments once a call with `n` raised that."""
   fn = _key_functions.get(("mixed", n))
@@ -663,15 +680,16 @@ def _mixed_key_function(n: int) -> Callable:
       def fn(args, kwargs=None):
         if all(type(a) is Array for a in args):
           return _by_map(args)
-        return (*map(_arg_aval, args),), None
+        return (*map(_arg_aval, args), _any_committed(args)), None
       return fn
     names = [f"a{i}" for i in range(n)]
     code = (f"def key(args, kwargs=None):\n  {''.join(a + ', ' for a in names)}= args\n"
             f"  if {' and '.join(f'type({a}) is Array' for a in names)}:\n"
-            f"    return ({''.join(a + '.aval, ' for a in names)}), "
+            f"    return ({''.join(a + '.aval, ' for a in names)}"
+            f"{' or '.join(a + '._committed' for a in names)}), "
             f"[{''.join(a + '._buffer, ' for a in names)}]\n"
-            f"  return ({''.join(f'aval({a}), ' for a in names)}), None\n")
-    namespace: dict = {"Array": Array, "aval": _arg_aval}
+            f"  return ({''.join(f'aval({a}), ' for a in names)}committed(args)), None\n")
+    namespace: dict = {"Array": Array, "aval": _arg_aval, "committed": _any_committed}
     exec(code, namespace)  # noqa: S102
     fn = _key_functions[("mixed", n)] = namespace["key"]
   return fn
@@ -684,7 +702,7 @@ def _pytree_key(args) -> tuple[Any, tuple, list | None]:
   never called inside an `except` block: its errors would be chained to the fast path's
   AttributeErrors."""
   try:
-    return (*map(_arg_aval, args),), args, None  # Python scalars among the Arrays
+    return (*map(_arg_aval, args), _any_committed(args)), args, None  # Python scalars too
   except AttributeError:
     pass
   flat, in_tree = _flatten(args)
@@ -694,7 +712,7 @@ def _pytree_key(args) -> tuple[Any, tuple, list | None]:
   except AttributeError:
     pass
   try:
-    return (in_tree, *map(_arg_aval, flat)), flat, None
+    return (in_tree, *map(_arg_aval, flat), _any_committed(flat)), flat, None
   except AttributeError:
     return None, flat, None
 
@@ -745,6 +763,8 @@ def _jitted(wrapped: JitWrapped) -> Callable:
           try:
             buffers = [x._buffer]
             key = x.aval
+            if x._committed:  # (committed arguments have entries of their own)
+              key = (key, True)
           except AttributeError:  # not an Array (a pytree, a Python scalar)
             key = None
           else:

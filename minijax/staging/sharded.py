@@ -97,7 +97,7 @@ def _jaxprs_in(value) -> list[Jaxpr]:
 
 
 def _describe(sharding: Sharding) -> str:
-  return f"device ids {[d.id for d in sharding._device_assignment]}"
+  return f"with device ids {[d.id for d in sharding._device_assignment]}"
 
 
 def placement(closed: ClosedJaxpr, args: Sequence[Any], fun_name: str,
@@ -117,8 +117,8 @@ def placement(closed: ClosedJaxpr, args: Sequence[Any], fun_name: str,
     if given is not None:
       _check_committed(x, given)
       found.append((given, f"{what} (in_shardings)"))
-    elif type(x) is Array and x._sharding is not None:
-      found.append((x._sharding, f"{what} with shape {x.aval.str_short()}"))
+    elif type(x) is Array and x._committed:
+      found.append((x.sharding, f"{what} with shape {x.aval.str_short()}"))
   found += [(s, f"out_shardings of {fun_name}") for s in out_shardings if s is not None]
   found += [(s, f"a sharding inside {fun_name}") for s in closed_jaxpr_shardings(closed)]
   if not found:
@@ -146,14 +146,17 @@ def placement(closed: ClosedJaxpr, args: Sequence[Any], fun_name: str,
 
 
 def _check_committed(x, given: Sharding) -> None:
-  """As in JAX, `in_shardings` never moves a committed array: one laid out over several
-  devices (by `device_put` or by the computation that made it) must already have the given
-  layout.  (minijax keeps no committed bit on single-device Arrays: those, like numpy
-  values, are moved.)"""
-  if type(x) is Array and x._sharding is not None:
-    if not given.is_equivalent_to(x._sharding, x.aval.ndim):
+  """As in JAX, `in_shardings` never re-lays out a committed Array (one placed by
+  `device_put` or made by a computation on committed values): its layout must already be
+  the given one, its blocks numbered in its own device order (it may be moved to other
+  devices, as JAX does; an uncommitted one is moved and split as given)."""
+  if type(x) is Array and x._committed:
+    own = x.sharding
+    ndim = x.aval.ndim
+    if (given.tile_assignment(ndim).hlo_sharding_text()
+        != own.tile_assignment(ndim).hlo_sharding_text()):
       raise ValueError(f"Sharding passed to jit does not match the sharding on the respective "
-                       f"arg. Got jit sharding: {given},\narg sharding: {x._sharding} for "
+                       f"arg. Got jit sharding: {given},\narg sharding: {own} for "
                        f"arg type: {x.aval.str_short()}. Move the argument first with "
                        "device_put, or leave its in_shardings entry None.")
 
