@@ -173,7 +173,7 @@ ad.primitive_jvps[shard_map_p] = _jvp
 # ---- vmap
 
 def _batch(args, dims, *, jaxpr, **params):
-  size = next(get_aval(x).shape[d] for x, d in zip(args, dims) if d is not None)
+  size = batching.batch_size(args, dims)
   args = [batching.moveaxis(x, d, 0) if d is not None else x for x, d in zip(args, dims)]
   with _mesh_axes(params["mesh"]):
     batched, out_batched = batching.batch_jaxpr(jaxpr, size, [d is not None for d in dims],
