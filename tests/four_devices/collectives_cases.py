@@ -170,6 +170,19 @@ def test_allreduces_over_axis_index_groups():
     minijax.pmap(lambda v: lax.all_gather(v, "i", axis_index_groups=halves), "i")(x)
 
 
+def test_float0_arguments_and_results_of_pmap():
+  # JAX 0.10.2: float0 values (no data) go to the devices as boolean zeros and come back
+  # as numpy float0 zeros
+  zeros = np.zeros(N, minijax.dtypes.float0)
+  f = minijax.pmap(lambda t, v: (t, v + 1))
+  for _ in range(2):  # (the second call takes the cached program)
+    t, v = f(zeros, np.arange(N, dtype=np.float32))
+    assert t.dtype == minijax.dtypes.float0 and t.shape == (N,)
+    np.testing.assert_array_equal(np.asarray(v), np.arange(1, N + 1))
+  out = minijax.pmap(lambda v: jnp.array(b"", dtype=minijax.dtypes.float0))(np.ones(N))
+  assert out.dtype == minijax.dtypes.float0 and out.shape == (N,)
+
+
 def test_pmap_errors_name_the_argument_and_the_flat_arguments():
   with pytest.raises(ValueError, match=re.escape("pmap in_axes[0][0] specification must be a "
                                                  "tree prefix")):
