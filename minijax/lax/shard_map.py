@@ -297,10 +297,12 @@ def _varying(jaxpr: Jaxpr, in_varying: Sequence[frozenset], all_axes: frozenset
     ins = [read(a) for a in eqn.invars]
     union = frozenset().union(*ins)
     p = eqn.primitive
+    # (with axis_index_groups, each group gets its own result: it still varies)
+    grouped = eqn.params.get("axis_index_groups") is not None
     if p in reducing:
-      outs = [v - set(eqn.params["axes"]) for v in ins]
+      outs = [v - (set() if grouped else set(eqn.params["axes"])) for v in ins]
     elif p is parallel.all_gather_p:
-      outs = [union - set(eqn.params["axis_name"])]
+      outs = [union - (set() if grouped else set(eqn.params["axis_name"]))]
     elif p is parallel.axis_index_p:
       outs = [frozenset(eqn.params["axis_name"])]
     elif p is jit_p:
