@@ -421,7 +421,10 @@ def _compile_primitive(primitive, params, avals, device, args=()) -> Callable:
 
   with trace_lib.constant_folding(False):  # else one without operands would run itself
     jaxpr, consts = trace_to_jaxpr_dynamic(fun, avals)
-  fn = compile_jaxpr(ClosedJaxpr(jaxpr, consts), device=device, name=primitive.name)
+  closed = ClosedJaxpr(jaxpr, consts)
+  if sharded_staging.closed_jaxpr_shardings(closed):  # a control-flow body holds a pmap, say
+    return _compile_primitive(primitive, params, avals, None, args)
+  fn = compile_jaxpr(closed, device=device, name=primitive.name)
   if primitive.multiple_results:
     return fn
   if isinstance(fn, executable_lib.Executable):

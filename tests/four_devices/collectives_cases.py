@@ -299,6 +299,20 @@ def test_pmap_composes_with_jit_scan_and_cond():
   np.testing.assert_allclose(np.asarray(ys), np.stack(expected, 1), rtol=1e-5)
 
 
+def test_a_pmap_inside_eager_control_flow_runs_over_its_devices():
+  # JAX 0.10.2 (pmap_test testVmapOfPmap3, test_num_replicas_with_switch): an eager cond or
+  # lax.map whose body holds a pmap compiles over the pmap's devices
+  x = np.arange(N * 2, dtype=np.float32).reshape(N, 2)
+  double = minijax.pmap(lambda v: lax.psum(v, "i") * 0 + v * 2, axis_name="i")
+  out = lax.cond(True, double, minijax.pmap(lambda v: v), x)
+  np.testing.assert_array_equal(np.asarray(out), x * 2)
+  qs = np.array([[0, 0], [3, 3], [2, 2]], np.int32)
+  spread = lambda q: minijax.pmap(lambda _, y: y, in_axes=(0, None))(np.ones(N), q)  # noqa: E731
+  expected = np.broadcast_to(qs[:, None, :], (3, N, 2))
+  np.testing.assert_array_equal(np.asarray(lax.map(spread, qs)), expected)
+  np.testing.assert_array_equal(np.asarray(minijax.vmap(spread)(qs)), expected)
+
+
 def test_grad_of_psum_under_pmap_is_two_v_times_the_axis_size():
   # JAX 0.10.2: psum transposes to psum, so the gradient counts every device
   g = minijax.pmap(minijax.grad(lambda v: lax.psum(v ** 2, "i").sum()), axis_name="i")(X)
