@@ -201,7 +201,7 @@ def _custom_jvp_call_jvp(primals, tangents, *, call_jaxpr, jvp, num_consts, name
 
 
 def _custom_jvp_call_batch(args, dims, *, call_jaxpr, jvp, num_consts, name):
-  size = next(x.shape[d] for x, d in zip(args, dims) if d is not None)
+  size = batching.batch_size(args, dims)
   args = _broadcast_all(args, dims, size)
   batched, _ = batching.batch_jaxpr(call_jaxpr, size, [True] * len(args), instantiate=True)
   batched, consts = hoist_consts(batched)
@@ -388,7 +388,7 @@ def _custom_vjp_call_jvp(primals, tangents, *, call_jaxpr, fwd, bwd, num_consts,
 
 
 def _custom_vjp_call_batch(args, dims, *, call_jaxpr, fwd, bwd, num_consts, name):
-  size = next(x.shape[d] for x, d in zip(args, dims) if d is not None)
+  size = batching.batch_size(args, dims)
   args = _broadcast_all(args, dims, size)
   batched, _ = batching.batch_jaxpr(call_jaxpr, size, [True] * len(args), instantiate=True)
   batched, consts = hoist_consts(batched)

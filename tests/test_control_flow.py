@@ -506,6 +506,29 @@ def test_while_loop_forward_mode_works_and_reverse_mode_raises_jax_error():
     minijax.jit(lambda n, x: minijax.grad(lambda x: f(n, x))(x))(np.int32(4), x)
 
 
+def test_axis_index_of_a_vmapped_axis_inside_control_flow_with_unbatched_operands():
+  # JAX 0.10.2 (lax_control_flow_test testWhileLoopAxisIndexBatched): a loop, jit, cond or
+  # scan whose body names the vmapped axis is batched even when none of its operands is
+  def loop(x):
+    return lax.while_loop(lambda x: x < lax.axis_index("i"), lambda x: x + 2, x)
+  zeros = np.zeros(4, np.int32)
+  expected = [0, 2, 2, 4]
+  for f in (loop, minijax.jit(loop)):
+    assert np.asarray(minijax.vmap(f, axis_name="i")(zeros)).tolist() == expected
+    out = minijax.vmap(lambda _, x: f(x), axis_name="i", in_axes=(0, None))(zeros, 0)
+    assert np.asarray(out).tolist() == expected
+  picked = minijax.vmap(lambda _, x: lax.cond(x == 0, lambda: lax.axis_index("i"), lambda: 0),
+                        axis_name="i", in_axes=(0, None))(zeros, 0)
+  assert np.asarray(picked).tolist() == [0, 1, 2, 3]
+  counted = minijax.vmap(
+      lambda _, x: lax.scan(lambda c, _: (c + lax.psum(1.0, "i"), None), x, None, length=2)[0],
+      axis_name="i", in_axes=(0, None))(zeros, 0.0)
+  assert np.asarray(counted).tolist() == [8.0] * 4
+  no_operands = minijax.vmap(lambda _: minijax.jit(lambda: lax.axis_index("i"))(),
+                             axis_name="i")(np.zeros(3))
+  assert np.asarray(no_operands).tolist() == [0, 1, 2]
+
+
 def test_vmap_of_cond_with_batched_and_unbatched_predicates():
   xs = rng_array((4, 3))
   ps = np.array([True, False, True, False])

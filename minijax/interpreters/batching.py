@@ -4,7 +4,8 @@ A `BatchTrace` carries a value and a batch dimension per value (`None`: not batc
 same for every element of the batch).  Values that are not its tracers are unbatched
 constants.  To process a primitive with at least one batched input it runs the primitive's
 batching rule on the parent trace; with none it binds the primitive on the parent
-unchanged.  The trace knows the axis size, for rules that must broadcast an unbatched
+unchanged (unless a jaxpr among its parameters holds a collective over the vmapped axis's
+name).  The trace knows the axis size, for rules that must broadcast an unbatched
 operand.
 
 Rule table (filled in each primitive's block in minijax/lax/):
@@ -38,7 +39,7 @@ from minijax.core import axes as axes_lib
 from minijax.core.avals import ShapedArray, get_aval
 from minijax.core.errors import MissingRuleError
 from minijax.core.state import AbstractRef
-from minijax.core.jaxpr import ClosedJaxpr, eval_jaxpr
+from minijax.core.jaxpr import ClosedJaxpr, Jaxpr, eval_jaxpr
 from minijax.core.trace import Trace, Tracer, check_no_leaks, new_trace, set_current_trace
 from minijax.interpreters import array_ops
 
@@ -61,9 +62,20 @@ collective_batchers: dict[Any, Callable[..., tuple[Any, Any]]] = {}
 
 class _RuleAxis(threading.local):
   name: Any = None
+  size: int | None = None
 
 
-_rule_axis = _RuleAxis()  # the axis name of the batch trace whose rule is running
+_rule_axis = _RuleAxis()  # the axis name and size of the batch trace whose rule is running
+
+
+def batch_size(args, dims) -> int:
+  """The size of the batch a rule runs for: a batched operand's, else the trace's (a rule
+  for an equation whose jaxpr holds a collective over the vmapped axis, with no operand
+  batched)."""
+  for x, d in zip(args, dims):
+    if d is not None:
+      return get_aval(x).shape[d]
+  return _rule_axis.size
 
 
 def moveaxis(x, src: int, dst: int):
@@ -184,7 +196,8 @@ class BatchTrace(Trace):
         out, out_dims = collective(self.axis_name, self.axis_size, list(vals), list(dims),
                                    **params)
     else:
-      if all(d is None for d in dims):
+      if all(d is None for d in dims) and not (
+          self.axis_name is not None and _holds_collective_over(params, self.axis_name)):
         with set_current_trace(self.parent):
           return primitive.bind(*vals, **params)
       rule = primitive_batchers.get(primitive)
@@ -193,16 +206,38 @@ class BatchTrace(Trace):
         if axis_rule is None:
           raise MissingRuleError(primitive, "batching", "batching.primitive_batchers")
         rule = functools.partial(axis_rule, AxisData(self.axis_name, self.axis_size))
-      previous = _rule_axis.name
-      _rule_axis.name = self.axis_name
+      previous = _rule_axis.name, _rule_axis.size
+      _rule_axis.name, _rule_axis.size = self.axis_name, self.axis_size
       try:
         with set_current_trace(self.parent):
           out, out_dims = rule(list(vals), list(dims), **params)
       finally:
-        _rule_axis.name = previous
+        _rule_axis.name, _rule_axis.size = previous
     if primitive.multiple_results:
       return [self.make(v, d) for v, d in zip(out, out_dims)]
     return self.make(out, out_dims)
+
+
+def _holds_collective_over(params: dict, axis_name) -> bool:
+  """Whether a jaxpr among `params` (a `jit`'s, a loop's body...) holds a collective over
+  `axis_name`: its equation is batched even when no operand is (an `axis_index` over the
+  vmapped axis differs along it)."""
+  def in_value(value) -> bool:
+    if isinstance(value, ClosedJaxpr):
+      value = value.jaxpr
+    if isinstance(value, (tuple, list)):
+      return any(in_value(v) for v in value)
+    if not isinstance(value, Jaxpr):
+      return False
+    for eqn in value.eqns:
+      if eqn.primitive in collective_batchers:
+        names = eqn.params.get("axes", eqn.params.get("axis_name"))
+        if isinstance(names, tuple) and axis_name in names:
+          return True
+      if any(in_value(v) for v in eqn.params.values()):
+        return True
+    return False
+  return any(in_value(v) for v in params.values())
 
 
 def matchaxis(x, src: int | None, dst: int | None, size: int, what: str = "output",

@@ -162,7 +162,7 @@ def call_transpose_rule(primitive, fix_params, split: bool = False):
 
 def call_batching_rule(primitive, fix_params):
   def rule(args, dims, *, jaxpr, **params):
-    size = next(x.shape[d] for x, d in zip(args, dims) if d is not None)
+    size = batching.batch_size(args, dims)
     args = [batching.moveaxis(x, d, 0) if d is not None else x for x, d in zip(args, dims)]
     batched, out_batched = _memo(batching.batch_jaxpr, jaxpr, size,
                                  [d is not None for d in dims], False)

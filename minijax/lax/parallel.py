@@ -21,10 +21,12 @@ all_to_all) are their own jvp, and transpose to their adjoint: psum to psum (so 
 psum_scatter and back, ppermute to the inverse permutation, all_to_all to the swapped
 one.  pmax and pmin send the tangent to the devices that attain the extremum, shared
 evenly among ties; they reject complex operands (XLA has no complex max reduction).
-`axis_index_groups` (lists of axis indices, each index in one group) splits psum, pmax,
-pmin and pmean over the members of each group (replica groups of those members; groups
-of unequal sizes are padded with -1, as XLA reads them); the other collectives do not
-support it (NotImplementedError), nor does a vmapped axis.
+`axis_index_groups` (lists of axis indices, each index in one group) splits a collective
+over the members of each group: the replica groups of the lowering list those members, in
+the group's order (so a member's position in its group is its index for all_gather,
+psum_scatter and all_to_all, whose groups must have one size; psum, pmax and pmin take
+groups of unequal sizes, padded with -1 as XLA reads them).  The transposes carry the
+groups; over a vmapped axis they are not supported (NotImplementedError, as in JAX).
 """
 from __future__ import annotations
 
@@ -81,10 +83,28 @@ def grouped_replica_groups(rows: list[list[int]], groups) -> list[list[int]]:
   return [[row[i] for i in g] + [-1] * (width - len(g)) for row in rows for g in groups]
 
 
-def _check_groups(axis_index_groups, what: str) -> None:
+def _even_groups(names, axis_index_groups, what: str) -> tuple[tuple | None, int]:
+  """`axis_index_groups` checked (see `_index_groups`) to have one size, and the number of
+  members a collective over `names` exchanges with: that size, else the axes' size."""
+  groups = _index_groups(axis_index_groups, _group_size(names), what)
+  if groups is None:
+    return None, _group_size(names)
+  if len({len(g) for g in groups}) > 1:
+    raise ValueError(f"{what}: the groups of axis_index_groups must have one size, got "
+                     f"{[list(g) for g in groups]}")
+  return groups, len(groups[0])
+
+
+def _check_traced_size(what: str, axis_name, groups, axis_size: int) -> None:
+  want = _group_size(axis_name) if groups is None else len(groups[0])
+  if want != axis_size:
+    raise ValueError(f"{what} over {axis_name} was traced for axis size {axis_size}, "
+                     f"but the {'groups' if groups else 'axes'} have size {want}")
+
+
+def _no_groups_over_frame(what: str, axis_index_groups) -> None:
   if axis_index_groups is not None:
-    raise NotImplementedError(f"{what}: axis_index_groups is not supported by minijax; "
-                              "split the mesh into more named axes instead")
+    raise NotImplementedError(f"{what} with axis_index_groups over a vmapped axis")
 
 
 def _group_size(names) -> int:
@@ -184,11 +204,11 @@ def _allreduce(prim, x, axis_name, axis_index_groups, what):
   names = _names(axis_name)
   groups = _index_groups(axis_index_groups, _group_size(names), what)
   leaves, tree = tree_util.tree_flatten(x)
-  if prim is psum_p and groups is None and leaves and not any(isinstance(l, Tracer) or hasattr(l, "aval")
+  if prim is psum_p and leaves and not any(isinstance(l, Tracer) or hasattr(l, "aval")
                                            for l in leaves):
     # A Python or numpy constant is the same on every device: JAX multiplies it by the
-    # group size at once (`psum(1, 'i')` is the axis size).
-    size = _group_size(names)
+    # group size at once (`psum(1, 'i')` is the axis size; with groups, the first's).
+    size = _group_size(names) if groups is None else len(groups[0])
     return tree.unflatten([leaf * size for leaf in leaves])
   for name in names:
     axes_lib.frame(name)
@@ -280,8 +300,7 @@ def _allreduce_batcher(prim, kind: str):
     _check_not_complex(kind, [get_aval(v) for v in vals])
     if axis_name not in axes:
       return prim.bind(*vals, axes=axes, axis_index_groups=axis_index_groups), dims
-    if axis_index_groups is not None:
-      raise NotImplementedError(f"p{kind} with axis_index_groups over a vmapped axis")
+    _no_groups_over_frame(f"p{kind}", axis_index_groups)
     outs = []
     for x, d in zip(vals, dims):
       if d is not None:
@@ -318,20 +337,21 @@ def _gathered_shape(shape, dim, size, tiled):
   return shape[:dim] + (size,) + shape[dim:]
 
 
-def _all_gather_abstract_eval(x, *, axis_name, all_gather_dimension, axis_size, tiled):
-  if _group_size(axis_name) != axis_size:
-    raise ValueError(f"all_gather over {axis_name} was traced for axis size {axis_size}, "
-                     f"but the axes have size {_group_size(axis_name)}")
+def _all_gather_abstract_eval(x, *, axis_name, all_gather_dimension, axis_index_groups,
+                              axis_size, tiled):
+  _check_traced_size("all_gather", axis_name, axis_index_groups, axis_size)
   return x.update(shape=_gathered_shape(x.shape, all_gather_dimension, axis_size, tiled))
 
 
-def _all_gather_lowering(ctx, x, *, axis_name, all_gather_dimension, axis_size, tiled):
+def _all_gather_lowering(ctx, x, *, axis_name, all_gather_dimension, axis_index_groups,
+                         axis_size, tiled):
   mctx = ctx.module_context
   aval = ctx.avals_in[0]
   if not tiled:
     shape = aval.shape[:all_gather_dimension] + (1,) + aval.shape[all_gather_dimension:]
     x = mhlo.ReshapeOp(mctx.ir_type(aval.update(shape=shape)), x).result
-  groups = spmd.groups_attr(spmd.replica_groups(mctx, axis_name))
+  groups = spmd.groups_attr(grouped_replica_groups(spmd.replica_groups(mctx, axis_name),
+                                                   axis_index_groups))
   return mhlo.AllGatherOp([mctx.ir_type(ctx.avals_out[0])], [x], all_gather_dimension, groups,
                           channel_handle=spmd.channel_handle(mctx),
                           use_global_device_ids=True).results[0]
@@ -341,26 +361,26 @@ def all_gather(x, axis_name, *, axis_index_groups=None, axis=0, tiled=False):
   """Gathers `x` from every member of the named axis: stacked along a new axis `axis`, or
   concatenated along `axis` when `tiled`."""
   names = _names(axis_name)
-  _check_groups(axis_index_groups, "all_gather")
-  size = _group_size(names)
+  groups, size = _even_groups(names, axis_index_groups, "all_gather")
 
   def one(leaf):
     leaf = convert_to_array(leaf)
     ndim = get_aval(leaf).ndim
     dim = utils.canonicalize_axis(axis, ndim + (0 if tiled else 1), "all_gather axis")
     return all_gather_p.bind(leaf, axis_name=names, all_gather_dimension=dim,
-                             axis_size=size, tiled=tiled)
+                             axis_index_groups=groups, axis_size=size, tiled=tiled)
   return tree_util.tree_map(one, x)
 
 
 def _all_gather_collective_batcher(frame_name, frame_size, vals, dims, *, axis_name,
-                                   all_gather_dimension, axis_size, tiled):
+                                   all_gather_dimension, axis_index_groups, axis_size, tiled):
   (x,), (d,) = vals, dims
   params = dict(axis_name=axis_name, all_gather_dimension=all_gather_dimension,
-                axis_size=axis_size, tiled=tiled)
+                axis_index_groups=axis_index_groups, axis_size=axis_size, tiled=tiled)
   if frame_name not in axis_name:
     return _map_outside_frame(all_gather_p, x, d, params, "all_gather_dimension")
   _only_the_frame("all_gather", axis_name, frame_name)
+  _no_groups_over_frame("all_gather", axis_index_groups)
   x = _front(x, d, frame_size)
   out = _moveaxis(x, 0, all_gather_dimension)
   if tiled:
@@ -370,10 +390,12 @@ def _all_gather_collective_batcher(frame_name, frame_size, vals, dims, *, axis_n
   return out, None
 
 
-def _all_gather_transpose(ct, *, axis_name, all_gather_dimension, axis_size, tiled):
+def _all_gather_transpose(ct, *, axis_name, all_gather_dimension, axis_index_groups,
+                          axis_size, tiled):
   return [reduce_scatter_p.bind(ct, axis_name=axis_name,
                                 scatter_dimension=all_gather_dimension,
-                                axis_size=axis_size, tiled=tiled)]
+                                axis_index_groups=axis_index_groups, axis_size=axis_size,
+                                tiled=tiled)]
 
 
 all_gather_p.def_abstract_eval(_all_gather_abstract_eval)
@@ -399,20 +421,21 @@ def _scattered_shape(shape, dim, size, tiled, name="psum_scatter"):
   return shape[:dim] + shape[dim + 1:]
 
 
-def _reduce_scatter_abstract_eval(x, *, axis_name, scatter_dimension, axis_size, tiled):
-  if _group_size(axis_name) != axis_size:
-    raise ValueError(f"psum_scatter over {axis_name} was traced for axis size {axis_size}, "
-                     f"but the axes have size {_group_size(axis_name)}")
+def _reduce_scatter_abstract_eval(x, *, axis_name, scatter_dimension, axis_index_groups,
+                                  axis_size, tiled):
+  _check_traced_size("psum_scatter", axis_name, axis_index_groups, axis_size)
   return x.update(shape=_scattered_shape(x.shape, scatter_dimension, axis_size, tiled))
 
 
-def _reduce_scatter_lowering(ctx, x, *, axis_name, scatter_dimension, axis_size, tiled):
+def _reduce_scatter_lowering(ctx, x, *, axis_name, scatter_dimension, axis_index_groups,
+                             axis_size, tiled):
   mctx = ctx.module_context
   aval, out_aval = ctx.avals_in[0], ctx.avals_out[0]
   shape = list(aval.shape)
   shape[scatter_dimension] //= axis_size
   scattered = aval.update(shape=tuple(shape))
-  groups = spmd.groups_attr(spmd.replica_groups(mctx, axis_name))
+  groups = spmd.groups_attr(grouped_replica_groups(spmd.replica_groups(mctx, axis_name),
+                                                   axis_index_groups))
   op = mhlo.ReduceScatterOp(mctx.ir_type(scattered), x, scatter_dimension, groups,
                             channel_handle=spmd.channel_handle(mctx),
                             use_global_device_ids=True)
@@ -428,25 +451,25 @@ def psum_scatter(x, axis_name, *, scatter_dimension=0, axis_index_groups=None, t
   `scatter_dimension` (whose size must be the axis size, or divisible by it when
   `tiled`)."""
   names = _names(axis_name)
-  _check_groups(axis_index_groups, "psum_scatter")
-  size = _group_size(names)
+  groups, size = _even_groups(names, axis_index_groups, "psum_scatter")
 
   def one(leaf):
     leaf = convert_to_array(leaf)
     dim = utils.canonicalize_axis(scatter_dimension, get_aval(leaf).ndim, "scatter_dimension")
     return reduce_scatter_p.bind(leaf, axis_name=names, scatter_dimension=dim,
-                                 axis_size=size, tiled=tiled)
+                                 axis_index_groups=groups, axis_size=size, tiled=tiled)
   return tree_util.tree_map(one, x)
 
 
 def _reduce_scatter_batcher(frame_name, frame_size, vals, dims, *, axis_name,
-                            scatter_dimension, axis_size, tiled):
+                            scatter_dimension, axis_index_groups, axis_size, tiled):
   (x,), (d,) = vals, dims
   params = dict(axis_name=axis_name, scatter_dimension=scatter_dimension,
-                axis_size=axis_size, tiled=tiled)
+                axis_index_groups=axis_index_groups, axis_size=axis_size, tiled=tiled)
   if frame_name not in axis_name:
     return _map_outside_frame(reduce_scatter_p, x, d, params, "scatter_dimension")
   _only_the_frame("psum_scatter", axis_name, frame_name)
+  _no_groups_over_frame("psum_scatter", axis_index_groups)
   if d is None:
     total = x if get_aval(x).dtype == dtypes.bool_ else mul(x, _scalar(frame_size, get_aval(x).dtype))
   else:
@@ -459,9 +482,11 @@ def _reduce_scatter_batcher(frame_name, frame_size, vals, dims, *, axis_name,
   return total, scatter_dimension
 
 
-def _reduce_scatter_transpose(ct, *, axis_name, scatter_dimension, axis_size, tiled):
+def _reduce_scatter_transpose(ct, *, axis_name, scatter_dimension, axis_index_groups,
+                              axis_size, tiled):
   return [all_gather_p.bind(ct, axis_name=axis_name, all_gather_dimension=scatter_dimension,
-                            axis_size=axis_size, tiled=tiled)]
+                            axis_index_groups=axis_index_groups, axis_size=axis_size,
+                            tiled=tiled)]
 
 
 reduce_scatter_p.def_abstract_eval(_reduce_scatter_abstract_eval)
@@ -557,10 +582,9 @@ batching.collective_batchers[ppermute_p] = _ppermute_batcher
 all_to_all_p = Primitive("all_to_all")
 
 
-def _all_to_all_abstract_eval(x, *, axis_name, split_axis, concat_axis, axis_size):
-  if _group_size(axis_name) != axis_size:
-    raise ValueError(f"all_to_all over {axis_name} was traced for axis size {axis_size}, "
-                     f"but the axes have size {_group_size(axis_name)}")
+def _all_to_all_abstract_eval(x, *, axis_name, split_axis, concat_axis, axis_index_groups,
+                              axis_size):
+  _check_traced_size("all_to_all", axis_name, axis_index_groups, axis_size)
   shape = list(x.shape)
   if shape[split_axis] % axis_size:
     raise ValueError(f"The size of all_to_all split_axis ({shape[split_axis]}) has to be "
@@ -570,9 +594,10 @@ def _all_to_all_abstract_eval(x, *, axis_name, split_axis, concat_axis, axis_siz
   return x.update(shape=tuple(shape))
 
 
-def _all_to_all_lowering(ctx, x, *, axis_name, split_axis, concat_axis, axis_size):
+def _all_to_all_lowering(ctx, x, *, axis_name, split_axis, concat_axis, axis_index_groups,
+                         axis_size):
   mctx = ctx.module_context
-  groups = spmd.replica_groups(mctx, axis_name)
+  groups = grouped_replica_groups(spmd.replica_groups(mctx, axis_name), axis_index_groups)
   return mhlo.AllToAllOp([x], spmd.groups_attr(groups), split_dimension=split_axis,
                          concat_dimension=concat_axis, split_count=axis_size,
                          channel_handle=spmd.channel_handle(mctx),
@@ -583,8 +608,7 @@ def all_to_all(x, axis_name, split_axis, concat_axis, *, axis_index_groups=None,
   """Splits dimension `split_axis` into one block per member, sends block j to member j,
   and stacks (or, `tiled`, concatenates) what it receives along `concat_axis`."""
   names = _names(axis_name)
-  _check_groups(axis_index_groups, "all_to_all")
-  size = _group_size(names)
+  groups, size = _even_groups(names, axis_index_groups, "all_to_all")
 
   def one(leaf):
     leaf = convert_to_array(leaf)
@@ -593,7 +617,7 @@ def all_to_all(x, axis_name, split_axis, concat_axis, *, axis_index_groups=None,
     concat = utils.canonicalize_axis(concat_axis, ndim, "concat_axis")
     if tiled:
       return all_to_all_p.bind(leaf, axis_name=names, split_axis=split, concat_axis=concat,
-                               axis_size=size)
+                               axis_index_groups=groups, axis_size=size)
     shape = get_aval(leaf).shape
     if shape[split] != size:
       raise ValueError(f"all_to_all requires the size of the mapped axis axis_name to equal "
@@ -606,7 +630,7 @@ def all_to_all(x, axis_name, split_axis, concat_axis, *, axis_index_groups=None,
       leaf = reshape(leaf, shape[:concat] + (1,) + shape[concat:])
       split += 1
     out = all_to_all_p.bind(leaf, axis_name=names, split_axis=split, concat_axis=concat,
-                            axis_size=size)
+                            axis_index_groups=groups, axis_size=size)
     if split != concat:
       out_shape = get_aval(out).shape
       out = reshape(out, out_shape[:split] + out_shape[split + 1:])
@@ -615,13 +639,14 @@ def all_to_all(x, axis_name, split_axis, concat_axis, *, axis_index_groups=None,
 
 
 def _all_to_all_batcher(frame_name, frame_size, vals, dims, *, axis_name, split_axis,
-                        concat_axis, axis_size):
+                        concat_axis, axis_index_groups, axis_size):
   (x,), (d,) = vals, dims
   params = dict(axis_name=axis_name, split_axis=split_axis, concat_axis=concat_axis,
-                axis_size=axis_size)
+                axis_index_groups=axis_index_groups, axis_size=axis_size)
   if frame_name not in axis_name:
     return _map_outside_frame(all_to_all_p, x, d, params, "split_axis", "concat_axis")
   _only_the_frame("all_to_all", axis_name, frame_name)
+  _no_groups_over_frame("all_to_all", axis_index_groups)
   x = _front(x, d, frame_size)
   shape = get_aval(x).shape  # (members, *block shape)
   if split_axis != concat_axis:
@@ -645,9 +670,11 @@ def _all_to_all_batcher(frame_name, frame_size, vals, dims, *, axis_name, split_
   return y, 0
 
 
-def _all_to_all_transpose(ct, *, axis_name, split_axis, concat_axis, axis_size):
+def _all_to_all_transpose(ct, *, axis_name, split_axis, concat_axis, axis_index_groups,
+                          axis_size):
   return [all_to_all_p.bind(ct, axis_name=axis_name, split_axis=concat_axis,
-                            concat_axis=split_axis, axis_size=axis_size)]
+                            concat_axis=split_axis, axis_index_groups=axis_index_groups,
+                            axis_size=axis_size)]
 
 
 all_to_all_p.def_abstract_eval(_all_to_all_abstract_eval)

@@ -174,7 +174,7 @@ ad.primitive_jvps[shard_map_p] = _jvp
 # ---- vmap
 
 def _batch(args, dims, *, jaxpr, **params):
-  size = next(get_aval(x).shape[d] for x, d in zip(args, dims) if d is not None)
+  size = batching.batch_size(args, dims)
   args = [batching.moveaxis(x, d, 0) if d is not None else x for x, d in zip(args, dims)]
   with _mesh_axes(params["mesh"]):
     batched, out_batched = batching.batch_jaxpr(jaxpr, size, [d is not None for d in dims],
@@ -363,10 +363,12 @@ def _varying(jaxpr: Jaxpr, in_varying: Sequence[frozenset], all_axes: frozenset
     ins = [read(a) for a in eqn.invars]
     union = frozenset().union(*ins)
     p = eqn.primitive
+    # (with axis_index_groups, each group gets its own result: it still varies)
+    grouped = eqn.params.get("axis_index_groups") is not None
     if p in reducing:
-      outs = [v - set(eqn.params["axes"]) for v in ins]
+      outs = [v - (set() if grouped else set(eqn.params["axes"])) for v in ins]
     elif p is parallel.all_gather_p:
-      outs = [union - set(eqn.params["axis_name"])]
+      outs = [union - (set() if grouped else set(eqn.params["axis_name"]))]
     elif p is parallel.axis_index_p:
       outs = [frozenset(eqn.params["axis_name"])]
     elif p is jit_p:

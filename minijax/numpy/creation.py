@@ -49,6 +49,9 @@ def _contains_traced(obj) -> bool:
 
 def array(object, dtype=None, copy=True, ndmin=0):
   dtype = _canonical(dtype, "array")
+  if dtype == dtypes.float0 and not _contains_traced(object):
+    # float0 values hold no data: numpy reads any bytes-like value (`b''`) as JAX does
+    object, dtype = np.array(object, dtypes.float0), None
   if isinstance(object, (list, tuple)):
     if _contains_traced(object):
       from minijax.numpy.shape import stack

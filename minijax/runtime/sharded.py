@@ -25,6 +25,7 @@ import numpy as np
 
 from jaxlib import _jax, xla_client
 
+from minijax.core import dtypes
 from minijax.core import sharding as sharding_lib
 from minijax.core.avals import ShapedArray
 from minijax.runtime.array import (_DELETED_MESSAGE, Array, _buffer_to_numpy, _put_numpy)
@@ -73,10 +74,13 @@ def put_blocks(blocks: dict, aval: ShapedArray, sharding: sharding_lib.Sharding)
   (`{device: block}`; with several processes, the others put theirs).  Each block is put
   on its device and the single-device arrays are assembled into one (jaxlib's
   `batched_device_put` fails on blocks held by several devices)."""
-  block_aval = aval.update(shape=sharding.shard_shape(aval.shape))
-  singles = [_put_numpy(np.asarray(block, aval.dtype, order="C"), block_aval, d)._buffer
+  # float0 values (no data) are held as boolean zeros, as compiled code takes them
+  held = aval.update(dtype=np.dtype(np.bool_)) if aval.dtype == dtypes.float0 else aval
+  block_aval = held.update(shape=sharding.shard_shape(aval.shape))
+  singles = [_put_numpy(np.zeros(np.shape(block), np.bool_) if held is not aval
+                        else np.asarray(block, aval.dtype, order="C"), block_aval, d)._buffer
              for d, block in blocks.items()]
-  buffer = _jax.ArrayImpl(aval, jaxlib_sharding(sharding, aval.ndim), singles, True, True)
+  buffer = _jax.ArrayImpl(held, jaxlib_sharding(sharding, aval.ndim), singles, True, True)
   return Array(buffer, aval, None, sharding, True)
 
 

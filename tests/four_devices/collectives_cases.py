@@ -166,8 +166,90 @@ def test_allreduces_over_axis_index_groups():
   flags = np.array([True, False, True, True])  # booleans are counted, as in JAX
   counted = minijax.pmap(lambda v: lax.psum(v, "i"), "i")(flags)
   assert counted.dtype == np.int32 and np.asarray(counted).tolist() == [3] * N
-  with pytest.raises(NotImplementedError, match="all_gather: axis_index_groups"):
-    minijax.pmap(lambda v: lax.all_gather(v, "i", axis_index_groups=halves), "i")(x)
+
+
+# Groups in any order: a member's index in its group is its position in the group's list.
+GROUPS = [[2, 0], [1, 3]]
+POSITION = {m: (g, p) for g in GROUPS for p, m in enumerate(g)}
+
+
+def _per_member(expected_for):
+  """The expected result of a pmap as one row per member, from (group, position)."""
+  return np.stack([expected_for(*POSITION[m]) for m in range(N)])
+
+
+def test_all_gather_psum_scatter_and_all_to_all_over_axis_index_groups():
+  x = np.arange(N * 2 * 3, dtype=np.float32).reshape(N, 2, 3)
+
+  def run(f, arg=x):
+    return np.asarray(minijax.pmap(f, "i")(arg))
+  np.testing.assert_array_equal(
+      run(lambda v: lax.all_gather(v, "i", axis_index_groups=GROUPS)),
+      _per_member(lambda g, p: x[g]))
+  np.testing.assert_array_equal(
+      run(lambda v: lax.all_gather(v, "i", axis_index_groups=GROUPS, axis=1, tiled=True)),
+      _per_member(lambda g, p: np.concatenate(list(x[g]), axis=1)))
+  np.testing.assert_array_equal(
+      run(lambda v: lax.psum_scatter(v, "i", axis_index_groups=GROUPS)),
+      _per_member(lambda g, p: x[g].sum(0)[p]))
+  np.testing.assert_array_equal(
+      run(lambda v: lax.psum_scatter(v, "i", scatter_dimension=1, axis_index_groups=GROUPS,
+                                     tiled=True), WIDE.reshape(N, 2, 4)),
+      _per_member(lambda g, p: WIDE.reshape(N, 2, 4)[g].sum(0)[:, 2 * p:2 * p + 2]))
+  # member at position p receives block p of every member of its group, in group order
+  np.testing.assert_array_equal(
+      run(lambda v: lax.all_to_all(v, "i", 0, 0, axis_index_groups=GROUPS)),
+      _per_member(lambda g, p: x[g][:, p]))
+  np.testing.assert_array_equal(
+      run(lambda v: lax.all_to_all(v, "i", 0, 1, axis_index_groups=GROUPS)),
+      _per_member(lambda g, p: x[g][:, p].T))
+  sizes = minijax.pmap(lambda v: v * 0 + lax.psum(1, "i", axis_index_groups=GROUPS), "i")(X)
+  np.testing.assert_array_equal(np.asarray(sizes), np.full_like(X, 2))
+
+
+def test_gradients_over_axis_index_groups_carry_the_groups():
+  w = np.arange(1, N + 1, dtype=np.float32)
+  # all_gather transposes to psum_scatter over the same groups: member m's gradient is the
+  # sum, over the members of its group, of their weight row at m's position
+  def loss(v, wi):
+    gathered = lax.all_gather(v, "i", axis_index_groups=GROUPS)
+    return (gathered * wi * np.arange(1, 3, dtype=np.float32)[:, None]).sum()
+  g = minijax.pmap(minijax.grad(loss), "i")(X, w)
+  expected = _per_member(lambda grp, p: np.full(3, (p + 1) * w[grp].sum(), np.float32))
+  np.testing.assert_allclose(np.asarray(g), expected, rtol=1e-6)
+  for f in (lambda v: lax.all_gather(v, "i", axis_index_groups=GROUPS, tiled=True),
+            lambda v: lax.psum_scatter(v, "i", axis_index_groups=GROUPS, tiled=True),
+            lambda v: lax.all_to_all(v, "i", 0, 1, axis_index_groups=GROUPS)):
+    check_grads(minijax.pmap(lambda v: jnp.sin(f(v)), axis_name="i"),
+                (WIDE.reshape(N, 2, 4),), order=1, eps=1e-3, rtol=2e-3, atol=2e-3)
+
+
+def test_axis_index_groups_in_the_lowering_and_the_replication_check(mesh):
+  text = minijax.jit(minijax.pmap(
+      lambda v: lax.all_gather(v, "i", axis_index_groups=GROUPS), "i")).lower(X).as_text()
+  assert "replica_groups = dense<[[2, 0], [1, 3]]>" in text
+  P = minijax.sharding.PartitionSpec
+  # a grouped psum differs between groups: its result is not replicated over the axis
+  grouped = minijax.shard_map(lambda v: lax.psum(v, "i", axis_index_groups=GROUPS),
+                              mesh=mesh, in_specs=P("i"), out_specs=P())
+  with pytest.raises(ValueError, match="out_specs"):
+    grouped(X)
+  whole = minijax.shard_map(lambda v: lax.psum(v, "i"), mesh=mesh, in_specs=P("i"),
+                            out_specs=P())
+  np.testing.assert_allclose(np.asarray(whole(X)), X.sum(0, keepdims=True), rtol=1e-6)
+
+
+def test_float0_arguments_and_results_of_pmap():
+  # JAX 0.10.2: float0 values (no data) go to the devices as boolean zeros and come back
+  # as numpy float0 zeros
+  zeros = np.zeros(N, minijax.dtypes.float0)
+  f = minijax.pmap(lambda t, v: (t, v + 1))
+  for _ in range(2):  # (the second call takes the cached program)
+    t, v = f(zeros, np.arange(N, dtype=np.float32))
+    assert t.dtype == minijax.dtypes.float0 and t.shape == (N,)
+    np.testing.assert_array_equal(np.asarray(v), np.arange(1, N + 1))
+  out = minijax.pmap(lambda v: jnp.array(b"", dtype=minijax.dtypes.float0))(np.ones(N))
+  assert out.dtype == minijax.dtypes.float0 and out.shape == (N,)
 
 
 def test_pmap_errors_name_the_argument_and_the_flat_arguments():
@@ -321,9 +403,14 @@ ERRORS = {
         lambda: minijax.pmap(lambda a, b: a, "i", static_broadcasted_argnums=1)(X)),
     "axis_size disagrees": (ValueError, "Specified axis_size 2",
                             lambda: minijax.pmap(lambda a: a, "i", axis_size=2)(X)),
-    "axis_index_groups": (NotImplementedError, "axis_index_groups",  # (psum's: supported)
-                          lambda: minijax.pmap(lambda v: lax.psum_scatter(
-                              v, "i", axis_index_groups=[[0, 1], [2, 3]]), "i")(X)),
+    "axis_index_groups of unequal sizes": (
+        ValueError, "all_gather: the groups of axis_index_groups must have one size",
+        lambda: minijax.pmap(lambda v: lax.all_gather(
+            v, "i", axis_index_groups=[[0, 1, 2], [3]]), "i")(X)),
+    "axis_index_groups over a vmapped axis": (
+        NotImplementedError, "psum_scatter with axis_index_groups over a vmapped axis",
+        lambda: minijax.vmap(lambda v: lax.psum_scatter(
+            v, "i", axis_index_groups=[[0, 1], [2, 3]], tiled=True), axis_name="i")(WIDE)),
     "axis_index_groups that miss an index": (
         ValueError, "cover all indices",
         lambda: minijax.pmap(lambda v: lax.psum(v, "i", axis_index_groups=[[0, 1]]), "i")(X)),

@@ -490,7 +490,8 @@ def _cond_batch(args, dims, *, branches):
   them (`allowed_with_batched_predicate`: io_callback's) are refused with JAX's error."""
   from minijax import lax
   from minijax.core.jaxpr import eval_jaxpr
-  size = next(x.shape[d] for x, d in zip(args, dims) if d is not None)
+  from minijax.interpreters import batching
+  size = batching.batch_size(args, dims)
   index, *ops = args
   index_dim, *op_dims = dims
   ops_b = [d is not None for d in op_dims]

@@ -419,7 +419,8 @@ def _while_batch(args, dims, *, cond_jaxpr, body_jaxpr, cond_nconsts, body_ncons
   loop_effects = cond_jaxpr.effects | body_jaxpr.effects
   if any(e.ordered and not e.allowed_with_batched_predicate for e in loop_effects):
     raise Exception("Ordered IO effects not supported in vmap.")
-  size = next(x.shape[d] for x, d in zip(args, dims) if d is not None)
+  from minijax.interpreters import batching
+  size = batching.batch_size(args, dims)
   n = len(args) - cond_nconsts - body_nconsts
   cconst_b, bconst_b, carry_b = common.split_sizes([d is not None for d in dims],
                                                    [cond_nconsts, body_nconsts, n])

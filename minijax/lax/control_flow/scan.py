@@ -621,7 +621,8 @@ def _scan_batch(args, dims, *, jaxpr, num_consts, num_carry, length, reverse, li
   """A scan of the batched body.  Batched constants and carries get their batch dim first;
   batched `xs` get it second (the first is the scanned axis), and so do the `ys`.  The set
   of batched carries is grown to a fixed point."""
-  size = next(x.shape[d] for x, d in zip(args, dims) if d is not None)
+  from minijax.interpreters import batching
+  size = batching.batch_size(args, dims)
   const_b, carry_b, xs_b = _split([d is not None for d in dims], num_consts, num_carry)
   num_ys = len(jaxpr.out_avals) - num_carry
   for _ in range(num_carry + 1):
