@@ -241,6 +241,10 @@ void FreePayload(char* p, bool gil) {
   munmap(base, prefix.capacity + kAlignment);
 }
 
+bool IsSmallSlot(const char* p) {
+  return reinterpret_cast<const PayloadPrefix*>(p - kAlignment)->kind == Kind::kSmall;
+}
+
 struct Message {
   int64_t consumer;
   uint64_t seq;
@@ -438,22 +442,57 @@ Admitted Enqueue(Queue* q, Message&& msg, Fill fill) {
   return Admitted::kQueued;
 }
 
-// Writes the tapped arrays of `args` into payload `data` laid out as `layout` (see Layout).
-void FillPayload(char* data, const Layout& layout, size_t n_arrays, const ffi::RemainingArgs& args) {
-  uint64_t* header = HeaderOf(data);
-  header[0] = layout.total;
-  header[1] = n_arrays;
-  size_t offset = layout.header, k = 0;
-  for (size_t i = 0; i < args.size(); ++i) {
+// The tapped arrays of one call (its operands less the tokens), read from the FFI's
+// arguments once.
+struct Tapped {
+  static constexpr size_t kInline = 8;  // arrays kept without an allocation
+  struct Array {
+    const void* data;
+    size_t bytes;
+  };
+  Array inline_arrays[kInline];
+  std::vector<Array> more;  // used instead when a tap has more than kInline arrays
+  size_t n = 0;
+  Layout layout;
+
+  const Array& operator[](size_t i) const { return more.empty() ? inline_arrays[i] : more[i]; }
+};
+
+// Reads the arrays of `args` into `t`; an error for an argument that is not a buffer.
+ffi::Error ReadTapped(const ffi::RemainingArgs& args, Tapped* t) {
+  const size_t n = args.size();
+  if (n > Tapped::kInline) t->more.reserve(n);
+  for (size_t i = 0; i < n; ++i) {
     auto buf = args.get<ffi::AnyBuffer>(i);
+    if (!buf.has_value()) return buf.error();
     if (buf->element_type() == ffi::DataType::TOKEN) continue;
-    header[2 + k++] = offset;
-    if (layout.total <= kSmallSlot) {
-      std::memcpy(data + offset, buf->untyped_data(), buf->size_bytes());
+    const Tapped::Array a{buf->untyped_data(), buf->size_bytes()};
+    if (n > Tapped::kInline) {
+      t->more.push_back(a);
     } else {
-      CopyIntoPayload(data, data + offset, buf->untyped_data(), buf->size_bytes());
+      t->inline_arrays[t->n] = a;
     }
-    offset += AlignUp(buf->size_bytes());
+    ++t->n;
+  }
+  t->layout = HeaderFor(t->n);
+  for (size_t i = 0; i < t->n; ++i) t->layout.total += AlignUp((*t)[i].bytes);
+  return ffi::Error::Success();
+}
+
+// Writes the tapped arrays `t` into payload `data` (see Layout).
+void FillPayload(char* data, const Tapped& t) {
+  uint64_t* header = HeaderOf(data);
+  header[0] = t.layout.total;
+  header[1] = t.n;
+  size_t offset = t.layout.header;
+  for (size_t i = 0; i < t.n; ++i) {
+    header[2 + i] = offset;
+    if (t.layout.total <= kSmallSlot) {
+      std::memcpy(data + offset, t[i].data, t[i].bytes);
+    } else {
+      CopyIntoPayload(data, data + offset, t[i].data, t[i].bytes);
+    }
+    offset += AlignUp(t[i].bytes);
   }
 }
 
@@ -464,27 +503,18 @@ ffi::Error TapImpl(int32_t device, int64_t consumer, ffi::RemainingArgs args,
     return ffi::Error::InvalidArgument("minijax_tap: device ordinal " + std::to_string(device) +
                                        " out of range");
   }
-  const size_t n = args.size();
-  size_t n_arrays = 0;
-  for (size_t i = 0; i < n; ++i) {
-    auto buf = args.get<ffi::AnyBuffer>(i);
-    if (!buf.has_value()) return buf.error();
-    if (buf->element_type() != ffi::DataType::TOKEN) ++n_arrays;
-  }
-  Layout layout = HeaderFor(n_arrays);
-  for (size_t i = 0; i < n; ++i) {
-    auto buf = args.get<ffi::AnyBuffer>(i);
-    if (buf->element_type() != ffi::DataType::TOKEN) layout.total += AlignUp(buf->size_bytes());
-  }
+  Tapped t;
+  if (ffi::Error error = ReadTapped(args, &t); error.failure()) return error;
+  const size_t total = t.layout.total;
   char* data = nullptr;  // a small tap is filled under the queue's lock, in a recycled slot
-  if (layout.total > kSmallSlot) {
-    data = AllocPayload(&q->pool, layout.total);
+  if (total > kSmallSlot) {
+    data = AllocPayload(&q->pool, total);
     if (data == nullptr) return ffi::Error::Internal("minijax_tap: out of memory");
-    FillPayload(data, layout, n_arrays, args);
+    FillPayload(data, t);
   }
   const Admitted admitted =
-      Enqueue(q, Message{consumer, 0, data, layout.total, layout.total + kMessageOverhead},
-              [&](char* slot) { FillPayload(slot, layout, n_arrays, args); });
+      Enqueue(q, Message{consumer, 0, data, total, total + kMessageOverhead},
+              [&](char* slot) { FillPayload(slot, t); });
   if (admitted == Admitted::kOutOfMemory) return ffi::Error::Internal("minijax_tap: out of memory");
   if (admitted == Admitted::kInterrupted) {
     return ffi::Error(ffi::ErrorCode::kCancelled,
@@ -544,7 +574,8 @@ PyObject* NewPayload(char* data, size_t size) {
 }
 
 // A writable numpy array of `shape` (a tuple of ints) and `dtype` (a numpy dtype) over
-// `data`, which `payload` owns; the array keeps `payload` alive.
+// `data`, which `payload` owns; the array keeps `payload` alive.  With no payload and no
+// data, the array owns fresh memory.
 PyObject* NewArrayView(PyObject* shape, PyObject* dtype, PyObject* payload, char* data) {
   if (!PyTuple_Check(shape) || PyTuple_GET_SIZE(shape) > NPY_MAXDIMS || !PyArray_DescrCheck(dtype)) {
     PyErr_SetString(PyExc_TypeError, "a simple consumer needs a shape tuple and a numpy dtype");
@@ -558,13 +589,31 @@ PyObject* NewArrayView(PyObject* shape, PyObject* dtype, PyObject* payload, char
   }
   Py_INCREF(dtype);  // stolen by PyArray_NewFromDescr
   PyObject* array = PyArray_NewFromDescr(&PyArray_Type, reinterpret_cast<PyArray_Descr*>(dtype),
-                                         nd, dims, nullptr, data, NPY_ARRAY_CARRAY, nullptr);
-  if (array == nullptr) return nullptr;
+                                         nd, dims, nullptr, data,
+                                         data != nullptr ? NPY_ARRAY_CARRAY : 0,  // C order
+                                         nullptr);
+  if (array == nullptr || payload == nullptr) return array;
   Py_INCREF(payload);  // stolen by PyArray_SetBaseObject
   if (PyArray_SetBaseObject(reinterpret_cast<PyArrayObject*>(array), payload) < 0) {
     Py_DECREF(array);
     return nullptr;
   }
+  return array;
+}
+
+// A writable numpy array of `shape` and `dtype` holding a copy of the first bytes of
+// `data` (`size` bytes there at most).
+PyObject* NewArrayCopy(PyObject* shape, PyObject* dtype, const char* data, size_t size) {
+  PyObject* array = NewArrayView(shape, dtype, nullptr, nullptr);
+  if (array == nullptr) return nullptr;
+  auto* a = reinterpret_cast<PyArrayObject*>(array);
+  const size_t nbytes = static_cast<size_t>(PyArray_NBYTES(a));
+  if (nbytes > size) {
+    Py_DECREF(array);
+    PyErr_SetString(PyExc_ValueError, "a tap's payload is smaller than its consumer's array");
+    return nullptr;
+  }
+  std::memcpy(PyArray_DATA(a), data, nbytes);
   return array;
 }
 
@@ -821,19 +870,29 @@ PyObject* PyDeliver(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
     const uint64_t* header = HeaderOf(m.data);
     PyObject* id = PyLong_FromLongLong(m.consumer);
     PyObject* entry = id ? PyDict_GetItemWithError(fast, id) : nullptr;  // borrowed
-    PyObject* payload = NewPayload(m.data, m.size);  // owns m.data from here on
-    if (id == nullptr || payload == nullptr || PyErr_Occurred()) {
+    const Py_ssize_t entry_size = entry != nullptr && PyTuple_Check(entry)
+                                      ? PyTuple_GET_SIZE(entry) : 0;
+    const bool simple = (entry_size == 5 || entry_size == 6) && header[1] == 1;
+    // A simple tap in a small slot is copied into an array of its own and its slot
+    // recycled at once (see kSmallSlot); any other payload is owned by a Payload object,
+    // which numpy views without copying.
+    const bool copy = simple && IsSmallSlot(m.data);
+    PyObject* payload = copy ? nullptr : NewPayload(m.data, m.size);  // owns m.data
+    if (id == nullptr || (payload == nullptr && !copy) || PyErr_Occurred()) {
+      if (copy) FreePayload(m.data, /*gil=*/true);
       Py_XDECREF(id);
       Py_XDECREF(payload);
       failed = true;
       continue;
     }
-    const Py_ssize_t entry_size = entry != nullptr && PyTuple_Check(entry)
-                                      ? PyTuple_GET_SIZE(entry) : 0;
-    if ((entry_size == 5 || entry_size == 6) && header[1] == 1) {
+    if (simple) {
       Py_INCREF(entry);  // the tap function may change `fast`
-      PyObject* array = NewArrayView(PyTuple_GET_ITEM(entry, 2), PyTuple_GET_ITEM(entry, 3),
-                                     payload, m.data + header[2]);
+      PyObject* shape = PyTuple_GET_ITEM(entry, 2);
+      PyObject* dtype = PyTuple_GET_ITEM(entry, 3);
+      PyObject* array = copy ? NewArrayCopy(shape, dtype, m.data + header[2],
+                                            m.size - header[2])
+                             : NewArrayView(shape, dtype, payload, m.data + header[2]);
+      if (copy) FreePayload(m.data, /*gil=*/true);
       PyObject* wrap = entry_size == 6 ? PyTuple_GET_ITEM(entry, 5) : Py_None;
       if (array != nullptr && wrap != Py_None) {  // (aval, device): as a HostArray
         PyArray_CLEARFLAGS(reinterpret_cast<PyArrayObject*>(array), NPY_ARRAY_WRITEABLE);
@@ -881,7 +940,7 @@ PyObject* PyDeliver(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
       }
     }
     Py_DECREF(id);
-    Py_DECREF(payload);
+    Py_XDECREF(payload);
   }
   for (size_t k = done; k < batch.size(); ++k) FreePayload(batch[k].data, /*gil=*/true);
   if (failed) return nullptr;
