@@ -538,14 +538,17 @@ XLA_FFI_DEFINE_HANDLER_SYMBOL(MinijaxTapHandler, TapImpl,
 
 namespace {
 
+// A Payload either owns a message's buffer (its size field is 0) or holds a copy of a
+// small tap's bytes itself, after its fields (its size field counts them).
 struct PayloadObject {
-  PyObject_HEAD
+  PyObject_VAR_HEAD
   char* data;
   Py_ssize_t size;
 };
+constexpr size_t kPayloadInline = (sizeof(PayloadObject) + 15) & ~size_t{15};  // 16-aligned
 
 void PayloadDealloc(PyObject* self) {
-  FreePayload(reinterpret_cast<PayloadObject*>(self)->data, /*gil=*/true);
+  if (Py_SIZE(self) == 0) FreePayload(reinterpret_cast<PayloadObject*>(self)->data, /*gil=*/true);
   Py_TYPE(self)->tp_free(self);
 }
 
@@ -563,7 +566,7 @@ PyTypeObject PayloadType = {PyVarObject_HEAD_INIT(nullptr, 0)};
 minijax::HostArrayType g_host_array;  // set_host_array_type
 
 PyObject* NewPayload(char* data, size_t size) {
-  auto* p = PyObject_New(PayloadObject, &PayloadType);
+  auto* p = PyObject_NewVar(PayloadObject, &PayloadType, 0);
   if (p == nullptr) {
     FreePayload(data, /*gil=*/true);
     return nullptr;
@@ -573,9 +576,18 @@ PyObject* NewPayload(char* data, size_t size) {
   return reinterpret_cast<PyObject*>(p);
 }
 
+// A Payload holding a copy of `size` bytes at `data`.
+PyObject* NewInlinePayload(const char* data, size_t size) {
+  auto* p = PyObject_NewVar(PayloadObject, &PayloadType, static_cast<Py_ssize_t>(size));
+  if (p == nullptr) return nullptr;
+  p->data = reinterpret_cast<char*>(p) + kPayloadInline;
+  p->size = static_cast<Py_ssize_t>(size);
+  std::memcpy(p->data, data, size);
+  return reinterpret_cast<PyObject*>(p);
+}
+
 // A writable numpy array of `shape` (a tuple of ints) and `dtype` (a numpy dtype) over
-// `data`, which `payload` owns; the array keeps `payload` alive.  With no payload and no
-// data, the array owns fresh memory.
+// `data`, which `payload` owns; the array keeps `payload` alive.
 PyObject* NewArrayView(PyObject* shape, PyObject* dtype, PyObject* payload, char* data) {
   if (!PyTuple_Check(shape) || PyTuple_GET_SIZE(shape) > NPY_MAXDIMS || !PyArray_DescrCheck(dtype)) {
     PyErr_SetString(PyExc_TypeError, "a simple consumer needs a shape tuple and a numpy dtype");
@@ -589,31 +601,13 @@ PyObject* NewArrayView(PyObject* shape, PyObject* dtype, PyObject* payload, char
   }
   Py_INCREF(dtype);  // stolen by PyArray_NewFromDescr
   PyObject* array = PyArray_NewFromDescr(&PyArray_Type, reinterpret_cast<PyArray_Descr*>(dtype),
-                                         nd, dims, nullptr, data,
-                                         data != nullptr ? NPY_ARRAY_CARRAY : 0,  // C order
-                                         nullptr);
-  if (array == nullptr || payload == nullptr) return array;
+                                         nd, dims, nullptr, data, NPY_ARRAY_CARRAY, nullptr);
+  if (array == nullptr) return nullptr;
   Py_INCREF(payload);  // stolen by PyArray_SetBaseObject
   if (PyArray_SetBaseObject(reinterpret_cast<PyArrayObject*>(array), payload) < 0) {
     Py_DECREF(array);
     return nullptr;
   }
-  return array;
-}
-
-// A writable numpy array of `shape` and `dtype` holding a copy of the first bytes of
-// `data` (`size` bytes there at most).
-PyObject* NewArrayCopy(PyObject* shape, PyObject* dtype, const char* data, size_t size) {
-  PyObject* array = NewArrayView(shape, dtype, nullptr, nullptr);
-  if (array == nullptr) return nullptr;
-  auto* a = reinterpret_cast<PyArrayObject*>(array);
-  const size_t nbytes = static_cast<size_t>(PyArray_NBYTES(a));
-  if (nbytes > size) {
-    Py_DECREF(array);
-    PyErr_SetString(PyExc_ValueError, "a tap's payload is smaller than its consumer's array");
-    return nullptr;
-  }
-  std::memcpy(PyArray_DATA(a), data, nbytes);
   return array;
 }
 
@@ -873,26 +867,25 @@ PyObject* PyDeliver(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
     const Py_ssize_t entry_size = entry != nullptr && PyTuple_Check(entry)
                                       ? PyTuple_GET_SIZE(entry) : 0;
     const bool simple = (entry_size == 5 || entry_size == 6) && header[1] == 1;
-    // A simple tap in a small slot is copied into an array of its own and its slot
-    // recycled at once (see kSmallSlot); any other payload is owned by a Payload object,
-    // which numpy views without copying.
+    // A simple tap in a small slot is copied into a Payload of its own and its slot
+    // recycled at once (see kSmallSlot); any other Payload owns its message's buffer.
+    // numpy views either without copying.
     const bool copy = simple && IsSmallSlot(m.data);
-    PyObject* payload = copy ? nullptr : NewPayload(m.data, m.size);  // owns m.data
-    if (id == nullptr || (payload == nullptr && !copy) || PyErr_Occurred()) {
-      if (copy) FreePayload(m.data, /*gil=*/true);
+    PyObject* payload = copy ? NewInlinePayload(m.data, m.size) : NewPayload(m.data, m.size);
+    if (copy) FreePayload(m.data, /*gil=*/true);
+    if (id == nullptr || payload == nullptr || PyErr_Occurred()) {
       Py_XDECREF(id);
       Py_XDECREF(payload);
       failed = true;
       continue;
     }
+    char* const data = reinterpret_cast<PayloadObject*>(payload)->data;
+    header = HeaderOf(data);  // the recycled slot is not read again
     if (simple) {
       Py_INCREF(entry);  // the tap function may change `fast`
       PyObject* shape = PyTuple_GET_ITEM(entry, 2);
       PyObject* dtype = PyTuple_GET_ITEM(entry, 3);
-      PyObject* array = copy ? NewArrayCopy(shape, dtype, m.data + header[2],
-                                            m.size - header[2])
-                             : NewArrayView(shape, dtype, payload, m.data + header[2]);
-      if (copy) FreePayload(m.data, /*gil=*/true);
+      PyObject* array = NewArrayView(shape, dtype, payload, data + header[2]);
       PyObject* wrap = entry_size == 6 ? PyTuple_GET_ITEM(entry, 5) : Py_None;
       if (array != nullptr && wrap != Py_None) {  // (aval, device): as a HostArray
         PyArray_CLEARFLAGS(reinterpret_cast<PyArrayObject*>(array), NPY_ARRAY_WRITEABLE);
@@ -940,7 +933,7 @@ PyObject* PyDeliver(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
       }
     }
     Py_DECREF(id);
-    Py_XDECREF(payload);
+    Py_DECREF(payload);
   }
   for (size_t k = done; k < batch.size(); ++k) FreePayload(batch[k].data, /*gil=*/true);
   if (failed) return nullptr;
@@ -1101,7 +1094,8 @@ PyModuleDef module_def = {PyModuleDef_HEAD_INIT, "_native",
 
 PyMODINIT_FUNC PyInit__native() {
   PayloadType.tp_name = "minijax.runtime.taps._native.Payload";
-  PayloadType.tp_basicsize = sizeof(PayloadObject);
+  PayloadType.tp_basicsize = kPayloadInline;
+  PayloadType.tp_itemsize = 1;
   PayloadType.tp_dealloc = PayloadDealloc;
   PayloadType.tp_flags = Py_TPFLAGS_DEFAULT;
   PayloadType.tp_doc = "The bytes of one tap, viewed by numpy without a copy.";
