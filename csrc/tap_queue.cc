@@ -31,7 +31,6 @@
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
-#include <deque>
 #include <map>
 #include <mutex>
 #include <string>
@@ -253,11 +252,46 @@ struct Message {
   size_t charged;  // bytes counted against the queue
 };
 
+// A queue's messages, oldest first: a vector read from `head` on.  The receiver takes them
+// all by swapping in the (emptied) vector of its previous batch, so that in steady state
+// no push allocates (a deque would allocate a block every few pushes on the producer's
+// thread, for the receiver's to free).
+class MessageFifo {
+ public:
+  bool empty() const { return head_ == items_.size(); }
+  size_t size() const { return items_.size() - head_; }
+  void push_back(Message&& m) { items_.push_back(std::move(m)); }
+
+  // Moves the first `n` messages (all of them if fewer) into `out`, which is empty and
+  // whose capacity the queue may keep; returns their charged bytes.
+  size_t Take(size_t n, std::vector<Message>* out) {
+    size_t charged = 0;
+    if (head_ == 0 && n >= items_.size()) {
+      out->swap(items_);
+      for (const Message& m : *out) charged += m.charged;
+      return charged;
+    }
+    const size_t end = head_ + std::min(n, size());
+    out->assign(items_.begin() + head_, items_.begin() + end);
+    for (const Message& m : *out) charged += m.charged;
+    head_ = end;
+    if (empty()) {
+      items_.clear();
+      head_ = 0;
+    }
+    return charged;
+  }
+
+ private:
+  std::vector<Message> items_;
+  size_t head_ = 0;
+};
+
 struct Queue {
   std::mutex mu;
   std::condition_variable has_data;
   std::condition_variable has_room;
-  std::deque<Message> items;
+  MessageFifo items;
   std::atomic<size_t> n_items{0};  // items.size(), readable without the lock
   size_t used = 0;
   size_t high_water = 0;
@@ -688,7 +722,8 @@ PyObject* PyContended(PyObject*, PyObject*) { return PyBool_FromLong(Contended()
 // Lingering polls rather than sleeps, so that a flush is seen at once.
 //
 // It first gives the small slots in `returned` back to the producers (see kSmallSlot).
-std::deque<Message> PopBatch(Queue* q, size_t max_count, std::vector<char*>* returned) {
+void PopBatch(Queue* q, size_t max_count, std::vector<char*>* returned,
+              std::vector<Message>* batch) {
   if (!returned->empty()) {
     {
       std::lock_guard<std::mutex> lock(q->mu);
@@ -703,7 +738,6 @@ std::deque<Message> PopBatch(Queue* q, size_t max_count, std::vector<char*>* ret
     { std::lock_guard<std::mutex> lock(q->mu); }  // no waiter misses the notification
     q->drained.notify_all();
   }
-  std::deque<Message> batch;
   if (q->n_items.load(std::memory_order_acquire) == 0) {
     SpinUntil(std::chrono::steady_clock::now() +
                   std::chrono::nanoseconds(g_spin_ns.load(std::memory_order_relaxed)),
@@ -744,25 +778,14 @@ std::deque<Message> PopBatch(Queue* q, size_t max_count, std::vector<char*>* ret
       quiet_until = std::min(std::chrono::steady_clock::now() + linger, give_up);
     }
   }
-  size_t freed = 0;
-  if (q->items.size() <= max_count) {  // the usual case: take them all, in O(1)
-    batch.swap(q->items);
-    freed = q->used;
-  } else {
-    while (batch.size() < max_count) {
-      freed += q->items.front().charged;
-      batch.push_back(q->items.front());
-      q->items.pop_front();
-    }
-  }
+  const size_t freed = q->items.Take(max_count, batch);
   if (q->items.empty() && !q->closed) q->hurry.store(false, std::memory_order_release);
   q->n_items.store(q->items.size(), std::memory_order_release);
   q->used -= freed;
-  q->in_flight = batch.size();
+  q->in_flight = batch->size();
   const bool wake = freed > 0 && q->producers_waiting > 0;
   lock.unlock();
   if (wake) q->has_room.notify_all();
-  return batch;
 }
 
 // Waits until the receiver has finished with `target` taps, or `timeout` passes.
@@ -849,11 +872,13 @@ PyObject* PyDeliver(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
   if (max_count == -1 && PyErr_Occurred()) return nullptr;
   if (max_count < 1) max_count = 1;
   PyObject *fast = args[2], *slow = args[3], *on_error = args[4];
-  std::deque<Message> batch;
+  static thread_local std::vector<Message> spare;  // the last batch's, emptied (see MessageFifo)
+  std::vector<Message> batch;
+  batch.swap(spare);
   static thread_local std::vector<char*> returned;  // empty between calls
   returned.swap(q->pool.small_returned);  // with the GIL, which guards small_returned
   Py_BEGIN_ALLOW_THREADS
-  batch = PopBatch(q, static_cast<size_t>(max_count), &returned);
+  PopBatch(q, static_cast<size_t>(max_count), &returned, &batch);
   Py_END_ALLOW_THREADS
   if (batch.empty()) Py_RETURN_NONE;
   unsigned long long nbytes = 0;
@@ -936,8 +961,11 @@ PyObject* PyDeliver(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
     Py_DECREF(payload);
   }
   for (size_t k = done; k < batch.size(); ++k) FreePayload(batch[k].data, /*gil=*/true);
+  const size_t count = batch.size();
+  batch.clear();
+  batch.swap(spare);
   if (failed) return nullptr;
-  return Py_BuildValue("(nK)", static_cast<Py_ssize_t>(batch.size()), nbytes);
+  return Py_BuildValue("(nK)", static_cast<Py_ssize_t>(count), nbytes);
 }
 
 PyObject* SetClosed(PyObject* arg, bool closed) {
