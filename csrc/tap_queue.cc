@@ -275,8 +275,8 @@ class MessageFifo {
     out->assign(items_.begin() + head_, items_.begin() + end);
     for (const Message& m : *out) charged += m.charged;
     head_ = end;
-    if (empty()) {
-      items_.clear();
+    if (head_ >= size()) {  // as many taken as left: drop the taken ones (amortized O(1))
+      items_.erase(items_.begin(), items_.begin() + head_);
       head_ = 0;
     }
     return charged;
