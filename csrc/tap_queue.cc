@@ -16,9 +16,13 @@
 // handler fails, which abandons the computation, and the exception is kept for
 // `take_interrupt()`, which the dispatching code calls when the run fails, to raise it
 // from the user's call.  Each message is one buffer (a header, then the tapped arrays): a
-// recycled slot for small ones (see kSmallSlot), a pooled or malloc'd buffer otherwise;
-// Python sees it as a writable buffer object (`Payload`) that numpy views without copying.  A receiver that keeps up with its
-// device is never put to sleep, so the device side of a tap makes no system call.
+// recycled slot for small ones (see kSmallSlot), a pooled or malloc'd buffer otherwise.
+// The queue holds the messages in a vector that the receiver swaps for its emptied last
+// batch (see MessageFifo), so a push allocates nothing in steady state.  Python sees a
+// message as a writable buffer object (`Payload`) that numpy views without copying; a
+// small tap delivered by the receiver itself is first copied into a Payload of its own,
+// which frees its slot at once.  A receiver that keeps up with its device is never put to
+// sleep, so the device side of a tap makes no system call.
 
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -95,9 +99,11 @@ constexpr int64_t kPoolWarmNs = 1000000;      // a buffer freed this recently is
 // Small taps (the usual ones: a scalar, a few numbers) go in fixed-size slots that are
 // recycled and never freed, so that no tap costs a malloc on the XLA thread and a free on
 // the receiver's (glibc's cross-thread frees are the dear ones).  A producer takes a slot
-// and fills it under the queue's lock (see Enqueue); a slot whose Payload dies (always with
-// the GIL held) goes onto `small_returned`, which needs no lock, and the receiver moves
-// those back to `small_free`, under the queue's lock, once per batch.
+// and fills it under the queue's lock (see Enqueue).  The receiver copies a tap of one
+// array out of its slot into a small Python object (PyDeliver) and returns the slot at
+// once; a slot handed to Python in a Payload goes back when that Payload dies.  Either way
+// (always with the GIL held) it goes onto `small_returned`, which needs no lock, and the
+// receiver moves those back to `small_free`, under the queue's lock, once per batch.
 constexpr size_t kSmallSlot = 256;        // payload bytes of a slot, header included
 constexpr size_t kSmallFreeMax = 1u << 14;  // slots kept per device (5 MiB)
 
