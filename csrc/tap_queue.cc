@@ -62,7 +62,13 @@ constexpr size_t kMessageOverhead = 64;  // charged per message, so even empty t
 // kMaxDevices keeps one process's devices apart and the lookup an array index.
 constexpr int kMaxDevices = 2048;
 
-size_t AlignUp(size_t n) { return (n + kAlignment - 1) & ~(kAlignment - 1); }
+size_t AlignUp(size_t n, size_t alignment = kAlignment) {
+  return (n + alignment - 1) & ~(alignment - 1);
+}
+// A tap that fits a small slot (see kSmallSlot) aligns its arrays to this only, so that a
+// scalar and its header share one cache line: the line that the receiver reads and the
+// next producer of that slot writes.  It is as much as any numpy dtype needs.
+constexpr size_t kSmallAlignment = 16;
 
 // One tap is one allocation: a header holding the allocation's capacity, the number of
 // arrays and each array's offset from the start, then the arrays, each at a multiple of
@@ -70,12 +76,14 @@ size_t AlignUp(size_t n) { return (n + kAlignment - 1) & ~(kAlignment - 1); }
 struct Layout {
   size_t header = 0;
   size_t total = 0;
+  size_t alignment = kAlignment;
 };
 
-Layout HeaderFor(size_t n_arrays) {
+Layout HeaderFor(size_t n_arrays, size_t alignment = kAlignment) {
   Layout l;
-  l.header = AlignUp(sizeof(uint64_t) * (2 + n_arrays));
+  l.header = AlignUp(sizeof(uint64_t) * (2 + n_arrays), alignment);
   l.total = l.header;
+  l.alignment = alignment;
   return l;
 }
 
@@ -201,7 +209,7 @@ char* TakeSmallSlot(Pool* pool) {
     pool->small_free.pop_back();
     return p;
   }
-  char* base = static_cast<char*>(std::malloc(kSmallSlot + kAlignment));
+  char* base = static_cast<char*>(std::aligned_alloc(kAlignment, kSmallSlot + kAlignment));
   if (base == nullptr) return nullptr;
   *reinterpret_cast<PayloadPrefix*>(base) = PayloadPrefix{pool, kSmallSlot, 0, Kind::kSmall};
   return base + kAlignment;
@@ -514,8 +522,11 @@ ffi::Error ReadTapped(const ffi::RemainingArgs& args, Tapped* t) {
     }
     ++t->n;
   }
-  t->layout = HeaderFor(t->n);
-  for (size_t i = 0; i < t->n; ++i) t->layout.total += AlignUp((*t)[i].bytes);
+  for (size_t alignment : {kSmallAlignment, kAlignment}) {  // small if it fits a slot so
+    t->layout = HeaderFor(t->n, alignment);
+    for (size_t i = 0; i < t->n; ++i) t->layout.total += AlignUp((*t)[i].bytes, alignment);
+    if (t->layout.total <= kSmallSlot) break;
+  }
   return ffi::Error::Success();
 }
 
@@ -532,7 +543,7 @@ void FillPayload(char* data, const Tapped& t) {
     } else {
       CopyIntoPayload(data, data + offset, t[i].data, t[i].bytes);
     }
-    offset += AlignUp(t[i].bytes);
+    offset += AlignUp(t[i].bytes, t.layout.alignment);
   }
 }
 
