@@ -16,9 +16,13 @@
 // handler fails, which abandons the computation, and the exception is kept for
 // `take_interrupt()`, which the dispatching code calls when the run fails, to raise it
 // from the user's call.  Each message is one buffer (a header, then the tapped arrays): a
-// recycled slot for small ones (see kSmallSlot), a pooled or malloc'd buffer otherwise;
-// Python sees it as a writable buffer object (`Payload`) that numpy views without copying.  A receiver that keeps up with its
-// device is never put to sleep, so the device side of a tap makes no system call.
+// recycled slot for small ones (see kSmallSlot), a pooled or malloc'd buffer otherwise.
+// The queue holds the messages in a vector that the receiver swaps for its emptied last
+// batch (see MessageFifo), so a push allocates nothing in steady state.  Python sees a
+// message as a writable buffer object (`Payload`) that numpy views without copying; a
+// small tap delivered by the receiver itself is first copied into a Payload of its own,
+// which frees its slot at once.  A receiver that keeps up with its device is never put to
+// sleep, so the device side of a tap makes no system call.
 
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -31,7 +35,6 @@
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
-#include <deque>
 #include <map>
 #include <mutex>
 #include <string>
@@ -59,7 +62,13 @@ constexpr size_t kMessageOverhead = 64;  // charged per message, so even empty t
 // kMaxDevices keeps one process's devices apart and the lookup an array index.
 constexpr int kMaxDevices = 2048;
 
-size_t AlignUp(size_t n) { return (n + kAlignment - 1) & ~(kAlignment - 1); }
+size_t AlignUp(size_t n, size_t alignment = kAlignment) {
+  return (n + alignment - 1) & ~(alignment - 1);
+}
+// A tap that fits a small slot (see kSmallSlot) aligns its arrays to this only, so that a
+// scalar and its header share one cache line: the line that the receiver reads and the
+// next producer of that slot writes.  It is as much as any numpy dtype needs.
+constexpr size_t kSmallAlignment = 16;
 
 // One tap is one allocation: a header holding the allocation's capacity, the number of
 // arrays and each array's offset from the start, then the arrays, each at a multiple of
@@ -67,12 +76,14 @@ size_t AlignUp(size_t n) { return (n + kAlignment - 1) & ~(kAlignment - 1); }
 struct Layout {
   size_t header = 0;
   size_t total = 0;
+  size_t alignment = kAlignment;
 };
 
-Layout HeaderFor(size_t n_arrays) {
+Layout HeaderFor(size_t n_arrays, size_t alignment = kAlignment) {
   Layout l;
-  l.header = AlignUp(sizeof(uint64_t) * (2 + n_arrays));
+  l.header = AlignUp(sizeof(uint64_t) * (2 + n_arrays), alignment);
   l.total = l.header;
+  l.alignment = alignment;
   return l;
 }
 
@@ -96,9 +107,11 @@ constexpr int64_t kPoolWarmNs = 1000000;      // a buffer freed this recently is
 // Small taps (the usual ones: a scalar, a few numbers) go in fixed-size slots that are
 // recycled and never freed, so that no tap costs a malloc on the XLA thread and a free on
 // the receiver's (glibc's cross-thread frees are the dear ones).  A producer takes a slot
-// and fills it under the queue's lock (see Enqueue); a slot whose Payload dies (always with
-// the GIL held) goes onto `small_returned`, which needs no lock, and the receiver moves
-// those back to `small_free`, under the queue's lock, once per batch.
+// and fills it under the queue's lock (see Enqueue).  The receiver copies a tap of one
+// array out of its slot into a small Python object (PyDeliver) and returns the slot at
+// once; a slot handed to Python in a Payload goes back when that Payload dies.  Either way
+// (always with the GIL held) it goes onto `small_returned`, which needs no lock, and the
+// receiver moves those back to `small_free`, under the queue's lock, once per batch.
 constexpr size_t kSmallSlot = 256;        // payload bytes of a slot, header included
 constexpr size_t kSmallFreeMax = 1u << 14;  // slots kept per device (5 MiB)
 
@@ -196,7 +209,7 @@ char* TakeSmallSlot(Pool* pool) {
     pool->small_free.pop_back();
     return p;
   }
-  char* base = static_cast<char*>(std::malloc(kSmallSlot + kAlignment));
+  char* base = static_cast<char*>(std::aligned_alloc(kAlignment, kSmallSlot + kAlignment));
   if (base == nullptr) return nullptr;
   *reinterpret_cast<PayloadPrefix*>(base) = PayloadPrefix{pool, kSmallSlot, 0, Kind::kSmall};
   return base + kAlignment;
@@ -241,6 +254,10 @@ void FreePayload(char* p, bool gil) {
   munmap(base, prefix.capacity + kAlignment);
 }
 
+bool IsSmallSlot(const char* p) {
+  return reinterpret_cast<const PayloadPrefix*>(p - kAlignment)->kind == Kind::kSmall;
+}
+
 struct Message {
   int64_t consumer;
   uint64_t seq;
@@ -249,11 +266,46 @@ struct Message {
   size_t charged;  // bytes counted against the queue
 };
 
+// A queue's messages, oldest first: a vector read from `head` on.  The receiver takes them
+// all by swapping in the (emptied) vector of its previous batch, so that in steady state
+// no push allocates (a deque would allocate a block every few pushes on the producer's
+// thread, for the receiver's to free).
+class MessageFifo {
+ public:
+  bool empty() const { return head_ == items_.size(); }
+  size_t size() const { return items_.size() - head_; }
+  void push_back(Message&& m) { items_.push_back(std::move(m)); }
+
+  // Moves the first `n` messages (all of them if fewer) into `out`, which is empty and
+  // whose capacity the queue may keep; returns their charged bytes.
+  size_t Take(size_t n, std::vector<Message>* out) {
+    size_t charged = 0;
+    if (head_ == 0 && n >= items_.size()) {
+      out->swap(items_);
+      for (const Message& m : *out) charged += m.charged;
+      return charged;
+    }
+    const size_t end = head_ + std::min(n, size());
+    out->assign(items_.begin() + head_, items_.begin() + end);
+    for (const Message& m : *out) charged += m.charged;
+    head_ = end;
+    if (head_ >= size()) {  // as many taken as left: drop the taken ones (amortized O(1))
+      items_.erase(items_.begin(), items_.begin() + head_);
+      head_ = 0;
+    }
+    return charged;
+  }
+
+ private:
+  std::vector<Message> items_;
+  size_t head_ = 0;
+};
+
 struct Queue {
   std::mutex mu;
   std::condition_variable has_data;
   std::condition_variable has_room;
-  std::deque<Message> items;
+  MessageFifo items;
   std::atomic<size_t> n_items{0};  // items.size(), readable without the lock
   size_t used = 0;
   size_t high_water = 0;
@@ -438,22 +490,60 @@ Admitted Enqueue(Queue* q, Message&& msg, Fill fill) {
   return Admitted::kQueued;
 }
 
-// Writes the tapped arrays of `args` into payload `data` laid out as `layout` (see Layout).
-void FillPayload(char* data, const Layout& layout, size_t n_arrays, const ffi::RemainingArgs& args) {
-  uint64_t* header = HeaderOf(data);
-  header[0] = layout.total;
-  header[1] = n_arrays;
-  size_t offset = layout.header, k = 0;
-  for (size_t i = 0; i < args.size(); ++i) {
+// The tapped arrays of one call (its operands less the tokens), read from the FFI's
+// arguments once.
+struct Tapped {
+  static constexpr size_t kInline = 8;  // arrays kept without an allocation
+  struct Array {
+    const void* data;
+    size_t bytes;
+  };
+  Array inline_arrays[kInline];
+  std::vector<Array> more;  // used instead when a tap has more than kInline arrays
+  size_t n = 0;
+  Layout layout;
+
+  const Array& operator[](size_t i) const { return more.empty() ? inline_arrays[i] : more[i]; }
+};
+
+// Reads the arrays of `args` into `t`; an error for an argument that is not a buffer.
+ffi::Error ReadTapped(const ffi::RemainingArgs& args, Tapped* t) {
+  const size_t n = args.size();
+  if (n > Tapped::kInline) t->more.reserve(n);
+  for (size_t i = 0; i < n; ++i) {
     auto buf = args.get<ffi::AnyBuffer>(i);
+    if (!buf.has_value()) return buf.error();
     if (buf->element_type() == ffi::DataType::TOKEN) continue;
-    header[2 + k++] = offset;
-    if (layout.total <= kSmallSlot) {
-      std::memcpy(data + offset, buf->untyped_data(), buf->size_bytes());
+    const Tapped::Array a{buf->untyped_data(), buf->size_bytes()};
+    if (n > Tapped::kInline) {
+      t->more.push_back(a);
     } else {
-      CopyIntoPayload(data, data + offset, buf->untyped_data(), buf->size_bytes());
+      t->inline_arrays[t->n] = a;
     }
-    offset += AlignUp(buf->size_bytes());
+    ++t->n;
+  }
+  for (size_t alignment : {kSmallAlignment, kAlignment}) {  // small if it fits a slot so
+    t->layout = HeaderFor(t->n, alignment);
+    for (size_t i = 0; i < t->n; ++i) t->layout.total += AlignUp((*t)[i].bytes, alignment);
+    if (t->layout.total <= kSmallSlot) break;
+  }
+  return ffi::Error::Success();
+}
+
+// Writes the tapped arrays `t` into payload `data` (see Layout).
+void FillPayload(char* data, const Tapped& t) {
+  uint64_t* header = HeaderOf(data);
+  header[0] = t.layout.total;
+  header[1] = t.n;
+  size_t offset = t.layout.header;
+  for (size_t i = 0; i < t.n; ++i) {
+    header[2 + i] = offset;
+    if (t.layout.total <= kSmallSlot) {
+      std::memcpy(data + offset, t[i].data, t[i].bytes);
+    } else {
+      CopyIntoPayload(data, data + offset, t[i].data, t[i].bytes);
+    }
+    offset += AlignUp(t[i].bytes, t.layout.alignment);
   }
 }
 
@@ -464,27 +554,18 @@ ffi::Error TapImpl(int32_t device, int64_t consumer, ffi::RemainingArgs args,
     return ffi::Error::InvalidArgument("minijax_tap: device ordinal " + std::to_string(device) +
                                        " out of range");
   }
-  const size_t n = args.size();
-  size_t n_arrays = 0;
-  for (size_t i = 0; i < n; ++i) {
-    auto buf = args.get<ffi::AnyBuffer>(i);
-    if (!buf.has_value()) return buf.error();
-    if (buf->element_type() != ffi::DataType::TOKEN) ++n_arrays;
-  }
-  Layout layout = HeaderFor(n_arrays);
-  for (size_t i = 0; i < n; ++i) {
-    auto buf = args.get<ffi::AnyBuffer>(i);
-    if (buf->element_type() != ffi::DataType::TOKEN) layout.total += AlignUp(buf->size_bytes());
-  }
+  Tapped t;
+  if (ffi::Error error = ReadTapped(args, &t); error.failure()) return error;
+  const size_t total = t.layout.total;
   char* data = nullptr;  // a small tap is filled under the queue's lock, in a recycled slot
-  if (layout.total > kSmallSlot) {
-    data = AllocPayload(&q->pool, layout.total);
+  if (total > kSmallSlot) {
+    data = AllocPayload(&q->pool, total);
     if (data == nullptr) return ffi::Error::Internal("minijax_tap: out of memory");
-    FillPayload(data, layout, n_arrays, args);
+    FillPayload(data, t);
   }
   const Admitted admitted =
-      Enqueue(q, Message{consumer, 0, data, layout.total, layout.total + kMessageOverhead},
-              [&](char* slot) { FillPayload(slot, layout, n_arrays, args); });
+      Enqueue(q, Message{consumer, 0, data, total, total + kMessageOverhead},
+              [&](char* slot) { FillPayload(slot, t); });
   if (admitted == Admitted::kOutOfMemory) return ffi::Error::Internal("minijax_tap: out of memory");
   if (admitted == Admitted::kInterrupted) {
     return ffi::Error(ffi::ErrorCode::kCancelled,
@@ -508,14 +589,17 @@ XLA_FFI_DEFINE_HANDLER_SYMBOL(MinijaxTapHandler, TapImpl,
 
 namespace {
 
+// A Payload either owns a message's buffer (its size field is 0) or holds a copy of a
+// small tap's bytes itself, after its fields (its size field counts them).
 struct PayloadObject {
-  PyObject_HEAD
+  PyObject_VAR_HEAD
   char* data;
   Py_ssize_t size;
 };
+constexpr size_t kPayloadInline = (sizeof(PayloadObject) + 15) & ~size_t{15};  // 16-aligned
 
 void PayloadDealloc(PyObject* self) {
-  FreePayload(reinterpret_cast<PayloadObject*>(self)->data, /*gil=*/true);
+  if (Py_SIZE(self) == 0) FreePayload(reinterpret_cast<PayloadObject*>(self)->data, /*gil=*/true);
   Py_TYPE(self)->tp_free(self);
 }
 
@@ -533,13 +617,23 @@ PyTypeObject PayloadType = {PyVarObject_HEAD_INIT(nullptr, 0)};
 minijax::HostArrayType g_host_array;  // set_host_array_type
 
 PyObject* NewPayload(char* data, size_t size) {
-  auto* p = PyObject_New(PayloadObject, &PayloadType);
+  auto* p = PyObject_NewVar(PayloadObject, &PayloadType, 0);
   if (p == nullptr) {
     FreePayload(data, /*gil=*/true);
     return nullptr;
   }
   p->data = data;
   p->size = static_cast<Py_ssize_t>(size);
+  return reinterpret_cast<PyObject*>(p);
+}
+
+// A Payload holding a copy of `size` bytes at `data`.
+PyObject* NewInlinePayload(const char* data, size_t size) {
+  auto* p = PyObject_NewVar(PayloadObject, &PayloadType, static_cast<Py_ssize_t>(size));
+  if (p == nullptr) return nullptr;
+  p->data = reinterpret_cast<char*>(p) + kPayloadInline;
+  p->size = static_cast<Py_ssize_t>(size);
+  std::memcpy(p->data, data, size);
   return reinterpret_cast<PyObject*>(p);
 }
 
@@ -645,7 +739,8 @@ PyObject* PyContended(PyObject*, PyObject*) { return PyBool_FromLong(Contended()
 // Lingering polls rather than sleeps, so that a flush is seen at once.
 //
 // It first gives the small slots in `returned` back to the producers (see kSmallSlot).
-std::deque<Message> PopBatch(Queue* q, size_t max_count, std::vector<char*>* returned) {
+void PopBatch(Queue* q, size_t max_count, std::vector<char*>* returned,
+              std::vector<Message>* batch) {
   if (!returned->empty()) {
     {
       std::lock_guard<std::mutex> lock(q->mu);
@@ -660,7 +755,6 @@ std::deque<Message> PopBatch(Queue* q, size_t max_count, std::vector<char*>* ret
     { std::lock_guard<std::mutex> lock(q->mu); }  // no waiter misses the notification
     q->drained.notify_all();
   }
-  std::deque<Message> batch;
   if (q->n_items.load(std::memory_order_acquire) == 0) {
     SpinUntil(std::chrono::steady_clock::now() +
                   std::chrono::nanoseconds(g_spin_ns.load(std::memory_order_relaxed)),
@@ -701,25 +795,14 @@ std::deque<Message> PopBatch(Queue* q, size_t max_count, std::vector<char*>* ret
       quiet_until = std::min(std::chrono::steady_clock::now() + linger, give_up);
     }
   }
-  size_t freed = 0;
-  if (q->items.size() <= max_count) {  // the usual case: take them all, in O(1)
-    batch.swap(q->items);
-    freed = q->used;
-  } else {
-    while (batch.size() < max_count) {
-      freed += q->items.front().charged;
-      batch.push_back(q->items.front());
-      q->items.pop_front();
-    }
-  }
+  const size_t freed = q->items.Take(max_count, batch);
   if (q->items.empty() && !q->closed) q->hurry.store(false, std::memory_order_release);
   q->n_items.store(q->items.size(), std::memory_order_release);
   q->used -= freed;
-  q->in_flight = batch.size();
+  q->in_flight = batch->size();
   const bool wake = freed > 0 && q->producers_waiting > 0;
   lock.unlock();
   if (wake) q->has_room.notify_all();
-  return batch;
 }
 
 // Waits until the receiver has finished with `target` taps, or `timeout` passes.
@@ -806,11 +889,13 @@ PyObject* PyDeliver(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
   if (max_count == -1 && PyErr_Occurred()) return nullptr;
   if (max_count < 1) max_count = 1;
   PyObject *fast = args[2], *slow = args[3], *on_error = args[4];
-  std::deque<Message> batch;
+  static thread_local std::vector<Message> spare;  // the last batch's, emptied (see MessageFifo)
+  std::vector<Message> batch;
+  batch.swap(spare);
   static thread_local std::vector<char*> returned;  // empty between calls
   returned.swap(q->pool.small_returned);  // with the GIL, which guards small_returned
   Py_BEGIN_ALLOW_THREADS
-  batch = PopBatch(q, static_cast<size_t>(max_count), &returned);
+  PopBatch(q, static_cast<size_t>(max_count), &returned, &batch);
   Py_END_ALLOW_THREADS
   if (batch.empty()) Py_RETURN_NONE;
   unsigned long long nbytes = 0;
@@ -821,19 +906,28 @@ PyObject* PyDeliver(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
     const uint64_t* header = HeaderOf(m.data);
     PyObject* id = PyLong_FromLongLong(m.consumer);
     PyObject* entry = id ? PyDict_GetItemWithError(fast, id) : nullptr;  // borrowed
-    PyObject* payload = NewPayload(m.data, m.size);  // owns m.data from here on
+    const Py_ssize_t entry_size = entry != nullptr && PyTuple_Check(entry)
+                                      ? PyTuple_GET_SIZE(entry) : 0;
+    const bool simple = (entry_size == 5 || entry_size == 6) && header[1] == 1;
+    // A simple tap in a small slot is copied into a Payload of its own and its slot
+    // recycled at once (see kSmallSlot); any other Payload owns its message's buffer.
+    // numpy views either without copying.
+    const bool copy = simple && IsSmallSlot(m.data);
+    PyObject* payload = copy ? NewInlinePayload(m.data, m.size) : NewPayload(m.data, m.size);
+    if (copy) FreePayload(m.data, /*gil=*/true);
     if (id == nullptr || payload == nullptr || PyErr_Occurred()) {
       Py_XDECREF(id);
       Py_XDECREF(payload);
       failed = true;
       continue;
     }
-    const Py_ssize_t entry_size = entry != nullptr && PyTuple_Check(entry)
-                                      ? PyTuple_GET_SIZE(entry) : 0;
-    if ((entry_size == 5 || entry_size == 6) && header[1] == 1) {
+    char* const data = reinterpret_cast<PayloadObject*>(payload)->data;
+    header = HeaderOf(data);  // the recycled slot is not read again
+    if (simple) {
       Py_INCREF(entry);  // the tap function may change `fast`
-      PyObject* array = NewArrayView(PyTuple_GET_ITEM(entry, 2), PyTuple_GET_ITEM(entry, 3),
-                                     payload, m.data + header[2]);
+      PyObject* shape = PyTuple_GET_ITEM(entry, 2);
+      PyObject* dtype = PyTuple_GET_ITEM(entry, 3);
+      PyObject* array = NewArrayView(shape, dtype, payload, data + header[2]);
       PyObject* wrap = entry_size == 6 ? PyTuple_GET_ITEM(entry, 5) : Py_None;
       if (array != nullptr && wrap != Py_None) {  // (aval, device): as a HostArray
         PyArray_CLEARFLAGS(reinterpret_cast<PyArrayObject*>(array), NPY_ARRAY_WRITEABLE);
@@ -884,8 +978,11 @@ PyObject* PyDeliver(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
     Py_DECREF(payload);
   }
   for (size_t k = done; k < batch.size(); ++k) FreePayload(batch[k].data, /*gil=*/true);
+  const size_t count = batch.size();
+  batch.clear();
+  batch.swap(spare);
   if (failed) return nullptr;
-  return Py_BuildValue("(nK)", static_cast<Py_ssize_t>(batch.size()), nbytes);
+  return Py_BuildValue("(nK)", static_cast<Py_ssize_t>(count), nbytes);
 }
 
 PyObject* SetClosed(PyObject* arg, bool closed) {
@@ -1042,7 +1139,8 @@ PyModuleDef module_def = {PyModuleDef_HEAD_INIT, "_native",
 
 PyMODINIT_FUNC PyInit__native() {
   PayloadType.tp_name = "minijax.runtime.taps._native.Payload";
-  PayloadType.tp_basicsize = sizeof(PayloadObject);
+  PayloadType.tp_basicsize = kPayloadInline;
+  PayloadType.tp_itemsize = 1;
   PayloadType.tp_dealloc = PayloadDealloc;
   PayloadType.tp_flags = Py_TPFLAGS_DEFAULT;
   PayloadType.tp_doc = "The bytes of one tap, viewed by numpy without a copy.";

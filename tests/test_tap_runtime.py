@@ -585,3 +585,40 @@ def test_receivers_notice_busy_cpus_and_still_deliver_every_tap_in_order():
       p.kill()
       p.wait()
   assert noticed
+
+
+@pytest.mark.skipif(not native_available(), reason="needs the native tap queue")
+def test_taps_taken_in_partial_batches_arrive_in_order_and_intact():
+  # 3,000 small taps wait in a closed queue (its receiver gone), then are taken 64 at a
+  # time (16 times as many while the CPUs are busy): batches take part of the queue, and
+  # the rest stays in order behind them.
+  # Each tap is an int32[2, 3] (C order) that its tap function keeps.
+  from minijax.runtime.taps import registry
+  got = []
+  f = _tapped_loop(1000, lambda arg, transforms: got.append(arg))
+  x = np.arange(6, dtype=np.float32).reshape(2, 3)
+  f(x)
+  taps.barrier_wait()
+  got.clear()
+  ordinal = taps.receiver.device_ordinal(backend.local_devices()[0])
+  queues.close(ordinal)  # the receiver takes what is queued (nothing) and exits
+  rec = taps.receiver._receivers[ordinal]
+  rec.thread.join(10)
+  assert not rec.thread.is_alive()
+  try:
+    outs = [f(x) for _ in range(3)]
+    for out in outs:
+      out.block_until_ready()
+    queues.open(ordinal)
+    while len(got) < 3000:
+      done = queues.deliver(ordinal, 64, registry.simple_consumers, lambda *a: 0,
+                            lambda *a: None)
+      assert done is not None and done[0] <= 64 * 16
+      rec.processed += done[0]
+  finally:
+    queues.open(ordinal)
+    taps.receiver._stop_receivers()
+  assert len(got) == 3000
+  for k, arg in enumerate(got):
+    np.testing.assert_array_equal(arg, x + (k % 1000))
+    assert arg.flags.c_contiguous
