@@ -662,6 +662,63 @@ PyObject* NewArrayView(PyObject* shape, PyObject* dtype, PyObject* payload, char
   return array;
 }
 
+// The value a fast tap (see PyDeliver) hands its tap function, over the arrays of `payload`
+// (whose bytes start at `data`, with `header`): a numpy view, or a HostArray when the entry
+// says so, for an entry of one array; for an entry of several, (func, transforms, shapes,
+// dtypes, nbytes, wrap, treedef), the tuple of them, or `treedef.unflatten` of their list
+// when `treedef` is not None.  `wrap` is None or (avals, device), as for one array.  A new
+// reference, or nullptr with a Python exception.
+PyObject* FastValue(PyObject* entry, PyObject* payload, char* data, const uint64_t* header) {
+  const Py_ssize_t entry_size = PyTuple_GET_SIZE(entry);
+  PyObject* wrap = entry_size >= 6 ? PyTuple_GET_ITEM(entry, 5) : Py_None;
+  if (entry_size != 7) {
+    PyObject* array = NewArrayView(PyTuple_GET_ITEM(entry, 2), PyTuple_GET_ITEM(entry, 3),
+                                   payload, data + header[2]);
+    if (array == nullptr || wrap == Py_None) return array;
+    PyArray_CLEARFLAGS(reinterpret_cast<PyArrayObject*>(array), NPY_ARRAY_WRITEABLE);
+    return minijax::WrapHostArray(g_host_array, array, PyTuple_GET_ITEM(wrap, 0),
+                                  PyTuple_GET_ITEM(wrap, 1));
+  }
+  PyObject *shapes = PyTuple_GET_ITEM(entry, 2), *dtypes = PyTuple_GET_ITEM(entry, 3);
+  PyObject* treedef = PyTuple_GET_ITEM(entry, 6);
+  const Py_ssize_t n = PyTuple_GET_SIZE(shapes);
+  if (!PyTuple_Check(dtypes) || PyTuple_GET_SIZE(dtypes) != n ||
+      (wrap != Py_None && !(PyTuple_Check(wrap) && PyTuple_GET_SIZE(wrap) == 2 &&
+                            PyTuple_Check(PyTuple_GET_ITEM(wrap, 0)) &&
+                            PyTuple_GET_SIZE(PyTuple_GET_ITEM(wrap, 0)) == n))) {
+    PyErr_SetString(PyExc_TypeError, "a fast tap entry of several arrays needs as many "
+                                     "shapes, dtypes and avals as arrays");
+    return nullptr;
+  }
+  PyObject* leaves = treedef == Py_None ? PyTuple_New(n) : PyList_New(n);
+  for (Py_ssize_t k = 0; leaves != nullptr && k < n; ++k) {
+    PyObject* array = NewArrayView(PyTuple_GET_ITEM(shapes, k), PyTuple_GET_ITEM(dtypes, k),
+                                   payload, data + header[2 + k]);
+    if (array != nullptr && wrap != Py_None) {
+      PyArray_CLEARFLAGS(reinterpret_cast<PyArrayObject*>(array), NPY_ARRAY_WRITEABLE);
+      array = minijax::WrapHostArray(g_host_array, array,
+                                     PyTuple_GET_ITEM(PyTuple_GET_ITEM(wrap, 0), k),
+                                     PyTuple_GET_ITEM(wrap, 1));
+    }
+    if (array == nullptr) {
+      Py_CLEAR(leaves);
+      break;
+    }
+    if (treedef == Py_None) {
+      PyTuple_SET_ITEM(leaves, k, array);
+    } else {
+      PyList_SET_ITEM(leaves, k, array);
+    }
+  }
+  if (leaves == nullptr || treedef == Py_None) return leaves;
+  static PyObject* unflatten = PyUnicode_InternFromString("unflatten");
+  PyObject* call_args[] = {treedef, leaves};
+  PyObject* value =
+      unflatten ? PyObject_VectorcallMethod(unflatten, call_args, 2, nullptr) : nullptr;
+  Py_DECREF(leaves);
+  return value;
+}
+
 bool ParseDevice(PyObject* arg, Queue** q) {
   long device = PyLong_AsLong(arg);
   if (device == -1 && PyErr_Occurred()) return false;
@@ -874,9 +931,11 @@ PyObject* PyPush(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
 // order.  A tap whose consumer id is in the dict `fast`, as (func, transforms, shape, dtype,
 // nbytes[, (aval, device)]), is delivered here: func(array, transforms), the array a numpy
 // view of the payload (read-only and wrapped in a HostArray of that aval on that device when
-// the entry says so, see host_array.h); if that raises, on_error(consumer_id, exception).  Any other tap goes to
-// slow(consumer_id, payload, offsets), which returns the bytes it delivered.  Doing the
-// common case in C saves most of the interpreter's work per tap.
+// the entry says so, see host_array.h); a tap of several arrays likewise, from an entry
+// (func, transforms, shapes, dtypes, nbytes, wrap, treedef) (see FastValue).  If func
+// raises, on_error(consumer_id, exception).  Any other tap goes to slow(consumer_id,
+// payload, offsets), which returns the bytes it delivered.  Doing the common cases in C
+// saves most of the interpreter's work per tap.
 PyObject* PyDeliver(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
   static const char* usage = "deliver(device, max_count, fast: dict, slow, on_error)";
   Queue* q;
@@ -908,7 +967,10 @@ PyObject* PyDeliver(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
     PyObject* entry = id ? PyDict_GetItemWithError(fast, id) : nullptr;  // borrowed
     const Py_ssize_t entry_size = entry != nullptr && PyTuple_Check(entry)
                                       ? PyTuple_GET_SIZE(entry) : 0;
-    const bool simple = (entry_size == 5 || entry_size == 6) && header[1] == 1;
+    const bool simple = ((entry_size == 5 || entry_size == 6) && header[1] == 1) ||
+                        (entry_size == 7 && PyTuple_Check(PyTuple_GET_ITEM(entry, 2)) &&
+                         PyTuple_GET_SIZE(PyTuple_GET_ITEM(entry, 2)) ==
+                             static_cast<Py_ssize_t>(header[1]));
     // A simple tap in a small slot is copied into a Payload of its own and its slot
     // recycled at once (see kSmallSlot); any other Payload owns its message's buffer.
     // numpy views either without copying.
@@ -925,20 +987,12 @@ PyObject* PyDeliver(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
     header = HeaderOf(data);  // the recycled slot is not read again
     if (simple) {
       Py_INCREF(entry);  // the tap function may change `fast`
-      PyObject* shape = PyTuple_GET_ITEM(entry, 2);
-      PyObject* dtype = PyTuple_GET_ITEM(entry, 3);
-      PyObject* array = NewArrayView(shape, dtype, payload, data + header[2]);
-      PyObject* wrap = entry_size == 6 ? PyTuple_GET_ITEM(entry, 5) : Py_None;
-      if (array != nullptr && wrap != Py_None) {  // (aval, device): as a HostArray
-        PyArray_CLEARFLAGS(reinterpret_cast<PyArrayObject*>(array), NPY_ARRAY_WRITEABLE);
-        array = minijax::WrapHostArray(g_host_array, array, PyTuple_GET_ITEM(wrap, 0),
-                                       PyTuple_GET_ITEM(wrap, 1));
-      }
+      PyObject* value = FastValue(entry, payload, data, header);
       PyObject* result = nullptr;
-      if (array != nullptr) {
-        PyObject* call_args[] = {array, PyTuple_GET_ITEM(entry, 1)};
+      if (value != nullptr) {
+        PyObject* call_args[] = {value, PyTuple_GET_ITEM(entry, 1)};
         result = PyObject_Vectorcall(PyTuple_GET_ITEM(entry, 0), call_args, 2, nullptr);
-        Py_DECREF(array);
+        Py_DECREF(value);
       }
       if (result != nullptr) {
         Py_DECREF(result);

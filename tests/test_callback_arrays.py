@@ -85,6 +85,42 @@ def test_a_host_function_may_compute_with_minijax_on_its_arrays():
   assert float(twice(jnp.float32(3.0))) == 7.0
 
 
+def test_a_debug_callback_of_several_operands_gets_each_intact_and_in_order(mechanism):
+  # Several operands are delivered by the native queues themselves (one fast-path entry per
+  # consumer, every leaf's shape, dtype and aval), as one operand is.
+  from minijax.runtime.taps import registry
+  seen = []
+
+  def host(a, label, b, c, *, d, e):
+    seen.append((a, label, b, c, d, e))
+
+  def step(i, x):
+    minijax.debug.callback(host, x, "step", (x * 2).astype(np.int32) + jnp.arange(3),
+                           jnp.full((2, 2), i % 2 == 0), d=x.astype(np.float16) + jnp.zeros(2, np.float16),
+                           e=(i + jnp.arange(5)).astype(np.uint8))
+    return x + 1
+
+  n = 40
+  g = minijax.jit(lambda x: lax.fori_loop(0, n, step, x))  # (kept: it keeps its consumers)
+  assert float(g(jnp.float32(0.5))) == n + 0.5
+  minijax.effects_barrier()
+  assert len(seen) == n
+  for i, (a, label, b, c, d, e) in enumerate(seen):
+    assert label == "step"
+    for got, dtype, shape in [(a, np.float32, ()), (b, np.int32, (3,)), (c, np.bool_, (2, 2)),
+                              (d, np.float16, (2,)), (e, np.uint8, (5,))]:
+      assert type(got) is HostArray and got.dtype == dtype and got.shape == shape
+      assert not np.asarray(got).flags.writeable
+    assert float(a) == i + 0.5
+    assert b.tolist() == [int((i + 0.5) * 2) + k for k in range(3)]
+    assert c.tolist() == [[i % 2 == 0] * 2] * 2
+    assert d.tolist() == [i + 0.5] * 2 and e.tolist() == [(i + k) % 256 for k in range(5)]
+  if mechanism == "native":
+    fast = [c for c in registry.consumers_by_id.values()
+            if c.dtypes == tuple(map(np.dtype, ["float32", "int32", "bool", "float16", "uint8"]))]
+    assert fast and all(len(registry.simple_consumers[c.id]) == 7 for c in fast)
+
+
 def test_debug_print_formats_host_arrays_as_jax_arrays():
   import io
   import contextlib

@@ -251,6 +251,46 @@ def test_several_arrays_and_a_pytree_arrive_in_one_tap(mechanism):
   np.testing.assert_array_equal(arg["b"][1], np.arange(4).reshape(2, 2))
 
 
+def test_taps_of_one_leaf_several_leaves_trees_and_empty_leaves_interleave_in_order(mechanism):
+  # The native queues deliver one array, a tuple of arrays and a tree of arrays themselves
+  # (a tree through its treedef); a tap with an empty array goes through Python.  All keep
+  # one order.
+  got = []
+  empty = ShapedArray((0,), f32)
+
+  def body(token, args, host_callbacks):
+    x, y = args
+    ax, ay = _aval_of(x), _aval_of(y)
+    for tag, tree, avals, values in [
+        ("leaf", 0, [ax], [x]), ("one", (0,), [ax], [x]), ("pair", (0, 0), [ay, ax], [y, x]),
+        ("tree", {"b": (0, 0), "a": 0}, [ax, ay, ax], [x, y, x]),
+        ("empty", (0, 0), [ax, empty], [x, mhlo.ConstantOp(ir.DenseElementsAttr.get(
+            np.zeros(0, f32))).result])]:
+      cid = consumer_for(lambda arg, t, tag=tag: got.append((tag, arg)), avals, tree=tree)
+      token = emit_tap_call(cid, token, values, host_callbacks=host_callbacks)
+    return token
+
+  n = 30
+  exe = compile_tapping([ShapedArray((), np.int32), ShapedArray((2,), np.uint8)],
+                        in_loop(n, body))
+  run(exe, np.int32(5), np.array([3, 4], np.uint8))
+  taps.barrier_wait()
+  assert [tag for tag, _ in got] == ["leaf", "one", "pair", "tree", "empty"] * n
+  for (_, leaf), (_, one), (_, pair), (_, tree), (_, with_empty) in zip(*[iter(got)] * 5):
+    assert type(leaf) is np.ndarray and leaf.dtype == np.int32 and int(leaf) == 5
+    assert type(one) is tuple and len(one) == 1 and int(one[0]) == 5
+    assert type(pair) is tuple and pair[0].dtype == np.uint8 and pair[0].tolist() == [3, 4]
+    assert pair[1].dtype == np.int32 and pair[1].shape == () and int(pair[1]) == 5
+    assert list(tree) == ["a", "b"] and type(tree["b"]) is tuple
+    assert int(tree["a"]) == 5 and tree["b"][0].tolist() == [3, 4] and int(tree["b"][1]) == 5
+    assert int(with_empty[0]) == 5 and with_empty[1].shape == (0,)
+    assert with_empty[1].dtype == np.float32
+  if mechanism == "native":
+    from minijax.runtime.taps import registry
+    entries = {len(e) for e in registry.simple_consumers.values()}
+    assert {5, 7} <= entries
+
+
 DTYPES = [np.dtype(bool), np.dtype(np.int8), np.dtype(np.uint8), np.dtype(np.int32),
           np.dtype(np.float16), np.dtype(ml_dtypes.bfloat16), np.dtype(np.float32)]
 SHAPES = [(), (2,), (2, 3), (2, 3, 4)]

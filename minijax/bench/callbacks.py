@@ -9,7 +9,9 @@ measurement is one function written once and run for all contenders:
   * `loop`: `fori_loop(0, iterations, lambda i, x: tap(x) + 1, x)`, timed from the call until
     the result is ready *and* every host call has run (`minijax.effects_barrier`,
     `jax.effects_barrier`), so asynchronous delivery is not free.  The per-tap cost
-    is the difference to the same loop without a tap, paired round by round;
+    is the difference to the same loop without a tap, paired round by round.  The payload
+    `x` is a float32 scalar, a float32 vector of a given size, or ("scalar2") a tuple of
+    two scalars that each callback takes as two operands (`id_tap` as one tuple);
   * the same loop under `vmap` (batch 8) and under `grad`, with the host calls per iteration
     counted in the tap function, or the error the mechanism raises;
   * `dispatch`: µs per call of `jit(lambda x: tap(x) + 1)` on a device-resident scalar, over
@@ -30,7 +32,8 @@ A row (the JSON schema; every key is always present, None when it does not apply
                    barrier
   mechanism        "no tap", "minijax native ordered", ..., "jax.pure_callback"
   library          minijax | jax
-  payload          "scalar", "1 MiB", ... (None for the barrier)
+  payload          "scalar", "2 scalars" (two scalar operands), "1 MiB", ... (None for
+                   the barrier)
   median_us, p25_us, p75_us   µs per tap (loop, loop_device), per iteration (vmap, grad),
                    per call (loop_return, dispatch, barrier); the "no tap" baselines of loop,
                    vmap and grad hold the loop's µs per iteration
@@ -249,10 +252,16 @@ def _mj_tap(ordered: bool):
 
 
 # JAX's callback API, written once for both libraries (`lib.jax` is `jax` or `minijax`).
+# A payload of several operands (a tuple `x`, see `Scalars`) is passed as that many
+# arguments; an `id_tap` taps the tuple.
+
+def _operands(x) -> tuple:
+  return x if isinstance(x, tuple) else (x,)
+
 
 def _debug(lib, counter):
   def tap(x):
-    lib.jax.debug.callback(counter.tap, x)
+    lib.jax.debug.callback(counter.tap, *_operands(x))
     return x
   return tap
 
@@ -260,7 +269,7 @@ def _debug(lib, counter):
 def _io(ordered: bool):
   def make(lib, counter):
     def tap(x):
-      lib.io_callback(counter.tap, None, x, ordered=ordered)  # effectful: never dropped
+      lib.io_callback(counter.tap, None, *_operands(x), ordered=ordered)  # never dropped
       return x
     return tap
   return make
@@ -269,8 +278,9 @@ def _io(ordered: bool):
 def _pure(lib, counter):
   def tap(x):
     # pure_callback may be dropped when unused: its (zero) result is added to x.
-    zero = lib.jax.pure_callback(counter.tap, lib.jax.ShapeDtypeStruct((), np.float32), x)
-    return x + zero
+    zero = lib.jax.pure_callback(counter.tap, lib.jax.ShapeDtypeStruct((), np.float32),
+                                 *_operands(x))
+    return x + zero if not isinstance(x, tuple) else tuple(a + zero for a in x)
   return tap
 
 
@@ -311,14 +321,30 @@ def select_mechanisms(keys: list[str] | None, with_jax: bool) -> list[Mechanism]
 
 # ----------------------------------------------------------------------------- payloads
 
-def payload_array(nbytes: int) -> np.ndarray:
-  """A float32 payload: a scalar for 4 bytes or fewer, else a vector of `nbytes` bytes."""
+class Scalars(int):
+  """A payload of `operands` float32 scalars, each its own operand of the host call (its
+  value as an int: their bytes)."""
+  operands: int
+
+  def __new__(cls, operands: int):
+    self = super().__new__(cls, 4 * operands)
+    self.operands = operands
+    return self
+
+
+def payload_array(nbytes: int) -> np.ndarray | tuple:
+  """A float32 payload: a scalar for 4 bytes or fewer, else a vector of `nbytes` bytes; a
+  tuple of scalars for `Scalars`."""
+  if isinstance(nbytes, Scalars):
+    return tuple(np.float32(k) for k in range(nbytes.operands))
   if nbytes <= 4:
     return np.float32(0.0)
   return np.zeros(nbytes // 4, np.float32)
 
 
 def payload_label(nbytes: int) -> str:
+  if isinstance(nbytes, Scalars):
+    return f"{nbytes.operands} scalars"
   if nbytes <= 4:
     return "scalar"
   for unit, size in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
@@ -331,6 +357,8 @@ def parse_payload(text: str) -> int:
   t = text.strip().replace(" ", "").lower()
   if t in ("scalar", "0", "4"):
     return 4
+  if t.startswith("scalar") and t[6:].isdigit():  # "scalar2": two scalar operands
+    return Scalars(int(t[6:]))
   for unit, size in (("gib", 1 << 30), ("mib", 1 << 20), ("kib", 1 << 10), ("gb", 10**9),
                      ("mb", 10**6), ("kb", 10**3), ("b", 1)):
     if t.endswith(unit):
@@ -372,7 +400,8 @@ class Contender:
       outs = [f(x) for f, x in zip(self.fns, self.xs)]
       t1 = time.perf_counter()
       for o in outs:
-        self.lib.block(o)
+        for a in _operands(o):
+          self.lib.block(a)
       t2 = time.perf_counter()
       self.lib.barrier()
       t3 = time.perf_counter()
@@ -416,6 +445,11 @@ def _ratios(rows: list[dict]) -> None:
 
 # ----------------------------------------------------------------------------- measurements
 
+def _add1(lib, v):
+  """`v + 1`, for each scalar of a `Scalars` payload."""
+  return tuple(map(lib.add1, v)) if isinstance(v, tuple) else lib.add1(v)
+
+
 def measure_loop(mechs, libs, *, iterations: int, payloads: list[int], rounds: int,
                  devices: int, transform: str | None = None, batch: int = 8) -> list[dict]:
   """The tapped fori_loop, plain (one row set per payload) or under vmap / grad (scalar)."""
@@ -431,7 +465,7 @@ def measure_loop(mechs, libs, *, iterations: int, payloads: list[int], rounds: i
 
       def build(tap, lib=lib):
         def loop(x):
-          return lib.fori_loop(iterations, lambda i, v: lib.add1(tap(v)), x)
+          return lib.fori_loop(iterations, lambda i, v: _add1(lib, tap(v)), x)
         if transform == "vmap":
           return lib.vmap(loop)
         if transform == "grad":
@@ -494,7 +528,8 @@ def measure_loop(mechs, libs, *, iterations: int, payloads: list[int], rounds: i
         rate = Stats([taps / s[2] for s in samples])
         rows.append(row("throughput", m.name, m.library, label,
                         value=rate.median, unit="taps/s",
-                        note=f"{rate.median * nbytes / 1e9:.2f} GB/s" if nbytes > 4 else ""))
+                        note=f"{rate.median * nbytes / 1e9:.2f} GB/s"
+                        if nbytes > 4 and not isinstance(nbytes, Scalars) else ""))
   return rows
 
 

@@ -30,6 +30,7 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
+from minijax import tree_util
 from minijax.api_util import function_key
 from minijax.core.avals import ShapedArray
 from minijax.runtime.array import HostArray
@@ -75,7 +76,14 @@ class Consumer:
     return [HostArray(a, aval, device) for a, aval in zip(arrays, avals)]
 
   def simple_entry(self) -> tuple:
-    """What the native queues need to deliver a simple tap themselves (`deliver`)."""
+    """What the native queues need to deliver a simple tap themselves (`deliver`): for one
+    array (func, transforms, shape, dtype, nbytes[, (aval, device)]); for several (func,
+    transforms, shapes, dtypes, nbytes, None or (avals, device), treedef), the treedef None
+    when the value is the flat tuple of the arrays."""
+    if self.is_multi:
+      tree = None if self.treedef == _flat_tuple(len(self.shapes)) else self.treedef
+      return (self.func, self.transforms, self.shapes, self.dtypes, self.nbytes,
+              self.host_arrays, tree)
     entry = (self.func, self.transforms, self.shapes[0], self.dtypes[0], self.nbytes)
     if self.host_arrays is None:
       return entry
@@ -84,15 +92,20 @@ class Consumer:
 
   @property
   def is_simple(self) -> bool:
-    """The common tap: one non-empty array, a tap function without a `device` keyword."""
-    return (not self.wants_device and len(self._leaves) == 1 and bool(self.counts[0])
-            and self.treedef.num_nodes == 1)
+    """A tap the native queues deliver themselves: one or more arrays, none empty, to a tap
+    function without a `device` keyword."""
+    return not self.wants_device and all(self.counts)
+
+  @property
+  def is_multi(self) -> bool:
+    """Whether the value is not one array (a tree of several, or of one array in a node)."""
+    return len(self._leaves) != 1 or self.treedef.num_nodes != 1
 
   def _make_deliver(self) -> Callable:
     """`deliver(payload, offsets, device)` calls the tap function with the value a tap
     carried.  The simple tap skips the tree and list machinery: this runs on the receiver
     thread once per tap (the native queues deliver simple taps themselves)."""
-    if not self.is_simple:
+    if not self.is_simple or self.is_multi:
       return self._deliver
     (shape, dtype, _), = self._leaves
     func, transforms, ndarray = self.func, self.transforms, np.ndarray
@@ -120,6 +133,11 @@ class Consumer:
     name = getattr(self.func, "__qualname__", None) or repr(self.func)
     leaves = ", ".join(f"{d.name}{list(s)}" for d, s in zip(self.dtypes, self.shapes))
     return f"Consumer({self.id}, {name}, transforms={self.transforms}, leaves=({leaves}))"
+
+
+def _flat_tuple(n: int):
+  """The tree of a tuple of `n` leaves."""
+  return tree_util.treedef_tuple([tree_util.tree_structure(0)] * n)
 
 
 def _accepts_device_keyword(func: Callable) -> bool:
@@ -173,7 +191,7 @@ _ids = itertools.count(1)  # 0 stays unused, so that a zeroed attribute is never
 _by_key: dict[tuple, Consumer] = {}  # keyed on function_key(tap function)
 consumers_by_id: dict[int, Consumer] = {}  # read by receivers without the lock
 # The consumers whose taps the native queues deliver themselves (see `Consumer.is_simple`):
-# id -> (func, transforms, shape, dtype, nbytes).
+# id -> `Consumer.simple_entry()`.
 simple_consumers: dict[int, tuple] = {}
 _owners: dict[int, int] = {}  # consumer id -> number of live ConsumerRefs; absent: permanent
 _keys: dict[int, tuple] = {}  # consumer id -> its key in `_by_key`, for owned consumers
