@@ -15,7 +15,8 @@ from typing import Callable
 
 import numpy as np
 
-from minijax import lax, tree_util
+from minijax import lax
+from minijax.tree_util import internal as tree_util
 from minijax.config import FlagContext, flag_context
 from minijax.api_util import broadcast_prefix, flat_arg_names, normalize_argnums, public_name
 from minijax.core import dtypes

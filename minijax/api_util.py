@@ -20,7 +20,7 @@ import sys
 import types
 from typing import Any, Callable
 
-from minijax import tree_util
+from minijax.tree_util import internal as tree_util
 
 
 def public_name(name: str) -> str:

@@ -29,7 +29,8 @@ from __future__ import annotations
 import functools
 from typing import Callable, Sequence
 
-from minijax import api_util, tree_util
+from minijax import api_util
+from minijax.tree_util import internal as tree_util
 from minijax.core import state
 from minijax.core import dtypes, pretty
 from minijax.core.effects import check_allowed

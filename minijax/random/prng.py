@@ -28,7 +28,7 @@ from typing import Callable, NamedTuple
 
 import numpy as np
 
-from minijax import tree_util
+from minijax.tree_util import internal as tree_util
 from minijax.config import config
 from minijax.core import dtypes
 from minijax.core.avals import get_aval
@@ -268,6 +268,8 @@ def _unflatten(impl: PRNGImpl, leaves) -> PRNGKeyArray:
 
 tree_util.register_pytree_node(PRNGKeyArray, lambda k: ((k._base_array,), k._impl),
                                _unflatten)
+# Users see a key array as one leaf of key dtype (JAX's view); transformations see its data.
+tree_util.register_opaque_node(PRNGKeyArray)
 array_lib.register_array_type(PRNGKeyArray)  # key arrays are Arrays, as in JAX
 
 

@@ -38,7 +38,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from minijax import tree_util
+from minijax.tree_util import internal as tree_util
 from minijax.api_util import (DebugInfo, DeferredSignature, flat_arg_names, fun_name,
                               prefix_pairs, resolve_argnums)
 from minijax.config import JIT_KEY_FLAGS, compile_log_level, config, jit_key_state

@@ -1,0 +1,66 @@
+"""Typed key arrays as users' pytree leaves, as in JAX.
+
+A key array is one leaf of key dtype in `tree_util`'s functions (and `minijax.tree`), as
+JAX has it, while the transformations still carry its uint32 data (`tree_util.internal`).
+Libraries rely on the users' view: optax splits one key per leaf of a tree
+(`tree_split_key_like`), chex compares trees of keys leaf by leaf.
+"""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import minijax
+import minijax.numpy as jnp
+from minijax import random, tree_util
+
+pytestmark = pytest.mark.usefixtures("x64_off")
+
+
+def test_a_key_array_is_one_leaf_of_key_dtype():
+  k = random.key(0)
+  leaves, treedef = tree_util.tree_flatten({"a": k, "b": [1.0, random.split(k, 3)]})
+  assert len(leaves) == 3 and treedef.num_leaves == 3
+  assert leaves[0] is k and leaves[2].shape == (3,)
+  assert minijax.dtypes.issubdtype(leaves[0].dtype, minijax.dtypes.prng_key)
+  assert tree_util.tree_structure(k) == tree_util.tree_structure(0.0)
+  assert minijax.tree.leaves(k) == [k]
+  assert tree_util.all_leaves([k, 1.0])
+  paths = [tree_util.keystr(p) for p, _ in tree_util.tree_flatten_with_path({"k": k})[0]]
+  assert paths == ["['k']"]
+
+
+def test_tree_map_hands_whole_key_arrays_to_the_function():
+  keys = random.split(random.key(1), 2)
+  out = tree_util.tree_map(lambda x: x.shape, {"k": keys, "x": jnp.ones(3)})
+  assert out == {"k": (2,), "x": (3,)}
+  # a tree of keys split leaf by leaf (optax's tree_split_key_like)
+  tree = {"a": jnp.ones(2), "b": jnp.zeros(3)}
+  new = random.split(random.key(0), tree_util.tree_structure(tree).num_leaves)
+  split = tree_util.tree_unflatten(tree_util.tree_structure(tree), list(new))
+  assert tree_util.tree_structure(split) == tree_util.tree_structure(tree)
+  np.testing.assert_array_equal(random.key_data(split["b"]), random.key_data(new[1]))
+
+
+def test_is_leaf_still_applies_beside_key_leaves():
+  k = random.key(2)
+  tree = {"a": (1.0, 2.0), "k": k}
+  leaves = tree_util.tree_leaves(tree, is_leaf=lambda x: isinstance(x, tuple))
+  assert leaves[0] == (1.0, 2.0) and leaves[1] is k
+  by_path = tree_util.tree_leaves_with_path(tree, is_leaf=lambda p, x: isinstance(x, tuple),
+                                            is_leaf_takes_path=True)
+  assert [x for _, x in by_path][1] is k
+
+
+def test_transformations_still_carry_keys_through_trees():
+  keys = random.split(random.key(3), 4)
+  state = {"k": keys, "n": jnp.arange(4.0)}
+  out = minijax.jit(lambda s: {"k": s["k"][::-1], "n": s["n"] + 1})(state)
+  np.testing.assert_array_equal(random.key_data(out["k"]), random.key_data(keys)[::-1])
+  draws = minijax.vmap(lambda s: random.uniform(s["k"]) + s["n"])(state)
+  assert draws.shape == (4,)
+  _, ys = minijax.lax.scan(lambda c, k: (c, random.bits(k)), 0, keys)
+  assert ys.shape == (4,) and ys.dtype == np.uint32
+  # the transformations' own view sees the data inside
+  assert len(tree_util.internal.tree_leaves(state)) == 2
+  assert tree_util.internal.tree_leaves(keys)[0].dtype == np.uint32
