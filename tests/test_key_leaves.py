@@ -64,3 +64,15 @@ def test_transformations_still_carry_keys_through_trees():
   # the transformations' own view sees the data inside
   assert len(tree_util.internal.tree_leaves(state)) == 2
   assert tree_util.internal.tree_leaves(keys)[0].dtype == np.uint32
+
+
+def test_array_equal_compares_key_arrays_eagerly_and_under_jit():
+  # (chex's jittable assert_trees_all_equal compares key leaves with it, equal_nan=True)
+  a, b = random.split(random.key(1)), random.split(random.key(2))
+  assert bool(jnp.array_equal(a, a, equal_nan=True))
+  assert not bool(jnp.array_equal(a, b))
+  assert not bool(minijax.jit(jnp.array_equal)(a, b))
+  assert bool(minijax.jit(jnp.array_equal)(a, a))
+  assert not bool(jnp.array_equal(a, a[0]))  # shapes differ
+  with pytest.raises(TypeError, match="array_equal compares key arrays"):
+    jnp.array_equal(a, jnp.zeros((2, 2), jnp.uint32))
