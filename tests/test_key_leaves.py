@@ -76,3 +76,23 @@ def test_array_equal_compares_key_arrays_eagerly_and_under_jit():
   assert not bool(jnp.array_equal(a, a[0]))  # shapes differ
   with pytest.raises(TypeError, match="array_equal compares key arrays"):
     jnp.array_equal(a, jnp.zeros((2, 2), jnp.uint32))
+
+
+def test_shape_dtype_structs_of_key_dtype_through_eval_shape_and_jit():
+  key = random.key(1701)
+  spec = minijax.ShapeDtypeStruct.like(key)
+  assert spec.shape == () and spec.dtype == key.dtype
+  assert minijax.eval_shape(lambda x: x, spec) == spec
+  out = minijax.eval_shape(lambda k: (random.split(k, 4), random.bits(k, (3,))), spec)
+  assert out == (minijax.ShapeDtypeStruct((4,), key.dtype),
+                 minijax.ShapeDtypeStruct((3,), np.uint32))
+  assert minijax.eval_shape(random.split, key) == minijax.ShapeDtypeStruct((2,), key.dtype)
+  f = minijax.jit(lambda ks: (ks[0], random.bits(ks[1])))
+  many = minijax.ShapeDtypeStruct((3,), key.dtype)
+  assert f.eval_shape(many)[0] == spec
+  keys = random.split(key, 3)
+  got = f.trace(many).lower().compile()(keys)
+  np.testing.assert_array_equal(random.key_data(got[0]), random.key_data(keys[0]))
+  assert int(got[1]) == int(random.bits(keys[1]))
+  with pytest.raises(TypeError, match="has no aval of its own"):
+    spec.aval

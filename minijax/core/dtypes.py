@@ -53,6 +53,11 @@ class ExtendedDType:
   """Base of extended dtypes: `type` is the abstract scalar type they belong under."""
   type: type = extended
 
+  def spec_value(self, spec):
+    """What tracing takes for `spec`, a ShapeDtypeStruct of this dtype (`eval_shape`,
+    `jit(f).trace`): a value of this dtype over specs of its physical data."""
+    raise TypeError(f"a ShapeDtypeStruct of dtype {self} cannot be traced")
+
 
 def is_extended(dtype) -> bool:
   return isinstance(dtype, ExtendedDType)

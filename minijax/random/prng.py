@@ -103,6 +103,11 @@ class KeyTy(dtypes.ExtendedDType):
 
   __str__ = __repr__
 
+  def spec_value(self, spec):
+    """A key array over a ShapeDtypeStruct of its data: what tracing takes for `spec`."""
+    data = type(spec)((*spec.shape, *self._impl.key_shape), dtypes.uint32)
+    return PRNGKeyArray(self._impl, data)
+
   def __eq__(self, other):
     return type(other) is KeyTy and self._impl is other._impl
 
