@@ -96,3 +96,58 @@ def test_shape_dtype_structs_of_key_dtype_through_eval_shape_and_jit():
   assert int(got[1]) == int(random.bits(keys[1]))
   with pytest.raises(TypeError, match="has no aval of its own"):
     spec.aval
+
+
+def test_custom_vjp_with_symbolic_zeros_boxes_primals_and_gives_keys_float0_zeros():
+  from minijax.custom_derivatives import CustomVJPPrimal, SymbolicZero
+  seen = {}
+
+  @minijax.custom_vjp
+  def f(_, state):
+    return state
+
+  def f_fwd(_, state):
+    seen["fwd"] = state
+    return minijax.tree.map(lambda x: x.value, state), None
+
+  def f_bwd(_, state_bar):
+    seen["bwd"] = state_bar
+    return state_bar[0], state_bar
+
+  f.defvjp(f_fwd, f_bwd, symbolic_zeros=True)
+  state = (8.0, random.key(123))
+  assert minijax.grad(lambda theta: f(theta, state)[0])(3.0) == 1.0
+  boxed = seen["fwd"]
+  assert all(isinstance(b, CustomVJPPrimal) for b in boxed)
+  assert boxed[1].value is state[1] or boxed[1].value.dtype == state[1].dtype
+  assert not boxed[0].perturbed and not boxed[1].perturbed
+  ct = seen["bwd"]
+  assert isinstance(ct[1], SymbolicZero) and ct[1].dtype == minijax.dtypes.float0
+  assert ct[1].shape == () and float(ct[0]) == 1.0
+
+
+def test_custom_vjp_symbolic_zeros_marks_perturbed_inputs_and_zero_cotangents():
+  from minijax.custom_derivatives import SymbolicZero
+  seen = {}
+
+  @minijax.custom_vjp
+  def f(x, y):
+    return x * y, y
+
+  def f_fwd(x, y):
+    seen["perturbed"] = (x.perturbed, y.perturbed)
+    return (x.value * y.value, y.value), (x.value, y.value)
+
+  def f_bwd(res, g):
+    seen["g"] = g
+    x, y = res
+    gx = g[0] * y
+    return gx, SymbolicZero(minijax.typeof(y).at_least_vspace())
+
+  f.defvjp(f_fwd, f_bwd, symbolic_zeros=True)
+  gx = minijax.grad(lambda x: f(x, 3.0)[0])(2.0)
+  assert float(gx) == 3.0 and seen["perturbed"] == (True, False)
+  assert isinstance(seen["g"][1], SymbolicZero)  # the second output had no cotangent
+  # and under jit, the same
+  assert float(minijax.jit(minijax.grad(lambda x: f(x, 3.0)[0]))(2.0)) == 3.0
+  assert seen["perturbed"] == (True, False)
