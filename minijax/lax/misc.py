@@ -89,7 +89,7 @@ batching.defvectorized(convert_element_type_p)
 
 
 def convert_element_type(x, new_dtype, weak_type: bool = False):
-  new_dtype = dtypes.canonicalize_dtype(new_dtype)
+  new_dtype = dtypes.canonicalize_explicit_dtype(new_dtype)
   folded = _fold_scalar_conversion(x, new_dtype, weak_type)
   if folded is not None:
     return folded
@@ -171,7 +171,7 @@ batching.primitive_batchers[bitcast_convert_type_p] = _bitcast_batch
 
 def bitcast_convert_type(operand, new_dtype):
   """`operand`'s bits read as `new_dtype` (see the module docstring for the shapes)."""
-  new_dtype = dtypes.canonicalize_dtype(new_dtype)
+  new_dtype = dtypes.canonicalize_explicit_dtype(new_dtype)
   x = convert_to_array(operand)
   if get_aval(x).dtype == new_dtype:
     return x
@@ -307,7 +307,7 @@ def iota(dtype, size: int):
 
 
 def broadcasted_iota(dtype, shape, dimension: int):
-  return iota_p.bind(dtype=dtypes.canonicalize_dtype(dtype),
+  return iota_p.bind(dtype=dtypes.canonicalize_explicit_dtype(dtype),
                      shape=tuple(int(s) for s in shape), dimension=int(dimension))
 
 

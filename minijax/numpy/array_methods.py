@@ -51,7 +51,7 @@ def _transpose(self, *axes):
 
 
 def _astype(self, dtype, copy=False):
-  return lax.convert_element_type(self, dtypes.canonicalize_dtype(dtype))
+  return lax.convert_element_type(self, dtypes.canonicalize_explicit_dtype(dtype))
 
 
 def _getitem(self, idx):

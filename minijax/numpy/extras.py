@@ -170,7 +170,7 @@ def kron(a, b):
 
 
 def astype(x, dtype, copy=False):
-  return lax.convert_element_type(_util.asarray(x), dtypes.canonicalize_dtype(dtype))
+  return lax.convert_element_type(_util.asarray(x), dtypes.canonicalize_explicit_dtype(dtype))
 
 
 def isin(element, test_elements, invert=False):

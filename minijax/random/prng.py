@@ -343,7 +343,7 @@ def random_bits(keys, bit_width: int, shape) -> object:
     raise TypeError(f"random_bits takes key array operand, got {keys!r}")
   if bit_width not in UINT_DTYPES:
     raise TypeError("requires 8-, 16-, 32- or 64-bit field width.")
-  if bit_width == 64 and dtypes.canonicalize_dtype(dtypes.uint64) != dtypes.uint64:
+  if bit_width == 64 and dtypes.canonicalize_explicit_dtype(dtypes.uint64) != dtypes.uint64:
     raise ValueError("64-bit random bits need 64-bit types: enable them with "
                      "minijax.config.update('jax_enable_x64', True)")
   impl = keys._impl
