@@ -8,6 +8,14 @@ burst of the untapped `jit(lambda x: x + 1)`, in interleaved rounds; prints the 
 per call and the median of the per-round ratios tapped / untapped (see docs/effects.md),
 in wall time and in the dispatching thread's CPU time until the last call returned (the
 steadier of the two on a shared machine; it leaves out the receiver thread's work).
+
+With `--breakdown` it times, on the stream, where the tapped call's extra time goes, each
+part alone in the same interleaved rounds: the tapped program executed by hand (jaxlib's
+`execute_sharded` and `consume_with_handlers`, on the thread's own stream: the tap's custom
+call and its push into the queue run inside), then with the switch to the shared stream,
+then with the tap runtime's checks before an execution (`before_execution`, the host-call
+depth), then all that as the executable does it (`Executable._execute_streamed`), beside the
+untapped program executed by hand; and the receiver thread's CPU time per tap.
 """
 from __future__ import annotations
 
@@ -33,7 +41,11 @@ def main(argv=None):
   parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
   parser.add_argument("--rounds", type=int, default=15)
   parser.add_argument("--calls", type=int, default=2000)
+  parser.add_argument("--breakdown", action="store_true",
+                      help="time the parts of a tapped call on the stream (see above)")
   args = parser.parse_args(argv)
+  if args.breakdown:
+    return breakdown(args)
   x = minijax.device_put(np.float32(1.0))
   saved = config.effects_ordering
   tapped = {}
@@ -69,6 +81,77 @@ def main(argv=None):
       line += (f"  {what} {statistics.median(v[k] for v in values) * 1e6:6.2f} µs per call, "
                f"{statistics.median(ratios):.2f}x untapped;")
     print(line.rstrip(";"))
+
+
+def breakdown(args):
+  from jaxlib import _jax
+  from minijax.runtime import host_calls, taps
+  from minijax.runtime.taps import receiver
+  from minijax.runtime.tokens import STREAM_ID
+
+  x = minijax.device_put(np.float32(1.0))
+  saved = config.effects_ordering
+  config.update("effects_ordering", "stream")
+  try:
+    tapped = minijax.jit(lambda x: hcb.id_tap(_nothing, x) + 1)
+    plain = minijax.jit(lambda x: x + 1)
+    t_exe, p_exe = tapped.lower(x).compile()._fn, plain.lower(x).compile()._fn
+    tapped(x), plain(x), t_exe(x), p_exe(x)
+    hcb.barrier_wait()
+    buffers = [x._buffer]
+    get_stream, set_stream = _jax.get_execution_stream_id, _jax.set_execution_stream_id
+    before, ordinal = taps.before_execution, taps.device_ordinal(x._device)
+    depth = host_calls.host_call_depth
+
+    def by_hand(exe, shared=False, checks=False):
+      execute, handlers = exe._exe.execute_sharded, exe._handlers
+
+      def run():
+        if checks:
+          before(ordinal)
+          depth()
+        if shared:
+          previous = get_stream()
+          set_stream(STREAM_ID)
+          results = execute(buffers)
+          set_stream(previous)
+        else:
+          results = execute(buffers)
+        results.consume_with_handlers(handlers)
+      return run
+
+    parts = {
+        "untapped jit call": lambda: plain(x),
+        "tapped jit call": lambda: tapped(x),
+        "untapped program by hand": by_hand(p_exe),
+        "tapped program by hand": by_hand(t_exe),
+        "  + shared stream": by_hand(t_exe, shared=True),
+        "  + tap runtime checks": by_hand(t_exe, shared=True, checks=True),
+        "  all in execute_streamed": lambda: t_exe._execute_streamed(buffers)
+        .consume_with_handlers(t_exe._handlers),
+    }
+    receivers = [r.thread.ident for r in receiver._receivers.values()]
+    clocks = [time.pthread_getcpuclockid(ident) for ident in receivers]
+    samples = {name: [] for name in parts}
+    received = {name: [] for name in parts}
+    for _ in range(args.rounds):
+      for name, call in parts.items():
+        rec0 = sum(map(time.clock_gettime, clocks))
+        cpu = time.thread_time()
+        for _ in range(args.calls):
+          call()
+        cpu = time.thread_time() - cpu
+        hcb.barrier_wait()
+        samples[name].append(cpu / args.calls)
+        received[name].append((sum(map(time.clock_gettime, clocks)) - rec0) / args.calls)
+  finally:
+    config.update("effects_ordering", saved)
+  base = samples["untapped jit call"]
+  print("dispatching thread's CPU per call (median), and the receiver's CPU per call:")
+  for name, values in samples.items():
+    ratio = statistics.median(v / b for v, b in zip(values, base))
+    print(f"  {name:>26}: {statistics.median(values) * 1e6:6.2f} µs, {ratio:.2f}x the untapped "
+          f"jit call; receiver {statistics.median(received[name]) * 1e6:5.2f} µs")
 
 
 if __name__ == "__main__":

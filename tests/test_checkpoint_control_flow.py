@@ -247,3 +247,33 @@ def test_the_transpose_of_a_jit_skips_what_only_outputs_without_cotangent_need()
   (ct,) = minijax.linear_transpose(lambda x: f(x)[0], 1.0)(1.0)
   assert float(ct) == 2.0
   assert float(minijax.grad(lambda x: f(x)[0] * 3.0)(1.0)) == 6.0
+
+
+def test_a_policy_reaches_inside_a_checkpointed_pmap_as_in_jax():
+  # JAX 0.10.2 (pmap_test's test_remat_of_pmap*): the linearized checkpoint recomputes
+  # sin(x) inside the pmap; the vjp jaxpr's sin/cos counts follow the policy
+  g = minijax.pmap(lambda x: jnp.sin(jnp.sin(x)))
+  x = jnp.arange(1.0)
+  text = str(minijax.make_jaxpr(minijax.linearize(minijax.checkpoint(g), x)[1])(x))
+  assert " sin " in text and " cos " in text
+  for policy, want in [(save_cos, (0, 0)), (save_sin, (0, 2)), (cp.nothing_saveable, (1, 2))]:
+    f = minijax.checkpoint(g, policy=policy)
+    y, f_vjp = minijax.vjp(f, x)
+    assert _counts(str(f_vjp.jaxpr), "sin ", "cos ") == want, policy
+    _close(f_vjp(jnp.ones_like(y))[0], np.cos(np.sin(0.0)) * np.cos(0.0))
+    _close(minijax.grad(lambda x: f(x).sum())(x + 0.5),
+           np.cos(np.sin(0.5)) * np.cos(0.5), rtol=1e-6)
+
+
+def test_dead_code_elimination_prunes_unused_outputs_inside_a_shard_map():
+  from minijax import shard_map
+  from minijax.sharding import Mesh, PartitionSpec as P
+  mesh = Mesh(np.array(minijax.devices()[:1]), ("x",))
+  g = shard_map(lambda a: (jnp.sin(a), jnp.cos(a) * 3.0), mesh=mesh, in_specs=P("x"),
+                out_specs=(P("x"), P("x")))
+  jaxpr = minijax.make_jaxpr(lambda a: g(a)[0])(jnp.arange(4.0)).jaxpr
+  pruned, used = pe.dce_jaxpr(jaxpr, [True])
+  (eqn,) = pruned.eqns
+  assert len(eqn.outvars) == 1 and len(eqn.params["out_specs"]) == 1
+  assert [e.primitive.name for e in eqn.params["jaxpr"].jaxpr.eqns] == ["sin"]
+  assert used == [True]

@@ -720,3 +720,22 @@ def test_weakly_typed_initial_carry_takes_the_bodys_dtype():
   # a strong carry that changes dtype is still an error
   with pytest.raises(TypeError, match="carry"):
     lax.while_loop(lambda c: c < 3, lambda c: c + jnp.float32(1), jnp.int32(0))
+
+
+def test_a_pmap_in_an_eager_loop_or_branch_compiles_over_its_devices():
+  # (JAX 0.10.2's lax_control_flow_test test_while_loop_of_pmap*, on the devices there are)
+  n = minijax.device_count()
+  total = minijax.pmap(lambda v: lax.psum(jnp.sin(v), "i"), axis_name="i")
+  out = lax.fori_loop(0, 3, lambda i, v: total(v) + v, jnp.ones(n))
+  want = np.ones(n, np.float32)
+  for _ in range(3):
+    want = np.sin(want).sum() + want
+  np.testing.assert_allclose(np.asarray(out), want, rtol=1e-6)
+  ident = minijax.pmap(lambda v: v * 2.0)
+  np.testing.assert_array_equal(np.asarray(lax.cond(True, ident, ident, jnp.ones((n, 2)))),
+                                np.full((n, 2), 2.0))
+  # more slices than devices: each block keeps two, and the mapped axis cannot be squeezed
+  with pytest.raises(ValueError, match=re.escape(
+      "cannot select an axis to squeeze out which has size not equal to one, got "
+      "shape=(2,) and dimensions=(0,)")):
+    lax.fori_loop(0, 3, lambda i, v: total(v) + v, jnp.ones(2 * n))

@@ -3,7 +3,8 @@ SIGINT where a user would press Ctrl-C.
 
 Tap functions here block on an Event that is never set (or set only later), so a run that
 does not handle the interrupt or bound its wait hangs: the subprocess' timeout is what
-fails such a test, never a measured duration.
+fails such a test, never a measured duration (except issue 21's exit within 2 s of Ctrl-C,
+which the child measures itself).
 """
 from __future__ import annotations
 
@@ -11,7 +12,6 @@ import os
 import subprocess
 import sys
 import textwrap
-import time
 
 import pytest
 
@@ -228,14 +228,27 @@ def test_forked_children_warn_exit_cleanly_run_cached_code_and_refuse_to_compile
   assert "cached 2.0" in out and "compile refused: True" in out and "tapped [2.0]" in out, out
 
 
+@pytest.mark.timeout(600)  # ten interpreters: minutes when the machine is crowded
 @pytest.mark.parametrize("mechanism", ["native", "callback"])
 def test_ctrl_c_in_barrier_wait_behind_a_slow_tap_function_exits_within_two_seconds_every_time(
     mechanism):
   """Issue 21: a slow tap function keeps the queue full, the main thread waits in
   barrier_wait, Ctrl-C: the process exits within 2 s of the signal (the exit handler gives
-  the taps at most 0.5 s after an interrupt), in each of ten runs per mechanism."""
+  the taps at most 0.5 s after an interrupt), in each of ten runs per mechanism.
+
+  The child measures its own exit latency, from just before it signals itself to its last
+  exit handler (registered before minijax's, so it runs after it), so that a loaded machine's
+  delay in starting interpreters or in waking this process does not count.  A run that never
+  gets there (a hang in barrier_wait or in an exit handler) fails on the timeout.  The runs
+  are started five at a time: each spends most of its life sleeping in the slow taps."""
   code = textwrap.dedent(f"""
-      import os, signal, sys, threading, time
+      import atexit, os, signal, sys, threading, time
+      interrupted_at = []
+      def report_latency():
+        if interrupted_at:
+          latency = time.monotonic() - interrupted_at[0]
+          print(f"exit latency {{latency:.3f}} s", file=sys.stderr, flush=True)
+      atexit.register(report_latency)  # first registered, last to run
       import minijax, minijax.numpy as jnp
       from minijax.config import config
       from minijax.experimental import host_callback as hcb
@@ -248,7 +261,7 @@ def test_ctrl_c_in_barrier_wait_behind_a_slow_tap_function_exits_within_two_seco
       hcb.barrier_wait()
       def interrupt():
         time.sleep(0.3)
-        print("interrupt at", time.time(), file=sys.stderr, flush=True)
+        interrupted_at.append(time.monotonic())
         os.kill(os.getpid(), signal.SIGINT)
       for i in range(12):
         f(x)
@@ -258,15 +271,24 @@ def test_ctrl_c_in_barrier_wait_behind_a_slow_tap_function_exits_within_two_seco
       """)
   env = dict(os.environ, **SMALL_QUEUE)
   env["PYTHONPATH"] = ROOT + os.pathsep + env.get("PYTHONPATH", "")
-  for run in range(10):
-    proc = subprocess.Popen([sys.executable, "-c", code], stderr=subprocess.PIPE, text=True,
-                            env=env)
+  for batch in (range(0, 5), range(5, 10)):
+    procs = {}
     try:
-      _, stderr = proc.communicate(timeout=60)
-    except subprocess.TimeoutExpired:
-      proc.kill()
-      raise AssertionError(f"run {run} hung after Ctrl-C: {proc.communicate()[1]}") from None
-    ended = time.time()
-    assert "KeyboardInterrupt" in stderr, stderr
-    interrupted = float(stderr.split("interrupt at ")[1].split()[0])
-    assert ended - interrupted < 2.0, (run, ended - interrupted, stderr)
+      for run in batch:
+        procs[run] = subprocess.Popen([sys.executable, "-c", code], stderr=subprocess.PIPE,
+                                      text=True, env=env)
+      for run, proc in procs.items():
+        try:
+          _, stderr = proc.communicate(timeout=120)
+        except subprocess.TimeoutExpired:
+          proc.kill()
+          raise AssertionError(f"run {run} hung after Ctrl-C: {proc.communicate()[1]}") from None
+        assert "KeyboardInterrupt" in stderr, (run, stderr)
+        assert "exit latency " in stderr, (run, stderr)
+        latency = float(stderr.split("exit latency ")[1].split()[0])
+        assert latency < 2.0, (run, latency, stderr)
+    finally:
+      for proc in procs.values():
+        if proc.poll() is None:
+          proc.kill()
+          proc.communicate()

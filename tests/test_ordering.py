@@ -81,8 +81,57 @@ def test_a_host_function_that_dispatches_an_ordered_computation_runs_it_in_place
   assert sorted(got) == [("before", 1), ("host", 1), ("inner", 101)]
 
 
+def test_a_host_function_dispatching_a_tapped_computation_again_takes_jits_fast_path(
+    effects_ordering):
+  # The second call from inside the host function is served by jit's fast path, which
+  # runs a tapped program in jit's own frame: there too it runs in place, to completion.
+  got = []
+  inner = minijax.jit(lambda x: hcb.id_tap(lambda a, t: got.append(("inner", int(a))), x) * 2)
+  y = minijax.device_put(np.int32(5))
+  assert int(inner(y)) == 10
+  hcb.barrier_wait()
+  got.clear()
+
+  def host(x):
+    results = [int(inner(y)), int(inner(y))]
+    got.append(("host", results))
+    return np.int32(x)
+
+  outer = minijax.jit(lambda x: io_callback(host, jax_int(), x, ordered=True))
+  assert len(inner._wrapped._fast) == 1
+  assert int(outer(1)) == 1
+  hcb.barrier_wait()
+  assert sorted(got) == [("host", [10, 10]), ("inner", 5), ("inner", 5)]
+  assert len(inner._wrapped._fast) == 1  # served by the entry of the first call
+
+
 def jax_int():
   return minijax.ShapeDtypeStruct((), np.int32)
+
+
+def test_unordered_effects_on_the_stream_keep_no_status_and_barriers_cover_them():
+  from minijax.runtime.tokens import runtime_tokens
+  got = []
+
+  def body(x):
+    minijax.debug.callback(lambda a: got.append(int(a)), x)
+    return x + 1
+
+  saved = minijax.config.effects_ordering
+  minijax.config.update("effects_ordering", "stream")
+  try:
+    f = minijax.jit(body)
+    x = minijax.device_put(np.int32(0))
+    minijax.effects_barrier()
+    for _ in range(40):
+      x = f(x)
+    # no execution status was kept: the programs ran on the shared stream, whose fence
+    # the barrier waits for
+    assert not any(runtime_tokens._unordered.values())
+    minijax.effects_barrier()
+    assert sorted(got) == list(range(40)) and int(x) == 40
+  finally:
+    minijax.config.update("effects_ordering", saved)
 
 
 def test_switching_the_setting_between_calls_keeps_call_order():

@@ -403,7 +403,7 @@ def partial_eval_jaxpr_custom(jaxpr: Jaxpr, in_unknowns: Sequence[bool],
 
 def _split_by_trace_rule(eqn: JaxprEqn, unks_in: Sequence[bool]):
   """An equation with unknown inputs whose primitive has a `partial_eval_rules` entry but
-  no `partial_eval_jaxpr_custom_rules` one (a `shard_map`), split by that rule: the policy
+  no `partial_eval_jaxpr_custom_rules` one (a `custom_jvp_call`), split by that rule: the policy
   does not reach inside it, and its known part's residuals are saved.  Returns
   `(known_eqns, staged_eqns, residuals, outs)`, `outs` holding per output of `eqn` the atom
   that now carries it and whether it is unknown.  Constants the rule made travel as

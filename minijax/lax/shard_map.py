@@ -23,7 +23,8 @@ Transformations rewrite the body and the specs together.  jvp: tangents get the 
 their primals.  vmap: the batch dimension goes first and is never split (`None` is
 prepended to the specs).  Partial evaluation: the known body also returns its residuals,
 each stacked across devices along a new leading axis split over every mesh axis, which the
-unknown body takes back as its blocks.  Transposition follows JAX's `check_vma=False`
+unknown body takes back as its blocks; under a `checkpoint` policy the body splits by
+`pe.partial_eval_jaxpr_custom` the same way, so the policy reaches inside.  Transposition follows JAX's `check_vma=False`
 rule, which is exact without JAX's device-variance types: a result cotangent is divided by
 the number of devices that hold the same block, and an operand cotangent is summed over the
 mesh axes its spec does not split (those devices all read the same block).
@@ -42,7 +43,7 @@ from minijax.core import axes as axes_lib
 from minijax.core import pretty
 from minijax.core.avals import ShapedArray, get_aval
 from minijax.core.effects import must_keep
-from minijax.core.jaxpr import ClosedJaxpr, Jaxpr, eval_jaxpr, hoist_consts
+from minijax.core.jaxpr import ClosedJaxpr, Jaxpr, Var, eval_jaxpr, hoist_consts
 from minijax.core.primitive import Primitive
 from minijax.core.sharding import Mesh, NamedSharding, PartitionSpec, current_mesh
 from minijax.core.trace import set_current_trace
@@ -238,6 +239,71 @@ def _partial_eval(trace, args, *, jaxpr, **params):
 
 
 pe.partial_eval_rules[shard_map_p] = _partial_eval
+
+
+# Under a policy (inside `checkpoint`): the body splits by `pe.partial_eval_jaxpr_custom`, so
+# the policy reaches inside; the residuals leave the known shard_map stacked along a new
+# leading axis split over every mesh axis, and enter the staged one with the same spec.
+def _partial_eval_custom(saveable, unks_in, inst_in, eqn):
+  closed, mesh = eqn.params["jaxpr"], eqn.params["mesh"]
+  in_specs, out_specs = eqn.params["in_specs"], eqn.params["out_specs"]
+  with _mesh_axes(mesh):
+    known, staged, unks_out, inst_out, num_res = pe.partial_eval_jaxpr_custom(
+        closed.jaxpr, unks_in, inst_in, False, False, saveable)
+    n_known_out = len(known.outvars) - num_res
+    res_avals = [v.aval for v in staged.invars[:num_res]]
+
+    def known_fun(*xs):  # one block of each residual per device, on a new leading axis
+      outs = eval_jaxpr(known, closed.consts, *xs)
+      return [*outs[:n_known_out],
+              *(reshape(r, (1, *a.shape)) for r, a in zip(outs[n_known_out:], res_avals))]
+
+    def staged_fun(*xs):
+      res = [reshape(r, a.shape) for r, a in zip(xs[:num_res], res_avals)]
+      return eval_jaxpr(staged, closed.consts, *res, *xs[num_res:])
+
+    known_j, known_consts = pe.trace_to_jaxpr_dynamic(known_fun, [v.aval for v in known.invars])
+    stacked = [a.update(shape=(1, *a.shape)) for a in res_avals]
+    staged_j, staged_consts = pe.trace_to_jaxpr_dynamic(
+        staged_fun, [*stacked, *(v.aval for v in staged.invars[num_res:])])
+  stack = _stack_spec(mesh)
+  res = [Var(global_aval(mesh, stack, a)) for a in stacked]
+  known_eqn = eqn.replace(
+      invars=[a for a, uk in zip(eqn.invars, unks_in) if not uk],
+      outvars=[*(v for v, uk in zip(eqn.outvars, unks_out) if not uk), *res],
+      params=dict(eqn.params, jaxpr=ClosedJaxpr(known_j, known_consts),
+                  in_specs=tuple(s for s, uk in zip(in_specs, unks_in) if not uk),
+                  out_specs=(*(s for s, uk in zip(out_specs, unks_out) if not uk),
+                             *(stack,) * num_res)),
+      effects=known_j.effects)
+  staged_eqn = eqn.replace(
+      invars=[*res, *(a for a, i in zip(eqn.invars, inst_in) if i)],
+      outvars=[v for v, i in zip(eqn.outvars, inst_out) if i],
+      params=dict(eqn.params, jaxpr=ClosedJaxpr(staged_j, staged_consts),
+                  in_specs=(*(stack,) * num_res,
+                            *(s for s, i in zip(in_specs, inst_in) if i)),
+                  out_specs=tuple(s for s, i in zip(out_specs, inst_out) if i)),
+      effects=staged_j.effects)
+  return [known_eqn], [staged_eqn], unks_out, inst_out, res
+
+
+def _dce(used_outputs, eqn):
+  if not any(used_outputs) and not must_keep(eqn.effects):
+    return [False] * len(eqn.invars), None
+  closed = eqn.params["jaxpr"]
+  with _mesh_axes(eqn.params["mesh"]):
+    pruned, used_inputs = pe.dce_closed_jaxpr(closed, used_outputs)
+  params = dict(eqn.params, jaxpr=pruned,
+                in_specs=tuple(s for s, u in zip(eqn.params["in_specs"], used_inputs) if u),
+                out_specs=tuple(s for s, u in zip(eqn.params["out_specs"], used_outputs) if u))
+  return used_inputs, eqn.replace(
+      invars=[a for a, u in zip(eqn.invars, used_inputs) if u],
+      outvars=[v for v, u in zip(eqn.outvars, used_outputs) if u],
+      params=params, effects=pruned.effects)
+
+
+pe.partial_eval_jaxpr_custom_rules[shard_map_p] = _partial_eval_custom
+pe.dce_rules[shard_map_p] = _dce
 
 
 # ---- transpose

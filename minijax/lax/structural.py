@@ -193,9 +193,12 @@ squeeze_p = Primitive("squeeze")
 
 
 def _squeeze_abstract_eval(x, *, dimensions):
-  if any(not 0 <= d < x.ndim or x.shape[d] != 1 for d in dimensions):
+  if any(not 0 <= d < x.ndim for d in dimensions):
     raise TypeError(f"squeeze dimensions {dimensions} must name axes of size 1 of "
                     f"{x.str_short()}")
+  if any(x.shape[d] != 1 for d in dimensions):
+    raise ValueError(f"cannot select an axis to squeeze out which has size not equal to "
+                     f"one, got shape={x.shape} and dimensions={dimensions}")
   return ShapedArray(tuple(s for i, s in enumerate(x.shape) if i not in dimensions),
                      x.dtype, x.weak_type)
 

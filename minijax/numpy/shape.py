@@ -107,10 +107,9 @@ def squeeze(a, axis=None):
     axes = tuple(i for i, s in enumerate(shape) if s == 1)
   else:
     axes = _util.canonicalize_axes(axis, len(shape))
-    for ax in axes:
-      if shape[ax] != 1:
-        raise ValueError(f"cannot select an axis to squeeze out which has size not equal to "
-                         f"one (axis {ax} of shape {shape})")
+    if any(shape[ax] != 1 for ax in axes):
+      raise ValueError(f"cannot select an axis to squeeze out which has size not equal to "
+                       f"one, got shape={shape} and dimensions={axes}")
   return lax.squeeze(x, axes)
 
 

@@ -25,8 +25,11 @@ the program runs, maybe waiting for room in a tap queue, and barriers never take
 executable with unordered effects records its execution status, with its `keepalive`.
 
 With `effects_ordering="stream"` an executable with ordered effects takes no tokens: it
-runs on the shared execution stream (`_make_run_streamed`; see `runtime/tokens.py`), which
-orders it after every execution with ordered effects dispatched before it on its device.
+runs on the shared execution stream (`_make_execute_streamed`; see `runtime/tokens.py`),
+which orders it after every execution with effects dispatched before it on its device.  An
+executable with unordered effects only runs there too, and keeps no status: the fence a
+barrier waits for comes after it (an order unordered effects allow).  `jit`'s fast path
+runs these in its own frame (`dispatch_record`).
 
 An executable keeps `keepalive` (what its lowering asked for: the tap consumers its custom
 calls name) and its host callbacks for as long as it lives, and no longer: nothing global
@@ -132,6 +135,9 @@ class Executable(CompiledProgram):
     # Without runtime tokens the program makes its own, and its order across calls comes
     # from the shared execution stream (see `runtime/tokens.py`).
     self.runtime_tokens = pass_tokens or not self.ordered_effects
+    # On that stream too, without a status to keep: programs with unordered effects only.
+    self._on_stream = (not pass_tokens and not self.calls_host
+                       and bool(self.ordered_effects or self.unordered_effects))
     self.num_tokens = len(self.ordered_effects) if self.runtime_tokens else 0
     self.compile_seconds = compile_seconds
     sharding = backend.sharding_for(device)
@@ -143,6 +149,7 @@ class Executable(CompiledProgram):
                                                     _skip_checks=True)
     self._token_and_result_handlers = [token_handler] * self.num_tokens + self._handlers
     self._run_nested = self._make_run_nested()
+    self._execute_streamed = self._make_execute_streamed()
     self._run_effectful = self._make_run_effectful()
     self.call = self.make_call(_weak_self=True)
 
@@ -182,12 +189,13 @@ class Executable(CompiledProgram):
     if self.calls_host:
       return self._make_run_synchronous()
     execute, handlers, tokens = self._exe.execute_sharded, self._handlers, runtime_tokens
+    execute_streamed = self._execute_streamed
+    if execute_streamed is not None:
+      return lambda buffers: execute_streamed(buffers).consume_with_handlers(handlers)
     limit, lock = RuntimeTokens._MAX_UNORDERED, tokens._lock
     statuses = tokens.statuses(self.device) if self.unordered_effects else None
     depth, run_nested = host_calls.host_call_depth, self._run_nested
     keep = self.keepalive  # an unordered run keeps the consumers it taps to until it is done
-    if not self.runtime_tokens:
-      return self._make_run_streamed(statuses, keep)
     if not self.ordered_effects:
       def run_unordered(buffers):
         if depth():
@@ -222,44 +230,46 @@ class Executable(CompiledProgram):
       return outs[n:]
     return run_ordered
 
-  def _make_run_streamed(self, statuses, keep) -> Callable[[list], list]:
-    """For executables with ordered effects and no runtime tokens: runs on the shared
-    execution stream (see `runtime/tokens.py`), after the last execution over several
-    devices that had the same effects on this device."""
-    execute, handlers, tokens, device = self._exe.execute_sharded, self._handlers, \
-        runtime_tokens, self.device
-    limit, lock, chains, settle = RuntimeTokens._MAX_UNORDERED, tokens._lock, self._chains, \
-        tokens.settle
-    depth, run_nested, mark = host_calls.host_call_depth, self._run_nested, tokens.streamed
-    busy, ordering = tokens.host_calls_running(device), tokens.ordering_lock(device)
+  def _make_execute_streamed(self) -> Callable[[list], Any] | None:
+    """For executables with effects on the shared execution stream (`effects_ordering=
+    "stream"`, no host calls): `execute_streamed(buffers)`, which starts an
+    execution as `execute_sharded` does, on that stream (see `runtime/tokens.py`), and
+    returns its results for `consume_with_handlers` (from inside a host call, the results
+    of `_run_nested`, already finished); None for other executables.  `make_call`'s closure
+    and `jit`'s fast path (`dispatch_record`) both run it."""
+    if not self._on_stream:
+      return None
+    execute, device, chains, settle = self._exe.execute_sharded, self.device, self._chains, \
+        runtime_tokens.settle
+    marks, busy = runtime_tokens._streamed, runtime_tokens.host_calls_running(device)
+    ordering = runtime_tokens.ordering_lock(device)
+    acquire, release = ordering.acquire, ordering.release
+    before_execution, ordinal = taps.before_execution, taps.device_ordinal(device)
+    depth, run_nested = host_calls.host_call_depth, self._run_nested
+    several_devices = backend.device_count() > 1  # else no chain holds a GroupToken
 
-    def run_streamed(buffers):
+    def execute_streamed(buffers):
+      before_execution(ordinal)
       if depth():
-        return run_nested(buffers)
-      for chain in chains:
-        if type(chain.token) is GroupToken:
-          settle(chain)
+        return _Finished(run_nested(buffers))
+      if several_devices:
+        for chain in chains:
+          if type(chain.token) is GroupToken:  # the last execution ran over several devices
+            settle(chain)
       after_host_calls = busy[0]  # a program that calls the host runs: go after it
       if after_host_calls:
-        ordering.acquire()
+        acquire()
       previous = _get_stream()
       _set_stream(STREAM_ID)
       try:
-        results = execute(buffers, with_tokens=statuses is not None)
+        results = execute(buffers)
       finally:
         _set_stream(previous)
         if after_host_calls:
-          ordering.release()
-      mark(device)  # after the dispatch, so that a barrier's fence comes after it
-      if statuses is not None:
-        status = results.consume_token()
-        with lock:
-          statuses.append((status, keep))
-      outs = results.consume_with_handlers(handlers)
-      if statuses is not None and len(statuses) > limit:
-        tokens.trim(statuses)
-      return outs
-    return run_streamed
+          release()
+      marks[device] = True  # after the dispatch: a barrier's fence comes after it
+      return results
+    return execute_streamed
 
   def _make_run_synchronous(self) -> Callable[[list], list]:
     """For executables that make host calls: runs, then waits for the computation to
@@ -351,12 +361,9 @@ class Executable(CompiledProgram):
     # `run_effectful` is inlined below, which saves a call on this path.
     chain = (self._chains[0] if len(self._chains) == 1 and not self.unordered_effects
              and not self.calls_host and self.runtime_tokens else None)
-    # Ordered effects on the shared execution stream and no other (taps under
-    # `effects_ordering="stream"`): `_make_run_streamed`'s run, inlined below likewise.
-    streamed = (self.ordered_effects and not self.runtime_tokens and not self.unordered_effects
-                and not self.calls_host)
-    marks, group_chains = runtime_tokens._streamed, self._chains
-    busy = runtime_tokens.host_calls_running(device)
+    # Effects on the shared execution stream (`effects_ordering="stream"`): started by
+    # `execute_streamed`.
+    execute_streamed = self._execute_streamed
     depth, run_nested = host_calls.host_call_depth, self._run_nested
     token_handlers = self._token_and_result_handlers
     settle = runtime_tokens.settle
@@ -420,27 +427,8 @@ class Executable(CompiledProgram):
             finally:
               release()
             del outs[0]
-        elif streamed:
-          before_execution(ordinal)
-          if depth():
-            outs = run_nested(buffers)
-          else:
-            for c in group_chains:
-              if type(c.token) is GroupToken:  # the last execution ran over several devices
-                settle(c)
-            after_host_calls = busy[0]  # a program that calls the host runs: go after it
-            if after_host_calls:
-              acquire()
-            previous = _get_stream()
-            _set_stream(STREAM_ID)
-            try:
-              results = execute(buffers)
-            finally:
-              _set_stream(previous)
-              if after_host_calls:
-                release()
-            marks[device] = True  # after the dispatch: a barrier's fence comes after it
-            outs = results.consume_with_handlers(handlers)
+        elif execute_streamed is not None:
+          outs = execute_streamed(buffers).consume_with_handlers(handlers)
         else:
           before_execution(ordinal)
           outs = run_effectful(buffers)
@@ -460,16 +448,23 @@ class Executable(CompiledProgram):
   def dispatch_record(self, consts: Sequence[Array] = (), out_tree=None) -> tuple | None:
     """What a caller needs to run this executable inline, in its own frame, on argument
     buffers it built itself (`jit`'s fast path does, saving the call of `make_call`'s
-    closure): `(execute, handlers, device, const_buffers, out_aval, finish, failed,
+    closure): `(execute, handlers, out_aval, device, failed, const_buffers, finish,
     mixed)`, where `mixed(args)` builds the buffers of arguments among which there are
     Python scalars (None if anything else is there).  The caller runs
     `execute([*const_buffers, *buffers]).consume_with_handlers(handlers)` (after
     `backend.collect_jaxlib_garbage()`); with one output leaf, `out_aval` is its aval
     and the result is `Array(outs[0], out_aval, device)`, else `finish(outs)`; on jaxlib's
-    error it calls `failed(args, err)`, which raises.  None when the executable has effects
-    or host calls (those take `make_call`'s closure), or when there are several devices
-    (the closure checks that every argument is on this one)."""
-    if self._run_effectful is not None or backend.device_count() > 1:
+    error it calls `failed(args, err)`, which raises.  For effects on the shared execution
+    stream (taps), `execute` is `execute_sharded` wrapped by `execute_streamed`.
+    None when the executable has other effects or host calls (those take `make_call`'s
+    closure), or when there are several devices (the closure checks that every argument is
+    on this one)."""
+    execute = self._execute_streamed
+    if execute is None:
+      if self._run_effectful is not None:
+        return None
+      execute = self._exe.execute_sharded
+    if backend.device_count() > 1:
       return None
     consts = tuple(consts)
     const_buffers = [c._buffer for c in consts]
@@ -504,8 +499,8 @@ class Executable(CompiledProgram):
       _raise_filed(err)
       raise err
 
-    return (self._exe.execute_sharded, self._handlers, device, const_buffers or None,
-            out_avals[0] if single else None, finish, failed, mixed)
+    return (execute, self._handlers, out_avals[0] if single else None,
+            device, failed, const_buffers or None, finish, mixed)
 
   def _call_general(self, args) -> list[Array]:
     args = self._prepare(args)
@@ -549,6 +544,18 @@ class Executable(CompiledProgram):
 
   def _placement(self) -> str:
     return str(self.device)
+
+
+class _Finished:
+  """What `execute_streamed` returns for a run from inside a host call: its outputs,
+  already handled (`_run_nested`), for the caller's `consume_with_handlers`."""
+  __slots__ = ("outs",)
+
+  def __init__(self, outs):
+    self.outs = outs
+
+  def consume_with_handlers(self, handlers):
+    return self.outs
 
 
 _buffers_functions: dict[tuple[int, bool], Callable] = {}

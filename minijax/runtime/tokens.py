@@ -21,7 +21,8 @@ dispatch: it reads the chains' tokens (`snapshot`), waits for them as it sees fi
 then lets go of what finished (`release`).
 
 With `config.effects_ordering == "stream"` (the default) a single-device program makes its
-tokens itself and takes none: executions with ordered effects all run on one XLA execution stream
+tokens itself and takes none: executions with effects (ordered or not; unordered ones then
+keep no status) all run on one XLA execution stream
 (`STREAM_ID`), whose executions XLA's CPU client runs in dispatch order on each device,
 whichever Python thread dispatched them.  Each such dispatch marks its device (`streamed`);
 what a barrier waits for on a marked device is a fence, a trivial program dispatched on the

@@ -401,27 +401,37 @@ def _compile_primitive(primitive, params, avals, device, args=()) -> Callable:
   """A function of the arguments that returns the primitive's result: a list of Arrays
   when it has multiple results, else the Array.  `device` is a sharding when an argument
   is laid out over several devices: the program then runs over them
-  (`sharded.compile_primitive`)."""
+  (`sharded.compile_primitive`); so it does over a mesh used inside (a `pmap` in the body
+  of an eager loop or branch), as `jit` would run it."""
   if primitive._effectful_abstract_eval is None:  # no impl of its own, and none to compile
     raise NotImplementedError(
         f"Evaluation rule for '{primitive}' not implemented: primitive '{primitive}' has "
         f"neither an impl (`{primitive}_p.def_impl(fn)`) nor the abstract evaluation and "
         "lowering rules from which minijax compiles one")
+  def fun(*xs):
+    out = primitive.bind(*xs, **params)
+    return out if primitive.multiple_results else [out]
+
+  if isinstance(device, backend.Device):
+    with trace_lib.constant_folding(False):  # else one without operands would run itself
+      jaxpr, consts = trace_to_jaxpr_dynamic(fun, avals)
+    closed = ClosedJaxpr(jaxpr, consts)
+    # A mesh inside (a pmap in a loop's body or a branch) runs it over the mesh's devices.
+    if sharded_staging.jaxpr_shardings(jaxpr):
+      p = sharded_staging.placement(closed, args, primitive.name)
+      device = sharded_staging.single_device(p, closed) or p
   if not isinstance(device, backend.Device):
-    fn = sharded_staging.compile_primitive(primitive, params, avals, args)
+    if isinstance(device, sharded_staging.Placement):
+      fn = sharded_staging.compiled_call(closed, primitive.name, (False,) * len(avals), device)
+    else:
+      fn = sharded_staging.compile_primitive(primitive, params, avals, args)
     if primitive.multiple_results:
       return fn
     if isinstance(fn, ShardedExecutable):
       return fn.make_call(out_tree=_LEAF)
     return lambda *xs: fn(*xs)[0]
 
-  def fun(*xs):
-    out = primitive.bind(*xs, **params)
-    return out if primitive.multiple_results else [out]
-
-  with trace_lib.constant_folding(False):  # else one without operands would run itself
-    jaxpr, consts = trace_to_jaxpr_dynamic(fun, avals)
-  fn = compile_jaxpr(ClosedJaxpr(jaxpr, consts), device=device, name=primitive.name)
+  fn = compile_jaxpr(closed, device=device, name=primitive.name)
   if primitive.multiple_results:
     return fn
   if isinstance(fn, executable_lib.Executable):

@@ -385,7 +385,7 @@ class JitWrapped:
     # refers to nothing of this object (the caches are shared, and must not keep `fun`).
     fallback = _to_slow_path
     if isinstance(executable, ShardedExecutable):
-      _bounded_insert(self._fast, key, (None, executable.make_call(
+      _bounded_insert(self._fast, key, (*_NO_RECORD, executable.make_call(
           traced.consts, traced.out_tree, fallback)))
       return
     consts = [c if (type(c) is Array and c._device is device) or type(c) is Ref
@@ -398,7 +398,7 @@ class JitWrapped:
         record = executable.dispatch_record(consts, traced.out_tree)
     else:  # a jaxpr without equations: nothing was compiled
       entry = lambda *flat: traced.out_tree.unflatten(executable(*consts, *flat))  # noqa: E731
-    _bounded_insert(self._fast, key, (record, entry))
+    _bounded_insert(self._fast, key, (*(record or _NO_RECORD), entry))
 
   def clear_cache(self) -> None:
     """Forgets this function's traces and executables (under these jit options), as JAX's
@@ -440,6 +440,10 @@ class JitWrapped:
     device = placement.devices[0] if placement is not None else None
     return Traced(traced, self._name, device or compiler.jit_device(self._device, flat),
                   None, in_tree, names)
+
+
+# A fast-path entry is `(*record, call)` (see `_jitted`); this `record` for those that have none.
+_NO_RECORD = (None,) * 8
 
 
 def _bounded_insert(cache: dict, key, value) -> None:
@@ -698,10 +702,12 @@ def _pytree_key(args) -> tuple[Any, tuple, list | None]:
 
 def _jitted(wrapped: JitWrapped) -> Callable:
   """The function `jit` returns.  Its fast path serves calls on concrete Arrays and Python
-  scalars from `wrapped._fast`, whose entries are pairs `(record, call)`: `call` runs an
+  scalars from `wrapped._fast`, whose entries are tuples `(*record, call)`: `call` runs an
   executable and unflattens its results (`Executable.make_call`); `record`, for an
-  executable without effects on a single device, says how to run it here, in this frame,
-  on the argument buffers built with the key (`Executable.dispatch_record`).  When every
+  executable on a single device without effects, or with only ordered ones on the shared
+  execution stream (taps), says how to run it here, in this frame, on the argument buffers
+  built with the key (`Executable.dispatch_record`; `_NO_RECORD` for the others).  A call
+  with one Array argument is tried first, with the fewest steps.  When every
   argument is an Array the key is their avals (the aval itself for one argument), with no
   flattening; with Python scalars among them, the tuple of avals (a scalar's is weakly
   typed, as in JAX); for other pytrees it is the tree structure and the leaves' avals;
@@ -733,23 +739,40 @@ def _jitted(wrapped: JitWrapped) -> Callable:
   def jitted(*args, **kwargs):
     try:
       if type(context.trace) is EvalTrace:
+        n = len(args)
         flat = args
-        try:
-          if kwargs:
-            key, flat, buffers = (key_functions.get((len(args), *kwargs))
-                                  or new_kw_key_function(len(args), kwargs))(args, kwargs)
-          elif with_static:
-            key, flat, buffers = (key_functions.get(len(args))
-                                  or new_key_function(len(args)))(args)
-          elif len(args) == 1:
-            key = args[0].aval
-            buffers = [args[0]._buffer]
+        if n == 1 and not kwargs and not with_static:  # the commonest call, f(x), first
+          x, = args
+          try:
+            buffers = [x._buffer]
+            key = x.aval
+          except AttributeError:  # not an Array (a pytree, a Python scalar)
+            key = None
           else:
-            key, buffers = (key_functions.get(len(args)) or new_key_function(len(args)))(args)
-        except AttributeError:
-          key = None
-          if not (kwargs or with_static) and len(args) > 1:  # a Python scalar, most likely
-            key_functions[len(args)] = _mixed_key_function(len(args))
+            entry = caches.fast.get(key)
+            if entry is not None:
+              execute, handlers, out_aval, device, failed, const_buffers, finish, mixed, call \
+                  = entry
+              if out_aval is not None and const_buffers is None:  # one output, no constants
+                collect_garbage()  # see `backend`: what jaxlib's threads dropped meanwhile
+                try:
+                  outs = execute(buffers).consume_with_handlers(handlers)
+                except runtime_error as err:
+                  failed(args, err)
+                return Array(outs[0], out_aval, device)
+        else:
+          try:
+            if kwargs:
+              key, flat, buffers = (key_functions.get((n, *kwargs))
+                                    or new_kw_key_function(n, kwargs))(args, kwargs)
+            elif with_static:
+              key, flat, buffers = (key_functions.get(n) or new_key_function(n))(args)
+            else:
+              key, buffers = (key_functions.get(n) or new_key_function(n))(args)
+          except AttributeError:
+            key = None
+            if not (kwargs or with_static) and n > 1:  # a Python scalar, most likely
+              key_functions[n] = _mixed_key_function(n)
         if key is None:
           if with_static or kwargs:
             return slow(args, kwargs)
@@ -762,30 +785,28 @@ def _jitted(wrapped: JitWrapped) -> Callable:
             key = (key, device_of(flat))
             entry = caches.fast.get(key)
         except Exception:  # a static argument unhashable, or whose __eq__ raises: the
-          entry = False    # slow path says which
+          entry = key = None  # slow path says which
         if entry is None:
           return slow(args, kwargs, key)
-        if entry is not False:
-          record, call = entry
-          if record is not None:  # run it here (see the docstring)
-            execute, handlers, device, const_buffers, out_aval, finish, failed, mixed = record
-            if buffers is None:  # Python scalars among the arguments
-              buffers = mixed(flat)
-            if buffers is not None:
-              if const_buffers is not None:
-                buffers = const_buffers + buffers
-              collect_garbage()  # see `backend`: what jaxlib's threads dropped meanwhile
-              try:
-                outs = execute(buffers).consume_with_handlers(handlers)
-              except runtime_error as err:
-                failed(flat, err)
-              if out_aval is not None:
-                return Array(outs[0], out_aval, device)
-              return finish(outs)
-          try:
-            return call(*flat)
-          except _SlowPath:  # not Arrays after all (a leaked tracer), or on another device
-            pass
+        execute, handlers, out_aval, device, failed, const_buffers, finish, mixed, call = entry
+        if execute is not None:  # run it here (see the docstring)
+          if buffers is None:  # Python scalars among the arguments
+            buffers = mixed(flat)
+          if buffers is not None:
+            if const_buffers is not None:
+              buffers = const_buffers + buffers
+            collect_garbage()  # see `backend`: what jaxlib's threads dropped meanwhile
+            try:
+              outs = execute(buffers).consume_with_handlers(handlers)
+            except runtime_error as err:
+              failed(flat, err)
+            if out_aval is not None:
+              return Array(outs[0], out_aval, device)
+            return finish(outs)
+        try:
+          return call(*flat)
+        except _SlowPath:  # not Arrays after all (a leaked tracer), or on another device
+          pass
       return slow(args, kwargs)
     except Exception as e:  # an API boundary: the user sees their own frames
       filter_exception(e, getframe())

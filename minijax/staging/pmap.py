@@ -3,7 +3,9 @@
 As in JAX 0.10.2, `pmap(f, 'i')` is `jit(shard_map(g, mesh, in_specs, out_specs,
 check_vma=False))`: the mesh is the first n devices (n: the size of the mapped axes) with
 the one axis `'i'`; an argument mapped along axis a gets the spec that splits dimension a
-over `'i'` and `g` squeezes that dimension out of its block (size 1) before calling `f`;
+over `'i'` and `g` squeezes that dimension out of its block (size 1; with more slices
+than devices the squeeze fails, or the devices do not divide the axis, as in JAX) before
+calling `f`;
 each output gets it back (`expand_dims`) and is laid out by its `out_axes` the same way
 (`None`: replicated, the value of every device being the same).  So `pmap` has no
 interpreter or primitive of its own: tracing, every transformation, the lowering (a manual
@@ -33,7 +35,7 @@ from minijax.core import sharding as sharding_lib
 from minijax.core.avals import get_aval
 from minijax.core.trace import EvalTrace, current_trace
 from minijax.lax.shard_map import OutSpecsFromAvals, shard_map
-from minijax.lax.structural import expand_dims, reshape
+from minijax.lax.structural import expand_dims, squeeze
 from minijax.runtime import backend as backend_lib
 from minijax.runtime import sharded
 from minijax.runtime.array import Array
@@ -189,9 +191,8 @@ def _mesh_devices(local_size: int, axis_size, devices, multi_process: bool) -> t
     pool = tuple(d for p in range(processes) for d in everything if d.process_index == p)
   else:
     pool = tuple(backend_lib.local_devices())
-  if global_size > len(pool):
-    raise ValueError(f"compiling computation that requires {global_size} logical devices, "
-                     f"but only {len(pool)} XLA devices are available (num_replicas=1)")
+  # (more slices than devices, as in JAX: each device's block keeps several slices, and
+  # squeezing the mapped axis out of it fails, or the blocks do not divide the axis)
   return tuple(pool[:global_size])
 
 
@@ -204,8 +205,7 @@ def _build(fun, name, static_vals, in_tree, in_axes, out_axes, local_size, axis_
   out_tree_box = []
 
   def body(*flat):
-    blocks = [x if ax is None else reshape(x, _squeezed(get_aval(x).shape, ax))
-              for x, ax in zip(flat, in_axes)]
+    blocks = [x if ax is None else squeeze(x, (ax,)) for x, ax in zip(flat, in_axes)]
     dyn_args, kwargs = in_tree.unflatten(blocks)
     full = list(dyn_args)
     for i, v in static_vals:
@@ -254,10 +254,6 @@ def _build(fun, name, static_vals, in_tree, in_axes, out_axes, local_size, axis_
   run_across_processes.jitted = jitted
   run_across_processes.out_tree = lambda: out_tree_box[0]
   return run_across_processes
-
-
-def _squeezed(shape, ax):
-  return shape[:ax] + shape[ax + 1:]
 
 
 def _to_global(x, ax, mesh, local_mesh, spec) -> Array:

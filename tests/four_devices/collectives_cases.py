@@ -217,6 +217,30 @@ def test_pmap_composes_with_jit_scan_and_cond():
   np.testing.assert_allclose(np.asarray(ys), np.stack(expected, 1), rtol=1e-5)
 
 
+def test_a_pmap_inside_eager_control_flow_and_vmap_runs_over_its_devices(devices):
+  # (JAX 0.10.2's pmap_test testVmapOfPmap3, test_num_replicas_with_switch and
+  # lax_control_flow_test test_while_loop_of_pmap: the loop or branch compiles over the
+  # pmap's devices)
+  total = minijax.pmap(lambda v: lax.psum(jnp.sin(v), "i"), axis_name="i")
+  out = lax.fori_loop(0, 3, lambda i, v: total(v) + v, jnp.ones(N))
+  want = np.ones(N, np.float32)
+  for _ in range(3):
+    want = np.sin(want).sum() + want
+  np.testing.assert_allclose(np.asarray(out), want, rtol=1e-5)
+  ident = minijax.pmap(lambda v: v)
+  np.testing.assert_array_equal(np.asarray(lax.cond(True, ident, ident, X)), X)
+  assert {s.device for s in lax.cond(False, ident, total, X).addressable_shards} == set(devices)
+
+  def func(q, pts):  # a pmap of a broadcast value, mapped over the queries
+    return minijax.pmap(lambda x, y: y, in_axes=(0, None))(pts, q)
+  qs = jnp.asarray([[0, 0], [3, 3], [2, 2]])
+  by_map = lax.map(lambda q: func(q, jnp.ones(N)), qs)
+  by_vmap = minijax.vmap(func, in_axes=(0, None))(qs, jnp.ones(N))
+  want = np.broadcast_to(np.asarray(qs)[:, None, :], (3, N, 2))
+  np.testing.assert_array_equal(np.asarray(by_map), want)
+  np.testing.assert_array_equal(np.asarray(by_vmap), want)
+
+
 def test_grad_of_psum_under_pmap_is_two_v_times_the_axis_size():
   # JAX 0.10.2: psum transposes to psum, so the gradient counts every device
   g = minijax.pmap(minijax.grad(lambda v: lax.psum(v ** 2, "i").sum()), axis_name="i")(X)
@@ -271,8 +295,13 @@ ERRORS = {
                                      lambda: lax.psum(np.ones(3), "i")),
     "unbound name inside pmap": (NameError, "unbound axis name: j",
                                  lambda: minijax.pmap(lambda v: lax.psum(v, "j"), "i")(X)),
-    "more slices than devices": (ValueError, "requires 5 logical devices",
+    # as in JAX 0.10.2, the mesh is every device, and each block holds several slices
+    "more slices than devices": (ValueError, "not evenly divisible",
                                  lambda: minijax.pmap(lambda v: v, "i")(np.ones((5, 2)))),
+    "twice the slices of the devices": (
+        ValueError, re.escape("cannot select an axis to squeeze out which has size not equal "
+                              "to one, got shape=(2, 2) and dimensions=(0,)"),
+        lambda: minijax.pmap(lambda v: v, "i")(np.ones((8, 2)))),
     "mismatched sizes": (ValueError, "inconsistent sizes",
                          lambda: minijax.pmap(lambda a, b: a + b, "i")(np.ones((4, 2)),
                                                                       np.ones((3, 2)))),

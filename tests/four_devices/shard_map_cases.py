@@ -110,6 +110,23 @@ SHARD_MAP_ERRORS = {
 }
 
 
+def test_a_checkpoint_policy_reaches_inside_a_shard_map_on_a_2d_mesh(mesh2d):
+  # the sin/cos counts of the vjp jaxpr were recorded from JAX 0.10.2 (the same program)
+  body = lambda a: lax.psum(jnp.sin(jnp.sin(a)), "y")
+  g = minijax.shard_map(body, mesh=mesh2d, in_specs=P("x", "y"), out_specs=P("x"),
+                        check_vma=False)
+  want = np.asarray(minijax.grad(lambda x: g(x).sum())(VALUE))
+  for saved, counts in [("cos", (0, 0)), ("sin", (0, 2)), (None, (1, 2))]:
+    policy = lambda prim, *_, saved=saved, **__: str(prim) == saved
+    y, f_vjp = minijax.vjp(minijax.checkpoint(g, policy=policy), VALUE)
+    text = str(f_vjp.jaxpr)
+    assert (text.count(" sin "), text.count(" cos ")) == counts, saved
+    np.testing.assert_allclose(np.asarray(f_vjp(jnp.ones_like(y))[0]), want, rtol=1e-6)
+    if saved == "sin":  # sin(a) leaves the forward shard_map one (2, 4) block per device
+      residual = f_vjp.jaxpr.constvars[0]
+      assert residual.aval.shape == (4, 2, 4)
+
+
 @pytest.mark.parametrize("name", list(SHARD_MAP_ERRORS))
 def test_shard_map_errors(mesh, name):
   exc, message, kwargs, fn, args = SHARD_MAP_ERRORS[name]
