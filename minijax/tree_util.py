@@ -36,14 +36,20 @@ KeyEntry = Any
 KeyPath = tuple
 
 
-# Registered node types that users see as leaves (see the module docstring).
+# Registered node types that users see as leaves (see the module docstring), and how many
+# times one was flattened: a users' flatten without `is_leaf` runs in C++ alone and is
+# redone with the leaf predicate only when it met such a node.
 _opaque_types: set[type] = set()
+_opaque_flattens = [0]
 
 
-def register_opaque_node(nodetype: type) -> None:
-  """Makes instances of the registered node type `nodetype` leaves in the users' view."""
-  if not registry.is_node(nodetype):
-    raise TypeError(f"register_opaque_node: {nodetype} is not a registered pytree node")
+def register_opaque_node(nodetype: type, flatten_func: Callable,
+                         unflatten_func: Callable) -> None:
+  """Registers `nodetype` as a pytree node that users see as a leaf."""
+  def counted_flatten(x):
+    _opaque_flattens[0] += 1
+    return flatten_func(x)
+  registry.register_node(nodetype, counted_flatten, unflatten_func)
   _opaque_types.add(nodetype)
 
 
@@ -78,17 +84,25 @@ class _View:
   def __init__(self, leaf: Callable):
     self._leaf = leaf
 
-  def tree_flatten(self, tree: Any, is_leaf: Callable[[Any], bool] | None = None):
+  def _flatten(self, tree: Any, is_leaf):
+    if is_leaf is None and self._leaf is _user_leaf:
+      seen = _opaque_flattens[0]
+      out = registry.flatten(tree)
+      if _opaque_flattens[0] == seen:
+        return out
     return registry.flatten(tree, self._leaf(is_leaf))
 
+  def tree_flatten(self, tree: Any, is_leaf: Callable[[Any], bool] | None = None):
+    return self._flatten(tree, is_leaf)
+
   def tree_leaves(self, tree: Any, is_leaf=None) -> list:
-    return registry.flatten(tree, self._leaf(is_leaf))[0]
+    return self._flatten(tree, is_leaf)[0]
 
   def tree_structure(self, tree: Any, is_leaf=None) -> PyTreeDef:
-    return registry.flatten(tree, self._leaf(is_leaf))[1]
+    return self._flatten(tree, is_leaf)[1]
 
   def tree_map(self, f: Callable, tree: Any, *rest: Any, is_leaf=None):
-    leaves, treedef = registry.flatten(tree, self._leaf(is_leaf))
+    leaves, treedef = self._flatten(tree, is_leaf)
     try:
       all_leaves = [leaves] + [treedef.flatten_up_to(r) for r in rest]
     except (ValueError, TypeError) as e:

@@ -271,10 +271,9 @@ def _unflatten(impl: PRNGImpl, leaves) -> PRNGKeyArray:
   return PRNGKeyArray(impl, data)
 
 
-tree_util.register_pytree_node(PRNGKeyArray, lambda k: ((k._base_array,), k._impl),
-                               _unflatten)
 # Users see a key array as one leaf of key dtype (JAX's view); transformations see its data.
-tree_util.register_opaque_node(PRNGKeyArray)
+tree_util.register_opaque_node(PRNGKeyArray, lambda k: ((k._base_array,), k._impl),
+                               _unflatten)
 array_lib.register_array_type(PRNGKeyArray)  # key arrays are Arrays, as in JAX
 
 
