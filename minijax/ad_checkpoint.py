@@ -5,7 +5,7 @@ backward pass, read off the jaxpr of its `vjp` (the residuals are the leaves of 
 returned function)."""
 import inspect
 
-from minijax import tree_util
+from minijax.tree_util import internal as tree_util
 from minijax.api import vjp
 from minijax.core.jaxpr import ClosedJaxpr
 from minijax.interpreters.partial_eval import trace_pytree_fun

@@ -15,9 +15,11 @@ from typing import Callable
 
 import numpy as np
 
-from minijax import lax, tree_util
+from minijax import lax
+from minijax.tree_util import internal as tree_util
 from minijax.config import FlagContext, flag_context
-from minijax.api_util import broadcast_prefix, flat_arg_names, normalize_argnums, public_name
+from minijax.api_util import (broadcast_prefix, close_specs, flat_arg_names,
+                              normalize_argnums, open_specs, public_name)
 from minijax.core import dtypes
 from minijax.core.axes import extend_axis_env
 from minijax.core.avals import ShapedArray, get_aval
@@ -767,7 +769,8 @@ class ShapeDtypeStruct:
   def __init__(self, shape, dtype, weak_type: bool = False, sharding=None):
     if dtype is None:
       raise ValueError("ShapeDtypeStruct: dtype must be specified")
-    self.shape, self.dtype, self.weak_type = tuple(shape), np.dtype(dtype), weak_type
+    dtype = dtype if dtypes.is_extended(dtype) else np.dtype(dtype)  # (key dtypes too)
+    self.shape, self.dtype, self.weak_type = tuple(shape), dtype, weak_type
     self.sharding = sharding
 
   ndim = property(lambda self: len(self.shape))
@@ -786,6 +789,9 @@ class ShapeDtypeStruct:
   @property
   def aval(self) -> ShapedArray:
     """What tracing sees: a `ShapeDtypeStruct` stands for an array of its type."""
+    if dtypes.is_extended(self.dtype):
+      raise TypeError(f"a ShapeDtypeStruct of dtype {self.dtype} has no aval of its own: "
+                      f"pass it to eval_shape or jit(f).trace, which trace its data")
     return ShapedArray(self.shape, dtypes.canonicalize_dtype(self.dtype), self.weak_type)
 
   def __repr__(self):
@@ -806,9 +812,10 @@ _jit_lib.shape_dtype_struct = ShapeDtypeStruct
 def eval_shape(fun: Callable, *args, **kwargs):
   """The shapes and dtypes of `fun(*args, **kwargs)`, found by tracing (nothing runs);
   arguments may be arrays or `ShapeDtypeStruct`s."""
+  args, kwargs = open_specs((args, kwargs), ShapeDtypeStruct)
   jaxpr, _, _, out_tree = pe.trace_pytree_fun(fun, args, kwargs)
-  return out_tree.unflatten([ShapeDtypeStruct(a.shape, a.dtype, a.weak_type)
-                                for a in jaxpr.out_avals])
+  return close_specs(out_tree.unflatten([ShapeDtypeStruct(a.shape, a.dtype, a.weak_type)
+                                         for a in jaxpr.out_avals]), ShapeDtypeStruct)
 
 
 def linear_transpose(fun: Callable, *primals):

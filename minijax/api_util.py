@@ -20,7 +20,8 @@ import sys
 import types
 from typing import Any, Callable
 
-from minijax import tree_util
+from minijax import tree_util as user_tree_util
+from minijax.tree_util import internal as tree_util
 
 
 def public_name(name: str) -> str:
@@ -244,6 +245,31 @@ def debug_info(traced_for: str, fun: Callable, args, kwargs, *, static_argnums=(
   del traced_for, args, kwargs, static_argnums, static_argnames, result_paths_thunk
   del sourceinfo, signature
   return DebugInfo(fun_name(fun), None)
+
+
+def _extended(dtype) -> bool:
+  # (core's ExtendedDType, told by its method: api_util and core share a floor)
+  return hasattr(dtype, "spec_value")
+
+
+def open_specs(tree, spec_type: type):
+  """`tree` with its specs (`spec_type`: ShapeDtypeStruct) of extended dtypes (typed keys)
+  replaced by what tracing takes for them (their dtype's `spec_value`)."""
+  def open_spec(x):
+    if type(x) is spec_type and _extended(x.dtype):
+      return x.dtype.spec_value(x)
+    return x
+  return user_tree_util.tree_map(open_spec, tree)
+
+
+def close_specs(tree, spec_type: type):
+  """`tree`, results built from specs (`spec_type`), with each user leaf of extended dtype
+  (a key array over specs of its data) as one spec of its own shape and dtype."""
+  def close(x):
+    if type(x) is not spec_type and _extended(getattr(x, "dtype", None)):
+      return spec_type(x.shape, x.dtype)
+    return x
+  return user_tree_util.tree_map(close, tree)
 
 
 def flatten_fun(f: Callable, in_tree):

@@ -316,8 +316,7 @@ FLAGS: dict[str, Flag] = {f.name: f for f in [
     choice_flag("explicit_x64_dtypes", "MINIJAX_EXPLICIT_X64_DTYPES", "warn",
                 ("warn", "error", "allow"),
                 "what asking for a 64-bit dtype without x64 does: warn and use the 32-bit "
-                "one, or raise; under JAX's 'allow' (64-bit arrays without x64, which "
-                "minijax lacks) it raises, saying so", env_aliases=("JAX_EXPLICIT_X64_DTYPES",)),
+                "one, raise, or ('allow') honour it while defaults and values stay 32-bit", env_aliases=("JAX_EXPLICIT_X64_DTYPES",)),
     Flag("default_device", None, None, _validate_default_device, str,
          "None, 'cpu' or a CPU device (minijax runs on the CPU only)",
          "where values without a device and computations on them go (None: device 0)"),
@@ -507,7 +506,8 @@ def compile_log_level() -> int:
 JIT_KEY_FLAGS = ("enable_x64", "tap_mechanism", "debug_nans", "debug_infs",
                  "host_callback_semantics", "effects_ordering", "disable_jit",
                  "numpy_rank_promotion", "numpy_dtype_promotion", "default_matmul_precision",
-                 "no_execution", "allow_f16_reductions", "default_device", "user_contexts")
+                 "no_execution", "allow_f16_reductions", "default_device", "user_contexts",
+                 "explicit_x64_dtypes")
 
 
 def jit_key_state() -> tuple:

@@ -29,9 +29,12 @@ from __future__ import annotations
 import functools
 from typing import Callable, Sequence
 
-from minijax import api_util, tree_util
+from minijax import api_util
+from minijax import tree_util as user_tree_util
+from minijax.tree_util import internal as tree_util
 from minijax.core import state
 from minijax.core import dtypes, pretty
+from minijax.core.avals import ShapedArray
 from minijax.core.effects import check_allowed
 from minijax.core.jaxpr import ClosedJaxpr, eval_jaxpr, hoist_consts
 from minijax.core.primitive import Primitive
@@ -41,7 +44,7 @@ from minijax.interpreters import partial_eval as pe
 from minijax.interpreters.transpose import backward_pass
 from minijax.lowering import mlir
 
-__all__ = ["SymbolicZero", "custom_gradient", "custom_jvp", "custom_vjp", "custom_jvp_call_p", "custom_vjp_call_p",
+__all__ = ["CustomVJPPrimal", "SymbolicZero", "custom_gradient", "custom_jvp", "custom_vjp", "custom_jvp_call_p", "custom_vjp_call_p",
            "custom_lin_p"]
 
 
@@ -179,6 +182,39 @@ class SymbolicZero:
 
   def __repr__(self):
     return f"SymbolicZero({self.aval.str_short()})"
+
+
+class CustomVJPPrimal:
+  """What a custom_vjp `fwd` rule defined with `symbolic_zeros=True` receives for each
+  leaf of its differentiable arguments: the primal `value`, and whether it is `perturbed`
+  (has a non-zero tangent: it is being differentiated)."""
+  __slots__ = ("value", "perturbed")
+
+  def __init__(self, value, perturbed: bool):
+    self.value, self.perturbed = value, perturbed
+
+  def __repr__(self):
+    return f"CustomVJPPrimal(value={self.value!r}, perturbed={self.perturbed})"
+
+
+def _user_groups(tree) -> tuple[list, list[int]]:
+  """The leaves of `tree` as users see them, and how many leaves of the transformations'
+  view each covers (a typed key array is one user leaf over its data)."""
+  leaves = user_tree_util.tree_leaves(tree)
+  return leaves, [len(tree_util.tree_leaves(x)) for x in leaves]
+
+
+def _symbolic_cotangents(tree):
+  """A tree of cotangents (zeros as `SymbolicZero`s) with each user leaf whose data are all
+  symbolic zeros as one `SymbolicZero` of float0 (a key array's cotangent, as in JAX)."""
+  def leaf(x):
+    if isinstance(x, SymbolicZero):
+      return x
+    inner = tree_util.tree_leaves(x)
+    if inner and all(isinstance(z, SymbolicZero) for z in inner):
+      return SymbolicZero(ShapedArray(tuple(x.shape), dtypes.float0))
+    return x
+  return user_tree_util.tree_map(leaf, tree, is_leaf=lambda x: isinstance(x, SymbolicZero))
 
 
 def _rule_tangents(tangents, symbolic_zeros: bool) -> list:
@@ -368,8 +404,7 @@ mlir.register_lowering(custom_lin_p, lambda ctx, *args, **params: _custom_lin_im
 
 def _custom_lin_transpose(cts, *args, num_res, bwd, out_avals, name):
   res = args[:num_res]
-  cts = [ad.instantiate_zeros(ct) for ct in cts]
-  cts_in = bwd(res, cts)
+  cts_in = bwd(res, list(cts))  # (zeros as ad.Zero: the rule instantiates or keeps them)
   return [None] * num_res + list(cts_in)
 
 
@@ -378,7 +413,8 @@ ad.primitive_transposes[custom_lin_p] = _custom_lin_transpose
 
 def _custom_vjp_call_jvp(primals, tangents, *, call_jaxpr, fwd, bwd, num_consts, name):
   args = primals[num_consts:]
-  outs, res = fwd(args)
+  perturbed = [type(t) is not ad.Zero and not ad.is_float0(t) for t in tangents[num_consts:]]
+  outs, res = fwd(args, perturbed)
   _check_outs(f"the custom_vjp fwd rule of {name}", outs, call_jaxpr.out_avals)
   tangents = [ad.instantiate_zeros(t) for t in tangents[num_consts:]]
   diff_tangents = [t for t in tangents if not ad.is_float0(t)]
@@ -395,9 +431,9 @@ def _custom_vjp_call_batch(args, dims, *, call_jaxpr, fwd, bwd, num_consts, name
   all0 = lambda k: [0] * k
   res_count = []
 
-  def batched_fwd(xs):
+  def batched_fwd(xs, perturbed=None):
     def flat(*ys):
-      o, r = fwd(ys)
+      o, r = fwd(ys, perturbed)
       res_count.append(len(r))
       return [*o, *r]
     outs = batching.vmap_flat(flat, [0] * len(xs), all0, size, xs)
@@ -405,6 +441,7 @@ def _custom_vjp_call_batch(args, dims, *, call_jaxpr, fwd, bwd, num_consts, name
     return outs[:n_out], outs[n_out:]
 
   def batched_bwd(res, cts):
+    cts = [ad.instantiate_zeros(ct) for ct in cts]
     return batching.vmap_flat(lambda *ys: list(bwd(ys[:len(res)], ys[len(res):])),
                               [0] * (len(res) + len(cts)), all0, size, [*res, *cts])
 
@@ -435,9 +472,14 @@ class custom_vjp:
     self.nondiff_argnums = tuple(nondiff_argnums)
     self.fwd: Callable | None = None
     self.bwd: Callable | None = None
+    self.symbolic_zeros = False
 
   def defvjp(self, fwd: Callable, bwd: Callable, symbolic_zeros: bool = False) -> None:
+    """With `symbolic_zeros`, `fwd` receives each leaf of the differentiable arguments as a
+    `CustomVJPPrimal` (`.value`, `.perturbed`), `bwd` receives zero output cotangents as
+    `SymbolicZero`s, and may return `SymbolicZero`s or None for zero input cotangents."""
     self.fwd, self.bwd = fwd, bwd
+    self.symbolic_zeros = symbolic_zeros
 
   def __call__(self, *args, **kwargs):
     if self.fwd is None:
@@ -453,16 +495,16 @@ class custom_vjp:
       state.check_no_returned_ref_values(self.fun, "custom_vjp", tree_util.tree_leaves(out),
                                          tree_util.tree_leaves(args))
       return out
-    rebuild = lambda xs: _rebuild(len(args), nondiff, nondiff_vals,
-                                  tree_util.tree_unflatten(in_tree, xs))
+    rebuild_diff = lambda diff: _rebuild(len(args), nondiff, nondiff_vals, diff)
+    rebuild = lambda xs: rebuild_diff(tree_util.tree_unflatten(in_tree, xs))
     if isinstance(trace, ad.JVPTrace):
-      out_tree, flat_fwd, flat_bwd = self._flat_rules(rebuild, in_tree, diff_args, flat,
+      out_tree, flat_fwd, flat_bwd = self._flat_rules(rebuild_diff, in_tree, diff_args, flat,
                                                       nondiff_vals, None)
       return self._jvp_on(trace, flat, out_tree, flat_fwd, flat_bwd)
     closed, consts, out_tree = _trace(lambda *xs: self.fun(*rebuild(xs)), flat)
     state.check_no_returned_refs(self.fun, "custom_vjp", closed.jaxpr)
-    _, flat_fwd, flat_bwd = self._flat_rules(rebuild, in_tree, diff_args, flat, nondiff_vals,
-                                             out_tree)
+    _, flat_fwd, flat_bwd = self._flat_rules(rebuild_diff, in_tree, diff_args, flat,
+                                             nondiff_vals, out_tree)
     outs = custom_vjp_call_p.bind(*consts, *flat, call_jaxpr=closed, fwd=flat_fwd, bwd=flat_bwd,
                                   num_consts=len(consts), name=self.__name__)
     return tree_util.tree_unflatten(out_tree, outs)
@@ -473,7 +515,8 @@ class custom_vjp:
     (whose transpose calls `bwd`), as in JAX's `process_custom_vjp_call`."""
     pairs = [trace.to_primal_tangent(x) for x in flat]
     with set_current_trace(trace.parent):
-      outs, res = flat_fwd([p for p, _ in pairs])
+      outs, res = flat_fwd([p for p, _ in pairs],
+                           [type(t) is not ad.Zero and not ad.is_float0(t) for _, t in pairs])
       tangents = [ad.instantiate_zeros(t) for _, t in pairs]
       diff_tangents = [t for t in tangents if not ad.is_float0(t)]
       out_avals = tuple(ad.get_aval(o) for o in outs)
@@ -481,16 +524,32 @@ class custom_vjp:
                                  out_avals=out_avals, name=self.__name__)
     return out_tree[0].unflatten([trace.make(o, t) for o, t in zip(outs, t_outs)])
 
-  def _flat_rules(self, rebuild, in_tree, diff_args, flat, nondiff_vals, out_tree):
+  def _flat_rules(self, rebuild_diff, in_tree, diff_args, flat, nondiff_vals, out_tree):
     """`fwd` and `bwd` on flat lists.  With `out_tree` (the traced function's), `fwd` must
     produce it; without, `fwd` defines it (stored in the returned box)."""
     user_fwd, user_bwd, name = self.fwd, self.bwd, self.__name__
+    symbolic_zeros = self.symbolic_zeros
     in_avals = [ad.get_aval(x) for x in flat]
     res_tree_box = []
     out_tree_box = [out_tree]
 
-    def flat_fwd(xs):
-      out, res = user_fwd(*rebuild(xs))
+    def primals_for_fwd(xs, perturbed):
+      diff = tree_util.tree_unflatten(in_tree, xs)
+      if symbolic_zeros:  # each user leaf boxed, perturbed if any of its data is
+        perturbed = ([not ad.is_float0(x) for x in xs] if perturbed is None
+                     else list(perturbed))
+        leaves, groups = _user_groups(diff)
+        flags, i = [], 0
+        for n in groups:
+          flags.append(any(perturbed[i:i + n]))
+          i += n
+        diff = user_tree_util.tree_unflatten(
+            user_tree_util.tree_structure(diff),
+            [CustomVJPPrimal(x, p) for x, p in zip(leaves, flags)])
+      return rebuild_diff(diff)
+
+    def flat_fwd(xs, perturbed=None):
+      out, res = user_fwd(*primals_for_fwd(xs, perturbed))
       outs, tree = tree_util.tree_flatten(out)
       if out_tree_box[0] is None:
         out_tree_box[0] = tree
@@ -509,15 +568,30 @@ class custom_vjp:
 
     def flat_bwd(res, cts):
       r = tree_util.tree_unflatten(res_tree_box[-1], res)
-      g = tree_util.tree_unflatten(out_tree_box[0], cts)
+      if symbolic_zeros:
+        cts = [SymbolicZero(ad.get_aval(ct).tangent_aval()) if ad.is_float0(ct) else
+               SymbolicZero(ct.aval) if type(ct) is ad.Zero else ct for ct in cts]
+        g = _symbolic_cotangents(tree_util.tree_unflatten(out_tree_box[0], cts))
+      else:
+        g = tree_util.tree_unflatten(out_tree_box[0], [ad.instantiate_zeros(ct) for ct in cts])
       cts_in = user_bwd(*nondiff_vals, r, g)
       if not isinstance(cts_in, (tuple, list)) or len(cts_in) != len(diff_args):
         raise TypeError(f"the custom_vjp bwd rule of {name} must return a tuple with one "
                         f"cotangent per differentiable argument ({len(diff_args)}), got "
                         f"{cts_in!r:.100}")
-      cts_in = [tree_util.tree_map(lambda _: None, a) if ct is None else ct
-                for ct, a in zip(cts_in, diff_args)]
-      leaves = in_tree.flatten_up_to(tuple(cts_in))
+      leaves = []
+      for ct, a in zip(cts_in, diff_args):
+        # per user leaf of the argument (a key array: one, over its data): None or a
+        # SymbolicZero is a zero for all its data
+        xs, groups = _user_groups(a)
+        user_cts = ([None] * len(xs) if ct is None
+                    else user_tree_util.tree_structure(a).flatten_up_to(ct))
+        for c, n in zip(user_cts, groups):
+          zero = c is None or isinstance(c, SymbolicZero)
+          leaves += [None] * n if zero else tree_util.tree_leaves(c)
+      if len(leaves) != len(in_avals):
+        raise TypeError(f"the custom_vjp bwd rule of {name} returned cotangents that do not "
+                        f"match its differentiable arguments: {cts_in!r:.200}")
       return [ad.Zero(a.tangent_aval()) if ct is None else ct
               for ct, a in zip(leaves, in_avals) if a.tangent_aval().dtype != dtypes.float0]
 

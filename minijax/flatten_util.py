@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 
 from minijax import numpy as jnp
-from minijax import tree_util
+from minijax.tree_util import internal as tree_util
 
 
 def ravel_pytree(pytree):

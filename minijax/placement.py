@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from minijax import lax, tree_util
+from minijax import lax
+from minijax.tree_util import internal as tree_util
 from minijax.api_util import prefix_pairs
 from minijax.core import dtypes
 from minijax.core import sharding as sharding_lib

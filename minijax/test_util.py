@@ -23,7 +23,8 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from minijax import api, tree_util
+from minijax import api
+from minijax.tree_util import internal as tree_util
 from minijax.core import dtypes
 
 __all__ = ["check_grads", "check_jvp", "check_vjp", "numerical_jvp"]

@@ -4,12 +4,21 @@ Flattening and unflattening run in C++ (`jaxlib._jax.pytree`), which is what mak
 dispatch of `jit` functions cheap.  `None` is an empty subtree, as in JAX.  A leaf's path
 is a tuple of jaxlib's key entries (`SequenceKey`, `DictKey`, `GetAttrKey`,
 `FlattenedIndexKey`), which `keystr` prints as JAX does (`['a'][1]`).
+
+Two views of one registry.  Some types are registered nodes that users must see as
+leaves: a typed PRNG key array is a leaf of key dtype in JAX, while minijax's
+transformations carry it as a node over its uint32 data (`register_opaque_node`).  The
+functions of this module are the users' view (such nodes are leaves); `internal` holds
+the same functions seeing into them, which is what minijax's own transformations use
+(`from minijax.tree_util import internal as tree_util`).  Treedefs of both views come from
+the one registry, so either view's treedef unflattens and compares as usual.
 """
 from __future__ import annotations
 
 import collections
 import dataclasses
 import functools
+import types
 from typing import Any, Callable
 
 from jaxlib._jax import pytree as _pytree
@@ -27,80 +36,176 @@ KeyEntry = Any
 KeyPath = tuple
 
 
+# Registered node types that users see as leaves (see the module docstring), and how many
+# times one was flattened: a users' flatten without `is_leaf` runs in C++ alone and is
+# redone with the leaf predicate only when it met such a node.
+_opaque_types: set[type] = set()
+_opaque_flattens = [0]
+
+
+def register_opaque_node(nodetype: type, flatten_func: Callable,
+                         unflatten_func: Callable) -> None:
+  """Registers `nodetype` as a pytree node that users see as a leaf."""
+  def counted_flatten(x):
+    _opaque_flattens[0] += 1
+    return flatten_func(x)
+  registry.register_node(nodetype, counted_flatten, unflatten_func)
+  _opaque_types.add(nodetype)
+
+
+def _user_leaf(is_leaf, takes_path: bool = False):
+  """`is_leaf` extended so that opaque nodes are leaves."""
+  if not _opaque_types:
+    return is_leaf
+  opaque = _opaque_types
+  if is_leaf is None:
+    return (lambda _, x: type(x) in opaque) if takes_path else (lambda x: type(x) in opaque)
+  if takes_path:
+    return lambda p, x: type(x) in opaque or is_leaf(p, x)
+  return lambda x: type(x) in opaque or is_leaf(x)
+
+
 class Unspecified:
   """The default of `tree_reduce`'s initializer: none was given."""
-
-
-def tree_flatten(tree: Any, is_leaf: Callable[[Any], bool] | None = None):
-  return registry.flatten(tree, is_leaf)
 
 
 def tree_unflatten(treedef: PyTreeDef, leaves):
   return treedef.unflatten(leaves)
 
 
-def tree_leaves(tree: Any, is_leaf=None) -> list:
-  return registry.flatten(tree, is_leaf)[0]
-
-
-def tree_structure(tree: Any, is_leaf=None) -> PyTreeDef:
-  return registry.flatten(tree, is_leaf)[1]
-
-
 def treedef_is_leaf(treedef: PyTreeDef) -> bool:
   return treedef.num_nodes == 1 and treedef.num_leaves == 1
 
 
-def tree_map(f: Callable, tree: Any, *rest: Any, is_leaf=None):
-  leaves, treedef = registry.flatten(tree, is_leaf)
-  try:
-    all_leaves = [leaves] + [treedef.flatten_up_to(r) for r in rest]
-  except (ValueError, TypeError) as e:
-    raise _structure_error(tree, rest, is_leaf, e) from None
-  return treedef.unflatten(f(*xs) for xs in zip(*all_leaves))
+class _View:
+  """The flattening functions of one view (see the module docstring): `leaf(is_leaf,
+  takes_path)` is the leaf predicate the registry gets."""
+
+  def __init__(self, leaf: Callable):
+    self._leaf = leaf
+
+  def _flatten(self, tree: Any, is_leaf):
+    if is_leaf is None and self._leaf is _user_leaf:
+      seen = _opaque_flattens[0]
+      out = registry.flatten(tree)
+      if _opaque_flattens[0] == seen:
+        return out
+    return registry.flatten(tree, self._leaf(is_leaf))
+
+  def tree_flatten(self, tree: Any, is_leaf: Callable[[Any], bool] | None = None):
+    return self._flatten(tree, is_leaf)
+
+  def tree_leaves(self, tree: Any, is_leaf=None) -> list:
+    return self._flatten(tree, is_leaf)[0]
+
+  def tree_structure(self, tree: Any, is_leaf=None) -> PyTreeDef:
+    return self._flatten(tree, is_leaf)[1]
+
+  def tree_map(self, f: Callable, tree: Any, *rest: Any, is_leaf=None):
+    leaves, treedef = self._flatten(tree, is_leaf)
+    try:
+      all_leaves = [leaves] + [treedef.flatten_up_to(r) for r in rest]
+    except (ValueError, TypeError) as e:
+      raise self._structure_error(tree, rest, is_leaf, e) from None
+    return treedef.unflatten(f(*xs) for xs in zip(*all_leaves))
+
+  def _structure_error(self, tree, rest, is_leaf, error: Exception) -> Exception:
+    """The first way in which one of `rest` does not have `tree`'s structure (else
+    `error`)."""
+    for r in rest:
+      for message in self.prefix_errors(tree, r, "tree", is_leaf):
+        return ValueError(message)
+    return error
+
+  def tree_flatten_with_path(self, tree: Any, is_leaf=None, is_leaf_takes_path: bool = False):
+    """`([(path, leaf), ...], treedef)`; `is_leaf(x)`, or `is_leaf(path, x)` when
+    `is_leaf_takes_path`."""
+    if is_leaf is not None and not is_leaf_takes_path:
+      leaf_predicate = is_leaf
+      is_leaf = lambda _, x: leaf_predicate(x)  # noqa: E731
+    return registry.flatten_with_path(tree, self._leaf(is_leaf, True))
+
+  def tree_leaves_with_path(self, tree: Any, is_leaf=None,
+                            is_leaf_takes_path: bool = False) -> list:
+    return self.tree_flatten_with_path(tree, is_leaf, is_leaf_takes_path)[0]
+
+  def tree_map_with_path(self, f: Callable, tree: Any, *rest: Any, is_leaf=None,
+                         is_leaf_takes_path: bool = False):
+    """Like `tree_map`, with `f(path, x, *rest_leaves)`."""
+    path_leaves, treedef = self.tree_flatten_with_path(tree, is_leaf, is_leaf_takes_path)
+    try:
+      all_leaves = ([[leaf for _, leaf in path_leaves]]
+                    + [treedef.flatten_up_to(r) for r in rest])
+    except (ValueError, TypeError) as e:
+      leaf = is_leaf if not is_leaf_takes_path or is_leaf is None else None
+      raise self._structure_error(tree, rest, leaf, e) from None
+    paths = [path for path, _ in path_leaves]
+    return treedef.unflatten(f(path, *xs) for path, *xs in zip(paths, *all_leaves))
+
+  def prefix_errors(self, prefix: Any, full: Any, name: str, is_leaf=None) -> list[str]:
+    """Why `prefix` is not a tree prefix of `full`: one message per subtree where they part
+    (a leaf of `prefix`, as `is_leaf` decides, covers any subtree), each naming the key
+    path there as `name` followed by the path (`in_axes[0]['w']`).  Empty when it is a
+    prefix."""
+    out: list[str] = []
+    _prefix_errors((), prefix, full, name, self._leaf(is_leaf), out)
+    return out
+
+  def tree_reduce(self, function: Callable, tree: Any, initializer: Any = Unspecified(),
+                  is_leaf=None):
+    """`functools.reduce(function, leaves[, initializer])`."""
+    leaves = self.tree_leaves(tree, is_leaf)
+    if isinstance(initializer, Unspecified):
+      return functools.reduce(function, leaves)
+    return functools.reduce(function, leaves, initializer)
+
+  def tree_all(self, tree: Any, *, is_leaf=None) -> bool:
+    return all(self.tree_leaves(tree, is_leaf))
+
+  def tree_transpose(self, outer_treedef: PyTreeDef, inner_treedef: PyTreeDef | None,
+                     pytree_to_transpose: Any):
+    """Turns an outer tree of inner trees into an inner tree of outer trees."""
+    flat, treedef = self.tree_flatten(pytree_to_transpose)
+    if inner_treedef is None:
+      inner_treedef = self.tree_structure(
+          outer_treedef.flatten_up_to(pytree_to_transpose)[0])
+    inner, outer = inner_treedef.num_leaves, outer_treedef.num_leaves
+    if treedef.num_leaves != inner * outer:
+      raise TypeError(f"Mismatch\n{treedef}\n != \n{outer_treedef.compose(inner_treedef)}")
+    rows = [flat[i * inner:(i + 1) * inner] for i in range(outer)]
+    return inner_treedef.unflatten(outer_treedef.unflatten(col) for col in zip(*rows))
+
+  def tree_broadcast(self, prefix_tree: Any, full_tree: Any, is_leaf=None):
+    """`full_tree`'s structure, each leaf the leaf of `prefix_tree` above it."""
+    prefix_leaves, prefix_def = self.tree_flatten(prefix_tree, is_leaf)
+    subtrees = prefix_def.flatten_up_to(full_tree)
+    out = [x for x, sub in zip(prefix_leaves, subtrees)
+           for _ in range(self.tree_structure(sub).num_leaves)]
+    return self.tree_structure(full_tree).unflatten(out)
+
+  def all_leaves(self, iterable, is_leaf=None) -> bool:
+    """Whether every element of `iterable` is a leaf."""
+    leaf = self._leaf(is_leaf)
+    if leaf is None:
+      return _pytree.all_leaves(registry, iterable)
+    items = list(iterable)
+    return items == registry.flatten(items, leaf)[0]
 
 
-def _structure_error(tree, rest, is_leaf, error: Exception) -> Exception:
-  """The first way in which one of `rest` does not have `tree`'s structure (else `error`)."""
-  for r in rest:
-    for message in prefix_errors(tree, r, "tree", is_leaf):
-      return ValueError(message)
-  return error
-
-
-def tree_flatten_with_path(tree: Any, is_leaf=None, is_leaf_takes_path: bool = False):
-  """`([(path, leaf), ...], treedef)`; `is_leaf(x)`, or `is_leaf(path, x)` when
-  `is_leaf_takes_path`."""
-  if is_leaf is not None and not is_leaf_takes_path:
-    leaf_predicate = is_leaf
-    is_leaf = lambda _, x: leaf_predicate(x)  # noqa: E731
-  return registry.flatten_with_path(tree, is_leaf)
-
-
-def tree_leaves_with_path(tree: Any, is_leaf=None, is_leaf_takes_path: bool = False) -> list:
-  return tree_flatten_with_path(tree, is_leaf, is_leaf_takes_path)[0]
-
-
-def tree_map_with_path(f: Callable, tree: Any, *rest: Any, is_leaf=None,
-                       is_leaf_takes_path: bool = False):
-  """Like `tree_map`, with `f(path, x, *rest_leaves)`."""
-  path_leaves, treedef = tree_flatten_with_path(tree, is_leaf, is_leaf_takes_path)
-  try:
-    all_leaves = [[leaf for _, leaf in path_leaves]] + [treedef.flatten_up_to(r) for r in rest]
-  except (ValueError, TypeError) as e:
-    leaf = is_leaf if not is_leaf_takes_path or is_leaf is None else None
-    raise _structure_error(tree, rest, leaf, e) from None
-  paths = [path for path, _ in path_leaves]
-  return treedef.unflatten(f(path, *xs) for path, *xs in zip(paths, *all_leaves))
-
-
-def prefix_errors(prefix: Any, full: Any, name: str, is_leaf=None) -> list[str]:
-  """Why `prefix` is not a tree prefix of `full`: one message per subtree where they part
-  (a leaf of `prefix`, as `is_leaf` decides, covers any subtree), each naming the key path
-  there as `name` followed by the path (`in_axes[0]['w']`).  Empty when it is a prefix."""
-  out: list[str] = []
-  _prefix_errors((), prefix, full, name, is_leaf, out)
-  return out
+_users = _View(_user_leaf)
+tree_flatten = _users.tree_flatten
+tree_leaves = _users.tree_leaves
+tree_structure = _users.tree_structure
+tree_map = _users.tree_map
+tree_flatten_with_path = _users.tree_flatten_with_path
+tree_leaves_with_path = _users.tree_leaves_with_path
+tree_map_with_path = _users.tree_map_with_path
+prefix_errors = _users.prefix_errors
+tree_reduce = _users.tree_reduce
+tree_all = _users.tree_all
+tree_transpose = _users.tree_transpose
+tree_broadcast = _users.tree_broadcast
+all_leaves = _users.all_leaves
 
 
 def _prefix_errors(path, prefix, full, name, is_leaf, out: list[str]) -> None:
@@ -154,48 +259,6 @@ def _simple_entrystr(key) -> str:
   if isinstance(key, GetAttrKey):
     return str(key.name)
   return str(key)
-
-
-def tree_reduce(function: Callable, tree: Any, initializer: Any = Unspecified(),
-                is_leaf=None):
-  """`functools.reduce(function, leaves[, initializer])`."""
-  leaves = tree_leaves(tree, is_leaf)
-  if isinstance(initializer, Unspecified):
-    return functools.reduce(function, leaves)
-  return functools.reduce(function, leaves, initializer)
-
-
-def tree_all(tree: Any, *, is_leaf=None) -> bool:
-  return all(tree_leaves(tree, is_leaf))
-
-
-def tree_transpose(outer_treedef: PyTreeDef, inner_treedef: PyTreeDef | None,
-                   pytree_to_transpose: Any):
-  """Turns an outer tree of inner trees into an inner tree of outer trees."""
-  flat, treedef = tree_flatten(pytree_to_transpose)
-  if inner_treedef is None:
-    inner_treedef = tree_structure(outer_treedef.flatten_up_to(pytree_to_transpose)[0])
-  inner, outer = inner_treedef.num_leaves, outer_treedef.num_leaves
-  if treedef.num_leaves != inner * outer:
-    raise TypeError(f"Mismatch\n{treedef}\n != \n{outer_treedef.compose(inner_treedef)}")
-  rows = [flat[i * inner:(i + 1) * inner] for i in range(outer)]
-  return inner_treedef.unflatten(outer_treedef.unflatten(col) for col in zip(*rows))
-
-
-def tree_broadcast(prefix_tree: Any, full_tree: Any, is_leaf=None):
-  """`full_tree`'s structure, each leaf the leaf of `prefix_tree` above it."""
-  prefix_leaves, prefix_def = tree_flatten(prefix_tree, is_leaf)
-  subtrees = prefix_def.flatten_up_to(full_tree)
-  out = [x for x, sub in zip(prefix_leaves, subtrees) for _ in range(tree_structure(sub).num_leaves)]
-  return tree_structure(full_tree).unflatten(out)
-
-
-def all_leaves(iterable, is_leaf=None) -> bool:
-  """Whether every element of `iterable` is a leaf."""
-  if is_leaf is None:
-    return _pytree.all_leaves(registry, iterable)
-  items = list(iterable)
-  return items == tree_leaves(items, is_leaf)
 
 
 def treedef_children(treedef: PyTreeDef) -> list[PyTreeDef]:
@@ -324,3 +387,17 @@ for _node_type, _flatten_with_keys, _unflatten in (
     (collections.defaultdict, _flatten_defaultdict_with_keys,
      lambda aux, values: collections.defaultdict(aux[0], zip(aux[1], values)))):
   register_pytree_with_keys(_node_type, _flatten_with_keys, _unflatten)
+
+
+class _Internal(_View):
+  """`tree_util` as minijax's transformations see it: opaque nodes (key arrays) are nodes,
+  so their data are leaves; every other name is the module's own."""
+
+  def __init__(self):
+    super().__init__(lambda is_leaf, takes_path=False: is_leaf)
+
+  def __getattr__(self, name: str):
+    return globals()[name] if name in globals() else super().__getattribute__(name)
+
+
+internal = _Internal()

@@ -21,7 +21,8 @@ import numpy as np
 from jaxlib.mlir import ir
 from jaxlib.mlir.dialects import mhlo
 
-from minijax import lax, tree_util
+from minijax import lax
+from minijax.tree_util import internal as tree_util
 from minijax.core import dtypes
 from minijax.core.avals import ShapedArray, get_aval
 from minijax.interpreters import batching

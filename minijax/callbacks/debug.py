@@ -38,7 +38,7 @@ from typing import Any, Callable
 import numpy as np
 from jaxlib.mlir import ir
 
-from minijax import tree_util
+from minijax.tree_util import internal as tree_util
 from minijax.callbacks import common
 from minijax.core import pretty
 from minijax.core.effects import Effect

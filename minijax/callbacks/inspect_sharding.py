@@ -24,7 +24,7 @@ from jaxlib import xla_client
 from jaxlib.mlir import ir
 from jaxlib.mlir.dialects import mhlo
 
-from minijax import tree_util
+from minijax.tree_util import internal as tree_util
 from minijax.callbacks.debug import debug_effect
 from minijax.core import sharding as sharding_lib
 from minijax.core.primitive import Primitive

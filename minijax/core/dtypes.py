@@ -53,6 +53,11 @@ class ExtendedDType:
   """Base of extended dtypes: `type` is the abstract scalar type they belong under."""
   type: type = extended
 
+  def spec_value(self, spec):
+    """What tracing takes for `spec`, a ShapeDtypeStruct of this dtype (`eval_shape`,
+    `jit(f).trace`): a value of this dtype over specs of its physical data."""
+    raise TypeError(f"a ShapeDtypeStruct of dtype {self} cannot be traced")
+
 
 def is_extended(dtype) -> bool:
   return isinstance(dtype, ExtendedDType)
@@ -105,10 +110,22 @@ def canonicalize_dtype(dtype: Any) -> np.dtype:
   return dtype
 
 
+def canonicalize_explicit_dtype(dtype: Any) -> np.dtype:
+  """A dtype a program names for its result (`convert_element_type`, `astype`, `full`,
+  `iota`): kept as named under `jax_explicit_x64_dtypes='allow'`, which honours explicit
+  64-bit dtypes while defaults and values stay 32-bit (as in JAX), else `canonicalize_dtype`."""
+  if config.explicit_x64_dtypes == "allow" and not config.enable_x64:
+    dtype = np.dtype(dtype)
+    canonicalize_dtype(dtype)  # (a dtype minijax lacks raises here)
+    return dtype
+  return canonicalize_dtype(dtype)
+
+
 def canonicalize_user_dtype(dtype: Any, where: str | None = None) -> np.dtype:
   """`canonicalize_dtype` for a dtype the user asked for: a 64-bit one without x64 warns
-  that it becomes 32-bit, or raises under `jax_explicit_x64_dtypes='error'`.  Python's
-  `bool`, `int`, `float` and `complex` ask for the default dtypes, as in JAX (no warning)."""
+  that it becomes 32-bit, raises under `jax_explicit_x64_dtypes='error'`, and is kept
+  under `'allow'`.  Python's `bool`, `int`, `float` and `complex` ask for the default
+  dtypes, as in JAX (no warning)."""
   if isinstance(dtype, type) and dtype in (bool, int, float, complex):
     return canonicalize_dtype(dtype)
   dtype = np.dtype(dtype)
@@ -116,10 +133,7 @@ def canonicalize_user_dtype(dtype: Any, where: str | None = None) -> np.dtype:
   if canonical != dtype:
     requested = f"{dtype} requested in {where}" if where else f"{dtype}"
     if config.explicit_x64_dtypes == "allow":
-      raise ValueError(f"Explicitly requested dtype {requested} is not available: "
-                       "jax_explicit_x64_dtypes='allow' asks for 64-bit arrays without "
-                       "jax_enable_x64, which minijax does not implement; set "
-                       "jax_enable_x64 instead.")
+      return dtype
     if config.explicit_x64_dtypes == "error":
       raise ValueError(f"Explicitly requested dtype {requested} is not available. To enable "
                        "more dtypes, set the jax_enable_x64 configuration option.")
@@ -262,7 +276,7 @@ def result_type(*typed: tuple[np.dtype, bool]) -> tuple[np.dtype, bool]:
   check_not_float0("type promotion", [d for d, _ in typed])
   if len(typed) == 1:
     dtype, weak = typed[0]
-    return canonicalize_dtype(dtype), weak
+    return _canonical_result(dtype, typed), weak
   lub = _least_upper_bound(frozenset(_node(d, w) for d, w in typed))
   if lub == _I:
     return default_int_dtype(), True
@@ -270,7 +284,16 @@ def result_type(*typed: tuple[np.dtype, bool]) -> tuple[np.dtype, bool]:
     return default_float_dtype(), True
   if lub == _C:
     return default_complex_dtype(), True
-  return canonicalize_dtype(lub), False
+  return _canonical_result(lub, typed), False
+
+
+def _canonical_result(dtype, typed) -> np.dtype:
+  """The canonical promoted dtype; under `jax_explicit_x64_dtypes='allow'` a 64-bit dtype
+  that an operand holds explicitly stays 64-bit (`int64 array + 1` is int64), as in JAX."""
+  if (config.explicit_x64_dtypes == "allow" and not config.enable_x64
+      and any(not weak and np.dtype(d) == dtype for d, weak in typed)):
+    return np.dtype(dtype)
+  return canonicalize_dtype(dtype)
 
 
 def dtype_and_weak_type(x: Any) -> tuple[np.dtype, bool]:

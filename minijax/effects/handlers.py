@@ -27,7 +27,8 @@ from __future__ import annotations
 import dataclasses
 from typing import Any, Callable
 
-from minijax import lax, tree_util
+from minijax import lax
+from minijax.tree_util import internal as tree_util
 from minijax.core import effects as effects_lib
 from minijax.core import pretty
 from minijax.core.avals import ShapedArray, get_aval

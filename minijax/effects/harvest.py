@@ -25,7 +25,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any, Callable, Hashable, Iterable
 
-from minijax import tree_util
+from minijax.tree_util import internal as tree_util
 from minijax.core import pretty
 from minijax.core.avals import get_aval
 from minijax.core.effects import Effect

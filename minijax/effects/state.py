@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import Callable
 
-from minijax import tree_util
+from minijax.tree_util import internal as tree_util
 from minijax.core.avals import get_aval
 from minijax.core.jaxpr import ClosedJaxpr, eval_jaxpr, hoist_consts
 from minijax.core.state import AbstractRef

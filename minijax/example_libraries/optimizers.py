@@ -22,7 +22,7 @@ from collections import namedtuple
 from typing import Any, Callable, NamedTuple
 
 from minijax import numpy as jnp
-from minijax import tree_util
+from minijax.tree_util import internal as tree_util
 
 __all__ = ["OptimizerState", "Optimizer", "optimizer", "sgd", "momentum", "nesterov",
            "adagrad", "rmsprop", "rmsprop_momentum", "adam", "adamax", "sm3", "constant",

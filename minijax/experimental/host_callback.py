@@ -54,7 +54,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from minijax import tree_util
+from minijax.tree_util import internal as tree_util
 from minijax.api_util import function_key
 from minijax.callbacks import common as callbacks_common
 from minijax.config import config

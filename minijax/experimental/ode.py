@@ -34,7 +34,8 @@ from typing import Any, Callable
 
 import numpy as np
 
-from minijax import lax, tree_util
+from minijax import lax
+from minijax.tree_util import internal as tree_util
 from minijax import numpy as jnp
 from minijax.api import vjp, vmap
 from minijax.core.avals import get_aval

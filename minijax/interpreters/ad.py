@@ -24,7 +24,7 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from minijax import tree_util
+from minijax.tree_util import internal as tree_util
 from minijax.core import dtypes
 from minijax.core.avals import get_aval
 from minijax.core.errors import MissingRuleError

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Callable
 
-from minijax import tree_util
+from minijax.tree_util import internal as tree_util
 from minijax.core.avals import get_aval
 from minijax.lax import utils
 from minijax.lax.slicing import slice_in_dim

@@ -115,7 +115,7 @@ def check_preferred_element_type(name: str, input_dtype, preferred) -> None:
 def canonicalize_preferred(name: str, preferred_element_type):
   if preferred_element_type is None:
     return None
-  return dtypes.canonicalize_dtype(preferred_element_type)
+  return dtypes.canonicalize_explicit_dtype(preferred_element_type)
 
 dot_general_p = Primitive("dot_general")
 

@@ -89,7 +89,7 @@ batching.defvectorized(convert_element_type_p)
 
 
 def convert_element_type(x, new_dtype, weak_type: bool = False):
-  new_dtype = dtypes.canonicalize_dtype(new_dtype)
+  new_dtype = dtypes.canonicalize_explicit_dtype(new_dtype)
   folded = _fold_scalar_conversion(x, new_dtype, weak_type)
   if folded is not None:
     return folded
@@ -171,7 +171,7 @@ batching.primitive_batchers[bitcast_convert_type_p] = _bitcast_batch
 
 def bitcast_convert_type(operand, new_dtype):
   """`operand`'s bits read as `new_dtype` (see the module docstring for the shapes)."""
-  new_dtype = dtypes.canonicalize_dtype(new_dtype)
+  new_dtype = dtypes.canonicalize_explicit_dtype(new_dtype)
   x = convert_to_array(operand)
   if get_aval(x).dtype == new_dtype:
     return x
@@ -307,7 +307,7 @@ def iota(dtype, size: int):
 
 
 def broadcasted_iota(dtype, shape, dimension: int):
-  return iota_p.bind(dtype=dtypes.canonicalize_dtype(dtype),
+  return iota_p.bind(dtype=dtypes.canonicalize_explicit_dtype(dtype),
                      shape=tuple(int(s) for s in shape), dimension=int(dimension))
 
 
@@ -341,7 +341,7 @@ ad.primitive_jvps[stop_gradient_p] = _stop_gradient_jvp
 
 def stop_gradient(x):
   """The identity on values; derivatives through it are zero."""
-  from minijax import tree_util
+  from minijax.tree_util import internal as tree_util
   from minijax.core.trace import is_eval_context
 
   def stop(leaf):
@@ -502,7 +502,7 @@ def optimization_barrier(operand, /):
   computations across it nor merges computations before it with equal ones after it (so
   `optimization_barrier(sin(x)) + sin(x)` computes `sin` twice).  It does nothing outside a
   compiled function."""
-  from minijax import tree_util
+  from minijax.tree_util import internal as tree_util
   leaves, tree = tree_util.tree_flatten(operand)
   return tree.unflatten(optimization_barrier_p.bind(*map(convert_to_array, leaves)))
 
@@ -545,6 +545,6 @@ batching.primitive_batchers[dce_sink_p] = lambda args, dims, **params: (
 def dce_sink(val, *, prevent_mlir_dce: bool = False) -> None:
   """Marks every array of the pytree `val` as used: dead-code elimination of the jaxpr it is
   traced into keeps the computations that produce them."""
-  from minijax import tree_util
+  from minijax.tree_util import internal as tree_util
   for leaf in tree_util.tree_leaves(val):
     dce_sink_p.bind(convert_to_array(leaf), prevent_mlir_dce=bool(prevent_mlir_dce))

@@ -34,7 +34,7 @@ import numpy as np
 from jaxlib.mlir import ir
 from jaxlib.mlir.dialects import mhlo
 
-from minijax import tree_util
+from minijax.tree_util import internal as tree_util
 from minijax.core import axes as axes_lib
 from minijax.core import dtypes
 from minijax.core.avals import ShapedArray, get_aval

@@ -206,7 +206,7 @@ def rng_bit_generator(key, shape, dtype=np.uint32, algorithm=RandomAlgorithm.RNG
   """`(new_key, bits)`: `shape` random unsigned integers of `dtype` from XLA's bit
   generator, and the key to use next (`key` is `uint32[4]`)."""
   from minijax.lax.structural import convert_to_array
-  dtype = dtypes.canonicalize_dtype(dtype)
+  dtype = dtypes.canonicalize_explicit_dtype(dtype)
   if dtype not in _RBG_DTYPES:
     raise TypeError(f"rng_bit_generator: unsupported dtype {dtype}")
   shape = tuple(int(d) for d in shape)

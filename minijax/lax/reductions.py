@@ -304,13 +304,13 @@ argmin_p = _arg_reduction("min")
 def argmax(x, axis: int, index_dtype=dtypes.int32):
   x = convert_to_array(x)
   axis = utils.canonicalize_axis(axis, get_aval(x).ndim)
-  return argmax_p.bind(x, axes=(axis,), index_dtype=dtypes.canonicalize_dtype(index_dtype))
+  return argmax_p.bind(x, axes=(axis,), index_dtype=dtypes.canonicalize_explicit_dtype(index_dtype))
 
 
 def argmin(x, axis: int, index_dtype=dtypes.int32):
   x = convert_to_array(x)
   axis = utils.canonicalize_axis(axis, get_aval(x).ndim)
-  return argmin_p.bind(x, axes=(axis,), index_dtype=dtypes.canonicalize_dtype(index_dtype))
+  return argmin_p.bind(x, axes=(axis,), index_dtype=dtypes.canonicalize_explicit_dtype(index_dtype))
 
 
 # ---- cumsum

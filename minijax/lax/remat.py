@@ -44,7 +44,7 @@ from minijax.core.effects import check_allowed, must_keep, no_effects
 from minijax.core.jaxpr import ClosedJaxpr, Jaxpr, JaxprEqn, Var, eval_jaxpr, hoist_consts
 from minijax.core.primitive import Primitive
 from minijax.core.trace import Tracer, set_current_trace
-from minijax import tree_util
+from minijax.tree_util import internal as tree_util
 from minijax.interpreters import ad, batching, partial_eval as pe
 from minijax.interpreters.discharge import jaxpr_has_state
 from minijax.lax.call import (_memo, call_batching_rule, call_dce_rule, call_jvp_rule,

@@ -38,7 +38,7 @@ import functools
 import math
 from typing import Callable, Sequence
 
-from minijax import tree_util
+from minijax.tree_util import internal as tree_util
 from minijax.core import axes as axes_lib
 from minijax.core import pretty
 from minijax.core.avals import ShapedArray, get_aval

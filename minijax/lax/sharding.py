@@ -10,7 +10,7 @@ cotangent the same way; under vmap the batch dimension goes first and stays unsp
 """
 from __future__ import annotations
 
-from minijax import tree_util
+from minijax.tree_util import internal as tree_util
 from minijax.core.avals import get_aval
 from minijax.core.primitive import Primitive
 from minijax.core.sharding import NamedSharding, PartitionSpec, Sharding, current_mesh

@@ -23,7 +23,7 @@ from minijax.interpreters.partial_eval import DynamicJaxprTrace, JaxprTrace
 from minijax.lowering import mlir
 
 __all__ = ["broadcast_in_dim", "broadcast_shapes", "broadcast", "broadcast_to_rank", "reshape", "transpose",
-           "squeeze", "expand_dims", "rev", "concatenate", "pad", "full", "convert_to_array",
+           "squeeze", "expand_dims", "rev", "concatenate", "pad", "full", "wide_constant", "convert_to_array",
            "device_put_p", "broadcast_in_dim_p", "reshape_p", "transpose_p", "squeeze_p", "rev_p",
            "concatenate_p", "pad_p"]
 
@@ -477,10 +477,31 @@ def scalar_constant(x):
 
 # ---- full (not a primitive: a constant broadcast to a shape)
 
+def wide_constant(x: np.ndarray):
+  """Host data of a 64-bit dtype as an array of that dtype even without x64 (explicit
+  dtypes under `jax_explicit_x64_dtypes='allow'`): values are put on devices in 32-bit
+  dtypes, so the data travel as uint32 words, bitcast back on the device (exactly)."""
+  from minijax.lax.complex_ops import complex as make_complex
+  from minijax.lax.misc import bitcast_convert_type
+  x = np.asarray(x)
+  if x.dtype.kind == "c":
+    return make_complex(wide_constant(x.real.copy()), wide_constant(x.imag.copy()))
+  words = np.ascontiguousarray(x).view(np.uint32).reshape(*x.shape, 2)
+  if words.dtype.byteorder == ">" or np.little_endian is False:
+    raise NotImplementedError("wide_constant assumes a little-endian host")
+  with trace_lib.set_current_trace(trace_lib.eval_trace()):
+    data = convert_to_array(words)
+  return bitcast_convert_type(data, x.dtype)
+
+
 def full(shape, fill_value, dtype=None, weak_type=False):
-  dtype = dtypes.canonicalize_dtype(dtype if dtype is not None else
-                                    dtypes.dtype_and_weak_type(fill_value)[0])
+  dtype = (dtypes.canonicalize_explicit_dtype(dtype) if dtype is not None else
+           dtypes.canonicalize_dtype(dtypes.dtype_and_weak_type(fill_value)[0]))
   shape = tuple(int(s) for s in shape)
+  if dtypes.canonicalize_dtype(dtype) != dtype and not hasattr(fill_value, "aval"):
+    # an explicit 64-bit dtype under jax_explicit_x64_dtypes='allow'
+    scalar = wide_constant(np.asarray(fill_value, dtype))
+    return broadcast_in_dim(scalar, shape, ()) if shape else scalar
   if hasattr(fill_value, "aval") and not isinstance(fill_value, np.ndarray):
     from minijax.lax.misc import convert_element_type
     return broadcast_in_dim(convert_element_type(fill_value, dtype, weak_type), shape, ())

@@ -23,8 +23,16 @@ from minijax.numpy import _util
 
 def _canonical(dtype, where: str):
   """The dtype the user asked for in `where`: a 64-bit one without x64 warns (or raises,
-  under `jax_explicit_x64_dtypes='error'`), as in JAX."""
+  under `jax_explicit_x64_dtypes='error'`; kept under `'allow'`), as in JAX."""
   return dtypes.canonicalize_user_dtype(dtype, where) if dtype is not None else None
+
+
+def _typed_constant(host: np.ndarray):
+  """`_constant` of host data already in the dtype asked for: a 64-bit one here is explicit
+  (under jax_explicit_x64_dtypes='allow') and kept."""
+  if host.dtype != dtypes.float0 and dtypes.canonicalize_dtype(host.dtype) != host.dtype:
+    return lax.wide_constant(host)
+  return _constant(host)
 
 
 def _constant(host):
@@ -68,7 +76,7 @@ def array(object, dtype=None, copy=True, ndmin=0):
         raise TypeError(f"array: cannot make an array from {object!r:.60}")
       if host.dtype.kind == "U" or host.dtype.kind == "S":
         raise TypeError(f"array: strings are not valid minijax values ({object!r:.60})")
-      out = _constant(np.asarray(host, dtype or dtypes.canonicalize_dtype(host.dtype)))
+      out = _typed_constant(np.asarray(host, dtype or dtypes.canonicalize_dtype(host.dtype)))
   else:
     object, = _util.arrays_of("array", (object,))
     if isinstance(object, dtypes.PYTHON_SCALARS):
@@ -184,10 +192,10 @@ def arange(start, stop=None, step=None, dtype=None):
     dt = _canonical(dtype, "arange") or dtypes.canonicalize_dtype(host_dtype)
     if dt in (dtypes.int32, dtypes.int64) and isinstance(start, (int, np.integer)):
       return lax.iota(dt, n)
-    return _constant(np.arange(start, dtype=dt))
+    return _typed_constant(np.arange(start, dtype=dt))
   host = np.arange(start, stop, step)
   dt = _canonical(dtype, "arange") or dtypes.canonicalize_dtype(host.dtype)
-  return _constant(np.arange(start, stop, step).astype(dt))
+  return _typed_constant(np.arange(start, stop, step).astype(dt))
 
 
 def linspace(start, stop, num=50, endpoint=True, retstep=False, dtype=None, axis=0):

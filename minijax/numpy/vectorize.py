@@ -55,7 +55,7 @@ def vectorize(pyfunc, *, excluded=frozenset(), signature=None):
 
   @functools.wraps(pyfunc)
   def wrapped(*args, **kwargs):
-    from minijax import tree_util
+    from minijax.tree_util import internal as tree_util
     from minijax.api import vmap
     jnp = _jnp()
     none_args = {i for i, a in enumerate(args) if a is None and i not in excluded}

@@ -467,6 +467,14 @@ def _jnp_equal(f, x, y):
   return _eq(x, y) if isinstance(x, _K) else _eq(y, x)
 
 
+def _jnp_array_equal(f, a1, a2, equal_nan=False):
+  if not (isinstance(a1, _K) and isinstance(a2, _K)):
+    raise TypeError(f"array_equal compares key arrays with key arrays, got {_names(a1, a2)}")
+  if a1.shape != a2.shape:
+    return jnp.asarray(False)
+  return jnp.all(_eq(a1, a2))  # (keys hold no NaN: equal_nan changes nothing)
+
+
 def _jnp_not_equal(f, x, y):
   return _ne(x, y) if isinstance(x, _K) else _ne(y, x)
 
@@ -528,7 +536,7 @@ _JNP_RULES = {
     "ones": _jnp_full_of("ones"), "empty": _jnp_full_of("empty"),
     "full": _jnp_full_of("full"), "shape": _jnp_shape, "ndim": _jnp_ndim,
     "size": _jnp_size, "result_type": _jnp_result_type, "take": _jnp_take,
-    "equal": _jnp_equal, "not_equal": _jnp_not_equal,
+    "equal": _jnp_equal, "not_equal": _jnp_not_equal, "array_equal": _jnp_array_equal,
     "squeeze": lambda f, a, axis=None: _squeeze(a, axis),
     "swapaxes": lambda f, a, b, c: _swapaxes(a, b, c),
     "add": _jnp_binary_error("add"), "subtract": _jnp_binary_error("sub"),

@@ -28,7 +28,7 @@ from typing import Callable, NamedTuple
 
 import numpy as np
 
-from minijax import tree_util
+from minijax.tree_util import internal as tree_util
 from minijax.config import config
 from minijax.core import dtypes
 from minijax.core.avals import get_aval
@@ -102,6 +102,11 @@ class KeyTy(dtypes.ExtendedDType):
     return self.name
 
   __str__ = __repr__
+
+  def spec_value(self, spec):
+    """A key array over a ShapeDtypeStruct of its data: what tracing takes for `spec`."""
+    data = type(spec)((*spec.shape, *self._impl.key_shape), dtypes.uint32)
+    return PRNGKeyArray(self._impl, data)
 
   def __eq__(self, other):
     return type(other) is KeyTy and self._impl is other._impl
@@ -266,7 +271,8 @@ def _unflatten(impl: PRNGImpl, leaves) -> PRNGKeyArray:
   return PRNGKeyArray(impl, data)
 
 
-tree_util.register_pytree_node(PRNGKeyArray, lambda k: ((k._base_array,), k._impl),
+# Users see a key array as one leaf of key dtype (JAX's view); transformations see its data.
+tree_util.register_opaque_node(PRNGKeyArray, lambda k: ((k._base_array,), k._impl),
                                _unflatten)
 array_lib.register_array_type(PRNGKeyArray)  # key arrays are Arrays, as in JAX
 
@@ -336,7 +342,7 @@ def random_bits(keys, bit_width: int, shape) -> object:
     raise TypeError(f"random_bits takes key array operand, got {keys!r}")
   if bit_width not in UINT_DTYPES:
     raise TypeError("requires 8-, 16-, 32- or 64-bit field width.")
-  if bit_width == 64 and dtypes.canonicalize_dtype(dtypes.uint64) != dtypes.uint64:
+  if bit_width == 64 and dtypes.canonicalize_explicit_dtype(dtypes.uint64) != dtypes.uint64:
     raise ValueError("64-bit random bits need 64-bit types: enable them with "
                      "minijax.config.update('jax_enable_x64', True)")
   impl = keys._impl

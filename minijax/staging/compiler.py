@@ -20,7 +20,7 @@ from typing import Any, Callable, Sequence
 import numpy as np
 from jaxlib.mlir import ir
 
-from minijax import tree_util
+from minijax.tree_util import internal as tree_util
 from minijax.config import config
 from minijax.core import caches
 from minijax.core import dtypes

@@ -39,9 +39,9 @@ from typing import Any, Callable
 
 import numpy as np
 
-from minijax import tree_util
-from minijax.api_util import (DebugInfo, DeferredSignature, flat_arg_names, fun_name,
-                              prefix_pairs, resolve_argnums)
+from minijax.tree_util import internal as tree_util
+from minijax.api_util import (DebugInfo, DeferredSignature, close_specs, flat_arg_names,
+                              fun_name, open_specs, prefix_pairs, resolve_argnums)
 from minijax.config import JIT_KEY_FLAGS, compile_log_level, config, jit_key_state
 from minijax.core import sharding as sharding_lib
 from minijax.core import trace as trace_lib
@@ -422,20 +422,22 @@ class JitWrapped:
   def eval_shape(self, *args, **kwargs):
     """`jit(f).eval_shape(*args)`: the results' shapes, dtypes and (from `out_shardings`)
     shardings, as `ShapeDtypeStruct`s; traces (or reads the trace cache), runs nothing."""
+    args, kwargs = open_specs((args, kwargs), shape_dtype_struct)
     traced, _ = self._traced_for(args, kwargs)
     avals = list(traced.jaxpr.out_avals)
     shardings = [None] * len(avals)
     if self._out_shardings is not None:
       shardings = _flat_shardings(self._out_shardings, traced.out_tree.unflatten(avals),
                                   "out_shardings", self._name)
-    return traced.out_tree.unflatten([
+    return close_specs(traced.out_tree.unflatten([
         shape_dtype_struct(a.shape, a.dtype, a.weak_type, sharding=s)
-        for a, s in zip(avals, shardings)])
+        for a, s in zip(avals, shardings)]), shape_dtype_struct)
 
   def lower(self, *args, **kwargs) -> "Lowered":
     return self.trace(*args, **kwargs).lower()
 
   def trace(self, *args, **kwargs) -> "Traced":
+    args, kwargs = open_specs((args, kwargs), shape_dtype_struct)
     traced, flat = self._traced_for(args, kwargs)
     dyn_args, dyn_kwargs, static = self._split(args, kwargs)
     in_tree = tree_util.tree_structure((dyn_args, dyn_kwargs))

@@ -29,7 +29,7 @@ from typing import Callable
 
 import numpy as np
 
-from minijax import tree_util
+from minijax.tree_util import internal as tree_util
 from minijax.api_util import broadcast_prefix, normalize_argnums
 from minijax.core import sharding as sharding_lib
 from minijax.core.avals import get_aval

@@ -24,7 +24,7 @@ from typing import Any
 from jaxlib import _jax
 from jaxlib.mlir import ir
 
-from minijax import tree_util
+from minijax.tree_util import internal as tree_util
 from minijax.core.avals import get_aval
 from minijax.core.trace import Tracer
 from minijax.interpreters.discharge import jaxpr_has_state

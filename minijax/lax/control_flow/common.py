@@ -16,7 +16,7 @@ import numpy as np
 from jaxlib.mlir import ir
 from jaxlib.mlir.dialects import mhlo
 
-from minijax import tree_util
+from minijax.tree_util import internal as tree_util
 from minijax.config import config, jit_key_state
 from minijax.core.trace import Tracer, is_eval_context
 from minijax.core import axes, dtypes, effects as effects_lib

@@ -21,7 +21,7 @@ from jaxlib.mlir import ir
 from jaxlib.mlir.dialects import mhlo
 
 from minijax import api_util
-from minijax import tree_util
+from minijax.tree_util import internal as tree_util
 from minijax.core import pretty
 from minijax.core.avals import ShapedArray, get_aval
 from minijax.core.effects import must_keep

@@ -14,7 +14,7 @@ from __future__ import annotations
 import inspect
 from typing import Any, Callable, Iterator, Sequence
 
-from minijax import tree_util
+from minijax.tree_util import internal as tree_util
 from minijax.lax.control_flow.common import same_type
 
 

@@ -37,7 +37,7 @@ from typing import Any, Callable, Sequence
 import numpy as np
 from jaxlib import xla_client
 
-from minijax import tree_util
+from minijax.tree_util import internal as tree_util
 from minijax.config import config
 from minijax.core.dtypes import canonicalize_dtype
 from minijax.core.avals import ShapedArray
