@@ -30,7 +30,7 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from minijax import tree_util
+from minijax.tree_util import internal as tree_util
 from minijax.api_util import function_key
 from minijax.core.avals import ShapedArray
 from minijax.runtime.array import HostArray
