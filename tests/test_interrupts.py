@@ -79,6 +79,38 @@ def test_ctrl_c_ends_a_call_blocked_on_a_full_queue_and_the_process_stays_usable
     assert f"{mechanism} usable 2.0 [2.0]" in proc.stdout, proc.stdout
 
 
+@pytest.mark.parametrize("ordering,donate", [("stream", False), ("runtime_token", False),
+                                             ("stream", True)])
+def test_ctrl_c_ends_a_dispatch_loop_that_ran_far_ahead_of_its_taps(ordering, donate):
+  # The cause of the rare hang above.  Each run computes for milliseconds on an XLA thread
+  # before it taps, so the dispatching thread runs ahead of the taps: it used to reach
+  # jaxlib's limit of 32 computations in flight on the device and wait inside jaxlib for
+  # one to finish, out of Ctrl-C's reach, while the one ahead of the rest waited for room
+  # in the queue that the stuck tap function keeps full (this hung in the first or second
+  # round, every time).  Each round must now end with KeyboardInterrupt.  (A donated
+  # output cannot be waited for once the next call took it.)
+  proc = run(f"""
+      import faulthandler; faulthandler.dump_traceback_later(50, exit=True)
+      f = minijax.jit(lambda x: (hcb.id_tap(stuck, jnp.tanh(x @ x)[:32]), x * 1.0)[1],
+                      donate_argnums=(0,) if {donate} else ())  # 64 KB a tap
+      x = jnp.ones((512, 512)) * 1e-3
+      for _ in range(4):
+        release.clear(); tapped.clear()
+        interrupt_after(0.2)
+        try:
+          for i in range(100_000):
+            x = f(x)
+          print("never blocked")
+        except KeyboardInterrupt:
+          print("interrupted")
+        release.set()
+        hcb.barrier_wait()
+      print("usable", round(float(f(x)[0, 0]), 6))
+      """, env={"MINIJAX_EFFECTS_ORDERING": ordering})
+  assert proc.returncode == 0, proc.stderr
+  assert proc.stdout == "interrupted\n" * 4 + "usable 0.001\n", (proc.stdout, proc.stderr)
+
+
 def test_ctrl_c_in_barrier_wait_then_the_exit_handler_gives_up_within_half_a_second():
   proc = run("""
       f = minijax.jit(lambda x: hcb.id_tap(stuck, x + 1.0))

@@ -245,11 +245,12 @@ class Executable(CompiledProgram):
     ordering = runtime_tokens.ordering_lock(device)
     acquire, release = ordering.acquire, ordering.release
     before_execution, ordinal = taps.before_execution, taps.device_ordinal(device)
+    mark_progress = taps.mark_progress
     depth, run_nested = host_calls.host_call_depth, self._run_nested
     several_devices = backend.device_count() > 1  # else no chain holds a GroupToken
 
     def execute_streamed(buffers):
-      before_execution(ordinal)
+      marking = before_execution(ordinal)
       if depth():
         return _Finished(run_nested(buffers))
       if several_devices:
@@ -268,7 +269,7 @@ class Executable(CompiledProgram):
         if after_host_calls:
           release()
       marks[device] = True  # after the dispatch: a barrier's fence comes after it
-      return results
+      return mark_progress(ordinal, results) if marking else results
     return execute_streamed
 
   def _make_run_synchronous(self) -> Callable[[list], list]:

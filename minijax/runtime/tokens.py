@@ -213,6 +213,17 @@ class RuntimeTokens:
     started += [(device, fence) for device, fence in fences]
     return started, entries
 
+  def progress_mark(self, device) -> list:
+    """Arrays that are all ready once every execution with effects dispatched so far on
+    `device` has finished: the tokens of its started chains, and a fence (dispatched now)
+    after its streamed executions.  Unordered runs under `effects_ordering="runtime_token"`,
+    which keep statuses only, are not covered."""
+    fences = self._dispatch_fences((device,)) if self._streamed or self._fences else []
+    with self._lock:
+      tokens = [_array(c.token) for (_, d), c in self._chains.items()
+                if d == device and c.token is not c.initial]
+    return tokens + [fence for _, fence in fences]
+
   def started_tokens(self) -> list:
     """The current token array of every chain that has started: once they are all ready,
     every ordered execution dispatched so far has finished."""

@@ -10,7 +10,8 @@ code.
 
 The executable's part of the contract, for a computation that contains taps:
 `bind_host_callbacks(host_callbacks, device)` on the lowering's host callbacks when
-compiling it, `before_execution()` (which starts the receivers) before running it, and
+compiling it, `before_execution()` (which starts the receivers and paces dispatch) before
+running it, `mark_progress` on the results of a run it asks to be marked, and
 `take_interrupt()` when a run fails (a signal handler's exception, to raise instead of
 jaxlib's error).  Barriers find the computations in flight through the runtime tokens
 (`tokens.runtime_tokens`).  `exit` drains the queues when the interpreter exits.
@@ -33,6 +34,7 @@ from minijax.runtime.taps.receiver import (
     device_ordinal,
     ensure_started,
     in_receiver_thread,
+    mark_progress,
     reset_tap_stats,
     stop_outfeed_receiver,
     sweep_retired,
@@ -45,7 +47,7 @@ from minijax.runtime.taps import exit as _exit  # noqa: F401  (registers the exi
 __all__ = [
     "CALLBACK_TARGET", "NATIVE_CONSUMER_ATTRIBUTE", "NATIVE_TARGET", "Consumer", "TapCallback", "TapFunctionException",
     "TapStats", "barrier_wait", "before_execution", "bind_host_callbacks", "consumer", "effects_barrier",
-    "device_ordinal", "ensure_started", "in_receiver_thread", "mechanism",
+    "device_ordinal", "ensure_started", "in_receiver_thread", "mark_progress", "mechanism",
     "native_available", "register_consumer", "reset_tap_stats",
     "stop_outfeed_receiver", "sweep_retired", "take_interrupt", "tap_stats",
 ]

@@ -18,9 +18,11 @@ therefore compiles and runs nothing.
 Every wait is made of short steps with Python in between, so that Ctrl-C raises
 KeyboardInterrupt within a fraction of a second: tokens are polled (`is_ready`, spinning
 briefly, then sleeping a growing interval of at most 5 ms), and receivers are waited for
-a quarter of a second at a time.  An unordered run's status can only be waited for without
-a timeout, so that wait starts only once no tap is waiting for room in a queue (a
-computation stuck on a full queue is the one wait that can last).  The same steps take a
+a quarter of a second at a time.  A thread that dispatches tapped computations waits
+for them the same way, every few dispatches (`before_execution`), rather than inside
+jaxlib.  An unordered run's status can only be waited for without a timeout, so that
+wait starts only once no tap is waiting for room in a queue (a computation stuck on a
+full queue is the one wait that can last).  The same steps take a
 deadline, which the exit handler (`exit.py`) uses.
 
 Receivers start lazily (`ensure_started`, called before a computation with effects runs),
@@ -61,6 +63,12 @@ _RECEIVER_STEP_S = 0.25  # the longest a barrier waits on a receiver without che
 _get_ident = threading.get_ident
 _waiting = queues.waiting  # per queue slot: taps waiting for room (no call to read it)
 _slots = len(_waiting)  # a device's slot is its ordinal modulo this, as in the queues
+# Executions with effects a device may start between two progress marks (see
+# `before_execution`): at most twice this many are then in flight, well below jaxlib's
+# limit of 32 per device, where a dispatching thread would wait out of Ctrl-C's reach.
+_PACE = 8
+_dispatched = [0] * _slots  # per queue slot: executions started since the device's last mark
+_marks: dict[int, list] = {}  # by device ordinal: arrays ready once its last mark is passed
 take_interrupt = queues.take_interrupt
 
 
@@ -194,20 +202,32 @@ def _report(rec: _DeviceReceiver, consumer_id: int, consumer, e: BaseException) 
                rec.device, hint, exc_info=e)
 
 
-def before_execution(ordinal: int | None = None) -> None:
+def before_execution(ordinal: int | None = None) -> bool:
   """Call before executing a computation that contains taps (on the device `ordinal`).
 
   Raises RuntimeError inside a tap function (the computation could block on a queue that
   only the calling thread drains) and restarts receivers stopped by `stop_outfeed_receiver`.
-  While a tap waits for room in the device's queue, it waits (in steps that let signal
-  handlers run) until that tap got in: jaxlib runs computations asynchronously, so a
-  dispatching thread would otherwise only stop once jaxlib's own limit of computations in
-  flight is reached, inside jaxlib, where Ctrl-C cannot reach it.
+
+  jaxlib runs computations asynchronously: a tap of one running on an XLA thread waits
+  for room there, and the computations dispatched after it wait behind it.  A dispatching
+  thread that finds jaxlib's limit of computations in flight on the device (32) reached
+  waits inside jaxlib, where Ctrl-C cannot reach it: behind a tap function that never
+  returns, forever.  So it waits here instead, in steps that let signal handlers run:
+  while a tap waits for room in the device's queue, until it got in; and every `_PACE`
+  executions, until the device has passed its previous progress mark, which bounds the
+  executions in flight before their taps reach the queue.  Returns True when the caller
+  is to make this execution the next mark (`mark_progress`); an ordered execution under
+  `effects_ordering="runtime_token"` is marked by its token chains instead.
   """
   if _running and _get_ident() not in _receiver_idents:
-    if ordinal is not None and _waiting[ordinal % _slots]:
-      _wait_until(lambda: not _waiting[ordinal % _slots], None)
-    return
+    if ordinal is not None:
+      slot = ordinal % _slots
+      if _waiting[slot]:
+        _wait_until(lambda: not _waiting[slot], None)
+      n = _dispatched[slot] = _dispatched[slot] + 1
+      if n >= _PACE:
+        return _pace(ordinal, slot)
+    return False
   if in_receiver_thread():
     raise RuntimeError(
         "A tap function tried to run a computation that contains taps. Tap functions run on "
@@ -215,6 +235,54 @@ def before_execution(ordinal: int | None = None) -> None:
         "deadlock. Run the computation from another thread, or without taps.")
   if not _running:
     ensure_started()
+  return False
+
+
+def _pace(ordinal: int, slot: int) -> bool:
+  """Waits until the device has passed its last progress mark; then returns True for the
+  caller to mark the next execution (`mark_progress`), or marks those started so far
+  itself (`runtime_tokens.progress_mark`): by their token chains under
+  `effects_ordering="runtime_token"`, and by a fence after the last mark was an output
+  that a later call took (donated), which can no longer be waited for."""
+  mark = _marks.get(ordinal)
+  by_output = config.effects_ordering != "runtime_token"
+  if mark:
+    try:
+      ready = all([array.is_ready() for array in mark])
+    except Exception:  # deleted (donated to a later call), or the output of a failed run
+      ready, by_output = True, False
+    if not ready:
+      _wait_until(lambda: all(map(_is_ready, mark)), None)  # (kept if Ctrl-C ends it)
+  _marks.pop(ordinal, None)
+  _dispatched[slot] = 0
+  if by_output:
+    return True
+  rec = _receivers.get(ordinal)
+  if rec is not None:
+    _marks[ordinal] = runtime_tokens.progress_mark(rec.device)
+  return False
+
+
+class mark_progress:
+  """`mark_progress(ordinal, results)`: an execution's results (`execute_sharded`'s) that,
+  once consumed, make the execution the device's progress mark (see `before_execution`):
+  its first output, which is ready once the execution and, on the shared execution stream,
+  every one before it has finished; without outputs, a fence dispatched after it."""
+  __slots__ = ("ordinal", "results")
+
+  def __init__(self, ordinal: int, results):
+    self.ordinal = ordinal
+    self.results = results
+
+  def consume_with_handlers(self, handlers) -> list:
+    outs = self.results.consume_with_handlers(handlers)
+    if outs:
+      _marks[self.ordinal] = outs[:1]
+    else:
+      rec = _receivers.get(self.ordinal)
+      if rec is not None:
+        _marks[self.ordinal] = runtime_tokens.progress_mark(rec.device)
+    return outs
 
 
 # ----------------------------------------------------------------------------- waiting
@@ -455,6 +523,8 @@ def _after_fork_in_child() -> None:
   _exceptions_since_barrier = 0
   _last_exception = None
   _retiring.clear()
+  _marks.clear()  # the parent's computations never finish here
+  _dispatched[:] = [0] * _slots
   for rec in _receivers.values():
     rec.thread = None
     rec.processed = rec.bytes_delivered = rec.exceptions = 0
