@@ -3,7 +3,8 @@
   python benchmarks/ordering.py [--rounds N] [--calls N]
 
 Times a burst of N calls (until every tap has run, `barrier_wait`) of
-`jit(lambda x: id_tap(nothing, x) + 1)` under each `effects_ordering` setting, and the same
+`jit(lambda x: id_tap(nothing, x) + 1)` under each `effects_ordering` setting, the same
+function with an unordered `debug.callback` in place of the tap (on the stream), and the same
 burst of the untapped `jit(lambda x: x + 1)`, in interleaved rounds; prints the median µs
 per call and the median of the per-round ratios tapped / untapped (see docs/effects.md),
 in wall time and in the dispatching thread's CPU time until the last call returned (the
@@ -37,6 +38,11 @@ def _nothing(arg, transforms):
   pass
 
 
+def _unordered(x):
+  minijax.debug.callback(lambda x: None, x)
+  return x + 1
+
+
 def main(argv=None):
   parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
   parser.add_argument("--rounds", type=int, default=15)
@@ -53,6 +59,9 @@ def main(argv=None):
     config.update("effects_ordering", mode)
     tapped[mode] = minijax.jit(lambda x: hcb.id_tap(_nothing, x) + 1)
     tapped[mode](x)
+  config.update("effects_ordering", "stream")
+  unordered = minijax.jit(_unordered)
+  unordered(x)
   plain = minijax.jit(lambda x: x + 1)
   plain(x)
   hcb.barrier_wait()
@@ -65,13 +74,14 @@ def main(argv=None):
     hcb.barrier_wait()
     return (time.perf_counter() - start) / args.calls, cpu / args.calls
 
-  samples = {name: [] for name in ("untapped", *MODES)}
+  samples = {name: [] for name in ("untapped", *MODES, "unordered")}
   try:
     for _ in range(args.rounds):
       samples["untapped"].append(burst(plain))
       for mode in MODES:
         config.update("effects_ordering", mode)
         samples[mode].append(burst(tapped[mode]))
+      samples["unordered"].append(burst(unordered))
   finally:
     config.update("effects_ordering", saved)
   for name, values in samples.items():
