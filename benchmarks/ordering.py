@@ -1,6 +1,6 @@
 """The cost of ordering tapped calls: a runtime token per call, or one execution stream.
 
-  python benchmarks/ordering.py [--rounds N] [--calls N]
+  python benchmarks/ordering.py [--rounds N] [--calls N] [--load N]
 
 Times a burst of N calls (until every tap has run, `barrier_wait`) of
 `jit(lambda x: id_tap(nothing, x) + 1)` under each `effects_ordering` setting, the same
@@ -9,6 +9,10 @@ burst of the untapped `jit(lambda x: x + 1)`, in interleaved rounds; prints the 
 per call and the median of the per-round ratios tapped / untapped (see docs/effects.md),
 in wall time and in the dispatching thread's CPU time until the last call returned (the
 steadier of the two on a shared machine; it leaves out the receiver thread's work).
+
+With `--load N` N other processes keep a core busy each (`--load all`: every core) while
+it measures: the receivers must not starve the dispatching thread
+(their spinning and lingering adapt to load; see `csrc/tap_queue.cc`).
 
 With `--breakdown` it times, on the stream, where the tapped call's extra time goes, each
 part alone in the same interleaved rounds: the tapped program executed by hand (jaxlib's
@@ -21,7 +25,10 @@ untapped program executed by hand; and the receiver thread's CPU time per tap.
 from __future__ import annotations
 
 import argparse
+import contextlib
+import os
 import statistics
+import subprocess
 import sys
 import time
 
@@ -49,9 +56,29 @@ def main(argv=None):
   parser.add_argument("--calls", type=int, default=2000)
   parser.add_argument("--breakdown", action="store_true",
                       help="time the parts of a tapped call on the stream (see above)")
+  parser.add_argument("--load", default="0",
+                      help="cores another process keeps busy meanwhile (a number, or 'all')")
   args = parser.parse_args(argv)
-  if args.breakdown:
-    return breakdown(args)
+  load = os.cpu_count() if args.load == "all" else int(args.load)
+  with _busy_cores(load):
+    if args.breakdown:
+      return breakdown(args)
+    return measure(args)
+
+
+@contextlib.contextmanager
+def _busy_cores(n: int):
+  """`n` other processes, each spinning on a core, for as long as the block runs."""
+  procs = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(n)]
+  try:
+    yield
+  finally:
+    for p in procs:
+      p.kill()
+      p.wait()
+
+
+def measure(args):
   x = minijax.device_put(np.float32(1.0))
   saved = config.effects_ordering
   tapped = {}
