@@ -631,9 +631,18 @@ def _jitted(wrapped: JitWrapped) -> Callable:
     return key_functions.setdefault(
         n, _key_function(n, wrapped._static_positions(n), with_static))
 
-  def new_kw_key_function(n, kwargs):
-    return key_functions.setdefault((n, *kwargs), _key_function(
-        n, wrapped._static_positions(n), True, tuple(kwargs), wrapped._static_argnames))
+  kw_key_functions: dict[int, Callable] = {}  # per number of positional arguments: the
+  # key function of the last keyword names used with it (which raises KeyError for others)
+
+  def kw_key(args, kwargs):
+    n = len(args)
+    names = tuple(sorted(kwargs))
+    fn = key_functions.get((n, names))
+    if fn is None:
+      fn = key_functions.setdefault((n, names), _key_function(
+          n, wrapped._static_positions(n), True, names, wrapped._static_argnames))
+    kw_key_functions[n] = fn
+    return fn(args, kwargs)
 
   def jitted(*args, **kwargs):
     try:
@@ -664,8 +673,10 @@ def _jitted(wrapped: JitWrapped) -> Callable:
         else:
           try:
             if kwargs:
-              key, flat, buffers = (key_functions.get((n, *kwargs))
-                                    or new_kw_key_function(n, kwargs))(args, kwargs)
+              try:
+                key, flat, buffers = kw_key_functions[n](args, kwargs)
+              except KeyError:  # the first keyword call with n positional arguments, or
+                key, flat, buffers = kw_key(args, kwargs)  # with other keyword names
             elif with_static:
               key, flat, buffers = (key_functions.get(n) or new_key_function(n))(args)
             else:
