@@ -67,6 +67,13 @@ from minijax.staging.fast_keys import (key_function as _key_function,
                                        mixed_key_function as _mixed_key_function,
                                        pytree_key as _pytree_key)
 
+try:  # the one-Array call in C (csrc/fast_path.cc); without it, all in Python
+  from minijax.staging import _native as _fast_native
+except ImportError:
+  _fast_native = None
+_ARRAY_SLOTS = tuple(Array.__dict__[name] for name in (  # in csrc/fast_path.cc's order
+    "_buffer", "aval", "_committed", "_device", "_npy", "_sharding"))
+
 __all__ = ["jit", "clear_caches", "JitWrapped", "Traced", "Lowered", "Compiled"]
 
 
@@ -606,7 +613,8 @@ def _jitted(wrapped: JitWrapped) -> Callable:
   executable on a single device without effects, or with only ordered ones on the shared
   execution stream (taps), says how to run it here, in this frame, on the argument buffers
   built with the key (`Executable.dispatch_record`; `_NO_RECORD` for the others).  A call
-  with one Array argument is tried first, with the fewest steps.  When every
+  with one Array argument is tried first, with the fewest steps, in C when the native
+  fast path is built (`csrc/fast_path.cc`, which hands every other call to this one).  When every
   argument is an Array the key is their avals (the aval itself for one argument), with no
   flattening; with Python scalars among them, the tuple of avals (a scalar's is weakly
   typed, as in JAX); for other pytrees it is the tree structure and the leaves' avals;
@@ -724,9 +732,24 @@ def _jitted(wrapped: JitWrapped) -> Callable:
       filter_exception(e, getframe())
       raise
 
+  def failed_in_c(failed, args, err):
+    """An error of the one-Array call that `_fast_native` ran, raised as above."""
+    try:
+      if isinstance(err, runtime_error):
+        failed(args, err)
+      raise err
+    except Exception as e:
+      filter_exception(e, getframe())
+      raise
+
   traceback_util.register_boundary(jitted.__code__)
+  traceback_util.register_boundary(failed_in_c.__code__)
   functools.update_wrapper(jitted, wrapped._fun)
-  out = PjitFunction(jitted)
+  dispatch = jitted
+  if _fast_native is not None:
+    dispatch = _fast_native.fast_path(caches, context, EvalTrace, Array, _ARRAY_SLOTS,
+                                      collect_garbage, jitted, failed_in_c)
+  out = PjitFunction(dispatch)
   functools.update_wrapper(out, wrapped._fun)
   out.__signature__ = DeferredSignature(wrapped._fun)
   out.lower = wrapped.lower

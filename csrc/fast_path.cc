@@ -1,0 +1,265 @@
+// The commonest call of a jitted function, `f(x)` with one Array, served in C: the module
+// `minijax.staging._native`, whose `FastPath` is what `jit` returns calls first (see
+// `staging/jit.py`, `_jitted`).  It does what the Python fast path does for that call, in
+// the same order, without a Python frame or the Python `Array.__init__`:
+//
+//   * only under the eval trace (`context.trace` is an `EvalTrace`), for exactly one
+//     positional argument of exactly the `Array` type, uncommitted, whose buffer is there;
+//   * the key is the argument's aval; the entry, `caches.fast[aval]`, must be one that runs
+//     here (an executable's `dispatch_record`: `execute` set, one output, no constants);
+//   * jaxlib's garbage is collected, `execute([buffer]).consume_with_handlers(handlers)`
+//     runs, and the one output becomes an `Array(out, out_aval, device)`, its slots set
+//     through the class's own slot descriptors.
+//
+// Every other call, and every miss, goes to `fallback` (the Python `jitted`) with the same
+// arguments.  An exception from the execution goes to `failed(entry_failed, args, error)`,
+// a Python function that translates and raises it as the Python fast path would.
+
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+
+#include <cstddef>
+
+namespace {
+
+// The slots of minijax's Array, in the order `FastPath` takes their descriptors.
+enum Slot { kBuffer, kAval, kCommitted, kDevice, kNpy, kSharding, kNumSlots };
+
+struct FastPath {
+  PyObject_HEAD
+  vectorcallfunc vectorcall;
+  PyObject* caches;           // JitCaches: `fast` is read per call (flag changes swap it)
+  PyObject* context;          // the thread-local trace context
+  PyObject* eval_trace;       // the EvalTrace type
+  PyObject* array_type;       // Array
+  PyObject* slots[kNumSlots];  // Array's slot descriptors
+  PyObject* collect_garbage;  // jaxlib's collect_garbage
+  PyObject* fallback;         // the Python dispatch: fallback(*args, **kwargs)
+  PyObject* failed;           // failed(entry_failed, args, error): raises
+};
+
+PyObject* g_trace_name;
+PyObject* g_fast_name;
+PyObject* g_consume_name;
+
+inline PyObject* GetSlot(FastPath* self, Slot slot, PyObject* obj) {
+  PyObject* d = self->slots[slot];
+  return Py_TYPE(d)->tp_descr_get(d, obj, self->array_type);  // new reference, or null
+}
+
+inline int SetSlot(FastPath* self, Slot slot, PyObject* obj, PyObject* value) {
+  PyObject* d = self->slots[slot];
+  return Py_TYPE(d)->tp_descr_set(d, obj, value);
+}
+
+// The entry of `x` in `caches.fast` when the call can run here (a new reference), or null
+// with no error set when it cannot (or with the error set when reading failed).
+PyObject* Entry(FastPath* self, PyObject* x, PyObject** buffer) {
+  PyObject* trace = PyObject_GetAttr(self->context, g_trace_name);
+  if (trace == nullptr) return nullptr;
+  const bool eval = reinterpret_cast<PyObject*>(Py_TYPE(trace)) == self->eval_trace;
+  Py_DECREF(trace);
+  if (!eval) return nullptr;
+  PyObject* committed = GetSlot(self, kCommitted, x);
+  if (committed == nullptr) return nullptr;
+  Py_DECREF(committed);
+  if (committed != Py_False) return nullptr;
+  *buffer = GetSlot(self, kBuffer, x);
+  if (*buffer == nullptr) {  // a deleted Array: the Python path says so
+    PyErr_Clear();
+    return nullptr;
+  }
+  PyObject* aval = GetSlot(self, kAval, x);
+  PyObject* fast = aval ? PyObject_GetAttr(self->caches, g_fast_name) : nullptr;
+  PyObject* entry = nullptr;
+  if (fast != nullptr) {
+    entry = PyDict_Check(fast) ? PyDict_GetItemWithError(fast, aval) : nullptr;
+    Py_XINCREF(entry);
+    Py_DECREF(fast);
+  }
+  Py_XDECREF(aval);
+  if (entry != nullptr && !(PyTuple_Check(entry) && PyTuple_GET_SIZE(entry) >= 6 &&
+                            PyTuple_GET_ITEM(entry, 0) != Py_None &&   // runs here
+                            PyTuple_GET_ITEM(entry, 2) != Py_None &&   // one output
+                            PyTuple_GET_ITEM(entry, 5) == Py_None)) {  // no constants
+    Py_CLEAR(entry);
+  }
+  if (entry == nullptr) Py_CLEAR(*buffer);
+  return entry;
+}
+
+PyObject* NewArray(FastPath* self, PyObject* buffer, PyObject* aval, PyObject* device) {
+  auto* type = reinterpret_cast<PyTypeObject*>(self->array_type);
+  PyObject* array = type->tp_alloc(type, 0);
+  if (array == nullptr) return nullptr;
+  if (SetSlot(self, kBuffer, array, buffer) < 0 || SetSlot(self, kAval, array, aval) < 0 ||
+      SetSlot(self, kDevice, array, device) < 0 || SetSlot(self, kNpy, array, Py_None) < 0 ||
+      SetSlot(self, kSharding, array, Py_None) < 0 ||
+      SetSlot(self, kCommitted, array, Py_False) < 0) {
+    Py_DECREF(array);
+    return nullptr;
+  }
+  return array;
+}
+
+// Runs the entry on `buffer`; the result Array, or null with the error set.
+PyObject* Run(FastPath* self, PyObject* x, PyObject* entry, PyObject* buffer) {
+  PyObject* garbage = PyObject_CallNoArgs(self->collect_garbage);
+  if (garbage == nullptr) return nullptr;
+  Py_DECREF(garbage);
+  PyObject* buffers = PyList_New(1);
+  if (buffers == nullptr) return nullptr;
+  Py_INCREF(buffer);
+  PyList_SET_ITEM(buffers, 0, buffer);
+  PyObject* results = PyObject_CallOneArg(PyTuple_GET_ITEM(entry, 0), buffers);
+  Py_DECREF(buffers);
+  PyObject* outs = nullptr;
+  if (results != nullptr) {
+    PyObject* call_args[] = {results, PyTuple_GET_ITEM(entry, 1)};
+    outs = PyObject_VectorcallMethod(g_consume_name, call_args,
+                                     2 | PY_VECTORCALL_ARGUMENTS_OFFSET, nullptr);
+    Py_DECREF(results);
+  }
+  if (outs == nullptr) {
+    if (!PyErr_ExceptionMatches(PyExc_Exception)) return nullptr;  // KeyboardInterrupt...
+    PyObject *type, *value, *traceback;
+    PyErr_Fetch(&type, &value, &traceback);
+    PyErr_NormalizeException(&type, &value, &traceback);
+    if (traceback != nullptr) PyException_SetTraceback(value, traceback);
+    Py_XDECREF(type);
+    Py_XDECREF(traceback);
+    PyObject* args = PyTuple_Pack(1, x);
+    PyObject* raised = args ? PyObject_CallFunctionObjArgs(self->failed, PyTuple_GET_ITEM(entry, 4),
+                                                           args, value, nullptr)
+                            : nullptr;
+    Py_XDECREF(args);
+    Py_XDECREF(value);
+    Py_XDECREF(raised);
+    if (!PyErr_Occurred()) PyErr_SetString(PyExc_SystemError, "the fast path's failed() returned");
+    return nullptr;
+  }
+  if (!PyList_Check(outs) || PyList_GET_SIZE(outs) < 1) {
+    Py_DECREF(outs);
+    PyErr_SetString(PyExc_SystemError, "an execution returned no output");
+    return nullptr;
+  }
+  PyObject* array = NewArray(self, PyList_GET_ITEM(outs, 0), PyTuple_GET_ITEM(entry, 2),
+                             PyTuple_GET_ITEM(entry, 3));
+  Py_DECREF(outs);
+  return array;
+}
+
+PyObject* FastPathCall(PyObject* self_obj, PyObject* const* args, size_t nargsf,
+                       PyObject* kwnames) {
+  auto* self = reinterpret_cast<FastPath*>(self_obj);
+  if (PyVectorcall_NARGS(nargsf) == 1 && kwnames == nullptr &&
+      reinterpret_cast<PyObject*>(Py_TYPE(args[0])) == self->array_type) {
+    PyObject* buffer = nullptr;
+    PyObject* entry = Entry(self, args[0], &buffer);
+    if (entry != nullptr) {
+      PyObject* out = Run(self, args[0], entry, buffer);
+      Py_DECREF(entry);
+      Py_DECREF(buffer);
+      return out;
+    }
+    if (PyErr_Occurred()) return nullptr;
+  }
+  return PyObject_Vectorcall(self->fallback, args, nargsf, kwnames);
+}
+
+#define FAST_PATH_FIELDS(apply)                                                            \
+  apply(caches) apply(context) apply(eval_trace) apply(array_type) apply(collect_garbage) \
+      apply(fallback) apply(failed)
+
+int FastPathTraverse(PyObject* self_obj, visitproc visit, void* arg) {
+  auto* self = reinterpret_cast<FastPath*>(self_obj);
+#define VISIT(field) Py_VISIT(self->field);
+  FAST_PATH_FIELDS(VISIT)
+#undef VISIT
+  for (PyObject* slot : self->slots) Py_VISIT(slot);
+  return 0;
+}
+
+int FastPathClear(PyObject* self_obj) {
+  auto* self = reinterpret_cast<FastPath*>(self_obj);
+#define CLEAR(field) Py_CLEAR(self->field);
+  FAST_PATH_FIELDS(CLEAR)
+#undef CLEAR
+  for (PyObject*& slot : self->slots) Py_CLEAR(slot);
+  return 0;
+}
+
+void FastPathDealloc(PyObject* self) {
+  PyObject_GC_UnTrack(self);
+  FastPathClear(self);
+  Py_TYPE(self)->tp_free(self);
+}
+
+PyTypeObject FastPathType = {PyVarObject_HEAD_INIT(nullptr, 0)};
+
+// fast_path(caches, context, eval_trace, array_type, slots, collect_garbage, fallback,
+// failed) -> FastPath; `slots` are Array's slot descriptors in `Slot` order.
+PyObject* PyFastPath(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
+  static const char* usage =
+      "fast_path(caches, context, eval_trace, array_type, slots: tuple, collect_garbage, "
+      "fallback, failed)";
+  if (nargs != 8 || !PyType_Check(args[2]) || !PyType_Check(args[3]) || !PyTuple_Check(args[4]) ||
+      PyTuple_GET_SIZE(args[4]) != kNumSlots) {
+    PyErr_SetString(PyExc_TypeError, usage);
+    return nullptr;
+  }
+  for (Py_ssize_t i = 0; i < kNumSlots; ++i) {
+    PyTypeObject* d = Py_TYPE(PyTuple_GET_ITEM(args[4], i));
+    if (d->tp_descr_get == nullptr || d->tp_descr_set == nullptr) {
+      PyErr_SetString(PyExc_TypeError, "fast_path: Array's slots must be data descriptors");
+      return nullptr;
+    }
+  }
+  auto* self = PyObject_GC_New(FastPath, &FastPathType);
+  if (self == nullptr) return nullptr;
+  self->vectorcall = FastPathCall;
+  PyObject** fields[] = {&self->caches,     &self->context,         &self->eval_trace,
+                         &self->array_type, nullptr,                &self->collect_garbage,
+                         &self->fallback,   &self->failed};
+  for (Py_ssize_t i = 0; i < nargs; ++i) {
+    if (fields[i] == nullptr) continue;
+    Py_INCREF(args[i]);
+    *fields[i] = args[i];
+  }
+  for (Py_ssize_t i = 0; i < kNumSlots; ++i) {
+    self->slots[i] = PyTuple_GET_ITEM(args[4], i);
+    Py_INCREF(self->slots[i]);
+  }
+  PyObject_GC_Track(self);
+  return reinterpret_cast<PyObject*>(self);
+}
+
+PyMethodDef methods[] = {
+    {"fast_path", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(PyFastPath)),
+     METH_FASTCALL, "fast_path(...) -> FastPath: jit's one-Array call in C (see the source)."},
+    {nullptr, nullptr, 0, nullptr}};
+
+PyModuleDef module_def = {PyModuleDef_HEAD_INIT, "_native",
+                          "jit's commonest call, f(x) with one Array, in C.", -1, methods};
+
+}  // namespace
+
+PyMODINIT_FUNC PyInit__native() {
+  FastPathType.tp_name = "minijax.staging._native.FastPath";
+  FastPathType.tp_basicsize = sizeof(FastPath);
+  FastPathType.tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC | Py_TPFLAGS_HAVE_VECTORCALL;
+  FastPathType.tp_vectorcall_offset = offsetof(FastPath, vectorcall);
+  FastPathType.tp_call = PyVectorcall_Call;
+  FastPathType.tp_traverse = FastPathTraverse;
+  FastPathType.tp_clear = FastPathClear;
+  FastPathType.tp_dealloc = FastPathDealloc;
+  FastPathType.tp_doc = "jit's one-Array call in C (see the source).";
+  if (PyType_Ready(&FastPathType) < 0) return nullptr;
+  g_trace_name = PyUnicode_InternFromString("trace");
+  g_fast_name = PyUnicode_InternFromString("fast");
+  g_consume_name = PyUnicode_InternFromString("consume_with_handlers");
+  if (g_trace_name == nullptr || g_fast_name == nullptr || g_consume_name == nullptr) {
+    return nullptr;
+  }
+  return PyModule_Create(&module_def);
+}
