@@ -14,6 +14,10 @@
 // Every other call, and every miss, goes to `fallback` (the Python `jitted`) with the same
 // arguments.  An exception from the execution goes to `failed(entry_failed, args, error)`,
 // a Python function that translates and raises it as the Python fast path would.
+//
+// `ArrayFactory`, `array_factory(Array, slots)`, makes the result Arrays: called as
+// `factory(buffer, aval, device)` it is `Array(buffer, aval, device)` without the Python
+// `__init__` (the Python fast path uses it too).
 
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -25,14 +29,20 @@ namespace {
 // The slots of minijax's Array, in the order `FastPath` takes their descriptors.
 enum Slot { kBuffer, kAval, kCommitted, kDevice, kNpy, kSharding, kNumSlots };
 
+struct ArrayFactory {
+  PyObject_HEAD
+  vectorcallfunc vectorcall;
+  PyObject* array_type;        // Array
+  PyObject* slots[kNumSlots];  // its slot descriptors
+};
+
 struct FastPath {
   PyObject_HEAD
   vectorcallfunc vectorcall;
   PyObject* caches;           // JitCaches: `fast` is read per call (flag changes swap it)
   PyObject* context;          // the thread-local trace context
   PyObject* eval_trace;       // the EvalTrace type
-  PyObject* array_type;       // Array
-  PyObject* slots[kNumSlots];  // Array's slot descriptors
+  PyObject* factory;          // an ArrayFactory
   PyObject* collect_garbage;  // jaxlib's collect_garbage
   PyObject* fallback;         // the Python dispatch: fallback(*args, **kwargs)
   PyObject* failed;           // failed(entry_failed, args, error): raises
@@ -42,34 +52,57 @@ PyObject* g_trace_name;
 PyObject* g_fast_name;
 PyObject* g_consume_name;
 
-inline PyObject* GetSlot(FastPath* self, Slot slot, PyObject* obj) {
-  PyObject* d = self->slots[slot];
-  return Py_TYPE(d)->tp_descr_get(d, obj, self->array_type);  // new reference, or null
+inline PyObject* GetSlot(ArrayFactory* f, Slot slot, PyObject* obj) {
+  PyObject* d = f->slots[slot];
+  return Py_TYPE(d)->tp_descr_get(d, obj, f->array_type);  // new reference, or null
 }
 
-inline int SetSlot(FastPath* self, Slot slot, PyObject* obj, PyObject* value) {
-  PyObject* d = self->slots[slot];
+inline int SetSlot(ArrayFactory* f, Slot slot, PyObject* obj, PyObject* value) {
+  PyObject* d = f->slots[slot];
   return Py_TYPE(d)->tp_descr_set(d, obj, value);
+}
+
+PyObject* NewArray(ArrayFactory* f, PyObject* buffer, PyObject* aval, PyObject* device) {
+  auto* type = reinterpret_cast<PyTypeObject*>(f->array_type);
+  PyObject* array = type->tp_alloc(type, 0);
+  if (array == nullptr) return nullptr;
+  if (SetSlot(f, kBuffer, array, buffer) < 0 || SetSlot(f, kAval, array, aval) < 0 ||
+      SetSlot(f, kDevice, array, device) < 0 || SetSlot(f, kNpy, array, Py_None) < 0 ||
+      SetSlot(f, kSharding, array, Py_None) < 0 || SetSlot(f, kCommitted, array, Py_False) < 0) {
+    Py_DECREF(array);
+    return nullptr;
+  }
+  return array;
+}
+
+PyObject* ArrayFactoryCall(PyObject* self, PyObject* const* args, size_t nargsf,
+                           PyObject* kwnames) {
+  if (PyVectorcall_NARGS(nargsf) != 3 || kwnames != nullptr) {
+    PyErr_SetString(PyExc_TypeError, "an Array factory takes (buffer, aval, device)");
+    return nullptr;
+  }
+  return NewArray(reinterpret_cast<ArrayFactory*>(self), args[0], args[1], args[2]);
 }
 
 // The entry of `x` in `caches.fast` when the call can run here (a new reference), or null
 // with no error set when it cannot (or with the error set when reading failed).
 PyObject* Entry(FastPath* self, PyObject* x, PyObject** buffer) {
+  auto* f = reinterpret_cast<ArrayFactory*>(self->factory);
   PyObject* trace = PyObject_GetAttr(self->context, g_trace_name);
   if (trace == nullptr) return nullptr;
   const bool eval = reinterpret_cast<PyObject*>(Py_TYPE(trace)) == self->eval_trace;
   Py_DECREF(trace);
   if (!eval) return nullptr;
-  PyObject* committed = GetSlot(self, kCommitted, x);
+  PyObject* committed = GetSlot(f, kCommitted, x);
   if (committed == nullptr) return nullptr;
   Py_DECREF(committed);
   if (committed != Py_False) return nullptr;
-  *buffer = GetSlot(self, kBuffer, x);
+  *buffer = GetSlot(f, kBuffer, x);
   if (*buffer == nullptr) {  // a deleted Array: the Python path says so
     PyErr_Clear();
     return nullptr;
   }
-  PyObject* aval = GetSlot(self, kAval, x);
+  PyObject* aval = GetSlot(f, kAval, x);
   PyObject* fast = aval ? PyObject_GetAttr(self->caches, g_fast_name) : nullptr;
   PyObject* entry = nullptr;
   if (fast != nullptr) {
@@ -86,20 +119,6 @@ PyObject* Entry(FastPath* self, PyObject* x, PyObject** buffer) {
   }
   if (entry == nullptr) Py_CLEAR(*buffer);
   return entry;
-}
-
-PyObject* NewArray(FastPath* self, PyObject* buffer, PyObject* aval, PyObject* device) {
-  auto* type = reinterpret_cast<PyTypeObject*>(self->array_type);
-  PyObject* array = type->tp_alloc(type, 0);
-  if (array == nullptr) return nullptr;
-  if (SetSlot(self, kBuffer, array, buffer) < 0 || SetSlot(self, kAval, array, aval) < 0 ||
-      SetSlot(self, kDevice, array, device) < 0 || SetSlot(self, kNpy, array, Py_None) < 0 ||
-      SetSlot(self, kSharding, array, Py_None) < 0 ||
-      SetSlot(self, kCommitted, array, Py_False) < 0) {
-    Py_DECREF(array);
-    return nullptr;
-  }
-  return array;
 }
 
 // Runs the entry on `buffer`; the result Array, or null with the error set.
@@ -143,7 +162,8 @@ PyObject* Run(FastPath* self, PyObject* x, PyObject* entry, PyObject* buffer) {
     PyErr_SetString(PyExc_SystemError, "an execution returned no output");
     return nullptr;
   }
-  PyObject* array = NewArray(self, PyList_GET_ITEM(outs, 0), PyTuple_GET_ITEM(entry, 2),
+  PyObject* array = NewArray(reinterpret_cast<ArrayFactory*>(self->factory),
+                             PyList_GET_ITEM(outs, 0), PyTuple_GET_ITEM(entry, 2),
                              PyTuple_GET_ITEM(entry, 3));
   Py_DECREF(outs);
   return array;
@@ -153,7 +173,8 @@ PyObject* FastPathCall(PyObject* self_obj, PyObject* const* args, size_t nargsf,
                        PyObject* kwnames) {
   auto* self = reinterpret_cast<FastPath*>(self_obj);
   if (PyVectorcall_NARGS(nargsf) == 1 && kwnames == nullptr &&
-      reinterpret_cast<PyObject*>(Py_TYPE(args[0])) == self->array_type) {
+      reinterpret_cast<PyObject*>(Py_TYPE(args[0])) ==
+          reinterpret_cast<ArrayFactory*>(self->factory)->array_type) {
     PyObject* buffer = nullptr;
     PyObject* entry = Entry(self, args[0], &buffer);
     if (entry != nullptr) {
@@ -168,7 +189,7 @@ PyObject* FastPathCall(PyObject* self_obj, PyObject* const* args, size_t nargsf,
 }
 
 #define FAST_PATH_FIELDS(apply)                                                            \
-  apply(caches) apply(context) apply(eval_trace) apply(array_type) apply(collect_garbage) \
+  apply(caches) apply(context) apply(eval_trace) apply(factory) apply(collect_garbage) \
       apply(fallback) apply(failed)
 
 int FastPathTraverse(PyObject* self_obj, visitproc visit, void* arg) {
@@ -176,7 +197,6 @@ int FastPathTraverse(PyObject* self_obj, visitproc visit, void* arg) {
 #define VISIT(field) Py_VISIT(self->field);
   FAST_PATH_FIELDS(VISIT)
 #undef VISIT
-  for (PyObject* slot : self->slots) Py_VISIT(slot);
   return 0;
 }
 
@@ -185,7 +205,6 @@ int FastPathClear(PyObject* self_obj) {
 #define CLEAR(field) Py_CLEAR(self->field);
   FAST_PATH_FIELDS(CLEAR)
 #undef CLEAR
-  for (PyObject*& slot : self->slots) Py_CLEAR(slot);
   return 0;
 }
 
@@ -196,39 +215,74 @@ void FastPathDealloc(PyObject* self) {
 }
 
 PyTypeObject FastPathType = {PyVarObject_HEAD_INIT(nullptr, 0)};
+PyTypeObject ArrayFactoryType = {PyVarObject_HEAD_INIT(nullptr, 0)};
 
-// fast_path(caches, context, eval_trace, array_type, slots, collect_garbage, fallback,
-// failed) -> FastPath; `slots` are Array's slot descriptors in `Slot` order.
-PyObject* PyFastPath(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
-  static const char* usage =
-      "fast_path(caches, context, eval_trace, array_type, slots: tuple, collect_garbage, "
-      "fallback, failed)";
-  if (nargs != 8 || !PyType_Check(args[2]) || !PyType_Check(args[3]) || !PyTuple_Check(args[4]) ||
-      PyTuple_GET_SIZE(args[4]) != kNumSlots) {
-    PyErr_SetString(PyExc_TypeError, usage);
+int ArrayFactoryTraverse(PyObject* self_obj, visitproc visit, void* arg) {
+  auto* self = reinterpret_cast<ArrayFactory*>(self_obj);
+  Py_VISIT(self->array_type);
+  for (PyObject* slot : self->slots) Py_VISIT(slot);
+  return 0;
+}
+
+int ArrayFactoryClear(PyObject* self_obj) {
+  auto* self = reinterpret_cast<ArrayFactory*>(self_obj);
+  Py_CLEAR(self->array_type);
+  for (PyObject*& slot : self->slots) Py_CLEAR(slot);
+  return 0;
+}
+
+void ArrayFactoryDealloc(PyObject* self) {
+  PyObject_GC_UnTrack(self);
+  ArrayFactoryClear(self);
+  Py_TYPE(self)->tp_free(self);
+}
+
+// array_factory(array_type, slots) -> ArrayFactory; `slots` are the type's slot
+// descriptors in `Slot` order.
+PyObject* PyArrayFactory(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
+  if (nargs != 2 || !PyType_Check(args[0]) || !PyTuple_Check(args[1]) ||
+      PyTuple_GET_SIZE(args[1]) != kNumSlots) {
+    PyErr_SetString(PyExc_TypeError, "array_factory(array_type, slots: tuple)");
     return nullptr;
   }
   for (Py_ssize_t i = 0; i < kNumSlots; ++i) {
-    PyTypeObject* d = Py_TYPE(PyTuple_GET_ITEM(args[4], i));
+    PyTypeObject* d = Py_TYPE(PyTuple_GET_ITEM(args[1], i));
     if (d->tp_descr_get == nullptr || d->tp_descr_set == nullptr) {
-      PyErr_SetString(PyExc_TypeError, "fast_path: Array's slots must be data descriptors");
+      PyErr_SetString(PyExc_TypeError, "array_factory: the slots must be data descriptors");
       return nullptr;
     }
+  }
+  auto* self = PyObject_GC_New(ArrayFactory, &ArrayFactoryType);
+  if (self == nullptr) return nullptr;
+  self->vectorcall = ArrayFactoryCall;
+  Py_INCREF(args[0]);
+  self->array_type = args[0];
+  for (Py_ssize_t i = 0; i < kNumSlots; ++i) {
+    self->slots[i] = PyTuple_GET_ITEM(args[1], i);
+    Py_INCREF(self->slots[i]);
+  }
+  PyObject_GC_Track(self);
+  return reinterpret_cast<PyObject*>(self);
+}
+
+// fast_path(caches, context, eval_trace, factory, collect_garbage, fallback, failed)
+// -> FastPath, `factory` an ArrayFactory.
+PyObject* PyFastPath(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
+  if (nargs != 7 || !PyType_Check(args[2]) || Py_TYPE(args[3]) != &ArrayFactoryType) {
+    PyErr_SetString(PyExc_TypeError,
+                    "fast_path(caches, context, eval_trace, factory: ArrayFactory, "
+                    "collect_garbage, fallback, failed)");
+    return nullptr;
   }
   auto* self = PyObject_GC_New(FastPath, &FastPathType);
   if (self == nullptr) return nullptr;
   self->vectorcall = FastPathCall;
-  PyObject** fields[] = {&self->caches,     &self->context,         &self->eval_trace,
-                         &self->array_type, nullptr,                &self->collect_garbage,
-                         &self->fallback,   &self->failed};
+  PyObject** fields[] = {&self->caches,  &self->context,         &self->eval_trace,
+                         &self->factory, &self->collect_garbage, &self->fallback,
+                         &self->failed};
   for (Py_ssize_t i = 0; i < nargs; ++i) {
-    if (fields[i] == nullptr) continue;
     Py_INCREF(args[i]);
     *fields[i] = args[i];
-  }
-  for (Py_ssize_t i = 0; i < kNumSlots; ++i) {
-    self->slots[i] = PyTuple_GET_ITEM(args[4], i);
-    Py_INCREF(self->slots[i]);
   }
   PyObject_GC_Track(self);
   return reinterpret_cast<PyObject*>(self);
@@ -237,6 +291,9 @@ PyObject* PyFastPath(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
 PyMethodDef methods[] = {
     {"fast_path", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(PyFastPath)),
      METH_FASTCALL, "fast_path(...) -> FastPath: jit's one-Array call in C (see the source)."},
+    {"array_factory",
+     reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(PyArrayFactory)), METH_FASTCALL,
+     "array_factory(Array, slots) -> factory(buffer, aval, device): Arrays made in C."},
     {nullptr, nullptr, 0, nullptr}};
 
 PyModuleDef module_def = {PyModuleDef_HEAD_INIT, "_native",
@@ -254,7 +311,16 @@ PyMODINIT_FUNC PyInit__native() {
   FastPathType.tp_clear = FastPathClear;
   FastPathType.tp_dealloc = FastPathDealloc;
   FastPathType.tp_doc = "jit's one-Array call in C (see the source).";
-  if (PyType_Ready(&FastPathType) < 0) return nullptr;
+  ArrayFactoryType.tp_name = "minijax.staging._native.ArrayFactory";
+  ArrayFactoryType.tp_basicsize = sizeof(ArrayFactory);
+  ArrayFactoryType.tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC | Py_TPFLAGS_HAVE_VECTORCALL;
+  ArrayFactoryType.tp_vectorcall_offset = offsetof(ArrayFactory, vectorcall);
+  ArrayFactoryType.tp_call = PyVectorcall_Call;
+  ArrayFactoryType.tp_traverse = ArrayFactoryTraverse;
+  ArrayFactoryType.tp_clear = ArrayFactoryClear;
+  ArrayFactoryType.tp_dealloc = ArrayFactoryDealloc;
+  ArrayFactoryType.tp_doc = "factory(buffer, aval, device): an Array made in C.";
+  if (PyType_Ready(&FastPathType) < 0 || PyType_Ready(&ArrayFactoryType) < 0) return nullptr;
   g_trace_name = PyUnicode_InternFromString("trace");
   g_fast_name = PyUnicode_InternFromString("fast");
   g_consume_name = PyUnicode_InternFromString("consume_with_handlers");

@@ -71,8 +71,10 @@ try:  # the one-Array call in C (csrc/fast_path.cc); without it, all in Python
   from minijax.staging import _native as _fast_native
 except ImportError:
   _fast_native = None
-_ARRAY_SLOTS = tuple(Array.__dict__[name] for name in (  # in csrc/fast_path.cc's order
-    "_buffer", "aval", "_committed", "_device", "_npy", "_sharding"))
+# The fast path's result Arrays: `Array(buffer, aval, device)`, made in C when it can.
+_new_array = Array if _fast_native is None else _fast_native.array_factory(
+    Array, tuple(Array.__dict__[name] for name in (  # in csrc/fast_path.cc's order
+        "_buffer", "aval", "_committed", "_device", "_npy", "_sharding")))
 
 __all__ = ["jit", "clear_caches", "JitWrapped", "Traced", "Lowered", "Compiled"]
 
@@ -634,6 +636,7 @@ def _jitted(wrapped: JitWrapped) -> Callable:
   with_static = bool(wrapped._static_argnums)
   key_functions: dict[Any, Callable] = {}  # per number of arguments (and keyword names)
   collect_garbage, runtime_error = backend.collect_jaxlib_garbage, executable_lib.JaxRuntimeError
+  new_array = _new_array
 
   def new_key_function(n):
     return key_functions.setdefault(
@@ -677,7 +680,7 @@ def _jitted(wrapped: JitWrapped) -> Callable:
                   outs = execute(buffers).consume_with_handlers(handlers)
                 except runtime_error as err:
                   failed(args, err)
-                return Array(outs[0], out_aval, device)
+                return new_array(outs[0], out_aval, device)
         else:
           try:
             if kwargs:
@@ -721,7 +724,7 @@ def _jitted(wrapped: JitWrapped) -> Callable:
             except runtime_error as err:
               failed(flat, err)
             if out_aval is not None:
-              return Array(outs[0], out_aval, device)
+              return new_array(outs[0], out_aval, device)
             return finish(outs)
         try:
           return call(*flat)
@@ -747,8 +750,8 @@ def _jitted(wrapped: JitWrapped) -> Callable:
   functools.update_wrapper(jitted, wrapped._fun)
   dispatch = jitted
   if _fast_native is not None:
-    dispatch = _fast_native.fast_path(caches, context, EvalTrace, Array, _ARRAY_SLOTS,
-                                      collect_garbage, jitted, failed_in_c)
+    dispatch = _fast_native.fast_path(caches, context, EvalTrace, _new_array, collect_garbage,
+                                      jitted, failed_in_c)
   out = PjitFunction(dispatch)
   functools.update_wrapper(out, wrapped._fun)
   out.__signature__ = DeferredSignature(wrapped._fun)
