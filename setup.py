@@ -1,6 +1,6 @@
 """Builds minijax's three native pieces: the tap queue with its XLA FFI handler, the FFI
 handler of value-returning host calls (`pure_callback`, `io_callback`), and jit's fast
-path for its commonest call (`f(x)` with one Array).
+path for its commonest calls (on Arrays only).
 
 The handlers are written against the header-only XLA FFI API that jaxlib ships in
 `jaxlib/include`, and both build numpy arrays through numpy's C API, so the build needs

@@ -1,15 +1,18 @@
-// The commonest call of a jitted function, `f(x)` with one Array, served in C: the module
-// `minijax.staging._native`, whose `FastPath` is what `jit` returns calls first (see
-// `staging/jit.py`, `_jitted`).  It does what the Python fast path does for that call, in
-// the same order, without a Python frame or the Python `Array.__init__`:
+// The commonest calls of a jitted function, `f(x)` or `f(x, y, ...)` with Arrays only, served
+// in C: the module `minijax.staging._native`, whose `FastPath` is what `jit` returns calls
+// first (see `staging/jit.py`, `_jitted`).  It does what the Python fast path does for such
+// a call, in the same order, without a Python frame or the Python `Array.__init__`:
 //
-//   * only under the eval trace (`context.trace` is an `EvalTrace`), for exactly one
-//     positional argument of exactly the `Array` type, uncommitted, whose buffer is there;
-//   * the key is the argument's aval; the entry, `caches.fast[aval]`, must be one that runs
-//     here (an executable's `dispatch_record`: `execute` set, one output, no constants);
-//   * jaxlib's garbage is collected, `execute([buffer]).consume_with_handlers(handlers)`
-//     runs, and the one output becomes an `Array(out, out_aval, device)`, its slots set
-//     through the class's own slot descriptors.
+//   * only under the eval trace (`context.trace` is an `EvalTrace`), for positional
+//     arguments (at most kMaxArgs) of exactly the `Array` type, uncommitted, whose buffers
+//     are there;
+//   * the key is the argument's aval for one argument, else the tuple of their avals ended
+//     by False (the Python key functions' key); the entry, `caches.fast[key]`, must be one
+//     that runs here (an executable's `dispatch_record`, with `execute` set);
+//   * jaxlib's garbage is collected, `execute([*consts, *buffers])
+//     .consume_with_handlers(handlers)` runs, and one output becomes an `Array(out,
+//     out_aval, device)`, its slots set through the class's own slot descriptors (several
+//     go to the entry's `finish`).
 //
 // Every other call, and every miss, goes to `fallback` (the Python `jitted`) with the same
 // arguments.  An exception from the execution goes to `failed(entry_failed, args, error)`,
@@ -84,54 +87,82 @@ PyObject* ArrayFactoryCall(PyObject* self, PyObject* const* args, size_t nargsf,
   return NewArray(reinterpret_cast<ArrayFactory*>(self), args[0], args[1], args[2]);
 }
 
-// The entry of `x` in `caches.fast` when the call can run here (a new reference), or null
-// with no error set when it cannot (or with the error set when reading failed).
-PyObject* Entry(FastPath* self, PyObject* x, PyObject** buffer) {
+constexpr Py_ssize_t kMaxArgs = 256;  // as the Python key functions unroll (fast_keys.py)
+
+// The entry of the call `args` in `caches.fast` when it can run here (a new reference),
+// with the arguments' buffers in `buffers` (after the entry's constants); null with no
+// error set when it cannot run here, or with the error set when reading failed.
+PyObject* Entry(FastPath* self, PyObject* const* args, Py_ssize_t n, PyObject** buffers) {
   auto* f = reinterpret_cast<ArrayFactory*>(self->factory);
   PyObject* trace = PyObject_GetAttr(self->context, g_trace_name);
   if (trace == nullptr) return nullptr;
   const bool eval = reinterpret_cast<PyObject*>(Py_TYPE(trace)) == self->eval_trace;
   Py_DECREF(trace);
   if (!eval) return nullptr;
-  PyObject* committed = GetSlot(f, kCommitted, x);
-  if (committed == nullptr) return nullptr;
-  Py_DECREF(committed);
-  if (committed != Py_False) return nullptr;
-  *buffer = GetSlot(f, kBuffer, x);
-  if (*buffer == nullptr) {  // a deleted Array: the Python path says so
-    PyErr_Clear();
+  PyObject* key = n == 1 ? nullptr : PyTuple_New(n + 1);  // (*avals, committed)
+  PyObject* arg_buffers = PyList_New(n);
+  if ((n > 1 && key == nullptr) || arg_buffers == nullptr) {
+    Py_XDECREF(key);
+    Py_XDECREF(arg_buffers);
     return nullptr;
   }
-  PyObject* aval = GetSlot(f, kAval, x);
-  PyObject* fast = aval ? PyObject_GetAttr(self->caches, g_fast_name) : nullptr;
-  PyObject* entry = nullptr;
-  if (fast != nullptr) {
-    entry = PyDict_Check(fast) ? PyDict_GetItemWithError(fast, aval) : nullptr;
-    Py_XINCREF(entry);
-    Py_DECREF(fast);
+  bool plain = true;
+  for (Py_ssize_t i = 0; plain && i < n; ++i) {
+    PyObject* x = args[i];
+    PyObject* committed = GetSlot(f, kCommitted, x);
+    PyObject* buffer = committed == Py_False ? GetSlot(f, kBuffer, x) : nullptr;
+    PyObject* aval = buffer != nullptr ? GetSlot(f, kAval, x) : nullptr;
+    Py_XDECREF(committed);
+    plain = aval != nullptr;  // uncommitted (committed calls have keys of their own), not deleted
+    if (!plain) {
+      Py_XDECREF(buffer);
+      break;
+    }
+    PyList_SET_ITEM(arg_buffers, i, buffer);
+    if (n == 1) {
+      key = aval;
+    } else {
+      PyTuple_SET_ITEM(key, i, aval);
+    }
   }
-  Py_XDECREF(aval);
-  if (entry != nullptr && !(PyTuple_Check(entry) && PyTuple_GET_SIZE(entry) >= 6 &&
-                            PyTuple_GET_ITEM(entry, 0) != Py_None &&   // runs here
-                            PyTuple_GET_ITEM(entry, 2) != Py_None &&   // one output
-                            PyTuple_GET_ITEM(entry, 5) == Py_None)) {  // no constants
+  PyObject* entry = nullptr;
+  if (plain) {
+    if (n > 1) {
+      Py_INCREF(Py_False);
+      PyTuple_SET_ITEM(key, n, Py_False);
+    }
+    PyObject* fast = PyObject_GetAttr(self->caches, g_fast_name);
+    if (fast != nullptr) {
+      entry = PyDict_Check(fast) ? PyDict_GetItemWithError(fast, key) : nullptr;
+      Py_XINCREF(entry);
+      Py_DECREF(fast);
+    }
+  }
+  Py_XDECREF(key);
+  if (entry != nullptr && !(PyTuple_Check(entry) && PyTuple_GET_SIZE(entry) >= 7 &&
+                            PyTuple_GET_ITEM(entry, 0) != Py_None)) {  // not run here
     Py_CLEAR(entry);
   }
-  if (entry == nullptr) Py_CLEAR(*buffer);
+  if (entry != nullptr) {
+    PyObject* consts = PyTuple_GET_ITEM(entry, 5);
+    if (consts == Py_None) {
+      *buffers = arg_buffers;
+      return entry;
+    }
+    *buffers = PySequence_Concat(consts, arg_buffers);
+    if (*buffers == nullptr) Py_CLEAR(entry);
+  }
+  Py_DECREF(arg_buffers);
   return entry;
 }
 
-// Runs the entry on `buffer`; the result Array, or null with the error set.
-PyObject* Run(FastPath* self, PyObject* x, PyObject* entry, PyObject* buffer) {
+// Runs the entry on `buffers` (the call `args`); the result, or null with the error set.
+PyObject* Run(FastPath* self, PyObject* const* args, Py_ssize_t n, PyObject* entry,
+              PyObject* buffers) {
   PyObject* garbage = PyObject_CallNoArgs(self->collect_garbage);
   if (garbage == nullptr) return nullptr;
   Py_DECREF(garbage);
-  PyObject* buffers = PyList_New(1);
-  if (buffers == nullptr) return nullptr;
-  Py_INCREF(buffer);
-  PyList_SET_ITEM(buffers, 0, buffer);
   PyObject* results = PyObject_CallOneArg(PyTuple_GET_ITEM(entry, 0), buffers);
-  Py_DECREF(buffers);
   PyObject* outs = nullptr;
   if (results != nullptr) {
     PyObject* call_args[] = {results, PyTuple_GET_ITEM(entry, 1)};
@@ -147,15 +178,27 @@ PyObject* Run(FastPath* self, PyObject* x, PyObject* entry, PyObject* buffer) {
     if (traceback != nullptr) PyException_SetTraceback(value, traceback);
     Py_XDECREF(type);
     Py_XDECREF(traceback);
-    PyObject* args = PyTuple_Pack(1, x);
-    PyObject* raised = args ? PyObject_CallFunctionObjArgs(self->failed, PyTuple_GET_ITEM(entry, 4),
-                                                           args, value, nullptr)
+    PyObject* call = PyTuple_New(n);
+    if (call != nullptr) {
+      for (Py_ssize_t i = 0; i < n; ++i) {
+        Py_INCREF(args[i]);
+        PyTuple_SET_ITEM(call, i, args[i]);
+      }
+    }
+    PyObject* raised = call ? PyObject_CallFunctionObjArgs(self->failed, PyTuple_GET_ITEM(entry, 4),
+                                                           call, value, nullptr)
                             : nullptr;
-    Py_XDECREF(args);
+    Py_XDECREF(call);
     Py_XDECREF(value);
     Py_XDECREF(raised);
     if (!PyErr_Occurred()) PyErr_SetString(PyExc_SystemError, "the fast path's failed() returned");
     return nullptr;
+  }
+  PyObject* out_aval = PyTuple_GET_ITEM(entry, 2);
+  if (out_aval == Py_None) {  // several outputs, or a pytree of them
+    PyObject* out = PyObject_CallOneArg(PyTuple_GET_ITEM(entry, 6), outs);
+    Py_DECREF(outs);
+    return out;
   }
   if (!PyList_Check(outs) || PyList_GET_SIZE(outs) < 1) {
     Py_DECREF(outs);
@@ -163,8 +206,7 @@ PyObject* Run(FastPath* self, PyObject* x, PyObject* entry, PyObject* buffer) {
     return nullptr;
   }
   PyObject* array = NewArray(reinterpret_cast<ArrayFactory*>(self->factory),
-                             PyList_GET_ITEM(outs, 0), PyTuple_GET_ITEM(entry, 2),
-                             PyTuple_GET_ITEM(entry, 3));
+                             PyList_GET_ITEM(outs, 0), out_aval, PyTuple_GET_ITEM(entry, 3));
   Py_DECREF(outs);
   return array;
 }
@@ -172,18 +214,22 @@ PyObject* Run(FastPath* self, PyObject* x, PyObject* entry, PyObject* buffer) {
 PyObject* FastPathCall(PyObject* self_obj, PyObject* const* args, size_t nargsf,
                        PyObject* kwnames) {
   auto* self = reinterpret_cast<FastPath*>(self_obj);
-  if (PyVectorcall_NARGS(nargsf) == 1 && kwnames == nullptr &&
-      reinterpret_cast<PyObject*>(Py_TYPE(args[0])) ==
-          reinterpret_cast<ArrayFactory*>(self->factory)->array_type) {
-    PyObject* buffer = nullptr;
-    PyObject* entry = Entry(self, args[0], &buffer);
+  const Py_ssize_t n = PyVectorcall_NARGS(nargsf);
+  bool arrays = kwnames == nullptr && n >= 1 && n <= kMaxArgs;
+  PyObject* array_type = reinterpret_cast<ArrayFactory*>(self->factory)->array_type;
+  for (Py_ssize_t i = 0; arrays && i < n; ++i) {
+    arrays = reinterpret_cast<PyObject*>(Py_TYPE(args[i])) == array_type;
+  }
+  if (arrays) {
+    PyObject* buffers = nullptr;
+    PyObject* entry = Entry(self, args, n, &buffers);
     if (entry != nullptr) {
-      PyObject* out = Run(self, args[0], entry, buffer);
+      PyObject* out = Run(self, args, n, entry, buffers);
       Py_DECREF(entry);
-      Py_DECREF(buffer);
+      Py_DECREF(buffers);
       return out;
     }
-    if (PyErr_Occurred()) return nullptr;
+    PyErr_Clear();  // the Python path says what went wrong, if anything did
   }
   return PyObject_Vectorcall(self->fallback, args, nargsf, kwnames);
 }
@@ -290,14 +336,14 @@ PyObject* PyFastPath(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
 
 PyMethodDef methods[] = {
     {"fast_path", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(PyFastPath)),
-     METH_FASTCALL, "fast_path(...) -> FastPath: jit's one-Array call in C (see the source)."},
+     METH_FASTCALL, "fast_path(...) -> FastPath: jit's calls on Arrays in C (see the source)."},
     {"array_factory",
      reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(PyArrayFactory)), METH_FASTCALL,
      "array_factory(Array, slots) -> factory(buffer, aval, device): Arrays made in C."},
     {nullptr, nullptr, 0, nullptr}};
 
 PyModuleDef module_def = {PyModuleDef_HEAD_INIT, "_native",
-                          "jit's commonest call, f(x) with one Array, in C.", -1, methods};
+                          "jit's commonest calls, on Arrays only, in C.", -1, methods};
 
 }  // namespace
 
@@ -310,7 +356,7 @@ PyMODINIT_FUNC PyInit__native() {
   FastPathType.tp_traverse = FastPathTraverse;
   FastPathType.tp_clear = FastPathClear;
   FastPathType.tp_dealloc = FastPathDealloc;
-  FastPathType.tp_doc = "jit's one-Array call in C (see the source).";
+  FastPathType.tp_doc = "jit's calls on Arrays in C (see the source).";
   ArrayFactoryType.tp_name = "minijax.staging._native.ArrayFactory";
   ArrayFactoryType.tp_basicsize = sizeof(ArrayFactory);
   ArrayFactoryType.tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC | Py_TPFLAGS_HAVE_VECTORCALL;

@@ -1,5 +1,5 @@
-"""jit's fast path (`staging/jit.py` `_jitted`, and `csrc/fast_path.cc` for the one-Array
-call): every shape of call it serves in its own frame (Arrays, Python scalars among them,
+"""jit's fast path (`staging/jit.py` `_jitted`, and `csrc/fast_path.cc` for calls on
+Arrays only): every shape of call it serves in its own frame (Arrays, Python scalars among them,
 pytrees, constants, several outputs) gives the slow path's answer, and the errors raised
 from it are the clear ones."""
 import numpy as np
@@ -102,9 +102,9 @@ def test_eager_operators_with_python_scalars_and_unsupported_operands():
     jnp.add(x, "a")
 
 
-# The one-Array call `f(x)`, which the native fast path (csrc/fast_path.cc) serves in C when
+# Calls on Arrays only, which the native fast path (csrc/fast_path.cc) serves in C when
 # it is built; the same cases run in a child without it, all in Python.
-ONE_ARRAY_CASES = """
+ARRAY_CASES = """
 import os, traceback
 import numpy as np
 import minijax
@@ -126,6 +126,23 @@ try:
   assert np.array_equal(f(x), [0.0, 2.0, 4.0]) and f(x).dtype == np.float32
 finally:
   minijax.config.update("enable_x64", False)
+
+w = minijax.device_put(np.ones(3, np.float32))
+const = minijax.device_put(np.full(3, 10.0, np.float32))
+g = minijax.jit(lambda a, b: (a + b + const, {"d": a - b}))  # a constant, a pytree of outputs
+for _ in range(3):
+  s, d = g(x, w)
+assert np.array_equal(s, [11.0, 12.0, 13.0]) and np.array_equal(d["d"], [-1.0, 0.0, 1.0])
+h = minijax.jit(lambda *vs: sum(vs[1:], vs[0]))
+for _ in range(3):
+  assert float(h(*[w[:1]] * 12)[0]) == 12.0
+w.delete()
+try:
+  g(x, w)
+except RuntimeError as e:
+  assert "deleted" in str(e), e
+else:
+  raise AssertionError("a deleted argument was used without an error")
 
 inner = minijax.jit(lambda v: v + 1.0)
 inner(x)
@@ -149,10 +166,10 @@ print("native" if jit_module._fast_native is not None else "python", "ok")
 """
 
 
-def test_the_one_array_call_in_c_and_in_python():
+def test_calls_on_arrays_in_c_and_in_python():
   for hide, want in (("", None), ('import sys; sys.modules["minijax.staging._native"] = None\n',
                                   "python ok")):
-    proc = run_python(hide + ONE_ARRAY_CASES)
+    proc = run_python(hide + ARRAY_CASES)
     assert proc.returncode == 0, proc.stderr[-3000:]
     if want is not None:
       assert want in proc.stdout

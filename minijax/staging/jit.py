@@ -67,7 +67,7 @@ from minijax.staging.fast_keys import (key_function as _key_function,
                                        mixed_key_function as _mixed_key_function,
                                        pytree_key as _pytree_key)
 
-try:  # the one-Array call in C (csrc/fast_path.cc); without it, all in Python
+try:  # calls on Arrays only, in C (csrc/fast_path.cc); without it, all in Python
   from minijax.staging import _native as _fast_native
 except ImportError:
   _fast_native = None
@@ -615,8 +615,9 @@ def _jitted(wrapped: JitWrapped) -> Callable:
   executable on a single device without effects, or with only ordered ones on the shared
   execution stream (taps), says how to run it here, in this frame, on the argument buffers
   built with the key (`Executable.dispatch_record`; `_NO_RECORD` for the others).  A call
-  with one Array argument is tried first, with the fewest steps, in C when the native
-  fast path is built (`csrc/fast_path.cc`, which hands every other call to this one).  When every
+  with one Array argument is tried first, with the fewest steps.  When the native fast
+  path is built (`csrc/fast_path.cc`), calls on Arrays only are served in C before this
+  function runs, and every other call, miss or error comes here.  When every
   argument is an Array the key is their avals (the aval itself for one argument), with no
   flattening; with Python scalars among them, the tuple of avals (a scalar's is weakly
   typed, as in JAX); for other pytrees it is the tree structure and the leaves' avals;
@@ -736,7 +737,7 @@ def _jitted(wrapped: JitWrapped) -> Callable:
       raise
 
   def failed_in_c(failed, args, err):
-    """An error of the one-Array call that `_fast_native` ran, raised as above."""
+    """An error of a call that `_fast_native` ran in C, raised as above."""
     try:
       if isinstance(err, runtime_error):
         failed(args, err)
