@@ -136,7 +136,7 @@ class _OptionalBuildExt(build_ext):
 
 setup(
     ext_modules=[
-        Extension(name, sources=[source], depends=["csrc/host_array.h"], language="c++",
+        Extension(name, sources=[source], depends=["csrc/host_array.h", "csrc/callable_type.h"], language="c++",
                   extra_compile_args=["-std=c++17", "-O2", "-fvisibility=hidden"])
         for name, (source, _, _) in NATIVE_EXTENSIONS.items()
     ],

@@ -27,6 +27,8 @@
 
 #include <cstddef>
 
+#include "callable_type.h"
+
 namespace {
 
 // The slots of minijax's Array, in the order `FastPath` takes their descriptors.
@@ -348,25 +350,15 @@ PyModuleDef module_def = {PyModuleDef_HEAD_INIT, "_native",
 }  // namespace
 
 PyMODINIT_FUNC PyInit__native() {
-  FastPathType.tp_name = "minijax.staging._native.FastPath";
-  FastPathType.tp_basicsize = sizeof(FastPath);
-  FastPathType.tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC | Py_TPFLAGS_HAVE_VECTORCALL;
-  FastPathType.tp_vectorcall_offset = offsetof(FastPath, vectorcall);
-  FastPathType.tp_call = PyVectorcall_Call;
-  FastPathType.tp_traverse = FastPathTraverse;
-  FastPathType.tp_clear = FastPathClear;
-  FastPathType.tp_dealloc = FastPathDealloc;
-  FastPathType.tp_doc = "jit's calls on Arrays in C (see the source).";
-  ArrayFactoryType.tp_name = "minijax.staging._native.ArrayFactory";
-  ArrayFactoryType.tp_basicsize = sizeof(ArrayFactory);
-  ArrayFactoryType.tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC | Py_TPFLAGS_HAVE_VECTORCALL;
-  ArrayFactoryType.tp_vectorcall_offset = offsetof(ArrayFactory, vectorcall);
-  ArrayFactoryType.tp_call = PyVectorcall_Call;
-  ArrayFactoryType.tp_traverse = ArrayFactoryTraverse;
-  ArrayFactoryType.tp_clear = ArrayFactoryClear;
-  ArrayFactoryType.tp_dealloc = ArrayFactoryDealloc;
-  ArrayFactoryType.tp_doc = "factory(buffer, aval, device): an Array made in C.";
-  if (PyType_Ready(&FastPathType) < 0 || PyType_Ready(&ArrayFactoryType) < 0) return nullptr;
+  if (!ReadyCallableType(&FastPathType, "minijax.staging._native.FastPath", sizeof(FastPath),
+                         offsetof(FastPath, vectorcall), FastPathTraverse, FastPathClear,
+                         FastPathDealloc, "jit's calls on Arrays in C (see the source).") ||
+      !ReadyCallableType(&ArrayFactoryType, "minijax.staging._native.ArrayFactory",
+                         sizeof(ArrayFactory), offsetof(ArrayFactory, vectorcall),
+                         ArrayFactoryTraverse, ArrayFactoryClear, ArrayFactoryDealloc,
+                         "factory(buffer, aval, device): an Array made in C.")) {
+    return nullptr;
+  }
   g_trace_name = PyUnicode_InternFromString("trace");
   g_fast_name = PyUnicode_InternFromString("fast");
   g_consume_name = PyUnicode_InternFromString("consume_with_handlers");

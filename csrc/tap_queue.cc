@@ -42,6 +42,7 @@
 #include <algorithm>
 #include <vector>
 
+#include "callable_type.h"
 #include "host_array.h"
 
 #include <sys/mman.h>
@@ -825,29 +826,23 @@ PyObject* StreamedDispatchCall(PyObject* self_obj, PyObject* const* args, size_t
   return results;
 }
 
+#define STREAMED_DISPATCH_FIELDS(apply)                                                     \
+  apply(execute) apply(get_stream) apply(set_stream) apply(stream_id) apply(depth) apply(busy) \
+      apply(mark) apply(slow)
+
 int StreamedDispatchTraverse(PyObject* self_obj, visitproc visit, void* arg) {
   auto* self = reinterpret_cast<StreamedDispatch*>(self_obj);
-  Py_VISIT(self->execute);
-  Py_VISIT(self->get_stream);
-  Py_VISIT(self->set_stream);
-  Py_VISIT(self->stream_id);
-  Py_VISIT(self->depth);
-  Py_VISIT(self->busy);
-  Py_VISIT(self->mark);
-  Py_VISIT(self->slow);
+#define VISIT(field) Py_VISIT(self->field);
+  STREAMED_DISPATCH_FIELDS(VISIT)
+#undef VISIT
   return 0;
 }
 
 int StreamedDispatchClear(PyObject* self_obj) {
   auto* self = reinterpret_cast<StreamedDispatch*>(self_obj);
-  Py_CLEAR(self->execute);
-  Py_CLEAR(self->get_stream);
-  Py_CLEAR(self->set_stream);
-  Py_CLEAR(self->stream_id);
-  Py_CLEAR(self->depth);
-  Py_CLEAR(self->busy);
-  Py_CLEAR(self->mark);
-  Py_CLEAR(self->slow);
+#define CLEAR(field) Py_CLEAR(self->field);
+  STREAMED_DISPATCH_FIELDS(CLEAR)
+#undef CLEAR
   return 0;
 }
 
@@ -1352,18 +1347,14 @@ PyMODINIT_FUNC PyInit__native() {
   PayloadType.tp_doc = "The bytes of one tap, viewed by numpy without a copy.";
   PayloadType.tp_as_buffer = &payload_as_buffer;
   PayloadType.tp_as_sequence = &payload_as_sequence;
-  StreamedDispatchType.tp_name = "minijax.runtime.taps._native.StreamedDispatch";
-  StreamedDispatchType.tp_basicsize = sizeof(StreamedDispatch);
-  StreamedDispatchType.tp_flags =
-      Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC | Py_TPFLAGS_HAVE_VECTORCALL;
-  StreamedDispatchType.tp_vectorcall_offset = offsetof(StreamedDispatch, vectorcall);
-  StreamedDispatchType.tp_call = PyVectorcall_Call;
-  StreamedDispatchType.tp_traverse = StreamedDispatchTraverse;
-  StreamedDispatchType.tp_clear = StreamedDispatchClear;
-  StreamedDispatchType.tp_dealloc = StreamedDispatchDealloc;
-  StreamedDispatchType.tp_doc = "The dispatch of a program on the shared stream (see the source).";
   if (_import_array() < 0) return nullptr;
-  if (PyType_Ready(&PayloadType) < 0 || PyType_Ready(&StreamedDispatchType) < 0) return nullptr;
+  if (PyType_Ready(&PayloadType) < 0 ||
+      !ReadyCallableType(&StreamedDispatchType, "minijax.runtime.taps._native.StreamedDispatch",
+                         sizeof(StreamedDispatch), offsetof(StreamedDispatch, vectorcall),
+                         StreamedDispatchTraverse, StreamedDispatchClear, StreamedDispatchDealloc,
+                         "The dispatch of a program on the shared stream (see the source).")) {
+    return nullptr;
+  }
   PyObject* m = PyModule_Create(&module_def);
   if (m == nullptr) return nullptr;
   Py_INCREF(&PayloadType);
