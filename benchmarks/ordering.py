@@ -20,7 +20,9 @@ part alone in the same interleaved rounds: the tapped program executed by hand (
 call and its push into the queue run inside), then with the switch to the shared stream,
 then with the tap runtime's checks before an execution (`before_execution`, the host-call
 depth), then all that as the executable does it (`Executable._execute_streamed`), beside the
-untapped program executed by hand; and the receiver thread's CPU time per tap.
+untapped program executed by hand, and beside an untapped program of several XLA operations
+(a cumsum: XLA's CPU runtime costs more per execution for a program of more than one
+operation, tapped or not); and the receiver thread's CPU time per tap.
 """
 from __future__ import annotations
 
@@ -35,6 +37,7 @@ import time
 import numpy as np
 
 import minijax
+import minijax.numpy as jnp
 from minijax.config import config
 from minijax.experimental import host_callback as hcb
 
@@ -132,8 +135,10 @@ def breakdown(args):
   try:
     tapped = minijax.jit(lambda x: hcb.id_tap(_nothing, x) + 1)
     plain = minijax.jit(lambda x: x + 1)
+    several = minijax.jit(lambda x: jnp.cumsum(jnp.stack([x, x + 1]))[1])
     t_exe, p_exe = tapped.lower(x).compile()._fn, plain.lower(x).compile()._fn
-    tapped(x), plain(x), t_exe(x), p_exe(x)
+    s_exe = several.lower(x).compile()._fn
+    tapped(x), plain(x), t_exe(x), p_exe(x), s_exe(x)
     hcb.barrier_wait()
     buffers = [x._buffer]
     get_stream, set_stream = _jax.get_execution_stream_id, _jax.set_execution_stream_id
@@ -161,6 +166,7 @@ def breakdown(args):
         "untapped jit call": lambda: plain(x),
         "tapped jit call": lambda: tapped(x),
         "untapped program by hand": by_hand(p_exe),
+        "untapped cumsum by hand": by_hand(s_exe),
         "tapped program by hand": by_hand(t_exe),
         "  + shared stream": by_hand(t_exe, shared=True),
         "  + tap runtime checks": by_hand(t_exe, shared=True, checks=True),
