@@ -1,12 +1,13 @@
-"""Builds minijax's two native pieces: the tap queue with its XLA FFI handler, and the FFI
-handler of value-returning host calls (`pure_callback`, `io_callback`).
+"""Builds minijax's three native pieces: the tap queue with its XLA FFI handler, the FFI
+handler of value-returning host calls (`pure_callback`, `io_callback`), and jit's fast
+path for its commonest calls (on Arrays only).
 
 The handlers are written against the header-only XLA FFI API that jaxlib ships in
 `jaxlib/include`, and both build numpy arrays through numpy's C API, so the build needs
 jaxlib (the same version as at run time), numpy and a C++17 compiler, nothing else.
 
-If an extension cannot be built, the package still installs and the runtime falls back to
-jaxlib's Python callback mechanism.  pip hides a build's output unless it fails, so the
+If an extension cannot be built, the package still installs and minijax falls back to
+jaxlib's Python callback mechanism (taps, host calls) or to Python (jit's fast path).  pip hides a build's output unless it fails, so the
 reason is recorded where the package finds it: `_native_build_error.txt`, next to where
 the extension would be, which the run-time warning quotes.  Set
 `MINIJAX_REQUIRE_NATIVE=1` to make the install fail instead, with the compiler's error in
@@ -19,11 +20,15 @@ import tempfile
 from setuptools import Extension, setup
 from setuptools.command.build_ext import build_ext
 
-NATIVE_EXTENSIONS = {  # module: (source, what it is, what the runtime does without it)
+NATIVE_EXTENSIONS = {  # module: (source, what it is, what minijax does without it)
     "minijax.runtime.taps._native": (
-        "csrc/tap_queue.cc", "native tap extension", "taps will use"),
+        "csrc/tap_queue.cc", "native tap extension",
+        "taps will use the Python callback mechanism"),
     "minijax.runtime.host_calls._native": (
-        "csrc/host_call.cc", "native host-call extension", "pure_callback and io_callback will use"),
+        "csrc/host_call.cc", "native host-call extension",
+        "pure_callback and io_callback will use the Python callback mechanism"),
+    "minijax.staging._native": (
+        "csrc/fast_path.cc", "native jit fast path", "jit will dispatch in Python only"),
 }
 BUILD_ERROR_FILE = "_native_build_error.txt"
 
@@ -125,14 +130,13 @@ class _OptionalBuildExt(build_ext):
     reason = f"{type(e).__name__}: {e}".strip().replace("\n", " ")
     getattr(self, "_not_built", set()).add(ext.name)
     self._record(ext, reason)
-    print(f"warning: minijax's {what} was not built ({reason}); {fallback} the Python "
-          "callback mechanism. Set MINIJAX_REQUIRE_NATIVE=1 to make this an error.",
-          file=sys.stderr)
+    print(f"warning: minijax's {what} was not built ({reason}); {fallback}. Set "
+          "MINIJAX_REQUIRE_NATIVE=1 to make this an error.", file=sys.stderr)
 
 
 setup(
     ext_modules=[
-        Extension(name, sources=[source], depends=["csrc/host_array.h"], language="c++",
+        Extension(name, sources=[source], depends=["csrc/host_array.h", "csrc/callable_type.h"], language="c++",
                   extra_compile_args=["-std=c++17", "-O2", "-fvisibility=hidden"])
         for name, (source, _, _) in NATIVE_EXTENSIONS.items()
     ],

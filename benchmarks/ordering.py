@@ -1,13 +1,18 @@
 """The cost of ordering tapped calls: a runtime token per call, or one execution stream.
 
-  python benchmarks/ordering.py [--rounds N] [--calls N]
+  python benchmarks/ordering.py [--rounds N] [--calls N] [--load N]
 
 Times a burst of N calls (until every tap has run, `barrier_wait`) of
-`jit(lambda x: id_tap(nothing, x) + 1)` under each `effects_ordering` setting, and the same
+`jit(lambda x: id_tap(nothing, x) + 1)` under each `effects_ordering` setting, the same
+function with an unordered `debug.callback` in place of the tap (on the stream), and the same
 burst of the untapped `jit(lambda x: x + 1)`, in interleaved rounds; prints the median µs
 per call and the median of the per-round ratios tapped / untapped (see docs/effects.md),
 in wall time and in the dispatching thread's CPU time until the last call returned (the
 steadier of the two on a shared machine; it leaves out the receiver thread's work).
+
+With `--load N` N other processes keep a core busy each (`--load all`: every core) while
+it measures: the receivers must not starve the dispatching thread
+(their spinning and lingering adapt to load; see `csrc/tap_queue.cc`).
 
 With `--breakdown` it times, on the stream, where the tapped call's extra time goes, each
 part alone in the same interleaved rounds: the tapped program executed by hand (jaxlib's
@@ -15,18 +20,24 @@ part alone in the same interleaved rounds: the tapped program executed by hand (
 call and its push into the queue run inside), then with the switch to the shared stream,
 then with the tap runtime's checks before an execution (`before_execution`, the host-call
 depth), then all that as the executable does it (`Executable._execute_streamed`), beside the
-untapped program executed by hand; and the receiver thread's CPU time per tap.
+untapped program executed by hand, and beside an untapped program of several XLA operations
+(a cumsum: XLA's CPU runtime costs more per execution for a program of more than one
+operation, tapped or not); and the receiver thread's CPU time per tap.
 """
 from __future__ import annotations
 
 import argparse
+import contextlib
+import os
 import statistics
+import subprocess
 import sys
 import time
 
 import numpy as np
 
 import minijax
+import minijax.numpy as jnp
 from minijax.config import config
 from minijax.experimental import host_callback as hcb
 
@@ -37,15 +48,40 @@ def _nothing(arg, transforms):
   pass
 
 
+def _unordered(x):
+  minijax.debug.callback(lambda x: None, x)
+  return x + 1
+
+
 def main(argv=None):
   parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
   parser.add_argument("--rounds", type=int, default=15)
   parser.add_argument("--calls", type=int, default=2000)
   parser.add_argument("--breakdown", action="store_true",
                       help="time the parts of a tapped call on the stream (see above)")
+  parser.add_argument("--load", default="0",
+                      help="cores another process keeps busy meanwhile (a number, or 'all')")
   args = parser.parse_args(argv)
-  if args.breakdown:
-    return breakdown(args)
+  load = os.cpu_count() if args.load == "all" else int(args.load)
+  with _busy_cores(load):
+    if args.breakdown:
+      return breakdown(args)
+    return measure(args)
+
+
+@contextlib.contextmanager
+def _busy_cores(n: int):
+  """`n` other processes, each spinning on a core, for as long as the block runs."""
+  procs = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(n)]
+  try:
+    yield
+  finally:
+    for p in procs:
+      p.kill()
+      p.wait()
+
+
+def measure(args):
   x = minijax.device_put(np.float32(1.0))
   saved = config.effects_ordering
   tapped = {}
@@ -53,6 +89,9 @@ def main(argv=None):
     config.update("effects_ordering", mode)
     tapped[mode] = minijax.jit(lambda x: hcb.id_tap(_nothing, x) + 1)
     tapped[mode](x)
+  config.update("effects_ordering", "stream")
+  unordered = minijax.jit(_unordered)
+  unordered(x)
   plain = minijax.jit(lambda x: x + 1)
   plain(x)
   hcb.barrier_wait()
@@ -65,13 +104,14 @@ def main(argv=None):
     hcb.barrier_wait()
     return (time.perf_counter() - start) / args.calls, cpu / args.calls
 
-  samples = {name: [] for name in ("untapped", *MODES)}
+  samples = {name: [] for name in ("untapped", *MODES, "unordered")}
   try:
     for _ in range(args.rounds):
       samples["untapped"].append(burst(plain))
       for mode in MODES:
         config.update("effects_ordering", mode)
         samples[mode].append(burst(tapped[mode]))
+      samples["unordered"].append(burst(unordered))
   finally:
     config.update("effects_ordering", saved)
   for name, values in samples.items():
@@ -95,8 +135,10 @@ def breakdown(args):
   try:
     tapped = minijax.jit(lambda x: hcb.id_tap(_nothing, x) + 1)
     plain = minijax.jit(lambda x: x + 1)
+    several = minijax.jit(lambda x: jnp.cumsum(jnp.stack([x, x + 1]))[1])
     t_exe, p_exe = tapped.lower(x).compile()._fn, plain.lower(x).compile()._fn
-    tapped(x), plain(x), t_exe(x), p_exe(x)
+    s_exe = several.lower(x).compile()._fn
+    tapped(x), plain(x), t_exe(x), p_exe(x), s_exe(x)
     hcb.barrier_wait()
     buffers = [x._buffer]
     get_stream, set_stream = _jax.get_execution_stream_id, _jax.set_execution_stream_id
@@ -124,6 +166,7 @@ def breakdown(args):
         "untapped jit call": lambda: plain(x),
         "tapped jit call": lambda: tapped(x),
         "untapped program by hand": by_hand(p_exe),
+        "untapped cumsum by hand": by_hand(s_exe),
         "tapped program by hand": by_hand(t_exe),
         "  + shared stream": by_hand(t_exe, shared=True),
         "  + tap runtime checks": by_hand(t_exe, shared=True, checks=True),

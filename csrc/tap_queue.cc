@@ -42,6 +42,7 @@
 #include <algorithm>
 #include <vector>
 
+#include "callable_type.h"
 #include "host_array.h"
 
 #include <sys/mman.h>
@@ -316,6 +317,9 @@ struct Queue {
   int device = 0;
   bool consumer_waiting = false;
   bool closed = false;
+  // Whether a receiver drains the queue (open, not closed since): read by StreamedDispatch
+  // without the lock.
+  std::atomic<bool> receiving{false};
   // Set by a barrier's flush, by close and by a producer that finds the queue full: the
   // receiver takes what is queued without lingering, until the queue is empty.
   std::atomic<bool> hurry{false};
@@ -393,6 +397,9 @@ constexpr std::chrono::milliseconds kSignalPoll{50};
 // The exception a signal handler raised while this thread waited for room (owned; taken
 // by `take_interrupt`).  Only touched with the GIL held.
 thread_local PyObject* t_interrupt = nullptr;
+
+// Whether this thread is a receiver (it called `deliver`), so that it runs tap functions.
+thread_local bool t_receiver = false;
 
 bool InterpreterFinalizing() {
 #if PY_VERSION_HEX >= 0x030D0000
@@ -742,6 +749,139 @@ bool DeviceCall(PyObject* const* args, Py_ssize_t nargs, Py_ssize_t expected, co
 }
 
 // ---------------------------------------------------------------------------
+// StreamedDispatch: the dispatching side of a single-device program with effects on the
+// shared execution stream (`Executable._make_execute_streamed` in Python says what it
+// does), in C for the common case, which costs no Python frame.  Called with the argument
+// buffers, it checks what `before_execution` and the host-call depth would have it do
+// otherwise (the device's receiver is not running, the calling thread is a receiver, a
+// tap waits for room in the queue, the call is made from inside a host call, or a program
+// that calls the host runs on the device) and hands all those to `slow(buffers)`, the
+// Python version; else it switches the thread to the shared stream, runs
+// `execute(buffers)`, switches back, sets `mark[0] = True` (a barrier's fence must come
+// after this execution) and returns the execution's results.
+
+struct StreamedDispatch {
+  PyObject_HEAD
+  vectorcallfunc vectorcall;
+  int slot;
+  PyObject* execute;     // execute_sharded of the program
+  PyObject* get_stream;  // jaxlib's get_execution_stream_id
+  PyObject* set_stream;  // and set_execution_stream_id
+  PyObject* stream_id;   // the shared stream
+  PyObject* depth;       // host_calls.host_call_depth
+  PyObject* busy;        // [programs calling the host running on the device]
+  PyObject* mark;        // [streamed work since the device's last fence]
+  PyObject* slow;
+};
+
+PyObject* StreamedDispatchCall(PyObject* self_obj, PyObject* const* args, size_t nargsf,
+                               PyObject* kwnames) {
+  auto* self = reinterpret_cast<StreamedDispatch*>(self_obj);
+  if (PyVectorcall_NARGS(nargsf) != 1 || kwnames != nullptr) {
+    PyErr_SetString(PyExc_TypeError, "a streamed dispatch takes the argument buffers");
+    return nullptr;
+  }
+  Queue* q = g_queues[self->slot].load(std::memory_order_acquire);
+  bool plain = q != nullptr && q->receiving.load(std::memory_order_acquire) && !t_receiver &&
+               g_waiting[self->slot].load(std::memory_order_acquire) == 0;
+  if (plain) {
+    PyObject* item = PyList_GET_ITEM(self->busy, 0);
+    plain = item == Py_False || (PyLong_CheckExact(item) && PyLong_AsLong(item) == 0);
+  }
+  if (plain) {
+    PyObject* depth = PyObject_CallNoArgs(self->depth);
+    if (depth == nullptr) return nullptr;
+    plain = PyLong_CheckExact(depth) && PyLong_AsLong(depth) == 0;
+    Py_DECREF(depth);
+  }
+  if (!plain) return PyObject_Vectorcall(self->slow, args, 1, nullptr);
+  PyObject* previous = PyObject_CallNoArgs(self->get_stream);
+  if (previous == nullptr) return nullptr;
+  PyObject* set = PyObject_CallOneArg(self->set_stream, self->stream_id);
+  if (set == nullptr) {
+    Py_DECREF(previous);
+    return nullptr;
+  }
+  Py_DECREF(set);
+  PyObject* results = PyObject_Vectorcall(self->execute, args, 1, nullptr);
+  PyObject *type, *value, *traceback;
+  PyErr_Fetch(&type, &value, &traceback);  // (an execution's error survives the switch back)
+  set = PyObject_CallOneArg(self->set_stream, previous);
+  Py_DECREF(previous);
+  if (set == nullptr) {
+    Py_XDECREF(type);
+    Py_XDECREF(value);
+    Py_XDECREF(traceback);
+    Py_XDECREF(results);
+    return nullptr;
+  }
+  Py_DECREF(set);
+  PyErr_Restore(type, value, traceback);
+  if (results == nullptr) return nullptr;
+  Py_INCREF(Py_True);
+  if (PyList_SetItem(self->mark, 0, Py_True) < 0) {
+    Py_DECREF(results);
+    return nullptr;
+  }
+  return results;
+}
+
+#define STREAMED_DISPATCH_FIELDS(apply)                                                     \
+  apply(execute) apply(get_stream) apply(set_stream) apply(stream_id) apply(depth) apply(busy) \
+      apply(mark) apply(slow)
+
+int StreamedDispatchTraverse(PyObject* self_obj, visitproc visit, void* arg) {
+  auto* self = reinterpret_cast<StreamedDispatch*>(self_obj);
+#define VISIT(field) Py_VISIT(self->field);
+  STREAMED_DISPATCH_FIELDS(VISIT)
+#undef VISIT
+  return 0;
+}
+
+int StreamedDispatchClear(PyObject* self_obj) {
+  auto* self = reinterpret_cast<StreamedDispatch*>(self_obj);
+#define CLEAR(field) Py_CLEAR(self->field);
+  STREAMED_DISPATCH_FIELDS(CLEAR)
+#undef CLEAR
+  return 0;
+}
+
+void StreamedDispatchDealloc(PyObject* self) {
+  PyObject_GC_UnTrack(self);
+  StreamedDispatchClear(self);
+  Py_TYPE(self)->tp_free(self);
+}
+
+PyTypeObject StreamedDispatchType = {PyVarObject_HEAD_INIT(nullptr, 0)};
+
+// streamed_dispatch(device, execute, get_stream, set_stream, stream_id, depth, busy, mark,
+// slow) -> a StreamedDispatch (see above).
+PyObject* PyStreamedDispatch(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
+  static const char* usage =
+      "streamed_dispatch(device, execute, get_stream, set_stream, stream_id, depth, busy: list, "
+      "mark: list, slow)";
+  Queue* unused;
+  if (!DeviceCall(args, nargs, 9, usage, &unused)) return nullptr;
+  if (!PyList_Check(args[6]) || PyList_GET_SIZE(args[6]) != 1 || !PyList_Check(args[7]) ||
+      PyList_GET_SIZE(args[7]) != 1) {
+    PyErr_SetString(PyExc_TypeError, usage);
+    return nullptr;
+  }
+  auto* self = PyObject_GC_New(StreamedDispatch, &StreamedDispatchType);
+  if (self == nullptr) return nullptr;
+  self->vectorcall = StreamedDispatchCall;
+  self->slot = static_cast<int>(PyLong_AsLong(args[0]) % kMaxDevices);
+  PyObject** fields[] = {&self->execute, &self->get_stream, &self->set_stream, &self->stream_id,
+                         &self->depth,   &self->busy,       &self->mark,       &self->slow};
+  for (size_t i = 0; i < 8; ++i) {
+    Py_INCREF(args[i + 1]);
+    *fields[i] = args[i + 1];
+  }
+  PyObject_GC_Track(self);
+  return reinterpret_cast<PyObject*>(self);
+}
+
+// ---------------------------------------------------------------------------
 // Module functions.
 
 PyObject* PyHandler(PyObject*, PyObject*) {
@@ -947,6 +1087,7 @@ PyObject* PyDeliver(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
   Py_ssize_t max_count = PyLong_AsSsize_t(args[1]);
   if (max_count == -1 && PyErr_Occurred()) return nullptr;
   if (max_count < 1) max_count = 1;
+  t_receiver = true;
   PyObject *fast = args[2], *slow = args[3], *on_error = args[4];
   static thread_local std::vector<Message> spare;  // the last batch's, emptied (see MessageFifo)
   std::vector<Message> batch;
@@ -1045,6 +1186,7 @@ PyObject* SetClosed(PyObject* arg, bool closed) {
   {
     std::lock_guard<std::mutex> lock(q->mu);
     q->closed = closed;
+    q->receiving.store(!closed, std::memory_order_release);
     q->hurry.store(closed, std::memory_order_release);
   }
   q->has_data.notify_all();
@@ -1182,6 +1324,11 @@ PyMethodDef methods[] = {
     {"enqueued", PyEnqueued, METH_O, "enqueued(device) -> taps admitted so far."},
     {"counters", PyCounters, METH_O,
      "counters(device) -> (enqueued, bytes_enqueued, queued_bytes, high_water, blocked_ns)."},
+    {"streamed_dispatch",
+     reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(PyStreamedDispatch)),
+     METH_FASTCALL,
+     "streamed_dispatch(device, execute, get_stream, set_stream, stream_id, depth, busy, mark, "
+     "slow): runs a program with effects on the shared stream (see the source)."},
     {"reset_high_water", PyResetHighWater, METH_O,
      "reset_high_water(device): high-water mark := queued bytes; blocked time := 0."},
     {nullptr, nullptr, 0, nullptr}};
@@ -1201,7 +1348,13 @@ PyMODINIT_FUNC PyInit__native() {
   PayloadType.tp_as_buffer = &payload_as_buffer;
   PayloadType.tp_as_sequence = &payload_as_sequence;
   if (_import_array() < 0) return nullptr;
-  if (PyType_Ready(&PayloadType) < 0) return nullptr;
+  if (PyType_Ready(&PayloadType) < 0 ||
+      !ReadyCallableType(&StreamedDispatchType, "minijax.runtime.taps._native.StreamedDispatch",
+                         sizeof(StreamedDispatch), offsetof(StreamedDispatch, vectorcall),
+                         StreamedDispatchTraverse, StreamedDispatchClear, StreamedDispatchDealloc,
+                         "The dispatch of a program on the shared stream (see the source).")) {
+    return nullptr;
+  }
   PyObject* m = PyModule_Create(&module_def);
   if (m == nullptr) return nullptr;
   Py_INCREF(&PayloadType);

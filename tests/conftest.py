@@ -1,3 +1,5 @@
+import contextlib
+import gc
 import logging
 import os
 import sys
@@ -102,3 +104,24 @@ def using_tap_mechanism(name: str, barrier: Callable[[], None], ignore=()):
       pass
     finally:
       minijax.config.update("tap_mechanism", previous)
+
+
+@contextlib.contextmanager
+def heap_frozen():
+  """Moves every object that exists now into the collector's permanent generation while
+  the block runs: `gc.collect()` and `gc.get_referrers` in it then scan the block's own
+  objects only, not the heap of every test an xdist worker ran before (up to seconds a
+  collection there).  What the block checks is freed must be created in the block."""
+  gc.collect()
+  gc.freeze()
+  try:
+    yield
+  finally:
+    gc.unfreeze()
+
+
+@pytest.fixture
+def frozen_heap():
+  """The test runs with the heap before it frozen (see `heap_frozen`)."""
+  with heap_frozen():
+    yield

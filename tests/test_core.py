@@ -203,18 +203,6 @@ def test_leaked_tracer_passed_to_a_jitted_function_is_reported():
     g((one, leaked[0]))
 
 
-@pytest.fixture
-def frozen_heap():
-  """Moves every object that exists before the test into the collector's permanent
-  generation for the test's duration: the leak checks' `gc.collect()` and `gc.get_referrers`
-  then scan the test's own objects only, not the heap of every test an xdist worker ran
-  before (seconds a check there; tracers and their holders are all created in the test)."""
-  gc.collect()
-  gc.freeze()
-  yield
-  gc.unfreeze()
-
-
 def test_checking_leaks_names_a_tracer_that_outlives_jit_scan_or_vmap(frozen_heap):
   kept = []
 

@@ -1,12 +1,15 @@
-"""jit's fast path (`staging/jit.py` `_jitted`): every shape of call it serves in its own
-frame (Arrays, Python scalars among them, pytrees, constants, several outputs) gives the
-slow path's answer, and the errors raised from it are the clear ones."""
+"""jit's fast path (`staging/jit.py` `_jitted`, and `csrc/fast_path.cc` for calls on
+Arrays only): every shape of call it serves in its own frame (Arrays, Python scalars among them,
+pytrees, constants, several outputs) gives the slow path's answer, and the errors raised
+from it are the clear ones."""
 import numpy as np
 import pytest
 
 import minijax
 import minijax.numpy as jnp
 from minijax.core.avals import python_scalar_aval
+from minijax.staging import jit as jit_module
+from tests.conftest import run_python
 
 
 def _put(x):
@@ -97,3 +100,78 @@ def test_eager_operators_with_python_scalars_and_unsupported_operands():
     x + "a"
   with pytest.raises(TypeError):
     jnp.add(x, "a")
+
+
+# Calls on Arrays only, which the native fast path (csrc/fast_path.cc) serves in C when
+# it is built; the same cases run in a child without it, all in Python.
+ARRAY_CASES = """
+import os, traceback
+import numpy as np
+import minijax
+from minijax.staging import jit as jit_module
+
+x = minijax.device_put(np.arange(3, dtype=np.float32))
+f = minijax.jit(lambda v: v * 2.0)
+for _ in range(3):
+  out = f(x)
+assert type(out) is minijax.Array and out.aval == x.aval and out.device == x.device
+assert not out.committed and np.array_equal(out, [0.0, 2.0, 4.0])
+assert len(f._wrapped._fast) == 1
+
+committed = minijax.device_put(x, minijax.devices()[0])
+assert f(committed).committed and not f(x).committed  # committed calls have entries of their own
+
+minijax.config.update("enable_x64", True)  # another flag state: other caches
+try:
+  assert np.array_equal(f(x), [0.0, 2.0, 4.0]) and f(x).dtype == np.float32
+finally:
+  minijax.config.update("enable_x64", False)
+
+w = minijax.device_put(np.ones(3, np.float32))
+const = minijax.device_put(np.full(3, 10.0, np.float32))
+g = minijax.jit(lambda a, b: (a + b + const, {"d": a - b}))  # a constant, a pytree of outputs
+for _ in range(3):
+  s, d = g(x, w)
+assert np.array_equal(s, [11.0, 12.0, 13.0]) and np.array_equal(d["d"], [-1.0, 0.0, 1.0])
+h = minijax.jit(lambda *vs: sum(vs[1:], vs[0]))
+for _ in range(3):
+  assert float(h(*[w[:1]] * 12)[0]) == 12.0
+w.delete()
+try:
+  g(x, w)
+except RuntimeError as e:
+  assert "deleted" in str(e), e
+else:
+  raise AssertionError("a deleted argument was used without an error")
+
+inner = minijax.jit(lambda v: v + 1.0)
+inner(x)
+jaxpr = minijax.make_jaxpr(lambda y: inner(x) * y)(2.0)  # staged, not run, under a trace
+assert "pjit" in str(jaxpr) or "jit" in str(jaxpr), jaxpr
+
+bump = minijax.jit(lambda v: v + 1.0, donate_argnums=0)
+y = minijax.device_put(np.ones(3, np.float32))
+z = bump(y)
+z = bump(z)
+try:
+  bump(y)
+except RuntimeError as e:
+  assert "deleted" in str(e) or "donated" in str(e), e
+  internal = os.path.dirname(minijax.__file__) + os.sep
+  frames = [fr.filename for fr in traceback.extract_tb(e.__traceback__)]
+  assert not any(name.startswith(internal) for name in frames), frames
+else:
+  raise AssertionError("a donated argument was used again without an error")
+print("native" if jit_module._fast_native is not None else "python", "ok")
+"""
+
+
+def test_calls_on_arrays_in_c_and_in_python():
+  for hide, want in (("", None), ('import sys; sys.modules["minijax.staging._native"] = None\n',
+                                  "python ok")):
+    proc = run_python(hide + ARRAY_CASES)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    if want is not None:
+      assert want in proc.stdout
+    else:
+      assert ("native ok" if jit_module._fast_native is not None else "python ok") in proc.stdout

@@ -25,10 +25,19 @@ from minijax.lax import call as call_lib
 from minijax.runtime.executable import Executable
 from minijax.runtime.taps import receiver, registry
 from minijax.staging import compiler
+from tests.conftest import heap_frozen
 
 
 def live_executables() -> int:
   return sum(1 for o in gc.get_objects() if type(o) is Executable)
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _frozen():
+  """Every test here collects garbage, often several times: the heap from before this
+  file is frozen (see `heap_frozen`)."""
+  with heap_frozen():
+    yield
 
 
 def settle():

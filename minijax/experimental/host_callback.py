@@ -483,7 +483,7 @@ batching.primitive_batchers[id_tap_p] = _id_tap_batching
 
 def _id_tap_pp(params, names, indent):
   func = params["tap_func_"]
-  while hasattr(func, "func"):  # partials and device wrappers
+  while hasattr(func, "func") and not hasattr(func, "__name__"):  # partials, device wrappers
     func = func.func
   lines = [f"tap_func_={getattr(func, '__name__', type(func).__name__)}",
            f"nr_tapped_args_={params['nr_tapped_args_']}"]

@@ -236,12 +236,14 @@ class Executable(CompiledProgram):
     execution as `execute_sharded` does, on that stream (see `runtime/tokens.py`), and
     returns its results for `consume_with_handlers` (from inside a host call, the results
     of `_run_nested`, already finished); None for other executables.  `make_call`'s closure
-    and `jit`'s fast path (`dispatch_record`) both run it."""
+    and `jit`'s fast path (`dispatch_record`) both run it.  On a single device with the
+    native tap queues, the common case runs in C (`taps.streamed_dispatch`), which hands
+    every other to this Python version."""
     if not self._on_stream:
       return None
     execute, device, chains, settle = self._exe.execute_sharded, self.device, self._chains, \
         runtime_tokens.settle
-    marks, busy = runtime_tokens._streamed, runtime_tokens.host_calls_running(device)
+    mark, busy = runtime_tokens.stream_mark(device), runtime_tokens.host_calls_running(device)
     ordering = runtime_tokens.ordering_lock(device)
     acquire, release = ordering.acquire, ordering.release
     before_execution, ordinal = taps.before_execution, taps.device_ordinal(device)
@@ -268,9 +270,13 @@ class Executable(CompiledProgram):
         _set_stream(previous)
         if after_host_calls:
           release()
-      marks[device] = True  # after the dispatch: a barrier's fence comes after it
+      mark[0] = True  # after the dispatch: a barrier's fence comes after it
       return mark_progress(ordinal, results) if marking else results
-    return execute_streamed
+
+    if several_devices:
+      return execute_streamed
+    return taps.streamed_dispatch(ordinal, execute, _get_stream, _set_stream, STREAM_ID, depth,
+                                  busy, mark, execute_streamed) or execute_streamed
 
   def _make_run_synchronous(self) -> Callable[[list], list]:
     """For executables that make host calls: runs, then waits for the computation to

@@ -24,7 +24,7 @@ With `config.effects_ordering == "stream"` (the default) a single-device program
 tokens itself and takes none: executions with effects (ordered or not; unordered ones then
 keep no status) all run on one XLA execution stream
 (`STREAM_ID`), whose executions XLA's CPU client runs in dispatch order on each device,
-whichever Python thread dispatched them.  Each such dispatch marks its device (`streamed`);
+whichever Python thread dispatched them.  Each such dispatch marks its device (`stream_mark`);
 what a barrier waits for on a marked device is a fence, a trivial program dispatched on the
 same stream (`fence`, compiled by the staging layer), which finishes after everything
 dispatched before it there.  `snapshot` and `started_tokens` include the fences (as
@@ -98,23 +98,29 @@ class RuntimeTokens:
     self._unordered: dict[Any, list] = {}
     self._initial: dict[Any, Any] = {}
     self._ordering: dict[Any, threading.RLock] = {}
-    self._streamed: dict[Any, bool] = {}   # device -> streamed work since its last fence
+    self._streamed: dict[Any, list] = {}   # device -> [streamed work since its last fence]
     self._fences: dict[Any, Any] = {}      # device -> its last fence not yet waited for
     self._host_calling: dict[Any, list] = {}  # device -> [programs calling the host running]
     # device -> the output buffer of a fence just dispatched on STREAM_ID (set by staging)
     self.fence = None
 
-  def streamed(self, device) -> None:
-    """Marks `device` as having run a streamed execution since its last fence."""
-    self._streamed[device] = True
+  def stream_mark(self, device) -> list:
+    """`[marked]`: whether `device` ran a streamed execution since its last fence (one list
+    per device, set in place by the dispatch path after each such execution)."""
+    with self._lock:
+      return self._streamed.setdefault(device, [False])
+
+  def _any_streamed(self) -> bool:
+    return bool(self._fences) or any(m[0] for m in self._streamed.values())
 
   def _dispatch_fences(self, devices=None) -> list:
     """Fences every marked device (of `devices`); returns `(device, fence)` of every fence
     not yet waited for (on `devices`)."""
     with self._lock:
-      marked = [d for d, m in self._streamed.items() if m and (devices is None or d in devices)]
+      marked = [d for d, m in self._streamed.items()
+                if m[0] and (devices is None or d in devices)]
       for d in marked:
-        self._streamed[d] = False
+        self._streamed[d][0] = False
     if marked:
       previous = _get_stream()
       _set_stream(STREAM_ID)
@@ -129,7 +135,7 @@ class RuntimeTokens:
 
   def wait_streamed(self, devices) -> None:
     """Blocks until the streamed executions dispatched so far on `devices` have finished."""
-    if not self._streamed and not self._fences:
+    if not self._any_streamed():
       return
     for device, fence in self._dispatch_fences(devices):
       fence.block_until_ready()
@@ -206,7 +212,7 @@ class RuntimeTokens:
   def snapshot(self) -> tuple[list, list]:
     """`(started, entries)`: the (chain, token) of every chain that has started, and the
     unordered runs not yet waited for.  Nothing is removed; see `release`."""
-    fences = self._dispatch_fences() if self._streamed or self._fences else []
+    fences = self._dispatch_fences() if self._any_streamed() else []
     with self._lock:
       started = [(c, c.token) for c in self._chains.values() if c.token is not c.initial]
       entries = [e for ss in self._unordered.values() for e in ss]
@@ -227,7 +233,7 @@ class RuntimeTokens:
   def started_tokens(self) -> list:
     """The current token array of every chain that has started: once they are all ready,
     every ordered execution dispatched so far has finished."""
-    fences = self._dispatch_fences() if self._streamed or self._fences else []
+    fences = self._dispatch_fences() if self._any_streamed() else []
     with self._lock:
       return [_array(c.token) for c in self._chains.values()
               if c.token is not c.initial] + [fence for _, fence in fences]
@@ -269,7 +275,8 @@ class RuntimeTokens:
         chain.token = chain.initial
       for statuses in self._unordered.values():
         statuses.clear()
-      self._streamed.clear()
+      for mark in self._streamed.values():
+        mark[0] = False
       self._fences.clear()
 
   def after_fork_in_child(self) -> None:

@@ -39,35 +39,51 @@ def _by_map(args, kwargs=None):
           list(map(_buffer_of, args)))
 
 
+class _CallShape:
+  """The head of the fast path's keys for calls with keyword arguments: one object per
+  number of positional arguments and set of keyword names, hashed by identity (cheaper
+  than a tuple of them)."""
+  __slots__ = ("n", "kw_names")
+
+  def __init__(self, n: int, kw_names: tuple):
+    self.n, self.kw_names = n, kw_names
+
+  def __repr__(self):
+    return f"<call shape: {self.n} positional, keywords {', '.join(self.kw_names)}>"
+
+
 def key_function(n: int, static: frozenset, with_static: bool, kw_names: tuple = (),
                   static_kw: frozenset = frozenset()) -> Callable:
   """The fast path's key and argument buffers for a call with `n` positional arguments
-  (and keyword arguments `kw_names`, in the call's order), in unrolled code (three
+  (and keyword arguments named `kw_names`, in any order), in unrolled code (three
   attribute reads per argument, no loop, one frame), generated once per shape of call.
   Without static or keyword arguments, `key(args)` is `(avals, buffers)`: the tuple of the
   arguments' avals, ended by whether any of them is committed to its device, and the list
   of their buffers.  Otherwise (`with_static`: the static ones are at the positions
   `static` and named `static_kw`) `key(args, kwargs)` is `(key, dynamic arguments, their
-  buffers)`: the key holds `n` (and `kw_names`), each static value and its type (so `1`
-  and `1.0` are two keys, as in JAX), each dynamic argument's aval and whether any is
-  committed; the dynamic arguments are in the order of the traced jaxpr's inputs
-  (positional ones, then keyword ones by name).  AttributeError for a dynamic argument
-  that is not an Array (no aval, or no buffer)."""
+  buffers)`: the key holds the shape of call (`n`, or an object standing for `n` and the
+  keyword names), each static value and its type (so `1` and `1.0` are two keys, as in
+  JAX), each dynamic argument's aval and whether any is committed; the dynamic arguments
+  are in the order of the traced jaxpr's inputs (positional ones, then keyword ones by
+  name).  AttributeError for a dynamic argument that is not an Array (no aval, or no
+  buffer); KeyError when the call's keyword names are not `kw_names`."""
   cache_key = (n, static, with_static, kw_names, static_kw)
   fn = _key_functions.get(cache_key)
   if fn is None:
     if not (with_static or kw_names) and n > _UNROLL_LIMIT:
       return _by_map
+    kw_names = tuple(sorted(kw_names))
     names = [f"a{i}" for i in range(n)]
     kws = [f"k{i}" for i in range(len(kw_names))]
+    namespace: dict = {"SHAPE": _CallShape(n, kw_names)}
     if with_static or kw_names:
-      head = f"({n}, {kw_names!r})" if kw_names else str(n)
+      head = "SHAPE" if kw_names else str(n)
       parts = [head] + [f"{a}, type({a})" if i in static else f"{a}.aval"
                         for i, a in enumerate(names)]
       parts += [f"{k}, type({k})" if name in static_kw else f"{k}.aval"
                 for k, name in zip(kws, kw_names)]
       dynamic = [a for i, a in enumerate(names) if i not in static]
-      dynamic += [k for name, k in sorted(zip(kw_names, kws)) if name not in static_kw]
+      dynamic += [k for name, k in zip(kw_names, kws) if name not in static_kw]
       parts.append(" or ".join(f"{d}._committed" for d in dynamic) or "False")
       result = (f"({', '.join(parts)}), ({''.join(d + ', ' for d in dynamic)}), "
                 f"[{''.join(d + '._buffer, ' for d in dynamic)}]")
@@ -76,9 +92,9 @@ def key_function(n: int, static: frozenset, with_static: bool, kw_names: tuple =
       result = ("(" + "".join(f"{a}.aval, " for a in names) + f"{committed}), ["
                 + "".join(f"{a}._buffer, " for a in names) + "]")
     unpack = f"  {''.join(a + ', ' for a in names)}= args\n" if n else ""
-    if kws:
-      unpack += f"  {''.join(k + ', ' for k in kws)}= kwargs.values()\n"
-    namespace: dict = {}
+    if kws:  # by name, so that any order of the same names gives the same key
+      unpack += f"  if len(kwargs) != {len(kws)}:\n    raise KeyError\n"
+      unpack += "".join(f"  {k} = kwargs[{name!r}]\n" for k, name in zip(kws, kw_names))
     exec(f"def key(args, kwargs=None):\n{unpack}  return {result}\n", namespace)  # noqa: S102
     fn = _key_functions[cache_key] = namespace["key"]
   return fn

@@ -67,6 +67,15 @@ from minijax.staging.fast_keys import (key_function as _key_function,
                                        mixed_key_function as _mixed_key_function,
                                        pytree_key as _pytree_key)
 
+try:  # calls on Arrays only, in C (csrc/fast_path.cc); without it, all in Python
+  from minijax.staging import _native as _fast_native
+except ImportError:
+  _fast_native = None
+# The fast path's result Arrays: `Array(buffer, aval, device)`, made in C when it can.
+_new_array = Array if _fast_native is None else _fast_native.array_factory(
+    Array, tuple(Array.__dict__[name] for name in (  # in csrc/fast_path.cc's order
+        "_buffer", "aval", "_committed", "_device", "_npy", "_sharding")))
+
 __all__ = ["jit", "clear_caches", "JitWrapped", "Traced", "Lowered", "Compiled"]
 
 
@@ -606,7 +615,9 @@ def _jitted(wrapped: JitWrapped) -> Callable:
   executable on a single device without effects, or with only ordered ones on the shared
   execution stream (taps), says how to run it here, in this frame, on the argument buffers
   built with the key (`Executable.dispatch_record`; `_NO_RECORD` for the others).  A call
-  with one Array argument is tried first, with the fewest steps.  When every
+  with one Array argument is tried first, with the fewest steps.  When the native fast
+  path is built (`csrc/fast_path.cc`), calls on Arrays only are served in C before this
+  function runs, and every other call, miss or error comes here.  When every
   argument is an Array the key is their avals (the aval itself for one argument), with no
   flattening; with Python scalars among them, the tuple of avals (a scalar's is weakly
   typed, as in JAX); for other pytrees it is the tree structure and the leaves' avals;
@@ -626,14 +637,24 @@ def _jitted(wrapped: JitWrapped) -> Callable:
   with_static = bool(wrapped._static_argnums)
   key_functions: dict[Any, Callable] = {}  # per number of arguments (and keyword names)
   collect_garbage, runtime_error = backend.collect_jaxlib_garbage, executable_lib.JaxRuntimeError
+  new_array = _new_array
 
   def new_key_function(n):
     return key_functions.setdefault(
         n, _key_function(n, wrapped._static_positions(n), with_static))
 
-  def new_kw_key_function(n, kwargs):
-    return key_functions.setdefault((n, *kwargs), _key_function(
-        n, wrapped._static_positions(n), True, tuple(kwargs), wrapped._static_argnames))
+  kw_key_functions: dict[int, Callable] = {}  # per number of positional arguments: the
+  # key function of the last keyword names used with it (which raises KeyError for others)
+
+  def kw_key(args, kwargs):
+    n = len(args)
+    names = tuple(sorted(kwargs))
+    fn = key_functions.get((n, names))
+    if fn is None:
+      fn = key_functions.setdefault((n, names), _key_function(
+          n, wrapped._static_positions(n), True, names, wrapped._static_argnames))
+    kw_key_functions[n] = fn
+    return fn(args, kwargs)
 
   def jitted(*args, **kwargs):
     try:
@@ -660,12 +681,14 @@ def _jitted(wrapped: JitWrapped) -> Callable:
                   outs = execute(buffers).consume_with_handlers(handlers)
                 except runtime_error as err:
                   failed(args, err)
-                return Array(outs[0], out_aval, device)
+                return new_array(outs[0], out_aval, device)
         else:
           try:
             if kwargs:
-              key, flat, buffers = (key_functions.get((n, *kwargs))
-                                    or new_kw_key_function(n, kwargs))(args, kwargs)
+              try:
+                key, flat, buffers = kw_key_functions[n](args, kwargs)
+              except KeyError:  # the first keyword call with n positional arguments, or
+                key, flat, buffers = kw_key(args, kwargs)  # with other keyword names
             elif with_static:
               key, flat, buffers = (key_functions.get(n) or new_key_function(n))(args)
             else:
@@ -702,7 +725,7 @@ def _jitted(wrapped: JitWrapped) -> Callable:
             except runtime_error as err:
               failed(flat, err)
             if out_aval is not None:
-              return Array(outs[0], out_aval, device)
+              return new_array(outs[0], out_aval, device)
             return finish(outs)
         try:
           return call(*flat)
@@ -713,9 +736,24 @@ def _jitted(wrapped: JitWrapped) -> Callable:
       filter_exception(e, getframe())
       raise
 
+  def failed_in_c(failed, args, err):
+    """An error of a call that `_fast_native` ran in C, raised as above."""
+    try:
+      if isinstance(err, runtime_error):
+        failed(args, err)
+      raise err
+    except Exception as e:
+      filter_exception(e, getframe())
+      raise
+
   traceback_util.register_boundary(jitted.__code__)
+  traceback_util.register_boundary(failed_in_c.__code__)
   functools.update_wrapper(jitted, wrapped._fun)
-  out = PjitFunction(jitted)
+  dispatch = jitted
+  if _fast_native is not None:
+    dispatch = _fast_native.fast_path(caches, context, EvalTrace, _new_array, collect_garbage,
+                                      jitted, failed_in_c)
+  out = PjitFunction(dispatch)
   functools.update_wrapper(out, wrapped._fun)
   out.__signature__ = DeferredSignature(wrapped._fun)
   out.lower = wrapped.lower

@@ -24,7 +24,7 @@ from minijax.runtime.taps.custom_call import (
     bind_host_callbacks,
     mechanism,
 )
-from minijax.runtime.taps.queues import native_available
+from minijax.runtime.taps.queues import native_available, streamed_dispatch
 from minijax.runtime.taps.receiver import (
     TapFunctionException,
     TapStats,
@@ -49,5 +49,6 @@ __all__ = [
     "TapStats", "barrier_wait", "before_execution", "bind_host_callbacks", "consumer", "effects_barrier",
     "device_ordinal", "ensure_started", "in_receiver_thread", "mark_progress", "mechanism",
     "native_available", "register_consumer", "reset_tap_stats",
-    "stop_outfeed_receiver", "sweep_retired", "take_interrupt", "tap_stats",
+    "stop_outfeed_receiver", "streamed_dispatch", "sweep_retired", "take_interrupt",
+    "tap_stats",
 ]
