@@ -379,6 +379,13 @@ static_assert(sizeof(std::atomic<int32_t>) == sizeof(int32_t) &&
                   std::atomic<int32_t>::is_always_lock_free,
               "g_waiting is exposed to Python as an array of int32");
 
+// Per device, the executions with effects dispatched since its last progress mark: counted
+// by Python's `before_execution` (through the writable `dispatched` memoryview) and by
+// StreamedDispatch, which hands every kPace-th to Python, where the dispatching thread
+// waits for the previous mark (see `receiver.before_execution`).
+constexpr int32_t kPace = 8;
+std::atomic<int32_t> g_dispatched[kMaxDevices];
+
 Queue* GetQueue(int device) {
   if (device < 0) return nullptr;
   device %= kMaxDevices;
@@ -754,9 +761,9 @@ bool DeviceCall(PyObject* const* args, Py_ssize_t nargs, Py_ssize_t expected, co
 // does), in C for the common case, which costs no Python frame.  Called with the argument
 // buffers, it checks what `before_execution` and the host-call depth would have it do
 // otherwise (the device's receiver is not running, the calling thread is a receiver, a
-// tap waits for room in the queue, the call is made from inside a host call, or a program
-// that calls the host runs on the device) and hands all those to `slow(buffers)`, the
-// Python version; else it switches the thread to the shared stream, runs
+// tap waits for room in the queue, the dispatch is the kPace-th since the device's last
+// progress mark, the call is made from inside a host call, or a program that calls the
+// host runs on the device) and hands all those to `slow(buffers)`, the Python version; else it switches the thread to the shared stream, runs
 // `execute(buffers)`, switches back, sets `mark[0] = True` (a barrier's fence must come
 // after this execution) and returns the execution's results.
 
@@ -782,8 +789,10 @@ PyObject* StreamedDispatchCall(PyObject* self_obj, PyObject* const* args, size_t
     return nullptr;
   }
   Queue* q = g_queues[self->slot].load(std::memory_order_acquire);
+  const int32_t dispatched = g_dispatched[self->slot].load(std::memory_order_relaxed);
   bool plain = q != nullptr && q->receiving.load(std::memory_order_acquire) && !t_receiver &&
-               g_waiting[self->slot].load(std::memory_order_acquire) == 0;
+               g_waiting[self->slot].load(std::memory_order_acquire) == 0 &&
+               dispatched + 1 < kPace;
   if (plain) {
     PyObject* item = PyList_GET_ITEM(self->busy, 0);
     plain = item == Py_False || (PyLong_CheckExact(item) && PyLong_AsLong(item) == 0);
@@ -795,6 +804,7 @@ PyObject* StreamedDispatchCall(PyObject* self_obj, PyObject* const* args, size_t
     Py_DECREF(depth);
   }
   if (!plain) return PyObject_Vectorcall(self->slow, args, 1, nullptr);
+  g_dispatched[self->slot].store(dispatched + 1, std::memory_order_relaxed);  // (GIL held)
   PyObject* previous = PyObject_CallNoArgs(self->get_stream);
   if (previous == nullptr) return nullptr;
   PyObject* set = PyObject_CallOneArg(self->set_stream, self->stream_id);
@@ -1214,6 +1224,7 @@ PyObject* PyResetAfterFork(PyObject*, PyObject*) {
   for (int d = 0; d < kMaxDevices; ++d) {
     g_queues[d].store(nullptr, std::memory_order_release);
     g_waiting[d].store(0, std::memory_order_release);
+    g_dispatched[d].store(0, std::memory_order_release);
   }
   t_interrupt = nullptr;
   Py_RETURN_NONE;
@@ -1367,7 +1378,18 @@ PyMODINIT_FUNC PyInit__native() {
     Py_DECREF(m);
     return nullptr;
   }
+  PyObject* dispatched = PyMemoryView_FromMemory(reinterpret_cast<char*>(g_dispatched),
+                                                 sizeof(g_dispatched), PyBUF_WRITE);
+  PyObject* dispatched_ints =
+      dispatched ? PyObject_CallMethod(dispatched, "cast", "s", "i") : nullptr;
+  Py_XDECREF(dispatched);
+  if (dispatched_ints == nullptr || PyModule_AddObject(m, "dispatched", dispatched_ints) < 0) {
+    Py_XDECREF(dispatched_ints);
+    Py_DECREF(m);
+    return nullptr;
+  }
   if (PyModule_AddObject(m, "Payload", reinterpret_cast<PyObject*>(&PayloadType)) < 0 ||
+      PyModule_AddIntConstant(m, "PACE", kPace) < 0 ||
       PyModule_AddIntConstant(m, "ALIGNMENT", kAlignment) < 0 ||
       PyModule_AddIntConstant(m, "MESSAGE_OVERHEAD", kMessageOverhead) < 0 ||
       PyModule_AddIntConstant(m, "MAX_DEVICES", kMaxDevices) < 0) {

@@ -49,8 +49,9 @@ def run(code: str, env: dict | None = None, timeout: float = 60):
 
 
 def test_ctrl_c_ends_a_call_blocked_on_a_full_queue_and_the_process_stays_usable():
-  # This run hung about once in 150 under load (one of them in CI), cause not found yet: a
-  # child still running at 50 s prints every thread's stack, so such a failure says where.
+  # This run hung about once in 150 under load (one of them in CI): the dispatching thread
+  # had run ahead of its taps (see the next test, which makes that happen every time).  A
+  # child still running at 50 s prints every thread's stack, so a failure says where.
   proc = run("""
       import faulthandler; faulthandler.dump_traceback_later(50, exit=True)
       for mechanism in ("native", "callback"):

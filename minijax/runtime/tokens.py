@@ -224,7 +224,7 @@ class RuntimeTokens:
     `device` has finished: the tokens of its started chains, and a fence (dispatched now)
     after its streamed executions.  Unordered runs under `effects_ordering="runtime_token"`,
     which keep statuses only, are not covered."""
-    fences = self._dispatch_fences((device,)) if self._streamed or self._fences else []
+    fences = self._dispatch_fences((device,)) if self._any_streamed() else []
     with self._lock:
       tokens = [_array(c.token) for (_, d), c in self._chains.items()
                 if d == device and c.token is not c.initial]

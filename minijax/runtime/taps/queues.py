@@ -28,7 +28,9 @@ interface and the same rules, and only the Python-callback mechanism can fill it
 * `counters(ordinal)` is `(enqueued, bytes_enqueued, queued_bytes, high_water, blocked_ns)`;
   `producers_waiting(ordinal)` counts the taps waiting for room now, as does
   `waiting[ordinal % len(waiting)]` (a sequence readable without a call, for the dispatch
-  path);
+  path); `dispatched[ordinal % len(waiting)]` counts the device's executions with effects
+  since its last progress mark, and the native streamed dispatch hands every `PACE`-th to
+  Python (`receiver.before_execution`);
 * `close(ordinal)` / `open(ordinal)` detach and attach a receiver; `take_interrupt()`
   returns, once, the exception that ended a wait of the calling thread (see `push`);
   `reset_after_fork()` gives a forked child fresh, empty queues.
@@ -78,12 +80,15 @@ class _PyQueue:
 class PythonQueues:
   """Pure-Python queues with the native module's interface (see the module docstring)."""
 
+  PACE = 8
+
   def __init__(self):
     self._capacity = 256 * 1024 * 1024
     self._queues: dict[int, _PyQueue] = {}
     self._lock = threading.Lock()
     self._interrupts = threading.local()
     self.waiting = [0] * MAX_DEVICES
+    self.dispatched = [0] * MAX_DEVICES
 
   def _queue(self, ordinal: int) -> _PyQueue:
     q = self._queues.get(ordinal)
@@ -175,6 +180,7 @@ class PythonQueues:
     self._lock = threading.Lock()
     self._interrupts = threading.local()
     self.waiting[:] = [0] * MAX_DEVICES  # in place: the dispatch path holds this list
+    self.dispatched[:] = [0] * MAX_DEVICES
 
   def flush(self, ordinal: int) -> None:
     """Nothing to do: these queues hand over every message as soon as it arrives."""

@@ -66,8 +66,8 @@ _slots = len(_waiting)  # a device's slot is its ordinal modulo this, as in the 
 # Executions with effects a device may start between two progress marks (see
 # `before_execution`): at most twice this many are then in flight, well below jaxlib's
 # limit of 32 per device, where a dispatching thread would wait out of Ctrl-C's reach.
-_PACE = 8
-_dispatched = [0] * _slots  # per queue slot: executions started since the device's last mark
+_PACE = queues.PACE
+_dispatched = queues.dispatched  # per queue slot: executions since the device's last mark
 _marks: dict[int, list] = {}  # by device ordinal: arrays ready once its last mark is passed
 take_interrupt = queues.take_interrupt
 
@@ -524,7 +524,6 @@ def _after_fork_in_child() -> None:
   _last_exception = None
   _retiring.clear()
   _marks.clear()  # the parent's computations never finish here
-  _dispatched[:] = [0] * _slots
   for rec in _receivers.values():
     rec.thread = None
     rec.processed = rec.bytes_delivered = rec.exceptions = 0
