@@ -69,6 +69,7 @@ _slots = len(_waiting)  # a device's slot is its ordinal modulo this, as in the 
 _PACE = queues.PACE
 _dispatched = queues.dispatched  # per queue slot: executions since the device's last mark
 _marks: dict[int, list] = {}  # by device ordinal: arrays ready once its last mark is passed
+_PROMPTLY_S = 0.05  # how long a paced dispatch polls its mark at least every 0.5 ms
 take_interrupt = queues.take_interrupt
 
 
@@ -251,8 +252,12 @@ def _pace(ordinal: int, slot: int) -> bool:
       ready = all([array.is_ready() for array in mark])
     except Exception:  # deleted (donated to a later call), or the output of a failed run
       ready, by_output = True, False
-    if not ready:
-      _wait_until(lambda: all(map(_is_ready, mark)), None)  # (kept if Ctrl-C ends it)
+    if not ready:  # (the mark is kept if Ctrl-C ends the wait)
+      passed = lambda: all(map(_is_ready, mark))  # noqa: E731
+      # Without spinning, which would take a core from the computations waited for, but
+      # promptly at first: the device runs out of work soon after it passes the mark.
+      if not _wait_until(passed, time.monotonic() + _PROMPTLY_S, max_pause=5e-4, spin=0):
+        _wait_until(passed, None, spin=0)
   _marks.pop(ordinal, None)
   _dispatched[slot] = 0
   if by_output:
@@ -298,12 +303,14 @@ def _no_tap_waiting_for_room() -> bool:
   return not any(_waiting[o % _slots] for o in list(_receivers))
 
 
-def _wait_until(done: Callable[[], bool], deadline: float | None) -> bool:
-  """Polls `done` (spinning for about 200 µs, then sleeping up to 5 ms between polls, which
-  lets signal handlers run) until it holds (True) or `deadline` passes (False)."""
+def _wait_until(done: Callable[[], bool], deadline: float | None,
+                max_pause: float = 5e-3, spin: float = 2e-4) -> bool:
+  """Polls `done` (spinning for `spin` seconds, then sleeping up to `max_pause` seconds
+  between polls, which lets signal handlers run) until it holds (True) or `deadline`
+  passes (False)."""
   if done():
     return True
-  spin_until = time.perf_counter() + 2e-4
+  spin_until = time.perf_counter() + spin
   while time.perf_counter() < spin_until:
     if done():
       return True
@@ -312,7 +319,7 @@ def _wait_until(done: Callable[[], bool], deadline: float | None) -> bool:
     if deadline is not None and time.monotonic() >= deadline:
       return False
     time.sleep(pause)
-    pause = min(pause * 2, 5e-3)
+    pause = min(pause * 2, max_pause)
   return True
 
 
