@@ -381,8 +381,9 @@ static_assert(sizeof(std::atomic<int32_t>) == sizeof(int32_t) &&
 
 // Per device, the executions with effects dispatched since its last progress mark: counted
 // by Python's `before_execution` (through the writable `dispatched` memoryview) and by
-// StreamedDispatch, which hands every kPace-th to Python, where the dispatching thread
-// waits for the previous mark (see `receiver.before_execution`).
+// StreamedDispatch, which on every kPace-th checks that the previous mark was passed and
+// otherwise hands it to Python, where the dispatching thread waits for that mark (see
+// `receiver.before_execution`).
 constexpr int32_t kPace = 8;
 std::atomic<int32_t> g_dispatched[kMaxDevices];
 
@@ -761,11 +762,13 @@ bool DeviceCall(PyObject* const* args, Py_ssize_t nargs, Py_ssize_t expected, co
 // does), in C for the common case, which costs no Python frame.  Called with the argument
 // buffers, it checks what `before_execution` and the host-call depth would have it do
 // otherwise (the device's receiver is not running, the calling thread is a receiver, a
-// tap waits for room in the queue, the dispatch is the kPace-th since the device's last
-// progress mark, the call is made from inside a host call, or a program that calls the
-// host runs on the device) and hands all those to `slow(buffers)`, the Python version; else it switches the thread to the shared stream, runs
-// `execute(buffers)`, switches back, sets `mark[0] = True` (a barrier's fence must come
-// after this execution) and returns the execution's results.
+// tap waits for room in the queue, the call is made from inside a host call, a program that
+// calls the host runs on the device, or the dispatch is the kPace-th since the device's
+// last progress mark and that mark has not been passed) and hands all those to
+// `slow(buffers)`, the Python version; else it switches the thread to the shared stream,
+// runs `execute(buffers)`, switches back, sets `mark[0] = True` (a barrier's fence must
+// come after this execution) and returns the execution's results (the kPace-th wrapped by
+// `mark_progress`, which makes this execution the device's next progress mark).
 
 struct StreamedDispatch {
   PyObject_HEAD
@@ -779,7 +782,34 @@ struct StreamedDispatch {
   PyObject* busy;        // [programs calling the host running on the device]
   PyObject* mark;        // [streamed work since the device's last fence]
   PyObject* slow;
+  PyObject* ordinal;     // the device's ordinal, the key of its progress mark in `marks`
+  PyObject* marks;       // receiver._marks: by ordinal, arrays ready once the mark is passed
+  PyObject* mark_progress;  // receiver.mark_progress(ordinal, results)
 };
+
+PyObject* g_is_ready_name;
+
+// Whether the device has passed its last progress mark (or has none); false, with no error
+// set, when it has not or its arrays cannot say (the Python version then decides).
+bool MarkPassed(StreamedDispatch* self) {
+  PyObject* mark = PyDict_GetItemWithError(self->marks, self->ordinal);
+  if (mark == nullptr) {
+    if (!PyErr_Occurred()) return true;
+    PyErr_Clear();
+    return false;
+  }
+  if (!PyList_Check(mark)) return false;
+  Py_INCREF(mark);
+  bool passed = true;
+  for (Py_ssize_t i = 0; passed && i < PyList_GET_SIZE(mark); ++i) {
+    PyObject* ready = PyObject_CallMethodNoArgs(PyList_GET_ITEM(mark, i), g_is_ready_name);
+    passed = ready == Py_True;
+    if (ready == nullptr) PyErr_Clear();  // a donated output, or a failed run's
+    Py_XDECREF(ready);
+  }
+  Py_DECREF(mark);
+  return passed;
+}
 
 PyObject* StreamedDispatchCall(PyObject* self_obj, PyObject* const* args, size_t nargsf,
                                PyObject* kwnames) {
@@ -790,9 +820,9 @@ PyObject* StreamedDispatchCall(PyObject* self_obj, PyObject* const* args, size_t
   }
   Queue* q = g_queues[self->slot].load(std::memory_order_acquire);
   const int32_t dispatched = g_dispatched[self->slot].load(std::memory_order_relaxed);
+  const bool pace = dispatched + 1 >= kPace;
   bool plain = q != nullptr && q->receiving.load(std::memory_order_acquire) && !t_receiver &&
-               g_waiting[self->slot].load(std::memory_order_acquire) == 0 &&
-               dispatched + 1 < kPace;
+               g_waiting[self->slot].load(std::memory_order_acquire) == 0;
   if (plain) {
     PyObject* item = PyList_GET_ITEM(self->busy, 0);
     plain = item == Py_False || (PyLong_CheckExact(item) && PyLong_AsLong(item) == 0);
@@ -803,8 +833,12 @@ PyObject* StreamedDispatchCall(PyObject* self_obj, PyObject* const* args, size_t
     plain = PyLong_CheckExact(depth) && PyLong_AsLong(depth) == 0;
     Py_DECREF(depth);
   }
+  if (plain && pace) plain = MarkPassed(self);  // else the Python version waits for it
   if (!plain) return PyObject_Vectorcall(self->slow, args, 1, nullptr);
-  g_dispatched[self->slot].store(dispatched + 1, std::memory_order_relaxed);  // (GIL held)
+  if (pace) {  // this execution becomes the device's next progress mark
+    if (PyDict_DelItem(self->marks, self->ordinal) < 0) PyErr_Clear();  // (none is fine)
+  }
+  g_dispatched[self->slot].store(pace ? 0 : dispatched + 1, std::memory_order_relaxed);  // (GIL)
   PyObject* previous = PyObject_CallNoArgs(self->get_stream);
   if (previous == nullptr) return nullptr;
   PyObject* set = PyObject_CallOneArg(self->set_stream, self->stream_id);
@@ -833,12 +867,16 @@ PyObject* StreamedDispatchCall(PyObject* self_obj, PyObject* const* args, size_t
     Py_DECREF(results);
     return nullptr;
   }
-  return results;
+  if (!pace) return results;
+  PyObject* marked = PyObject_CallFunctionObjArgs(self->mark_progress, self->ordinal, results,
+                                                  nullptr);
+  Py_DECREF(results);
+  return marked;
 }
 
 #define STREAMED_DISPATCH_FIELDS(apply)                                                     \
   apply(execute) apply(get_stream) apply(set_stream) apply(stream_id) apply(depth) apply(busy) \
-      apply(mark) apply(slow)
+      apply(mark) apply(slow) apply(ordinal) apply(marks) apply(mark_progress)
 
 int StreamedDispatchTraverse(PyObject* self_obj, visitproc visit, void* arg) {
   auto* self = reinterpret_cast<StreamedDispatch*>(self_obj);
@@ -865,15 +903,15 @@ void StreamedDispatchDealloc(PyObject* self) {
 PyTypeObject StreamedDispatchType = {PyVarObject_HEAD_INIT(nullptr, 0)};
 
 // streamed_dispatch(device, execute, get_stream, set_stream, stream_id, depth, busy, mark,
-// slow) -> a StreamedDispatch (see above).
+// slow, marks, mark_progress) -> a StreamedDispatch (see above).
 PyObject* PyStreamedDispatch(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
   static const char* usage =
       "streamed_dispatch(device, execute, get_stream, set_stream, stream_id, depth, busy: list, "
-      "mark: list, slow)";
+      "mark: list, slow, marks: dict, mark_progress)";
   Queue* unused;
-  if (!DeviceCall(args, nargs, 9, usage, &unused)) return nullptr;
+  if (!DeviceCall(args, nargs, 11, usage, &unused)) return nullptr;
   if (!PyList_Check(args[6]) || PyList_GET_SIZE(args[6]) != 1 || !PyList_Check(args[7]) ||
-      PyList_GET_SIZE(args[7]) != 1) {
+      PyList_GET_SIZE(args[7]) != 1 || !PyDict_Check(args[9])) {
     PyErr_SetString(PyExc_TypeError, usage);
     return nullptr;
   }
@@ -881,11 +919,12 @@ PyObject* PyStreamedDispatch(PyObject*, PyObject* const* args, Py_ssize_t nargs)
   if (self == nullptr) return nullptr;
   self->vectorcall = StreamedDispatchCall;
   self->slot = static_cast<int>(PyLong_AsLong(args[0]) % kMaxDevices);
-  PyObject** fields[] = {&self->execute, &self->get_stream, &self->set_stream, &self->stream_id,
-                         &self->depth,   &self->busy,       &self->mark,       &self->slow};
-  for (size_t i = 0; i < 8; ++i) {
-    Py_INCREF(args[i + 1]);
-    *fields[i] = args[i + 1];
+  PyObject** fields[] = {&self->ordinal, &self->execute, &self->get_stream, &self->set_stream,
+                         &self->stream_id, &self->depth, &self->busy, &self->mark,
+                         &self->slow, &self->marks, &self->mark_progress};
+  for (Py_ssize_t i = 0; i < nargs; ++i) {
+    Py_INCREF(args[i]);
+    *fields[i] = args[i];
   }
   PyObject_GC_Track(self);
   return reinterpret_cast<PyObject*>(self);
@@ -1339,7 +1378,8 @@ PyMethodDef methods[] = {
      reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(PyStreamedDispatch)),
      METH_FASTCALL,
      "streamed_dispatch(device, execute, get_stream, set_stream, stream_id, depth, busy, mark, "
-     "slow): runs a program with effects on the shared stream (see the source)."},
+     "slow, marks, mark_progress): runs a program with effects on the shared stream (see the "
+     "source)."},
     {"reset_high_water", PyResetHighWater, METH_O,
      "reset_high_water(device): high-water mark := queued bytes; blocked time := 0."},
     {nullptr, nullptr, 0, nullptr}};
@@ -1366,6 +1406,8 @@ PyMODINIT_FUNC PyInit__native() {
                          "The dispatch of a program on the shared stream (see the source).")) {
     return nullptr;
   }
+  g_is_ready_name = PyUnicode_InternFromString("is_ready");
+  if (g_is_ready_name == nullptr) return nullptr;
   PyObject* m = PyModule_Create(&module_def);
   if (m == nullptr) return nullptr;
   Py_INCREF(&PayloadType);

@@ -24,7 +24,7 @@ from minijax.runtime.taps.custom_call import (
     bind_host_callbacks,
     mechanism,
 )
-from minijax.runtime.taps.queues import native_available, streamed_dispatch
+from minijax.runtime.taps.queues import native_available
 from minijax.runtime.taps.receiver import (
     TapFunctionException,
     TapStats,
@@ -37,6 +37,7 @@ from minijax.runtime.taps.receiver import (
     mark_progress,
     reset_tap_stats,
     stop_outfeed_receiver,
+    streamed_dispatch,
     sweep_retired,
     take_interrupt,
     tap_stats,

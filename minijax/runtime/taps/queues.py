@@ -213,15 +213,6 @@ def native_available() -> bool:
   return _native is not None
 
 
-def streamed_dispatch(ordinal: int, execute, get_stream, set_stream, stream_id, depth,
-                      busy: list, mark: list, slow):
-  """The native dispatch of a program with effects on the shared execution stream, on the
-  device `ordinal` (see `Executable._make_execute_streamed`, whose Python version is
-  `slow`), or None without the native queues, whose state it reads."""
-  make = getattr(queues, "streamed_dispatch", None)
-  if make is None:  # the Python queues, or a build from before it
-    return None
-  return make(ordinal, execute, get_stream, set_stream, stream_id, depth, busy, mark, slow)
 
 
 BUILD_ERROR_FILE = "_native_build_error.txt"  # written by setup.py when the build fails

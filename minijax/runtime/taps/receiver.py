@@ -268,6 +268,19 @@ def _pace(ordinal: int, slot: int) -> bool:
   return False
 
 
+def streamed_dispatch(ordinal: int, execute, get_stream, set_stream, stream_id, depth,
+                      busy: list, mark: list, slow):
+  """The native dispatch of a program with effects on the shared execution stream, on the
+  device `ordinal`, paced by this module's progress marks (see
+  `Executable._make_execute_streamed`, whose Python version is `slow`), or None without
+  the native queues, whose state it reads."""
+  make = getattr(queues, "streamed_dispatch", None)
+  if make is None:  # the Python queues, or a build from before it
+    return None
+  return make(ordinal, execute, get_stream, set_stream, stream_id, depth, busy, mark, slow,
+              _marks, mark_progress)
+
+
 class mark_progress:
   """`mark_progress(ordinal, results)`: an execution's results (`execute_sharded`'s) that,
   once consumed, make the execution the device's progress mark (see `before_execution`):
