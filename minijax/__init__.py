@@ -11,10 +11,11 @@ from minijax import staging as _staging  # installs the eager and jit_p impls
 from minijax import lax
 from minijax import numpy  # installs the array operators and methods
 from minijax.api import (jit, clear_caches, pmap, shard_map, make_jaxpr, grad, value_and_grad, vjp, jvp, linearize, vmap,
-                         jacfwd, jacrev, hessian, eval_shape, linear_transpose,
+                         eval_shape, linear_transpose,
                          ShapeDtypeStruct, checkpoint, checkpoint_policies, remat, named_call)
+from minijax.jacobians import jacfwd, jacrev, jacobian, hessian
 from minijax.custom_derivatives import custom_gradient, custom_jvp, custom_vjp
-from minijax.api import (jacobian, typeof, disable_jit, check_tracer_leaks, checking_leaks,
+from minijax.api import (typeof, disable_jit, check_tracer_leaks, checking_leaks,
                          explain_cache_misses, default_matmul_precision, numpy_rank_promotion,
                          numpy_dtype_promotion, enable_checks, allow_f16_reductions,
                          no_tracing, no_execution)

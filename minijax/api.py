@@ -1,10 +1,9 @@
-"""The user-facing transformations: `make_jaxpr`, `grad`, `vjp`, `jvp`, `vmap`, Jacobians.
+"""The user-facing transformations: `make_jaxpr`, `grad`, `vjp`, `jvp`, `vmap`.
 
 `jit` lives in `minijax.staging.jit` (re-exported here and at the top level).  The autodiff
 and batching functions flatten pytrees, hand flat functions to the interpreters
 (`ad.jvp_flat`, `ad.linearize_flat`, `ad.vjp_flat`, `batching.vmap_flat_dims`) and
-unflatten the results.  Jacobians vmap a jvp or vjp over the standard basis, one vmap per
-axis, so no reshapes are needed.
+unflatten the results.  The Jacobians, built on them, are in `minijax.jacobians`.
 """
 from __future__ import annotations
 
@@ -115,7 +114,7 @@ def jvp(fun: Callable, primals, tangents, has_aux: bool = False):
   return out_p, out_t
 
 
-def _dtype_name(dtype) -> str:
+def dtype_name(dtype) -> str:
   return "float0" if dtype == dtypes.float0 else np.dtype(dtype).name
 
 
@@ -126,8 +125,8 @@ def _check_tangent(p, t):
     raise TypeError(
         f"primal and tangent arguments to {public_name('jvp')} do not match; dtypes must be "
         "equal, or in case of int/bool primal dtype the tangent dtype must be float0. Got "
-        f"primal dtype {pa.dtype} and so expected tangent dtype {_dtype_name(expected)}, but got "
-        f"tangent dtype {_dtype_name(ta.dtype)} instead.")
+        f"primal dtype {pa.dtype} and so expected tangent dtype {dtype_name(expected)}, but got "
+        f"tangent dtype {dtype_name(ta.dtype)} instead.")
   if pa.shape != ta.shape:
     raise ValueError(f"{public_name('jvp')} called with different primal and tangent shapes; "
                      f"Got primal shape {pa.shape} and tangent shape as {ta.shape}")
@@ -288,7 +287,7 @@ def _check_cotangent(got, out) -> None:
   if got.shape == want.shape and (got.dtype == want.dtype or want.dtype == dtypes.float0):
     return
   def typ(a):
-    return f"{_dtype_name(a.dtype)}[{','.join(map(str, a.shape))}]"
+    return f"{dtype_name(a.dtype)}[{','.join(map(str, a.shape))}]"
   raise ValueError("unexpected JAX type (e.g. shape/dtype) for argument to VJP function: got "
                    f"{typ(got)}, but expected {typ(want)} because the corresponding output of "
                    f"the differentiated function had JAX type {typ(out)}")
@@ -354,38 +353,38 @@ def _vjp_with_refs(f_vjp: VJP, *entries):
   return pullback
 
 
-def _is_complex(dtype) -> bool:
+def is_complex(dtype) -> bool:
   return np.issubdtype(dtype, np.complexfloating)
 
 
-def _check_input_dtype_revderiv(name, holomorphic, allow_int, x):
+def check_input_dtype_revderiv(name, holomorphic, allow_int, x):
   dtype = ad.get_aval(x).dtype
-  if holomorphic and not _is_complex(dtype):
+  if holomorphic and not is_complex(dtype):
     raise TypeError(f"{name} with holomorphic=True requires inputs with complex dtype, but got "
-                    f"{_dtype_name(dtype)}.")
+                    f"{dtype_name(dtype)}.")
   if not dtypes.is_inexact(dtype) and not allow_int:
     raise TypeError(
         f"{name} requires real- or complex-valued inputs (input dtype that is a sub-dtype of "
-        f"np.inexact), but got {_dtype_name(dtype)}. If you want to use Boolean- or "
+        f"np.inexact), but got {dtype_name(dtype)}. If you want to use Boolean- or "
         "integer-valued inputs, use vjp or set allow_int to True.")
 
 
-def _check_output_dtype_revderiv(name, holomorphic, x):
+def check_output_dtype_revderiv(name, holomorphic, x):
   dtype = ad.get_aval(x).dtype
   if holomorphic:
-    if not _is_complex(dtype):
+    if not is_complex(dtype):
       raise TypeError(f"{name} with holomorphic=True requires outputs with complex dtype, "
-                      f"but got {_dtype_name(dtype)}.")
-  elif _is_complex(dtype):
+                      f"but got {dtype_name(dtype)}.")
+  elif is_complex(dtype):
     raise TypeError(
         f"{name} requires real-valued outputs (output dtype that is a sub-dtype of "
-        f"np.floating), but got {_dtype_name(dtype)}. For holomorphic differentiation, pass "
+        f"np.floating), but got {dtype_name(dtype)}. For holomorphic differentiation, pass "
         "holomorphic=True. For differentiation of non-holomorphic functions involving complex "
         f"outputs, use {public_name('vjp')} directly.")
   elif not dtypes.is_float(dtype):
     raise TypeError(
         f"{name} requires real-valued outputs (output dtype that is a sub-dtype of "
-        f"np.floating), but got {_dtype_name(dtype)}. For differentiation of functions with "
+        f"np.floating), but got {dtype_name(dtype)}. For differentiation of functions with "
         f"integer outputs, use {public_name('vjp')} directly.")
 
 
@@ -398,7 +397,7 @@ def _scalar_output_check(holomorphic):
     if aval.shape != ():
       raise TypeError("Gradient only defined for scalar-output functions. Output had shape: "
                       f"{aval.shape}.")
-    _check_output_dtype_revderiv("grad", holomorphic, leaves[0])
+    check_output_dtype_revderiv("grad", holomorphic, leaves[0])
   return check
 
 
@@ -427,7 +426,7 @@ def _value_and_grad(fun, argnums, has_aux, holomorphic, allow_int):
     dyn = tuple(args[i] for i in argnums_t)
     flat, in_tree = tree_util.tree_flatten(dyn)
     for x in flat:
-      _check_input_dtype_revderiv("grad", holomorphic, allow_int, x)
+      check_input_dtype_revderiv("grad", holomorphic, allow_int, x)
 
     def partial_fun(*dyn_args):
       full = list(args)
@@ -463,146 +462,6 @@ def grad(fun: Callable, argnums=0, has_aux: bool = False, holomorphic: bool = Fa
       return g, value[1]
     return g
   return grad_f
-
-
-def _std_basis(aval) -> np.ndarray:
-  """The identity map of `aval`'s space, shaped `aval.shape * 2`."""
-  n = aval.size
-  return np.eye(n, dtype=aval.dtype).reshape(aval.shape + aval.shape)
-
-
-def _nested_vmap(f, ndim: int, out_axis_of):
-  """Maps `f` over the leading `ndim` axes of its argument (one vmap per axis)."""
-  for k in reversed(range(ndim)):
-    f = vmap(f, in_axes=0, out_axes=out_axis_of(k))
-  return f
-
-
-def _weak_like(x, weak: bool):
-  """`x`, weakly typed when `weak` (a Jacobian entry takes the weak type of the leaf whose
-  dtype it has, as in JAX)."""
-  return lax.convert_element_type(x, ad.get_aval(x).dtype, True) if weak else x
-
-
-def _jac_assemble(per_input, in_tree, out_tree, argnums):
-  """`per_input[j][i]` (input leaf j, output leaf i) into out-tree-of-in-tree form."""
-  rows = [in_tree.unflatten([col[i] for col in per_input]) for i in range(out_tree.num_leaves)]
-  rows = [r[0] if isinstance(argnums, int) else r for r in rows]
-  return out_tree.unflatten(rows)
-
-
-def jacfwd(fun: Callable, argnums=0, has_aux: bool = False, holomorphic: bool = False):
-  """The Jacobian by forward mode: one jvp per input element, batched with vmap."""
-  int_argnums = isinstance(argnums, int)
-  argnums_t = (argnums,) if int_argnums else tuple(argnums)
-
-  @api_boundary
-  @functools.wraps(fun)  # its signature, so that jit's static_argnames can name parameters
-  def jac_f(*args):
-    dyn = tuple(args[i] for i in argnums_t)
-    flat, in_tree = tree_util.tree_flatten(dyn)
-
-    def flat_fun(*leaves):
-      full = list(args)
-      for i, a in zip(argnums_t, in_tree.unflatten(leaves)):
-        full[i] = a
-      return fun(*full)
-
-    out_box = {}
-
-    def push(j, t):
-      tangents = [t if k == j else ad.zeros_like_aval(ad.get_aval(x).tangent_aval())
-                  for k, x in enumerate(flat)]
-      res = jvp(flat_fun, tuple(flat), tuple(tangents), has_aux=has_aux)
-      out_box["tree"] = tree_util.tree_structure(res[0])
-      out_box["outs"] = tree_util.tree_leaves(res[0])
-      if has_aux:
-        out_box["aux"] = res[2]
-      return tree_util.tree_leaves(res[1])
-
-    for x in flat:
-      _check_input_dtype_jacfwd(holomorphic, x)
-    cols = []
-    for j, x in enumerate(flat):
-      aval = ad.get_aval(x)
-      basis = _std_basis(aval)
-      cols.append(_nested_vmap(functools.partial(push, j), aval.ndim,
-                               lambda k, n=aval.ndim: k - n)(basis))
-    if not flat:
-      raise TypeError("jacfwd needs at least one differentiable input")
-    if holomorphic:
-      for o in out_box["outs"]:
-        if not _is_complex(ad.get_aval(o).dtype):
-          raise TypeError("jacfwd with holomorphic=True requires outputs with complex dtype, "
-                          f"but got {_dtype_name(ad.get_aval(o).dtype)}.")
-    out_weak = [ad.get_aval(o).weak_type for o in out_box["outs"]]
-    cols = [[_weak_like(c, w) for c, w in zip(col, out_weak)] for col in cols]
-    jac = _jac_assemble(cols, in_tree, out_box["tree"], argnums)
-    return (jac, out_box["aux"]) if has_aux else jac
-  return jac_f
-
-
-def _check_input_dtype_jacfwd(holomorphic, x):
-  dtype = ad.get_aval(x).dtype
-  if holomorphic:
-    if not _is_complex(dtype):
-      raise TypeError("jacfwd with holomorphic=True requires inputs with complex dtype, but "
-                      f"got {_dtype_name(dtype)}.")
-  elif not dtypes.is_float(dtype):
-    raise TypeError(
-        "jacfwd requires real-valued inputs (input dtype that is a sub-dtype of np.floating), "
-        f"but got {_dtype_name(dtype)}. For holomorphic differentiation, pass holomorphic=True. "
-        "For differentiation of non-holomorphic functions involving complex inputs or integer "
-        f"inputs, use {public_name('jvp')} directly.")
-
-
-def jacrev(fun: Callable, argnums=0, has_aux: bool = False, holomorphic: bool = False,
-           allow_int: bool = False):
-  """The Jacobian by reverse mode: one vjp per output element, batched with vmap."""
-  int_argnums = isinstance(argnums, int)
-  argnums_t = (argnums,) if int_argnums else tuple(argnums)
-
-  @api_boundary
-  @functools.wraps(fun)  # its signature, so that jit's static_argnames can name parameters
-  def jac_f(*args):
-    dyn = tuple(args[i] for i in argnums_t)
-    for x in tree_util.tree_leaves(dyn):
-      _check_input_dtype_revderiv("jacrev", holomorphic, allow_int, x)
-
-    def partial_fun(*dyn_args):
-      full = list(args)
-      for i, a in zip(argnums_t, dyn_args):
-        full[i] = a
-      return fun(*full)
-
-    res = vjp(partial_fun, *dyn, has_aux=has_aux)
-    out, pullback = res[0], res[1]
-    out_leaves, out_tree = tree_util.tree_flatten(out)
-    for o in out_leaves:
-      _check_output_dtype_revderiv("jacrev", holomorphic, o)
-    in_tree = tree_util.tree_structure(dyn)
-    rows = []
-    for i, o in enumerate(out_leaves):
-      aval = ad.get_aval(o)
-
-      def pull(ct, i=i):
-        cts = [ct if k == i else ad.zeros_like_aval(ad.get_aval(x).tangent_aval())
-               for k, x in enumerate(out_leaves)]
-        return tree_util.tree_leaves(pullback(out_tree.unflatten(cts)))
-
-      rows.append(_nested_vmap(pull, aval.ndim, lambda k: 0)(_std_basis(aval)))
-    in_weak = [ad.get_aval(x).weak_type for x in tree_util.tree_leaves(dyn)]
-    per_input = [[_weak_like(row[j], in_weak[j]) for row in rows]
-                 for j in range(in_tree.num_leaves)]
-    jac = _jac_assemble(per_input, in_tree, out_tree, argnums)
-    return (jac, res[2]) if has_aux else jac
-  return jac_f
-
-
-def hessian(fun: Callable, argnums=0, has_aux: bool = False, holomorphic: bool = False):
-  """The Hessian, as `jacfwd(jacrev(fun))`."""
-  return jacfwd(jacrev(fun, argnums, has_aux=has_aux, holomorphic=holomorphic), argnums,
-                has_aux=has_aux, holomorphic=holomorphic)
 
 
 # ----------------------------------------------------------------------------- vmap
@@ -834,7 +693,7 @@ def linear_transpose(fun: Callable, *primals):
   out_dtypes = [a.dtype for a in out_avals]
   if not (all(dtypes.is_inexact(d) for d in in_dtypes + out_dtypes) or
           all(np.issubdtype(d, np.integer) for d in in_dtypes + out_dtypes)):
-    names = lambda ds: "[" + ", ".join(map(_dtype_name, ds)) + "]"  # noqa: E731
+    names = lambda ds: "[" + ", ".join(map(dtype_name, ds)) + "]"  # noqa: E731
     raise TypeError("linear_transpose only supports [float or complex] -> [float or complex], "
                     f"and integer -> integer functions, but got {names(in_dtypes)} -> "
                     f"{names(out_dtypes)}: a linear function keeps its values' kind of number.")
@@ -860,7 +719,6 @@ def _linear_transposed(meta, consts, out_ct):
 
 # ----------------------------------------------------------------------------- JAX's utilities
 
-jacobian = jacrev
 
 
 def typeof(x):
