@@ -1,14 +1,14 @@
-// The commonest calls of a jitted function, `f(x)` or `f(x, y, ...)` with Arrays only, served
-// in C: the module `minijax.staging._native`, whose `FastPath` is what `jit` returns calls
-// first (see `staging/jit.py`, `_jitted`).  It does what the Python fast path does for such
-// a call, in the same order, without a Python frame or the Python `Array.__init__`:
+// The commonest calls of a jitted function, `f(x)` or `f(x, y, ...)` with Arrays only (and
+// static arguments, for a function that has some), served in C: the module
+// `minijax.staging._native`, whose `FastPath` is what `jit` returns calls first (see
+// `staging/jit.py`, `_jitted`).  It does what the Python fast path does for such a call, in
+// the same order, without a Python frame or the Python `Array.__init__`:
 //
 //   * only under the eval trace (`context.trace` is an `EvalTrace`), for positional
-//     arguments (at most kMaxArgs) of exactly the `Array` type, uncommitted, whose buffers
-//     are there;
-//   * the key is the argument's aval for one argument, else the tuple of their avals ended
-//     by False (the Python key functions' key); the entry, `caches.fast[key]`, must be one
-//     that runs here (an executable's `dispatch_record`, with `execute` set);
+//     arguments (at most kMaxArgs), the dynamic ones of exactly the `Array` type,
+//     uncommitted, whose buffers are there;
+//   * the key is the Python key functions' (see `Entry`); the entry, `caches.fast[key]`,
+//     must be one that runs here (an executable's `dispatch_record`, with `execute` set);
 //   * jaxlib's garbage is collected, `execute([*consts, *buffers])
 //     .consume_with_handlers(handlers)` runs, and one output becomes an `Array(out,
 //     out_aval, device)`, its slots set through the class's own slot descriptors (several
@@ -51,6 +51,8 @@ struct FastPath {
   PyObject* collect_garbage;  // jaxlib's collect_garbage
   PyObject* fallback;         // the Python dispatch: fallback(*args, **kwargs)
   PyObject* failed;           // failed(entry_failed, args, error): raises
+  PyObject* static_mask;      // static_mask(n) -> bytes, or None without static arguments
+  PyObject* static_masks;     // n -> its static_mask(n)
 };
 
 PyObject* g_trace_name;
@@ -91,27 +93,75 @@ PyObject* ArrayFactoryCall(PyObject* self, PyObject* const* args, size_t nargsf,
 
 constexpr Py_ssize_t kMaxArgs = 256;  // as the Python key functions unroll (fast_keys.py)
 
+// The static positions of a call with `n` positional arguments: bytes, one per position,
+// 1 where the argument is static (a borrowed reference, cached per `n`), or null with the
+// error set.
+PyObject* StaticMask(FastPath* self, Py_ssize_t n) {
+  PyObject* count = PyLong_FromSsize_t(n);
+  if (count == nullptr) return nullptr;
+  PyObject* mask = PyDict_GetItemWithError(self->static_masks, count);
+  if (mask == nullptr && !PyErr_Occurred()) {
+    PyObject* made = PyObject_CallOneArg(self->static_mask, count);
+    if (made != nullptr && PyBytes_Check(made) && PyBytes_GET_SIZE(made) == n &&
+        PyDict_SetItem(self->static_masks, count, made) == 0) {
+      mask = made;  // the dict holds it
+    } else if (made != nullptr && !PyErr_Occurred()) {
+      PyErr_SetString(PyExc_SystemError, "static_mask(n) must give n bytes");
+    }
+    Py_XDECREF(made);
+  }
+  Py_DECREF(count);
+  return mask;
+}
+
 // The entry of the call `args` in `caches.fast` when it can run here (a new reference),
-// with the arguments' buffers in `buffers` (after the entry's constants); null with no
-// error set when it cannot run here, or with the error set when reading failed.
-PyObject* Entry(FastPath* self, PyObject* const* args, Py_ssize_t n, PyObject** buffers) {
+// with the dynamic arguments' buffers in `buffers` (after the entry's constants) and, for a
+// function with static arguments, the dynamic arguments in `dynamic`; null with no error
+// set when it cannot run here, or with the error set when reading failed.  The key is the
+// one the Python key functions make (fast_keys.py): the aval of a single argument; else
+// the tuple of the avals ended by whether any is committed (False here), started by `n`
+// and with each static argument and its type in its place when the function has some.
+PyObject* Entry(FastPath* self, PyObject* const* args, Py_ssize_t n, PyObject** buffers,
+                PyObject** dynamic) {
   auto* f = reinterpret_cast<ArrayFactory*>(self->factory);
   PyObject* trace = PyObject_GetAttr(self->context, g_trace_name);
   if (trace == nullptr) return nullptr;
   const bool eval = reinterpret_cast<PyObject*>(Py_TYPE(trace)) == self->eval_trace;
   Py_DECREF(trace);
   if (!eval) return nullptr;
-  PyObject* key = n == 1 ? nullptr : PyTuple_New(n + 1);  // (*avals, committed)
-  PyObject* arg_buffers = PyList_New(n);
-  if ((n > 1 && key == nullptr) || arg_buffers == nullptr) {
+  const char* mask = nullptr;
+  Py_ssize_t n_static = 0;
+  if (self->static_mask != Py_None) {
+    PyObject* bytes = StaticMask(self, n);
+    if (bytes == nullptr) return nullptr;
+    mask = PyBytes_AS_STRING(bytes);
+    for (Py_ssize_t i = 0; i < n; ++i) n_static += mask[i] != 0;
+  }
+  const Py_ssize_t n_dynamic = n - n_static;
+  const bool bare = mask == nullptr && n == 1;  // the key is the aval itself
+  PyObject* key = bare ? nullptr : PyTuple_New((mask ? 1 : 0) + n + n_static + 1);
+  PyObject* arg_buffers = PyList_New(n_dynamic);
+  PyObject* dyn = mask ? PyTuple_New(n_dynamic) : nullptr;
+  if ((!bare && key == nullptr) || arg_buffers == nullptr || (mask && dyn == nullptr)) {
     Py_XDECREF(key);
     Py_XDECREF(arg_buffers);
+    Py_XDECREF(dyn);
     return nullptr;
   }
-  bool plain = true;
+  Py_ssize_t k = 0, d = 0;  // the next places in the key and among the dynamic arguments
+  if (mask) PyTuple_SET_ITEM(key, k++, PyLong_FromSsize_t(n));
+  bool plain = !mask || PyTuple_GET_ITEM(key, 0) != nullptr;
   for (Py_ssize_t i = 0; plain && i < n; ++i) {
     PyObject* x = args[i];
-    PyObject* committed = GetSlot(f, kCommitted, x);
+    if (mask && mask[i]) {
+      Py_INCREF(x);
+      PyTuple_SET_ITEM(key, k++, x);
+      Py_INCREF(Py_TYPE(x));
+      PyTuple_SET_ITEM(key, k++, reinterpret_cast<PyObject*>(Py_TYPE(x)));
+      continue;
+    }
+    plain = reinterpret_cast<PyObject*>(Py_TYPE(x)) == f->array_type;
+    PyObject* committed = plain ? GetSlot(f, kCommitted, x) : nullptr;
     PyObject* buffer = committed == Py_False ? GetSlot(f, kBuffer, x) : nullptr;
     PyObject* aval = buffer != nullptr ? GetSlot(f, kAval, x) : nullptr;
     Py_XDECREF(committed);
@@ -120,23 +170,28 @@ PyObject* Entry(FastPath* self, PyObject* const* args, Py_ssize_t n, PyObject** 
       Py_XDECREF(buffer);
       break;
     }
-    PyList_SET_ITEM(arg_buffers, i, buffer);
-    if (n == 1) {
+    PyList_SET_ITEM(arg_buffers, d, buffer);
+    if (dyn) {
+      Py_INCREF(x);
+      PyTuple_SET_ITEM(dyn, d, x);
+    }
+    ++d;
+    if (bare) {
       key = aval;
     } else {
-      PyTuple_SET_ITEM(key, i, aval);
+      PyTuple_SET_ITEM(key, k++, aval);
     }
   }
   PyObject* entry = nullptr;
   if (plain) {
-    if (n > 1) {
+    if (!bare) {
       Py_INCREF(Py_False);
-      PyTuple_SET_ITEM(key, n, Py_False);
+      PyTuple_SET_ITEM(key, k, Py_False);
     }
     PyObject* fast = PyObject_GetAttr(self->caches, g_fast_name);
     if (fast != nullptr) {
-      entry = PyDict_Check(fast) ? PyDict_GetItemWithError(fast, key) : nullptr;
-      Py_XINCREF(entry);
+      entry = PyDict_Check(fast) ? PyDict_GetItemWithError(fast, key) : nullptr;  // (an
+      Py_XINCREF(entry);  // unhashable static argument raises: the Python path says so)
       Py_DECREF(fast);
     }
   }
@@ -147,20 +202,24 @@ PyObject* Entry(FastPath* self, PyObject* const* args, Py_ssize_t n, PyObject** 
   }
   if (entry != nullptr) {
     PyObject* consts = PyTuple_GET_ITEM(entry, 5);
-    if (consts == Py_None) {
-      *buffers = arg_buffers;
-      return entry;
+    *buffers = consts == Py_None ? arg_buffers : PySequence_Concat(consts, arg_buffers);
+    if (*buffers == nullptr) {
+      Py_CLEAR(entry);
+    } else {
+      if (*buffers == arg_buffers) Py_INCREF(arg_buffers);
+      *dynamic = dyn;
+      dyn = nullptr;
     }
-    *buffers = PySequence_Concat(consts, arg_buffers);
-    if (*buffers == nullptr) Py_CLEAR(entry);
   }
   Py_DECREF(arg_buffers);
+  Py_XDECREF(dyn);
   return entry;
 }
 
-// Runs the entry on `buffers` (the call `args`); the result, or null with the error set.
+// Runs the entry on `buffers` (the call `args`, whose dynamic arguments are `dynamic` when
+// not null); the result, or null with the error set.
 PyObject* Run(FastPath* self, PyObject* const* args, Py_ssize_t n, PyObject* entry,
-              PyObject* buffers) {
+              PyObject* buffers, PyObject* dynamic) {
   PyObject* garbage = PyObject_CallNoArgs(self->collect_garbage);
   if (garbage == nullptr) return nullptr;
   Py_DECREF(garbage);
@@ -180,8 +239,10 @@ PyObject* Run(FastPath* self, PyObject* const* args, Py_ssize_t n, PyObject* ent
     if (traceback != nullptr) PyException_SetTraceback(value, traceback);
     Py_XDECREF(type);
     Py_XDECREF(traceback);
-    PyObject* call = PyTuple_New(n);
+    PyObject* call = dynamic;
     if (call != nullptr) {
+      Py_INCREF(call);
+    } else if ((call = PyTuple_New(n)) != nullptr) {
       for (Py_ssize_t i = 0; i < n; ++i) {
         Py_INCREF(args[i]);
         PyTuple_SET_ITEM(call, i, args[i]);
@@ -217,18 +278,14 @@ PyObject* FastPathCall(PyObject* self_obj, PyObject* const* args, size_t nargsf,
                        PyObject* kwnames) {
   auto* self = reinterpret_cast<FastPath*>(self_obj);
   const Py_ssize_t n = PyVectorcall_NARGS(nargsf);
-  bool arrays = kwnames == nullptr && n >= 1 && n <= kMaxArgs;
-  PyObject* array_type = reinterpret_cast<ArrayFactory*>(self->factory)->array_type;
-  for (Py_ssize_t i = 0; arrays && i < n; ++i) {
-    arrays = reinterpret_cast<PyObject*>(Py_TYPE(args[i])) == array_type;
-  }
-  if (arrays) {
-    PyObject* buffers = nullptr;
-    PyObject* entry = Entry(self, args, n, &buffers);
+  if (kwnames == nullptr && n >= 1 && n <= kMaxArgs) {
+    PyObject *buffers = nullptr, *dynamic = nullptr;
+    PyObject* entry = Entry(self, args, n, &buffers, &dynamic);
     if (entry != nullptr) {
-      PyObject* out = Run(self, args, n, entry, buffers);
+      PyObject* out = Run(self, args, n, entry, buffers, dynamic);
       Py_DECREF(entry);
       Py_DECREF(buffers);
+      Py_XDECREF(dynamic);
       return out;
     }
     PyErr_Clear();  // the Python path says what went wrong, if anything did
@@ -238,7 +295,7 @@ PyObject* FastPathCall(PyObject* self_obj, PyObject* const* args, size_t nargsf,
 
 #define FAST_PATH_FIELDS(apply)                                                            \
   apply(caches) apply(context) apply(eval_trace) apply(factory) apply(collect_garbage) \
-      apply(fallback) apply(failed)
+      apply(fallback) apply(failed) apply(static_mask) apply(static_masks)
 
 int FastPathTraverse(PyObject* self_obj, visitproc visit, void* arg) {
   auto* self = reinterpret_cast<FastPath*>(self_obj);
@@ -313,25 +370,32 @@ PyObject* PyArrayFactory(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
   return reinterpret_cast<PyObject*>(self);
 }
 
-// fast_path(caches, context, eval_trace, factory, collect_garbage, fallback, failed)
-// -> FastPath, `factory` an ArrayFactory.
+// fast_path(caches, context, eval_trace, factory, collect_garbage, fallback, failed,
+// static_mask) -> FastPath, `factory` an ArrayFactory, `static_mask` None for a function
+// without static arguments.
 PyObject* PyFastPath(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
-  if (nargs != 7 || !PyType_Check(args[2]) || Py_TYPE(args[3]) != &ArrayFactoryType) {
+  if (nargs != 8 || !PyType_Check(args[2]) || Py_TYPE(args[3]) != &ArrayFactoryType) {
     PyErr_SetString(PyExc_TypeError,
                     "fast_path(caches, context, eval_trace, factory: ArrayFactory, "
-                    "collect_garbage, fallback, failed)");
+                    "collect_garbage, fallback, failed, static_mask)");
     return nullptr;
   }
+  PyObject* masks = PyDict_New();
+  if (masks == nullptr) return nullptr;
   auto* self = PyObject_GC_New(FastPath, &FastPathType);
-  if (self == nullptr) return nullptr;
+  if (self == nullptr) {
+    Py_DECREF(masks);
+    return nullptr;
+  }
   self->vectorcall = FastPathCall;
-  PyObject** fields[] = {&self->caches,  &self->context,         &self->eval_trace,
-                         &self->factory, &self->collect_garbage, &self->fallback,
-                         &self->failed};
+  PyObject** fields[] = {&self->caches,          &self->context,  &self->eval_trace,
+                         &self->factory,         &self->collect_garbage, &self->fallback,
+                         &self->failed,          &self->static_mask};
   for (Py_ssize_t i = 0; i < nargs; ++i) {
     Py_INCREF(args[i]);
     *fields[i] = args[i];
   }
+  self->static_masks = masks;
   PyObject_GC_Track(self);
   return reinterpret_cast<PyObject*>(self);
 }
@@ -345,7 +409,8 @@ PyMethodDef methods[] = {
     {nullptr, nullptr, 0, nullptr}};
 
 PyModuleDef module_def = {PyModuleDef_HEAD_INIT, "_native",
-                          "jit's commonest calls, on Arrays only, in C.", -1, methods};
+                          "jit's commonest calls, on Arrays (and static arguments), in C.", -1,
+                          methods};
 
 }  // namespace
 

@@ -144,6 +144,19 @@ except RuntimeError as e:
 else:
   raise AssertionError("a deleted argument was used without an error")
 
+scaled = minijax.jit(lambda v, k, shift=0.0: v * k + shift, static_argnums=(1, -1))
+for _ in range(3):
+  assert np.array_equal(scaled(x, 3, 1.0), [1.0, 4.0, 7.0])  # statics 3 and 1.0 (-1)
+  assert np.array_equal(scaled(x, 2, 0.0), [0.0, 2.0, 4.0])
+assert np.array_equal(scaled(x, 3.0, 1.0), [1.0, 4.0, 7.0])  # 3.0 is not 3: another entry
+assert len(scaled._wrapped._fast) == 3
+try:
+  scaled(x, [3], 1.0)
+except ValueError as e:
+  assert "Non-hashable static arguments are not supported" in str(e), e
+else:
+  raise AssertionError("an unhashable static argument was accepted")
+
 inner = minijax.jit(lambda v: v + 1.0)
 inner(x)
 jaxpr = minijax.make_jaxpr(lambda y: inner(x) * y)(2.0)  # staged, not run, under a trace

@@ -751,8 +751,14 @@ def _jitted(wrapped: JitWrapped) -> Callable:
   functools.update_wrapper(jitted, wrapped._fun)
   dispatch = jitted
   if _fast_native is not None:
+    static_mask = None
+    if with_static:
+      def static_mask(n):
+        """One byte per position of a call with `n` arguments: 1 where it is static."""
+        positions = wrapped._static_positions(n)
+        return bytes(i in positions for i in range(n))
     dispatch = _fast_native.fast_path(caches, context, EvalTrace, _new_array, collect_garbage,
-                                      jitted, failed_in_c)
+                                      jitted, failed_in_c, static_mask)
   out = PjitFunction(dispatch)
   functools.update_wrapper(out, wrapped._fun)
   out.__signature__ = DeferredSignature(wrapped._fun)
