@@ -17,7 +17,7 @@ import numpy as np
 from minijax import lax
 from minijax.tree_util import internal as tree_util
 from minijax.config import FlagContext, flag_context
-from minijax.api_util import (broadcast_prefix, close_specs, flat_arg_names,
+from minijax.api_util import (argnums_partial, broadcast_prefix, close_specs, flat_arg_names,
                               normalize_argnums, open_specs, public_name)
 from minijax.core import dtypes
 from minijax.core.axes import extend_axis_env
@@ -423,16 +423,10 @@ def _value_and_grad(fun, argnums, has_aux, holomorphic, allow_int):
       raise TypeError(f"differentiating with respect to argnums={argnums} requires at least "
                       f"{max(argnums_t) + 1} positional arguments to be passed by the caller, "
                       f"but got only {len(args)} positional arguments.")
-    dyn = tuple(args[i] for i in argnums_t)
+    partial_fun, dyn = argnums_partial(fun, args, argnums_t, kwargs)
     flat, in_tree = tree_util.tree_flatten(dyn)
     for x in flat:
       check_input_dtype_revderiv("grad", holomorphic, allow_int, x)
-
-    def partial_fun(*dyn_args):
-      full = list(args)
-      for i, a in zip(argnums_t, dyn_args):
-        full[i] = a
-      return fun(*full, **kwargs)
 
     box = {"check": _scalar_output_check(holomorphic)}
     flat_fun = _flat_fun_with_aux(partial_fun, in_tree, has_aux, box)

@@ -41,6 +41,21 @@ def normalize_argnums(argnums) -> tuple[int, ...]:
   return tuple(argnums)
 
 
+def argnums_partial(fun: Callable, args: tuple, argnums: tuple[int, ...],
+                    kwargs: dict | None = None) -> tuple[Callable, tuple]:
+  """`(partial, dynamic)`: `fun` as a function of its arguments at `argnums` in the call
+  `fun(*args, **kwargs)`, the others fixed, and those arguments (what `grad`, `jacfwd` and
+  `jacrev` differentiate)."""
+  kwargs = kwargs or {}
+
+  def partial(*dynamic):
+    full = list(args)
+    for i, a in zip(argnums, dynamic):
+      full[i] = a
+    return fun(*full, **kwargs)
+  return partial, tuple(args[i] for i in argnums)
+
+
 def prefix_pairs(prefix, tree, *, is_leaf: Callable[[Any], bool], name: str,
                  mismatch: Callable[[str], Exception]) -> list[tuple[Any, Any]]:
   """`(leaf of prefix, the subtree of tree it covers)` for each leaf of `prefix`, a tree

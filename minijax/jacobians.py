@@ -15,7 +15,7 @@ import numpy as np
 from minijax import lax
 from minijax.api import (check_input_dtype_revderiv, check_output_dtype_revderiv, dtype_name,
                          is_complex, jvp, vjp, vmap)
-from minijax.api_util import public_name
+from minijax.api_util import argnums_partial, public_name
 from minijax.core import dtypes
 from minijax.core.traceback_util import api_boundary
 from minijax.interpreters import ad
@@ -56,14 +56,11 @@ def jacfwd(fun: Callable, argnums=0, has_aux: bool = False, holomorphic: bool = 
   @api_boundary
   @functools.wraps(fun)  # its signature, so that jit's static_argnames can name parameters
   def jac_f(*args):
-    dyn = tuple(args[i] for i in argnums_t)
+    partial_fun, dyn = argnums_partial(fun, args, argnums_t)
     flat, in_tree = tree_util.tree_flatten(dyn)
 
     def flat_fun(*leaves):
-      full = list(args)
-      for i, a in zip(argnums_t, in_tree.unflatten(leaves)):
-        full[i] = a
-      return fun(*full)
+      return partial_fun(*in_tree.unflatten(leaves))
 
     out_box = {}
 
@@ -122,15 +119,9 @@ def jacrev(fun: Callable, argnums=0, has_aux: bool = False, holomorphic: bool = 
   @api_boundary
   @functools.wraps(fun)  # its signature, so that jit's static_argnames can name parameters
   def jac_f(*args):
-    dyn = tuple(args[i] for i in argnums_t)
+    partial_fun, dyn = argnums_partial(fun, args, argnums_t)
     for x in tree_util.tree_leaves(dyn):
       check_input_dtype_revderiv("jacrev", holomorphic, allow_int, x)
-
-    def partial_fun(*dyn_args):
-      full = list(args)
-      for i, a in zip(argnums_t, dyn_args):
-        full[i] = a
-      return fun(*full)
 
     res = vjp(partial_fun, *dyn, has_aux=has_aux)
     out, pullback = res[0], res[1]
