@@ -29,8 +29,8 @@ interface and the same rules, and only the Python-callback mechanism can fill it
   `producers_waiting(ordinal)` counts the taps waiting for room now, as does
   `waiting[ordinal % len(waiting)]` (a sequence readable without a call, for the dispatch
   path); `dispatched[ordinal % len(waiting)]` counts the device's executions with effects
-  since its last progress mark, and the native streamed dispatch hands every `PACE`-th to
-  Python (`receiver.before_execution`);
+  since its last progress mark (`receiver.before_execution` and the native streamed
+  dispatch both count there; every `PACE`-th waits for the previous mark);
 * `close(ordinal)` / `open(ordinal)` detach and attach a receiver; `take_interrupt()`
   returns, once, the exception that ended a wait of the calling thread (see `push`);
   `reset_after_fork()` gives a forked child fresh, empty queues.
@@ -211,8 +211,6 @@ _warned = False
 
 def native_available() -> bool:
   return _native is not None
-
-
 
 
 BUILD_ERROR_FILE = "_native_build_error.txt"  # written by setup.py when the build fails

@@ -262,10 +262,16 @@ def _pace(ordinal: int, slot: int) -> bool:
   _dispatched[slot] = 0
   if by_output:
     return True
+  _mark_dispatched(ordinal)
+  return False
+
+
+def _mark_dispatched(ordinal: int) -> None:
+  """Makes what the device has dispatched so far its progress mark: its token chains and a
+  fence after its streamed executions (`runtime_tokens.progress_mark`)."""
   rec = _receivers.get(ordinal)
   if rec is not None:
     _marks[ordinal] = runtime_tokens.progress_mark(rec.device)
-  return False
 
 
 def streamed_dispatch(ordinal: int, execute, get_stream, set_stream, stream_id, depth,
@@ -297,9 +303,7 @@ class mark_progress:
     if outs:
       _marks[self.ordinal] = outs[:1]
     else:
-      rec = _receivers.get(self.ordinal)
-      if rec is not None:
-        _marks[self.ordinal] = runtime_tokens.progress_mark(rec.device)
+      _mark_dispatched(self.ordinal)
     return outs
 
 
