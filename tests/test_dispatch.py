@@ -175,6 +175,17 @@ except RuntimeError as e:
   assert not any(name.startswith(internal) for name in frames), frames
 else:
   raise AssertionError("a donated argument was used again without an error")
+if jit_module._fast_native is not None:  # the C keys are the Python ones: no call misses
+  import sys
+  calls = lambda: (f(x), g(x, x), h(*[x] * 12), scaled(x, 2, 0.0))  # noqa: E731
+  calls()  # (h's first call on f32[3] compiles)
+  entered = []
+  sys.setprofile(lambda frame, event, arg: event == "call"
+                 and frame.f_code.co_name == "jitted" and entered.append(1))
+  for _ in range(3):
+    calls()
+  sys.setprofile(None)
+  assert not entered, len(entered)
 print("native" if jit_module._fast_native is not None else "python", "ok")
 """
 

@@ -2,7 +2,9 @@
 keyword names, which static positions), a function generated once in unrolled code that
 reads each argument's aval, committed bit and buffer in one frame (`key_function`); its
 variants for calls that also pass Python scalars (`mixed_key_function`) or pytrees
-(`pytree_key`).  `staging/jit.py` looks entries up by these keys."""
+(`pytree_key`).  `staging/jit.py` looks entries up by these keys; `csrc/fast_path.cc`
+builds the same keys in C for calls on Arrays (and static arguments), and a change here
+must be made there too (`tests/test_dispatch.py` checks that those calls never miss)."""
 from __future__ import annotations
 
 import operator
