@@ -285,6 +285,24 @@ def test_id_print_formats_like_the_seed():
   assert out.getvalue() == "what: pair\n[ [1. 2.]\n  { a=[-1. -2.]\n    b=[1. 2.] } ]\n"
 
 
+class Writes:
+  """An output stream that keeps each `write` apart."""
+
+  def __init__(self):
+    self.chunks = []
+
+  def write(self, text):
+    self.chunks.append(text)
+
+
+def test_id_print_writes_header_and_value_as_two_lines_like_the_seed():
+  out = Writes()
+  minijax.jit(lambda x: hcb.id_print(x * 2, what="a * 2", output_stream=out))(np.float32(5))
+  hcb.id_print(np.float32(7), output_stream=out)
+  hcb.barrier_wait()
+  assert out.chunks == ["what: a * 2\n", "10.\n", "7.\n"]
+
+
 def test_tap_function_may_ask_for_its_device():
   devices = []
   minijax.jit(lambda x: hcb.id_tap(lambda a, t, *, device: devices.append(device), x))(f32(1.0))

@@ -691,3 +691,27 @@ def test_reshape_in_column_major_order_as_numpy():
   np.testing.assert_array_equal(got, x.reshape(-1, 4, order="F"))
   with pytest.raises(NotImplementedError, match="order='A'"):
     jnp.reshape(x, (24,), order="A")
+
+
+def test_repeat_with_traced_repeats_under_jit_takes_the_static_total_length():
+  # gradbench's GMM objective: repeats computed inside jit, the total length static
+  d = 5
+  tri = minijax.jit(lambda: jnp.repeat(jnp.arange(d - 1), jnp.arange(d - 1, 0, -1),
+                                       total_repeat_length=d * (d - 1) // 2))
+  np.testing.assert_array_equal(tri(), np.repeat(np.arange(d - 1), np.arange(d - 1, 0, -1)))
+  rows = minijax.jit(lambda r: jnp.repeat(jnp.array([[1, 2], [3, 4]]), r, axis=1,
+                                          total_repeat_length=5))
+  # JAX's rule: cut to the total length, or filled out with the last element
+  np.testing.assert_array_equal(rows(jnp.array([1, 3])), [[1, 2, 2, 2, 2], [3, 4, 4, 4, 4]])
+  np.testing.assert_array_equal(rows(jnp.array([4, 4])), [[1, 1, 1, 1, 2], [3, 3, 3, 3, 4]])
+  np.testing.assert_array_equal(rows(jnp.array([0, 2])), [[2, 2, 2, 2, 2], [4, 4, 4, 4, 4]])
+  np.testing.assert_array_equal(jnp.repeat(jnp.arange(3), 2, total_repeat_length=4), [0, 0, 1, 1])
+  grad = minijax.grad(lambda x: jnp.repeat(x, jnp.array([1, 2, 0]), total_repeat_length=3).sum())
+  np.testing.assert_array_equal(grad(jnp.arange(3.0)), [1.0, 2.0, 0.0])
+  batched = minijax.vmap(lambda r: jnp.repeat(jnp.arange(3), r, total_repeat_length=4))
+  np.testing.assert_array_equal(batched(jnp.array([[1, 2, 1], [0, 0, 4]])),
+                                [[0, 1, 1, 2], [2, 2, 2, 2]])
+  with pytest.raises(minijax.errors.ConcretizationTypeError, match="total_repeat_length"):
+    minijax.jit(lambda r: jnp.repeat(jnp.arange(3), r))(jnp.array([1, 1, 1]))
+  with pytest.raises(ValueError, match="one repeat per element"):
+    jnp.repeat(jnp.arange(3), jnp.array([1, 2]), total_repeat_length=3)

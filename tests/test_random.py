@@ -650,3 +650,33 @@ def test_more_samplers_check_their_arguments():
   assert random.ball(key, 4, shape=(5,)).shape == (5, 4)
   assert float(np.max(np.sum(np.abs(np.asarray(random.ball(key, 3, 1.5, (200,)))) ** 1.5,
                              -1))) <= 1
+
+
+SHARDED_SAMPLERS = {  # every sampler to which JAX 0.10.2 gives `out_sharding`, with arguments
+    "ball": (2,), "bernoulli": (0.5, (3,)), "beta": (2.0, 3.0, (3,)), "bits": ((3,),),
+    "categorical": (jnp.zeros(4), -1, (3,)), "cauchy": ((3,),), "chisquare": (2.0, (3,)),
+    "dirichlet": (jnp.ones(3),), "exponential": ((3,),), "f": (2.0, 3.0, (3,)),
+    "gamma": (2.0, (3,)), "generalized_normal": (2.0, (3,)), "geometric": (0.5, (3,)),
+    "gumbel": ((3,),), "laplace": ((3,),), "loggamma": (2.0, (3,)), "logistic": ((3,),),
+    "lognormal": (1.0, (3,)), "maxwell": ((3,),),
+    "multivariate_normal": (jnp.zeros(2), jnp.eye(2), (3,)), "normal": ((3,),),
+    "orthogonal": (2,), "pareto": (2.0, (3,)), "permutation": (5,), "poisson": (2.0, (3,)),
+    "rademacher": ((3,),), "randint": ((3,), 0, 5), "rayleigh": (1.0, (3,)), "t": (2.0, (3,)),
+    "triangular": (0.0, 0.5, 1.0, (3,)), "truncated_normal": (-1.0, 1.0, (3,)),
+    "uniform": ((3,),), "wald": (1.0, (3,))}
+
+
+@pytest.mark.parametrize("name", sorted(SHARDED_SAMPLERS))
+def test_samplers_take_jaxs_out_sharding_keyword(name):
+  import inspect
+  from minijax.sharding import Mesh, NamedSharding, PartitionSpec as P
+  sampler, args, key = getattr(random, name), SHARDED_SAMPLERS[name], random.key(0)
+  param = inspect.signature(sampler).parameters["out_sharding"]
+  assert param.kind is inspect.Parameter.KEYWORD_ONLY and param.default is None
+  plain = np.asarray(sampler(key, *args))
+  # flax.nnx's Dropout passes the sharding of its input's type: unsharded, nothing changes
+  unsharded = minijax.typeof(jnp.ones(plain.shape)).sharding
+  np.testing.assert_array_equal(sampler(key, *args, out_sharding=unsharded), plain)
+  mesh = Mesh(minijax.devices()[:1], ("x",))
+  placed = minijax.jit(lambda k: sampler(k, *args, out_sharding=NamedSharding(mesh, P())))(key)
+  np.testing.assert_array_equal(placed, minijax.jit(lambda k: sampler(k, *args))(key))

@@ -49,6 +49,7 @@ import enum
 import functools
 import inspect
 import sys
+import threading
 import warnings
 from typing import Any, Callable
 
@@ -366,15 +367,21 @@ def _print_consumer(arg, transforms, *, output_stream=None, threshold=None, layo
   # make the seed semantics pass it to every print).
   if transforms:
     kwargs["transforms"] = [(name, params) if params else name for name, params in transforms]
-  lines = [" ".join(f"{k}: {v}" for k, v in sorted(kwargs.items()))] if kwargs else []
-  lines += _pp_lines(arg, threshold, layout)
-  # one write per tap: the receivers of several devices print at once
-  text = "\n".join(lines) + "\n"
-  if output_stream is not None:
-    output_stream.write(text)
-  else:
-    sys.stdout.write(text)
-    sys.stdout.flush()
+  chunks = [" ".join(f"{k}: {v}" for k, v in sorted(kwargs.items()))] if kwargs else []
+  chunks.append("\n".join(_pp_lines(arg, threshold, layout)))
+  # As the seed: the header and the value, each a newline-ended write; the lock keeps the
+  # receivers of several devices from interleaving them.
+  with _print_lock:
+    for chunk in chunks:
+      if output_stream is not None:
+        output_stream.write(chunk + "\n")
+      else:
+        sys.stdout.write(chunk + "\n")
+    if output_stream is None:
+      sys.stdout.flush()
+
+
+_print_lock = threading.Lock()
 
 
 # ----------------------------------------------------------------------------- the primitive

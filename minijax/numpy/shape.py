@@ -14,6 +14,8 @@ import numpy as np
 
 from minijax import lax
 from minijax.core import dtypes
+from minijax.core.errors import ConcretizationTypeError
+from minijax.core.trace import Tracer
 from minijax.numpy import _util
 
 
@@ -284,23 +286,63 @@ def tile(A, reps):
 
 
 def repeat(a, repeats, axis=None, total_repeat_length=None):
+  """Each element of `a` along `axis` repeated `repeats` times.  Traced `repeats` need a
+  static `total_repeat_length`: the result is cut to it, or filled with the last element."""
   x = _arr("repeat", a)
   if axis is None:
     x = ravel(x)
     axis = 0
   (ax,) = _util.canonicalize_axes(axis, _util.ndim(x))
   shape = _util.shape(x)
-  if isinstance(repeats, (int, np.integer)):
-    r = int(repeats)
-    big = shape[:ax + 1] + (r,) + shape[ax + 1:]
-    dims = tuple(i if i <= ax else i + 1 for i in range(len(shape)))
-    out = lax.broadcast_in_dim(x, big, dims)
-    return lax.reshape(out, shape[:ax] + (shape[ax] * r,) + shape[ax + 1:])
-  reps = np.asarray(repeats)
-  if reps.ndim != 1 or len(reps) != shape[ax]:
-    raise ValueError(f"repeat: repeats must be an int or one per element of axis {ax}")
-  index = np.repeat(np.arange(shape[ax]), reps)
-  return take(x, index.astype(np.int32), axis=ax)
+  static = _static_repeats(repeats)
+  if total_repeat_length is None:
+    if static is None:
+      raise ConcretizationTypeError(
+          repeats, "jnp.repeat", "When repeat is traced, the total number of repeats must be "
+          "static: pass a static `repeats`, or a static `total_repeat_length`. ")
+    reps = static
+    if reps.ndim == 0:
+      return _repeat_each(x, ax, int(reps))
+    _check_repeats(reps.shape, shape[ax], ax)
+    index = np.repeat(np.arange(shape[ax]), reps)
+    return take(x, index.astype(np.int32), axis=ax)
+  length = int(total_repeat_length)
+  if static is not None and static.ndim == 0:
+    reps = np.full(shape[ax], int(static))
+  else:
+    reps = ravel(lax.convert_to_array(repeats))
+    _check_repeats(_util.shape(reps), shape[ax], ax)
+  if length == 0 or shape[ax] == 0:
+    return lax.slice_in_dim(x, 0, 0 if length == 0 else shape[ax], 1, ax)
+  # A 1 at each element's first position, summed up the result: the element's index.
+  ends = lax.cumsum(lax.convert_element_type(lax.convert_to_array(reps), np.int32), 0)
+  starts = ends - lax.convert_element_type(lax.convert_to_array(reps), np.int32)
+  from minijax.numpy.creation import zeros
+  marks = zeros((length,), np.int32).at[starts].add(1, mode="drop")
+  return take(x, lax.cumsum(marks, 0) - 1, axis=ax)
+
+
+def _static_repeats(repeats):
+  """`repeats` as a numpy array, or None where it is traced."""
+  if isinstance(repeats, Tracer):
+    repeats = repeats.to_concrete_value()
+    if repeats is None:
+      return None
+  return np.asarray(repeats)
+
+
+def _repeat_each(x, ax, r):
+  shape = _util.shape(x)
+  big = shape[:ax + 1] + (r,) + shape[ax + 1:]
+  dims = tuple(i if i <= ax else i + 1 for i in range(len(shape)))
+  out = lax.broadcast_in_dim(x, big, dims)
+  return lax.reshape(out, shape[:ax] + (shape[ax] * r,) + shape[ax + 1:])
+
+
+def _check_repeats(repeats_shape, size, ax):
+  if len(repeats_shape) != 1 or repeats_shape[0] != size:
+    raise ValueError(f"repeat: repeats of shape {tuple(repeats_shape)} do not match axis "
+                     f"{ax} of size {size}: give an int, or one repeat per element")
 
 
 def flip(m, axis=None):

@@ -108,6 +108,16 @@ class KeyTy(dtypes.ExtendedDType):
     data = type(spec)((*spec.shape, *self._impl.key_shape), dtypes.uint32)
     return PRNGKeyArray(self._impl, data)
 
+  @property
+  def physical_shape(self) -> tuple[int, ...]:
+    return self._impl.key_shape
+
+  def physical(self, value):
+    return random_unwrap(value)
+
+  def wrap(self, data):
+    return random_wrap(data, impl=self._impl)
+
   def __eq__(self, other):
     return type(other) is KeyTy and self._impl is other._impl
 

@@ -1,5 +1,6 @@
-"""flax.nnx: a two-layer nnx.Module MLP trained by an nnx.jit step (nnx.value_and_grad,
-nnx.Optimizer with optax.adam), then an nnx.grad of the trained model."""
+"""flax.nnx: a two-layer nnx.Module MLP with dropout, trained by an nnx.jit step
+(nnx.value_and_grad, nnx.Optimizer with optax.adam), then an nnx.grad of the trained model
+in eval mode (nnx.Dropout draws its mask with `random.bernoulli(..., out_sharding=)`)."""
 import jax
 import jax.numpy as jnp
 import optax
@@ -11,10 +12,11 @@ from _report import report
 class MLP(nnx.Module):
   def __init__(self, rngs):
     self.l1 = nnx.Linear(3, 8, rngs=rngs)
+    self.drop = nnx.Dropout(0.25, rngs=rngs)
     self.l2 = nnx.Linear(8, 2, rngs=rngs)
 
   def __call__(self, x):
-    return self.l2(nnx.relu(self.l1(x)))
+    return self.l2(self.drop(nnx.relu(self.l1(x))))
 
 
 model = MLP(nnx.Rngs(0))
@@ -33,6 +35,7 @@ def step(model, opt, x, y):
 
 
 losses = [step(model, opt, x, y) for _ in range(20)]
+model.eval()
 grads = nnx.grad(lambda m: (m(x) ** 2).sum())(model)
 n_params = sum(p.size for p in jax.tree_util.tree_leaves(nnx.state(model, nnx.Param)))
 report(first_loss=losses[0], final_loss=losses[-1], out=model(x)[0],
