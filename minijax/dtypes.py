@@ -31,10 +31,7 @@ def canonicalize_dtype(dtype: Any, allow_extended_dtype: bool = False) -> np.dty
   return _dtypes.canonicalize_dtype(dtype)
 
 
-def issubdtype(a, b) -> bool:
-  """numpy's `issubdtype`, with bfloat16 a floating point type."""
-  from minijax import numpy as jnp
-  return jnp.issubdtype(a, b)
+issubdtype = _dtypes.issubdtype
 
 
 def result_type(*args: Any, return_weak_type_flag: bool = False):
@@ -69,4 +66,6 @@ def itemsize_bits(dtype: Any) -> int:
   dtype = np.dtype(dtype)
   if dtype == float0:
     return 0
+  if dtype in _dtypes.FLOAT6:
+    return 6
   return _dtypes.SUBBYTE_BITS.get(dtype, dtype.itemsize * 8)

@@ -79,9 +79,10 @@ def device_put(x, device=None, *, src=None, donate: bool = False, may_alias=None
         [tree_util.tree_map(lambda leaf, t=t: one(leaf, t), sub) for t, sub in pairs])
 
 
-def _key_arrays():
-  from minijax.random import prng  # (a library beside this one, which builds on it)
-  return prng
+def _extended_dtype(values):
+  """The extended dtype (of typed PRNG keys, say) of `values`, or None."""
+  dtype = getattr(values[0], "dtype", None) if values else None
+  return dtype if dtypes.is_extended(dtype) else None
 
 
 def _check_dtype(values, dtype, fname: str):
@@ -132,14 +133,13 @@ def make_array_from_callback(shape, sharding, data_callback, dtype=None):
     values = [value] * len(indices)
   else:
     values = [get(index) for index in indices.values()]
-  prng = _key_arrays()
-  if values and isinstance(values[0], prng.PRNGKeyArray):
-    impl = values[0]._impl
-    data = [prng.random_unwrap(v) for v in values]
+  extended = _extended_dtype(values)
+  if extended is not None:
+    data = [extended.physical(v) for v in values]
     base = make_array_from_callback(
-        shape + impl.key_shape, sharding,
+        shape + extended.physical_shape, sharding,
         lambda index: data[_position(indices, index[:len(shape)])])
-    return prng.random_wrap(base, impl=impl)
+    return extended.wrap(base)
   values = [v if is_concrete_array(v) else _canonical(v) for v in values]
   dtype = _check_dtype(values, dtype, "make_array_from_callback")
   dtype = dtypes.canonicalize_dtype(dtype)
@@ -183,12 +183,11 @@ def make_array_from_single_device_arrays(shape, sharding, arrays, *, dtype=None)
     raise TypeError(f"sharding should be an instance of `jax.sharding`. Got {sharding} of "
                     f"type {type(sharding)}")
   shape = tuple(shape)
-  prng = _key_arrays()
-  if arrays and isinstance(arrays[0], prng.PRNGKeyArray):
-    impl = arrays[0]._impl
+  extended = _extended_dtype(arrays)
+  if extended is not None:
     base = make_array_from_single_device_arrays(
-        shape + impl.key_shape, sharding, [prng.random_unwrap(a) for a in arrays])
-    return prng.random_wrap(base, impl=impl)
+        shape + extended.physical_shape, sharding, [extended.physical(a) for a in arrays])
+    return extended.wrap(base)
   dtype = _check_dtype(list(arrays), dtype, "make_array_from_single_device_arrays")
   _check_blocks(arrays, sharding.shard_shape(shape), dtype, shape, sharding)
   wanted = sharding.addressable_devices

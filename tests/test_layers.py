@@ -3,9 +3,11 @@
 Each top-level package or module of `minijax` sits on one floor (`FLOORS`, lowest first).
 A module may import its own package, and packages on lower floors; packages on one floor
 never import each other, except on the floor marked shared (the libraries built on the
-transformations, which use one another); and a few walls stand across floors (`WALLS`: the
-primitive library never imports the runtime).  Every `import` is checked, including those
-inside functions, by parsing the source with `ast`.  A new package gets a row here.
+transformations, which use one another, but never in a circle: `circles` finds any ring of
+packages that import each other round, however long); and a few walls stand across floors
+(`WALLS`: the primitive library never imports the runtime).  Every `import` is checked,
+including those inside functions, by parsing the source with `ast`.  A new package gets a
+row here.
 """
 from __future__ import annotations
 
@@ -104,8 +106,56 @@ def violations(modules=None) -> list[str]:
   return out
 
 
+def circles(modules=None) -> list[str]:
+  """One line per ring of packages that import each other round (a strongly connected
+  component of the package import graph), naming the imports that close it."""
+  imports: dict[str, dict[str, str]] = {}
+  for path, module in modules if modules is not None else _modules():
+    own = _package_of(module)
+    for line, imported in _imported_packages(path, module):
+      if imported != own:
+        imports.setdefault(own, {}).setdefault(imported, f"{os.path.relpath(path, ROOT)}:{line}")
+  reach = {p: _reachable(imports, p) for p in imports}
+  rings = {frozenset(q for q in reach[p] if p in reach.get(q, ())) | {p}
+           for p in imports if p in reach[p]}
+  out = []
+  for ring in sorted(rings, key=sorted):
+    edges = [f"{a} -> {b} ({where})" for a in sorted(ring)
+             for b, where in sorted(imports[a].items()) if b in ring]
+    out.append(f"packages {', '.join(sorted(ring))} import each other in a circle: "
+               + "; ".join(edges))
+  return out
+
+
+def _reachable(imports: dict, start: str) -> set[str]:
+  seen, todo = set(), list(imports.get(start, ()))
+  while todo:
+    package = todo.pop()
+    if package not in seen:
+      seen.add(package)
+      todo.extend(imports.get(package, ()))
+  return seen
+
+
 def test_every_import_goes_down_a_floor():
   assert violations() == []
+
+
+def test_no_packages_import_each_other_in_a_circle():
+  assert circles() == []
+
+
+def test_a_circle_is_reported_with_every_import_that_closes_it(tmp_path):
+  sources = {"numpy": "from minijax import placement", "placement": "import minijax.random",
+             "random": "from minijax.numpy import zeros", "nn": "from minijax import random"}
+  modules = []
+  for package, source in sources.items():
+    path = tmp_path / f"{package}.py"
+    path.write_text(source)
+    modules.append((str(path), f"minijax.{package}.mod"))
+  (found,) = circles(modules)
+  assert found.startswith("packages numpy, placement, random import each other in a circle")
+  assert "placement -> random (" in found and "nn" not in found
 
 
 @pytest.mark.parametrize("package, source, message", [

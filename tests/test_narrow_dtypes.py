@@ -69,3 +69,23 @@ def test_the_names_jaxs_callback_tests_use_are_there():
   to_tangent = minijax.core.primal_dtype_to_tangent_dtype  # as jax.extend.core's
   assert to_tangent(np.int32) == dtypes.float0 and to_tangent(np.bool_) == dtypes.float0
   assert to_tangent(np.float16) == np.float16 and to_tangent(jnp.bfloat16) == jnp.bfloat16
+
+
+@pytest.mark.parametrize("name, kind, bits", [
+    ("bfloat16", np.floating, 16), ("float8_e4m3fn", np.floating, 8),
+    ("float8_e5m2", np.floating, 8), ("float6_e2m3fn", np.floating, 6),
+    ("float6_e3m2fn", np.floating, 6), ("float4_e2m1fn", np.floating, 4),
+    ("int4", np.signedinteger, 4), ("int2", np.signedinteger, 2),
+    ("uint4", np.unsignedinteger, 4), ("uint2", np.unsignedinteger, 2)])
+def test_ml_dtypes_types_sit_under_numpys_abstract_types_as_in_jax(name, kind, bits):
+  t = getattr(ml_dtypes, name)
+  parents = {np.floating: [np.inexact], np.signedinteger: [np.integer],
+             np.unsignedinteger: [np.integer]}[kind]
+  for abstract in [kind, *parents, np.number, np.generic]:
+    assert jnp.issubdtype(t, abstract) and dtypes.issubdtype(name, abstract), abstract
+  others = {np.floating, np.inexact, np.integer, np.signedinteger, np.unsignedinteger,
+            np.complexfloating} - {kind, *parents}
+  assert not any(jnp.issubdtype(t, other) for other in others)
+  assert jnp.issubdtype(t, t) and not jnp.issubdtype(t, np.float16)
+  assert not jnp.issubdtype(np.float32, t) and not jnp.issubdtype(t, np.int8)
+  assert dtypes.itemsize_bits(t) == bits

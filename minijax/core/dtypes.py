@@ -35,7 +35,16 @@ FLOAT8 = tuple(np.dtype(getattr(ml_dtypes, name)) for name in (
     "float8_e4m3fnuz", "float8_e5m2", "float8_e5m2fnuz"))
 SMALL_FLOATS = (float4_e2m1fn, *FLOAT8)  # below bfloat16 in the lattice, each on its own
 SUBBYTE_BITS = {int2: 2, uint2: 2, int4: 4, uint4: 4, float4_e2m1fn: 4}
+# ml_dtypes' 6-bit floats: dtypes JAX names, not (yet) values minijax's arrays can hold
+FLOAT6 = tuple(np.dtype(getattr(ml_dtypes, name)) for name in ("float6_e2m3fn", "float6_e3m2fn"))
 _NARROW_INTS = {int2, int4, uint2, uint4}
+_ABSTRACT_KINDS = (np.generic, np.number, np.inexact, np.floating, np.complexfloating,
+                   np.integer, np.signedinteger, np.unsignedinteger)
+_ML_KINDS = {  # ml_dtypes' types -> the abstract numpy types they belong under
+    **{t: (np.floating, np.inexact, np.number, np.generic)
+       for t in (bfloat16, *SMALL_FLOATS, *FLOAT6)},
+    **{t: (np.signedinteger, np.integer, np.number, np.generic) for t in (int2, int4)},
+    **{t: (np.unsignedinteger, np.integer, np.number, np.generic) for t in (uint2, uint4)}}
 
 PYTHON_SCALARS = (bool, int, float, complex)  # Python scalars: values, weakly typed but for bool
 
@@ -58,21 +67,51 @@ class ExtendedDType:
     `jit(f).trace`): a value of this dtype over specs of its physical data."""
     raise TypeError(f"a ShapeDtypeStruct of dtype {self} cannot be traced")
 
+  # A value of an extended dtype is a wrapper over an array of physical data whose shape
+  # ends in `physical_shape`; placement moves that data and wraps it again.
+  physical_shape: tuple[int, ...] = ()
+
+  def physical(self, value):
+    """The array of physical data under `value`, a value of this dtype."""
+    raise NotImplementedError(f"values of dtype {self} have no physical data")
+
+  def wrap(self, data):
+    """A value of this dtype over `data`, an array of its physical data."""
+    raise NotImplementedError(f"values of dtype {self} cannot be made from physical data")
+
 
 def is_extended(dtype) -> bool:
   return isinstance(dtype, ExtendedDType)
 
 
 def issubdtype(a, b) -> bool:
-  """numpy's issubdtype, extended dtypes included (None when neither is extended: the
-  caller decides for numpy's dtypes)."""
+  """numpy's `issubdtype`, with ml_dtypes' types (bfloat16, the float8/6/4 types, int4,
+  ...) under numpy's abstract types as numpy's own are (`floating`, `signedinteger`, ...),
+  and the extended dtypes (of typed PRNG keys) under `extended`."""
   if isinstance(a, ExtendedDType):
     if isinstance(b, ExtendedDType):
       return a == b
     return isinstance(b, type) and issubclass(a.type, b)
   if isinstance(b, ExtendedDType) or b is extended or b is prng_key:
     return False
-  return None
+  narrow = _ml_dtype(a)
+  if narrow is not None:
+    return any(b is kind for kind in _ML_KINDS[narrow]) or _ml_dtype(b) == narrow
+  if _ml_dtype(b) is not None:
+    return False
+  return np.issubdtype(a, b)
+
+
+def _ml_dtype(x) -> np.dtype | None:
+  """The ml_dtypes dtype that `x` (a dtype, scalar type or name) is, else None."""
+  if any(x is kind for kind in _ABSTRACT_KINDS):
+    return None
+  try:
+    dtype = np.dtype(x)
+  except TypeError:
+    return None
+  return dtype if dtype in _ML_KINDS else None
+
 
 _SUPPORTED = {bool_, int8, int16, int32, int64, uint8, uint16, uint32, uint64,
               float16, bfloat16, float32, float64, complex64, complex128, *_NARROW_INTS,

@@ -127,28 +127,7 @@ def finfo(dtype):
   return ml_dtypes.finfo(_np.dtype(dtype))
 
 
-_ABSTRACT_TYPES = (_np.generic, _np.number, _np.inexact, _np.floating, _np.complexfloating,
-                   _np.integer, _np.signedinteger, _np.unsignedinteger)
-
-
-def _is_bfloat16(x) -> bool:
-  if x in _ABSTRACT_TYPES:
-    return False
-  try:
-    return _np.dtype(x) == _dtypes.bfloat16
-  except TypeError:
-    return False
-
-
-def issubdtype(arg1, arg2) -> bool:
-  """numpy's issubdtype, with bfloat16 counted as a floating point type and the extended
-  dtypes (of typed PRNG keys) under `dtypes.extended`."""
-  extended = _dtypes.issubdtype(arg1, arg2)
-  if extended is not None:
-    return extended
-  if _is_bfloat16(arg1):
-    return _is_bfloat16(arg2) or arg2 in (_np.floating, _np.inexact, _np.number, _np.generic)
-  return _np.issubdtype(arg1, arg2)
+issubdtype = _dtypes.issubdtype
 integer, floating, inexact, number, signedinteger, unsignedinteger, complexfloating = (
     _np.integer, _np.floating, _np.inexact, _np.number, _np.signedinteger,
     _np.unsignedinteger, _np.complexfloating)

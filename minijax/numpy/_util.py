@@ -24,7 +24,7 @@ from minijax.core.avals import get_aval
 from minijax.core.state import AbstractRef
 from minijax.core import trace as trace_lib
 from minijax.core.trace import Tracer, is_eval_context
-from minijax.dtypes import TypePromotionError
+from minijax.core.dtypes import TypePromotionError
 from minijax.runtime.array import Array
 
 _ARRAYLIKE = (Array, Tracer, np.ndarray, np.generic) + dtypes.PYTHON_SCALARS
