@@ -136,7 +136,8 @@ class _OptionalBuildExt(build_ext):
 
 setup(
     ext_modules=[
-        Extension(name, sources=[source], depends=["csrc/host_array.h", "csrc/callable_type.h"], language="c++",
+        Extension(name, sources=[source], language="c++",
+                  depends=["csrc/host_array.h", "csrc/callable_type.h", "csrc/interrupts.h"],
                   extra_compile_args=["-std=c++17", "-O2", "-fvisibility=hidden"])
         for name, (source, _, _) in NATIVE_EXTENSIONS.items()
     ],

@@ -9,13 +9,14 @@
 // stopped, or stopping) admits every message at once: nobody may be drained for a
 // while, so waiting could be forever; the taps are delivered once receivers restart.
 //
-// A Python thread that waits for room (the thread that called a cheap program, which
-// jaxlib runs inline, or the Python-callback mechanism's) wakes every kSignalPoll to run
-// Python's pending signal handlers (`PyErr_CheckSignals`, which does nothing off the main
-// thread).  When one raises (Ctrl-C: KeyboardInterrupt), the tap is dropped, the FFI
-// handler fails, which abandons the computation, and the exception is kept for
-// `take_interrupt()`, which the dispatching code calls when the run fails, to raise it
-// from the user's call.  Each message is one buffer (a header, then the tapped arrays): a
+// A thread that waits for room wakes every kSignalPoll.  The main thread (that called a
+// cheap program, which jaxlib runs inline, or the Python-callback mechanism's) runs
+// Python's pending signal handlers (`PyErr_CheckSignals`).  When one raises (Ctrl-C:
+// KeyboardInterrupt), the tap is dropped, the FFI handler fails, which abandons the
+// computation, and the exception is kept for `take_interrupt()`, which the dispatching
+// code calls when the run fails, to raise it from the user's call.  Another thread gives
+// up the same way on Ctrl-C while the main thread is inside a synchronous program
+// (interrupts.h), which then raises the KeyboardInterrupt.  Each message is one buffer (a header, then the tapped arrays): a
 // recycled slot for small ones (see kSmallSlot), a pooled or malloc'd buffer otherwise.
 // The queue holds the messages in a vector that the receiver swaps for its emptied last
 // batch (see MessageFifo), so a push allocates nothing in steady state.  Python sees a
@@ -44,6 +45,7 @@
 
 #include "callable_type.h"
 #include "host_array.h"
+#include "interrupts.h"
 
 #include <sys/mman.h>
 #if defined(__SSE2__)
@@ -463,15 +465,17 @@ Admitted Enqueue(Queue* q, Message&& msg, Fill fill) {
     q->hurry.store(true, std::memory_order_release);  // a lingering receiver must drain now
     q->has_data.notify_one();
     bool interrupted = false;
-    if (PyGILState_GetThisThreadState() == nullptr) {  // an XLA thread: signals never come here
-      q->has_room.wait(lock, has_room);
-    } else {
-      while (!q->has_room.wait_for(lock, kSignalPoll, has_room)) {
-        lock.unlock();
-        interrupted = SignalHandlerRaised();
-        lock.lock();
-        if (interrupted) break;
-      }
+    // The main thread runs Python's signal handlers itself; any other thread (an XLA
+    // thread, or a Python thread that runs a program inline) gives up on Ctrl-C while the
+    // main thread waits inside a synchronous program (see interrupts.h).
+    const bool main = interrupts::OnMainThread() && PyGILState_GetThisThreadState() != nullptr;
+    interrupts::ObserveSigint();
+    while (!q->has_room.wait_for(lock, kSignalPoll, has_room)) {
+      lock.unlock();
+      interrupted = main ? SignalHandlerRaised()
+                         : interrupts::MainThreadInterrupted(InterpreterFinalizing);
+      lock.lock();
+      if (interrupted) break;
     }
     --q->producers_waiting;
     g_waiting[q->device].fetch_sub(1, std::memory_order_release);
@@ -584,8 +588,8 @@ ffi::Error TapImpl(int32_t device, int64_t consumer, ffi::RemainingArgs args,
   if (admitted == Admitted::kOutOfMemory) return ffi::Error::Internal("minijax_tap: out of memory");
   if (admitted == Admitted::kInterrupted) {
     return ffi::Error(ffi::ErrorCode::kCancelled,
-                      "minijax_tap: a signal handler raised while this tap waited for room "
-                      "in its device's tap queue; the computation was abandoned");
+                      "minijax_tap: interrupted (Ctrl-C) while this tap waited for room in "
+                      "its device's tap queue; the computation was abandoned");
   }
   return ffi::Error::Success();
 }
@@ -1108,9 +1112,14 @@ PyObject* PyPush(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
   for (Py_ssize_t i = 0; i < acquired; ++i) PyBuffer_Release(&views[i]);
   Py_DECREF(seq);
   if (!ok) return nullptr;
-  if (admitted == Admitted::kInterrupted && t_interrupt != nullptr) {
-    PyErr_SetObject(reinterpret_cast<PyObject*>(Py_TYPE(t_interrupt)), t_interrupt);
-    return nullptr;  // t_interrupt stays for take_interrupt()
+  if (admitted == Admitted::kInterrupted) {
+    if (t_interrupt != nullptr) {
+      PyErr_SetObject(reinterpret_cast<PyObject*>(Py_TYPE(t_interrupt)), t_interrupt);
+      return nullptr;  // t_interrupt stays for take_interrupt()
+    }
+    PyErr_SetString(PyExc_KeyboardInterrupt,  // off the main thread (see interrupts.h)
+                    "Ctrl-C while this tap waited for room in its device's tap queue");
+    return nullptr;
   }
   Py_RETURN_NONE;
 }
@@ -1382,6 +1391,7 @@ PyMethodDef methods[] = {
      "source)."},
     {"reset_high_water", PyResetHighWater, METH_O,
      "reset_high_water(device): high-water mark := queued bytes; blocked time := 0."},
+    MINIJAX_INTERRUPTS_METHODS
     {nullptr, nullptr, 0, nullptr}};
 
 PyModuleDef module_def = {PyModuleDef_HEAD_INIT, "_native",
@@ -1400,6 +1410,7 @@ PyMODINIT_FUNC PyInit__native() {
   PayloadType.tp_as_sequence = &payload_as_sequence;
   if (_import_array() < 0) return nullptr;
   if (PyType_Ready(&PayloadType) < 0 ||
+      !interrupts::ReadyWatchedType("minijax.runtime.taps._native.Watched") ||
       !ReadyCallableType(&StreamedDispatchType, "minijax.runtime.taps._native.StreamedDispatch",
                          sizeof(StreamedDispatch), offsetof(StreamedDispatch, vectorcall),
                          StreamedDispatchTraverse, StreamedDispatchClear, StreamedDispatchDealloc,

@@ -80,6 +80,40 @@ def test_ctrl_c_ends_a_call_blocked_on_a_full_queue_and_the_process_stays_usable
     assert f"{mechanism} usable 2.0 [2.0]" in proc.stdout, proc.stdout
 
 
+def test_ctrl_c_ends_a_synchronous_program_whose_tap_waits_on_an_xla_thread():
+  # Issue 30: a program with Python callbacks (the callback mechanism) runs synchronously:
+  # the main thread waits inside jaxlib until it ends, while its parts (here the tanh of
+  # 4 MB, and the taps after it) run on XLA's threads, where Python runs no signal handler.
+  # A tap there waiting for room behind a stuck tap function held the main thread out of
+  # Ctrl-C's reach for as long as the tap functions took (forever, here).
+  proc = run("""
+      import faulthandler; faulthandler.dump_traceback_later(50, exit=True)
+      from minijax import lax
+      config.update("tap_mechanism", "callback")
+      f = minijax.jit(lambda x: lax.fori_loop(
+          0, 50, lambda i, c: hcb.id_tap(stuck, jnp.tanh(c) + 1.0), x))
+      x = jnp.zeros(1 << 20)
+      for round in range(3):
+        release.clear(); tapped.clear()
+        interrupt_after(0.5)
+        try:
+          f(x)
+          print("never blocked")
+        except KeyboardInterrupt as e:
+          print("interrupted", type(e.__context__).__name__)
+        release.set()
+        hcb.barrier_wait()
+      got = []
+      g = minijax.jit(lambda x: hcb.id_tap(lambda a, t: got.append(float(a[0])), x * 2))
+      y = g(jnp.ones(3))
+      hcb.barrier_wait()
+      print("usable", float(y[0]), got)
+      """)
+  assert proc.returncode == 0, proc.stderr
+  assert proc.stdout == "interrupted NoneType\n" * 3 + "usable 2.0 [2.0]\n", (
+      proc.stdout, proc.stderr)
+
+
 @pytest.mark.parametrize("ordering,donate", [("stream", False), ("runtime_token", False),
                                              ("stream", True)])
 def test_ctrl_c_ends_a_dispatch_loop_that_ran_far_ahead_of_its_taps(ordering, donate):
@@ -328,3 +362,27 @@ def test_ctrl_c_in_barrier_wait_behind_a_slow_tap_function_exits_within_two_seco
         if proc.poll() is None:
           proc.kill()
           proc.communicate()
+
+
+def test_no_python_code_of_minijax_runs_where_python_ignores_a_ctrl_c():
+  """Python ignores (prints) an exception raised in a garbage collector callback or a
+  finalizer, and a pending signal's handler runs in whatever Python code runs next on the
+  main thread: a KeyboardInterrupt raised there is lost, and the barrier it was meant to
+  end waits on.  So minijax's collector callback is C code (with the native extension), and
+  a tap consumer's release is a weak reference whose callback is a C method."""
+  import gc
+  import numpy as np
+  import minijax
+  from minijax.runtime import backend, taps
+  from minijax.runtime.taps import registry
+  if not taps.native_available():
+    pytest.skip("without the native extension the collector callback is Python code")
+  assert backend._gc_callback in gc.callbacks
+  assert type(backend._gc_callback).__name__ == "Watched"  # a C callable, not a function
+  assert not hasattr(registry.ConsumerRef, "__del__")
+  keep: list = []
+  treedef = minijax.tree_util.tree_structure((0,))
+  registry.register_consumer(lambda a, t: None, (), treedef,
+                             [minijax.ShapeDtypeStruct((2,), np.float32)], owner=keep)
+  (ref,) = [w for w in registry._holds if w() is keep[0]]
+  assert ref.__callback__ == registry._released.append  # test_lifetimes checks the release

@@ -69,8 +69,19 @@ def _collect_jaxlib_garbage(phase: str, info: dict) -> None:
   _jax.collect_garbage()
 
 
-if _collect_jaxlib_garbage not in gc.callbacks:
-  gc.callbacks.append(_collect_jaxlib_garbage)
+_gc_callback: Callable = _collect_jaxlib_garbage
+gc.callbacks.append(_gc_callback)
+
+
+def set_gc_callback(callback: Callable) -> None:
+  """Collects jaxlib's garbage with `callback(phase, info)` in each garbage collection
+  instead.  The native tap module gives one in C (`ignoring_arguments`): Python ignores what a
+  collector callback raises, so a Ctrl-C whose handler ran inside a Python one would be lost."""
+  global _gc_callback
+  if _gc_callback in gc.callbacks:
+    gc.callbacks.remove(_gc_callback)
+  _gc_callback = callback
+  gc.callbacks.append(callback)
 
 
 FORK_WARNING = (

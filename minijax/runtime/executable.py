@@ -140,6 +140,9 @@ class Executable(CompiledProgram):
                        and bool(self.ordered_effects or self.unordered_effects))
     self.num_tokens = len(self.ordered_effects) if self.runtime_tokens else 0
     self.compile_seconds = compile_seconds
+    # What programs with effects or host calls run through: Ctrl-C can end it (`taps.watched`)
+    effectful = self.ordered_effects or self.unordered_effects or self.calls_host
+    self._execute = taps.watched(loaded.execute_sharded) if effectful else loaded.execute_sharded
     sharding = backend.sharding_for(device)
     self._handlers = [xla_client.array_result_handler(aval, sharding, True, _skip_checks=True)
                       for aval in self.out_avals]
@@ -159,7 +162,7 @@ class Executable(CompiledProgram):
   def _make_run_nested(self) -> Callable[[list], list]:
     """Runs the executable from inside a host call: from the chains' initial tokens, leaving
     the chains alone, and to completion (see the module docstring)."""
-    execute, n = self._exe.execute_sharded, self.num_tokens
+    execute, n = self._execute, self.num_tokens
     initial = [chain.initial for chain in self._chains][:n]
     all_handlers = self._token_and_result_handlers
     streamed = not self.runtime_tokens
@@ -188,7 +191,7 @@ class Executable(CompiledProgram):
       return None
     if self.calls_host:
       return self._make_run_synchronous()
-    execute, handlers, tokens = self._exe.execute_sharded, self._handlers, runtime_tokens
+    execute, handlers, tokens = self._execute, self._handlers, runtime_tokens
     execute_streamed = self._execute_streamed
     if execute_streamed is not None:
       return lambda buffers: execute_streamed(buffers).consume_with_handlers(handlers)
@@ -241,7 +244,7 @@ class Executable(CompiledProgram):
     every other to this Python version."""
     if not self._on_stream:
       return None
-    execute, device, chains, settle = self._exe.execute_sharded, self.device, self._chains, \
+    execute, device, chains, settle = self._execute, self.device, self._chains, \
         runtime_tokens.settle
     mark, busy = runtime_tokens.stream_mark(device), runtime_tokens.host_calls_running(device)
     ordering = runtime_tokens.ordering_lock(device)
@@ -281,7 +284,7 @@ class Executable(CompiledProgram):
   def _make_run_synchronous(self) -> Callable[[list], list]:
     """For executables that make host calls: runs, then waits for the computation to
     finish; if it failed, chains it extended go back to their initial tokens."""
-    execute, handlers = self._exe.execute_sharded, self._handlers
+    execute, handlers = self._execute, self._handlers
     lock = runtime_tokens.ordering_lock(self.device)
     n = self.num_tokens
     chains, all_handlers = self._chains[:n], self._token_and_result_handlers
@@ -353,7 +356,7 @@ class Executable(CompiledProgram):
     else:
       general, diagnose = self._call_general, self._diagnose
     run_effectful = self._run_effectful
-    execute, handlers = self._exe.execute_sharded, self._handlers
+    execute, handlers = self._execute, self._handlers
     out_avals, out_devices, device = self.out_avals, self._out_devices, self.device
     out_shardings, out_committed = (None,) * len(out_avals), (committed,) * len(out_avals)
     check_devices = backend.device_count() > 1

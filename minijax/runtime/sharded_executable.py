@@ -46,7 +46,7 @@ from minijax.core.dtypes import PYTHON_SCALARS
 from minijax.runtime import backend, sharded, taps, xla_notices
 from minijax.runtime.array import Array, _DELETED_MESSAGE, device_put, is_concrete_array
 from minijax.runtime.executable import CompiledProgram, compile_options, log_compile_start
-from minijax.runtime.tokens import TOKEN_AVAL, GroupToken, runtime_tokens
+from minijax.runtime.tokens import TOKEN_AVAL, GroupToken, runtime_tokens, wait_for_statuses
 
 logger = logging.getLogger("minijax")
 
@@ -64,7 +64,7 @@ def _limit_in_flight(status) -> None:
     _in_flight.append(status)
     oldest = _in_flight.popleft() if len(_in_flight) > MAX_IN_FLIGHT else None
   if oldest is not None:
-    oldest.block_until_ready()
+    wait_for_statuses([oldest])
 
 
 class ShardedExecutable(CompiledProgram):
@@ -74,6 +74,8 @@ class ShardedExecutable(CompiledProgram):
                out_shardings, donated_args, ordered_effects, unordered_effects,
                compile_seconds: float, communicates: bool, keepalive=()):
     self._exe = loaded
+    # Ctrl-C can end it (`taps.watched`); collectives make any program wait on its peers
+    self._execute = taps.watched(loaded.execute_sharded)
     self.name = name
     self.devices = tuple(devices)
     self.in_avals = tuple(in_avals)
@@ -123,7 +125,7 @@ class ShardedExecutable(CompiledProgram):
 
   def _run(self, buffers: list) -> list:
     """Executes on argument buffers; returns output buffers (tokens passed and kept)."""
-    execute = self._exe.execute_sharded
+    execute = self._execute
     backend.collect_jaxlib_garbage()  # see `backend`
     status_needed = self.communicates or bool(self.unordered_effects)
     if not self.ordered_effects:

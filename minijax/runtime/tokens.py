@@ -39,6 +39,12 @@ zero, streamed dispatches on the device take the ordering lock too, so they come
 (A dispatch that read the count just before it rose runs beside that program: a window of
 a few hundred nanoseconds between two threads' calls made at the same moment.)
 
+Every wait here for a computation is one that Ctrl-C can end (a computation may wait for
+room in a tap queue behind a tap function that never returns, and jaxlib's own waits run no
+signal handler): arrays are polled (`wait_for_arrays`, with `wait_until`'s short sleeps),
+and execution statuses, which can only be blocked on, are blocked on by a helper thread
+while the caller polls it (`wait_for_statuses`).
+
 An execution over several devices (`runtime/sharded_executable.py`) passes one token array
 holding a token per device and gets one back; it leaves that array, as a `GroupToken`, in
 the chain of every one of its devices.  The next execution over the same devices passes it
@@ -51,17 +57,82 @@ from __future__ import annotations
 
 import os
 import threading
-from typing import Any
+import time
+from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from jaxlib import _jax, xla_client
+from jaxlib import _jax
 
 from minijax.core.avals import ShapedArray
 from minijax.runtime.array import _put_numpy
 
 TOKEN_AVAL = ShapedArray((0,), np.bool_)
 STREAM_ID = 0x6D6A78  # the execution stream of ordered single-device programs ("mjx")
+
+
+def wait_until(done: Callable[[], bool], deadline: float | None = None,
+               max_pause: float = 5e-3, spin: float = 2e-4) -> bool:
+  """Polls `done` (spinning for `spin` seconds, then sleeping up to `max_pause` seconds
+  between polls, which lets signal handlers run) until it holds (True) or `deadline`, a
+  `time.monotonic()` value, passes (False)."""
+  if done():
+    return True
+  spin_until = time.perf_counter() + spin
+  while time.perf_counter() < spin_until:
+    if done():
+      return True
+  pause = 5e-5
+  while not done():
+    if deadline is not None and time.monotonic() >= deadline:
+      return False
+    time.sleep(pause)
+    pause = min(pause * 2, max_pause)
+  return True
+
+
+def is_ready(array) -> bool:
+  """Whether the computation behind a jaxlib array has finished (a failed one has too: its
+  error surfaces where its results are used)."""
+  try:
+    return array.is_ready()
+  except Exception:
+    return True
+
+
+def wait_for_arrays(arrays: Sequence[Any], deadline: float | None = None) -> bool:
+  """Waits until the computations behind `arrays` have finished; False if `deadline`
+  passed first."""
+  return wait_until(lambda: all(map(is_ready, arrays)), deadline)
+
+
+def wait_for_statuses(statuses: Sequence[Any], deadline: float | None = None,
+                      errors: bool = True) -> bool:
+  """Waits until the executions of `statuses` (jaxlib's execution tokens) have finished,
+  raising the error of a failed one (unless not `errors`); False if `deadline` passed
+  first.  On the main thread a helper thread blocks on them while this one polls it; if
+  Ctrl-C or the deadline ends the wait, the helper goes on until they finish."""
+  failed: list = []
+
+  def block():
+    try:
+      for status in statuses:
+        status.block_until_ready()
+    except Exception as e:
+      failed.append(e)
+
+  if not statuses:
+    return True
+  if threading.current_thread() is threading.main_thread() or deadline is not None:
+    helper = threading.Thread(target=block, daemon=True, name="minijax-wait")
+    helper.start()
+    if not wait_until(lambda: not helper.is_alive(), deadline):
+      return False
+  else:
+    block()
+  if failed and errors:
+    raise failed[0]
+  return True
 
 
 class GroupToken:
@@ -138,7 +209,7 @@ class RuntimeTokens:
     if not self._any_streamed():
       return
     for device, fence in self._dispatch_fences(devices):
-      fence.block_until_ready()
+      wait_for_arrays([fence])
       with self._lock:
         if self._fences.get(device) is fence:
           del self._fences[device]
@@ -185,7 +256,7 @@ class RuntimeTokens:
     execution is waited for, and the chain restarts from its initial token."""
     token = chain.token
     if type(token) is GroupToken:
-      token.array.block_until_ready()
+      wait_for_arrays([token.array])
       chain.token = token = chain.initial
     return token
 
@@ -200,8 +271,7 @@ class RuntimeTokens:
     with self._lock:
       done = statuses[:len(statuses) // 2]
       del statuses[:len(done)]
-    for status, _ in done:
-      status.block_until_ready()
+    wait_for_statuses([status for status, _ in done])
 
   def pending(self) -> list:
     """Everything a barrier must wait for: the tokens of chains that have started, and the
@@ -256,14 +326,11 @@ class RuntimeTokens:
           ss[:] = [e for e in ss if id(e) not in waited]
 
   def wait_all(self) -> None:
-    """Blocks until every effectful computation started so far has finished (or failed),
-    then `release`s them.  It cannot be interrupted; barriers wait in smaller steps."""
+    """Waits until every effectful computation started so far has finished (or failed),
+    then `release`s them."""
     started, entries = self.snapshot()
-    if started:
-      arrays = {id(a): a for a in (_array(token) for _, token in started)}
-      xla_client.batched_block_until_ready(list(arrays.values()))
-    for status, _ in entries:
-      status.block_until_ready()
+    wait_for_arrays([_array(token) for _, token in started])
+    wait_for_statuses([status for status, _ in entries], errors=False)
     self.release(started, entries)
 
   block_until_ready = wait_all

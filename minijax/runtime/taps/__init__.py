@@ -13,7 +13,8 @@ The executable's part of the contract, for a computation that contains taps:
 compiling it, `before_execution()` (which starts the receivers and paces dispatch) before
 running it, `mark_progress` on the results of a run it asks to be marked, and
 `take_interrupt()` when a run fails (a signal handler's exception, to raise instead of
-jaxlib's error).  Barriers find the computations in flight through the runtime tokens
+jaxlib's error), and runs through `watched(execute)` (Ctrl-C while a tap waits on another
+thread).  Barriers find the computations in flight through the runtime tokens
 (`tokens.runtime_tokens`).  `exit` drains the queues when the interpreter exits.
 """
 from minijax.runtime.taps.custom_call import (
@@ -24,7 +25,7 @@ from minijax.runtime.taps.custom_call import (
     bind_host_callbacks,
     mechanism,
 )
-from minijax.runtime.taps.queues import native_available
+from minijax.runtime.taps.queues import native_available, watched
 from minijax.runtime.taps.receiver import (
     TapFunctionException,
     TapStats,
@@ -51,5 +52,5 @@ __all__ = [
     "device_ordinal", "ensure_started", "in_receiver_thread", "mark_progress", "mechanism",
     "native_available", "register_consumer", "reset_tap_stats",
     "stop_outfeed_receiver", "streamed_dispatch", "sweep_retired", "take_interrupt",
-    "tap_stats",
+    "tap_stats", "watched",
 ]

@@ -35,6 +35,11 @@ interface and the same rules, and only the Python-callback mechanism can fill it
   returns, once, the exception that ended a wait of the calling thread (see `push`);
   `reset_after_fork()` gives a forked child fresh, empty queues.
 
+`watched(execute)` (native only; else `execute` itself) is what programs with effects run
+through, so that Ctrl-C also ends a tap's wait on another thread while the main thread is
+inside a synchronous program, and the program's call raises the KeyboardInterrupt
+(csrc/interrupts.h says how).
+
 A native payload is one buffer holding the arrays at `offsets`; a Python payload is the
 list of copied arrays itself and its `offsets` is None.
 """
@@ -247,3 +252,15 @@ def warn_native_unavailable() -> None:
 
 
 queues: Any = _native if _native is not None else PythonQueues()
+
+if _native is not None:
+  # Ctrl-C for taps that wait on other threads while the main thread is inside a program
+  # (csrc/interrupts.h); without the native module only the main thread's waits end on it.
+  _native.set_main_thread(threading.main_thread().ident)
+  watched = _native.watched
+  from jaxlib import _jax
+  from minijax.runtime import backend
+  backend.set_gc_callback(_native.ignoring_arguments(_jax.collect_garbage))
+else:
+  def watched(execute):
+    return execute

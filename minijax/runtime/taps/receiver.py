@@ -17,12 +17,11 @@ therefore compiles and runs nothing.
 
 Every wait is made of short steps with Python in between, so that Ctrl-C raises
 KeyboardInterrupt within a fraction of a second: tokens are polled (`is_ready`, spinning
-briefly, then sleeping a growing interval of at most 5 ms), and receivers are waited for
-a quarter of a second at a time.  A thread that dispatches tapped computations waits
-for them the same way, every few dispatches (`before_execution`), rather than inside
-jaxlib.  An unordered run's status can only be waited for without a timeout, so that
-wait starts only once no tap is waiting for room in a queue (a computation stuck on a
-full queue is the one wait that can last).  The same steps take a
+briefly, then sleeping a growing interval of at most 5 ms), an unordered run's status,
+which can only be blocked on, is blocked on by a helper thread that the barrier polls
+(`tokens.wait_for_statuses`), and receivers are waited for a quarter of a second at a
+time.  A thread that dispatches tapped computations waits for them the same way, every few
+dispatches (`before_execution`), rather than inside jaxlib.  The same steps take a
 deadline, which the exit handler (`exit.py`) uses.
 
 Receivers start lazily (`ensure_started`, called before a computation with effects runs),
@@ -49,12 +48,13 @@ import os
 import threading
 import time
 import traceback
-from typing import Any, Callable
+from typing import Any
 
 from minijax.config import config
 from minijax.runtime.taps import registry
 from minijax.runtime.taps.queues import queues
-from minijax.runtime.tokens import runtime_tokens, token_array
+from minijax.runtime.tokens import (is_ready as _is_ready, runtime_tokens, token_array,
+                                    wait_for_arrays, wait_for_statuses, wait_until as _wait_until)
 
 logger = logging.getLogger("minijax.taps")
 
@@ -309,54 +309,17 @@ class mark_progress:
 
 # ----------------------------------------------------------------------------- waiting
 
-def _is_ready(token) -> bool:
-  try:
-    return token.is_ready()
-  except Exception:  # a failed computation: its error surfaces where its results are used
-    return True
-
-
-def _no_tap_waiting_for_room() -> bool:
-  return not any(_waiting[o % _slots] for o in list(_receivers))
-
-
-def _wait_until(done: Callable[[], bool], deadline: float | None,
-                max_pause: float = 5e-3, spin: float = 2e-4) -> bool:
-  """Polls `done` (spinning for `spin` seconds, then sleeping up to `max_pause` seconds
-  between polls, which lets signal handlers run) until it holds (True) or `deadline`
-  passes (False)."""
-  if done():
-    return True
-  spin_until = time.perf_counter() + spin
-  while time.perf_counter() < spin_until:
-    if done():
-      return True
-  pause = 5e-5
-  while not done():
-    if deadline is not None and time.monotonic() >= deadline:
-      return False
-    time.sleep(pause)
-    pause = min(pause * 2, max_pause)
-  return True
-
-
 def _wait_for_dispatched(deadline: float | None = None) -> bool:
   """Waits for every computation with effects dispatched so far (see the module docstring);
   False if `deadline` (a `time.monotonic()` value) passed first."""
   started, entries = runtime_tokens.snapshot()
   if not started and not entries:
     return True
-  tokens = [token_array(token) for _, token in started]
-  if not _wait_until(lambda: all(map(_is_ready, tokens)), deadline):
+  if not wait_for_arrays([token_array(token) for _, token in started], deadline):
     return False
-  if entries:
-    if not _wait_until(_no_tap_waiting_for_room, deadline):
-      return False
-    for status, _ in entries:
-      try:
-        status.block_until_ready()
-      except Exception:  # a failed computation: its error surfaces where its results are used
-        pass
+  # (a failed computation's error surfaces where its results are used)
+  if not wait_for_statuses([status for status, _ in entries], deadline, errors=False):
+    return False
   runtime_tokens.release(started, entries)
   return True
 

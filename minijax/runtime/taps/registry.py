@@ -26,6 +26,7 @@ import inspect
 import itertools
 import os
 import threading
+import weakref
 from typing import Any, Callable, Sequence
 
 import numpy as np
@@ -168,19 +169,15 @@ def _freeze(transform: tuple) -> tuple:
 
 class ConsumerRef:
   """One owner's hold on a consumer (see the module docstring); when the last one is
-  dropped, the consumer is released."""
-  __slots__ = ("consumer",)
+  dropped, the consumer is released.  A weak reference to each hold, with the C method
+  `_released.append` as its callback, tells `take_released`: no Python code runs when a
+  hold goes (in any thread, inside the garbage collector, maybe while this module holds
+  `_lock`), where a `__del__` could run a pending signal handler whose KeyboardInterrupt
+  Python would then ignore."""
+  __slots__ = ("consumer", "__weakref__")
 
   def __init__(self, consumer: Consumer):
     self.consumer = consumer
-
-  def __del__(self):
-    # May run in any thread, inside the garbage collector, even while this module holds
-    # `_lock`: only a lock-free append here, the rest in `take_released`.
-    try:
-      _released.append(self.consumer)
-    except Exception:  # interpreter shutdown: nothing to release into
-      pass
 
   def __repr__(self):
     return f"ConsumerRef({self.consumer.id})"
@@ -195,7 +192,8 @@ consumers_by_id: dict[int, Consumer] = {}  # read by receivers without the lock
 simple_consumers: dict[int, tuple] = {}
 _owners: dict[int, int] = {}  # consumer id -> number of live ConsumerRefs; absent: permanent
 _keys: dict[int, tuple] = {}  # consumer id -> its key in `_by_key`, for owned consumers
-_released: collections.deque = collections.deque()  # consumers whose ConsumerRef went
+_released: collections.deque = collections.deque()  # weak references to ConsumerRefs gone
+_holds: dict[weakref.ref, Consumer] = {}  # weak reference to a ConsumerRef -> its consumer
 
 
 def register_consumer(func: Callable, transforms: Sequence[tuple], treedef: Any,
@@ -239,7 +237,9 @@ def register_consumer(func: Callable, transforms: Sequence[tuple], treedef: Any,
     elif record.id in _owners:
       _owners[record.id] += 1
     if owner is not None:
-      owner.append(ConsumerRef(record))
+      hold = ConsumerRef(record)
+      _holds[weakref.ref(hold, _released.append)] = record
+      owner.append(hold)
     return record.id
 
 
@@ -252,7 +252,7 @@ def take_released() -> list[Consumer]:
   done = []
   with _lock:
     while _released:
-      record = _released.popleft()
+      record = _holds.pop(_released.popleft())
       count = _owners.get(record.id)
       if count is None:  # registered for good meanwhile
         continue
