@@ -1,6 +1,7 @@
 """Ctrl-C under load: how long a tapped program takes to exit after SIGINT, run after run.
 
   python benchmarks/interrupts.py [--runs N] [--burners N] [--no-compiler] [--parallel N]
+                                  [--gdb]
 
 Each run is a fresh interpreter that a user interrupts, as in issue 30's reliability suite:
   - slow tap: a jitted `fori_loop` of 100 taps whose tap function sleeps 0.5 s, then
@@ -14,10 +15,11 @@ time until the child has exited.  Meanwhile `--burners` processes spin on the co
 process compiles new programs without pause (minijax tracing, lowering and XLA compiling),
 so that the children are starved as on a busy machine.
 
-It prints one line per case, `runs`, `within 2 s`, the median and the worst latency, and the
-runs that hung (still alive 20 s after SIGINT: their stacks, which the child prints when
-sent SIGQUIT... here SIGABRT via faulthandler, are shown).  Exits non-zero unless every run
-exited within 2 s with KeyboardInterrupt.
+It prints one line per case, `runs`, `within 2 s`, the median and the worst latency, and
+for each run that failed what it wrote: a run still alive 20 s after SIGINT is sent
+SIGUSR1 first, on which it prints every Python thread's stack (`faulthandler`), and with
+`--gdb` gdb's backtrace of every native thread goes to /tmp/interrupts_gdb_<pid>.txt.
+Exits non-zero unless every run exited within 2 s with KeyboardInterrupt.
 """
 from __future__ import annotations
 
@@ -77,7 +79,7 @@ def _start(code: str, *args: str, env=None, **kwargs) -> subprocess.Popen:
   return subprocess.Popen([sys.executable, "-c", code, *args], env=env, text=True, **kwargs)
 
 
-def run_once(mechanism: str, case: str, env: dict) -> tuple[float | None, str]:
+def run_once(mechanism: str, case: str, env: dict, gdb: bool) -> tuple[float | None, str]:
   """(seconds from SIGINT to exit, or None if it hung; what the child wrote on stderr)."""
   with tempfile.TemporaryFile("w+") as err:
     child = _start(CHILD, mechanism, case, env=env, stdout=subprocess.PIPE, stderr=err)
@@ -96,9 +98,10 @@ def run_once(mechanism: str, case: str, env: dict) -> tuple[float | None, str]:
     except subprocess.TimeoutExpired:
       child.send_signal(signal.SIGUSR1)  # faulthandler: every thread's stack on stderr
       time.sleep(1.0)
-      if os.environ.get("INTERRUPTS_GDB"):
-        subprocess.run(["gdb", "-p", str(child.pid), "-batch", "-ex", "thread apply all bt 30"],
-                       stdout=open(f"/tmp/gdb_{child.pid}.txt", "w"), stderr=subprocess.STDOUT)
+      if gdb:
+        with open(f"/tmp/interrupts_gdb_{child.pid}.txt", "w") as out:
+          subprocess.run(["gdb", "-p", str(child.pid), "-batch", "-ex",
+                          "thread apply all bt 30"], stdout=out, stderr=subprocess.STDOUT)
       child.kill()
       child.wait()
       latency = None
@@ -115,6 +118,7 @@ def main(argv=None):
   parser.add_argument("--burners", type=int, default=2 * (os.cpu_count() or 2))
   parser.add_argument("--no-compiler", action="store_true")
   parser.add_argument("--parallel", type=int, default=2, help="children interrupted at once")
+  parser.add_argument("--gdb", action="store_true", help="gdb backtraces of hung runs")
   args = parser.parse_args(argv)
   env = dict(os.environ, MINIJAX_TAP_QUEUE_BYTES=str(1 << 20))
   env["PYTHONPATH"] = ROOT + os.pathsep + env.get("PYTHONPATH", "")
@@ -129,7 +133,8 @@ def main(argv=None):
     jobs = [case for case in cases for _ in range(args.runs)]
     random.shuffle(jobs)
     with ThreadPoolExecutor(args.parallel) as pool:
-      for case, (latency, text) in zip(jobs, pool.map(lambda c: run_once(*c, env), jobs)):
+      outcomes = pool.map(lambda case: run_once(*case, env, args.gdb), jobs)
+      for case, (latency, text) in zip(jobs, outcomes):
         if latency is None or latency >= LIMIT_S:
           failures.append((case, latency, text))
         if latency is not None:
