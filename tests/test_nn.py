@@ -248,3 +248,21 @@ def test_gradients_to_second_order_and_vmap(name, grad_results, x64):
       checks[key].verify(results[key])
     else:
       checks[key].run()
+
+
+def test_softplus_and_logaddexp_derivatives_are_nan_at_nan_and_jaxs_at_infinities():
+  # JAX 0.10.2's: d logaddexp(a, b) = e^(a - out) da + e^(b - out) db, +inf read as 0
+  import minijax.numpy as jnp
+  nan, inf = np.nan, np.inf
+  cases = [((nan, 0.0), (nan, nan)), ((0.0, nan), (nan, nan)), ((-inf, 0.0), (0.0, 1.0)),
+           ((inf, 0.0), (1.0, 1.0)), ((inf, inf), (1.0, 1.0)), ((-inf, -inf), (nan, nan))]
+  for (a, b), want in cases:
+    a, b = np.float32(a), np.float32(b)
+    got = [minijax.jvp(jnp.logaddexp, (a, b), t)[1] for t in ((np.float32(1), np.float32(0)),
+                                                           (np.float32(0), np.float32(1)))]
+    np.testing.assert_array_equal(got, np.float32(want), err_msg=str((a, b)))
+  x = np.array([np.nan, 1.0, -2.0], np.float32)
+  tangent = minijax.jvp(nn.softplus, (x,), (np.ones(3, np.float32),))[1]
+  np.testing.assert_allclose(tangent, [np.nan, 0.7310586, 0.11920292], rtol=1e-6)
+  np.testing.assert_allclose(minijax.grad(lambda x: nn.log_sigmoid(x).sum())(x),
+                             [np.nan, 0.26894143, 0.8807971], rtol=1e-6)

@@ -715,3 +715,99 @@ def test_repeat_with_traced_repeats_under_jit_takes_the_static_total_length():
     minijax.jit(lambda r: jnp.repeat(jnp.arange(3), r))(jnp.array([1, 1, 1]))
   with pytest.raises(ValueError, match="one repeat per element"):
     jnp.repeat(jnp.arange(3), jnp.array([1, 2]), total_repeat_length=3)
+
+
+# Issue 31: functions that computed something else than asked (JAX's answers, recorded).
+def test_take_honours_its_mode_and_fill_value_as_jax():
+  a = np.arange(5.0, dtype=np.float32)
+  idx = np.array([-1, -5, -6, 4, 5, 7])
+  nan = np.nan
+  np.testing.assert_array_equal(jnp.take(a, idx), [4, 0, nan, 4, nan, nan])
+  np.testing.assert_array_equal(jnp.take(a, idx, mode="fill"), [4, 0, nan, 4, nan, nan])
+  np.testing.assert_array_equal(jnp.take(a, idx, mode="clip"), [0, 0, 0, 4, 4, 4])
+  np.testing.assert_array_equal(jnp.take(a, idx, mode="wrap"), [4, 0, 4, 4, 0, 2])
+  np.testing.assert_array_equal(jnp.take(a, idx, fill_value=-3.0), [4, 0, -3, 4, -3, -3])
+  assert np.asarray(jnp.take(np.arange(5), np.array([-6, 7]))).tolist() == [-2**31, -2**31]
+  assert np.asarray(jnp.take(np.arange(5, dtype=np.uint8), np.array([9]))).tolist() == [255]
+  assert np.asarray(jnp.take(np.array([False]), np.array([3]))).tolist() == [True]
+  x = np.arange(12.0, dtype=np.float16).reshape(3, 4)
+  np.testing.assert_array_equal(jnp.take(x, np.array([[0, 5], [-1, 2]]), axis=1),
+                                [[[0, nan], [3, 2]], [[4, nan], [7, 6]], [[8, nan], [11, 10]]])
+  i = np.array([[3, -4], [7, 1]])
+  for mode in ("clip", "wrap"):  # as numpy's (whose "clip" also clamps -4 to 0)
+    for axis in (None, 0, 1):
+      np.testing.assert_array_equal(jnp.take(x, i, axis=axis, mode=mode),
+                                    np.take(x, i, axis=axis, mode=mode))
+  with pytest.raises(NotImplementedError, match="'raise' mode"):
+    jnp.take(a, idx, mode="raise")
+  with pytest.raises(ValueError, match="Invalid mode 'bad'"):
+    jnp.take(a, idx, mode="bad")
+  np.testing.assert_array_equal(minijax.jit(lambda a, i: jnp.take(a, i))(a, idx),
+                                [4, 0, nan, 4, nan, nan])
+
+
+def test_take_along_axis_fills_or_clips_out_of_bounds_indices_as_jax():
+  a = np.arange(5.0, dtype=np.float32)
+  idx = np.array([-1, -5, -6, 4, 5, 7])
+  np.testing.assert_array_equal(jnp.take_along_axis(a, idx, 0), [4, 0, np.nan, 4, np.nan,
+                                                                  np.nan])
+  np.testing.assert_array_equal(jnp.take_along_axis(a, idx, 0, mode="clip"), [4, 0, 0, 4, 4, 4])
+  assert np.asarray(jnp.take_along_axis(np.arange(5), np.array([-6, 7]), 0)).tolist() == [
+      -2**31, -2**31]
+  with pytest.raises(ValueError, match='Unknown gather mode "wrap"'):
+    jnp.take_along_axis(a, idx, 0, mode="wrap")
+
+
+def test_delete_takes_a_boolean_mask_and_checks_its_indices():
+  a = np.arange(8)
+  mask = np.array([True, False, True, True, False, False, True, False])
+  np.testing.assert_array_equal(jnp.delete(a, mask), np.delete(a, mask))
+  np.testing.assert_array_equal(jnp.delete(a.reshape(2, 4), mask[:4], axis=1),
+                                np.delete(a.reshape(2, 4), mask[:4], axis=1))
+  np.testing.assert_array_equal(jnp.delete(a, np.array([1, 1, -1])), [0, 2, 3, 4, 5, 6])
+  np.testing.assert_array_equal(jnp.delete(a, slice(1, 5, 2)), [0, 2, 4, 5, 6, 7])
+  with pytest.raises(IndexError, match="index 9 is out of bounds for axis 0 with size 8"):
+    jnp.delete(a, 9)
+  with pytest.raises(ValueError, match="for boolean indices, obj must be one-dimensional"):
+    jnp.delete(a, np.array([True]))
+  deleted = minijax.jit(lambda a, o: jnp.delete(a, o, assume_unique_indices=True))
+  np.testing.assert_array_equal(deleted(a, np.array([1, 3])), [0, 2, 4, 5, 6, 7])
+  with pytest.raises(minijax.errors.ConcretizationTypeError, match="assume_unique_indices"):
+    minijax.jit(lambda a, o: jnp.delete(a, o))(a, np.array([1, 3]))
+
+
+def test_bincount_gives_exactly_length_bins():
+  x = np.array([1, 3, 3, 7, 2])
+  assert np.asarray(jnp.bincount(x, length=5)).tolist() == [0, 1, 1, 2, 0]
+  assert np.asarray(jnp.bincount(x, minlength=10, length=4)).tolist() == [0, 1, 1, 2]
+  assert np.asarray(jnp.bincount(x, minlength=3)).tolist() == [0, 1, 1, 2, 0, 0, 0, 1]
+  assert np.asarray(jnp.bincount(np.array([-1, 2]), length=4)).tolist() == [1, 0, 1, 0]
+  assert np.asarray(minijax.jit(lambda x: jnp.bincount(x, length=3))(x)).tolist() == [0, 1, 1]
+  with pytest.raises(TypeError, match="integer type"):
+    jnp.bincount(np.array([1.0]))
+
+
+@pytest.mark.parametrize("jit", [False, True])
+def test_nonzero_and_argwhere_with_size_cut_or_fill_even_under_jit(jit):
+  x = np.array([[0, 1, 0], [2, 0, 3]])
+  run = minijax.jit if jit else (lambda f: f)
+  rows, cols = run(lambda x: jnp.nonzero(x, size=5, fill_value=(-1, -2)))(x)
+  assert np.asarray(rows).tolist() == [0, 1, 1, -1, -1]
+  assert np.asarray(cols).tolist() == [1, 0, 2, -2, -2]
+  assert np.asarray(run(lambda x: jnp.argwhere(x, size=2))(x)).tolist() == [[0, 1], [1, 0]]
+  assert np.asarray(run(lambda x: jnp.argwhere(x, size=4, fill_value=7))(x)).tolist() == [
+      [0, 1], [1, 0], [1, 2], [7, 7]]
+  assert np.asarray(run(lambda x: jnp.flatnonzero(x, size=4, fill_value=9))(x)).tolist() == [
+      1, 3, 5, 9]
+  assert jnp.argwhere(np.array(3), size=2).shape == (2, 0)
+
+
+def test_promote_types_does_not_narrow_and_result_type_narrows_its_operands_first():
+  # JAX 0.10.2 without x64: promote_types keeps what its operands ask for ...
+  assert jnp.promote_types(np.int8, np.int64) == np.int64
+  assert jnp.promote_types(np.float64, np.complex64) == np.complex128
+  assert jnp.promote_types(np.uint64, np.int8) == np.float64
+  assert jnp.promote_types(np.uint32, np.int8) == np.int32
+  # ... while result_type narrows 64-bit operands first: int8 and uint32 meet at int64 -> int32
+  assert jnp.result_type(np.int8, np.uint64) == np.int32
+  assert jnp.result_type(np.complex128, np.float32) == np.complex64

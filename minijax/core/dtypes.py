@@ -310,9 +310,27 @@ def check_not_float0(name: str, dtypes_: Sequence[np.dtype]) -> None:
           "argument.")
 
 
+def promote_types(a, b) -> np.dtype:
+  """The dtype JAX's lattice gives two dtypes, not canonicalized (`int8, int64` is int64
+  whether or not x64 is on), as `jnp.promote_types`."""
+  check_not_float0("type promotion", [np.dtype(a), np.dtype(b)])
+  a, b = np.dtype(a), np.dtype(b)
+  lub = _least_upper_bound(frozenset({_node(a, False), _node(b, False)}))
+  weak = {_I: int64, _F: float64, _C: complex128}  # (uint64 and int64 meet at float)
+  if any(lub is node for node in weak):
+    return weak[lub]
+  # without x64, operands of 32 bits or fewer meet at 32 bits (uint32 and int8: int32)
+  wide = any(d in _X32 for d in (a, b))
+  return np.dtype(lub) if wide else canonicalize_dtype(lub)
+
+
 def result_type(*typed: tuple[np.dtype, bool]) -> tuple[np.dtype, bool]:
-  """Promotes `(dtype, weak_type)` pairs; returns the canonical dtype and its weakness."""
+  """Promotes `(dtype, weak_type)` pairs; returns the canonical dtype and its weakness.  The
+  dtypes are canonicalized first, as JAX's are (without x64, `int8` and `uint64` promote as
+  `int8` and `uint32`), except those that `jax_explicit_x64_dtypes='allow'` keeps."""
   check_not_float0("type promotion", [d for d, _ in typed])
+  if config.explicit_x64_dtypes != "allow":
+    typed = tuple((d if is_extended(d) else canonicalize_dtype(d), w) for d, w in typed)
   if len(typed) == 1:
     dtype, weak = typed[0]
     return _canonical_result(dtype, typed), weak

@@ -165,7 +165,8 @@ def result_type(*args):
 
 
 def promote_types(a, b):
-  return _dtypes.result_type((_np.dtype(a), False), (_np.dtype(b), False))[0]
+  """The dtype a binary operation gives operands of dtypes `a` and `b` (not canonicalized)."""
+  return _dtypes.promote_types(a, b)
 
 
 def can_cast(from_, to, casting="safe"):

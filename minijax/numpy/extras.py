@@ -12,6 +12,7 @@ import numpy as np
 
 from minijax import lax
 from minijax.core import dtypes
+from minijax.core.errors import ConcretizationTypeError
 from minijax.core.trace import Tracer
 from minijax.numpy import _util
 
@@ -110,8 +111,8 @@ def quantile(a, q, axis=None, keepdims=False, method="linear"):
   frac = pos - lo
   lo_i = lo.astype(jnp.int32)
   hi_i = jnp.minimum(lo_i + 1, n - 1)
-  lo_v = jnp.take(s, lo_i, axis=-1)
-  hi_v = jnp.take(s, hi_i, axis=-1)
+  lo_v = jnp.take(s, lo_i, axis=-1, mode="clip")
+  hi_v = jnp.take(s, hi_i, axis=-1, mode="clip")
   out = lo_v + (hi_v - lo_v) * frac
   if _util.ndim(q):
     out = jnp.moveaxis(out, -1, 0)
@@ -282,8 +283,8 @@ def interp(x, xp, fp, left=None, right=None):
   xs, xps, fps = _util.promote_inexact("interp", x, xp, fp)
   n = _util.shape(xps)[0]
   i = jnp.clip(searchsorted(xps, xs, side="right"), 1, n - 1)
-  x0, x1 = jnp.take(xps, i - 1), jnp.take(xps, i)
-  f0, f1 = jnp.take(fps, i - 1), jnp.take(fps, i)
+  x0, x1 = jnp.take(xps, i - 1, mode="clip"), jnp.take(xps, i, mode="clip")
+  f0, f1 = jnp.take(fps, i - 1, mode="clip"), jnp.take(fps, i, mode="clip")
   dx = x1 - x0
   t = jnp.where(dx == 0, 0, (xs - x0) / jnp.where(dx == 0, 1, dx))
   out = f0 + t * (f1 - f0)
@@ -307,17 +308,23 @@ def digitize(x, bins, right=False):
 
 
 def bincount(x, weights=None, minlength=0, *, length=None):
-  """Counts of each non-negative integer; under a trace `length` must be given."""
+  """Counts (or summed `weights`) of each value of the non-negative integers `x`, negative
+  ones counted as 0: `length` bins when given (larger values are dropped; it is needed under
+  a trace), else `max(x) + 1`, at least `minlength`."""
   jnp = _jnp()
   xs = _util.asarray(x)
+  if not dtypes.is_integer(_util.dtype(xs)):
+    raise TypeError(f"x argument to bincount must have an integer type; got {_util.dtype(xs)}")
+  if _util.ndim(xs) != 1:
+    raise ValueError("only 1-dimensional input supported.")
   if length is None:
     from minijax.numpy.indexing import _host
     values = _host("bincount", xs)
-    length = max(int(values.max()) + 1 if values.size else 0, minlength)
-  length = max(int(length), int(minlength))
+    length = max(int(values.max()) + 1 if values.size else 0, int(minlength))
+  length = int(length)
   w = jnp.ones(_util.shape(xs), dtypes.default_int_dtype()) if weights is None else \
       _util.asarray(weights)
-  return jnp.zeros(length, _util.dtype(w)).at[xs].add(w)
+  return jnp.zeros(length, _util.dtype(w)).at[jnp.maximum(xs, 0)].add(w, mode="drop")
 
 
 def cov(m, y=None, rowvar=True, bias=False, ddof=None):
@@ -451,17 +458,51 @@ def _make_frexp():
 _frexp = _make_frexp()
 
 
-def delete(arr, obj, axis=None):
-  """Removes the entries at static indices `obj` along `axis`."""
+def delete(arr, obj, axis=None, *, assume_unique_indices=False):
+  """`arr` without the entries at `obj` along `axis` (flattened when None): a slice, an
+  integer or integer array (negative ones count from the end), or a boolean mask of the
+  axis.  Traced indices need `assume_unique_indices=True` (the result's size is static)."""
   jnp = _jnp()
   x = _util.asarray(arr)
   if axis is None:
     x, axis = jnp.ravel(x), 0
   (ax,) = _util.canonicalize_axes(axis, _util.ndim(x))
   n = _util.shape(x)[ax]
-  drop = np.arange(n)[obj] if isinstance(obj, slice) else np.asarray(obj) % max(n, 1)
+  if isinstance(obj, slice):
+    keep = np.setdiff1d(np.arange(n), np.arange(n)[obj])
+    return jnp.take(x, keep.astype(np.int32), axis=ax, mode="clip")
+  if isinstance(obj, (list, tuple)):
+    raise TypeError("delete requires ndarray or scalar arguments, got "
+                    f"{type(obj)} at position 1.")
+  if isinstance(obj, Tracer) and obj.to_concrete_value() is None:
+    if not assume_unique_indices:
+      raise ConcretizationTypeError(
+          obj, "jnp.delete", "Traced indices need assume_unique_indices=True (the size of "
+          "the result must be static). ")
+    if not dtypes.is_integer(_util.dtype(obj)):
+      raise TypeError(f"delete: traced indices must be integers, got {_util.dtype(obj)}")
+    dropped = jnp.ravel(obj)
+    mask = jnp.ones(n, bool).at[dropped].set(False, mode="drop")
+    keep = jnp.nonzero(mask, size=n - _util.size(dropped))[0]
+    return jnp.take(x, keep, axis=ax, mode="clip")
+  obj = np.asarray(obj.to_concrete_value() if isinstance(obj, Tracer) else obj)
+  if obj.dtype == np.bool_:
+    if obj.shape != (n,):
+      raise ValueError("np.delete(arr, obj): for boolean indices, obj must be "
+                       "one-dimensional with length matching specified axis.")
+    drop = np.flatnonzero(obj)
+  elif obj.size == 0:
+    drop = np.zeros(0, np.int64)
+  elif not np.issubdtype(obj.dtype, np.integer):
+    raise IndexError(f"delete: arrays used as indices must be of integer (or boolean) type, "
+                     f"got {obj.dtype}")
+  else:
+    bad = obj[(obj < -n) | (obj >= n)]
+    if bad.size:
+      raise IndexError(f"index {bad.flat[0]} is out of bounds for axis {ax} with size {n}")
+    drop = obj % n
   keep = np.setdiff1d(np.arange(n), np.atleast_1d(drop)).astype(np.int32)
-  return jnp.take(x, keep, axis=ax)
+  return jnp.take(x, keep, axis=ax, mode="clip")
 
 
 def insert(arr, obj, values, axis=None):

@@ -418,13 +418,47 @@ def _host(name, a):
 
 
 def nonzero(a, *, size=None, fill_value=None):
-  v = _host("nonzero", a)
-  out = np.nonzero(np.atleast_1d(v))
-  if size is not None:
-    fill = 0 if fill_value is None else fill_value
-    out = tuple(np.concatenate([o[:size], np.full(max(size - len(o), 0), fill, o.dtype)])
-                for o in out)
-  return tuple(lax.convert_to_array(o.astype(dtypes.default_int_dtype())) for o in out)
+  """The indices of the non-zero elements of `a`, one array per axis.  With `size` the
+  result has that length, traced inputs included: cut, or filled out with `fill_value` (0,
+  or one value per axis)."""
+  if size is None or not isinstance(a, Tracer):
+    v = np.atleast_1d(_host("nonzero", a))
+    out = np.nonzero(v)
+    if size is not None:
+      fills = _fills(fill_value, v.ndim)
+      out = tuple(np.concatenate([o[:size], np.full(max(size - len(o), 0), f, o.dtype)])
+                  for o, f in zip(out, fills))
+    return tuple(lax.convert_to_array(o.astype(dtypes.default_int_dtype())) for o in out)
+  from minijax.numpy import creation, reductions
+  from minijax.numpy.shape import atleast_1d, ravel
+  size = int(size)
+  x = atleast_1d(a)
+  dims = _util.shape(x)
+  mask = ravel(lax.ne(x, lax.full(dims, 0, _util.dtype(x))))
+  marks = lax.convert_element_type(mask, np.int32)
+  rank = lax.sub(reductions.cumsum(marks), lax.full(_util.shape(marks), 1, np.int32))
+  # each non-zero element's flat index, written at its rank among them (the rest dropped)
+  where = lax.select(mask, rank, lax.full(_util.shape(rank), size, np.int32))
+  flat = creation.zeros(size, np.int32).at[where].set(
+      lax.iota(np.int32, _util.size(x)), mode="drop")
+  valid = lax.lt(lax.iota(np.int32, size), lax.full((size,), reductions.sum(marks), np.int32))
+  out, index_dtype = [], dtypes.default_int_dtype()
+  for dim, fill in zip(reversed(dims), reversed(_fills(fill_value, len(dims)))):
+    index = lax.rem(flat, lax.full((size,), max(dim, 1), np.int32))
+    flat = lax.div(flat, lax.full((size,), max(dim, 1), np.int32))
+    out.append(lax.select(valid, lax.convert_element_type(index, index_dtype),
+                          lax.full((size,), fill, index_dtype)))
+  return tuple(reversed(out))
+
+
+def _fills(fill_value, ndim: int) -> tuple:
+  if fill_value is None:
+    return (0,) * ndim
+  fills = tuple(np.ravel(fill_value)) if np.ndim(fill_value) else (fill_value,) * ndim
+  if len(fills) != ndim:
+    raise ValueError(f"fill_value must be a scalar or a tuple of length {ndim}; got "
+                     f"{fill_value}")
+  return fills
 
 
 def flatnonzero(a, *, size=None, fill_value=None):
@@ -433,8 +467,12 @@ def flatnonzero(a, *, size=None, fill_value=None):
 
 
 def argwhere(a, *, size=None, fill_value=None):
-  v = _host("argwhere", a)
-  return lax.convert_to_array(np.argwhere(v).astype(dtypes.default_int_dtype()))
+  """The indices of the non-zero elements of `a`, one row each (see `nonzero`)."""
+  from minijax.numpy.shape import atleast_1d, stack
+  nd = _util.ndim(a) if _is_array(a) or isinstance(a, Tracer) else np.ndim(a)
+  columns = nonzero(atleast_1d(a), size=size, fill_value=fill_value)
+  out = stack(columns, axis=1)
+  return out[:, :0] if nd == 0 else out
 
 
 def unique(ar):

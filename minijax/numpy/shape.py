@@ -411,14 +411,24 @@ def argsort(a, axis=-1, kind=None, order=None, stable=True, descending=False):
   return lax.rev(perm, (ax,)) if descending else perm
 
 
-def take_along_axis(arr, indices, axis):
+def take_along_axis(arr, indices, axis=-1, mode=None, fill_value=None, *,
+                    wrap_negative_indices=None):
+  """Values of `arr` at `indices` along `axis`, the other axes broadcast.  Negative indices
+  count from the end (unless `wrap_negative_indices=False`); out-of-bounds ones give
+  `fill_value` (mode "fill", the default) or the nearest element (mode "clip")."""
   x = _arr("take_along_axis", arr)
   idx = _arr("take_along_axis", indices)
   if axis is None:
-    x, axis = ravel(x), 0
+    x, idx, axis = ravel(x), ravel(idx), 0
   (ax,) = _util.canonicalize_axes(axis, _util.ndim(x))
   if not dtypes.is_integer(_util.dtype(idx)):
     raise TypeError(f"take_along_axis: indices must be integers, got {_util.dtype(idx)}")
+  if _util.ndim(idx) != _util.ndim(x):
+    raise ValueError("indices and arr must have the same number of dimensions; "
+                     f"{_util.ndim(idx)} vs. {_util.ndim(x)}")
+  mode = "fill" if mode is None else str(getattr(mode, "name", mode)).lower()
+  if mode not in ("fill", "clip", "promise_in_bounds"):
+    raise ValueError(f'Unknown gather mode "{mode}"')
   shape = list(_util.shape(x))
   ishape = _util.shape(idx)
   out_shape = tuple(builtins.max(a, b) if i != ax else b
@@ -427,8 +437,47 @@ def take_along_axis(arr, indices, axis):
   bshape[ax] = shape[ax]
   x = _util.broadcast_to(x, tuple(bshape))
   idx = _util.broadcast_to(idx, out_shape)
-  idx = _normalize_index(idx, shape[ax])
-  return lax.take_along_axis(x, idx, ax)
+  idx, valid = _gather_indices("take_along_axis", idx, shape[ax], mode,
+                               wrap_negative_indices is not False)
+  out = lax.take_along_axis(x, idx, ax)
+  return out if valid is None else _filled(out, valid, fill_value)
+
+
+def _gather_indices(name, idx, n, mode, wrap_negative):
+  """In-bounds int32 indices into an axis of size `n` for a gather of `mode` ("fill",
+  "clip", "wrap" or "promise_in_bounds"), and for "fill" the mask of the valid ones (else
+  None).  `wrap_negative`: indices from -n to -1 count from the end first."""
+  idx = lax.convert_element_type(idx, dtypes.int32)
+  if n == 0:
+    if _util.size(idx):
+      raise IndexError(f"Cannot do a non-empty jnp.{name}() from an empty axis.")
+    return idx, None
+  full = lambda v: lax.full(_util.shape(idx), v, dtypes.int32)  # noqa: E731
+  if mode == "wrap":
+    return lax.rem(lax.add(lax.rem(idx, full(n)), full(n)), full(n)), None
+  if wrap_negative:
+    idx = _normalize_index(idx, n)
+  inside = lax.clamp(full(0), idx, full(n - 1))
+  if mode != "fill":
+    return inside, None
+  return inside, lax.bitwise_and(lax.ge(idx, full(0)), lax.lt(idx, full(n)))
+
+
+def _filled(out, valid, fill_value):
+  """`out` where `valid` (which broadcasts to its shape), else the fill value: `fill_value`, or NaN for inexact types, the lowest value for signed integers,
+  the highest for unsigned ones, True for booleans (JAX's)."""
+  dtype = _util.dtype(out)
+  if fill_value is None:
+    if dtypes.is_inexact(dtype):
+      fill_value = np.nan
+    elif np.issubdtype(dtype, np.signedinteger):
+      fill_value = np.iinfo(dtype).min
+    elif np.issubdtype(dtype, np.unsignedinteger):
+      fill_value = np.iinfo(dtype).max
+    else:
+      fill_value = True
+  fill = lax.full(_util.shape(out), np.asarray(fill_value).astype(dtype), dtype)
+  return lax.select(_util.broadcast_to(valid, _util.shape(out)), out, fill)
 
 
 def _normalize_index(idx, n):
@@ -439,13 +488,35 @@ def _normalize_index(idx, n):
   return lax.select(lax.lt(idx, zero), lax.add(idx, size), idx)
 
 
-def take(a, indices, axis=None, mode=None):
+def take(a, indices, axis=None, out=None, mode=None, unique_indices=False,
+         indices_are_sorted=False, fill_value=None):
+  """Elements of `a` (flattened when `axis` is None) at `indices` along `axis`.  Negative
+  indices from -n to -1 count from the end; others out of bounds give `fill_value` (mode
+  "fill", the default: NaN, the lowest signed or highest unsigned integer, or True), the
+  nearest end (mode "clip", which clamps the indices as given), or wrap around ("wrap")."""
+  if out is not None:
+    raise NotImplementedError("The 'out' argument to jnp.take is not supported.")
+  if mode == "raise":
+    raise NotImplementedError("The 'raise' mode to jnp.take is not supported.")
+  mode = "fill" if mode is None else mode
+  if mode not in ("fill", "clip", "wrap"):
+    raise ValueError(f"Invalid mode '{mode}' for np.take")
   x = _arr("take", a)
+  idx = _arr("take", indices)
+  if not dtypes.is_integer(_util.dtype(idx)):
+    raise TypeError(f"take: indices must be integers, got {_util.dtype(idx)}")
   if axis is None:
     x, axis = ravel(x), 0
-  from minijax.numpy.indexing import getitem
   (ax,) = _util.canonicalize_axes(axis, _util.ndim(x))
-  return getitem(x, (slice(None),) * ax + (_arr("take", indices),))
+  n = _util.shape(x)[ax]
+  from minijax.numpy.indexing import getitem
+  idx, valid = _gather_indices("take", idx, n, mode, wrap_negative=mode == "fill")
+  got = getitem(x, (slice(None),) * ax + (idx,))
+  if valid is None:
+    return got
+  nd = _util.ndim(x)
+  valid = lax.reshape(valid, (1,) * ax + _util.shape(valid) + (1,) * (nd - ax - 1))
+  return _filled(got, valid, fill_value)
 
 
 def pad(array, pad_width, mode="constant", constant_values=0):

@@ -196,7 +196,7 @@ fmin = _binary("fmin", _fmin)
 arctan2 = _binary("arctan2", lax.atan2, inexact=True, keep_scalars=True, real_only=TypeError)
 
 
-def _logaddexp(a, b):
+def _logaddexp_value(a, b):
   # JAX's formula (so softplus and friends agree to the bit): max + log1p(exp(-|a - b|)),
   # and a + b where a - b is NaN (a NaN, or infinities of one sign)
   delta = lax.sub(a, b)
@@ -204,7 +204,31 @@ def _logaddexp(a, b):
   return lax.select(lax.ne(delta, delta), lax.add(a, b), out)
 
 
-logaddexp = _binary("logaddexp", _logaddexp, inexact=True, real_only=TypeError)
+def _logaddexp_jvp(primals, tangents):
+  """d log(e^a + e^b) = e^(a - out) da + e^(b - out) db, with +inf read as 0 in the
+  exponents (so that inf - inf gives weight 1); a NaN anywhere gives NaN, as in JAX."""
+  a, b = primals
+  out = _logaddexp_value(a, b)
+
+  def finite(x):
+    return lax.select(lax.eq(x, lax.full_like(x, np.inf)), lax.full_like(x, 0), x)
+
+  weight_a = lax.exp(lax.sub(finite(a), finite(out)))
+  weight_b = lax.exp(lax.sub(finite(b), finite(out)))
+  return out, lax.add(lax.mul(tangents[0], weight_a), lax.mul(tangents[1], weight_b))
+
+
+def _make_logaddexp():
+  from minijax.custom_derivatives import custom_jvp
+
+  def logaddexp(a, b):
+    return _logaddexp_value(a, b)
+  fn = custom_jvp(logaddexp)
+  fn.defjvp(_logaddexp_jvp)
+  return fn
+
+
+logaddexp = _binary("logaddexp", _make_logaddexp(), inexact=True, real_only=TypeError)
 hypot = _binary("hypot", lambda a, b: lax.sqrt(lax.add(lax.mul(a, a), lax.mul(b, b))),
                 inexact=True, real_only=ValueError)
 
