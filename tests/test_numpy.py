@@ -598,7 +598,8 @@ EXTRAS = {
                   (np.where(F > 1, np.nan, F).astype(np.float32),)),
     "nanstd": (lambda x: jnp.nanstd(x, 0), lambda x: np.nanstd(x, 0),
                (np.where(F > 1, np.nan, F).astype(np.float32),)),
-    "delete": (lambda x: jnp.delete(x, [0, 2], axis=1), lambda x: np.delete(x, [0, 2], axis=1),
+    "delete": (lambda x: jnp.delete(x, np.array([0, 2]), axis=1),
+               lambda x: np.delete(x, [0, 2], axis=1),
                (F,)),
     "insert": (lambda x: jnp.insert(x, 1, 9.0, axis=0), lambda x: np.insert(x, 1, 9.0, axis=0),
                (F,)),
@@ -770,6 +771,8 @@ def test_delete_takes_a_boolean_mask_and_checks_its_indices():
     jnp.delete(a, 9)
   with pytest.raises(ValueError, match="for boolean indices, obj must be one-dimensional"):
     jnp.delete(a, np.array([True]))
+  with pytest.raises(TypeError, match="delete requires ndarray or scalar arguments"):
+    jnp.delete(a, [1, 2])  # as JAX: a list is not an array
   deleted = minijax.jit(lambda a, o: jnp.delete(a, o, assume_unique_indices=True))
   np.testing.assert_array_equal(deleted(a, np.array([1, 3])), [0, 2, 4, 5, 6, 7])
   with pytest.raises(minijax.errors.ConcretizationTypeError, match="assume_unique_indices"):
