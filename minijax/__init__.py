@@ -18,7 +18,7 @@ from minijax.custom_derivatives import custom_gradient, custom_jvp, custom_vjp
 from minijax.api import (typeof, disable_jit, check_tracer_leaks, checking_leaks,
                          explain_cache_misses, default_matmul_precision, numpy_rank_promotion,
                          numpy_dtype_promotion, enable_checks, allow_f16_reductions,
-                         no_tracing, no_execution)
+                         no_tracing, no_execution, enable_x64)
 from minijax.config import make_user_context
 from minijax.dtypes import float0
 from minijax.placement import (device_put, device_get, block_until_ready, copy_to_host_async,

@@ -611,6 +611,7 @@ numpy_dtype_promotion = flag_context("jax_numpy_dtype_promotion")
 allow_f16_reductions = flag_context("jax_allow_f16_reductions")
 no_tracing = flag_context("jax_no_tracing")
 no_execution = flag_context("jax_no_execution")
+enable_x64 = flag_context("jax_enable_x64")
 
 
 # ----------------------------------------------------------------------------- shapes, transposes
@@ -633,6 +634,16 @@ class ShapeDtypeStruct:
     if not self.shape:
       raise TypeError("len() of unsized object")
     return self.shape[0]
+
+  def update(self, **changes) -> "ShapeDtypeStruct":
+    """A copy with some of `shape`, `dtype`, `weak_type` and `sharding` replaced."""
+    fields = {"shape": self.shape, "dtype": self.dtype, "weak_type": self.weak_type,
+              "sharding": self.sharding}
+    unknown = sorted(set(changes) - set(fields))
+    if unknown:
+      raise TypeError(f"ShapeDtypeStruct.update got unexpected keyword argument(s) {unknown}; "
+                      f"it replaces {sorted(fields)}")
+    return ShapeDtypeStruct(**{**fields, **changes})
 
   @classmethod
   def like(cls, x) -> "ShapeDtypeStruct":

@@ -27,6 +27,8 @@ from jaxlib._jax import pytree as _pytree
 # the benchmarks do) registers JAX's nodes without clashing with minijax's.
 registry = _pytree.PyTreeRegistry()
 default_registry = registry
+# A treedef pickles with its registry, by name: this module's `default_registry`.
+registry.__module__, registry.__name__ = __name__, "default_registry"
 PyTreeDef = _pytree.PyTreeDef
 SequenceKey = _pytree.SequenceKey
 DictKey = _pytree.DictKey

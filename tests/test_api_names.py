@@ -368,3 +368,43 @@ def test_lowering_for_another_platform_gives_text_and_refuses_to_compile():
     g.trace(jnp.eye(3)).lower(lowering_platforms=("tpu",))
   assert f.trace(jnp.arange(8)).lower(lowering_platforms=("cpu",)).compile()(
       jnp.arange(8)).tolist() == [0, 2, 4, 6, 8, 10, 12, 14]
+
+
+def test_names_that_jaxs_own_test_files_import_exist_with_jaxs_fields():
+  """Issue 31: lax_test, lax_autodiff_test and shard_map_test failed to import, and
+  x64_context_test had nothing to run, for want of these."""
+  import pickle
+  import minijax.numpy as jnp
+  from minijax import lax, tree_util
+  assert lax.ScatterDimensionNumbers._fields == (
+      "update_window_dims", "inserted_window_dims", "scatter_dims_to_operand_dims",
+      "operand_batching_dims", "scatter_indices_batching_dims")
+  spec = minijax.ShapeDtypeStruct((2, 3), "float32")
+  assert spec.update(shape=(4,)) == minijax.ShapeDtypeStruct((4,), "float32")
+  assert spec.update(dtype="int32").dtype == np.int32 and spec.shape == (2, 3)
+  with pytest.raises(TypeError, match="unexpected keyword"):
+    spec.update(size=3)
+  with minijax.enable_x64(True):
+    assert minijax.enable_x64.value and jnp.ones(1).dtype == np.float64
+    assert minijax.jit(lambda x: x + 1)(1).dtype == np.int64
+  assert not minijax.enable_x64.value and jnp.ones(1).dtype == np.float32
+  treedef = tree_util.tree_structure({"a": [1, (2, 3)], "b": None})
+  assert pickle.loads(pickle.dumps(treedef)) == treedef
+
+
+@pytest.mark.parametrize("dtype, kinds", [
+    (np.bool_, {"bool"}), (np.int8, {"signed integer", "integral", "numeric"}),
+    (np.uint32, {"unsigned integer", "integral", "numeric"}),
+    ("int4", {"signed integer", "integral", "numeric"}),
+    ("bfloat16", {"real floating", "numeric"}), ("float8_e4m3fn", {"real floating", "numeric"}),
+    (np.complex64, {"complex floating", "numeric"})])
+def test_isdtype_sorts_every_dtype_into_the_array_apis_kinds(dtype, kinds):
+  import minijax.numpy as jnp
+  every = ["bool", "signed integer", "unsigned integer", "integral", "real floating",
+           "complex floating", "numeric"]
+  assert {k for k in every if jnp.isdtype(dtype, k)} == kinds
+  assert jnp.isdtype(dtype, (dtype, "bool")) and not jnp.isdtype(dtype, np.float64)
+  with pytest.raises(ValueError, match="Unrecognized kind='bad'"):
+    jnp.isdtype(dtype, "bad")
+  with pytest.raises(TypeError, match="Expected kind to be a dtype, string, or tuple"):
+    jnp.isdtype(dtype, 3)

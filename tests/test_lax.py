@@ -290,7 +290,7 @@ IDX = np.array([[1], [0], [1], [1]], np.int32)
 GATHER_DN = lax.GatherDimensionNumbers(offset_dims=(1,), collapsed_slice_dims=(0,),
                                        start_index_map=(0,))
 SCATTER_DN = lax.ScatterDimensionNumbers(update_window_dims=(1,), inserted_window_dims=(0,),
-                                         scattered_dims_to_operand_dims=(0,))
+                                         scatter_dims_to_operand_dims=(0,))
 UPD = sample((4, 3), f32)
 
 

@@ -102,6 +102,39 @@ def issubdtype(a, b) -> bool:
   return np.issubdtype(a, b)
 
 
+_ISDTYPE_KINDS = {
+    "bool": lambda d: d == bool_,
+    "signed integer": lambda d: issubdtype(d, np.signedinteger),
+    "unsigned integer": lambda d: issubdtype(d, np.unsignedinteger),
+    "integral": lambda d: issubdtype(d, np.integer),
+    "real floating": lambda d: issubdtype(d, np.floating),
+    "complex floating": lambda d: issubdtype(d, np.complexfloating),
+    "numeric": lambda d: issubdtype(d, np.number),
+}
+
+
+def isdtype(dtype, kind) -> bool:
+  """The array API's test: whether `dtype` is of `kind` (a dtype, one of the names of
+  `_ISDTYPE_KINDS`, or a tuple of those), ml_dtypes' types among numpy's."""
+  d = np.dtype(dtype)
+  kinds = kind if isinstance(kind, tuple) else (kind,)
+  for k in kinds:
+    if isinstance(k, str) and k in _ISDTYPE_KINDS:
+      if _ISDTYPE_KINDS[k](d):
+        return True
+      continue
+    if not isinstance(k, (str, type, np.dtype)):
+      raise TypeError(f"Expected kind to be a dtype, string, or tuple; got kind={k!r}")
+    try:
+      wanted = np.dtype(k)
+    except TypeError:
+      raise ValueError(f"Unrecognized kind={k!r} expected one of {list(_ISDTYPE_KINDS)}, or "
+                       "a compatible input for jnp.dtype()") from None
+    if d == wanted:
+      return True
+  return False
+
+
 def _ml_dtype(x) -> np.dtype | None:
   """The ml_dtypes dtype that `x` (a dtype, scalar type or name) is, else None."""
   if any(x is kind for kind in _ABSTRACT_KINDS):

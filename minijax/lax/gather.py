@@ -41,7 +41,7 @@ class GatherDimensionNumbers(NamedTuple):
 class ScatterDimensionNumbers(NamedTuple):
   update_window_dims: tuple
   inserted_window_dims: tuple
-  scattered_dims_to_operand_dims: tuple
+  scatter_dims_to_operand_dims: tuple
   operand_batching_dims: tuple = ()
   scatter_indices_batching_dims: tuple = ()
 
@@ -122,7 +122,7 @@ def _scatter_dnums_of(dn: GatherDimensionNumbers) -> ScatterDimensionNumbers:
 
 def _gather_dnums_of(dn: ScatterDimensionNumbers) -> GatherDimensionNumbers:
   return GatherDimensionNumbers(dn.update_window_dims, dn.inserted_window_dims,
-                                dn.scattered_dims_to_operand_dims, dn.operand_batching_dims,
+                                dn.scatter_dims_to_operand_dims, dn.operand_batching_dims,
                                 dn.scatter_indices_batching_dims)
 
 
@@ -187,9 +187,9 @@ def _scatter_abstract_eval(name):
       raise TypeError(f"{where}: indices must be integers with the index vector as last axis")
     if updates.dtype != operand.dtype:
       raise TypeError(f"{where}: updates must have the operand's dtype")
-    if indices.shape[-1] != len(dn.scattered_dims_to_operand_dims):
+    if indices.shape[-1] != len(dn.scatter_dims_to_operand_dims):
       raise TypeError(f"{where}: the index vector has {indices.shape[-1]} entries but "
-                      f"scattered_dims_to_operand_dims={dn.scattered_dims_to_operand_dims}")
+                      f"scatter_dims_to_operand_dims={dn.scatter_dims_to_operand_dims}")
     scatter_dims = [d for d in range(updates.ndim) if d not in dn.update_window_dims]
     if [updates.shape[d] for d in scatter_dims] != list(indices.shape[:-1]):
       raise TypeError(f"{where}: the update scatter axes must match the index batch shape")
@@ -211,7 +211,7 @@ def _scatter_lowering(combine):
         inserted_window_dims=list(dn.inserted_window_dims),
         input_batching_dims=list(dn.operand_batching_dims),
         scatter_indices_batching_dims=list(dn.scatter_indices_batching_dims),
-        scattered_dims_to_operand_dims=list(dn.scattered_dims_to_operand_dims),
+        scattered_dims_to_operand_dims=list(dn.scatter_dims_to_operand_dims),  # (MHLO spelling)
         index_vector_dim=ctx.avals_in[1].ndim - 1)
     out_type = mlir.aval_to_ir_type(ctx.avals_out[0])
     op = mhlo.ScatterOp([out_type], [operand], indices, [updates], attr,
@@ -252,7 +252,7 @@ def _scatter_batch_rule(prim):
     new = ScatterDimensionNumbers(
         update_window_dims=_shift(dn.update_window_dims),
         inserted_window_dims=_shift(dn.inserted_window_dims),
-        scattered_dims_to_operand_dims=_shift(dn.scattered_dims_to_operand_dims),
+        scatter_dims_to_operand_dims=_shift(dn.scatter_dims_to_operand_dims),
         operand_batching_dims=(0,) + _shift(dn.operand_batching_dims),
         scatter_indices_batching_dims=(0,) + _shift(dn.scatter_indices_batching_dims))
     return prim.bind(operand, indices, updates, dimension_numbers=new,

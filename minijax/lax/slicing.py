@@ -255,7 +255,7 @@ def _dus_batch(args, dims):
   n = x.ndim - 1
   dnums = ScatterDimensionNumbers(update_window_dims=tuple(range(1, n + 1)),
                                   inserted_window_dims=(),
-                                  scattered_dims_to_operand_dims=tuple(range(1, n + 1)),
+                                  scatter_dims_to_operand_dims=tuple(range(1, n + 1)),
                                   operand_batching_dims=(0,), scatter_indices_batching_dims=(0,))
   return scatter(x, index, update, dnums), 0
 

@@ -128,6 +128,7 @@ def finfo(dtype):
 
 
 issubdtype = _dtypes.issubdtype
+isdtype = _dtypes.isdtype
 integer, floating, inexact, number, signedinteger, unsignedinteger, complexfloating = (
     _np.integer, _np.floating, _np.inexact, _np.number, _np.signedinteger,
     _np.unsignedinteger, _np.complexfloating)

@@ -401,7 +401,7 @@ def _update(scatter_fn, x, idx, values, mode=None):
   n = int(np.prod(pshape, dtype=np.int64))
   values = _util.broadcast_to(_cast_values(values, get_aval(x)), pshape)
   dnums = lax.ScatterDimensionNumbers(update_window_dims=(), inserted_window_dims=(0,),
-                                      scattered_dims_to_operand_dims=(0,))
+                                      scatter_dims_to_operand_dims=(0,))
   flat = scatter_fn(lax.reshape(x, (size,)), lax.reshape(positions, (n, 1)),
                     lax.reshape(values, (n,)), dnums)
   return lax.reshape(flat, shape)
