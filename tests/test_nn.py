@@ -266,3 +266,73 @@ def test_softplus_and_logaddexp_derivatives_are_nan_at_nan_and_jaxs_at_infinitie
   np.testing.assert_allclose(tangent, [np.nan, 0.7310586, 0.11920292], rtol=1e-6)
   np.testing.assert_allclose(minijax.grad(lambda x: nn.log_sigmoid(x).sum())(x),
                              [np.nan, 0.26894143, 0.8807971], rtol=1e-6)
+
+
+def _attention_reference(q, k, v, keep, scale):
+  """numpy's float64 attention over BTNH queries and BSKH keys/values, `keep` BNTS."""
+  b, t, n, h = q.shape
+  kh = k.shape[2]
+  k, v = np.repeat(k, n // kh, axis=2), np.repeat(v, n // kh, axis=2)
+  logits = np.einsum("btnh,bsnh->bnts", q, k) * scale
+  logits = np.where(keep, logits, -0.7 * np.finfo(np.float32).max)
+  probs = np.exp(logits - logits.max(-1, keepdims=True))
+  probs /= probs.sum(-1, keepdims=True)
+  residual = np.log(np.exp(logits - logits.max(-1, keepdims=True)).sum(-1)) + logits.max(-1)
+  return np.einsum("bnts,bsnh->btnh", probs, v), residual.transpose(0, 2, 1)
+
+
+@pytest.mark.parametrize("case", ["plain", "grouped", "causal", "mask", "lengths", "window"])
+def test_dot_product_attention_against_numpy(case):
+  rng = np.random.default_rng(0)
+  b, t, s, n, kh, h = 2, 5, 6, 4, (1 if case == "grouped" else 2), 8
+  q = rng.standard_normal((b, t, n, h)).astype(np.float32)
+  k, v = (rng.standard_normal((b, s, kh, h)).astype(np.float32) for _ in range(2))
+  keep = np.ones((b, n, t, s), bool)
+  kw = {}
+  ti, si = np.arange(t)[:, None], np.arange(s)[None]
+  if case == "causal":
+    kw["is_causal"] = True
+    keep &= si <= ti
+  if case == "mask":
+    kw["mask"] = rng.random((b, 1, t, s)) > 0.3
+    keep &= kw["mask"]
+  if case == "lengths":
+    kw.update(query_seq_lengths=np.array([3, 5], np.int32),
+              key_value_seq_lengths=np.array([2, 6], np.int32))
+    keep &= (si < kw["key_value_seq_lengths"][:, None, None, None])
+    keep &= (ti < kw["query_seq_lengths"][:, None, None, None])
+  if case == "window":
+    kw["local_window_size"] = (2, 0)
+    keep &= (ti - 2 <= si) & (si <= ti)
+  out, residual = nn.dot_product_attention(q, k, v, return_residual=True, **kw)
+  want, want_residual = _attention_reference(q.astype(np.float64), k, v, keep, 1 / np.sqrt(h))
+  if case == "lengths":  # padded queries give zeros
+    want *= (np.arange(t)[None, :] < kw["query_seq_lengths"][:, None])[:, :, None, None]
+  np.testing.assert_allclose(out, want, rtol=2e-5, atol=2e-6)
+  np.testing.assert_allclose(residual, want_residual, rtol=2e-5, atol=2e-6)
+
+
+def test_dot_product_attention_shapes_precision_and_errors():
+  rng = np.random.default_rng(1)
+  q = rng.standard_normal((5, 4, 8)).astype(np.float32)  # TNH, no batch
+  k = rng.standard_normal((6, 2, 8)).astype(np.float32)
+  out, residual = nn.dot_product_attention(q, k, k, return_residual=True)
+  assert out.shape == (5, 4, 8) and residual.shape == (5, 4)
+  # a row that nothing may attend to spreads evenly; its logsumexp is JAX's large negative
+  masked, lse = nn.dot_product_attention(q, k, k, mask=np.zeros((1, 1, 5, 6), bool),
+                                         return_residual=True)
+  np.testing.assert_allclose(masked, np.broadcast_to(np.repeat(k, 2, 1).mean(0), (5, 4, 8)),
+                             rtol=1e-5, atol=1e-6)
+  np.testing.assert_allclose(lse, -0.7 * np.finfo(np.float32).max, rtol=1e-6)
+  half = nn.dot_product_attention(q.astype("bfloat16"), k.astype("bfloat16"),
+                                  k.astype("bfloat16"))
+  assert half.dtype == np.dtype("bfloat16")
+  np.testing.assert_allclose(np.asarray(half, np.float32), out, rtol=0.05, atol=0.05)
+  grad = minijax.grad(lambda q: nn.dot_product_attention(q, k, k).sum())(q)
+  assert grad.shape == q.shape and np.isfinite(grad).all()
+  with pytest.raises(ValueError, match="multiple of key/value heads"):
+    nn.dot_product_attention(q[:, :3], k, k)
+  with pytest.raises(ValueError, match="value dtype should be float32"):
+    nn.dot_product_attention(q, k, k.astype(np.float16))
+  with pytest.raises(ValueError, match="implementation='cudnn' is not available"):
+    nn.dot_product_attention(q, k, k, implementation="cudnn")

@@ -5,4 +5,5 @@ from minijax.nn.functions import (  # noqa: F401
     swish, mish, log_sigmoid, elu, leaky_relu, hard_tanh, celu, selu, gelu, glu, hard_sigmoid,
     hard_silu, hard_swish, squareplus, logsumexp, logmeanexp, log_softmax, softmax,
     standardize, one_hot, tanh)
+from minijax.nn.attention import dot_product_attention  # noqa: F401
 from minijax.nn import initializers  # noqa: F401,E402
