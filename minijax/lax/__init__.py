@@ -24,6 +24,7 @@ from minijax.lax.parallel import *  # noqa: F401,F403
 from minijax.lax.sharding import sharding_constraint_p, with_sharding_constraint  # noqa: F401
 from minijax.lax.shard_map import shard_map_p  # noqa: F401
 from minijax.lax.control_flow import cond, cond_p, fori_loop, map, platform_dependent, scan, scan_p, switch, while_loop, while_p  # noqa: F401,A004
+from minijax.lax.control_flow import custom_linear_solve, custom_root, linear_solve_p  # noqa: F401
 from minijax.lax import linalg  # noqa: F401,E402
 
 from minijax.lax import state  # noqa: F401,E402
