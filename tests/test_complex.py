@@ -174,6 +174,9 @@ LAX_COMPLEX = {
     "scan": (lambda z: lax.scan(lambda c, a: (c * a, c), lax.full((), 1, z.dtype), z)[1], (V,),
              lambda z: np.cumprod(np.concatenate([[1], z[:-1]])).astype(C64)),
     "jit": (minijax.jit(lambda z: z * z.conj()), (Z,), lambda z: z * np.conj(z)),
+    "custom_linear_solve": (lambda z: lax.custom_linear_solve(lambda x: x * (2 - 1j), z,
+                                                              lambda mv, y: y / (2 - 1j)),
+                            (Z,), lambda z: z / (2 - 1j)),
     # collectives, over a vmapped axis named "k" (tests/test_parallel.py runs them on devices)
     "psum": (minijax.vmap(lambda z: lax.psum(z, "k"), axis_name="k"), (Z,),
              lambda z: np.broadcast_to(z.sum(0), z.shape)),
@@ -619,7 +622,7 @@ def test_numpy_function_without_complex_support_raises_naming_it(name):
 
 # Functions that take no array, or only integer or boolean arrays, or shapes.
 _NO_COMPLEX_ARGUMENT = """arange broadcast_shapes can_cast diag_indices empty eye finfo full
-identity indices issubdtype logspace meshgrid ndim ones printoptions promote_types result_type
+identity indices issubdtype isdtype logspace meshgrid ndim ones printoptions promote_types result_type
 shape size tri tril_indices triu_indices unravel_index zeros bitwise_not invert bitwise_or
 bitwise_xor right_shift logical_not bincount digitize choose isscalar iscomplexobj isrealobj
 vectorize apply_along_axis array_split hsplit vsplit hstack vstack dstack column_stack concat

@@ -263,6 +263,9 @@ def test_checkify_checks_eagerly_and_collects_the_first_failure():
   with pytest.raises(ValueError, match="Cannot abstractly evaluate a checkify.check which "
                      "was not functionalized"):
     minijax.jit(f)(1.0)
+  # the automatic checks are not implemented: asking for them raises, never checks nothing
+  with pytest.raises(NotImplementedError, match="DivisionByZeroError.*not implemented"):
+    checkify.checkify(lambda x: 1 / x, errors=checkify.div_checks)
 
 
 def test_checkify_functionalizes_checks_of_traced_values():

@@ -121,6 +121,13 @@ def check_error(error: Error) -> None:
 
 def checkify(f: Callable, errors: frozenset = user_checks) -> Callable:
   """`f` returning `(Error, out)`: the first failed `check` in it, instead of raising."""
+  unsupported = set(errors) - user_checks
+  if unsupported:
+    names = sorted(e.__name__ for e in unsupported)
+    raise NotImplementedError(
+        f"checkify: the automatic checks {names} are not implemented in minijax; pass "
+        "errors=checkify.user_checks (the checks made with checkify.check)")
+
   def checked(*args, **kwargs):
     previous, _collecting.errors = _collecting.errors, []
     _host_errors.append(_collecting.errors)
