@@ -263,6 +263,14 @@ def test_checkify_checks_eagerly_and_collects_the_first_failure():
   with pytest.raises(ValueError, match="Cannot abstractly evaluate a checkify.check which "
                      "was not functionalized"):
     minijax.jit(f)(1.0)
+  # debug_check: a check inside checkify, dropped elsewhere (eagerly and under jit)
+  checkify.debug_check(False, "dropped")
+  minijax.jit(lambda x: checkify.debug_check(x > 0, "dropped") or x)(-1.0)
+
+  def g(x):
+    checkify.debug_check(x > 0, "x must be positive")
+    return x
+  assert checkify.checkify(g)(-1.0)[0].get() == "x must be positive (`check` failed)"
   # the automatic checks are not implemented: asking for them raises, never checks nothing
   with pytest.raises(NotImplementedError, match="DivisionByZeroError.*not implemented"):
     checkify.checkify(lambda x: 1 / x, errors=checkify.div_checks)

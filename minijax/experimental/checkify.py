@@ -98,6 +98,12 @@ def check(pred: Any, msg: str, *fmt_args, **fmt_kwargs) -> None:
   _check_on_host(msg, pred, fmt_args, fmt_kwargs, _collecting.errors)
 
 
+def debug_check(pred: Any, msg: str, *fmt_args, **fmt_kwargs) -> None:
+  """`check` inside `checkify`; elsewhere nothing (the check is dropped, as in JAX)."""
+  if _collecting.errors is not None:
+    check(pred, msg, *fmt_args, **fmt_kwargs)
+
+
 # Where host callbacks (run on the runtime's thread) record traced checks' failures: the
 # innermost running `checkify` call's list.
 _host_errors: list[list] = []
@@ -142,6 +148,6 @@ def checkify(f: Callable, errors: frozenset = user_checks) -> Callable:
   return checked
 
 
-__all__ = ["Error", "ErrorCategory", "FailedCheckError", "JaxException", "JaxRuntimeError", "all_checks", "automatic_checks",
-           "check", "check_error", "checkify", "div_checks", "float_checks", "index_checks", "nan_checks",
-           "user_checks"]
+__all__ = ["Error", "ErrorCategory", "FailedCheckError", "JaxException", "JaxRuntimeError",
+           "all_checks", "automatic_checks", "check", "check_error", "checkify", "debug_check",
+           "div_checks", "float_checks", "index_checks", "nan_checks", "user_checks"]
