@@ -814,3 +814,28 @@ def test_promote_types_does_not_narrow_and_result_type_narrows_its_operands_firs
   # ... while result_type narrows 64-bit operands first: int8 and uint32 meet at int64 -> int32
   assert jnp.result_type(np.int8, np.uint64) == np.int32
   assert jnp.result_type(np.complex128, np.float32) == np.complex64
+
+
+@pytest.mark.filterwarnings("ignore:invalid value|ignore:Degrees of freedom|ignore:Mean of empty")
+def test_reductions_honour_where_keepdims_and_initial_as_jax():
+  a = np.arange(12.0, dtype=np.float32).reshape(3, 4)
+  w = a > 4
+  # var/std over the `where` positions only (they ignored `where`); numpy agrees
+  np.testing.assert_allclose(jnp.var(a, where=w), np.var(a, where=w), rtol=1e-6)
+  np.testing.assert_allclose(jnp.std(a, axis=1, where=w, keepdims=True),
+                             np.std(a, axis=1, where=w, keepdims=True), rtol=1e-6)
+  got = np.asarray(jnp.var(a, axis=0, where=w, ddof=1))
+  assert np.isnan(got[0]) and np.allclose(got[1:], 8.0)  # one element, ddof 1: NaN
+  # median keeps every reduced axis with keepdims, and takes a tuple of axes
+  assert jnp.median(a, keepdims=True).shape == (1, 1)
+  np.testing.assert_allclose(jnp.median(a, axis=(0, 1)), np.median(a), rtol=1e-6)
+  np.testing.assert_allclose(jnp.quantile(a, np.array([0.25, 0.5]), axis=0, keepdims=True),
+                             np.quantile(a, [0.25, 0.5], axis=0, keepdims=True), rtol=1e-6)
+  # max/min with an initial keep the array's dtype (JAX's), bools and ints alike
+  i = np.arange(6, dtype=np.int32).reshape(2, 3) - 3
+  assert jnp.max(i, initial=1.0).dtype == np.int32 and int(jnp.max(i, initial=1.0)) == 2
+  assert jnp.min(i > 0, initial=True).dtype == np.bool_
+  # trapezoid integrates booleans as numbers, unravel_index clips as JAX does
+  np.testing.assert_allclose(jnp.trapezoid(np.array([True, False, True]), axis=0), 1.0)
+  assert [np.asarray(c).tolist() for c in jnp.unravel_index(np.array([5, -1, 13]), (3, 4))] == [
+      [1, 2, 2], [1, 3, 3]]

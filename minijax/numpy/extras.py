@@ -99,12 +99,12 @@ def quantile(a, q, axis=None, keepdims=False, method="linear"):
   if np.issubdtype(_util.dtype(x), np.complexfloating):
     raise ValueError("quantile does not support complex input, as the operation is poorly "
                      "defined (complex values have no order)")
-  if axis is None:
-    x, ax = jnp.ravel(x), 0
-  else:
-    (ax,) = _util.canonicalize_axes(axis, _util.ndim(x))
-  n = _util.shape(x)[ax]
-  s = jnp.moveaxis(jnp.sort(x, axis=ax), ax, -1)
+  shape, nd = _util.shape(x), _util.ndim(x)
+  axes = tuple(range(nd)) if axis is None else _util.canonicalize_axes(axis, nd)
+  rest = [d for d in range(nd) if d not in axes]
+  n = int(np.prod([shape[d] for d in axes]))
+  x = jnp.reshape(jnp.transpose(x, (*rest, *axes)), (*(shape[d] for d in rest), n))
+  s = jnp.sort(x, axis=-1)  # the reduced axes, merged into the last
   q = lax.convert_element_type(_util.asarray(q), _util.dtype(x))
   pos = q * (n - 1)
   lo = lax.floor(pos)
@@ -116,8 +116,9 @@ def quantile(a, q, axis=None, keepdims=False, method="linear"):
   out = lo_v + (hi_v - lo_v) * frac
   if _util.ndim(q):
     out = jnp.moveaxis(out, -1, 0)
-  if keepdims and axis is not None:
-    out = jnp.expand_dims(out, ax + (1 if _util.ndim(q) else 0))
+  if keepdims:
+    kept = tuple(1 if d in axes else shape[d] for d in range(nd))
+    out = jnp.reshape(out, _util.shape(q) + kept)
   return out
 
 
@@ -206,10 +207,17 @@ def logspace(start, stop, num=50, endpoint=True, base=10.0, dtype=None):
 
 
 def unravel_index(indices_, shape):
+  """The coordinates of flat `indices_` in an array of `shape`; indices out of range are
+  clipped to it and negative ones count from the end, as JAX does."""
   jnp = _jnp()
+  shape = (shape,) if np.ndim(shape) == 0 else tuple(shape)
+  size = int(np.prod(shape))
   idx = _util.asarray(indices_)
+  if dtypes.is_integer(_util.dtype(idx)) and size:
+    idx = jnp.clip(idx, -size, size - 1)
+    idx = jnp.where(idx < 0, idx + size, idx)
   out = []
-  for s in reversed(tuple(shape)):
+  for s in reversed(shape):
     out.append(jnp.remainder(idx, s))
     idx = jnp.floor_divide(idx, s)
   return tuple(reversed(out))

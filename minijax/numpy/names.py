@@ -89,7 +89,10 @@ def unstack(x, /, *, axis: int = 0) -> tuple:
 def trapezoid(y, x=None, dx=1.0, axis: int = -1):
   """The integral of `y` along `axis` by the trapezoid rule (points `x`, or spacing `dx`)."""
   jnp = _np()
-  y = jnp.moveaxis(jnp.asarray(y), axis, -1)
+  y = jnp.asarray(y)
+  if not jnp.issubdtype(y.dtype, jnp.inexact):  # (bools and integers integrate as floats)
+    y = y.astype(jnp.result_type(y.dtype, 1.0))
+  y = jnp.moveaxis(y, axis, -1)
   if x is None:
     d = dx
   else:

@@ -103,7 +103,8 @@ def _extremum(name, a, axis, out, keepdims, initial, where):
   if initial is None:
     _check_nonempty(name, x, axes)
   out = (lax.reduce_max if name == "max" else lax.reduce_min)(x, axes)
-  if initial is not None:
+  if initial is not None:  # (in the array's dtype, as JAX: max(ints, initial=1.0) is int)
+    initial = lax.convert_element_type(np.asarray(initial), _util.dtype(x))
     out = (ufuncs.maximum if name == "max" else ufuncs.minimum)(out, initial)
   return _keep(out, x, axes, keepdims)
 
@@ -175,23 +176,35 @@ def mean(a, axis=None, dtype=None, out=None, keepdims=False, where=None):
 
 @_util.compiled_when_eager(dynamic=1)
 def var(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, where=None):
-  x, axes = _prep("var", a, axis)
+  """The mean squared deviation from the mean over `axis` (only where `where` holds),
+  divided by the count less `ddof`; NaN where that is not positive."""
+  x, axes = _prep("var", a, axis, out)
   dt = _mean_dtype(_util.dtype(x), dtype)
   x = _cast(x, dt)
-  centered = lax.sub(x, _util.broadcast_to(mean(x, axes, keepdims=True), _util.shape(x)))
+  centered = lax.sub(x, _util.broadcast_to(mean(x, axes, keepdims=True, where=where),
+                                           _util.shape(x)))
   if np.issubdtype(dt, np.complexfloating):  # the mean squared modulus, a real number
     centered = lax.abs(centered)
     dt = _util.dtype(centered)
   sq = lax.mul(centered, centered)
-  total = _accumulate(lax.reduce_sum, sq, axes)
-  n = _count(x, axes) - ddof
-  out = lax.div(total, lax.full(_util.shape(total), n if n > 0 else np.nan, dt))
+  if where is None:
+    total = _accumulate(lax.reduce_sum, sq, axes)
+    n = _count(x, axes) - ddof
+    out = lax.div(total, lax.full(_util.shape(total), n if n > 0 else np.nan, dt))
+    return _keep(out, x, axes, keepdims)
+  from minijax.numpy.ufuncs import where as _where
+  mask = _util.broadcast_to(where, _util.shape(x))
+  total = _accumulate(lax.reduce_sum, _where(mask, sq, lax.full_like(sq, 0)), axes)
+  n = lax.sub(sum(mask, axes, dt), lax.full(_util.shape(total), ddof, dt))
+  positive = lax.gt(n, lax.full_like(n, 0))
+  out = lax.select(positive, lax.div(total, lax.select(positive, n, lax.full_like(n, 1))),
+                   lax.full_like(total, np.nan))
   return _keep(out, x, axes, keepdims)
 
 
 @_util.compiled_when_eager(dynamic=1)
 def std(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, where=None):
-  return lax.sqrt(var(a, axis, dtype, out, ddof, keepdims))
+  return lax.sqrt(var(a, axis, dtype, out, ddof, keepdims, where))
 
 
 def _arg(name, lax_fn, a, axis, keepdims):

@@ -300,7 +300,7 @@ def repeat(a, repeats, axis=None, total_repeat_length=None):
       raise ConcretizationTypeError(
           repeats, "jnp.repeat", "When repeat is traced, the total number of repeats must be "
           "static: pass a static `repeats`, or a static `total_repeat_length`. ")
-    reps = static
+    reps = static if static.ndim == 0 else np.ravel(static)
     if reps.ndim == 0:
       return _repeat_each(x, ax, int(reps))
     _check_repeats(reps.shape, shape[ax], ax)
