@@ -839,3 +839,32 @@ def test_reductions_honour_where_keepdims_and_initial_as_jax():
   np.testing.assert_allclose(jnp.trapezoid(np.array([True, False, True]), axis=0), 1.0)
   assert [np.asarray(c).tolist() for c in jnp.unravel_index(np.array([5, -1, 13]), (3, 4))] == [
       [1, 2, 2], [1, 3, 3]]
+
+
+def test_integer_division_cumulative_dtypes_and_promotions_are_jaxs():
+  # JAX 0.10.2's answers, division by zero included (x % 0 is 0; x // 0 follows its rule)
+  a, b = np.array([3, -3, 0, 5, -5, 7], np.int32), np.array([0, 0, 0, -2, 2, 3], np.int32)
+  assert np.asarray(jnp.floor_divide(a, b)).tolist() == [-2, -2, -1, -3, -3, 2]
+  assert np.asarray(jnp.remainder(a, b)).tolist() == [0, 0, 0, -1, 1, 1]
+  assert np.asarray(jnp.fmod(a, b)).tolist() == [0, 0, 0, 1, -1, 1]
+  u = np.array([3, 5, 0], np.uint32)
+  assert np.asarray(jnp.floor_divide(u, np.array([0, 2, 0], np.uint32))).tolist() == [
+      2**32 - 1, 2, 2**32 - 1]
+  # cumulative sums and products keep narrow integers (and wrap), booleans count as int32
+  assert np.asarray(jnp.cumsum(np.array([200, 100], np.uint8))).tolist() == [200, 44]
+  assert jnp.cumprod(np.ones(2, np.int8)).dtype == np.int8
+  assert jnp.cumsum(np.ones(2, bool)).dtype == np.int32
+  # integers become floats where numpy's function is a float one
+  np.testing.assert_array_equal(jnp.reciprocal(np.array([1, 2, -1])), [1.0, 0.5, -1.0])
+  assert jnp.rint(np.array([1, 2])).dtype == np.float32
+  assert jnp.square(np.array([True])).dtype == np.int32
+  # ediff1d puts to_begin/to_end around the differences
+  assert np.asarray(jnp.ediff1d(np.array([1, 4, 9]), 2)).tolist() == [3, 5, 2]
+  assert np.asarray(jnp.ediff1d(np.array([1, 4, 9]), to_begin=np.array([7, 8]))).tolist() == [
+      7, 8, 3, 5]
+  # both operands promote together before any arithmetic
+  h, f = np.array([0.5, 1.0], np.float16), np.array([0.25, 3.0], np.float32)
+  assert jnp.cov(h, f).dtype == np.float32
+  np.testing.assert_allclose(jnp.logaddexp2(h, f), np.logaddexp2(h.astype(np.float32), f),
+                             rtol=1e-6)
+  np.testing.assert_allclose(jnp.nanvar(np.array([1 + 1j, 2], np.complex64)), 0.5, rtol=1e-6)

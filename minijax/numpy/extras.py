@@ -213,7 +213,9 @@ def unravel_index(indices_, shape):
   shape = (shape,) if np.ndim(shape) == 0 else tuple(shape)
   size = int(np.prod(shape))
   idx = _util.asarray(indices_)
-  if dtypes.is_integer(_util.dtype(idx)) and size:
+  if np.issubdtype(_util.dtype(idx), np.unsignedinteger) and size:
+    idx = jnp.minimum(idx, size - 1)
+  elif dtypes.is_integer(_util.dtype(idx)) and size:
     idx = jnp.clip(idx, -size, size - 1)
     idx = jnp.where(idx < 0, idx + size, idx)
   out = []
@@ -337,12 +339,12 @@ def bincount(x, weights=None, minlength=0, *, length=None):
 
 def cov(m, y=None, rowvar=True, bias=False, ddof=None):
   jnp = _jnp()
-  (x,) = _util.promote_inexact("cov", m)
+  x, yy = _util.promote_inexact("cov", m, y) if y is not None else (
+      *_util.promote_inexact("cov", m), None)
   x = jnp.atleast_2d(x)
   if not rowvar and _util.shape(x)[0] != 1:
     x = x.T
   if y is not None:
-    (yy,) = _util.promote_inexact("cov", y)
     yy = jnp.atleast_2d(yy)
     if not rowvar and _util.shape(yy)[0] != 1:
       yy = yy.T
@@ -392,8 +394,8 @@ def nanvar(a, axis=None, ddof=0, keepdims=False):
   valid = jnp.logical_not(jnp.isnan(x))
   count = jnp.sum(valid, axis=axis, keepdims=True).astype(_util.dtype(x))
   mean_ = jnp.sum(jnp.where(valid, x, 0), axis=axis, keepdims=True) / count
-  sq = jnp.where(valid, jnp.abs(x - mean_) ** 2, 0)
-  out = jnp.sum(sq, axis=axis, keepdims=True) / (count - ddof)
+  sq = jnp.where(valid, jnp.abs(x - mean_) ** 2, 0)  # (real, for complex x too)
+  out = jnp.sum(sq, axis=axis, keepdims=True) / (count - ddof).real
   return out if keepdims else jnp.squeeze(out, axis=axis)
 
 
@@ -556,11 +558,13 @@ def diag_indices(n, ndim=2):
 
 
 def ediff1d(ary, to_end=None, to_begin=None):
+  """The differences of consecutive elements of `ary` flattened, with `to_begin` before them
+  and `to_end` after them (in the differences' dtype)."""
   jnp = _jnp()
-  return diff(jnp.ravel(ary), prepend=to_begin, append=to_end) if (
-      to_begin is None or _util.ndim(to_begin) == 0) and (
-      to_end is None or _util.ndim(to_end) == 0) else jnp.concatenate(
-      [jnp.ravel(to_begin), diff(jnp.ravel(ary)), jnp.ravel(to_end)])
+  d = diff(jnp.ravel(ary))
+  parts = [jnp.ravel(jnp.asarray(t)).astype(d.dtype) for t in (to_begin,) if t is not None]
+  parts += [d] + [jnp.ravel(jnp.asarray(t)).astype(d.dtype) for t in (to_end,) if t is not None]
+  return jnp.concatenate(parts) if len(parts) > 1 else d
 
 
 def convolve(a, v, mode="full"):

@@ -62,8 +62,10 @@ def logaddexp2(x1, x2, /):
   """`log2(2**x1 + 2**x2)`, computed without overflow."""
   jnp = _np()
   reject_complex("logaddexp2", x1, x2)
+  from minijax.numpy import _util
+  a, b = _util.promote_inexact("logaddexp2", x1, x2)  # (in the joint dtype from the start)
   ln2 = np.log(2)
-  return jnp.logaddexp(jnp.asarray(x1) * ln2, jnp.asarray(x2) * ln2) / ln2
+  return jnp.logaddexp(a * ln2, b * ln2) / ln2
 
 
 def vecdot(x1, x2, /, *, axis: int = -1, precision=None, preferred_element_type=None):
@@ -89,14 +91,15 @@ def unstack(x, /, *, axis: int = 0) -> tuple:
 def trapezoid(y, x=None, dx=1.0, axis: int = -1):
   """The integral of `y` along `axis` by the trapezoid rule (points `x`, or spacing `dx`)."""
   jnp = _np()
-  y = jnp.asarray(y)
-  if not jnp.issubdtype(y.dtype, jnp.inexact):  # (bools and integers integrate as floats)
-    y = y.astype(jnp.result_type(y.dtype, 1.0))
+  from minijax.numpy import _util
+  if x is None:  # (bools and integers integrate as floats, in the points' dtype too)
+    (y,) = _util.promote_inexact("trapezoid", y)
+  else:
+    y, x = _util.promote_inexact("trapezoid", y, x)
   y = jnp.moveaxis(y, axis, -1)
   if x is None:
     d = dx
   else:
-    x = jnp.asarray(x)
     d = jnp.diff(x) if x.ndim == 1 else jnp.diff(jnp.moveaxis(x, axis, -1), axis=-1)
   return jnp.sum(d * (y[..., 1:] + y[..., :-1]), axis=-1) / 2
 

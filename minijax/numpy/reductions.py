@@ -240,7 +240,9 @@ def _cumulative(name, lax_fn, a, axis, dtype):
     x = lax.reshape(x, (_util.size(x),))
     axis = 0
   (ax,) = _util.canonicalize_axes(axis, _util.ndim(x))
-  x = _cast(x, dtype if dtype is not None else _sum_dtype(_util.dtype(x)))
+  # JAX's: a cumulative sum or product keeps narrow integer types (only bools count as ints)
+  default = dtypes.default_int_dtype() if _util.dtype(x) == dtypes.bool_ else _util.dtype(x)
+  x = _cast(x, dtype if dtype is not None else default)
   return lax_fn(x, ax)
 
 

@@ -94,15 +94,26 @@ def _floor_divide(a, b):
   a, b = _as_int_if_bool(a), _as_int_if_bool(b)
   if _is_int(a):
     q = lax.div(a, b)
+    if np.issubdtype(_util.dtype(a), np.unsignedinteger):
+      return q
     r = lax.rem(a, b)
     zero = lax.full(_util.shape(r), 0, _util.dtype(r))
-    adjust = lax.bitwise_and(lax.ne(r, zero), lax.ne(lax.lt(r, zero), lax.lt(b, zero)))
+    # rounded toward zero: one less where the signs differ and something remains (JAX's
+    # rule, which also fixes what a division by zero gives: -1, or -2 beside a nonzero)
+    adjust = lax.bitwise_and(lax.ne(r, zero), lax.ne(lax.sign(a), lax.sign(b)))
     return lax.select(adjust, lax.sub(q, lax.full(_util.shape(q), 1, _util.dtype(q))), q)
   return lax.floor(lax.div(a, b))
 
 
+def _nonzero_divisor(b):
+  """Integer divisors with 0 read as 1 (so x % 0 is 0, as in JAX)."""
+  if not _is_int(b):
+    return b
+  return lax.select(lax.eq(b, lax.full_like(b, 0)), lax.full_like(b, 1), b)
+
+
 def _remainder(a, b):
-  a, b = _as_int_if_bool(a), _as_int_if_bool(b)
+  a, b = _as_int_if_bool(a), _nonzero_divisor(_as_int_if_bool(b))
   r = lax.rem(a, b)
   zero = lax.full(_util.shape(r), 0, _util.dtype(r))
   adjust = lax.bitwise_and(lax.ne(r, zero), lax.ne(lax.lt(r, zero), lax.lt(b, zero)))
@@ -117,7 +128,7 @@ mod = remainder
 def fmod(x1, x2, /):
   a, b = _pb("fmod", x1, x2)
   reject_complex("fmod", a)
-  return lax.rem(_as_int_if_bool(a), _as_int_if_bool(b))
+  return lax.rem(_as_int_if_bool(a), _nonzero_divisor(_as_int_if_bool(b)))
 
 
 def divmod(x1, x2, /):
@@ -365,8 +376,8 @@ def _per_part(fn):
   return apply
 
 
-rint = _unary("rint", _exact_passthrough(
-    _per_part(lambda a: lax.round(a, lax.RoundingMethod.TO_NEAREST_EVEN))))
+rint = _unary("rint", _per_part(lambda a: lax.round(a, lax.RoundingMethod.TO_NEAREST_EVEN)),
+              inexact=True)  # (integers come back as floats, as JAX's)
 fix = trunc
 
 
@@ -438,12 +449,13 @@ radians, degrees = deg2rad, rad2deg
 
 
 def _square(a):
-  return lax.bitwise_and(a, a) if _is_bool(a) else lax.integer_pow(a, 2)
+  if _is_bool(a):  # as JAX: booleans square as integers
+    a = lax.convert_element_type(a, dtypes.default_int_dtype())
+  return lax.integer_pow(a, 2)
 
 
 square = _unary("square", _square)
-reciprocal = _unary("reciprocal", lambda a: lax.integer_pow(a, -1) if dtypes.is_inexact(
-    _util.dtype(a)) else lax.div(_one(a), a))
+reciprocal = _unary("reciprocal", lambda a: lax.integer_pow(a, -1), inexact=True)
 
 
 def _isnan(a):
