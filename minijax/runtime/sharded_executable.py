@@ -46,7 +46,8 @@ from minijax.core.dtypes import PYTHON_SCALARS
 from minijax.runtime import backend, sharded, taps, xla_notices
 from minijax.runtime.array import Array, _DELETED_MESSAGE, device_put, is_concrete_array
 from minijax.runtime.executable import CompiledProgram, compile_options, log_compile_start
-from minijax.runtime.tokens import TOKEN_AVAL, GroupToken, runtime_tokens, wait_for_statuses
+from minijax.runtime.tokens import (TOKEN_AVAL, GroupToken, runtime_tokens, wait_for_arrays,
+                                    wait_for_statuses)
 
 logger = logging.getLogger("minijax")
 
@@ -59,12 +60,17 @@ _in_flight: collections.deque = collections.deque()
 _in_flight_lock = threading.Lock()
 
 
-def _limit_in_flight(status) -> None:
+def _limit_in_flight(mark) -> None:
+  """`mark`: an execution's first output, whose readiness is polled (as cheap as a call when
+  it is done), or its status when it has none, which a helper thread must block on."""
   with _in_flight_lock:
-    _in_flight.append(status)
+    _in_flight.append(mark)
     oldest = _in_flight.popleft() if len(_in_flight) > MAX_IN_FLIGHT else None
   if oldest is not None:
-    wait_for_statuses([oldest])
+    if hasattr(oldest, "is_ready"):
+      wait_for_arrays([oldest])
+    else:
+      wait_for_statuses([oldest])
 
 
 class ShardedExecutable(CompiledProgram):
@@ -74,8 +80,9 @@ class ShardedExecutable(CompiledProgram):
                out_shardings, donated_args, ordered_effects, unordered_effects,
                compile_seconds: float, communicates: bool, keepalive=()):
     self._exe = loaded
-    # Ctrl-C can end it (`taps.watched`); collectives make any program wait on its peers
-    self._execute = taps.watched(loaded.execute_sharded)
+    # Programs with effects run through `taps.watched`, which Ctrl-C can end
+    self._execute = (taps.watched(loaded.execute_sharded) if ordered_effects or unordered_effects
+                     else loaded.execute_sharded)
     self.name = name
     self.devices = tuple(devices)
     self.in_avals = tuple(in_avals)
@@ -159,7 +166,7 @@ class ShardedExecutable(CompiledProgram):
         with runtime_tokens._lock:
           statuses.append((status, self.keepalive))
       if self.communicates:
-        _limit_in_flight(status)
+        _limit_in_flight(outs[0] if outs else status)
     return outs
 
   def make_call(self, consts: Sequence[Array] = (), out_tree=None,
