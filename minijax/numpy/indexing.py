@@ -258,6 +258,30 @@ def _clamped_scalar(e, n):
   return _normalize_array_index(e, n)
 
 
+def fill_value_for(dtype, fill_value=None):
+  """What an out-of-bounds read gives (JAX's): `fill_value`, else NaN for inexact types, the
+  lowest signed or highest unsigned integer, True for booleans."""
+  if fill_value is not None:
+    return fill_value
+  if dtypes.is_inexact(dtype):
+    return np.nan
+  if dtype == dtypes.bool_:
+    return True
+  info = np.iinfo(dtype)
+  return info.min if np.issubdtype(dtype, np.signedinteger) else info.max
+
+
+def getitem_filled(x, index, fill_value=None):
+  """`x[index]`, where out-of-bounds array indices read `fill_value_for` (in-range negative
+  ones count from the end): `x.at[index].get(mode="fill")` and `jnp.take`'s default mode."""
+  out, valid = _getitem(x, index, want_valid=True)
+  if valid is None:
+    return out
+  aval = get_aval(out)
+  fill = lax.full(aval.shape, fill_value_for(aval.dtype, fill_value), aval.dtype)
+  return lax.select(valid, out, fill)
+
+
 # ---- functional updates
 
 class _IndexUpdateHelper:
@@ -286,16 +310,7 @@ class _IndexUpdateRef:
     floats, the extreme value for integers, True for bools)."""
     if mode != "fill":
       return getitem(self.array, self.index)
-    out, valid = _getitem(self.array, self.index, want_valid=True)
-    if valid is None:
-      return out
-    aval = get_aval(out)
-    if fill_value is None:
-      dt = aval.dtype
-      fill_value = (np.nan if dtypes.is_inexact(dt) else True if dt == dtypes.bool_
-                    else np.iinfo(dt).min if np.issubdtype(dt, np.signedinteger)
-                    else np.iinfo(dt).max)
-    return lax.select(valid, out, lax.full(aval.shape, fill_value, aval.dtype))
+    return getitem_filled(self.array, self.index, fill_value)
 
   def set(self, values, *, mode=None, **_):
     return _update(lax.scatter, self.array, self.index, values, mode)

@@ -464,19 +464,11 @@ def _gather_indices(name, idx, n, mode, wrap_negative):
 
 
 def _filled(out, valid, fill_value):
-  """`out` where `valid` (which broadcasts to its shape), else the fill value: `fill_value`, or NaN for inexact types, the lowest value for signed integers,
-  the highest for unsigned ones, True for booleans (JAX's)."""
+  """`out` where `valid` (which broadcasts to its shape), else `fill_value_for` its dtype."""
+  from minijax.numpy.indexing import fill_value_for
   dtype = _util.dtype(out)
-  if fill_value is None:
-    if dtypes.is_inexact(dtype):
-      fill_value = np.nan
-    elif np.issubdtype(dtype, np.signedinteger):
-      fill_value = np.iinfo(dtype).min
-    elif np.issubdtype(dtype, np.unsignedinteger):
-      fill_value = np.iinfo(dtype).max
-    else:
-      fill_value = True
-  fill = lax.full(_util.shape(out), np.asarray(fill_value).astype(dtype), dtype)
+  fill = lax.full(_util.shape(out), np.asarray(fill_value_for(dtype, fill_value)).astype(dtype),
+                  dtype)
   return lax.select(_util.broadcast_to(valid, _util.shape(out)), out, fill)
 
 
@@ -508,15 +500,11 @@ def take(a, indices, axis=None, out=None, mode=None, unique_indices=False,
   if axis is None:
     x, axis = ravel(x), 0
   (ax,) = _util.canonicalize_axes(axis, _util.ndim(x))
-  n = _util.shape(x)[ax]
-  from minijax.numpy.indexing import getitem
-  idx, valid = _gather_indices("take", idx, n, mode, wrap_negative=mode == "fill")
-  got = getitem(x, (slice(None),) * ax + (idx,))
-  if valid is None:
-    return got
-  nd = _util.ndim(x)
-  valid = lax.reshape(valid, (1,) * ax + _util.shape(valid) + (1,) * (nd - ax - 1))
-  return _filled(got, valid, fill_value)
+  from minijax.numpy.indexing import getitem, getitem_filled
+  if mode == "fill":  # what x.at[...].get(mode="fill") reads
+    return getitem_filled(x, (slice(None),) * ax + (idx,), fill_value)
+  idx, _ = _gather_indices("take", idx, _util.shape(x)[ax], mode, wrap_negative=False)
+  return getitem(x, (slice(None),) * ax + (idx,))
 
 
 def pad(array, pad_width, mode="constant", constant_values=0):
