@@ -97,3 +97,15 @@ def test_bad_arguments_raise():
     I.orthogonal()(key, (3,))
   with pytest.raises(ValueError, match="requires a 3D, 4D or 5D shape"):
     I.delta_orthogonal()(key, (3, 3))
+
+
+def test_initializers_take_out_sharding_as_the_samplers_do():
+  from minijax.sharding import Mesh, NamedSharding, PartitionSpec as P
+  key = random.key(0)
+  mesh = Mesh(minijax.devices()[:1], ("x",))
+  plain = I.lecun_normal()(key, (2, 3))
+  placed = I.lecun_normal()(key, (2, 3), out_sharding=NamedSharding(mesh, P()))
+  np.testing.assert_array_equal(placed, plain)
+  assert placed.sharding == NamedSharding(mesh, P())
+  unsharded = minijax.typeof(plain).sharding  # what flax passes: nothing changes
+  np.testing.assert_array_equal(I.zeros(key, (2,), np.float32, unsharded), [0, 0])

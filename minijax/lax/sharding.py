@@ -10,6 +10,9 @@ cotangent the same way; under vmap the batch dimension goes first and stays unsp
 """
 from __future__ import annotations
 
+import functools
+import inspect
+
 from minijax.tree_util import internal as tree_util
 from minijax.core.avals import get_aval
 from minijax.core.primitive import Primitive
@@ -94,3 +97,40 @@ def with_sharding_constraint(x, shardings):
       done.append(sharding_constraint_p.bind(leaf, sharding=sharding))
     out.append(sub_tree.unflatten(done))
   return spec_tree.unflatten(out)
+
+
+def constrain_to(x, out_sharding):
+  """JAX's `out_sharding=` keyword of functions that make arrays: `x` constrained to it (a
+  `Sharding`, or a `PartitionSpec` of the current mesh).  None, or the sharding of an
+  unsharded type (what `typeof(x).sharding` reports here), leaves `x` as it is."""
+  if out_sharding is None or _unsharded(out_sharding):
+    return x
+  return with_sharding_constraint(x, out_sharding)
+
+
+def _unsharded(sharding) -> bool:
+  if isinstance(sharding, PartitionSpec):
+    return current_mesh() is None and all(axis is None for axis in sharding)
+  mesh = getattr(sharding, "mesh", None)
+  return getattr(mesh, "empty", False) and all(axis is None for axis in sharding.spec)
+
+
+def takes_out_sharding(make):
+  """`make`, which returns an array, given JAX's `out_sharding` keyword (`constrain_to`):
+  added keyword-only, or, where `make` already declares it, honoured in place."""
+  signature = inspect.signature(make)
+  declared = "out_sharding" in signature.parameters
+
+  @functools.wraps(make)
+  def made(*args, **kwargs):
+    if declared:
+      bound = signature.bind(*args, **kwargs)
+      out_sharding = bound.arguments.pop("out_sharding", None)
+      return constrain_to(make(*bound.args, **bound.kwargs), out_sharding)
+    out_sharding = kwargs.pop("out_sharding", None)
+    return constrain_to(make(*args, **kwargs), out_sharding)
+
+  if not declared:
+    keyword = inspect.Parameter("out_sharding", inspect.Parameter.KEYWORD_ONLY, default=None)
+    made.__signature__ = signature.replace(parameters=[*signature.parameters.values(), keyword])
+  return made

@@ -21,6 +21,7 @@ import numpy as np
 from minijax import numpy as jnp
 from minijax import random
 from minijax.core import dtypes
+from minijax.lax.sharding import takes_out_sharding
 
 __all__ = ["Initializer", "zeros", "ones", "constant", "uniform", "normal",
            "truncated_normal", "variance_scaling", "glorot_uniform", "glorot_normal",
@@ -34,35 +35,30 @@ def _dtype(dtype):
   return dtypes.default_float_dtype() if dtype is None else dtype
 
 
-def _no_sharding(out_sharding):
-  if out_sharding is not None:
-    raise NotImplementedError("initializers: out_sharding is not supported by minijax")
-
-
+@takes_out_sharding
 def zeros(key, shape, dtype=None, out_sharding=None):
   """An initializer of zeros (the key is ignored)."""
-  _no_sharding(out_sharding)
   return jnp.zeros(shape, _dtype(dtype))
 
 
+@takes_out_sharding
 def ones(key, shape, dtype=None, out_sharding=None):
   """An initializer of ones (the key is ignored)."""
-  _no_sharding(out_sharding)
   return jnp.ones(shape, _dtype(dtype))
 
 
 def constant(value, dtype=None) -> Initializer:
   """An initializer filling with `value`."""
+  @takes_out_sharding
   def init(key, shape, dtype=dtype, out_sharding=None):
-    _no_sharding(out_sharding)
     return jnp.full(shape, value, dtype=_dtype(dtype))
   return init
 
 
 def uniform(scale=1e-2, dtype=None) -> Initializer:
   """Uniform on [0, scale)."""
+  @takes_out_sharding
   def init(key, shape, dtype=dtype, out_sharding=None):
-    _no_sharding(out_sharding)
     dtype = _dtype(dtype)
     return random.uniform(key, shape, dtype) * jnp.array(scale, dtype)
   return init
@@ -70,8 +66,8 @@ def uniform(scale=1e-2, dtype=None) -> Initializer:
 
 def normal(stddev=1e-2, dtype=None) -> Initializer:
   """Normal with mean 0 and standard deviation `stddev`."""
+  @takes_out_sharding
   def init(key, shape, dtype=dtype, out_sharding=None):
-    _no_sharding(out_sharding)
     dtype = _dtype(dtype)
     return random.normal(key, shape, dtype) * jnp.array(stddev, dtype)
   return init
@@ -79,8 +75,8 @@ def normal(stddev=1e-2, dtype=None) -> Initializer:
 
 def truncated_normal(stddev=1e-2, dtype=None, lower=-2.0, upper=2.0) -> Initializer:
   """A unit normal truncated to [lower, upper], times `stddev` (no variance correction)."""
+  @takes_out_sharding
   def init(key, shape, dtype=dtype, out_sharding=None):
-    _no_sharding(out_sharding)
     dtype = _dtype(dtype)
     return random.truncated_normal(key, lower, upper, shape, dtype) * jnp.array(stddev, dtype)
   return init
@@ -137,8 +133,8 @@ def variance_scaling(scale, mode: str, distribution: str, in_axis=-2, out_axis=-
                      batch_axis=(), dtype=None) -> Initializer:
   """Samples of variance scale / n, n given by `mode` ('fan_in', 'fan_out', 'fan_avg',
   'fan_geo_avg'), from `distribution` ('truncated_normal', 'normal', 'uniform')."""
+  @takes_out_sharding
   def init(key, shape, dtype=dtype, out_sharding=None):
-    _no_sharding(out_sharding)
     shape = tuple(int(d) for d in shape)
     dtype = _dtype(dtype)
     fan_in, fan_out = _compute_fans(shape, in_axis, out_axis, batch_axis)
@@ -201,8 +197,8 @@ kaiming_uniform, kaiming_normal = he_uniform, he_normal
 def orthogonal(scale=1.0, column_axis: int = -1, dtype=None) -> Initializer:
   """A (scaled) matrix with orthonormal columns along `column_axis` (rows if fewer), the
   other axes flattened into rows."""
+  @takes_out_sharding
   def init(key, shape, dtype=dtype, out_sharding=None):
-    _no_sharding(out_sharding)
     dtype = _dtype(dtype)
     shape = tuple(int(d) for d in shape)
     if len(shape) < 2:
@@ -220,8 +216,8 @@ def orthogonal(scale=1.0, column_axis: int = -1, dtype=None) -> Initializer:
 def delta_orthogonal(scale=1.0, column_axis: int = -1, dtype=None) -> Initializer:
   """A convolution kernel that is zero except at its spatial center, where it holds an
   orthogonal matrix (for 3-, 4- and 5-d kernels with fan_in <= fan_out)."""
+  @takes_out_sharding
   def init(key, shape, dtype=dtype, out_sharding=None):
-    _no_sharding(out_sharding)
     dtype = _dtype(dtype)
     shape = tuple(int(d) for d in shape)
     if len(shape) not in (3, 4, 5):

@@ -18,6 +18,7 @@ from minijax.core import dtypes
 from minijax.core.avals import get_aval
 from minijax.lax.utils import canonicalize_axis
 from minijax.numpy import _util
+from minijax.lax.sharding import takes_out_sharding
 from minijax.random import _keys
 from minijax.random._keys import random_bits, unwrap
 from minijax.random._samplers import (_UINT, _finfo, _gumbel, _split2, _uniform, check_shape,
@@ -35,7 +36,7 @@ def _clip_to(val, dtype):
   return lax.convert_element_type(jnp.clip(val, lo, hi), dtype)
 
 
-@_keys.takes_out_sharding
+@takes_out_sharding
 def randint(key, shape, minval, maxval, dtype=None):
   """Uniform integers in [minval, maxval)."""
   data, _ = unwrap("randint", key)
@@ -83,7 +84,7 @@ def _randint(key, minval, maxval, *, shape, dtype):
 
 # ----------------------------------------------------------------------------- discrete choices
 
-@_keys.takes_out_sharding
+@takes_out_sharding
 def permutation(key, x, axis=0, independent=False):
   """A random permutation of range(x) (an int), or of `x` along `axis`."""
   data, _ = unwrap("permutation", key)
@@ -191,7 +192,7 @@ def _choice_p(key, p, *, shape, replace, n_draws, mode):
   return _top_k_indices(g, n_draws).astype(dtypes.default_int_dtype())
 
 
-@_keys.takes_out_sharding
+@takes_out_sharding
 def categorical(key, logits, axis=-1, shape=None, replace=True, mode=None):
   """Samples of the categorical distributions whose log-probabilities are `logits` along
   `axis` (Gumbel max; without replacement, Gumbel top-k)."""
@@ -230,7 +231,7 @@ def _categorical(key, logits, *, shape, batch_shape, axis, replace, mode):
   return lax.reshape(indices, shape, (indices.ndim - 1, *range(indices.ndim - 1)))
 
 
-@_keys.takes_out_sharding
+@takes_out_sharding
 def geometric(key, p, shape=None, dtype=None):
   """Samples of the geometric distribution: the number of trials to the first success."""
   data, _ = unwrap("geometric", key)

@@ -31,6 +31,7 @@ from minijax import numpy as jnp
 from minijax.core import dtypes
 from minijax.core.avals import get_aval
 from minijax.custom_derivatives import custom_jvp
+from minijax.lax.sharding import takes_out_sharding
 from minijax.random import _keys
 from minijax.random.threefry2x32 import threefry_prng_impl
 from minijax.random._keys import unwrap
@@ -142,21 +143,21 @@ def _gamma_args(name, key, a, shape, dtype):
   return data, tuple(shape), dtype
 
 
-@_keys.takes_out_sharding
+@takes_out_sharding
 def gamma(key, a, shape=None, dtype=None):
   """Samples of Gamma(a, 1), differentiable in `a`."""
   data, shape, dtype = _gamma_args("gamma", key, a, shape, dtype)
   return compiled(_gamma_impl, shape=shape, dtype=dtype, log_space=False)(data, a)
 
 
-@_keys.takes_out_sharding
+@takes_out_sharding
 def loggamma(key, a, shape=None, dtype=None):
   """log of samples of Gamma(a, 1), accurate where the samples themselves underflow."""
   data, shape, dtype = _gamma_args("loggamma", key, a, shape, dtype)
   return compiled(_gamma_impl, shape=shape, dtype=dtype, log_space=True)(data, a)
 
 
-@_keys.takes_out_sharding
+@takes_out_sharding
 def beta(key, a, b, shape=None, dtype=None):
   """Samples of Beta(a, b), as a ratio of gamma samples."""
   return sample_with_params("beta", _beta, key, shape, dtype, a, b)
@@ -174,7 +175,7 @@ def _beta(key, a, b, *, shape, dtype):
   return jnp.divide(ga, jnp.add(ga, gb))
 
 
-@_keys.takes_out_sharding
+@takes_out_sharding
 def dirichlet(key, alpha, shape=None, dtype=None):
   """Samples of Dirichlet(alpha) along alpha's last axis."""
   data, _ = unwrap("dirichlet", key)
@@ -203,7 +204,7 @@ def _softmax_last(x):
   return jnp.divide(unnormalized, jnp.sum(unnormalized, axis=-1, keepdims=True))
 
 
-@_keys.takes_out_sharding
+@takes_out_sharding
 def t(key, df, shape=None, dtype=None):
   """Samples of Student's t distribution with `df` degrees of freedom."""
   return sample_with_params("t", _t, key, shape, dtype, df)
@@ -218,7 +219,7 @@ def _t(key, df, *, shape, dtype):
   return jnp.multiply(n, jnp.sqrt(jnp.divide(half_df, g)))
 
 
-@_keys.takes_out_sharding
+@takes_out_sharding
 def chisquare(key, df, shape=None, dtype=None):
   """Samples of the chi-squared distribution with `df` degrees of freedom."""
   return sample_with_params("chisquare", _chisquare, key, shape, dtype, df)
@@ -233,7 +234,7 @@ def _chisquare(key, df, *, shape, dtype):
   return jnp.multiply(two, jnp.exp(log_g))
 
 
-@_keys.takes_out_sharding
+@takes_out_sharding
 def f(key, dfnum, dfden, shape=None, dtype=None):
   """Samples of the F distribution: a ratio of chi-squared samples over their degrees of
   freedom."""
@@ -249,7 +250,7 @@ def _f(key, dfnum, dfden, *, shape, dtype):
   return lax.div(lax.div(chi2_num, dfnum), lax.div(chi2_den, dfden))
 
 
-@_keys.takes_out_sharding
+@takes_out_sharding
 def generalized_normal(key, p, shape=(), dtype=None):
   """Samples of the generalized normal distribution, density proportional to exp(-|x|^p)."""
   data, _ = unwrap("generalized_normal", key)
@@ -265,7 +266,7 @@ def _generalized_normal(key, p, *, shape, dtype):
   return jnp.multiply(_rademacher(k_sign, shape=shape, dtype=dtype), jnp.power(g, inv_p))
 
 
-@_keys.takes_out_sharding
+@takes_out_sharding
 def ball(key, d, p=2, shape=(), dtype=None):
   """Points drawn uniformly from the unit Lp ball in `d` dimensions (shape (*shape, d))."""
   data, _ = unwrap("ball", key)
@@ -352,7 +353,7 @@ def _poisson(key, lam, *, shape, dtype):
   return lax.select(jnp.equal(lam, 0), jnp.zeros_like(result), result)
 
 
-@_keys.takes_out_sharding
+@takes_out_sharding
 def poisson(key, lam, shape=None, dtype=None):
   """Samples of the Poisson distribution with rate `lam` (integers)."""
   data, _ = unwrap("poisson", key)

@@ -10,8 +10,6 @@ they came in.
 """
 from __future__ import annotations
 
-import functools
-import inspect
 import operator
 import warnings
 
@@ -19,7 +17,6 @@ import numpy as np
 
 from minijax import lax
 from minijax.config import config
-from minijax.core.sharding import PartitionSpec, current_mesh
 from minijax.random import prng
 from minijax.random.prng import PRNGKeyArray, has_array_interface, random_bits  # noqa: F401
 from minijax.random import threefry2x32, rbg, philox  # noqa: F401  (registers the impls)
@@ -175,26 +172,3 @@ def clone(key):
   """The key itself (keys are immutable values in minijax)."""
   return key
 
-
-def takes_out_sharding(sampler):
-  """`sampler` with JAX's keyword-only `out_sharding`: its result constrained to that
-  sharding (a `Sharding`, or a `PartitionSpec` of the current mesh).  The sharding of an
-  unsharded type, such as `typeof(x).sharding` here, leaves the result as it is."""
-  @functools.wraps(sampler)
-  def sample(*args, out_sharding=None, **kwargs):
-    out = sampler(*args, **kwargs)
-    if out_sharding is None or _unsharded(out_sharding):
-      return out
-    return lax.with_sharding_constraint(out, out_sharding)
-  signature = inspect.signature(sampler)
-  keyword = inspect.Parameter("out_sharding", inspect.Parameter.KEYWORD_ONLY, default=None)
-  sample.__signature__ = signature.replace(
-      parameters=[*signature.parameters.values(), keyword])
-  return sample
-
-
-def _unsharded(sharding) -> bool:
-  if isinstance(sharding, PartitionSpec):
-    return current_mesh() is None and all(axis is None for axis in sharding)
-  mesh = getattr(sharding, "mesh", None)
-  return getattr(mesh, "empty", False) and all(axis is None for axis in sharding.spec)

@@ -20,6 +20,7 @@ from minijax import api, lax
 from minijax import numpy as jnp
 from minijax.core import dtypes
 from minijax.core.avals import get_aval
+from minijax.lax.sharding import takes_out_sharding
 from minijax.random import _keys
 from minijax.random._keys import random_bits, unwrap
 
@@ -91,7 +92,7 @@ def shape_of_params(name: str, shape, *params) -> tuple:
 
 # ----------------------------------------------------------------------------- bits, uniform
 
-@_keys.takes_out_sharding
+@takes_out_sharding
 def bits(key, shape=(), dtype=None):
   """Uniformly random unsigned integers (uint32 by default, uint64 with x64)."""
   data, _ = unwrap("bits", key)
@@ -107,7 +108,7 @@ def _bits(key, *, shape, bit_width):
   return random_bits(key, bit_width, shape)
 
 
-@_keys.takes_out_sharding
+@takes_out_sharding
 def uniform(key, shape=(), dtype=None, minval=0., maxval=1.):
   """Uniform floats in [minval, maxval)."""
   data, _ = unwrap("uniform", key)
@@ -139,7 +140,7 @@ def _uniform(key, minval, maxval, *, shape, dtype):
 
 # ----------------------------------------------------------------------------- normal family
 
-@_keys.takes_out_sharding
+@takes_out_sharding
 def normal(key, shape=(), dtype=None):
   """Standard normal samples (complex dtypes: real and imaginary parts of variance 1/2)."""
   data, _ = unwrap("normal", key)
@@ -174,7 +175,7 @@ def _split2(key):
   return keys[0], keys[1]
 
 
-@_keys.takes_out_sharding
+@takes_out_sharding
 def truncated_normal(key, lower, upper, shape=None, dtype=None):
   """Standard normal samples conditioned on [lower, upper] (the ends excluded)."""
   return sample_with_params("truncated_normal", _truncated_normal, key, shape, dtype, lower, upper)
@@ -194,7 +195,7 @@ def _truncated_normal(key, lower, upper, *, shape, dtype):
   return jnp.clip(out, lo, hi)
 
 
-@_keys.takes_out_sharding
+@takes_out_sharding
 def bernoulli(key, p=np.float32(0.5), shape=None, mode="low"):
   """Booleans that are True with probability p."""
   if mode not in ("high", "low"):
@@ -220,7 +221,7 @@ def _bernoulli(key, p, *, shape, mode):
   return jnp.less(_uniform(key, 0., 1., shape=shape, dtype=dtype), p)
 
 
-@_keys.takes_out_sharding
+@takes_out_sharding
 def exponential(key, shape=(), dtype=None):
   """Samples of the unit-rate exponential distribution."""
   data, _ = unwrap("exponential", key)
@@ -234,7 +235,7 @@ def _exponential(key, *, shape, dtype):
   return lax.neg(lax.log1p(lax.neg(u)))  # log(1 - u): u < 1, so never log(0)
 
 
-@_keys.takes_out_sharding
+@takes_out_sharding
 def gumbel(key, shape=(), dtype=None, mode=None):
   """Samples of the standard Gumbel distribution."""
   data, _ = unwrap("gumbel", key)
@@ -262,7 +263,7 @@ def _gumbel(key, *, shape, dtype, mode):
   return jnp.negative(jnp.log(jnp.negative(jnp.log(u))))
 
 
-@_keys.takes_out_sharding
+@takes_out_sharding
 def laplace(key, shape=(), dtype=None):
   """Samples of the standard Laplace distribution."""
   data, _ = unwrap("laplace", key)
@@ -276,7 +277,7 @@ def _laplace(key, *, shape, dtype):
   return lax.mul(lax.sign(u), lax.log1p(lax.neg(lax.abs(u))))
 
 
-@_keys.takes_out_sharding
+@takes_out_sharding
 def logistic(key, shape=(), dtype=None):
   """Samples of the standard logistic distribution."""
   data, _ = unwrap("logistic", key)
@@ -290,7 +291,7 @@ def _logistic(key, *, shape, dtype):
   return lax.sub(lax.log(x), lax.log1p(lax.neg(x)))
 
 
-@_keys.takes_out_sharding
+@takes_out_sharding
 def cauchy(key, shape=(), dtype=None):
   """Samples of the standard Cauchy distribution."""
   data, _ = unwrap("cauchy", key)
@@ -304,7 +305,7 @@ def _cauchy(key, *, shape, dtype):
   return lax.tan(lax.mul(lax.full(shape, np.pi, dtype), lax.sub(u, lax.full(shape, 0.5, dtype))))
 
 
-@_keys.takes_out_sharding
+@takes_out_sharding
 def rademacher(key, shape=(), dtype=None):
   """Random signs: -1 or 1 with equal probability."""
   data, _ = unwrap("rademacher", key)
@@ -319,7 +320,7 @@ def _rademacher(key, *, shape, dtype):
   return jnp.subtract(jnp.multiply(2, lax.convert_element_type(b, dtype)), 1)
 
 
-@_keys.takes_out_sharding
+@takes_out_sharding
 def lognormal(key, sigma=np.float32(1), shape=None, dtype=None):
   """exp(sigma * standard normal)."""
   return sample_with_params("lognormal", _lognormal, key, shape, dtype, sigma)
@@ -330,7 +331,7 @@ def _lognormal(key, sigma, *, shape, dtype):
   return jnp.exp(jnp.multiply(_normal_real(key, shape=shape, dtype=dtype), sigma))
 
 
-@_keys.takes_out_sharding
+@takes_out_sharding
 def pareto(key, b, shape=None, dtype=None):
   """Samples of the Pareto distribution with shape parameter b (support [1, inf))."""
   return sample_with_params("pareto", _pareto, key, shape, dtype, b)
@@ -355,7 +356,7 @@ def _weibull_min(key, scale, concentration, *, shape, dtype):
                                 jnp.divide(1.0, concentration)), scale)
 
 
-@_keys.takes_out_sharding
+@takes_out_sharding
 def rayleigh(key, scale, shape=None, dtype=None):
   """Samples of the Rayleigh distribution, scale · sqrt(-2 log u)."""
   return sample_with_params("rayleigh", _rayleigh, key, shape, dtype, scale)
@@ -367,7 +368,7 @@ def _rayleigh(key, scale, *, shape, dtype):
   return lax.mul(scale, lax.sqrt(lax.mul(lax.log(u), lax.full_like(scale, -2))))
 
 
-@_keys.takes_out_sharding
+@takes_out_sharding
 def maxwell(key, shape=(), dtype=None):
   """Samples of the Maxwell distribution: the length of a standard normal 3-vector."""
   data, _ = unwrap("maxwell", key)
@@ -399,7 +400,7 @@ def _double_sided_maxwell(key, loc, scale, *, shape, dtype):
   return jnp.add(jnp.multiply(jnp.multiply(sign, rvs), scale), loc)
 
 
-@_keys.takes_out_sharding
+@takes_out_sharding
 def wald(key, mean, shape=None, dtype=None):
   """Samples of the Wald (inverse Gaussian) distribution of the given mean."""
   return sample_with_params("wald", _wald, key, shape, dtype, mean)
@@ -420,7 +421,7 @@ def _wald(key, mean, *, shape, dtype):
   return lax.select(lax.le(z, jnp.divide(mean, jnp.add(mean, x))), x, jnp.divide(mean_sq, x))
 
 
-@_keys.takes_out_sharding
+@takes_out_sharding
 def triangular(key, left, mode, right, shape=None, dtype=None):
   """Samples of the triangular distribution on [left, right] peaking at mode."""
   return sample_with_params("triangular", _triangular, key, shape, dtype, left, mode, right)
@@ -440,7 +441,7 @@ def _triangular(key, left, mode, right, *, shape, dtype):
 
 # ----------------------------------------------------------------------------- matrices
 
-@_keys.takes_out_sharding
+@takes_out_sharding
 def multivariate_normal(key, mean, cov, shape=None, dtype=None, method="cholesky"):
   """Samples of N(mean, cov); `cov` is factored by `method` ('cholesky', 'eigh', 'svd')."""
   if method not in ("svd", "eigh", "cholesky"):
@@ -481,7 +482,7 @@ def _multivariate_normal(key, mean, cov, *, shape, dtype, method):
   return jnp.add(mean, jnp.matmul(factor, jnp.expand_dims(samples, -1))[..., 0])
 
 
-@_keys.takes_out_sharding
+@takes_out_sharding
 def orthogonal(key, n, shape=(), dtype=None, m=None):
   """Samples of the Haar measure on O(n) (or semi-orthogonal n x m matrices)."""
   import operator
