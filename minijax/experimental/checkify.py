@@ -37,6 +37,7 @@ from minijax.core import effects as effects_lib
 from minijax.core.avals import get_aval
 from minijax.core.jaxpr import ClosedJaxpr, Literal, eval_jaxpr
 from minijax.core.primitive import Primitive
+from minijax.extend.core import jaxprs_in_params
 from minijax.core.trace import Tracer, is_eval_context
 from minijax.interpreters import ad, batching
 from minijax.interpreters.partial_eval import trace_to_jaxpr_dynamic
@@ -407,23 +408,11 @@ _INLINED = {"jit": "jaxpr", "closed_call": "call_jaxpr", "custom_jvp_call": "cal
             "named_call": "jaxpr"}
 
 
-def _sub_jaxprs(eqn) -> list[ClosedJaxpr]:
-  out = []
-  for value in eqn.params.values():
-    values = value if isinstance(value, (tuple, list)) else (value,)
-    for v in values:
-      if isinstance(v, ClosedJaxpr):
-        out.append(v)
-      elif hasattr(v, "eqns") and hasattr(v, "invars"):
-        out.append(ClosedJaxpr(v, []))
-  return out
-
-
 def _has_checks(jaxpr, errors) -> bool:
   for eqn in jaxpr.eqns:
     if eqn.primitive is check_p or _automatic_checks(eqn, errors):
       return True
-    if any(_has_checks(sub.jaxpr, errors) for sub in _sub_jaxprs(eqn)):
+    if any(_has_checks(sub, errors) for sub in jaxprs_in_params(eqn.params)):
       return True
   return False
 
@@ -436,8 +425,8 @@ def _register(state, jaxpr, errors) -> None:
       _user_site(state, eqn)
     for rule in _automatic_checks(eqn, errors):
       sites.get(rule, _oob_site)(state, eqn)
-    for sub in _sub_jaxprs(eqn):
-      _register(state, sub.jaxpr, errors)
+    for sub in jaxprs_in_params(eqn.params):
+      _register(state, sub, errors)
 
 
 def _run_check(state, eqn, invals) -> None:
@@ -485,7 +474,7 @@ def _run(jaxpr, consts, args, state, errors) -> list:
     if eqn.primitive is check_p:
       _run_check(state, eqn, invals)
       outs = []
-    elif not any(_has_checks(sub.jaxpr, errors) for sub in _sub_jaxprs(eqn)):
+    elif not any(_has_checks(sub, errors) for sub in jaxprs_in_params(eqn.params)):
       outs = eqn.primitive.bind(*invals, **eqn.params)
       outs = list(outs) if eqn.primitive.multiple_results else [outs]
       for rule in _automatic_checks(eqn, errors):
