@@ -52,6 +52,7 @@ debug_key_reuse = _flag_context("jax_debug_key_reuse")
 debug_nans = _flag_context("jax_debug_nans")
 debug_infs = _flag_context("jax_debug_infs")
 default_device = _flag_context("jax_default_device")
+tap_delivery = _flag_context("tap_delivery")  # minijax's own: when taps reach the host
 from minijax.config import transfer_guard  # noqa: E402
 transfer_guard_host_to_device = _flag_context("jax_transfer_guard_host_to_device")
 transfer_guard_device_to_device = _flag_context("jax_transfer_guard_device_to_device")

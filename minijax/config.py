@@ -214,6 +214,7 @@ def _validate_precision(value):
 
 
 TAP_MECHANISMS = ("native", "callback")
+TAP_DELIVERIES = ("auto", "immediate", "deferred")
 HOST_CALLBACK_SEMANTICS = ("seed", "jax")
 TRANSFER_GUARD_LEVELS = ("allow", "log", "disallow", "log_explicit", "disallow_explicit")
 TRANSFER_DIRECTIONS = ("host_to_device", "device_to_device", "device_to_host")
@@ -293,6 +294,11 @@ FLAGS: dict[str, Flag] = {f.name: f for f in [
               "when it is partially evaluated", env_aliases=("JAX_LOG_CHECKPOINT_RESIDUALS",)),
     choice_flag("tap_mechanism", "MINIJAX_TAP_MECHANISM", "native", TAP_MECHANISMS,
                 "how compiled code hands tapped values to the host"),
+    choice_flag("tap_delivery", "MINIJAX_TAP_DELIVERY", "auto", TAP_DELIVERIES,
+                "when taps reach the host: 'immediate' (during the computation), "
+                "'deferred' (their values become outputs, delivered in program order when "
+                "the computation ends) or 'auto' (the platform's best: immediate on the "
+                "CPU; see docs/effects.md)"),
     choice_flag("effects_ordering", "MINIJAX_EFFECTS_ORDERING", "stream",
                 EFFECTS_ORDERINGS,
                 "how single-device programs with ordered effects are ordered across calls: "
@@ -503,7 +509,7 @@ def compile_log_level() -> int:
 # checks, or whether compiled code runs at all (and make_user_context's values).  Like
 # JAX's trace context, they key jit's caches and the traces of control-flow bodies:
 # switching a flag back and forth reuses what was traced and compiled before.
-JIT_KEY_FLAGS = ("enable_x64", "tap_mechanism", "debug_nans", "debug_infs",
+JIT_KEY_FLAGS = ("enable_x64", "tap_mechanism", "tap_delivery", "debug_nans", "debug_infs",
                  "host_callback_semantics", "effects_ordering", "disable_jit",
                  "numpy_rank_promotion", "numpy_dtype_promotion", "default_matmul_precision",
                  "no_execution", "allow_f16_reductions", "default_device", "user_contexts",

@@ -32,6 +32,16 @@ def _with_x64(enabled: bool):
 
 
 @pytest.fixture
+def immediate_taps():
+  """Runs a test of the immediate tap path's machinery (queues, consumer ids, delivery
+  during a computation) with `tap_delivery="immediate"`, whatever MINIJAX_TAP_DELIVERY
+  says."""
+  import minijax
+  with minijax.tap_delivery("immediate"):
+    yield
+
+
+@pytest.fixture
 def runtime_token_lowering():
   """Runs a test that reads `main`'s token parameters under the runtime-token ordering
   (`effects_ordering="runtime_token"`), whatever MINIJAX_EFFECTS_ORDERING says."""

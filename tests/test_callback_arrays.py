@@ -85,6 +85,7 @@ def test_a_host_function_may_compute_with_minijax_on_its_arrays():
   assert float(twice(jnp.float32(3.0))) == 7.0
 
 
+@pytest.mark.usefixtures("immediate_taps")
 def test_a_debug_callback_of_several_operands_gets_each_intact_and_in_order(mechanism):
   # Several operands are delivered by the native queues themselves (one fast-path entry per
   # consumer, every leaf's shape, dtype and aval), as one operand is.

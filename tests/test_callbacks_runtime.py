@@ -193,6 +193,7 @@ def test_callbacks_of_heavy_programs_run_on_the_dispatching_thread_and_may_nest_
   assert threads_seen == {"caller-0", "caller-1", "caller-2"}
 
 
+@pytest.mark.usefixtures("immediate_taps")
 def test_debug_prints_dispatched_from_inside_a_callback_keep_program_order(capsys):
   inner = minijax.jit(lambda a: minijax.debug.print("inner {}", a, ordered=True))
 

@@ -13,7 +13,8 @@ import sys
 from tests.conftest import ROOT, run_python
 
 DOCS = ["docs/effects.md", "docs/porting.md", "docs/parallel.md", "docs/handlers.md"]
-ENV = {"MINIJAX_NUM_CPU_DEVICES": "2", "MINIJAX_TAP_MECHANISM": "native"}
+ENV = {"MINIJAX_NUM_CPU_DEVICES": "2", "MINIJAX_TAP_MECHANISM": "native",
+       "MINIJAX_TAP_DELIVERY": "auto"}
 DEVICES = {"docs/parallel.md": "4"}  # docs that need another device count
 
 _FENCE = re.compile(r"^```(\w*)[^\n]*\n(.*?)^```[ \t]*$", re.S | re.M)

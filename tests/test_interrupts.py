@@ -43,6 +43,11 @@ def interrupt_after(seconds, event=tapped):
 """
 
 
+# For tests of the immediate path's own machinery (taps waiting in queues during a
+# computation), whatever MINIJAX_TAP_DELIVERY says.
+IMMEDIATE = {"MINIJAX_TAP_DELIVERY": "immediate"}
+
+
 def run(code: str, env: dict | None = None, timeout: float = 60):
   return run_python(textwrap.dedent(PRELUDE) + textwrap.dedent(code),
                     env={**SMALL_QUEUE, **(env or {})}, timeout=timeout)
@@ -109,7 +114,7 @@ def test_ctrl_c_ends_a_synchronous_program_whose_tap_waits_on_an_xla_thread():
       y = g(jnp.ones(3))
       hcb.barrier_wait()
       print("usable", float(y[0]), got)
-      """)
+      """, env=IMMEDIATE)
   assert proc.returncode == 0, proc.stderr
   assert proc.stdout == "interrupted True\n" * 3 + "usable 2.0 [2.0]\n", (
       proc.stdout, proc.stderr)
@@ -212,7 +217,7 @@ def test_taps_pushed_while_receivers_are_stopped_never_wait_and_arrive_on_restar
       print("pushed")
       hcb.barrier_wait()
       print(got == list(range(21)), len(got))
-      """)
+      """, env=IMMEDIATE)
   assert proc.returncode == 0, proc.stderr
   assert "pushed\nTrue 21" in proc.stdout, proc.stdout
 

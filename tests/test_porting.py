@@ -659,7 +659,7 @@ with warnings.catch_warnings(record=True) as caught:
   hcb.barrier_wait()
 (w,) = [w for w in caught if "native tap extension" in str(w.message)]
 print(str(w.message))
-""")
+""", env={"MINIJAX_TAP_DELIVERY": "immediate"})
   assert proc.returncode == 0, proc.stderr[-2000:]
   message = proc.stdout.strip()
   assert "\n" not in message

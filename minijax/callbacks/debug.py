@@ -44,7 +44,8 @@ from minijax.core import pretty
 from minijax.core.effects import Effect
 from minijax.core.jaxpr import user_source_info
 from minijax.core.primitive import Primitive
-from minijax.interpreters import ad, batching
+from minijax.core.deliveries import Emit
+from minijax.interpreters import ad, batching, deferral
 from minijax.lax import remat as remat_lib
 from minijax.lowering import mlir, spmd
 from minijax.lowering.tokens import TokenSet
@@ -58,6 +59,7 @@ __all__ = ["debug_callback", "debug_print", "debug_log", "debug_callback_p", "De
 
 class DebugEffect(Effect):
   """A debug callback: runs even when unused, ordered only by its data dependencies."""
+  deferrable = True
 
 
 class OrderedDebugEffect(Effect):
@@ -65,6 +67,7 @@ class OrderedDebugEffect(Effect):
   only, as in JAX."""
   ordered = True
   ordered_across_devices = False
+  deferrable = True
 
 
 debug_effect = DebugEffect()
@@ -283,6 +286,25 @@ def _debug_callback_lowering(ctx, *args, callback, effect, partitioned):
 
 
 mlir.register_lowering(debug_callback_p, _debug_callback_lowering)
+
+
+def _debug_callback_deferral(eqn, args):
+  """Deferred (`tap_delivery`): the operands leave as outputs, delivered as the tap
+  consumer of the lowering would deliver them; `debug.log`'s calls and partitioned ones
+  run during the computation, so they cannot be deferred."""
+  callback = eqn.params["callback"]
+  if eqn.params["partitioned"] or _synchronous(callback):
+    raise deferral.CannotDefer("a debug callback that runs during the computation")
+  n = len(args)
+  treedef = (tree_util.tree_structure(0) if n == 1
+             else tree_util.treedef_tuple([tree_util.tree_structure(0)] * n))
+  consumer = taps.make_consumer(_deliverer(callback, n), (), treedef,
+                                [v.aval for v in eqn.invars],
+                                host_arrays_on=backend.get_device(None))
+  return [], list(args), Emit(consumer.deliver_values, n, f"debug callback {callback.__name__}")
+
+
+deferral.deferral_rules[debug_callback_p] = _debug_callback_deferral
 
 
 class _ShardCall:

@@ -34,6 +34,11 @@ effect's class, in these flags, and read in one place each (the functions below)
                                 a program that has it, for `effects_barrier`
                                 (`unordered_effects`); an effect that lowers to nothing
                                 (a `sow`) sets False and costs nothing once compiled;
+  deferrable                    (effects of host functions that return nothing: taps,
+                                debug callbacks) may be delivered after the computation
+                                instead of during it: under `tap_delivery="deferred"` the
+                                deferral pass (`interpreters.deferral`) turns the
+                                equations into outputs (`deferrable_effects`);
   must_be_discharged            may never reach the lowering: a discharge pass rewrites
                                 the jaxpr into one without it first (mutable state: the
                                 effects of refs, below; `needs_discharge`).
@@ -59,6 +64,7 @@ class Effect:
   runs_with_zero_cotangents: ClassVar[bool] = True
   ordered_across_devices: ClassVar[bool] = True
   must_be_discharged: ClassVar[bool] = False
+  deferrable: ClassVar[bool] = False
   tracked_at_runtime: ClassVar[bool] = True
 
   def data(self) -> tuple:
@@ -131,6 +137,11 @@ def check_allowed(effects: Iterable[Effect], where: str, construct: str) -> None
     raise NotImplementedError(
         f"Effects not supported in {construct}: {disallowed}. These effects may not appear "
         f"in {description}: their class sets `{flag} = False`.")
+
+
+def has_deferrable(effects: Iterable[Effect]) -> bool:
+  """Whether any of `effects` may be delivered after its computation (`deferrable`)."""
+  return any(e.deferrable for e in effects)
 
 
 def needs_discharge(effects: Iterable[Effect]) -> bool:

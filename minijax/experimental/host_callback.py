@@ -66,7 +66,8 @@ from minijax.core.dtypes import PYTHON_SCALARS
 from minijax.core.effects import Effect
 from minijax.core.primitive import Primitive
 from minijax.core.trace import Tracer
-from minijax.interpreters import ad, batching
+from minijax.core.deliveries import Emit
+from minijax.interpreters import ad, batching, deferral
 from minijax.lax import remat as remat_lib
 from minijax.lowering import mlir, spmd
 from minijax.lowering.tokens import TokenSet
@@ -95,11 +96,13 @@ class CallbackFlavor(enum.Enum):
 class OrderedTap(Effect):
   """Taps that must reach the host in program order (they get a token)."""
   ordered = True
+  deferrable = True
 
 
 class UnorderedTap(Effect):
   """Taps ordered only by data dependencies (no token)."""
   ordered = False
+  deferrable = True
 
 
 ordered_tap = OrderedTap()
@@ -420,6 +423,19 @@ def _id_tap_lowering(ctx, *args, tap_func_, arg_treedef_, nr_tapped_args_, trans
 
 
 mlir.register_lowering(id_tap_p, _id_tap_lowering)
+
+
+def _id_tap_deferral(eqn, args):
+  """Deferred (`tap_delivery`): the tapped operands leave as outputs, for the same consumer
+  the lowering would register, which the plan holds."""
+  n = eqn.params["nr_tapped_args_"]
+  consumer = tap_runtime.make_consumer(eqn.params["tap_func_"], eqn.params["transforms"],
+                                       eqn.params["arg_treedef_"],
+                                       [v.aval for v in eqn.invars[:n]])
+  return list(args), list(args[:n]), Emit(consumer.deliver_values, n, repr(consumer))
+
+
+deferral.deferral_rules[id_tap_p] = _id_tap_deferral
 
 
 def _id_tap_remat(saveable: bool, inputs_recomputed: bool, params: dict) -> tuple[bool, bool]:

@@ -101,6 +101,20 @@ def _buffer_address(buffer) -> int:
 widen_subbyte = None
 
 
+def host_view(x: "Array") -> np.ndarray:
+  """A read-only numpy array over `x`'s contents, without a copy where the device's memory
+  is the host's and DLPack can describe the dtype (it keeps the buffer alive); else the
+  host copy of `x._value`.  For arrays nothing else holds (a deferred tap's outputs): the
+  view would see a later donation's writes."""
+  dtype = x.aval.dtype
+  if (x._sharding is None and x._device.platform == "cpu" and dtype.kind in _DLPACK_KINDS
+      and dtype.type.__module__ == "numpy"):
+    out = np.from_dlpack(_DLPackExport(x._buffer))
+    out.flags.writeable = False
+    return out
+  return x._value
+
+
 def _buffer_to_numpy(buffer, aval: ShapedArray) -> np.ndarray:
   dtype = aval.dtype
   if dtype in dtypes.SUBBYTE_BITS:

@@ -25,12 +25,14 @@ from minijax.config import config
 from minijax.core import caches
 from minijax.core import dtypes
 from minijax.core import effects as effects_lib
+from minijax.core.effects import has_deferrable
 from minijax.core import primitive as primitive_lib
 from minijax.core import trace as trace_lib
 from minijax.core.avals import AbstractToken, Token, abstract_token, operand_avals
 from minijax.core.jaxpr import ClosedJaxpr, Literal, eval_jaxpr
 from minijax.core.state import AbstractRef, Ref
 from minijax.interpreters.discharge import discharge_state, jaxpr_has_state
+from minijax.interpreters.deferral import defer_taps
 from minijax.interpreters.partial_eval import trace_to_jaxpr_dynamic
 from minijax.lax.call import jit_p
 from minijax.lax.state import freeze_p, new_ref_p
@@ -39,7 +41,7 @@ from minijax.staging import special_values
 from minijax.lax.structural import device_put_p
 from minijax.lowering.context import ir_context
 from minijax.lowering.mlir import LoweringResult, lower_jaxpr_to_module
-from minijax.runtime import backend
+from minijax.runtime import backend, taps
 from minijax.runtime import array as array_lib
 from minijax.runtime import executable as executable_lib
 from minijax.runtime.array import Array, device_put
@@ -132,6 +134,13 @@ def compile_jaxpr(closed_jaxpr: ClosedJaxpr, *, device, name: str,
   if jaxpr_has_state(jaxpr):
     return _compile_stateful(closed_jaxpr, device=device, name=name, donated_args=donated_args,
                              compiler_options=compiler_options)
+  deferred = deferred_form(closed_jaxpr, device)
+  if deferred is not None:  # (`lowered`, if given, is the lowering of that form)
+    pure, plan = deferred
+    fn = compile_jaxpr(pure, device=device, name=name, donated_args=donated_args,
+                       lowered=lowered, compiler_options=compiler_options)
+    n_out = len(jaxpr.outvars)
+    return DeferredCall(fn, n_out, plan, backend.get_device(device), pure.out_avals[n_out:])
   if not jaxpr.eqns and lowered is None:  # (the inner jaxpr: caches are weak on that)
     return functools.partial(_run_trivial, jaxpr, tuple(closed_jaxpr.consts), device)
   if lowered is None:
@@ -156,6 +165,64 @@ def compile_jaxpr(closed_jaxpr: ClosedJaxpr, *, device, name: str,
   if token_values:
     return TokenCall(fn, [type(a) is AbstractToken for a in lowered.out_avals])
   return fn
+
+
+def deferred_form(closed_jaxpr: ClosedJaxpr, device) -> tuple[ClosedJaxpr, Any] | None:
+  """`(jaxpr, plan)` of `closed_jaxpr` with its taps turned into outputs
+  (`interpreters.deferral`) when `tap_delivery` defers them on `device`, else None: the
+  form in which it is lowered and compiled."""
+  if not has_deferrable(closed_jaxpr.jaxpr.effects):
+    return None
+  if taps.deferred.delivery(backend.get_device(device)) != "deferred":
+    return None
+  return defer_taps(closed_jaxpr)
+
+
+class DeferredCall:
+  """A compiled function whose taps were deferred (`interpreters.deferral`): its outputs
+  after the first `n_out` are the tapped values (`nbytes` of them), delivered per `plan`
+  by the device's receiver (`runtime.taps.deferred`), whose queue each call joins as it
+  starts."""
+  __slots__ = ("fn", "n_out", "plan", "device", "nbytes")
+
+  def __init__(self, fn: CompiledFn, n_out: int, plan, device, extra_avals):
+    self.fn, self.n_out, self.plan, self.device = fn, n_out, plan, device
+    self.nbytes = sum(a.size * a.dtype.itemsize for a in extra_avals)
+
+  def __call__(self, *args) -> list:
+    record = taps.deferred.start(self.device, self.plan, self.nbytes)
+    try:
+      outs = self.fn(*args)
+    except BaseException:
+      record.fill(None)
+      raise
+    record.fill(outs[self.n_out:])
+    return outs[:self.n_out]
+
+  def as_text(self):
+    return self.fn.as_text() if hasattr(self.fn, "as_text") else ""
+
+  def make_call(self, consts=(), out_tree=None, fallback=None, scalars: bool = False,
+                committed: bool = False):
+    """`jit`'s fast-path entry: the inner executable's closure between the two steps of
+    `__call__`."""
+    unflatten = out_tree.unflatten if out_tree is not None else list
+    if not hasattr(self.fn, "make_call"):
+      return lambda *args: unflatten(commit(self(*consts, *args), committed))
+    inner = self.fn.make_call(consts, None, fallback, scalars, committed=committed)
+    n, plan, device, nbytes, start = (self.n_out, self.plan, self.device, self.nbytes,
+                                      taps.deferred.start)
+
+    def call(*args):
+      record = start(device, plan, nbytes)
+      try:
+        outs = inner(*args)
+      except BaseException:
+        record.fill(None)
+        raise
+      record.fill(outs[n:])
+      return unflatten(outs[:n])
+    return call
 
 
 class TokenCall:
@@ -363,7 +430,7 @@ def compiled_call(jaxpr: ClosedJaxpr, name: str, donated_invars, device,
   path), compiled on first use (from `lowered` when given; with XLA's `compiler_options`)."""
   options = tuple(sorted(compiler_options.items())) if compiler_options else ()
   slot = _compiled(jaxpr, donated_invars, device, config.tap_mechanism,
-                   config.effects_ordering, options)
+                   config.tap_delivery, config.effects_ordering, options)
   fn = slot.fn
   if fn is None:
     fn = slot.fn = compile_jaxpr(jaxpr, device=device, name=name,
@@ -526,7 +593,7 @@ array_lib.widen_subbyte = _widen_subbyte
 
 
 def _on_config_change(name, value):
-  if name in ("tap_mechanism", "effects_ordering", "allow_f16_reductions"):
+  if name in ("tap_mechanism", "tap_delivery", "effects_ordering", "allow_f16_reductions"):
     _primitive_cache.clear()  # (a reduction refused is refused when it is traced)
   elif name == "eager_cache_size":
     _evict_primitives(value)

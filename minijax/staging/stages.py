@@ -143,11 +143,14 @@ class Lowered(_Stage):
       self._result = sharded.lower(traced.jaxpr, name, traced.donated, placement)
     elif jaxpr_has_state(traced.jaxpr.jaxpr):  # lowered discharged, refs aliased in place
       pure, donated, _ = compiler.discharged_for_call(traced.jaxpr, traced.donated)
-      self._result = lower_jaxpr_to_module(pure, name=name, donated_args=donated)
-    else:
-      self._result = lower_jaxpr_to_module(traced.jaxpr, name=name,
-                                           donated_args=traced.donated,
-                                           runtime_tokens=compiler.runtime_tokens_wanted())
+      deferred = compiler.deferred_form(pure, device)
+      self._result = lower_jaxpr_to_module(pure if deferred is None else deferred[0],
+                                           name=name, donated_args=donated)
+    else:  # taps deferred (`tap_delivery`) are outputs after the function's own
+      deferred = compiler.deferred_form(traced.jaxpr, device)
+      self._result = lower_jaxpr_to_module(
+          traced.jaxpr if deferred is None else deferred[0], name=name,
+          donated_args=traced.donated, runtime_tokens=compiler.runtime_tokens_wanted())
 
   def for_signature(self, in_tree, out_tree) -> Lowered:
     """This lowering, compiled to be called with arguments of structure `in_tree` and to

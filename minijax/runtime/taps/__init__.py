@@ -43,13 +43,14 @@ from minijax.runtime.taps.receiver import (
     take_interrupt,
     tap_stats,
 )
-from minijax.runtime.taps.registry import Consumer, consumer, register_consumer
+from minijax.runtime.taps.registry import Consumer, consumer, make_consumer, register_consumer
+from minijax.runtime.taps import deferred
 from minijax.runtime.taps import exit as _exit  # noqa: F401  (registers the exit handler)
 
 __all__ = [
     "CALLBACK_TARGET", "NATIVE_CONSUMER_ATTRIBUTE", "NATIVE_TARGET", "Consumer", "TapCallback", "TapFunctionException",
-    "TapStats", "barrier_wait", "before_execution", "bind_host_callbacks", "consumer", "effects_barrier",
-    "device_ordinal", "ensure_started", "in_receiver_thread", "mark_progress", "mechanism",
+    "TapStats", "barrier_wait", "before_execution", "bind_host_callbacks", "consumer", "deferred", "effects_barrier",
+    "device_ordinal", "ensure_started", "make_consumer", "in_receiver_thread", "mark_progress", "mechanism",
     "native_available", "register_consumer", "reset_tap_stats",
     "stop_outfeed_receiver", "streamed_dispatch", "sweep_retired", "take_interrupt",
     "tap_stats", "watched",

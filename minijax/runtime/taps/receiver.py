@@ -239,6 +239,32 @@ def before_execution(ordinal: int | None = None) -> bool:
   return False
 
 
+def before_deferred(ordinal: int) -> None:
+  """Call before handing a deferred execution's record to the device's queue
+  (`taps.deferred.enqueue`): as `before_execution`, refuses inside a tap function and
+  starts the receivers; and when executions with immediate taps were dispatched on the
+  device since its last progress mark, waits until they have finished, so that all their
+  taps are queued before the record."""
+  if _get_ident() in _receiver_idents:
+    before_execution(ordinal)  # raises
+  if not _running:
+    ensure_started()
+  slot = ordinal % _slots
+  if _dispatched[slot]:
+    rec = _receivers.get(ordinal)
+    mark = runtime_tokens.progress_mark(rec.device) if rec is not None else []
+    _wait_until(lambda: all(map(_is_ready, mark)), None, spin=0)
+    _marks.pop(ordinal, None)
+    _dispatched[slot] = 0
+
+
+def report_deferred(device: Any, what: str, e: BaseException) -> None:
+  """Reports the exception of a deferred tap's function (`what` names it) on `device`, as
+  a failing tap function is reported."""
+  rec = _by_device.get(device) or next(iter(_receivers.values()))
+  _report(rec, 0, what, e)
+
+
 def _pace(ordinal: int, slot: int) -> bool:
   """Waits until the device has passed its last progress mark; then returns True for the
   caller to mark the next execution (`mark_progress`), or marks those started so far

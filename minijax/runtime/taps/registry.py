@@ -123,6 +123,10 @@ class Consumer:
            transforms)
     return deliver
 
+  def deliver_values(self, arrays: list, device) -> None:
+    """Calls the tap function with host arrays of its leaves (a deferred tap's values)."""
+    self.deliver(arrays, None, device)
+
   def _deliver(self, payload, offsets, device) -> None:
     arg = self.treedef.unflatten(self.unpack(payload, offsets))
     if self.wants_device:
@@ -208,22 +212,12 @@ def register_consumer(func: Callable, transforms: Sequence[tuple], treedef: Any,
   module docstring); without, for the whole process.  With `host_arrays_on` (a device) the
   tap function receives `HostArray`s on that device instead of numpy arrays.
   """
-  if not callable(func):
-    raise TypeError(f"a tap function must be callable, got {type(func).__name__}: {func!r:.80}")
-  if treedef.num_leaves != len(avals):
-    raise ValueError(f"tree structure {treedef} has {treedef.num_leaves} leaves, but "
-                     f"{len(avals)} avals were given")
-  dtypes = tuple(np.dtype(a.dtype) for a in avals)
-  shapes = tuple(tuple(int(d) for d in a.shape) for a in avals)
-  frozen = tuple(_freeze(t) for t in transforms)
+  frozen, dtypes, shapes = _layout(func, transforms, treedef, avals)
   key = (function_key(func), frozen, treedef, dtypes, shapes, host_arrays_on)
   with _lock:
     record = _by_key.get(key)
     if record is None:
-      unpacked = tuple((name, dict(params)) for name, params in frozen)
-      host_arrays = None if host_arrays_on is None else (
-          tuple(ShapedArray(s, d) for s, d in zip(shapes, dtypes)), host_arrays_on)
-      record = Consumer(next(_ids), func, unpacked, treedef, dtypes, shapes, host_arrays)
+      record = _consumer(next(_ids), func, frozen, treedef, dtypes, shapes, host_arrays_on)
       _by_key[key] = record
       consumers_by_id[record.id] = record
       if record.is_simple:
@@ -241,6 +235,33 @@ def register_consumer(func: Callable, transforms: Sequence[tuple], treedef: Any,
       _holds[weakref.ref(hold, _released.append)] = record
       owner.append(hold)
     return record.id
+
+
+def make_consumer(func: Callable, transforms: Sequence[tuple], treedef: Any,
+                  avals: Sequence[Any], host_arrays_on: Any = None) -> Consumer:
+  """A consumer as `register_consumer` would make it, but not registered (its id is 0): for
+  deferred taps, whose delivery plan holds the consumer itself."""
+  frozen, dtypes, shapes = _layout(func, transforms, treedef, avals)
+  return _consumer(0, func, frozen, treedef, dtypes, shapes, host_arrays_on)
+
+
+def _layout(func, transforms, treedef, avals) -> tuple[tuple, tuple, tuple]:
+  """The checked (frozen transforms, leaf dtypes, leaf shapes) of a consumer."""
+  if not callable(func):
+    raise TypeError(f"a tap function must be callable, got {type(func).__name__}: {func!r:.80}")
+  if treedef.num_leaves != len(avals):
+    raise ValueError(f"tree structure {treedef} has {treedef.num_leaves} leaves, but "
+                     f"{len(avals)} avals were given")
+  dtypes = tuple(np.dtype(a.dtype) for a in avals)
+  shapes = tuple(tuple(int(d) for d in a.shape) for a in avals)
+  return tuple(_freeze(t) for t in transforms), dtypes, shapes
+
+
+def _consumer(id: int, func, frozen, treedef, dtypes, shapes, host_arrays_on) -> Consumer:
+  unpacked = tuple((name, dict(params)) for name, params in frozen)
+  host_arrays = None if host_arrays_on is None else (
+      tuple(ShapedArray(s, d) for s, d in zip(shapes, dtypes)), host_arrays_on)
+  return Consumer(id, func, unpacked, treedef, dtypes, shapes, host_arrays)
 
 
 def take_released() -> list[Consumer]:

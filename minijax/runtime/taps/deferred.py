@@ -1,0 +1,159 @@
+"""Deferred taps at run time: a computation's tapped values, delivered after it ends.
+
+`tap_delivery` (flag `MINIJAX_TAP_DELIVERY`, or `with minijax.tap_delivery(...)`) chooses
+how taps leave a computation on a device:
+
+* `immediate`: during the computation, through the tap custom call (the device's native
+  FFI handler on the CPU, or jaxlib's Python callback); a tap function runs while the
+  computation is still going;
+* `deferred`: the tapped values become outputs of the computation (`interpreters.deferral`
+  rewrites it), and when it ends the device's receiver hands them to the tap functions in
+  program order (`core.deliveries.walk`).  The computation itself has no effect left, so
+  it dispatches as a pure one; a computation that never ends delivers nothing, and one
+  whose taps cannot all be deferred (a tap in a `while_loop`) keeps them all immediate;
+* `auto` (the default): what the platform does best, from `AUTO_DELIVERY`: on the CPU the
+  native handler costs under a microsecond a tap and delivers during the computation, so
+  immediate; elsewhere deferred, since a host transfer during a computation costs an
+  accelerator a round trip.
+
+A deferred execution's `Record` (plan, device, and then its outputs) travels through the
+device's tap queue as a small message to one permanent consumer (`_deliver_record`),
+pushed just before the execution starts, so that it takes its place among the device's
+taps in dispatch order, and barriers, stops and the exit drain count it as they count any
+tap.  The receiver, on reaching it, waits for the outputs and reads them (waiting for the
+computation), then walks the plan.  Immediate taps of executions still running
+could reach the queue after the record, out of order: so before the first deferred
+execution after immediate ones on a device, dispatch waits for those to finish
+(`receiver.before_deferred`).  The outputs that records hold are bounded like the queue:
+past `tap_queue_bytes` of them on a device, dispatch waits for the receiver.
+"""
+from __future__ import annotations
+
+import itertools
+import os
+import threading
+from _thread import allocate_lock as _allocate_lock
+from typing import Any, Sequence
+
+import numpy as np
+
+from minijax.config import config
+from minijax.core.avals import ShapedArray
+from minijax.core.deliveries import walk
+from minijax.runtime.array import host_view
+from minijax.runtime.taps import receiver, registry
+from minijax.runtime.taps.queues import queues
+from minijax.runtime.tokens import wait_until
+from minijax.tree_util import internal as tree_util
+
+DELIVERIES = ("auto", "immediate", "deferred")
+AUTO_DELIVERY = {"cpu": "immediate"}  # by platform; any other platform: "deferred"
+
+_records: dict[int, "Record"] = {}  # by record id, until its receiver takes it
+_ids = itertools.count(1)
+_held_bytes: dict[int, int] = {}  # by device ordinal: bytes of outputs records hold
+_lock = threading.Lock()
+_record_consumer: list[int] = []  # the id of `_deliver_record`'s consumer, once registered
+
+
+def delivery(device: Any) -> str:
+  """How taps leave a computation on `device`: "immediate" or "deferred" (see the module
+  docstring)."""
+  asked = config.tap_delivery
+  if asked == "auto":
+    return AUTO_DELIVERY.get(device.platform, "deferred")
+  return asked
+
+
+def _consumer_id() -> int:
+  if not _record_consumer:
+    with _lock:
+      if not _record_consumer:
+        _record_consumer.append(registry.register_consumer(
+            _deliver_record, (), tree_util.tree_structure(0),
+            [ShapedArray((1,), np.dtype(np.int64))]))
+  return _record_consumer[0]
+
+
+class Record:
+  """One deferred execution's place in its device's tap queue: taken before the execution
+  starts (`start`), so that it keeps the order in which executions were dispatched even
+  when one runs synchronously (a program with host calls returns only once it is done);
+  filled with the outputs when the execution returns (`fill`), or with None when it
+  failed to start."""
+  __slots__ = ("plan", "device", "ordinal", "nbytes", "outputs", "_filled")
+
+  def __init__(self, plan, device, ordinal: int, nbytes: int):
+    self.plan, self.device, self.ordinal, self.nbytes = plan, device, ordinal, nbytes
+    self.outputs = None
+    self._filled = _allocate_lock()
+    self._filled.acquire()
+
+  def fill(self, outputs: Sequence[Any] | None) -> None:
+    self.outputs = outputs
+    self._filled.release()
+
+  def wait(self) -> Sequence[Any] | None:
+    self._filled.acquire()
+    return self.outputs
+
+
+def start(device: Any, plan, nbytes: int) -> Record:
+  """Takes the place in `device`'s tap queue of an execution about to run, whose deferred
+  outputs (`nbytes` of them) its receiver delivers per `plan` once `Record.fill` hands
+  them over and the execution has ended."""
+  ordinal = receiver.device_ordinal(device)
+  receiver.before_deferred(ordinal)
+  limit = config.tap_queue_bytes
+  if _held_bytes.get(ordinal, 0) and _held_bytes.get(ordinal, 0) + nbytes > limit:
+    wait_until(lambda: not _held_bytes.get(ordinal, 0)
+               or _held_bytes.get(ordinal, 0) + nbytes <= limit, None)
+  record = Record(plan, device, ordinal, nbytes)
+  record_id = next(_ids)
+  with _lock:
+    _records[record_id] = record
+    _held_bytes[ordinal] = _held_bytes.get(ordinal, 0) + nbytes
+  queues.push(ordinal, _consumer_id(), [np.array([record_id], np.int64)])
+  return record
+
+
+def _deliver_record(message, transforms) -> None:
+  """The receiver's side: waits for the outputs, reads them (waiting for the execution)
+  and walks the plan.  A failed execution's error is reported as a failed tap would be."""
+  with _lock:
+    record = _records.pop(int(message[0]))
+  device = record.device
+  try:
+    outputs = record.wait()
+    if outputs is None:  # the execution did not start
+      return
+    try:
+      host = [host_view(o) for o in outputs]
+    except Exception as e:  # the computation failed: its error surfaces at its results too
+      receiver.report_deferred(device, f"the deferred taps of a failed computation ({e})", e)
+      return
+    del outputs
+    record.outputs = None
+    walk(record.plan, host, device,
+         lambda e, emit: receiver.report_deferred(device, emit.name, e))
+  finally:
+    with _lock:
+      _held_bytes[record.ordinal] -= record.nbytes
+
+
+def pending_records() -> int:
+  """How many deferred executions wait for their receiver."""
+  return len(_records)
+
+
+def _after_fork_in_child() -> None:
+  global _lock
+  _lock = threading.Lock()
+  _records.clear()  # the parent's computations do not exist here
+  _held_bytes.clear()
+
+
+if hasattr(os, "register_at_fork"):
+  os.register_at_fork(after_in_child=_after_fork_in_child)
+
+__all__ = ["AUTO_DELIVERY", "DELIVERIES", "Record", "delivery", "pending_records", "start"]
