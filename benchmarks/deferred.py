@@ -6,7 +6,8 @@ Three workloads, each timed until every tap has run (`barrier_wait`), in interle
 rounds (immediate, deferred and untapped in every round):
 
 * a jitted `scan` of `--steps` steps with one scalar tap per step: µs per tap delivered,
-  (tapped - untapped) / steps;
+  (tapped - untapped) / steps; and the same loop as a `while_loop` (its deferred taps fill
+  buffers of `tap_loop_buffer` rows, each sent to the host when full);
 * a burst of `--calls` calls of a jitted `x + 1` with one scalar tap: µs per call, and
   the ratio to the untapped call;
 * the same burst with a 1 MiB tap.
@@ -56,6 +57,14 @@ def main(argv=None):
       return (hcb.id_tap(_nothing, c) if tapped else c), None
     return minijax.jit(lambda x: lax.scan(body, x, None, length=args.steps)[0])
 
+  def while_(tapped):
+    def body(c):
+      i, x = c
+      x = x + 1.0
+      return i + 1, (hcb.id_tap(_nothing, x) if tapped else x)
+    return minijax.jit(lambda x: lax.while_loop(lambda c: c[0] < args.steps, body,
+                                                (0, x))[1])
+
   def call(tapped):
     return minijax.jit(lambda x: (hcb.id_tap(_nothing, x) if tapped else x) + 1)
 
@@ -63,12 +72,14 @@ def main(argv=None):
   scalar = jnp.float32(0)
   cases = {  # name -> {contender: (function, argument, repetitions)}
       "scan": {"untapped": (scan(False), scalar, 1)},
+      "while": {"untapped": (while_(False), scalar, 1)},
       "call": {"untapped": (call(False), scalar, args.calls)},
       "1 MiB call": {"untapped": (call(False), big, args.calls // 4)},
   }
   for delivery in DELIVERIES:
     with minijax.tap_delivery(delivery):
       cases["scan"][delivery] = (scan(True), scalar, 1)
+      cases["while"][delivery] = (while_(True), scalar, 1)
       cases["call"][delivery] = (call(True), scalar, args.calls)
       cases["1 MiB call"][delivery] = (call(True), big, args.calls // 4)
 
@@ -99,7 +110,7 @@ def main(argv=None):
       ratio = statistics.median([t / b for t, b in zip(ts, base)])
       per_tap = ""
       if who != "untapped":
-        steps = args.steps if case == "scan" else 1
+        steps = args.steps if case in ("scan", "while") else 1
         per_tap = f"{statistics.median([(t - b) / steps for t, b in zip(ts, base)]) * 1e6:11.3f}"
       print(f"{case:<12} {who:<10} {median(ts):11.2f} {ratio:11.2f} {per_tap:>11}")
 

@@ -347,6 +347,10 @@ FLAGS: dict[str, Flag] = {f.name: f for f in [
     Flag("debug_key_reuse", False, None, _validate_only(False), _parse_bool,
          "False (minijax does not check PRNG keys for reuse)",
          "checking that PRNG keys are used once"),
+    int_flag("tap_loop_buffer", "MINIJAX_TAP_LOOP_BUFFER", 1024, 1, 2**24,
+             "how many iterations of a while_loop's deferred taps one buffer holds before "
+             "it is sent to the host during the computation (tap_delivery='deferred')",
+             "iterations"),
     int_flag("tap_queue_bytes", "MINIJAX_TAP_QUEUE_BYTES", 256 * 1024 * 1024, 1,
              MAX_QUEUE_BYTES, "the bound of each device's tap queue", "bytes"),
     float_flag("tap_exit_timeout", "MINIJAX_TAP_EXIT_TIMEOUT", 5.0, 0.0, 1e9,
@@ -509,7 +513,7 @@ def compile_log_level() -> int:
 # checks, or whether compiled code runs at all (and make_user_context's values).  Like
 # JAX's trace context, they key jit's caches and the traces of control-flow bodies:
 # switching a flag back and forth reuses what was traced and compiled before.
-JIT_KEY_FLAGS = ("enable_x64", "tap_mechanism", "tap_delivery", "debug_nans", "debug_infs",
+JIT_KEY_FLAGS = ("enable_x64", "tap_mechanism", "tap_delivery", "tap_loop_buffer", "debug_nans", "debug_infs",
                  "host_callback_semantics", "effects_ordering", "disable_jit",
                  "numpy_rank_promotion", "numpy_dtype_promotion", "default_matmul_precision",
                  "no_execution", "allow_f16_reductions", "default_device", "user_contexts",

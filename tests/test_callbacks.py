@@ -145,6 +145,7 @@ def test_debug_print_checks_its_format_when_traced():
     minijax.debug.print("{} {}", 1)
 
 
+@pytest.mark.usefixtures("immediate_taps")
 def test_ordered_and_unordered_callbacks_have_separate_effects_and_tokens(
     runtime_token_lowering):
   def f(x):

@@ -19,7 +19,7 @@ import minijax
 import minijax.numpy as jnp
 from minijax import lax
 from minijax.config import config
-from minijax.core.deliveries import Branch, Emit, Loop, Seq, walk
+from minijax.core.deliveries import Branch, Buffered, Emit, Loop, Seq, walk
 from minijax.experimental import host_callback as hcb
 from minijax.experimental import io_callback
 from minijax.interpreters.deferral import defer_taps
@@ -94,8 +94,8 @@ def test_a_deferred_program_keeps_no_tap_custom_call_and_no_effect():
   f = lambda x: hcb.id_print(lax.scan(lambda c, y: (hcb.id_tap(lambda a, t: None, c + y), c),  # noqa: E731
                                       x, jnp.ones(3))[0])
   closed = minijax.make_jaxpr(f)(np.float32(1))
-  pure, plan = defer_taps(closed)
-  assert not pure.jaxpr.effects and len(pure.jaxpr.outvars) == 1 + plan.width == 3
+  pure, plan, takes_record_id = defer_taps(closed)
+  assert not takes_record_id and not pure.jaxpr.effects and len(pure.jaxpr.outvars) == 1 + plan.width == 3
   assert [type(item) for item in plan.items] == [Loop, Emit]
   with minijax.tap_delivery("deferred"):
     lowered = minijax.jit(f).lower(np.float32(1))
@@ -106,17 +106,53 @@ def test_a_deferred_program_keeps_no_tap_custom_call_and_no_effect():
     assert "minijax_tap" in minijax.jit(f).lower(np.float32(1)).as_text()
 
 
-def test_a_tap_in_a_while_loop_keeps_every_tap_of_its_computation_immediate():
+@pytest.mark.parametrize("loop_buffer", [1, 3, 1024])
+def test_while_loop_taps_are_buffered_and_full_buffers_reach_the_host_in_order(loop_buffer):
   def f(tap, x):
     x = hcb.id_tap(tap("before"), x)
-    x = lax.while_loop(lambda c: c < 3, lambda c: hcb.id_tap(tap("while"), c + 1), x)
+    x = lax.while_loop(lambda c: c < 10, lambda c: hcb.id_tap(tap("while"), c + 1), x)
+
+    def body(c, y):  # a while_loop in each iteration of a scan, one in a branch
+      c = lax.while_loop(lambda c: c < y, lambda c: hcb.id_tap(tap("inner"), c + 1), c)
+      c = lax.cond(c % 2 == 0, lambda c: lax.while_loop(
+          lambda d: d < c + 2, lambda d: hcb.id_tap(tap("branch"), d + 1), c), lambda c: c, c)
+      return c, None
+
+    x = lax.scan(body, x, jnp.arange(11, 17, dtype=np.int32))[0]
     return hcb.id_tap(tap("after"), x)
+
+  previous = config.tap_loop_buffer
+  config.update("tap_loop_buffer", loop_buffer)
+  try:
+    deferred = _deliveries(f, np.int32(0), delivery="deferred")
+  finally:
+    config.update("tap_loop_buffer", previous)
+  assert deferred == _deliveries(f, np.int32(0), delivery="immediate")
+  names = [name for name, _, _ in deferred[0]]
+  assert names.count("while") == 10 and names[0] == "before" and names[-1] == "after"
+  assert "branch" in names and "inner" in names
+
+
+def test_a_while_loop_makes_the_deferred_program_take_its_record_id():
+  f = lambda x: lax.while_loop(lambda c: c < 3, lambda c: hcb.id_print(c + 1), x)  # noqa: E731
+  pure, plan, takes_record_id = defer_taps(minijax.make_jaxpr(f)(np.int32(0)), 2)
+  assert takes_record_id and len(pure.jaxpr.invars) == 2
+  assert [type(item) for item in plan.items] == [Buffered] and plan.items[0].size == 2
+  assert {type(e).__name__ for e in pure.jaxpr.effects} == {"IOEffect"}  # the full buffers
+  g = lambda x: hcb.id_print(x)  # noqa: E731
+  assert defer_taps(minijax.make_jaxpr(g)(np.int32(0)))[2] is False
+
+
+def test_taps_that_must_run_during_the_computation_keep_every_tap_of_it_immediate():
+  def f(tap, x):
+    x = hcb.id_tap(tap("before"), x)
+    minijax.debug.log("logged")  # a host call when it runs: not deferrable
+    return hcb.id_tap(tap("after"), x + 1)
 
   closed = minijax.make_jaxpr(lambda x: f(lambda n: (lambda a, t: None), x))(np.int32(0))
   assert defer_taps(closed) is None
   got, out = _deliveries(f, np.int32(0), delivery="deferred")
-  assert [(n, v) for n, v, _ in got] == [("before", 0), ("while", 1), ("while", 2),
-                                         ("while", 3), ("after", 3)] and out == 3
+  assert [(n, v) for n, v, _ in got] == [("before", 0), ("after", 1)] and out == 1
 
 
 def test_debug_callbacks_and_prints_of_no_operands_are_deferred_each_time_they_run(capsys):

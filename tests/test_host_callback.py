@@ -310,6 +310,7 @@ def test_tap_function_may_ask_for_its_device():
   assert devices == [minijax.devices()[0]]
 
 
+@pytest.mark.usefixtures("immediate_taps")
 def test_unordered_taps_are_delivered():
   rec = Recorder()
   f = minijax.jit(lambda x: hcb.id_tap(rec, lax.mul(x, 3.0), ordered=False))
@@ -355,6 +356,7 @@ def test_stop_and_restart_of_the_receiver_keeps_delivering():
   assert [float(v[0]) for v in rec.values()] == [1.0, 2.0]
 
 
+@pytest.mark.usefixtures("immediate_taps")
 def test_jaxpr_shows_the_tap_effect_and_mhlo_threads_tokens_through_while_and_if(
     runtime_token_lowering):
   def f(x):

@@ -17,6 +17,7 @@ from minijax.experimental import host_callback as hcb
 from minijax.experimental import io_callback
 
 
+@pytest.mark.usefixtures("immediate_taps")
 def test_the_stream_lowering_makes_its_tokens_inside_main(effects_ordering):
   f = minijax.jit(lambda x: hcb.id_tap(lambda a, t: None, x * 2.0))
   text = f.lower(np.float32(1.0)).as_text()

@@ -37,6 +37,7 @@ BAD_AND_GOOD = [
     ("threefry_partitionable", [False, "yes"], [(True, True)]),
     ("log_compiles", ["1"], [(1, True)]),
     ("tap_mechanism", ["fast", None, 1], [("callback", "callback"), ("native", "native")]),
+    ("tap_loop_buffer", [0, "many", 2**24 + 1], [(1, 1), (4096, 4096)]),
     ("tap_delivery", ["later", None, 1], [("deferred", "deferred"), ("immediate", "immediate"),
                                           ("auto", "auto")]),
     ("host_callback_semantics", ["modern", None], [("jax", "jax"), ("seed", "seed")]),

@@ -121,6 +121,7 @@ def _copies(text):
   return sum(" copy(" in line for line in text.splitlines())
 
 
+@pytest.mark.usefixtures("immediate_taps")
 def test_a_tapped_loop_carry_is_aliased_and_not_copied(native):
   x = start()
   loop = lambda tap: lambda x: fori_loop(0, STEPS, lambda i, v: lax.add(tap(v), 1.0), x)

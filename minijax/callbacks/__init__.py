@@ -10,7 +10,9 @@ Three primitives, each in its own module with every rule it has:
   `pure.pure_callback_p`    `minijax.pure_callback`: results only; synchronous; no effect,
                             so it is dropped when its results are unused.
 
-`common` holds what they share (flat callbacks, result types, the custom calls).  The
+`common` holds what they share (flat callbacks, result types, the custom calls);
+`deferral` the rules that turn the taps inside control flow into outputs, for
+`tap_delivery="deferred"`.  The
 runtime halves are `runtime/taps` (the queues and receivers) and `runtime/host_calls` (the
 value-returning FFI handler).
 """
@@ -18,6 +20,7 @@ from minijax.callbacks.debug import (DebugEffect, OrderedDebugEffect, debug_call
                                      debug_callback_p, debug_print)
 from minijax.callbacks.io import IOEffect, OrderedIOEffect, io_callback, io_callback_p
 from minijax.callbacks.pure import pure_callback, pure_callback_p
+from minijax.callbacks import deferral as _deferral  # noqa: F401  (control flow's rules)
 
 __all__ = ["DebugEffect", "IOEffect", "OrderedDebugEffect", "OrderedIOEffect", "debug_callback",
            "debug_callback_p", "debug_print", "io_callback", "io_callback_p", "pure_callback",

@@ -288,7 +288,7 @@ def _debug_callback_lowering(ctx, *args, callback, effect, partitioned):
 mlir.register_lowering(debug_callback_p, _debug_callback_lowering)
 
 
-def _debug_callback_deferral(eqn, args):
+def _debug_callback_deferral(eqn, args, ctx):
   """Deferred (`tap_delivery`): the operands leave as outputs, delivered as the tap
   consumer of the lowering would deliver them; `debug.log`'s calls and partitioned ones
   run during the computation, so they cannot be deferred."""

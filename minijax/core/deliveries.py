@@ -15,10 +15,16 @@ it sits in:
                           ran;
   Branch(branches)        a `cond`: its first output is the branch index (clamped, as
                           `cond` clamps it), then each branch's outputs in turn; only the
-                          branch taken is walked (the others' outputs are zeros).
+                          branch taken is walked (the others' outputs are zeros);
+  Buffered(size, body, key)
+                          a `while_loop`: its body's outputs go into buffers of `size`
+                          rows; each buffer that fills is sent to the host during the
+                          computation, and the outputs are the number sent, the rows used
+                          in the last buffer and that buffer.  The walk takes the sent
+                          buffers, in the order they were sent, from `sent(key)`.
 
-`walk(plan, arrays, device, report)` runs a plan over host arrays (numpy, or anything
-indexable along the leading axis) that `device` computed; an exception of a `deliver` goes to `report(exception, emit)` and
+`walk(plan, arrays, device, report, sent)` runs a plan over host arrays (numpy, or
+anything indexable along the leading axis) that `device` computed; an exception of a `deliver` goes to `report(exception, emit)` and
 the walk carries on, as a receiver carries on after a failing tap function.
 """
 from __future__ import annotations
@@ -70,19 +76,30 @@ class Branch:
     return f"Branch({list(self.branches)})"
 
 
+class Buffered:
+  __slots__ = ("size", "body", "key", "width")
+
+  def __init__(self, size: int, body: Seq, key: Any):
+    self.size, self.body, self.key, self.width = size, body, key, 2 + body.width
+
+  def __repr__(self):
+    return f"Buffered({self.size}, {self.body})"
+
+
 def count_taps(plan) -> int:
   """How many `Emit`s the plan holds (statically: a loop's body counts once)."""
   if type(plan) is Emit:
     return 1
   if type(plan) is Seq:
     return sum(map(count_taps, plan.items))
-  if type(plan) is Loop:
+  if type(plan) in (Loop, Buffered):
     return count_taps(plan.body)
   return sum(map(count_taps, plan.branches))
 
 
 def walk(plan, arrays: Sequence[Any], device: Any,
-         report: Callable[[BaseException, Emit], None]) -> int:
+         report: Callable[[BaseException, Emit], None],
+         sent: Callable[[Any], Sequence[Any]] | None = None) -> int:
   """Delivers what `plan` describes from `arrays` (its `plan.width` outputs), in program
   order; returns how many taps were delivered."""
   kind = type(plan)
@@ -96,16 +113,25 @@ def walk(plan, arrays: Sequence[Any], device: Any,
     done, start = 0, 0
     for item in plan.items:
       end = start + item.width
-      done += walk(item, arrays[start:end], device, report)
+      done += walk(item, arrays[start:end], device, report, sent)
       start = end
     return done
   if kind is Loop:
     order = range(plan.length - 1, -1, -1) if plan.reverse else range(plan.length)
-    body, done = plan.body, 0
-    for i in order:
-      done += walk(body, [a[i, ...] for a in arrays], device, report)
-    return done
+    return _rows(plan.body, arrays, order, device, report, sent)
+  if kind is Buffered:
+    done = 0
+    for _ in range(int(arrays[0])):
+      done += _rows(plan.body, sent(plan.key), range(plan.size), device, report, sent)
+    return done + _rows(plan.body, arrays[2:], range(int(arrays[1])), device, report, sent)
   index = min(max(int(arrays[0]), 0), len(plan.branches) - 1)
   start = 1 + sum(b.width for b in plan.branches[:index])
   branch = plan.branches[index]
-  return walk(branch, arrays[start:start + branch.width], device, report)
+  return walk(branch, arrays[start:start + branch.width], device, report, sent)
+
+
+def _rows(body: Seq, arrays: Sequence[Any], order, device, report, sent) -> int:
+  done = 0
+  for i in order:
+    done += walk(body, [a[i, ...] for a in arrays], device, report, sent)
+  return done

@@ -425,7 +425,7 @@ def _id_tap_lowering(ctx, *args, tap_func_, arg_treedef_, nr_tapped_args_, trans
 mlir.register_lowering(id_tap_p, _id_tap_lowering)
 
 
-def _id_tap_deferral(eqn, args):
+def _id_tap_deferral(eqn, args, ctx):
   """Deferred (`tap_delivery`): the tapped operands leave as outputs, for the same consumer
   the lowering would register, which the plan holds."""
   n = eqn.params["nr_tapped_args_"]

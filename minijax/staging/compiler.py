@@ -136,11 +136,13 @@ def compile_jaxpr(closed_jaxpr: ClosedJaxpr, *, device, name: str,
                              compiler_options=compiler_options)
   deferred = deferred_form(closed_jaxpr, device)
   if deferred is not None:  # (`lowered`, if given, is the lowering of that form)
-    pure, plan = deferred
-    fn = compile_jaxpr(pure, device=device, name=name, donated_args=donated_args,
+    pure, plan, takes_record_id = deferred
+    donated = (*donated_args, False) if takes_record_id and donated_args else donated_args
+    fn = compile_jaxpr(pure, device=device, name=name, donated_args=donated,
                        lowered=lowered, compiler_options=compiler_options)
     n_out = len(jaxpr.outvars)
-    return DeferredCall(fn, n_out, plan, backend.get_device(device), pure.out_avals[n_out:])
+    return DeferredCall(fn, n_out, plan, backend.get_device(device), pure.out_avals[n_out:],
+                        takes_record_id)
   if not jaxpr.eqns and lowered is None:  # (the inner jaxpr: caches are weak on that)
     return functools.partial(_run_trivial, jaxpr, tuple(closed_jaxpr.consts), device)
   if lowered is None:
@@ -167,32 +169,35 @@ def compile_jaxpr(closed_jaxpr: ClosedJaxpr, *, device, name: str,
   return fn
 
 
-def deferred_form(closed_jaxpr: ClosedJaxpr, device) -> tuple[ClosedJaxpr, Any] | None:
-  """`(jaxpr, plan)` of `closed_jaxpr` with its taps turned into outputs
-  (`interpreters.deferral`) when `tap_delivery` defers them on `device`, else None: the
-  form in which it is lowered and compiled."""
+def deferred_form(closed_jaxpr: ClosedJaxpr, device) -> tuple[ClosedJaxpr, Any, bool] | None:
+  """`(jaxpr, plan, takes_record_id)` of `closed_jaxpr` with its taps turned into outputs
+  (`interpreters.deferral.defer_taps`) when `tap_delivery` defers them on `device`, else
+  None: the form in which it is lowered and compiled."""
   if not has_deferrable(closed_jaxpr.jaxpr.effects):
     return None
   if taps.deferred.delivery(backend.get_device(device)) != "deferred":
     return None
-  return defer_taps(closed_jaxpr)
+  return defer_taps(closed_jaxpr, config.tap_loop_buffer)
 
 
 class DeferredCall:
   """A compiled function whose taps were deferred (`interpreters.deferral`): its outputs
   after the first `n_out` are the tapped values (`nbytes` of them), delivered per `plan`
   by the device's receiver (`runtime.taps.deferred`), whose queue each call joins as it
-  starts."""
-  __slots__ = ("fn", "n_out", "plan", "device", "nbytes")
+  starts.  With `takes_record_id` the program also takes the call's record id, as a last
+  argument (its `while_loop`s send full buffers with it)."""
+  __slots__ = ("fn", "n_out", "plan", "device", "nbytes", "takes_record_id")
 
-  def __init__(self, fn: CompiledFn, n_out: int, plan, device, extra_avals):
+  def __init__(self, fn: CompiledFn, n_out: int, plan, device, extra_avals,
+               takes_record_id: bool):
     self.fn, self.n_out, self.plan, self.device = fn, n_out, plan, device
     self.nbytes = sum(a.size * a.dtype.itemsize for a in extra_avals)
+    self.takes_record_id = takes_record_id
 
   def __call__(self, *args) -> list:
     record = taps.deferred.start(self.device, self.plan, self.nbytes)
     try:
-      outs = self.fn(*args)
+      outs = self.fn(*args, record.id) if self.takes_record_id else self.fn(*args)
     except BaseException:
       record.fill(None)
       raise
@@ -209,14 +214,15 @@ class DeferredCall:
     unflatten = out_tree.unflatten if out_tree is not None else list
     if not hasattr(self.fn, "make_call"):
       return lambda *args: unflatten(commit(self(*consts, *args), committed))
-    inner = self.fn.make_call(consts, None, fallback, scalars, committed=committed)
+    takes_id = self.takes_record_id
+    inner = self.fn.make_call(consts, None, fallback, scalars or takes_id, committed=committed)
     n, plan, device, nbytes, start = (self.n_out, self.plan, self.device, self.nbytes,
                                       taps.deferred.start)
 
     def call(*args):
       record = start(device, plan, nbytes)
       try:
-        outs = inner(*args)
+        outs = inner(*args, record.id) if takes_id else inner(*args)
       except BaseException:
         record.fill(None)
         raise
@@ -430,7 +436,8 @@ def compiled_call(jaxpr: ClosedJaxpr, name: str, donated_invars, device,
   path), compiled on first use (from `lowered` when given; with XLA's `compiler_options`)."""
   options = tuple(sorted(compiler_options.items())) if compiler_options else ()
   slot = _compiled(jaxpr, donated_invars, device, config.tap_mechanism,
-                   config.tap_delivery, config.effects_ordering, options)
+                   config.tap_delivery, config.tap_loop_buffer, config.effects_ordering,
+                   options)
   fn = slot.fn
   if fn is None:
     fn = slot.fn = compile_jaxpr(jaxpr, device=device, name=name,
@@ -593,7 +600,8 @@ array_lib.widen_subbyte = _widen_subbyte
 
 
 def _on_config_change(name, value):
-  if name in ("tap_mechanism", "tap_delivery", "effects_ordering", "allow_f16_reductions"):
+  if name in ("tap_mechanism", "tap_delivery", "tap_loop_buffer", "effects_ordering",
+              "allow_f16_reductions"):
     _primitive_cache.clear()  # (a reduction refused is refused when it is traced)
   elif name == "eager_cache_size":
     _evict_primitives(value)

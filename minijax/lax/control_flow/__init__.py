@@ -6,4 +6,3 @@ from minijax.lax.control_flow.loops import fori_loop, while_loop, while_p
 from minijax.lax.control_flow.scan import scan, scan_p
 from minijax.lax.control_flow.scan import scan_map as map  # noqa: A004  (lax.map, as in JAX)
 from minijax.lax.control_flow.solves import custom_linear_solve, custom_root, linear_solve_p
-from minijax.lax.control_flow import deferred_taps as _deferred_taps  # noqa: F401  (rules)

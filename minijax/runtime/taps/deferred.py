@@ -29,6 +29,7 @@ past `tap_queue_bytes` of them on a device, dispatch waits for the receiver.
 """
 from __future__ import annotations
 
+import collections
 import itertools
 import os
 import threading
@@ -80,12 +81,15 @@ class Record:
   starts (`start`), so that it keeps the order in which executions were dispatched even
   when one runs synchronously (a program with host calls returns only once it is done);
   filled with the outputs when the execution returns (`fill`), or with None when it
-  failed to start."""
-  __slots__ = ("plan", "device", "ordinal", "nbytes", "outputs", "_filled")
+  failed to start.  The buffers that its `while_loop`s send during the execution are
+  filed with it by key (`receive_sent`), in the order they come."""
+  __slots__ = ("id", "plan", "device", "ordinal", "nbytes", "outputs", "sent", "_filled")
 
-  def __init__(self, plan, device, ordinal: int, nbytes: int):
-    self.plan, self.device, self.ordinal, self.nbytes = plan, device, ordinal, nbytes
+  def __init__(self, record_id: int, plan, device, ordinal: int, nbytes: int):
+    self.id, self.plan, self.device = record_id, plan, device
+    self.ordinal, self.nbytes = ordinal, nbytes
     self.outputs = None
+    self.sent: dict[Any, collections.deque] = {}
     self._filled = _allocate_lock()
     self._filled.acquire()
 
@@ -96,6 +100,20 @@ class Record:
   def wait(self) -> Sequence[Any] | None:
     self._filled.acquire()
     return self.outputs
+
+  def take_sent(self, key) -> list:
+    """The next buffer that the loop `key` sent (`core.deliveries.walk`'s `sent`)."""
+    return self.sent[key].popleft()
+
+
+def receive_sent(record_id: int, key, buffers: list) -> None:
+  """Files a full buffer of a `while_loop`'s deferred values (`key` names the loop) with
+  the execution's record; called by the host call the loop makes when it fills one."""
+  record = _records.get(record_id)
+  if record is None:
+    raise RuntimeError(f"a while_loop sent its deferred taps for record {record_id}, which "
+                       "does not exist (the program was called without minijax's runtime)")
+  record.sent.setdefault(key, collections.deque()).append(buffers)
 
 
 def start(device: Any, plan, nbytes: int) -> Record:
@@ -108,8 +126,8 @@ def start(device: Any, plan, nbytes: int) -> Record:
   if _held_bytes.get(ordinal, 0) and _held_bytes.get(ordinal, 0) + nbytes > limit:
     wait_until(lambda: not _held_bytes.get(ordinal, 0)
                or _held_bytes.get(ordinal, 0) + nbytes <= limit, None)
-  record = Record(plan, device, ordinal, nbytes)
-  record_id = next(_ids)
+  record_id = next(_ids) & 0x7FFFFFFF  # (it crosses into the program as an int32)
+  record = Record(record_id, plan, device, ordinal, nbytes)
   with _lock:
     _records[record_id] = record
     _held_bytes[ordinal] = _held_bytes.get(ordinal, 0) + nbytes
@@ -120,8 +138,7 @@ def start(device: Any, plan, nbytes: int) -> Record:
 def _deliver_record(message, transforms) -> None:
   """The receiver's side: waits for the outputs, reads them (waiting for the execution)
   and walks the plan.  A failed execution's error is reported as a failed tap would be."""
-  with _lock:
-    record = _records.pop(int(message[0]))
+  record = _records[int(message[0])]
   device = record.device
   try:
     outputs = record.wait()
@@ -135,9 +152,10 @@ def _deliver_record(message, transforms) -> None:
     del outputs
     record.outputs = None
     walk(record.plan, host, device,
-         lambda e, emit: receiver.report_deferred(device, emit.name, e))
+         lambda e, emit: receiver.report_deferred(device, emit.name, e), record.take_sent)
   finally:
     with _lock:
+      del _records[record.id]
       _held_bytes[record.ordinal] -= record.nbytes
 
 
@@ -156,4 +174,5 @@ def _after_fork_in_child() -> None:
 if hasattr(os, "register_at_fork"):
   os.register_at_fork(after_in_child=_after_fork_in_child)
 
-__all__ = ["AUTO_DELIVERY", "DELIVERIES", "Record", "delivery", "pending_records", "start"]
+__all__ = ["AUTO_DELIVERY", "DELIVERIES", "Record", "delivery", "pending_records",
+           "receive_sent", "start"]
