@@ -19,7 +19,8 @@ from minijax.lax.elementwise import (_const, _coerce_scalars, add, div, exp, mul
                                      square, sub)
 from minijax.lowering import mlir
 
-__all__ = ["sinh", "cosh", "asinh", "acosh", "atanh", "sinh_p", "cosh_p", "asinh_p", "acosh_p",
+__all__ = ["asin", "acos", "atan", "asin_p", "acos_p", "atan_p",
+           "sinh", "cosh", "asinh", "acosh", "atanh", "sinh_p", "cosh_p", "asinh_p", "acosh_p",
            "atanh_p", "erf_inv", "erfc", "lgamma", "digamma", "polygamma", "zeta", "nextafter",
            "erf_inv_p", "erfc_p", "lgamma_p", "digamma_p", "polygamma_p", "zeta_p",
            "nextafter_p"]
@@ -128,20 +129,38 @@ def nextafter(x1, x2):
   return nextafter_p.bind(*_coerce_scalars(x1, x2))
 
 
-# ---- hyperbolic functions and their inverses
-# sinh and cosh take complex numbers (XLA computes them); the inverses reject them, as
-# minijax.numpy's arcsinh, ... do, until their branch cuts are checked against numpy.
+# ---- hyperbolic functions, the inverse trigonometric and hyperbolic ones
+# All take complex numbers: XLA computes them (chlo's decompositions), with numpy's branch
+# cuts.
 _inexact = (utils.is_inexact, "floating point or complex")
 sinh_p = _chlo_unop("sinh", chlo.SinhOp, _inexact)
 cosh_p = _chlo_unop("cosh", chlo.CoshOp, _inexact)
-asinh_p = _chlo_unop("asinh", chlo.AsinhOp)
-acosh_p = _chlo_unop("acosh", chlo.AcoshOp)
-atanh_p = _chlo_unop("atanh", chlo.AtanhOp)
+asinh_p = _chlo_unop("asinh", chlo.AsinhOp, _inexact)
+acosh_p = _chlo_unop("acosh", chlo.AcoshOp, _inexact)
+atanh_p = _chlo_unop("atanh", chlo.AtanhOp, _inexact)
+asin_p = _chlo_unop("asin", chlo.AsinOp, _inexact)
+acos_p = _chlo_unop("acos", chlo.AcosOp, _inexact)
+atan_p = _chlo_unop("atan", chlo.AtanOp, _inexact)
 ad.defjvp(sinh_p, lambda g, x: mul(g, cosh(x)))
 ad.defjvp(cosh_p, lambda g, x: mul(g, sinh(x)))
 ad.defjvp(asinh_p, lambda g, x: mul(g, rsqrt(add(square(x), _const(x, 1)))))
 ad.defjvp(acosh_p, lambda g, x: mul(g, rsqrt(mul(sub(x, _const(x, 1)), add(x, _const(x, 1))))))
 ad.defjvp(atanh_p, lambda g, x: div(g, sub(_const(x, 1), square(x))))
+ad.defjvp(asin_p, lambda g, x: mul(g, rsqrt(sub(_const(x, 1), square(x)))))
+ad.defjvp(acos_p, lambda g, x: neg(mul(g, rsqrt(sub(_const(x, 1), square(x))))))
+ad.defjvp(atan_p, lambda g, x: div(g, add(_const(x, 1), square(x))))
+
+
+def asin(x):
+  return asin_p.bind(x)
+
+
+def acos(x):
+  return acos_p.bind(x)
+
+
+def atan(x):
+  return atan_p.bind(x)
 
 
 def sinh(x):

@@ -16,6 +16,7 @@ from minijax import lax
 from minijax import numpy as jnp
 from minijax.core import dtypes
 from minijax.custom_derivatives import custom_jvp
+from minijax.scipy.special import logsumexp  # jax.nn.logsumexp is jax.scipy's
 
 __all__ = ["identity", "relu", "relu6", "sigmoid", "softplus", "sparse_plus", "soft_sign",
            "sparse_sigmoid", "silu", "swish", "mish", "log_sigmoid", "elu", "leaky_relu",
@@ -189,37 +190,6 @@ def _axes(x, axis) -> tuple[int, ...]:
     return tuple(range(x.ndim))
   axes = (axis,) if isinstance(axis, (int, np.integer)) else tuple(axis)
   return tuple(sorted(int(a) % x.ndim if x.ndim else 0 for a in axes))
-
-
-def logsumexp(a, axis=None, b=None, keepdims: bool = False, return_sign: bool = False,
-              where=None):
-  """log(sum(b * exp(a))) over `axis`, shifted by the maximum for stability; with
-  `return_sign`, (log|sum|, sign(sum)), else NaN where the sum is negative."""
-  if where is not None:
-    a = jnp.where(where, a, 0)
-  if b is not None:
-    a, b = jnp.asarray(a), jnp.asarray(b)
-    a, b = _inexact("logsumexp", a), _inexact("logsumexp", b)
-    dtype = (a + b).dtype
-    a, b = a.astype(dtype), b.astype(dtype)
-    a = jnp.where(b != 0, a, -np.inf)
-  else:
-    a = _inexact("logsumexp", a)
-  axes = _axes(a, axis)
-  amax = jnp.max(a, axis=axes, keepdims=keepdims, where=where, initial=-np.inf)
-  amax = lax.stop_gradient(lax.select(jnp.isfinite(amax), amax, lax.full_like(amax, 0)))
-  amax_kept = amax if keepdims else lax.expand_dims(amax, axes)
-  exp_a = jnp.exp(jnp.subtract(a, amax_kept.astype(a.dtype)))
-  if b is not None:
-    exp_a = jnp.multiply(exp_a, b)
-  sumexp = jnp.sum(exp_a, axis=axes, keepdims=keepdims, where=where)
-  sign = lax.sign(sumexp)
-  out = lax.add(lax.log(jnp.abs(sumexp)), amax.astype(sumexp.dtype))
-  if return_sign:
-    return out, sign
-  if b is not None:
-    out = jnp.where(sign < 0, jnp.asarray(np.nan, dtype=out.dtype), out)
-  return out
 
 
 def logmeanexp(x, axis=None, where=None, keepdims: bool = False):

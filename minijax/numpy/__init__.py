@@ -44,7 +44,7 @@ from minijax.numpy.extras import (  # noqa: F401
     diff, nan_to_num, nansum, nanmax, nanmin, nanmean, median, quantile, percentile, append,
     searchsorted, cross, kron, astype, isin, indices, triu_indices, tril_indices, logspace,
     unravel_index, select, piecewise, heaviside, float_power, sinc, interp, digitize,
-    bincount, cov, corrcoef, nanargmax, nanargmin, nancumsum, nanvar, nanstd, ldexp, frexp, delete,
+    bincount, cov, corrcoef, nanargmax, nanargmin, nancumsum, nancumprod, nanvar, nanstd, ldexp, frexp, delete,
     insert,
     choose, nanprod, diag_indices, ediff1d, convolve, correlate, polyval,
     apply_along_axis)

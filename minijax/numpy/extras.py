@@ -70,22 +70,58 @@ def _nan_fill(name, a, fill):
   return jnp.where(jnp.isnan(x), fill, x)
 
 
-def nansum(a, axis=None, dtype=None, keepdims=False):
-  return _jnp().sum(_nan_fill("nansum", a, 0), axis=axis, dtype=dtype, keepdims=keepdims)
+def nansum(a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where=None):
+  """sum, NaNs counted as zeros."""
+  return _jnp().sum(_nan_fill("nansum", a, 0), axis=axis, dtype=dtype, out=out,
+                    keepdims=keepdims, initial=initial, where=where)
 
 
-def nanmax(a, axis=None, keepdims=False):
-  return _jnp().max(_nan_fill("nanmax", a, -np.inf), axis=axis, keepdims=keepdims)
+def nanprod(a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where=None):
+  """prod, NaNs counted as ones."""
+  return _jnp().prod(_nan_fill("nanprod", a, 1), axis=axis, dtype=dtype, out=out,
+                     keepdims=keepdims, initial=initial, where=where)
 
 
-def nanmin(a, axis=None, keepdims=False):
-  return _jnp().min(_nan_fill("nanmin", a, np.inf), axis=axis, keepdims=keepdims)
-
-
-def nanmean(a, axis=None, keepdims=False):
+def _nan_extremum(name, reduce, fill, a, axis, out, keepdims, initial, where):
+  """max or min ignoring NaNs; NaN where a slice held nothing but NaNs (and no
+  `initial`), as in JAX."""
   jnp = _jnp()
-  (x,) = _util.promote_inexact("nanmean", a)
+  (x,) = _util.promote(name, a)
+  if not dtypes.is_inexact(_util.dtype(x)):
+    return reduce(x, axis=axis, out=out, keepdims=keepdims, initial=initial, where=where)
+  nan = jnp.isnan(x)
+  result = reduce(jnp.where(nan, fill, x), axis=axis, out=out, keepdims=keepdims,
+                  initial=initial, where=where)
+  if initial is not None:
+    return result
+  valid = jnp.logical_not(nan) if where is None else jnp.logical_and(jnp.logical_not(nan), where)
+  return jnp.where(jnp.any(valid, axis=axis, keepdims=keepdims), result, np.nan)
+
+
+def nanmax(a, axis=None, out=None, keepdims=False, initial=None, where=None):
+  return _nan_extremum("nanmax", _jnp().max, -np.inf, a, axis, out, keepdims, initial, where)
+
+
+def nanmin(a, axis=None, out=None, keepdims=False, initial=None, where=None):
+  return _nan_extremum("nanmin", _jnp().min, np.inf, a, axis, out, keepdims, initial, where)
+
+
+def _nan_valid(name, a, where):
+  """The operand (inexact) and where it counts: not NaN, and `where`."""
+  jnp = _jnp()
+  (x,) = _util.promote_inexact(name, a)
   valid = jnp.logical_not(jnp.isnan(x))
+  if where is not None:
+    valid = jnp.logical_and(valid, where)
+  return x, valid
+
+
+def nanmean(a, axis=None, dtype=None, out=None, keepdims=False, where=None):
+  jnp = _jnp()
+  _no_out("nanmean", out)
+  x, valid = _nan_valid("nanmean", a, where)
+  if dtype is not None:
+    x = x.astype(dtype)
   total = jnp.sum(jnp.where(valid, x, 0), axis=axis, keepdims=keepdims)
   return total / jnp.sum(valid, axis=axis, keepdims=keepdims).astype(_util.dtype(x))
 
@@ -368,30 +404,40 @@ def corrcoef(x, y=None, rowvar=True):
   return jnp.clip(c, -1, 1)
 
 
-def _nan_arg(name, fn, a, axis, fill):
+def _nan_arg(name, fn, a, axis, fill, out, keepdims):
+  """argmax or argmin ignoring NaNs; -1 for a slice of nothing but NaNs, as in JAX."""
   jnp = _jnp()
+  _no_out(name, out)
   (x,) = _util.promote(name, a)
-  if dtypes.is_inexact(_util.dtype(x)):
-    x = jnp.where(jnp.isnan(x), fill, x)
-  return fn(x, axis=axis)
+  if not dtypes.is_inexact(_util.dtype(x)):
+    return fn(x, axis=axis, keepdims=keepdims)
+  nan = jnp.isnan(x)
+  result = fn(jnp.where(nan, fill, x), axis=axis, keepdims=keepdims)
+  return jnp.where(jnp.all(nan, axis=axis, keepdims=bool(keepdims)), -1, result)
 
 
-def nanargmax(a, axis=None):
-  return _nan_arg("nanargmax", _jnp().argmax, a, axis, -np.inf)
+def nanargmax(a, axis=None, out=None, keepdims=None):
+  return _nan_arg("nanargmax", _jnp().argmax, a, axis, -np.inf, out, keepdims)
 
 
-def nanargmin(a, axis=None):
-  return _nan_arg("nanargmin", _jnp().argmin, a, axis, np.inf)
+def nanargmin(a, axis=None, out=None, keepdims=None):
+  return _nan_arg("nanargmin", _jnp().argmin, a, axis, np.inf, out, keepdims)
 
 
-def nancumsum(a, axis=None, dtype=None):
-  return _jnp().cumsum(_nan_fill("nancumsum", a, 0), axis=axis, dtype=dtype)
+def nancumsum(a, axis=None, dtype=None, out=None):
+  return _jnp().cumsum(_nan_fill("nancumsum", a, 0), axis=axis, dtype=dtype, out=out)
 
 
-def nanvar(a, axis=None, ddof=0, keepdims=False):
+def nancumprod(a, axis=None, dtype=None, out=None):
+  return _jnp().cumprod(_nan_fill("nancumprod", a, 1), axis=axis, dtype=dtype, out=out)
+
+
+def nanvar(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, where=None):
   jnp = _jnp()
-  (x,) = _util.promote_inexact("nanvar", a)
-  valid = jnp.logical_not(jnp.isnan(x))
+  _no_out("nanvar", out)
+  x, valid = _nan_valid("nanvar", a, where)
+  if dtype is not None:
+    x = x.astype(dtype)
   count = jnp.sum(valid, axis=axis, keepdims=True).astype(_util.dtype(x))
   mean_ = jnp.sum(jnp.where(valid, x, 0), axis=axis, keepdims=True) / count
   sq = jnp.where(valid, jnp.abs(x - mean_) ** 2, 0)  # (real, for complex x too)
@@ -399,8 +445,13 @@ def nanvar(a, axis=None, ddof=0, keepdims=False):
   return out if keepdims else jnp.squeeze(out, axis=axis)
 
 
-def nanstd(a, axis=None, ddof=0, keepdims=False):
-  return _jnp().sqrt(nanvar(a, axis, ddof, keepdims))
+def nanstd(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, where=None):
+  return _jnp().sqrt(nanvar(a, axis, dtype, out, ddof, keepdims, where))
+
+
+def _no_out(name, out) -> None:
+  if out is not None:
+    raise NotImplementedError(f"The 'out' argument to jnp.{name} is not supported.")
 
 
 def ldexp(x1, x2):
@@ -546,10 +597,6 @@ def choose(a, choices, mode="raise"):
   elif mode == "wrap":
     idx = jnp.remainder(idx, len(arrays))
   return lax.select_n(lax.convert_element_type(idx, dtypes.int32), *arrays)
-
-
-def nanprod(a, axis=None, dtype=None, keepdims=False):
-  return _jnp().prod(_nan_fill("nanprod", a, 1), axis=axis, dtype=dtype, keepdims=keepdims)
 
 
 def diag_indices(n, ndim=2):

@@ -209,7 +209,17 @@ arctan2 = _binary("arctan2", lax.atan2, inexact=True, keep_scalars=True, real_on
 
 def _logaddexp_value(a, b):
   # JAX's formula (so softplus and friends agree to the bit): max + log1p(exp(-|a - b|)),
-  # and a + b where a - b is NaN (a NaN, or infinities of one sign)
+  # and a + b where a - b is NaN (a NaN, or infinities of one sign).  Complex operands:
+  # the larger (by real part, then imaginary) plus log1p(exp(the other - it)), the phase
+  # brought back into [-pi, pi).
+  if dtypes.issubdtype(_util.dtype(a), np.complexfloating):
+    amax = lax.select(_complex_greater_equal(a, b), a, b)
+    other = lax.sub(lax.add(a, b), amax)
+    out = lax.add(amax, lax.log1p(lax.exp(lax.sub(other, amax))))
+    shifted = lax.add(lax.imag(out), lax.full_like(lax.imag(out), np.pi))
+    two_pi = lax.full_like(shifted, 2 * np.pi)
+    wrapped = lax.sub(shifted, lax.mul(two_pi, lax.floor(lax.div(shifted, two_pi))))
+    return lax.complex(lax.real(out), lax.sub(wrapped, lax.full_like(shifted, np.pi)))
   delta = lax.sub(a, b)
   out = lax.add(lax.max(a, b), lax.log1p(lax.exp(lax.neg(lax.abs(delta)))))
   return lax.select(lax.ne(delta, delta), lax.add(a, b), out)
@@ -239,7 +249,12 @@ def _make_logaddexp():
   return fn
 
 
-logaddexp = _binary("logaddexp", _make_logaddexp(), inexact=True, real_only=TypeError)
+logaddexp = _binary("logaddexp", _make_logaddexp(), inexact=True)
+
+
+def _complex_greater_equal(a, b):
+  ra, rb = lax.real(a), lax.real(b)
+  return lax.select(lax.eq(ra, rb), lax.ge(lax.imag(a), lax.imag(b)), lax.gt(ra, rb))
 hypot = _binary("hypot", lambda a, b: lax.sqrt(lax.add(lax.mul(a, a), lax.mul(b, b))),
                 inexact=True, real_only=ValueError)
 
@@ -425,20 +440,12 @@ def _one(a):
 
 sinh = _unary("sinh", lax.sinh, inexact=True)
 cosh = _unary("cosh", lax.cosh, inexact=True)
-arcsin = _unary("arcsin", lambda a: lax.atan2(a, lax.sqrt(lax.sub(_one(a), lax.mul(a, a)))),
-                inexact=True, real_only=TypeError)
-arccos = _unary("arccos", lambda a: lax.atan2(lax.sqrt(lax.sub(_one(a), lax.mul(a, a))), a),
-                inexact=True, real_only=TypeError)
-arctan = _unary("arctan", lambda a: lax.atan2(a, _one(a)), inexact=True, real_only=TypeError)
-arctanh = _unary("arctanh", lambda a: lax.mul(
-    lax.full(_util.shape(a), 0.5, _util.dtype(a)),
-    lax.log(lax.div(lax.add(_one(a), a), lax.sub(_one(a), a)))), inexact=True, real_only=TypeError)
-arcsinh = _unary("arcsinh", lambda a: lax.log(lax.add(a, lax.sqrt(lax.add(lax.mul(a, a),
-                                                                          _one(a))))),
-                 inexact=True, real_only=TypeError)
-arccosh = _unary("arccosh", lambda a: lax.log(lax.add(a, lax.sqrt(lax.sub(lax.mul(a, a),
-                                                                          _one(a))))),
-                 inexact=True, real_only=TypeError)
+arcsin = _unary("arcsin", lax.asin, inexact=True)
+arccos = _unary("arccos", lax.acos, inexact=True)
+arctan = _unary("arctan", lax.atan, inexact=True)
+arctanh = _unary("arctanh", lax.atanh, inexact=True)
+arcsinh = _unary("arcsinh", lax.asinh, inexact=True)
+arccosh = _unary("arccosh", lax.acosh, inexact=True)
 cbrt = _unary("cbrt", lambda a: lax.mul(lax.sign(a), lax.pow(lax.abs(a), lax.full(
     _util.shape(a), 1 / 3, _util.dtype(a)))), inexact=True, real_only=TypeError)
 deg2rad = _unary("deg2rad", lambda a: lax.mul(a, lax.full(_util.shape(a), np.pi / 180,

@@ -304,8 +304,8 @@ def logit(x):
 
 @_util.compiled_when_eager()
 def expit(x):
-  """1 / (1 + exp(-x))."""
-  x, = _promote("expit", x)
+  """1 / (1 + exp(-x)), of real or complex `x`."""
+  x, = _util.promote_and_broadcast("expit", x, inexact=True)
   return lax.logistic(x)
 
 
@@ -415,7 +415,10 @@ def _logsumexp(a, b, where, axis, keepdims, return_sign):
     a, = _util.promote_inexact("logsumexp", a)
   ndim = _util.ndim(a)
   dims = _util.canonicalize_axes(axis, ndim)
-  amax = jnp.max(a, axis=dims, keepdims=keepdims, where=where, initial=-np.inf)
+  complex_ = dtypes.issubdtype(a.dtype, np.complexfloating)
+  # (of a complex `a`, the real parts' maximum: the shift keeps each term's phase)
+  amax = jnp.max(jnp.real(a) if complex_ else a, axis=dims, keepdims=keepdims, where=where,
+                 initial=-np.inf)
   amax = lax.stop_gradient(jnp.where(jnp.isfinite(amax), amax, jnp.zeros_like(amax)))
   amax_kept = amax if keepdims else jnp.expand_dims(amax, dims)
   exp_a = lax.exp(jnp.subtract(a, amax_kept))
@@ -423,7 +426,9 @@ def _logsumexp(a, b, where, axis, keepdims, return_sign):
     exp_a = jnp.multiply(exp_a, b)
   total = jnp.sum(exp_a, axis=dims, keepdims=keepdims, where=where)
   sign = jnp.sign(total)
-  out = jnp.add(jnp.log(jnp.abs(total)), amax)
+  if return_sign or not complex_:
+    total = jnp.abs(total)  # (a complex sum keeps its phase: the complex log, as JAX)
+  out = jnp.add(jnp.log(total), amax.astype(total.dtype))
   if return_sign:
     return out, sign
   if b is not None:
