@@ -131,7 +131,22 @@ def walk(plan, arrays: Sequence[Any], device: Any,
 
 
 def _rows(body: Seq, arrays: Sequence[Any], order, device, report, sent) -> int:
-  done = 0
+  """Walks `body` once per row `i` in `order` of `arrays` (the rows of a loop)."""
+  if not all(type(item) is Emit for item in body.items):
+    done = 0
+    for i in order:
+      done += walk(body, [a[i, ...] for a in arrays], device, report, sent)
+    return done
+  # The common loop body, taps only: one pass per row, no recursion.
+  spans, start = [], 0
+  for emit in body.items:
+    spans.append((emit.deliver, start, start + emit.width, emit))
+    start += emit.width
   for i in order:
-    done += walk(body, [a[i, ...] for a in arrays], device, report, sent)
-  return done
+    row = [a[i, ...] for a in arrays]
+    for deliver, begin, end, emit in spans:
+      try:
+        deliver(row[begin:end], device)
+      except BaseException as e:  # noqa: BLE001
+        report(e, emit)
+  return len(order) * len(spans)

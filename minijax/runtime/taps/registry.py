@@ -40,7 +40,7 @@ from minijax.runtime.array import HostArray
 class Consumer:
   """A registered tap function and the layout of the values it receives."""
   __slots__ = ("id", "func", "transforms", "treedef", "dtypes", "shapes", "counts", "nbytes",
-               "wants_device", "deliver", "_leaves", "host_arrays")
+               "wants_device", "deliver", "_leaves", "host_arrays", "_plain")
 
   def __init__(self, id: int, func: Callable, transforms: tuple, treedef: Any,
                dtypes: tuple, shapes: tuple, host_arrays=None):
@@ -57,6 +57,8 @@ class Consumer:
     self.wants_device = _accepts_device_keyword(func)
     self._leaves = tuple(zip(shapes, dtypes, self.counts))
     self.deliver = self._make_deliver()
+    # one array, handed over as it is
+    self._plain = self.is_simple and not self.is_multi and host_arrays is None
 
   def unpack(self, payload, offsets) -> list:
     """Numpy views of the arrays in a native payload (copies for the Python queues), as
@@ -125,7 +127,10 @@ class Consumer:
 
   def deliver_values(self, arrays: list, device) -> None:
     """Calls the tap function with host arrays of its leaves (a deferred tap's values)."""
-    self.deliver(arrays, None, device)
+    if self._plain:
+      self.func(arrays[0], self.transforms)
+    else:
+      self.deliver(arrays, None, device)
 
   def _deliver(self, payload, offsets, device) -> None:
     arg = self.treedef.unflatten(self.unpack(payload, offsets))
