@@ -582,6 +582,48 @@ def test_numpy_function_on_complex_matches_numpy(name):
   np.testing.assert_allclose(got, want, rtol=2e-6, atol=2e-6)
 
 
+# Added with the rest of numpy's surface: complex operands, compared with numpy.
+ZM = np.stack([ZN, WN, ZN * 2])  # a 3x4 complex matrix
+NUMPY_OK.update({
+    "array_equiv": _b("array_equiv"), "block": lambda m: m.block([[ZM, ZM]]),
+    "compress": lambda m: m.compress(np.array([1, 0, 1]), ZM, axis=0),
+    "extract": lambda m: m.extract(np.array([1, 0, 1, 1]), ZN),
+    "cumulative_prod": lambda m: (m.cumulative_prod(ZN) if m is jnp else np.cumprod(ZN)),
+    "diagflat": _u("diagflat"), "dsplit": lambda m: m.dsplit(ZM.reshape(3, 2, 2), 2),
+    "geomspace": lambda m: m.geomspace(ZN[0], ZN[1], 4),
+    "poly": _u("poly"), "polyadd": _b("polyadd"), "polysub": _b("polysub"),
+    "polymul": _b("polymul"), "polyder": _u("polyder"), "polyint": _u("polyint"),
+    "polydiv": _b("polydiv"), "vander": _u("vander"), "sort_complex": _u("sort_complex"),
+    "trim_zeros": lambda m: m.trim_zeros(np.concatenate([[0j], ZN, [0j]])),
+    "union1d": _b("union1d"), "setdiff1d": _b("setdiff1d"), "setxor1d": _b("setxor1d"),
+    "intersect1d": lambda m: m.intersect1d(ZN, ZN[::-1]),
+    "unique_values": lambda m: (m.unique_values(ZN) if m is jnp else np.unique(ZN)),
+    "unique_counts": lambda m: (m.unique_counts(ZN)[1] if m is jnp
+                                else np.unique(ZN, return_counts=True)[1]),
+    "unique_inverse": lambda m: (m.unique_inverse(ZN)[1] if m is jnp
+                                 else np.unique(ZN, return_inverse=True)[1]),
+    "unique_all": lambda m: (m.unique_all(ZN)[2] if m is jnp
+                             else np.unique(ZN, return_inverse=True)[1]),
+    "matvec": lambda m: (m.matvec(ZM, WN) if m is jnp else ZM @ WN),
+    "vecmat": lambda m: (m.vecmat(ZN[:3], ZM) if m is jnp else np.conj(ZN[:3]) @ ZM),
+    "resize": lambda m: m.resize(ZN, (2, 3)), "rollaxis": lambda m: m.rollaxis(ZM, 1),
+    "lexsort": lambda m: m.lexsort((ZN.real, ZN.imag)),
+    "partition": lambda m: (m.partition(ZN.real, 1) if m is jnp
+                            else np.sort(ZN.real)[[0, 1, 3, 2]]),
+    "argpartition": lambda m: (m.argpartition(ZN.real, 1) if m is jnp
+                               else np.argsort(ZN.real)[[0, 1, 3, 2]]),
+    "fill_diagonal": lambda m: (m.fill_diagonal(ZM[:, :3], WN[0], inplace=False) if m is jnp
+                                else np.where(np.eye(3, dtype=bool), WN[0], ZM[:, :3])),
+    "put": lambda m: (m.put(ZN, np.array([1]), WN[:1], inplace=False) if m is jnp
+                      else np.concatenate([ZN[:1], WN[:1], ZN[2:]])),
+    "place": lambda m: (m.place(ZN, ZN.real > 0, WN[:1], inplace=False) if m is jnp
+                        else np.where(ZN.real > 0, WN[0], ZN)),
+    "put_along_axis": lambda m: (m.put_along_axis(ZM, np.zeros((3, 1), int), WN[0], axis=1,
+                                                  inplace=False) if m is jnp
+                                 else np.concatenate([np.full((3, 1), WN[0]), ZM[:, 1:]], 1)),
+    "gradient": _u("gradient"),
+    "polyfit": lambda m: m.polyfit(np.arange(4.0, dtype=np.float32), ZN, 1),
+})
 # name -> (call, exception type): JAX raises these too (JAX 0.10.2 computes arctan2 of
 # complex values; minijax does not yet)
 NUMPY_RAISES = {
@@ -605,6 +647,15 @@ NUMPY_RAISES = {
     "bitwise_count": (_u("bitwise_count"), TypeError), "fabs": (_u("fabs"), TypeError),
     "isposinf": (_u("isposinf"), ValueError), "isneginf": (_u("isneginf"), ValueError),
     "logaddexp2": (_b("logaddexp2"), TypeError),
+    "modf": (_u("modf"), TypeError), "nextafter": (_b("nextafter"), TypeError),
+    "spacing": (_u("spacing"), TypeError), "unwrap": (_u("unwrap"), TypeError),
+    "nanmedian": (_u("nanmedian"), ValueError),
+    "nanquantile": (lambda m: m.nanquantile(ZN, 0.5), ValueError),
+    "nanpercentile": (lambda m: m.nanpercentile(ZN, 50), ValueError),
+    "histogram": (_u("histogram"), TypeError), "i0": (_u("i0"), TypeError),
+    "histogram_bin_edges": (_u("histogram_bin_edges"), TypeError),
+    "histogram2d": (_b("histogram2d"), TypeError),
+    "histogramdd": (lambda m: m.histogramdd(np.stack([ZN, WN], 1)), TypeError),
 }
 # the array API's names, classified as the function each names
 _ALIASES = {"acos": "arccos", "asin": "arcsin", "atan": "arctan", "acosh": "arccosh",
@@ -629,7 +680,11 @@ identity indices issubdtype isdtype logspace meshgrid ndim ones printoptions pro
 shape size tri tril_indices triu_indices unravel_index zeros bitwise_not invert bitwise_or
 bitwise_xor right_shift logical_not bincount digitize choose isscalar iscomplexobj isrealobj
 vectorize apply_along_axis array_split hsplit vsplit hstack vstack dstack column_stack concat
-permute_dims broadcast_arrays full_like""".split()
+permute_dims broadcast_arrays full_like bartlett blackman hamming hanning iterable ix_
+diag_indices_from tril_indices_from triu_indices_from mask_indices ravel_multi_index
+fromfunction apply_over_axes gcd lcm packbits unpackbits kaiser get_printoptions
+set_printoptions array_repr array_str save savez load frombuffer fromstring fromfile fromiter
+from_dlpack einsum_path""".split()
 _NO_COMPLEX_ARGUMENT += [a for a, name in _ALIASES.items() if name in _NO_COMPLEX_ARGUMENT]
 
 

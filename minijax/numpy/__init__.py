@@ -29,27 +29,46 @@ from minijax.numpy.complex_numbers import (  # noqa: F401
     real, imag, conjugate, conj, angle, iscomplex, isreal, iscomplexobj, isrealobj)
 from minijax.numpy.creation import (  # noqa: F401
     array, asarray, full, zeros, ones, empty, zeros_like, ones_like, empty_like, full_like,
-    arange, linspace, eye, identity, tri, tril, triu, meshgrid)
+    arange, linspace, eye, identity, tri, tril, triu, meshgrid, geomspace, fromfunction)
 from minijax.numpy.reductions import (  # noqa: F401
     sum, prod, max, min, amax, amin, all, any, count_nonzero, mean, var, std, argmax, argmin,
-    cumsum, cumprod, cumulative_sum, ptp, average)
+    cumsum, cumprod, cumulative_sum, cumulative_prod, ptp, average, array_equiv)
 from minijax.numpy.shape import (  # noqa: F401
     reshape, ravel, transpose, permute_dims, swapaxes, moveaxis, squeeze, expand_dims,
     broadcast_to, broadcast_shapes, broadcast_arrays, atleast_1d, atleast_2d, atleast_3d,
     concatenate, concat, stack, hstack, vstack, dstack, column_stack, split, array_split,
     hsplit, vsplit, tile, repeat, flip, fliplr, flipud, roll, rot90, sort, argsort,
-    take_along_axis, take, pad, diagonal, trace, diag)
+    take_along_axis, take, pad, diagonal, trace, diag, rollaxis, resize, dsplit, diagflat,
+    block, trim_zeros, sort_complex, lexsort, partition, argpartition)
 from minijax.numpy.indexing import nonzero, flatnonzero, argwhere, unique  # noqa: F401
 from minijax.numpy.extras import (  # noqa: F401
     diff, nan_to_num, nansum, nanmax, nanmin, nanmean, median, quantile, percentile, append,
+    nanmedian, nanquantile, nanpercentile, apply_over_axes,
     searchsorted, cross, kron, astype, isin, indices, triu_indices, tril_indices, logspace,
     unravel_index, select, piecewise, heaviside, float_power, sinc, interp, digitize,
     bincount, cov, corrcoef, nanargmax, nanargmin, nancumsum, nancumprod, nanvar, nanstd, ldexp, frexp, delete,
     insert,
-    choose, nanprod, diag_indices, ediff1d, convolve, correlate, polyval,
+    choose, nanprod, diag_indices, ediff1d, convolve, correlate,
     apply_along_axis)
 from minijax.numpy.products import (  # noqa: F401
-    dot, matmul, vdot, inner, outer, tensordot, einsum)
+    dot, matmul, vdot, inner, outer, tensordot, einsum, vecmat, matvec)
+from minijax.numpy.polynomial import (  # noqa: F401
+    polyval, polyadd, polysub, polymul, polydiv, polyder, polyint, poly, vander, polyfit)
+from minijax.numpy.setops import (  # noqa: F401
+    union1d, setdiff1d, setxor1d, intersect1d, unique_all, unique_counts, unique_inverse,
+    unique_values)
+from minijax.numpy.index_tricks import (  # noqa: F401
+    newaxis, s_, index_exp, mgrid, ogrid, r_, c_, ix_, diag_indices_from, tril_indices_from,
+    triu_indices_from, mask_indices, ravel_multi_index, put, put_along_axis, place,
+    fill_diagonal, compress, extract)
+from minijax.numpy.windows import bartlett, blackman, hamming, hanning, kaiser  # noqa: F401
+from minijax.numpy.histograms import (  # noqa: F401
+    histogram_bin_edges, histogram, histogram2d, histogramdd)
+from minijax.numpy.math_functions import (  # noqa: F401
+    gcd, lcm, modf, nextafter, spacing, i0, unwrap, gradient, packbits, unpackbits)
+from minijax.numpy.host_io import (  # noqa: F401
+    ComplexWarning, get_printoptions, set_printoptions, array_repr, array_str, save, savez,
+    load, frombuffer, fromstring, fromfile, fromiter, from_dlpack, einsum_path)
 from minijax.numpy import linalg  # noqa: F401
 from minijax.numpy import fft  # noqa: F401
 from minijax.numpy.vectorize import vectorize  # noqa: F401

@@ -309,3 +309,21 @@ def canonicalize_axes(axis, nd: int, name: str = "axis") -> tuple[int, ...]:
 
 def size(x) -> int:
   return get_aval(x).size
+
+
+def concrete_value(x) -> np.ndarray | None:
+  """The value of `x` on the host, or None when it is traced (abstract)."""
+  from minijax.core.trace import Tracer
+  if isinstance(x, Tracer):
+    v = x.to_concrete_value()
+    return None if v is None else np.asarray(v)
+  return np.asarray(x)
+
+
+def concrete_or_error(what: str, x) -> np.ndarray:
+  """The host value of `x`; a TypeError naming `what` when it is traced."""
+  v = concrete_value(x)
+  if v is None:
+    raise TypeError(f"{what}: the result's shape depends on the values of a traced array; "
+                    "call it outside jit or pass size= where supported")
+  return v

@@ -289,8 +289,15 @@ def triu(m, k=0):
   return where(_tri_mask(m, k - 1, True), lax.full((), 0, _util.dtype(m)), m)
 
 
-def meshgrid(*xi, indexing="xy"):
+def meshgrid(*xi, copy=True, sparse=False, indexing="xy"):
+  """Coordinate grids of the 1-d `xi` ("xy": the first two axes swapped, as numpy); with
+  `sparse`, each keeps its own axis only."""
+  if indexing not in ("xy", "ij"):
+    raise ValueError(f"Valid values for indexing are 'xy' and 'ij', got {indexing}")
   arrays = [_util.asarray(x) for x in xi]
+  if any(_util.ndim(a) != 1 for a in arrays):
+    raise ValueError("Arguments to jax.numpy.meshgrid must be 1D, got shapes "
+                     f"{[_util.shape(a) for a in arrays]}")
   shape = [_util.shape(a)[0] for a in arrays]
   if indexing == "xy" and len(arrays) >= 2:
     shape[0], shape[1] = shape[1], shape[0]
@@ -299,5 +306,33 @@ def meshgrid(*xi, indexing="xy"):
     axis = i
     if indexing == "xy" and len(arrays) >= 2 and i < 2:
       axis = 1 - i
-    outs.append(lax.broadcast_in_dim(a, tuple(shape), (axis,)))
+    if sparse:
+      target = [1] * len(arrays)
+      target[axis] = shape[axis]
+      outs.append(lax.reshape(a, tuple(target)))
+    else:
+      outs.append(lax.broadcast_in_dim(a, tuple(shape), (axis,)))
   return outs
+
+
+def geomspace(start, stop, num=50, endpoint=True, dtype=None, axis=0):
+  """`num` numbers spaced evenly on a log scale from `start` to `stop` (signs kept)."""
+  import minijax.numpy as jnp
+  start, stop = _util.promote_inexact("geomspace", start, stop)
+  sign = jnp.sign(start)
+  logs = jnp.linspace(jnp.log10(start / sign), jnp.log10(stop / sign), num,
+                      endpoint=endpoint, axis=axis)
+  out = sign * jnp.power(10.0, logs).astype(_util.dtype(start))
+  if num > 0:
+    out = out.at[(slice(None),) * axis + (0,)].set(start) if axis >= 0 else out
+    if endpoint and num > 1:
+      out = out.at[(slice(None),) * axis + (-1,)].set(stop)
+  return out if dtype is None else out.astype(dtype)
+
+
+def fromfunction(function, shape, *, dtype=float, **kwargs):
+  """`function(*indices)` over a grid of `shape` (indices of `dtype`), vectorized."""
+  import minijax.numpy as jnp
+  shape = tuple(int(d) for d in shape)
+  grids = jnp.indices(shape, dtype=dtype)
+  return function(*grids, **kwargs)

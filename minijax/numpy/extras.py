@@ -126,44 +126,94 @@ def nanmean(a, axis=None, dtype=None, out=None, keepdims=False, where=None):
   return total / jnp.sum(valid, axis=axis, keepdims=keepdims).astype(_util.dtype(x))
 
 
-def quantile(a, q, axis=None, keepdims=False, method="linear"):
-  """Linear-interpolation quantiles (numpy's default method), by sorting."""
+_QUANTILE_METHODS = ("linear", "lower", "higher", "midpoint", "nearest")
+
+
+def _quantile(name, a, q, axis, out, overwrite_input, method, keepdims, weights,
+              ignore_nan):
+  """Quantiles by sorting, numpy's methods; with `ignore_nan`, of each slice's non-NaN
+  values (NaN for a slice of NaNs only)."""
   jnp = _jnp()
-  if method != "linear":
-    raise NotImplementedError(f"quantile: only method='linear' is supported, got {method!r}")
-  (x,) = _util.promote_inexact("quantile", a)
+  _no_out(name, out)
+  if weights is not None:
+    raise NotImplementedError(f"jnp.{name}: weights are not supported")
+  if method not in _QUANTILE_METHODS:
+    raise ValueError(f"{name}: method must be one of {_QUANTILE_METHODS}, got {method!r}")
+  (x,) = _util.promote_inexact(name, a)
   if np.issubdtype(_util.dtype(x), np.complexfloating):
-    raise ValueError("quantile does not support complex input, as the operation is poorly "
+    raise ValueError(f"{name} does not support complex input, as the operation is poorly "
                      "defined (complex values have no order)")
   shape, nd = _util.shape(x), _util.ndim(x)
   axes = tuple(range(nd)) if axis is None else _util.canonicalize_axes(axis, nd)
   rest = [d for d in range(nd) if d not in axes]
   n = int(np.prod([shape[d] for d in axes]))
   x = jnp.reshape(jnp.transpose(x, (*rest, *axes)), (*(shape[d] for d in rest), n))
-  s = jnp.sort(x, axis=-1)  # the reduced axes, merged into the last
+  s = jnp.sort(x, axis=-1)  # the reduced axes, merged into the last; NaNs last
   q = lax.convert_element_type(_util.asarray(q), _util.dtype(x))
-  pos = q * (n - 1)
+  q_shape = _util.shape(q)
+  qs = jnp.reshape(q, (-1,) + (1,) * (len(rest) + 1))
+  if ignore_nan:
+    count = jnp.sum(jnp.logical_not(jnp.isnan(s)), axis=-1, keepdims=True)
+  else:
+    count = jnp.full((1,) * (len(rest) + 1), n)
+  pos = qs * (count - 1).astype(_util.dtype(x))
   lo = lax.floor(pos)
   frac = pos - lo
-  lo_i = lo.astype(jnp.int32)
-  hi_i = jnp.minimum(lo_i + 1, n - 1)
-  lo_v = jnp.take(s, lo_i, axis=-1, mode="clip")
-  hi_v = jnp.take(s, hi_i, axis=-1, mode="clip")
-  out = lo_v + (hi_v - lo_v) * frac
-  if _util.ndim(q):
-    out = jnp.moveaxis(out, -1, 0)
+  lo_i = jnp.clip(lo.astype(jnp.int32), 0, n - 1)
+  hi_i = jnp.clip(jnp.minimum(lo_i + 1, count - 1), 0, n - 1)
+  sb = jnp.broadcast_to(s, _util.shape(lo_i)[:1] + _util.shape(s))
+  lo_v = jnp.take_along_axis(sb, lo_i, axis=-1)
+  hi_v = jnp.take_along_axis(sb, hi_i, axis=-1)
+  if method == "linear":
+    result = lo_v + (hi_v - lo_v) * frac
+  elif method == "lower":
+    result = lo_v
+  elif method == "higher":
+    result = jnp.where(frac > 0, hi_v, lo_v)
+  elif method == "midpoint":
+    result = jnp.where(frac > 0, (lo_v + hi_v) / 2, lo_v)
+  else:  # nearest: ties to the even index, as numpy
+    round_up = (frac > 0.5) | ((frac == 0.5) & (lo_i % 2 == 1))
+    result = jnp.where(round_up, hi_v, lo_v)
+  if ignore_nan:
+    result = jnp.where(count == 0, np.nan, result)
+  result = jnp.reshape(result, q_shape + tuple(shape[d] for d in rest))
   if keepdims:
     kept = tuple(1 if d in axes else shape[d] for d in range(nd))
-    out = jnp.reshape(out, _util.shape(q) + kept)
-  return out
+    result = jnp.reshape(result, q_shape + kept)
+  return result
 
 
-def percentile(a, q, axis=None, keepdims=False, method="linear"):
-  return quantile(a, _jnp().true_divide(q, 100), axis, keepdims, method)
+def quantile(a, q, axis=None, out=None, overwrite_input=False, method="linear",
+             keepdims=False, *, weights=None):
+  return _quantile("quantile", a, q, axis, out, overwrite_input, method, keepdims, weights,
+                   False)
 
 
-def median(a, axis=None, keepdims=False):
-  return quantile(a, 0.5, axis, keepdims)
+def nanquantile(a, q, axis=None, out=None, overwrite_input=False, method="linear",
+                keepdims=False, *, weights=None):
+  return _quantile("nanquantile", a, q, axis, out, overwrite_input, method, keepdims,
+                   weights, True)
+
+
+def percentile(a, q, axis=None, out=None, overwrite_input=False, method="linear",
+               keepdims=False, *, weights=None):
+  return quantile(a, _jnp().true_divide(q, 100), axis, out, overwrite_input, method,
+                  keepdims, weights=weights)
+
+
+def nanpercentile(a, q, axis=None, out=None, overwrite_input=False, method="linear",
+                  keepdims=False, *, weights=None):
+  return nanquantile(a, _jnp().true_divide(q, 100), axis, out, overwrite_input, method,
+                     keepdims, weights=weights)
+
+
+def median(a, axis=None, out=None, overwrite_input=False, keepdims=False):
+  return quantile(a, 0.5, axis, out, overwrite_input, keepdims=keepdims)
+
+
+def nanmedian(a, axis=None, out=None, overwrite_input=False, keepdims=False):
+  return nanquantile(a, 0.5, axis, out, overwrite_input, keepdims=keepdims)
 
 
 def append(arr, values, axis=None):
@@ -658,15 +708,6 @@ def correlate(a, v, mode="valid", *, precision=None, preferred_element_type=None
   return out[start:start + max(n, m)]
 
 
-def polyval(p, x):
-  jnp = _jnp()
-  coeffs = _util.asarray(p)
-  out = jnp.zeros_like(_util.asarray(x)) if _util.ndim(coeffs) else coeffs
-  for i in range(_util.shape(coeffs)[0]):
-    out = out * x + coeffs[i]
-  return out
-
-
 def apply_along_axis(func1d, axis, arr, *args, **kwargs):
   """`func1d` applied to every 1-d slice along `axis` (by vmap over the other axes)."""
   from minijax.api import vmap
@@ -683,3 +724,17 @@ def apply_along_axis(func1d, axis, arr, *args, **kwargs):
     return out
   return jnp.moveaxis(out, tuple(range(_util.ndim(x) - 1, _util.ndim(out))),
                       tuple(range(ax, ax + nd_out)))
+
+
+def apply_over_axes(func, a, axes):
+  """`func(a, axis)` applied for each of `axes` in turn, keeping the reduced axes."""
+  jnp = _jnp()
+  a = jnp.asarray(a)
+  for axis in axes:
+    b = func(a, axis)
+    if _util.ndim(b) == _util.ndim(a) - 1:
+      b = jnp.expand_dims(b, axis)
+    elif _util.ndim(b) != _util.ndim(a):
+      raise ValueError("function is not returning an array of the correct shape")
+    a = b
+  return a

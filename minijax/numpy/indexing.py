@@ -34,13 +34,7 @@ def _is_array(x) -> bool:
   return isinstance(x, (Tracer, np.ndarray)) or (hasattr(x, "aval") and hasattr(x, "shape"))
 
 
-def _concrete_value(x):
-  if isinstance(x, np.ndarray):
-    return x
-  if isinstance(x, Tracer):
-    v = x.to_concrete_value()
-    return None if v is None else np.asarray(v)
-  return np.asarray(x)
+_concrete_value = _util.concrete_value
 
 
 def _normalize_entries(idx, nd: int):
@@ -426,12 +420,7 @@ def _update(scatter_fn, x, idx, values, mode=None):
 
 # ---- value-dependent shapes (concrete inputs only)
 
-def _host(name, a):
-  v = _concrete_value(a) if _is_array(a) else np.asarray(a)
-  if v is None:
-    raise TypeError(f"{name}: the result's shape depends on the values of a traced array; "
-                    "call it outside jit or pass size= where supported")
-  return v
+_host = _util.concrete_or_error
 
 
 def nonzero(a, *, size=None, fill_value=None):

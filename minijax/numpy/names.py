@@ -106,4 +106,14 @@ def trapezoid(y, x=None, dx=1.0, axis: int = -1):
 
 __all__ = ["acos", "acosh", "asin", "asinh", "atan", "atan2", "atanh", "bitwise_count",
            "bitwise_invert", "bitwise_left_shift", "bitwise_right_shift", "fabs", "isneginf",
-           "isposinf", "logaddexp2", "matrix_transpose", "trapezoid", "unstack", "vecdot"]
+           "iterable", "isposinf", "logaddexp2", "matrix_transpose", "trapezoid", "unstack",
+           "vecdot"]
+
+
+def iterable(y) -> bool:
+  """Whether `y` can be iterated over (numpy's test: `iter(y)` works)."""
+  try:
+    iter(y)
+  except TypeError:
+    return False
+  return True

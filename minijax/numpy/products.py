@@ -201,3 +201,17 @@ def _take_diagonals(spec: str, x):
     x = diagonal(x, 0, p, q)
     spec = spec[:p] + spec[p + 1:q] + spec[q + 1:] + c
   return spec, x
+
+
+def vecmat(x1, x2, /):
+  """Σ conj(x1[..., i]) x2[..., i, j]: vector-matrix products over the last axes."""
+  a, b = _util.promote("vecmat", x1, x2)
+  import minijax.numpy as jnp
+  return jnp.matmul(jnp.conj(a)[..., None, :], b)[..., 0, :]
+
+
+def matvec(x1, x2, /):
+  """Σ x1[..., i, j] x2[..., j]: matrix-vector products over the last axes."""
+  a, b = _util.promote("matvec", x1, x2)
+  import minijax.numpy as jnp
+  return jnp.matmul(a, b[..., None])[..., 0]

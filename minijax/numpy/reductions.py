@@ -256,7 +256,40 @@ def cumprod(a, axis=None, dtype=None, out=None):
   return _cumulative("cumprod", lax.cumprod, a, axis, dtype)
 
 
-cumulative_sum = cumsum
+def _cumulative_api(name, fn, x, axis, dtype, include_initial):
+  """The array API's cumulative_sum/cumulative_prod: `axis` may be omitted only for 0-d
+  and 1-d input; with `include_initial`, the identity comes first."""
+  from minijax.numpy.shape import concatenate
+  x = _util.asarray(x)
+  if axis is None:
+    if _util.ndim(x) > 1:
+      raise ValueError(f"The input array has rank {_util.ndim(x)}, however axis was not set "
+                       f"to an explicit value. The axis argument is only optional for "
+                       f"one-dimensional arrays.")
+    axis = 0
+    x = lax.reshape(x, (1,)) if _util.ndim(x) == 0 else x
+  out = fn(x, axis=axis, dtype=dtype)
+  if include_initial:
+    (ax,) = _util.canonicalize_axes(axis, _util.ndim(out))
+    shape = list(_util.shape(out))
+    shape[ax] = 1
+    identity = lax.full(tuple(shape), 0 if name == "cumulative_sum" else 1, _util.dtype(out))
+    out = concatenate([identity, out], axis=ax)
+  return out
+
+
+def cumulative_sum(x, /, *, axis=None, dtype=None, include_initial=False):
+  return _cumulative_api("cumulative_sum", cumsum, x, axis, dtype, include_initial)
+
+
+def cumulative_prod(x, /, *, axis=None, dtype=None, include_initial=False):
+  return _cumulative_api("cumulative_prod", cumprod, x, axis, dtype, include_initial)
+
+
+def array_equiv(a1, a2):
+  """Whether `a1` and `a2`, broadcast to one shape, are equal everywhere (shapes that do
+  not broadcast raise, as in JAX)."""
+  return all(lax.eq(*_util.promote_and_broadcast("array_equiv", a1, a2)))
 
 
 def ptp(a, axis=None, keepdims=False):

@@ -548,3 +548,134 @@ def diag(v, k=0):
   mask = eye(n, k=k, dtype=dtypes.bool_)
   vals = lax.broadcast_in_dim(padded, (n, n), (0,) if k >= 0 else (1,))
   return lax.select(mask, vals, lax.full((n, n), 0, _util.dtype(x)))
+
+
+def rollaxis(a, axis, start=0):
+  """`axis` moved to just before `start` (numpy's older spelling of moveaxis)."""
+  x = _arr("rollaxis", a)
+  n = _util.ndim(x)
+  (axis,) = _util.canonicalize_axes(axis, n)
+  if not -n <= start <= n:
+    raise ValueError(f"start={start} must satisfy {-n} <= start <= {n}")
+  start = start + n if start < 0 else start
+  if axis < start:
+    start -= 1
+  return moveaxis(x, axis, start)
+
+
+def resize(a, new_shape):
+  """`a`'s elements, repeated as needed, in the shape `new_shape`."""
+  x = ravel(_arr("resize", a))
+  new_shape = (new_shape,) if isinstance(new_shape, int) else tuple(new_shape)
+  if any(d < 0 for d in new_shape):
+    raise ValueError("All elements of `new_shape` must be non-negative")
+  total = math.prod(new_shape)
+  n = _util.size(x)
+  if n == 0 or total == 0:
+    return lax.full(new_shape, 0, _util.dtype(x))
+  repeats = -(-total // n)
+  return reshape(tile(x, repeats)[:total], new_shape)
+
+
+def dsplit(ary, indices_or_sections):
+  x = _arr("dsplit", ary)
+  if _util.ndim(x) < 3:
+    raise ValueError("dsplit only works on arrays of 3 or more dimensions")
+  return split(x, indices_or_sections, axis=2)
+
+
+def diagflat(v, k=0):
+  """A 2-d array with the flattened `v` on its k-th diagonal."""
+  return diag(ravel(_arr("diagflat", v)), k)
+
+
+def block(arrays):
+  """An array assembled from nested lists of blocks (numpy's `block`)."""
+  def depth(x):
+    return 1 + depth(x[0]) if isinstance(x, list) and x else (1 if isinstance(x, list) else 0)
+
+  def assemble(x, level, max_depth):
+    if isinstance(x, tuple):
+      raise TypeError("jax.numpy.block does not allow tuples, got tuple")
+    if isinstance(x, list):
+      if not x:
+        raise ValueError("Lists cannot be empty")
+      parts = [assemble(e, level + 1, max_depth) for e in x]
+      return concatenate(parts, axis=level - max_depth)
+    arr = _util.asarray(x)
+    return arr if _util.ndim(arr) >= max_depth else reshape(
+        arr, (1,) * (max_depth - _util.ndim(arr)) + _util.shape(arr))
+
+  d = depth(arrays)
+  leaves = []
+
+  def collect(x):
+    if isinstance(x, list):
+      for e in x:
+        collect(e)
+    else:
+      leaves.append(_util.ndim(_util.asarray(x)))
+  collect(arrays)
+  max_depth = builtins.max([d, *leaves])
+  return assemble(arrays, 0, max_depth) if isinstance(arrays, list) else _util.asarray(arrays)
+
+
+def trim_zeros(filt, trim="fb", axis=None):
+  """`filt` without its leading ('f') and trailing ('b') zeros (concrete input)."""
+  value = _util.concrete_or_error("trim_zeros", _arr("trim_zeros", filt))
+  trimmed = np.trim_zeros(value, trim, axis=axis) if axis is not None else np.trim_zeros(
+      value, trim)
+  return lax.convert_to_array(np.asarray(trimmed))
+
+
+def sort_complex(a):
+  """Sorted by real part, then imaginary part, as complex numbers."""
+  x = _arr("sort_complex", a)
+  out = sort(x)
+  if not np.issubdtype(_util.dtype(out), np.complexfloating):
+    out = lax.convert_element_type(out, np.result_type(_util.dtype(out), np.complex64))
+  return out
+
+
+def lexsort(keys, axis=-1):
+  """The indices that sort by the last key, then the one before, ... (stable)."""
+  keys = [_arr("lexsort", k) for k in (keys if isinstance(keys, (list, tuple)) else
+                                       [keys[i] for i in range(_util.shape(keys)[0])])]
+  if not keys:
+    raise TypeError("need sequence of keys with len > 0 in lexsort")
+  shape = _util.shape(keys[0])
+  if any(_util.shape(k) != shape for k in keys):
+    raise ValueError("all keys need to be the same shape")
+  if len(shape) == 0:
+    return lax.convert_to_array(np.int32(0))
+  (axis,) = _util.canonicalize_axes(axis, len(shape))
+  order = lax.broadcasted_iota(np.int32, shape, axis)
+  for k in keys:  # the first key least significant: a stable sort per key
+    order = take_along_axis(order, argsort(take_along_axis(k, order, axis), axis=axis,
+                                           stable=True), axis)
+  return order
+
+
+def partition(a, kth, axis=-1):
+  """The k-th smallest in place kth, smaller ones before it (sorted, as JAX returns
+  them: the smallest kth+1 first, then the rest in descending order)."""
+  x = _arr("partition", a)
+  (axis,) = _util.canonicalize_axes(axis, _util.ndim(x))
+  moved = moveaxis(x, axis, -1)
+  n = _util.shape(moved)[-1]
+  kth = kth + n if kth < 0 else kth
+  s = sort(moved, axis=-1)
+  low, high = s[..., :kth + 1], flip(s[..., kth + 1:], axis=-1)
+  return moveaxis(concatenate([low, high], axis=-1), -1, axis)
+
+
+def argpartition(a, kth, axis=-1):
+  """The indices that `partition` would use."""
+  x = _arr("argpartition", a)
+  (axis,) = _util.canonicalize_axes(axis, _util.ndim(x))
+  moved = moveaxis(x, axis, -1)
+  n = _util.shape(moved)[-1]
+  kth = kth + n if kth < 0 else kth
+  order = argsort(moved, axis=-1, stable=True)
+  low, high = order[..., :kth + 1], flip(order[..., kth + 1:], axis=-1)
+  return moveaxis(concatenate([low, high], axis=-1), -1, axis)
