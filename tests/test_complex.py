@@ -623,6 +623,7 @@ NUMPY_OK.update({
                                  else np.concatenate([np.full((3, 1), WN[0]), ZM[:, 1:]], 1)),
     "gradient": _u("gradient"),
     "polyfit": lambda m: m.polyfit(np.arange(4.0, dtype=np.float32), ZN, 1),
+    "roots": lambda m: np.sort_complex(np.asarray(m.roots(ZN))),
 })
 # name -> (call, exception type): JAX raises these too (JAX 0.10.2 computes arctan2 of
 # complex values; minijax does not yet)

@@ -52,6 +52,11 @@ CASES = {
     "polyder": lambda m: m.polyder(X, 2),
     "polyder int": lambda m: m.polyder(XI), "polyint": lambda m: m.polyint(X, 2, k=[1.0, 2.0]),
     "polyint int": lambda m: m.polyint(XI), "poly": lambda m: m.poly(X),
+    "roots": lambda m: m.sort_complex(m.roots(A([1.0, -6.0, 11.0, -6.0], np.float32))),
+    "roots of zeros around": lambda m: m.sort_complex(m.roots(A([0.0, 1.0, 0.0, 1.0, 0.0], np.float32))),
+    "poly of a matrix": lambda m: m.poly(A([[1.0, 2.0], [3.0, 4.0]], np.float32)),
+    "eigvals": lambda m: m.sort_complex(m.linalg.eigvals(A([[1.0, 2.0, 0.0], [-3.0, 1.0, 4.0],
+                                                            [0.5, 0.0, 2.0]], np.float32))),
     "vander": lambda m: m.vander(X, 3), "vander increasing": lambda m: m.vander(XI, increasing=True),
     "polyfit": lambda m: m.polyfit(np.arange(5, dtype=np.float32), A([1, 3, 2, 5, 4], np.float32), 2),
     "union1d": lambda m: m.union1d(XI, YI), "setdiff1d": lambda m: m.setdiff1d(XI, YI),
@@ -139,10 +144,30 @@ CASES = {
     "geomspace negative": lambda m: m.geomspace(-1.0, -100.0, 3, endpoint=False),
     "fromfunction": lambda m: m.fromfunction(lambda i, k: i * 10 + k, (2, 3)),
     "iterable": lambda m: (m.iterable([1]), m.iterable(3)),
+    # keywords of functions minijax had
+    "var mean": lambda m: m.var(np.arange(4.0, dtype=np.float32), mean=np.float32(1.0)),
+    "var correction": lambda m: m.var(np.arange(4.0, dtype=np.float32), correction=1),
+    "std mean": lambda m: m.std(M, axis=1, mean=A([[1.0], [5.0], [8.0]], np.float32),
+                                keepdims=True),
+    "average returned": lambda m: m.average(M, axis=1, weights=A([1.0, 2.0, 3.0, 4.0], np.float32),
+                                            returned=True, keepdims=True),
+    "average returned unweighted": lambda m: m.average(M, axis=0, returned=True),
+    "searchsorted sorter": lambda m: m.searchsorted(A([3.0, 1.0, 2.0], np.float32),
+                                                    A([2.5, 0.0], np.float32), sorter=A([1, 2, 0])),
+    "cross axes": lambda m: m.cross(np.eye(3, dtype=np.float32), np.ones((3, 3), np.float32),
+                                    axisa=0, axisb=1, axisc=0),
+    "interp period": lambda m: m.interp(A([-1.0, 0.5, 7.0], np.float32), A([0.0, 1.0, 2.0], np.float32),
+                                        A([0.0, 10.0, 20.0], np.float32), period=3),
+    "logspace axis": lambda m: m.logspace(A([0.0, 1.0], np.float32), A([2.0, 3.0], np.float32), 3, axis=1),
+    "indices sparse": lambda m: m.indices((2, 3), sparse=True),
+    "cov weights": lambda m: m.cov(A([[1.0, 2.0, 4.0], [3.0, 1.0, 0.0]], np.float32),
+                                   fweights=A([1, 2, 1]), aweights=A([0.5, 1.0, 2.0], np.float32)),
+    "corrcoef dtype": lambda m: m.corrcoef(A([[1.0, 2.0, 4.0], [3.0, 1.0, 0.0]]), dtype=np.float32),
+    "meshgrid sparse": lambda m: m.meshgrid(A([1, 2]), A([3, 4, 5]), sparse=True),
 }
 
 # Where JAX's dtype (of the first result) is not numpy's made 32-bit (recorded from JAX 0.10.2)
-JAX_DTYPES = {"polymul int": "float32", "polyder int": "float32", "histogram": "float32",
+JAX_DTYPES = {"poly of a matrix": "complex64", "polymul int": "float32", "polyder int": "float32", "histogram": "float32",
               "histogram2d": "int32", "histogramdd": "int32", "sort_complex": "complex64",
               "geomspace": "float32", "geomspace negative": "float32", "extract": "int32",
               "fromfunction": "float32", "mgrid count": "float32"}
@@ -163,6 +188,13 @@ JAX_VALUES = {
     "compress size": (lambda m: m.compress(A([1, 0, 1, 1]), M, axis=1, size=3, fill_value=-1),
                       A([[0, 2, 3], [4, 6, 7], [8, 10, 11]], np.float32)),
     "extract size": (lambda m: m.extract(A([1, 0, 1]), np.arange(3), size=2), A([0, 2], np.int32)),
+    "where size": (lambda m: m.where(A([0, 1, 1, 0]), size=3, fill_value=-1)[0],
+                   A([1, 2, -1], np.int32)),
+    # sums of narrow integers keep their type with promote_integers=False
+    "sum int8": (lambda m: m.sum(np.ones(3, np.int8), promote_integers=False), A(3, np.int8)),
+    "sum uint8 promoted": (lambda m: m.sum(np.ones(3, np.uint8)), A(3, np.uint32)),
+    "prod int16": (lambda m: m.prod(np.ones(3, np.int16), promote_integers=False), A(1, np.int16)),
+    "sum bool": (lambda m: m.sum(np.ones(3, np.bool_), promote_integers=False), A(3, np.int32)),
 }
 
 
@@ -241,3 +273,32 @@ def test_host_side_helpers_read_and_write_as_jaxs_do(tmp_path):
   with pytest.raises(NotImplementedError, match="non-pure"):
     jnp.fromiter(iter([1]))
   assert jnp.ComplexWarning is np.exceptions.ComplexWarning
+
+
+def test_array_makers_take_device_and_out_sharding_and_the_keywords_clash_as_in_jax():
+  device = minijax.devices()[0]
+  for make in (lambda **kw: jnp.zeros(3, **kw), lambda **kw: jnp.arange(3, **kw),
+               lambda **kw: jnp.asarray([1, 2], **kw), lambda **kw: jnp.full_like(X, 2.0, **kw),
+               lambda **kw: jnp.eye(2, **kw), lambda **kw: jnp.linspace(0, 1, 3, **kw)):
+    out = make(device=device, out_sharding=None)
+    assert out.devices() == {device}
+  with pytest.raises(ValueError, match="ddof and correction can't be provided simultaneously"):
+    jnp.var(X, ddof=1, correction=1)
+  with pytest.raises(NotImplementedError, match="order='K' or 'C'"):
+    jnp.array([1, 2], order="F")
+
+
+def test_eig_gives_right_eigenvectors_and_differentiates_its_eigenvalues():
+  a = A([[1.0, 2.0, 0.0], [-3.0, 1.0, 4.0], [0.5, 0.0, 2.0]], np.float32)
+  w, v = jnp.linalg.eig(a)
+  assert w.dtype == np.complex64 and v.dtype == np.complex64
+  np.testing.assert_allclose(a @ np.asarray(v), np.asarray(v) * np.asarray(w), atol=1e-5)
+  np.testing.assert_allclose(np.linalg.norm(np.asarray(v), axis=0), 1.0, rtol=1e-6)
+  # d(sum of eigenvalues) / dA = d(trace A) / dA = I
+  grad = minijax.grad(lambda x: jnp.real(jnp.linalg.eigvals(x)).sum())(a)
+  np.testing.assert_allclose(np.asarray(grad), np.eye(3), atol=1e-5)
+  batched = minijax.vmap(jnp.linalg.eigvals)(np.stack([a, 2 * a]))
+  np.testing.assert_allclose(np.sort_complex(np.asarray(batched[1])),
+                             np.sort_complex(2 * np.asarray(jnp.linalg.eigvals(a))), rtol=1e-5)
+  with pytest.raises(NotImplementedError, match="derivatives of eigenvectors"):
+    minijax.grad(lambda x: jnp.real(jnp.linalg.eig(x)[1]).sum())(a)

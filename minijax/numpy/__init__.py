@@ -53,7 +53,8 @@ from minijax.numpy.extras import (  # noqa: F401
 from minijax.numpy.products import (  # noqa: F401
     dot, matmul, vdot, inner, outer, tensordot, einsum, vecmat, matvec)
 from minijax.numpy.polynomial import (  # noqa: F401
-    polyval, polyadd, polysub, polymul, polydiv, polyder, polyint, poly, vander, polyfit)
+    polyval, polyadd, polysub, polymul, polydiv, polyder, polyint, poly, roots, vander,
+    polyfit)
 from minijax.numpy.setops import (  # noqa: F401
     union1d, setdiff1d, setxor1d, intersect1d, unique_all, unique_counts, unique_inverse,
     unique_values)

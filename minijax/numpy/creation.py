@@ -11,6 +11,9 @@ computes its values with lax operations, traced values inside `jit`.)
 """
 from __future__ import annotations
 
+import functools
+import inspect
+
 import numpy as np
 
 from minijax import lax
@@ -19,6 +22,29 @@ from minijax.core.avals import get_aval
 from minijax.core.trace import Tracer, eval_trace, is_eval_context, set_current_trace
 from minijax.lax.structural import scalar_constant
 from minijax.numpy import _util
+from minijax.lax.sharding import takes_out_sharding
+
+
+
+def placed(make):
+  """`make`, which returns an array, given JAX's keyword-only `device=` (the result put
+  there: a Device or a Sharding, `minijax.device_put`'s) and `out_sharding=`
+  (`lax.sharding.constrain_to`)."""
+  make = takes_out_sharding(make)
+  signature = inspect.signature(make)
+
+  @functools.wraps(make)
+  def made(*args, device=None, **kwargs):
+    out = make(*args, **kwargs)
+    if device is None:
+      return out
+    from minijax.placement import device_put
+    return device_put(out, device)
+
+  parameters = list(signature.parameters.values())
+  keyword = inspect.Parameter("device", inspect.Parameter.KEYWORD_ONLY, default=None)
+  made.__signature__ = signature.replace(parameters=[*parameters[:-1], keyword, parameters[-1]])
+  return made
 
 
 def _canonical(dtype, where: str):
@@ -55,7 +81,15 @@ def _contains_traced(obj) -> bool:
           or hasattr(obj, "__jax_array__"))
 
 
-def array(object, dtype=None, copy=True, ndmin=0):
+def _check_order(order, name: str) -> None:
+  if order is not None and order != "K" and order != "C":
+    raise NotImplementedError(f"jnp.{name}: only order='K' or 'C' is supported (arrays have "
+                              f"one layout here), got order={order!r}")
+
+
+@placed
+def array(object, dtype=None, copy=True, order="K", ndmin=0):
+  _check_order(order, "array")
   dtype = _canonical(dtype, "array")
   if dtype == dtypes.float0 and not _contains_traced(object):
     # float0 values hold no data: numpy reads any bytes-like value (`b''`) as JAX does
@@ -94,7 +128,9 @@ def array(object, dtype=None, copy=True, ndmin=0):
   return out
 
 
-def asarray(a, dtype=None, copy=None):
+@placed
+def asarray(a, dtype=None, order=None, *, copy=None):
+  _check_order(order, "asarray")
   # a Python scalar with a dtype is made in that dtype (2998342421 as uint32 is no int32)
   if isinstance(a, (list, tuple)) or (dtype is not None and type(a) in dtypes.PYTHON_SCALARS):
     return array(a, dtype)
@@ -114,6 +150,7 @@ def _shape_tuple(shape):
     raise TypeError(f"shape must be an int or a sequence of ints, got {shape!r:.60}") from None
 
 
+@placed
 def full(shape, fill_value, dtype=None):
   """As JAX: without `dtype`, a weakly typed fill value (a Python scalar) gives a weakly
   typed array."""
@@ -128,14 +165,17 @@ def full(shape, fill_value, dtype=None):
   return _util.broadcast_to(lax.convert_element_type(fill_value, dtype, weak), shape)
 
 
+@placed
 def zeros(shape, dtype=None):
   return lax.full(_shape_tuple(shape), 0, _canonical(dtype, "zeros") or dtypes.default_float_dtype())
 
 
+@placed
 def ones(shape, dtype=None):
   return lax.full(_shape_tuple(shape), 1, _canonical(dtype, "ones") or dtypes.default_float_dtype())
 
 
+@placed
 def empty(shape, dtype=None):
   return zeros(shape, dtype)
 
@@ -149,20 +189,24 @@ def _like(name, a, dtype, shape):
           _canonical(dtype, name) or aval.dtype, dtype is None and aval.weak_type)
 
 
+@placed
 def zeros_like(a, dtype=None, shape=None):
   shape, dtype, weak = _like("zeros_like", a, dtype, shape)
   return lax.full(shape, 0, dtype, weak_type=weak)
 
 
+@placed
 def ones_like(a, dtype=None, shape=None):
   shape, dtype, weak = _like("ones_like", a, dtype, shape)
   return lax.full(shape, 1, dtype, weak_type=weak)
 
 
+@placed
 def empty_like(a, dtype=None, shape=None):
   return zeros_like(a, dtype, shape)
 
 
+@placed
 def full_like(a, fill_value, dtype=None, shape=None):
   shape, dtype, weak = _like("full_like", a, dtype, shape)
   if _util.ndim(fill_value) == 0:
@@ -182,6 +226,7 @@ def _concrete(name, x):
   return x
 
 
+@placed
 def arange(start, stop=None, step=None, dtype=None):
   start = _concrete("arange", start)
   stop = _concrete("arange", stop) if stop is not None else None
@@ -198,6 +243,7 @@ def arange(start, stop=None, step=None, dtype=None):
   return _typed_constant(np.arange(start, stop, step).astype(dt))
 
 
+@placed
 def linspace(start, stop, num=50, endpoint=True, retstep=False, dtype=None, axis=0):
   """`num` evenly spaced values from `start` to `stop`, computed as JAX does (so the values
   are JAX's, bit for bit): in the result's inexact dtype, each value is
@@ -247,6 +293,7 @@ def _linspace(start, stop, num, endpoint, retstep, dtype, axis):
   return (out, delta) if retstep else out
 
 
+@placed
 def eye(N, M=None, k=0, dtype=None):
   N = int(N)
   M = N if M is None else int(M)

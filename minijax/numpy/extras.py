@@ -223,26 +223,47 @@ def append(arr, values, axis=None):
   return jnp.concatenate([arr, values], axis=axis)
 
 
-def searchsorted(a, v, side="left"):
-  """Insertion points of `v` into the sorted 1-d `a` (a comparison count per element)."""
+_SEARCH_METHODS = ("scan", "scan_unrolled", "sort", "compare_all")
+
+
+def searchsorted(a, v, side="left", sorter=None, *, method="scan"):
+  """Insertion points of `v` into the sorted 1-d `a` (`a[sorter]` when given), a
+  comparison count per element (every `method` of JAX's gives the same answer)."""
   jnp = _jnp()
+  if side not in ("left", "right"):
+    raise ValueError(f"{side!r} is an invalid value for keyword 'side'. Expected one of "
+                     "['left', 'right'].")
+  if method not in _SEARCH_METHODS:
+    raise ValueError(f"method={method!r} not recognized; expected one of {_SEARCH_METHODS}")
   x, y = _util.promote("searchsorted", a, v)
   if _util.ndim(x) != 1:
     raise ValueError("searchsorted: a must be 1-dimensional")
+  if sorter is not None:
+    x = jnp.take(x, _util.asarray(sorter))
   cmp = jnp.less if side == "left" else jnp.less_equal
   yy = jnp.expand_dims(y, -1)
   return jnp.sum(cmp(x, yy), axis=-1).astype(dtypes.default_int_dtype())
 
 
-def cross(a, b, axis=-1):
+def cross(a, b, axisa=-1, axisb=-1, axisc=-1, axis=None):
+  """Cross products of the 3-vectors (or 2-vectors, their z-component) of `a` and `b`
+  along `axisa`/`axisb` (`axis` sets all three), the result's vectors along `axisc`."""
   jnp = _jnp()
-  x, y = _util.promote_and_broadcast("cross", a, b)
-  x, y = jnp.moveaxis(x, axis, -1), jnp.moveaxis(y, axis, -1)
-  if _util.shape(x)[-1] != 3:
-    raise ValueError("cross: only 3-vectors are supported")
-  x0, x1, x2 = (x[..., i] for i in range(3))
-  y0, y1, y2 = (y[..., i] for i in range(3))
-  return jnp.stack([x1 * y2 - x2 * y1, x2 * y0 - x0 * y2, x0 * y1 - x1 * y0], axis=-1)
+  if axis is not None:
+    axisa = axisb = axisc = axis
+  x, y = _util.promote("cross", a, b)
+  x, y = jnp.moveaxis(x, axisa, -1), jnp.moveaxis(y, axisb, -1)
+  if _util.shape(x)[-1] not in (2, 3) or _util.shape(y)[-1] not in (2, 3):
+    raise ValueError("Dimension must be either 2 or 3 for cross product")
+  if _util.shape(x)[-1] == 2 and _util.shape(y)[-1] == 2:
+    return x[..., 0] * y[..., 1] - x[..., 1] * y[..., 0]
+  zero = lambda v: jnp.zeros_like(v[..., 0])  # noqa: E731
+  x0, x1 = x[..., 0], x[..., 1]
+  x2 = x[..., 2] if _util.shape(x)[-1] == 3 else zero(x)
+  y0, y1 = y[..., 0], y[..., 1]
+  y2 = y[..., 2] if _util.shape(y)[-1] == 3 else zero(y)
+  out = jnp.stack([x1 * y2 - x2 * y1, x2 * y0 - x0 * y2, x0 * y1 - x1 * y0], axis=-1)
+  return jnp.moveaxis(out, -1, axisc)
 
 
 def kron(a, b):
@@ -262,7 +283,11 @@ def astype(x, dtype, copy=False):
                                   dtypes.canonicalize_user_dtype(dtype, "astype"))
 
 
-def isin(element, test_elements, invert=False):
+def isin(element, test_elements, assume_unique=False, invert=False, *, method="auto"):
+  """Whether each element of `element` is among `test_elements` (compared all against all,
+  whatever the `method`: the answer is the same)."""
+  if method not in ("auto", "compare_all", "binary_search", "sort"):
+    raise ValueError(f"isin: method={method!r} not recognized")
   jnp = _jnp()
   e = _util.asarray(element)
   t = jnp.ravel(_util.asarray(test_elements))
@@ -270,9 +295,12 @@ def isin(element, test_elements, invert=False):
   return jnp.logical_not(out) if invert else out
 
 
-def indices(dimensions, dtype=None):
+def indices(dimensions, dtype=None, sparse=False):
   dt = dtypes.canonicalize_dtype(dtype or dtypes.default_int_dtype())
   dims = tuple(int(d) for d in dimensions)
+  if sparse:
+    return tuple(lax.broadcasted_iota(dt, tuple(d if k == i else 1 for k, d in enumerate(dims)),
+                                      i) for i in range(len(dims)))
   parts = [lax.broadcasted_iota(dt, dims, i) for i in range(len(dims))]
   return _jnp().stack(parts) if parts else lax.full((0,), 0, dt)
 
@@ -287,9 +315,11 @@ def tril_indices(n, k=0, m=None):
                for i in np.tril_indices(n, k, m))
 
 
-def logspace(start, stop, num=50, endpoint=True, base=10.0, dtype=None):
+def logspace(start, stop, num=50, endpoint=True, base=10.0, dtype=None, axis=0):
   jnp = _jnp()
-  return jnp.power(base, jnp.linspace(start, stop, num, endpoint=endpoint, dtype=dtype))
+  exponents = jnp.linspace(start, stop, num, endpoint=endpoint, axis=axis)
+  out = jnp.power(jnp.asarray(base, _util.dtype(exponents)), exponents)
+  return out if dtype is None else out.astype(dtype)
 
 
 def unravel_index(indices_, shape):
@@ -373,10 +403,20 @@ def sinc(x):
   return jnp.where(a == 0, 1, jnp.sin(safe) / safe).astype(_util.dtype(a))
 
 
-def interp(x, xp, fp, left=None, right=None):
-  """Piecewise-linear interpolation on increasing sample points `xp`."""
+def interp(x, xp, fp, left=None, right=None, period=None):
+  """Piecewise-linear interpolation on increasing sample points `xp` (with `period`: of a
+  periodic function, `xp` and `x` taken modulo it)."""
   jnp = _jnp()
   xs, xps, fps = _util.promote_inexact("interp", x, xp, fp)
+  if period is not None:
+    if left is not None or right is not None:
+      raise ValueError("left and right are ignored when period is given; pass neither")
+    period = jnp.abs(jnp.asarray(period, _util.dtype(xs)))
+    xs, xps = xs % period, xps % period
+    order = jnp.argsort(xps)
+    xps, fps = xps[order], fps[order]
+    xps = jnp.concatenate([xps[-1:] - period, xps, xps[:1] + period])
+    fps = jnp.concatenate([fps[-1:], fps, fps[:1]])
   n = _util.shape(xps)[0]
   i = jnp.clip(searchsorted(xps, xs, side="right"), 1, n - 1)
   x0, x1 = jnp.take(xps, i - 1, mode="clip"), jnp.take(xps, i, mode="clip")
@@ -389,8 +429,10 @@ def interp(x, xp, fp, left=None, right=None):
   return out
 
 
-def digitize(x, bins, right=False):
+def digitize(x, bins, right=False, *, method=None):
   jnp = _jnp()
+  if method is not None and method not in _SEARCH_METHODS:
+    raise ValueError(f"method={method!r} not recognized; expected one of {_SEARCH_METHODS}")
   b = _util.asarray(bins)
   increasing = True
   if _util.shape(b)[0] > 1 and not isinstance(b, Tracer):
@@ -423,10 +465,16 @@ def bincount(x, weights=None, minlength=0, *, length=None):
   return jnp.zeros(length, _util.dtype(w)).at[jnp.maximum(xs, 0)].add(w, mode="drop")
 
 
-def cov(m, y=None, rowvar=True, bias=False, ddof=None):
+def cov(m, y=None, rowvar=True, bias=False, ddof=None, fweights=None, aweights=None,
+        dtype=None):
+  """Covariance of the rows (or columns) of `m` (and `y`), numpy's, with frequency and
+  observation weights."""
   jnp = _jnp()
   x, yy = _util.promote_inexact("cov", m, y) if y is not None else (
       *_util.promote_inexact("cov", m), None)
+  if dtype is not None:
+    x = x.astype(dtype)
+    yy = None if yy is None else yy.astype(dtype)
   x = jnp.atleast_2d(x)
   if not rowvar and _util.shape(x)[0] != 1:
     x = x.T
@@ -437,14 +485,36 @@ def cov(m, y=None, rowvar=True, bias=False, ddof=None):
     x = jnp.concatenate([x, yy.astype(_util.dtype(x))], axis=0)
   n = _util.shape(x)[1]
   ddof = (0 if bias else 1) if ddof is None else ddof
-  xc = x - jnp.mean(x, axis=1, keepdims=True)
-  out = jnp.matmul(xc, jnp.conjugate(xc).T) / (n - ddof)
+  if fweights is None and aweights is None:
+    xc = x - jnp.mean(x, axis=1, keepdims=True)
+    out = jnp.matmul(xc, jnp.conjugate(xc).T) / (n - ddof)
+    return jnp.squeeze(out) if _util.shape(out) == (1, 1) else out
+  w = None
+  for weights, name in ((fweights, "fweights"), (aweights, "aweights")):
+    if weights is None:
+      continue
+    weights = jnp.asarray(weights)
+    if _util.ndim(weights) != 1 or _util.shape(weights)[0] != n:
+      raise RuntimeError(f"cov: {name} must be 1-d with one weight per observation ({n})")
+    w = weights if w is None else w * weights
+  w = w.astype(_util.dtype(x)) if not jnp.iscomplexobj(x) else w.astype(
+      jnp.real(x).dtype)
+  w_sum = jnp.sum(w)
+  avg = jnp.sum(x * w, axis=1, keepdims=True) / w_sum
+  if ddof == 0:
+    factor = w_sum
+  elif aweights is None:
+    factor = w_sum - ddof
+  else:
+    factor = w_sum - ddof * jnp.sum(w * jnp.asarray(aweights, _util.dtype(w))) / w_sum
+  xc = x - avg
+  out = jnp.matmul(xc * w, jnp.conjugate(xc).T) / factor
   return jnp.squeeze(out) if _util.shape(out) == (1, 1) else out
 
 
-def corrcoef(x, y=None, rowvar=True):
+def corrcoef(x, y=None, rowvar=True, dtype=None):
   jnp = _jnp()
-  c = cov(x, y, rowvar)
+  c = cov(x, y, rowvar, dtype=dtype)
   if _util.ndim(c) == 0:
     return c / c
   d = jnp.sqrt(jnp.real(jnp.diagonal(c))).astype(_util.dtype(c))

@@ -37,6 +37,11 @@ class QRResult(NamedTuple):
   R: object
 
 
+class EigResult(NamedTuple):
+  eigenvalues: object
+  eigenvectors: object
+
+
 class EighResult(NamedTuple):
   eigenvalues: object
   eigenvectors: object
@@ -108,6 +113,21 @@ def eigh(a, UPLO=None, symmetrize_input: bool = True):
   (x,) = _inexact("jnp.linalg.eigh", a)
   v, w = lax_linalg.eigh(x, lower=_lower(UPLO), symmetrize_input=symmetrize_input)
   return EighResult(w, v)
+
+
+def eig(a):
+  """`EigResult(eigenvalues, eigenvectors)` of the square matrices `a`: complex, the right
+  eigenvectors in the columns (unit 2-norm), LAPACK's geev order."""
+  (x,) = _inexact("jnp.linalg.eig", a)
+  w, v = lax_linalg.eig(x, compute_left_eigenvectors=False)
+  return EigResult(w, v)
+
+
+def eigvals(a):
+  """The eigenvalues of the square matrices `a` (complex)."""
+  (x,) = _inexact("jnp.linalg.eigvals", a)
+  return lax_linalg.eig(x, compute_left_eigenvectors=False,
+                        compute_right_eigenvectors=False)[0]
 
 
 def eigvalsh(a, UPLO="L", *, symmetrize_input: bool = True):

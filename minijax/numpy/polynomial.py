@@ -2,9 +2,8 @@
 
 Coefficients are promoted to an inexact type (as JAX does) except by `polyadd`, `polysub`
 and `polyval`.  Results whose length depends on values (leading zeros trimmed) are computed
-that way only with `trim_leading_zeros=True` on concrete coefficients, as in JAX.  (`roots`
-and the characteristic polynomial of a matrix need an eigenvalue solver for general
-matrices, which minijax does not have yet.)
+that way only with `trim_leading_zeros=True` / `strip_zeros=True` on concrete coefficients,
+as in JAX.  `roots` are the eigenvalues of the companion matrix.
 """
 from __future__ import annotations
 
@@ -121,23 +120,42 @@ def polyint(p, m=1, k=None):
 
 
 def poly(seq_of_zeros):
-  """The coefficients of the monic polynomial with these roots."""
+  """The coefficients of the monic polynomial with these roots (or a square matrix's
+  characteristic polynomial)."""
   jnp = _jnp()
   a = _util.asarray(seq_of_zeros)
   if _util.ndim(a) == 2 and _util.shape(a)[0] == _util.shape(a)[1] and _util.shape(a)[0]:
-    raise NotImplementedError("poly of a square matrix (its characteristic polynomial) "
-                              "needs linalg.eigvals, which minijax does not have yet")
-  if _util.ndim(a) != 1:
+    a = jnp.linalg.eigvals(a)  # the characteristic polynomial
+  elif _util.ndim(a) != 1:
     raise ValueError("input must be 1d or non-empty square 2d array.")
   (a,) = _util.promote_inexact("poly", a)
   out = jnp.ones(1, _util.dtype(a))
   for i in range(_util.shape(a)[0]):
     out = jnp.convolve(out, jnp.stack([jnp.ones((), _util.dtype(a)), -a[i]]), mode="full")
-  if dtypes.issubdtype(_util.dtype(out), np.complexfloating):
-    roots = np.asarray(_util.concrete_value(a)) if _util.concrete_value(a) is not None else None
-    if roots is not None and np.all(np.sort(roots) == np.sort(roots.conj())):
-      out = jnp.real(out)  # conjugate pairs: a real polynomial, as numpy and JAX give
   return out
+
+
+def roots(p, *, strip_zeros=True):
+  """The roots of p (complex): the eigenvalues of its companion matrix; leading zeros are
+  dropped and trailing ones give roots at 0 (`strip_zeros`, concrete p), as numpy does."""
+  jnp = _jnp()
+  (p,) = _coeffs("roots", p, inexact=True)
+  complex_dtype = _util.dtype(jnp.zeros((), _util.dtype(p)) * 1j)
+  trailing = 0
+  if strip_zeros:
+    value = _util.concrete_or_error("roots(strip_zeros=True)", p)
+    nonzero = np.flatnonzero(value)
+    if nonzero.size == 0:
+      return jnp.zeros(0, complex_dtype)
+    trailing = _util.shape(p)[0] - 1 - int(nonzero[-1])
+    p = p[int(nonzero[0]):int(nonzero[-1]) + 1]
+  n = _util.shape(p)[0] - 1
+  if n < 1:
+    found = jnp.zeros(0, complex_dtype)
+  else:
+    companion = jnp.eye(n, k=-1, dtype=_util.dtype(p)).at[0, :].set(-p[1:] / p[0])
+    found = jnp.linalg.eigvals(companion)
+  return jnp.concatenate([found, jnp.zeros(trailing, complex_dtype)]) if trailing else found
 
 
 def vander(x, N=None, increasing=False):

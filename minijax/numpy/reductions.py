@@ -45,9 +45,13 @@ def _keep(out, x, axes, keepdims):
   return lax.reshape(out, shape)
 
 
-def _sum_dtype(dt):
+def _sum_dtype(dt, promote_integers: bool = True):
+  """What a sum of `dt` accumulates in: booleans as the default integer; narrow integers
+  widened to it (unsigned: to uint32) unless `promote_integers` is False, as in JAX."""
   if dt == dtypes.bool_:
     return dtypes.default_int_dtype()
+  if not promote_integers:
+    return dt
   if np.issubdtype(dt, np.signedinteger) and dt.itemsize < dtypes.default_int_dtype().itemsize:
     return dtypes.default_int_dtype()
   if np.issubdtype(dt, np.unsignedinteger) and dt.itemsize < 4:
@@ -73,9 +77,10 @@ def _accumulate(reduce_fn, x, axes):
 
 
 @_util.compiled_when_eager(dynamic=1)
-def sum(a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where=None):
+def sum(a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where=None,
+        promote_integers=True):
   x, axes = _prep("sum", a, axis, out, where, 0)
-  x = _cast(x, dtype if dtype is not None else _sum_dtype(_util.dtype(x)))
+  x = _cast(x, dtype if dtype is not None else _sum_dtype(_util.dtype(x), promote_integers))
   out = _accumulate(lax.reduce_sum, x, axes)
   if initial is not None:
     out = lax.add(out, initial)
@@ -83,9 +88,10 @@ def sum(a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where=
 
 
 @_util.compiled_when_eager(dynamic=1)
-def prod(a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where=None):
+def prod(a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where=None,
+         promote_integers=True):
   x, axes = _prep("prod", a, axis, out, where, 1)
-  x = _cast(x, dtype if dtype is not None else _sum_dtype(_util.dtype(x)))
+  x = _cast(x, dtype if dtype is not None else _sum_dtype(_util.dtype(x), promote_integers))
   out = _accumulate(lax.reduce_prod, x, axes)
   if initial is not None:
     out = lax.mul(out, initial)
@@ -174,8 +180,46 @@ def mean(a, axis=None, dtype=None, out=None, keepdims=False, where=None):
   return _keep(result, x, axes, keepdims)
 
 
+def var(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=None, mean=None,
+        correction=None):
+  """The mean squared deviation over `axis` (from `mean` when given, else the mean), divided
+  by the count less `correction` (numpy's `ddof`, under the array API's name)."""
+  ddof = _correction("var", ddof, correction)
+  if mean is None:
+    return _var(a, axis, dtype, out, ddof, keepdims, where)
+  return _var_about(a, mean, axis, dtype, out, ddof, keepdims, where)
+
+
+def std(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=None, mean=None,
+        correction=None):
+  return lax.sqrt(var(a, axis, dtype, out, ddof, keepdims, where=where, mean=mean,
+                      correction=correction))
+
+
+def _correction(name, ddof, correction):
+  if correction is None:
+    return ddof
+  if ddof != 0:
+    raise ValueError("ddof and correction can't be provided simultaneously.")
+  return correction
+
+
+def _var_about(a, center, axis, dtype, out, ddof, keepdims, where):
+  """`var` about a given `center` (kept dimensions, or broadcastable to them)."""
+  x, axes = _prep("var", a, axis, out)
+  dt = _mean_dtype(_util.dtype(x), dtype)
+  x = _cast(x, dt)
+  kept = tuple(1 if d in axes else n for d, n in enumerate(_util.shape(x)))
+  center = _util.asarray(center)
+  if _util.shape(center) != kept:
+    center = lax.reshape(_util.broadcast_to(center, tuple(
+        n for d, n in enumerate(_util.shape(x)) if d not in axes)), kept)
+  centered = lax.sub(x, _util.broadcast_to(_cast(center, dt), _util.shape(x)))
+  return _mean_square(centered, x, axes, dt, ddof, keepdims, where)
+
+
 @_util.compiled_when_eager(dynamic=1)
-def var(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, where=None):
+def _var(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, where=None):
   """The mean squared deviation from the mean over `axis` (only where `where` holds),
   divided by the count less `ddof`; NaN where that is not positive."""
   x, axes = _prep("var", a, axis, out)
@@ -183,6 +227,10 @@ def var(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, where=None):
   x = _cast(x, dt)
   centered = lax.sub(x, _util.broadcast_to(mean(x, axes, keepdims=True, where=where),
                                            _util.shape(x)))
+  return _mean_square(centered, x, axes, dt, ddof, keepdims, where)
+
+
+def _mean_square(centered, x, axes, dt, ddof, keepdims, where):
   if np.issubdtype(dt, np.complexfloating):  # the mean squared modulus, a real number
     centered = lax.abs(centered)
     dt = _util.dtype(centered)
@@ -200,11 +248,6 @@ def var(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, where=None):
   out = lax.select(positive, lax.div(total, lax.select(positive, n, lax.full_like(n, 1))),
                    lax.full_like(total, np.nan))
   return _keep(out, x, axes, keepdims)
-
-
-@_util.compiled_when_eager(dynamic=1)
-def std(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, where=None):
-  return lax.sqrt(var(a, axis, dtype, out, ddof, keepdims, where))
 
 
 def _arg(name, lax_fn, a, axis, keepdims):
@@ -296,11 +339,19 @@ def ptp(a, axis=None, keepdims=False):
   return lax.sub(max(a, axis, keepdims=keepdims), min(a, axis, keepdims=keepdims))
 
 
-def average(a, axis=None, weights=None):
-  if weights is None:
-    return mean(a, axis)
+def average(a, axis=None, weights=None, returned=False, keepdims=False):
+  """The (weighted) mean over `axis`; with `returned`, also the sum of the weights."""
   from minijax.numpy.creation import asarray
   from minijax.numpy.ufuncs import multiply
+  if weights is None:
+    avg = mean(a, axis, keepdims=keepdims)
+    if not returned:
+      return avg
+    x = _util.asarray(a)
+    axes = _util.canonicalize_axes(axis, _util.ndim(x)) if axis is not None else tuple(
+        range(_util.ndim(x)))
+    count = int(np.prod([_util.shape(x)[d] for d in axes]))
+    return avg, lax.full(_util.shape(avg), count, _util.dtype(avg))
   weights = asarray(weights)
   a_shape, w_shape = _util.shape(a), _util.shape(weights)
   if a_shape != w_shape:  # numpy: 1-D weights apply along `axis`
@@ -312,5 +363,8 @@ def average(a, axis=None, weights=None):
       raise ValueError(f"average: {w_shape[0]} weights do not match axis {axis} of an array "
                        f"of shape {a_shape}")
     weights = lax.broadcast_in_dim(weights, a_shape, (axis,))
-  return lax.div(*_util.promote("average", sum(multiply(a, weights), axis),
-                                sum(_util.broadcast_to(weights, _util.shape(a)), axis)))
+  total, weight_sum = _util.promote(
+      "average", sum(multiply(a, weights), axis, keepdims=keepdims),
+      sum(_util.broadcast_to(weights, _util.shape(a)), axis, keepdims=keepdims))
+  avg = lax.div(total, weight_sum)
+  return (avg, weight_sum) if returned else avg

@@ -542,10 +542,14 @@ def _clip(a, lo, hi):
   return out
 
 
-def where(condition, x=None, y=None, /):
+def where(condition, x=None, y=None, /, *, size=None, fill_value=None):
+  """`x` where `condition` holds, else `y`; with neither, `nonzero(condition)` (which takes
+  `size` and `fill_value`)."""
   if x is None and y is None:
     from minijax.numpy.indexing import nonzero
-    return nonzero(condition)
+    return nonzero(condition, size=size, fill_value=fill_value)
+  if size is not None or fill_value is not None:
+    raise ValueError("size and fill_value are only valid when x and y are not given")
   if x is None or y is None:
     raise ValueError("where: either both or neither of x and y must be given")
   return _where3(condition, x, y)
