@@ -57,6 +57,16 @@ CASES = {
     "poly of a matrix": lambda m: m.poly(A([[1.0, 2.0], [3.0, 4.0]], np.float32)),
     "eigvals": lambda m: m.sort_complex(m.linalg.eigvals(A([[1.0, 2.0, 0.0], [-3.0, 1.0, 4.0],
                                                             [0.5, 0.0, 2.0]], np.float32))),
+    "linalg.cond": lambda m: m.linalg.cond(M[:, :3] + np.eye(3, dtype=np.float32)),
+    "linalg.cond 1": lambda m: m.linalg.cond(M[:, :3] + np.eye(3, dtype=np.float32), 1),
+    "linalg.cross": lambda m: m.linalg.cross(M[:, :3], M[::-1, 1:]),
+    "linalg.diagonal": lambda m: m.linalg.diagonal(M, offset=1),
+    "linalg.trace": lambda m: m.linalg.trace(M, offset=-1),
+    "linalg.vecdot": lambda m: m.linalg.vecdot(M, M[::-1], axis=0),
+    "linalg.tensorinv": lambda m: m.linalg.tensorinv(
+        np.eye(6, dtype=np.float32).reshape(2, 3, 6) + 0.1, ind=2),
+    "linalg.tensorsolve": lambda m: m.linalg.tensorsolve(
+        np.eye(6, dtype=np.float32).reshape(6, 2, 3) + 0.1, np.arange(6.0, dtype=np.float32)),
     "vander": lambda m: m.vander(X, 3), "vander increasing": lambda m: m.vander(XI, increasing=True),
     "polyfit": lambda m: m.polyfit(np.arange(5, dtype=np.float32), A([1, 3, 2, 5, 4], np.float32), 2),
     "union1d": lambda m: m.union1d(XI, YI), "setdiff1d": lambda m: m.setdiff1d(XI, YI),

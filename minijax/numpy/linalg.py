@@ -623,3 +623,75 @@ def vector_norm(x, /, *, axis=None, keepdims=False, ord=2):
 
 def matrix_norm(x, /, *, keepdims=False, ord="fro"):
   return norm(x, ord=ord, keepdims=keepdims, axis=(-2, -1))
+
+
+# ---- the array API's linalg names, and numpy's tensor solvers
+
+def _jnp():
+  import minijax.numpy as jnp
+  return jnp
+
+
+def cross(x1, x2, /, *, axis=-1):
+  """Cross products of 3-vectors along `axis` (the array API's: both must have 3)."""
+  for x in (x1, x2):
+    if _util.shape(x)[axis] != 3:
+      raise ValueError("Both input arrays must be (arrays of) 3-dimensional vectors, but they "
+                       f"have shapes {_util.shape(x1)} and {_util.shape(x2)}")
+  return _jnp().cross(x1, x2, axis=axis)
+
+
+def diagonal(x, /, *, offset=0):
+  return _jnp().diagonal(x, offset=offset, axis1=-2, axis2=-1)
+
+
+def trace(x, /, *, offset=0, dtype=None):
+  return _jnp().trace(x, offset=offset, axis1=-2, axis2=-1, dtype=dtype)
+
+
+def vecdot(x1, x2, /, *, axis=-1, precision=None, preferred_element_type=None):
+  return _jnp().vecdot(x1, x2, axis=axis)
+
+
+def cond(x, p=None):
+  """The condition number of `x` in the `p`-norm (2 by default: the ratio of the largest
+  to the smallest singular value); inf where `x` is singular."""
+  jnp = _jnp()
+  (x,) = _inexact("jnp.linalg.cond", x)
+  if p is None or p == 2:
+    s = svd(x, compute_uv=False)
+    return s[..., 0] / s[..., -1]
+  if p == -2:
+    s = svd(x, compute_uv=False)
+    return s[..., -1] / s[..., 0]
+  r = norm(x, ord=p, axis=(-2, -1)) * norm(inv(x), ord=p, axis=(-2, -1))
+  return jnp.where(jnp.isnan(r), np.inf, r)
+
+
+def tensorinv(a, ind=2):
+  """The inverse of `a` under `tensordot(..., ind)`: `a` reshaped to a square matrix of its
+  first `ind` axes against the rest, inverted, reshaped back."""
+  jnp = _jnp()
+  a = jnp.asarray(a)
+  ind = operator.index(ind)
+  if ind <= 0:
+    raise ValueError(f"ind must be a positive integer, got {ind}")
+  head, tail = _util.shape(a)[:ind], _util.shape(a)[ind:]
+  rows, cols = int(np.prod(head)), int(np.prod(tail))
+  if rows != cols:
+    raise ValueError(f"tensorinv: a.shape[:ind] must have as many elements as a.shape[ind:]; "
+                     f"got {head} and {tail}")
+  return jnp.reshape(inv(jnp.reshape(a, (rows, cols))), tail + head)
+
+
+def tensorsolve(a, b, axes=None):
+  """x with `tensordot(a, x, x.ndim) == b`."""
+  jnp = _jnp()
+  a, b = jnp.asarray(a), jnp.asarray(b)
+  if axes is not None:
+    a = jnp.moveaxis(a, axes, tuple(range(_util.ndim(a) - len(axes), _util.ndim(a))))
+  out_shape = _util.shape(a)[_util.ndim(b):]
+  rows, cols = int(np.prod(_util.shape(b))), int(np.prod(out_shape))
+  if rows != cols:
+    raise ValueError(f"tensorsolve: b has {rows} elements but the solution would have {cols}")
+  return jnp.reshape(solve(jnp.reshape(a, (rows, cols)), jnp.ravel(b)), out_shape)
