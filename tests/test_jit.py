@@ -304,6 +304,7 @@ def test_changing_enable_x64_retraces_jitted_functions():
   assert f(3.0).dtype == np.float32
 
 
+@pytest.mark.usefixtures("immediate_taps")
 def test_changing_the_tap_mechanism_relowers_jitted_functions():
   from minijax.experimental import host_callback as hcb
   f = minijax.jit(lambda x: hcb.id_tap(lambda *a: None, x))

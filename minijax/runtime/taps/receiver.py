@@ -377,7 +377,10 @@ def _wait_for_receivers(deadline: float | None = None) -> bool:
         break
       thread = rec.thread
       if not (thread and thread.is_alive()):
-        ensure_started()  # stopped by another thread meanwhile: restart, as above
+        # Stopped by another thread meanwhile: restart, as above, once that stop is over
+        # (until it is, `_running` still holds while its receivers are gone).
+        with _lock:
+          ensure_started()
         thread = rec.thread
         if not (thread and thread.is_alive()):
           raise RuntimeError(f"the tap receiver of device {rec.device} is not running, so "
