@@ -208,6 +208,12 @@ JAX_VALUES = {
 }
 
 
+# Computed by LAPACK (SVD, LU, least squares, eigenvalues), whose float32 results vary with
+# the machine's BLAS kernels by more than XLA's elementwise code does: about 80 ulps.
+LAPACK_CASES = {"polyfit", "roots", "roots of zeros around", "poly of a matrix", "eigvals",
+                "linalg.cond", "linalg.cond 1", "linalg.tensorinv", "linalg.tensorsolve"}
+
+
 def _canonical(dtype: np.dtype) -> np.dtype:
   return {np.dtype(np.int64): np.dtype(np.int32), np.dtype(np.float64): np.dtype(np.float32),
           np.dtype(np.complex128): np.dtype(np.complex64),
@@ -234,7 +240,8 @@ def test_numpy_function_gives_numpys_values_in_jaxs_types(name):
     assert g.dtype == (np.dtype(jax_dtype) if jax_dtype else _canonical(w.dtype)), \
         (g.dtype, w.dtype)
     if g.dtype.kind in "fc":
-      np.testing.assert_allclose(g, w, rtol=2e-6, atol=2e-6)
+      tolerance = 1e-5 if name in LAPACK_CASES else 2e-6
+      np.testing.assert_allclose(g, w, rtol=tolerance, atol=tolerance)
     else:
       np.testing.assert_array_equal(g, w)
 

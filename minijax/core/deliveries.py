@@ -86,17 +86,6 @@ class Buffered:
     return f"Buffered({self.size}, {self.body})"
 
 
-def count_taps(plan) -> int:
-  """How many `Emit`s the plan holds (statically: a loop's body counts once)."""
-  if type(plan) is Emit:
-    return 1
-  if type(plan) is Seq:
-    return sum(map(count_taps, plan.items))
-  if type(plan) in (Loop, Buffered):
-    return count_taps(plan.body)
-  return sum(map(count_taps, plan.branches))
-
-
 def walk(plan, arrays: Sequence[Any], device: Any,
          report: Callable[[BaseException, Emit], None],
          sent: Callable[[Any], Sequence[Any]] | None = None) -> int:

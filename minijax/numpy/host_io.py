@@ -66,7 +66,6 @@ def _device_put(value, device):
 
 def einsum_path(subscripts, /, *operands, optimize="auto"):
   """numpy's contraction order for `einsum(subscripts, *operands)` (on their shapes)."""
-  placeholders = [np.zeros(np.shape(o), dtype=np.result_type(np.asarray(o).dtype)
-                           if isinstance(o, np.ndarray) else np.float32) for o in operands]
+  placeholders = [np.zeros(np.shape(o)) for o in operands]  # (only shapes matter)
   path, description = np.einsum_path(subscripts, *placeholders, optimize=optimize)
   return path[1:], description  # (without numpy's leading 'einsum_path', as JAX)

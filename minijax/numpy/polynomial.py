@@ -41,7 +41,6 @@ def polyval(p, x, *, unroll=16):
 def polyadd(a1, a2):
   a1, a2 = _coeffs("polyadd", a1, a2)
   n1, n2 = _util.shape(a1)[0], _util.shape(a2)[0]
-  jnp = _jnp()
   if n1 < n2:
     a1, a2, n1, n2 = a2, a1, n2, n1
   return a1.at[n1 - n2:].add(a2) if n2 else a1

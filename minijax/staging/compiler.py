@@ -137,8 +137,8 @@ def compile_jaxpr(closed_jaxpr: ClosedJaxpr, *, device, name: str,
   deferred = deferred_form(closed_jaxpr, device)
   if deferred is not None:  # (`lowered`, if given, is the lowering of that form)
     pure, plan, takes_record_id = deferred
-    donated = (*donated_args, False) if takes_record_id and donated_args else donated_args
-    fn = compile_jaxpr(pure, device=device, name=name, donated_args=donated,
+    fn = compile_jaxpr(pure, device=device, name=name,
+                       donated_args=deferred_donation(donated_args, takes_record_id),
                        lowered=lowered, compiler_options=compiler_options)
     n_out = len(jaxpr.outvars)
     return DeferredCall(fn, n_out, plan, backend.get_device(device), pure.out_avals[n_out:],
@@ -180,55 +180,60 @@ def deferred_form(closed_jaxpr: ClosedJaxpr, device) -> tuple[ClosedJaxpr, Any, 
   return defer_taps(closed_jaxpr, config.tap_loop_buffer)
 
 
+def deferred_donation(donated_args: Sequence, takes_record_id: bool) -> tuple:
+  """The donation of a deferred form's arguments: the record id, last, is not donated."""
+  return (*donated_args, False) if takes_record_id and donated_args else tuple(donated_args)
+
+
 class DeferredCall:
   """A compiled function whose taps were deferred (`interpreters.deferral`): its outputs
   after the first `n_out` are the tapped values (`nbytes` of them), delivered per `plan`
   by the device's receiver (`runtime.taps.deferred`), whose queue each call joins as it
   starts.  With `takes_record_id` the program also takes the call's record id, as a last
   argument (its `while_loop`s send full buffers with it)."""
-  __slots__ = ("fn", "n_out", "plan", "device", "nbytes", "takes_record_id")
+  __slots__ = ("fn", "n_out", "plan", "device", "nbytes", "takes_record_id", "_call")
 
   def __init__(self, fn: CompiledFn, n_out: int, plan, device, extra_avals,
                takes_record_id: bool):
     self.fn, self.n_out, self.plan, self.device = fn, n_out, plan, device
     self.nbytes = sum(a.size * a.dtype.itemsize for a in extra_avals)
     self.takes_record_id = takes_record_id
+    self._call = self._around(fn)
 
   def __call__(self, *args) -> list:
-    record = taps.deferred.start(self.device, self.plan, self.nbytes)
-    try:
-      outs = self.fn(*args, record.id) if self.takes_record_id else self.fn(*args)
-    except BaseException:
-      record.fill(None)
-      raise
-    record.fill(outs[self.n_out:])
-    return outs[:self.n_out]
+    return self._call(*args)
+
+  def _around(self, run: Callable[..., list]) -> Callable[..., list]:
+    """`run` (the executable, or its fast-path closure) between taking the call's place in
+    the device's tap queue and handing the record its outputs; returns the others."""
+    n, plan, device, nbytes, takes_id = (self.n_out, self.plan, self.device, self.nbytes,
+                                         self.takes_record_id)
+    start = taps.deferred.start
+
+    def call(*args):
+      record = start(device, plan, nbytes)
+      try:
+        outs = run(*args, record.id) if takes_id else run(*args)
+      except BaseException:
+        record.fill(None)
+        raise
+      record.fill(outs[n:])
+      return outs[:n]
+    return call
 
   def as_text(self):
     return self.fn.as_text() if hasattr(self.fn, "as_text") else ""
 
   def make_call(self, consts=(), out_tree=None, fallback=None, scalars: bool = False,
                 committed: bool = False):
-    """`jit`'s fast-path entry: the inner executable's closure between the two steps of
-    `__call__`."""
+    """`jit`'s fast-path entry: the inner executable's closure, `_around`ed."""
     unflatten = out_tree.unflatten if out_tree is not None else list
     if not hasattr(self.fn, "make_call"):
       return lambda *args: unflatten(commit(self(*consts, *args), committed))
-    takes_id = self.takes_record_id
-    inner = self.fn.make_call(consts, None, fallback, scalars or takes_id, committed=committed)
-    n, plan, device, nbytes, start = (self.n_out, self.plan, self.device, self.nbytes,
-                                      taps.deferred.start)
-
-    def call(*args):
-      record = start(device, plan, nbytes)
-      try:
-        outs = inner(*args, record.id) if takes_id else inner(*args)
-      except BaseException:
-        record.fill(None)
-        raise
-      record.fill(outs[n:])
-      return unflatten(outs[:n])
-    return call
+    call = self._around(self.fn.make_call(consts, None, fallback,
+                                          scalars or self.takes_record_id,
+                                          committed=committed))
+    return lambda *args: unflatten(call(*args))
 
 
 class TokenCall:

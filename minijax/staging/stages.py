@@ -144,15 +144,15 @@ class Lowered(_Stage):
     elif jaxpr_has_state(traced.jaxpr.jaxpr):  # lowered discharged, refs aliased in place
       pure, donated, _ = compiler.discharged_for_call(traced.jaxpr, traced.donated)
       deferred = compiler.deferred_form(pure, device)
-      if deferred is not None and deferred[2]:
-        donated = (*donated, False)  # the record id
+      if deferred is not None:
+        donated = compiler.deferred_donation(donated, deferred[2])
       self._result = lower_jaxpr_to_module(pure if deferred is None else deferred[0],
                                            name=name, donated_args=donated)
     else:  # taps deferred (`tap_delivery`) are outputs after the function's own
       deferred = compiler.deferred_form(traced.jaxpr, device)
       donated = traced.donated
-      if deferred is not None and deferred[2] and donated:
-        donated = (*donated, False)  # the record id
+      if deferred is not None:
+        donated = compiler.deferred_donation(donated, deferred[2])
       self._result = lower_jaxpr_to_module(
           traced.jaxpr if deferred is None else deferred[0], name=name,
           donated_args=donated, runtime_tokens=compiler.runtime_tokens_wanted())

@@ -139,7 +139,7 @@ def _deliver_record(message, transforms) -> None:
   """The receiver's side: waits for the outputs, reads them (waiting for the execution)
   and walks the plan.  A failed execution's error is reported as a failed tap would be."""
   record = _records[int(message[0])]
-  device = record.device
+  device, ordinal = record.device, record.ordinal
   try:
     outputs = record.wait()
     if outputs is None:  # the execution did not start
@@ -147,12 +147,12 @@ def _deliver_record(message, transforms) -> None:
     try:
       host = [host_view(o) for o in outputs]
     except Exception as e:  # the computation failed: its error surfaces at its results too
-      receiver.report_deferred(device, f"the deferred taps of a failed computation ({e})", e)
+      receiver.report_deferred(ordinal, f"the deferred taps of a failed computation ({e})", e)
       return
     del outputs
     record.outputs = None
     walk(record.plan, host, device,
-         lambda e, emit: receiver.report_deferred(device, emit.name, e), record.take_sent)
+         lambda e, emit: receiver.report_deferred(ordinal, emit.name, e), record.take_sent)
   finally:
     with _lock:
       del _records[record.id]

@@ -229,24 +229,29 @@ def before_execution(ordinal: int | None = None) -> bool:
       if n >= _PACE:
         return _pace(ordinal, slot)
     return False
-  if in_receiver_thread():
-    raise RuntimeError(
-        "A tap function tried to run a computation that contains taps. Tap functions run on "
-        "the tap receiver thread, which would then have to drain its own queue, and could "
-        "deadlock. Run the computation from another thread, or without taps.")
+  _refuse_in_receiver()
   if not _running:
     ensure_started()
   return False
 
 
+def _refuse_in_receiver() -> None:
+  """A computation with taps launched from a tap function could wait on the very thread
+  that runs it (the receiver, draining its own queue): RuntimeError there."""
+  if in_receiver_thread():
+    raise RuntimeError(
+        "A tap function tried to run a computation that contains taps. Tap functions run on "
+        "the tap receiver thread, which would then have to drain its own queue, and could "
+        "deadlock. Run the computation from another thread, or without taps.")
+
+
 def before_deferred(ordinal: int) -> None:
   """Call before handing a deferred execution's record to the device's queue
-  (`taps.deferred.enqueue`): as `before_execution`, refuses inside a tap function and
+  (`taps.deferred.start`): as `before_execution`, refuses inside a tap function and
   starts the receivers; and when executions with immediate taps were dispatched on the
   device since its last progress mark, waits until they have finished, so that all their
   taps are queued before the record."""
-  if _get_ident() in _receiver_idents:
-    before_execution(ordinal)  # raises
+  _refuse_in_receiver()
   if not _running:
     ensure_started()
   slot = ordinal % _slots
@@ -258,11 +263,10 @@ def before_deferred(ordinal: int) -> None:
     _dispatched[slot] = 0
 
 
-def report_deferred(device: Any, what: str, e: BaseException) -> None:
-  """Reports the exception of a deferred tap's function (`what` names it) on `device`, as
-  a failing tap function is reported."""
-  rec = _by_device.get(device) or next(iter(_receivers.values()))
-  _report(rec, 0, what, e)
+def report_deferred(ordinal: int, what: str, e: BaseException) -> None:
+  """Reports the exception of a deferred tap's function (`what` names it) on the device
+  `ordinal`, whose receiver delivered it, as a failing tap function is reported."""
+  _report(_receivers[ordinal], 0, what, e)
 
 
 def _pace(ordinal: int, slot: int) -> bool:
