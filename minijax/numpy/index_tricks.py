@@ -28,6 +28,17 @@ def _immutable(name: str, inplace: bool) -> None:
                      "immutable. Pass inplace=False to instead return an updated array.")
 
 
+def _slice_range(s: slice):
+  """The values of `start:stop:step` as numpy's index tricks read it (a complex step is a
+  count of points, stop included)."""
+  jnp = _jnp()
+  start = 0 if s.start is None else s.start
+  step = 1 if s.step is None else s.step
+  if isinstance(step, complex):
+    return jnp.linspace(start, s.stop, int(abs(step)))
+  return jnp.arange(start, s.stop, step)
+
+
 class _Grid:
   """`mgrid[...]` / `ogrid[...]`: numpy's grids of slices (a complex step is a count)."""
 
@@ -38,14 +49,7 @@ class _Grid:
     jnp = _jnp()
     single = isinstance(key, slice)
     keys = (key,) if single else tuple(key)
-    axes = []
-    for k in keys:
-      start = 0 if k.start is None else k.start
-      step = 1 if k.step is None else k.step
-      if isinstance(step, complex):
-        axes.append(jnp.linspace(start, k.stop, int(abs(step))))
-      else:
-        axes.append(jnp.arange(start, k.stop, step))
+    axes = [_slice_range(k) for k in keys]
     if single:
       return axes[0]
     grids = jnp.meshgrid(*axes, indexing="ij", sparse=self.sparse)
@@ -78,21 +82,13 @@ class _Concatenator:
         trans1d = parts[2] if len(parts) > 2 else -1
     arrays = []
     for item in items:
-      if isinstance(item, slice):
-        step = 1 if item.step is None else item.step
-        start = 0 if item.start is None else item.start
-        arr = (jnp.linspace(start, item.stop, int(abs(step))) if isinstance(step, complex)
-               else jnp.arange(start, item.stop, step))
-      else:
-        arr = jnp.asarray(item)
-      if _util.ndim(arr) < ndmin:
-        extra = ndmin - _util.ndim(arr)
-        shape = list(_util.shape(arr))
-        t = trans1d if trans1d >= 0 else trans1d + ndmin
+      arr = _slice_range(item) if isinstance(item, slice) else jnp.asarray(item)
+      if _util.ndim(arr) < ndmin:  # its axes placed from `trans1d` on, ones elsewhere
+        shape = _util.shape(arr)
+        first = min(trans1d if trans1d >= 0 else trans1d + ndmin, ndmin - len(shape))
         new_shape = [1] * ndmin
-        start = min(t, ndmin - len(shape))
-        new_shape[start:start + len(shape)] = shape
-        arr = jnp.reshape(arr, new_shape) if extra else arr
+        new_shape[first:first + len(shape)] = shape
+        arr = jnp.reshape(arr, new_shape)
       arrays.append(jnp.atleast_1d(arr))
     out = jnp.concatenate(arrays, axis=axis)
     if matrix == "r":
