@@ -13,7 +13,7 @@ from tests.conftest import ROOT
 CASES = ["tests/four_devices/collectives_cases.py", "tests/four_devices/sharding_cases.py",
          "tests/four_devices/shard_map_cases.py",
          "tests/four_devices/callback_sharding_cases.py",
-         "tests/four_devices/placement_cases.py"]
+         "tests/four_devices/placement_cases.py", "tests/four_devices/checkify_cases.py"]
 
 
 def test_the_parallel_cases_pass_on_four_cpu_devices():

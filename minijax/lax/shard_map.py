@@ -62,7 +62,8 @@ shard_map_p = Primitive("shard_map")
 shard_map_p.multiple_results = True
 
 
-def _mesh_axes(mesh: Mesh):
+def mesh_axes(mesh: Mesh):
+  """Binds `mesh`'s axes in the axis environment, as while the body is traced."""
   return axes_lib.extend_axis_env([(n, s, "spmd") for n, s in mesh.shape.items()])
 
 
@@ -143,7 +144,9 @@ def _pp(params, names, indent):
 pretty.pp_rules[shard_map_p] = _pp
 
 
-def _rebind(args, params, closed: ClosedJaxpr, in_specs, out_specs):
+def rebind(args, params, closed: ClosedJaxpr, in_specs, out_specs):
+  """Binds `shard_map_p` again with a rewritten body `closed` and its specs (the other
+  params as in `params`); the body's constants become replicated operands."""
   closed, consts = hoist_consts(closed)
   in_specs = (PartitionSpec(),) * len(consts) + tuple(in_specs)
   return shard_map_p.bind(*consts, *args, **dict(params, jaxpr=closed, in_specs=in_specs,
@@ -155,10 +158,10 @@ def _rebind(args, params, closed: ClosedJaxpr, in_specs, out_specs):
 def _jvp(primals, tangents, *, jaxpr, **params):
   mesh, in_specs, out_specs = params["mesh"], params["in_specs"], params["out_specs"]
   nonzeros = [type(t) is not ad.Zero for t in tangents]
-  with _mesh_axes(mesh):
+  with mesh_axes(mesh):
     jvp_closed, out_nz = ad.jvp_jaxpr(jaxpr, nonzeros, False)
   nz_tangents = [t for t, nz in zip(tangents, nonzeros) if nz]
-  outs = _rebind([*primals, *nz_tangents], params, jvp_closed,
+  outs = rebind([*primals, *nz_tangents], params, jvp_closed,
                  [*in_specs, *(s for s, nz in zip(in_specs, nonzeros) if nz)],
                  [*out_specs, *(s for s, nz in zip(out_specs, out_nz) if nz)])
   n = len(out_specs)
@@ -176,13 +179,13 @@ ad.primitive_jvps[shard_map_p] = _jvp
 def _batch(args, dims, *, jaxpr, **params):
   size = batching.batch_size(args, dims)
   args = [batching.moveaxis(x, d, 0) if d is not None else x for x, d in zip(args, dims)]
-  with _mesh_axes(params["mesh"]):
+  with mesh_axes(params["mesh"]):
     batched, out_batched = batching.batch_jaxpr(jaxpr, size, [d is not None for d in dims],
                                                 False)
   prepend = lambda s: PartitionSpec(None, *s)  # noqa: E731
   in_specs = [prepend(s) if d is not None else s for s, d in zip(params["in_specs"], dims)]
   out_specs = [prepend(s) if b else s for s, b in zip(params["out_specs"], out_batched)]
-  outs = _rebind(args, params, batched, in_specs, out_specs)
+  outs = rebind(args, params, batched, in_specs, out_specs)
   return outs, [0 if b else None for b in out_batched]
 
 
@@ -198,7 +201,7 @@ def _stack_spec(mesh: Mesh) -> PartitionSpec:
 def _partial_eval(trace, args, *, jaxpr, **params):
   mesh, in_specs, out_specs = params["mesh"], params["in_specs"], params["out_specs"]
   unknowns = [trace.owns(x) for x in args]
-  with _mesh_axes(mesh):
+  with mesh_axes(mesh):
     known, unknown, out_uk, num_res = pe.partial_eval_jaxpr(jaxpr, unknowns, False)
     n_known_out = len(known.out_avals) - num_res
     res_avals = known.out_avals[n_known_out:]
@@ -221,7 +224,7 @@ def _partial_eval(trace, args, *, jaxpr, **params):
   known_in_specs = [s for s, uk in zip(in_specs, unknowns) if not uk]
   known_out_specs = [*(s for s, uk in zip(out_specs, out_uk) if not uk), *[stack] * num_res]
   with set_current_trace(trace.parent):
-    known_outs = _rebind([x for x, uk in zip(args, unknowns) if not uk], params, known_j,
+    known_outs = rebind([x for x, uk in zip(args, unknowns) if not uk], params, known_j,
                          known_in_specs, known_out_specs)
   res = known_outs[n_known_out:]
   known_outs = iter(known_outs[:n_known_out])
@@ -247,7 +250,7 @@ pe.partial_eval_rules[shard_map_p] = _partial_eval
 def _partial_eval_custom(saveable, unks_in, inst_in, eqn):
   closed, mesh = eqn.params["jaxpr"], eqn.params["mesh"]
   in_specs, out_specs = eqn.params["in_specs"], eqn.params["out_specs"]
-  with _mesh_axes(mesh):
+  with mesh_axes(mesh):
     known, staged, unks_out, inst_out, num_res = pe.partial_eval_jaxpr_custom(
         closed.jaxpr, unks_in, inst_in, False, False, saveable)
     n_known_out = len(known.outvars) - num_res
@@ -291,7 +294,7 @@ def _dce(used_outputs, eqn):
   if not any(used_outputs) and not must_keep(eqn.effects):
     return [False] * len(eqn.invars), None
   closed = eqn.params["jaxpr"]
-  with _mesh_axes(eqn.params["mesh"]):
+  with mesh_axes(eqn.params["mesh"]):
     pruned, used_inputs = pe.dce_closed_jaxpr(closed, used_outputs)
   params = dict(eqn.params, jaxpr=pruned,
                 in_specs=tuple(s for s, u in zip(eqn.params["in_specs"], used_inputs) if u),
@@ -316,7 +319,7 @@ def _transpose(cts, *args, jaxpr, **params):
          for ct, s in zip(cts, out_specs)]
   lin_specs = [s for s, lin in zip(in_specs, linear) if lin]
 
-  with _mesh_axes(mesh):
+  with mesh_axes(mesh):
     transposed = transpose_jaxpr(jaxpr, linear)
 
     def summed(*xs):
@@ -325,7 +328,7 @@ def _transpose(cts, *args, jaxpr, **params):
 
     trans_j = ClosedJaxpr(*pe.trace_to_jaxpr_dynamic(summed, transposed.in_avals))
   nonlin = [x for x, lin in zip(args, linear) if not lin]
-  outs = iter(_rebind([*nonlin, *cts], params, trans_j,
+  outs = iter(rebind([*nonlin, *cts], params, trans_j,
                       [*(s for s, lin in zip(in_specs, linear) if not lin), *out_specs],
                       lin_specs))
   return [next(outs) if lin else None for lin in linear]
@@ -525,7 +528,7 @@ def shard_map(f: Callable | None = None, /, *, out_specs, in_specs=Infer, mesh=N
     _check_specs(the_mesh, flat_in_specs, avals, "in_specs", fun_name)
     blocks = [block_aval(the_mesh, s, a) for s, a in zip(flat_in_specs, avals)]
     flat_fun, out_tree = tree_util.flatten_fun_nokwargs(f, in_tree)
-    with _mesh_axes(the_mesh):
+    with mesh_axes(the_mesh):
       jaxpr, consts = pe.trace_to_jaxpr_dynamic(flat_fun, blocks)
     out_tree = out_tree()
     closed = ClosedJaxpr(jaxpr, consts)
@@ -540,6 +543,6 @@ def shard_map(f: Callable | None = None, /, *, out_specs, in_specs=Infer, mesh=N
       _check_replication(fun_name, the_mesh, jaxpr, flat_in_specs, flat_out_specs)
     params = dict(mesh=the_mesh, check_vma=bool(check_vma),
                   manual_axes=frozenset(the_mesh.axis_names))
-    outs = _rebind(flat, params, closed, flat_in_specs, flat_out_specs)
+    outs = rebind(flat, params, closed, flat_in_specs, flat_out_specs)
     return out_tree.unflatten(outs)
   return wrapped

@@ -192,6 +192,11 @@ def _getitem(x, idx, want_valid=False):
   x = lax.convert_to_array(x)
   entries = _normalize_entries(idx, _util.ndim(x))
   x, entries = _insert_new_axes(x, entries)
+  if any(type(e) is int and n and not -n <= e < n for e, n in zip(entries, _util.shape(x))):
+    # As in JAX, static ints are read by a dynamic slice that clamps them, which
+    # checkify's index checks see (in bounds, they are cheaper as a static slice).
+    entries = [np.asarray(min(max(e, -2**31), 2**31 - 1), np.int32) if type(e) is int else e
+               for e in entries]
   arrays = [e for e in entries if _is_array(e)]
   if not arrays or all(_util.ndim(a) == 0 for a in arrays):
     oob: list = []
@@ -396,9 +401,7 @@ def _update(scatter_fn, x, idx, values, mode=None):
   x = lax.convert_to_array(x)
   _util.check("at[].update", values)
   box = _box(x, idx)
-  if box == "out of bounds":
-    if mode != "clip":
-      return x  # JAX drops updates at out-of-bounds indices
+  if box == "out of bounds":  # the general path below drops (or clips) the update
     box = None
   if box is not None:
     return _update_box(scatter_fn, x, box, values)
