@@ -680,7 +680,7 @@ _NO_COMPLEX_ARGUMENT = """arange broadcast_shapes can_cast diag_indices empty ey
 identity indices issubdtype isdtype logspace meshgrid ndim ones printoptions promote_types result_type
 shape size tri tril_indices triu_indices unravel_index zeros bitwise_not invert bitwise_or
 bitwise_xor right_shift logical_not bincount digitize choose isscalar iscomplexobj isrealobj
-vectorize apply_along_axis array_split hsplit vsplit hstack vstack dstack column_stack concat
+vectorize frompyfunc apply_along_axis array_split hsplit vsplit hstack vstack dstack column_stack concat
 permute_dims broadcast_arrays full_like bartlett blackman hamming hanning iterable ix_
 diag_indices_from tril_indices_from triu_indices_from mask_indices ravel_multi_index
 fromfunction apply_over_axes gcd lcm packbits unpackbits kaiser get_printoptions

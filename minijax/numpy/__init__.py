@@ -74,6 +74,9 @@ from minijax.numpy import linalg  # noqa: F401
 from minijax.numpy import fft  # noqa: F401
 from minijax.numpy.vectorize import vectorize  # noqa: F401
 from minijax.numpy.names import *  # noqa: F401,F403
+from minijax.numpy.ufunc_objects import (  # noqa: F401  (the ufuncs, with their methods)
+    ufunc, frompyfunc, add, multiply, subtract, maximum, minimum, logical_and, logical_or,
+    logical_xor, bitwise_and, bitwise_or, bitwise_xor, logaddexp, logaddexp2, negative)
 
 
 

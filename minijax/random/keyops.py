@@ -560,13 +560,17 @@ def _install(module, name, rule) -> None:
   if getattr(original, "_key_rule", None) is not None:
     return
 
-  @functools.wraps(original)
-  def wrapped(*args, **kwargs):
-    if _has_key(args, kwargs):
-      return rule(original, *args, **kwargs)
-    return original(*args, **kwargs)
-  wrapped._key_rule = rule
-  setattr(module, name, wrapped)
+  def wrap(call):
+    @functools.wraps(call)
+    def wrapped(*args, **kwargs):
+      if _has_key(args, kwargs):
+        return rule(original, *args, **kwargs)
+      return call(*args, **kwargs)
+    return wrapped
+  # (a ufunc, jnp.add, keeps its methods)
+  new = original.wrapping_call(wrap) if isinstance(original, jnp.ufunc) else wrap(original)
+  new._key_rule = rule
+  setattr(module, name, new)
 
 
 def install() -> None:
