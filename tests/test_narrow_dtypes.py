@@ -76,7 +76,8 @@ def test_the_names_jaxs_callback_tests_use_are_there():
     ("float8_e5m2", np.floating, 8), ("float6_e2m3fn", np.floating, 6),
     ("float6_e3m2fn", np.floating, 6), ("float4_e2m1fn", np.floating, 4),
     ("int4", np.signedinteger, 4), ("int2", np.signedinteger, 2),
-    ("uint4", np.unsignedinteger, 4), ("uint2", np.unsignedinteger, 2)])
+    ("uint4", np.unsignedinteger, 4), ("uint2", np.unsignedinteger, 2),
+    ("int1", np.signedinteger, 1), ("uint1", np.unsignedinteger, 1)])
 def test_ml_dtypes_types_sit_under_numpys_abstract_types_as_in_jax(name, kind, bits):
   t = getattr(ml_dtypes, name)
   parents = {np.floating: [np.inexact], np.signedinteger: [np.integer],
@@ -89,3 +90,21 @@ def test_ml_dtypes_types_sit_under_numpys_abstract_types_as_in_jax(name, kind, b
   assert jnp.issubdtype(t, t) and not jnp.issubdtype(t, np.float16)
   assert not jnp.issubdtype(np.float32, t) and not jnp.issubdtype(t, np.int8)
   assert dtypes.itemsize_bits(t) == bits
+
+
+def test_one_bit_ints_and_six_bit_floats_are_named_as_in_jax_but_hold_no_arrays():
+  # JAX 0.10.2's names, limits and promotions (recorded from it)
+  assert str(jnp.iinfo(jnp.int1)) == "iinfo(min=-1, max=0, dtype=int1)"
+  assert jnp.iinfo(jnp.uint1).max == 1 and jnp.iinfo(jnp.int4).min == -8
+  assert jnp.finfo(jnp.float6_e3m2fn).max == 28 and jnp.finfo(jnp.float6_e2m3fn).bits == 6
+  assert jnp.promote_types(jnp.bool_, jnp.int1) == jnp.int1
+  assert jnp.promote_types(jnp.float6_e3m2fn, jnp.float6_e3m2fn) == jnp.float6_e3m2fn
+  with pytest.raises(dtypes.TypePromotionError, match="1-bit, 2-bit and 4-bit integers do not "
+                     "support implicit promotion"):
+    jnp.promote_types(jnp.int1, jnp.int8)
+  with pytest.raises(dtypes.TypePromotionError, match="6-bit floats do not support implicit"):
+    jnp.promote_types(jnp.float6_e2m3fn, jnp.float32)
+  assert jnp.isdtype(jnp.int1, "signed integer") and jnp.isdtype(jnp.float6_e2m3fn, "real floating")
+  for t in (jnp.int1, jnp.uint1, jnp.float6_e2m3fn):  # (XLA has no type for them here)
+    with pytest.raises(TypeError, match=f"minijax does not support dtype {np.dtype(t)}"):
+      jnp.zeros(3, t)

@@ -30,21 +30,25 @@ complex64, complex128 = map(np.dtype, (np.complex64, np.complex128))
 int2, int4 = np.dtype(ml_dtypes.int2), np.dtype(ml_dtypes.int4)
 uint2, uint4 = np.dtype(ml_dtypes.uint2), np.dtype(ml_dtypes.uint4)
 float4_e2m1fn = np.dtype(ml_dtypes.float4_e2m1fn)
+# ml_dtypes' 1-bit integers: dtypes JAX names (promotion, limits), not values minijax's
+# arrays hold
+int1, uint1 = np.dtype(ml_dtypes.int1), np.dtype(ml_dtypes.uint1)
 FLOAT8 = tuple(np.dtype(getattr(ml_dtypes, name)) for name in (
     "float8_e3m4", "float8_e4m3", "float8_e8m0fnu", "float8_e4m3b11fnuz", "float8_e4m3fn",
     "float8_e4m3fnuz", "float8_e5m2", "float8_e5m2fnuz"))
 SMALL_FLOATS = (float4_e2m1fn, *FLOAT8)  # below bfloat16 in the lattice, each on its own
-SUBBYTE_BITS = {int2: 2, uint2: 2, int4: 4, uint4: 4, float4_e2m1fn: 4}
+SUBBYTE_BITS = {int1: 1, uint1: 1, int2: 2, uint2: 2, int4: 4, uint4: 4, float4_e2m1fn: 4}
 # ml_dtypes' 6-bit floats: dtypes JAX names, not (yet) values minijax's arrays can hold
 FLOAT6 = tuple(np.dtype(getattr(ml_dtypes, name)) for name in ("float6_e2m3fn", "float6_e3m2fn"))
-_NARROW_INTS = {int2, int4, uint2, uint4}
+_NARROW_INTS = {int1, int2, int4, uint1, uint2, uint4}
 _ABSTRACT_KINDS = (np.generic, np.number, np.inexact, np.floating, np.complexfloating,
                    np.integer, np.signedinteger, np.unsignedinteger)
 _ML_KINDS = {  # ml_dtypes' types -> the abstract numpy types they belong under
     **{t: (np.floating, np.inexact, np.number, np.generic)
        for t in (bfloat16, *SMALL_FLOATS, *FLOAT6)},
-    **{t: (np.signedinteger, np.integer, np.number, np.generic) for t in (int2, int4)},
-    **{t: (np.unsignedinteger, np.integer, np.number, np.generic) for t in (uint2, uint4)}}
+    **{t: (np.signedinteger, np.integer, np.number, np.generic) for t in (int1, int2, int4)},
+    **{t: (np.unsignedinteger, np.integer, np.number, np.generic)
+       for t in (uint1, uint2, uint4)}}
 
 PYTHON_SCALARS = (bool, int, float, complex)  # Python scalars: values, weakly typed but for bool
 
@@ -147,7 +151,7 @@ def _ml_dtype(x) -> np.dtype | None:
 
 
 _SUPPORTED = {bool_, int8, int16, int32, int64, uint8, uint16, uint32, uint64,
-              float16, bfloat16, float32, float64, complex64, complex128, *_NARROW_INTS,
+              float16, bfloat16, float32, float64, complex64, complex128, int2, int4, uint2, uint4,
               *SMALL_FLOATS}
 _X32 = {int64: int32, uint64: uint32, float64: float32, complex128: complex64}
 
@@ -281,12 +285,11 @@ def tangent_dtype(dtype: np.dtype) -> np.dtype:
 _I, _F, _C = "i*", "f*", "c*"
 _LATTICE: dict[Any, list[Any]] = {
     bool_: [_I],
-    _I: [uint8, int8, uint2, uint4, int2, int4],
-    int2: [], int4: [], uint2: [], uint4: [],
-    **{t: [] for t in SMALL_FLOATS},
+    _I: [uint8, int8, *_NARROW_INTS],
+    **{t: [] for t in (*_NARROW_INTS, *SMALL_FLOATS, *FLOAT6)},
     uint8: [int16, uint16], uint16: [int32, uint32], uint32: [int64, uint64], uint64: [_F],
     int8: [int16], int16: [int32], int32: [int64], int64: [_F],
-    _F: [_C, bfloat16, float16, *SMALL_FLOATS],
+    _F: [_C, bfloat16, float16, *SMALL_FLOATS, *FLOAT6],
     bfloat16: [float32], float16: [float32], float32: [float64, complex64], float64: [complex128],
     _C: [complex64], complex64: [complex128], complex128: [],
 }
@@ -307,8 +310,9 @@ def _least_upper_bound(nodes: frozenset):
     if _upper_bounds(candidate) == bounds:
       return candidate
   names = tuple(sorted(str(n) for n in nodes))
-  floats = any(n in SMALL_FLOATS for n in nodes)
-  what = "8-bit floats" if floats else "1-bit, 2-bit and 4-bit integers"
+  floats = any(n in SMALL_FLOATS or n in FLOAT6 for n in nodes)
+  what = ("6-bit floats" if any(n in FLOAT6 for n in nodes) else "8-bit floats" if floats
+          else "1-bit, 2-bit and 4-bit integers")
   raise TypePromotionError(
       f"Input dtypes {names} have no available implicit dtype promotion path. To avoid "
       f"unintended promotion, {what} do not support implicit promotion. If you'd like your "
@@ -354,7 +358,7 @@ def promote_types(a, b) -> np.dtype:
     return weak[lub]
   # without x64, operands of 32 bits or fewer meet at 32 bits (uint32 and int8: int32)
   wide = any(d in _X32 for d in (a, b))
-  return np.dtype(lub) if wide else canonicalize_dtype(lub)
+  return np.dtype(lub) if wide or lub not in _X32 else canonicalize_dtype(lub)
 
 
 def result_type(*typed: tuple[np.dtype, bool]) -> tuple[np.dtype, bool]:

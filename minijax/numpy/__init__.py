@@ -131,6 +131,10 @@ bfloat16 = _scalar_type("bfloat16", _dtypes.bfloat16)
         "float8_e3m4", "float8_e4m3", "float8_e4m3b11fnuz", "float8_e4m3fn", "float8_e4m3fnuz",
         "float8_e5m2", "float8_e5m2fnuz", "float8_e8m0fnu", "float4_e2m1fn", "int2", "int4",
         "uint2", "uint4"))
+# Named as in JAX (promotion, limits, itemsize_bits); arrays of them are refused.
+int1, uint1, float6_e2m3fn, float6_e3m2fn = (
+    _scalar_type(n, getattr(_ml_dtypes, n))
+    for n in ("int1", "uint1", "float6_e2m3fn", "float6_e3m2fn"))
 float_ = float64
 # numpy's C-style names for the same types.
 double, single, half = float64, float32, float16
@@ -141,7 +145,7 @@ int_ = int64
 bool = bool_  # noqa: A001
 printoptions = _np.printoptions
 dtype = _np.dtype
-iinfo = _np.iinfo
+iinfo = _ml_dtypes.iinfo  # (numpy's, and the narrow integers')
 
 
 def finfo(dtype):
