@@ -15,7 +15,9 @@
 //     go to the entry's `finish`).
 //
 // Every other call, and every miss, goes to `fallback` (the Python `jitted`) with the same
-// arguments.  An exception from the execution goes to `failed(entry_failed, args, error)`,
+// arguments; so does every call while a flag's `with` block is open in some thread
+// (`local_blocks[0]`, minijax.config.LOCAL_BLOCKS, is not 0), as the thread's flags then
+// select the entries.  An exception from the execution goes to `failed(entry_failed, args, error)`,
 // a Python function that translates and raises it as the Python fast path would.
 //
 // `ArrayFactory`, `array_factory(Array, slots)`, makes the result Arrays: called as
@@ -53,6 +55,7 @@ struct FastPath {
   PyObject* failed;           // failed(entry_failed, args, error): raises
   PyObject* static_mask;      // static_mask(n) -> bytes, or None without static arguments
   PyObject* static_masks;     // n -> its static_mask(n)
+  PyObject* local_blocks;     // a list: [the number of flag blocks open in all threads]
 };
 
 PyObject* g_trace_name;
@@ -278,7 +281,8 @@ PyObject* FastPathCall(PyObject* self_obj, PyObject* const* args, size_t nargsf,
                        PyObject* kwnames) {
   auto* self = reinterpret_cast<FastPath*>(self_obj);
   const Py_ssize_t n = PyVectorcall_NARGS(nargsf);
-  if (kwnames == nullptr && n >= 1 && n <= kMaxArgs) {
+  if (kwnames == nullptr && n >= 1 && n <= kMaxArgs &&
+      PyLong_AsSsize_t(PyList_GET_ITEM(self->local_blocks, 0)) == 0) {
     PyObject *buffers = nullptr, *dynamic = nullptr;
     PyObject* entry = Entry(self, args, n, &buffers, &dynamic);
     if (entry != nullptr) {
@@ -295,7 +299,7 @@ PyObject* FastPathCall(PyObject* self_obj, PyObject* const* args, size_t nargsf,
 
 #define FAST_PATH_FIELDS(apply)                                                            \
   apply(caches) apply(context) apply(eval_trace) apply(factory) apply(collect_garbage) \
-      apply(fallback) apply(failed) apply(static_mask) apply(static_masks)
+      apply(fallback) apply(failed) apply(static_mask) apply(static_masks) apply(local_blocks)
 
 int FastPathTraverse(PyObject* self_obj, visitproc visit, void* arg) {
   auto* self = reinterpret_cast<FastPath*>(self_obj);
@@ -371,13 +375,14 @@ PyObject* PyArrayFactory(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
 }
 
 // fast_path(caches, context, eval_trace, factory, collect_garbage, fallback, failed,
-// static_mask) -> FastPath, `factory` an ArrayFactory, `static_mask` None for a function
-// without static arguments.
+// static_mask, local_blocks) -> FastPath, `factory` an ArrayFactory, `static_mask` None for
+// a function without static arguments, `local_blocks` a list of one int.
 PyObject* PyFastPath(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
-  if (nargs != 8 || !PyType_Check(args[2]) || Py_TYPE(args[3]) != &ArrayFactoryType) {
+  if (nargs != 9 || !PyType_Check(args[2]) || Py_TYPE(args[3]) != &ArrayFactoryType ||
+      !PyList_CheckExact(args[8]) || PyList_GET_SIZE(args[8]) != 1) {
     PyErr_SetString(PyExc_TypeError,
                     "fast_path(caches, context, eval_trace, factory: ArrayFactory, "
-                    "collect_garbage, fallback, failed, static_mask)");
+                    "collect_garbage, fallback, failed, static_mask, local_blocks: [int])");
     return nullptr;
   }
   PyObject* masks = PyDict_New();
@@ -390,7 +395,7 @@ PyObject* PyFastPath(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
   self->vectorcall = FastPathCall;
   PyObject** fields[] = {&self->caches,          &self->context,  &self->eval_trace,
                          &self->factory,         &self->collect_garbage, &self->fallback,
-                         &self->failed,          &self->static_mask};
+                         &self->failed,          &self->static_mask, &self->local_blocks};
   for (Py_ssize_t i = 0; i < nargs; ++i) {
     Py_INCREF(args[i]);
     *fields[i] = args[i];

@@ -4,6 +4,13 @@ Each flag has one place to read it (`config.<name>`), so hot paths pay an attrib
 load and nothing more.  Observers registered with `on_change` let caches that depend
 on a flag (the x64 dtype rules, the tap mechanism) reset themselves.
 
+As in JAX, a flag's `with` block (`with minijax.enable_x64():`) holds in its own thread
+only, while `config.update` sets the global value for every thread: `config` is a
+`threading.local` whose class holds the global values and whose per-thread instance holds
+the blocks' values.  Caches selected by the global values (jit's, Python scalars' avals,
+the NaN checks' switch) consult the thread's own values while any block is open anywhere
+(`LOCAL_BLOCKS`).
+
 Every flag is a row of `FLAGS`: its name, default, environment variables and validator.
 A validator turns an accepted value into the value stored (`True` for `1`) and raises
 `ValueError` naming what is allowed for anything else, so a bad value is refused before
@@ -29,6 +36,7 @@ import dataclasses
 import logging
 import math
 import os
+import threading
 from typing import Any, Callable, Mapping
 
 # The native tap queues have one slot per local device (`csrc/tap_queue.cc`: ids modulo 2048).
@@ -389,21 +397,31 @@ def getenv(name: str, default: str | None = None) -> str | None:
   return default
 
 
-class Config:
-  """The flags' current values, as attributes; `update` changes one."""
+def read_environ(environ: Mapping[str, str] = os.environ) -> dict[str, Any]:
+  """Every flag's value as the environment `environ` sets it (ValueError naming a bad
+  variable)."""
+  return {name: flag.from_env(environ) for name, flag in FLAGS.items()}
 
-  def __init__(self, environ: Mapping[str, str] = os.environ):
-    for name, flag in FLAGS.items():
-      object.__setattr__(self, name, flag.from_env(environ))
-    object.__setattr__(self, "_observers", [])
-    object.__setattr__(self, "_guards", {})
-    object.__setattr__(self, "_updated", set())  # flags set with `update`
-    object.__setattr__(self, "_global", {name: getattr(self, name) for name in FLAGS})
-    object.__setattr__(self, "_contexts", {})  # name -> values set by open `with` blocks
-    # make_user_context's values: one per context made, a jit cache key like the flags.
-    object.__setattr__(self, "user_contexts", ())
-    object.__setattr__(self, "_user_globals", [])
-    object.__setattr__(self, "_user_stacks", {})
+
+# What a `with` block (a `FlagContext`, a user context) sets is in force in its own thread
+# only, as JAX's blocks are: `LOCAL_BLOCKS[0]` counts the blocks open in every thread, so
+# that the caches keyed by the flags' global values (jit's selected state, Python scalars'
+# avals) know when a thread may see other values: while it is 0, every thread sees the
+# global values.
+LOCAL_BLOCKS = [0]
+_lock = threading.Lock()
+_generation = [0]  # bumped by each global change of a JIT_KEY_FLAGS flag
+
+
+class Config(threading.local):
+  """The flags' values, as attributes; `update` changes one for every thread.
+
+  Each flag's global value is an attribute of the class; a `with` block's value is an
+  attribute of the instance, which `threading.local` keeps per thread, so in the block's
+  thread it shadows the global value and elsewhere it does not exist."""
+
+  def __init__(self):  # (runs in each thread that reads the flags: nothing to set)
+    pass
 
   @staticmethod
   def canonical_name(name: str) -> str:
@@ -413,6 +431,8 @@ class Config:
     return name
 
   def update(self, name: str, value: Any) -> None:
+    """Sets the flag's global value (a `with` block of this thread keeps its own value in
+    force here until it ends)."""
     name = self.canonical_name(name)
     flag = FLAGS.get(name)
     if flag is None:
@@ -423,55 +443,66 @@ class Config:
     if name == "transfer_guard":  # as in JAX, set-only: it sets each direction's
       for direction in TRANSFER_DIRECTIONS:
         self.update(f"transfer_guard_{direction}", value)
-    if self._contexts.get(name):  # a `with` block's value stays in force until it ends
-      self._global[name] = value
-      self._updated.add(name)
-      return
-    self._store(name, value)
-    self._global[name] = value
-    self._updated.add(name)
+    self._set_global(name, value)
+    _updated.add(name)
 
-  def _store(self, name: str, value: Any) -> None:
-    """Makes `value` (valid) the flag's value in force and tells the observers."""
-    guard = self._guards.get(name)
+  def _set_global(self, name: str, value: Any) -> None:
+    """Makes `value` (valid) the global value and tells the observers."""
+    guard = _guards.get(name)
     if guard is not None:
       guard(value)
-    object.__setattr__(self, name, value)
-    for observer in self._observers:
+    setattr(Config, name, value)
+    if name in JIT_KEY_FLAGS:
+      _generation[0] += 1
+    for observer in _observers:
       observer(name, value)
 
   def get_global(self, name: str) -> Any:
     """The flag's value outside every `with` block of its context manager (JAX's
     `State.get_global()`)."""
-    return self._global[self.canonical_name(name)]
+    return getattr(Config, self.canonical_name(name))
 
   def _read(self, name: str) -> Any:
     return getattr(self, self.canonical_name(name))
 
   def _enter(self, name: str, value: Any) -> None:
-    """A `with` block sets the flag to `value` until `_exit`; `update` inside it changes
-    the global value, which is in force again once every block has ended."""
+    """A `with` block sets the flag to `value` in this thread until `_exit`; `update`
+    inside it changes the global value, in force here again once every block has ended."""
     name = self.canonical_name(name)
-    value = FLAGS[name].check(value)
-    self._store(name, value)
-    self._contexts.setdefault(name, []).append(value)
+    if name != "user_contexts":
+      value = FLAGS[name].check(value)
+      guard = _guards.get(name)
+      if guard is not None:
+        guard(value)
+    self.__dict__.setdefault("_stacks", {}).setdefault(name, []).append(value)
+    self._set_local(name, value)
+    with _lock:
+      LOCAL_BLOCKS[0] += 1
 
   def _exit(self, name: str) -> None:
     name = self.canonical_name(name)
-    stack = self._contexts[name]
+    stack = self.__dict__["_stacks"][name]
     stack.pop()
-    self._store(name, stack[-1] if stack else self._global[name])
+    self._set_local(name, stack[-1] if stack else None, ended=not stack)
+    with _lock:
+      LOCAL_BLOCKS[0] -= 1
+
+  def _set_local(self, name: str, value: Any, ended: bool = False) -> None:
+    if ended:
+      threading.local.__delattr__(self, name)
+    else:
+      threading.local.__setattr__(self, name, value)
+    self.__dict__.pop("_key_state", None)
+    for observer in _local_observers:
+      observer(name, value)
 
   def read_env_again(self, name: str, environ: Mapping[str, str] = os.environ) -> Any:
     """Reads flag `name` from the environment once more, unless `update` has set it: for
     settings read when what they configure starts (the device count, when the backend
     starts), so that a script may set the variable after importing minijax.  A bad value
     raises ValueError naming the variable, as at import."""
-    if name not in self._updated:
-      value = FLAGS[name].from_env(environ)
-      self._global[name] = value
-      if not self._contexts.get(name):
-        object.__setattr__(self, name, value)
+    if name not in _updated:
+      setattr(Config, name, FLAGS[name].from_env(environ))
     return getattr(self, name)
 
   def parse_flags_with_absl(self) -> None:
@@ -479,12 +510,23 @@ class Config:
     reads its flags from environment variables (JAX's names too), so it does nothing."""
 
   def on_change(self, observer: Callable[[str, Any], None]) -> None:
-    self._observers.append(observer)
+    """`observer(name, value)` is called after each change of a global value."""
+    _observers.append(observer)
+
+  def on_local_change(self, observer: Callable[[str, Any], None]) -> None:
+    """`observer(name, value)` is called, in the thread, when a `with` block of that
+    thread starts or ends: `value` is the innermost open block's value, None once no block
+    of the flag is open there (its global value is in force again)."""
+    _local_observers.append(observer)
 
   def guard(self, name: str, check: Callable[[Any], None]) -> None:
     """`check(value)` runs before a valid new value of `name` is stored and may refuse it
     by raising (a flag read once, such as the device count, refuses changes after use)."""
-    self._guards[name] = check
+    _guards[name] = check
+
+  @property
+  def _observers(self) -> list:
+    return _observers
 
   def __getattr__(self, name: str):
     # Only called for names that are not attributes: JAX's names of minijax's flags.
@@ -497,6 +539,15 @@ class Config:
     raise AttributeError("use minijax.config.update(name, value) to change a flag")
 
 
+_observers: list = []
+_local_observers: list = []
+_guards: dict = {}
+_updated: set = set()  # flags set with `update`
+for _name, _value in read_environ().items():
+  setattr(Config, _name, _value)
+# make_user_context's values: one per context made, a jit cache key like the flags.
+Config.user_contexts = ()
+_user_globals: list = []
 config = Config()
 
 
@@ -521,15 +572,33 @@ JIT_KEY_FLAGS = ("enable_x64", "tap_mechanism", "tap_delivery", "tap_loop_buffer
 
 
 def jit_key_state() -> tuple:
-  """The values of `JIT_KEY_FLAGS` now."""
+  """The values of `JIT_KEY_FLAGS` in force in this thread now."""
   return tuple(getattr(config, name) for name in JIT_KEY_FLAGS)
+
+
+def global_key_state() -> tuple:
+  """The global values of `JIT_KEY_FLAGS` (those of every thread outside `with` blocks)."""
+  return tuple(getattr(Config, name) for name in JIT_KEY_FLAGS)
+
+
+def thread_key_state() -> tuple:
+  """`jit_key_state()`, kept for this thread until one of its blocks starts or ends or a
+  global value changes: the key of caches that are selected per call while blocks are
+  open (`LOCAL_BLOCKS`)."""
+  local = config.__dict__
+  cached = local.get("_key_state")
+  if cached is not None and cached[0] == _generation[0]:
+    return cached[1]
+  state = jit_key_state()
+  local["_key_state"] = (_generation[0], state)
+  return state
 
 
 class FlagContext:
   """`with flag_context(name, value):` (or as a decorator) sets a flag for a block and
-  restores it after, as JAX's `jax.default_prng_impl(...)` and its kin do.  As in JAX, a
-  `config.update` inside the block changes the flag's global value, in force once the
-  block ends.  (JAX's blocks are per thread; minijax's flags are one set per process.)"""
+  restores it after, in the block's thread only, as JAX's `jax.default_prng_impl(...)`
+  and its kin do.  As in JAX, a `config.update` inside the block changes the flag's global
+  value, in force once the block ends."""
 
   def __init__(self, name: str, value: Any):
     name = Config.canonical_name(name)
@@ -619,43 +688,38 @@ def flag_context(name: str) -> State:
 
 class UserContext:
   """What `make_user_context` returns: a value of the user's that keys jit's caches as the
-  flags do, set for a block with `with ctx(value):` or globally with `set_global`."""
+  flags do, set for a block (in its thread) with `with ctx(value):` or globally with
+  `set_global`."""
   __slots__ = ("_index",)
 
   def __init__(self, default_value=None):
-    self._index = len(config.user_contexts)
-    object.__setattr__(config, "user_contexts", (*config.user_contexts, default_value))
-    config._user_globals.append(default_value)
+    self._index = len(Config.user_contexts)
+    _user_globals.append(default_value)
+    config._set_global("user_contexts", (*Config.user_contexts, default_value))
 
-  def _put(self, value) -> None:
-    values = list(config.user_contexts)
+  def _replaced(self, values: tuple, value) -> tuple:
+    values = list(values)
     values[self._index] = value
-    object.__setattr__(config, "user_contexts", tuple(values))
-    for observer in config._observers:
-      observer("user_contexts", config.user_contexts)
+    return tuple(values)
 
   @property
   def value(self):
     return config.user_contexts[self._index]
 
   def get_global(self):
-    return config._user_globals[self._index]
+    return _user_globals[self._index]
 
   def set_global(self, value) -> None:
-    config._user_globals[self._index] = value
-    if not config._user_stacks.get(self._index):
-      self._put(value)
+    _user_globals[self._index] = value
+    config._set_global("user_contexts", self._replaced(Config.user_contexts, value))
 
   @contextlib.contextmanager
   def __call__(self, value):
-    stack = config._user_stacks.setdefault(self._index, [])
-    stack.append(value)
-    self._put(value)
+    config._enter("user_contexts", self._replaced(config.user_contexts, value))
     try:
       yield
     finally:
-      stack.pop()
-      self._put(stack[-1] if stack else config._user_globals[self._index])
+      config._exit("user_contexts")
 
 
 def make_user_context(default_value=None) -> UserContext:

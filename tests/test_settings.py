@@ -3,8 +3,8 @@ errors on jit's slow path reach the user as one exception, not chained to the fa
 
 Every flag of `minijax.config.FLAGS` is tried with values it must refuse (the error names
 the flag, the value and what is allowed; the old value stays and no observer hears of it)
-and values it accepts (stored as the flag's type).  The environment is read by building a
-`Config` from a dictionary, and once for real in a fresh interpreter.
+and values it accepts (stored as the flag's type).  The environment is read by
+`read_environ` on a dictionary, and once for real in a fresh interpreter.
 """
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 import minijax
-from minijax.config import FLAGS, MAX_DEVICES, Config, config
+from minijax.config import FLAGS, MAX_DEVICES, config, read_environ
 from minijax.experimental import host_callback as hcb
 
 from tests.conftest import run_python
@@ -182,9 +182,9 @@ def test_each_environment_variable_is_checked_and_a_bad_one_names_itself(name, e
     allowed = re.escape(flag.env_allowed or flag.allowed)
     with pytest.raises(ValueError, match=rf"{re.escape(named)}.* is not valid for minijax\."
                        rf"config\.{name}: expected {allowed}$"):
-      Config(environ)
+      read_environ(environ)
   else:
-    assert getattr(Config(environ), name) == expected
+    assert read_environ(environ)[name] == expected
 
 
 def test_every_flag_read_from_the_environment_reads_a_minijax_variable():

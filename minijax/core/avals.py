@@ -14,7 +14,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from minijax.config import config
+from minijax.config import LOCAL_BLOCKS, config
 from minijax.core import dtypes
 from minijax.core.dtypes import PYTHON_SCALARS
 from minijax.core.sharding import aval_sharding
@@ -117,18 +117,19 @@ class Token:
     return "Token()"
 
 
-_python_scalar_avals: dict[type, ShapedArray] = {}  # under the current enable_x64
+_python_scalar_avals: dict[type, ShapedArray] = {}  # under the global enable_x64
 
 
 def python_scalar_aval(x: Any) -> ShapedArray:
   """The aval of a Python scalar (exactly bool, int, float or complex): rank 0, the default
   dtype of its kind, weakly typed except for bools.  TypeError for anything else."""
-  aval = _python_scalar_avals.get(type(x))
-  if aval is None:
+  aval = None if LOCAL_BLOCKS[0] else _python_scalar_avals.get(type(x))
+  if aval is None:  # (while a flag's block is open, this thread's enable_x64 decides)
     if type(x) not in PYTHON_SCALARS:
       raise TypeError(f"{type(x).__name__} is not a Python scalar")
     aval = ShapedArray((), dtypes.python_scalar_dtype(x), type(x) is not bool)
-    _python_scalar_avals[type(x)] = aval
+    if not LOCAL_BLOCKS[0]:
+      _python_scalar_avals[type(x)] = aval
   return aval
 
 

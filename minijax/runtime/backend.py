@@ -294,10 +294,18 @@ def _apply_transfer_guard(name: str, value) -> None:
     setattr(_guard_lib.global_state(), name[len("transfer_guard_"):], _GUARD_LEVELS[value])
 
 
+def _apply_thread_transfer_guard(name: str, value) -> None:
+  """A `with transfer_guard(...)` block guards its own thread's transfers only."""
+  if name.startswith("transfer_guard_"):
+    setattr(_guard_lib.thread_local_state(), name[len("transfer_guard_"):],
+            _GUARD_LEVELS[value])
+
+
 for _direction in ("host_to_device", "device_to_device", "device_to_host"):
   _apply_transfer_guard(f"transfer_guard_{_direction}",
                         getattr(config, f"transfer_guard_{_direction}"))
 config.on_change(_apply_transfer_guard)
+config.on_local_change(_apply_thread_transfer_guard)
 
 
 class explicit_transfers:

@@ -21,7 +21,7 @@ import numpy as np
 from jaxlib.mlir import ir
 
 from minijax.tree_util import internal as tree_util
-from minijax.config import config
+from minijax.config import LOCAL_BLOCKS, config, thread_key_state
 from minijax.core import caches
 from minijax.core import dtypes
 from minijax.core import effects as effects_lib
@@ -505,6 +505,8 @@ def apply_primitive(primitive, *args, **params):
     avals = operand_avals(primitive, args)
   device, committed = placement_of(args)
   key = (primitive, params_key(params) if params else (), avals, device, committed)
+  if LOCAL_BLOCKS[0]:  # (the flags in force in this thread decide how it compiles)
+    key = (key, thread_key_state())
   run = _primitive_cache.get(key)
   if run is None:
     run = _primitive_cache[key] = _compile_primitive(primitive, params, avals, device, args,

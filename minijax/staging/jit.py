@@ -41,7 +41,8 @@ import numpy as np
 from minijax.tree_util import internal as tree_util
 from minijax.api_util import (DebugInfo, DeferredSignature, close_specs, flat_arg_names,
                               fun_name, open_specs, prefix_pairs, resolve_argnums)
-from minijax.config import JIT_KEY_FLAGS, compile_log_level, config, jit_key_state
+from minijax.config import (JIT_KEY_FLAGS, LOCAL_BLOCKS, compile_log_level, config,
+                            global_key_state, thread_key_state)
 from minijax.core import sharding as sharding_lib
 from minijax.core import trace as trace_lib
 from minijax.core import axes, traceback_util
@@ -103,7 +104,7 @@ def _to_slow_path(args):
 
 class JitCaches:
   """The traces and fast-path entries of one function under one set of jit options, per
-  state of the flags that change what tracing and lowering produce (`_flag_state`);
+  state of the flags that change what tracing and lowering produce (`global_key_state`);
   `cache` and `fast` are the current state's.  Shared by every `jit(f)` made with those
   options (`_caches_for`); nothing here refers to the function."""
   __slots__ = ("by_state", "cache", "fast", "multi_device", "__weakref__")
@@ -111,11 +112,18 @@ class JitCaches:
   def __init__(self):
     self.by_state: dict[tuple, tuple[dict, dict]] = {}
     self.multi_device = False
-    self.select_state(_flag_state())
+    self.select_state(global_key_state())
     _all_caches.add(self)
 
   def select_state(self, state: tuple) -> None:
     self.cache, self.fast = self.by_state.setdefault(state, ({}, {}))
+
+  def of_thread(self) -> tuple[dict, dict]:
+    """`(cache, fast)` for the flags in force in this thread: the selected ones, unless a
+    `with` block is open in some thread (`LOCAL_BLOCKS`)."""
+    if not LOCAL_BLOCKS[0]:
+      return self.cache, self.fast
+    return self.by_state.setdefault(thread_key_state(), ({}, {}))
 
 
 # fun -> {jit options: JitCaches}, keyed weakly on the function (see the module docstring).
@@ -173,11 +181,11 @@ class JitWrapped:
 
   @property
   def _cache(self) -> dict[Any, _Traced]:
-    return self._caches.cache
+    return self._caches.of_thread()[0]
 
   @property
   def _fast(self) -> dict[Any, Callable]:
-    return self._caches.fast
+    return self._caches.of_thread()[1]
 
   # -- argument handling
 
@@ -274,7 +282,7 @@ class JitWrapped:
         names = flat_arg_names(self._fun, args, kwargs) if not static else None
         cache_miss.explain(self._fun, self._name, key, {s: c for s, (c, _) in
                                                         self._caches.by_state.items()},
-                           _flag_state(), _STATE_FLAGS, names)
+                           thread_key_state(), _STATE_FLAGS, names)
       if config.no_tracing:
         raise RuntimeError(f"re-tracing function {self._name} for `jit`, but 'no_tracing' "
                            "is set (minijax.no_tracing / jax_no_tracing)")
@@ -423,12 +431,12 @@ class JitWrapped:
     """Forgets this function's traces and executables (under these jit options), as JAX's
     `jit(f).clear_cache()` does."""
     self._caches.by_state.clear()
-    self._caches.select_state(_flag_state())
+    self._caches.select_state(global_key_state())
 
   def cache_size(self) -> int:
     """How many argument signatures this function has been traced for (JAX's
     `jit(f)._cache_size()`), under the current flags."""
-    return len(self._caches.cache)
+    return len(self._cache)
 
   def eval_shape(self, *args, **kwargs):
     """`jit(f).eval_shape(*args)`: the results' shapes, dtypes and (from `out_shardings`)
@@ -477,7 +485,6 @@ def _bounded_insert(cache: dict, key, value) -> None:
 
 
 _STATE_FLAGS = JIT_KEY_FLAGS
-_flag_state = jit_key_state
 
 
 # `ShapeDtypeStruct`, which `jit(f).eval_shape` returns: installed by `minijax.api`, a
@@ -511,7 +518,7 @@ class _SameOrEqual:
 
 def _on_config_change(name, value):
   if name in _STATE_FLAGS:
-    state = _flag_state()
+    state = global_key_state()
     for caches in list(_all_caches):
       caches.select_state(state)
 
@@ -526,7 +533,7 @@ def clear_caches() -> None:
   Executables (and the tap consumers they own) are freed once nothing else holds them."""
   for caches in list(_all_caches):
     caches.by_state.clear()
-    caches.select_state(_flag_state())
+    caches.select_state(global_key_state())
   compiler.clear_caches()
 
 
@@ -638,6 +645,7 @@ def _jitted(wrapped: JitWrapped) -> Callable:
   key_functions: dict[Any, Callable] = {}  # per number of arguments (and keyword names)
   collect_garbage, runtime_error = backend.collect_jaxlib_garbage, executable_lib.JaxRuntimeError
   new_array = _new_array
+  local_blocks = LOCAL_BLOCKS
 
   def new_key_function(n):
     return key_functions.setdefault(
@@ -659,6 +667,7 @@ def _jitted(wrapped: JitWrapped) -> Callable:
   def jitted(*args, **kwargs):
     try:
       if type(context.trace) is EvalTrace:
+        fast = caches.fast if not local_blocks[0] else caches.of_thread()[1]
         n = len(args)
         flat = args
         if n == 1 and not kwargs and not with_static:  # the commonest call, f(x), first
@@ -671,7 +680,7 @@ def _jitted(wrapped: JitWrapped) -> Callable:
           except AttributeError:  # not an Array (a pytree, a Python scalar)
             key = None
           else:
-            entry = caches.fast.get(key)
+            entry = fast.get(key)
             if entry is not None:
               execute, handlers, out_aval, device, failed, const_buffers, finish, mixed, call \
                   = entry
@@ -704,10 +713,10 @@ def _jitted(wrapped: JitWrapped) -> Callable:
           if key is None:
             return slow(args, kwargs)
         try:
-          entry = caches.fast.get(key)
+          entry = fast.get(key)
           if entry is None and caches.multi_device:  # keyed by the device too
             key = (key, device_of(flat))
-            entry = caches.fast.get(key)
+            entry = fast.get(key)
         except Exception:  # a static argument unhashable, or whose __eq__ raises: the
           entry = key = None  # slow path says which
         if entry is None:
@@ -758,7 +767,7 @@ def _jitted(wrapped: JitWrapped) -> Callable:
         positions = wrapped._static_positions(n)
         return bytes(i in positions for i in range(n))
     dispatch = _fast_native.fast_path(caches, context, EvalTrace, _new_array, collect_garbage,
-                                      jitted, failed_in_c, static_mask)
+                                      jitted, failed_in_c, static_mask, LOCAL_BLOCKS)
   out = PjitFunction(dispatch)
   functools.update_wrapper(out, wrapped._fun)
   out.__signature__ = DeferredSignature(wrapped._fun)

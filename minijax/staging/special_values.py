@@ -18,7 +18,7 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from minijax.config import config
+from minijax.config import LOCAL_BLOCKS, config
 from minijax.core.jaxpr import ClosedJaxpr, eval_jaxpr
 from minijax.runtime.array import is_concrete_array
 
@@ -30,12 +30,14 @@ class _State:
 
 
 def checking() -> bool:
+  if LOCAL_BLOCKS[0]:  # (a block may set them in this thread only)
+    return bool(config.debug_nans or config.debug_infs)
   return _State.on
 
 
 def _on_change(name, value):
   if name in ("debug_nans", "debug_infs"):
-    _State.on = bool(config.debug_nans or config.debug_infs)
+    _State.on = bool(config.get_global("debug_nans") or config.get_global("debug_infs"))
 
 
 config.on_change(_on_change)
