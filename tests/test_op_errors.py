@@ -157,3 +157,53 @@ def test_lax_structural_errors_name_the_primitive_and_shapes():
 def test_traced_values_cannot_pick_shapes():
   with pytest.raises(TypeError, match="arange needs concrete"):
     minijax.jit(lambda n: jnp.arange(n))(3)
+
+
+def test_orders_are_honoured_or_refused_never_ignored():
+  # ravel, flatten and copy ignored order= (ravel(x, 'F') gave row-major order)
+  x = np.arange(6.0).reshape(2, 3)
+  np.testing.assert_array_equal(jnp.ravel(x, "F"), x.ravel("F"))
+  np.testing.assert_array_equal(jnp.asarray(x).ravel(order="F"), x.ravel("F"))
+  np.testing.assert_array_equal(jnp.asarray(x).flatten("F"), x.flatten("F"))
+  np.testing.assert_array_equal(minijax.jit(lambda a: jnp.ravel(a, "F"))(x), x.ravel("F"))
+  with pytest.raises(NotImplementedError, match="Ravel not implemented for order='K'"):
+    jnp.ravel(x, "K")
+  with pytest.raises(NotImplementedError, match="order=A is not implemented"):
+    jnp.asarray(x).flatten("A")
+  with pytest.raises(ValueError, match="Unexpected value for 'order' argument: x"):
+    jnp.ravel(x, "x")
+  with pytest.raises(NotImplementedError, match="Only implemented for order='K'"):
+    jnp.copy(x, order="F")
+  with pytest.raises(ValueError, match="order 'K' is not permitted for reshaping"):
+    jnp.reshape(x, (3, 2), order="K")
+  assert jnp.copy(x, order="K").shape == (2, 3) and jnp.reshape(x, 6, order=None).shape == (6,)
+
+
+@pytest.mark.parametrize("call,error,message", [
+    (lambda: jnp.compress(x23 > 0, x23), ValueError, "condition must be a 1D array"),
+    (lambda: jnp.choose(x4, [x4, x4]), ValueError, "`a` array must be integer typed"),
+    (lambda: jnp.quantile(x4, x23), ValueError, r"q must be have rank <= 1, got shape \(2, 3\)"),
+    (lambda: jnp.permute_dims(x23), TypeError, "axes"),
+    (lambda: jnp.ldexp(x4, x4), ValueError, "ldexp not supported for input types"),
+    (lambda: jnp.histogram2d(x23, x23), ValueError, "x and y must be 1-d"),
+    (lambda: jnp.round(x4 > 0), ValueError, "not inexact"),
+    (lambda: jnp.sign(x4 > 0), TypeError, "sign does not accept dtype bool"),
+    (lambda: jnp.ediff1d(x4 > 0), TypeError, "boolean subtract"),
+])
+def test_arguments_jax_refuses_are_refused_not_reinterpreted(call, error, message):
+  # each used to compute something else (flattening, truncating, ignoring the argument)
+  with pytest.raises(error, match=message):
+    call()
+
+
+def test_booleans_where_jax_takes_them_as_integers():
+  b = np.array([True, False, True])
+  assert jnp.bitwise_count(b).tolist() == [1, 0, 1] and jnp.bitwise_count(b).dtype == np.uint8
+  assert jnp.left_shift(b, b).tolist() == [2, 0, 2] and jnp.left_shift(b, b).dtype == np.int32
+  assert jnp.right_shift(b, b).tolist() == [0, 0, 0]
+  assert jnp.take(np.array([5.0, 6.0]), b).tolist() == [6.0, 5.0, 6.0]
+  # JAX's dtypes: float_power keeps an inexact input's dtype, histogram counts in it
+  h = np.array([0.5, 1.5], np.float16)
+  assert jnp.float_power(h, h).dtype == np.float16
+  assert jnp.histogram(h)[0].dtype == np.float16
+  assert jnp.histogram(np.arange(5))[0].dtype == np.float32

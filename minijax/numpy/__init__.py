@@ -208,6 +208,8 @@ def isscalar(element) -> bool:
 
 def copy(a, order=None):
   """A copy of `a` (an Array gets a new buffer)."""
+  if order not in (None, "K"):
+    raise NotImplementedError("Only implemented for order='K'")
   return asarray(a).copy()
 
 

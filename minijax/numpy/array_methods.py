@@ -77,7 +77,7 @@ def _mT(self):
 
 def _flatten(self, order="C"):
   import minijax.numpy as jnp
-  return jnp.ravel(self)
+  return jnp.ravel(self, order)
 
 
 def _squeeze(self, axis=None):

@@ -143,6 +143,8 @@ def _quantile(name, a, q, axis, out, overwrite_input, method, keepdims, weights,
   if np.issubdtype(_util.dtype(x), np.complexfloating):
     raise ValueError(f"{name} does not support complex input, as the operation is poorly "
                      "defined (complex values have no order)")
+  if _util.ndim(q) > 1:
+    raise ValueError(f"q must be have rank <= 1, got shape {_util.shape(q)}")
   shape, nd = _util.shape(x), _util.ndim(x)
   axes = tuple(range(nd)) if axis is None else _util.canonicalize_axes(axis, nd)
   rest = [d for d in range(nd) if d not in axes]
@@ -388,11 +390,10 @@ def heaviside(x1, x2):
 
 
 def float_power(x1, x2):
+  """`x1 ** x2` in an inexact dtype: their promoted one (JAX's; numpy's is float64)."""
   jnp = _jnp()
-  dt = dtypes.default_float_dtype()
-  if jnp.iscomplexobj(x1) or jnp.iscomplexobj(x2):
-    dt = dtypes.default_complex_dtype()
-  return jnp.power(jnp.asarray(x1, dt), jnp.asarray(x2, dt))
+  a, b = _util.promote_inexact("float_power", x1, x2)
+  return jnp.power(a, b)
 
 
 def sinc(x):
@@ -579,6 +580,9 @@ def ldexp(x1, x2):
   (x,) = _util.promote_inexact("ldexp", x1)
   if jnp.iscomplexobj(x) or jnp.iscomplexobj(x2):
     raise ValueError(f"ldexp not supported for complex input (got {_util.dtype(x)})")
+  if not dtypes.is_integer(_util.dtype(x2)) and _util.dtype(x2) != dtypes.bool_:
+    raise ValueError(f"ldexp not supported for input types ({_util.dtype(x1)!r}, "
+                     f"{_util.dtype(x2)!r}): the exponent must be an integer")
   return x * jnp.power(2.0, _util.asarray(x2)).astype(_util.dtype(x))
 
 
@@ -710,6 +714,8 @@ def insert(arr, obj, values, axis=None):
 def choose(a, choices, mode="raise"):
   jnp = _jnp()
   idx = _util.asarray(a)
+  if not dtypes.is_integer(_util.dtype(idx)):
+    raise ValueError("`a` array must be integer typed")
   arrays = jnp.broadcast_arrays(idx, *choices)
   idx, arrays = arrays[0], _util.promote("choose", *arrays[1:])
   if mode == "clip":
@@ -728,6 +734,9 @@ def ediff1d(ary, to_end=None, to_begin=None):
   """The differences of consecutive elements of `ary` flattened, with `to_begin` before them
   and `to_end` after them (in the differences' dtype)."""
   jnp = _jnp()
+  if _util.dtype(ary) == dtypes.bool_:
+    raise TypeError("ediff1d: numpy boolean subtract is not supported; convert the values "
+                    "to integers first")
   d = diff(jnp.ravel(ary))
   parts = [jnp.ravel(jnp.asarray(t)).astype(d.dtype) for t in (to_begin,) if t is not None]
   parts += [d] + [jnp.ravel(jnp.asarray(t)).astype(d.dtype) for t in (to_end,) if t is not None]

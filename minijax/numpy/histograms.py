@@ -48,14 +48,15 @@ def histogram(a, bins=10, range=None, weights=None, density=None):
   jnp = _jnp()
   if weights is None:
     a = jnp.ravel(jnp.asarray(a))
+    (counted,) = _util.promote_inexact("histogram", a)  # counts in a's inexact dtype (JAX's)
   else:
     a, weights = (jnp.ravel(x) for x in _util.promote_inexact("histogram", a, weights))
+    counted = weights
   edges = histogram_bin_edges(a, bins, range, weights)
   nbins = _util.shape(edges)[0] - 1
   index = jnp.searchsorted(edges, a, side="right")
   index = jnp.where(a == edges[-1], nbins, index)  # the last bin is closed on the right
-  counts = jnp.zeros(nbins + 2, _util.dtype(weights) if weights is not None
-                     else dtypes.default_float_dtype())
+  counts = jnp.zeros(nbins + 2, _util.dtype(counted))
   counts = counts.at[index].add(1 if weights is None else weights)[1:-1]
   if density:
     widths = jnp.diff(edges)
@@ -103,8 +104,11 @@ def histogramdd(sample, bins=10, range=None, weights=None, density=None):
 
 def histogram2d(x, y, bins=10, range=None, weights=None, density=None):
   jnp = _jnp()
+  if _util.ndim(x) != 1 or _util.ndim(y) != 1:
+    raise ValueError(f"histogram2d: x and y must be 1-d, got shapes {_util.shape(x)} and "
+                     f"{_util.shape(y)}")
   if isinstance(bins, (list, tuple)) and len(bins) != 2 and _util.ndim(jnp.asarray(bins)) == 1:
     bins = [bins, bins]
-  sample = jnp.stack([jnp.ravel(jnp.asarray(x)), jnp.ravel(jnp.asarray(y))], axis=1)
+  sample = jnp.stack([jnp.asarray(x), jnp.asarray(y)], axis=1)
   hist, edges = histogramdd(sample, bins, range, weights, density)
   return hist, edges[0], edges[1]

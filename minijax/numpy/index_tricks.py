@@ -267,7 +267,9 @@ def compress(condition, a, axis=None, *, size=None, fill_value=0, out=None):
   if out is not None:
     raise NotImplementedError("The 'out' argument to jnp.compress is not supported.")
   jnp = _jnp()
-  condition = jnp.ravel(jnp.asarray(condition))
+  if _util.ndim(condition) != 1:
+    raise ValueError("condition must be a 1D array")
+  condition = jnp.asarray(condition)
   a = jnp.asarray(a)
   if axis is None:
     a, axis = jnp.ravel(a), 0

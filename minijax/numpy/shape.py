@@ -31,8 +31,14 @@ def reshape(a, newshape=None, order="C", *, shape=None, copy=None, out_sharding=
   """`a` with a new shape, its elements read and placed in row-major ("C") or column-major
   ("F") order."""
   newshape = shape if shape is not None else newshape
+  if order is None:
+    order = "C"
+  if order == "A":  # (numpy's reads an F-contiguous numpy array column-major)
+    raise NotImplementedError("reshape: order='A' is not supported (use 'C' or 'F')")
+  if order == "K":
+    raise ValueError("order 'K' is not permitted for reshaping")
   if order not in ("C", "F"):
-    raise NotImplementedError(f"reshape: order={order!r} is not supported (use 'C' or 'F')")
+    raise ValueError(f"order must be one of 'C', 'F', 'A', or 'K' (got {order!r})")
   if out_sharding is not None:
     raise NotImplementedError("reshape: out_sharding is not supported")
   x = _arr("reshape", a)
@@ -58,7 +64,16 @@ def reshape(a, newshape=None, order="C", *, shape=None, copy=None, out_sharding=
 
 
 def ravel(a, order="C"):
+  """`a` flattened, its elements read in row-major ("C") or column-major ("F") order."""
+  if order == "K":
+    raise NotImplementedError("Ravel not implemented for order='K'.")
+  if order == "A":
+    raise NotImplementedError("np.reshape order=A is not implemented.")
+  if order not in ("C", "F"):
+    raise ValueError(f"Unexpected value for 'order' argument: {order}.")
   x = _arr("ravel", a)
+  if order == "F":
+    x = lax.transpose(x, tuple(range(_util.ndim(x)))[::-1])
   return lax.reshape(x, (_util.size(x),))
 
 
@@ -73,7 +88,7 @@ def transpose(a, axes=None):
   return lax.transpose(x, axes)
 
 
-def permute_dims(a, axes=None):
+def permute_dims(a, /, axes):
   return transpose(a, axes)
 
 
@@ -495,6 +510,8 @@ def take(a, indices, axis=None, out=None, mode=None, unique_indices=False,
     raise ValueError(f"Invalid mode '{mode}' for np.take")
   x = _arr("take", a)
   idx = _arr("take", indices)
+  if _util.dtype(idx) == dtypes.bool_:  # (as numpy's and JAX's: the indices 0 and 1)
+    idx = lax.convert_element_type(idx, dtypes.int32)
   if not dtypes.is_integer(_util.dtype(idx)):
     raise TypeError(f"take: indices must be integers, got {_util.dtype(idx)}")
   if axis is None:

@@ -7,9 +7,8 @@ by squaring, and `round` rounds halves to even.
 
 Complex values: comparisons (`less`, ...) order them lexicographically as numpy does, and
 `round`/`rint` round both parts.  Functions that have no meaning for complex values (or whose
-complex version minijax does not compute: the inverse trigonometric and hyperbolic
-functions, `arctan2`, `logaddexp`) raise a TypeError or ValueError naming the function, as
-JAX's do, instead of returning a wrong number.
+complex version minijax does not compute: `arctan2`) raise a TypeError or ValueError naming
+the function, as JAX's do, instead of returning a wrong number.
 """
 from __future__ import annotations
 
@@ -319,10 +318,16 @@ bitwise_or = _binary("bitwise_or", _int_or_bool_only("bitwise_or", lax.bitwise_o
                       keep_scalars=True)
 bitwise_xor = _binary("bitwise_xor", _int_or_bool_only("bitwise_xor", lax.bitwise_xor),
                        keep_scalars=True)
-left_shift = _binary("left_shift", lax.shift_left, keep_scalars=True)
+def _left_shift(a, b):
+  a, b = _as_int_if_bool(a), _as_int_if_bool(b)  # (booleans shift as int32, as in JAX)
+  return lax.shift_left(a, b)
+
+
+left_shift = _binary("left_shift", _left_shift, keep_scalars=True)
 
 
 def _right_shift(a, b):
+  a, b = _as_int_if_bool(a), _as_int_if_bool(b)
   if np.issubdtype(_util.dtype(a), np.unsignedinteger):
     return lax.shift_right_logical(a, b)
   return lax.shift_right_arithmetic(a, b)
@@ -364,7 +369,8 @@ abs = absolute
 
 def _sign(a):
   if _is_bool(a):
-    return a
+    raise TypeError("sign does not accept dtype bool. Accepted dtypes are subtypes of "
+                    "integer, floating, complexfloating.")
   return lax.sign(a)
 
 
@@ -398,6 +404,8 @@ fix = trunc
 
 def round(a, decimals: int = 0, out=None):
   (x,) = _util.promote("round", a)
+  if _is_bool(x):
+    raise ValueError("round: data type bool not inexact (round numbers, not booleans)")
   if np.issubdtype(_util.dtype(x), np.complexfloating):
     return lax.complex(round(lax.real(x), decimals), round(lax.imag(x), decimals))
   if not dtypes.is_inexact(_util.dtype(x)):
