@@ -603,8 +603,8 @@ EXTRAS = {
                (F,)),
     "insert": (lambda x: jnp.insert(x, 1, 9.0, axis=0), lambda x: np.insert(x, 1, 9.0, axis=0),
                (F,)),
-    "choose": (lambda i: jnp.choose(i, [F, P, U]), lambda i: np.choose(i, [F, P, U]),
-               (np.abs(I) % 3,)),
+    "choose": (lambda i: jnp.choose(i, [F, P, U], mode="wrap"),  # ('raise' needs no jit)
+               lambda i: np.choose(i, [F, P, U], mode="wrap"), (np.abs(I) % 5,)),
     "convolve": (jnp.convolve, np.convolve, (ROW, ROW[:3])),
     "convolve_same": (lambda a, v: jnp.convolve(a, v, "same"),
                       lambda a, v: np.convolve(a, v, "same"), (ROW, ROW[:3])),

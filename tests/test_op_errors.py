@@ -189,6 +189,10 @@ def test_orders_are_honoured_or_refused_never_ignored():
     (lambda: jnp.round(x4 > 0), ValueError, "not inexact"),
     (lambda: jnp.sign(x4 > 0), TypeError, "sign does not accept dtype bool"),
     (lambda: jnp.ediff1d(x4 > 0), TypeError, "boolean subtract"),
+    (lambda: jnp.choose(np.array([0, 2]), [x4[:2], x4[:2]]), ValueError,
+     "invalid entry in choice array"),
+    (lambda: minijax.jit(lambda i: jnp.choose(i, [x4, x4]))(np.zeros(4, np.int32)),
+     minijax.errors.ConcretizationTypeError, "mode='raise'"),
 ])
 def test_arguments_jax_refuses_are_refused_not_reinterpreted(call, error, message):
   # each used to compute something else (flattening, truncating, ignoring the argument)

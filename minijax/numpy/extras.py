@@ -722,6 +722,16 @@ def choose(a, choices, mode="raise"):
     idx = jnp.clip(idx, 0, len(arrays) - 1)
   elif mode == "wrap":
     idx = jnp.remainder(idx, len(arrays))
+  elif mode == "raise":
+    value = _util.concrete_value(idx)
+    if value is None:
+      raise ConcretizationTypeError(
+          idx, "jnp.choose with mode='raise' (which checks the indices)",
+          "Use mode='wrap' or mode='clip' under jit. ")
+    if np.any((value < 0) | (value >= len(arrays))):
+      raise ValueError("invalid entry in choice array")
+  else:
+    raise ValueError(f"mode should be one of 'raise', 'wrap' or 'clip', got {mode!r}")
   return lax.select_n(lax.convert_element_type(idx, dtypes.int32), *arrays)
 
 
