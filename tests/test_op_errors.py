@@ -211,3 +211,28 @@ def test_booleans_where_jax_takes_them_as_integers():
   assert jnp.float_power(h, h).dtype == np.float16
   assert jnp.histogram(h)[0].dtype == np.float16
   assert jnp.histogram(np.arange(5))[0].dtype == np.float32
+
+
+def test_reduction_keywords_keep_jaxs_dtypes_and_refuse_what_jax_refuses():
+  xi = np.arange(-6, 6, dtype=np.int32).reshape(3, 4)
+  mask = xi % 2 == 0
+  # a Python float `initial` beside `where` made an int32 max float32
+  for f in (jnp.max, jnp.min, jnp.nanmax, jnp.nanmin):
+    got = f(xi, axis=-1, initial=1.0, where=mask)
+    assert got.dtype == np.int32, f
+  assert jnp.max(xi, axis=-1, initial=1.0, where=mask).tolist() == [1, 1, 4]
+  # nanmean/nanvar compute in the dtype asked for (they returned float32)
+  assert jnp.nanmean(xi, dtype=np.int32).dtype == np.int32
+  assert jnp.nanvar(xi, dtype=np.int32).dtype == np.int32
+  for f in (jnp.var, jnp.std, jnp.nanstd):
+    with pytest.raises(ValueError, match="must be inexact; got int32"):
+      f(xi, dtype=np.int32)
+  assert jnp.size(xi, axis=(0, 1)) == 12 and jnp.size(xi, axis=1) == 4
+  assert jnp.ptp(xi, axis=1, out=None).tolist() == [3, 3, 3]
+  assert jnp.stack([xi, xi], axis=1, out=None).shape == (3, 2, 4)
+  with pytest.raises(NotImplementedError, match="out"):
+    jnp.stack([xi], out=xi)
+  with pytest.raises(TypeError, match="Integers cannot be raised to negative powers"):
+    lax.reciprocal(np.int32(3))
+  with pytest.raises(TypeError, match="full must be called with scalar fill_value"):
+    lax.full_like(x4, x4)

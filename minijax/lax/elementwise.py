@@ -288,6 +288,10 @@ ad.defjvp(integer_pow_p, lambda g, x, *, y: (
 def integer_pow(x, y: int):
   if not isinstance(y, (int, np.integer)):
     raise TypeError(f"integer_pow requires a static Python int exponent, got {type(y).__name__}")
+  aval = get_aval(x)
+  if y < 0 and dtypes.is_integer(aval.dtype):
+    raise TypeError(f"Integers cannot be raised to negative powers, got "
+                    f"integer_pow({aval.str_short()}, {int(y)})")
   return integer_pow_p.bind(x, y=int(y))
 
 

@@ -495,6 +495,9 @@ def wide_constant(x: np.ndarray):
 
 
 def full(shape, fill_value, dtype=None, weak_type=False):
+  if np.ndim(fill_value) != 0:
+    raise TypeError(f"full must be called with scalar fill_value, got fill_value.shape "
+                    f"{np.shape(fill_value)}.")
   dtype = (dtypes.canonicalize_explicit_dtype(dtype) if dtype is not None else
            dtypes.canonicalize_dtype(dtypes.dtype_and_weak_type(fill_value)[0]))
   shape = tuple(int(s) for s in shape)

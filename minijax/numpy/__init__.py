@@ -178,7 +178,9 @@ def shape(a) -> tuple:
 
 def size(a, axis=None) -> int:
   s = shape(a)
-  return int(_np.prod(s)) if axis is None else s[axis]
+  if axis is None:
+    return int(_np.prod(s))
+  return int(_np.prod([s[i] for i in (axis if isinstance(axis, tuple) else (axis,))]))
 
 
 def result_type(*args):

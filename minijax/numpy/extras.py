@@ -123,7 +123,8 @@ def nanmean(a, axis=None, dtype=None, out=None, keepdims=False, where=None):
   if dtype is not None:
     x = x.astype(dtype)
   total = jnp.sum(jnp.where(valid, x, 0), axis=axis, keepdims=keepdims)
-  return total / jnp.sum(valid, axis=axis, keepdims=keepdims).astype(_util.dtype(x))
+  out = total / jnp.sum(valid, axis=axis, keepdims=keepdims).astype(_util.dtype(x))
+  return out if dtype is None else out.astype(dtype)  # (JAX's: in the dtype asked for)
 
 
 _QUANTILE_METHODS = ("linear", "lower", "higher", "midpoint", "nearest")
@@ -563,10 +564,13 @@ def nanvar(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, where=Non
   mean_ = jnp.sum(jnp.where(valid, x, 0), axis=axis, keepdims=True) / count
   sq = jnp.where(valid, jnp.abs(x - mean_) ** 2, 0)  # (real, for complex x too)
   out = jnp.sum(sq, axis=axis, keepdims=True) / (count - ddof).real
-  return out if keepdims else jnp.squeeze(out, axis=axis)
+  out = out if keepdims else jnp.squeeze(out, axis=axis)
+  return out if dtype is None else out.astype(dtype)  # (JAX's: in the dtype asked for)
 
 
 def nanstd(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, where=None):
+  if dtype is not None and not dtypes.is_inexact(np.dtype(dtype)):
+    raise ValueError(f"dtype argument to jnp.nanstd must be inexact; got {np.dtype(dtype)}")
   return _jnp().sqrt(nanvar(a, axis, dtype, out, ddof, keepdims, where))
 
 

@@ -29,6 +29,7 @@ def _prep(name, a, axis, out=None, where=None, fill=None):
     if fill is None:
       raise ValueError(f"{name}: where= needs initial= (the reduction has no identity)")
     from minijax.numpy.ufuncs import where as _where
+    fill = lax.convert_element_type(_util.asarray(fill), _util.dtype(x))  # (x's dtype wins)
     x = _where(_util.broadcast_to(where, _util.shape(x)), x, fill)
   return x, axes
 
@@ -170,14 +171,15 @@ def _mean_dtype(dt, dtype):
 def mean(a, axis=None, dtype=None, out=None, keepdims=False, where=None):
   x, axes = _prep("mean", a, axis, out, where, 0)
   dt = _mean_dtype(_util.dtype(x), dtype)
-  x = _cast(x, dt)
-  total = _accumulate(lax.reduce_sum, x, axes)
+  computed = dtypes.float32 if dt in _HALF else dt  # (half floats: in float32, as JAX)
+  x = _cast(_cast(x, dt), computed)
+  total = lax.reduce_sum(x, axes)
   if where is not None:
-    count = sum(_util.broadcast_to(where, _util.shape(x)), axes, dt)
-    return _keep(lax.div(total, count), x, axes, keepdims)
+    count = sum(_util.broadcast_to(where, _util.shape(x)), axes, computed)
+    return _keep(_cast(lax.div(total, count), dt), x, axes, keepdims)
   n = _count(x, axes)
-  result = lax.div(total, lax.full(_util.shape(total), n if n else np.nan, dt))
-  return _keep(result, x, axes, keepdims)
+  result = lax.div(total, lax.full(_util.shape(total), n if n else np.nan, computed))
+  return _keep(_cast(result, dt), x, axes, keepdims)
 
 
 def var(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=None, mean=None,
@@ -185,6 +187,7 @@ def var(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=Non
   """The mean squared deviation over `axis` (from `mean` when given, else the mean), divided
   by the count less `correction` (numpy's `ddof`, under the array API's name)."""
   ddof = _correction("var", ddof, correction)
+  _inexact_dtype("var", dtype)
   if mean is None:
     return _var(a, axis, dtype, out, ddof, keepdims, where)
   return _var_about(a, mean, axis, dtype, out, ddof, keepdims, where)
@@ -192,8 +195,14 @@ def var(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=Non
 
 def std(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=None, mean=None,
         correction=None):
+  _inexact_dtype("std", dtype)
   return lax.sqrt(var(a, axis, dtype, out, ddof, keepdims, where=where, mean=mean,
                       correction=correction))
+
+
+def _inexact_dtype(name, dtype) -> None:
+  if dtype is not None and not dtypes.is_inexact(np.dtype(dtype)):
+    raise ValueError(f"dtype argument to jnp.{name} must be inexact; got {np.dtype(dtype)}")
 
 
 def _correction(name, ddof, correction):
@@ -335,7 +344,8 @@ def array_equiv(a1, a2):
   return all(lax.eq(*_util.promote_and_broadcast("array_equiv", a1, a2)))
 
 
-def ptp(a, axis=None, keepdims=False):
+def ptp(a, axis=None, out=None, keepdims=False):
+  _prep("ptp", a, axis, out)  # (checks `out`)
   return lax.sub(max(a, axis, keepdims=keepdims), min(a, axis, keepdims=keepdims))
 
 

@@ -210,7 +210,9 @@ def concatenate(arrays, axis=0, dtype=None):
 concat = concatenate
 
 
-def stack(arrays, axis=0, dtype=None):
+def stack(arrays, axis=0, out=None, dtype=None):
+  if out is not None:
+    raise NotImplementedError("The 'out' argument to jnp.stack is not supported.")
   xs = [_arr("stack", a) for a in arrays]
   if not xs:
     raise ValueError("need at least one array to stack")
