@@ -11,6 +11,8 @@ are not checked (as in JAX): a negative scale gives whatever the formula gives, 
 where JAX returns nan (beta's non-positive shapes, quantiles outside [0, 1]).
 """
 from minijax.scipy.stats import (  # noqa: F401
-    bernoulli, beta, cauchy, expon, gamma, laplace, logistic, multivariate_normal, norm,
-    poisson, t, uniform)
+    bernoulli, beta, betabinom, binom, cauchy, chi2, dirichlet, expon, gamma, gennorm, geom,
+    gumbel_l, gumbel_r, laplace, logistic, multivariate_normal, nbinom, norm, pareto,
+    poisson, t, truncnorm, uniform, vonmises, wrapcauchy)
 from minijax.scipy.stats.kde import gaussian_kde  # noqa: F401,E402
+from minijax.scipy.stats.summaries import ModeResult, mode, rankdata, sem  # noqa: F401,E402

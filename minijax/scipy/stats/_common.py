@@ -26,3 +26,20 @@ def const(x, value):
 def standardize(x, loc, scale):
   return jnp.divide(jnp.subtract(x, loc), scale)
 
+
+
+def off_lattice(k):
+  """Where a count `k` is not a whole number: a pmf there is 0, as scipy's (JAX's
+  formulas interpolate between the counts)."""
+  return jnp.not_equal(jnp.floor(k), k)
+
+
+def log_density(out, outside):
+  """`out` with -inf where `outside`."""
+  return jnp.where(outside, const(out, -np.inf), out)
+
+
+def log_binom(n, k):
+  """log C(n, k) through log-gamma."""
+  return jnp.subtract(lax.lgamma(jnp.add(n, 1)),
+                      jnp.add(lax.lgamma(jnp.add(k, 1)), lax.lgamma(jnp.add(jnp.subtract(n, k), 1))))
