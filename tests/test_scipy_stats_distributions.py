@@ -7,7 +7,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-import scipy.stats as ss
+
+ss = pytest.importorskip("scipy.stats")  # (the reference; installed with the test extras' jax)
 
 import minijax
 import minijax.scipy.stats as ms
@@ -113,3 +114,26 @@ def test_mode_rankdata_and_sem_give_scipys_values_and_jaxs_types():
     ms.sem(s, nan_policy="omit")
   with pytest.raises(ValueError, match="unknown method"):
     ms.rankdata(v, "first")
+
+
+def test_elementary_special_functions_agree_with_scipy():
+  ssp = pytest.importorskip("scipy.special")
+  import minijax.nn
+  from minijax.scipy import special
+  x = np.float32([-2.5, -1.0, 0.0, 0.5, 3.0])
+  pos = np.abs(x)
+  pairs = [
+      (special.loggamma(x[3:]), ssp.loggamma(x[3:].astype(np.float64))),
+      (special.poch(x, 2.0), ssp.poch(x.astype(np.float64), 2.0)),  # 0 at the pole, as scipy
+      (special.boxcox(pos, 0.5), ssp.boxcox(pos, 0.5)), (special.boxcox(pos, 0.0), ssp.boxcox(pos, 0.0)),
+      (special.boxcox1p(pos, -0.3), ssp.boxcox1p(pos, -0.3)),
+      (special.comb(5.0, np.float32([-1, 0, 2, 6])), ssp.comb(5.0, [-1, 0, 2, 6])),
+      (special.comb(5.0, np.float32([0, 2, 6]), repetition=True),
+       ssp.comb(5, [0, 2, 6], repetition=True)),
+      (special.bernoulli(8), ssp.bernoulli(8)),
+      (minijax.nn.log1mexp(np.float32([0.1, 1.0, 10.0])), np.log(-np.expm1(-np.float64([0.1, 1, 10])))),
+  ]
+  for got, want in pairs:
+    np.testing.assert_allclose(np.asarray(got), want, rtol=2e-6, atol=1e-6)
+  assert special.loggamma(np.float32(0.0)) == np.inf and np.isnan(special.loggamma(np.float32(-1)))
+  assert minijax.nn.log1mexp(np.float32(0.0)) == -np.inf

@@ -111,6 +111,14 @@ def log_sigmoid(x):
   return -softplus(-x)
 
 
+def log1mexp(x):
+  """log(1 - exp(-x)) for x > 0, from whichever of log(-expm1(-x)) (x below log 2) and
+  log1p(-exp(-x)) (above) keeps its precision."""
+  x = _array("log1mexp", x)
+  small = x < np.log(2)
+  return jnp.where(small, jnp.log(-jnp.expm1(-x)), jnp.log1p(-jnp.exp(-x)))
+
+
 def elu(x, alpha=1.0):
   """x where x > 0, alpha * (exp(x) - 1) elsewhere."""
   x = _array("elu", x)

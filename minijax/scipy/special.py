@@ -26,7 +26,8 @@ from minijax.numpy import _util
 __all__ = ["betainc", "betaln", "beta", "digamma", "entr", "erf", "erfc", "erfinv", "expit",
            "factorial", "gamma", "gammainc", "gammaincc", "gammaln", "gammasgn", "kl_div",
            "log_ndtr", "log_softmax", "logit", "logsumexp", "multigammaln", "ndtr", "ndtri",
-           "polygamma", "rel_entr", "softmax", "xlog1py", "xlogy", "zeta", "exp1", "expi", "i0", "i0e", "i1", "i1e"]
+           "polygamma", "rel_entr", "softmax", "xlog1py", "xlogy", "zeta", "exp1", "expi", "i0", "i0e", "i1", "i1e",
+           "bernoulli", "boxcox", "boxcox1p", "comb", "loggamma", "poch"]
 
 
 def _promote(name, *args):
@@ -456,3 +457,5 @@ def log_softmax(x, axis=None):
 
 
 from minijax.scipy.special_series import exp1, expi, i0, i0e, i1, i1e  # noqa: E402
+from minijax.scipy.special_elementary import (  # noqa: E402
+    bernoulli, boxcox, boxcox1p, comb, loggamma, poch)
