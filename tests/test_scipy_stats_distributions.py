@@ -137,3 +137,21 @@ def test_elementary_special_functions_agree_with_scipy():
     np.testing.assert_allclose(np.asarray(got), want, rtol=2e-6, atol=1e-6)
   assert special.loggamma(np.float32(0.0)) == np.inf and np.isnan(special.loggamma(np.float32(-1)))
   assert minijax.nn.log1mexp(np.float32(0.0)) == -np.inf
+
+
+def test_erfcx_and_spence_agree_with_scipy_in_both_precisions():
+  ssp = pytest.importorskip("scipy.special")
+  from minijax.scipy import special
+  x = np.float32([-3, -1, -0.2, 0, 0.5, 1.5, 1.99, 2.0, 3, 5, 10, 50, 1e4])
+  np.testing.assert_allclose(special.erfcx(x), ssp.erfcx(x.astype(np.float64)), rtol=2e-6)
+  s = np.float32([0, 1e-3, 0.1, 0.49, 0.5, 0.9, 1.1, 1.5, 1.99, 2, 2.01, 3, 10, 100, 1e4])
+  np.testing.assert_allclose(special.spence(s), ssp.spence(s.astype(np.float64)), rtol=2e-6)
+  assert special.spence(np.float32(1.0)) == 0.0 and np.isnan(special.spence(np.float32(-1.0)))
+  eps = 1e-4
+  np.testing.assert_allclose(float(minijax.grad(special.erfcx)(3.0)),
+                             (ssp.erfcx(3 + eps) - ssp.erfcx(3 - eps)) / (2 * eps), rtol=1e-4)
+  with minijax.enable_x64():
+    y = np.array([0.5, 2.5, 7.0, 30.0])
+    np.testing.assert_allclose(special.erfcx(y), ssp.erfcx(y), rtol=1e-14)
+    z = np.array([0.1, 0.7, 1.3, 5.0])
+    np.testing.assert_allclose(special.spence(z), ssp.spence(z), rtol=1e-14)

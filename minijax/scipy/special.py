@@ -27,7 +27,7 @@ __all__ = ["betainc", "betaln", "beta", "digamma", "entr", "erf", "erfc", "erfin
            "factorial", "gamma", "gammainc", "gammaincc", "gammaln", "gammasgn", "kl_div",
            "log_ndtr", "log_softmax", "logit", "logsumexp", "multigammaln", "ndtr", "ndtri",
            "polygamma", "rel_entr", "softmax", "xlog1py", "xlogy", "zeta", "exp1", "expi", "i0", "i0e", "i1", "i1e",
-           "bernoulli", "boxcox", "boxcox1p", "comb", "loggamma", "poch"]
+           "bernoulli", "boxcox", "boxcox1p", "comb", "loggamma", "poch", "erfcx", "spence"]
 
 
 def _promote(name, *args):
@@ -456,6 +456,7 @@ def log_softmax(x, axis=None):
   return jnp.subtract(shifted, jnp.log(jnp.sum(jnp.exp(shifted), axis=dims, keepdims=True)))
 
 
-from minijax.scipy.special_series import exp1, expi, i0, i0e, i1, i1e  # noqa: E402
+from minijax.scipy.special_series import (  # noqa: E402
+    erfcx, exp1, expi, i0, i0e, i1, i1e, spence)
 from minijax.scipy.special_elementary import (  # noqa: E402
     bernoulli, boxcox, boxcox1p, comb, loggamma, poch)

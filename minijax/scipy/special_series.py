@@ -1,6 +1,7 @@
 """Special functions computed from their series and continued fractions: the exponential
-integrals `expi`, `exp1` (and, from `minijax.numpy.bessel`, where `numpy.i0` needs them,
-the modified Bessel functions `i0`, `i0e`, `i1`, `i1e`).
+integrals `expi`, `exp1`, the scaled complementary error function `erfcx`, the dilogarithm
+`spence` (and, from `minijax.numpy.bessel`, where `numpy.i0` needs them, the modified
+Bessel functions `i0`, `i0e`, `i1`, `i1e`).
 
 Each is evaluated in the input's floating dtype with two regimes joined by `where`:
 - `expi(x)`, x > 0: the series `gamma + ln x + sum_k x^k / (k k!)` up to x = 40, the
@@ -94,4 +95,86 @@ def _expi_jvp(primals, tangents):
   return expi(x), jnp.exp(x) / x * t
 
 
-__all__ = ["exp1", "expi", "i0", "i0e", "i1", "i1e"]
+__all__ = ["erfcx", "exp1", "expi", "i0", "i0e", "i1", "i1e", "spence"]
+
+
+# ---- erfcx: e^{x^2} erfc(x)
+
+def _erfc_fraction(x, terms=60):
+  """1 / (x + (1/2) / (x + 1 / (x + (3/2) / (x + ...)))) (erfc's continued fraction, times
+  sqrt(pi) e^{x^2}), evaluated from the bottom; it converges quickly for x >= 2."""
+  tail = jnp.zeros_like(x)
+  for k in range(terms, 0, -1):
+    tail = (k / 2) / (x + tail)
+  return 1.0 / (x + tail)
+
+
+@custom_jvp
+def erfcx(x):
+  """The scaled complementary error function e^{x^2} erfc(x): directly below x = 2, from
+  erfc's continued fraction above (where erfc itself underflows)."""
+  x = as_inexact(x)
+  large = x >= 2.0
+  direct = jnp.exp(jnp.square(jnp.where(large, 0.0, x))) * lax.erfc(jnp.where(large, 0.0, x))
+  fraction = _erfc_fraction(jnp.where(large, x, 2.0)) / jnp.sqrt(jnp.pi).astype(x.dtype)
+  return jnp.where(large, fraction, direct)
+
+
+@erfcx.defjvp
+def _erfcx_jvp(primals, tangents):
+  (x,), (t,) = primals, tangents
+  y = erfcx(x)
+  return y, (2 * x * y - 2 / jnp.sqrt(jnp.pi).astype(y.dtype)) * t
+
+
+# ---- spence: the dilogarithm Li2(1 - x)
+
+_PI2_6 = 1.6449340668482264  # pi^2 / 6
+
+
+def _li2_small(u):
+  """Li2(u) for u in [-1, 1/2], from the series in t = -log(1 - u) (|t| <= log 2):
+  sum_n B_n t^(n+1) / (n+1)!, whose terms shrink like (t / 2 pi)^n."""
+  from fractions import Fraction
+  t = -jnp.log1p(-u)
+  total, power = jnp.zeros_like(t), t
+  bernoulli = [Fraction(1), Fraction(-1, 2)]
+  factorial = 1
+  for n in range(0, 30):
+    if n >= 2:
+      bernoulli.append(_bernoulli_number(n))
+    factorial *= n + 1
+    if bernoulli[n]:
+      total = total + float(bernoulli[n] / factorial) * power
+    power = power * t
+  return total
+
+
+def _bernoulli_number(n):
+  from fractions import Fraction
+  row = []
+  for m in range(n + 1):
+    row.append(Fraction(1, m + 1))
+    for j in range(m, 0, -1):
+      row[j - 1] = j * (row[j - 1] - row[j])
+  return row[0]  # (B_n for n >= 2: the sign convention of B_1 does not matter here)
+
+
+def spence(x):
+  """scipy's Spence function, the dilogarithm Li2(1 - x) for x >= 0 (nan below): through
+  Li2(u) = pi^2/6 - log(u) log(1 - u) - Li2(1 - u) for u in (1/2, 1], and
+  Li2(u) = -pi^2/6 - log^2(-u) / 2 - Li2(1/u) for u < -1, into the series' range."""
+  x = as_inexact(x)
+  u = 1.0 - x
+  reflect = u > 0.5           # x < 1/2
+  invert = u < -1.0           # x > 2
+  inner = jnp.where(reflect, 1.0 - jnp.where(reflect, u, 0.0),
+                    jnp.where(invert, 1.0 / jnp.where(invert, u, -2.0), u))
+  base = _li2_small(inner)
+  safe_u = jnp.where(reflect, u, 0.5)
+  reflected = _PI2_6 - jnp.log(safe_u) * jnp.log1p(-safe_u) - base
+  reflected = jnp.where(u == 1.0, _PI2_6, reflected)  # (x = 0: log(1 - u) log u -> 0)
+  neg = jnp.where(invert, -u, 2.0)
+  inverted = -_PI2_6 - 0.5 * jnp.square(jnp.log(neg)) - base
+  out = jnp.where(reflect, reflected, jnp.where(invert, inverted, base))
+  return jnp.where(x < 0, jnp.nan, out)
