@@ -130,7 +130,9 @@ def _check_tangent(p, t):
   if pa.shape != ta.shape:
     raise ValueError(f"{public_name('jvp')} called with different primal and tangent shapes; "
                      f"Got primal shape {pa.shape} and tangent shape as {ta.shape}")
-  return ad.Zero(pa.tangent_aval()) if expected == dtypes.float0 else t
+  if expected == dtypes.float0:
+    return ad.Zero(pa.tangent_aval())
+  return t if hasattr(t, "aval") else lax.convert_to_array(t)  # (as JAX: an Array)
 
 
 @api_boundary

@@ -85,9 +85,9 @@ def test_each_resource_gets_its_own_token_in_a_fixed_order(runtime_token_lowerin
 
 
 @pytest.mark.parametrize("construct, fn", [
-    ("lax.cond", lambda x: lax.cond(True, quiet_p.bind, lambda y: y, x)),
-    ("lax.while_loop", lambda x: lax.while_loop(lambda c: c < 1.0, quiet_p.bind, x)),
-    ("lax.scan", lambda x: lax.scan(lambda c, _: (quiet_p.bind(c), None), x, None, length=2)[0]),
+    ("`cond`", lambda x: lax.cond(True, quiet_p.bind, lambda y: y, x)),  # (JAX's names)
+    ("`while`", lambda x: lax.while_loop(lambda c: c < 1.0, quiet_p.bind, x)),
+    ("`scan`", lambda x: lax.scan(lambda c, _: (quiet_p.bind(c), None), x, None, length=2)[0]),
     # As in JAX, checkpoint refuses such an effect when reverse mode splits it.
     ("partial-eval of `checkpoint`/`remat`",
      minijax.grad(minijax.checkpoint(lambda x: quiet_p.bind(x)))),
@@ -151,3 +151,71 @@ def test_effects_barrier_waits_for_taps_and_raises_what_a_tap_function_raised():
   with pytest.raises(hcb.TapFunctionException):
     minijax.effects_barrier()
   hcb.barrier_wait("a named barrier")  # the tap-flavoured form takes JAX's logging_name
+
+
+# ----------------------------------------------------------------------------- JAX's effect API
+
+def test_effects_written_against_jaxs_api_register_lower_and_order_as_in_jax(
+    runtime_token_lowering):
+  # JAX 0.10.2 runs this same program (jax._src.effects, core.Primitive, mlir lowering rules
+  # that pass the tokens on) with these outcomes.
+  from minijax._src import effects as jax_effects
+  from minijax.extend import mlir as jax_mlir
+
+  class OrderedEffect(jax_effects.Effect):
+    def __init__(self, name):
+      self.name = name
+    __repr__ = lambda self: self.name  # noqa: E731
+
+  class BasicEffect(OrderedEffect):
+    pass
+
+  class Unlowerable(jax_effects.Effect):
+    __repr__ = lambda self: "unlowerable"  # noqa: E731
+
+  class LoopEffect(OrderedEffect):
+    pass
+
+  for effect_set, effect_type in [("lowerable_effects", OrderedEffect),
+                                  ("ordered_effects", OrderedEffect),
+                                  ("control_flow_allowed_effects", LoopEffect)]:
+    getattr(jax_effects, effect_set).add_type(effect_type)
+  BasicEffect.ordered = False  # (a subclass of a registered type: registered; this one not)
+  foo, foo2, bar, loop = OrderedEffect("foo"), OrderedEffect("foo2"), BasicEffect("bar"), \
+      LoopEffect("loop")
+  effect_p = Primitive("jax_style_effect")
+  effect_p.multiple_results = True
+  effect_p.def_effectful_abstract_eval(lambda *avals, effect: (avals, {effect}))
+  effect_p.def_impl(lambda *args, effect: args)
+
+  def lowering(ctx, *args, effect):
+    ctx.set_tokens_out(ctx.tokens_in)
+    return args
+  jax_mlir.register_lowering(effect_p, lowering)
+
+  def f(x):
+    effect_p.bind(effect=foo)
+    effect_p.bind(effect=bar)
+    return x + 1.0
+  jaxpr = minijax.make_jaxpr(f)(2.0)
+  assert sorted(map(repr, jaxpr.effects)) == ["bar", "foo"]
+  assert jax_effects.ordered_effects.filter_in(jaxpr.effects) == [foo]
+  assert jax_effects.ordered_effects.filter_not_in(jaxpr.effects) == [bar]
+  assert float(minijax.jit(f)(2.0)) == 3.0
+  assert foo != OrderedEffect("foo") and len({foo, OrderedEffect("foo")}) == 2  # identity
+  with pytest.raises(ValueError, match=r"^Cannot lower jaxpr with effects: \{unlowerable\}"):
+    minijax.jit(lambda x: (effect_p.bind(effect=Unlowerable()), x)[1]).lower(1.0)
+  cond = lambda e: lambda x: lax.cond(True, lambda x: (effect_p.bind(effect=e), x)[1],  # noqa
+                                      lambda x: x, x)
+  minijax.make_jaxpr(cond(loop))(1.0)
+  for e in (foo, bar):
+    with pytest.raises(NotImplementedError, match=rf"Effects not supported in `cond`: \[{e}\]"):
+      minijax.make_jaxpr(cond(e))(1.0)
+  with pytest.raises(NotImplementedError, match=r"Effects not supported in `while`: \[bar\]"):
+    minijax.make_jaxpr(lambda x: lax.while_loop(
+        lambda c: c < 3.0, lambda c: (effect_p.bind(effect=bar), c + 1.0)[1], x))(1.0)
+  # two ordered effects: two tokens in and out of main, in one fixed order
+  text = minijax.jit(lambda x: (effect_p.bind(effect=foo), effect_p.bind(effect=foo2),
+                                x)[2]).lower(1.0).as_text()
+  main = next(line for line in text.splitlines() if "func.func public @main" in line)
+  assert main.count("!mhlo.token") == 4

@@ -1,5 +1,6 @@
 """`jax._src`: the few JAX internals that libraries import by name at module level
-(flax, equinox, chex, nnx), each mapped onto minijax's own objects.
+(flax, equinox, chex, nnx), each mapped onto minijax's own objects, and `effects`, JAX's
+effect type sets, over minijax's effect policies.
 
 Nothing here is a second implementation: each module re-exports the minijax object that
 plays the same part (`traceback_util.api_boundary`, `dtypes`, `core`), or a placeholder

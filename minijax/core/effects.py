@@ -39,6 +39,9 @@ effect's class, in these flags, and read in one place each (the functions below)
                                 instead of during it: under `tap_delivery="deferred"` the
                                 deferral pass (`interpreters.deferral`) turns the
                                 equations into outputs (`deferrable_effects`);
+  lowerable                     may reach the lowering at all (False: lowering a jaxpr
+                                that has it raises, as JAX's "Cannot lower jaxpr with
+                                effects"; `check_lowerable`);
   must_be_discharged            may never reach the lowering: a discharge pass rewrites
                                 the jaxpr into one without it first (mutable state: the
                                 effects of refs, below; `needs_discharge`).
@@ -66,6 +69,7 @@ class Effect:
   must_be_discharged: ClassVar[bool] = False
   deferrable: ClassVar[bool] = False
   tracked_at_runtime: ClassVar[bool] = True
+  lowerable: ClassVar[bool] = True
 
   def data(self) -> tuple:
     """What tells two effects of one class apart: a dataclass's fields, else nothing."""
@@ -86,9 +90,10 @@ class Effect:
 
 
 def sort_key(effect: Effect) -> tuple:
-  """The fixed order of effects (and so of tokens): by class name, module, then data."""
+  """The fixed order of effects (and so of tokens): by class name, module, data, then repr
+  (effects with identity equality, as JAX's, differ only there)."""
   cls = type(effect)
-  return (cls.__name__, cls.__module__, repr(effect.data()))
+  return (cls.__name__, cls.__module__, repr(effect.data()), repr(effect))
 
 
 no_effects: frozenset = frozenset()
@@ -137,6 +142,13 @@ def check_allowed(effects: Iterable[Effect], where: str, construct: str) -> None
     raise NotImplementedError(
         f"Effects not supported in {construct}: {disallowed}. These effects may not appear "
         f"in {description}: their class sets `{flag} = False`.")
+
+
+def check_lowerable(effects: Iterable[Effect]) -> None:
+  """Raises JAX's ValueError when any of `effects` may not be lowered (`lowerable`)."""
+  refused = [e for e in effects if not e.lowerable]
+  if refused:
+    raise ValueError(f"Cannot lower jaxpr with effects: {{{', '.join(map(repr, refused))}}}")
 
 
 def has_deferrable(effects: Iterable[Effect]) -> bool:

@@ -29,7 +29,7 @@ from jaxlib.mlir.dialects import mhlo
 from minijax.config import compile_log_level
 from minijax.core import dtypes
 from minijax.core.avals import AbstractToken
-from minijax.core.effects import needs_discharge, ordered_effects
+from minijax.core.effects import check_lowerable, needs_discharge, ordered_effects
 from minijax.core.state import AbstractRef
 from minijax.core.jaxpr import ClosedJaxpr, Jaxpr, JaxprEqn, Literal
 from minijax.lowering.context import ir_context
@@ -305,6 +305,7 @@ def lower_jaxpr_to_module(closed_jaxpr: ClosedJaxpr, *, name: str = "main",
         f"{sorted(map(repr, closed_jaxpr.effects))}, inputs "
         f"{[a.str_short() for a in closed_jaxpr.in_avals]}); refs must be discharged before "
         "lowering (minijax.effects.discharge_state)")
+  check_lowerable(closed_jaxpr.effects)
   start = time.perf_counter()
   with ir_context(), ir.Location.unknown():
     module = ir.Module.create()

@@ -188,7 +188,7 @@ def _while_abstract_eval(*avals, cond_jaxpr, body_jaxpr, cond_nconsts, body_ncon
     raise TypeError(f"while body returns {[a.str_short() for a in body_jaxpr.out_avals]} "
                     f"but the carry is {[a.str_short() for a in carry]}")
   return common.join_weak([carry, body_jaxpr.out_avals]), \
-      common.jaxprs_effects("lax.while_loop", cond_jaxpr, body_jaxpr)
+      common.jaxprs_effects("`while`", cond_jaxpr, body_jaxpr)
 
 
 while_p.def_effectful_abstract_eval(_while_abstract_eval)
