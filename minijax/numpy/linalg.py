@@ -24,8 +24,17 @@ from minijax.core import dtypes
 from minijax.custom_derivatives import custom_jvp
 from minijax.lax import linalg as lax_linalg
 from minijax.numpy import _util
-from minijax.numpy.products import matmul, outer, tensordot  # noqa: F401
+from minijax.numpy.products import matmul, tensordot  # noqa: F401
+from minijax.numpy.products import outer as _outer
 
+
+
+def outer(x1, x2, /):
+  """The outer product of two 1-d arrays (the array API's: numpy's `outer` flattens)."""
+  if _util.ndim(x1) != 1 or _util.ndim(x2) != 1:
+    raise ValueError(f"Input arrays must be one-dimensional, but they are "
+                     f"x1.ndim={_util.ndim(x1)} and x2.ndim={_util.ndim(x2)}")
+  return _outer(x1, x2)
 
 def _jnp():
   import minijax.numpy as jnp

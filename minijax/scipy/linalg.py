@@ -386,3 +386,8 @@ def toeplitz(c, r=None):
   values = jnp.concatenate([jnp.flip(r[..., 1:], -1), c], axis=-1)
   index = (m - 1) + np.arange(n)[:, None] - np.arange(m)[None, :]
   return values[..., index]
+
+
+from minijax.scipy.special_matrices import (  # noqa: E402,F401
+    block_diag, circulant, companion, convolution_matrix, dft, fiedler, hadamard, hankel,
+    helmert, hilbert, invhilbert, invpascal, leslie, pascal)

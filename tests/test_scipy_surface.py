@@ -1,8 +1,9 @@
-"""The distributions and sample summaries of `minijax.scipy.stats` added for JAX 0.10.2's
-surface (binom, geom, nbinom, betabinom, chi2, pareto, gennorm, gumbel_r/_l, vonmises,
-wrapcauchy, truncnorm, dirichlet; mode, rankdata, sem), compared with scipy's values on
-their supports and at their edges (float32 results, scipy's in float64: within 1e-5
-relative)."""
+"""The scipy surface added for JAX 0.10.2's names, compared with scipy: the distributions
+of `minijax.scipy.stats` (binom, geom, nbinom, betabinom, chi2, pareto, gennorm, gumbel_r/_l,
+vonmises, wrapcauchy, truncnorm, dirichlet) on their supports and at their edges (float32
+results against scipy's float64, within 1e-5 relative), its sample summaries (mode,
+rankdata, sem), the special functions (loggamma, poch, comb, boxcox, bernoulli, erfcx,
+spence) and scipy.linalg's special matrices."""
 from __future__ import annotations
 
 import numpy as np
@@ -155,3 +156,38 @@ def test_erfcx_and_spence_agree_with_scipy_in_both_precisions():
     np.testing.assert_allclose(special.erfcx(y), ssp.erfcx(y), rtol=1e-14)
     z = np.array([0.1, 0.7, 1.3, 5.0])
     np.testing.assert_allclose(special.spence(z), ssp.spence(z), rtol=1e-14)
+
+
+SPECIAL_MATRICES = [
+    ("block_diag", (np.ones((1, 1)), np.arange(6.0).reshape(2, 3), 5.0)),
+    ("circulant", (np.arange(4.0),)), ("companion", (np.array([2.0, 3.0, 4.0, 5.0]),)),
+    ("convolution_matrix", (np.array([1.0, 2.0, 3.0]), 5)),
+    ("convolution_matrix", (np.array([1.0, 2.0, 3.0]), 5, "same")),
+    ("convolution_matrix", (np.array([1.0, 2.0, 3.0, 4.0]), 2, "same")),
+    ("convolution_matrix", (np.array([1.0, 2.0, 3.0, 4.0]), 2, "valid")),
+    ("dft", (3, "sqrtn")), ("hadamard", (8,)), ("hankel", (np.array([1.0, 2, 3]), np.array([3.0, 4, 5, 6]))),
+    ("helmert", (5,)), ("helmert", (4, True)), ("hilbert", (4,)), ("invhilbert", (5,)),
+    ("pascal", (5,)), ("pascal", (4, "upper")), ("invpascal", (5,)), ("invpascal", (4, "lower")),
+    ("leslie", (np.array([0.1, 2.0, 1.0, 0.1]), np.array([0.2, 0.8, 0.7]))),
+    ("fiedler", (np.array([1.0, 4.0, 12.0, 45.0]),)),
+]
+
+
+@pytest.mark.parametrize("name,args", SPECIAL_MATRICES,
+                         ids=[f"{n}{len(a)}" for n, a in SPECIAL_MATRICES])
+def test_special_matrices_are_scipys(name, args):
+  sl = pytest.importorskip("scipy.linalg")
+  import minijax.scipy.linalg as ml
+  got = np.asarray(getattr(ml, name)(*args))
+  want = getattr(sl, name)(*args)
+  assert got.shape == want.shape
+  assert got.dtype == {"hadamard": np.int32, "dft": np.complex64}.get(name, np.float32)
+  np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-6)  # (exact on the host: JAX's
+  # lgamma-built pascal and invhilbert are off by a few ulps)
+
+
+def test_linalg_outer_takes_vectors_only():
+  import minijax.numpy as jnp
+  assert jnp.linalg.outer(np.ones(2), np.arange(3.0)).shape == (2, 3)
+  with pytest.raises(ValueError, match="Input arrays must be one-dimensional"):
+    jnp.linalg.outer(np.ones((2, 2)), np.ones(2))
