@@ -24,8 +24,12 @@ class Effect(_core.Effect):
   __hash__ = object.__hash__
 
 
-class JaxprInputEffect(Effect):
-  """An effect on one input of a jaxpr (its `input_index`), as JAX's."""
+class JaxprInputEffect(_core.InputEffect):
+  """An effect on one input of a jaxpr (`input_index`), as JAX's: re-indexed through
+  calls and control flow as minijax's input effects are, with JAX's defaults."""
+  ordered = False
+  lowerable = False
+  allowed_in_control_flow = False
 
   def __init__(self, input_index: Any):
     self.input_index = input_index
@@ -33,11 +37,8 @@ class JaxprInputEffect(Effect):
   def replace(self, *, input_index: Any | None = None):
     return type(self)(self.input_index if input_index is None else input_index)
 
-  def __eq__(self, other):
-    return type(self) is type(other) and self.input_index == other.input_index
-
-  def __hash__(self):
-    return hash((type(self), self.input_index))
+  def data(self) -> tuple:
+    return (self.input_index,)
 
   def __repr__(self):
     return f"{type(self).__name__}({self.input_index})"

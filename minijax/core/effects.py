@@ -162,20 +162,28 @@ def needs_discharge(effects: Iterable[Effect]) -> bool:
   return any(e.must_be_discharged for e in effects)
 
 
-# ----------------------------------------------------------------------------- state
+# ----------------------------------------------------------------------------- input effects
 
-class RefEffect(Effect):
-  """An effect on one mutable array reference (a `Ref`), named by the position of the ref
-  among the inputs: of the equation (`input_index` counts its operands) or, at a jaxpr's
-  level, of the jaxpr (counting its constvars, then its invars).  Effects on refs that a
-  jaxpr creates itself stop at its boundary, so a jaxpr's effects say which of its inputs
-  it reads, writes or accumulates into.  Refs need no tokens: once the jaxpr is
-  discharged, the order of reads and writes is data dependence."""
-  must_be_discharged = True
+class InputEffect(Effect):
+  """An effect on one input, named by its position: among the operands of an equation
+  (`input_index` counts them) or, at a jaxpr's level, among the jaxpr's inputs (its
+  constvars, then its invars).  A jaxpr's effects are re-indexed to its own inputs
+  (`core.jaxpr.jaxpr_effects`), and an effect on a value the jaxpr makes itself stops at
+  its boundary.  JAX's `JaxprInputEffect` (`minijax._src.effects`) is one."""
   input_index: int
 
-  def with_index(self, index: int) -> "RefEffect":
+  def with_index(self, index: int) -> "InputEffect":
     return type(self)(index)
+
+
+# ----------------------------------------------------------------------------- state
+
+class RefEffect(InputEffect):
+  """An effect on one mutable array reference (a `Ref`), an input effect on the ref:
+  a jaxpr's effects say which of its inputs it reads, writes or accumulates into.  Refs
+  need no tokens: once the jaxpr is discharged, the order of reads and writes is data
+  dependence."""
+  must_be_discharged = True
 
   def __repr__(self):
     return f"{type(self).__name__.removesuffix('Effect')}<{self.input_index}>"

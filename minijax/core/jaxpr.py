@@ -161,11 +161,11 @@ class Jaxpr:
 
 
 def jaxpr_effects(constvars, invars, eqns) -> frozenset:
-  """The effects of a jaxpr: its equations' effects, where an effect on a ref operand
-  (`RefEffect`) names the jaxpr input it is (constvars counted first) and is dropped when
-  the ref was created inside."""
+  """The effects of a jaxpr: its equations' effects, where an effect on an operand
+  (`InputEffect`, a ref's say) names the jaxpr input it is (constvars counted first) and
+  is dropped when the value was made inside."""
   effects = effects_lib.union(e.effects for e in eqns)
-  if not any(isinstance(e, effects_lib.RefEffect) for e in effects):
+  if not any(isinstance(e, effects_lib.InputEffect) for e in effects):
     return effects
   position = {v: i for i, v in enumerate([*constvars, *invars])}
   out = set()
@@ -176,7 +176,7 @@ def jaxpr_effects(constvars, invars, eqns) -> frozenset:
 
 def _eqn_input_effects(eqn, position: dict):
   for e in eqn.effects:
-    if not isinstance(e, effects_lib.RefEffect):
+    if not isinstance(e, effects_lib.InputEffect):
       yield e
     elif e.input_index < len(eqn.invars):
       k = position.get(eqn.invars[e.input_index])

@@ -88,10 +88,17 @@ def prepend_unused_invars(closed: ClosedJaxpr, avals: Sequence[Any], at: int = 0
                            jaxpr.debug_info), closed.consts)
 
 
-def jaxprs_effects(construct: str, *jaxprs) -> frozenset:
+def jaxprs_effects(construct: str, *jaxprs, operands=None) -> frozenset:
   """The effects of a control-flow equation over `jaxprs`, checked against each effect's
-  `allowed_in_control_flow` policy (`construct` names the function, for the error)."""
-  effects = effects_lib.union(j.effects for j in jaxprs)
+  `allowed_in_control_flow` policy (`construct` names the function, for the error).
+  `operands[k][i]`, when given, is the equation's operand that input i of `jaxprs[k]` is
+  (by default the same position): effects on inputs (`InputEffect`) are renumbered so."""
+  if operands is None:
+    effects = effects_lib.union(j.effects for j in jaxprs)
+  else:
+    effects = effects_lib.union(
+        frozenset(e.with_index(where[e.input_index]) if isinstance(e, effects_lib.InputEffect)
+                  else e for e in j.effects) for j, where in zip(jaxprs, operands))
   if effects:
     effects_lib.check_allowed(effects, "control_flow", construct)
   return effects

@@ -225,7 +225,14 @@ def _cond_abstract_eval(index, *avals, branches):
       raise TypeError(f"cond branch {i} returns {[a.str_short() for a in b.out_avals]} but "
                       f"branch 0 returns {[a.str_short() for a in branches[0].out_avals]}")
   out_avals = common.join_weak([b.out_avals for b in branches])
-  return out_avals, common.jaxprs_effects("`cond`", *branches)
+  return out_avals, _branches_effects(branches)
+
+
+def _branches_effects(branches) -> frozenset:
+  """The branches' effects, an effect on branch input i being on operand i + 1 (after the
+  index)."""
+  shifted = [range(1, 1 + len(b.in_avals)) for b in branches]
+  return common.jaxprs_effects("`cond`", *branches, operands=shifted)
 
 
 cond_p.def_effectful_abstract_eval(_cond_abstract_eval)
@@ -421,11 +428,11 @@ def _cond_partial_eval_custom(saveable, unks_in, inst_in, eqn):
       invars=[index, *(a for a, uk in zip(ops, ops_uk) if not uk)],
       outvars=[*(v for v, uk in zip(eqn.outvars, out_uk) if not uk), *res_vars],
       params=dict(eqn.params, branches=tuple(known_branches)),
-      effects=common.jaxprs_effects("`cond`", *known_branches))
+      effects=_branches_effects(known_branches))
   staged_eqn = eqn.replace(
       invars=[index, *res_vars, *ops],
       params=dict(eqn.params, branches=tuple(staged_branches)),
-      effects=common.jaxprs_effects("`cond`", *staged_branches))
+      effects=_branches_effects(staged_branches))
   return [known_eqn], [staged_eqn], out_uk, [True] * n_out, [*new_inst, *res_vars]
 
 

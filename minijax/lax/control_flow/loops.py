@@ -187,8 +187,12 @@ def _while_abstract_eval(*avals, cond_jaxpr, body_jaxpr, cond_nconsts, body_ncon
   if not all(map(common.same_type, body_jaxpr.out_avals, carry)):
     raise TypeError(f"while body returns {[a.str_short() for a in body_jaxpr.out_avals]} "
                     f"but the carry is {[a.str_short() for a in carry]}")
+  # the operands are [*cond consts, *body consts, *carry]
+  nc, nb, n = cond_nconsts, body_nconsts, len(carry)
+  where = [[*range(nc), *range(nc + nb, nc + nb + n)],
+           [*range(nc, nc + nb), *range(nc + nb, nc + nb + n)]]
   return common.join_weak([carry, body_jaxpr.out_avals]), \
-      common.jaxprs_effects("`while`", cond_jaxpr, body_jaxpr)
+      common.jaxprs_effects("`while`", cond_jaxpr, body_jaxpr, operands=where)
 
 
 while_p.def_effectful_abstract_eval(_while_abstract_eval)
