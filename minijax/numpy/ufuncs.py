@@ -6,8 +6,8 @@ floats, `add` / `multiply` of bools are logical or / and, integer `power` is exp
 by squaring, and `round` rounds halves to even.
 
 Complex values: comparisons (`less`, ...) order them lexicographically as numpy does, and
-`round`/`rint` round both parts.  Functions that have no meaning for complex values (or whose
-complex version minijax does not compute: `arctan2`) raise a TypeError or ValueError naming
+`round`/`rint` round both parts; `arctan2` continues to complex values as JAX's does.
+Functions that have no meaning for complex values raise a TypeError or ValueError naming
 the function, as JAX's do, instead of returning a wrong number.
 """
 from __future__ import annotations
@@ -203,7 +203,17 @@ def _fmin(a, b):
 
 fmax = _binary("fmax", _fmax)
 fmin = _binary("fmin", _fmin)
-arctan2 = _binary("arctan2", lax.atan2, inexact=True, keep_scalars=True, real_only=TypeError)
+def _arctan2(y, x):
+  """atan2, and for complex values JAX's continuation: -i log((x + i y) / sqrt(x^2 + y^2))."""
+  if not np.issubdtype(_util.dtype(y), np.complexfloating):
+    return lax.atan2(y, x)
+  i = lax.full((), 1j, _util.dtype(y))
+  z = lax.add(x, lax.mul(i, y))
+  radius = lax.sqrt(lax.add(lax.mul(x, x), lax.mul(y, y)))
+  return lax.mul(lax.neg(i), lax.log(lax.div(z, radius)))
+
+
+arctan2 = _binary("arctan2", _arctan2, inexact=True)
 
 
 def _logaddexp_value(a, b):
