@@ -191,3 +191,17 @@ def test_linalg_outer_takes_vectors_only():
   assert jnp.linalg.outer(np.ones(2), np.arange(3.0)).shape == (2, 3)
   with pytest.raises(ValueError, match="Input arrays must be one-dimensional"):
     jnp.linalg.outer(np.ones((2, 2)), np.ones(2))
+
+
+def test_bessel_jn_stacks_the_orders_and_agrees_with_scipy():
+  ssp = pytest.importorskip("scipy.special")
+  from minijax.scipy import special
+  z = np.float32([-3.0, 0.0, 1e-3, 0.1, 1.0, 5.0, 20.0])
+  got = special.bessel_jn(z, v=4)
+  assert got.shape == (5, 7) and got.dtype == np.float32
+  want = np.array([ssp.jv(k, z.astype(np.float64)) for k in range(5)])
+  np.testing.assert_allclose(got, want, atol=2e-7)  # (JAX's gives NaN for the small z)
+  np.testing.assert_allclose(minijax.jit(lambda q: special.bessel_jn(q, v=1))(z)[1],
+                             ssp.jv(1, z.astype(np.float64)), atol=2e-7)
+  with pytest.raises(ValueError, match="v >= 0"):
+    special.bessel_jn(z, v=-1)

@@ -1,6 +1,6 @@
 """Special functions computed from their series and continued fractions: the exponential
 integrals `expi`, `exp1`, the scaled complementary error function `erfcx`, the dilogarithm
-`spence` (and, from `minijax.numpy.bessel`, where `numpy.i0` needs them, the modified
+`spence`, the Bessel functions `bessel_jn` (and, from `minijax.numpy.bessel`, where `numpy.i0` needs them, the modified
 Bessel functions `i0`, `i0e`, `i1`, `i1e`).
 
 Each is evaluated in the input's floating dtype with two regimes joined by `where`:
@@ -95,7 +95,7 @@ def _expi_jvp(primals, tangents):
   return expi(x), jnp.exp(x) / x * t
 
 
-__all__ = ["erfcx", "exp1", "expi", "i0", "i0e", "i1", "i1e", "spence"]
+__all__ = ["bessel_jn", "erfcx", "exp1", "expi", "i0", "i0e", "i1", "i1e", "spence"]
 
 
 # ---- erfcx: e^{x^2} erfc(x)
@@ -178,3 +178,41 @@ def spence(x):
   inverted = -_PI2_6 - 0.5 * jnp.square(jnp.log(neg)) - base
   out = jnp.where(reflect, reflected, jnp.where(invert, inverted, base))
   return jnp.where(x < 0, jnp.nan, out)
+
+
+# ---- bessel_jn: J_0 ... J_v by Miller's backward recurrence
+
+def bessel_jn(z, *, v: int, n_iter: int = 50):
+  """The Bessel functions of the first kind J_0(z) ... J_v(z), stacked on a new leading
+  axis, by Miller's backward recurrence J_{k-1} = (2k / z) J_k - J_{k+1} from order
+  v + n_iter, normalized by J_0 + 2 (J_2 + J_4 + ...) = 1.  Accurate while |z| stays below
+  the starting order (raise `n_iter` for larger z)."""
+  v, n_iter = int(v), int(n_iter)
+  if v < 0 or n_iter < 1:
+    raise ValueError(f"bessel_jn needs v >= 0 and n_iter >= 1, got v={v}, n_iter={n_iter}")
+  z = as_inexact(z)
+  x = jnp.abs(z)
+  safe = jnp.where(x == 0, 1.0, x)
+  start = v + n_iter + (v + n_iter) % 2  # an even order, above v
+  big, tiny = 1e10, 1e-10
+  above, current = jnp.zeros_like(safe), jnp.full_like(safe, tiny)
+  found = [None] * (v + 1)
+  norm = jnp.zeros_like(safe)
+  for k in range(start, 0, -1):  # current holds the (unnormalized) J_k
+    if k <= v:
+      found[k] = current
+    if k % 2 == 0:
+      norm = norm + 2 * current
+    below = (2 * k / safe) * current - above
+    above, current = current, below
+    scale = jnp.where(jnp.abs(current) > big, tiny, 1.0)  # keep the values in range
+    above, current, norm = above * scale, current * scale, norm * scale
+    found = [f if f is None else f * scale for f in found]
+  found[0] = current
+  norm = norm + current
+  out = jnp.stack([f / norm for f in found])
+  signs = jnp.asarray([(-1.0) ** k for k in range(v + 1)], out.dtype).reshape(
+      (v + 1,) + (1,) * jnp.ndim(z))
+  out = jnp.where(z < 0, out * signs, out)  # J_k(-z) = (-1)^k J_k(z)
+  at_zero = jnp.asarray([1.0] + [0.0] * v, out.dtype).reshape((v + 1,) + (1,) * jnp.ndim(z))
+  return jnp.where(x == 0, at_zero, out)
