@@ -21,6 +21,8 @@ Q = np.array([0.0, 0.05, 0.5, 0.95, 1.0], np.float32)
 CASES = [  # (name, function of the module, arguments, scipy's function)
     ("binom.logpmf", (K, 5.0, 0.3), ss.binom.logpmf), ("binom.pmf", (K, 5.0, 0.3), ss.binom.pmf),
     ("binom.pmf loc", (K, 5.0, 0.3, 1.0), ss.binom.pmf),
+    # (poisson's lattice is that of k - loc: it read k's, so a half-integer loc gave 0)
+    ("poisson.pmf loc", (K + 0.5, 2.0, 0.5), ss.poisson.pmf),
     ("geom.logpmf", (K, 0.3), ss.geom.logpmf), ("geom.pmf", (K, 0.3, -1.0), ss.geom.pmf),
     ("nbinom.logpmf", (K, 4.0, 0.3), ss.nbinom.logpmf), ("nbinom.pmf", (K, 2.5, 0.6), ss.nbinom.pmf),
     ("betabinom.pmf", (K, 5.0, 2.0, 3.0), ss.betabinom.pmf),

@@ -3,14 +3,13 @@
 exactly, with fractions, for a static count)."""
 from __future__ import annotations
 
-import fractions
-
 import numpy as np
 
 from minijax import lax
 from minijax import numpy as jnp
 from minijax.numpy import _util
 from minijax.scipy.special import _c, _promote, gammasgn
+from minijax.scipy.special_series import bernoulli_numbers
 
 
 @_util.compiled_when_eager()
@@ -71,12 +70,4 @@ def bernoulli(n: int):
   n = int(n)
   if n < 0:
     raise ValueError(f"n must be a non-negative integer, got {n}")
-  numbers, row = [], []
-  for m in range(n + 1):  # the Akiyama-Tanigawa algorithm, giving B_m with B_1 = +1/2
-    row.append(fractions.Fraction(1, m + 1))
-    for j in range(m, 0, -1):
-      row[j - 1] = j * (row[j - 1] - row[j])
-    numbers.append(row[0])
-  if n >= 1:
-    numbers[1] = -numbers[1]
-  return jnp.asarray(np.array([float(b) for b in numbers]), dtype=float)
+  return jnp.asarray(np.array([float(b) for b in bernoulli_numbers(n)]), dtype=float)

@@ -16,6 +16,12 @@ def _float(values):
   return jnp.asarray(np.asarray(values, np.float64), dtype=dtypes.default_float_dtype())
 
 
+def _exact(entry, n: int):
+  """The n x n matrix of the exact (integer) `entry(i, j)`, rounded once to float."""
+  return _float(np.array([[entry(i, j) for j in range(n)] for i in range(n)],
+                         np.float64).reshape(n, n))
+
+
 def _size(name: str, n) -> int:
   n = int(n)
   if n < 0:
@@ -137,9 +143,8 @@ def invhilbert(n):
   """The inverse of the Hilbert matrix, from its exact integer entries."""
   n = _size("invhilbert", n)
   c = math.comb
-  out = [[(-1) ** (i + j) * (i + j + 1) * c(n + i, n - j - 1) * c(n + j, n - i - 1)
-          * c(i + j, i) ** 2 for j in range(n)] for i in range(n)]
-  return _float(np.array(out, dtype=object).astype(np.float64) if n else np.zeros((0, 0)))
+  return _exact(lambda i, j: (-1) ** (i + j) * (i + j + 1) * c(n + i, n - j - 1)
+                * c(n + j, n - i - 1) * c(i + j, i) ** 2, n)
 
 
 def _pascal_lower(n, sign=False):
@@ -152,7 +157,7 @@ def pascal(n, kind=None):
   n = _size("pascal", n)
   kind = "symmetric" if kind is None else kind
   if kind == "symmetric":
-    return _float([[math.comb(i + j, i) for j in range(n)] for i in range(n)] or np.zeros((0, 0)))
+    return _exact(lambda i, j: math.comb(i + j, i), n)
   if kind in ("lower", "upper"):
     low = _pascal_lower(n)
     return _float(low if kind == "lower" else low.T)

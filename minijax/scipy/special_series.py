@@ -11,6 +11,10 @@ Each is evaluated in the input's floating dtype with two regimes joined by `wher
 Derivatives are the closed forms (`custom_jvp`)."""
 from __future__ import annotations
 
+import fractions
+import functools
+import math
+
 from minijax import lax
 from minijax import numpy as jnp
 from minijax.custom_derivatives import custom_jvp
@@ -132,32 +136,31 @@ def _erfcx_jvp(primals, tangents):
 _PI2_6 = 1.6449340668482264  # pi^2 / 6
 
 
+@functools.cache
+def bernoulli_numbers(n: int) -> tuple:
+  """The Bernoulli numbers B_0 ... B_n as exact fractions (B_1 = -1/2), by the
+  Akiyama-Tanigawa algorithm (which gives +1/2 for B_1)."""
+  numbers, row = [], []
+  for m in range(n + 1):
+    row.append(fractions.Fraction(1, m + 1))
+    for j in range(m, 0, -1):
+      row[j - 1] = j * (row[j - 1] - row[j])
+    numbers.append(row[0])
+  if n >= 1:
+    numbers[1] = -numbers[1]
+  return tuple(numbers)
+
+
 def _li2_small(u):
   """Li2(u) for u in [-1, 1/2], from the series in t = -log(1 - u) (|t| <= log 2):
   sum_n B_n t^(n+1) / (n+1)!, whose terms shrink like (t / 2 pi)^n."""
-  from fractions import Fraction
   t = -jnp.log1p(-u)
   total, power = jnp.zeros_like(t), t
-  bernoulli = [Fraction(1), Fraction(-1, 2)]
-  factorial = 1
-  for n in range(0, 30):
-    if n >= 2:
-      bernoulli.append(_bernoulli_number(n))
-    factorial *= n + 1
-    if bernoulli[n]:
-      total = total + float(bernoulli[n] / factorial) * power
+  for n, b in enumerate(bernoulli_numbers(29)):
+    if b:
+      total = total + float(b / math.factorial(n + 1)) * power
     power = power * t
   return total
-
-
-def _bernoulli_number(n):
-  from fractions import Fraction
-  row = []
-  for m in range(n + 1):
-    row.append(Fraction(1, m + 1))
-    for j in range(m, 0, -1):
-      row[j - 1] = j * (row[j - 1] - row[j])
-  return row[0]  # (B_n for n >= 2: the sign convention of B_1 does not matter here)
 
 
 def spence(x):

@@ -6,7 +6,7 @@ import numpy as np
 from minijax import lax
 from minijax import numpy as jnp
 from minijax.scipy import special
-from minijax.scipy.stats._common import compiled_when_eager, const, promote
+from minijax.scipy.stats._common import compiled_when_eager, const, off_lattice, promote
 
 
 @compiled_when_eager()
@@ -14,7 +14,7 @@ def logpmf(k, mu, loc=0):
   k, mu, loc = promote("poisson.logpmf", k, mu, loc)
   x = jnp.subtract(k, loc)
   out = jnp.subtract(jnp.subtract(special.xlogy(x, mu), lax.lgamma(jnp.add(x, 1))), mu)
-  off_support = jnp.logical_or(jnp.less(x, 0), jnp.not_equal(jnp.round(k), k))
+  off_support = jnp.logical_or(jnp.less(x, 0), off_lattice(x))
   return jnp.where(off_support, const(out, -np.inf), out)
 
 
