@@ -146,3 +146,18 @@ def test_get_backend_cache_clear_is_a_no_op_only_while_xla_flags_are_unchanged(m
     assert "changed XLA_FLAGS" in str(e)
   else:
     raise AssertionError("a change of XLA_FLAGS needs a new client")
+
+
+def test_harness_runner_compares_jaxs_own_harnesses():
+  """tools/jax_harnesses.py on a few of JAX's harnesses (it needs JAX, which ships them):
+  values that agree are counted as matches, out-of-bounds gather modes included."""
+  import importlib.util
+  import pytest
+  if importlib.util.find_spec("jax") is None:
+    pytest.skip("JAX is not installed (the harnesses ship with it)")
+  proc = subprocess.run(
+      [sys.executable, os.path.join(ROOT, "tools", "jax_harnesses.py"), "--only",
+       r"^(sin_shape_float32|gather_dtypes_shape_float32_10_axis_0|lax_op_add_int8\[3\]_)"],
+      capture_output=True, text=True, timeout=600)
+  assert proc.returncode == 0, proc.stderr[-2000:]
+  assert "match 3  differs 0  error 0" in proc.stdout, proc.stdout

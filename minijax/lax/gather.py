@@ -1,8 +1,10 @@
 """gather and the scatter family (scatter, scatter_add, scatter_mul, scatter_min, scatter_max).
 
 Dimension numbers follow XLA's (with batching dimensions); the index vector is always the
-last axis of `indices`.  Out-of-bounds gathers clamp their start indices and out-of-bounds
-scatter windows are dropped, as XLA does; minijax.numpy normalizes negative indices first.
+last axis of `indices`.  The primitives do what XLA does with out-of-bounds indices: a gather
+clamps its start indices, a scatter drops the windows.  JAX's `mode=` (`GatherScatterMode`)
+is applied around them: CLIP clamps the indices first, a FILL_OR_DROP gather replaces the
+out-of-bounds windows with `fill_value`; minijax.numpy normalizes negative indices first.
 
 gather is linear in its operand and transposes to scatter_add; scatter_add is linear in
 (operand, updates) and transposes to (identity, gather).  `scatter` (replace) assumes unique
@@ -11,6 +13,7 @@ operand / index batching dimensions that XLA supports directly.
 """
 from __future__ import annotations
 
+import enum
 from typing import NamedTuple
 
 import numpy as np
@@ -24,8 +27,9 @@ from minijax.interpreters import ad, batching
 from minijax.lax.structural import convert_to_array, full
 from minijax.lowering import mlir
 
-__all__ = ["GatherDimensionNumbers", "ScatterDimensionNumbers", "gather", "scatter",
-           "scatter_add", "scatter_mul", "scatter_min", "scatter_max",
+__all__ = ["GatherDimensionNumbers", "ScatterDimensionNumbers", "GatherScatterMode", "gather",
+           "scatter", "scatter_add", "scatter_sub", "scatter_mul", "scatter_min", "scatter_max",
+           "scatter_apply",
            "gather_p", "scatter_p", "scatter_add_p", "scatter_mul_p", "scatter_min_p",
            "scatter_max_p"]
 
@@ -44,6 +48,70 @@ class ScatterDimensionNumbers(NamedTuple):
   scatter_dims_to_operand_dims: tuple
   operand_batching_dims: tuple = ()
   scatter_indices_batching_dims: tuple = ()
+
+
+class GatherScatterMode(enum.Enum):
+  """What a gather or scatter does with indices whose window leaves the operand.
+
+  CLIP: clamp them so that the whole window is inside.  FILL_OR_DROP: a gather returns
+  `fill_value` for the whole window, a scatter drops the window.  PROMISE_IN_BOUNDS: the
+  caller promises there are none (XLA then clamps gathers and drops scatters).  ONE_HOT is
+  JAX's name for numpy indexing by one-hot products, which lax does not implement."""
+  CLIP = enum.auto()
+  FILL_OR_DROP = enum.auto()
+  PROMISE_IN_BOUNDS = enum.auto()
+  ONE_HOT = enum.auto()
+
+  @staticmethod
+  def from_any(mode) -> "GatherScatterMode":
+    """`mode` as given to gather and scatter: a member, or 'clip', 'fill', 'drop',
+    'promise_in_bounds', 'one_hot'; None is FILL_OR_DROP."""
+    if isinstance(mode, GatherScatterMode):
+      return mode
+    names = {None: "FILL_OR_DROP", "clip": "CLIP", "fill": "FILL_OR_DROP",
+             "drop": "FILL_OR_DROP", "promise_in_bounds": "PROMISE_IN_BOUNDS",
+             "one_hot": "ONE_HOT"}
+    if not isinstance(mode, (str, type(None))) or mode not in names:
+      raise ValueError(f'Unknown gather mode "{mode}"')
+    return GatherScatterMode[names[mode]]
+
+
+def default_fill_value(dtype):
+  """What an out-of-bounds FILL_OR_DROP gather reads (JAX's): NaN for inexact types, the
+  lowest signed or the highest unsigned integer, True for booleans."""
+  if dtypes.is_inexact(dtype):
+    return np.nan
+  if dtype == dtypes.bool_:
+    return True
+  info = np.iinfo(dtype)
+  return info.min if np.issubdtype(dtype, np.signedinteger) else info.max
+
+
+def _index_bounds(indices, operand_shape, dims, window):
+  """The largest in-bounds start of each index-vector entry (operand dim `dims[i]`, window
+  extent `window[i]`), as an array of `indices`' dtype broadcast to its shape."""
+  from minijax.lax.structural import broadcast_in_dim
+  info = np.iinfo(indices.dtype)
+  upper = np.array([min(operand_shape[d] - w, info.max) for d, w in zip(dims, window)])
+  upper = convert_to_array(upper.astype(indices.dtype))
+  return broadcast_in_dim(upper, indices.shape, (indices.ndim - 1,))
+
+
+def _clamp_indices(indices, operand_shape, dims, window):
+  from minijax.lax.elementwise import max as lax_max
+  from minijax.lax.misc import clamp
+  upper = _index_bounds(indices, operand_shape, dims, window)
+  upper = lax_max(upper, full(upper.shape, 0, upper.dtype))  # (a window larger than its dim)
+  return clamp(full((), 0, indices.dtype), indices, upper)
+
+
+def _windows_in_bounds(indices, operand_shape, dims, window):
+  """Booleans of `indices`' batch shape: whether each window lies inside the operand."""
+  from minijax.lax.elementwise import bitwise_and, ge, le
+  from minijax.lax.reductions import reduce_and
+  upper = _index_bounds(indices, operand_shape, dims, window)
+  inside = bitwise_and(ge(indices, full(indices.shape, 0, indices.dtype)), le(indices, upper))
+  return reduce_and(inside, (indices.ndim - 1,))
 
 
 def _shift(dims, k=1):
@@ -168,11 +236,36 @@ ad.primitive_transposes[gather_p] = _gather_transpose
 batching.primitive_batchers[gather_p] = _gather_batch
 
 
-def gather(operand, indices, dimension_numbers: GatherDimensionNumbers, slice_sizes):
-  operand, indices = convert_to_array(operand), convert_to_array(indices)
+def gather(operand, start_indices, dimension_numbers: GatherDimensionNumbers, slice_sizes, *,
+           unique_indices: bool = False, indices_are_sorted: bool = False, mode=None,
+           fill_value=None):
+  """XLA's Gather.  `mode` (a `GatherScatterMode` or its name; by default
+  PROMISE_IN_BOUNDS) says what out-of-bounds windows read: clamped ones, or `fill_value`
+  (`default_fill_value` of the dtype when None).  `unique_indices` and
+  `indices_are_sorted` are promises that do not change the result."""
+  operand, indices = convert_to_array(operand), convert_to_array(start_indices)
   dn = GatherDimensionNumbers(*(tuple(int(d) for d in f) for f in dimension_numbers))
-  return gather_p.bind(operand, indices, dimension_numbers=dn,
-                       slice_sizes=tuple(int(s) for s in slice_sizes))
+  sizes = tuple(int(s) for s in slice_sizes)
+  mode = GatherScatterMode.PROMISE_IN_BOUNDS if mode is None else GatherScatterMode.from_any(mode)
+  if mode is GatherScatterMode.ONE_HOT:
+    raise NotImplementedError("lax.gather does not implement mode=ONE_HOT (JAX uses it inside "
+                              "jax.numpy indexing only); use 'clip', 'fill' or "
+                              "'promise_in_bounds'")
+  if not dtypes.is_integer(indices.dtype):
+    raise TypeError(f"gather indices must be integers, got {indices.dtype}")
+  window = [sizes[d] if d < len(sizes) else 1 for d in dn.start_index_map]
+  if mode is GatherScatterMode.CLIP and indices.ndim:
+    indices = _clamp_indices(indices, operand.shape, dn.start_index_map, window)
+  out = gather_p.bind(operand, indices, dimension_numbers=dn, slice_sizes=sizes)
+  if mode is not GatherScatterMode.FILL_OR_DROP or not indices.ndim:
+    return out
+  from minijax.lax.misc import select
+  from minijax.lax.structural import broadcast_in_dim
+  fill = default_fill_value(out.dtype) if fill_value is None else fill_value
+  inside = _windows_in_bounds(indices, operand.shape, dn.start_index_map, window)
+  batch = [d for d in range(out.ndim) if d not in dn.offset_dims]
+  return select(broadcast_in_dim(inside, out.shape, batch), out,
+                full(out.shape, fill, out.dtype))
 
 
 # ---- scatter family
@@ -274,8 +367,9 @@ def _gather_updates_like(ct, indices, updates_aval, dn):
   sizes = [1] * ct.ndim
   for u, o in zip(dn.update_window_dims, window):
     sizes[o] = updates_aval.shape[u]
-  return gather_p.bind(ct, indices, dimension_numbers=_gather_dnums_of(dn),
-                       slice_sizes=tuple(sizes))
+  # the windows a scatter dropped (out of bounds) get no cotangent
+  return gather(ct, indices, _gather_dnums_of(dn), sizes, mode=GatherScatterMode.FILL_OR_DROP,
+                fill_value=0)
 
 
 def _scatter_linear_jvp(prim):
@@ -375,22 +469,41 @@ ad.primitive_jvps[scatter_min_p] = _scatter_extremum_jvp(scatter_min_p)
 ad.primitive_jvps[scatter_max_p] = _scatter_extremum_jvp(scatter_max_p)
 
 
+def _scatter_window(operand_shape, updates_shape, dn):
+  """The extent of the scattered window in each operand dimension."""
+  sizes = [1] * len(operand_shape)
+  window = [d for d in range(len(operand_shape))
+            if d not in dn.inserted_window_dims and d not in dn.operand_batching_dims]
+  for u, o in zip(dn.update_window_dims, window):
+    sizes[o] = updates_shape[u]
+  return sizes
+
+
 def _scatter_bind(prim, operand, indices, updates, dimension_numbers, indices_are_sorted,
-                  unique_indices):
+                  unique_indices, mode):
   operand, indices, updates = map(convert_to_array, (operand, indices, updates))
   dn = ScatterDimensionNumbers(*(tuple(int(d) for d in f) for f in dimension_numbers))
+  mode = GatherScatterMode.from_any(mode)
+  if mode is GatherScatterMode.ONE_HOT:
+    raise NotImplementedError(f"lax.{prim.name.replace('-', '_')} does not implement "
+                              "mode=ONE_HOT; use 'clip', 'drop' or 'promise_in_bounds'")
+  if mode is GatherScatterMode.CLIP and indices.ndim and dtypes.is_integer(indices.dtype):
+    sizes = _scatter_window(operand.shape, updates.shape, dn)
+    indices = _clamp_indices(indices, operand.shape, dn.scatter_dims_to_operand_dims,
+                             [sizes[d] for d in dn.scatter_dims_to_operand_dims])
   return prim.bind(operand, indices, updates, dimension_numbers=dn,
                    indices_are_sorted=bool(indices_are_sorted),
                    unique_indices=bool(unique_indices))
 
 
 def _scatter_fn(name: str, prim, doc: str):
-  def fn(operand, indices, updates, dimension_numbers, *, indices_are_sorted=False,
-         unique_indices=False):
-    return _scatter_bind(prim, operand, indices, updates, dimension_numbers,
-                         indices_are_sorted, unique_indices)
+  def fn(operand, scatter_indices, updates, dimension_numbers, *, indices_are_sorted=False,
+         unique_indices=False, mode=None):
+    return _scatter_bind(prim, operand, scatter_indices, updates, dimension_numbers,
+                         indices_are_sorted, unique_indices, mode)
   fn.__name__ = fn.__qualname__ = name
-  fn.__doc__ = doc
+  fn.__doc__ = doc + (" `mode` (a `GatherScatterMode` or its name) treats out-of-bounds "
+                      "windows: dropped by default, or their indices clamped ('clip').")
   return fn
 
 
@@ -399,3 +512,33 @@ scatter_add = _scatter_fn("scatter_add", scatter_add_p, "Adds `updates` at `indi
 scatter_mul = _scatter_fn("scatter_mul", scatter_mul_p, "Multiplies by `updates` at `indices`.")
 scatter_min = _scatter_fn("scatter_min", scatter_min_p, "Takes the minimum at `indices`.")
 scatter_max = _scatter_fn("scatter_max", scatter_max_p, "Takes the maximum at `indices`.")
+
+
+def scatter_sub(operand, scatter_indices, updates, dimension_numbers, *,
+                indices_are_sorted=False, unique_indices=False, mode=None):
+  """Subtracts `updates` at `indices` (a scatter_add of their negation)."""
+  from minijax.lax.elementwise import neg
+  return scatter_add(operand, scatter_indices, neg(convert_to_array(updates)),
+                     dimension_numbers, indices_are_sorted=indices_are_sorted,
+                     unique_indices=unique_indices, mode=mode)
+
+
+def scatter_apply(operand, scatter_indices, func, dimension_numbers, *, update_shape=(),
+                  indices_are_sorted=False, unique_indices=False, mode=None):
+  """`func` (elementwise) applied to the elements of `operand` under the scatter's windows
+  (`update_shape` is the shape the updates would have), as often as windows cover them, as
+  XLA's scatter with `func` as its combiner does."""
+  from minijax.lax.control_flow import while_loop
+  from minijax.lax.misc import select
+  from minijax.lax.reductions import reduce_max
+  operand = convert_to_array(operand)
+  counts = scatter_add(full(operand.shape, 0, np.int32), scatter_indices,
+                       full(tuple(update_shape), 1, np.int32), dimension_numbers,
+                       indices_are_sorted=indices_are_sorted, unique_indices=unique_indices,
+                       mode=mode)
+  most = reduce_max(counts, tuple(range(counts.ndim)))
+
+  def apply_once(state):
+    i, x = state
+    return i + 1, select(counts > i, convert_to_array(func(x)).astype(x.dtype), x)
+  return while_loop(lambda state: state[0] < most, apply_once, (np.int32(0), operand))[1]

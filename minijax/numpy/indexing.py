@@ -25,6 +25,7 @@ from minijax.core import dtypes
 from minijax.core.avals import get_aval
 from minijax.core.errors import NonConcreteBooleanIndexError
 from minijax.core.trace import Tracer
+from minijax.lax.gather import default_fill_value
 from minijax.numpy import _util
 
 _INTS = (int, np.integer)
@@ -260,16 +261,8 @@ def _clamped_scalar(e, n):
 
 
 def fill_value_for(dtype, fill_value=None):
-  """What an out-of-bounds read gives (JAX's): `fill_value`, else NaN for inexact types, the
-  lowest signed or highest unsigned integer, True for booleans."""
-  if fill_value is not None:
-    return fill_value
-  if dtypes.is_inexact(dtype):
-    return np.nan
-  if dtype == dtypes.bool_:
-    return True
-  info = np.iinfo(dtype)
-  return info.min if np.issubdtype(dtype, np.signedinteger) else info.max
+  """What an out-of-bounds read gives: `fill_value`, else lax's default (JAX's)."""
+  return default_fill_value(dtype) if fill_value is None else fill_value
 
 
 def getitem_filled(x, index, fill_value=None):

@@ -376,7 +376,10 @@ def resolve(module: str, name: str):
       found = _public_module(public)
       if found is not None and hasattr(found, name):
         PUBLIC_USED[full] = f"{public}.{name}"
-        return getattr(found, name)
+        value = getattr(found, name)
+        if LENIENT[0] and _importing[0] and isinstance(value, types.ModuleType):
+          return _Lenient(value, f"{public}.{name}")  # (its missing names: placeholders)
+        return value
     if full in JAX_PUBLIC_NAMES:  # public in JAX, lacking in minijax
       return Internal(JAX_PUBLIC_NAMES[full], missing=True)
   return Internal(full)

@@ -441,6 +441,15 @@ def format_shape_dtype_string(shape, dtype):
   return f"{name}[{','.join(str(d) for d in tuple(shape))}]"
 
 
+def dtype_str(dtype):
+  return np.dtype(dtype).name
+
+
+def sanitize_test_name(name: str) -> str:
+  """A test name with the characters `-k` cannot take made `_`, as JAX's harnesses name."""
+  return re.sub(r"[ \"'\[\](){}<>=,._]+", "_", name)
+
+
 def numpy_version():
   return tuple(int(x) for x in re.findall(r"\d+", np.__version__)[:3])
 
