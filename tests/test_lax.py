@@ -209,15 +209,36 @@ def test_binary_primitive_takes_a_rank0_operand_on_either_side(name, side):
     assert out.shape == (2, 3)
 
 
-def test_binary_ops_broadcast_only_rank0_operands():
+def test_binary_ops_broadcast_rank0_operands_and_size1_axes():
+  """JAX 0.10.2's lax: rank-0 operands and size-1 axes (at one rank) broadcast, in one
+  equation; values, gradients and batching as JAX gives them."""
   x3 = np.ones(3, np.float32)
   assert lax.add(x3, np.float32(2)).shape == (3,)
   assert lax.eq(np.float32(1), x3).shape == (3,)
-  with pytest.raises(TypeError, match=r"add requires arguments of the same shape, got "
-                                      r"f32\[3\], f32\[1\]; rank-0 ones broadcast"):
-    lax.add(x3, np.ones(1, np.float32))
-  with pytest.raises(TypeError, match=r"mul requires arguments of the same shape, got "
-                                      r"f32\[\], f32\[2,3\], f32\[3\]"):
+  assert lax.add(x3, np.ones(1, np.float32)).shape == (3,)
+  a = np.arange(12.0, dtype=np.float32).reshape(3, 4)
+  b = np.arange(1.0, 4.0, dtype=np.float32).reshape(3, 1)
+  c = np.arange(1.0, 5.0, dtype=np.float32).reshape(1, 4)
+  np.testing.assert_array_equal(lax.sub(a, b), a - b)
+  np.testing.assert_array_equal(minijax.jit(lax.mul)(b, c), b * c)
+  np.testing.assert_array_equal(lax.shift_left(np.ones((3, 4), np.int32), np.ones((3, 1), np.int32)),
+                                np.full((3, 4), 2))
+  assert "add a b" in str(minijax.make_jaxpr(lax.add)(a, b))
+  np.testing.assert_array_equal(minijax.grad(lambda b: lax.mul(a, b).sum())(b), [[6], [22], [38]])
+  np.testing.assert_allclose(minijax.grad(lambda c: lax.pow(b, c).sum())(c),
+                             [[4.682131, 12.6601, 35.20771, 100.07795]], rtol=1e-6)
+  np.testing.assert_array_equal(minijax.linear_transpose(lambda x: lax.add(x, a), b)(a)[0],
+                                [[6], [22], [38]])
+  assert minijax.vmap(lambda x: lax.add(x, a))(np.ones((2, 3, 1), np.float32)).shape == (2, 3, 4)
+  assert minijax.vmap(lax.mul, in_axes=(0, 1))(np.ones((2, 3, 1), np.float32),
+                                               np.ones((1, 2, 4), np.float32)).shape == (2, 3, 4)
+  np.testing.assert_allclose(lax.igamma(np.ones((3, 4), np.float32), b[:, :1] * 0 + 1),
+                             np.full((3, 4), 0.63212019), rtol=1e-6)
+  with pytest.raises(TypeError, match=r"add got incompatible shapes for broadcasting: "
+                                      r"\(3,\), \(2,\); rank-0 operands and size-1 axes"):
+    lax.add(x3, np.ones(2, np.float32))
+  with pytest.raises(TypeError, match=r"mul: arrays must have the same number of dimensions, "
+                                      r"got f32\[\], f32\[2,3\], f32\[3\]"):
     minijax.make_jaxpr(lambda a, b, c: lax.mul_p.bind(a, b, c))(
         np.float32(1), np.ones((2, 3), np.float32), x3)
 
@@ -247,7 +268,7 @@ def test_binary_ops_take_python_scalars_in_the_arrays_dtype():
 
 
 def test_binary_ops_reject_mismatched_shapes_and_dtypes():
-  with pytest.raises(TypeError, match=r"add requires arguments of the same shape.*f32\[3\].*f32\[4\]"):
+  with pytest.raises(TypeError, match=r"add got incompatible shapes for broadcasting: \(3,\), \(4,\)"):
     lax.add(np.ones(3, np.float32), np.ones(4, np.float32))
   with pytest.raises(TypeError, match=r"mul requires arguments of the same dtype"):
     lax.mul(np.ones(3, np.float32), np.ones(3, np.int32))
@@ -627,3 +648,66 @@ def test_gather_with_no_indices_from_an_empty_operand():
     lax.gather(x, jnp.zeros((1, 1), jnp.int32),
                lax.GatherDimensionNumbers(offset_dims=(), collapsed_slice_dims=(0,),
                                           start_index_map=(0,)), slice_sizes=(1,))
+
+
+def test_dynamic_slice_counts_negative_starts_from_the_end():
+  """JAX 0.10.2's values: a negative start counts from the end once, then XLA clamps
+  (minijax clamped -1 to 0 before: a silently different slice)."""
+  x = np.arange(5.0, dtype=np.float32)
+  for start, sliced, updated in [
+      (-1, [3, 4], [0, 1, 2, 9, 9]), (-3, [2, 3], [0, 1, 9, 9, 4]),
+      (-7, [0, 1], [9, 9, 2, 3, 4]), (9, [3, 4], [0, 1, 2, 9, 9])]:
+    np.testing.assert_array_equal(lax.dynamic_slice(x, (start,), (2,)), sliced)
+    np.testing.assert_array_equal(
+        minijax.jit(lambda x, s: lax.dynamic_slice(x, (s,), (2,)))(x, start), sliced)
+    np.testing.assert_array_equal(
+        lax.dynamic_update_slice(x, np.full(2, 9, np.float32), (start,)), updated)
+  assert lax.dynamic_index_in_dim(x, -1, keepdims=False) == 4
+  np.testing.assert_array_equal(
+      minijax.grad(lambda x: lax.dynamic_slice(x, (-2,), (2,)).sum())(x), [0, 0, 0, 1, 1])
+  np.testing.assert_array_equal(
+      minijax.vmap(lambda s: lax.dynamic_slice(x, (s,), (2,)))(np.array([-1, 1, -4])),
+      [[3, 4], [1, 2], [1, 2]])
+
+
+def test_dot_general_of_two_dtypes_computes_in_the_higher_precision_one():
+  """JAX 0.10.2 (XLA's HigherPrecisionType): the result dtypes of mixed operands, and its
+  laxer preferred_element_type rule for dots (only a non-float result may not narrow)."""
+  dn = (((1,), (0,)), ((), ()))
+  x = np.arange(6).reshape(2, 3)
+  with minijax.enable_x64():
+    for a, b, expected in [(np.int8, np.int16, np.int16), (np.int8, np.uint8, np.int8),
+                           (np.int8, np.float32, np.float32), (np.bool_, np.int8, np.int8),
+                           (np.uint32, np.int32, np.int32), (np.float32, np.float64, np.float64),
+                           (minijax.numpy.bfloat16, np.float16, minijax.numpy.bfloat16),
+                           (np.int64, np.float16, np.float16),
+                           (np.int8, np.complex64, np.complex64)]:
+      out = lax.dot_general(x.astype(a), x.T.astype(b), dn)
+      assert out.dtype == expected, (a, b, out.dtype)
+      np.testing.assert_array_equal(out, [[3, 9], [3, 12]] if a is np.bool_ else [[5, 14], [14, 50]])
+    for a, preferred, value in [(np.float64, np.float32, 50), (np.complex64, np.float32, 50),
+                                (np.float32, np.int32, 50), (np.bool_, np.int32, 3),
+                                (np.int32, np.uint32, 50)]:
+      out = lax.dot_general(x.astype(a), x.T.astype(a), dn, preferred_element_type=preferred)
+      assert out.dtype == preferred and out[1, 1] == value, (a, preferred, out)
+    with pytest.raises(TypeError, match="must not be narrower than the original type"):
+      lax.dot_general(x.astype(np.int32), x.T.astype(np.int32), dn, preferred_element_type=np.int8)
+    grad = minijax.grad(lambda y: lax.dot_general(x.astype(np.float16), y, dn).sum())(
+        x.T.astype(np.float32))
+    assert grad.dtype == np.float32
+
+
+def test_rng_bit_generator_takes_a_uint64_pair_key():
+  """JAX 0.10.2's bits: the uint64[2] key is XLA's state itself (the uint32[4] key is the
+  same state word by word)."""
+  algorithm = lax.RandomAlgorithm.RNG_THREE_FRY
+  with minijax.enable_x64():
+    key, bits = lax.rng_bit_generator(np.array([1, 2], np.uint64), (3,), np.uint32,
+                                      algorithm=algorithm)
+    assert key.dtype == np.uint64 and key.tolist() == [1, 4]
+    assert bits.tolist() == [43444564, 2150618427, 3979645651]
+  key, bits = lax.rng_bit_generator(np.array([1, 0, 2, 0], np.uint32), (3,), np.uint32,
+                                    algorithm=algorithm)
+  assert key.tolist() == [1, 0, 4, 0] and bits.tolist() == [43444564, 2150618427, 3979645651]
+  with pytest.raises(TypeError, match=r"uint32\[4\] or uint64\[2\] key, got u32\[2\]"):
+    lax.rng_bit_generator(np.array([1, 2], np.uint32), (3,))

@@ -166,8 +166,7 @@ def compare(mine: list, theirs: list, tol_given=None) -> str | None:
       err = np.where(np.isnan(x) & np.isnan(y), 0, np.abs(x - y))
       err = np.where(np.isnan(err), np.inf, err)
       bad = np.unravel_index(np.argmax(err), err.shape)
-      ulp = np.spacing(np.abs(y[bad]).astype(b.real.dtype) if b.dtype.kind != "c"
-                       else np.float64(np.abs(y[bad])))
+      ulp = np.spacing(np.abs(y[bad]).astype(b.real.dtype))  # (of the component type)
       ulps = float(err[bad] / ulp) if ulp else float("inf")
       return (f"{where}at {tuple(int(i) for i in bad)}: {x[bad]:.7g} where JAX has "
               f"{y[bad]:.7g} ({ulps:.3g} ulps)")

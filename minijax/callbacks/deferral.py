@@ -101,7 +101,7 @@ def _while_deferral(eqn, ins, ctx):
     consts, carry = args[:nb], args[nb:nb + n]
     count, sent, *buffers = args[nb + n:]
     outs = eval_jaxpr(body.jaxpr, body.consts, rid, *consts, *carry)
-    buffers = [lax.dynamic_update_index_in_dim(b, x, count, 0)
+    buffers = [lax.dynamic_update_index_in_dim(b, x, count, 0, allow_negative_indices=False)
                for b, x in zip(buffers, outs[n:])]
     count = count + 1
 

@@ -377,7 +377,8 @@ def _bounds_check(state, eqn, operand_shape, index_columns):
         lax.reshape(bad, (1,))
     flat_idx = lax.reshape(idx, np.shape(flat_bad))
     first = lax.argmax(lax.convert_element_type(flat_bad, np.int32), 0, np.int32)
-    value = lax.dynamic_index_in_dim(flat_idx, first, 0, keepdims=False)
+    value = lax.dynamic_index_in_dim(flat_idx, first, 0, keepdims=False,
+                                     allow_negative_indices=False)
     state.fail(code, _any(bad), (lax.concatenate(
         [lax.reshape(value, (1,)), lax.full((1,), axis, np.int32)], 0),))
 
@@ -482,7 +483,7 @@ def _run_check(state, eqn, invals) -> None:
     bad = lax.convert_element_type(lax.bitwise_not(ok), np.int32)
     last = lax.sub(np.int32(n - 1), lax.argmax(lax.rev(bad, (0,)), 0, np.int32))
     fmt = [lax.dynamic_index_in_dim(lax.reshape(x, (n, *np.shape(x)[k:])), last, 0,
-                                    keepdims=False) for x in fmt]
+                                    keepdims=False, allow_negative_indices=False) for x in fmt]
     pred = ok
   failed = lax.bitwise_not(lax.reduce_and(pred, tuple(range(np.ndim(pred))))
                            if np.ndim(pred) else pred)

@@ -289,13 +289,14 @@ def _transpose(jaxpr, diff, in_avals, out_zero, residuals, cts, wanted=None):
 # ----------------------------------------------------------------------------- rule helpers
 
 def _fit_tangent(t, shape):
-  """A contribution to an output tangent of `shape`: broadcast when it has rank 0 and the
-  output does not (an elementwise op's rank-0 operand, e.g. `add`'s tangent `g`)."""
-  if not shape or get_aval(t).shape:
+  """A contribution to an output tangent of `shape`, broadcast to it when an elementwise
+  op broadcast its operand (rank 0, or size-1 axes; e.g. `add`'s tangent `g`)."""
+  t_shape = get_aval(t).shape
+  if t_shape == shape or not shape:
     return t
   if is_float0(t):
     return np.zeros(shape, dtypes.float0)
-  return array_ops.broadcast_in_dim(t, shape, ())
+  return array_ops.broadcast_in_dim(t, shape, tuple(range(len(t_shape))))
 
 
 def defjvp(primitive, *jvp_fns: Callable | None) -> None:

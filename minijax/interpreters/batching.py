@@ -107,11 +107,11 @@ def _broadcast_front(x, size: int):
 
 
 def defbroadcasting(primitive) -> None:
-  """Elementwise n-ary (operands of one shape S, or of rank 0): when every batched operand
-  has the same shape and batch dim and the unbatched ones have rank 0, the primitive applies
-  as is.  Otherwise batch dims move to the front, a batched operand of rank 0 (per element)
-  is broadcast to the batch size times S, and an unbatched one of shape S is broadcast to
-  the batch size; unbatched rank-0 operands stay rank 0."""
+  """Elementwise n-ary (operands of one rank with sizes equal or 1 per axis, or of rank 0):
+  when every batched operand has the same shape and batch dim and the unbatched ones have
+  rank 0, the primitive applies as is.  Otherwise batch dims move to the front and every
+  operand but the unbatched rank-0 ones is broadcast to the batch size times the result's
+  per-element shape S."""
   def rule(batched_args, batch_dims, **params):
     shape = dim = None
     fast = True
@@ -126,14 +126,9 @@ def defbroadcasting(primitive) -> None:
       out = primitive.bind(*batched_args, **params)
       return out, (dim if not primitive.multiple_results else [dim] * len(out))
     size = shape[dim]
-    elem_shape = ()  # the unbatched result shape S
-    for x, d in zip(batched_args, batch_dims):
-      s = _shape(x)
-      if d is not None:
-        s = s[:d] + s[d + 1:]
-      if s:
-        elem_shape = s
-        break
+    elem_shapes = [s for x, d in zip(batched_args, batch_dims)
+                   if (s := _shape(x) if d is None else _shape(x)[:d] + _shape(x)[d + 1:])]
+    elem_shape = tuple(max(sizes) if 1 in sizes else sizes[0] for sizes in zip(*elem_shapes))
     args = [_to_batched(x, d, size, elem_shape) for x, d in zip(batched_args, batch_dims)]
     out = primitive.bind(*args, **params)
     return out, (0 if not primitive.multiple_results else [0] * len(out))
@@ -148,10 +143,13 @@ def _to_batched(x, d, size: int, elem_shape: tuple):
   """An operand of an elementwise op with the batch dim first and the shape (size, *S), or
   rank 0 when it is unbatched and of rank 0."""
   if d is None:
-    return x if not _shape(x) else bdim_at_front(x, None, size)
+    if not _shape(x):
+      return x
+    return array_ops.broadcast_in_dim(x, (size, *elem_shape), tuple(range(1, len(elem_shape) + 1)))
   x = moveaxis(x, d, 0)
-  if elem_shape and len(_shape(x)) == 1:
-    x = array_ops.broadcast_in_dim(x, (size, *elem_shape), (0,))
+  if _shape(x)[1:] != elem_shape:
+    kept = (0,) if len(_shape(x)) == 1 else tuple(range(len(elem_shape) + 1))
+    x = array_ops.broadcast_in_dim(x, (size, *elem_shape), kept)
   return x
 
 

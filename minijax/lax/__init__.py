@@ -20,6 +20,9 @@ from minijax.lax.associative_scan import associative_scan  # noqa: F401
 from minijax.lax.prng import *  # noqa: F401,F403
 from minijax.lax.special import *  # noqa: F401,F403
 from minijax.lax.incomplete import *  # noqa: F401,F403
+from minijax.lax.bessel import *  # noqa: F401,F403
+from minijax.lax.generic_reduce import *  # noqa: F401,F403
+from minijax.lax.shape_ops import *  # noqa: F401,F403
 from minijax.lax.parallel import *  # noqa: F401,F403
 from minijax.lax.sharding import sharding_constraint_p, with_sharding_constraint  # noqa: F401
 from minijax.lax.shard_map import shard_map_p  # noqa: F401

@@ -124,8 +124,8 @@ def _complex_transpose(ct, x, y):
   from minijax.lax.elementwise import neg
   if type(ct) is ad.Zero:
     return [ad.Zero(a.aval) if ad.is_undefined_primal(a) else None for a in (x, y)]
-  return [utils.unbroadcast_scalar(real(ct), x.aval) if ad.is_undefined_primal(x) else None,
-          utils.unbroadcast_scalar(neg(imag(ct)), y.aval) if ad.is_undefined_primal(y)
+  return [utils.unbroadcast(real(ct), x.aval) if ad.is_undefined_primal(x) else None,
+          utils.unbroadcast(neg(imag(ct)), y.aval) if ad.is_undefined_primal(y)
           else None]
 
 

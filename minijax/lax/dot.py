@@ -17,6 +17,7 @@ from __future__ import annotations
 import enum
 from typing import Any
 
+import ml_dtypes
 import numpy as np
 from jaxlib.mlir import ir
 from jaxlib.mlir.dialects import mhlo
@@ -147,8 +148,12 @@ def _dot_general_abstract_eval(lhs, rhs, *, dimension_numbers, precision,
            + tuple(rhs.shape[i] for i in _free(rhs.ndim, rc, rb)))
   dtype = lhs.dtype
   if preferred_element_type is not None:
-    if dtype != dtypes.bool_:
-      check_preferred_element_type("dot_general", dtype, preferred_element_type)
+    # (JAX's dot rule, laxer than convolutions': only a non-float result may not narrow)
+    bits = lambda d: (1 if d == dtypes.bool_ else ml_dtypes.finfo(d).bits if dtypes.is_inexact(d)
+                      else np.iinfo(d).bits)
+    if not dtypes.is_float(dtype) and bits(preferred_element_type) < bits(dtype):
+      raise TypeError("dot_general: `preferred_element_type` must not be narrower than the "
+                      f"original type, got {preferred_element_type} for {dtype}.")
     dtype = preferred_element_type
   return ShapedArray(shape, dtype, lhs.weak_type and rhs.weak_type)
 
@@ -163,7 +168,7 @@ def _dot_general_lowering(ctx, lhs, rhs, *, dimension_numbers, precision,
       lhs_batching_dimensions=list(lb), rhs_batching_dimensions=list(rb),
       lhs_contracting_dimensions=list(lc), rhs_contracting_dimensions=list(rc))
   out_aval = ctx.avals_out[0]
-  if ctx.avals_in[0].dtype == dtypes.bool_:
+  if ctx.avals_in[0].dtype == dtypes.bool_ and out_aval.dtype == dtypes.bool_:
     # XLA has no boolean dot: multiply as int32 and test for a nonzero sum
     from minijax.lax.elementwise import _compare_ir
     i32 = lambda a: mlir.aval_to_ir_type(a.update(dtype=dtypes.int32))
@@ -263,8 +268,30 @@ ad.primitive_transposes[dot_general_p] = _dot_general_transpose
 batching.primitive_batchers[dot_general_p] = _dot_general_batch
 
 
+def _precision_rank(dtype) -> tuple:
+  """How XLA ranks a dot's operand types (its HigherPrecisionType, as JAX reads it):
+  complex over real, then the float exponent range, then the mantissa, then the bit width,
+  then signed over unsigned; integers and booleans rank below every float."""
+  dtype = np.dtype(dtype)
+  complex_ = np.issubdtype(dtype, np.complexfloating)
+  real = np.dtype(np.zeros((), dtype).real.dtype) if complex_ else dtype
+  info = ml_dtypes.finfo(real) if dtypes.is_float(real) else None
+  bits = 1 if real == dtypes.bool_ else real.itemsize * 8
+  return (complex_, info.maxexp if info else -1, info.nmant if info else -1, bits,
+          not np.issubdtype(real, np.unsignedinteger))
+
+
+def operand_dtype(lhs_dtype, rhs_dtype):
+  """The one dtype a dot of two operand dtypes computes in: the higher-precision one."""
+  if lhs_dtype == rhs_dtype:
+    return lhs_dtype
+  return max(lhs_dtype, rhs_dtype, key=_precision_rank)
+
+
 def dot_general(lhs, rhs, dimension_numbers, precision=None, preferred_element_type=None, *,
                 out_sharding=None):
+  """XLA's DotGeneral.  Operands of two dtypes are computed in the higher-precision one
+  (`operand_dtype`), as JAX and XLA do."""
   if out_sharding is not None:
     raise NotImplementedError("dot_general: out_sharding is not supported by minijax (one "
                               "device per computation)")
@@ -273,6 +300,11 @@ def dot_general(lhs, rhs, dimension_numbers, precision=None, preferred_element_t
   dn = ((tuple(int(d) for d in lc), tuple(int(d) for d in rc)),
         (tuple(int(d) for d in lb), tuple(int(d) for d in rb)))
   pet = canonicalize_preferred("dot_general", preferred_element_type)
+  la, ra = get_aval(lhs), get_aval(rhs)
+  if la.dtype != ra.dtype:
+    from minijax.lax.misc import convert_element_type
+    common = operand_dtype(la.dtype, ra.dtype)
+    lhs, rhs = (convert_element_type(x, common) for x in (lhs, rhs))
   return dot_general_p.bind(lhs, rhs, dimension_numbers=dn,
                             precision=canonicalize_precision(precision),
                             preferred_element_type=pet)

@@ -19,7 +19,8 @@ from minijax.lax import utils
 from minijax.lowering import mlir
 
 __all__ = [
-    "population_count", "population_count_p", "square_p",
+    "population_count", "population_count_p", "square_p", "exp2", "exp2_p", "cbrt", "cbrt_p",
+    "clz", "clz_p",
     "add", "add_any", "sub", "mul", "div", "rem", "neg", "max", "min", "pow", "integer_pow",
     "abs", "sign", "floor", "ceil", "round", "exp", "log", "log1p", "expm1", "sin", "cos",
     "tan", "tanh", "sqrt", "rsqrt", "logistic", "erf", "atan2", "is_finite", "square", "reciprocal",
@@ -80,7 +81,7 @@ def _linear_transpose(fns):
       elif fn is None:
         raise NotImplementedError("not linear in this argument")
       else:
-        out.append(utils.unbroadcast_scalar(fn(ct, *args, **params), a.aval))
+        out.append(utils.unbroadcast(fn(ct, *args, **params), a.aval))
     return out
   return rule
 
@@ -200,7 +201,7 @@ def _minmax_lowering(which, op_class):
     if not _is_complex(ctx.avals_in[0].dtype):
       return plain(ctx, x, y)
     from minijax.lax.complex_ops import lexicographic_select
-    return lexicographic_select(*utils.broadcast_scalar_operands(ctx, (x, y)), which)
+    return lexicographic_select(*utils.broadcast_operands(ctx, (x, y)), which)
   return rule
 
 
@@ -232,15 +233,25 @@ def min(x, y):
 pow_p = _binop("pow", utils.is_inexact, "floating point or complex", mhlo.PowOp)
 
 
+def _like_out(out, *args):
+  """`args` broadcast to the shape of the result `out` (rank-0 or size-1 operands)."""
+  from minijax.lax.structural import broadcast_in_dim
+  shape = get_aval(out).shape
+  return [a if get_aval(a).shape == shape else
+          broadcast_in_dim(a, shape, tuple(range(get_aval(a).ndim))) for a in args]
+
+
 def _pow_jvp_x(g, out, x, y):
   # y * x**(y-1), written so that x == 0 with y == 0 gives 0 rather than nan
   from minijax.lax.misc import select_n
+  x, y = _like_out(out, x, y)
   safe = select_n(eq(y, _zeros_like(y)), pow(x, sub(y, _ones_like(y))), _zeros_like(out))
   return mul(g, mul(y, safe))
 
 
 def _pow_jvp_y(g, out, x, y):
   from minijax.lax.misc import select_n
+  x, = _like_out(out, x)
   zero = eq(x, _zeros_like(x))
   safe_log = log(select_n(zero, x, _ones_like(x)))
   return mul(g, select_n(zero, mul(out, safe_log), _zeros_like(out)))
@@ -430,6 +441,36 @@ def expm1(x):
   return expm1_p.bind(x)
 
 
+exp2_p = utils.standard_primitive("exp2", utils.elementwise_shapes("exp2"),
+                                  utils.same_dtypes_accepting("exp2", *_inexact))
+batching.defvectorized(exp2_p)
+ad.defjvp2(exp2_p, lambda g, out, x: mul(g, mul(out, _const(out, np.log(2)))))
+
+
+def _exp2_lowering(ctx, x):
+  # (XLA has no exp2: e ** (x log 2), as JAX lowers it)
+  ln2 = mlir.ir_constant(np.full(ctx.avals_in[0].shape, np.log(2), ctx.avals_in[0].dtype))
+  return mhlo.ExpOp(mhlo.MulOp(ln2, x).result).result
+
+
+mlir.register_lowering(exp2_p, _exp2_lowering, splat_literals=True)
+
+
+def exp2(x, *, accuracy=None):
+  """2 ** x, elementwise."""
+  return exp2_p.bind(x)
+
+
+# ---- cbrt
+cbrt_p = _unop("cbrt", utils.is_float, "floating point", mhlo.CbrtOp)
+ad.defjvp2(cbrt_p, lambda g, out, x: mul(g, div(_const(out, 1 / 3), square(out))))
+
+
+def cbrt(x, *, accuracy=None):
+  """The real cube root, elementwise."""
+  return cbrt_p.bind(x)
+
+
 # ---- sin, cos, tan, tanh
 sin_p = _unop("sin", *_inexact, mhlo.SineOp)
 ad.defjvp(sin_p, lambda g, x: mul(g, cos(x)))
@@ -549,7 +590,7 @@ def _comparison(name, direction, accepted=utils.any_dtype, what=""):
       lambda *avals, **_: (same_dtype(*avals), dtypes.bool_)[1], lambda *a, **_: False)
   batching.defbroadcasting(prim)
   mlir.register_lowering(prim, lambda ctx, *args: _compare_ir(
-      *utils.broadcast_scalar_operands(ctx, args), direction, ctx.avals_in[0].dtype),
+      *utils.broadcast_operands(ctx, args), direction, ctx.avals_in[0].dtype),
       splat_literals=True)
   ad.defjvp(prim, None, None)
   return prim
@@ -610,6 +651,15 @@ ad.defjvp(population_count_p, None)
 def population_count(x):
   """The number of bits set in each element of the integer `x`."""
   return population_count_p.bind(x)
+
+
+clz_p = _unop("clz", utils.is_integer, "integers", mhlo.ClzOp)
+ad.defjvp(clz_p, None)
+
+
+def clz(x):
+  """The number of leading zero bits of each element of the integer `x`."""
+  return clz_p.bind(x)
 
 
 and_p = _binop("and", *_int_or_bool, mhlo.AndOp)

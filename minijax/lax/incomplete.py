@@ -37,6 +37,7 @@ from minijax.lax.elementwise import (_const, _coerce_scalars, abs, add, div, eq,
                                      le, log, log1p, lt, mul, ne, neg, sub, bitwise_and,
                                      bitwise_not, bitwise_or)
 from minijax.lax.special import digamma, lgamma
+from minijax.lax import utils
 
 __all__ = ["igamma", "igammac", "igamma_grad_a", "random_gamma_grad", "betainc"]
 
@@ -228,16 +229,7 @@ def _float_operands(name, a, x):
   if aa.dtype != xa.dtype or not dtypes.is_float(aa.dtype):
     raise TypeError(f"{name} requires floating point arguments of one dtype, got "
                     f"a={aa.str_short()}, x={xa.str_short()}")
-  if aa.shape != xa.shape and aa.shape and xa.shape:
-    raise TypeError(f"{name} requires arguments of one shape (rank-0 ones broadcast), got "
-                    f"a={aa.str_short()}, x={xa.str_short()}")
-  shape = aa.shape or xa.shape
-  from minijax.lax.structural import broadcast_in_dim
-  if aa.shape != shape:
-    a = broadcast_in_dim(a, shape, ())
-  if xa.shape != shape:
-    x = broadcast_in_dim(x, shape, ())
-  return a, x
+  return utils.broadcast_elementwise(name, a, x)
 
 
 def igamma_grad_a(a, x):
@@ -367,19 +359,13 @@ def _betainc_value(a, b, x):
 
 
 def _three_float_operands(name, a, b, x):
-  from minijax.lax.structural import broadcast_in_dim, convert_to_array
+  from minijax.lax.structural import convert_to_array
   args = [convert_to_array(v) for v in _coerce_scalars(a, b, x)]
   avals = [get_aval(v) for v in args]
   shown = ", ".join(f"{n}={v.str_short()}" for n, v in zip("abx", avals))
   if len({v.dtype for v in avals}) != 1 or not dtypes.is_float(avals[0].dtype):
     raise TypeError(f"{name} requires floating point arguments of one dtype, got {shown}")
-  shapes = {v.shape for v in avals if v.shape}
-  if len(shapes) > 1:
-    raise TypeError(f"{name} requires arguments of one shape (rank-0 ones broadcast), got "
-                    f"{shown}")
-  shape = shapes.pop() if shapes else ()
-  return [broadcast_in_dim(v, shape, ()) if av.shape != shape else v
-          for v, av in zip(args, avals)]
+  return utils.broadcast_elementwise(name, *args)
 
 
 def _make_betainc():

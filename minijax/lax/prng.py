@@ -68,7 +68,7 @@ threefry2x32_p.def_abstract_eval(_threefry2x32_abstract_eval)
 
 def _threefry2x32_lowering(ctx, k1, k2, x1, x2):
   aval = ctx.avals_out[0]
-  k1, k2, x1, x2 = utils.broadcast_scalar_operands(ctx, [k1, k2, x1, x2])
+  k1, k2, x1, x2 = utils.broadcast_operands(ctx, [k1, k2, x1, x2])
   u32 = ctx.module_context.ir_type(aval)
   u32_scalar = ir.RankedTensorType.get((), mlir.dtype_to_ir_type(dtypes.uint32))
   i32_scalar = ir.RankedTensorType.get((), ir.IntegerType.get_signless(32))
@@ -152,8 +152,9 @@ rng_bit_generator_p.multiple_results = True
 
 
 def _rng_bit_generator_abstract_eval(key, *, shape, dtype, algorithm):
-  if key.dtype != dtypes.uint32 or key.shape != (4,):
-    raise TypeError(f"rng_bit_generator takes a uint32[4] key, got {key.str_short()}")
+  if (key.dtype, key.shape) not in ((dtypes.uint32, (4,)), (np.dtype(np.uint64), (2,))):
+    raise TypeError("rng_bit_generator takes a uint32[4] or uint64[2] key, got "
+                    f"{key.str_short()}")
   return [key, ShapedArray(shape, dtype, False)]
 
 
@@ -162,8 +163,9 @@ rng_bit_generator_p.def_abstract_eval(_rng_bit_generator_abstract_eval)
 
 def _rng_bit_generator_lowering(ctx, key, *, shape, dtype, algorithm):
   u32, u64 = ir.IntegerType.get_unsigned(32), ir.IntegerType.get_unsigned(64)
-  # XLA's state is u64[2]: the key's four words, two by two
-  state = mhlo.BitcastConvertOp(
+  wide_key = ctx.avals_in[0].dtype == np.uint64
+  # XLA's state is u64[2]: a uint32 key's four words, two by two
+  state = key if wide_key else mhlo.BitcastConvertOp(
       ir.RankedTensorType.get([2], u64),
       mhlo.ReshapeOp(ir.RankedTensorType.get([2, 2], u32), key).result).result
   narrow = np.dtype(dtype).itemsize < 4
@@ -174,8 +176,9 @@ def _rng_bit_generator_lowering(ctx, key, *, shape, dtype, algorithm):
       attributes={"rng_algorithm": ir.Attribute.parse(
           f"#mhlo.rng_algorithm<{_ALGORITHM_ATTRS[RandomAlgorithm(algorithm)]}>")})
   new_state, bits = op.results
-  new_key = mhlo.ReshapeOp(ir.RankedTensorType.get([4], u32), mhlo.BitcastConvertOp(
-      ir.RankedTensorType.get([2, 2], u32), new_state).result).result
+  new_key = new_state if wide_key else mhlo.ReshapeOp(
+      ir.RankedTensorType.get([4], u32),
+      mhlo.BitcastConvertOp(ir.RankedTensorType.get([2, 2], u32), new_state).result).result
   if narrow:
     bits = mhlo.ConvertOp(ctx.module_context.ir_type(ctx.avals_out[1]), bits).result
   return [new_key, bits]
@@ -230,7 +233,7 @@ def _mulhi_dtype(x, y):
 
 def _mulhi_lowering(ctx, x, y):
   aval = ctx.avals_out[0]
-  x, y = utils.broadcast_scalar_operands(ctx, [x, y])
+  x, y = utils.broadcast_operands(ctx, [x, y])
   bits = aval.dtype.itemsize * 8
   signed = np.issubdtype(aval.dtype, np.signedinteger)
   wide_dtype = np.dtype(f"{'i' if signed else 'u'}{aval.dtype.itemsize * 2}")

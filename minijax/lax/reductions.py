@@ -31,7 +31,8 @@ from minijax.lowering import mlir
 __all__ = ["reduce_sum", "reduce_max", "reduce_min", "reduce_prod", "reduce_and", "reduce_or",
            "argmax", "argmin", "cumsum", "cumprod", "cummax", "cummin", "sort",
            "sort_key_val", "top_k", "top_k_p", "reduce_sum_p", "reduce_max_p", "reduce_min_p", "reduce_prod_p",
-           "reduce_and_p", "reduce_or_p", "argmax_p", "argmin_p", "cumsum_p", "sort_p"]
+           "reduce_and_p", "reduce_or_p", "argmax_p", "argmin_p", "cumsum_p", "sort_p",
+           "reduce_xor", "reduce_xor_p", "cumlogsumexp", "approx_max_k", "approx_min_k"]
 
 
 def _reduced_shape(name, x, axes):
@@ -58,7 +59,7 @@ def _result_type(x, axes, dtype):
 
 
 def _identity(kind, dtype):
-  if kind == "sum" or kind == "or":
+  if kind in ("sum", "or", "xor"):
     return np.zeros((), dtype)
   if kind == "prod" or kind == "and":
     return np.ones((), dtype)
@@ -77,6 +78,7 @@ _COMBINERS = {
     "min": lambda dt: mhlo.AndOp if dt == dtypes.bool_ else mhlo.MinOp,
     "and": lambda dt: mhlo.AndOp,
     "or": lambda dt: mhlo.OrOp,
+    "xor": lambda dt: mhlo.XorOp,
 }
 
 
@@ -227,8 +229,10 @@ def reduce_prod(x, axes):
 # ---- reduce_and / reduce_or
 reduce_and_p = _reduction("and", utils.is_int_or_bool, "bool or integers")
 reduce_or_p = _reduction("or", utils.is_int_or_bool, "bool or integers")
+reduce_xor_p = _reduction("xor", utils.is_int_or_bool, "bool or integers")
 ad.defjvp(reduce_and_p, None)
 ad.defjvp(reduce_or_p, None)
+ad.defjvp(reduce_xor_p, None)
 
 
 def reduce_and(x, axes):
@@ -239,6 +243,11 @@ def reduce_and(x, axes):
 def reduce_or(x, axes):
   x, axes = _check_axes(x, axes)
   return reduce_or_p.bind(x, axes=axes) if axes else x
+
+
+def reduce_xor(x, axes):
+  x, axes = _check_axes(x, axes)
+  return reduce_xor_p.bind(x, axes=axes) if axes else x
 
 
 # ---- argmax / argmin: first index of the extremum; NaN counts as the extremum, as in numpy
@@ -406,6 +415,23 @@ def cummax(x, axis: int = 0, reverse: bool = False):
 def cummin(x, axis: int = 0, reverse: bool = False):
   from minijax.lax.elementwise import min as lax_min
   return _cumulative(x, axis, reverse, lax_min, lambda dt: _identity("min", dt))
+
+
+def _logaddexp(a, b):
+  """log(e^a + e^b), exactly -inf for two -infs and NaN-propagating."""
+  from minijax.lax.elementwise import abs as lax_abs, add, exp, log1p, max as lax_max, ne, neg, sub
+  from minijax.lax.misc import select
+  big, delta = lax_max(a, b), sub(a, b)
+  return select(ne(delta, delta), add(a, b), add(big, log1p(exp(neg(lax_abs(delta))))))
+
+
+def cumlogsumexp(x, axis: int = 0, reverse: bool = False):
+  """The running log-sum-exp along `axis` (floating point `x`)."""
+  x = convert_to_array(x)
+  if not dtypes.is_inexact(get_aval(x).dtype):
+    raise TypeError(f"cumlogsumexp does not accept dtype {get_aval(x).dtype}; it accepts "
+                    "floating point")
+  return _cumulative(x, axis, reverse, _logaddexp, lambda dt: _identity("max", dt))
 
 
 # ---- sort
@@ -581,3 +607,39 @@ def top_k(operand, k: int, *, axis: int = -1):
     raise ValueError(f"k argument to top_k must be nonnegative, got {k}")
   axis = utils.canonicalize_axis(axis, max(get_aval(x).ndim, 1))
   return tuple(top_k_p.bind(x, k=k, axis=axis))
+
+
+# ---- approx_max_k / approx_min_k: exact on the CPU (as XLA's fallback there is)
+def _extreme_k(name, operand, k, reduction_dimension, pick_max):
+  from minijax.lax.elementwise import neg
+  from minijax.lax.structural import transpose
+  operand = convert_to_array(operand)
+  aval = get_aval(operand)
+  if not dtypes.is_float(aval.dtype):
+    raise ValueError(f"{name}: operand must be a floating type, got {aval.str_short()}")
+  axis = utils.canonicalize_axis(reduction_dimension, aval.ndim, "reduction_dimension")
+  if not 0 <= int(k) <= aval.shape[axis]:
+    raise ValueError(f"{name}: k={k} is not in [0, {aval.shape[axis]}] (the size of "
+                     f"reduction_dimension {reduction_dimension})")
+  perm = [d for d in range(aval.ndim) if d != axis] + [axis]
+  moved = transpose(operand, perm) if axis != aval.ndim - 1 else operand
+  key = moved if pick_max else neg(moved)
+  _, index = top_k(key, int(k))
+  values = take_along_axis(moved, index, aval.ndim - 1)
+  back = list(np.argsort(perm))
+  if axis != aval.ndim - 1:
+    values, index = transpose(values, back), transpose(index, back)
+  return values, index
+
+
+def approx_max_k(operand, k: int, reduction_dimension: int = -1, recall_target: float = 0.95,
+                 reduction_input_size_override: int = -1, aggregate_to_topk: bool = True):
+  """The `k` largest values of `operand` along `reduction_dimension` and their indices
+  (exact on the CPU, where XLA's approximate search falls back to a sort)."""
+  return _extreme_k("approx_max_k", operand, k, reduction_dimension, True)
+
+
+def approx_min_k(operand, k: int, reduction_dimension: int = -1, recall_target: float = 0.95,
+                 reduction_input_size_override: int = -1, aggregate_to_topk: bool = True):
+  """The `k` smallest values of `operand` along `reduction_dimension` and their indices."""
+  return _extreme_k("approx_min_k", operand, k, reduction_dimension, False)

@@ -176,22 +176,48 @@ def _as_index(i):
   return convert_element_type(i, dtypes.int32) if aval.dtype != dtypes.int32 or aval.weak_type else i
 
 
-def dynamic_slice(x, start_indices, slice_sizes):
+def _start_indices(start_indices, shape, allow_negative_indices=True):
+  """Start indices as int32 scalars; where `allow_negative_indices` (one flag, or one per
+  index) a negative one counts from the end of its dimension (once, as JAX does; the clamp
+  into range follows in XLA)."""
+  from minijax.lax.elementwise import add, lt
+  from minijax.lax.misc import select
+  if len(start_indices) != len(shape):
+    raise TypeError(f"{len(start_indices)} start indices given for an operand of rank "
+                    f"{len(shape)}: give one per dimension")
+  allow = ([bool(allow_negative_indices)] * len(shape)
+           if isinstance(allow_negative_indices, (bool, np.bool_))
+           else [bool(a) for a in allow_negative_indices])
+  out = []
+  for i, n, negative in zip(start_indices, shape, allow):
+    if isinstance(i, (int, np.integer)) and not isinstance(i, bool):
+      out.append(_as_index(int(i) + n if negative and i < 0 else int(i)))
+      continue
+    unsigned = np.issubdtype(get_aval(convert_to_array(i)).dtype, np.unsignedinteger)
+    i = _as_index(i)
+    if negative and not unsigned:
+      zero, size = full((), 0, dtypes.int32), full((), n, dtypes.int32)
+      i = select(lt(i, zero), add(i, size), i)
+    out.append(i)
+  return out
+
+
+def dynamic_slice(x, start_indices, slice_sizes, *, allow_negative_indices=True):
   x = convert_to_array(x)
-  starts = [_as_index(i) for i in start_indices]
+  starts = _start_indices(start_indices, get_aval(x).shape, allow_negative_indices)
   return dynamic_slice_p.bind(x, *starts, slice_sizes=tuple(int(s) for s in slice_sizes))
 
 
-def dynamic_slice_in_dim(x, start, slice_size, axis=0):
+def dynamic_slice_in_dim(x, start, slice_size, axis=0, *, allow_negative_indices=True):
   x = convert_to_array(x)
   starts = [0] * x.ndim
   sizes = list(x.shape)
   starts[axis], sizes[axis] = start, slice_size
-  return dynamic_slice(x, starts, sizes)
+  return dynamic_slice(x, starts, sizes, allow_negative_indices=allow_negative_indices)
 
 
-def dynamic_index_in_dim(x, index, axis=0, keepdims=True):
-  out = dynamic_slice_in_dim(x, index, 1, axis)
+def dynamic_index_in_dim(x, index, axis=0, keepdims=True, *, allow_negative_indices=True):
+  out = dynamic_slice_in_dim(x, index, 1, axis, allow_negative_indices=allow_negative_indices)
   return out if keepdims else squeeze(out, (axis,))
 
 
@@ -270,24 +296,25 @@ ad.primitive_transposes[dynamic_update_slice_p] = _dus_transpose
 batching.primitive_batchers[dynamic_update_slice_p] = _dus_batch
 
 
-def dynamic_update_slice(x, update, start_indices):
+def dynamic_update_slice(x, update, start_indices, *, allow_negative_indices=True):
   x, update = convert_to_array(x), convert_to_array(update)
-  starts = [_as_index(i) for i in start_indices]
+  starts = _start_indices(start_indices, get_aval(x).shape, allow_negative_indices)
   return dynamic_update_slice_p.bind(x, update, *starts)
 
 
-def dynamic_update_slice_in_dim(x, update, start, axis=0):
+def dynamic_update_slice_in_dim(x, update, start, axis=0, *, allow_negative_indices=True):
   x = convert_to_array(x)
   starts = [0] * x.ndim
   starts[axis] = start
-  return dynamic_update_slice(x, update, starts)
+  return dynamic_update_slice(x, update, starts, allow_negative_indices=allow_negative_indices)
 
 
-def dynamic_update_index_in_dim(x, update, index, axis=0):
+def dynamic_update_index_in_dim(x, update, index, axis=0, *, allow_negative_indices=True):
   """Writes `update` (without the `axis` dimension, or with it of size 1) at `index`."""
   x, update = convert_to_array(x), convert_to_array(update)
   if get_aval(update).ndim == get_aval(x).ndim - 1:
     shape = list(get_aval(update).shape)
     shape.insert(axis, 1)
     update = reshape(update, shape)
-  return dynamic_update_slice_in_dim(x, update, index, axis)
+  return dynamic_update_slice_in_dim(x, update, index, axis,
+                                     allow_negative_indices=allow_negative_indices)

@@ -163,7 +163,8 @@ def read_value(x, idx_vals, indexer: Indexer):
     return x
   sizes = [ix.size for ix in indexer]
   if any(ix.dynamic for ix in indexer):
-    out = slicing.dynamic_slice(x, _starts(indexer, idx_vals), sizes)
+    out = slicing.dynamic_slice(x, _starts(indexer, idx_vals), sizes,
+                                allow_negative_indices=False)
   else:
     starts = [ix.start for ix in indexer]
     out = slicing.slice(x, starts, [s + n for s, n in zip(starts, sizes)])
@@ -182,7 +183,8 @@ def write_value(x, idx_vals, indexer: Indexer, val):
   sizes = tuple(ix.size for ix in indexer)
   if get_aval(val).shape != sizes:
     val = structural.reshape(val, sizes)
-  return slicing.dynamic_update_slice(x, val, _starts(indexer, idx_vals))
+  return slicing.dynamic_update_slice(x, val, _starts(indexer, idx_vals),
+                                      allow_negative_indices=False)
 
 
 # ----------------------------------------------------------------------------- new_ref

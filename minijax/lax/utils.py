@@ -6,14 +6,15 @@ runtime's compiled dispatch.  `nary_lowering(op_class)` is the lowering of an MH
 whose result type is the equation's output type.
 
 Elementwise n-ary primitives share one shape rule, `elementwise_shapes`: their operands
-have one common shape S, except that any of them may be rank 0 (a scalar, as JAX allows),
-and the result has shape S.  That is the only broadcasting lax does; every rule that
-touches these primitives handles it through the helpers here and in `ad`/`batching`
-(`broadcast_scalar_operands` in lowering, `unbroadcast_scalar` in transposes, the
-broadcast of a rank-0 tangent in `ad.defjvp`, and `batching.defbroadcasting`).  Their
-lowerings are registered with `splat_literals=True`, so a rank-0 literal operand (the 1.0
-of `x + 1.0`) arrives as a splat constant of the result's shape instead of a scalar
-constant that would then need broadcasting.
+have one rank R and, along each axis, one size or 1 (a size-1 axis broadcasts), except that
+any of them may be rank 0 (a scalar); the result has the common sizes.  That is the only
+broadcasting lax does (JAX 0.10.2's); every rule that touches these primitives handles it
+through the helpers here and in `ad`/`batching` (`broadcast_operands` in lowering,
+`unbroadcast` in transposes, `ad.defjvp`'s fit of each tangent to the result, and
+`batching.defbroadcasting`).  Their lowerings are registered with `splat_literals=True`, so
+`mlir.jaxpr_subcomp` hands them operands of rank R already broadcast, and a rank-0 literal
+operand (the 1.0 of `x + 1.0`) as a splat constant of the result's shape instead of a
+scalar constant that would then need broadcasting.
 """
 from __future__ import annotations
 
@@ -44,20 +45,38 @@ def _all_weak(*avals, **params) -> bool:
 
 
 def elementwise_shapes(name: str):
-  """Shape rule of elementwise primitives: one common shape, rank-0 operands allowed."""
+  """Shape rule of elementwise primitives: one rank, sizes equal or 1 along each axis
+  (size-1 axes broadcast), rank-0 operands allowed."""
   def rule(*avals, **params):
-    shape = avals[0].shape
-    for a in avals:
-      if a.shape != shape:
-        if not shape:
-          shape = a.shape
-        elif a.shape:
-          shown = ", ".join(a.str_short() for a in avals)
-          raise TypeError(f"{name} requires arguments of the same shape, got {shown}; "
-                          "rank-0 ones broadcast, broadcast the others first "
-                          "(minijax.numpy broadcasts for you)")
-    return shape
+    shapes = [a.shape for a in avals if a.shape]
+    if not shapes:
+      return ()
+    if len(shapes) == len(avals) and all(s == shapes[0] for s in shapes):
+      return shapes[0]
+    hint = ("; rank-0 operands and size-1 axes broadcast, broadcast the others first "
+            "(minijax.numpy broadcasts for you)")
+    if len({len(s) for s in shapes}) > 1:
+      raise TypeError(f"{name}: arrays must have the same number of dimensions, got "
+                      f"{', '.join(a.str_short() for a in avals)}{hint}")
+    out = []
+    for sizes in zip(*shapes):
+      large = {d for d in sizes if d != 1}
+      if len(large) > 1:
+        raise TypeError(f"{name} got incompatible shapes for broadcasting: "
+                        f"{', '.join(str(tuple(s)) for s in shapes)}{hint}")
+      out.append(large.pop() if large else 1)
+    return tuple(out)
   return rule
+
+
+def broadcast_elementwise(name: str, *arrays) -> list:
+  """`arrays` broadcast to their common shape by `elementwise_shapes`' rule (for a function
+  made of elementwise primitives that needs its operands of one shape)."""
+  from minijax.lax.structural import broadcast_in_dim
+  avals = [get_aval(a) for a in arrays]
+  shape = elementwise_shapes(name)(*avals)
+  return [a if v.shape == shape else broadcast_in_dim(a, shape, tuple(range(v.ndim)))
+          for a, v in zip(arrays, avals)]
 
 
 def same_dtypes_accepting(name: str, accepted: Callable[[np.dtype], bool], what: str):
@@ -91,17 +110,16 @@ def is_int_or_bool(dtype):
   return dtypes.is_integer(dtype) or dtype == dtypes.bool_
 
 
-def broadcast_scalar_operands(ctx, args) -> list:
-  """The operands of an elementwise op, rank-0 ones broadcast to the result's shape: a
-  scalar constant becomes a splat constant of that shape, anything else a
-  `broadcast_in_dim` with no dimensions."""
+def broadcast_operands(ctx, args) -> list:
+  """The operands of an elementwise op broadcast to the result's shape: a rank-0 constant
+  becomes a splat constant of that shape, anything else a `broadcast_in_dim`."""
   shape = ctx.avals_out[0].shape
   if not shape:
     return list(args)
   out = list(args)
   for i, aval in enumerate(ctx.avals_in):
     if aval.shape != shape:
-      out[i] = mlir.broadcast_scalar(out[i], aval.update(shape=shape))
+      out[i] = mlir.broadcast_to(out[i], aval, shape)
   return out
 
 
@@ -111,20 +129,24 @@ def nary_lowering(op_class) -> Callable:
     shape = ctx.avals_out[0].shape
     for aval in ctx.avals_in:
       if aval.shape != shape:
-        args = broadcast_scalar_operands(ctx, args)
+        args = broadcast_operands(ctx, args)
         break
     return mlir.emit_elementwise(ctx, name, args)
   return rule
 
 
-def unbroadcast_scalar(ct, aval):
-  """A cotangent of an elementwise op's result, for an operand of `aval`: summed to rank 0
-  when the operand was a rank-0 one broadcast against a larger shape."""
-  ndim = len(get_aval(ct).shape)
-  if aval.shape or not ndim:
+def unbroadcast(ct, aval):
+  """A cotangent of an elementwise op's result, for an operand of `aval`: summed over the
+  axes along which the operand was broadcast (all of them for a rank-0 operand)."""
+  shape = get_aval(ct).shape
+  if aval.shape == shape:
     return ct
   from minijax.lax.reductions import reduce_sum
-  return reduce_sum(ct, tuple(range(ndim)))
+  if not aval.shape:
+    return reduce_sum(ct, tuple(range(len(shape))))
+  from minijax.lax.structural import reshape
+  axes = tuple(d for d, (a, c) in enumerate(zip(aval.shape, shape)) if a == 1 and c != 1)
+  return reshape(reduce_sum(ct, axes), aval.shape)
 
 
 def is_float(dtype):

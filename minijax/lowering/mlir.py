@@ -44,7 +44,8 @@ def register_lowering(primitive, rule: LoweringRule, *,
                       splat_literals: bool = False) -> LoweringRule:
   """Registers `rule` for `primitive`.  `splat_literals=True` is for elementwise rules:
   `jaxpr_subcomp` then hands them a rank-0 literal operand of a larger result already as a
-  splat constant of the result's shape, its `ctx.avals_in` entry reshaped to match."""
+  splat constant of the result's shape, and an operand with size-1 axes broadcast to it,
+  their `ctx.avals_in` entries reshaped to match (other rank-0 operands stay rank 0)."""
   _lowerings[primitive] = rule
   (_splat_literals.add if splat_literals else _splat_literals.discard)(rule)
   return rule
@@ -162,6 +163,14 @@ def broadcast_scalar(x: ir.Value, aval) -> ir.Value:
       return mhlo.ConstantOp(ir.DenseElementsAttr.get_splat(
           out_type, value.get_splat_value())).result
   return mhlo.BroadcastInDimOp(out_type, x, []).result
+
+
+def broadcast_to(x: ir.Value, aval, shape) -> ir.Value:
+  """`x` (of `aval`: rank 0, or of `shape`'s rank with size-1 axes) broadcast to `shape`."""
+  if not aval.shape:
+    return broadcast_scalar(x, aval.update(shape=tuple(shape)))
+  return mhlo.BroadcastInDimOp(aval_to_ir_type(aval.update(shape=tuple(shape))), x,
+                               list(range(len(shape)))).result
 
 
 def _storage_view(dtype):
@@ -505,8 +514,13 @@ def _emit_eqns(mctx: ModuleContext, jaxpr: Jaxpr, tokens: TokenSet,
         if shape:
           operands = []
           for i, atom in enumerate(eqn.invars):
-            if type(atom) is Literal and atom.aval.shape != shape:
+            if atom.aval.shape == shape:
+              operands.append(read(atom))
+            elif type(atom) is Literal:
               operands.append(_splat_literal(mctx, atom, shape))
+              avals_in[i] = atom.aval.update(shape=shape)
+            elif atom.aval.shape:  # size-1 axes broadcast (rank-0 operands: the rule's)
+              operands.append(broadcast_to(read(atom), atom.aval, shape))
               avals_in[i] = atom.aval.update(shape=shape)
             else:
               operands.append(read(atom))

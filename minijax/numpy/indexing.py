@@ -214,7 +214,7 @@ def _getitem(x, idx, want_valid=False):
           if want_valid:
             ok = _in_bounds(e, shape[d])
             valid = ok if valid is None else lax.bitwise_and(valid, ok)
-      x = lax.dynamic_slice(x, starts, sizes)
+      x = lax.dynamic_slice(x, starts, sizes, allow_negative_indices=False)
     squeeze = [d for d, e in enumerate(left) if e is not None]
     out = lax.squeeze(x, squeeze) if squeeze else x
     if valid is not None:
@@ -376,7 +376,8 @@ def _update_box(scatter_fn, x, box, values):
     if aval.dtype == dtypes.bool_ and combine in ("add", "mul"):
       combine = "bitwise_or" if combine == "add" else "bitwise_and"
     values = getattr(lax, combine)(region, values)
-  return lax.dynamic_update_slice(x, values, [np.int32(s) for s in starts])
+  return lax.dynamic_update_slice(x, values, [np.int32(s) for s in starts],
+                                  allow_negative_indices=False)
 
 
 def _cast_values(values, aval):

@@ -205,10 +205,11 @@ class ufunc:
 
     def step(flat, x):
       position, ok, *value = x
-      old = lax.dynamic_index_in_dim(flat, position, keepdims=False)
+      old = lax.dynamic_index_in_dim(flat, position, keepdims=False,
+                                     allow_negative_indices=False)
       new = lax.convert_element_type(self(old, *value), dtype)
       updated = lax.dynamic_update_index_in_dim(flat, lax.broadcast_in_dim(new, (1,), ()),
-                                                position, 0)
+                                                position, 0, allow_negative_indices=False)
       return lax.select(lax.broadcast_in_dim(ok, (size,), ()), updated, flat), None
 
     flat, _ = scan(step, lax.reshape(a, (size,)), (flat_positions, keep, *values))

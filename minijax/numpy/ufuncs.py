@@ -436,8 +436,7 @@ def round(a, decimals: int = 0, out=None):
 
 around = round
 exp = _unary("exp", lax.exp, inexact=True)
-exp2 = _unary("exp2", lambda a: lax.exp(lax.mul(a, lax.full(_util.shape(a), np.log(2),
-                                                            _util.dtype(a)))), inexact=True)
+exp2 = _unary("exp2", lax.exp2, inexact=True)
 log = _unary("log", lax.log, inexact=True)
 log2 = _unary("log2", lambda a: lax.div(lax.log(a), lax.full(_util.shape(a), np.log(2),
                                                              _util.dtype(a))), inexact=True)
@@ -464,8 +463,7 @@ arctan = _unary("arctan", lax.atan, inexact=True)
 arctanh = _unary("arctanh", lax.atanh, inexact=True)
 arcsinh = _unary("arcsinh", lax.asinh, inexact=True)
 arccosh = _unary("arccosh", lax.acosh, inexact=True)
-cbrt = _unary("cbrt", lambda a: lax.mul(lax.sign(a), lax.pow(lax.abs(a), lax.full(
-    _util.shape(a), 1 / 3, _util.dtype(a)))), inexact=True, real_only=TypeError)
+cbrt = _unary("cbrt", lax.cbrt, inexact=True, real_only=TypeError)
 deg2rad = _unary("deg2rad", lambda a: lax.mul(a, lax.full(_util.shape(a), np.pi / 180,
                                                           _util.dtype(a))), inexact=True)
 rad2deg = _unary("rad2deg", lambda a: lax.mul(a, lax.full(_util.shape(a), 180 / np.pi,

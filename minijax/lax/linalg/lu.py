@@ -119,8 +119,9 @@ def lu_pivots_to_permutation(pivots, permutation_size: int):
   iota = lax.broadcasted_iota(dtypes.int32, shape, last)
 
   def swap(i, perm):
-    j = lax.dynamic_index_in_dim(pivots, i, last, keepdims=True)           # [..., 1]
-    p_i = lax.dynamic_index_in_dim(perm, i, last, keepdims=True)
+    j = lax.dynamic_index_in_dim(pivots, i, last, keepdims=True,          # [..., 1]
+                                 allow_negative_indices=False)
+    p_i = lax.dynamic_index_in_dim(perm, i, last, keepdims=True, allow_negative_indices=False)
     p_j = lax.take_along_axis(perm, j, last)
     perm = lax.select(lax.eq(iota, _spread(j, shape, last)), _spread(p_i, shape, last), perm)
     return lax.select(lax.eq(iota, lax.full(shape, i, dtypes.int32)),
