@@ -120,3 +120,94 @@ def test_shape_ops():
   assert lax.dtype(int) == np.int32 and lax.dtype(x) == np.float32
   grad = minijax.grad(lambda x: (lax.tile(x, (2, 2)) * 2).sum() + lax.unstack(x)[1].sum())(x)
   assert grad.tolist() == [[8, 8, 8], [9, 9, 9]]
+
+
+def _np_patches(x, window):
+  """NCHW patches, feature index c * prod(window) + p, VALID, stride 1."""
+  n, c, h, w = x.shape
+  kh, kw = window
+  out = np.zeros((n, c * kh * kw, h - kh + 1, w - kw + 1), x.dtype)
+  for i in range(h - kh + 1):
+    for j in range(w - kw + 1):
+      out[:, :, i, j] = x[:, :, i:i + kh, j:j + kw].reshape(n, c * kh * kw)
+  return out
+
+
+def test_conv_general_dilated_patches_and_local():
+  rng = np.random.RandomState(0)
+  x = rng.randn(2, 3, 5, 4).astype(np.float32)
+  patches = _np_patches(x, (2, 3))
+  close(lax.conv_general_dilated_patches(x, (2, 3), (1, 1), "VALID"), patches)
+  nhwc = lax.conv_general_dilated_patches(x.transpose(0, 2, 3, 1), (2, 3), (1, 1), "VALID",
+                                          dimension_numbers=("NHWC", "OIHW", "NHWC"))
+  close(nhwc, patches.transpose(0, 2, 3, 1))
+  w = rng.randn(6, 18, 4, 2).astype(np.float32)
+  close(lax.conv_general_dilated_local(x, w, (1, 1), "VALID", (2, 3)),
+        np.einsum("nihw,oihw->nohw", patches, w), rtol=1e-5)
+  close(lax.conv_general_dilated_local(x.transpose(0, 2, 3, 1), w.transpose(2, 3, 1, 0),
+                                       (1, 1), "VALID", (2, 3),
+                                       dimension_numbers=("NHWC", "HWIO", "NCHW")),
+        np.einsum("nihw,oihw->nohw", patches, w), rtol=1e-5)
+  grad = minijax.grad(lambda x: lax.conv_general_dilated_patches(x, (2, 2), (1, 1),
+                                                                 "VALID").sum())(x)
+  assert grad[0, 0].tolist() == [[1, 2, 2, 1], [2, 4, 4, 2], [2, 4, 4, 2], [2, 4, 4, 2],
+                                 [1, 2, 2, 1]]
+
+
+def test_ragged_dot():
+  rng = np.random.RandomState(0)
+  a = rng.randn(7, 3).astype(np.float32)
+  b = rng.randn(3, 3, 2).astype(np.float32)
+  sizes = np.array([2, 0, 4], np.int32)
+  expected = np.zeros((7, 2), np.float32)
+  start = 0
+  for g, size in enumerate(sizes):
+    expected[start:start + size] = a[start:start + size] @ b[g]
+    start += size
+  close(lax.ragged_dot(a, b, sizes), expected, rtol=1e-5)
+  close(minijax.jit(lax.ragged_dot)(a, b, sizes), expected, rtol=1e-5)
+  grad = minijax.grad(lambda b: lax.ragged_dot(a, b, sizes).sum())(b)
+  close(grad[1], np.zeros((3, 2)))
+  close(grad[2], np.repeat(a[2:6].sum(0)[:, None], 2, 1), rtol=1e-5)
+
+
+def test_mulhi_of_64_bit_integers():
+  rng = np.random.RandomState(0)
+  with minijax.enable_x64():
+    for dtype in (np.int64, np.uint64):
+      info = np.iinfo(dtype)
+      x = rng.randint(info.min, info.max, size=200, dtype=dtype)
+      y = rng.randint(info.min, info.max, size=200, dtype=dtype)
+      x[:3], y[:3] = [info.min, info.max, info.max], [info.min, info.max, info.min]
+      expected = np.array([((int(a) * int(b)) >> 64) % 2**64 for a, b in zip(x, y)],
+                          np.uint64).view(dtype)
+      np.testing.assert_array_equal(lax.mulhi(x, y), expected)
+      np.testing.assert_array_equal(lax.mulhi(x[:3, None], y[None, :4]),
+                                    np.array([[((int(a) * int(b)) >> 64) % 2**64 for b in y[:4]]
+                                              for a in x[:3]], np.uint64).view(dtype))
+
+
+def test_special_functions_of_half_floats_compute_in_float32():
+  # (bessel_i0e's series overflowed float16: inf where JAX gives 0.1179; betainc's fraction
+  # lost its way in bfloat16, even to a negative value)
+  x = np.array([1.0, 8.0, 14.0], np.float32)
+  for half in (np.float16, minijax.numpy.bfloat16):
+    close(lax.bessel_i0e(x.astype(half)).astype(np.float32),
+          np.asarray(lax.bessel_i0e(x.astype(half).astype(np.float32))).astype(half), rtol=0)
+    a, b, p = (np.array(v, np.float32) for v in ([0.5, 2.0, 7.0], [3.0, 0.7, 2.0], [0.1, 0.5, 0.9]))
+    close(lax.betainc(a.astype(half), b.astype(half), p.astype(half)).astype(np.float32),
+          np.asarray(lax.betainc(*(v.astype(half).astype(np.float32) for v in (a, b, p))))
+          .astype(half), rtol=0)
+    assert lax.igamma(half(2.0), half(1.5)).dtype == half
+
+
+def test_complex_convolution_is_three_real_ones():
+  """As JAX lowers it on the CPU (Gauss's product); the values are the complex product's."""
+  rng = np.random.RandomState(0)
+  x = (rng.randn(1, 1, 9) + 1j * rng.randn(1, 1, 9)).astype(np.complex64)
+  w = (rng.randn(1, 1, 3) + 1j * rng.randn(1, 1, 3)).astype(np.complex64)
+  out = lax.conv_general_dilated(x, w, (1,), "VALID")
+  close(out[0, 0], np.convolve(x[0, 0], w[0, 0, ::-1], "valid"), rtol=1e-5)
+  hlo = minijax.jit(lambda x, w: lax.conv_general_dilated(x, w, (1,), "VALID")).lower(
+      x, w).as_text()
+  assert hlo.count("mhlo.convolution") == 3 and "complex" in hlo

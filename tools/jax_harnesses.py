@@ -21,7 +21,8 @@ needs JAX installed (the `ecosystem` extra brings it) and
    - `differs`: a value, shape or dtype differs (the worst element and its ulps are shown);
    - `error`: minijax raises where JAX computes;
    - `internal`: the harness binds a JAX primitive with JAX's private parameters, or uses
-     another `jax._src` object (left out, as the conformance runner leaves such tests out);
+     another `jax._src` object (left out, as the conformance runner leaves such tests out;
+     JAX-only parameters passed at None, such as `sharding=None`, are dropped first);
    - harnesses JAX itself fails are left out.
 
 A harness that crashes minijax's process is recorded as an error and the run resumes after
@@ -182,6 +183,7 @@ def run_minijax(path: str, jax_records: str, out: str, start_after: int, x64: bo
   from jax_standin import internals
   internals.LENIENT[0] = True
   internals.OWN.update(internals._own(), **_harness_internals())
+  _drop_jax_only_params()
   internals.install_test_files([path])
   # the group of a harness of a primitive minijax lacks is named as JAX names it
   internals.Internal.__str__ = lambda self: self._path.rsplit(".", 1)[-1].removesuffix("_p")
@@ -215,6 +217,25 @@ def run_minijax(path: str, jax_records: str, out: str, start_after: int, x64: bo
     log.write(json.dumps({"id": i, "name": name, "outcome": outcome, "message": message})
               + "\n")
     log.flush()
+
+
+# parameters of JAX's primitives that minijax's do not have (shardings, accuracy, the
+# subset and algorithm of an SVD): a harness that binds a primitive itself passes them at None
+_JAX_ONLY_PARAMS = ("sharding", "out_sharding", "accuracy", "subset_by_index", "algorithm")
+
+
+def _drop_jax_only_params() -> None:
+  """In this (the runner's minijax) process only: `Primitive.bind` ignores those parameters
+  when they hold None, so such a harness tests the primitive's values, not JAX's params."""
+  from minijax.core.primitive import Primitive
+  bind = Primitive.bind
+
+  def bind_without_jax_only(self, *args, **params):
+    for key in _JAX_ONLY_PARAMS:
+      if key in params and params[key] is None:
+        del params[key]
+    return bind(self, *args, **params)
+  Primitive.bind = bind_without_jax_only
 
 
 def _harness_internals() -> dict:

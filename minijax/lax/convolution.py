@@ -23,7 +23,7 @@ one convolution.
 """
 from __future__ import annotations
 
-from typing import NamedTuple, Sequence
+from typing import Union, NamedTuple, Sequence
 
 import numpy as np
 from jaxlib.mlir import ir
@@ -41,7 +41,8 @@ from minijax.lowering import mlir
 __all__ = ["ConvDimensionNumbers", "conv_dimension_numbers", "conv_general_permutations",
            "conv_general_dilated", "conv", "conv_with_general_padding", "conv_transpose",
            "conv_shape_tuple", "conv_general_shape_tuple", "conv_transpose_shape_tuple",
-           "padtype_to_pads", "conv_general_dilated_p"]
+           "padtype_to_pads", "conv_general_dilated_p", "conv_general_dilated_patches",
+           "ConvGeneralDilatedDimensionNumbers", "conv_general_dilated_local"]
 
 
 class ConvDimensionNumbers(NamedTuple):
@@ -51,6 +52,10 @@ class ConvDimensionNumbers(NamedTuple):
   lhs_spec: Sequence[int]
   rhs_spec: Sequence[int]
   out_spec: Sequence[int]
+
+
+# what `dimension_numbers` may be: None, three layout strings, or a ConvDimensionNumbers
+ConvGeneralDilatedDimensionNumbers = Union[None, ConvDimensionNumbers, tuple[str, str, str]]
 
 
 def conv_general_permutations(dimension_numbers):
@@ -251,9 +256,28 @@ def _i64(value: int) -> ir.IntegerAttr:
   return ir.IntegerAttr.get(ir.IntegerType.get_signless(64), int(value))
 
 
-def _conv_lowering(ctx, lhs, rhs, *, window_strides, padding, lhs_dilation, rhs_dilation,
-                   dimension_numbers, feature_group_count, batch_group_count, precision,
-                   preferred_element_type):
+def _conv_lowering(ctx, lhs, rhs, **params):
+  """XLA's Convolution; a complex one as three real ones (Gauss's product, as JAX lowers it
+  on the CPU, where XLA's complex convolution is a slow loop): with x = a + bi and
+  w = c + di, k1 = (a + b) * c, k2 = a * (d - c), k3 = b * (c + d), and x * w is
+  (k1 - k3) + (k1 + k2) i."""
+  out_aval = ctx.avals_out[0]
+  if not np.issubdtype(ctx.avals_in[0].dtype, np.complexfloating):
+    return _real_conv_ir(mlir.aval_to_ir_type(out_aval), lhs, rhs, **params)
+  part = np.finfo(out_aval.dtype).dtype
+  out_type = mlir.aval_to_ir_type(out_aval.update(dtype=part))
+  parts = lambda x: (mhlo.RealOp(x).result, mhlo.ImagOp(x).result)
+  (a, b), (c, d) = parts(lhs), parts(rhs)
+  conv = lambda x, w: _real_conv_ir(out_type, x, w, **params)
+  k1 = conv(mhlo.AddOp(a, b).result, c)
+  k2 = conv(a, mhlo.SubtractOp(d, c).result)
+  k3 = conv(b, mhlo.AddOp(c, d).result)
+  return mhlo.ComplexOp(mhlo.SubtractOp(k1, k3).result, mhlo.AddOp(k1, k2).result).result
+
+
+def _real_conv_ir(out_type, lhs, rhs, *, window_strides, padding, lhs_dilation, rhs_dilation,
+                  dimension_numbers, feature_group_count, batch_group_count, precision,
+                  preferred_element_type):
   lhs_spec, rhs_spec, out_spec = dimension_numbers
   dnums = mhlo.ConvDimensionNumbers.get(
       input_batch_dimension=lhs_spec[0], input_feature_dimension=lhs_spec[1],
@@ -265,7 +289,7 @@ def _conv_lowering(ctx, lhs, rhs, *, window_strides, padding, lhs_dilation, rhs_
       output_spatial_dimensions=list(out_spec[2:]))
   pads = np.asarray(padding, np.int64).reshape(len(padding), 2)
   return mhlo.ConvolutionOp(
-      mlir.aval_to_ir_type(ctx.avals_out[0]), lhs, rhs, dnums, _i64(feature_group_count),
+      out_type, lhs, rhs, dnums, _i64(feature_group_count),
       _i64(batch_group_count), window_strides=list(window_strides),
       padding=ir.DenseIntElementsAttr.get(pads), lhs_dilation=list(lhs_dilation),
       rhs_dilation=list(rhs_dilation), precision_config=precision_attr(precision)).result
@@ -564,3 +588,55 @@ def conv_transpose(lhs, rhs, strides, padding, rhs_dilation=None, dimension_numb
   return conv_general_dilated(lhs, rhs, (1,) * (ndim - 2), pads, strides, rhs_dilation, dn,
                               precision=precision,
                               preferred_element_type=preferred_element_type)
+
+
+def conv_general_dilated_patches(lhs, filter_shape, window_strides, padding, lhs_dilation=None,
+                                 rhs_dilation=None, dimension_numbers=None, precision=None,
+                                 preferred_element_type=None):
+  """The patches a convolution with a window of `filter_shape` would see: the output's
+  feature axis holds, for each input feature c and window position p (row-major), the
+  input at that position, at index c * prod(filter_shape) + p.  It is a grouped
+  convolution with a one-hot kernel, as in JAX."""
+  lhs = convert_to_array(lhs)
+  lhs_shape = get_aval(lhs).shape
+  n = len(lhs_shape) - 2
+  filter_shape = tuple(int(k) for k in filter_shape)
+  if len(filter_shape) != n:
+    raise ValueError(f"filter_shape {filter_shape} must have {n} spatial sizes for an input "
+                     f"of rank {len(lhs_shape)}")
+  dnums = conv_dimension_numbers(lhs_shape, (1, 1) + filter_shape, dimension_numbers)
+  channels = lhs_shape[dnums.lhs_spec[1]]
+  positions = int(np.prod(filter_shape, dtype=np.int64))
+  one_hot = np.eye(positions, dtype=get_aval(lhs).dtype).reshape(
+      (positions, 1) + filter_shape)
+  kernel = np.tile(one_hot, (channels,) + (1,) * (n + 1))
+  canonical = tuple(range(n + 2))
+  return conv_general_dilated(
+      lhs, kernel, window_strides, padding, lhs_dilation, rhs_dilation,
+      ConvDimensionNumbers(dnums.lhs_spec, canonical, dnums.out_spec),
+      feature_group_count=channels, precision=precision,
+      preferred_element_type=preferred_element_type)
+
+
+def conv_general_dilated_local(lhs, rhs, window_strides, padding, filter_shape,
+                               lhs_dilation=None, rhs_dilation=None, dimension_numbers=None,
+                               precision=None):
+  """A locally connected (unshared) convolution: each output position has its own kernel.
+  `rhs`'s in-feature axis has size C * prod(filter_shape) (the patches' order, see
+  `conv_general_dilated_patches`) and its spatial axes are the output's."""
+  from minijax.lax.dot import dot_general
+  from minijax.lax.structural import transpose
+  lhs, rhs = convert_to_array(lhs), convert_to_array(rhs)
+  lhs_shape, rhs_shape = get_aval(lhs).shape, get_aval(rhs).shape
+  dnums = conv_dimension_numbers(lhs_shape, rhs_shape, dimension_numbers)
+  n = len(lhs_shape) - 2
+  canonical = tuple(range(n + 2))
+  patches = conv_general_dilated_patches(
+      lhs, filter_shape, window_strides, padding, lhs_dilation, rhs_dilation,
+      ConvDimensionNumbers(dnums.lhs_spec, canonical, canonical), precision)   # (N, I, *S)
+  kernel = transpose(rhs, dnums.rhs_spec)                                      # (O, I, *S)
+  spatial = tuple(range(2, n + 2))
+  out = dot_general(patches, kernel, (((1,), (1,)), (spatial, spatial)),
+                    precision=precision)                                       # (*S, N, O)
+  out = transpose(out, (n, n + 1) + tuple(range(n)))                           # (N, O, *S)
+  return transpose(out, tuple(int(k) for k in np.argsort(dnums.out_spec)))

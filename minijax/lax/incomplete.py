@@ -235,13 +235,13 @@ def _float_operands(name, a, x):
 def igamma_grad_a(a, x):
   """∂P(a, x)/∂a, the derivative of the regularized lower incomplete gamma function."""
   a, x = _float_operands("igamma_grad_a", a, x)
-  return _grad_a_parts(a, x, sample=False)
+  return utils.in_float32_for_halves(lambda a, x: _grad_a_parts(a, x, sample=False), a, x)
 
 
 def random_gamma_grad(a, x):
   """d x / d a for a Gamma(a) sample x at a fixed quantile: -(∂P/∂a) / (∂P/∂x)."""
   a, x = _float_operands("random_gamma_grad", a, x)
-  return _grad_a_parts(a, x, sample=True)
+  return utils.in_float32_for_halves(lambda a, x: _grad_a_parts(a, x, sample=True), a, x)
 
 
 def _density(a, x):
@@ -282,13 +282,13 @@ _igamma, _igammac = _make_incomplete_gamma()
 
 def igamma(a, x):
   """P(a, x) = γ(a, x) / Γ(a), the regularized lower incomplete gamma function."""
-  return _igamma(*_float_operands("igamma", a, x))
+  return utils.in_float32_for_halves(_igamma, *_float_operands("igamma", a, x))
 
 
 def igammac(a, x):
   """Q(a, x) = Γ(a, x) / Γ(a) = 1 - P(a, x), the regularized upper incomplete gamma
   function."""
-  return _igammac(*_float_operands("igammac", a, x))
+  return utils.in_float32_for_halves(_igammac, *_float_operands("igammac", a, x))
 
 
 # ----------------------------------------------------------------------------- incomplete beta
@@ -396,4 +396,4 @@ _betainc = _make_betainc()
 
 def betainc(a, b, x):
   """I_x(a, b) = B(x; a, b) / B(a, b), the regularized incomplete beta function."""
-  return _betainc(*_three_float_operands("betainc", a, b, x))
+  return utils.in_float32_for_halves(_betainc, *_three_float_operands("betainc", a, b, x))

@@ -253,4 +253,33 @@ batching.defbroadcasting(mulhi_p)
 def mulhi(x, y):
   """The high half of the double-width product `x * y`, elementwise."""
   from minijax.lax.structural import convert_to_array
-  return mulhi_p.bind(convert_to_array(x), convert_to_array(y))
+  x, y = convert_to_array(x), convert_to_array(y)
+  if x.dtype == y.dtype and x.dtype.itemsize == 8 and dtypes.is_integer(x.dtype):
+    return _mulhi64(x, y)
+  return mulhi_p.bind(x, y)
+
+
+def _mulhi64(x, y):
+  """mulhi of 64-bit integers (XLA has no 128-bit type): the schoolbook product of their
+  32-bit halves as uint64, then, for signed ones, the correction of the two's complement
+  (subtract y where x < 0 and x where y < 0)."""
+  from minijax.lax.elementwise import (add, bitwise_and, lt, mul, shift_right_logical, sub)
+  from minijax.lax.misc import bitcast_convert_type, select
+  from minijax.lax.structural import full
+  x, y = utils.broadcast_elementwise("mulhi", x, y)
+  signed = np.issubdtype(x.dtype, np.signedinteger)
+  u64 = np.dtype(np.uint64)
+  ux, uy = (bitcast_convert_type(v, u64) if signed else v for v in (x, y))
+  shape = ux.shape
+  low_mask, bits = full(shape, 0xFFFFFFFF, u64), full(shape, 32, u64)
+  low = lambda v: bitwise_and(v, low_mask)
+  high = lambda v: shift_right_logical(v, bits)
+  xl, xh, yl, yh = low(ux), high(ux), low(uy), high(uy)
+  ll, lh, hl, hh = mul(xl, yl), mul(xl, yh), mul(xh, yl), mul(xh, yh)
+  middle = add(add(high(ll), low(lh)), low(hl))
+  out = add(add(add(hh, high(lh)), high(hl)), high(middle))
+  if signed:
+    zero_u, zero = full(shape, 0, u64), full(shape, 0, x.dtype)
+    out = sub(sub(out, select(lt(x, zero), uy, zero_u)), select(lt(y, zero), ux, zero_u))
+    out = bitcast_convert_type(out, x.dtype)
+  return out

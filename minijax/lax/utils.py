@@ -79,6 +79,18 @@ def broadcast_elementwise(name: str, *arrays) -> list:
           for a, v in zip(arrays, avals)]
 
 
+def in_float32_for_halves(fn: Callable, *arrays):
+  """`fn(*arrays)`, computed in float32 when they are float16 or bfloat16 (whose range and
+  precision the series and fractions of special functions outrun) and cast back, as JAX
+  computes them."""
+  dtype = get_aval(arrays[0]).dtype
+  if dtype.itemsize != 2 or not dtypes.is_float(dtype):
+    return fn(*arrays)
+  from minijax.lax.misc import convert_element_type
+  out = fn(*(convert_element_type(a, np.float32) for a in arrays))
+  return convert_element_type(out, dtype)
+
+
 def same_dtypes_accepting(name: str, accepted: Callable[[np.dtype], bool], what: str):
   def rule(*avals, **params):
     dtypes.check_not_float0(name, [a.dtype for a in avals])
