@@ -561,3 +561,29 @@ def test_expm_in_double_precision(x64):
   np.testing.assert_allclose(jsl.expm(M3 * 7), [
       [4.0888776389, -4.7515021728, 5.0503897458], [5.4519669064, -0.5870112128, -1.434646096],
       [1.4928934124, 5.0600952561, 3.6934307745]], rtol=1e-9)
+
+
+def test_tridiagonal_solve_against_the_dense_solve():
+  """LAPACK's gtsv, as JAX calls it; its gradients are the dense solve's."""
+  rng = np.random.RandomState(0)
+  dl, d, du = rng.randn(3, 2, 5).astype(np.float32)
+  d = d + 4
+  dl[:, 0] = du[:, -1] = 0
+  b = rng.randn(2, 5, 3).astype(np.float32)
+  dense = lambda dl, d, du: (jnp.apply_along_axis(jnp.diag, -1, d)
+                             + jnp.apply_along_axis(lambda v: jnp.diag(v[1:], -1), -1, dl)
+                             + jnp.apply_along_axis(lambda v: jnp.diag(v[:-1], 1), -1, du))
+  x = L.tridiagonal_solve(dl, d, du, b)
+  np.testing.assert_allclose(x, np.linalg.solve(np.asarray(dense(dl, d, du)), b), rtol=1e-5,
+                             atol=1e-6)
+  loss = lambda solve: lambda *args: (solve(*args) ** 2).sum()
+  grads = minijax.grad(loss(L.tridiagonal_solve), argnums=(0, 1, 2, 3))(dl, d, du, b)
+  expected = minijax.grad(loss(lambda dl, d, du, b: jnp.linalg.solve(dense(dl, d, du), b)),
+                          argnums=(0, 1, 2, 3))(dl, d, du, b)
+  for got, want in zip(grads, expected):
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5)
+  batched = minijax.vmap(L.tridiagonal_solve, in_axes=(0, 0, 0, None))(dl, d, du, b[0])
+  np.testing.assert_allclose(batched[1], L.tridiagonal_solve(dl[1], d[1], du[1], b[0]),
+                             rtol=1e-6)
+  with pytest.raises(ValueError, match="tridiagonal_solve takes dl, d, du of one shape"):
+    L.tridiagonal_solve(dl, d, du[:, :4], b)

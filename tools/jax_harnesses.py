@@ -85,6 +85,12 @@ def _leaves(tree) -> list:
   return [tree]
 
 
+def _kept(value) -> bool:
+  """Whether an output is compared (not the float0 cotangent of an integer input)."""
+  return getattr(value, "dtype", None) is None or np.dtype(value.dtype).names is None \
+      or "float0" not in str(value.dtype)
+
+
 def _host(value) -> np.ndarray:
   if hasattr(value, "dtype") and "key<" in str(value.dtype):  # typed PRNG keys: their bits
     import jax
@@ -121,7 +127,29 @@ def op_cases() -> list[OpCase]:
   return cases
 
 
-def run_jax(path: str, out: str, only, sample, x64: bool) -> None:
+TRANSFORMS = ("jit", "vmap", "jvp", "vjp")
+
+
+def call(jax, fun, transform: str, args):
+  """`fun` at `args` under `transform`, always inside `jit`: `vmap` over the leading axis
+  of every argument; `jvp` with unit tangents for the inexact arguments (float0 zeros for
+  the others); `vjp` pulling back unit cotangents."""
+  if transform == "jit":
+    return jax.jit(fun)(*args)
+  if transform == "vmap":
+    return jax.jit(jax.vmap(fun))(*args)
+  tangents = [np.ones_like(a) if np.issubdtype(np.asarray(a).dtype, np.inexact)
+              else np.zeros(np.shape(a), jax.dtypes.float0) for a in args]
+  if transform == "jvp":
+    return jax.jit(lambda *primals: jax.jvp(fun, primals, tangents))(*args)
+
+  def pulled_back(*primals):
+    out, pullback = jax.vjp(fun, *primals)
+    return pullback(jax.tree_util.tree_map(jax.numpy.ones_like, out))
+  return jax.jit(pulled_back)(*args)
+
+
+def run_jax(path: str, out: str, only, sample, x64: bool, transform: str) -> None:
   import jax
   jax.config.update("jax_enable_x64", x64)
   spec = importlib.util.spec_from_file_location("test_harnesses", path)
@@ -134,8 +162,10 @@ def run_jax(path: str, out: str, only, sample, x64: bool) -> None:
     tol = h.tol if isinstance(h, OpCase) else None
     try:
       args = h.dyn_args_maker(rng)
+      if transform == "vmap":  # a batch of two draws
+        args = [np.stack([a, b]) for a, b in zip(args, h.dyn_args_maker(rng))]
       fun = getattr(jax.lax, op) if op else h.dyn_fun
-      outputs = [_host(v) for v in _leaves(jax.jit(fun)(*args))]
+      outputs = [_host(v) for v in _leaves(call(jax, fun, transform, args)) if _kept(v)]
       records.append((i, h.fullname, op, tol, [np.asarray(a) for a in args], outputs, None))
     except Exception as e:  # JAX fails it: left out
       records.append((i, h.fullname, op, tol, None, None, f"{type(e).__name__}: {e}"[:300]))
@@ -174,7 +204,8 @@ def compare(mine: list, theirs: list, tol_given=None) -> str | None:
   return None
 
 
-def run_minijax(path: str, jax_records: str, out: str, start_after: int, x64: bool) -> None:
+def run_minijax(path: str, jax_records: str, out: str, start_after: int, x64: bool,
+                transform: str) -> None:
   import minijax
   minijax.install_as_jax()
   import jax
@@ -206,7 +237,8 @@ def run_minijax(path: str, jax_records: str, out: str, start_after: int, x64: bo
                                    "the harness file has no such harness under minijax")
     else:
       try:
-        outputs = [np.asarray(v) for v in _leaves(jax.jit(fun)(*args))]
+        outputs = [np.asarray(v) for v in _leaves(call(jax, fun, transform, args))
+                   if _kept(v)]
         message = compare(outputs, expected, tol)
         outcome = "match" if message is None else "differs"
       except Exception as e:
@@ -281,6 +313,10 @@ def main(argv=None) -> int:
   parser.add_argument("--sample", help="K/N: the harnesses whose name hashes (CRC32 mod N) "
                       "below K")
   parser.add_argument("--x32", action="store_true", help="64-bit types off on both sides")
+  parser.add_argument("--transform", choices=TRANSFORMS, default="jit",
+                      help="run each harness under jit (default), or jit of its vmap over a "
+                      "batch of two draws, of its jvp (unit tangents), or of its vjp (unit "
+                      "cotangents)")
   parser.add_argument("--failures", action="store_true", help="list what differs and what "
                       "fails, grouped by cause")
   parser.add_argument("--top", type=int, default=40, help="causes listed (default 40)")
@@ -293,15 +329,16 @@ def main(argv=None) -> int:
   x64 = not args.x32
   path = harness_file()
   if args.side == "jax":
-    run_jax(path, args.out, args.only, args.sample, x64)
+    run_jax(path, args.out, args.only, args.sample, x64, args.transform)
     return 0
   if args.side == "minijax":
-    run_minijax(path, args.records, args.out, args.start_after, x64)
+    run_minijax(path, args.records, args.out, args.start_after, x64, args.transform)
     return 0
 
   env = dict(os.environ, JAX_PLATFORMS="cpu",
              PYTHONPATH=os.pathsep.join([TOOLS, ROOT, os.environ.get("PYTHONPATH", "")]))
-  me = [sys.executable, os.path.abspath(__file__)] + (["--x32"] if args.x32 else [])
+  me = [sys.executable, os.path.abspath(__file__), "--transform", args.transform] + (
+      ["--x32"] if args.x32 else [])
   with tempfile.TemporaryDirectory(prefix="jax_harnesses_") as tmp:
     records, out = os.path.join(tmp, "jax.pkl"), os.path.join(tmp, "minijax.jsonl")
     narrow = (["--only", args.only] if args.only else []) + \
@@ -337,7 +374,7 @@ def main(argv=None) -> int:
 
   tally = collections.Counter(r["outcome"] for r in results.values())
   run = len(results)
-  print(f"JAX's harnesses run on the CPU: {run + len(jax_failed)} "
+  print(f"JAX's harnesses run on the CPU under {args.transform}: {run + len(jax_failed)} "
         f"({len(jax_failed)} fail under JAX itself: left out)")
   print("  " + "  ".join(f"{o} {tally.get(o, 0)}" for o in
                          ("match", "differs", "error", "internal")))

@@ -2,9 +2,10 @@
 
 Every primitive lowers to jaxlib's CPU LAPACK kernels (typed-FFI custom calls, `lapack.py`),
 exactly as JAX does on CPU: `cholesky` to potrf, `triangular_solve` to trsm, `lu` to getrf,
-`qr` to geqrf and orgqr/ungqr, `eigh` to syevd/heevd, `eig` to geev, `svd` to gesdd.  Every primitive takes
-batches of matrices (`[..., m, n]`) and has JAX's jvp rule; `triangular_solve` is linear in
-its right-hand side and has a transpose rule.  Only float32, float64, complex64 and
+`qr` to geqrf and orgqr/ungqr, `eigh` to syevd/heevd, `eig` to geev, `svd` to gesdd,
+`tridiagonal_solve` to gtsv.  Every primitive takes batches of matrices (`[..., m, n]`) and
+has JAX's jvp rule; `triangular_solve` and `tridiagonal_solve` are linear in their
+right-hand side and have transpose rules.  Only float32, float64, complex64 and
 complex128 are accepted.
 """
 from __future__ import annotations
@@ -16,3 +17,4 @@ from minijax.lax.linalg.lu import lu, lu_p, lu_pivots_to_permutation, lu_solve  
 from minijax.lax.linalg.qr import qr, qr_p  # noqa: F401
 from minijax.lax.linalg.spectral import eigh, eigh_p, svd, svd_p  # noqa: F401
 from minijax.lax.linalg.eig import eig, eig_p  # noqa: F401
+from minijax.lax.linalg.tridiagonal import tridiagonal_solve, tridiagonal_solve_p  # noqa: F401
