@@ -207,3 +207,39 @@ def test_bessel_jn_stacks_the_orders_and_agrees_with_scipy():
                              ssp.jv(1, z.astype(np.float64)), atol=2e-7)
   with pytest.raises(ValueError, match="v >= 0"):
     special.bessel_jn(z, v=-1)
+
+
+def test_scipy_linalg_on_schur_and_hessenberg():
+  sp_linalg = pytest.importorskip("scipy.linalg")
+  import minijax.scipy.linalg as sl
+  from minijax.lax import linalg as L
+  rng = np.random.RandomState(0)
+  a = rng.randn(4, 4)
+  b, c = rng.randn(3, 3), rng.randn(4, 3)
+  with minijax.enable_x64():
+    t, z = sl.schur(a)
+    np.testing.assert_allclose(z @ t @ z.T, a, atol=1e-12)
+    assert np.allclose(np.tril(t, -2), 0)
+    t, z = sl.schur(a, output="complex")
+    np.testing.assert_allclose(z @ t @ np.conj(z.T), a, atol=1e-12)
+    assert np.allclose(np.tril(t, -1), 0)
+    h, q = sl.hessenberg(a, calc_q=True)
+    np.testing.assert_allclose(q @ h @ q.T, a, atol=1e-12)
+    np.testing.assert_allclose(h, sp_linalg.hessenberg(a), atol=1e-12)
+    spd = a @ a.T + 4 * np.eye(4)
+    np.testing.assert_allclose(sl.sqrtm(spd), sp_linalg.sqrtm(spd), atol=1e-10)
+    np.testing.assert_allclose(sl.solve_sylvester(a, b, c), sp_linalg.solve_sylvester(a, b, c),
+                               atol=1e-10)
+    for side in ("right", "left"):
+      for got, want in zip(sl.polar(a, side), sp_linalg.polar(a, side)):
+        np.testing.assert_allclose(got, want, atol=1e-12)
+    tall, row = rng.randn(5, 3), rng.randn(2, 5)
+    got, want = sl.qr_multiply(tall, row), sp_linalg.qr_multiply(tall, row)
+    np.testing.assert_allclose(np.abs(got[1]), np.abs(want[1]), atol=1e-12)  # (signs free)
+    np.testing.assert_allclose(got[0] @ got[1], want[0] @ want[1], atol=1e-12)
+    e = rng.randn(4, 4)
+    for got, want in zip(sl.expm_frechet(0.3 * a, e), sp_linalg.expm_frechet(0.3 * a, e)):
+      np.testing.assert_allclose(got, want, rtol=1e-10, atol=1e-12)
+    packed, taus = L.hessenberg(a[None])  # (a batch of one)
+    np.testing.assert_allclose(L.householder_product(packed[:, 1:, :-1], taus)[0], q[1:, 1:],
+                               atol=1e-12)

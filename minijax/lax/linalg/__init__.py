@@ -18,3 +18,5 @@ from minijax.lax.linalg.qr import qr, qr_p  # noqa: F401
 from minijax.lax.linalg.spectral import eigh, eigh_p, svd, svd_p  # noqa: F401
 from minijax.lax.linalg.eig import eig, eig_p  # noqa: F401
 from minijax.lax.linalg.tridiagonal import tridiagonal_solve, tridiagonal_solve_p  # noqa: F401
+from minijax.lax.linalg.schur import (  # noqa: F401
+    hessenberg, hessenberg_p, householder_product, householder_product_p, schur, schur_p)

@@ -1,0 +1,165 @@
+"""`jax.scipy.linalg`'s functions built on the Schur and Hessenberg decompositions and on
+factorizations of their own: `schur`, `hessenberg`, `sqrtm`, `solve_sylvester`, `polar`,
+`qr_multiply`, `expm_frechet`.
+
+`sqrtm` and `solve_sylvester` work in the complex Schur basis, where the problem is
+triangular: the square root R of an upper triangular T is found column by column, each
+column a triangular solve `(R[:j, :j] + R[j, j] I) r = T[:j, j]`; the Sylvester equation
+`A X + X B = C` becomes `T Y + Y S = U^H C V` (Bartels and Stewart), solved column by column
+too.  `polar` is computed from the SVD, `expm_frechet` is the JVP of `expm`.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from minijax import lax
+from minijax.lax import linalg as lax_linalg
+
+
+def _jnp():
+  import minijax.numpy as jnp
+  return jnp
+
+
+def _H(x):
+  jnp = _jnp()
+  return jnp.conj(jnp.swapaxes(x, -1, -2))
+
+
+def _square_2d(name, a):
+  jnp = _jnp()
+  a = jnp.asarray(a)
+  if a.ndim != 2 or a.shape[0] != a.shape[1]:
+    raise ValueError(f"{name} expects a square matrix, got shape {a.shape}")
+  if not jnp.issubdtype(a.dtype, jnp.inexact):
+    a = a.astype(jnp.result_type(a.dtype, float))
+  return a
+
+
+def schur(a, output: str = "real"):
+  """`(T, Z)`, the Schur decomposition `a = Z T Z^H` (`output='complex'`: over the complex
+  numbers, T then triangular)."""
+  jnp = _jnp()
+  if output not in ("real", "complex"):
+    raise ValueError(f"schur: output must be 'real' or 'complex', got {output!r}")
+  a = jnp.asarray(a)
+  if output == "complex":
+    a = a.astype(jnp.result_type(a.dtype, np.complex64))
+  return lax_linalg.schur(a)
+
+
+def hessenberg(a, *, calc_q: bool = False, overwrite_a: bool = False,
+               check_finite: bool = True):
+  """The upper Hessenberg form H of `a` (`a = Q H Q^H`), and Q when `calc_q`."""
+  jnp = _jnp()
+  packed, taus = lax_linalg.hessenberg(jnp.asarray(a))
+  h = jnp.triu(packed, -1)
+  if not calc_q:
+    return h
+  n = packed.shape[-1]
+  q = lax_linalg.householder_product(packed[..., 1:, :-1], taus)
+  eye = jnp.broadcast_to(jnp.eye(n, dtype=packed.dtype), packed.shape)
+  return h, eye.at[..., 1:, 1:].set(q)
+
+
+def _triangular_sqrt(t):
+  """The upper triangular square root R of the upper triangular `t` (R @ R = t)."""
+  jnp = _jnp()
+  n = t.shape[-1]
+  diagonal = jnp.sqrt(jnp.diagonal(t))
+  r = jnp.zeros_like(t).at[0, 0].set(diagonal[0])
+  for j in range(1, n):
+    shifted = r[:j, :j] + diagonal[j] * jnp.eye(j, dtype=t.dtype)
+    column = lax_linalg.triangular_solve(shifted, t[:j, j:j + 1], left_side=True, lower=False)
+    r = r.at[:j, j].set(column[:, 0]).at[j, j].set(diagonal[j])
+  return r
+
+
+def sqrtm(A, blocksize: int = 1):
+  """The principal square root of the square matrix `A` (complex in general)."""
+  if blocksize != 1:
+    raise NotImplementedError("sqrtm: only blocksize=1 is implemented (as in JAX)")
+  a = _square_2d("sqrtm", A)
+  t, z = schur(a, output="complex")
+  return z @ _triangular_sqrt(t) @ _H(z)
+
+
+def solve_sylvester(A, B, C, *, method: str = "schur", tol: float = 1e-8):
+  """X with `A X + X B = C` (Bartels and Stewart's method, in complex Schur bases); the
+  result is real when A, B and C are."""
+  jnp = _jnp()
+  if method != "schur":
+    raise ValueError(f"solve_sylvester: method must be 'schur', got {method!r}")
+  a, b = _square_2d("solve_sylvester", A), _square_2d("solve_sylvester", B)
+  c = jnp.asarray(C)
+  if c.shape != (a.shape[0], b.shape[0]):
+    raise ValueError(f"solve_sylvester: C must have shape {(a.shape[0], b.shape[0])}, got "
+                     f"{c.shape}")
+  real = not any(jnp.iscomplexobj(x) for x in (a, b, c))
+  t, u = schur(a, output="complex")
+  s, v = schur(b, output="complex")
+  f = _H(u) @ c.astype(t.dtype) @ v
+  m, n = f.shape
+  columns = []
+  for j in range(n):
+    rhs = f[:, j]
+    for k, y in enumerate(columns):
+      rhs = rhs - s[k, j] * y
+    shifted = t + s[j, j] * jnp.eye(m, dtype=t.dtype)
+    columns.append(lax_linalg.triangular_solve(shifted, rhs[:, None], left_side=True,
+                                               lower=False)[:, 0])
+  x = u @ jnp.stack(columns, axis=1) @ _H(v)
+  return jnp.real(x).astype(jnp.result_type(a.dtype, b.dtype, c.dtype)) if real else x
+
+
+def polar(a, side: str = "right", *, method: str = "qdwh", eps=None, max_iterations=None):
+  """`(u, p)`: `a = u p` (`side='right'`) or `a = p u` (`'left'`), u with orthonormal
+  columns and p Hermitian positive semi-definite.  Computed from the SVD whichever
+  `method` is named (JAX's QDWH iteration converges to the same factors)."""
+  jnp = _jnp()
+  if side not in ("right", "left"):
+    raise ValueError(f"polar: side must be 'right' or 'left', got {side!r}")
+  if method not in ("qdwh", "svd"):
+    raise ValueError(f"polar: method must be 'qdwh' or 'svd', got {method!r}")
+  a = jnp.asarray(a)
+  u, s, vh = jnp.linalg.svd(a, full_matrices=False)
+  unitary = u @ vh
+  if side == "right":
+    p = (_H(vh) * s.astype(a.dtype)) @ vh
+  else:
+    p = (u * s.astype(a.dtype)) @ _H(u)
+  return unitary, p
+
+
+def qr_multiply(a, c, mode: str = "right", pivoting: bool = False, conjugate: bool = False,
+                overwrite_a: bool = False, overwrite_c: bool = False):
+  """`(c @ Q, R)` (`mode='right'`) or `(Q @ c, R)` (`'left'`) for the economic QR
+  decomposition `a = Q R`; `conjugate` uses Q's conjugate."""
+  jnp = _jnp()
+  if pivoting:
+    raise NotImplementedError("qr_multiply with pivoting=True is not implemented (as in JAX)")
+  if mode not in ("right", "left"):
+    raise ValueError(f"qr_multiply: mode must be 'right' or 'left', got {mode!r}")
+  q, r = jnp.linalg.qr(jnp.asarray(a), mode="reduced")
+  if conjugate:
+    q = jnp.conj(q)
+  c = jnp.asarray(c)
+  if mode == "left":
+    return (q @ c if c.ndim > 1 else q @ c), r
+  return c @ q, r
+
+
+def expm_frechet(A, E, *, method: str | None = None, compute_expm: bool = True):
+  """The Frechet derivative of the matrix exponential at `A` in the direction `E`, and
+  `expm(A)` first when `compute_expm` (computed as the JVP of `expm`)."""
+  import minijax
+  from minijax.scipy.linalg import expm
+  jnp = _jnp()
+  if method not in (None, "SPS", "blockEnlarge"):
+    raise ValueError(f"expm_frechet: unknown method {method!r}")
+  A, E = jnp.asarray(A), jnp.asarray(E)
+  if A.shape != E.shape or A.ndim < 2 or A.shape[-1] != A.shape[-2]:
+    raise ValueError(f"expm_frechet: A and E must be square matrices of one shape, got "
+                     f"{A.shape} and {E.shape}")
+  value, derivative = minijax.jvp(expm, (A,), (E.astype(A.dtype),))
+  return (value, derivative) if compute_expm else derivative
