@@ -152,7 +152,7 @@ def qr_multiply(a, c, mode: str = "right", pivoting: bool = False, conjugate: bo
 def expm_frechet(A, E, *, method: str | None = None, compute_expm: bool = True):
   """The Frechet derivative of the matrix exponential at `A` in the direction `E`, and
   `expm(A)` first when `compute_expm` (computed as the JVP of `expm`)."""
-  import minijax
+  from minijax.interpreters import ad
   from minijax.scipy.linalg import expm
   jnp = _jnp()
   if method not in (None, "SPS", "blockEnlarge"):
@@ -161,5 +161,5 @@ def expm_frechet(A, E, *, method: str | None = None, compute_expm: bool = True):
   if A.shape != E.shape or A.ndim < 2 or A.shape[-1] != A.shape[-2]:
     raise ValueError(f"expm_frechet: A and E must be square matrices of one shape, got "
                      f"{A.shape} and {E.shape}")
-  value, derivative = minijax.jvp(expm, (A,), (E.astype(A.dtype),))
+  (value,), (derivative,) = ad.jvp_flat(lambda a: [expm(a)], [A], [E.astype(A.dtype)])
   return (value, derivative) if compute_expm else derivative
