@@ -587,3 +587,16 @@ def test_tridiagonal_solve_against_the_dense_solve():
                              rtol=1e-6)
   with pytest.raises(ValueError, match="tridiagonal_solve takes dl, d, du of one shape"):
     L.tridiagonal_solve(dl, d, du[:, :4], b)
+
+
+def test_pinv_takes_an_array_of_rtols_one_per_matrix():
+  """JAX 0.10.2's ranks for these cut-offs (rtol broadcasts over the batch)."""
+  a = np.random.RandomState(0).randn(3, 4, 4).astype(np.float32)
+  a[:, :, 0] *= 1e-4
+  rtol = np.array([1e-5, 1e-3, 0.5], np.float32)
+  assert jnp.linalg.matrix_rank(a, rtol=rtol).tolist() == [4, 3, 3]
+  p = jnp.linalg.pinv(a, rtol=rtol)
+  for k in range(3):
+    np.testing.assert_allclose(p[k], jnp.linalg.pinv(a[k], rtol=float(rtol[k])), rtol=1e-5,
+                               atol=1e-6)
+  assert minijax.jit(lambda a, r: jnp.linalg.pinv(a, rtol=r))(a, rtol).shape == (3, 4, 4)

@@ -418,10 +418,6 @@ def _pinv_impl(a, rtol, hermitian):
   if m == 0 or n == 0:
     return jnp.zeros(_util.shape(arr)[:-2] + (n, m), _util.dtype(arr))
   arr = jnp.conj(arr)
-  real = _util.dtype(lax.abs(arr))
-  if rtol is None:
-    rtol = 10.0 * max(m, n) * np.finfo(real).eps
-  rtol = jnp.asarray(rtol, real)
   u, s, vh = svd(arr, full_matrices=False, hermitian=hermitian)
   cutoff = jnp.expand_dims(rtol, -1) * s[..., 0:1]
   s = jnp.where(s > cutoff, s, np.inf).astype(_util.dtype(u))
@@ -429,13 +425,14 @@ def _pinv_impl(a, rtol, hermitian):
   return res.astype(_util.dtype(arr))
 
 
-_pinv = custom_jvp(_pinv_impl, nondiff_argnums=(1, 2))
+_pinv = custom_jvp(_pinv_impl, nondiff_argnums=(2,))
 
 
 @_pinv.defjvp
-def _pinv_jvp(rtol, hermitian, primals, tangents):
-  # Golub and Pereyra (1973), via the derivative of the Moore-Penrose inverse
-  (a,), (a_dot,) = primals, tangents
+def _pinv_jvp(hermitian, primals, tangents):
+  # Golub and Pereyra (1973), via the derivative of the Moore-Penrose inverse (rtol, an
+  # array of cut-offs per matrix, gets no derivative)
+  (a, rtol), (a_dot, _) = primals, tangents
   p = _pinv(a, rtol, hermitian)
   if hermitian:
     a, a_dot = lax_linalg.symmetrize(a), lax_linalg.symmetrize(a_dot)
@@ -458,10 +455,11 @@ def pinv(a, rtol=None, hermitian: bool = False, *, rcond=None):
     if rtol is not None:
       raise ValueError("pinv: only one of rtol and rcond may be specified.")
     rtol = rcond
-  if rtol is not None and not isinstance(rtol, (int, float, np.generic)):
-    raise TypeError("pinv: rtol must be a Python number or numpy scalar in minijax")
   (x,) = _inexact("jnp.linalg.pinv", a)
-  return _pinv(x, rtol, bool(hermitian))
+  real = _util.dtype(lax.abs(x))
+  if rtol is None:
+    rtol = 10.0 * max(_util.shape(x)[-2:], default=1) * np.finfo(real).eps
+  return _pinv(x, _jnp().asarray(rtol, real), bool(hermitian))
 
 
 @_util.compiled_when_eager(dynamic=1)
