@@ -711,3 +711,17 @@ def test_rng_bit_generator_takes_a_uint64_pair_key():
   assert key.tolist() == [1, 0, 4, 0] and bits.tolist() == [43444564, 2150618427, 3979645651]
   with pytest.raises(TypeError, match=r"uint32\[4\] or uint64\[2\] key, got u32\[2\]"):
     lax.rng_bit_generator(np.array([1, 2], np.uint32), (3,))
+
+
+def test_scatter_mul_differentiates_in_its_updates_with_unique_indices():
+  x = np.arange(1.0, 6.0, dtype=np.float32)
+  dn = lax.ScatterDimensionNumbers((), (0,), (0,))
+  idx = np.array([[1], [3], [7]])  # (7 is dropped)
+  u = np.array([2.0, 3.0, 4.0], np.float32)
+  f = lambda x, u: lax.scatter_mul(x, idx, u, dn, unique_indices=True)
+  np.testing.assert_array_equal(f(x, u), [1, 4, 3, 12, 5])
+  _, tangent = minijax.jvp(f, (x, u), (np.ones_like(x), np.ones_like(u)))
+  np.testing.assert_array_equal(tangent, [1, 2 + 2, 1, 3 + 4, 1])
+  np.testing.assert_array_equal(minijax.grad(lambda u: f(x, u).sum())(u), [2, 4, 0])
+  with pytest.raises(NotImplementedError, match="only implemented if `unique_indices=True`"):
+    minijax.grad(lambda u: lax.scatter_mul(x, idx, u, dn).sum())(u)

@@ -421,12 +421,20 @@ def _scatter_mul_jvp(primals, tangents, **params):
   operand, indices, updates = primals
   out = scatter_mul_p.bind(*primals, **params)
   t_op, _, t_up = tangents
-  if type(t_up) is not ad.Zero:
-    raise NotImplementedError("scatter_mul is differentiable in its operand only; "
-                              "its updates must not carry a tangent")
-  if type(t_op) is ad.Zero:
+  if type(t_op) is ad.Zero and type(t_up) is ad.Zero:
     return out, ad.Zero.from_primal_value(out)
-  return out, scatter_mul_p.bind(t_op, indices, updates, **params)
+  t_out = scatter_mul_p.bind(ad.instantiate_zeros(t_op), indices, updates, **params)
+  if type(t_up) is not ad.Zero:
+    # with each element scaled once, out = x * u there: d out = dx * u + x * du
+    if not params["unique_indices"]:
+      raise NotImplementedError("scatter_mul gradients are only implemented if "
+                                "`unique_indices=True`")
+    from minijax.lax.elementwise import add, mul
+    dn = params["dimension_numbers"]
+    scaled = mul(t_up, _gather_updates_like(operand, indices, get_aval(updates), dn))
+    t_out = add(t_out, scatter_add_p.bind(full(get_aval(out).shape, 0, get_aval(out).dtype),
+                                          indices, scaled, **params))
+  return out, t_out
 
 
 def _scatter_mul_transpose(ct, operand, indices, updates, **params):
