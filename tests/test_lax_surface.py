@@ -80,8 +80,10 @@ def test_generic_reduce():
   pair = lax.reduce((XF, XI), (0.0, 0), lambda a, b: (a[0] + b[0], lax.max(a[1], b[1])), (1,))
   close(pair[0], XF.sum(1))
   assert pair[1].tolist() == XI.max(1).tolist()
-  with pytest.raises(NotImplementedError, match="reverse-mode"):
-    minijax.grad(lambda x: lax.reduce(x, 0.0, halving, (0, 1, 2)))(XF)
+  # reverse mode too, through the tree of elementwise applications (as JAX)
+  grad = minijax.grad(lambda x: lax.reduce(x, 0.0, halving, (0,)).sum())(XF)
+  close(grad, np.stack([np.full((3, 4), 0.5), np.ones((3, 4))]))
+  close(minijax.grad(lambda x: lax.reduce(x, 3.0, lax.add, (0, 1, 2)))(XF), np.ones_like(XF))
 
 
 def test_approx_max_and_min_k():

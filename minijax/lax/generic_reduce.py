@@ -61,29 +61,45 @@ def _lowering(ctx, *args, jaxpr, dimensions):
   return list(op.results)
 
 
+def _tree_reduce(jaxpr, operands, inits, dimensions):
+  """The reduction as a tree of the computation applied elementwise to halves (the reduced
+  axes flattened in front; an odd half padded with the init values), as JAX differentiates
+  it (the init values enter only through that padding)."""
+  from minijax.core.jaxpr import eval_jaxpr
+  from minijax.lax.slicing import slice_in_dim
+  from minijax.lax.structural import pad, reshape, transpose
+  shape = get_aval(operands[0]).shape
+  kept = [d for d in range(len(shape)) if d not in dimensions]
+  size = int(np.prod([shape[d] for d in dimensions], dtype=np.int64))
+  rest = tuple(shape[d] for d in kept)
+  xs = [reshape(transpose(x, (*dimensions, *kept)), (size, *rest)) for x in operands]
+  apply = lambda *args: eval_jaxpr(jaxpr.jaxpr, list(jaxpr.consts), *args)
+  while get_aval(xs[0]).shape[0] > 1:
+    n = get_aval(xs[0]).shape[0]
+    half = (n + 1) // 2
+    lefts = [slice_in_dim(x, 0, half) for x in xs]
+    rights = [slice_in_dim(x, half, n) for x in xs]
+    if n % 2:
+      config = [(0, 1, 0)] + [(0, 0, 0)] * len(rest)
+      rights = [pad(x, i, config) for x, i in zip(rights, inits)]
+    xs = apply(*lefts, *rights)
+  if size == 0:
+    return [full(rest, i, get_aval(x).dtype) for i, x in zip(inits, operands)]
+  return [reshape(x, rest) for x in xs]
+
+
 def _jvp(primals, tangents, *, jaxpr, dimensions):
+  # as JAX: the JVP of the tree of elementwise applications (linear in the tangents, so
+  # reverse mode follows)
   n = len(primals) // 2
   if any(type(t) is not ad.Zero for t in tangents[n:]):
-    raise TypeError("reduce's jvp does not support a tangent of the init_values")
-  jvp_jaxpr, _ = ad.jvp_jaxpr(jaxpr, [True] * (2 * n), instantiate=True)
-
-  def paired(*scalars):  # (x primals, x tangents, y primals, y tangents)
-    from minijax.core.jaxpr import eval_jaxpr
-    xp, xt, yp, yt = (scalars[k * n:(k + 1) * n] for k in range(4))
-    return eval_jaxpr(jvp_jaxpr.jaxpr, list(jvp_jaxpr.consts), *xp, *yp, *xt, *yt)
-
+    raise NotImplementedError("Gradient of general lax.reduce with non-zero tangents for "
+                              "initial values to reduction not implemented")
   op_tangents = [ad.instantiate_zeros(t) for t in tangents[:n]]
-  zero_inits = [full((), 0, get_aval(t).dtype) for t in op_tangents]
-  outs = reduce_p.bind(*primals, jaxpr=jaxpr, dimensions=dimensions)
-  joint = _bind(paired, [*primals[:n], *op_tangents], [*primals[n:], *zero_inits], dimensions)
-  return outs, joint[n:]
-
-
-def _transpose(ct, *args, jaxpr, dimensions):
-  raise NotImplementedError(
-      "reverse-mode differentiation of lax.reduce with a generic computation is not "
-      "supported (as in JAX, only forward mode is); reduce with lax.add, mul, max or min "
-      "from their identities, whose reductions have gradients")
+  outs, out_tangents = ad.jvp_flat(
+      lambda *xs: _tree_reduce(jaxpr, xs, primals[n:], dimensions), list(primals[:n]),
+      op_tangents)
+  return outs, [ad.instantiate_zeros(t) for t in out_tangents]
 
 
 def _batch(args, dims, *, jaxpr, dimensions):
@@ -100,7 +116,6 @@ def _batch(args, dims, *, jaxpr, dimensions):
 reduce_p.def_abstract_eval(_abstract_eval)
 mlir.register_lowering(reduce_p, _lowering)
 ad.primitive_jvps[reduce_p] = _jvp
-ad.primitive_transposes[reduce_p] = _transpose
 batching.primitive_batchers[reduce_p] = _batch
 
 
