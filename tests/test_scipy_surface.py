@@ -243,3 +243,24 @@ def test_scipy_linalg_on_schur_and_hessenberg():
     packed, taus = L.hessenberg(a[None])  # (a batch of one)
     np.testing.assert_allclose(L.householder_product(packed[:, 1:, :-1], taus)[0], q[1:, 1:],
                                atol=1e-12)
+
+
+def test_expn_and_dawsn_against_scipy():
+  ssp = pytest.importorskip("scipy.special")
+  import minijax.scipy.special as msp
+  with minijax.enable_x64():
+    x = np.concatenate([np.linspace(-12, 12, 481), [0.0, 1e-3, 0.99, 1.01, 50.0]])
+    np.testing.assert_allclose(msp.dawsn(x), ssp.dawsn(x), rtol=1e-13, atol=1e-300)
+    for n in (0, 1, 2, 5, 30):
+      x = np.concatenate([np.linspace(0, 5, 101)[1:], [0.999, 1.001, 20.0, 60.0]])
+      np.testing.assert_allclose(msp.expn(n, x), ssp.expn(n, x), rtol=1e-13)
+  x32 = np.linspace(-6, 6, 61).astype(np.float32)
+  np.testing.assert_allclose(msp.dawsn(x32), ssp.dawsn(x32.astype(np.float64)), rtol=1e-6,
+                             atol=1e-30)
+  edge = msp.expn(np.array([1, 2, -1, 0]), np.array([0.0, 0.0, 1.0, 0.0], np.float32))
+  np.testing.assert_array_equal(edge, ssp.expn([1, 2, -1, 0], [0.0, 0.0, 1.0, 0.0]))
+  assert np.isnan(msp.expn(2.5, 1.0))
+  np.testing.assert_allclose(minijax.grad(msp.dawsn)(np.float32(1.5)),
+                             1 - 3 * ssp.dawsn(1.5), rtol=1e-5)
+  np.testing.assert_allclose(minijax.grad(lambda x: msp.expn(2, x))(np.float32(1.5)),
+                             -ssp.expn(1, 1.5), rtol=1e-5)

@@ -1,0 +1,130 @@
+"""The generalized exponential integral `expn(n, x)` and Dawson's integral `dawsn(x)`, in
+the input's floating dtype (after Numerical Recipes, §6.3 and §6.10):
+
+- `expn(n, x) = int_1^inf e^(-x t) / t^n dt`: for x > 1 the continued fraction
+  `e^-x / (x + n - 1 (n) / (x + n + 2 - 2 (n + 1) / (x + n + 4 - ...)))` (Lentz), for
+  x <= 1 the series `(-x)^(n-1) / (n-1)! (psi(n) - ln x) - sum_{k != n-1} (-x)^k /
+  ((k - n + 1) k!)`; `e^-x / x` for n = 0.
+- `dawsn(x) = e^(-x^2) int_0^x e^(t^2) dt`: its Taylor series for |x| < 1, Rybicki's sum of
+  Gaussians `1/sqrt(pi) sum_{odd k} e^(-(x' - k h)^2) / k` (with step h = 0.2, enough terms
+  for double precision) beyond.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from minijax import lax
+from minijax import numpy as jnp
+from minijax.custom_derivatives import custom_jvp
+from minijax.numpy.bessel import as_inexact
+
+__all__ = ["dawsn", "expn"]
+
+_EULER = 0.5772156649015329
+_TERMS = 80
+
+
+def _expn_fraction(n, x):
+  tiny = jnp.finfo(x.dtype).tiny
+  b = x + n
+  c = jnp.full_like(x, 1 / tiny)
+  d = 1 / b
+
+  def body(i, carry):
+    b, c, d, h = carry
+    an = -i * (n - 1 + i)
+    b = b + 2
+    d = 1 / (an * d + b)
+    c = b + an / c
+    return b, c, d, h * (c * d)
+  *_, h = lax.fori_loop(1, _TERMS, body, (b, c, d, d))
+  return h * jnp.exp(-x)
+
+
+def _expn_series(n, x):
+  m = n - 1  # the term k = n - 1 holds the logarithm
+  psi = lax.digamma(jnp.maximum(n, 1).astype(x.dtype))
+  first = jnp.where(m != 0, 1 / jnp.where(m != 0, m, 1), -jnp.log(x) - _EULER)
+
+  def body(i, carry):
+    fact, total = carry
+    fact = fact * (-x / i)
+    at_log = i == m
+    term = jnp.where(at_log, fact * (psi - jnp.log(x)), -fact / jnp.where(at_log, 1, i - m))
+    return fact, total + term
+  return lax.fori_loop(1, _TERMS, body, (jnp.ones_like(x), first))[1]
+
+
+@custom_jvp
+def _expn(n, x):
+  positive = jnp.where(x > 0, x, 1.0)
+  general = jnp.where(positive > 1, _expn_fraction(n, positive),
+                      _expn_series(n, jnp.minimum(positive, 1.0)))
+  out = jnp.where(n == 0, jnp.exp(-positive) / positive, general)
+  at_zero = jnp.where(n > 1, 1 / jnp.maximum(n - 1, 1), jnp.inf)
+  out = jnp.where(x == 0, at_zero, out)
+  return jnp.where((x < 0) | (n < 0), jnp.nan, out)
+
+
+@_expn.defjvp
+def _expn_jvp(primals, tangents):
+  (n, x), (_, t) = primals, tangents
+  return _expn(n, x), -_expn(n - 1, x) * t  # d/dx E_n = -E_(n-1)
+
+
+def expn(n, x):
+  """The generalized exponential integral `E_n(x)` (integer n >= 0, x >= 0; nan
+  elsewhere, a non-integral n included; `E_n(0) = 1 / (n - 1)` for n > 1, as scipy, where
+  JAX 0.10.2 gives 1 / n)."""
+  x = as_inexact(x)
+  n = jnp.asarray(n)
+  integral = jnp.ones(n.shape, bool) if jnp.issubdtype(n.dtype, jnp.integer) \
+      else jnp.floor(n) == n
+  n, x, integral = jnp.broadcast_arrays(n.astype(x.dtype), x, integral)
+  return jnp.where(integral, _expn(jnp.where(integral, n, 0), x), jnp.nan)
+
+
+_DAWSON_STEP = 0.2
+_DAWSON_GAUSSIANS = 17  # e^-((2k+1) h)^2 below double precision's epsilon beyond these
+
+
+def _dawsn_series(x):
+  x2 = -2 * x * x
+
+  def body(k, carry):
+    term, total = carry
+    term = term * x2 / (2 * k + 1)
+    return term, total + term
+  return lax.fori_loop(1, 40, body, (x, x))[1]
+
+
+def _dawsn_gaussians(x):
+  h = _DAWSON_STEP
+  ax = jnp.abs(x)
+  n0 = 2 * jnp.round(0.5 * ax / h)
+  xp = ax - n0 * h
+  e1 = jnp.exp(2 * xp * h)
+  e2 = e1 * e1
+  d1, d2 = n0 + 1, n0 - 1
+  total = jnp.zeros_like(x)
+  for i in range(_DAWSON_GAUSSIANS):
+    weight = np.exp(-((2 * i + 1) * h) ** 2)
+    total = total + weight * (e1 / d1 + 1 / (d2 * e1))
+    d1, d2, e1 = d1 + 2, d2 - 2, e1 * e2
+  return jnp.sign(x) * jnp.exp(-xp * xp) * total / np.sqrt(np.pi)
+
+
+@custom_jvp
+def dawsn(x):
+  """Dawson's integral `e^(-x^2) int_0^x e^(t^2) dt`."""
+  x = as_inexact(x)
+  small = jnp.abs(x) < 1
+  return jnp.where(small, _dawsn_series(jnp.where(small, x, 0.0)),
+                   _dawsn_gaussians(jnp.where(small, 1.0, x)))
+
+
+@dawsn.defjvp
+def _dawsn_jvp(primals, tangents):
+  (x,), (t,) = primals, tangents
+  out = dawsn(x)
+  return out, (1 - 2 * as_inexact(x) * out) * t
