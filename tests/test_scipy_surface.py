@@ -264,3 +264,18 @@ def test_expn_and_dawsn_against_scipy():
                              1 - 3 * ssp.dawsn(1.5), rtol=1e-5)
   np.testing.assert_allclose(minijax.grad(lambda x: msp.expn(2, x))(np.float32(1.5)),
                              -ssp.expn(1, 1.5), rtol=1e-5)
+
+
+def test_sici_and_fresnel_against_scipy():
+  ssp = pytest.importorskip("scipy.special")
+  import minijax.scipy.special as msp
+  with minijax.enable_x64():
+    x = np.concatenate([np.linspace(-30, 30, 601), [1e-8, 1.49, 1.51, 1.999, 2.001, 100.0]])
+    for name in ("sici", "fresnel"):
+      for got, want in zip(getattr(msp, name)(x), getattr(ssp, name)(x)):
+        np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-14)
+    si, ci = msp.sici(0.0)
+    assert si == 0 and ci == -np.inf
+  x32 = np.linspace(-10, 10, 101).astype(np.float32)
+  for got, want in zip(msp.fresnel(x32), ssp.fresnel(x32.astype(np.float64))):
+    np.testing.assert_allclose(got, want, rtol=2e-6, atol=1e-7)

@@ -1,5 +1,6 @@
-"""The generalized exponential integral `expn(n, x)` and Dawson's integral `dawsn(x)`, in
-the input's floating dtype (after Numerical Recipes, §6.3 and §6.10):
+"""The generalized exponential integral `expn(n, x)`, Dawson's integral `dawsn(x)`, the sine
+and cosine integrals `sici(x)` and the Fresnel integrals `fresnel(x)`, in the input's
+floating dtype (after Numerical Recipes, §6.3, §6.8 and §6.10):
 
 - `expn(n, x) = int_1^inf e^(-x t) / t^n dt`: for x > 1 the continued fraction
   `e^-x / (x + n - 1 (n) / (x + n + 2 - 2 (n + 1) / (x + n + 4 - ...)))` (Lentz), for
@@ -8,6 +9,10 @@ the input's floating dtype (after Numerical Recipes, §6.3 and §6.10):
 - `dawsn(x) = e^(-x^2) int_0^x e^(t^2) dt`: its Taylor series for |x| < 1, Rybicki's sum of
   Gaussians `1/sqrt(pi) sum_{odd k} e^(-(x' - k h)^2) / k` (with step h = 0.2, enough terms
   for double precision) beyond.
+- `sici(x) = (Si(x), Ci(x))` and `fresnel(x) = (S(x), C(x))`: their power series up to
+  |x| = 2 (1.5 for Fresnel's), beyond them a complex continued fraction (Lentz) for
+  `E1(i x)` (for Fresnel's, for the complementary error function of `(1 - i) sqrt(pi) x / 2`).
+  Si and S are odd, Ci and C even (Ci's real part, as scipy gives it for x < 0).
 """
 from __future__ import annotations
 
@@ -18,7 +23,7 @@ from minijax import numpy as jnp
 from minijax.custom_derivatives import custom_jvp
 from minijax.numpy.bessel import as_inexact
 
-__all__ = ["dawsn", "expn"]
+__all__ = ["dawsn", "expn", "fresnel", "sici"]
 
 _EULER = 0.5772156649015329
 _TERMS = 80
@@ -128,3 +133,79 @@ def _dawsn_jvp(primals, tangents):
   (x,), (t,) = primals, tangents
   out = dawsn(x)
   return out, (1 - 2 * as_inexact(x) * out) * t
+
+
+def _alternating_series(t, terms, kept):
+  """`sum_m sign(m) t^m / m! / (2m+1 or m)` split by the parity of m: returns the sums of the
+  odd and the even terms (m from `kept`: 1 for sici, 0 for fresnel), signs alternating within
+  each parity."""
+  odd, even = jnp.zeros_like(t), jnp.zeros_like(t)
+  term = jnp.ones_like(t)
+  for m in range(terms):
+    if m:
+      term = term * t / m
+    if m < kept:
+      continue
+    sign = (-1) ** (m // 2)
+    divisor = m if kept else 2 * m + 1
+    if m % 2:
+      odd = odd + sign * term / divisor
+    else:
+      even = even + sign * term / divisor
+  return odd, even
+
+
+def _lentz(b0, a_of, b_step, terms=100):
+  """h = 1 / (b0 + a_1 / (b0 + b_step + a_2 / ...)) by the modified Lentz method
+  (`a_of(k)` the k-th numerator)."""
+  tiny = np.finfo(np.float32).tiny
+  c = jnp.full_like(b0, 1 / tiny)
+  d = 1 / b0
+
+  def body(k, carry):
+    b, c, d, h = carry
+    a = a_of(k).astype(b.dtype)
+    b = b + b_step
+    d = 1 / (a * d + b)
+    c = b + a / c
+    return b, c, d, h * (c * d)
+  return lax.fori_loop(1, terms, body, (b0, c, d, d))[3]
+
+
+def sici(x):
+  """`(Si(x), Ci(x))`: the sine and cosine integrals."""
+  x = as_inexact(x)
+  ax = jnp.abs(x)
+  small = ax <= 2
+  xs = jnp.where(small, ax, 1.0)
+  si_small, ci_series = _alternating_series(xs, 40, 1)
+  ci_small = _EULER + jnp.log(xs) + ci_series
+  xl = jnp.where(small, 4.0, ax)
+  cdtype = jnp.result_type(xl.dtype, np.complex64)
+  z = lax.complex(jnp.ones_like(xl), xl).astype(cdtype)  # E1(i x) e^(i x) by its fraction
+  h = _lentz(z, lambda k: -(k * k), 2) * lax.complex(jnp.cos(xl), -jnp.sin(xl)).astype(cdtype)
+  si_large, ci_large = np.pi / 2 + jnp.imag(h), -jnp.real(h)
+  si = jnp.where(small, si_small, si_large) * jnp.sign(x)
+  ci = jnp.where(ax == 0, -jnp.inf, jnp.where(small, ci_small, ci_large))
+  return si, ci
+
+
+def fresnel(x):
+  """`(S(x), C(x))`: the Fresnel integrals `int_0^x sin(pi t^2 / 2) dt` and the cosine's."""
+  x = as_inexact(x)
+  ax = jnp.abs(x)
+  small = ax <= 1.5
+  xs = jnp.where(small, ax, 1.0)
+  s_series, c_series = _alternating_series(np.pi / 2 * xs * xs, 40, 0)
+  s_small, c_small = xs * s_series, xs * c_series
+  xl = jnp.where(small, 4.0, ax)
+  cdtype = jnp.result_type(xl.dtype, np.complex64)
+  pix2 = np.pi * xl * xl
+  b0 = lax.complex(jnp.ones_like(xl), -pix2).astype(cdtype)
+  h = _lentz(b0, lambda k: -(2 * k - 1) * (2 * k), 4) * lax.complex(xl, -xl).astype(cdtype)
+  phase = lax.complex(jnp.cos(pix2 / 2), jnp.sin(pix2 / 2)).astype(cdtype)
+  cs = (0.5 + 0.5j) * (1 - phase * h)
+  s = jnp.where(small, s_small, jnp.imag(cs)) * jnp.sign(x)
+  c = jnp.where(small, c_small, jnp.real(cs)) * jnp.sign(x)
+  return s, c
+
