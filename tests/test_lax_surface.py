@@ -213,3 +213,10 @@ def test_complex_convolution_is_three_real_ones():
   hlo = minijax.jit(lambda x, w: lax.conv_general_dilated(x, w, (1,), "VALID")).lower(
       x, w).as_text()
   assert hlo.count("mhlo.convolution") == 3 and "complex" in hlo
+
+
+def test_composite_is_a_named_call():
+  scale = lax.composite(lambda x, *, n: x * n, name="my.scale")
+  assert scale(np.float32(2.0), n=3) == 6.0
+  assert "name=my.scale" in str(minijax.make_jaxpr(lambda x: scale(x, n=3))(1.0))
+  assert minijax.grad(lambda x: scale(x, n=3))(1.0) == 3.0

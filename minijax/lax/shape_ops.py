@@ -1,7 +1,8 @@
 """JAX's lax functions that rearrange arrays by composing the structural primitives:
 `collapse`, `split`, `tile`, `stack`, `unstack`, `broadcast_like`, `index_take`,
-`shape_as_value`, and `dtype` (the canonical dtype of a value).  None is a primitive of its
-own here, so each differentiates, batches and lowers through what it is made of."""
+`shape_as_value`, `dtype` (the canonical dtype of a value), and `composite` (a named call).
+None is a primitive of its own here, so each differentiates, batches and lowers through
+what it is made of."""
 from __future__ import annotations
 
 from typing import Sequence
@@ -16,7 +17,7 @@ from minijax.lax.structural import (broadcast_in_dim, concatenate, convert_to_ar
                                     expand_dims, reshape, squeeze)
 
 __all__ = ["collapse", "split", "tile", "stack", "unstack", "broadcast_like", "index_take",
-           "shape_as_value", "dtype"]
+           "shape_as_value", "dtype", "composite"]
 
 
 def collapse(operand, start_dimension: int, stop_dimension: int | None = None):
@@ -127,3 +128,13 @@ def dtype(x):
     return dtypes.python_scalar_dtype(x)
   found = getattr(x, "dtype", None)
   return dtypes.canonicalize_dtype(found if found is not None else np.dtype(x))
+
+
+def composite(decomposition, name: str, version: int = 0):
+  """`decomposition`, marked as one operation named `name`: JAX emits a StableHLO composite
+  a backend may replace; minijax stages it as a `named_call` of that name (one call
+  equation, one named function in the lowered module), computing the decomposition."""
+  from minijax.lax.remat import named_call
+  if not isinstance(name, str) or not name:
+    raise ValueError(f"composite: name must be a non-empty string, got {name!r}")
+  return named_call(decomposition, name=name)
