@@ -360,14 +360,20 @@ scatter_min_p = _scatter_primitive("scatter-min", _combine(mhlo.MinOp, mhlo.AndO
 scatter_max_p = _scatter_primitive("scatter-max", _combine(mhlo.MaxOp, mhlo.OrOp, "max"))
 
 
-def _gather_updates_like(ct, indices, updates_aval, dn):
-  """The updates-shaped cotangent of a scatter: `ct` gathered at the scattered windows."""
-  window = [d for d in range(ct.ndim)
+def _scatter_window(operand_shape, updates_shape, dn):
+  """The extent of the scattered window in each operand dimension."""
+  sizes = [1] * len(operand_shape)
+  window = [d for d in range(len(operand_shape))
             if d not in dn.inserted_window_dims and d not in dn.operand_batching_dims]
-  sizes = [1] * ct.ndim
   for u, o in zip(dn.update_window_dims, window):
-    sizes[o] = updates_aval.shape[u]
-  # the windows a scatter dropped (out of bounds) get no cotangent
+    sizes[o] = updates_shape[u]
+  return sizes
+
+
+def _gather_updates_like(ct, indices, updates_aval, dn):
+  """The updates-shaped cotangent of a scatter: `ct` gathered at the scattered windows (the
+  windows a scatter dropped, out of bounds, get none)."""
+  sizes = _scatter_window(get_aval(ct).shape, updates_aval.shape, dn)
   return gather(ct, indices, _gather_dnums_of(dn), sizes, mode=GatherScatterMode.FILL_OR_DROP,
                 fill_value=0)
 
@@ -475,16 +481,6 @@ def _scatter_extremum_jvp(prim):
 
 ad.primitive_jvps[scatter_min_p] = _scatter_extremum_jvp(scatter_min_p)
 ad.primitive_jvps[scatter_max_p] = _scatter_extremum_jvp(scatter_max_p)
-
-
-def _scatter_window(operand_shape, updates_shape, dn):
-  """The extent of the scattered window in each operand dimension."""
-  sizes = [1] * len(operand_shape)
-  window = [d for d in range(len(operand_shape))
-            if d not in dn.inserted_window_dims and d not in dn.operand_batching_dims]
-  for u, o in zip(dn.update_window_dims, window):
-    sizes[o] = updates_shape[u]
-  return sizes
 
 
 def _scatter_bind(prim, operand, indices, updates, dimension_numbers, indices_are_sorted,
