@@ -279,3 +279,23 @@ def test_sici_and_fresnel_against_scipy():
   x32 = np.linspace(-10, 10, 101).astype(np.float32)
   for got, want in zip(msp.fresnel(x32), ssp.fresnel(x32.astype(np.float64))):
     np.testing.assert_allclose(got, want, rtol=2e-6, atol=1e-7)
+
+
+def test_hyp1f1_and_its_gradients():
+  ssp = pytest.importorskip("scipy.special")
+  import minijax.scipy.special as msp
+  rng = np.random.RandomState(0)
+  with minijax.enable_x64():
+    a, b, x = rng.uniform(0.1, 10, 200), rng.uniform(0.1, 10, 200), rng.uniform(-10, 30, 200)
+    np.testing.assert_allclose(msp.hyp1f1(a, b, x), ssp.hyp1f1(a, b, x), rtol=1e-11)
+    h = 1e-6
+    for i in range(3):
+      grads = minijax.vmap(minijax.grad(msp.hyp1f1, argnums=i))(a, b, x)
+      up, down = [a, b, x], [a, b, x]
+      up[i], down[i] = up[i] + h, down[i] - h
+      np.testing.assert_allclose(grads, (ssp.hyp1f1(*up) - ssp.hyp1f1(*down)) / (2 * h),
+                                 rtol=1e-5, atol=1e-8)
+    assert msp.hyp1f1(0.0, 0.0, 2.0) == 1.0  # (JAX's convention)
+  # JAX 0.10.2's gradients at (1.5, 2.5, 0.7)
+  np.testing.assert_allclose(minijax.grad(msp.hyp1f1, argnums=(0, 1, 2))(1.5, 2.5, 0.7),
+                             [0.42270303, -0.26072598, 0.999878], rtol=2e-6)

@@ -13,6 +13,10 @@ floating dtype (after Numerical Recipes, §6.3, §6.8 and §6.10):
   |x| = 2 (1.5 for Fresnel's), beyond them a complex continued fraction (Lentz) for
   `E1(i x)` (for Fresnel's, for the complementary error function of `(1 - i) sqrt(pi) x / 2`).
   Si and S are odd, Ci and C even (Ci's real part, as scipy gives it for x < 0).
+- `hyp1f1(a, b, x)`: Kummer's series `sum_k (a)_k / (b)_k x^k / k!`, summed until its terms
+  fall below the dtype's epsilon times the sum, after Kummer's transformation
+  `M(a, b, x) = e^x M(b - a, b, -x)` for x < 0 (so that, for positive a and b, every term
+  is positive); `hyp1f1(0, 0, x) = 1`, as JAX has it.
 """
 from __future__ import annotations
 
@@ -23,7 +27,7 @@ from minijax import numpy as jnp
 from minijax.custom_derivatives import custom_jvp
 from minijax.numpy.bessel import as_inexact
 
-__all__ = ["dawsn", "expn", "fresnel", "sici"]
+__all__ = ["dawsn", "expn", "fresnel", "hyp1f1", "sici"]
 
 _EULER = 0.5772156649015329
 _TERMS = 80
@@ -209,3 +213,58 @@ def fresnel(x):
   c = jnp.where(small, c_small, jnp.real(cs)) * jnp.sign(x)
   return s, c
 
+
+
+def _kummer_series(a, b, x):
+  """`(M, dM/da, dM/db)` for x >= 0 by the series, summed until its terms fall below
+  epsilon times the sum (the derivatives ride along: term k's are term k times
+  sum_{j<k} 1/(a+j) and minus sum_{j<k} 1/(b+j))."""
+  dtype = x.dtype
+  eps = jnp.finfo(dtype).eps
+
+  def unfinished(state):
+    k, term, total, *_ = state
+    return (k < 20000) & jnp.any(jnp.abs(term) > eps * jnp.abs(total))
+
+  def step(state):
+    k, term, total, sa, sb, da, db = state
+    sa, sb = sa + 1 / (a + k), sb + 1 / (b + k)
+    term = term * (a + k) * x / ((b + k) * (k + 1))
+    return k + 1, term, total + term, sa, sb, da + term * sa, db - term * sb
+
+  one, zero = jnp.ones_like(x), jnp.zeros_like(x)
+  _, _, total, _, _, da, db = lax.while_loop(
+      unfinished, step, (jnp.zeros((), dtype), one, one, zero, zero, zero, zero))
+  return total, da, db
+
+
+def _hyp1f1_parts(a, b, x):
+  """`(M, dM/da, dM/db)`, through Kummer's transformation for x < 0."""
+  negative = x < 0
+  value, da, db = _kummer_series(jnp.where(negative, b - a, a), b, jnp.abs(x))
+  scale = jnp.where(negative, jnp.exp(x), 1.0)
+  # M(a, b, x) = e^x M(b - a, b, -x): d/da = -e^x M_a', d/db = e^x (M_a' + M_b')
+  da, db = jnp.where(negative, -da, da), jnp.where(negative, da + db, db)
+  return scale * value, scale * da, scale * db
+
+
+@custom_jvp
+def _hyp1f1(a, b, x):
+  value = _hyp1f1_parts(a, b, x)[0]
+  return jnp.where((a == 0) & (b == 0), 1.0, value)
+
+
+@_hyp1f1.defjvp
+def _hyp1f1_jvp(primals, tangents):
+  (a, b, x), (ta, tb, tx) = primals, tangents
+  value, da, db = _hyp1f1_parts(a, b, x)
+  dx = a / b * _hyp1f1(a + 1, b + 1, x)  # d/dx 1F1(a; b; x) = a/b 1F1(a+1; b+1; x)
+  out = jnp.where((a == 0) & (b == 0), 1.0, value)
+  return out, da * ta + db * tb + dx * tx
+
+
+def hyp1f1(a, b, x):
+  """Kummer's confluent hypergeometric function 1F1(a; b; x) for real arguments."""
+  a, b, x = jnp.broadcast_arrays(*(as_inexact(v) for v in (a, b, x)))
+  dtype = jnp.result_type(a, b, x)
+  return _hyp1f1(*(v.astype(dtype) for v in (a, b, x)))
