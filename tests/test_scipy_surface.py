@@ -299,3 +299,23 @@ def test_hyp1f1_and_its_gradients():
   # JAX 0.10.2's gradients at (1.5, 2.5, 0.7)
   np.testing.assert_allclose(minijax.grad(msp.hyp1f1, argnums=(0, 1, 2))(1.5, 2.5, 0.7),
                              [0.42270303, -0.26072598, 0.999878], rtol=2e-6)
+
+
+def test_funm_and_eigh_tridiagonal_against_scipy():
+  sp_linalg = pytest.importorskip("scipy.linalg")
+  import minijax.numpy as jnp
+  import minijax.scipy.linalg as sl
+  rng = np.random.RandomState(0)
+  a = rng.randn(4, 4)
+  d, e = rng.randn(6), rng.randn(5)
+  with minijax.enable_x64():
+    for f, g in ((jnp.sin, np.sin), (jnp.exp, np.exp)):
+      np.testing.assert_allclose(sl.funm(a, f), sp_linalg.funm(a, g), atol=1e-10)
+    np.testing.assert_allclose(sl.eigh_tridiagonal(d, e, eigvals_only=True),
+                               sp_linalg.eigh_tridiagonal(d, e, eigvals_only=True), atol=1e-12)
+    np.testing.assert_allclose(
+        sl.eigh_tridiagonal(d, e, eigvals_only=True, select="i", select_range=(1, 3)),
+        sp_linalg.eigh_tridiagonal(d, e, eigvals_only=True, select="i", select_range=(1, 3)),
+        atol=1e-12)
+  with pytest.raises(NotImplementedError, match="eigvals_only=True"):
+    sl.eigh_tridiagonal(d, e)

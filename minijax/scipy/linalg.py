@@ -392,4 +392,5 @@ from minijax.scipy.special_matrices import (  # noqa: E402,F401
     block_diag, circulant, companion, convolution_matrix, dft, fiedler, hadamard, hankel,
     helmert, hilbert, invhilbert, invpascal, leslie, pascal)
 from minijax.scipy.linalg_schur import (  # noqa: E402,F401
-    expm_frechet, hessenberg, polar, qr_multiply, schur, solve_sylvester, sqrtm)
+    eigh_tridiagonal, expm_frechet, funm, hessenberg, polar, qr_multiply, schur,
+    solve_sylvester, sqrtm)

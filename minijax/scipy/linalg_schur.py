@@ -1,12 +1,13 @@
 """`jax.scipy.linalg`'s functions built on the Schur and Hessenberg decompositions and on
-factorizations of their own: `schur`, `hessenberg`, `sqrtm`, `solve_sylvester`, `polar`,
-`qr_multiply`, `expm_frechet`.
+factorizations of their own: `schur`, `hessenberg`, `sqrtm`, `solve_sylvester`, `funm`,
+`polar`, `qr_multiply`, `expm_frechet`, `eigh_tridiagonal`.
 
 `sqrtm` and `solve_sylvester` work in the complex Schur basis, where the problem is
 triangular: the square root R of an upper triangular T is found column by column, each
 column a triangular solve `(R[:j, :j] + R[j, j] I) r = T[:j, j]`; the Sylvester equation
 `A X + X B = C` becomes `T Y + Y S = U^H C V` (Bartels and Stewart), solved column by column
-too.  `polar` is computed from the SVD, `expm_frechet` is the JVP of `expm`.
+too; `funm` applies Parlett's recurrence to the triangular factor.  `polar` is computed from
+the SVD, `expm_frechet` is the JVP of `expm`, `eigh_tridiagonal` the dense eigensolver's.
 """
 from __future__ import annotations
 
@@ -163,3 +164,54 @@ def expm_frechet(A, E, *, method: str | None = None, compute_expm: bool = True):
                      f"{A.shape} and {E.shape}")
   (value,), (derivative,) = ad.jvp_flat(lambda a: [expm(a)], [A], [E.astype(A.dtype)])
   return (value, derivative) if compute_expm else derivative
+
+
+def eigh_tridiagonal(d, e, *, eigvals_only: bool = False, select: str = "a",
+                     select_range=None, tol=None, key=None):
+  """The eigenvalues (ascending) of the symmetric tridiagonal matrix with diagonal `d` and
+  off-diagonal `e`, from the dense symmetric eigensolver; `select='i'` keeps those of
+  indices `select_range[0]..select_range[1]`.  Eigenvectors are not implemented (as in
+  JAX): `eigvals_only=True` is required."""
+  jnp = _jnp()
+  if not eigvals_only:
+    raise NotImplementedError("eigh_tridiagonal: computing eigenvectors is not implemented "
+                              "(as in JAX); pass eigvals_only=True")
+  if select not in ("a", "i"):
+    raise NotImplementedError(f"eigh_tridiagonal: select={select!r} is not implemented; "
+                              "use 'a' or 'i'")
+  d, e = jnp.asarray(d), jnp.asarray(e)
+  if jnp.iscomplexobj(d) or jnp.iscomplexobj(e):
+    raise ValueError("eigh_tridiagonal: d and e must be real")
+  if d.ndim != 1 or e.shape != (max(d.shape[0] - 1, 0),):
+    raise ValueError(f"eigh_tridiagonal expects d of shape (N,) and e of shape (N - 1,), "
+                     f"got {d.shape} and {e.shape}")
+  dtype = jnp.result_type(d.dtype, e.dtype, float)
+  t = jnp.diag(d.astype(dtype)) + jnp.diag(e.astype(dtype), 1) + jnp.diag(e.astype(dtype), -1)
+  values = jnp.linalg.eigvalsh(t)
+  if select == "i":
+    lo, hi = (int(i) for i in select_range)
+    values = values[lo:hi + 1]
+  return values
+
+
+def funm(A, func, disp: bool = True):
+  """`func` of the square matrix `A` (applied to the eigenvalues, through Parlett's
+  recurrence on the complex Schur form).  With `disp=False`, also an estimate of the
+  relative error, as scipy returns (here the recurrence's, taken as 0 when it has no
+  coinciding eigenvalues to divide by)."""
+  jnp = _jnp()
+  a = _square_2d("funm", A)
+  t, z = schur(a, output="complex")
+  n = t.shape[0]
+  f = jnp.diag(func(jnp.diagonal(t)).astype(t.dtype))
+  for p in range(1, n):
+    for i in range(n - p):
+      j = i + p
+      s = t[i, j] * (f[j, j] - f[i, i])
+      if p > 1:
+        s = s + t[i, i + 1:j] @ f[i + 1:j, j] - f[i, i + 1:j] @ t[i + 1:j, j]
+      f = f.at[i, j].set(s / (t[j, j] - t[i, i]))
+  out = z @ f @ _H(z)
+  if disp:
+    return out
+  return out, jnp.zeros((), jnp.real(out).dtype)
