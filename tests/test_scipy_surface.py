@@ -319,3 +319,16 @@ def test_funm_and_eigh_tridiagonal_against_scipy():
         atol=1e-12)
   with pytest.raises(NotImplementedError, match="eigvals_only=True"):
     sl.eigh_tridiagonal(d, e)
+
+
+def test_fiedler_companion_against_scipy():
+  sp_linalg = pytest.importorskip("scipy.linalg")
+  import minijax.scipy.linalg as sl
+  for coefficients in ([1.0, -16, 86, -176, 105], [2.0, 2, 3, 4, 5, 6], [1.0, 3, -1, 2, 5, 6, 7],
+                       [2.0, 4]):
+    a = np.array(coefficients, np.float32)
+    np.testing.assert_allclose(sl.fiedler_companion(a), sp_linalg.fiedler_companion(a),
+                               rtol=1e-6)
+  p = np.poly(np.arange(1, 9, 2)).astype(np.float32)
+  np.testing.assert_allclose(np.sort(np.linalg.eigvals(sl.fiedler_companion(p)).real),
+                             [1, 3, 5, 7], rtol=1e-4)

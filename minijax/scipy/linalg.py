@@ -389,8 +389,8 @@ def toeplitz(c, r=None):
 
 
 from minijax.scipy.special_matrices import (  # noqa: E402,F401
-    block_diag, circulant, companion, convolution_matrix, dft, fiedler, hadamard, hankel,
-    helmert, hilbert, invhilbert, invpascal, leslie, pascal)
+    block_diag, circulant, companion, convolution_matrix, dft, fiedler, fiedler_companion,
+    hadamard, hankel, helmert, hilbert, invhilbert, invpascal, leslie, pascal)
 from minijax.scipy.linalg_schur import (  # noqa: E402,F401
     eigh_tridiagonal, expm_frechet, funm, hessenberg, polar, qr_multiply, schur,
     solve_sylvester, sqrtm)

@@ -63,6 +63,33 @@ def companion(a):
   return jnp.concatenate([first[None, :], jnp.eye(n - 1, n, dtype=dtype)], axis=0)
 
 
+def fiedler_companion(a):
+  """Fiedler's pentadiagonal companion matrix of the polynomial with coefficients `a`
+  (highest first; a batch along leading axes): with b = a / a[0] and n its degree,
+  b's negated coefficients -b[1], -b[2], ... alternate between the first sub- and
+  super-diagonal (-b[1] at (0, 0), -b[k] at (k - 2, k - 1) for even k and at (k - 1, k - 2)
+  for odd k), with ones at (1, 0), at (i, i + 2) for even i and at (i, i - 2) for odd i."""
+  a = jnp.asarray(a)
+  if a.ndim > 1:
+    return jnp.stack([fiedler_companion(row) for row in a])
+  if a.shape[0] <= 1:
+    return jnp.zeros((0, 0), jnp.result_type(a.dtype, float))
+  b = a / a[0]
+  n = a.shape[0] - 1
+  c = jnp.zeros((n, n), b.dtype).at[0, 0].set(-b[1])
+  if n == 1:
+    return c
+  c = c.at[1, 0].set(1)
+  for k in range(2, n + 1):
+    row, col = (k - 2, k - 1) if k % 2 == 0 else (k - 1, k - 2)
+    c = c.at[row, col].set(-b[k])
+  for i in range(n):
+    j = i + 2 if i % 2 == 0 else i - 2
+    if 0 <= j < n:
+      c = c.at[i, j].set(1)
+  return c
+
+
 def convolution_matrix(a, n, mode="full"):
   """The matrix whose product with a vector of length n is its convolution with `a`."""
   from minijax.scipy.linalg import toeplitz
