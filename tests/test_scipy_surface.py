@@ -332,3 +332,16 @@ def test_fiedler_companion_against_scipy():
   p = np.poly(np.arange(1, 9, 2)).astype(np.float32)
   np.testing.assert_allclose(np.sort(np.linalg.eigvals(sl.fiedler_companion(p)).real),
                              [1, 3, 5, 7], rtol=1e-4)
+
+
+def test_rsf2csf_against_scipy():
+  sp_linalg = pytest.importorskip("scipy.linalg")
+  import minijax.scipy.linalg as sl
+  a = np.random.RandomState(0).randn(5, 5)  # (two complex pairs among its eigenvalues)
+  t, z = sp_linalg.schur(a)
+  with minijax.enable_x64():
+    got_t, got_z = sl.rsf2csf(t, z)
+  want_t, want_z = sp_linalg.rsf2csf(t, z)
+  np.testing.assert_allclose(got_t, want_t, atol=1e-12)
+  np.testing.assert_allclose(got_z, want_z, atol=1e-12)
+  np.testing.assert_allclose(got_z @ got_t @ np.conj(got_z.T), a, atol=1e-12)

@@ -392,5 +392,5 @@ from minijax.scipy.special_matrices import (  # noqa: E402,F401
     block_diag, circulant, companion, convolution_matrix, dft, fiedler, fiedler_companion,
     hadamard, hankel, helmert, hilbert, invhilbert, invpascal, leslie, pascal)
 from minijax.scipy.linalg_schur import (  # noqa: E402,F401
-    eigh_tridiagonal, expm_frechet, funm, hessenberg, polar, qr_multiply, schur,
+    eigh_tridiagonal, expm_frechet, funm, hessenberg, polar, qr_multiply, rsf2csf, schur,
     solve_sylvester, sqrtm)

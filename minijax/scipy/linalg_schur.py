@@ -1,6 +1,6 @@
 """`jax.scipy.linalg`'s functions built on the Schur and Hessenberg decompositions and on
 factorizations of their own: `schur`, `hessenberg`, `sqrtm`, `solve_sylvester`, `funm`,
-`polar`, `qr_multiply`, `expm_frechet`, `eigh_tridiagonal`.
+`polar`, `qr_multiply`, `expm_frechet`, `eigh_tridiagonal`, `rsf2csf`.
 
 `sqrtm` and `solve_sylvester` work in the complex Schur basis, where the problem is
 triangular: the square root R of an upper triangular T is found column by column, each
@@ -215,3 +215,35 @@ def funm(A, func, disp: bool = True):
   if disp:
     return out
   return out, jnp.zeros((), jnp.real(out).dtype)
+
+
+def rsf2csf(T, Z, check_finite: bool = True):
+  """The complex Schur form `(T', Z')` of a real Schur form `(T, Z)` (`a = Z T Z^T`): each
+  2x2 diagonal block (a complex conjugate pair) is made triangular by a complex Givens
+  rotation, applied to T's rows and columns and to Z's columns, from the bottom up."""
+  jnp = _jnp()
+  t, z = jnp.asarray(T), jnp.asarray(Z)
+  if t.ndim != 2 or t.shape[0] != t.shape[1] or z.shape != t.shape:
+    raise ValueError(f"rsf2csf expects square T and Z of one shape, got {t.shape} and "
+                     f"{z.shape}")
+  dtype = jnp.result_type(t.dtype, z.dtype, np.complex64)
+  t, z = t.astype(dtype), z.astype(dtype)
+  n = t.shape[0]
+  eps = jnp.finfo(dtype).eps
+  for m in range(n - 1, 0, -1):
+    block = t[m - 1:m + 1, m - 1:m + 1]
+    coupled = jnp.abs(t[m, m - 1]) > eps * (jnp.abs(t[m - 1, m - 1]) + jnp.abs(t[m, m]))
+    # an eigenvalue of the block: mean +- sqrt(mean^2 - det)
+    mean = (block[0, 0] + block[1, 1]) / 2
+    det = block[0, 0] * block[1, 1] - block[0, 1] * block[1, 0]
+    mu = mean + jnp.sqrt(mean * mean - det)
+    r = jnp.sqrt(jnp.abs(mu - t[m, m]) ** 2 + jnp.abs(t[m, m - 1]) ** 2)
+    safe_r = jnp.where(coupled, r, 1)
+    c, s = (mu - t[m, m]) / safe_r, t[m, m - 1] / safe_r
+    g = jnp.array([[jnp.conj(c), s], [-s, c]])
+    rotated = t.at[m - 1:m + 1, m - 1:].set(g @ t[m - 1:m + 1, m - 1:])
+    rotated = rotated.at[:m + 1, m - 1:m + 1].set(rotated[:m + 1, m - 1:m + 1] @ _H(g))
+    rotated = rotated.at[m, m - 1].set(0)
+    t = jnp.where(coupled, rotated, t)
+    z = jnp.where(coupled, z.at[:, m - 1:m + 1].set(z[:, m - 1:m + 1] @ _H(g)), z)
+  return t, z
