@@ -340,7 +340,7 @@ def test_rsf2csf_against_scipy():
   a = np.random.RandomState(0).randn(5, 5)  # (two complex pairs among its eigenvalues)
   t, z = sp_linalg.schur(a)
   with minijax.enable_x64():
-    got_t, got_z = sl.rsf2csf(t, z)
+    got_t, got_z = (np.asarray(v) for v in sl.rsf2csf(t, z))
   want_t, want_z = sp_linalg.rsf2csf(t, z)
   np.testing.assert_allclose(got_t, want_t, atol=1e-12)
   np.testing.assert_allclose(got_z, want_z, atol=1e-12)
