@@ -345,3 +345,20 @@ def test_rsf2csf_against_scipy():
   np.testing.assert_allclose(got_t, want_t, atol=1e-12)
   np.testing.assert_allclose(got_z, want_z, atol=1e-12)
   np.testing.assert_allclose(got_z @ got_t @ np.conj(got_z.T), a, atol=1e-12)
+
+
+def test_multinomial_and_detrend_against_scipy():
+  sg = pytest.importorskip("scipy.signal")
+  import minijax.scipy.signal as msg
+  p = np.array([0.2, 0.3, 0.5])
+  np.testing.assert_allclose(ms.multinomial.logpmf(np.array([1, 2, 3]), 6, p),
+                             ss.multinomial.logpmf([1, 2, 3], 6, p), rtol=1e-6)
+  assert ms.multinomial.pmf(np.array([1, 2, 2]), 6, p) == 0  # (the counts must sum to n)
+  with pytest.raises(ValueError, match="x and n must be of integer type"):
+    ms.multinomial.logpmf(np.array([1.0, 2, 3]), 6, p)
+  with minijax.enable_x64():
+    x = np.arange(10.0) ** 2
+    y = np.random.RandomState(0).randn(5, 7)
+    for kw in ({}, {"type": "constant"}, {"bp": [4]}, {"bp": [3, 7]}):
+      np.testing.assert_allclose(msg.detrend(x, **kw), sg.detrend(x, **kw), atol=1e-12)
+    np.testing.assert_allclose(msg.detrend(y, axis=0), sg.detrend(y, axis=0), atol=1e-12)

@@ -1,4 +1,5 @@
-"""`minijax.scipy.signal`: scipy's convolutions and correlations of n-dimensional arrays.
+"""`minijax.scipy.signal`: scipy's convolutions and correlations of n-dimensional arrays,
+and `detrend`.
 
 A convolution of `in1` with `in2` in one of scipy's three modes is a window of the full
 convolution (size `s1 + s2 - 1` along each axis): "full" is all of it, "same" is the centred
@@ -18,6 +19,8 @@ must be at least as large as the other along every axis.
 from __future__ import annotations
 
 import operator
+
+import numpy as np
 
 from minijax import lax
 from minijax.numpy import _util
@@ -152,3 +155,30 @@ def correlate2d(in1, in2, mode="full", boundary="fill", fillvalue=0, precision=N
   full = correlate(a, b, "full", "direct", precision)
   start = [-(-(y - 1) // 2) for y in _util.shape(b)]
   return full[tuple(slice(st, st + n) for st, n in zip(start, _util.shape(a)))]
+
+
+def detrend(data, axis: int = -1, type: str = "linear", bp=0, overwrite_data=None):
+  """`data` less its least-squares line along `axis` (`type='linear'`, separately on each
+  piece between the breakpoints `bp`), or less its mean (`'constant'`)."""
+  jnp = _jnp()
+  if type not in ("linear", "l", "constant", "c"):
+    raise ValueError(f"detrend: type must be 'linear' or 'constant', got {type!r}")
+  data = jnp.asarray(data)
+  if not jnp.issubdtype(data.dtype, jnp.inexact):
+    data = data.astype(jnp.result_type(data.dtype, float))
+  if type in ("constant", "c"):
+    return data - jnp.mean(data, axis=axis, keepdims=True)
+  moved = jnp.moveaxis(data, axis, 0)
+  n = moved.shape[0]
+  edges = sorted({0, n, *(int(b) for b in np.atleast_1d(bp))})
+  if edges[0] < 0 or edges[-1] > n:
+    raise ValueError(f"detrend: breakpoints must lie in [0, {n}], got {bp}")
+  pieces = []
+  for lo, hi in zip(edges[:-1], edges[1:]):
+    y = moved[lo:hi]
+    t = jnp.arange(hi - lo, dtype=y.dtype).reshape((-1,) + (1,) * (y.ndim - 1))
+    t = t - jnp.mean(t)
+    centered = y - jnp.mean(y, axis=0, keepdims=True)
+    slope = jnp.sum(t * centered, axis=0) / jnp.maximum(jnp.sum(t * t), 1)
+    pieces.append(centered - t * slope)
+  return jnp.moveaxis(jnp.concatenate(pieces, axis=0), 0, axis)

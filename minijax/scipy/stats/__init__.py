@@ -12,7 +12,7 @@ where JAX returns nan (beta's non-positive shapes, quantiles outside [0, 1]).
 """
 from minijax.scipy.stats import (  # noqa: F401
     bernoulli, beta, betabinom, binom, cauchy, chi2, dirichlet, expon, gamma, gennorm, geom,
-    gumbel_l, gumbel_r, laplace, logistic, multivariate_normal, nbinom, norm, pareto,
-    poisson, t, truncnorm, uniform, vonmises, wrapcauchy)
+    gumbel_l, gumbel_r, laplace, logistic, multinomial, multivariate_normal, nbinom, norm,
+    pareto, poisson, t, truncnorm, uniform, vonmises, wrapcauchy)
 from minijax.scipy.stats.kde import gaussian_kde  # noqa: F401,E402
 from minijax.scipy.stats.summaries import ModeResult, mode, rankdata, sem  # noqa: F401,E402
