@@ -23,6 +23,7 @@ from minijax.core import dtypes
 from minijax.core.axes import extend_axis_env
 from minijax.core.avals import ShapedArray, get_aval
 from minijax.core.jaxpr import ClosedJaxpr
+from minijax.core.trace import Tracer
 from minijax.core.traceback_util import api_boundary
 from minijax.interpreters import ad, batching
 from minijax.interpreters import partial_eval as pe
@@ -682,6 +683,31 @@ def eval_shape(fun: Callable, *args, **kwargs):
   jaxpr, _, _, out_tree = pe.trace_pytree_fun(fun, args, kwargs)
   return close_specs(out_tree.unflatten([ShapeDtypeStruct(a.shape, a.dtype, a.weak_type)
                                          for a in jaxpr.out_avals]), ShapeDtypeStruct)
+
+
+def closure_convert(fun: Callable, *example_args):
+  """`(converted, consts)`: `fun` with the floating point tracers it closes over (values of
+  an enclosing transformation, which a derivative may perturb) taken as trailing arguments
+  instead, `converted(*args, *consts)`, as custom derivatives need them; found by tracing
+  `fun` at `example_args`.  Concrete arrays stay closed over, as in JAX."""
+  from minijax.core.jaxpr import eval_jaxpr
+  flat, in_tree = tree_util.tree_flatten(example_args)
+  flat_fun, out_tree = tree_util.flatten_fun_nokwargs(fun, in_tree)
+  jaxpr, consts = pe.trace_to_jaxpr_dynamic(flat_fun, [get_aval(x) for x in flat])
+  out_tree = out_tree()
+  hoisted = [isinstance(c, Tracer) and dtypes.is_inexact(get_aval(c).dtype) for c in consts]
+  n = sum(hoisted)
+
+  def converted(*args):
+    args, given = (args[:len(args) - n], args[len(args) - n:]) if n else (args, ())
+    flat_args, tree = tree_util.tree_flatten(args)
+    if tree != in_tree:
+      raise TypeError(f"closure_convert: the converted function takes arguments of the "
+                      f"example's structure {in_tree} (and the {n} constants), got {tree}")
+    it = iter(given)
+    values = [next(it) if h else c for c, h in zip(consts, hoisted)]
+    return out_tree.unflatten(eval_jaxpr(jaxpr, values, *flat_args))
+  return converted, [c for c, h in zip(consts, hoisted) if h]
 
 
 def linear_transpose(fun: Callable, *primals):

@@ -246,3 +246,16 @@ def test_jit_static_argnames_see_through_derivative_transforms(transform):
 
   assert my_function(1.0, False) == 0.0
   assert my_function(1.0, True) == 1.0
+
+
+def test_closure_convert_hoists_the_tracers_a_function_closes_over():
+  def f(x):
+    scale = lambda y: y * x + np.float32(1)
+    converted, consts = minijax.closure_convert(scale, 1.0)
+    assert len(consts) == 1  # (x is a tracer of grad's)
+    return converted(2.0, *consts)
+  assert minijax.grad(f)(3.0) == 2.0 and minijax.jit(f)(3.0) == 7.0
+  w = np.arange(3.0, dtype=np.float32)
+  converted, consts = minijax.closure_convert(lambda a: (a * w).sum(), 1.0)
+  assert consts == [] and converted(2.0) == 6.0  # (concrete arrays stay closed over, as JAX)
+  assert minijax.process_indices() == [0]

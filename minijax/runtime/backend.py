@@ -235,6 +235,11 @@ def process_count() -> int:
   return max(d.process_index for d in _devices) + 1
 
 
+def process_indices() -> list[int]:
+  """The indices of the processes that share the computation: 0 to process_count() - 1."""
+  return list(range(process_count()))
+
+
 def default_device() -> Device:
   """Where values without a device go: `config.default_device` (JAX's
   `jax_default_device`, set by `with minijax.default_device(d):`), else device 0."""
