@@ -45,6 +45,7 @@ __version__ = "0.1.0"
 from minijax import random  # noqa: E402
 from minijax import scipy  # noqa: E402
 from minijax import nn  # noqa: E402
+from minijax import image  # noqa: E402
 from minijax.config import flag_context as _flag_context  # noqa: E402
 default_prng_impl = _flag_context("jax_default_prng_impl")
 legacy_prng_key = _flag_context("jax_legacy_prng_key")
