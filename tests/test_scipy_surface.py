@@ -362,3 +362,24 @@ def test_multinomial_and_detrend_against_scipy():
     for kw in ({}, {"type": "constant"}, {"bp": [4]}, {"bp": [3, 7]}):
       np.testing.assert_allclose(msg.detrend(x, **kw), sg.detrend(x, **kw), atol=1e-12)
     np.testing.assert_allclose(msg.detrend(y, axis=0), sg.detrend(y, axis=0), atol=1e-12)
+
+
+def test_welch_csd_and_stft_against_scipy():
+  sg = pytest.importorskip("scipy.signal")
+  import minijax.scipy.signal as msg
+  rng = np.random.RandomState(0)
+  x, y = rng.randn(2, 600), rng.randn(2, 600)
+  with minijax.enable_x64():
+    for kw in ({}, {"nperseg": 64, "noverlap": 16, "nfft": 100}, {"scaling": "spectrum"},
+               {"detrend": "linear", "window": "hamming"},
+               {"return_onesided": False, "nperseg": 50}):
+      for got, want in zip(msg.welch(x, fs=10.0, **kw), sg.welch(x, fs=10.0, **kw)):
+        np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-15)
+      for got, want in zip(msg.csd(x, y, **kw), sg.csd(x, y, **kw)):
+        np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-15)
+    for kw in ({}, {"nperseg": 64, "noverlap": 16},
+               {"boundary": None, "padded": False, "nperseg": 50}, {"nperseg": 51}):
+      for got, want in zip(msg.stft(x, fs=10.0, **kw), sg.stft(x, fs=10.0, **kw)):
+        np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-14)
+  with pytest.raises(ValueError, match="window 'kaiser' is not implemented"):
+    msg.welch(x, window="kaiser")

@@ -1,5 +1,6 @@
 """`minijax.scipy.signal`: scipy's convolutions and correlations of n-dimensional arrays,
-and `detrend`.
+`detrend`, and the spectral estimates `stft`, `csd` and `welch` (overlapping segments,
+detrended and windowed, transformed; scipy's scalings).
 
 A convolution of `in1` with `in2` in one of scipy's three modes is a window of the full
 convolution (size `s1 + s2 - 1` along each axis): "full" is all of it, "same" is the centred
@@ -182,3 +183,124 @@ def detrend(data, axis: int = -1, type: str = "linear", bp=0, overwrite_data=Non
     slope = jnp.sum(t * centered, axis=0) / jnp.maximum(jnp.sum(t * t), 1)
     pieces.append(centered - t * slope)
   return jnp.moveaxis(jnp.concatenate(pieces, axis=0), 0, axis)
+
+
+# ----------------------------------------------------------------------------- spectra
+
+def _get_window(window, n: int, dtype):
+  """scipy's periodic windows of length n by name (hann, hamming, blackman, bartlett,
+  boxcar), or the given array."""
+  jnp = _jnp()
+  if not isinstance(window, str):
+    w = jnp.asarray(window, dtype)
+    if w.shape != (n,):
+      raise ValueError(f"window must have length nperseg={n}, got shape {w.shape}")
+    return w
+  k = np.arange(n) * 2 * np.pi / n
+  formulas = {"hann": lambda: 0.5 - 0.5 * np.cos(k),
+              "hamming": lambda: 0.54 - 0.46 * np.cos(k),
+              "blackman": lambda: 0.42 - 0.5 * np.cos(k) + 0.08 * np.cos(2 * k),
+              "bartlett": lambda: 1 - np.abs(np.arange(n) - n / 2) / (n / 2),
+              "boxcar": lambda: np.ones(n)}
+  if window not in formulas:
+    raise ValueError(f"window {window!r} is not implemented; use one of {sorted(formulas)} "
+                     "or pass the window's values")
+  return jnp.asarray(formulas[window](), dtype)
+
+
+def _segments(x, nperseg: int, step: int):
+  """x's last axis cut into overlapping segments: shape (..., count, nperseg)."""
+  jnp = _jnp()
+  count = (x.shape[-1] - nperseg) // step + 1
+  index = np.arange(count)[:, None] * step + np.arange(nperseg)[None, :]
+  return jnp.take(x, index, axis=-1)
+
+
+def _spectral(x, y, fs, window, nperseg, noverlap, nfft, detrend_type, return_onesided,
+              scaling, axis, mode):
+  """The windowed FFTs of x's segments (mode 'stft'), or the averaged cross spectral
+  density of x and y ('psd'), with scipy's scalings and one-sided folding."""
+  jnp = _jnp()
+  x = jnp.moveaxis(jnp.asarray(x), axis, -1)
+  dtype = jnp.result_type(x.dtype, float)
+  x = x.astype(dtype)
+  if y is not None:
+    y = jnp.moveaxis(jnp.asarray(y), axis, -1).astype(dtype)
+  n = x.shape[-1]
+  nperseg = min(int(nperseg if nperseg is not None else 256), n)
+  noverlap = nperseg // 2 if noverlap is None else int(noverlap)
+  nfft = nperseg if nfft is None else int(nfft)
+  if noverlap >= nperseg or nfft < nperseg:
+    raise ValueError(f"need noverlap < nperseg <= nfft, got noverlap={noverlap}, "
+                     f"nperseg={nperseg}, nfft={nfft}")
+  real_dtype = jnp.finfo(dtype).dtype
+  win = _get_window(window, nperseg, real_dtype)
+  onesided = return_onesided and not jnp.iscomplexobj(x) and (
+      y is None or not jnp.iscomplexobj(y))
+
+  def transform(v):
+    pieces = _segments(v, nperseg, nperseg - noverlap)
+    if detrend_type:
+      pieces = detrend(pieces, axis=-1, type=detrend_type)
+    pieces = pieces * win
+    return jnp.fft.rfft(pieces, nfft) if onesided else jnp.fft.fft(pieces, nfft)
+
+  freqs = (jnp.fft.rfftfreq(nfft, 1 / fs) if onesided else jnp.fft.fftfreq(nfft, 1 / fs))
+  if mode == "stft":
+    return freqs, transform(x) / jnp.sum(win)
+  scale = 1 / (fs * jnp.sum(win * win)) if scaling == "density" else 1 / jnp.sum(win) ** 2
+  fx = transform(x)
+  spectrum = jnp.conj(fx) * (fx if y is None else transform(y)) * scale
+  if onesided:
+    last = -1 if nfft % 2 == 0 else None  # (the Nyquist bin stands alone)
+    spectrum = spectrum.at[..., 1:last].multiply(2)
+  return freqs, spectrum
+
+
+def csd(x, y, fs=1.0, window="hann", nperseg=None, noverlap=None, nfft=None,
+        detrend="constant", return_onesided=True, scaling="density", axis=-1,
+        average="mean"):
+  """`(f, Pxy)`: Welch's estimate of the cross power spectral density of x and y."""
+  jnp = _jnp()
+  if scaling not in ("density", "spectrum"):
+    raise ValueError(f"Unknown scaling: {scaling}")
+  if average != "mean":
+    raise NotImplementedError(f"csd: average={average!r} is not implemented; use 'mean'")
+  freqs, spectrum = _spectral(x, y, fs, window, nperseg, noverlap, nfft, detrend,
+                              return_onesided, scaling, axis, "psd")
+  return freqs, jnp.moveaxis(jnp.mean(spectrum, axis=-2), -1, axis)
+
+
+def welch(x, fs=1.0, window="hann", nperseg=None, noverlap=None, nfft=None,
+          detrend="constant", return_onesided=True, scaling="density", axis=-1,
+          average="mean"):
+  """`(f, Pxx)`: Welch's estimate of the power spectral density of x."""
+  jnp = _jnp()
+  freqs, pxx = csd(x, None, fs, window, nperseg, noverlap, nfft, detrend, return_onesided,
+                   scaling, axis, average)
+  return freqs, jnp.real(pxx)
+
+
+def stft(x, fs=1.0, window="hann", nperseg=256, noverlap=None, nfft=None, detrend=False,
+         return_onesided=True, boundary="zeros", padded=True, axis=-1):
+  """`(f, t, Zxx)`: the short-time Fourier transform of x (segments' windowed FFTs,
+  divided by the window's sum, as scipy scales them)."""
+  jnp = _jnp()
+  if boundary not in (None, "zeros"):
+    raise NotImplementedError(f"stft: boundary={boundary!r} is not implemented; use "
+                              "'zeros' or None")
+  x = jnp.moveaxis(jnp.asarray(x), axis, -1)
+  nperseg = min(int(nperseg), x.shape[-1] + (2 * (int(nperseg) // 2) if boundary else 0))
+  noverlap = nperseg // 2 if noverlap is None else int(noverlap)
+  step = nperseg - noverlap
+  if boundary == "zeros":
+    x = jnp.pad(x, [(0, 0)] * (x.ndim - 1) + [(nperseg // 2, nperseg // 2)])
+  if padded:
+    extra = (-(x.shape[-1] - nperseg) % step) % nperseg
+    x = jnp.pad(x, [(0, 0)] * (x.ndim - 1) + [(0, extra)])
+  freqs, z = _spectral(x, None, fs, window, nperseg, noverlap, nfft, detrend or False,
+                       return_onesided, "spectrum", -1, "stft")
+  times = jnp.arange(z.shape[-2]) * step / fs
+  if not boundary:
+    times = times + nperseg / 2 / fs
+  return freqs, times, jnp.swapaxes(z, -1, -2)  # (the other axes, freqs, segments)
