@@ -1,6 +1,6 @@
 """`minijax.scipy.signal`: scipy's convolutions and correlations of n-dimensional arrays,
 `detrend`, and the spectral estimates `stft`, `csd` and `welch` (overlapping segments,
-detrended and windowed, transformed; scipy's scalings).
+detrended and windowed, transformed; scipy's scalings) and `istft` (their overlap-add).
 
 A convolution of `in1` with `in2` in one of scipy's three modes is a window of the full
 convolution (size `s1 + s2 - 1` along each axis): "full" is all of it, "same" is the centred
@@ -304,3 +304,36 @@ def stft(x, fs=1.0, window="hann", nperseg=256, noverlap=None, nfft=None, detren
   if not boundary:
     times = times + nperseg / 2 / fs
   return freqs, times, jnp.swapaxes(z, -1, -2)  # (the other axes, freqs, segments)
+
+
+def istft(Zxx, fs=1.0, window="hann", nperseg=None, noverlap=None, nfft=None,
+          input_onesided=True, boundary=True, time_axis=-1, freq_axis=-2):
+  """`(t, x)`: the signal whose `stft` is `Zxx`, by overlap-adding the inverse transforms
+  of its segments, windowed, and dividing by the overlapped squared window."""
+  jnp = _jnp()
+  z = jnp.moveaxis(jnp.asarray(Zxx), (freq_axis, time_axis), (-2, -1))
+  freqs, count = z.shape[-2], z.shape[-1]
+  if nperseg is None:
+    nperseg = 2 * (freqs - 1) if input_onesided else freqs
+  nperseg = int(nperseg)
+  nfft = nperseg if nfft is None else int(nfft)
+  noverlap = nperseg // 2 if noverlap is None else int(noverlap)
+  step = nperseg - noverlap
+  real_dtype = jnp.finfo(jnp.result_type(z.dtype, float)).dtype
+  win = _get_window(window, nperseg, real_dtype)
+  segments = jnp.swapaxes(z, -1, -2)  # (..., count, freqs)
+  if input_onesided:
+    pieces = jnp.fft.irfft(segments, nfft)[..., :nperseg]
+  else:
+    pieces = jnp.fft.ifft(segments, nfft)[..., :nperseg]
+  pieces = pieces * jnp.sum(win) * win
+  length = nperseg + (count - 1) * step
+  index = (np.arange(count)[:, None] * step + np.arange(nperseg)[None, :]).ravel()
+  x = jnp.zeros(pieces.shape[:-2] + (length,), pieces.dtype).at[..., index].add(
+      pieces.reshape(pieces.shape[:-2] + (-1,)))
+  norm = jnp.zeros((length,), real_dtype).at[index].add(jnp.tile(win * win, count))
+  x = x / jnp.where(norm > 1e-10, norm, 1.0)
+  if boundary:
+    x = x[..., nperseg // 2:length - nperseg // 2]
+  # (the times count x's first axis, as scipy and JAX count them: the signal's for 1-d x)
+  return jnp.arange(x.shape[0]) / fs, x
