@@ -387,3 +387,17 @@ def test_welch_csd_and_stft_against_scipy():
         np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-14)
   with pytest.raises(ValueError, match="window 'kaiser' is not implemented"):
     msg.welch(x, window="kaiser")
+
+
+def test_wofz_against_scipy():
+  ssp = pytest.importorskip("scipy.special")
+  import minijax.scipy.special as msp
+  rng = np.random.RandomState(0)
+  with minijax.enable_x64():
+    z = rng.uniform(-8, 8, 500) + 1j * rng.uniform(-3, 8, 500)  # (both half-planes)
+    np.testing.assert_allclose(msp.wofz(z), ssp.wofz(z), rtol=1e-13)
+    x = np.linspace(-10, 10, 41)
+    np.testing.assert_allclose(msp.wofz(x), ssp.wofz(x), rtol=1e-13)
+  z32 = (rng.uniform(-5, 5, 50) + 1j * rng.uniform(0, 5, 50)).astype(np.complex64)
+  assert msp.wofz(z32).dtype == np.complex64
+  np.testing.assert_allclose(msp.wofz(z32), ssp.wofz(z32.astype(complex)), rtol=2e-6)

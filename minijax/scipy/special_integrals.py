@@ -17,6 +17,9 @@ floating dtype (after Numerical Recipes, §6.3, §6.8 and §6.10):
   fall below the dtype's epsilon times the sum, after Kummer's transformation
   `M(a, b, x) = e^x M(b - a, b, -x)` for x < 0 (so that, for positive a and b, every term
   is positive); `hyp1f1(0, 0, x) = 1`, as JAX has it.
+- `wofz(z) = e^(-z^2) erfc(-i z)`, the Faddeeva function: Weideman's rational series in
+  `(L + i z) / (L - i z)` (40 coefficients from one FFT, about 1e-14 relative) for Im z >= 0,
+  and `2 e^(-z^2) - w(-z)` below the real axis.
 """
 from __future__ import annotations
 
@@ -27,7 +30,7 @@ from minijax import numpy as jnp
 from minijax.custom_derivatives import custom_jvp
 from minijax.numpy.bessel import as_inexact
 
-__all__ = ["dawsn", "expn", "fresnel", "hyp1f1", "sici"]
+__all__ = ["dawsn", "expn", "fresnel", "hyp1f1", "sici", "wofz"]
 
 _EULER = 0.5772156649015329
 _TERMS = 80
@@ -268,3 +271,35 @@ def hyp1f1(a, b, x):
   a, b, x = jnp.broadcast_arrays(*(as_inexact(v) for v in (a, b, x)))
   dtype = jnp.result_type(a, b, x)
   return _hyp1f1(*(v.astype(dtype) for v in (a, b, x)))
+
+
+def _weideman_coefficients(n: int = 40):
+  """The coefficients (highest power first) and the scale L of Weideman's series."""
+  m = 2 * n
+  scale = np.sqrt(n / np.sqrt(2))
+  t = scale * np.tan(np.arange(-m + 1, m) * np.pi / m / 2)
+  f = np.concatenate([[0.0], np.exp(-t * t) * (scale * scale + t * t)])
+  a = np.real(np.fft.fft(np.fft.fftshift(f))) / (2 * m)
+  return a[1:n + 1][::-1], scale
+
+
+_WEIDEMAN = _weideman_coefficients()
+
+
+def _wofz_upper(z):
+  coefficients, scale = _WEIDEMAN
+  denominator = scale - 1j * z
+  ratio = (scale + 1j * z) / denominator
+  p = jnp.zeros_like(z)
+  for c in coefficients:
+    p = p * ratio + c
+  return 2 * p / (denominator * denominator) + (1 / np.sqrt(np.pi)) / denominator
+
+
+def wofz(z):
+  """The Faddeeva function `w(z) = e^(-z^2) erfc(-i z)` (complex result)."""
+  z = jnp.asarray(z)
+  z = z.astype(jnp.result_type(z.dtype, np.complex64))
+  lower = jnp.imag(z) < 0
+  reflected = _wofz_upper(jnp.where(lower, -z, z))
+  return jnp.where(lower, 2 * jnp.exp(-z * z) - reflected, reflected)
