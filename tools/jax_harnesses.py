@@ -141,7 +141,7 @@ def call(jax, fun, transform: str, args):
   tangents = [np.ones_like(a) if np.issubdtype(np.asarray(a).dtype, np.inexact)
               else np.zeros(np.shape(a), jax.dtypes.float0) for a in args]
   if transform == "jvp":
-    return jax.jit(lambda *primals: jax.jvp(fun, primals, tangents))(*args)
+    return jax.jit(lambda *primals: jax.jvp(fun, primals, tuple(tangents)))(*args)
 
   def pulled_back(*primals):
     out, pullback = jax.vjp(fun, *primals)

@@ -21,9 +21,11 @@ triangle that is read.
 """
 from __future__ import annotations
 
+import numpy as np
 from jaxlib.mlir.dialects import mhlo
 
 from minijax import lax
+from minijax.core import dtypes
 from minijax.core.avals import ShapedArray
 from minijax.core.primitive import Primitive
 from minijax.interpreters import ad, batching
@@ -215,6 +217,14 @@ def triangular_solve(a, b, *, left_side: bool = False, lower: bool = False,
   `transpose_a` and conjugates it when `conjugate_a` (complex `a` only).  A `b` of one rank
   less than `a` is a single vector."""
   a, b = lax.convert_to_array(a), lax.convert_to_array(b)
+  half = mx.aval(a).dtype
+  if half.itemsize == 2 and dtypes.is_float(half) and mx.aval(b).dtype == half:
+    # (LAPACK has no half floats; XLA solves them in float32 too)
+    out = triangular_solve(lax.convert_element_type(a, np.float32),
+                           lax.convert_element_type(b, np.float32), left_side=left_side,
+                           lower=lower, transpose_a=transpose_a, conjugate_a=conjugate_a,
+                           unit_diagonal=unit_diagonal)
+    return lax.convert_element_type(out, half)
   conjugate_a = bool(conjugate_a) and mx.is_complex(mx.aval(a).dtype)
   singleton = mx.aval(b).ndim == mx.aval(a).ndim - 1
   if singleton:
