@@ -1,7 +1,9 @@
 """numpy's histograms: `histogram_bin_edges`, `histogram`, `histogram2d`, `histogramdd`,
 as JAX computes them (bins by `searchsorted`, counts by a scatter-add; the last bin closed
-on the right), traceable for a static number of bins or given edges.  Samples are real:
-complex ones raise (numpy drops their imaginary parts with a warning)."""
+on the right), traceable for a static number of bins or given edges.  `histogram` and
+`histogram_bin_edges` bin complex samples as JAX does, in lexicographic order (real parts
+first; numpy drops their imaginary parts with a warning); `histogram2d` and `histogramdd`
+take real samples only."""
 from __future__ import annotations
 
 import operator
@@ -25,7 +27,6 @@ def _real(name, x):
 
 def histogram_bin_edges(a, bins=10, range=None, weights=None):
   jnp = _jnp()
-  _real("histogram_bin_edges", a)
   if weights is not None:
     _util.promote("histogram_bin_edges", a, weights)
   if _util.ndim(bins) == 1:
