@@ -603,6 +603,10 @@ NUMPY_OK.update({
     "histogram": lambda m: m.histogram(_ZH, 3)[0] if m is jnp else np.array([2, 2, 2], C64),
     "histogram_bin_edges": lambda m: (m.histogram_bin_edges(_ZH, 3) if m is jnp else
                                       np.array([5j, 5 / 3 + 10j / 3, 10 / 3 + 5j / 3, 5], C64)),
+    "histogram2d": lambda m: (m.histogram2d(_ZH, _ZH[::-1], bins=2)[1] if m is jnp else
+                              np.array([5j, 2.5 + 2.5j, 5], C64)),
+    "histogramdd": lambda m: (m.histogramdd(np.stack([_ZH, _ZH[::-1]], 1), bins=2)[0]
+                              if m is jnp else np.array([[0, 3], [3, 0]])),
 })
 
 
@@ -676,8 +680,6 @@ NUMPY_RAISES = {
     "nanquantile": (lambda m: m.nanquantile(ZN, 0.5), ValueError),
     "nanpercentile": (lambda m: m.nanpercentile(ZN, 50), ValueError),
     "i0": (_u("i0"), TypeError),
-    "histogram2d": (_b("histogram2d"), TypeError),
-    "histogramdd": (lambda m: m.histogramdd(np.stack([ZN, WN], 1)), TypeError),
 }
 # the array API's names, classified as the function each names
 _ALIASES = {"acos": "arccos", "asin": "arcsin", "atan": "arctan", "acosh": "arccosh",

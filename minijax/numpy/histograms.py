@@ -1,9 +1,8 @@
 """numpy's histograms: `histogram_bin_edges`, `histogram`, `histogram2d`, `histogramdd`,
 as JAX computes them (bins by `searchsorted`, counts by a scatter-add; the last bin closed
-on the right), traceable for a static number of bins or given edges.  `histogram` and
-`histogram_bin_edges` bin complex samples as JAX does, in lexicographic order (real parts
-first; numpy drops their imaginary parts with a warning); `histogram2d` and `histogramdd`
-take real samples only."""
+on the right), traceable for a static number of bins or given edges.  Complex samples are binned as JAX
+bins them, in lexicographic order (real parts first; numpy drops their imaginary parts with
+a warning)."""
 from __future__ import annotations
 
 import operator
@@ -17,12 +16,6 @@ from minijax.numpy import _util
 def _jnp():
   import minijax.numpy as jnp
   return jnp
-
-
-def _real(name, x):
-  from minijax.numpy.complex_numbers import reject_complex
-  reject_complex(name, x)
-  return x
 
 
 def histogram_bin_edges(a, bins=10, range=None, weights=None):
@@ -67,7 +60,7 @@ def histogram(a, bins=10, range=None, weights=None, density=None):
 
 def histogramdd(sample, bins=10, range=None, weights=None, density=None):
   jnp = _jnp()
-  sample = _real("histogramdd", jnp.asarray(sample))
+  sample = jnp.asarray(sample)
   if _util.ndim(sample) != 2:
     raise ValueError("histogramdd: sample must be a 2-d array of shape (N, D)")
   n, d = _util.shape(sample)
