@@ -82,6 +82,8 @@ LAX_COMPLEX = {
     "log": (lax.log, (cpos(2, 3),), np.log),
     "log1p": (lax.log1p, (cpos(2, 3),), np.log1p),
     "expm1": (lax.expm1, (Z,), np.expm1),
+    # (JAX computes it, as XLA does: -i log((x + i y) / sqrt(x^2 + y^2)))
+    "atan2": (lax.atan2, (Z, W), lambda y, x: -1j * np.log((x + 1j * y) / np.sqrt(x * x + y * y))),
     "exp2": (lax.exp2, (Z,), np.exp2),
     "reduce": (lambda z: lax.reduce(z, 0j, lambda a, b: a * 0.5 + b, (0,)), (Z,),
                lambda z: z[0] * 0.5 + z[1]),
@@ -222,7 +224,6 @@ def test_lax_primitive_on_complex_matches_numpy_eagerly_and_under_jit(name):
 # name -> (lax function, arguments) that must raise TypeError naming the primitive and dtype
 LAX_REJECTS = {
     "rem": (lax.rem, (Z, W)),
-    "atan2": (lax.atan2, (Z, W)),
     "floor": (lax.floor, (Z,)),
     "ceil": (lax.ceil, (Z,)),
     "round": (lax.round, (Z,)),
@@ -653,8 +654,7 @@ NUMPY_OK.update({
     "polyfit": lambda m: m.polyfit(np.arange(4.0, dtype=np.float32), ZN, 1),
     "roots": lambda m: np.sort_complex(np.asarray(m.roots(ZN))),
 })
-# name -> (call, exception type): JAX raises these too (JAX 0.10.2 computes arctan2 of
-# complex values; minijax does not yet)
+# name -> (call, exception type): JAX 0.10.2 raises on these too (checked beside JAX)
 NUMPY_RAISES = {
     "argmax": (_u("argmax"), TypeError), "argmin": (_u("argmin"), TypeError),
     "nanargmax": (_u("nanargmax"), TypeError), "nanargmin": (_u("nanargmin"), TypeError),
