@@ -82,6 +82,9 @@ LAX_COMPLEX = {
     "log": (lax.log, (cpos(2, 3),), np.log),
     "log1p": (lax.log1p, (cpos(2, 3),), np.log1p),
     "expm1": (lax.expm1, (Z,), np.expm1),
+    # over a vmapped axis, JAX's lexicographic extremum (across devices they raise)
+    "pmax_vmapped": (minijax.vmap(lambda z: lax.pmax(z, "k"), axis_name="k"), (_TIES,),
+                     lambda z: np.stack([_lex_max(z[0], z[1])] * 2)),
     # (JAX computes it, as XLA does: -i log((x + i y) / sqrt(x^2 + y^2)))
     "atan2": (lax.atan2, (Z, W), lambda y, x: -1j * np.log((x + 1j * y) / np.sqrt(x * x + y * y))),
     "exp2": (lax.exp2, (Z,), np.exp2),
@@ -269,8 +272,8 @@ LAX_REJECTS = {
     "select_and_scatter_add": (lambda z: lax.select_and_scatter_add_p.bind(
         z[:, :2], z, select_prim=lax.ge_p, window_dimensions=(1, 2), window_strides=(1, 1),
         padding=((0, 0), (0, 0))), (Z,)),
-    "pmax": (minijax.vmap(lambda z: lax.pmax(z, "k"), axis_name="k"), (Z,)),
-    "pmin": (minijax.vmap(lambda z: lax.pmin(z, "k"), axis_name="k"), (Z,)),
+    "pmax": (lambda z: minijax.pmap(lambda v: lax.pmax(v, "k"), axis_name="k")(z[:1]), (Z,)),
+    "pmin": (lambda z: minijax.pmap(lambda v: lax.pmin(v, "k"), axis_name="k")(z[:1]), (Z,)),
     "reduce_precision": (lambda z: lax.reduce_precision(z, 5, 10), (Z,)),
 }
 
@@ -289,7 +292,7 @@ def test_lax_primitive_without_complex_support_raises_naming_it_and_the_dtype(na
 # which only adds tangents), and the tap primitive, which passes any dtype through.
 _NOT_APPLICABLE = {"add_any", "custom_jvp_call", "custom_vjp_call", "custom_lin", "checkpoint",
                    "named_call", "axis_index", "create_token"}
-_TABLE_NAMES = {"max_lexicographic": "max", "min_lexicographic": "min",
+_TABLE_NAMES = {"max_lexicographic": "max", "min_lexicographic": "min", "pmax_vmapped": "pmax",
                 "integer_pow_3": "integer_pow", "integer_pow_-2": "integer_pow",
                 "conj_of_real": "conj", "convert_to_complex128": "convert_element_type",
                 "convert_from_float": "convert_element_type",

@@ -20,7 +20,8 @@ all_to_all) are their own jvp, and transpose to their adjoint: psum to psum (so 
 `pmap(grad(lambda v: psum(v**2, 'i')))` gives `2 * v * axis_size`), all_gather to
 psum_scatter and back, ppermute to the inverse permutation, all_to_all to the swapped
 one.  pmax and pmin send the tangent to the devices that attain the extremum, shared
-evenly among ties; they reject complex operands (XLA has no complex max reduction).
+evenly among ties; across devices they reject complex operands (XLA has no complex max
+reduction), over a vmapped axis they order them lexicographically, as JAX does.
 `axis_index_groups` (lists of axis indices, each index in one group) splits a collective
 over the members of each group: the replica groups of the lowering list those members, in
 the group's order (so a member's position in its group is its index for all_gather,
@@ -297,7 +298,8 @@ def _allreduce_batcher(prim, kind: str):
   local = {"sum": reduce_sum, "max": reduce_max, "min": reduce_min}[kind]
 
   def rule(axis_name, size, vals, dims, *, axes, axis_index_groups):
-    _check_not_complex(kind, [get_aval(v) for v in vals])
+    # (over a vmapped axis complex values reduce lexicographically, as numpy orders them
+    # and JAX computes them; across devices the primitive refuses them)
     if axis_name not in axes:
       return prim.bind(*vals, axes=axes, axis_index_groups=axis_index_groups), dims
     _no_groups_over_frame(f"p{kind}", axis_index_groups)
