@@ -86,7 +86,8 @@ LAX_COMPLEX = {
     "pmax_vmapped": (minijax.vmap(lambda z: lax.pmax(z, "k"), axis_name="k"), (_TIES,),
                      lambda z: np.stack([_lex_max(z[0], z[1])] * 2)),
     # (JAX computes it, as XLA does: -i log((x + i y) / sqrt(x^2 + y^2)))
-    "atan2": (lax.atan2, (Z, W), lambda y, x: -1j * np.log((x + 1j * y) / np.sqrt(x * x + y * y))),
+    "atan2": (lax.atan2, (Z, W),
+              lambda y, x: -1j * np.log((x + 1j * y) / np.sqrt(x * x + y * y))),
     "exp2": (lax.exp2, (Z,), np.exp2),
     "reduce": (lambda z: lax.reduce(z, 0j, lambda a, b: a * 0.5 + b, (0,)), (Z,),
                lambda z: z[0] * 0.5 + z[1]),
