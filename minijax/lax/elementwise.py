@@ -233,25 +233,17 @@ def min(x, y):
 pow_p = _binop("pow", utils.is_inexact, "floating point or complex", mhlo.PowOp)
 
 
-def _like_out(out, *args):
-  """`args` broadcast to the shape of the result `out` (rank-0 or size-1 operands)."""
-  from minijax.lax.structural import broadcast_in_dim
-  shape = get_aval(out).shape
-  return [a if get_aval(a).shape == shape else
-          broadcast_in_dim(a, shape, tuple(range(get_aval(a).ndim))) for a in args]
-
-
 def _pow_jvp_x(g, out, x, y):
   # y * x**(y-1), written so that x == 0 with y == 0 gives 0 rather than nan
   from minijax.lax.misc import select_n
-  x, y = _like_out(out, x, y)
+  x, y = utils.broadcast_elementwise("pow", x, y)  # (to the result's shape)
   safe = select_n(eq(y, _zeros_like(y)), pow(x, sub(y, _ones_like(y))), _zeros_like(out))
   return mul(g, mul(y, safe))
 
 
 def _pow_jvp_y(g, out, x, y):
   from minijax.lax.misc import select_n
-  x, = _like_out(out, x)
+  x, _ = utils.broadcast_elementwise("pow", x, y)
   zero = eq(x, _zeros_like(x))
   safe_log = log(select_n(zero, x, _ones_like(x)))
   return mul(g, select_n(zero, mul(out, safe_log), _zeros_like(out)))

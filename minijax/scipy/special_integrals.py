@@ -37,20 +37,7 @@ _TERMS = 80
 
 
 def _expn_fraction(n, x):
-  tiny = jnp.finfo(x.dtype).tiny
-  b = x + n
-  c = jnp.full_like(x, 1 / tiny)
-  d = 1 / b
-
-  def body(i, carry):
-    b, c, d, h = carry
-    an = -i * (n - 1 + i)
-    b = b + 2
-    d = 1 / (an * d + b)
-    c = b + an / c
-    return b, c, d, h * (c * d)
-  *_, h = lax.fori_loop(1, _TERMS, body, (b, c, d, d))
-  return h * jnp.exp(-x)
+  return _lentz(x + n, lambda i: -i * (n - 1 + i), 2, terms=_TERMS) * jnp.exp(-x)
 
 
 def _expn_series(n, x):

@@ -21,7 +21,6 @@ triangle that is read.
 """
 from __future__ import annotations
 
-import numpy as np
 from jaxlib.mlir.dialects import mhlo
 
 from minijax import lax
@@ -29,6 +28,7 @@ from minijax.core import dtypes
 from minijax.core.avals import ShapedArray
 from minijax.core.primitive import Primitive
 from minijax.interpreters import ad, batching
+from minijax.lax import utils
 from minijax.lax.linalg import lapack
 from minijax.lax.linalg import matrices as mx
 from minijax.lowering import mlir
@@ -220,11 +220,10 @@ def triangular_solve(a, b, *, left_side: bool = False, lower: bool = False,
   half = mx.aval(a).dtype
   if half.itemsize == 2 and dtypes.is_float(half) and mx.aval(b).dtype == half:
     # (LAPACK has no half floats; XLA solves them in float32 too)
-    out = triangular_solve(lax.convert_element_type(a, np.float32),
-                           lax.convert_element_type(b, np.float32), left_side=left_side,
-                           lower=lower, transpose_a=transpose_a, conjugate_a=conjugate_a,
-                           unit_diagonal=unit_diagonal)
-    return lax.convert_element_type(out, half)
+    return utils.in_float32_for_halves(
+        lambda a, b: triangular_solve(a, b, left_side=left_side, lower=lower,
+                                      transpose_a=transpose_a, conjugate_a=conjugate_a,
+                                      unit_diagonal=unit_diagonal), a, b)
   conjugate_a = bool(conjugate_a) and mx.is_complex(mx.aval(a).dtype)
   singleton = mx.aval(b).ndim == mx.aval(a).ndim - 1
   if singleton:
