@@ -157,8 +157,29 @@ def test_dct_and_idct_match_scipy(norm):
                                scipy.fft.dct(x, norm=norm, axis=axis), rtol=1e-5, atol=1e-5)
     np.testing.assert_allclose(minijax.scipy.fft.idct(x, norm=norm, axis=axis),
                                scipy.fft.idct(x, norm=norm, axis=axis), rtol=1e-5, atol=1e-5)
-  with pytest.raises(NotImplementedError, match="only type=2"):
+  with pytest.raises(NotImplementedError, match="only DCT type 2"):
     minijax.scipy.fft.dct(x, type=3)
+  with pytest.raises(ValueError, match="norm='forward' is not implemented"):
+    minijax.scipy.fft.dct(x, norm="forward")
+
+
+@pytest.mark.parametrize("norm", [None, "ortho"])
+def test_dct_sizes_and_dctn_match_scipy(norm):
+  x = np.random.RandomState(1).normal(size=(3, 5))
+  with minijax.enable_x64():
+    for n in (2, 5, 8):
+      np.testing.assert_allclose(minijax.scipy.fft.dct(x, n=n, norm=norm),
+                                 scipy.fft.dct(x, n=n, norm=norm), rtol=1e-12, atol=1e-12)
+      np.testing.assert_allclose(minijax.scipy.fft.idct(x, n=n, axis=0, norm=norm),
+                                 scipy.fft.idct(x, n=n, axis=0, norm=norm), rtol=1e-12, atol=1e-12)
+    for s, axes in [(None, None), ((2, 6), None), ((4,), None), (None, [0]), ((7,), [-2])]:
+      np.testing.assert_allclose(minijax.scipy.fft.dctn(x, s=s, axes=axes, norm=norm),
+                                 scipy.fft.dctn(x, s=s, axes=axes, norm=norm), rtol=1e-12, atol=1e-12)
+      np.testing.assert_allclose(minijax.scipy.fft.idctn(x, s=s, axes=axes, norm=norm),
+                                 scipy.fft.idctn(x, s=s, axes=axes, norm=norm), rtol=1e-12, atol=1e-12)
+    assert minijax.scipy.fft.dctn(np.arange(4)).dtype == np.float64
+  with pytest.raises(ValueError, match="s and axes must have the same length"):
+    minijax.scipy.fft.dctn(x, s=(2,), axes=(0, 1))
 
 
 def test_toeplitz_and_gaussian_kde_match_scipy():

@@ -5,3 +5,9 @@ from minijax.scipy import special  # noqa: F401
 from minijax.scipy import stats  # noqa: F401
 from minijax.scipy import fft  # noqa: F401
 from minijax.scipy import optimize  # noqa: F401
+from minijax.scipy import cluster  # noqa: F401
+from minijax.scipy import integrate  # noqa: F401
+from minijax.scipy import interpolate  # noqa: F401
+from minijax.scipy import ndimage  # noqa: F401
+from minijax.scipy import sparse  # noqa: F401
+from minijax.scipy import spatial  # noqa: F401
