@@ -101,3 +101,4 @@ def test_bad_rules_and_batched_closures_are_refused_with_the_fix():
 
   with pytest.raises(NotImplementedError, match="closes over a value batched by this vmap"):
     minijax.vmap(closing_over)(X)
+

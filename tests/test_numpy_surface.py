@@ -319,3 +319,16 @@ def test_eig_gives_right_eigenvectors_and_differentiates_its_eigenvalues():
                              np.sort_complex(2 * np.asarray(jnp.linalg.eigvals(a))), rtol=1e-5)
   with pytest.raises(NotImplementedError, match="derivatives of eigenvectors"):
     minijax.grad(lambda x: jnp.real(jnp.linalg.eig(x)[1]).sum())(a)
+
+
+def test_dlpack_takes_arrays_of_other_libraries_and_names_the_dtypes_it_carries():
+  import ml_dtypes
+
+  from minijax import dlpack
+  out = dlpack.from_dlpack(np.arange(4, dtype=np.int32))
+  assert isinstance(out, minijax.Array) and out.tolist() == [0, 1, 2, 3]
+  assert dlpack.from_dlpack(out).tolist() == [0, 1, 2, 3]  # minijax Arrays export themselves
+  assert dlpack.is_supported_dtype(np.float32) and dlpack.is_supported_dtype(ml_dtypes.bfloat16)
+  assert not dlpack.is_supported_dtype(ml_dtypes.float8_e4m3fn)
+  with pytest.raises(TypeError, match="not understood"):
+    dlpack.is_supported_dtype("foo")
