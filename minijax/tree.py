@@ -6,6 +6,8 @@
 """
 from __future__ import annotations
 
+import dataclasses
+
 from minijax.tree_util import (  # noqa: F401
     tree_all as all,
     tree_broadcast as broadcast,
@@ -16,10 +18,21 @@ from minijax.tree_util import (  # noqa: F401
     tree_map as map,
     tree_map_with_path as map_with_path,
     tree_reduce as reduce,
+    tree_reduce_associative as reduce_associative,
     tree_structure as structure,
     tree_transpose as transpose,
     tree_unflatten as unflatten,
 )
 
+
+
+def static(**kwargs):
+  """A dataclass field that `register_dataclass` keeps in the tree structure (metadata
+  `static=True`), not among the children; the arguments are `dataclasses.field`'s."""
+  metadata = {**(kwargs.pop("metadata", None) or {}), "static": True}
+  return dataclasses.field(metadata=metadata, **kwargs)
+
+
 __all__ = ["all", "broadcast", "flatten", "flatten_with_path", "leaves", "leaves_with_path",
-           "map", "map_with_path", "reduce", "structure", "transpose", "unflatten"]
+           "map", "map_with_path", "reduce", "reduce_associative", "static", "structure",
+           "transpose", "unflatten"]

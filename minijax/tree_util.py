@@ -210,6 +210,46 @@ tree_broadcast = _users.tree_broadcast
 all_leaves = _users.all_leaves
 
 
+def tree_reduce_associative(operation: Callable, tree: Any, *, identity: Any = Unspecified(),
+                            is_leaf=None):
+  """The leaves combined by the associative `operation` as a balanced tree of calls
+  (halves first), so that a parallel reduction could do it; `identity` for no leaves."""
+  leaves = tree_leaves(tree, is_leaf)
+  if not leaves:
+    if isinstance(identity, Unspecified):
+      raise TypeError("Must specify identity for parallel reduction of empty sequence.")
+    return identity
+
+  def reduce(items):
+    if len(items) == 1:
+      return items[0]
+    middle = len(items) // 2
+    return operation(reduce(items[:middle]), reduce(items[middle:]))
+
+  return reduce(leaves)
+
+
+def flatten_one_level(tree: Any):
+  """`(children, node_data)` of the pytree node `tree`; a leaf raises ValueError."""
+  out = registry.flatten_one_level(tree)
+  if out is None:
+    raise ValueError(f"can't tree-flatten type: {type(tree)}")
+  return out
+
+
+def flatten_one_level_with_keys(tree: Any):
+  """`(((key, child), ...), node_data)` of the pytree node `tree`."""
+  out = registry.flatten_one_level_with_keys(tree)
+  if out is None:
+    raise ValueError(f"can't tree-flatten type: {type(tree)}")
+  return out
+
+
+def is_tree_node(typ: type) -> bool:
+  """Whether `typ` is a registered pytree node type."""
+  return registry.is_node(typ)
+
+
 def _prefix_errors(path, prefix, full, name, is_leaf, out: list[str]) -> None:
   if treedef_is_leaf(registry.flatten(prefix, is_leaf)[1]):
     return
