@@ -612,3 +612,48 @@ def test_triangular_solve_of_half_floats_in_float32():
     assert out.dtype == half
     exact = np.linalg.solve(a.astype(half).astype(np.float64), b.astype(np.float64))
     np.testing.assert_allclose(np.asarray(out, np.float64), exact, rtol=1e-2)
+
+
+def test_svd_algorithms_and_eigensolver_choices_as_on_jaxs_cpu(x64):
+  from minijax.lax import linalg as ll
+  x = np.random.RandomState(0).randn(4, 3)
+  expected = np.linalg.svd(x, compute_uv=False)
+  for algorithm in (None, ll.SvdAlgorithm.DEFAULT, ll.SvdAlgorithm.QR,
+                    ll.SvdAlgorithm.DIVIDE_AND_CONQUER):
+    u, s, vt = ll.svd(x, full_matrices=False, algorithm=algorithm)
+    np.testing.assert_allclose(s, expected, rtol=1e-12)
+    np.testing.assert_allclose((u * s) @ vt, x, atol=1e-12)
+  assert "gesvd" in minijax.jit(lambda x: ll.svd(x, algorithm=ll.SvdAlgorithm.QR)).lower(x).as_text()
+  for algorithm in (ll.SvdAlgorithm.JACOBI, ll.SvdAlgorithm.POLAR):
+    with pytest.raises(NotImplementedError, match="not implemented on CPU"):
+      ll.svd(x, algorithm=algorithm)
+  with pytest.raises(NotImplementedError, match="only supported on TPU"):
+    ll.eigh(x[:3] @ x[:3].T, implementation=ll.EighImplementation.QDWH)
+  with pytest.raises(ValueError, match="Only the lapack implementation"):
+    ll.eig(x[:3], implementation=ll.EigImplementation.MAGMA)
+  np.testing.assert_allclose(ll.eigh(x[:3] @ x[:3].T, implementation=ll.EighImplementation.QR)[1],
+                             np.linalg.eigvalsh(x[:3] @ x[:3].T), rtol=1e-12)
+
+
+def test_symmetric_product_cholesky_update_and_ormqr_match_numpy(x64):
+  import scipy.linalg
+
+  from minijax.lax import linalg as ll
+  rng = np.random.RandomState(1)
+  a, c, w = rng.randn(4, 3), rng.randn(4, 4), rng.randn(4)
+  out = ll.symmetric_product(a, c, alpha=2.0, beta=0.5)
+  np.testing.assert_allclose(out, 2 * a @ a.T + 0.5 * c, rtol=1e-12)
+  sym = np.asarray(ll.symmetric_product(a, c, alpha=2.0, beta=0.5, symmetrize_output=True))
+  np.testing.assert_allclose(sym, np.tril(out) + np.tril(out, -1).T, rtol=1e-12)
+  spd = c @ c.T + 4 * np.eye(4)
+  updated = np.asarray(ll.cholesky_update(np.linalg.cholesky(spd).T, w))
+  np.testing.assert_allclose(updated, np.triu(updated), atol=0)
+  np.testing.assert_allclose(updated.T @ updated, spd + np.outer(w, w), rtol=1e-12)
+  for shape in [(4, 3), (4, 4), (3, 5)]:
+    x = rng.randn(*shape)
+    packed, taus = scipy.linalg.lapack.dgeqrf(x)[:2]
+    q = scipy.linalg.qr(x)[0]
+    m = shape[0]
+    np.testing.assert_allclose(ll.ormqr(packed, taus, np.eye(m)), q, atol=1e-12)
+    np.testing.assert_allclose(ll.ormqr(packed, taus, np.eye(m), left=False, transpose=True), q.T,
+                               atol=1e-12)

@@ -12,6 +12,8 @@ eigenvectors (distinct eigenvalues); the derivative of eigenvectors raises.
 """
 from __future__ import annotations
 
+import enum
+
 import numpy as np
 from jaxlib.mlir.dialects import mhlo
 
@@ -110,13 +112,19 @@ def _eig_batch(args, dims, **params):
 batching.primitive_batchers[eig_p] = _eig_batch
 
 
+class EigImplementation(enum.Enum):
+  """Which eigensolver `eig` uses (JAX's names); the CPU has LAPACK's geev."""
+  CUSOLVER = "cusolver"
+  MAGMA = "magma"
+  LAPACK = "lapack"
+
+
 def eig(x, *, compute_left_eigenvectors: bool = True, compute_right_eigenvectors: bool = True,
         use_magma=None, implementation=None):
   """`[w, vl, vr]` (as many as asked): eigenvalues and left and right eigenvectors of the
   square matrices `x` (`[..., n, n]`), complex, by LAPACK's geev."""
-  if implementation not in (None, "lapack"):
-    raise NotImplementedError(f"eig: implementation={implementation!r}; the CPU has only "
-                              "LAPACK's")
+  if implementation not in (None, "lapack", EigImplementation.LAPACK):
+    raise ValueError("Only the lapack implementation is supported on CPU.")
   x = lax.convert_to_array(x)
   if not dtypes.is_inexact(mx.aval(x).dtype):
     x = lax.convert_element_type(x, dtypes.default_float_dtype())

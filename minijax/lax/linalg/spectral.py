@@ -3,7 +3,7 @@
 
 `eigh_p(a, lower, sort_eigenvalues)` gives `(v, w)` for a batch `[..., n, n]`: the
 eigenvectors in v's columns and the eigenvalues (real, ascending) in w, reading the `lower`
-(or upper) triangle of `a`.  `svd_p(a, full_matrices, compute_uv)` gives `(s,)` or
+(or upper) triangle of `a`.  `svd_p(a, full_matrices, compute_uv, algorithm)` gives `(s,)` or
 `(s, u, vh)` with `a = u diag(s) vh`, s real and descending.  Where LAPACK reports a failure
 (`info != 0`) the results are NaNs, as in JAX.  Both take batches natively; batching moves
 the batch axis to the front.
@@ -15,6 +15,8 @@ diagonal; for the SVD, `ds = Re diag(U^H dA V)`, and dU, dV from the same matrix
 The SVD jvp exists for reduced (or square) factors only, as in JAX.
 """
 from __future__ import annotations
+
+import enum
 
 import numpy as np
 
@@ -94,6 +96,23 @@ def _eigh_batch(args, dims, **params):
 batching.primitive_batchers[eigh_p] = _eigh_batch
 
 
+class EighImplementation(enum.Enum):
+  """Which eigensolver `eigh` uses (JAX's names); the CPU has LAPACK's QR-based one."""
+  QR = "qr"
+  JACOBI = "jacobi"
+  QDWH = "qdwh"
+
+
+class SvdAlgorithm(enum.Enum):
+  """Which LAPACK routine `svd` uses: divide and conquer (gesdd, the default) or QR
+  iterations (gesvd); Jacobi and polar (QDWH) SVDs exist only on accelerators, as in JAX."""
+  DEFAULT = "default"
+  QR = "QR"
+  JACOBI = "Jacobi"
+  POLAR = "polar"
+  DIVIDE_AND_CONQUER = "divide_and_conquer"
+
+
 def eigh(x, *, lower: bool = True, symmetrize_input: bool = True,
          sort_eigenvalues: bool = True, subset_by_index=None, implementation=None):
   """`(v, w)`: eigenvectors (columns of v) and ascending eigenvalues w of Hermitian
@@ -103,9 +122,12 @@ def eigh(x, *, lower: bool = True, symmetrize_input: bool = True,
   n = mx.aval(x).shape[-1] if mx.aval(x).ndim else 0
   if subset_by_index is not None and tuple(subset_by_index) != (0, n):
     raise NotImplementedError("eigh: subset_by_index is not supported on CPU, as in JAX")
-  if implementation is not None:
-    raise NotImplementedError(f"eigh: implementation={implementation!r}; the CPU has only "
-                              "LAPACK's (implementation=None)")
+  if implementation == EighImplementation.JACOBI:
+    raise NotImplementedError("Jacobi implementation is not supported on CPU")
+  if implementation == EighImplementation.QDWH:
+    raise NotImplementedError("QDWH implementation is only supported on TPU")
+  if implementation not in (None, EighImplementation.QR):
+    raise ValueError(f"eigh: implementation must be an EighImplementation, got {implementation!r}")
   _eigh_abstract_eval(mx.aval(x), lower=lower, sort_eigenvalues=sort_eigenvalues)
   if symmetrize_input:
     x = mx.symmetrize(x)
@@ -125,7 +147,7 @@ def _svd_shapes(shape, full_matrices):
       (*batch, n if full_matrices else k, n)
 
 
-def _svd_abstract_eval(a, *, full_matrices, compute_uv):
+def _svd_abstract_eval(a, *, full_matrices, compute_uv, algorithm):
   mx.check_ranks("svd", [a], [2])
   mx.check_dtypes("svd", a)
   s, u, vt = _svd_shapes(a.shape, full_matrices)
@@ -138,7 +160,7 @@ def _svd_abstract_eval(a, *, full_matrices, compute_uv):
 svd_p.def_abstract_eval(_svd_abstract_eval)
 
 
-def _svd_lowering(ctx, a, *, full_matrices, compute_uv):
+def _svd_lowering(ctx, a, *, full_matrices, compute_uv, algorithm):
   a_aval = ctx.avals_in[0]
   batch = a_aval.shape[:-2]
   s_shape, u_shape, vt_shape = _svd_shapes(a_aval.shape, full_matrices)
@@ -154,7 +176,8 @@ def _svd_lowering(ctx, a, *, full_matrices, compute_uv):
     return [mlir.ir_constant(o) for o in outs]
   mode = "N" if not compute_uv else ("A" if full_matrices else "S")
   _, s, u, vt, info = lapack.lapack_call(
-      lapack.target("gesdd_ffi", a_aval.dtype), [a], [a_aval],
+      lapack.target("gesvd_ffi" if algorithm == SvdAlgorithm.QR else "gesdd_ffi", a_aval.dtype),
+      [a], [a_aval],
       [a_aval, s_aval, u_aval, vt_aval, lapack.info_aval(batch)], {"mode": lapack.u8(mode)},
       aliases={0: 0})
   ok = lapack.succeeded(info, batch)
@@ -168,9 +191,9 @@ def _svd_lowering(ctx, a, *, full_matrices, compute_uv):
 mlir.register_lowering(svd_p, _svd_lowering)
 
 
-def _svd_jvp(primals, tangents, *, full_matrices, compute_uv):
+def _svd_jvp(primals, tangents, *, full_matrices, compute_uv, algorithm):
   (a,), (da,) = primals, tangents
-  s, u, vt = svd_p.bind(a, full_matrices=False, compute_uv=True)
+  s, u, vt = svd_p.bind(a, full_matrices=False, compute_uv=True, algorithm=algorithm)
   a_aval = mx.aval(a)
   m, n = a_aval.shape[-2:]
   if compute_uv and full_matrices and m != n:
@@ -234,10 +257,14 @@ def svd(x, *, full_matrices: bool = True, compute_uv: bool = True, subset_by_ind
     k = min(mx.aval(x).shape[-2:])
     if tuple(subset_by_index) != (0, k):
       raise NotImplementedError("svd: subset_by_index is not supported on CPU, as in JAX")
-  if algorithm is not None:
-    raise NotImplementedError(f"svd: algorithm={algorithm!r}; minijax uses LAPACK's gesdd "
-                              "(algorithm=None)")
-  outs = svd_p.bind(x, full_matrices=bool(full_matrices), compute_uv=bool(compute_uv))
+  if algorithm in (SvdAlgorithm.JACOBI, SvdAlgorithm.POLAR):
+    raise NotImplementedError("The SVD Jacobi and Polar algorithms are not implemented on CPU.")
+  if algorithm not in (None, SvdAlgorithm.DEFAULT, SvdAlgorithm.QR,
+                       SvdAlgorithm.DIVIDE_AND_CONQUER):
+    raise ValueError(f"svd: algorithm must be an SvdAlgorithm, got {algorithm!r}")
+  algorithm = SvdAlgorithm.QR if algorithm == SvdAlgorithm.QR else None
+  outs = svd_p.bind(x, full_matrices=bool(full_matrices), compute_uv=bool(compute_uv),
+                    algorithm=algorithm)
   if compute_uv:
     s, u, vt = outs
     return u, s, vt
