@@ -401,3 +401,57 @@ def test_wofz_against_scipy():
   z32 = (rng.uniform(-5, 5, 50) + 1j * rng.uniform(0, 5, 50)).astype(np.complex64)
   assert msp.wofz(z32).dtype == np.complex64
   np.testing.assert_allclose(msp.wofz(z32), ssp.wofz(z32.astype(complex)), rtol=2e-6)
+
+
+def test_owens_t_against_scipy_with_its_derivatives(x64):
+  import scipy.special as sp
+  from minijax.scipy import special
+  h, a = np.meshgrid(np.linspace(-8, 8, 41), [-20, -3, -1, -0.5, 0, 0.3, 0.67, 1, 1.1, 2, 50])
+  ours, theirs = np.asarray(special.owens_t(h, a)), sp.owens_t(h, a)
+  np.testing.assert_allclose(ours, theirs, rtol=1e-12, atol=1e-300)
+  dh, da = minijax.grad(special.owens_t, argnums=(0, 1))(0.7, 0.4)
+  eps = 1e-6
+  np.testing.assert_allclose(dh, (sp.owens_t(0.7 + eps, 0.4) - sp.owens_t(0.7 - eps, 0.4)) / (2 * eps), rtol=1e-7)
+  np.testing.assert_allclose(da, (sp.owens_t(0.7, 0.4 + eps) - sp.owens_t(0.7, 0.4 - eps)) / (2 * eps), rtol=1e-7)
+  assert np.isnan(special.owens_t(np.nan, 1.0))
+
+
+def test_sph_harm_y_against_scipy(x64):
+  import scipy.special as sp
+  from minijax.scipy import special
+  rng = np.random.RandomState(0)
+  n = rng.randint(0, 12, 200)
+  m = np.array([rng.randint(-k, k + 1) for k in n])
+  theta, phi = rng.uniform(0, np.pi, 200), rng.uniform(0, 2 * np.pi, 200)
+  np.testing.assert_allclose(special.sph_harm_y(n, m, theta, phi), sp.sph_harm_y(n, m, theta, phi),
+                             atol=1e-13)
+  jitted = minijax.jit(lambda n, m, t, p: special.sph_harm_y(n, m, t, p, n_max=5))
+  np.testing.assert_allclose(jitted(np.array([3]), np.array([-2]), np.array([0.4]), np.array([1.0])),
+                             [sp.sph_harm_y(3, -2, 0.4, 1.0)], atol=1e-14)
+  with pytest.raises(NotImplementedError, match="diff_n"):
+    special.sph_harm_y(1, 0, 0.1, 0.2, diff_n=1)
+
+
+def test_hyp2f1_against_scipy_on_every_region(x64):
+  import scipy.special as sp
+  from minijax.scipy import special
+  rng = np.random.RandomState(0)
+  a, b, c, x = (rng.uniform(-3, 3, 300), rng.uniform(-3, 3, 300), rng.uniform(-3, 4, 300),
+                rng.uniform(-5, 1, 300))
+  a[:20] = np.round(a[:20])                    # terminating series
+  b[20:40] = -np.round(np.abs(b[20:40]))
+  x[40:60] = rng.uniform(0.9, 0.999, 20)       # the transformation to 1 - x
+  x[60:65] = 1.0                               # Gauss's sum
+  theirs = sp.hyp2f1(a, b, c, x)
+  finite = np.isfinite(theirs) & (np.abs(theirs) < 1e12)
+  ours = np.asarray(special.hyp2f1(a, b, c, x))
+  np.testing.assert_allclose(ours[finite], theirs[finite], rtol=1e-10, atol=1e-12)
+  cases = [(1, 1, 2, 0.95), (0.5, 0.5, 1, 0.97), (-3, 2, -5, 0.5), (1, 1, 2, -20.0), (1, 2, -3, 0.2),
+           (1, 1, 2, 1.5)]
+  got = [float(special.hyp2f1(*case)) for case in cases]
+  np.testing.assert_allclose(got[:4], [sp.hyp2f1(*case) for case in cases[:4]], rtol=1e-12)
+  assert got[4] == np.inf and np.isnan(got[5])  # a pole at c = -3; complex above x = 1
+  np.testing.assert_allclose(minijax.grad(special.hyp2f1, argnums=3)(0.5, 1.5, 2.5, 0.3),
+                             0.5 * 1.5 / 2.5 * sp.hyp2f1(1.5, 2.5, 3.5, 0.3), rtol=1e-12)
+  with pytest.raises(NotImplementedError, match="differentiate in x only"):
+    minijax.grad(special.hyp2f1)(0.5, 1.5, 2.5, 0.3)
