@@ -612,3 +612,18 @@ def test_one_level_flattening_node_queries_and_associative_reduction():
 
   leaves, treedef = minijax.tree.flatten(Op(1.0))
   assert leaves == [1.0] and minijax.tree.unflatten(treedef, [2.0]) == Op(2.0, "add")
+
+
+def test_mesh_utils_shape_the_devices_for_a_mesh():
+  from minijax.experimental import mesh_utils
+  devices = minijax.devices()
+  n = len(devices)
+  mesh = mesh_utils.create_device_mesh((n, 1))
+  assert mesh.shape == (n, 1) and list(mesh.ravel()) == devices
+  hybrid = mesh_utils.create_hybrid_device_mesh((n,), (1,), process_is_granule=True)
+  assert list(hybrid) == devices
+  assert minijax.sharding.Mesh(mesh, ("x", "y")).shape == {"x": n, "y": 1}
+  with pytest.raises(ValueError, match="must equal the product of mesh_shape"):
+    mesh_utils.create_device_mesh((n + 1,))
+  with pytest.raises(ValueError, match="does not have attribute slice_index"):
+    mesh_utils.create_hybrid_device_mesh((n,), (1,))
