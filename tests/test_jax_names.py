@@ -627,3 +627,26 @@ def test_mesh_utils_shape_the_devices_for_a_mesh():
     mesh_utils.create_device_mesh((n + 1,))
   with pytest.raises(ValueError, match="does not have attribute slice_index"):
     mesh_utils.create_hybrid_device_mesh((n,), (1,))
+
+
+def test_monitoring_reports_compile_durations_and_users_events():
+  from minijax import monitoring
+  durations, events, scalars = [], [], []
+  on_duration = lambda event, seconds, **kw: durations.append((event, kw, seconds >= 0))
+  monitoring.register_event_duration_secs_listener(on_duration)
+  monitoring.register_event_listener(lambda event, **kw: events.append((event, kw)))
+  monitoring.register_scalar_listener(lambda event, value, **kw: scalars.append((event, value)))
+  try:
+    minijax.jit(lambda x: x * 3 + 1, static_argnums=())(np.float32(2.0))
+    names = [(e, kw["fun_name"]) for e, kw, ok in durations if ok]
+    assert ("/jax/core/compile/jaxpr_trace_duration", "<lambda>") in names
+    assert ("/jax/core/compile/jaxpr_to_mlir_module_duration", "jit(<lambda>)") in names
+    assert ("/jax/core/compile/backend_compile_duration", "jit(<lambda>)") in names
+    monitoring.record_event("/my/event", step=3)
+    monitoring.record_scalar("/my/loss", 0.5)
+    assert events == [("/my/event", {"step": 3})] and scalars == [("/my/loss", 0.5)]
+    monitoring.unregister_event_duration_listener(on_duration)
+    with pytest.raises(AssertionError, match="not a registered"):
+      monitoring.unregister_event_duration_listener(on_duration)
+  finally:
+    monitoring.clear_event_listeners()

@@ -21,7 +21,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PACKAGE = os.path.join(ROOT, "minijax")
 
 FLOORS: list[tuple[str, ...]] = [
-    ("config", "tree_util"),                  # leaves: nothing of minijax
+    ("config", "tree_util", "monitoring"),    # leaves: nothing of minijax
     ("core", "api_util"),                     # avals, primitives, traces, jaxprs, effects
     ("interpreters", "lowering", "runtime"),  # autodiff/vmap/partial eval; MLIR; XLA client
     ("custom_derivatives",),                  # custom_jvp / custom_vjp

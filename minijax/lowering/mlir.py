@@ -26,6 +26,7 @@ from jaxlib.mlir import ir
 from jaxlib.mlir.dialects import func as func_dialect
 from jaxlib.mlir.dialects import mhlo
 
+from minijax import monitoring
 from minijax.config import compile_log_level
 from minijax.core import dtypes
 from minijax.core.avals import AbstractToken
@@ -333,11 +334,13 @@ def lower_jaxpr_to_module(closed_jaxpr: ClosedJaxpr, *, name: str = "main",
     if mctx.positions is not None:
       _set_sharding_attrs(fn, len(ordered_effects(closed_jaxpr.effects)) if runtime_tokens
                           else 0, arg_shardings, result_shardings)
+  seconds = time.perf_counter() - start
+  monitoring.record_event_duration_secs("/jax/core/compile/jaxpr_to_mlir_module_duration",
+                                        seconds, fun_name=f"jit({name})")
   level = compile_log_level()
   if level:
     logging.getLogger("minijax").log(
-        level, "Finished jaxpr to MLIR module conversion jit(%s) in %.9f sec", name,
-        time.perf_counter() - start)
+        level, "Finished jaxpr to MLIR module conversion jit(%s) in %.9f sec", name, seconds)
   return LoweringResult(module, ordered_effects(closed_jaxpr.effects), mctx.host_callbacks,
                         closed_jaxpr.in_avals, closed_jaxpr.out_avals,
                         keepalives=mctx.keepalives, host_calls=mctx.host_calls,

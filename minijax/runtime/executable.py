@@ -67,6 +67,7 @@ import numpy as np
 
 from jaxlib import _jax, xla_client
 
+from minijax import monitoring
 from minijax.config import compile_log_level, config
 from minijax.core.avals import ShapedArray, python_scalar_aval
 from minijax.core.dtypes import PYTHON_SCALARS
@@ -680,6 +681,8 @@ def compile(module, *, device, name: str, in_avals: Sequence[ShapedArray],
     err.add_note(f"while compiling {name!r} for {device}")
     raise
   seconds = time.perf_counter() - start
+  monitoring.record_event_duration_secs("/jax/core/compile/backend_compile_duration", seconds,
+                                        fun_name=f"jit({name})")
   if level:
     logger.log(level, "Finished XLA compilation of jit(%s) in %.9f sec", name, seconds)
   return Executable(loaded, name=name, device=device, in_avals=in_avals, out_avals=out_avals,

@@ -39,6 +39,7 @@ import numpy as np
 
 from jaxlib import _jax, xla_client
 
+from minijax import monitoring
 from minijax.config import config
 from minijax.core import sharding as sharding_lib
 from minijax.core.avals import ShapedArray
@@ -334,6 +335,8 @@ def compile_sharded(module, *, devices: Sequence, name: str, in_avals, out_avals
     err.add_note(f"while compiling {name!r} for {len(devices)} devices")
     raise
   seconds = time.perf_counter() - start
+  monitoring.record_event_duration_secs("/jax/core/compile/backend_compile_duration", seconds,
+                                        fun_name=f"jit({name})")
   if any(s is None for s in out_shardings):
     chosen = loaded.get_output_shardings()  # None for one device
     chosen = chosen[n_tokens:] if chosen is not None else [None] * len(out_avals)

@@ -38,6 +38,7 @@ from typing import Any, Callable
 
 import numpy as np
 
+from minijax import monitoring
 from minijax.tree_util import internal as tree_util
 from minijax.api_util import (DebugInfo, DeferredSignature, close_specs, flat_arg_names,
                               fun_name, open_specs, prefix_pairs, resolve_argnums)
@@ -250,11 +251,13 @@ class JitWrapped:
     except pe.InvalidOutputError as e:
       raise e.named(self._fun, out_tree()) from None
     lax_state.check_no_returned_refs(self._fun, "jit", jaxpr, debug.arg_names)
+    seconds = time.perf_counter() - start
+    monitoring.record_event_duration_secs("/jax/core/compile/jaxpr_trace_duration", seconds,
+                                          fun_name=self._name)
     level = compile_log_level()
     if level:
       logging.getLogger("minijax").log(
-          level, "Finished tracing %s for jit in %.9f sec", self._name,
-          time.perf_counter() - start)
+          level, "Finished tracing %s for jit in %.9f sec", self._name, seconds)
     donated = (self._donated_leaves(args, kwargs, static)
                if self._donate_argnums or self._donate_argnames else ())
     donated = (False,) * len(consts) + donated + (False,) * (len(avals) - len(donated))
