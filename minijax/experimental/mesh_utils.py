@@ -11,10 +11,11 @@ from typing import Any, Sequence
 
 import numpy as np
 
+from minijax.runtime import backend
+
 
 def _devices(devices):
-  import minijax
-  return list(minijax.devices() if devices is None else devices)
+  return list(backend.devices() if devices is None else devices)
 
 
 def create_device_mesh(mesh_shape: Sequence[int], devices: Sequence[Any] | None = None, *,
