@@ -220,3 +220,31 @@ def test_composite_is_a_named_call():
   assert scale(np.float32(2.0), n=3) == 6.0
   assert "name=my.scale" in str(minijax.make_jaxpr(lambda x: scale(x, n=3))(1.0))
   assert minijax.grad(lambda x: scale(x, n=3))(1.0) == 3.0
+
+
+def test_dot_algorithm_presets_lower_as_jax_does_on_the_cpu():
+  import ml_dtypes
+  rng = np.random.RandomState(0)
+  x, y = rng.randn(3, 3).astype(np.float32), rng.randn(3, 3).astype(np.float32)
+  P = lax.DotAlgorithmPreset
+  for preset in (P.DEFAULT, P.BF16_BF16_F32, P.BF16_BF16_F32_X3, P.F32_F32_F32, P.F64_F64_F64):
+    out = minijax.jit(lambda a, b: lax.dot(a, b, precision=preset))(x, y)
+    assert out.dtype == np.float32
+    np.testing.assert_allclose(out, x @ y, rtol=1e-6)
+  halves = minijax.jit(lambda a, b: lax.dot(a, b, precision="F16_F16_F16"))(x, y)
+  assert halves.dtype == np.float32  # computed in float16, converted back
+  np.testing.assert_allclose(halves, (x.astype(np.float16) @ y.astype(np.float16)), rtol=2e-3)
+  text = minijax.jit(lambda a, b: lax.dot(a, b, precision=P.F16_F16_F16)).lower(x, y).as_text()
+  assert "accumulation_type = f16" in text and "f16" in text
+  b = x.astype(ml_dtypes.bfloat16)
+  assert minijax.jit(lambda a: lax.dot(a, a, precision=P.BF16_BF16_F32))(b).dtype == ml_dtypes.bfloat16
+  h = x.astype(np.float16)  # float16 operands are converted to bfloat16, accumulated in float32
+  assert minijax.jit(lambda a: lax.dot(a, a, precision=P.BF16_BF16_F32))(h).dtype == np.float16
+  for unsupported in (P.TF32_TF32_F32, P.ANY_F8_ANY_F8_F32,
+                      lax.DotAlgorithm(np.float32, np.float32, np.float32)):
+    with pytest.raises(ValueError, match="is not supported by dot_general on CPU"):
+      minijax.jit(lambda a: lax.dot(a, a, precision=unsupported))(x)
+  np.testing.assert_allclose(minijax.grad(lambda a: lax.dot(a, y, precision="F32_F32_F32").sum())(x),
+                             np.ones((3, 3)) @ y.T, rtol=1e-6)
+  assert "precision=F16_F16_F16" in str(minijax.make_jaxpr(
+      lambda a: lax.dot(a, a, precision=P.F16_F16_F16))(x))

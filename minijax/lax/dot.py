@@ -27,11 +27,13 @@ from minijax.core import dtypes
 from minijax.core.avals import ShapedArray, get_aval
 from minijax.core.primitive import Primitive
 from minijax.interpreters import ad, batching
+from minijax.lax import dot_algorithms
+from minijax.lax.dot_algorithms import DotAlgorithm, DotAlgorithmPreset
 from minijax.lax.structural import convert_to_array, transpose
 from minijax.lowering import mlir
 
 __all__ = ["dot_general", "dot", "batch_matmul", "dot_general_p", "Precision", "PrecisionLike",
-           "DotDimensionNumbers", "ragged_dot"]
+           "DotDimensionNumbers", "ragged_dot", "DotAlgorithm", "DotAlgorithmPreset"]
 
 
 class Precision(enum.Enum):
@@ -60,18 +62,24 @@ _PRECISION_NAMES = {
     None: Precision.DEFAULT,
 }
 
-PrecisionLike = Any  # None, a Precision, a string naming one, or a pair of those
+PrecisionLike = Any  # None, a Precision, a string naming one, a pair of those, or an algorithm
 
 
-def canonicalize_precision(precision: PrecisionLike) -> tuple[Precision, Precision] | None:
-  """None, or one `Precision` for each operand.  None takes the `default_matmul_precision`
-  flag's value when tracing (so jaxprs show it), as JAX does; an algorithm preset's name
-  there stays None (minijax has no dot algorithms)."""
+def canonicalize_precision(precision: PrecisionLike):
+  """None, one `Precision` for each operand, or a dot algorithm (`DotAlgorithm`, or a
+  `DotAlgorithmPreset` or its name).  None takes the `default_matmul_precision` flag's
+  value when tracing (so jaxprs show it), as JAX does."""
   if precision is None:
     default = config.default_matmul_precision
-    if default is None or default not in _PRECISION_NAMES:
+    if default is None:
       return None
+    if default not in _PRECISION_NAMES:
+      return dot_algorithms.preset_named(default)
     return Precision(default), Precision(default)
+  if dot_algorithms.is_algorithm(precision):
+    return precision
+  if dot_algorithms.preset_named(precision) is not None and precision not in _PRECISION_NAMES:
+    return dot_algorithms.preset_named(precision)
   if isinstance(precision, Precision):
     return precision, precision
   if isinstance(precision, str) and precision in _PRECISION_NAMES:
@@ -84,12 +92,14 @@ def canonicalize_precision(precision: PrecisionLike) -> tuple[Precision, Precisi
   raise ValueError(
       "Precision argument must be one of:\n- None,\n"
       f"- a string in {list(_PRECISION_NAMES)},\n- a lax.Precision value,\n"
-      f"- a tuple of two lax.Precision values or strings;\ngot {precision}")
+      f"- a tuple of two lax.Precision values or strings,\n"
+      f"- a lax.DotAlgorithm or lax.DotAlgorithmPreset (or its name);\ngot {precision}")
 
 
 def precision_attr(precision: tuple[Precision, Precision] | None) -> ir.ArrayAttr | None:
-  """The `precision_config` attribute of a dot or convolution (None: the default)."""
-  if precision is None:
+  """The `precision_config` attribute of a dot or convolution (None: the default; an
+  algorithm is no precision config)."""
+  if precision is None or dot_algorithms.is_algorithm(precision):
     return None
   return ir.ArrayAttr.get([mhlo.PrecisionAttr.get(p.name) for p in precision])
 
@@ -179,6 +189,8 @@ def _dot_general_lowering(ctx, lhs, rhs, *, dimension_numbers, precision,
                             precision_config=precision_attr(precision)).result
     zero = mlir.ir_constant(np.zeros(out_aval.shape, np.int32))
     return _compare_ir(out, zero, "NE", dtypes.int32)
+  if dot_algorithms.is_algorithm(precision):
+    return dot_algorithms.lower_dot_with_algorithm(ctx, lhs, rhs, attr, precision)
   return mhlo.DotGeneralOp(mlir.aval_to_ir_type(out_aval), lhs, rhs, attr,
                           precision_config=precision_attr(precision)).result
 
@@ -239,7 +251,8 @@ def _dot_general_transpose(ct, lhs, rhs, *, dimension_numbers, precision,
     t_lhs = convert_element_type(out, lhs_aval.dtype)
   if ad.is_undefined_primal(rhs):
     # the other operand (lhs) is now the product's rhs: its precision goes second
-    swapped = None if precision is None else precision[::-1]
+    swapped = (precision if precision is None or dot_algorithms.is_algorithm(precision)
+               else precision[::-1])
     out = _transpose_to_operand(ct, lhs, rhs_aval.ndim, rc, rb, lc, lb, ct_lfree, swapped)
     t_rhs = convert_element_type(out, rhs_aval.dtype)
   return [t_lhs, t_rhs]
