@@ -267,6 +267,7 @@ LAX_REJECTS = {
     "bessel_i1e": (lax.bessel_i1e, (Z,)),
     "reduce_xor": (lambda z: lax.reduce_xor(z, (0,)), (Z,)),
     "rng_bit_generator": (lambda z: lax.rng_bit_generator(z, (2,)), (V,)),
+    "rng_uniform": (lambda z: lax.rng_uniform(z[0, 0], z[0, 1], (2,)), (Z,)),
     "select_and_gather_add": (lambda z: minijax.jvp(
         lambda y: lax.reduce_window(y, -np.inf, lax.max, (1, 2), (1, 1), "VALID"), (z,), (z,)),
         (Z,)),
@@ -292,7 +293,7 @@ def test_lax_primitive_without_complex_support_raises_naming_it_and_the_dtype(na
 # Primitives that take no array data of their own (the transformations' own, and add_any,
 # which only adds tangents), and the tap primitive, which passes any dtype through.
 _NOT_APPLICABLE = {"add_any", "custom_jvp_call", "custom_vjp_call", "custom_lin", "checkpoint",
-                   "named_call", "axis_index", "create_token"}
+                   "named_call", "axis_index", "create_token", "after_all"}
 _TABLE_NAMES = {"max_lexicographic": "max", "min_lexicographic": "min", "pmax_vmapped": "pmax",
                 "integer_pow_3": "integer_pow", "integer_pow_-2": "integer_pow",
                 "conj_of_real": "conj", "convert_to_complex128": "convert_element_type",

@@ -248,3 +248,20 @@ def test_dot_algorithm_presets_lower_as_jax_does_on_the_cpu():
                              np.ones((3, 3)) @ y.T, rtol=1e-6)
   assert "precision=F16_F16_F16" in str(minijax.make_jaxpr(
       lambda a: lax.dot(a, a, precision=P.F16_F16_F16))(x))
+
+
+def test_after_all_rng_uniform_pbroadcast_and_pcast():
+  token = minijax.jit(lambda t: lax.after_all(t, lax.create_token()))(lax.create_token())
+  assert "after_all" in str(minijax.make_jaxpr(lambda t: lax.after_all(t, t))(lax.create_token()))
+  assert token is not None
+  with pytest.raises(TypeError, match="every operand must be a token"):
+    lax.after_all(np.float32(1.0))
+  draws = np.asarray(minijax.jit(lambda: lax.rng_uniform(np.float32(2.0), np.float32(3.0), (1000,)))())
+  assert draws.shape == (1000,) and draws.dtype == np.float32
+  assert draws.min() >= 2.0 and draws.max() < 3.0 and 2.4 < draws.mean() < 2.6
+  x = np.arange(4.0, dtype=np.float32)
+  out = minijax.vmap(lambda v: lax.pbroadcast({"a": v, "b": 2 * v}, "i", 2), axis_name="i")(x)
+  assert np.asarray(out["a"]).tolist() == [2.0] * 4 and np.asarray(out["b"]).tolist() == [4.0] * 4
+  assert np.asarray(minijax.vmap(lambda v: lax.pcast(v, "i", to="varying"), axis_name="i")(x)).tolist() == x.tolist()
+  with pytest.raises(ValueError, match="to must be"):
+    lax.pcast(x, "i", to="sideways")

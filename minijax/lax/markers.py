@@ -15,7 +15,7 @@ from minijax.core.primitive import Primitive
 from minijax.lax.structural import full
 from minijax.lowering import mlir
 
-__all__ = ["create_token", "create_token_p", "empty"]
+__all__ = ["after_all", "after_all_p", "create_token", "create_token_p", "empty"]
 
 
 # ---- create_token
@@ -28,6 +28,26 @@ def create_token(_=None):
   """A new token (XLA's `after_all` of nothing).  The argument is ignored, as JAX ignores
   it: `jit(lax.create_token)(x)` works."""
   return create_token_p.bind()
+
+
+# ---- after_all
+after_all_p = Primitive("after_all")
+
+
+def _after_all_abstract_eval(*tokens):
+  if any(t is not abstract_token for t in tokens):
+    raise TypeError("after_all: every operand must be a token (lax.create_token()), got "
+                    f"{[str(t) for t in tokens]}")
+  return abstract_token
+
+
+after_all_p.def_abstract_eval(_after_all_abstract_eval)
+mlir.register_lowering(after_all_p, lambda ctx, *tokens: mhlo.AfterAllOp(list(tokens)).result)
+
+
+def after_all(*operands):
+  """A token ordered after every token of `operands` (XLA's `after_all`)."""
+  return after_all_p.bind(*operands)
 
 
 # ---- empty

@@ -51,7 +51,7 @@ from minijax.lax.structural import (broadcast_in_dim, concatenate, convert_to_ar
                                     reshape, transpose)
 from minijax.lowering import mlir, spmd
 
-__all__ = ["psum", "pmax", "pmin", "pmean", "all_gather", "psum_scatter", "ppermute",
+__all__ = ["psum", "pmax", "pmin", "pmean", "pbroadcast", "pcast", "all_gather", "psum_scatter", "ppermute",
            "pshuffle", "pswapaxes", "all_to_all", "axis_index", "axis_size", "psum_p", "pmax_p",
            "pmin_p", "all_gather_p", "reduce_scatter_p", "ppermute_p", "all_to_all_p", "axis_index_p"]
 
@@ -224,6 +224,29 @@ def psum(x, axis_name, *, axis_index_groups=None):
   """The sum of `x` (a pytree) over the named axis (or axes), on every member (booleans
   are counted, as int32)."""
   return _allreduce(psum_p, x, axis_name, axis_index_groups, "psum")
+
+
+def pbroadcast(x, axis_name, source):
+  """`x` of the member at index `source` along the named axis, on every member."""
+  from minijax.lax.misc import select
+  index = axis_index(axis_name)
+  mine = eq(index, full((), source, get_aval(index).dtype))
+
+  def one(v):
+    v = convert_to_array(v)
+    zero = full(get_aval(v).shape, 0, get_aval(v).dtype)
+    return psum(select(broadcast_in_dim(mine, get_aval(v).shape, ()), v, zero), axis_name)
+
+  return tree_util.tree_map(one, x)
+
+
+def pcast(x, axis_name, *, to: str):
+  """`x` retyped as varying or invariant along the named axis.  minijax does not track
+  which values vary across an axis, so this is the identity; `to` is checked."""
+  if to not in ("varying", "invariant", "unreduced", "reduced"):
+    raise ValueError(f"pcast: to must be 'varying', 'invariant', 'unreduced' or 'reduced', "
+                     f"got {to!r}")
+  return x
 
 
 def pmax(x, axis_name, *, axis_index_groups=None):

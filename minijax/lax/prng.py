@@ -43,7 +43,7 @@ from minijax.lax import utils
 from minijax.lowering import mlir
 
 __all__ = ["RandomAlgorithm", "mulhi", "mulhi_p", "rng_bit_generator", "rng_bit_generator_p", "threefry2x32",
-           "threefry2x32_p"]
+           "threefry2x32_p", "rng_uniform", "rng_uniform_p"]
 
 _ROTATIONS = ((13, 15, 26, 6), (17, 29, 16, 24))
 _KEY_PARITY = 0x1BD11BDA
@@ -283,3 +283,33 @@ def _mulhi64(x, y):
     out = sub(sub(out, select(lt(x, zero), uy, zero_u)), select(lt(y, zero), ux, zero_u))
     out = bitcast_convert_type(out, x.dtype)
   return out
+
+
+# ---- rng_uniform
+rng_uniform_p = Primitive("rng_uniform")
+
+
+def _rng_uniform_abstract_eval(a, b, *, shape):
+  if a.shape or b.shape or a.dtype != b.dtype:
+    raise TypeError("rng_uniform: a and b must be scalars of one dtype, got "
+                    f"{a.str_short()} and {b.str_short()}")
+  if not (dtypes.is_float(a.dtype) or dtypes.is_integer(a.dtype)):
+    raise TypeError(f"rng_uniform draws integers or real floats, got {a.dtype}")
+  return ShapedArray(shape, a.dtype)
+
+
+def _rng_uniform_lowering(ctx, a, b, *, shape):
+  shape_operand = mlir.ir_constant(np.array(shape, np.int64))
+  return mhlo.RngOp(a, b, shape_operand, mhlo.RngDistributionAttr.get("UNIFORM")).result
+
+
+rng_uniform_p.def_abstract_eval(_rng_uniform_abstract_eval)
+mlir.register_lowering(rng_uniform_p, _rng_uniform_lowering)
+
+
+def rng_uniform(a, b, shape):
+  """Values drawn uniformly from [a, b) by XLA's stateful generator (`RngUniform`): not
+  reproducible, unlike `minijax.random`."""
+  from minijax.lax.structural import convert_to_array
+  return rng_uniform_p.bind(convert_to_array(a), convert_to_array(b),
+                            shape=tuple(int(d) for d in shape))
