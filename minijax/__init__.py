@@ -54,6 +54,8 @@ enable_custom_prng = _flag_context("jax_enable_custom_prng")
 debug_key_reuse = _flag_context("jax_debug_key_reuse")
 debug_nans = _flag_context("jax_debug_nans")
 debug_infs = _flag_context("jax_debug_infs")
+log_compiles = _flag_context("jax_log_compiles")
+threefry_partitionable = _flag_context("jax_threefry_partitionable")
 default_device = _flag_context("jax_default_device")
 tap_delivery = _flag_context("tap_delivery")  # minijax's own: when taps reach the host
 from minijax.config import transfer_guard  # noqa: E402

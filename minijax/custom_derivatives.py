@@ -45,7 +45,7 @@ from minijax.interpreters.transpose import backward_pass
 from minijax.lowering import mlir
 
 __all__ = ["CustomVJPPrimal", "SymbolicZero", "custom_gradient", "custom_jvp", "custom_vjp", "custom_jvp_call_p", "custom_vjp_call_p",
-           "custom_lin_p"]
+           "custom_lin_p", "linear_call", "linear_call_p", "zero_from_primal"]
 
 
 _FORWARDING_TRACES = (ad.JVPTrace, batching.BatchTrace, pe.JaxprTrace)
@@ -615,3 +615,88 @@ def custom_gradient(fun: Callable) -> Callable:
 
   wrapped.defvjp(fwd, bwd)
   return wrapped
+
+
+# ----------------------------------------------------------------------------- linear_call
+
+linear_call_p = Primitive("linear_call")
+linear_call_p.multiple_results = True
+
+
+def _linear_call_abstract_eval(*avals, callee, transpose, num_consts, num_res):
+  return callee.out_avals, callee.effects
+
+
+def _linear_call_impl(*args, callee, **params):
+  return eval_jaxpr(callee.jaxpr, callee.consts, *args)
+
+
+def _linear_call_lowering(ctx, *args, callee, **params):
+  return mlir.lower_call_inline(ctx, callee, *args)
+
+
+def _linear_call_jvp(primals, tangents, *, callee, transpose, num_consts, num_res):
+  fixed = num_consts + num_res
+  if any(type(t) is not ad.Zero for t in tangents[:fixed]):
+    raise NotImplementedError("linear_call: derivatives with respect to residual_args (or "
+                              "values the function closes over) are not supported; the "
+                              "function is linear in linear_args only")
+  params = dict(callee=callee, transpose=transpose, num_consts=num_consts, num_res=num_res)
+  outs = linear_call_p.bind(*primals, **params)
+  if all(type(t) is ad.Zero for t in tangents[fixed:]):
+    return outs, [ad.Zero.from_primal_value(o) for o in outs]
+  lin = [ad.instantiate_zeros(t) for t in tangents[fixed:]]
+  return outs, linear_call_p.bind(*primals[:fixed], *lin, **params)
+
+
+def _linear_call_transpose(cts, *args, callee, transpose, num_consts, num_res):
+  fixed = num_consts + num_res
+  if any(ad.is_undefined_primal(x) for x in args[:fixed]):
+    raise NotImplementedError("linear_call: transposing with respect to residual_args is "
+                              "not supported")
+  lin_cts = transpose(list(args[num_consts:fixed]), [ad.instantiate_zeros(c) for c in cts])
+  return [None] * fixed + list(lin_cts)
+
+
+linear_call_p.def_effectful_abstract_eval(_linear_call_abstract_eval)
+linear_call_p.def_impl(_linear_call_impl)
+mlir.register_lowering(linear_call_p, _linear_call_lowering)
+ad.primitive_jvps[linear_call_p] = _linear_call_jvp
+ad.primitive_transposes[linear_call_p] = _linear_call_transpose
+
+
+def linear_call(fun: Callable, fun_transpose: Callable, residual_args, linear_args):
+  """`fun(residual_args, linear_args)`, a function linear in `linear_args`, whose transpose
+  is `fun_transpose(residual_args, out_cotangents)` (the cotangents of `linear_args`):
+  reverse mode and `linear_transpose` use it instead of transposing `fun`."""
+  res, res_tree = tree_util.tree_flatten(residual_args)
+  lin, lin_tree = tree_util.tree_flatten(linear_args)
+  n_res = len(res)
+
+  def callee(*xs):
+    return fun(res_tree.unflatten(xs[:n_res]), lin_tree.unflatten(xs[n_res:]))
+
+  closed, consts, out_tree = _trace(callee, [*res, *lin])
+  lin_avals = [ad.get_aval(x) for x in lin]
+
+  def flat_transpose(res_vals, cts):
+    out = fun_transpose(res_tree.unflatten(res_vals), out_tree.unflatten(cts))
+    leaves, tree = tree_util.tree_flatten(out)
+    if tree != lin_tree:
+      raise TypeError(f"linear_call: fun_transpose must return cotangents with the structure "
+                      f"of linear_args, {lin_tree}; got {tree}")
+    _check_outs("linear_call's fun_transpose", leaves, lin_avals)
+    return leaves
+
+  outs = linear_call_p.bind(*consts, *res, *lin, callee=closed, transpose=flat_transpose,
+                            num_consts=len(consts), num_res=n_res)
+  return out_tree.unflatten(outs)
+
+
+def zero_from_primal(val, symbolic_zeros: bool = False):
+  """Zeros in the shapes and tangent dtypes of the pytree `val` (float0 for integers);
+  with `symbolic_zeros`, `SymbolicZero`s."""
+  def zero(x):
+    aval = ad.get_aval(x).tangent_aval()
+    return SymbolicZero(aval) if symbolic_zeros else ad.zeros_like_aval(aval)
+  return user_tree_util.tree_map(zero, val)

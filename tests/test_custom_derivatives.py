@@ -7,6 +7,7 @@ import pytest
 
 import minijax
 from minijax import lax
+import minijax.numpy as jnp
 
 
 def allclose(a, b, rtol=1e-5, atol=1e-6):
@@ -197,3 +198,25 @@ def test_named_call_keeps_its_name_in_jaxprs_and_lowering():
   assert "name=my_block" in str(minijax.make_jaxpr(minijax.grad(f))(x))
   assert "my_block" in minijax.jit(f).lower(x).as_text()
   allclose(minijax.vmap(f)(np.ones(2, np.float32)), np.sin(np.ones(2)))
+
+
+def test_linear_call_transposes_by_the_users_transpose_not_the_functions():
+  from minijax.custom_derivatives import linear_call, zero_from_primal
+
+  def f(x):  # the transpose is deliberately not f's own: reverse mode must use it
+    return linear_call(lambda r, x: r * x, lambda r, t: 7.0 * t, 2.0, x)
+
+  assert float(f(3.0)) == 6.0
+  assert minijax.jvp(f, (1.0,), (1.0,))[1] == 2.0  # forward mode applies the function
+  assert float(minijax.grad(f)(1.0)) == 7.0
+  assert float(minijax.jit(minijax.grad(f))(1.0)) == 7.0
+
+  def g(x):
+    return linear_call(lambda r, x: (x * 2, x * 3), lambda r, t: t[0] * 2 + t[1] * 3, (), x)
+
+  assert float(minijax.linear_transpose(g, 1.0)((1.0, 1.0))[0]) == 5.0
+  assert "linear_call" in str(minijax.make_jaxpr(g)(1.0))
+  with pytest.raises(NotImplementedError, match="with respect to residual_args"):
+    minijax.grad(lambda r: linear_call(lambda r, x: r * x, lambda r, t: r * t, r, 1.0))(2.0)
+  assert np.asarray(zero_from_primal(jnp.ones(2))).tolist() == [0.0, 0.0]
+  assert zero_from_primal({"i": jnp.ones(2, np.int32)})["i"].dtype == minijax.dtypes.float0
