@@ -650,3 +650,20 @@ def test_monitoring_reports_compile_durations_and_users_events():
       monitoring.unregister_event_duration_listener(on_duration)
   finally:
     monitoring.clear_event_listeners()
+
+
+def test_init_error_eval_context_dims_and_shaped_abstractify():
+  from minijax import api_util, core
+  assert checkify.init_error.get() is None and repr(checkify.init_error) == "Error(None)"
+  assert core.max_dim(2, 3) == 3 and core.min_dim(2, 3) == 2
+  aval = api_util.shaped_abstractify(1.0)
+  assert aval.shape == () and aval.weak_type
+  seen = []
+
+  def f(x):
+    with core.eval_context():
+      seen.append(is_concrete_array(jnp.ones(2) * 3))  # computed now, though under jit
+    return x
+
+  minijax.jit(f)(1.0)
+  assert seen == [True]

@@ -249,6 +249,9 @@ tree_util.register_pytree_node(
     lambda sites, children: Error(*children, sites))
 
 
+init_error = Error(np.bool_(False), np.int32(0), (), ())  # no check has failed
+
+
 def check_error(error: Error) -> None:
   """Raises the failure `error` holds, if any (as `error.throw()`)."""
   if isinstance(error._pred, Tracer):
@@ -679,4 +682,4 @@ def checkify(f: Callable, errors: frozenset = user_checks) -> Callable:
 
 __all__ = ["BatchedError", "Error", "ErrorCategory", "FailedCheckError", "JaxException", "JaxRuntimeError",
            "all_checks", "automatic_checks", "check", "check_error", "checkify", "debug_check",
-           "div_checks", "float_checks", "index_checks", "nan_checks", "user_checks"]
+           "div_checks", "float_checks", "index_checks", "init_error", "nan_checks", "user_checks"]
