@@ -515,10 +515,13 @@ def _check_axes_types(in_axes, out_axes) -> None:
 
 
 def vmap(fun: Callable, in_axes=0, out_axes=0, axis_size: int | None = None,
-         axis_name=None):
+         axis_name=None, spmd_axis_name=None, sum_match: bool = False):
   """Vectorizes `fun` over the axes `in_axes` of its arguments, stacking its results
   along `out_axes`.  With `axis_name`, collectives inside `fun` may reduce over the mapped
-  axis by that name (`lax.psum(x, axis_name)` sums over the batch)."""
+  axis by that name (`lax.psum(x, axis_name)` sums over the batch).  With `sum_match`, an
+  output that is mapped where `out_axes` says None is summed over the batch.
+  `spmd_axis_name` (the mesh axes that would shard the batch inside `shard_map` or `jit`)
+  places values, never changes them; minijax computes the same values without it."""
   if isinstance(in_axes, list):
     in_axes = tuple(in_axes)
   _check_axes_types(in_axes, out_axes)
@@ -571,6 +574,9 @@ def vmap(fun: Callable, in_axes=0, out_axes=0, axis_size: int | None = None,
     for i, (o, d, a) in enumerate(zip(outs, out_dims, flat_out_axes)):
       if a is not None:
         a = a % (ad.get_aval(o).ndim + (d is None))
+      elif d is not None and sum_match:
+        results.append(lax.reduce_sum(o, (d,)))
+        continue
       elif d is not None and axis_name is None:
         path = tree_util.keystr(tree_util.tree_flatten_with_path(out)[0][i][0])
         raise ValueError(f"at vmap out_axes{path}, got axis spec None but output was batched on "

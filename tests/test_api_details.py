@@ -259,3 +259,22 @@ def test_closure_convert_hoists_the_tracers_a_function_closes_over():
   converted, consts = minijax.closure_convert(lambda a: (a * w).sum(), 1.0)
   assert consts == [] and converted(2.0) == 6.0  # (concrete arrays stay closed over, as JAX)
   assert minijax.process_indices() == [0]
+
+
+def test_vmap_sum_match_checkpoint_static_argnames_and_backend_arguments():
+  x = np.arange(3.0, dtype=np.float32)
+  total, doubled = minijax.vmap(lambda v: (v, 2 * v), out_axes=(None, 0), sum_match=True)(x)
+  assert float(total) == 3.0 and np.asarray(doubled).tolist() == [0.0, 2.0, 4.0]
+  assert float(minijax.vmap(lambda v: 2.0, out_axes=None, spmd_axis_name="i")(x)) == 2.0
+
+  def f(v, n):
+    for _ in range(n):  # Python control flow on a static argument
+      v = minijax.numpy.sin(v)
+    return v
+
+  g = minijax.checkpoint(f, static_argnames="n")
+  assert float(g(1.0, n=2)) == float(g(1.0, 2)) == pytest.approx(np.sin(np.sin(1.0)))
+  assert float(minijax.grad(lambda v: g(v, n=1))(1.0)) == pytest.approx(np.cos(1.0))
+  with pytest.raises(TypeError, match="`concrete` option to checkpoint has been removed"):
+    minijax.checkpoint(f, concrete=True)
+  assert minijax.process_count("cpu") == 1 and minijax.process_index(backend="cpu") == 0

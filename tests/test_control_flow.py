@@ -762,3 +762,23 @@ def test_a_pmap_in_an_eager_loop_or_branch_compiles_over_its_devices():
       "cannot select an axis to squeeze out which has size not equal to one, got "
       "shape=(2,) and dimensions=(0,)")):
     lax.fori_loop(0, 3, lambda i, v: total(v) + v, jnp.ones(2 * n))
+
+
+def test_map_with_batch_size_vmaps_batches_and_the_remainder():
+  xs = {"p": jnp.arange(7.0), "q": jnp.ones((7, 3))}
+  calls = []
+
+  def f(x):
+    calls.append(np.shape(x["p"]))
+    return {"a": x["p"] * 2, "b": x["q"].sum()}
+
+  out = lax.map(f, xs, batch_size=3)
+  assert np.asarray(out["a"]).tolist() == [0, 2, 4, 6, 8, 10, 12]
+  assert np.asarray(out["b"]).tolist() == [3.0] * 7
+  assert calls == [(), ()]  # traced once per batch shape (3 in the scan, then 1), vmapped
+  text = str(minijax.make_jaxpr(lambda v: lax.map(jnp.sin, v, batch_size=3))(jnp.arange(7.0)))
+  assert "scan" in text and "length=2" in text
+  np.testing.assert_allclose(minijax.grad(lambda v: lax.map(jnp.sin, v, batch_size=3).sum())(
+      jnp.arange(7.0)), np.cos(np.arange(7.0)), rtol=1e-6)
+  with pytest.raises(ValueError, match="batch_size must be a positive int"):
+    lax.map(f, xs, batch_size=0)

@@ -332,3 +332,15 @@ def test_dlpack_takes_arrays_of_other_libraries_and_names_the_dtypes_it_carries(
   assert not dlpack.is_supported_dtype(ml_dtypes.float8_e4m3fn)
   with pytest.raises(TypeError, match="not understood"):
     dlpack.is_supported_dtype("foo")
+
+
+def test_argsort_dtype_nanvar_mean_convolve_preferred_type_and_astype_device():
+  assert jnp.argsort(jnp.array([3, 1, 2]), dtype=jnp.int16).dtype == np.int16
+  assert np.asarray(jnp.argsort(jnp.array([3, 1, 2]), dtype=jnp.int16)).tolist() == [1, 2, 0]
+  data = jnp.array([1.0, 2.0, np.nan, 4.0])
+  assert float(jnp.nanvar(data, mean=2.0)) == pytest.approx(5 / 3)
+  assert float(jnp.nanstd(data, mean=2.0)) == pytest.approx(np.sqrt(5 / 3))
+  out = jnp.convolve(jnp.array([1, 2, 3]), jnp.array([1, 1]), preferred_element_type=jnp.float32)
+  assert out.dtype == np.float32 and np.asarray(out).tolist() == [1.0, 3.0, 5.0, 3.0]
+  moved = jnp.astype(jnp.ones(2), jnp.int32, device=minijax.devices()[0])
+  assert moved.dtype == np.int32 and moved.devices() == {minijax.devices()[0]}

@@ -31,6 +31,7 @@ not kept.
 from __future__ import annotations
 
 import functools
+import inspect
 import logging
 from typing import Callable
 
@@ -382,7 +383,7 @@ def saved_residuals_of(jaxpr: Jaxpr, values, arg_names=None) -> list[tuple]:
 
 
 def checkpoint(fun: Callable, *, prevent_cse: bool | tuple = True, policy=None,
-               static_argnums=()) -> Callable:
+               static_argnums=(), static_argnames=(), concrete: bool = False) -> Callable:
   """`fun`, whose intermediate values reverse-mode differentiation recomputes in the
   backward pass instead of saving, except those `policy(prim, *avals, **params)` allows
   to be saved (`checkpoint_policies`; by default nothing is saved).
@@ -400,11 +401,23 @@ def checkpoint(fun: Callable, *, prevent_cse: bool | tuple = True, policy=None,
                     f"type(prevent_cse)={type(prevent_cse)}")
   else:
     prevent_cse = bool(prevent_cse)
+  if concrete:
+    raise TypeError("The `concrete` option to checkpoint has been removed (as in JAX); "
+                    "mark the arguments that Python control flow reads as static_argnums")
   static_argnums = (static_argnums,) if isinstance(static_argnums, int) else tuple(static_argnums)
+  static_argnames = ((static_argnames,) if isinstance(static_argnames, str)
+                     else tuple(static_argnames))
+  if static_argnames:
+    signature = inspect.signature(fun)
+    names = list(signature.parameters)
+    static_argnums += tuple(names.index(n) for n in static_argnames if n in names)
 
   @functools.wraps(fun)
   def wrapped(*args, **kwargs):
-    static = {i: args[i] for i in static_argnums}
+    if static_argnames and kwargs:
+      bound = inspect.signature(fun).bind(*args, **kwargs)
+      args, kwargs = bound.args, bound.kwargs
+    static = {i: args[i] for i in static_argnums if i < len(args)}
     dyn = [a for i, a in enumerate(args) if i not in static]
 
     def dyn_fun(*dyn_args, **kw):

@@ -281,9 +281,15 @@ def kron(a, b):
   return jnp.reshape(jnp.multiply(xe, ye), tuple(p * q for p, q in zip(sx, sy)))
 
 
-def astype(x, dtype, copy=False):
-  return lax.convert_element_type(_util.asarray(x),
-                                  dtypes.canonicalize_user_dtype(dtype, "astype"))
+def _device_put(value, device):
+  from minijax.runtime.array import device_put
+  return device_put(value, device)
+
+
+def astype(x, dtype, copy=False, device=None):
+  out = lax.convert_element_type(_util.asarray(x),
+                                 dtypes.canonicalize_user_dtype(dtype, "astype"))
+  return out if device is None else _device_put(out, device)
 
 
 def isin(element, test_elements, assume_unique=False, invert=False, *, method="auto"):
@@ -554,24 +560,27 @@ def nancumprod(a, axis=None, dtype=None, out=None):
   return _jnp().cumprod(_nan_fill("nancumprod", a, 1), axis=axis, dtype=dtype, out=out)
 
 
-def nanvar(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, where=None):
+def nanvar(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, where=None, mean=None):
+  """The variance ignoring NaNs; `mean`, when given, is used instead of the NaN-ignoring
+  mean (with the reduced axes kept, as `nanmean(..., keepdims=True)` gives it)."""
   jnp = _jnp()
   _no_out("nanvar", out)
   x, valid = _nan_valid("nanvar", a, where)
   if dtype is not None:
     x = x.astype(dtype)
   count = jnp.sum(valid, axis=axis, keepdims=True).astype(_util.dtype(x))
-  mean_ = jnp.sum(jnp.where(valid, x, 0), axis=axis, keepdims=True) / count
+  mean_ = (jnp.sum(jnp.where(valid, x, 0), axis=axis, keepdims=True) / count if mean is None
+           else jnp.asarray(mean))
   sq = jnp.where(valid, jnp.abs(x - mean_) ** 2, 0)  # (real, for complex x too)
   out = jnp.sum(sq, axis=axis, keepdims=True) / (count - ddof).real
   out = out if keepdims else jnp.squeeze(out, axis=axis)
   return out if dtype is None else out.astype(dtype)  # (JAX's: in the dtype asked for)
 
 
-def nanstd(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, where=None):
+def nanstd(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, where=None, mean=None):
   if dtype is not None and not dtypes.is_inexact(np.dtype(dtype)):
     raise ValueError(f"dtype argument to jnp.nanstd must be inexact; got {np.dtype(dtype)}")
-  return _jnp().sqrt(nanvar(a, axis, dtype, out, ddof, keepdims, where))
+  return _jnp().sqrt(nanvar(a, axis, dtype, out, ddof, keepdims, where, mean))
 
 
 def _no_out(name, out) -> None:
@@ -757,10 +766,13 @@ def ediff1d(ary, to_end=None, to_begin=None):
   return jnp.concatenate(parts) if len(parts) > 1 else d
 
 
-def convolve(a, v, mode="full"):
-  """1-d discrete convolution (numpy's `full`, `same` and `valid` modes)."""
+def convolve(a, v, mode="full", *, precision=None, preferred_element_type=None):
+  """1-d discrete convolution (numpy's `full`, `same` and `valid` modes), computed in
+  `preferred_element_type` when given."""
   jnp = _jnp()
   x, y = _util.promote("convolve", a, v)
+  if preferred_element_type is not None:
+    x, y = (t.astype(preferred_element_type) for t in (x, y))
   if _util.ndim(x) != 1 or _util.ndim(y) != 1:
     raise ValueError("convolve: both inputs must be 1-dimensional")
   n, m = _util.shape(x)[0], _util.shape(y)[0]

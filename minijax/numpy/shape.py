@@ -415,12 +415,17 @@ def sort(a, axis=-1, kind=None, order=None, stable=True, descending=False):
   return lax.rev(out, (ax,)) if descending else out
 
 
-def argsort(a, axis=-1, kind=None, order=None, stable=True, descending=False):
+def argsort(a, axis=-1, kind=None, order=None, stable=True, descending=False, dtype=None):
+  """The indices that sort `a` along `axis`, of `dtype` (the default integer type)."""
   x = _arr("argsort", a)
   if axis is None:
     x, axis = ravel(x), 0
   (ax,) = _util.canonicalize_axes(axis, _util.ndim(x))
-  iota = lax.broadcasted_iota(dtypes.default_int_dtype(), _util.shape(x), ax)
+  index_dtype = (dtypes.default_int_dtype() if dtype is None
+                 else dtypes.canonicalize_user_dtype(dtype, "argsort"))
+  if not dtypes.is_integer(index_dtype):
+    raise ValueError(f"argsort: dtype must be an integer type, got {index_dtype}")
+  iota = lax.broadcasted_iota(index_dtype, _util.shape(x), ax)
   if descending:
     x = lax.rev(x, (ax,))
     iota = lax.rev(iota, (ax,))

@@ -226,18 +226,20 @@ def local_device_count(backend=None) -> int:
   return len(_local)
 
 
-def process_index() -> int:
+def process_index(backend=None) -> int:
+  _check_backend(backend)
   return get_client().process_index()
 
 
-def process_count() -> int:
+def process_count(backend=None) -> int:
+  _check_backend(backend)
   get_client()
   return max(d.process_index for d in _devices) + 1
 
 
-def process_indices() -> list[int]:
+def process_indices(backend=None) -> list[int]:
   """The indices of the processes that share the computation: 0 to process_count() - 1."""
-  return list(range(process_count()))
+  return list(range(process_count(backend)))
 
 
 def default_device() -> Device:

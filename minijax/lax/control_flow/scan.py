@@ -177,10 +177,41 @@ def _invariant_carries_to_consts(jaxpr: ClosedJaxpr, consts, init_flat):
           [x for x, inv in zip(init_flat, invariant) if not inv], invariant)
 
 
-def scan_map(f: Callable, xs):
-  """`f` applied to each leading slice of `xs`, results stacked (a scan without a carry)."""
-  _, ys = scan(lambda _, x: ((), f(x)), (), xs)
-  return ys
+def scan_map(f: Callable, xs, *, batch_size: int | None = None):
+  """`f` applied to each leading slice of `xs`, results stacked (a scan without a carry).
+  With `batch_size`, `f` is vmapped over batches of that many slices, the scan running over
+  the batches (and the remainder, when the length is not a multiple, vmapped once more)."""
+  if batch_size is None:
+    _, ys = scan(lambda _, x: ((), f(x)), (), xs)
+    return ys
+  if type(batch_size) is not int or batch_size < 1:
+    raise ValueError(f"lax.map: batch_size must be a positive int, got {batch_size!r}")
+  from minijax.interpreters import batching
+  from minijax.lax.structural import concatenate, reshape
+  leaves, tree = tree_util.tree_flatten(xs)
+  if not leaves:
+    raise ValueError("lax.map: xs must have at least one array to map over")
+  n = get_aval(leaves[0]).shape[0]
+  batches, rest = divmod(n, batch_size)
+  out_tree = []
+
+  def vmapped(size, parts):
+    def flat_f(*xs_flat):
+      out, tree_out = tree_util.tree_flatten(f(tree.unflatten(xs_flat)))
+      out_tree[:] = [tree_out]
+      return out
+    return batching.vmap_flat(flat_f, [0] * len(parts), lambda k: [0] * k, size, parts)
+
+  pieces = []
+  if batches:
+    grouped = [reshape(x[:batches * batch_size], (batches, batch_size, *get_aval(x).shape[1:]))
+               for x in leaves]
+    _, ys = scan(lambda _, xs_b: ((), vmapped(batch_size, xs_b)), (), grouped)
+    pieces.append([reshape(y, (batches * batch_size, *get_aval(y).shape[2:])) for y in ys])
+  if rest:
+    pieces.append(vmapped(rest, [x[batches * batch_size:] for x in leaves]))
+  outs = pieces[0] if len(pieces) == 1 else [concatenate(list(ys), 0) for ys in zip(*pieces)]
+  return out_tree[0].unflatten(outs)
 
 
 # ----------------------------------------------------------------------------- abstract eval
