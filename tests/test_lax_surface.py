@@ -265,3 +265,10 @@ def test_after_all_rng_uniform_pbroadcast_and_pcast():
   assert np.asarray(minijax.vmap(lambda v: lax.pcast(v, "i", to="varying"), axis_name="i")(x)).tolist() == x.tolist()
   with pytest.raises(ValueError, match="to must be"):
     lax.pcast(x, "i", to="sideways")
+
+
+def test_mul_out_dtype_multiplies_in_the_wider_type():
+  x = np.array([100, -100], np.int8)
+  out = lax.mul(x, x, out_dtype=np.int16)
+  assert out.dtype == np.int16 and np.asarray(out).tolist() == [10000, 10000]
+  assert np.asarray(lax.mul(x, x)).tolist() == [16, 16]  # int8 wraps

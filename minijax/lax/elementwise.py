@@ -148,8 +148,14 @@ ad.primitive_transposes[mul_p] = _linear_transpose([lambda ct, x, y: mul(ct, y),
                                                     lambda ct, x, y: mul(x, ct)])
 
 
-def mul(x, y):
-  return mul_p.bind(*_coerce_scalars(x, y))
+def mul(x, y, *, out_dtype=None):
+  """x * y; with `out_dtype`, both are converted to it first (the product of int8s as
+  int16s, say), as XLA does it on the CPU."""
+  x, y = _coerce_scalars(x, y)
+  if out_dtype is not None:
+    from minijax.lax.misc import convert_element_type
+    x, y = convert_element_type(x, out_dtype), convert_element_type(y, out_dtype)
+  return mul_p.bind(x, y)
 
 
 # ---- div (integer division truncates toward zero, as in C)
