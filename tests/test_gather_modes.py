@@ -5,6 +5,7 @@ import pytest
 
 import minijax
 from minijax import lax
+import minijax.numpy as jnp
 
 NAN = float("nan")
 X = np.arange(10.0, dtype=np.float32).reshape(5, 2)
@@ -109,3 +110,21 @@ def test_bad_modes():
     lax.gather(X, IDX, ROWS, (1, 2), mode="one_hot")
   assert str(lax.GatherScatterMode.CLIP) == "GatherScatterMode.CLIP"
   assert lax.GatherScatterMode.from_any("drop") is lax.GatherScatterMode.FILL_OR_DROP
+
+
+def test_vmapped_dynamic_slices_with_clamped_starts_differentiate_where_they_read():
+  # A batched dynamic_slice becomes a gather; its starts are clamped first (as XLA clamps a
+  # dynamic slice's), so that its transpose, a scatter, adds where the slice read instead of
+  # dropping the out-of-bounds windows (a wrong zero gradient before).
+  m = jnp.arange(12.0).reshape(3, 4)
+  starts = jnp.array([0, 2])  # 2 is clamped to 1 for a window of 2 rows
+  grad = minijax.grad(lambda m: minijax.vmap(
+      lambda i: lax.dynamic_slice(m, (i, 1), (2, 2)))(starts).sum())(m)
+  assert np.asarray(grad).tolist() == [[0, 1, 1, 0], [0, 2, 2, 0], [0, 1, 1, 0]]
+  batched = minijax.grad(lambda m: minijax.vmap(
+      lambda mm, i: lax.dynamic_slice(mm, (i, 1), (2, 2)))(jnp.stack([m, m]), starts).sum())(m)
+  assert np.asarray(batched).tolist() == np.asarray(grad).tolist()
+  rows = minijax.grad(lambda m: minijax.vmap(lambda i: m[i].sum())(jnp.array([0, 5, -1])).sum())(m)
+  assert np.asarray(rows).tolist() == [[1.0] * 4, [0.0] * 4, [2.0] * 4]  # 5 clamps to row 2
+  text = str(minijax.make_jaxpr(minijax.vmap(lambda i: m[i]))(jnp.array([1, 2])))
+  assert "f32[2,3,4]" not in text  # the operand is read, not copied per batch element

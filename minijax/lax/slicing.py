@@ -132,14 +132,20 @@ def _dynamic_slice_transpose(ct, x, *starts, slice_sizes):
   return [dynamic_update_slice_p.bind(zeros, ct, *starts)] + rest
 
 
-def _starts_vector(starts, dims, size):
-  """Start indices as one int32 index vector per batch element: (size, k)."""
+def _starts_vector(starts, dims, size, limits=None):
+  """Start indices as one int32 index vector per batch element: (size, k); with `limits`,
+  each clamped into [0, limit], as XLA clamps a dynamic slice's starts.  (A gather clamps
+  them too, but its transpose, a scatter, would drop the windows instead: the gather must
+  read in-bounds starts for its derivative to land where it read.)"""
   from minijax.lax.misc import convert_element_type
   from minijax.lax.structural import broadcast_in_dim, concatenate
+  from minijax.lax.elementwise import max as lax_max, min as lax_min
   cols = []
-  for s, d in zip(starts, dims):
+  for j, (s, d) in enumerate(zip(starts, dims)):
     s = convert_element_type(s, dtypes.int32)
     s = broadcast_in_dim(s, (size,), ()) if d is None else s
+    if limits is not None:
+      s = lax_min(lax_max(s, full((), 0, dtypes.int32)), full((), limits[j], dtypes.int32))
     cols.append(reshape(s, (size, 1)))
   return concatenate(cols, 1)
 
@@ -153,9 +159,15 @@ def _dynamic_slice_batch(args, dims, *, slice_sizes):
     zero = full((), 0, get_aval(starts[0]).dtype if starts else dtypes.int32)
     return dynamic_slice_p.bind(x, zero, *starts, slice_sizes=(x.shape[0],) + slice_sizes), 0
   size = next(a.shape[d] for a, d in zip(args, dims) if d is not None)
-  x = batching.bdim_at_front(x, dx, size)
-  index = _starts_vector(starts, dstarts, size)
+  x_shape = [n for i, n in enumerate(get_aval(x).shape) if i != dx]
+  index = _starts_vector(starts, dstarts, size,
+                         [n - k for n, k in zip(x_shape, slice_sizes)])
   n = len(slice_sizes)
+  if dx is None:  # one operand, a batch of starts: a gather that reads it without copies
+    dnums = GatherDimensionNumbers(offset_dims=tuple(range(1, n + 1)), collapsed_slice_dims=(),
+                                   start_index_map=tuple(range(n)))
+    return gather(x, index, dnums, tuple(slice_sizes)), 0
+  x = batching.bdim_at_front(x, dx, size)
   dnums = GatherDimensionNumbers(offset_dims=tuple(range(1, n + 1)), collapsed_slice_dims=(),
                                  start_index_map=tuple(range(1, n + 1)),
                                  operand_batching_dims=(0,), start_indices_batching_dims=(0,))
@@ -265,7 +277,6 @@ def _dus_transpose(ct, x, update, *starts):
 
 def _dus_batch(args, dims):
   from minijax.lax.gather import ScatterDimensionNumbers, scatter
-  from minijax.lax.misc import clamp
   x, update, *starts = args
   dx, du, *dstarts = dims
   size = next(a.shape[d] for a, d in zip(args, dims) if d is not None)
@@ -274,21 +285,14 @@ def _dus_batch(args, dims):
   if all(d is None for d in dstarts):
     zero = full((), 0, dtypes.int32)
     return dynamic_update_slice_p.bind(x, update, zero, *starts), 0
-  index = _starts_vector(starts, dstarts, size)
-  limits = np.array([n - u for n, u in zip(x.shape[1:], update.shape[1:])], np.int32)
-  index = clamp(full(index.shape, 0, dtypes.int32), index,
-                _broadcast_rows(limits, index.shape))
+  index = _starts_vector(starts, dstarts, size,
+                         [n - u for n, u in zip(x.shape[1:], update.shape[1:])])
   n = x.ndim - 1
   dnums = ScatterDimensionNumbers(update_window_dims=tuple(range(1, n + 1)),
                                   inserted_window_dims=(),
                                   scatter_dims_to_operand_dims=tuple(range(1, n + 1)),
                                   operand_batching_dims=(0,), scatter_indices_batching_dims=(0,))
   return scatter(x, index, update, dnums), 0
-
-
-def _broadcast_rows(row, shape):
-  from minijax.lax.structural import broadcast_in_dim
-  return broadcast_in_dim(row, shape, (1,))
 
 
 ad.primitive_jvps[dynamic_update_slice_p] = _dus_jvp
