@@ -344,3 +344,23 @@ def test_argsort_dtype_nanvar_mean_convolve_preferred_type_and_astype_device():
   assert out.dtype == np.float32 and np.asarray(out).tolist() == [1.0, 3.0, 5.0, 3.0]
   moved = jnp.astype(jnp.ones(2), jnp.int32, device=minijax.devices()[0])
   assert moved.dtype == np.int32 and moved.devices() == {minijax.devices()[0]}
+
+
+def test_array_methods_view_compress_contains_and_friends():
+  a = jnp.arange(6.0).reshape(2, 3)
+  x = np.arange(4, dtype=np.int32)
+  assert np.asarray(jnp.asarray(x).view(jnp.int16)).tolist() == x.view(np.int16).tolist()
+  assert np.asarray(jnp.asarray(x.view(np.int16)).view(jnp.int32)).tolist() == x.tolist()
+  assert np.asarray(a.view(jnp.int32)).tolist() == np.arange(6.0, dtype=np.float32).reshape(2, 3).view(np.int32).tolist()
+  assert np.asarray(a.compress(jnp.array([True, False, True]), axis=1)).tolist() == [[0, 2], [3, 5]]
+  assert int(a.ravel().searchsorted(2.5)) == 3
+  assert np.asarray(jnp.array([0, 1]).choose([jnp.array([1, 2]), jnp.array([3, 4])])).tolist() == [1, 4]
+  assert np.asarray(a.argpartition(1)).shape == (2, 3)
+  assert 2.0 in a.ravel() and 7.0 not in a.ravel()
+  with pytest.raises(ValueError, match="search array must be one-dimensional"):
+    2.0 in a  # noqa: B015
+  with pytest.raises(NotImplementedError, match="arr.flatten"):
+    a.flat  # noqa: B018
+  assert a.__array_namespace__() is jnp
+  assert np.asarray(a.clone()).tolist() == np.asarray(a).tolist()
+  assert a.to_device(minijax.devices()[0]).devices() == {minijax.devices()[0]}

@@ -27,6 +27,11 @@ def _binop(fn, reflected=False):
   return op
 
 
+def _numpy_module():
+  import minijax.numpy as jnp
+  return jnp
+
+
 def _defer(name):
   """A method that calls `minijax.numpy.<name>(self, ...)`."""
   def method(self, *args, **kwargs):
@@ -88,6 +93,60 @@ def _squeeze(self, axis=None):
 def _round(self, ndigits=None):
   import minijax.numpy as jnp
   return jnp.round(self, ndigits or 0)
+
+
+def _compress(self, condition, axis=None, *, size=None, fill_value=0):
+  import minijax.numpy as jnp
+  return jnp.compress(condition, self, axis, size=size, fill_value=fill_value)
+
+
+def _view(self, dtype=None, type=None):
+  """The same bytes read as `dtype` (numpy's `view`): the last axis is rescaled when the
+  item sizes differ."""
+  if type is not None:
+    raise NotImplementedError("`type` argument of array.view() is not supported.")
+  if dtype is None:
+    return self
+  new = np.dtype(dtype)
+  old = np.dtype(self.dtype)
+  if new == old:
+    return self
+  if dtypes.bool_ in (new, old):
+    raise NotImplementedError("array.view() to or from bool is not supported by minijax; "
+                              "compare or cast with astype instead")
+  if new.itemsize == old.itemsize:
+    return lax.bitcast_convert_type(self, new)
+  if not self.ndim:
+    raise ValueError("Changing the dtype to one of a different size is not supported for "
+                     "scalar arrays")
+  if new.itemsize < old.itemsize:  # each element becomes several
+    parts = lax.bitcast_convert_type(self, new)
+    return lax.reshape(parts, self.shape[:-1] + (self.shape[-1] * parts.shape[-1],))
+  ratio = new.itemsize // old.itemsize
+  if self.shape[-1] % ratio:
+    raise ValueError(f"When changing to a larger dtype, its size ({new.itemsize}) must divide "
+                     f"the total size in bytes of the last axis of the array "
+                     f"({self.shape[-1] * old.itemsize})")
+  grouped = lax.reshape(self, self.shape[:-1] + (self.shape[-1] // ratio, ratio))
+  return lax.bitcast_convert_type(grouped, new)
+
+
+def _contains(self, value):
+  if self.ndim != 1:
+    raise ValueError("Array.__contains__: search array must be one-dimensional, got "
+                     f"arr.shape={self.shape}.")
+  import minijax.numpy as jnp
+  return bool(jnp.any(self == value))
+
+
+def _to_device(self, device, *, stream=None):
+  from minijax.runtime.array import device_put
+  return device_put(self, device)
+
+
+def _flat(self):
+  raise NotImplementedError("minijax Arrays do not implement the arr.flat property: consider "
+                            "arr.flatten() instead.")
 
 
 def _copy(self):
@@ -161,11 +220,14 @@ def install(cls) -> None:
       "reshape": _reshape, "transpose": _transpose, "astype": _astype,
       "flatten": _flatten, "squeeze": _squeeze,
       "T": property(_T), "mT": property(_mT), "at": property(_at),
+      "compress": _compress, "view": _view, "__contains__": _contains,
+      "to_device": _to_device, "flat": property(_flat), "clone": _copy,
+      "__array_namespace__": lambda self, *, api_version=None: _numpy_module(),
   }
   for name in ("sum", "prod", "max", "min", "mean", "var", "std", "all", "any", "argmax",
                "argmin", "cumsum", "cumprod", "ravel", "dot", "clip", "round", "swapaxes",
                "sort", "argsort", "take", "repeat", "nonzero", "ptp", "conj", "conjugate",
-               "trace", "diagonal"):
+               "trace", "diagonal", "argpartition", "choose", "searchsorted"):
     ops[name] = _defer(name)
   ops["real"] = property(lambda self: jnp.real(self))
   ops["imag"] = property(lambda self: jnp.imag(self))
