@@ -11,7 +11,7 @@ from minijax.runtime.barrier import effects_barrier
 from minijax import staging as _staging  # installs the eager and jit_p impls
 from minijax import lax
 from minijax import numpy  # installs the array operators and methods
-from minijax.api import (jit, clear_caches, pmap, shard_map, make_jaxpr, grad, value_and_grad, vjp, jvp, linearize, vmap,
+from minijax.api import (jit, clear_caches, pmap, shard_map, make_jaxpr, grad, value_and_grad, vjp, jvp, linearize, vmap, fwd_and_bwd,
                          eval_shape, linear_transpose, closure_convert,
                          ShapeDtypeStruct, checkpoint, checkpoint_policies, remat, named_call)
 from minijax.jacobians import jacfwd, jacrev, jacobian, hessian
@@ -25,8 +25,10 @@ from minijax.dtypes import float0
 from minijax.placement import (device_put, device_get, block_until_ready, copy_to_host_async,
                                device_count, make_array_from_callback,
                                make_array_from_single_device_arrays, live_arrays,
+                               make_array_from_process_local_data,
                                local_device_count, default_backend, print_environment_info)
 from minijax.core.jaxpr import named_scope
+from minijax.runtime.sharded import Shard
 from minijax.core.trace import ensure_compile_time_eval
 from minijax.runtime.backend import Device
 from minijax import tree, tree_util, errors, dtypes, test_util

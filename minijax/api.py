@@ -191,6 +191,31 @@ def vjp(fun: Callable, *primals, has_aux: bool = False):
   return out, vjp_fn
 
 
+def fwd_and_bwd(fun: Callable, argnums, has_aux: bool = False, jitted: bool = True):
+  """`(fwd, bwd)`: `fwd(*args)` is `(fun(*args), residuals)` (and `aux` third with
+  `has_aux`), `bwd(residuals, cotangent)` the cotangents of the arguments at `argnums` (one,
+  or a tuple for a sequence).  The residuals are a `VJP` (a pytree), so both functions jit
+  once and are reused across steps (`jitted`, the default)."""
+  single = isinstance(argnums, int)
+  numbers = (argnums,) if single else tuple(argnums)
+
+  def fwd(*args):
+    def of_selected(*chosen):
+      full = list(args)
+      for i, x in zip(numbers, chosen):
+        full[i] = x
+      return fun(*full)
+    return vjp(of_selected, *(args[i] for i in numbers), has_aux=has_aux)
+
+  def bwd(residuals, cotangent):
+    cts = residuals(cotangent)
+    return cts[0] if single else cts
+
+  if jitted:
+    return jit(fwd), jit(bwd)
+  return fwd, bwd
+
+
 @dataclasses.dataclass(frozen=True)
 class NotNeeded:
   """In a `VJP`'s `args_res`: a primal the backward pass does not read."""

@@ -169,6 +169,21 @@ def _position(indices: dict, index) -> int:
   raise AssertionError(f"unknown block index {index}")
 
 
+def make_array_from_process_local_data(sharding, local_data, global_shape=None):
+  """An Array laid out by `sharding` from the data this process holds.  With one process,
+  that is all of it (`global_shape`, when given, must be its shape)."""
+  if runtime_backend.process_count() > 1:
+    raise NotImplementedError("make_array_from_process_local_data over several processes is "
+                              "not implemented in minijax; build the array with "
+                              "make_array_from_callback from each process's blocks")
+  local_data = np.asarray(local_data) if not isinstance(local_data, Array) else local_data
+  shape = tuple(np.shape(local_data))
+  if global_shape is not None and tuple(global_shape) != shape:
+    raise ValueError(f"make_array_from_process_local_data: with one process the local data "
+                     f"is the whole array, of shape {shape}, but global_shape={tuple(global_shape)}")
+  return make_array_from_callback(shape, sharding, lambda index: local_data[index])
+
+
 def make_array_from_single_device_arrays(shape, sharding, arrays, *, dtype=None):
   """An Array of global `shape` laid out by `sharding` over `arrays`, one single-device
   Array (or PRNG key array) per device of this process, each holding that device's block

@@ -278,3 +278,23 @@ def test_vmap_sum_match_checkpoint_static_argnames_and_backend_arguments():
   with pytest.raises(TypeError, match="`concrete` option to checkpoint has been removed"):
     minijax.checkpoint(f, concrete=True)
   assert minijax.process_count("cpu") == 1 and minijax.process_index(backend="cpu") == 0
+
+
+def test_fwd_and_bwd_reuse_residuals_and_process_local_data_places_arrays():
+  f = lambda x, w: (x @ w).sum()  # noqa: E731
+  x = np.ones((2, 2), np.float32)
+  fwd, bwd = minijax.fwd_and_bwd(f, argnums=0)
+  y, residuals = fwd(x, 2 * x)
+  assert float(y) == 16.0
+  assert np.asarray(bwd(residuals, 1.0)).tolist() == [[4.0, 4.0], [4.0, 4.0]]
+  fwd, bwd = minijax.fwd_and_bwd(lambda x, w: (f(x, w), {"n": x.sum()}), argnums=(0, 1),
+                                 has_aux=True)
+  y, residuals, aux = fwd(x, x)
+  dx, dw = bwd(residuals, 1.0)
+  assert float(aux["n"]) == 4.0 and np.asarray(dw).tolist() == [[2.0, 2.0], [2.0, 2.0]]
+  from minijax.sharding import make_single_device_sharding
+  sharding = make_single_device_sharding(minijax.devices()[0])
+  placed = minijax.make_array_from_process_local_data(sharding, np.arange(4.0))
+  assert placed.sharding == sharding and np.asarray(placed).tolist() == [0, 1, 2, 3]
+  with pytest.raises(ValueError, match="global_shape"):
+    minijax.make_array_from_process_local_data(sharding, np.arange(4.0), (8,))

@@ -20,7 +20,12 @@ from minijax.sharding.abstract import AbstractMesh, get_abstract_mesh
 
 __all__ = ["AbstractMesh", "AxisType", "get_abstract_mesh", "make_mesh", "Mesh", "NamedSharding",
            "PartitionSpec", "Shard", "Sharding",
-           "SingleDeviceSharding", "get_mesh", "set_mesh", "use_mesh"]
+           "SingleDeviceSharding", "get_mesh", "make_single_device_sharding", "set_mesh", "use_mesh"]
+
+
+def make_single_device_sharding(device, *, memory_kind=None) -> SingleDeviceSharding:
+  """The sharding that places a whole array on `device`."""
+  return SingleDeviceSharding(device, memory_kind=memory_kind)
 
 
 def make_mesh(axis_shapes, axis_names, axis_types=None, *, devices=None) -> Mesh:
