@@ -334,8 +334,3 @@ class DeferredSignature(inspect.Signature):
   parameters = property(lambda self: self._signature().parameters)
   return_annotation = property(lambda self: self._signature().return_annotation)
 
-
-def shaped_abstractify(x):
-  """The abstract value (shape, dtype, weak type) of the value `x`."""
-  from minijax.core.avals import get_aval
-  return get_aval(x)
