@@ -355,3 +355,46 @@ def test_live_arrays_lists_the_buffers_held_and_forgets_freed_ones():
   del marker
   gc.collect()
   assert not any(a.shape == (7, 3) for a in minijax.live_arrays())
+
+
+SWEEP_COMPILING_A_FENCE = """
+import threading
+import numpy as np
+import minijax
+from minijax.core.avals import ShapedArray
+from minijax.experimental import host_callback as hcb
+from minijax.runtime.taps import receiver, registry
+from minijax.tree_util import internal as tree_util
+
+release_tap = threading.Event()
+d0, d1 = minijax.devices()[:2]
+f0 = minijax.jit(lambda x: hcb.id_tap(lambda a, t: release_tap.wait(30), x, ordered=False),
+                 device=d0)
+f1 = minijax.jit(lambda x: hcb.id_tap(lambda a, t: None, x, ordered=False), device=d1)
+
+def released_consumer():
+  owner = []
+  registry.register_consumer(lambda a, t: None, (), tree_util.tree_structure(0.0),
+                             [ShapedArray((), np.float32)], owner=owner)
+
+f0(np.float32(1.0))       # device 0's receiver now waits inside the tap function
+released_consumer()
+receiver.sweep_retired()  # its consumer stays retiring: device 0's tap is undelivered
+assert receiver.retiring_consumers() == 1
+f1(np.float32(2.0))       # an unordered run on device 1, whose fence is not compiled yet
+released_consumer()
+receiver.sweep_retired()  # reads the started tokens: compiles device 1's fence, which sweeps
+release_tap.set()
+hcb.barrier_wait()
+print("ok", receiver.retiring_consumers())
+"""
+
+
+def test_a_sweep_that_compiles_the_first_fence_of_a_device_does_not_deadlock():
+  # The sweep read the started tokens while holding its lock; the first read on a device
+  # compiles the fence program, and compiling sweeps too, on the same thread: with another
+  # consumer still retiring, that inner sweep waited for the lock forever (the soak test's
+  # rare hang: every thread stuck in sweep_retired).
+  from tests.conftest import run_python
+  proc = run_python(SWEEP_COMPILING_A_FENCE, env={"MINIJAX_NUM_CPU_DEVICES": "2"}, timeout=120)
+  assert proc.returncode == 0 and proc.stdout.split() == ["ok", "0"], proc.stderr[-2000:]

@@ -504,9 +504,12 @@ def sweep_retired() -> None:
   released = registry.take_released()
   if not released and not _retiring:
     return
+  # Read before taking the lock: reading them may dispatch (and the first time compile) a
+  # fence, and compiling sweeps too, on this very thread (a deadlock on the lock, once).
+  tokens = runtime_tokens.started_tokens() if released else None
   with _retire_lock:
     if released:
-      _retiring.append([released, runtime_tokens.started_tokens(), None])
+      _retiring.append([released, tokens, None])
     keep = []
     for item in _retiring:
       consumers, tokens, targets = item
