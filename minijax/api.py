@@ -17,8 +17,9 @@ import numpy as np
 from minijax import lax
 from minijax.tree_util import internal as tree_util
 from minijax.config import FlagContext, flag_context
-from minijax.api_util import (argnums_partial, broadcast_prefix, close_specs, flat_arg_names,
-                              normalize_argnums, open_specs, public_name)
+from minijax.api_util import (DebugInfo, argnums_partial, broadcast_prefix, close_specs,
+                              flat_arg_names, fun_name, normalize_argnums, open_specs,
+                              public_name)
 from minijax.core import dtypes
 from minijax.core.axes import extend_axis_env
 from minijax.core.avals import ShapedArray, get_aval
@@ -51,8 +52,10 @@ def make_jaxpr(fun: Callable, static_argnums=(), axis_env=None, return_shape: bo
       it = iter(d)
       return fun(*[static[i] if i in static else next(it) for i in range(len(args))], **kw)
 
+    names = flat_arg_names(fun, args, kwargs) if not static else None
+    debug = DebugInfo(fun_name(fun), names)
     with extend_axis_env(axis_env):
-      jaxpr, consts, _, out_tree = pe.trace_pytree_fun(dyn_fun, dyn, kwargs)
+      jaxpr, consts, _, out_tree = pe.trace_pytree_fun(dyn_fun, dyn, kwargs, debug)
     closed = ClosedJaxpr(jaxpr, consts)
     if return_shape:
       return closed, out_tree.unflatten([ShapeDtypeStruct(a.shape, a.dtype, a.weak_type)

@@ -133,26 +133,61 @@ def fun_name(fun: Callable) -> str:
 
 
 class DebugInfo:
-  """The name of a traced function and of its flat arguments (None when unknown)."""
-  __slots__ = ("fun_name", "arg_names")
+  """The name of a traced function, of its flat arguments and of its flat results (None
+  when unknown): `x`, `params['w']`, `args[0]`; `result`, `result['a'][1]`.  The result
+  paths are filled in once tracing has seen the output's structure."""
+  __slots__ = ("fun_name", "arg_names", "result_paths")
 
-  def __init__(self, fun_name: str, arg_names: list[str] | None):
+  def __init__(self, fun_name: str, arg_names: list[str] | None, result_paths=None):
     self.fun_name = fun_name
-    self.arg_names = arg_names
+    self.arg_names = None if arg_names is None else tuple(arg_names)
+    self.result_paths = None if result_paths is None else tuple(result_paths)
+
+  @property
+  def func_name(self) -> str:  # JAX's name for it
+    return self.fun_name
+
+  def safe_arg_names(self, expected: int) -> tuple[str, ...]:
+    names = self.arg_names
+    return names if names is not None and len(names) == expected else ("",) * expected
+
+  def safe_result_paths(self, expected: int) -> tuple[str, ...]:
+    paths = self.result_paths
+    return paths if paths is not None and len(paths) == expected else ("",) * expected
+
+  def set_result_paths(self, out_tree) -> None:
+    """Names each leaf of the output structure `out_tree` by its path under `result`."""
+    placeholder = out_tree.unflatten(range(out_tree.num_leaves))
+    self.result_paths = tuple("result" + _path_str(path) for path, _ in
+                              tree_util.tree_flatten_with_path(placeholder)[0])
+
+  def __repr__(self):
+    return (f"DebugInfo(func_name={self.fun_name!r}, arg_names={self.arg_names!r}, "
+            f"result_paths={self.result_paths!r})")
 
 
 def flat_arg_names(fun: Callable, args, kwargs) -> list[str]:
-  """One name per leaf of `(args, kwargs)`: the parameter's name and the leaf's path."""
+  """One name per leaf of `(args, kwargs)`, in the order they flatten (keyword arguments by
+  sorted name): the parameter's name and the leaf's path, `args[i]` for the i-th extra
+  positional argument and `kw['k']` for an extra keyword one (`args` and `kw` being the
+  names of the function's `*args` and `**kw`)."""
   try:
-    names = list(inspect.signature(fun).bind_partial(*args).arguments)
+    parameters = list(inspect.signature(fun).parameters.values())
   except (TypeError, ValueError):
-    names = []
+    parameters = []
+  positional = [p.name for p in parameters if p.kind in _POSITIONAL]
+  var_args = next((p.name for p in parameters if p.kind is inspect.Parameter.VAR_POSITIONAL),
+                  "args")
+  keywords = {p.name for p in parameters if p.kind in _BY_KEYWORD}
+  var_kw = next((p.name for p in parameters if p.kind is inspect.Parameter.VAR_KEYWORD), None)
   out = []
   for i, arg in enumerate(args):
-    base = names[i] if i < len(names) else f"args[{i}]"
+    base = positional[i] if i < len(positional) else f"{var_args}[{i - len(positional)}]"
     out.extend(base + _path_str(path) for path, _ in tree_util.tree_flatten_with_path(arg)[0])
-  for k, v in kwargs.items():
-    out.extend(k + _path_str(path) for path, _ in tree_util.tree_flatten_with_path(v)[0])
+  for k in sorted(kwargs):
+    base = k if k in keywords or var_kw is None else f"{var_kw}[{k!r}]"
+    out.extend(base + _path_str(path) for path, _ in
+               tree_util.tree_flatten_with_path(kwargs[k])[0])
   return out
 
 

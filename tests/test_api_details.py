@@ -298,3 +298,19 @@ def test_fwd_and_bwd_reuse_residuals_and_process_local_data_places_arrays():
   assert placed.sharding == sharding and np.asarray(placed).tolist() == [0, 1, 2, 3]
   with pytest.raises(ValueError, match="global_shape"):
     minijax.make_array_from_process_local_data(sharding, np.arange(4.0), (8,))
+
+
+def test_jaxprs_and_lowerings_carry_jaxs_argument_names_and_result_paths():
+  def f(x, y, *rest, z=3.0, **kw):
+    return {"a": x * y, "b": (x, z)}
+
+  debug = minijax.make_jaxpr(f)(1.0, 2.0, 3.0, z=4.0, w=5.0).jaxpr.debug_info
+  assert debug.func_name == "f"
+  assert debug.arg_names == ("x", "y", "rest[0]", "kw['w']", "z")  # keywords sorted, as flattened
+  assert debug.result_paths == ("result['a']", "result['b'][0]", "result['b'][1]")
+  debug = minijax.make_jaxpr(lambda p: p)({"w": 1.0, "b": [2.0, 3.0]}).jaxpr.debug_info
+  assert debug.arg_names == ("p['b'][0]", "p['b'][1]", "p['w']")
+  text = minijax.jit(f).lower(1.0, 2.0).as_text()
+  assert ('-> (tensor<f32> {jax.result_info = "result[\'a\']"}, tensor<f32> '
+          '{jax.result_info = "result[\'b\'][0]"}') in text
+  assert '{jax.result_info = "result"}' in minijax.jit(lambda x: x * 2).lower(1.0).as_text()

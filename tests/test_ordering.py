@@ -22,10 +22,12 @@ def test_the_stream_lowering_makes_its_tokens_inside_main(effects_ordering):
   f = minijax.jit(lambda x: hcb.id_tap(lambda a, t: None, x * 2.0))
   text = f.lower(np.float32(1.0)).as_text()
   if effects_ordering == "stream":
-    assert "func.func public @main(%arg0: tensor<f32>) -> tensor<f32>" in text
+    assert ('func.func public @main(%arg0: tensor<f32>) -> (tensor<f32> '
+            '{jax.result_info = "result"})') in text
     assert "mhlo.create_token" in text
   else:
-    assert "@main(%arg0: !mhlo.token, %arg1: tensor<f32>) -> (!mhlo.token, tensor<f32>)" in text
+    assert ('@main(%arg0: !mhlo.token, %arg1: tensor<f32>) -> (!mhlo.token, tensor<f32> '
+            '{jax.result_info = "result"})') in text
     assert "mhlo.create_token" not in text
 
 

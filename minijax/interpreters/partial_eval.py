@@ -186,15 +186,20 @@ def trace_to_jaxpr_dynamic(fun: Callable, in_avals: Sequence[Any],
   return jaxpr, consts
 
 
-def trace_pytree_fun(fun: Callable, args: Sequence[Any], kwargs: dict | None = None):
+def trace_pytree_fun(fun: Callable, args: Sequence[Any], kwargs: dict | None = None,
+                     debug_info=None):
   """Stages `fun(*args, **kwargs)`, whose arguments and result are pytrees.  Returns the
-  jaxpr over the flat leaves, its constants, the flat arguments and the output tree."""
+  jaxpr over the flat leaves, its constants, the flat arguments and the output tree; a
+  `debug_info` given gets the result paths."""
   flat, in_tree = tree_util.tree_flatten((tuple(args), kwargs or {}))
   flat_fun, out_tree = tree_util.flatten_fun(fun, in_tree)
   try:
-    jaxpr, consts = trace_to_jaxpr_dynamic(flat_fun, [avals_lib.get_aval(x) for x in flat])
+    jaxpr, consts = trace_to_jaxpr_dynamic(flat_fun, [avals_lib.get_aval(x) for x in flat],
+                                           debug_info)
   except InvalidOutputError as e:
     raise e.named(fun, out_tree()) from None
+  if debug_info is not None:
+    debug_info.set_result_paths(out_tree())
   return jaxpr, consts, flat, out_tree()
 
 

@@ -331,9 +331,13 @@ def lower_jaxpr_to_module(closed_jaxpr: ClosedJaxpr, *, name: str = "main",
     module.operation.attributes["mhlo.num_replicas"] = ir.IntegerAttr.get(i32, 1)
     fn = lower_jaxpr_to_fun(mctx, "main", closed_jaxpr, public=True, donated_args=donated_args,
                             internal_tokens=not runtime_tokens)
+    num_tokens = len(ordered_effects(closed_jaxpr.effects)) if runtime_tokens else 0
     if mctx.positions is not None:
-      _set_sharding_attrs(fn, len(ordered_effects(closed_jaxpr.effects)) if runtime_tokens
-                          else 0, arg_shardings, result_shardings)
+      _set_sharding_attrs(fn, num_tokens, arg_shardings, result_shardings)
+    paths = getattr(closed_jaxpr.jaxpr.debug_info, "result_paths", None)
+    if paths is not None and len(paths) == len(closed_jaxpr.out_avals):
+      _add_attrs(fn, "res", num_tokens,
+                 [{"jax.result_info": ir.StringAttr.get(p)} for p in paths])
   seconds = time.perf_counter() - start
   monitoring.record_event_duration_secs("/jax/core/compile/jaxpr_to_mlir_module_duration",
                                         seconds, fun_name=f"jit({name})")
@@ -382,22 +386,31 @@ def _to_numpy(x):
   return np.asarray(x)
 
 
+def _add_attrs(fn, which: str, offset: int, entries) -> None:
+  """Merges `entries` (a dict of attributes, or None, per value) into the attributes of
+  `fn`'s arguments (`which="arg"`) or results (`"res"`), from position `offset` on (past
+  the tokens)."""
+  count = len(fn.type.inputs if which == "arg" else fn.type.results)
+  current = list(fn.attributes[f"{which}_attrs"]) if f"{which}_attrs" in fn.attributes \
+      else [None] * count
+  merged = [{named.name: named.attr for named in ir.DictAttr(a)} if a is not None else {}
+            for a in current]
+  for i, entry in enumerate(entries):
+    merged[offset + i].update(entry or {})
+  value = ir.ArrayAttr.get([ir.DictAttr.get(d) for d in merged])
+  if which == "arg":
+    fn.arg_attrs = value
+  else:
+    fn.result_attrs = value
+
+
 def _set_sharding_attrs(fn, num_tokens: int, arg_shardings, result_shardings) -> None:
   """Adds `mhlo.sharding` to the array arguments and results of `main` (tokens excluded)."""
-  def merged(attrs, shardings):
-    out = [{named.name: named.attr for named in ir.DictAttr(a)} if a is not None else {}
-           for a in attrs]
-    for i, text in enumerate(shardings or ()):
-      if text is not None:
-        out[num_tokens + i]["mhlo.sharding"] = ir.StringAttr.get(text)
-    return ir.ArrayAttr.get([ir.DictAttr.get(d) for d in out])
-
-  n_in = len(fn.type.inputs)
-  n_out = len(fn.type.results)
-  arg_attrs = list(fn.arg_attrs) if "arg_attrs" in fn.attributes else [None] * n_in
-  fn.arg_attrs = merged(arg_attrs, arg_shardings)
-  res_attrs = list(fn.result_attrs) if "res_attrs" in fn.attributes else [None] * n_out
-  fn.result_attrs = merged(res_attrs, result_shardings)
+  def entries(shardings):
+    return [None if text is None else {"mhlo.sharding": ir.StringAttr.get(text)}
+            for text in shardings or ()]
+  _add_attrs(fn, "arg", num_tokens, entries(arg_shardings))
+  _add_attrs(fn, "res", num_tokens, entries(result_shardings))
 
 
 def _set_aliasing_attrs(fn, jaxpr: Jaxpr, donated_args, num_tokens: int) -> None:

@@ -251,6 +251,7 @@ class JitWrapped:
     except pe.InvalidOutputError as e:
       raise e.named(self._fun, out_tree()) from None
     lax_state.check_no_returned_refs(self._fun, "jit", jaxpr, debug.arg_names)
+    debug.set_result_paths(out_tree())
     seconds = time.perf_counter() - start
     monitoring.record_event_duration_secs("/jax/core/compile/jaxpr_trace_duration", seconds,
                                           fun_name=self._name)
