@@ -165,7 +165,9 @@ def test_shape_dtype_structs_know_rank_size_and_length():
 
 
 def test_utilities_of_the_top_level():
-  assert repr(minijax.typeof(1.0)) == "ShapedArray(f32[], weak_type=True)"
+  assert repr(minijax.typeof(1.0)) == "ShapedArray(float32[], weak_type=True)"
+  assert str(minijax.typeof(1.0)) == "~float32[]"  # as JAX prints them
+  assert str(minijax.typeof(np.ones((2, 3), np.int32))) == "int32[2,3]"
   assert minijax.typeof(np.ones((2, 3), np.int32)).shape == (2, 3)
   assert minijax.device_count() == len(minijax.devices()) == minijax.local_device_count()
   assert minijax.default_backend() == "cpu"

@@ -62,9 +62,15 @@ class ShapedArray(AbstractValue):
   def str_short(self) -> str:
     return f"{dtypes.short_name(self.dtype)}[{','.join(map(str, self.shape))}]"
 
+  def _long(self) -> str:
+    return f"{self.dtype.name}[{','.join(map(str, self.shape))}]"
+
+  def __str__(self):  # as JAX prints `typeof(x)`: `float32[2,3]`, `~float32[]` when weak
+    return ("~" if self.weak_type else "") + self._long()
+
   def __repr__(self):
     weak = ", weak_type=True" if self.weak_type else ""
-    return f"ShapedArray({self.str_short()}{weak})"
+    return f"ShapedArray({self._long()}{weak})"
 
   def tangent_aval(self) -> "ShapedArray":
     return ShapedArray(self.shape, dtypes.tangent_dtype(self.dtype), self.weak_type)
