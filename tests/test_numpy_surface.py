@@ -364,3 +364,18 @@ def test_array_methods_view_compress_contains_and_friends():
   assert a.__array_namespace__() is jnp
   assert np.asarray(a.clone()).tolist() == np.asarray(a).tolist()
   assert a.to_device(minijax.devices()[0]).devices() == {minijax.devices()[0]}
+
+
+def test_index_dtypes_argpartition_order_and_unique_padding_as_jax(x64):
+  # recorded from JAX 0.10.2 with jax_enable_x64
+  a = jnp.array([5.0, 1, 4, 2, 8, 7, 3])
+  assert np.asarray(jnp.argpartition(a, 2)).tolist() == [1, 3, 6, 0, 2, 4, 5]
+  assert np.asarray(jnp.argpartition(a, -2)).tolist() == [1, 3, 6, 2, 0, 5, 4]
+  assert jnp.argpartition(a, 2).dtype == np.int32
+  assert jnp.searchsorted(jnp.arange(5), 2).dtype == np.int32
+  assert jnp.digitize(jnp.arange(3.0), jnp.array([1.0])).dtype == np.int32
+  assert jnp.lexsort((jnp.arange(3),)).dtype == np.int64
+  assert jnp.tri(2).dtype == np.float32 and jnp.tri(2, dtype=int).dtype == np.int64
+  values, index = jnp.unique(jnp.array([3, 1, 3, 2, 1, 0]), size=6, fill_value=-1, return_index=True)
+  assert np.asarray(values).tolist() == [0, 1, 2, 3, -1, -1]
+  assert np.asarray(index).tolist() == [5, 1, 3, 0, 5, 5]  # padding: the first unique's index

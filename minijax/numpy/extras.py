@@ -245,7 +245,9 @@ def searchsorted(a, v, side="left", sorter=None, *, method="scan"):
     x = jnp.take(x, _util.asarray(sorter))
   cmp = jnp.less if side == "left" else jnp.less_equal
   yy = jnp.expand_dims(y, -1)
-  return jnp.sum(cmp(x, yy), axis=-1).astype(dtypes.default_int_dtype())
+  # int32 while the positions fit in it, as JAX gives them (under x64 too)
+  index_dtype = dtypes.int32 if _util.shape(x)[0] < 2 ** 31 - 1 else dtypes.default_int_dtype()
+  return jnp.sum(cmp(x, yy), axis=-1).astype(index_dtype)
 
 
 def cross(a, b, axisa=-1, axisb=-1, axisc=-1, axis=None):

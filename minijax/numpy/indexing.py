@@ -499,7 +499,9 @@ def unique(ar, return_index=False, return_inverse=False, return_counts=False, ax
     padded = np.concatenate([uniques[:size], *[fill] * max(size - n, 0)])
     outs[0] = np.moveaxis(padded, 0, 0 if axis is None else axis)
     k = 1
-    for flag, pad in [(return_index, 0), (return_inverse, None), (return_counts, 0)]:
+    # padded entries: the first unique's index (as JAX pads them), a count of 0
+    first_index = outs[1][0] if return_index and n else 0
+    for flag, pad in [(return_index, first_index), (return_inverse, None), (return_counts, 0)]:
       if flag:
         if pad is not None:
           outs[k] = np.concatenate([outs[k][:size], np.full(max(size - n, 0), pad)])

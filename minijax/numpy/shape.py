@@ -673,7 +673,7 @@ def lexsort(keys, axis=-1):
   if len(shape) == 0:
     return lax.convert_to_array(np.int32(0))
   (axis,) = _util.canonicalize_axes(axis, len(shape))
-  order = lax.broadcasted_iota(np.int32, shape, axis)
+  order = lax.broadcasted_iota(dtypes.default_int_dtype(), shape, axis)
   for k in keys:  # the first key least significant: a stable sort per key
     order = take_along_axis(order, argsort(take_along_axis(k, order, axis), axis=axis,
                                            stable=True), axis)
@@ -694,12 +694,15 @@ def partition(a, kth, axis=-1):
 
 
 def argpartition(a, kth, axis=-1):
-  """The indices that `partition` would use."""
+  """Indices that partition `a` around its kth smallest (int32, as JAX): those of the
+  kth + 1 smallest by increasing value, then the others in their original order."""
   x = _arr("argpartition", a)
   (axis,) = _util.canonicalize_axes(axis, _util.ndim(x))
   moved = moveaxis(x, axis, -1)
   n = _util.shape(moved)[-1]
   kth = kth + n if kth < 0 else kth
-  order = argsort(moved, axis=-1, stable=True)
-  low, high = order[..., :kth + 1], flip(order[..., kth + 1:], axis=-1)
-  return moveaxis(concatenate([low, high], axis=-1), -1, axis)
+  order = argsort(moved, axis=-1, stable=True, dtype=np.int32)
+  low = order[..., :kth + 1]
+  rank = argsort(order, axis=-1, stable=True, dtype=np.int32)  # each index's place in order
+  rest = argsort((rank <= kth).astype(np.int32), axis=-1, stable=True, dtype=np.int32)
+  return moveaxis(concatenate([low, rest[..., :n - kth - 1]], axis=-1), -1, axis)
