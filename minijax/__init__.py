@@ -49,6 +49,7 @@ from minijax import random  # noqa: E402
 from minijax import scipy  # noqa: E402
 from minijax import nn  # noqa: E402
 from minijax import image  # noqa: E402
+from minijax import profiler  # noqa: E402  (after the client's module: jaxlib's profiler then logs quietly)
 from minijax.config import flag_context as _flag_context  # noqa: E402
 default_prng_impl = _flag_context("jax_default_prng_impl")
 legacy_prng_key = _flag_context("jax_legacy_prng_key")
