@@ -665,3 +665,17 @@ def test_init_error_eval_context_and_dims():
 
   minijax.jit(f)(1.0)
   assert seen == [True]
+
+
+def test_the_mlir_extension_api_builds_attributes_and_threads_tokens():
+  from jaxlib.mlir import ir
+  with ext_mlir.make_ir_context(), ir.Location.unknown():
+    assert str(ext_mlir.i32_attr(3)) == "3 : i32"
+    assert str(ext_mlir.dense_int_array([1, 2])) == "array<i64: 1, 2>"
+    assert str(ext_mlir.ir_attribute([True, 1, "a"])) == '[true, 1, "a"]'
+    module = ir.Module.parse("func.func @f() { return }")
+    assert "func.func @f" in ext_mlir.module_to_string(module)
+    assert ext_mlir.module_to_bytecode(module).startswith(b"ML\xefR")
+  assert ext_mlir.unflatten_ir_values_like_types([1, 2, 3], [0, [0, 0]]) == [1, [2, 3]]
+  assert ext_mlir.flatten_ir_values([1, [2, 3]]) == [1, 2, 3]
+  assert ext_mlir.TokenSet is not None and ext_mlir.Token is ir.Value

@@ -8,14 +8,21 @@ Rules for platforms other than the CPU minijax runs on are accepted and unused.
 operands' avals and its jaxpr emitted inline."""
 from __future__ import annotations
 
-from typing import Callable, Sequence
+import io
+from typing import Any, Callable, Sequence
 
+import numpy as np
 from jaxlib.mlir import ir
 
 from minijax.interpreters import partial_eval as pe
 from minijax.lowering import mlir as _mlir
+from minijax.lowering.context import make_ir_context
 from minijax.lowering.mlir import (LoweringRuleContext, ModuleContext, aval_to_ir_type,
                                    dtype_to_ir_type, ir_constant, jaxpr_subcomp, token_type)
+from minijax.lowering.tokens import TokenSet
+
+Value = ir.Value
+Token = ir.Value  # a value of `token_type()`
 
 LoweringRule = Callable[..., Sequence[ir.Value]]
 
@@ -57,12 +64,86 @@ def ir_constants(value) -> tuple[ir.Value, ...]:
   return (ir_constant(value),)
 
 
+def i32_attr(i: int) -> ir.IntegerAttr:
+  return ir.IntegerAttr.get(ir.IntegerType.get_signless(32), int(i))
+
+
+def i64_attr(i: int) -> ir.IntegerAttr:
+  return ir.IntegerAttr.get(ir.IntegerType.get_signless(64), int(i))
+
+
+def dense_int_array(xs) -> ir.DenseI64ArrayAttr:
+  return ir.DenseI64ArrayAttr.get([int(x) for x in xs])
+
+
+def dense_int_elements(xs) -> ir.DenseIntElementsAttr:
+  values = np.asarray(xs, np.int64)
+  return ir.DenseIntElementsAttr.get(
+      values, type=ir.RankedTensorType.get(values.shape, ir.IntegerType.get_signless(64)))
+
+
+def ir_attribute(value: Any) -> ir.Attribute:
+  """An MLIR attribute of a Python value: bool, int (i64), float (f64), str, numpy array,
+  or a list/tuple of those (an array attribute)."""
+  if isinstance(value, ir.Attribute):
+    return value
+  if isinstance(value, (bool, np.bool_)):
+    return ir.BoolAttr.get(bool(value))
+  if isinstance(value, (int, np.integer)):
+    return i64_attr(value)
+  if isinstance(value, (float, np.floating)):
+    return ir.FloatAttr.get(ir.F64Type.get(), float(value))
+  if isinstance(value, str):
+    return ir.StringAttr.get(value)
+  if isinstance(value, np.ndarray):
+    return ir.DenseElementsAttr.get(value)
+  if isinstance(value, (list, tuple)):
+    return ir.ArrayAttr.get([ir_attribute(v) for v in value])
+  raise TypeError(f"ir_attribute: no MLIR attribute for a value of type {type(value).__name__}")
+
+
+def flatten_ir_values(xs) -> list:
+  """The values of `xs`, each a value or a sequence of them, in one list."""
+  out = []
+  for x in xs:
+    out.extend(x if isinstance(x, (list, tuple)) else [x])
+  return out
+
+
+flatten_ir_types = flatten_ir_values
+
+
+def unflatten_ir_values_like_types(xs, types) -> list:
+  """`xs` (flat) grouped as `types` is: one value per type, a list per sequence of types."""
+  xs = iter(xs)
+  return [[next(xs) for _ in t] if isinstance(t, (list, tuple)) else next(xs) for t in types]
+
+
+def shape_tensor(sizes) -> ir.Value:
+  """A 1-d int32 tensor of the (static) dimension sizes."""
+  return ir_constant(np.array([int(d) for d in sizes], np.int32))
+
+
+def module_to_string(module: ir.Module, enable_debug_info: bool | None = None) -> str:
+  return module.operation.get_asm(enable_debug_info=bool(enable_debug_info))
+
+
+def module_to_bytecode(module: ir.Module) -> bytes:
+  out = io.BytesIO()
+  module.operation.write_bytecode(file=out)
+  return out.getvalue()
+
+
 def emit_python_callback(*args, **kwargs):
   raise NotImplementedError("mlir.emit_python_callback: minijax has no such lowering "
                             "helper; use minijax.pure_callback or io_callback in the function "
                             "instead")
 
 
-__all__ = ["LoweringRuleContext", "ModuleContext", "aval_to_ir_type", "aval_to_ir_types",
-           "dtype_to_ir_type", "emit_python_callback", "ir", "ir_constant", "ir_constants",
-           "jaxpr_subcomp", "lower_fun", "register_lowering", "token_type"]
+__all__ = ["LoweringRuleContext", "ModuleContext", "Token", "TokenSet", "Value",
+           "aval_to_ir_type", "aval_to_ir_types", "dense_int_array", "dense_int_elements",
+           "dtype_to_ir_type", "emit_python_callback", "flatten_ir_types", "flatten_ir_values",
+           "i32_attr", "i64_attr", "ir", "ir_attribute", "ir_constant", "ir_constants",
+           "jaxpr_subcomp", "lower_fun", "make_ir_context", "module_to_bytecode",
+           "module_to_string", "register_lowering", "shape_tensor", "token_type",
+           "unflatten_ir_values_like_types"]
