@@ -42,14 +42,14 @@ from minijax.numpy.shape import (  # noqa: F401
     block, trim_zeros, sort_complex, lexsort, partition, argpartition)
 from minijax.numpy.indexing import nonzero, flatnonzero, argwhere, unique  # noqa: F401
 from minijax.numpy.extras import (  # noqa: F401
-    diff, nan_to_num, nansum, nanmax, nanmin, nanmean, median, quantile, percentile, append,
-    nanmedian, nanquantile, nanpercentile, apply_over_axes,
-    searchsorted, cross, kron, astype, isin, indices, triu_indices, tril_indices, logspace,
-    unravel_index, select, piecewise, heaviside, float_power, sinc, interp, digitize,
-    bincount, cov, corrcoef, nanargmax, nanargmin, nancumsum, nancumprod, nanvar, nanstd, ldexp, frexp, delete,
-    insert,
-    choose, nanprod, diag_indices, ediff1d, convolve, correlate,
-    apply_along_axis)
+    diff, append, apply_over_axes, searchsorted, cross, kron, astype, isin, indices,
+    triu_indices, tril_indices, logspace, unravel_index, select, piecewise, heaviside,
+    float_power, sinc, interp, digitize, bincount, cov, corrcoef, ldexp, frexp, delete,
+    insert, choose, diag_indices, ediff1d, convolve, correlate, apply_along_axis)
+from minijax.numpy.statistics import (  # noqa: F401
+    nan_to_num, nansum, nanprod, nanmax, nanmin, nanmean, nanvar, nanstd, nanargmax,
+    nanargmin, nancumsum, nancumprod, median, quantile, percentile, nanmedian, nanquantile,
+    nanpercentile)
 from minijax.numpy.products import (  # noqa: F401
     dot, matmul, vdot, inner, outer, tensordot, einsum, vecmat, matvec)
 from minijax.numpy.polynomial import (  # noqa: F401

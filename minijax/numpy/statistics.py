@@ -1,0 +1,247 @@
+"""NaN-aware reductions and order statistics: `nan_to_num`, `nansum`, `nanprod`,
+`nanmax`, `nanmin`, `nanmean`, `nanvar`, `nanstd`, `nanargmax`, `nanargmin`,
+`nancumsum`, `nancumprod`, and `quantile`/`percentile`/`median` with their NaN-ignoring
+forms (by sorting).  A NaN-aware reduction is the plain one over the values with NaNs
+replaced by the reduction's identity (or masked out of counts and means)."""
+from __future__ import annotations
+
+import numpy as np
+
+from minijax import lax
+from minijax.core import dtypes
+from minijax.numpy import _util
+
+
+def _jnp():
+  import minijax.numpy as jnp
+  return jnp
+
+
+def nan_to_num(x, copy=True, nan=0.0, posinf=None, neginf=None):
+  jnp = _jnp()
+  (a,) = _util.promote("nan_to_num", x)
+  dt = _util.dtype(a)
+  if not dtypes.is_inexact(dt):
+    return a
+  if np.issubdtype(dt, np.complexfloating):  # each part on its own, as numpy
+    return lax.complex(*(nan_to_num(part, copy, nan, posinf, neginf)
+                         for part in (lax.real(a), lax.imag(a))))
+  big = float(np.finfo(dt).max) if dt != dtypes.bfloat16 else float(
+      np.finfo(dtypes.bfloat16).max)
+  out = jnp.where(jnp.isnan(a), nan, a)
+  out = jnp.where(out == np.inf, big if posinf is None else posinf, out)
+  out = jnp.where(out == -np.inf, -big if neginf is None else neginf, out)
+  return out.astype(dt)
+
+
+def _nan_fill(name, a, fill):
+  jnp = _jnp()
+  (x,) = _util.promote(name, a)
+  if not dtypes.is_inexact(_util.dtype(x)):
+    return x
+  return jnp.where(jnp.isnan(x), fill, x)
+
+
+def nansum(a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where=None):
+  """sum, NaNs counted as zeros."""
+  return _jnp().sum(_nan_fill("nansum", a, 0), axis=axis, dtype=dtype, out=out,
+                    keepdims=keepdims, initial=initial, where=where)
+
+
+def nanprod(a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where=None):
+  """prod, NaNs counted as ones."""
+  return _jnp().prod(_nan_fill("nanprod", a, 1), axis=axis, dtype=dtype, out=out,
+                     keepdims=keepdims, initial=initial, where=where)
+
+
+def _nan_extremum(name, reduce, fill, a, axis, out, keepdims, initial, where):
+  """max or min ignoring NaNs; NaN where a slice held nothing but NaNs (and no
+  `initial`), as in JAX."""
+  jnp = _jnp()
+  (x,) = _util.promote(name, a)
+  if not dtypes.is_inexact(_util.dtype(x)):
+    return reduce(x, axis=axis, out=out, keepdims=keepdims, initial=initial, where=where)
+  nan = jnp.isnan(x)
+  result = reduce(jnp.where(nan, fill, x), axis=axis, out=out, keepdims=keepdims,
+                  initial=initial, where=where)
+  if initial is not None:
+    return result
+  valid = jnp.logical_not(nan) if where is None else jnp.logical_and(jnp.logical_not(nan), where)
+  return jnp.where(jnp.any(valid, axis=axis, keepdims=keepdims), result, np.nan)
+
+
+def nanmax(a, axis=None, out=None, keepdims=False, initial=None, where=None):
+  return _nan_extremum("nanmax", _jnp().max, -np.inf, a, axis, out, keepdims, initial, where)
+
+
+def nanmin(a, axis=None, out=None, keepdims=False, initial=None, where=None):
+  return _nan_extremum("nanmin", _jnp().min, np.inf, a, axis, out, keepdims, initial, where)
+
+
+def _nan_valid(name, a, where):
+  """The operand (inexact) and where it counts: not NaN, and `where`."""
+  jnp = _jnp()
+  (x,) = _util.promote_inexact(name, a)
+  valid = jnp.logical_not(jnp.isnan(x))
+  if where is not None:
+    valid = jnp.logical_and(valid, where)
+  return x, valid
+
+
+def nanmean(a, axis=None, dtype=None, out=None, keepdims=False, where=None):
+  jnp = _jnp()
+  _no_out("nanmean", out)
+  x, valid = _nan_valid("nanmean", a, where)
+  if dtype is not None:
+    x = x.astype(dtype)
+  total = jnp.sum(jnp.where(valid, x, 0), axis=axis, keepdims=keepdims)
+  out = total / jnp.sum(valid, axis=axis, keepdims=keepdims).astype(_util.dtype(x))
+  return out if dtype is None else out.astype(dtype)  # (JAX's: in the dtype asked for)
+
+
+_QUANTILE_METHODS = ("linear", "lower", "higher", "midpoint", "nearest")
+
+
+def _quantile(name, a, q, axis, out, overwrite_input, method, keepdims, weights,
+              ignore_nan):
+  """Quantiles by sorting, numpy's methods; with `ignore_nan`, of each slice's non-NaN
+  values (NaN for a slice of NaNs only)."""
+  jnp = _jnp()
+  _no_out(name, out)
+  if weights is not None:
+    raise NotImplementedError(f"jnp.{name}: weights are not supported")
+  if method not in _QUANTILE_METHODS:
+    raise ValueError(f"{name}: method must be one of {_QUANTILE_METHODS}, got {method!r}")
+  (x,) = _util.promote_inexact(name, a)
+  if np.issubdtype(_util.dtype(x), np.complexfloating):
+    raise ValueError(f"{name} does not support complex input, as the operation is poorly "
+                     "defined (complex values have no order)")
+  if _util.ndim(q) > 1:
+    raise ValueError(f"q must be have rank <= 1, got shape {_util.shape(q)}")
+  shape, nd = _util.shape(x), _util.ndim(x)
+  axes = tuple(range(nd)) if axis is None else _util.canonicalize_axes(axis, nd)
+  rest = [d for d in range(nd) if d not in axes]
+  n = int(np.prod([shape[d] for d in axes]))
+  x = jnp.reshape(jnp.transpose(x, (*rest, *axes)), (*(shape[d] for d in rest), n))
+  s = jnp.sort(x, axis=-1)  # the reduced axes, merged into the last; NaNs last
+  q = lax.convert_element_type(_util.asarray(q), _util.dtype(x))
+  q_shape = _util.shape(q)
+  qs = jnp.reshape(q, (-1,) + (1,) * (len(rest) + 1))
+  if ignore_nan:
+    count = jnp.sum(jnp.logical_not(jnp.isnan(s)), axis=-1, keepdims=True)
+  else:
+    count = jnp.full((1,) * (len(rest) + 1), n)
+  pos = qs * (count - 1).astype(_util.dtype(x))
+  lo = lax.floor(pos)
+  frac = pos - lo
+  lo_i = jnp.clip(lo.astype(jnp.int32), 0, n - 1)
+  hi_i = jnp.clip(jnp.minimum(lo_i + 1, count - 1), 0, n - 1)
+  sb = jnp.broadcast_to(s, _util.shape(lo_i)[:1] + _util.shape(s))
+  lo_v = jnp.take_along_axis(sb, lo_i, axis=-1)
+  hi_v = jnp.take_along_axis(sb, hi_i, axis=-1)
+  if method == "linear":
+    result = lo_v + (hi_v - lo_v) * frac
+  elif method == "lower":
+    result = lo_v
+  elif method == "higher":
+    result = jnp.where(frac > 0, hi_v, lo_v)
+  elif method == "midpoint":
+    result = jnp.where(frac > 0, (lo_v + hi_v) / 2, lo_v)
+  else:  # nearest: ties to the even index, as numpy
+    round_up = (frac > 0.5) | ((frac == 0.5) & (lo_i % 2 == 1))
+    result = jnp.where(round_up, hi_v, lo_v)
+  if ignore_nan:
+    result = jnp.where(count == 0, np.nan, result)
+  result = jnp.reshape(result, q_shape + tuple(shape[d] for d in rest))
+  if keepdims:
+    kept = tuple(1 if d in axes else shape[d] for d in range(nd))
+    result = jnp.reshape(result, q_shape + kept)
+  return result
+
+
+def quantile(a, q, axis=None, out=None, overwrite_input=False, method="linear",
+             keepdims=False, *, weights=None):
+  return _quantile("quantile", a, q, axis, out, overwrite_input, method, keepdims, weights,
+                   False)
+
+
+def nanquantile(a, q, axis=None, out=None, overwrite_input=False, method="linear",
+                keepdims=False, *, weights=None):
+  return _quantile("nanquantile", a, q, axis, out, overwrite_input, method, keepdims,
+                   weights, True)
+
+
+def percentile(a, q, axis=None, out=None, overwrite_input=False, method="linear",
+               keepdims=False, *, weights=None):
+  return quantile(a, _jnp().true_divide(q, 100), axis, out, overwrite_input, method,
+                  keepdims, weights=weights)
+
+
+def nanpercentile(a, q, axis=None, out=None, overwrite_input=False, method="linear",
+                  keepdims=False, *, weights=None):
+  return nanquantile(a, _jnp().true_divide(q, 100), axis, out, overwrite_input, method,
+                     keepdims, weights=weights)
+
+
+def median(a, axis=None, out=None, overwrite_input=False, keepdims=False):
+  return quantile(a, 0.5, axis, out, overwrite_input, keepdims=keepdims)
+
+
+def nanmedian(a, axis=None, out=None, overwrite_input=False, keepdims=False):
+  return nanquantile(a, 0.5, axis, out, overwrite_input, keepdims=keepdims)
+
+
+def _nan_arg(name, fn, a, axis, fill, out, keepdims):
+  """argmax or argmin ignoring NaNs; -1 for a slice of nothing but NaNs, as in JAX."""
+  jnp = _jnp()
+  _no_out(name, out)
+  (x,) = _util.promote(name, a)
+  if not dtypes.is_inexact(_util.dtype(x)):
+    return fn(x, axis=axis, keepdims=keepdims)
+  nan = jnp.isnan(x)
+  result = fn(jnp.where(nan, fill, x), axis=axis, keepdims=keepdims)
+  return jnp.where(jnp.all(nan, axis=axis, keepdims=bool(keepdims)), -1, result)
+
+
+def nanargmax(a, axis=None, out=None, keepdims=None):
+  return _nan_arg("nanargmax", _jnp().argmax, a, axis, -np.inf, out, keepdims)
+
+
+def nanargmin(a, axis=None, out=None, keepdims=None):
+  return _nan_arg("nanargmin", _jnp().argmin, a, axis, np.inf, out, keepdims)
+
+
+def nancumsum(a, axis=None, dtype=None, out=None):
+  return _jnp().cumsum(_nan_fill("nancumsum", a, 0), axis=axis, dtype=dtype, out=out)
+
+
+def nancumprod(a, axis=None, dtype=None, out=None):
+  return _jnp().cumprod(_nan_fill("nancumprod", a, 1), axis=axis, dtype=dtype, out=out)
+
+
+def nanvar(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, where=None, mean=None):
+  """The variance ignoring NaNs; `mean`, when given, is used instead of the NaN-ignoring
+  mean (with the reduced axes kept, as `nanmean(..., keepdims=True)` gives it)."""
+  jnp = _jnp()
+  _no_out("nanvar", out)
+  x, valid = _nan_valid("nanvar", a, where)
+  if dtype is not None:
+    x = x.astype(dtype)
+  count = jnp.sum(valid, axis=axis, keepdims=True).astype(_util.dtype(x))
+  mean_ = (jnp.sum(jnp.where(valid, x, 0), axis=axis, keepdims=True) / count if mean is None
+           else jnp.asarray(mean))
+  sq = jnp.where(valid, jnp.abs(x - mean_) ** 2, 0)  # (real, for complex x too)
+  out = jnp.sum(sq, axis=axis, keepdims=True) / (count - ddof).real
+  out = out if keepdims else jnp.squeeze(out, axis=axis)
+  return out if dtype is None else out.astype(dtype)  # (JAX's: in the dtype asked for)
+
+
+def nanstd(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, where=None, mean=None):
+  if dtype is not None and not dtypes.is_inexact(np.dtype(dtype)):
+    raise ValueError(f"dtype argument to jnp.nanstd must be inexact; got {np.dtype(dtype)}")
+  return _jnp().sqrt(nanvar(a, axis, dtype, out, ddof, keepdims, where, mean))
+
+
+def _no_out(name, out) -> None:
+  if out is not None:
+    raise NotImplementedError(f"The 'out' argument to jnp.{name} is not supported.")
