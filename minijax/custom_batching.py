@@ -21,35 +21,18 @@ import functools
 from typing import Callable
 
 from minijax import lax
-from minijax.core import pretty
-from minijax.core.effects import check_allowed
-from minijax.core.jaxpr import ClosedJaxpr, eval_jaxpr, hoist_consts
+from minijax.core.jaxpr import ClosedJaxpr, hoist_consts
 from minijax.core.primitive import Primitive
-from minijax.core.trace import EvalTrace, current_trace, set_current_trace
+from minijax.core.trace import EvalTrace, current_trace
+from minijax.custom_derivatives import define_call_rules, inline_partial_eval, transpose_call
 from minijax.interpreters import ad, batching
 from minijax.interpreters import partial_eval as pe
-from minijax.interpreters.transpose import backward_pass
-from minijax.lowering import mlir
 from minijax.tree_util import internal as tree_util
 
 __all__ = ["custom_vmap", "sequential_vmap"]
 
 custom_vmap_call_p = Primitive("custom_vmap_call")
-custom_vmap_call_p.multiple_results = True
-
-
-def _abstract_eval(*avals, call_jaxpr, rule, num_consts, name):
-  if call_jaxpr.effects:
-    check_allowed(call_jaxpr.effects, "custom_vmap", name)
-  return call_jaxpr.out_avals, call_jaxpr.effects
-
-
-def _impl(*args, call_jaxpr, **params):
-  return eval_jaxpr(call_jaxpr.jaxpr, call_jaxpr.consts, *args)
-
-
-def _lowering(ctx, *args, call_jaxpr, **params):
-  return mlir.lower_call_inline(ctx, call_jaxpr, *args)
+define_call_rules(custom_vmap_call_p)
 
 
 def _batch(args, dims, *, call_jaxpr, rule, num_consts, name):
@@ -93,29 +76,10 @@ def _jvp(primals, tangents, *, call_jaxpr, rule, num_consts, name):
   return outs[:half], outs[half:]
 
 
-def _partial_eval(trace, args, *, call_jaxpr, **params):
-  """With an unknown input the function is inlined: its linear part needs no rule."""
-  with set_current_trace(trace):
-    return eval_jaxpr(call_jaxpr.jaxpr, call_jaxpr.consts, *args)
-
-
-def _transpose(cts, *args, call_jaxpr, **params):
-  return backward_pass(call_jaxpr.jaxpr, call_jaxpr.consts, list(args), list(cts))
-
-
-def _pp(params, names, indent):
-  return [f"name={params['name']}",
-          "call=" + pretty._pp_jaxpr_lines(params["call_jaxpr"], names, indent)]
-
-
-custom_vmap_call_p.def_effectful_abstract_eval(_abstract_eval)
-custom_vmap_call_p.def_impl(_impl)
-mlir.register_lowering(custom_vmap_call_p, _lowering)
 batching.primitive_batchers[custom_vmap_call_p] = _batch
 ad.primitive_jvps[custom_vmap_call_p] = _jvp
-ad.primitive_transposes[custom_vmap_call_p] = _transpose
-pe.partial_eval_rules[custom_vmap_call_p] = _partial_eval
-pretty.pp_rules[custom_vmap_call_p] = _pp
+ad.primitive_transposes[custom_vmap_call_p] = transpose_call
+pe.partial_eval_rules[custom_vmap_call_p] = inline_partial_eval
 
 
 class custom_vmap:

@@ -129,23 +129,40 @@ def _check_outs(what, outs, avals):
                     f"{[g.str_short() for g in got]}")
 
 
-def _call_abstract_eval(*avals, call_jaxpr, name, **params):
-  if call_jaxpr.effects:
-    check_allowed(call_jaxpr.effects, "custom_derivatives", name)
-  return call_jaxpr.out_avals, call_jaxpr.effects
+def define_call_rules(primitive: Primitive) -> None:
+  """The rules every call of a user's traced function with rules of its own shares
+  (custom_jvp, custom_vjp, linear_call, custom_vmap): its jaxpr, the `call_jaxpr` param,
+  gives the outputs and effects (those custom derivatives allow), runs in evaluation and
+  is lowered inline."""
+  def abstract_eval(*avals, call_jaxpr, **params):
+    if call_jaxpr.effects:
+      check_allowed(call_jaxpr.effects, "custom_derivatives", params.get("name", primitive.name))
+    return call_jaxpr.out_avals, call_jaxpr.effects
+
+  def pp(params, names, indent):
+    named = [f"name={params['name']}"] if "name" in params else []
+    return named + ["call_jaxpr=" + pretty._pp_jaxpr_lines(params["call_jaxpr"], names, indent)]
+
+  primitive.multiple_results = True
+  primitive.def_effectful_abstract_eval(abstract_eval)
+  primitive.def_impl(lambda *args, call_jaxpr, **params:
+                     eval_jaxpr(call_jaxpr.jaxpr, call_jaxpr.consts, *args))
+  mlir.register_lowering(primitive, lambda ctx, *args, call_jaxpr, **params:
+                         mlir.lower_call_inline(ctx, call_jaxpr, *args))
+  pretty.pp_rules[primitive] = pp
 
 
-def _call_impl(*args, call_jaxpr, **params):
-  return eval_jaxpr(call_jaxpr.jaxpr, call_jaxpr.consts, *args)
+def inline_partial_eval(trace, args, *, call_jaxpr, **params):
+  """With an unknown input, a call is inlined: partial evaluation builds linear functions,
+  which need no user rule, as in JAX (staging the call whole would leave it to transpose)."""
+  with set_current_trace(trace):
+    return eval_jaxpr(call_jaxpr.jaxpr, call_jaxpr.consts, *args)
 
 
-def _call_lowering(ctx, *args, call_jaxpr, **params):
-  return mlir.lower_call_inline(ctx, call_jaxpr, *args)
-
-
-def _pp(params, names, indent):
-  return [f"name={params['name']}",
-          "call_jaxpr=" + pretty._pp_jaxpr_lines(params["call_jaxpr"], names, indent)]
+def transpose_call(cts, *args, call_jaxpr, **params):
+  """A call that is linear in some inputs (one staged whole, as `linear_transpose` stages
+  it) transposes as its function does, as in JAX."""
+  return backward_pass(call_jaxpr.jaxpr, call_jaxpr.consts, list(args), list(cts))
 
 
 def _broadcast_all(args, dims, size):
@@ -155,11 +172,7 @@ def _broadcast_all(args, dims, size):
 # ----------------------------------------------------------------------------- custom_jvp
 
 custom_jvp_call_p = Primitive("custom_jvp_call")
-custom_jvp_call_p.multiple_results = True
-custom_jvp_call_p.def_effectful_abstract_eval(_call_abstract_eval)
-custom_jvp_call_p.def_impl(_call_impl)
-mlir.register_lowering(custom_jvp_call_p, _call_lowering)
-pretty.pp_rules[custom_jvp_call_p] = _pp
+define_call_rules(custom_jvp_call_p)
 
 
 class SymbolicZero:
@@ -256,24 +269,9 @@ def _custom_jvp_call_batch(args, dims, *, call_jaxpr, jvp, num_consts, name):
   return outs, [0] * len(outs)
 
 
-def _custom_jvp_call_partial_eval(trace, args, *, call_jaxpr, jvp, num_consts, name):
-  """With an unknown input, the call is inlined: partial evaluation builds linear
-  functions, which need no jvp rule, as in JAX (and staging it whole would leave it to
-  transpose)."""
-  with set_current_trace(trace):
-    return eval_jaxpr(call_jaxpr.jaxpr, call_jaxpr.consts, *args)
-
-
-def _custom_jvp_call_transpose(cts, *args, call_jaxpr, jvp, num_consts, name):
-  """A call that is linear in some inputs (one staged whole, as `linear_transpose` stages
-  it) transposes as its function does, as in JAX."""
-  from minijax.interpreters.transpose import backward_pass
-  return backward_pass(call_jaxpr.jaxpr, call_jaxpr.consts, list(args), list(cts))
-
-
 ad.primitive_jvps[custom_jvp_call_p] = _custom_jvp_call_jvp
-ad.primitive_transposes[custom_jvp_call_p] = _custom_jvp_call_transpose
-pe.partial_eval_rules[custom_jvp_call_p] = _custom_jvp_call_partial_eval
+ad.primitive_transposes[custom_jvp_call_p] = transpose_call
+pe.partial_eval_rules[custom_jvp_call_p] = inline_partial_eval
 batching.primitive_batchers[custom_jvp_call_p] = _custom_jvp_call_batch
 
 
@@ -376,11 +374,7 @@ class custom_jvp:
 # ----------------------------------------------------------------------------- custom_vjp
 
 custom_vjp_call_p = Primitive("custom_vjp_call")
-custom_vjp_call_p.multiple_results = True
-custom_vjp_call_p.def_effectful_abstract_eval(_call_abstract_eval)
-custom_vjp_call_p.def_impl(_call_impl)
-mlir.register_lowering(custom_vjp_call_p, _call_lowering)
-pretty.pp_rules[custom_vjp_call_p] = _pp
+define_call_rules(custom_vjp_call_p)
 
 custom_lin_p = Primitive("custom_lin")
 custom_lin_p.multiple_results = True
@@ -620,28 +614,17 @@ def custom_gradient(fun: Callable) -> Callable:
 # ----------------------------------------------------------------------------- linear_call
 
 linear_call_p = Primitive("linear_call")
-linear_call_p.multiple_results = True
+define_call_rules(linear_call_p)
 
 
-def _linear_call_abstract_eval(*avals, callee, transpose, num_consts, num_res):
-  return callee.out_avals, callee.effects
-
-
-def _linear_call_impl(*args, callee, **params):
-  return eval_jaxpr(callee.jaxpr, callee.consts, *args)
-
-
-def _linear_call_lowering(ctx, *args, callee, **params):
-  return mlir.lower_call_inline(ctx, callee, *args)
-
-
-def _linear_call_jvp(primals, tangents, *, callee, transpose, num_consts, num_res):
+def _linear_call_jvp(primals, tangents, *, call_jaxpr, transpose, num_consts, num_res):
   fixed = num_consts + num_res
   if any(type(t) is not ad.Zero for t in tangents[:fixed]):
     raise NotImplementedError("linear_call: derivatives with respect to residual_args (or "
                               "values the function closes over) are not supported; the "
                               "function is linear in linear_args only")
-  params = dict(callee=callee, transpose=transpose, num_consts=num_consts, num_res=num_res)
+  params = dict(call_jaxpr=call_jaxpr, transpose=transpose, num_consts=num_consts,
+                num_res=num_res)
   outs = linear_call_p.bind(*primals, **params)
   if all(type(t) is ad.Zero for t in tangents[fixed:]):
     return outs, [ad.Zero.from_primal_value(o) for o in outs]
@@ -649,7 +632,7 @@ def _linear_call_jvp(primals, tangents, *, callee, transpose, num_consts, num_re
   return outs, linear_call_p.bind(*primals[:fixed], *lin, **params)
 
 
-def _linear_call_transpose(cts, *args, callee, transpose, num_consts, num_res):
+def _linear_call_transpose(cts, *args, call_jaxpr, transpose, num_consts, num_res):
   fixed = num_consts + num_res
   if any(ad.is_undefined_primal(x) for x in args[:fixed]):
     raise NotImplementedError("linear_call: transposing with respect to residual_args is "
@@ -658,9 +641,6 @@ def _linear_call_transpose(cts, *args, callee, transpose, num_consts, num_res):
   return [None] * fixed + list(lin_cts)
 
 
-linear_call_p.def_effectful_abstract_eval(_linear_call_abstract_eval)
-linear_call_p.def_impl(_linear_call_impl)
-mlir.register_lowering(linear_call_p, _linear_call_lowering)
 ad.primitive_jvps[linear_call_p] = _linear_call_jvp
 ad.primitive_transposes[linear_call_p] = _linear_call_transpose
 
@@ -688,7 +668,7 @@ def linear_call(fun: Callable, fun_transpose: Callable, residual_args, linear_ar
     _check_outs("linear_call's fun_transpose", leaves, lin_avals)
     return leaves
 
-  outs = linear_call_p.bind(*consts, *res, *lin, callee=closed, transpose=flat_transpose,
+  outs = linear_call_p.bind(*consts, *res, *lin, call_jaxpr=closed, transpose=flat_transpose,
                             num_consts=len(consts), num_res=n_res)
   return out_tree.unflatten(outs)
 

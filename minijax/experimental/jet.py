@@ -267,10 +267,10 @@ def _by_nested_jvps(primitive, primals, terms, **params):
 
 def _register():
   from minijax.custom_batching import custom_vmap_call_p
-  from minijax.custom_derivatives import custom_jvp_call_p, custom_vjp_call_p
+  from minijax.custom_derivatives import custom_jvp_call_p, custom_vjp_call_p, linear_call_p
   from minijax.lax.call import jit_p
-  _CALLS.update({jit_p: "jaxpr", custom_jvp_call_p: "call_jaxpr",
-                 custom_vjp_call_p: "call_jaxpr", custom_vmap_call_p: "call_jaxpr"})
+  _CALLS.update({jit_p: "jaxpr", custom_jvp_call_p: "call_jaxpr", custom_vjp_call_p: "call_jaxpr",
+                 custom_vmap_call_p: "call_jaxpr", linear_call_p: "call_jaxpr"})
   for name in ["add", "sub", "neg", "reshape", "broadcast_in_dim", "transpose", "squeeze",
                "slice", "concatenate", "reduce_sum", "select_n", "dynamic_slice",
                "dynamic_update_slice", "gather", "pad", "rev", "cumsum", "real", "imag",

@@ -107,9 +107,9 @@ def _bicgstab(A, b, x0, *, tol, atol, maxiter, M, identity_M):
   del identity_M
   atol2 = jnp.maximum(tol ** 2 * _norm2(b), atol ** 2)
   r = b - A(x0)
+  r_hat = r  # the shadow residual; a breakdown (rho, alpha or omega zero) ends the loop
   one = jnp.ones((), b.dtype)
   zero = jnp.zeros_like(b)
-  # r_hat, the shadow residual, stays r0; breakdown (rho or omega zero) ends the loop.
 
   def unconverged(state):
     _, r, *_, k, broken = state
@@ -132,7 +132,6 @@ def _bicgstab(A, b, x0, *, tol, atol, maxiter, M, identity_M):
     broken = (rho_next == 0) | (omega == 0) | (alpha == 0)
     return x, r, rho_next, alpha, omega, p, v, k + 1, broken
 
-  r_hat = r
   state = (x0, r, one, one, one, zero, zero, 0, False)
   return lax.while_loop(unconverged, step, state)[0]
 
