@@ -113,8 +113,8 @@ def test_bad_modes():
 
 
 def test_vmapped_dynamic_slices_with_clamped_starts_differentiate_where_they_read():
-  # A batched dynamic_slice becomes a gather; its starts are clamped first (as XLA clamps a
-  # dynamic slice's), so that its transpose, a scatter, adds where the slice read instead of
+  # A batched dynamic_slice becomes a gather, which XLA clamps as it clamps a dynamic
+  # slice; the gather's transpose scatters at the clamped starts, where it read, instead of
   # dropping the out-of-bounds windows (a wrong zero gradient before).
   m = jnp.arange(12.0).reshape(3, 4)
   starts = jnp.array([0, 2])  # 2 is clamped to 1 for a window of 2 rows
@@ -128,3 +128,7 @@ def test_vmapped_dynamic_slices_with_clamped_starts_differentiate_where_they_rea
   assert np.asarray(rows).tolist() == [[1.0] * 4, [0.0] * 4, [2.0] * 4]  # 5 clamps to row 2
   text = str(minijax.make_jaxpr(minijax.vmap(lambda i: m[i]))(jnp.array([1, 2])))
   assert "f32[2,3,4]" not in text  # the operand is read, not copied per batch element
+  from minijax.experimental import checkify  # which still sees the starts out of bounds
+  error, _ = checkify.checkify(minijax.vmap(lambda i: m[i]), errors=checkify.index_checks)(
+      jnp.array([1, 5]))
+  assert "index 5 is out of bounds for axis 0 with size 3" in error.get()

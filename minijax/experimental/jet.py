@@ -82,6 +82,8 @@ class JetTrace(Trace):
 
 
 def _zeros(primal, order: int) -> Terms:
+  """A zero series for a floating-point operand; an integer operand's series is never read
+  (the rules read its primal), so it holds the primal itself."""
   zero = lax.zeros_like_array(primal) if dtypes.is_inexact(get_aval(primal).dtype) else primal
   return [zero] * order
 

@@ -134,9 +134,8 @@ def _dynamic_slice_transpose(ct, x, *starts, slice_sizes):
 
 def _starts_vector(starts, dims, size, limits=None):
   """Start indices as one int32 index vector per batch element: (size, k); with `limits`,
-  each clamped into [0, limit], as XLA clamps a dynamic slice's starts.  (A gather clamps
-  them too, but its transpose, a scatter, would drop the windows instead: the gather must
-  read in-bounds starts for its derivative to land where it read.)"""
+  each clamped into [0, limit], as XLA clamps a dynamic update's starts (the scatter that
+  batches it would drop an out-of-bounds window instead)."""
   from minijax.lax.misc import convert_element_type
   from minijax.lax.structural import broadcast_in_dim, concatenate
   from minijax.lax.elementwise import max as lax_max, min as lax_min
@@ -159,10 +158,8 @@ def _dynamic_slice_batch(args, dims, *, slice_sizes):
     zero = full((), 0, get_aval(starts[0]).dtype if starts else dtypes.int32)
     return dynamic_slice_p.bind(x, zero, *starts, slice_sizes=(x.shape[0],) + slice_sizes), 0
   size = next(a.shape[d] for a, d in zip(args, dims) if d is not None)
-  x_shape = [n for i, n in enumerate(get_aval(x).shape) if i != dx]
-  index = _starts_vector(starts, dstarts, size,
-                         [n - k for n, k in zip(x_shape, slice_sizes)])
-  n = len(slice_sizes)
+  index = _starts_vector(starts, dstarts, size)  # (the gather clamps them, as XLA, and
+  n = len(slice_sizes)                            # so does its transpose)
   if dx is None:  # one operand, a batch of starts: a gather that reads it without copies
     dnums = GatherDimensionNumbers(offset_dims=tuple(range(1, n + 1)), collapsed_slice_dims=(),
                                    start_index_map=tuple(range(n)))
