@@ -79,7 +79,7 @@ def scan(f: Callable, init, xs=None, length: int | None = None, reverse: bool = 
       raise ValueError(f"scan got `length` argument of {length} which disagrees with leading "
                        f"axis sizes {sorted(sizes)}.")
   elif len(sizes) > 1:
-    shown = ", ".join(a.str_short() for a in x_avals)
+    shown = ", ".join(str(a.shape[0]) for a in x_avals)  # (JAX's words)
     raise ValueError(f"scan got values with different leading axis sizes: {shown}.")
   elif not sizes:
     raise ValueError("scan got no values to scan over and `length` not provided.")
