@@ -24,7 +24,8 @@ from minijax import lax
 from minijax.core.jaxpr import ClosedJaxpr, hoist_consts
 from minijax.core.primitive import Primitive
 from minijax.core.trace import EvalTrace, current_trace
-from minijax.custom_derivatives import define_call_rules, inline_partial_eval, transpose_call
+from minijax.custom_derivatives import (_resolve_kwargs, define_call_rules, inline_partial_eval,
+                                        transpose_call)
 from minijax.interpreters import ad, batching
 from minijax.interpreters import partial_eval as pe
 from minijax.tree_util import internal as tree_util
@@ -106,9 +107,7 @@ class custom_vmap:
     if self.vmap_rule is None:
       raise AttributeError(f"No batching rule defined for custom_vmap function {name} using "
                            "def_vmap.")
-    if kwargs:
-      raise TypeError(f"custom_vmap function {name}: pass its arguments by position, got "
-                      f"keyword arguments {sorted(kwargs)}")
+    args = tuple(_resolve_kwargs(self.fun, args, kwargs))  # the rule takes them by position
     flat, in_tree = tree_util.tree_flatten(args)
     if type(current_trace()) is EvalTrace:
       return self.fun(*args)

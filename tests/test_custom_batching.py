@@ -102,3 +102,13 @@ def test_bad_rules_and_batched_closures_are_refused_with_the_fix():
   with pytest.raises(NotImplementedError, match="closes over a value batched by this vmap"):
     minijax.vmap(closing_over)(X)
 
+
+
+def test_keyword_arguments_reach_the_rule_by_position():
+  @custom_vmap
+  def f(x, y=2.0):
+    return x * y
+
+  f.def_vmap(lambda n, batched, x, y: (x * y + 100, batched[0] or batched[1]))
+  assert float(f(1.0, y=3.0)) == 3.0 and float(f(1.0)) == 2.0
+  assert np.asarray(minijax.vmap(lambda x: f(x, y=3.0))(X)).tolist() == [100.0, 103.0, 106.0]
