@@ -122,7 +122,7 @@ def _shift(dims, k=1):
 gather_p = Primitive("gather")
 
 
-def _gather_abstract_eval(operand, indices, *, dimension_numbers, slice_sizes):
+def _gather_abstract_eval(operand, indices, *, dimension_numbers, slice_sizes, mode):
   dn = dimension_numbers
   where = (f"gather of {operand.str_short()} at indices {indices.str_short()} with "
            f"slice_sizes={slice_sizes}")
@@ -156,7 +156,9 @@ def _gather_abstract_eval(operand, indices, *, dimension_numbers, slice_sizes):
 gather_p.def_abstract_eval(_gather_abstract_eval)
 
 
-def _gather_lowering(ctx, operand, indices, *, dimension_numbers, slice_sizes):
+def _gather_lowering(ctx, operand, indices, *, dimension_numbers, slice_sizes, mode):
+  # (XLA's Gather clamps every window into the operand: CLIP's reading, and the one a
+  # window PROMISE_IN_BOUNDS keeps its promise for)
   out_aval = ctx.avals_out[0]
   if out_aval.size == 0:  # XLA rejects slices larger than an (empty) operand
     return mlir.splat_constant(0, out_aval.shape, out_aval.dtype)
@@ -173,14 +175,12 @@ def _gather_lowering(ctx, operand, indices, *, dimension_numbers, slice_sizes):
 mlir.register_lowering(gather_p, _gather_lowering)
 
 
-def _gather_jvp(primals, tangents, *, dimension_numbers, slice_sizes):
+def _gather_jvp(primals, tangents, **params):
   operand, indices = primals
-  out = gather_p.bind(operand, indices, dimension_numbers=dimension_numbers,
-                      slice_sizes=slice_sizes)
+  out = gather_p.bind(operand, indices, **params)
   if type(tangents[0]) is ad.Zero:
     return out, ad.Zero.from_primal_value(out)
-  return out, gather_p.bind(tangents[0], indices, dimension_numbers=dimension_numbers,
-                            slice_sizes=slice_sizes)
+  return out, gather_p.bind(tangents[0], indices, **params)
 
 
 def _scatter_dnums_of(dn: GatherDimensionNumbers) -> ScatterDimensionNumbers:
@@ -204,21 +204,23 @@ def _clamped_starts(indices, operand_shape, dimension_numbers, slice_sizes):
   return lax_max(lax_min(indices, upper), full(aval.shape, 0, aval.dtype))
 
 
-def _gather_transpose(ct, operand, indices, *, dimension_numbers, slice_sizes):
-  """A scatter-add of the cotangent at the windows the gather read: at its starts clamped
-  as XLA clamped them (a scatter would drop an out-of-bounds window instead)."""
+def _gather_transpose(ct, operand, indices, *, dimension_numbers, slice_sizes, mode):
+  """A scatter-add of the cotangent at the gather's windows: under CLIP at the starts as
+  clamped, where it read; under PROMISE_IN_BOUNDS at the starts as given (a window out of
+  bounds, a broken promise, is dropped), as JAX's."""
   if ad.is_undefined_primal(indices):
     raise ValueError("gather is not linear in its indices")
   if type(ct) is ad.Zero:
     return [ad.Zero(operand.aval), None]
   zeros = full(operand.aval.shape, 0, ct.dtype)
-  indices = _clamped_starts(indices, operand.aval.shape, dimension_numbers, slice_sizes)
+  if mode is GatherScatterMode.CLIP:
+    indices = _clamped_starts(indices, operand.aval.shape, dimension_numbers, slice_sizes)
   return [scatter_add_p.bind(zeros, indices, ct,
                              dimension_numbers=_scatter_dnums_of(dimension_numbers),
                              indices_are_sorted=False, unique_indices=False), None]
 
 
-def _gather_batch(args, dims, *, dimension_numbers, slice_sizes):
+def _gather_batch(args, dims, *, dimension_numbers, slice_sizes, mode):
   (operand, indices), (do, di) = args, dims
   dn = dimension_numbers
   size = operand.shape[do] if do is not None else indices.shape[di]
@@ -229,19 +231,19 @@ def _gather_batch(args, dims, *, dimension_numbers, slice_sizes):
         start_index_map=_shift(dn.start_index_map),
         operand_batching_dims=_shift(dn.operand_batching_dims),
         start_indices_batching_dims=dn.start_indices_batching_dims)
-    return gather(operand, indices, new, (size,) + tuple(slice_sizes)), 0
+    return gather(operand, indices, new, (size,) + tuple(slice_sizes), mode=mode), 0
   indices = batching.moveaxis(indices, di, 0)
   if do is None:
     new = dn._replace(offset_dims=_shift(dn.offset_dims),
                       start_indices_batching_dims=_shift(dn.start_indices_batching_dims))
-    return gather(operand, indices, new, slice_sizes), 0
+    return gather(operand, indices, new, slice_sizes, mode=mode), 0
   operand = batching.moveaxis(operand, do, 0)
   new = GatherDimensionNumbers(
       offset_dims=_shift(dn.offset_dims), collapsed_slice_dims=_shift(dn.collapsed_slice_dims),
       start_index_map=_shift(dn.start_index_map),
       operand_batching_dims=(0,) + _shift(dn.operand_batching_dims),
       start_indices_batching_dims=(0,) + _shift(dn.start_indices_batching_dims))
-  return gather(operand, indices, new, (1,) + tuple(slice_sizes)), 0
+  return gather(operand, indices, new, (1,) + tuple(slice_sizes), mode=mode), 0
 
 
 ad.primitive_jvps[gather_p] = _gather_jvp
@@ -267,9 +269,10 @@ def gather(operand, start_indices, dimension_numbers: GatherDimensionNumbers, sl
   if not dtypes.is_integer(indices.dtype):
     raise TypeError(f"gather indices must be integers, got {indices.dtype}")
   window = [sizes[d] if d < len(sizes) else 1 for d in dn.start_index_map]
-  if mode is GatherScatterMode.CLIP and indices.ndim:
-    indices = _clamp_indices(indices, operand.shape, dn.start_index_map, window)
-  out = gather_p.bind(operand, indices, dimension_numbers=dn, slice_sizes=sizes)
+  primitive_mode = (GatherScatterMode.CLIP if mode is GatherScatterMode.CLIP
+                    else GatherScatterMode.PROMISE_IN_BOUNDS)  # (FILL_OR_DROP: masked below)
+  out = gather_p.bind(operand, indices, dimension_numbers=dn, slice_sizes=sizes,
+                      mode=primitive_mode)
   if mode is not GatherScatterMode.FILL_OR_DROP or not indices.ndim:
     return out
   from minijax.lax.misc import select

@@ -158,17 +158,17 @@ def _dynamic_slice_batch(args, dims, *, slice_sizes):
     zero = full((), 0, get_aval(starts[0]).dtype if starts else dtypes.int32)
     return dynamic_slice_p.bind(x, zero, *starts, slice_sizes=(x.shape[0],) + slice_sizes), 0
   size = next(a.shape[d] for a, d in zip(args, dims) if d is not None)
-  index = _starts_vector(starts, dstarts, size)  # (the gather clamps them, as XLA, and
-  n = len(slice_sizes)                            # so does its transpose)
+  index = _starts_vector(starts, dstarts, size)  # (clamped by the CLIP gather, as XLA
+  n = len(slice_sizes)                            # clamps a dynamic slice's starts)
   if dx is None:  # one operand, a batch of starts: a gather that reads it without copies
     dnums = GatherDimensionNumbers(offset_dims=tuple(range(1, n + 1)), collapsed_slice_dims=(),
                                    start_index_map=tuple(range(n)))
-    return gather(x, index, dnums, tuple(slice_sizes)), 0
+    return gather(x, index, dnums, tuple(slice_sizes), mode="clip"), 0
   x = batching.bdim_at_front(x, dx, size)
   dnums = GatherDimensionNumbers(offset_dims=tuple(range(1, n + 1)), collapsed_slice_dims=(),
                                  start_index_map=tuple(range(1, n + 1)),
                                  operand_batching_dims=(0,), start_indices_batching_dims=(0,))
-  return gather(x, index, dnums, (1,) + tuple(slice_sizes)), 0
+  return gather(x, index, dnums, (1,) + tuple(slice_sizes), mode="clip"), 0
 
 
 ad.primitive_jvps[dynamic_slice_p] = _dynamic_slice_jvp
