@@ -147,14 +147,6 @@ class DebugInfo:
   def func_name(self) -> str:  # JAX's name for it
     return self.fun_name
 
-  def safe_arg_names(self, expected: int) -> tuple[str, ...]:
-    names = self.arg_names
-    return names if names is not None and len(names) == expected else ("",) * expected
-
-  def safe_result_paths(self, expected: int) -> tuple[str, ...]:
-    paths = self.result_paths
-    return paths if paths is not None and len(paths) == expected else ("",) * expected
-
   def set_result_paths(self, out_tree) -> None:
     """Names each leaf of the output structure `out_tree` by its path under `result`."""
     placeholder = out_tree.unflatten(range(out_tree.num_leaves))
@@ -368,4 +360,3 @@ class DeferredSignature(inspect.Signature):
 
   parameters = property(lambda self: self._signature().parameters)
   return_annotation = property(lambda self: self._signature().return_annotation)
-

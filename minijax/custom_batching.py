@@ -21,11 +21,10 @@ import functools
 from typing import Callable
 
 from minijax import lax
-from minijax.core.jaxpr import ClosedJaxpr, hoist_consts
 from minijax.core.primitive import Primitive
 from minijax.core.trace import EvalTrace, current_trace
-from minijax.custom_derivatives import (_resolve_kwargs, define_call_rules, inline_partial_eval,
-                                        transpose_call)
+from minijax.custom_derivatives import (_resolve_kwargs, _trace, define_call_rules,
+                                        inline_partial_eval, transpose_call)
 from minijax.interpreters import ad, batching
 from minijax.interpreters import partial_eval as pe
 from minijax.tree_util import internal as tree_util
@@ -111,10 +110,7 @@ class custom_vmap:
     flat, in_tree = tree_util.tree_flatten(args)
     if type(current_trace()) is EvalTrace:
       return self.fun(*args)
-    flat_fun, out_tree = tree_util.flatten_fun_nokwargs(lambda *a: self.fun(*a), in_tree)
-    jaxpr, consts = pe.trace_to_jaxpr_dynamic(flat_fun, [ad.get_aval(x) for x in flat])
-    closed, consts = hoist_consts(ClosedJaxpr(jaxpr, consts))
-    out_tree = out_tree()
+    closed, consts, out_tree = _trace(lambda *xs: self.fun(*in_tree.unflatten(xs)), flat)
     user_rule, rule_name = self.vmap_rule, getattr(self.vmap_rule, "__name__", repr(self.vmap_rule))
 
     def flat_rule(axis_size, in_batched, *xs):

@@ -24,7 +24,7 @@ from minijax.core import dtypes
 from minijax.core.avals import ShapedArray, get_aval
 from minijax.core.primitive import Primitive
 from minijax.interpreters import ad, batching
-from minijax.lax.structural import broadcast_in_dim, convert_to_array, full
+from minijax.lax.structural import convert_to_array, full
 from minijax.lowering import mlir
 
 __all__ = ["GatherDimensionNumbers", "ScatterDimensionNumbers", "GatherScatterMode", "gather",
@@ -194,16 +194,6 @@ def _gather_dnums_of(dn: ScatterDimensionNumbers) -> GatherDimensionNumbers:
                                 dn.scatter_indices_batching_dims)
 
 
-def _clamped_starts(indices, operand_shape, dimension_numbers, slice_sizes):
-  """`indices` clamped as XLA's Gather clamps them: each start into [0, dim - slice]."""
-  from minijax.lax.elementwise import max as lax_max, min as lax_min
-  aval = get_aval(indices)
-  limits = np.array([operand_shape[d] - slice_sizes[d] for d in dimension_numbers.start_index_map],
-                    aval.dtype)
-  upper = broadcast_in_dim(convert_to_array(limits), aval.shape, (aval.ndim - 1,))
-  return lax_max(lax_min(indices, upper), full(aval.shape, 0, aval.dtype))
-
-
 def _gather_transpose(ct, operand, indices, *, dimension_numbers, slice_sizes, mode):
   """A scatter-add of the cotangent at the gather's windows: under CLIP at the starts as
   clamped, where it read; under PROMISE_IN_BOUNDS at the starts as given (a window out of
@@ -214,7 +204,9 @@ def _gather_transpose(ct, operand, indices, *, dimension_numbers, slice_sizes, m
     return [ad.Zero(operand.aval), None]
   zeros = full(operand.aval.shape, 0, ct.dtype)
   if mode is GatherScatterMode.CLIP:
-    indices = _clamped_starts(indices, operand.aval.shape, dimension_numbers, slice_sizes)
+    starts = dimension_numbers.start_index_map
+    indices = _clamp_indices(indices, operand.aval.shape, starts,
+                             [slice_sizes[d] for d in starts])
   return [scatter_add_p.bind(zeros, indices, ct,
                              dimension_numbers=_scatter_dnums_of(dimension_numbers),
                              indices_are_sorted=False, unique_indices=False), None]

@@ -132,19 +132,14 @@ def _dynamic_slice_transpose(ct, x, *starts, slice_sizes):
   return [dynamic_update_slice_p.bind(zeros, ct, *starts)] + rest
 
 
-def _starts_vector(starts, dims, size, limits=None):
-  """Start indices as one int32 index vector per batch element: (size, k); with `limits`,
-  each clamped into [0, limit], as XLA clamps a dynamic update's starts (the scatter that
-  batches it would drop an out-of-bounds window instead)."""
+def _starts_vector(starts, dims, size):
+  """Start indices as one int32 index vector per batch element: (size, k)."""
   from minijax.lax.misc import convert_element_type
   from minijax.lax.structural import broadcast_in_dim, concatenate
-  from minijax.lax.elementwise import max as lax_max, min as lax_min
   cols = []
-  for j, (s, d) in enumerate(zip(starts, dims)):
+  for s, d in zip(starts, dims):
     s = convert_element_type(s, dtypes.int32)
     s = broadcast_in_dim(s, (size,), ()) if d is None else s
-    if limits is not None:
-      s = lax_min(lax_max(s, full((), 0, dtypes.int32)), full((), limits[j], dtypes.int32))
     cols.append(reshape(s, (size, 1)))
   return concatenate(cols, 1)
 
@@ -282,14 +277,14 @@ def _dus_batch(args, dims):
   if all(d is None for d in dstarts):
     zero = full((), 0, dtypes.int32)
     return dynamic_update_slice_p.bind(x, update, zero, *starts), 0
-  index = _starts_vector(starts, dstarts, size,
-                         [n - u for n, u in zip(x.shape[1:], update.shape[1:])])
+  index = _starts_vector(starts, dstarts, size)
   n = x.ndim - 1
   dnums = ScatterDimensionNumbers(update_window_dims=tuple(range(1, n + 1)),
                                   inserted_window_dims=(),
                                   scatter_dims_to_operand_dims=tuple(range(1, n + 1)),
                                   operand_batching_dims=(0,), scatter_indices_batching_dims=(0,))
-  return scatter(x, index, update, dnums), 0
+  # clamped as XLA clamps a dynamic update's starts (a scatter would drop the window)
+  return scatter(x, index, update, dnums, mode="clip"), 0
 
 
 ad.primitive_jvps[dynamic_update_slice_p] = _dus_jvp

@@ -109,12 +109,8 @@ def kron(a, b):
   return jnp.reshape(jnp.multiply(xe, ye), tuple(p * q for p, q in zip(sx, sy)))
 
 
-def _device_put(value, device):
-  from minijax.runtime.array import device_put
-  return device_put(value, device)
-
-
 def astype(x, dtype, copy=False, device=None):
+  from minijax.numpy.host_io import _device_put
   out = lax.convert_element_type(_util.asarray(x),
                                  dtypes.canonicalize_user_dtype(dtype, "astype"))
   return out if device is None else _device_put(out, device)
