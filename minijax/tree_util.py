@@ -382,15 +382,40 @@ def register_pytree_node_class(cls: type) -> type:
   return cls
 
 
-def register_dataclass(cls: type, data_fields=None, meta_fields=None) -> type:
-  """Registers a dataclass; fields are data (children) unless listed in `meta_fields`
-  or marked `field(metadata={"static": True})`."""
-  if data_fields is None or meta_fields is None:
-    fields = dataclasses.fields(cls)
+def register_dataclass(nodetype: type, data_fields=None, meta_fields=None,
+                       drop_fields=()) -> type:
+  """Registers a class whose instances are rebuilt as `nodetype(**fields)`: `data_fields`
+  are children, `meta_fields` part of the structure.  For a dataclass both may be left
+  out: fields marked `field(metadata={"static": True})` are meta, the others data.  A
+  dataclass's fields with `init=True` must be exactly data, meta and `drop_fields`."""
+  if (data_fields is None) != (meta_fields is None):
+    raise TypeError("register_dataclass: give both data_fields and meta_fields, or neither; "
+                    f"got data_fields={data_fields} meta_fields={meta_fields}")
+  if data_fields is None:
+    if not dataclasses.is_dataclass(nodetype):
+      raise TypeError("register_dataclass: data_fields and meta_fields are required for "
+                      f"{nodetype}, which is not a dataclass")
+    fields = dataclasses.fields(nodetype)
     meta_fields = [f.name for f in fields if f.metadata.get("static", False)]
     data_fields = [f.name for f in fields if not f.metadata.get("static", False)]
-  registry.register_dataclass_node(cls, list(data_fields), list(meta_fields))
-  return cls
+  data_fields, meta_fields = tuple(data_fields), tuple(meta_fields)
+  if dataclasses.is_dataclass(nodetype):
+    expected = {f.name for f in dataclasses.fields(nodetype) if f.init} - set(drop_fields)
+    given = {*data_fields, *meta_fields}
+    if given != expected:
+      msg = ("data_fields and meta_fields must include all dataclass fields with "
+             "``init=True`` and only them.")
+      if expected - given:
+        msg += (f" Missing fields: {expected - given}. Add them to drop_fields to suppress "
+                "this error.")
+      if given - expected:
+        msg += f" Unexpected fields: {given - expected}."
+      raise ValueError(msg)
+  if set(data_fields) & set(meta_fields):
+    raise ValueError("data_fields and meta_fields must not overlap. Overlapping fields: "
+                     f"{set(data_fields) & set(meta_fields)}.")
+  registry.register_dataclass_node(nodetype, list(data_fields), list(meta_fields))
+  return nodetype
 
 
 class Partial(functools.partial):

@@ -61,9 +61,10 @@ def test_matmul_operator_and_dot_general_shape_errors():
   with pytest.raises(TypeError, match=r"dot_general of f32\[2,3\] and f32\[2,3\].*contracting "
                                       r"axes have sizes \[3\] and \[2\]"):
     lax.dot_general(x23, x23, (((1,), (0,)), ((), ())))
-  with pytest.raises(TypeError, match=r"dot requires rank-1 or rank-2 operands.*f32\[2,3\] and "
-                                      r"f32\[4\]"):
+  with pytest.raises(ValueError, match=r"lax.dot: dimension_numbers must be given .* got "
+                                       r"lhs_shape=\(2, 3\) rhs_shape=\(4,\)"):
     lax.dot(x23, x4)
+  assert lax.dot(x23, x23, dimension_numbers=(((1,), (1,)), ((0,), (0,)))).shape == (2,)
 
 
 @pytest.mark.parametrize("bad", ["a string", object(), {"a": 1}])

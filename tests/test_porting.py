@@ -65,6 +65,20 @@ JAX_SIGNATURES = {
     "dtypes.scalar_type_of": ["x"],
     "dtypes.issubdtype": ["a", "b"],
     "dtypes.itemsize_bits": ["dtype"],
+    "numpy.issubdtype": ["arg1", "arg2"],
+    "numpy.empty_like": ["prototype", "dtype", "shape", "device", "out_sharding"],
+    "numpy.unravel_index": ["indices", "shape"],
+    "numpy.choose": ["a", "choices", "out", "mode"],
+    "tree_util.register_dataclass": ["nodetype", "data_fields", "meta_fields", "drop_fields"],
+    "lax.slice_in_dim": ["operand", "start_index", "limit_index", "stride", "axis"],
+    "lax.dynamic_slice_in_dim": ["operand", "start_index", "slice_size", "axis",
+                                 "allow_negative_indices"],
+    "lax.dynamic_update_slice_in_dim": ["operand", "update", "start_index", "axis",
+                                        "allow_negative_indices"],
+    "lax.clamp": ["min", "x", "max"],
+    "lax.reshape": ["operand", "new_sizes", "dimensions"],
+    "lax.squeeze": ["array", "dimensions"],
+    "lax.expand_dims": ["array", "dimensions"],
 }
 
 
@@ -78,6 +92,44 @@ def _resolve(path: str):
 @pytest.mark.parametrize("path", sorted(JAX_SIGNATURES))
 def test_names_ported_code_uses_exist_with_jax_signatures(path):
   assert list(inspect.signature(_resolve(path)).parameters) == JAX_SIGNATURES[path]
+
+
+def test_lax_slices_in_one_dimension_take_python_bounds():
+  x = np.arange(6.0).reshape(2, 3)
+  np.testing.assert_array_equal(minijax.lax.slice_in_dim(x, -2, None, axis=1), x[:, -2:])
+  np.testing.assert_array_equal(minijax.lax.slice_in_dim(x, start_index=None, limit_index=1),
+                                x[:1])
+  np.testing.assert_array_equal(minijax.lax.index_in_dim(x, -1, axis=1, keepdims=False),
+                                x[:, -1])
+  with pytest.raises(IndexError, match="index 5 is out of bounds for axis 1 with size 3"):
+    minijax.lax.index_in_dim(x, 5, axis=1)
+
+
+def test_the_experimental_shard_map_spelling_warns_and_runs():
+  from minijax.sharding import Mesh, PartitionSpec as P
+  with pytest.warns(DeprecationWarning, match="Use jax.shard_map instead"):
+    from minijax.experimental.shard_map import shard_map
+  mesh = Mesh(np.array(minijax.devices()[:1]), ("i",))
+  out = shard_map(lambda x: x * 2, mesh, P("i"), P("i"), check_rep=False)(np.arange(4.0))
+  np.testing.assert_array_equal(out, np.arange(4.0) * 2)
+
+
+def test_register_dataclass_checks_fields_as_jax_does():
+  import dataclasses
+
+  @dataclasses.dataclass
+  class Point:
+    x: float
+    label: str = dataclasses.field(metadata={"static": True}, default="p")
+    cache: float = dataclasses.field(init=False, default=0.0)
+
+  with pytest.raises(ValueError, match=r"Unexpected fields: \{'cache'\}"):
+    minijax.tree_util.register_dataclass(Point)
+  with pytest.raises(TypeError, match="give both data_fields and meta_fields"):
+    minijax.tree_util.register_dataclass(Point, data_fields=["x"])
+  minijax.tree_util.register_dataclass(Point, ["x"], ["label"], drop_fields=["cache"])
+  leaves, treedef = minijax.tree_util.tree_flatten(Point(2.0))
+  assert leaves == [2.0] and minijax.tree_util.tree_unflatten(treedef, [3.0]).x == 3.0
 
 
 def test_jit_takes_jax_keyword_arguments():

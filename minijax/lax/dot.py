@@ -359,14 +359,19 @@ def ragged_dot(lhs, rhs, group_sizes, precision=None, preferred_element_type=Non
   return reduce_sum(select(broadcast_in_dim(mine, (m, g, n), (0, 1)), products, zeros), (1,))
 
 
-def dot(lhs, rhs, precision=None, preferred_element_type=None):
-  """Vector-vector, matrix-vector or matrix-matrix product (rank 1 or 2 operands)."""
+def dot(lhs, rhs, precision=None, preferred_element_type=None, *, dimension_numbers=None):
+  """`dot_general` whose dimension numbers default to the plain vector-vector,
+  matrix-vector or matrix-matrix product of rank-1 or rank-2 operands."""
   lhs, rhs = convert_to_array(lhs), convert_to_array(rhs)
-  la, ra = get_aval(lhs), get_aval(rhs)
-  if not (1 <= la.ndim <= 2 and 1 <= ra.ndim <= 2) or la.shape[-1] != ra.shape[0]:
-    raise TypeError(f"dot requires rank-1 or rank-2 operands with matching inner sizes, "
-                    f"got {la.str_short()} and {ra.str_short()}")
-  return dot_general(lhs, rhs, (((la.ndim - 1,), (0,)), ((), ())), precision=precision,
+  if dimension_numbers is None:
+    la, ra = get_aval(lhs), get_aval(rhs)
+    if not (1 <= la.ndim <= 2 and 1 <= ra.ndim <= 2) or la.shape[-1] != ra.shape[0]:
+      raise ValueError(
+          "lax.dot: dimension_numbers must be given unless the operands are rank-1 or "
+          "rank-2 with matching inner sizes (an un-batched vector or matrix product); got "
+          f"lhs_shape={la.shape} rhs_shape={ra.shape}")
+    dimension_numbers = (((la.ndim - 1,), (0,)), ((), ()))
+  return dot_general(lhs, rhs, dimension_numbers, precision=precision,
                      preferred_element_type=preferred_element_type)
 
 

@@ -88,21 +88,21 @@ ad.primitive_transposes[convert_element_type_p] = _ct_rule(_convert_transpose)
 batching.defvectorized(convert_element_type_p)
 
 
-def convert_element_type(x, new_dtype, weak_type: bool = False):
+def convert_element_type(operand, new_dtype, weak_type: bool = False):
   new_dtype = dtypes.canonicalize_explicit_dtype(new_dtype)
-  folded = _fold_scalar_conversion(x, new_dtype, weak_type)
+  folded = _fold_scalar_conversion(operand, new_dtype, weak_type)
   if folded is not None:
     return folded
-  x = convert_to_array(x)
-  aval = get_aval(x)
+  operand = convert_to_array(operand)
+  aval = get_aval(operand)
   if aval.dtype == new_dtype and aval.weak_type == weak_type:
-    return x
+    return operand
   if (np.issubdtype(aval.dtype, np.complexfloating) and new_dtype != dtypes.bool_
       and not np.issubdtype(new_dtype, np.complexfloating)):
     import warnings
     warnings.warn("Casting complex values to real discards the imaginary part",
                   np.exceptions.ComplexWarning, stacklevel=2)
-  return convert_element_type_p.bind(x, new_dtype=new_dtype, weak_type=bool(weak_type))
+  return convert_element_type_p.bind(operand, new_dtype=new_dtype, weak_type=bool(weak_type))
 
 
 def _fold_scalar_conversion(x, new_dtype, weak_type):
@@ -415,12 +415,12 @@ ad.primitive_jvps[clamp_p] = _clamp_jvp
 batching.primitive_batchers[clamp_p] = _clamp_batch
 
 
-def clamp(lo, x, hi):
+def clamp(min, x, max):
   x = convert_to_array(x)
   aval = get_aval(x)
-  lo, hi = [full((), b, aval.dtype) if isinstance(b, (bool, int, float)) else b
-            for b in (lo, hi)]
-  return clamp_p.bind(lo, x, hi)
+  min, max = [full((), b, aval.dtype) if isinstance(b, (bool, int, float)) else b
+            for b in (min, max)]
+  return clamp_p.bind(min, x, max)
 
 
 def full_like(x, fill_value, dtype=None, shape=None):

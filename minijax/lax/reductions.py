@@ -149,9 +149,9 @@ ad.primitive_jvps[reduce_sum_p] = _reduce_sum_jvp
 ad.primitive_transposes[reduce_sum_p] = _reduce_sum_transpose
 
 
-def reduce_sum(x, axes):
-  x, axes = _check_axes(x, axes)
-  return reduce_sum_p.bind(x, axes=axes) if axes else x
+def reduce_sum(operand, axes):
+  operand, axes = _check_axes(operand, axes)
+  return reduce_sum_p.bind(operand, axes=axes) if axes else operand
 
 
 # ---- reduce_max / reduce_min
@@ -178,14 +178,14 @@ ad.primitive_jvps[reduce_max_p] = _extremum_jvp(reduce_max_p)
 ad.primitive_jvps[reduce_min_p] = _extremum_jvp(reduce_min_p)
 
 
-def reduce_max(x, axes):
-  x, axes = _check_axes(x, axes)
-  return reduce_max_p.bind(x, axes=axes) if axes else x
+def reduce_max(operand, axes):
+  operand, axes = _check_axes(operand, axes)
+  return reduce_max_p.bind(operand, axes=axes) if axes else operand
 
 
-def reduce_min(x, axes):
-  x, axes = _check_axes(x, axes)
-  return reduce_min_p.bind(x, axes=axes) if axes else x
+def reduce_min(operand, axes):
+  operand, axes = _check_axes(operand, axes)
+  return reduce_min_p.bind(operand, axes=axes) if axes else operand
 
 
 # ---- reduce_prod
@@ -221,9 +221,9 @@ def _exclusive(c, axis, identity, forward):
 ad.primitive_jvps[reduce_prod_p] = _reduce_prod_jvp
 
 
-def reduce_prod(x, axes):
-  x, axes = _check_axes(x, axes)
-  return reduce_prod_p.bind(x, axes=axes) if axes else x
+def reduce_prod(operand, axes):
+  operand, axes = _check_axes(operand, axes)
+  return reduce_prod_p.bind(operand, axes=axes) if axes else operand
 
 
 # ---- reduce_and / reduce_or
@@ -235,19 +235,19 @@ ad.defjvp(reduce_or_p, None)
 ad.defjvp(reduce_xor_p, None)
 
 
-def reduce_and(x, axes):
-  x, axes = _check_axes(x, axes)
-  return reduce_and_p.bind(x, axes=axes) if axes else x
+def reduce_and(operand, axes):
+  operand, axes = _check_axes(operand, axes)
+  return reduce_and_p.bind(operand, axes=axes) if axes else operand
 
 
-def reduce_or(x, axes):
-  x, axes = _check_axes(x, axes)
-  return reduce_or_p.bind(x, axes=axes) if axes else x
+def reduce_or(operand, axes):
+  operand, axes = _check_axes(operand, axes)
+  return reduce_or_p.bind(operand, axes=axes) if axes else operand
 
 
-def reduce_xor(x, axes):
-  x, axes = _check_axes(x, axes)
-  return reduce_xor_p.bind(x, axes=axes) if axes else x
+def reduce_xor(operand, axes):
+  operand, axes = _check_axes(operand, axes)
+  return reduce_xor_p.bind(operand, axes=axes) if axes else operand
 
 
 # ---- argmax / argmin: first index of the extremum; NaN counts as the extremum, as in numpy
@@ -310,16 +310,16 @@ argmax_p = _arg_reduction("max")
 argmin_p = _arg_reduction("min")
 
 
-def argmax(x, axis: int, index_dtype=dtypes.int32):
-  x = convert_to_array(x)
-  axis = utils.canonicalize_axis(axis, get_aval(x).ndim)
-  return argmax_p.bind(x, axes=(axis,), index_dtype=dtypes.canonicalize_explicit_dtype(index_dtype))
+def argmax(operand, axis: int, index_dtype=dtypes.int32):
+  operand = convert_to_array(operand)
+  axis = utils.canonicalize_axis(axis, get_aval(operand).ndim)
+  return argmax_p.bind(operand, axes=(axis,), index_dtype=dtypes.canonicalize_explicit_dtype(index_dtype))
 
 
-def argmin(x, axis: int, index_dtype=dtypes.int32):
-  x = convert_to_array(x)
-  axis = utils.canonicalize_axis(axis, get_aval(x).ndim)
-  return argmin_p.bind(x, axes=(axis,), index_dtype=dtypes.canonicalize_explicit_dtype(index_dtype))
+def argmin(operand, axis: int, index_dtype=dtypes.int32):
+  operand = convert_to_array(operand)
+  axis = utils.canonicalize_axis(axis, get_aval(operand).ndim)
+  return argmin_p.bind(operand, axes=(axis,), index_dtype=dtypes.canonicalize_explicit_dtype(index_dtype))
 
 
 # ---- cumsum
@@ -378,10 +378,10 @@ ad.primitive_transposes[cumsum_p] = _cumsum_transpose
 batching.primitive_batchers[cumsum_p] = _cumsum_batch
 
 
-def cumsum(x, axis: int = 0, reverse: bool = False):
-  x = convert_to_array(x)
-  axis = utils.canonicalize_axis(axis, get_aval(x).ndim)
-  return cumsum_p.bind(x, axis=axis, reverse=bool(reverse))
+def cumsum(operand, axis: int = 0, reverse: bool = False):
+  operand = convert_to_array(operand)
+  axis = utils.canonicalize_axis(axis, get_aval(operand).ndim)
+  return cumsum_p.bind(operand, axis=axis, reverse=bool(reverse))
 
 
 # ---- cumprod / cummax / cummin: doubling steps of pad + combine
@@ -402,19 +402,19 @@ def _cumulative(x, axis, reverse, combine, identity):
   return rev(x, (axis,)) if reverse else x
 
 
-def cumprod(x, axis: int = 0, reverse: bool = False):
+def cumprod(operand, axis: int = 0, reverse: bool = False):
   from minijax.lax.elementwise import mul
-  return _cumulative(x, axis, reverse, mul, lambda dt: _identity("prod", dt))
+  return _cumulative(operand, axis, reverse, mul, lambda dt: _identity("prod", dt))
 
 
-def cummax(x, axis: int = 0, reverse: bool = False):
+def cummax(operand, axis: int = 0, reverse: bool = False):
   from minijax.lax.elementwise import max as lax_max
-  return _cumulative(x, axis, reverse, lax_max, lambda dt: _identity("max", dt))
+  return _cumulative(operand, axis, reverse, lax_max, lambda dt: _identity("max", dt))
 
 
-def cummin(x, axis: int = 0, reverse: bool = False):
+def cummin(operand, axis: int = 0, reverse: bool = False):
   from minijax.lax.elementwise import min as lax_min
-  return _cumulative(x, axis, reverse, lax_min, lambda dt: _identity("min", dt))
+  return _cumulative(operand, axis, reverse, lax_min, lambda dt: _identity("min", dt))
 
 
 def _logaddexp(a, b):
@@ -425,13 +425,13 @@ def _logaddexp(a, b):
   return select(ne(delta, delta), add(a, b), add(big, log1p(exp(neg(lax_abs(delta))))))
 
 
-def cumlogsumexp(x, axis: int = 0, reverse: bool = False):
+def cumlogsumexp(operand, axis: int = 0, reverse: bool = False):
   """The running log-sum-exp along `axis` (floating point `x`)."""
-  x = convert_to_array(x)
-  if not dtypes.is_inexact(get_aval(x).dtype):
-    raise TypeError(f"cumlogsumexp does not accept dtype {get_aval(x).dtype}; it accepts "
+  operand = convert_to_array(operand)
+  if not dtypes.is_inexact(get_aval(operand).dtype):
+    raise TypeError(f"cumlogsumexp does not accept dtype {get_aval(operand).dtype}; it accepts "
                     "floating point")
-  return _cumulative(x, axis, reverse, _logaddexp, lambda dt: _identity("max", dt))
+  return _cumulative(operand, axis, reverse, _logaddexp, lambda dt: _identity("max", dt))
 
 
 # ---- sort

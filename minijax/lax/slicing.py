@@ -71,25 +71,38 @@ def _slice_batch(args, dims, *, start_indices, limit_indices, strides):
 batching.primitive_batchers[slice_p] = _slice_batch
 
 
-def slice(x, start_indices, limit_indices, strides=None):
-  x = convert_to_array(x)
+def slice(operand, start_indices, limit_indices, strides=None):
+  operand = convert_to_array(operand)
   start = tuple(int(i) for i in start_indices)
   limit = tuple(int(i) for i in limit_indices)
   strides = tuple(int(i) for i in strides) if strides is not None else (1,) * len(start)
-  if start == (0,) * len(start) and limit == tuple(x.shape) and strides == (1,) * len(start):
-    return x
-  return slice_p.bind(x, start_indices=start, limit_indices=limit, strides=strides)
+  if start == (0,) * len(start) and limit == tuple(operand.shape) and strides == (1,) * len(start):
+    return operand
+  return slice_p.bind(operand, start_indices=start, limit_indices=limit, strides=strides)
 
 
-def slice_in_dim(x, start, limit, stride=1, axis=0):
-  x = convert_to_array(x)
-  starts, limits, strides = [0] * x.ndim, list(x.shape), [1] * x.ndim
-  starts[axis], limits[axis], strides[axis] = start, limit, stride
-  return slice(x, starts, limits, strides)
+def slice_in_dim(operand, start_index, limit_index, stride=1, axis=0):
+  """`slice` along one axis; None bounds are the axis' ends and negative ones count from
+  its end, as in Python."""
+  operand = convert_to_array(operand)
+  size = operand.shape[axis]
+  start = 0 if start_index is None else int(start_index)
+  limit = size if limit_index is None else int(limit_index)
+  starts, limits, strides = [0] * operand.ndim, list(operand.shape), [1] * operand.ndim
+  starts[axis] = start + size if start < 0 else start
+  limits[axis] = limit + size if limit < 0 else limit
+  strides[axis] = stride
+  return slice(operand, starts, limits, strides)
 
 
-def index_in_dim(x, index, axis=0, keepdims=True):
-  out = slice_in_dim(x, index, index + 1, 1, axis)
+def index_in_dim(operand, index, axis=0, keepdims=True):
+  """The `index`-th slice along `axis` (negative counts from the end)."""
+  operand = convert_to_array(operand)
+  size = operand.shape[axis]
+  wrapped = int(index) + size if int(index) < 0 else int(index)
+  if not 0 <= wrapped < size:
+    raise IndexError(f"index {index} is out of bounds for axis {axis} with size {size}")
+  out = slice_in_dim(operand, wrapped, wrapped + 1, 1, axis)
   return out if keepdims else squeeze(out, (axis,))
 
 
@@ -206,22 +219,22 @@ def _start_indices(start_indices, shape, allow_negative_indices=True):
   return out
 
 
-def dynamic_slice(x, start_indices, slice_sizes, *, allow_negative_indices=True):
-  x = convert_to_array(x)
-  starts = _start_indices(start_indices, get_aval(x).shape, allow_negative_indices)
-  return dynamic_slice_p.bind(x, *starts, slice_sizes=tuple(int(s) for s in slice_sizes))
+def dynamic_slice(operand, start_indices, slice_sizes, *, allow_negative_indices=True):
+  operand = convert_to_array(operand)
+  starts = _start_indices(start_indices, get_aval(operand).shape, allow_negative_indices)
+  return dynamic_slice_p.bind(operand, *starts, slice_sizes=tuple(int(s) for s in slice_sizes))
 
 
-def dynamic_slice_in_dim(x, start, slice_size, axis=0, *, allow_negative_indices=True):
-  x = convert_to_array(x)
-  starts = [0] * x.ndim
-  sizes = list(x.shape)
-  starts[axis], sizes[axis] = start, slice_size
-  return dynamic_slice(x, starts, sizes, allow_negative_indices=allow_negative_indices)
+def dynamic_slice_in_dim(operand, start_index, slice_size, axis=0, *, allow_negative_indices=True):
+  operand = convert_to_array(operand)
+  starts = [0] * operand.ndim
+  sizes = list(operand.shape)
+  starts[axis], sizes[axis] = start_index, slice_size
+  return dynamic_slice(operand, starts, sizes, allow_negative_indices=allow_negative_indices)
 
 
-def dynamic_index_in_dim(x, index, axis=0, keepdims=True, *, allow_negative_indices=True):
-  out = dynamic_slice_in_dim(x, index, 1, axis, allow_negative_indices=allow_negative_indices)
+def dynamic_index_in_dim(operand, index, axis=0, keepdims=True, *, allow_negative_indices=True):
+  out = dynamic_slice_in_dim(operand, index, 1, axis, allow_negative_indices=allow_negative_indices)
   return out if keepdims else squeeze(out, (axis,))
 
 
@@ -292,25 +305,25 @@ ad.primitive_transposes[dynamic_update_slice_p] = _dus_transpose
 batching.primitive_batchers[dynamic_update_slice_p] = _dus_batch
 
 
-def dynamic_update_slice(x, update, start_indices, *, allow_negative_indices=True):
-  x, update = convert_to_array(x), convert_to_array(update)
-  starts = _start_indices(start_indices, get_aval(x).shape, allow_negative_indices)
-  return dynamic_update_slice_p.bind(x, update, *starts)
+def dynamic_update_slice(operand, update, start_indices, *, allow_negative_indices=True):
+  operand, update = convert_to_array(operand), convert_to_array(update)
+  starts = _start_indices(start_indices, get_aval(operand).shape, allow_negative_indices)
+  return dynamic_update_slice_p.bind(operand, update, *starts)
 
 
-def dynamic_update_slice_in_dim(x, update, start, axis=0, *, allow_negative_indices=True):
-  x = convert_to_array(x)
-  starts = [0] * x.ndim
-  starts[axis] = start
-  return dynamic_update_slice(x, update, starts, allow_negative_indices=allow_negative_indices)
+def dynamic_update_slice_in_dim(operand, update, start_index, axis=0, *, allow_negative_indices=True):
+  operand = convert_to_array(operand)
+  starts = [0] * operand.ndim
+  starts[axis] = start_index
+  return dynamic_update_slice(operand, update, starts, allow_negative_indices=allow_negative_indices)
 
 
-def dynamic_update_index_in_dim(x, update, index, axis=0, *, allow_negative_indices=True):
+def dynamic_update_index_in_dim(operand, update, index, axis=0, *, allow_negative_indices=True):
   """Writes `update` (without the `axis` dimension, or with it of size 1) at `index`."""
-  x, update = convert_to_array(x), convert_to_array(update)
-  if get_aval(update).ndim == get_aval(x).ndim - 1:
+  operand, update = convert_to_array(operand), convert_to_array(update)
+  if get_aval(update).ndim == get_aval(operand).ndim - 1:
     shape = list(get_aval(update).shape)
     shape.insert(axis, 1)
     update = reshape(update, shape)
-  return dynamic_update_slice_in_dim(x, update, index, axis,
+  return dynamic_update_slice_in_dim(operand, update, index, axis,
                                      allow_negative_indices=allow_negative_indices)

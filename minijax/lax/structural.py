@@ -93,18 +93,18 @@ def _broadcast_in_dim_batch(args, dims, *, shape, broadcast_dimensions):
 batching.primitive_batchers[broadcast_in_dim_p] = _broadcast_in_dim_batch
 
 
-def broadcast_in_dim(x, shape, broadcast_dimensions):
-  x = convert_to_array(x)
+def broadcast_in_dim(operand, shape, broadcast_dimensions):
+  operand = convert_to_array(operand)
   shape, broadcast_dimensions = tuple(int(s) for s in shape), tuple(broadcast_dimensions)
-  if get_aval(x).shape == shape and broadcast_dimensions == tuple(range(len(shape))):
-    return x
-  return broadcast_in_dim_p.bind(x, shape=shape, broadcast_dimensions=broadcast_dimensions)
+  if get_aval(operand).shape == shape and broadcast_dimensions == tuple(range(len(shape))):
+    return operand
+  return broadcast_in_dim_p.bind(operand, shape=shape, broadcast_dimensions=broadcast_dimensions)
 
 
-def broadcast(x, sizes):
-  x = convert_to_array(x)
-  shape = tuple(sizes) + get_aval(x).shape
-  return broadcast_in_dim(x, shape, tuple(range(len(sizes), len(shape))))
+def broadcast(operand, sizes):
+  operand = convert_to_array(operand)
+  shape = tuple(sizes) + get_aval(operand).shape
+  return broadcast_in_dim(operand, shape, tuple(range(len(sizes), len(shape))))
 
 
 def broadcast_to_rank(x, rank: int):
@@ -141,15 +141,15 @@ def _reshape_batch(args, dims, *, new_sizes):
 batching.primitive_batchers[reshape_p] = _reshape_batch
 
 
-def reshape(x, new_sizes, dimensions=None):
+def reshape(operand, new_sizes, dimensions=None):
   """Row-major reshape; `dimensions`, if given, transposes the operand first."""
-  x = convert_to_array(x)
-  if dimensions is not None and tuple(dimensions) != tuple(range(get_aval(x).ndim)):
-    x = transpose(x, dimensions)
+  operand = convert_to_array(operand)
+  if dimensions is not None and tuple(dimensions) != tuple(range(get_aval(operand).ndim)):
+    operand = transpose(operand, dimensions)
   new_sizes = tuple(int(s) for s in new_sizes)
-  if get_aval(x).shape == new_sizes:
-    return x
-  return reshape_p.bind(x, new_sizes=new_sizes)
+  if get_aval(operand).shape == new_sizes:
+    return operand
+  return reshape_p.bind(operand, new_sizes=new_sizes)
 
 
 # ---- transpose
@@ -180,12 +180,12 @@ def _transpose_batch(args, dims, *, permutation):
 batching.primitive_batchers[transpose_p] = _transpose_batch
 
 
-def transpose(x, permutation):
-  x = convert_to_array(x)
+def transpose(operand, permutation):
+  operand = convert_to_array(operand)
   permutation = tuple(int(p) for p in permutation)
-  if permutation == tuple(range(len(permutation))) and len(permutation) == get_aval(x).ndim:
-    return x
-  return transpose_p.bind(x, permutation=permutation)
+  if permutation == tuple(range(len(permutation))) and len(permutation) == get_aval(operand).ndim:
+    return operand
+  return transpose_p.bind(operand, permutation=permutation)
 
 
 # ---- squeeze
@@ -220,24 +220,24 @@ def _squeeze_batch(args, dims, *, dimensions):
 batching.primitive_batchers[squeeze_p] = _squeeze_batch
 
 
-def squeeze(x, dimensions):
-  x = convert_to_array(x)
-  ndim = get_aval(x).ndim
+def squeeze(array, dimensions):
+  array = convert_to_array(array)
+  ndim = get_aval(array).ndim
   dims = tuple(sorted({d % ndim if -ndim <= d < ndim else d for d in dimensions}))
   if not dims:
-    return x
-  return squeeze_p.bind(x, dimensions=dims)
+    return array
+  return squeeze_p.bind(array, dimensions=dims)
 
 
-def expand_dims(x, dimensions):
+def expand_dims(array, dimensions):
   """Inserts axes of size 1 at `dimensions` (positions in the result)."""
-  x = convert_to_array(x)
-  ndim = get_aval(x).ndim + len(dimensions)
+  array = convert_to_array(array)
+  ndim = get_aval(array).ndim + len(dimensions)
   dims = sorted(d % ndim for d in dimensions)
-  shape = list(get_aval(x).shape)
+  shape = list(get_aval(array).shape)
   for d in dims:
     shape.insert(d, 1)
-  return reshape(x, shape)
+  return reshape(array, shape)
 
 
 # ---- rev
@@ -265,10 +265,10 @@ def _rev_batch(args, dims, *, dimensions):
 batching.primitive_batchers[rev_p] = _rev_batch
 
 
-def rev(x, dimensions):
-  x = convert_to_array(x)
+def rev(operand, dimensions):
+  operand = convert_to_array(operand)
   dims = tuple(int(d) for d in dimensions)
-  return rev_p.bind(x, dimensions=dims) if dims else x
+  return rev_p.bind(operand, dimensions=dims) if dims else operand
 
 
 # ---- concatenate
@@ -426,12 +426,12 @@ ad.primitive_transposes[pad_p] = _pad_transpose
 batching.primitive_batchers[pad_p] = _pad_batch
 
 
-def pad(x, padding_value, padding_config):
-  x = convert_to_array(x)
+def pad(operand, padding_value, padding_config):
+  operand = convert_to_array(operand)
   if isinstance(padding_value, dtypes.PYTHON_SCALARS):
-    padding_value = full((), padding_value, get_aval(x).dtype)
+    padding_value = full((), padding_value, get_aval(operand).dtype)
   config = tuple((int(lo), int(hi), int(i)) for lo, hi, i in padding_config)
-  return pad_p.bind(x, padding_value, padding_config=config)
+  return pad_p.bind(operand, padding_value, padding_config=config)
 
 
 # ---- device_put: a host value becomes an Array (the eager form of a constant)

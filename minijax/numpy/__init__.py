@@ -154,7 +154,11 @@ def finfo(dtype):
   return ml_dtypes.finfo(_np.dtype(dtype))
 
 
-issubdtype = _dtypes.issubdtype
+def issubdtype(arg1, arg2) -> bool:
+  """numpy's `issubdtype`, which knows ml_dtypes' types (see `minijax.dtypes.issubdtype`)."""
+  return _dtypes.issubdtype(arg1, arg2)
+
+
 isdtype = _dtypes.isdtype
 integer, floating, inexact, number, signedinteger, unsignedinteger, complexfloating = (
     _np.integer, _np.floating, _np.inexact, _np.number, _np.signedinteger,

@@ -84,6 +84,12 @@ def compiled_when_eager(dynamic: int | None = None, *, name: str | None = None):
   return wrap
 
 
+def reject_out(name: str, out) -> None:
+  """jnp functions take numpy's `out=` only as None: arrays are immutable."""
+  if out is not None:
+    raise NotImplementedError(f"The 'out' argument to jnp.{name} is not supported.")
+
+
 def check(name: str, *args) -> None:
   """Raises a TypeError naming the first of `args` that is no array (see `arrays_of`)."""
   for i, x in enumerate(args):

@@ -202,8 +202,8 @@ def ones_like(a, dtype=None, shape=None):
 
 
 @placed
-def empty_like(a, dtype=None, shape=None):
-  return zeros_like(a, dtype, shape)
+def empty_like(prototype, dtype=None, shape=None):
+  return zeros_like(prototype, dtype, shape)
 
 
 @placed

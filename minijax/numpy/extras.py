@@ -155,13 +155,13 @@ def logspace(start, stop, num=50, endpoint=True, base=10.0, dtype=None, axis=0):
   return out if dtype is None else out.astype(dtype)
 
 
-def unravel_index(indices_, shape):
-  """The coordinates of flat `indices_` in an array of `shape`; indices out of range are
+def unravel_index(indices, shape):
+  """The coordinates of flat `indices` in an array of `shape`; indices out of range are
   clipped to it and negative ones count from the end, as JAX does."""
   jnp = _jnp()
   shape = (shape,) if np.ndim(shape) == 0 else tuple(shape)
   size = int(np.prod(shape))
-  idx = _util.asarray(indices_)
+  idx = _util.asarray(indices)
   if np.issubdtype(_util.dtype(idx), np.unsignedinteger) and size:
     idx = jnp.minimum(idx, size - 1)
   elif dtypes.is_integer(_util.dtype(idx)) and size:
@@ -492,7 +492,8 @@ def insert(arr, obj, values, axis=None):
   return jnp.concatenate([before, v, after], axis=ax)
 
 
-def choose(a, choices, mode="raise"):
+def choose(a, choices, out=None, mode="raise"):
+  _util.reject_out("choose", out)
   jnp = _jnp()
   idx = _util.asarray(a)
   if not dtypes.is_integer(_util.dtype(idx)):

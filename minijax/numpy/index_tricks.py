@@ -264,8 +264,7 @@ def fill_diagonal(a, val, wrap=False, *, inplace=True):
 
 def compress(condition, a, axis=None, *, size=None, fill_value=0, out=None):
   """The slices of `a` along `axis` where `condition` holds (with `size`: a fixed count)."""
-  if out is not None:
-    raise NotImplementedError("The 'out' argument to jnp.compress is not supported.")
+  _util.reject_out("compress", out)
   jnp = _jnp()
   if _util.ndim(condition) != 1:
     raise ValueError("condition must be a 1D array")

@@ -47,8 +47,7 @@ def lcm(x1, x2):
 
 def modf(x, /, out=None):
   """(fractional part, integral part), each with the sign of x."""
-  if out is not None:
-    raise NotImplementedError("The 'out' argument to jnp.modf is not supported.")
+  _util.reject_out("modf", out)
   jnp = _jnp()
   (x,) = _util.promote_inexact("modf", x)
   whole = jnp.trunc(x)

@@ -7,6 +7,7 @@ import numpy as np
 
 from minijax import lax
 from minijax.numpy import linalg as _linalg
+from minijax.numpy import _util
 from minijax.numpy.complex_numbers import reject_complex
 from minijax.numpy import ufuncs as _ufuncs
 
@@ -48,13 +49,15 @@ def fabs(x, /):
   return jnp.abs(x)
 
 
-def isposinf(x, /):
+def isposinf(x, /, out=None):
+  _util.reject_out("isposinf", out)
   jnp = _np()
   reject_complex("isposinf", x, error=ValueError)  # JAX: "not well defined for complex types"
   return jnp.logical_and(jnp.isinf(x), jnp.asarray(x) > 0)
 
 
-def isneginf(x, /):
+def isneginf(x, /, out=None):
+  _util.reject_out("isneginf", out)
   jnp = _np()
   reject_complex("isneginf", x, error=ValueError)
   return jnp.logical_and(jnp.isinf(x), jnp.asarray(x) < 0)
@@ -63,7 +66,6 @@ def isneginf(x, /):
 def logaddexp2(x1, x2, /):
   """`log2(2**x1 + 2**x2)`, computed without overflow."""
   jnp = _np()
-  from minijax.numpy import _util
   a, b = _util.promote_inexact("logaddexp2", x1, x2)  # (in the joint dtype from the start)
   ln2 = np.log(2)
   return jnp.logaddexp(a * ln2, b * ln2) / ln2
@@ -92,7 +94,6 @@ def unstack(x, /, *, axis: int = 0) -> tuple:
 def trapezoid(y, x=None, dx=1.0, axis: int = -1):
   """The integral of `y` along `axis` by the trapezoid rule (points `x`, or spacing `dx`)."""
   jnp = _np()
-  from minijax.numpy import _util
   if x is None:  # (bools and integers integrate as floats, in the points' dtype too)
     (y,) = _util.promote_inexact("trapezoid", y)
   else:

@@ -96,7 +96,8 @@ def inner(a, b, *, precision=None, preferred_element_type=None):
 
 
 @_util.compiled_when_eager(dynamic=2)
-def outer(a, b):
+def outer(a, b, out=None):
+  _util.reject_out("outer", out)
   from minijax.numpy.shape import ravel
   x, y = _operands("outer", a, b)
   x, y = ravel(x), ravel(y)

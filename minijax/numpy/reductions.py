@@ -18,8 +18,7 @@ from minijax.numpy import _util
 
 def _prep(name, a, axis, out=None, where=None, fill=None):
   """The operand as an array and the axes; `where=False` positions become `fill`."""
-  if out is not None:
-    raise NotImplementedError(f"{name}: out= is not supported (minijax arrays are immutable)")
+  _util.reject_out(name, out)
   if not isinstance(a, (list, tuple)):
     _util.check(name, a)
   (x,) = _util.promote(name, a) if not isinstance(a, (list, tuple)) else (_util.asarray(a),)

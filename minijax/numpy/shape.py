@@ -211,8 +211,7 @@ concat = concatenate
 
 
 def stack(arrays, axis=0, out=None, dtype=None):
-  if out is not None:
-    raise NotImplementedError("The 'out' argument to jnp.stack is not supported.")
+  _util.reject_out("stack", out)
   xs = [_arr("stack", a) for a in arrays]
   if not xs:
     raise ValueError("need at least one array to stack")
@@ -508,8 +507,7 @@ def take(a, indices, axis=None, out=None, mode=None, unique_indices=False,
   indices from -n to -1 count from the end; others out of bounds give `fill_value` (mode
   "fill", the default: NaN, the lowest signed or highest unsigned integer, or True), the
   nearest end (mode "clip", which clamps the indices as given), or wrap around ("wrap")."""
-  if out is not None:
-    raise NotImplementedError("The 'out' argument to jnp.take is not supported.")
+  _util.reject_out("take", out)
   if mode == "raise":
     raise NotImplementedError("The 'raise' mode to jnp.take is not supported.")
   mode = "fill" if mode is None else mode
@@ -555,7 +553,8 @@ def diagonal(a, offset=0, axis1=0, axis2=1):
   return getitem(x, (Ellipsis, rows.astype(np.int32), cols.astype(np.int32)))
 
 
-def trace(a, offset=0, axis1=0, axis2=1, dtype=None):
+def trace(a, offset=0, axis1=0, axis2=1, dtype=None, out=None):
+  _util.reject_out("trace", out)
   from minijax.numpy.reductions import sum as _sum
   return _sum(diagonal(a, offset, axis1, axis2), axis=-1, dtype=dtype)
 

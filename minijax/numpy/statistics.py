@@ -90,7 +90,7 @@ def _nan_valid(name, a, where):
 
 def nanmean(a, axis=None, dtype=None, out=None, keepdims=False, where=None):
   jnp = _jnp()
-  _no_out("nanmean", out)
+  _util.reject_out("nanmean", out)
   x, valid = _nan_valid("nanmean", a, where)
   if dtype is not None:
     x = x.astype(dtype)
@@ -107,7 +107,7 @@ def _quantile(name, a, q, axis, out, overwrite_input, method, keepdims, weights,
   """Quantiles by sorting, numpy's methods; with `ignore_nan`, of each slice's non-NaN
   values (NaN for a slice of NaNs only)."""
   jnp = _jnp()
-  _no_out(name, out)
+  _util.reject_out(name, out)
   if weights is not None:
     raise NotImplementedError(f"jnp.{name}: weights are not supported")
   if method not in _QUANTILE_METHODS:
@@ -194,7 +194,7 @@ def nanmedian(a, axis=None, out=None, overwrite_input=False, keepdims=False):
 def _nan_arg(name, fn, a, axis, fill, out, keepdims):
   """argmax or argmin ignoring NaNs; -1 for a slice of nothing but NaNs, as in JAX."""
   jnp = _jnp()
-  _no_out(name, out)
+  _util.reject_out(name, out)
   (x,) = _util.promote(name, a)
   if not dtypes.is_inexact(_util.dtype(x)):
     return fn(x, axis=axis, keepdims=keepdims)
@@ -223,7 +223,7 @@ def nanvar(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, where=Non
   """The variance ignoring NaNs; `mean`, when given, is used instead of the NaN-ignoring
   mean (with the reduced axes kept, as `nanmean(..., keepdims=True)` gives it)."""
   jnp = _jnp()
-  _no_out("nanvar", out)
+  _util.reject_out("nanvar", out)
   x, valid = _nan_valid("nanvar", a, where)
   if dtype is not None:
     x = x.astype(dtype)
@@ -237,11 +237,9 @@ def nanvar(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, where=Non
 
 
 def nanstd(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, where=None, mean=None):
+  _util.reject_out("nanstd", out)
   if dtype is not None and not dtypes.is_inexact(np.dtype(dtype)):
     raise ValueError(f"dtype argument to jnp.nanstd must be inexact; got {np.dtype(dtype)}")
   return _jnp().sqrt(nanvar(a, axis, dtype, out, ddof, keepdims, where, mean))
 
 
-def _no_out(name, out) -> None:
-  if out is not None:
-    raise NotImplementedError(f"The 'out' argument to jnp.{name} is not supported.")
