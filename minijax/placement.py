@@ -169,19 +169,51 @@ def _position(indices: dict, index) -> int:
   raise AssertionError(f"unknown block index {index}")
 
 
+def process_region(sharding, global_shape) -> list[tuple[int, int]]:
+  """Per axis, the `(start, stop)` of the part of an array of `global_shape` that this
+  process's devices hold (a box: shardings give each process a box of blocks)."""
+  index_of = sharding.addressable_devices_indices_map(global_shape)
+  region = []
+  for axis, size in enumerate(global_shape):
+    spans = [index[axis].indices(size)[:2] for index in index_of.values()]
+    region.append((min(a for a, _ in spans), max(b for _, b in spans)))
+  return region
+
+
+def _global_shape_of(sharding, local_shape) -> tuple[int, ...]:
+  """The global shape whose part on this process's devices has `local_shape`: along each
+  axis the local size times the blocks of the axis over the blocks this process holds."""
+  blocks = sharding.tile_assignment(len(local_shape)).dims
+  held = process_region(sharding, tuple(blocks))  # (each block of size 1)
+  shape = []
+  for axis, (size, n) in enumerate(zip(local_shape, blocks)):
+    mine = held[axis][1] - held[axis][0]
+    if (size * n) % mine:
+      raise ValueError(f"make_array_from_process_local_data: axis {axis} of the local data "
+                       f"(size {size}) is not {mine} of the {n} blocks of the sharding")
+    shape.append(size * n // mine)
+  return tuple(shape)
+
+
 def make_array_from_process_local_data(sharding, local_data, global_shape=None):
-  """An Array laid out by `sharding` from the data this process holds.  With one process,
-  that is all of it (`global_shape`, when given, must be its shape)."""
-  if runtime_backend.process_count() > 1:
-    raise NotImplementedError("make_array_from_process_local_data over several processes is "
-                              "not implemented in minijax; build the array with "
-                              "make_array_from_callback from each process's blocks")
+  """An Array laid out by `sharding` from the data this process holds: the part of the
+  global array that this process's devices hold (all of it with one process, or when the
+  layout replicates).  `global_shape` is worked out from the sharding when not given."""
   local_data = np.asarray(local_data) if not isinstance(local_data, Array) else local_data
-  shape = tuple(np.shape(local_data))
-  if global_shape is not None and tuple(global_shape) != shape:
-    raise ValueError(f"make_array_from_process_local_data: with one process the local data "
-                     f"is the whole array, of shape {shape}, but global_shape={tuple(global_shape)}")
-  return make_array_from_callback(shape, sharding, lambda index: local_data[index])
+  local_shape = tuple(np.shape(local_data))
+  global_shape = tuple(_global_shape_of(sharding, local_shape) if global_shape is None
+                       else global_shape)
+  region = process_region(sharding, global_shape)
+  if tuple(b - a for a, b in region) != local_shape:
+    raise ValueError(f"make_array_from_process_local_data: the local data has shape "
+                     f"{local_shape}, but with global_shape={global_shape} laid out by "
+                     f"{sharding} this process's devices hold a part of shape "
+                     f"{tuple(b - a for a, b in region)}")
+
+  def local_block(index):
+    return local_data[tuple(slice(s.indices(n)[0] - a, s.indices(n)[1] - a)
+                            for s, n, (a, _) in zip(index, global_shape, region))]
+  return make_array_from_callback(global_shape, sharding, local_block)
 
 
 def make_array_from_single_device_arrays(shape, sharding, arrays, *, dtype=None):

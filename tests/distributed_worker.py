@@ -46,6 +46,21 @@ cumulative = minijax.jit(minijax.shard_map(
     lambda b: b + lax.psum(b.sum(), "d") * lax.axis_index("d"), mesh=mesh, in_specs=P("d"),
     out_specs=P("d")))(x)
 blocks = {s.device.id: np.asarray(s.data).tolist() for s in cumulative.addressable_shards}
+
+# multihost_utils: host values across processes, and process-local parts of global arrays
+from minijax.experimental import multihost_utils as mh  # noqa: E402
+stacked = mh.process_allgather({"v": np.array([index, 7])})["v"]
+tiled = mh.process_allgather(np.array([index]), tiled=True)
+from_0 = mh.broadcast_one_to_all(np.array([index + 5.0]))
+from_1 = mh.broadcast_one_to_all(np.array(index * 3), is_source=index == 1)
+mh.sync_global_devices("after the gathers")
+try:
+  mh.assert_equal(np.array(index), "the processes differ")
+  unequal_raised = False
+except AssertionError:
+  unequal_raised = True
+global_x = mh.host_local_array_to_global_array(np.arange(2.0) + 2 * index, mesh, P("d"))
+host_local = mh.global_array_to_host_local_array(global_x, mesh, P("d"))
 print(json.dumps({
     "process_index": index,
     "process_count": minijax.process_count(),
@@ -59,6 +74,14 @@ print(json.dumps({
     "taps": sorted(taps),
     "shard_map_blocks": blocks,
     "fully_addressable": cumulative.is_fully_addressable,
+    "multihost": {
+        "stacked": stacked.tolist(), "tiled": tiled.tolist(), "from_0": from_0.tolist(),
+        "from_1": from_1.tolist(), "unequal_raised": unequal_raised,
+        "global_shape": list(global_x.shape),
+        "global_blocks": {s.device.id: np.asarray(s.data).tolist()
+                          for s in global_x.addressable_shards},
+        "gathered_global": mh.process_allgather(global_x, tiled=True).tolist(),
+        "host_local": np.asarray(host_local).tolist()},
     "jax_imported": "jax" in sys.modules,
 }), flush=True)
 minijax.distributed.shutdown()

@@ -63,6 +63,11 @@ def test_collectives_cross_processes_and_taps_arrive_in_each_process():
     assert seen["shard_map_blocks"] == [{"0": [0.0, 1.0], "1": [30.0, 31.0]},
                                         {"2048": [60.0, 61.0], "2049": [90.0, 91.0]}][index]
     assert seen["fully_addressable"] is False
+    assert seen["multihost"] == {
+        "stacked": [[0, 7], [1, 7]], "tiled": [0, 1], "from_0": [5.0], "from_1": 3,
+        "unequal_raised": True, "global_shape": [4],
+        "global_blocks": [{"0": [0.0], "1": [1.0]}, {"2048": [2.0], "2049": [3.0]}][index],
+        "gathered_global": [0.0, 1.0, 2.0, 3.0], "host_local": [[0.0, 1.0], [2.0, 3.0]][index]}
     assert seen["jax_imported"] is False
 
 

@@ -147,6 +147,18 @@ class Mesh:
   def local_devices(self) -> list:
     return [d for d in self.device_list if _is_addressable(d)]
 
+  @functools.cached_property
+  def local_mesh(self) -> "Mesh":
+    """The mesh of this process's devices: the box of the grid they fill."""
+    where = np.argwhere(np.vectorize(_is_addressable, otypes=[bool])(self.devices))
+    if where.size == 0:
+      raise ValueError(f"{self} has no device of this process")
+    box = tuple(slice(lo, hi + 1) for lo, hi in zip(where.min(0), where.max(0)))
+    devices = self.devices[box]
+    if devices.size != len(where):
+      raise ValueError(f"the devices of this process do not fill a box of {self}")
+    return Mesh(devices, self.axis_names, self.axis_types)
+
   @property
   def is_multi_process(self) -> bool:
     return len({d.process_index for d in self.device_list}) > 1

@@ -165,5 +165,34 @@ def test_key_arrays_are_made_from_blocks_too(devices, mesh):
                                 minijax.random.key_data(keys))
 
 
+def test_process_local_data_is_the_whole_array_in_one_process(mesh2d):
+  from minijax.sharding import NamedSharding, PartitionSpec as P
+  sharding = NamedSharding(mesh2d, P("x", None))
+  made = minijax.make_array_from_process_local_data(sharding, np.arange(8.0).reshape(4, 2))
+  assert made.shape == (4, 2) and made.sharding == sharding
+  assert [np.asarray(s.data).tolist() for s in made.addressable_shards][:2] == [
+      [[0.0, 1.0], [2.0, 3.0]]] * 2
+  with pytest.raises(ValueError, match=r"local data has shape \(4, 2\), but with "
+                                       r"global_shape=\(8, 2\)"):
+    minijax.make_array_from_process_local_data(sharding, np.zeros((4, 2)), (8, 2))
+
+
+def test_multihost_utils_in_one_process(mesh):
+  from minijax.experimental import multihost_utils as mh
+  from minijax.sharding import PartitionSpec as P
+  assert mh.process_allgather({"a": np.arange(3)})["a"].tolist() == [[0, 1, 2]]
+  assert mh.process_allgather(np.arange(3), tiled=True).tolist() == [0, 1, 2]
+  assert mh.broadcast_one_to_all((np.ones(2), 3))[1] == 3
+  mh.assert_equal({"x": np.arange(3)})
+  mh.sync_global_devices("one process")
+  assert mh.reached_preemption_sync_point(3) is False
+  glob = mh.host_local_array_to_global_array({"x": np.arange(8.0)}, mesh, P("i"))
+  assert glob["x"].shape == (8,) and len(glob["x"].addressable_shards) == 4
+  assert mh.process_allgather(glob["x"], tiled=True).tolist() == list(range(8))
+  assert mh.process_allgather(glob["x"]).shape == (1, 8)  # (fully addressable: stacked)
+  local = mh.global_array_to_host_local_array(glob, mesh, P("i"))
+  assert np.asarray(local["x"]).tolist() == list(range(8)) and mesh.local_mesh == mesh
+
+
 def test_jax_was_never_imported():
   assert "jax" not in sys.modules
