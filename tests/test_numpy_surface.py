@@ -379,3 +379,32 @@ def test_index_dtypes_argpartition_order_and_unique_padding_as_jax(x64):
   values, index = jnp.unique(jnp.array([3, 1, 3, 2, 1, 0]), size=6, fill_value=-1, return_index=True)
   assert np.asarray(values).tolist() == [0, 1, 2, 3, -1, -1]
   assert np.asarray(index).tolist() == [5, 1, 3, 0, 5, 5]  # padding: the first unique's index
+
+
+def test_what_the_dtype_and_shape_sweep_found_answers_as_jax():
+  # recorded from JAX 0.10.2 (tools/jax_numpy_sweep.py found each case)
+  i8 = np.array([3, -2, 5, 0, -5], np.int8)
+  assert jnp.cumulative_sum(i8).dtype == np.int32  # (cumsum keeps int8, as JAX's)
+  assert jnp.cumulative_sum(i8.astype(np.uint8)).dtype == np.uint32
+  assert jnp.cumsum(i8).dtype == np.int8 and jnp.cumulative_prod(i8).dtype == np.int8
+  assert np.asarray(jnp.cumulative_sum(i8)).tolist() == [3, 1, 6, 6, 1]
+  vander = jnp.vander(i8[:3])
+  assert vander.dtype == np.int8 and np.asarray(vander).tolist() == [[9, 3, 1], [4, -2, 1],
+                                                                      [25, 5, 1]]
+  assert np.asarray(jnp.vander(np.array([3, 4294967294], np.uint32), 2)).tolist() == [
+      [3, 1], [4294967294, 1]]
+  assert np.asarray(jnp.bincount(np.array([True, False, True]))).tolist() == [1, 2]
+  assert np.asarray(jnp.hanning(np.float32(3.7))).tolist() == [0.0, 1.0, 0.0]  # int(M)
+  np.testing.assert_allclose(jnp.kaiser(np.float32(3.7), 1.0), [0.7898484, 1.0, 0.7898484],
+                             rtol=1e-6)
+  assert np.asarray(jnp.poly(np.float32(2.0))).tolist() == [1.0, -2.0]
+  for refused, match in [
+      (lambda: jnp.extract(np.ones((2, 3), bool), np.arange(3)), "out of bounds"),
+      (lambda: jnp.vecmat(np.ones((2, 3)), np.ones(3)), r"vecmat: .* \(2, 3\) and \(3,\)"),
+      (lambda: jnp.matvec(np.ones(3), np.ones(3)), r"matvec: .* \(3,\) and \(3,\)"),
+      (lambda: jnp.sort(np.float32(1)), "axis -1 is out of bounds"),
+      (lambda: jnp.nonzero(np.float32(1)), "Calling nonzero on 0d arrays is not allowed"),
+      (lambda: jnp.cumulative_sum(np.float32(1)), "must be non-scalar to take a cumulative sum"),
+      (lambda: jnp.cumulative_prod(np.float32(1)), "non-scalar to take a cumulative prod")]:
+    with pytest.raises(ValueError, match=match):
+      refused()

@@ -283,6 +283,8 @@ def bincount(x, weights=None, minlength=0, *, length=None):
   a trace), else `max(x) + 1`, at least `minlength`."""
   jnp = _jnp()
   xs = _util.asarray(x)
+  if _util.dtype(xs) == np.bool_:
+    xs = xs.astype(dtypes.default_int_dtype())
   if not dtypes.is_integer(_util.dtype(xs)):
     raise TypeError(f"x argument to bincount must have an integer type; got {_util.dtype(xs)}")
   if _util.ndim(xs) != 1:

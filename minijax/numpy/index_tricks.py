@@ -288,5 +288,8 @@ def compress(condition, a, axis=None, *, size=None, fill_value=0, out=None):
 
 
 def extract(condition, arr, *, size=None, fill_value=0):
+  """The elements of `arr` (flattened) where `condition` (flattened, no longer) holds."""
   jnp = _jnp()
+  if _util.size(condition) > _util.size(arr):
+    raise ValueError("condition contains entries that are out of bounds")
   return compress(jnp.ravel(condition), jnp.ravel(arr), size=size, fill_value=fill_value)

@@ -424,8 +424,11 @@ def nonzero(a, *, size=None, fill_value=None):
   """The indices of the non-zero elements of `a`, one array per axis.  With `size` the
   result has that length, traced inputs included: cut, or filled out with `fill_value` (0,
   or one value per axis)."""
+  if _util.ndim(a) == 0:
+    raise ValueError("Calling nonzero on 0d arrays is not allowed. Use "
+                     "jnp.atleast_1d(scalar).nonzero() instead.")
   if size is None or not isinstance(a, Tracer):
-    v = np.atleast_1d(_host("nonzero", a))
+    v = _host("nonzero", a)
     out = np.nonzero(v)
     if size is not None:
       fills = _fills(fill_value, v.ndim)
@@ -435,7 +438,7 @@ def nonzero(a, *, size=None, fill_value=None):
   from minijax.numpy import creation, reductions
   from minijax.numpy.shape import atleast_1d, ravel
   size = int(size)
-  x = atleast_1d(a)
+  x = _util.asarray(a)
   dims = _util.shape(x)
   mask = ravel(lax.ne(x, lax.full(dims, 0, _util.dtype(x))))
   marks = lax.convert_element_type(mask, np.int32)

@@ -123,6 +123,8 @@ def poly(seq_of_zeros):
   characteristic polynomial)."""
   jnp = _jnp()
   a = _util.asarray(seq_of_zeros)
+  if _util.ndim(a) == 0:
+    a = a.reshape(1)  # (one root)
   if _util.ndim(a) == 2 and _util.shape(a)[0] == _util.shape(a)[1] and _util.shape(a)[0]:
     a = jnp.linalg.eigvals(a)  # the characteristic polynomial
   elif _util.ndim(a) != 1:
@@ -167,8 +169,7 @@ def vander(x, N=None, increasing=False):
   if n < 0:
     raise ValueError("N must be nonnegative")
   powers = jnp.arange(n) if increasing else jnp.arange(n - 1, -1, -1)
-  return jnp.power(x[:, None], powers.astype(_util.dtype(x)) if dtypes.is_inexact(
-      _util.dtype(x)) else powers)
+  return jnp.power(x[:, None], powers.astype(_util.dtype(x)))  # (in x's dtype, as JAX)
 
 
 def polyfit(x, y, deg, rcond=None, full=False, w=None, cov=False):

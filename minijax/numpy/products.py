@@ -207,6 +207,9 @@ def _take_diagonals(spec: str, x):
 def vecmat(x1, x2, /):
   """Σ conj(x1[..., i]) x2[..., i, j]: vector-matrix products over the last axes."""
   a, b = _util.promote("vecmat", x1, x2)
+  if _util.ndim(a) < 1 or _util.ndim(b) < 2:
+    raise ValueError(f"vecmat: x1 needs at least 1 axis and x2 at least 2 (signature "
+                     f"(n),(n,m)->(m)), got shapes {_util.shape(a)} and {_util.shape(b)}")
   import minijax.numpy as jnp
   return jnp.matmul(jnp.conj(a)[..., None, :], b)[..., 0, :]
 
@@ -214,5 +217,8 @@ def vecmat(x1, x2, /):
 def matvec(x1, x2, /):
   """Σ x1[..., i, j] x2[..., j]: matrix-vector products over the last axes."""
   a, b = _util.promote("matvec", x1, x2)
+  if _util.ndim(a) < 2 or _util.ndim(b) < 1:
+    raise ValueError(f"matvec: x1 needs at least 2 axes and x2 at least 1 (signature "
+                     f"(n,m),(m)->(n)), got shapes {_util.shape(a)} and {_util.shape(b)}")
   import minijax.numpy as jnp
   return jnp.matmul(a, b[..., None])[..., 0]

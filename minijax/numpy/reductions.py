@@ -308,17 +308,26 @@ def cumprod(a, axis=None, dtype=None, out=None):
 
 
 def _cumulative_api(name, fn, x, axis, dtype, include_initial):
-  """The array API's cumulative_sum/cumulative_prod: `axis` may be omitted only for 0-d
-  and 1-d input; with `include_initial`, the identity comes first."""
+  """The array API's cumulative_sum/cumulative_prod of non-scalar input: `axis` may be
+  omitted only for 1-d input; with `include_initial`, the identity comes first.  As JAX's,
+  cumulative_sum of integers narrower than the default integer sums in the default
+  integer of their signedness."""
   from minijax.numpy.shape import concatenate
   x = _util.asarray(x)
+  if _util.ndim(x) == 0:
+    raise ValueError(f"The input must be non-scalar to take a cumulative "
+                     f"{name.partition('_')[2]}, however a scalar value or scalar array was "
+                     f"given.")
   if axis is None:
     if _util.ndim(x) > 1:
       raise ValueError(f"The input array has rank {_util.ndim(x)}, however axis was not set "
                        f"to an explicit value. The axis argument is only optional for "
                        f"one-dimensional arrays.")
     axis = 0
-    x = lax.reshape(x, (1,)) if _util.ndim(x) == 0 else x
+  if dtype is None and name == "cumulative_sum":
+    kind = _util.dtype(x)
+    if kind.kind in "iu" and kind.itemsize < dtypes.default_int_dtype().itemsize:
+      dtype = dtypes.canonicalize_dtype(np.uint64 if kind.kind == "u" else np.int64)
   out = fn(x, axis=axis, dtype=dtype)
   if include_initial:
     (ax,) = _util.canonicalize_axes(axis, _util.ndim(out))

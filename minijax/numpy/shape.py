@@ -407,8 +407,6 @@ def sort(a, axis=-1, kind=None, order=None, stable=True, descending=False):
   x = _arr("sort", a)
   if axis is None:
     x, axis = ravel(x), 0
-  if _util.ndim(x) == 0:
-    return x
   (ax,) = _util.canonicalize_axes(axis, _util.ndim(x))
   out = lax.sort(x, ax, is_stable=True)
   return lax.rev(out, (ax,)) if descending else out

@@ -2,8 +2,6 @@
 float type, and `kaiser`, as JAX computes them."""
 from __future__ import annotations
 
-import operator
-
 import numpy as np
 
 from minijax.core import dtypes
@@ -15,10 +13,12 @@ def _jnp():
 
 
 def _n(M, name) -> int:
+  """The window length: `int(M)` of a concrete number (as JAX takes it)."""
+  from minijax.numpy import _util
   try:
-    return operator.index(M)
-  except TypeError:
-    raise TypeError(f"{name}: M must be an integer, got {M!r}") from None
+    return int(_util.concrete_or_error(f"M argument of jnp.{name}", M))
+  except (TypeError, ValueError) as e:
+    raise TypeError(f"{name}: M must be a number, got {M!r}") from e
 
 
 def _positions(M):
