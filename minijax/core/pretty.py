@@ -124,7 +124,7 @@ def _pp_eqn(eqn: JaxprEqn, names: _Names, indent: int) -> str:
   outs = " ".join(names.binder(v) for v in eqn.outvars)
   rule = pp_rules.get(eqn.primitive)
   params = rule(eqn.params, names, indent + 2) if rule else [
-      f"{k}={_pp_param_value(v, names, indent + 2)}" for k, v in eqn.params.items()]
+      f"{k}={_pp_param_value(v, names, indent + 2)}" for k, v in sorted(eqn.params.items())]
   ins = " ".join(names(v) for v in eqn.invars)
   multiline = (any(_has_jaxpr(v) for v in eqn.params.values())
                or sum(len(p) + 1 for p in params) > names.width)
