@@ -272,3 +272,35 @@ def test_mul_out_dtype_multiplies_in_the_wider_type():
   out = lax.mul(x, x, out_dtype=np.int16)
   assert out.dtype == np.int16 and np.asarray(out).tolist() == [10000, 10000]
   assert np.asarray(lax.mul(x, x)).tolist() == [16, 16]  # int8 wraps
+
+
+@pytest.mark.parametrize("name", ["sin", "cos", "tan", "tanh", "exp", "exp2", "expm1", "log",
+                                  "log1p", "logistic", "sqrt", "rsqrt", "cbrt"])
+def test_accuracy_is_an_equation_parameter_lowered_to_result_accuracy(name):
+  fn = getattr(lax, name)
+  x = np.linspace(0.1, 0.9, 5).astype(np.float32)
+  tolerance = lax.Tolerance(atol=1e-3, rtol=1e-4)
+  jaxpr = str(minijax.make_jaxpr(lambda v: fn(v, accuracy=tolerance))(x))
+  assert f"{name}[accuracy=Tolerance(atol=0.001, rtol=0.0001, ulps=0)]" in jaxpr
+  assert "accuracy" not in str(minijax.make_jaxpr(fn)(x))  # (only when given)
+  text = minijax.jit(lambda v: fn(v, accuracy=lax.AccuracyMode.HIGHEST)).lower(x).as_text()
+  assert "result_accuracy = #mhlo.result_accuracy<mode = #mhlo.result_accuracy_mode<HIGHEST>>" in text
+  assert "result_accuracy" not in minijax.jit(
+      lambda v: fn(v, accuracy=lax.AccuracyMode.DEFAULT)).lower(x).as_text()
+  # XLA's CPU has one implementation of each: the same values, jitted, batched, differentiated
+  np.testing.assert_array_equal(minijax.jit(lambda v: fn(v, accuracy=tolerance))(x), fn(x))
+  np.testing.assert_array_equal(minijax.vmap(lambda v: fn(v, accuracy=tolerance))(x), fn(x))
+  np.testing.assert_array_equal(minijax.grad(lambda v: fn(v, accuracy=tolerance).sum())(x),
+                                minijax.grad(lambda v: fn(v).sum())(x))
+
+
+def test_accuracy_arguments_are_checked_as_jax_checks_them():
+  with pytest.raises(NotImplementedError, match="Accuracy 3 not supported"):
+    lax.sin(np.float32(1.0), accuracy=3)
+  with pytest.raises(ValueError, match="non-negative"):
+    lax.Tolerance(atol=-1.0)
+  with pytest.raises(ValueError, match="At least one of atol, rtol, or ulps"):
+    lax.Tolerance()
+  cos_under_sin = minijax.make_jaxpr(minijax.grad(
+      lambda v: lax.sin(v, accuracy=lax.AccuracyMode.HIGHEST)))(np.float32(1.0))
+  assert "cos[accuracy=AccuracyMode.HIGHEST]" in str(cos_under_sin)

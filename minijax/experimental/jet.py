@@ -162,16 +162,16 @@ def _div(primitive, primals, terms, **params):
 
 def _log(primitive, primals, terms, **params):
   x = [primals[0], *terms[0]]
-  y = [lax.log(x[0])]
+  y = [primitive.bind(x[0], **params)]
   for k in range(1, len(x)):
     carried = [_scaled(lax.mul(y[j], x[k - j]), j / k) for j in range(1, k)]
     y.append(lax.div(lax.sub(x[k], _sum(carried)) if carried else x[k], x[0]))
   return y[0], y[1:]
 
 
-def _sin_cos(primals, terms):
+def _sin_cos(primals, terms, accuracy=None):
   x = [primals[0], *terms[0]]
-  s, c = [lax.sin(x[0])], [lax.cos(x[0])]
+  s, c = [lax.sin(x[0], accuracy=accuracy)], [lax.cos(x[0], accuracy=accuracy)]
   for k in range(1, len(x)):
     s.append(_scaled(_sum(_scaled(lax.mul(x[j], c[k - j]), j) for j in range(1, k + 1)), 1 / k))
     c.append(_scaled(_sum(_scaled(lax.mul(x[j], s[k - j]), j) for j in range(1, k + 1)), -1 / k))
@@ -179,18 +179,18 @@ def _sin_cos(primals, terms):
 
 
 def _sin(primitive, primals, terms, **params):
-  s, _ = _sin_cos(primals, terms)
+  s, _ = _sin_cos(primals, terms, **params)
   return s[0], s[1:]
 
 
 def _cos(primitive, primals, terms, **params):
-  _, c = _sin_cos(primals, terms)
+  _, c = _sin_cos(primals, terms, **params)
   return c[0], c[1:]
 
 
 def _sqrt(primitive, primals, terms, **params):
   x = [primals[0], *terms[0]]
-  y = [lax.sqrt(x[0])]
+  y = [primitive.bind(x[0], **params)]
   twice = _scaled(y[0], 2)
   for k in range(1, len(x)):
     rest = [lax.mul(y[i], y[k - i]) for i in range(1, k)]
@@ -201,7 +201,7 @@ def _sqrt(primitive, primals, terms, **params):
 def _rsqrt(primitive, primals, terms, **params):
   """y = x^(-1/2): x y' = -y x' / 2, so k x0 y_k = sum_j (-j/2 - (k - j)) x_j y_(k-j)."""
   x = [primals[0], *terms[0]]
-  y = [lax.rsqrt(x[0])]
+  y = [primitive.bind(x[0], **params)]
   for k in range(1, len(x)):
     total = _sum(_scaled(lax.mul(x[j], y[k - j]), -j / 2 - (k - j)) for j in range(1, k + 1))
     y.append(lax.div(_scaled(total, 1 / k), x[0]))

@@ -3,6 +3,7 @@
 Importing it also hands the interpreters the array operations they build on
 (`interpreters.array_ops`)."""
 from minijax.lax.call import jit_p
+from minijax.lax.accuracy import AccuracyMode, Tolerance  # noqa: F401
 from minijax.lax.elementwise import *  # noqa: F401,F403
 from minijax.lax.complex_ops import *  # noqa: F401,F403
 from minijax.lax.structural import *  # noqa: F401,F403

@@ -15,6 +15,7 @@ from jaxlib.mlir.dialects import mhlo
 from minijax.core import dtypes
 from minijax.core.avals import get_aval
 from minijax.interpreters import ad, batching
+from minijax.lax import accuracy as accuracy_lib
 from minijax.lax import utils
 from minijax.lowering import mlir
 
@@ -64,6 +65,17 @@ def _unop(name, accepted, what, mhlo_op):
   batching.defvectorized(prim)
   if mhlo_op is not None:
     mlir.register_lowering(prim, utils.nary_lowering(mhlo_op), splat_literals=True)
+  return prim
+
+
+def _accurate_unop(name, mhlo_op):
+  """An inexact unary op that takes JAX's `accuracy=` (see `minijax.lax.accuracy`)."""
+  prim = _unop(name, *_inexact, None)
+  op_name = mhlo_op.OPERATION_NAME
+
+  def lowering(ctx, x, accuracy=None):
+    return accuracy_lib.annotate(mlir.emit_elementwise(ctx, op_name, [x]), accuracy)
+  mlir.register_lowering(prim, lowering, splat_literals=True)
   return prim
 
 
@@ -407,48 +419,48 @@ def round(x, rounding_method: int = RoundingMethod.AWAY_FROM_ZERO):
 # ---- exp, log, log1p, expm1
 _inexact = (utils.is_inexact, "floating point or complex")
 
-exp_p = _unop("exp", *_inexact, mhlo.ExpOp)
-ad.defjvp2(exp_p, lambda g, out, x: mul(g, out))
+exp_p = _accurate_unop("exp", mhlo.ExpOp)
+ad.defjvp2(exp_p, lambda g, out, x, **_: mul(g, out))
 
 
-def exp(x):
-  return exp_p.bind(x)
+def exp(x, *, accuracy=None):
+  return exp_p.bind(x, **accuracy_lib.params(accuracy))
 
 
-log_p = _unop("log", *_inexact, mhlo.LogOp)
-ad.defjvp(log_p, lambda g, x: div(g, x))
+log_p = _accurate_unop("log", mhlo.LogOp)
+ad.defjvp(log_p, lambda g, x, **_: div(g, x))
 
 
-def log(x):
-  return log_p.bind(x)
+def log(x, *, accuracy=None):
+  return log_p.bind(x, **accuracy_lib.params(accuracy))
 
 
-log1p_p = _unop("log1p", *_inexact, mhlo.Log1pOp)
-ad.defjvp(log1p_p, lambda g, x: div(g, add(x, _ones_like(x))))
+log1p_p = _accurate_unop("log1p", mhlo.Log1pOp)
+ad.defjvp(log1p_p, lambda g, x, **_: div(g, add(x, _ones_like(x))))
 
 
-def log1p(x):
-  return log1p_p.bind(x)
+def log1p(x, *, accuracy=None):
+  return log1p_p.bind(x, **accuracy_lib.params(accuracy))
 
 
-expm1_p = _unop("expm1", *_inexact, mhlo.Expm1Op)
-ad.defjvp2(expm1_p, lambda g, out, x: mul(g, add(out, _ones_like(out))))
+expm1_p = _accurate_unop("expm1", mhlo.Expm1Op)
+ad.defjvp2(expm1_p, lambda g, out, x, **_: mul(g, add(out, _ones_like(out))))
 
 
-def expm1(x):
-  return expm1_p.bind(x)
+def expm1(x, *, accuracy=None):
+  return expm1_p.bind(x, **accuracy_lib.params(accuracy))
 
 
 exp2_p = utils.standard_primitive("exp2", utils.elementwise_shapes("exp2"),
                                   utils.same_dtypes_accepting("exp2", *_inexact))
 batching.defvectorized(exp2_p)
-ad.defjvp2(exp2_p, lambda g, out, x: mul(g, mul(out, _const(out, np.log(2)))))
+ad.defjvp2(exp2_p, lambda g, out, x, **_: mul(g, mul(out, _const(out, np.log(2)))))
 
 
-def _exp2_lowering(ctx, x):
+def _exp2_lowering(ctx, x, accuracy=None):
   # (XLA has no exp2: e ** (x log 2), as JAX lowers it)
   ln2 = mlir.ir_constant(np.full(ctx.avals_in[0].shape, np.log(2), ctx.avals_in[0].dtype))
-  return mhlo.ExpOp(mhlo.MulOp(ln2, x).result).result
+  return accuracy_lib.annotate(mhlo.ExpOp(mhlo.MulOp(ln2, x).result).result, accuracy)
 
 
 mlir.register_lowering(exp2_p, _exp2_lowering, splat_literals=True)
@@ -456,75 +468,79 @@ mlir.register_lowering(exp2_p, _exp2_lowering, splat_literals=True)
 
 def exp2(x, *, accuracy=None):
   """2 ** x, elementwise."""
-  return exp2_p.bind(x)
+  return exp2_p.bind(x, **accuracy_lib.params(accuracy))
 
 
 # ---- cbrt
-cbrt_p = _unop("cbrt", utils.is_float, "floating point", mhlo.CbrtOp)
-ad.defjvp2(cbrt_p, lambda g, out, x: mul(g, div(_const(out, 1 / 3), square(out))))
+cbrt_p = _unop("cbrt", utils.is_float, "floating point", None)
+ad.defjvp2(cbrt_p, lambda g, out, x, **_: mul(g, div(_const(out, 1 / 3), square(out))))
+mlir.register_lowering(
+    cbrt_p, lambda ctx, x, accuracy=None: accuracy_lib.annotate(
+        mlir.emit_elementwise(ctx, mhlo.CbrtOp.OPERATION_NAME, [x]), accuracy),
+    splat_literals=True)
 
 
 def cbrt(x, *, accuracy=None):
   """The real cube root, elementwise."""
-  return cbrt_p.bind(x)
+  return cbrt_p.bind(x, **accuracy_lib.params(accuracy))
 
 
 # ---- sin, cos, tan, tanh
-sin_p = _unop("sin", *_inexact, mhlo.SineOp)
-ad.defjvp(sin_p, lambda g, x: mul(g, cos(x)))
+sin_p = _accurate_unop("sin", mhlo.SineOp)
+ad.defjvp(sin_p, lambda g, x, accuracy=None: mul(g, cos(x, accuracy=accuracy)))
 
 
-def sin(x):
-  return sin_p.bind(x)
+def sin(x, *, accuracy=None):
+  return sin_p.bind(x, **accuracy_lib.params(accuracy))
 
 
-cos_p = _unop("cos", *_inexact, mhlo.CosineOp)
-ad.defjvp(cos_p, lambda g, x: neg(mul(g, sin(x))))
+cos_p = _accurate_unop("cos", mhlo.CosineOp)
+ad.defjvp(cos_p, lambda g, x, accuracy=None: neg(mul(g, sin(x, accuracy=accuracy))))
 
 
-def cos(x):
-  return cos_p.bind(x)
+def cos(x, *, accuracy=None):
+  return cos_p.bind(x, **accuracy_lib.params(accuracy))
 
 
-tan_p = _unop("tan", *_inexact, mhlo.TanOp)
-ad.defjvp2(tan_p, lambda g, out, x: mul(g, add(_ones_like(out), mul(out, out))))
+tan_p = _accurate_unop("tan", mhlo.TanOp)
+ad.defjvp2(tan_p, lambda g, out, x, **_: mul(g, add(_ones_like(out), mul(out, out))))
 
 
-def tan(x):
-  return tan_p.bind(x)
+def tan(x, *, accuracy=None):
+  return tan_p.bind(x, **accuracy_lib.params(accuracy))
 
 
-tanh_p = _unop("tanh", *_inexact, mhlo.TanhOp)
-ad.defjvp2(tanh_p, lambda g, out, x: mul(g, sub(_ones_like(out), mul(out, out))))
+tanh_p = _accurate_unop("tanh", mhlo.TanhOp)
+ad.defjvp2(tanh_p, lambda g, out, x, **_: mul(g, sub(_ones_like(out), mul(out, out))))
 
 
-def tanh(x):
-  return tanh_p.bind(x)
+def tanh(x, *, accuracy=None):
+  return tanh_p.bind(x, **accuracy_lib.params(accuracy))
 
 
 # ---- sqrt, rsqrt, logistic
-sqrt_p = _unop("sqrt", *_inexact, mhlo.SqrtOp)
-ad.defjvp2(sqrt_p, lambda g, out, x: div(g, mul(_const(out, 2), out)))
+sqrt_p = _accurate_unop("sqrt", mhlo.SqrtOp)
+ad.defjvp2(sqrt_p, lambda g, out, x, **_: div(g, mul(_const(out, 2), out)))
 
 
-def sqrt(x):
-  return sqrt_p.bind(x)
+def sqrt(x, *, accuracy=None):
+  return sqrt_p.bind(x, **accuracy_lib.params(accuracy))
 
 
-rsqrt_p = _unop("rsqrt", *_inexact, mhlo.RsqrtOp)
-ad.defjvp2(rsqrt_p, lambda g, out, x: mul(g, mul(_const(out, -0.5), div(out, x))))
+rsqrt_p = _accurate_unop("rsqrt", mhlo.RsqrtOp)
+ad.defjvp2(rsqrt_p, lambda g, out, x, **_: mul(g, mul(_const(out, -0.5), div(out, x))))
 
 
-def rsqrt(x):
-  return rsqrt_p.bind(x)
+def rsqrt(x, *, accuracy=None):
+  return rsqrt_p.bind(x, **accuracy_lib.params(accuracy))
 
 
-logistic_p = _unop("logistic", *_inexact, mhlo.LogisticOp)
-ad.defjvp2(logistic_p, lambda g, out, x: mul(g, mul(out, sub(_ones_like(out), out))))
+logistic_p = _accurate_unop("logistic", mhlo.LogisticOp)
+ad.defjvp2(logistic_p, lambda g, out, x, **_: mul(g, mul(out, sub(_ones_like(out), out))))
 
 
-def logistic(x):
-  return logistic_p.bind(x)
+def logistic(x, *, accuracy=None):
+  return logistic_p.bind(x, **accuracy_lib.params(accuracy))
 
 
 # ---- erf
