@@ -271,8 +271,10 @@ def test_traced_inputs_work_where_sizes_are_static_and_raise_where_they_are_not(
   prod, g, hist, med = f(X, Y)
   np.testing.assert_allclose(np.asarray(prod), np.polymul(X, Y))
   assert int(g) == 6 and np.asarray(hist).tolist() == [2.0, 2.0] and float(med) == 1.25
-  with pytest.raises(TypeError, match="traced array"):
+  with pytest.raises(minijax.errors.ConcretizationTypeError, match="union1d.*pass size="):
     minijax.jit(jnp.union1d)(XI, YI)
+  assert np.asarray(minijax.jit(lambda a, b: jnp.union1d(a, b, size=7, fill_value=-1))(
+      XI, YI)).tolist() == [1, 2, 3, 7, 9, -1, -1]
   assert np.asarray(minijax.jit(lambda a, b: jnp.compress(a, b, size=2))(
       A([0, 1, 1]), np.arange(3))).tolist() == [1, 2]
 
@@ -408,3 +410,38 @@ def test_what_the_dtype_and_shape_sweep_found_answers_as_jax():
       (lambda: jnp.cumulative_prod(np.float32(1)), "non-scalar to take a cumulative prod")]:
     with pytest.raises(ValueError, match=match):
       refused()
+
+
+def test_set_operations_with_size_trace_and_differentiate_as_jax():
+  # recorded from JAX 0.10.2 with jax_enable_x64 (tools/jax_probes/set_operations.py has more)
+  i, j = A([4, 1, 4, 0, 2, 1]), A([1, 9, 4])
+  for call in (lambda f, *xs: f(*xs), lambda f, *xs: minijax.jit(f)(*xs)):
+    values, index, inverse, counts = call(lambda x: jnp.unique(
+        x, return_index=True, return_inverse=True, return_counts=True, size=9, fill_value=-1), i)
+    assert np.asarray(values).tolist() == [0, 1, 2, 4, -1, -1, -1, -1, -1]
+    assert np.asarray(index).tolist() == [3, 1, 4, 0, 3, 3, 3, 3, 3]
+    assert np.asarray(inverse).tolist() == [3, 1, 3, 0, 2, 1]
+    assert np.asarray(counts).tolist() == [1, 2, 1, 2, 0, 0, 0, 0, 0]
+    nan = A([3.0, 1.0, 3.0, 2.0, np.nan, 1.0, np.nan])
+    unequal = np.asarray(call(lambda x: jnp.unique(x, size=6, fill_value=-1.0, equal_nan=False), nan))
+    assert np.isnan(unequal[3:5]).all() and unequal[5] == -1.0
+    assert np.isnan(np.asarray(call(lambda x: jnp.unique(x, size=5, fill_value=-1.0), nan))[3])
+    assert np.asarray(call(lambda x, y: jnp.intersect1d(x, y, size=4), i, j)).tolist() == [1, 4, 1, 1]
+    _, i1, i2 = call(lambda x, y: jnp.intersect1d(x, y, return_indices=True, size=4), i, j)
+    assert np.asarray(i1).tolist() == [1, 0, 6, 6] and np.asarray(i2).tolist() == [0, 2, 3, 3]
+    assert np.asarray(call(lambda x, y: jnp.setdiff1d(x, y, size=4), i, j)).tolist() == [0, 2, 0, 0]
+    assert np.asarray(call(lambda x, y: jnp.setxor1d(x, y, size=4), A([5, 6]), A([6, 7]))).tolist() == [5, 7, 5, 5]
+    assert np.asarray(call(lambda x, y: jnp.union1d(x, y, size=4), A([5, 6]), A([6, 7]))).tolist() == [5, 6, 7, 5]
+  x, b = A([3.0, 1.0, 3.0, 2.0]), A([2.0, 5.0, 2.0, 7.0])
+  grads = {name: np.asarray(minijax.grad(f)(x)).tolist() for name, f in [
+      ("unique", lambda v: jnp.unique(v, size=4, fill_value=0.0).sum()),
+      ("union1d", lambda v: (jnp.union1d(v, b, size=6) ** 2).sum()),
+      ("intersect1d", lambda v: (jnp.intersect1d(v, b, size=3) ** 2).sum()),
+      ("setdiff1d", lambda v: (jnp.setdiff1d(v, b, size=3) ** 2).sum())]}
+  assert grads == {"unique": [1.0, 1.0, 0.0, 1.0], "union1d": [6.0, 4.0, 0.0, 4.0],
+                   "intersect1d": [0.0, 0.0, 0.0, 12.0], "setdiff1d": [6.0, 2.0, 0.0, 0.0]}
+  batched = minijax.vmap(lambda v: jnp.unique(v, size=3, fill_value=-1))(A([[1, 1, 2, 5], [3, 3, 3, 3]]))
+  assert np.asarray(batched).tolist() == [[1, 2, 5], [3, -1, -1]]
+  with pytest.raises(ValueError, match="fill_value must be specified"):
+    minijax.jit(lambda v: jnp.unique(v, size=2))(np.zeros(0))
+  assert np.asarray(minijax.grad(lambda v: jnp.trim_zeros(v).sum())(A([0.0, 0, 1, 2, 0]))).tolist() == [0, 0, 1, 1, 0]

@@ -40,7 +40,7 @@ from minijax.numpy.shape import (  # noqa: F401
     hsplit, vsplit, tile, repeat, flip, fliplr, flipud, roll, rot90, sort, argsort,
     take_along_axis, take, pad, diagonal, trace, diag, rollaxis, resize, dsplit, diagflat,
     block, trim_zeros, sort_complex, lexsort, partition, argpartition)
-from minijax.numpy.indexing import nonzero, flatnonzero, argwhere, unique  # noqa: F401
+from minijax.numpy.indexing import nonzero, flatnonzero, argwhere  # noqa: F401
 from minijax.numpy.extras import (  # noqa: F401
     diff, append, apply_over_axes, searchsorted, cross, kron, astype, isin, indices,
     triu_indices, tril_indices, logspace, unravel_index, select, piecewise, heaviside,
@@ -56,7 +56,7 @@ from minijax.numpy.polynomial import (  # noqa: F401
     polyval, polyadd, polysub, polymul, polydiv, polyder, polyint, poly, roots, vander,
     polyfit)
 from minijax.numpy.setops import (  # noqa: F401
-    union1d, setdiff1d, setxor1d, intersect1d, unique_all, unique_counts, unique_inverse,
+    unique, union1d, setdiff1d, setxor1d, intersect1d, unique_all, unique_counts, unique_inverse,
     unique_values)
 from minijax.numpy.index_tricks import (  # noqa: F401
     newaxis, s_, index_exp, mgrid, ogrid, r_, c_, ix_, diag_indices_from, tril_indices_from,

@@ -329,7 +329,11 @@ def concrete_value(x) -> np.ndarray | None:
 def concrete_or_error(what: str, x) -> np.ndarray:
   """The host value of `x`; a TypeError naming `what` when it is traced."""
   v = concrete_value(x)
+  if v is None and not isinstance(x, Tracer):
+    raise TypeError(f"{what}: needs a concrete array, got {type(x).__name__}")
   if v is None:
-    raise TypeError(f"{what}: the result's shape depends on the values of a traced array; "
-                    "call it outside jit or pass size= where supported")
+    from minijax.core.errors import ConcretizationTypeError
+    raise ConcretizationTypeError(
+        x, f"{what}()", "The result's shape depends on this value: call it outside jit, or "
+        "pass size= (and fill_value=) where the function takes them. ")
   return v

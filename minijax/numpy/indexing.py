@@ -16,7 +16,6 @@ with the same expression, then scatter into the flattened array; so every index 
 """
 from __future__ import annotations
 
-import operator
 
 import numpy as np
 
@@ -479,36 +478,3 @@ def argwhere(a, *, size=None, fill_value=None):
   columns = nonzero(atleast_1d(a), size=size, fill_value=fill_value)
   out = stack(columns, axis=1)
   return out[:, :0] if nd == 0 else out
-
-
-def unique(ar, return_index=False, return_inverse=False, return_counts=False, axis=None,
-           *, equal_nan=True, size=None, fill_value=None, sorted=True):
-  """The sorted unique elements of `ar` (rows, with `axis`), as numpy's `unique`, of a
-  concrete array.  With `size` the result has that length: cut, or filled out with
-  `fill_value` (by default the smallest element; counts with 0), as JAX does; indices and
-  counts are the default integer type."""
-  if not sorted:
-    raise NotImplementedError("unique(sorted=False): minijax returns sorted uniques only "
-                              "(as JAX 0.10.2 does); drop the argument")
-  value = _host("unique", ar)
-  outs = np.unique(value, return_index=return_index, return_inverse=return_inverse,
-                   return_counts=return_counts, axis=axis, equal_nan=equal_nan)
-  outs = list(outs) if isinstance(outs, tuple) else [outs]
-  int_dtype = dtypes.default_int_dtype()
-  if size is not None:
-    size, n = operator.index(size), outs[0].shape[0 if axis is None else axis]
-    uniques = np.moveaxis(outs[0], 0 if axis is None else axis, 0)
-    fill = uniques[:1] if fill_value is None else np.full_like(uniques[:1], fill_value)
-    padded = np.concatenate([uniques[:size], *[fill] * max(size - n, 0)])
-    outs[0] = np.moveaxis(padded, 0, 0 if axis is None else axis)
-    k = 1
-    # padded entries: the first unique's index (as JAX pads them), a count of 0
-    first_index = outs[1][0] if return_index and n else 0
-    for flag, pad in [(return_index, first_index), (return_inverse, None), (return_counts, 0)]:
-      if flag:
-        if pad is not None:
-          outs[k] = np.concatenate([outs[k][:size], np.full(max(size - n, 0), pad)])
-        k += 1
-  result = [lax.convert_to_array(outs[0])]
-  result += [lax.convert_to_array(o.astype(int_dtype)) for o in outs[1:]]
-  return result[0] if len(result) == 1 else tuple(result)

@@ -642,11 +642,28 @@ def block(arrays):
 
 
 def trim_zeros(filt, trim="fb", axis=None):
-  """`filt` without its leading ('f') and trailing ('b') zeros (concrete input)."""
-  value = _util.concrete_or_error("trim_zeros", _arr("trim_zeros", filt))
-  trimmed = np.trim_zeros(value, trim, axis=axis) if axis is not None else np.trim_zeros(
-      value, trim)
-  return lax.convert_to_array(np.asarray(trimmed))
+  """`filt` without its leading ('f') and trailing ('b') zeros along `axis` (all axes by
+  default): where they end is read from its concrete value, and `filt` itself is sliced,
+  so that derivatives flow through."""
+  x = _arr("trim_zeros", filt)
+  value = _util.concrete_or_error("trim_zeros", x) != 0
+  axes = set(_util.canonicalize_axes(tuple(range(value.ndim)) if axis is None else axis,
+                                     value.ndim))
+  front, back = "f" in trim.lower(), "b" in trim.lower()
+  if not (front or back):
+    return x
+  index = []
+  for ax in range(value.ndim):
+    if ax not in axes:
+      index.append(slice(None))
+      continue
+    present = value.any(axis=tuple(i for i in range(value.ndim) if i != ax))
+    if not present.any():
+      index.append(slice(0, 0))
+      continue
+    index.append(slice(int(present.argmax()) if front else None,
+                       value.shape[ax] - int(present[::-1].argmax()) if back else None))
+  return x[tuple(index)]
 
 
 def sort_complex(a):
