@@ -445,3 +445,16 @@ def test_set_operations_with_size_trace_and_differentiate_as_jax():
   with pytest.raises(ValueError, match="fill_value must be specified"):
     minijax.jit(lambda v: jnp.unique(v, size=2))(np.zeros(0))
   assert np.asarray(minijax.grad(lambda v: jnp.trim_zeros(v).sum())(A([0.0, 0, 1, 2, 0]))).tolist() == [0, 0, 1, 1, 0]
+
+
+def test_derivatives_the_grad_sweep_found_wrong_are_jaxs():
+  # recorded from JAX 0.10.2: sinc's second derivative at 0 is -pi**2/3 (it was 0), and
+  # fmax/fmin give a tie's derivative to their second operand (it was split)
+  assert abs(float(minijax.grad(minijax.grad(jnp.sinc))(0.0)) + np.pi ** 2 / 3) < 1e-5
+  assert abs(float(minijax.grad(minijax.grad(minijax.grad(minijax.grad(jnp.sinc))))(0.0))
+             - np.pi ** 4 / 5) < 1e-3
+  a, b = A([1.0, 2.0, np.nan, 3.0]), A([1.0, 1.0, 2.0, np.nan])
+  for fn, expected in [(jnp.fmax, ([0, 1, 0, 1], [1, 0, 1, 0])),
+                       (jnp.fmin, ([0, 0, 0, 1], [1, 1, 1, 0]))]:
+    ga, gb = minijax.grad(lambda x, y: fn(x, y).sum(), argnums=(0, 1))(a, b)
+    assert (np.asarray(ga).tolist(), np.asarray(gb).tolist()) == expected

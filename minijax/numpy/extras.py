@@ -228,11 +228,35 @@ def float_power(x1, x2):
 
 
 def sinc(x):
+  """sin(pi x) / (pi x), 1 at 0; derivatives of every order are exact at 0 too (there they
+  are those of the Taylor series of sin(z) / z, see `_sinc_taylor`)."""
   jnp = _jnp()
   (a,) = _util.promote_inexact("sinc", x)
   px = a * np.pi
   safe = jnp.where(a == 0, 1, px)
-  return jnp.where(a == 0, 1, jnp.sin(safe) / safe).astype(_util.dtype(a))
+  return jnp.where(a == 0, _sinc_taylor(0, px), jnp.sin(safe) / safe).astype(_util.dtype(a))
+
+
+def _sinc_taylor_impl(order, z):
+  """The `order`-th derivative of sin(z) / z at z = 0, shaped like `z`: (-1)^(k/2) / (k+1)
+  for even orders, 0 for odd ones.  Its jvp is the next order's, so that differentiating
+  `sinc` any number of times at 0 reads the series."""
+  value = 0.0 if order % 2 else (-1.0) ** (order // 2) / (order + 1)
+  return z * 0 + value
+
+
+def _make_sinc_taylor():
+  from minijax.custom_derivatives import custom_jvp
+  fn = custom_jvp(_sinc_taylor_impl, nondiff_argnums=(0,))
+
+  @fn.defjvp
+  def _jvp(order, primals, tangents):
+    (z,), (t,) = primals, tangents
+    return fn(order, z), fn(order + 1, z) * t
+  return fn
+
+
+_sinc_taylor = _make_sinc_taylor()
 
 
 def interp(x, xp, fp, left=None, right=None, period=None):

@@ -190,15 +190,22 @@ minimum = _binary("minimum", _min, keep_scalars=True)
 
 
 def _fmax(a, b):
+  """The larger, NaNs ignored; a tie goes to `b` (whose side gets the derivative, as in
+  JAX)."""
   if not dtypes.is_inexact(_util.dtype(a)):
     return _max(a, b)
-  return lax.select(lax.ne(b, b), a, lax.select(lax.ne(a, a), b, lax.max(a, b)))
+  if np.issubdtype(_util.dtype(a), np.complexfloating):
+    return lax.select(lax.ne(b, b), a, lax.select(lax.ne(a, a), b, lax.max(a, b)))
+  return lax.select(lax.bitwise_or(lax.gt(a, b), lax.ne(b, b)), a, b)
 
 
 def _fmin(a, b):
+  """The smaller, NaNs ignored; a tie goes to `b`."""
   if not dtypes.is_inexact(_util.dtype(a)):
     return _min(a, b)
-  return lax.select(lax.ne(b, b), a, lax.select(lax.ne(a, a), b, lax.min(a, b)))
+  if np.issubdtype(_util.dtype(a), np.complexfloating):
+    return lax.select(lax.ne(b, b), a, lax.select(lax.ne(a, a), b, lax.min(a, b)))
+  return lax.select(lax.bitwise_or(lax.lt(a, b), lax.ne(b, b)), a, b)
 
 
 fmax = _binary("fmax", _fmax)
