@@ -184,12 +184,16 @@ def test_python_scalars_are_weak_and_arrays_are_not():
 
 
 def test_eager_ops_follow_the_x64_flag_when_it_changes():
-  a = np.arange(3, dtype=np.int32)
+  a = np.arange(3, dtype=np.int64)
   assert jnp.true_divide(a, a + 1).dtype == np.float32
   previous = minijax.config.enable_x64
   minijax.config.update("enable_x64", True)
   try:
     assert jnp.true_divide(a, a + 1).dtype == np.float64
+    # as JAX 0.10.2: integers of up to 32 bits divide (and take sin, mean...) in float32
+    b = a.astype(np.int32)
+    assert jnp.true_divide(b, b + 1).dtype == np.float32 and jnp.mean(b).dtype == np.float32
+    assert jnp.sin(a.astype(bool)).dtype == np.float32 and jnp.sum(b.astype(np.uint32)).dtype == np.uint64
   finally:
     minijax.config.update("enable_x64", previous)
   assert jnp.true_divide(a, a + 1).dtype == np.float32

@@ -229,6 +229,23 @@ def default_float_dtype() -> np.dtype:
   return canonicalize_dtype(float64)
 
 
+def to_inexact_dtype(dtype) -> np.dtype:
+  """The floating type functions such as `sin` or `mean` compute a non-inexact `dtype` in,
+  as JAX 0.10.2: float32 for booleans and integers of up to 32 bits, float64 for 64-bit
+  integers (float32 without x64); inexact types are kept."""
+  dtype = np.dtype(dtype)
+  if is_inexact(dtype):
+    return dtype
+  return canonicalize_dtype(float64 if dtype.itemsize == 8 else float32)
+
+
+def to_complex_dtype(dtype) -> np.dtype:
+  """The complex type of the same precision as `to_inexact_dtype(dtype)`."""
+  inexact = to_inexact_dtype(dtype)
+  return canonicalize_dtype(complex128 if inexact in (np.dtype(float64), np.dtype(complex128))
+                            else complex64)
+
+
 def default_complex_dtype() -> np.dtype:
   return canonicalize_dtype(complex128)
 

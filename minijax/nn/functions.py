@@ -35,9 +35,7 @@ def _array(name: str, x):
 
 def _inexact(name: str, x):
   x = _array(name, x)
-  if not dtypes.is_inexact(x.dtype):
-    x = x.astype(dtypes.default_float_dtype())
-  return x
+  return x.astype(dtypes.to_inexact_dtype(x.dtype))
 
 
 def identity(x):

@@ -243,11 +243,10 @@ def promote(name: str, *args):
 
 
 def promote_inexact(name: str, *args):
-  """Like `promote`, but integers and bools become the default float type."""
+  """Like `promote`, but integers and bools become floats (`dtypes.to_inexact_dtype`)."""
   args = arrays_of(name, args)
   dt, weak = result_type_of(*args)
-  if not dtypes.is_inexact(dt):
-    dt = dtypes.default_float_dtype()
+  dt = dtypes.to_inexact_dtype(dt)
   return [to_array(a, dt, weak) for a in args]
 
 
@@ -279,8 +278,8 @@ def promote_and_broadcast(name: str, *args, inexact: bool = False, keep_scalars:
   are only promoted: they stay rank 0 and lax broadcasts them, as in JAX's jaxprs."""
   args = arrays_of(name, args)
   dt, weak = result_type_of(*args)
-  if inexact and not dtypes.is_inexact(dt):
-    dt = dtypes.default_float_dtype()
+  if inexact:
+    dt = dtypes.to_inexact_dtype(dt)
   shapes = [np.shape(a) if isinstance(a, dtypes.PYTHON_SCALARS) else get_aval(a).shape for a in args]
   try:
     out_shape = broadcast_shapes(name, *shapes)

@@ -47,15 +47,15 @@ def _keep(out, x, axes, keepdims):
 
 def _sum_dtype(dt, promote_integers: bool = True):
   """What a sum of `dt` accumulates in: booleans as the default integer; narrow integers
-  widened to it (unsigned: to uint32) unless `promote_integers` is False, as in JAX."""
+  widened to it (unsigned ones to the default unsigned integer) unless `promote_integers` is False, as in JAX."""
   if dt == dtypes.bool_:
     return dtypes.default_int_dtype()
   if not promote_integers:
     return dt
   if np.issubdtype(dt, np.signedinteger) and dt.itemsize < dtypes.default_int_dtype().itemsize:
     return dtypes.default_int_dtype()
-  if np.issubdtype(dt, np.unsignedinteger) and dt.itemsize < 4:
-    return dtypes.canonicalize_dtype(np.uint64) if dtypes.x64_enabled() else dtypes.uint32
+  if np.issubdtype(dt, np.unsignedinteger) and dt.itemsize < dtypes.default_int_dtype().itemsize:
+    return dtypes.canonicalize_dtype(np.uint64)
   return dt
 
 
@@ -163,7 +163,7 @@ def _count(x, axes) -> int:
 def _mean_dtype(dt, dtype):
   if dtype is not None:
     return dtypes.canonicalize_dtype(dtype)
-  return dt if dtypes.is_inexact(dt) else dtypes.default_float_dtype()
+  return dtypes.to_inexact_dtype(dt)
 
 
 @_util.compiled_when_eager(dynamic=1)

@@ -671,7 +671,7 @@ def sort_complex(a):
   x = _arr("sort_complex", a)
   out = sort(x)
   if not np.issubdtype(_util.dtype(out), np.complexfloating):
-    out = lax.convert_element_type(out, np.result_type(_util.dtype(out), np.complex64))
+    out = lax.convert_element_type(out, dtypes.to_complex_dtype(_util.dtype(out)))
   return out
 
 

@@ -479,8 +479,8 @@ radians, degrees = deg2rad, rad2deg
 
 
 def _square(a):
-  if _is_bool(a):  # as JAX: booleans square as integers
-    a = lax.convert_element_type(a, dtypes.default_int_dtype())
+  if _is_bool(a):  # as JAX: booleans square as int32
+    a = lax.convert_element_type(a, dtypes.int32)
   return lax.integer_pow(a, 2)
 
 

@@ -168,8 +168,7 @@ def choice(key, a, shape=(), replace=True, p=None, axis=0, mode=None):
       result = lax.slice_in_dim(perm, 0, n_draws, axis=0 if scalar else axis)
   else:
     p_arr = jnp.asarray(p)
-    if not dtypes.is_inexact(p_arr.dtype):
-      p_arr = p_arr.astype(dtypes.default_float_dtype())
+    p_arr = p_arr.astype(dtypes.to_inexact_dtype(p_arr.dtype))
     if p_arr.shape != (n_inputs,):
       raise ValueError("p must be None or a 1D vector with the same size as a.shape[axis]. "
                        f"p has shape {p_arr.shape} and a.shape[axis] is {n_inputs}.")
@@ -244,8 +243,7 @@ def geometric(key, p, shape=None, dtype=None):
 
 def _geometric(key, p, *, shape, dtype):
   p = jnp.asarray(p)
-  if not dtypes.is_inexact(get_aval(p).dtype):
-    p = p.astype(dtypes.default_float_dtype())
+  p = p.astype(dtypes.to_inexact_dtype(get_aval(p).dtype))
   u = _uniform(key, 0., 1., shape=shape, dtype=get_aval(p).dtype)
   u = jnp.where(jnp.equal(u, 0), jnp.ones_like(u), u)  # (as JAX: u = 0 counts as 1)
   trials = lax.floor(lax.div(lax.log(u), jnp.broadcast_to(lax.log1p(jnp.negative(p)), shape)))
