@@ -80,7 +80,9 @@ def unwrap(p, discont=None, axis=-1, period=2 * np.pi):
   """`p` with jumps larger than `discont` (half the period by default) taken back by
   multiples of `period`."""
   jnp = _jnp()
-  (p,) = _util.promote_inexact("unwrap", p)
+  (p,) = _util.promote("unwrap", p)
+  if not dtypes.is_inexact(_util.dtype(p)):  # (as JAX's: in the default float type)
+    p = lax.convert_element_type(p, dtypes.default_float_dtype())
   (axis,) = _util.canonicalize_axes(axis, _util.ndim(p))
   dd = jnp.diff(p, axis=axis)
   if discont is None:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from minijax import lax
+from minijax.core import dtypes
 from minijax.numpy import linalg as _linalg
 from minijax.numpy import _util
 from minijax.numpy.complex_numbers import reject_complex
@@ -44,8 +45,7 @@ def fabs(x, /):
   jnp = _np()
   x = jnp.asarray(x)
   reject_complex("fabs", x)
-  if not jnp.issubdtype(x.dtype, jnp.floating):
-    x = x.astype(jnp.result_type(x, 1.0))
+  x = x.astype(dtypes.to_inexact_dtype(x.dtype))
   return jnp.abs(x)
 
 

@@ -685,7 +685,7 @@ def lexsort(keys, axis=-1):
   if any(_util.shape(k) != shape for k in keys):
     raise ValueError("all keys need to be the same shape")
   if len(shape) == 0:
-    return lax.convert_to_array(np.int32(0))
+    return lax.convert_to_array(np.asarray(0, dtypes.default_int_dtype()))
   (axis,) = _util.canonicalize_axes(axis, len(shape))
   order = lax.broadcasted_iota(dtypes.default_int_dtype(), shape, axis)
   for k in keys:  # the first key least significant: a stable sort per key

@@ -414,8 +414,13 @@ def _per_part(fn):
   return apply
 
 
-rint = _unary("rint", _per_part(lambda a: lax.round(a, lax.RoundingMethod.TO_NEAREST_EVEN)),
-              inexact=True)  # (integers come back as floats, as JAX's)
+def _rint(a):
+  if not dtypes.is_inexact(_util.dtype(a)):  # (as JAX's: in the default float type)
+    a = lax.convert_element_type(a, dtypes.default_float_dtype())
+  return _per_part(lambda v: lax.round(v, lax.RoundingMethod.TO_NEAREST_EVEN))(a)
+
+
+rint = _unary("rint", _rint)
 fix = trunc
 
 
