@@ -455,3 +455,21 @@ def test_hyp2f1_against_scipy_on_every_region(x64):
                              0.5 * 1.5 / 2.5 * sp.hyp2f1(1.5, 2.5, 3.5, 0.3), rtol=1e-12)
   with pytest.raises(NotImplementedError, match="differentiate in x only"):
     minijax.grad(special.hyp2f1)(0.5, 1.5, 2.5, 0.3)
+
+
+def test_special_functions_at_the_edges_the_sweep_found_are_jaxs():
+  # recorded from JAX 0.10.2 (and scipy): all of the incomplete beta's mass sits at x = 0
+  # when a = 0 and at x = 1 when b = 0; 1F1 is infinite at b = 0; poch(z, 0) = 1
+  from minijax.scipy import special as sp
+  f = np.float32
+  assert [float(sp.betainc(f(a), f(b), f(x))) for a, b, x in
+          [(0, 1, .5), (0, 1, 0), (0, 1, 1), (1, 0, .5), (1, 0, 1), (0, 2, .3), (2, 0, .3)]] == [
+              1.0, 0.0, 1.0, 0.0, 1.0, 1.0, 0.0]
+  assert np.isnan(float(sp.betainc(f(0), f(0), f(.5))))
+  assert [float(sp.hyp1f1(f(a), f(b), f(x))) for a, b, x in
+          [(1, 0, 1), (0, 0, 1), (2, 0, -1), (1, 0, 0)]] == [np.inf, 1.0, np.inf, np.inf]
+  assert [float(sp.poch(f(z), f(0))) for z in (0, -1, 3, np.nan)] == [1.0] * 4
+  s, c = sp.fresnel(np.float16(0.5))
+  assert s.dtype == np.float16 and abs(float(s) - 0.06476) < 1e-3 and abs(float(c) - 0.49243) < 1e-3
+  si, ci = sp.sici(np.float16(0.5))
+  assert si.dtype == np.float16 and abs(float(si) - 0.49307) < 1e-3 and abs(float(ci) + 0.17778) < 1e-3

@@ -339,13 +339,16 @@ def one_like(x):
 
 
 def _betainc_value(a, b, x):
-  """I_x(a, b) by the fraction, at x or (by symmetry) at 1 - x, whichever converges."""
+  """I_x(a, b) by the fraction, at x or (by symmetry) at 1 - x, whichever converges; at
+  a = 0 (b = 0) all the mass is at x = 0 (x = 1), as in scipy and JAX."""
   is_nan = bitwise_or(bitwise_or(ne(a, a), ne(b, b)), ne(x, x))
   zero, one = _const(x, 0), _const(x, 1)
-  bad = bitwise_or(bitwise_or(le(a, _const(a, 0)), le(b, _const(b, 0))),
+  a_zero, b_zero = eq(a, _const(a, 0)), eq(b, _const(b, 0))
+  bad = bitwise_or(bitwise_or(lt(a, _const(a, 0)), lt(b, _const(b, 0))),
                    bitwise_or(bitwise_or(lt(x, zero), gt(x, one)), is_nan))
+  bad = bitwise_or(bad, bitwise_and(a_zero, b_zero))
   ends = bitwise_or(eq(x, zero), eq(x, one))
-  live = bitwise_not(bitwise_or(bad, ends))
+  live = bitwise_not(bitwise_or(bitwise_or(bad, ends), bitwise_or(a_zero, b_zero)))
   flip = gt(x, div(add(a, one), add(add(a, b), _const(a, 2))))
   safe_x = _where(live, x, _const(x, 0.5))
   aa, bb = _where(flip, b, a), _where(flip, a, b)
@@ -355,6 +358,8 @@ def _betainc_value(a, b, x):
   value = mul(exp(log_front), _beta_fraction(aa, bb, xx))
   value = _where(flip, sub(one, value), value)
   value = _where(ends, x, value)
+  value = _where(a_zero, _where(gt(x, zero), one, zero), value)
+  value = _where(b_zero, _where(lt(x, one), zero, one), value)
   return _where(bad, _const(x, np.nan), value)
 
 

@@ -22,14 +22,16 @@ def loggamma(x):
 
 @_util.compiled_when_eager()
 def poch(z, m):
-  """The rising factorial Γ(z + m) / Γ(z) (0 where Γ(z) has a pole and Γ(z + m) not)."""
+  """The rising factorial Γ(z + m) / Γ(z): 1 for m = 0, 0 where Γ(z) has a pole and
+  Γ(z + m) not."""
   z, m = _promote("poch", z, m)
   zm = jnp.add(z, m)
   magnitude = lax.exp(jnp.subtract(lax.lgamma(zm), lax.lgamma(z)))
   sign = jnp.multiply(gammasgn(zm), gammasgn(z))
   pole = jnp.logical_and(jnp.less_equal(z, 0), jnp.equal(jnp.floor(z), z))
-  return jnp.where(pole, jnp.where(jnp.isnan(gammasgn(zm)), _c(z, np.nan), _c(z, 0)),
-                   jnp.multiply(sign, magnitude))
+  out = jnp.where(pole, jnp.where(jnp.isnan(gammasgn(zm)), _c(z, np.nan), _c(z, 0)),
+                  jnp.multiply(sign, magnitude))
+  return jnp.where(jnp.equal(m, 0), _c(z, 1), out)  # (an empty product, as scipy and JAX)
 
 
 @_util.compiled_when_eager(dynamic=2)

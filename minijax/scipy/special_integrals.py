@@ -169,9 +169,21 @@ def _lentz(b0, a_of, b_step, terms=100):
   return lax.fori_loop(1, terms, body, (b0, c, d, d))[3]
 
 
+def _pair_in_float32_for_halves(fn, x):
+  """`fn(x)`'s two results, computed in float32 for float16 and bfloat16 `x` and cast back
+  (their complex continued fractions need complex64)."""
+  x = as_inexact(x)
+  if x.dtype.itemsize != 2:
+    return fn(x)
+  return tuple(out.astype(x.dtype) for out in fn(x.astype(np.float32)))
+
+
 def sici(x):
   """`(Si(x), Ci(x))`: the sine and cosine integrals."""
-  x = as_inexact(x)
+  return _pair_in_float32_for_halves(_sici, x)
+
+
+def _sici(x):
   ax = jnp.abs(x)
   small = ax <= 2
   xs = jnp.where(small, ax, 1.0)
@@ -189,7 +201,10 @@ def sici(x):
 
 def fresnel(x):
   """`(S(x), C(x))`: the Fresnel integrals `int_0^x sin(pi t^2 / 2) dt` and the cosine's."""
-  x = as_inexact(x)
+  return _pair_in_float32_for_halves(_fresnel, x)
+
+
+def _fresnel(x):
   ax = jnp.abs(x)
   small = ax <= 1.5
   xs = jnp.where(small, ax, 1.0)
@@ -243,8 +258,12 @@ def _hyp1f1_parts(a, b, x):
 
 @custom_jvp
 def _hyp1f1(a, b, x):
-  value = _hyp1f1_parts(a, b, x)[0]
-  return jnp.where((a == 0) & (b == 0), 1.0, value)
+  return _hyp1f1_edges(a, b, _hyp1f1_parts(a, b, x)[0])
+
+
+def _hyp1f1_edges(a, b, value):
+  """1 at a = b = 0; infinite at b = 0 for any other a (as scipy and JAX)."""
+  return jnp.where(b == 0, jnp.where(a == 0, 1.0, jnp.inf), value)
 
 
 @_hyp1f1.defjvp
@@ -252,8 +271,7 @@ def _hyp1f1_jvp(primals, tangents):
   (a, b, x), (ta, tb, tx) = primals, tangents
   value, da, db = _hyp1f1_parts(a, b, x)
   dx = a / b * _hyp1f1(a + 1, b + 1, x)  # d/dx 1F1(a; b; x) = a/b 1F1(a+1; b+1; x)
-  out = jnp.where((a == 0) & (b == 0), 1.0, value)
-  return out, da * ta + db * tb + dx * tx
+  return _hyp1f1_edges(a, b, value), da * ta + db * tb + dx * tx
 
 
 def hyp1f1(a, b, x):
