@@ -473,3 +473,18 @@ def test_special_functions_at_the_edges_the_sweep_found_are_jaxs():
   assert s.dtype == np.float16 and abs(float(s) - 0.06476) < 1e-3 and abs(float(c) - 0.49243) < 1e-3
   si, ci = sp.sici(np.float16(0.5))
   assert si.dtype == np.float16 and abs(float(si) - 0.49307) < 1e-3 and abs(float(ci) + 0.17778) < 1e-3
+
+
+def test_special_functions_defined_for_complex_numbers_take_them():
+  # recorded from JAX 0.10.2
+  from minijax.scipy import special as sp
+  z = np.array([0.5 + 0.5j, 2 - 1j], np.complex64)
+  for fn, expected in [(sp.logit, [1.5708j, 0.45815 - 2.81984j]),
+                       (sp.erfcx, [0.53316 - 0.23049j, 0.21849 + 0.093j]),
+                       (lambda v: sp.xlogy(v, v), [-0.56599 + 0.21941j, 1.14579 - 1.73201j]),
+                       (lambda v: sp.boxcox(v, v), [-0.32223 + 0.5694j, 0.0189 - 1.54262j])]:
+    out = fn(z)
+    assert out.dtype == np.complex64
+    np.testing.assert_allclose(np.asarray(out), expected, atol=2e-5)
+  with pytest.raises(ValueError, match="gamma does not support complex-valued inputs"):
+    sp.gamma(z)

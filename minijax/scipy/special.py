@@ -31,10 +31,12 @@ __all__ = ["betainc", "betaln", "beta", "digamma", "entr", "erf", "erfc", "erfin
            "dawsn", "expn", "fresnel", "hyp1f1", "owens_t", "sici", "wofz", "sph_harm_y", "hyp2f1"]
 
 
-def _promote(name, *args):
+def _promote(name, *args, complex_ok: bool = False):
+  """The arguments as inexact arrays of one dtype and shape; complex ones are refused
+  unless the function is defined for them (`complex_ok`)."""
   out = _util.promote_and_broadcast(name, *args, inexact=True)
   for x in out:
-    if np.issubdtype(_util.dtype(x), np.complexfloating):
+    if not complex_ok and np.issubdtype(_util.dtype(x), np.complexfloating):
       raise ValueError(f"{name} does not support complex-valued inputs")
   return out
 
@@ -300,7 +302,7 @@ _logit.defjvps(lambda t, ans, x: lax.div(t, lax.mul(x, lax.sub(_c(x, 1), x))))
 @_util.compiled_when_eager()
 def logit(x):
   """log(x / (1 - x))."""
-  x, = _promote("logit", x)
+  x, = _promote("logit", x, complex_ok=True)
   return _logit(x)
 
 
@@ -329,7 +331,7 @@ def _xlogy_jvp(primals, tangents):
 @_util.compiled_when_eager()
 def xlogy(x, y):
   """x log(y), 0 where x = 0 (unless y is nan)."""
-  x, y = _promote("xlogy", x, y)
+  x, y = _promote("xlogy", x, y, complex_ok=True)
   return _xlogy(x, y)
 
 
@@ -350,7 +352,7 @@ def _xlog1py_jvp(primals, tangents):
 @_util.compiled_when_eager()
 def xlog1py(x, y):
   """x log(1 + y), 0 where x = 0 (unless y is nan)."""
-  x, y = _promote("xlog1py", x, y)
+  x, y = _promote("xlog1py", x, y, complex_ok=True)
   return _xlog1py(x, y)
 
 

@@ -50,14 +50,14 @@ def comb(N, k, *, repetition=False):
 @_util.compiled_when_eager()
 def boxcox(x, lmbda):
   """The Box-Cox transform: (x^λ - 1) / λ, log x at λ = 0."""
-  x, lmbda = _promote("boxcox", x, lmbda)
+  x, lmbda = _promote("boxcox", x, lmbda, complex_ok=True)
   return _boxcox_of_log(jnp.log(x), lmbda)
 
 
 @_util.compiled_when_eager()
 def boxcox1p(x, lmbda):
   """The Box-Cox transform of 1 + x, accurate for small x."""
-  x, lmbda = _promote("boxcox1p", x, lmbda)
+  x, lmbda = _promote("boxcox1p", x, lmbda, complex_ok=True)
   return _boxcox_of_log(jnp.log1p(x), lmbda)
 
 

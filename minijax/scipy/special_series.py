@@ -116,8 +116,12 @@ def _erfc_fraction(x, terms=60):
 @custom_jvp
 def erfcx(x):
   """The scaled complementary error function e^{x^2} erfc(x): directly below x = 2, from
-  erfc's continued fraction above (where erfc itself underflows)."""
+  erfc's continued fraction above (where erfc itself underflows); of complex `x`, the
+  Faddeeva function at i x."""
   x = as_inexact(x)
+  if jnp.iscomplexobj(x):
+    from minijax.scipy.special_integrals import wofz
+    return wofz(1j * x).astype(x.dtype)
   large = x >= 2.0
   direct = jnp.exp(jnp.square(jnp.where(large, 0.0, x))) * lax.erfc(jnp.where(large, 0.0, x))
   fraction = _erfc_fraction(jnp.where(large, x, 2.0)) / jnp.sqrt(jnp.pi).astype(x.dtype)
