@@ -30,11 +30,7 @@ __all__ = ["assert_equal", "broadcast_one_to_all", "global_array_to_host_local_a
            "reached_preemption_sync_point", "sync_global_devices"]
 
 
-def _gather_all_gather(x):
-  return lax.all_gather(x, "processes")
-
-
-_gather_step = pmap(_gather_all_gather, axis_name="processes")
+_gather_step = pmap(lambda x: lax.all_gather(x, "processes"), axis_name="processes")
 
 
 def _rows_of_processes(value: np.ndarray) -> np.ndarray:

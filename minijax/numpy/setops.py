@@ -47,8 +47,8 @@ def _compact(values, mask, size: int, fill):
 
 
 def _groups(rows, equal_nan: bool):
-  """`rows` (n, m) sorted stably (lexicographically), the sorting permutation, and the mask
-  of the first row of each group of equal rows."""
+  """The permutation that sorts `rows` (n, m) stably and lexicographically, and the mask
+  (in sorted order) of the first row of each group of equal rows."""
   jnp = _jnp()
   n = rows.shape[0]
   columns = [rows[:, k] for k in range(rows.shape[1])]
@@ -58,7 +58,7 @@ def _groups(rows, equal_nan: bool):
   if equal_nan and dtypes.is_inexact(ordered.dtype):
     differ = differ & ~(jnp.isnan(ordered[1:]) & jnp.isnan(ordered[:-1]))
   mask = jnp.concatenate([jnp.ones(min(n, 1), bool), jnp.any(differ, axis=1)])
-  return ordered, perm, mask
+  return perm, mask
 
 
 def _unique_sized(ar, size, fill_value, return_index, return_inverse, return_counts, axis,
@@ -76,7 +76,7 @@ def _unique_sized(ar, size, fill_value, return_index, return_inverse, return_cou
     raise ValueError("jnp.unique: for zero-sized input with nonzero size argument, "
                      "fill_value must be specified")
   int_dtype = dtypes.default_int_dtype()
-  ordered, perm, mask = _groups(x.reshape(n, -1), equal_nan)
+  perm, mask = _groups(x.reshape(n, -1), equal_nan)
   values = _compact(x[perm], mask, size, fill_value)
   outs = [jnp.moveaxis(values, 0, axis)]
   if return_index:  # (padded with the first unique's index)
@@ -95,7 +95,7 @@ def _unique_1d(x):
   """(sorted uniques of 1-d `x` padded to its length, which are valid, first indices)."""
   jnp = _jnp()
   n = x.shape[0]
-  ordered, perm, mask = _groups(x.reshape(n, 1), True)
+  perm, mask = _groups(x.reshape(n, 1), True)
   values = _compact(x[perm], mask, n, None) if n else x
   index = _compact(perm, mask, n, 0) if n else perm
   return values, jnp.arange(n) < jnp.sum(mask), index
