@@ -258,12 +258,13 @@ def _hyp1f1_parts(a, b, x):
 
 @custom_jvp
 def _hyp1f1(a, b, x):
-  return _hyp1f1_edges(a, b, _hyp1f1_parts(a, b, x)[0])
+  return _hyp1f1_edges(a, b, x, _hyp1f1_parts(a, b, x)[0])
 
 
-def _hyp1f1_edges(a, b, value):
-  """1 at a = b = 0; infinite at b = 0 for any other a (as scipy and JAX)."""
-  return jnp.where(b == 0, jnp.where(a == 0, 1.0, jnp.inf), value)
+def _hyp1f1_edges(a, b, x, value):
+  """1 at a = b = 0; infinite at b = 0 for any other a; else 1 at x = 0 (as scipy and
+  JAX)."""
+  return jnp.where(b == 0, jnp.where(a == 0, 1.0, jnp.inf), jnp.where(x == 0, 1.0, value))
 
 
 @_hyp1f1.defjvp
@@ -271,7 +272,7 @@ def _hyp1f1_jvp(primals, tangents):
   (a, b, x), (ta, tb, tx) = primals, tangents
   value, da, db = _hyp1f1_parts(a, b, x)
   dx = a / b * _hyp1f1(a + 1, b + 1, x)  # d/dx 1F1(a; b; x) = a/b 1F1(a+1; b+1; x)
-  return _hyp1f1_edges(a, b, value), da * ta + db * tb + dx * tx
+  return _hyp1f1_edges(a, b, x, value), da * ta + db * tb + dx * tx
 
 
 def hyp1f1(a, b, x):
