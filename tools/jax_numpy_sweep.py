@@ -38,6 +38,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import zlib
 
 import numpy as np
 
@@ -161,7 +162,7 @@ def run_side(side: str, module: str, only: str | None, x64: bool, transform: str
           continue
         pickle.dump(("start", case), f)
         f.flush()
-        rng = np.random.RandomState(zlib_crc(case))
+        rng = np.random.RandomState(zlib.crc32(case.encode()))
         args = [_draw(rng, s, dtype, ml_dtypes) for s in shape] + ints
         if transform == "vmap":
           args[0] = np.stack([args[0], _draw(rng, shape[0], dtype, ml_dtypes)])
@@ -196,11 +197,6 @@ def transformed(jax, fun, transform: str, args: list, kwargs: dict):
       return jax.numpy.sum(jax.numpy.real(out))
     return jax.grad(total, holomorphic=False)(args[0])
   return fun(*args, **kwargs)
-
-
-def zlib_crc(text: str) -> int:
-  import zlib
-  return zlib.crc32(text.encode())
 
 
 def _read(path: str) -> tuple[dict, str | None]:

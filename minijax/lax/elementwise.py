@@ -68,9 +68,10 @@ def _unop(name, accepted, what, mhlo_op):
   return prim
 
 
-def _accurate_unop(name, mhlo_op):
-  """An inexact unary op that takes JAX's `accuracy=` (see `minijax.lax.accuracy`)."""
-  prim = _unop(name, *_inexact, None)
+def _accurate_unop(name, mhlo_op, accepted=None):
+  """A unary op that takes JAX's `accuracy=` (see `minijax.lax.accuracy`), of floating
+  point or complex operands unless `accepted` (a (predicate, description) pair) says."""
+  prim = _unop(name, *(accepted or _inexact), None)
   op_name = mhlo_op.OPERATION_NAME
 
   def lowering(ctx, x, accuracy=None):
@@ -472,12 +473,8 @@ def exp2(x, *, accuracy=None):
 
 
 # ---- cbrt
-cbrt_p = _unop("cbrt", utils.is_float, "floating point", None)
+cbrt_p = _accurate_unop("cbrt", mhlo.CbrtOp, (utils.is_float, "floating point"))
 ad.defjvp2(cbrt_p, lambda g, out, x, **_: mul(g, div(_const(out, 1 / 3), square(out))))
-mlir.register_lowering(
-    cbrt_p, lambda ctx, x, accuracy=None: accuracy_lib.annotate(
-        mlir.emit_elementwise(ctx, mhlo.CbrtOp.OPERATION_NAME, [x]), accuracy),
-    splat_literals=True)
 
 
 def cbrt(x, *, accuracy=None):

@@ -88,6 +88,8 @@ def in_float32_for_halves(fn: Callable, *arrays):
     return fn(*arrays)
   from minijax.lax.misc import convert_element_type
   out = fn(*(convert_element_type(a, np.float32) for a in arrays))
+  if isinstance(out, tuple):
+    return tuple(convert_element_type(o, dtype) for o in out)
   return convert_element_type(out, dtype)
 
 

@@ -326,7 +326,8 @@ def concrete_value(x) -> np.ndarray | None:
 
 
 def concrete_or_error(what: str, x) -> np.ndarray:
-  """The host value of `x`; a TypeError naming `what` when it is traced."""
+  """The host value of `x` (numpy); a ConcretizationTypeError naming `what` when it is
+  traced."""
   v = concrete_value(x)
   if v is None and not isinstance(x, Tracer):
     raise TypeError(f"{what}: needs a concrete array, got {type(x).__name__}")

@@ -26,8 +26,7 @@ def _jnp():
   return jnp
 
 
-def _host(name, x) -> np.ndarray:
-  return np.asarray(_util.concrete_or_error(name, x))
+_host = _util.concrete_or_error
 
 
 # ----------------------------------------------------------------------------- traced

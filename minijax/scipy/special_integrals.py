@@ -31,6 +31,7 @@ import numpy as np
 from minijax import lax
 from minijax import numpy as jnp
 from minijax.custom_derivatives import custom_jvp
+from minijax.lax.utils import in_float32_for_halves
 from minijax.numpy.bessel import as_inexact
 
 __all__ = ["dawsn", "expn", "fresnel", "hyp1f1", "owens_t", "sici", "wofz"]
@@ -169,18 +170,10 @@ def _lentz(b0, a_of, b_step, terms=100):
   return lax.fori_loop(1, terms, body, (b0, c, d, d))[3]
 
 
-def _pair_in_float32_for_halves(fn, x):
-  """`fn(x)`'s two results, computed in float32 for float16 and bfloat16 `x` and cast back
-  (their complex continued fractions need complex64)."""
-  x = as_inexact(x)
-  if x.dtype.itemsize != 2:
-    return fn(x)
-  return tuple(out.astype(x.dtype) for out in fn(x.astype(np.float32)))
-
-
 def sici(x):
-  """`(Si(x), Ci(x))`: the sine and cosine integrals."""
-  return _pair_in_float32_for_halves(_sici, x)
+  """`(Si(x), Ci(x))`: the sine and cosine integrals (float16 and bfloat16 computed in
+  float32: their complex continued fraction needs complex64)."""
+  return in_float32_for_halves(_sici, as_inexact(x))
 
 
 def _sici(x):
@@ -201,7 +194,7 @@ def _sici(x):
 
 def fresnel(x):
   """`(S(x), C(x))`: the Fresnel integrals `int_0^x sin(pi t^2 / 2) dt` and the cosine's."""
-  return _pair_in_float32_for_halves(_fresnel, x)
+  return in_float32_for_halves(_fresnel, as_inexact(x))
 
 
 def _fresnel(x):
