@@ -55,6 +55,15 @@ CASES = [  # (name, function of the module, arguments, scipy's function)
     ("truncnorm.logpdf tail", (np.float32([-11.0, -10.0]), -12.0, -9.5), ss.truncnorm.logpdf),
     ("truncnorm.logcdf tail", (np.float32([9.6, 10.0, 11.0]), 9.5, 12.0), ss.truncnorm.logcdf),
     ("truncnorm.logsf tail", (np.float32([9.6, 10.0, 11.0]), 9.5, 12.0), ss.truncnorm.logsf),
+    # parameters outside their domain give NaN, as scipy's, at every x (they answered)
+    ("chi2.sf df<=0", (X, np.float32([-1, 0, -2, 0, -1, -3, 0])), ss.chi2.sf),
+    ("chi2.logpdf df<=0", (X, np.float32([-1, 0, -2, 0, -1, -3, 0])), ss.chi2.logpdf),
+    ("chi2.logcdf df<=0", (X, -1.0), ss.chi2.logcdf),
+    ("vonmises.logpdf kappa<0", (X, -2.0), ss.vonmises.logpdf),
+    ("vonmises.pdf kappa=0", (X, 0.0), ss.vonmises.pdf),
+    ("truncnorm.cdf a>b", (X, 1.0, -1.0), ss.truncnorm.cdf),
+    ("truncnorm.logpdf a=b", (X, 0.5, 0.5), ss.truncnorm.logpdf),
+    ("truncnorm.logsf a>b", (X, 2.0, 1.0), ss.truncnorm.logsf),
 ]
 
 

@@ -34,6 +34,11 @@ def off_lattice(k):
   return jnp.not_equal(jnp.floor(k), k)
 
 
+def nan_unless(valid, out):
+  """`out` with NaN where a parameter is outside its domain (`valid` false), as scipy's."""
+  return jnp.where(valid, out, const(out, np.nan))
+
+
 def log_density(out, outside):
   """`out` with -inf where `outside`."""
   return jnp.where(outside, const(out, -np.inf), out)

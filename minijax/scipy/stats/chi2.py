@@ -1,10 +1,11 @@
 """The chi-squared distribution with df degrees of freedom: a gamma of shape df/2 and
-scale 2, shifted by loc and scaled by scale."""
+scale 2, shifted by loc and scaled by scale.  Every function is NaN where df <= 0, as
+scipy's (the gamma's own formulas answer there, at x below loc)."""
 from __future__ import annotations
 
 from minijax import numpy as jnp
 from minijax.scipy.stats import gamma
-from minijax.scipy.stats._common import compiled_when_eager, promote
+from minijax.scipy.stats._common import compiled_when_eager, nan_unless, promote
 
 
 def _as_gamma(name, x, df, loc, scale):
@@ -14,7 +15,7 @@ def _as_gamma(name, x, df, loc, scale):
 
 @compiled_when_eager()
 def logpdf(x, df, loc=0, scale=1):
-  return gamma.logpdf(*_as_gamma("chi2.logpdf", x, df, loc, scale))
+  return nan_unless(jnp.greater(df, 0), gamma.logpdf(*_as_gamma("chi2.logpdf", x, df, loc, scale)))
 
 
 @compiled_when_eager()
@@ -24,7 +25,7 @@ def pdf(x, df, loc=0, scale=1):
 
 @compiled_when_eager()
 def cdf(x, df, loc=0, scale=1):
-  return gamma.cdf(*_as_gamma("chi2.cdf", x, df, loc, scale))
+  return nan_unless(jnp.greater(df, 0), gamma.cdf(*_as_gamma("chi2.cdf", x, df, loc, scale)))
 
 
 @compiled_when_eager()
@@ -34,7 +35,7 @@ def logcdf(x, df, loc=0, scale=1):
 
 @compiled_when_eager()
 def sf(x, df, loc=0, scale=1):
-  return gamma.sf(*_as_gamma("chi2.sf", x, df, loc, scale))
+  return nan_unless(jnp.greater(df, 0), gamma.sf(*_as_gamma("chi2.sf", x, df, loc, scale)))
 
 
 @compiled_when_eager()

@@ -1,6 +1,7 @@
 """The normal distribution truncated to [a, b] (in standard units), shifted by loc and
 scaled by scale.  The mass Φ(b) - Φ(a) is taken in logs, from the tail it is smaller in,
-so that intervals far out in either tail keep their precision."""
+so that intervals far out in either tail keep their precision.  NaN unless a < b, as
+scipy's."""
 from __future__ import annotations
 
 import numpy as np
@@ -8,8 +9,8 @@ import numpy as np
 from minijax import numpy as jnp
 from minijax.scipy import special
 from minijax.scipy.stats import norm
-from minijax.scipy.stats._common import (compiled_when_eager, const, log_density, promote,
-                                         standardize)
+from minijax.scipy.stats._common import (compiled_when_eager, const, log_density,
+                                         nan_unless, promote, standardize)
 
 
 def _log_mass(a, b):
@@ -32,7 +33,8 @@ def _args(name, x, a, b, loc, scale):
 def logpdf(x, a, b, loc=0, scale=1):
   z, a, b, scale = _args("truncnorm.logpdf", x, a, b, loc, scale)
   out = jnp.subtract(norm.logpdf(z), jnp.add(_log_mass(a, b), jnp.log(scale)))
-  return log_density(out, jnp.logical_or(jnp.less(z, a), jnp.greater(z, b)))
+  out = log_density(out, jnp.logical_or(jnp.less(z, a), jnp.greater(z, b)))
+  return nan_unless(jnp.less(a, b), out)
 
 
 @compiled_when_eager()
@@ -55,7 +57,8 @@ def _log_parts(name, x, a, b, loc, scale):
   low, high = jnp.less_equal(z, a), jnp.greater_equal(z, b)
   below = jnp.where(low, const(below, -np.inf), jnp.where(high, const(below, 0), below))
   above = jnp.where(high, const(above, -np.inf), jnp.where(low, const(above, 0), above))
-  return below, above
+  valid = jnp.less(a, b)
+  return nan_unless(valid, below), nan_unless(valid, above)
 
 
 @compiled_when_eager()
