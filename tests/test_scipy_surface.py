@@ -61,6 +61,8 @@ CASES = [  # (name, function of the module, arguments, scipy's function)
     ("chi2.logcdf df<=0", (X, -1.0), ss.chi2.logcdf),
     ("vonmises.logpdf kappa<0", (X, -2.0), ss.vonmises.logpdf),
     ("vonmises.pdf kappa=0", (X, 0.0), ss.vonmises.pdf),
+    ("wrapcauchy.logpdf c outside (0, 1)", (X, np.float32([0, 1, -0.5, 1.5, 0, 1, 2])),
+     ss.wrapcauchy.logpdf),
     ("truncnorm.cdf a>b", (X, 1.0, -1.0), ss.truncnorm.cdf),
     ("truncnorm.logpdf a=b", (X, 0.5, 0.5), ss.truncnorm.logpdf),
     ("truncnorm.logsf a>b", (X, 2.0, 1.0), ss.truncnorm.logsf),
