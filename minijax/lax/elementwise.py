@@ -68,14 +68,16 @@ def _unop(name, accepted, what, mhlo_op):
   return prim
 
 
-def _accurate_unop(name, mhlo_op, accepted=None):
+def _accurate_unop(name, mhlo_op, accepted=None, nan_through=False):
   """A unary op that takes JAX's `accuracy=` (see `minijax.lax.accuracy`), of floating
-  point or complex operands unless `accepted` (a (predicate, description) pair) says."""
+  point or complex operands unless `accepted` (a (predicate, description) pair) says;
+  `nan_through`: see `utils.nan_through`."""
   prim = _unop(name, *(accepted or _inexact), None)
   op_name = mhlo_op.OPERATION_NAME
 
   def lowering(ctx, x, accuracy=None):
-    return accuracy_lib.annotate(mlir.emit_elementwise(ctx, op_name, [x]), accuracy)
+    out = accuracy_lib.annotate(mlir.emit_elementwise(ctx, op_name, [x]), accuracy)
+    return utils.nan_through(ctx, x, out) if nan_through else out
   mlir.register_lowering(prim, lowering, splat_literals=True)
   return prim
 
@@ -420,7 +422,7 @@ def round(x, rounding_method: int = RoundingMethod.AWAY_FROM_ZERO):
 # ---- exp, log, log1p, expm1
 _inexact = (utils.is_inexact, "floating point or complex")
 
-exp_p = _accurate_unop("exp", mhlo.ExpOp)
+exp_p = _accurate_unop("exp", mhlo.ExpOp, nan_through=True)
 ad.defjvp2(exp_p, lambda g, out, x, **_: mul(g, out))
 
 
@@ -461,7 +463,8 @@ ad.defjvp2(exp2_p, lambda g, out, x, **_: mul(g, mul(out, _const(out, np.log(2))
 def _exp2_lowering(ctx, x, accuracy=None):
   # (XLA has no exp2: e ** (x log 2), as JAX lowers it)
   ln2 = mlir.ir_constant(np.full(ctx.avals_in[0].shape, np.log(2), ctx.avals_in[0].dtype))
-  return accuracy_lib.annotate(mhlo.ExpOp(mhlo.MulOp(ln2, x).result).result, accuracy)
+  out = accuracy_lib.annotate(mhlo.ExpOp(mhlo.MulOp(ln2, x).result).result, accuracy)
+  return utils.nan_through(ctx, x, out)
 
 
 mlir.register_lowering(exp2_p, _exp2_lowering, splat_literals=True)

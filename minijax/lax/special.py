@@ -28,11 +28,15 @@ __all__ = ["asin", "acos", "atan", "asin_p", "acos_p", "atan_p",
 _floats = (utils.is_float, "floating point")
 
 
-def _chlo_unop(name, op_class, accepted=_floats):
+def _chlo_unop(name, op_class, accepted=_floats, nan_through=False):
   prim = utils.standard_primitive(name, utils.elementwise_shapes(name),
                                   utils.same_dtypes_accepting(name, *accepted))
   batching.defvectorized(prim)
-  mlir.register_lowering(prim, utils.nary_lowering(op_class), splat_literals=True)
+  lowering = utils.nary_lowering(op_class)
+  if nan_through:  # (an exponential inside: see utils.nan_through)
+    def lowering(ctx, x, _plain=lowering):
+      return utils.nan_through(ctx, x, _plain(ctx, x))
+  mlir.register_lowering(prim, lowering, splat_literals=True)
   return prim
 
 
@@ -133,8 +137,8 @@ def nextafter(x1, x2):
 # All take complex numbers: XLA computes them (chlo's decompositions), with numpy's branch
 # cuts.
 _inexact = (utils.is_inexact, "floating point or complex")
-sinh_p = _chlo_unop("sinh", chlo.SinhOp, _inexact)
-cosh_p = _chlo_unop("cosh", chlo.CoshOp, _inexact)
+sinh_p = _chlo_unop("sinh", chlo.SinhOp, _inexact, nan_through=True)
+cosh_p = _chlo_unop("cosh", chlo.CoshOp, _inexact, nan_through=True)
 asinh_p = _chlo_unop("asinh", chlo.AsinhOp, _inexact)
 acosh_p = _chlo_unop("acosh", chlo.AcoshOp, _inexact)
 atanh_p = _chlo_unop("atanh", chlo.AtanhOp, _inexact)

@@ -21,6 +21,7 @@ from __future__ import annotations
 from typing import Callable
 
 import numpy as np
+from jaxlib.mlir.dialects import mhlo
 
 from minijax.core import dtypes
 from minijax.core.avals import ShapedArray, get_aval
@@ -147,6 +148,20 @@ def nary_lowering(op_class) -> Callable:
         break
     return mlir.emit_elementwise(ctx, name, args)
   return rule
+
+
+def nan_through(ctx, x, out):
+  """`out`, an exponential of `x` (exp, exp2, sinh, cosh), with `x` where `x` is NaN.
+  XLA's CPU exponential of float32 and narrower returns garbage, not NaN, for a NaN the
+  compiler can see (`exp(x + nan)`, `exp(where(never, x, nan))`: jaxlib 0.10.2, and JAX
+  with it); through the select a known NaN never reaches it.  float64 and complex are
+  computed right and left alone."""
+  dtype = np.dtype(ctx.avals_in[0].dtype)
+  if not is_float(dtype) or dtype.itemsize > 4:
+    return out
+  is_nan = mhlo.CompareOp(x, x, mhlo.ComparisonDirectionAttr.get("NE"),
+                          compare_type=mhlo.ComparisonTypeAttr.get("FLOAT")).result
+  return mhlo.SelectOp(is_nan, x, out).result
 
 
 def unbroadcast(ct, aval):
