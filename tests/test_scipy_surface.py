@@ -183,6 +183,12 @@ SPECIAL_MATRICES = [
     ("pascal", (5,)), ("pascal", (4, "upper")), ("invpascal", (5,)), ("invpascal", (4, "lower")),
     ("leslie", (np.array([0.1, 2.0, 1.0, 0.1]), np.array([0.2, 0.8, 0.7]))),
     ("fiedler", (np.array([1.0, 4.0, 12.0, 45.0]),)),
+    # batches along leading axes, and scalars as vectors of one (each raised)
+    ("companion", (np.array([[2.0, 3.0, 4.0], [1.0, -1.0, 0.5]]),)),
+    ("convolution_matrix", (np.array([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]]), 4, "same")),
+    ("convolution_matrix", (np.array([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]]), 2, "valid")),
+    ("circulant", (2.0,)), ("toeplitz", (2.0,)), ("toeplitz", (np.arange(3.0), 5.0)),
+    ("fiedler", (2.0,)),
 ]
 
 
@@ -197,6 +203,16 @@ def test_special_matrices_are_scipys(name, args):
   assert got.dtype == {"hadamard": np.int32, "dft": np.complex64}.get(name, np.float32)
   np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-6)  # (exact on the host: JAX's
   # lgamma-built pascal and invhilbert are off by a few ulps)
+
+
+def test_companion_of_integers_is_computed_in_floats_and_hankel_wants_vectors():
+  import minijax.scipy.linalg as ml
+  got = ml.companion(np.array([2, 1, 4], np.uint8))  # JAX's -b/a (scipy wraps the uint8)
+  np.testing.assert_array_equal(got, np.float32([[-0.5, -2], [1, 0]]))
+  assert got.dtype == np.float32
+  assert ml.fiedler_companion(np.float16(3)).dtype == np.float16
+  with pytest.raises(ValueError, match="hankel: c and r must be at least one-dimensional"):
+    ml.hankel(2.0)
 
 
 def test_linalg_outer_takes_vectors_only():

@@ -374,8 +374,8 @@ def toeplitz(c, r=None):
   leading dimensions of `c` and `r` broadcast.  Entry `(i, j)` is `c[i - j]` when
   `i >= j`, else `r[j - i]`."""
   jnp = _jnp()
-  c = jnp.asarray(c)
-  r = jnp.conj(c) if r is None else jnp.asarray(r)
+  c = jnp.atleast_1d(c)
+  r = jnp.conj(c) if r is None else jnp.atleast_1d(r)
   dtype = jnp.result_type(c, r)
   c, r = c.astype(dtype), r.astype(dtype)
   n, m = c.shape[-1], r.shape[-1]

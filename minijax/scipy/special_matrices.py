@@ -47,20 +47,23 @@ def block_diag(*arrs):
 
 def circulant(c):
   """The circulant matrix with first column `c`: entry (i, j) is c[(i - j) % n]."""
-  c = jnp.asarray(c)
+  c = jnp.atleast_1d(c)
   n = c.shape[-1]
   return c[..., (np.arange(n)[:, None] - np.arange(n)[None, :]) % n]
 
 
 def companion(a):
-  """The companion matrix of the polynomial with coefficients `a` (highest first)."""
+  """The companion matrix of the polynomial with coefficients `a` (highest first; a batch
+  along leading axes)."""
   a = jnp.asarray(a)
-  if a.ndim != 1 or a.shape[0] < 2:
-    raise ValueError("companion: `a` must be one-dimensional with at least two entries")
-  n = a.shape[0] - 1
-  first = -a[1:] / a[0]
-  dtype = first.dtype
-  return jnp.concatenate([first[None, :], jnp.eye(n - 1, n, dtype=dtype)], axis=0)
+  a = a.astype(dtypes.to_inexact_dtype(a.dtype))
+  if a.ndim < 1 or a.shape[-1] < 2:
+    raise ValueError("companion: the coefficients (the last axis of `a`) must have at least "
+                     f"two entries; got shape {a.shape}")
+  n = a.shape[-1] - 1
+  first = -a[..., 1:] / a[..., :1]
+  below = jnp.broadcast_to(jnp.eye(n - 1, n, dtype=first.dtype), (*a.shape[:-1], n - 1, n))
+  return jnp.concatenate([first[..., None, :], below], axis=-2)
 
 
 def fiedler_companion(a):
@@ -72,8 +75,8 @@ def fiedler_companion(a):
   a = jnp.asarray(a)
   if a.ndim > 1:
     return jnp.stack([fiedler_companion(row) for row in a])
-  if a.shape[0] <= 1:
-    return jnp.zeros((0, 0), jnp.result_type(a.dtype, float))
+  if a.ndim == 0 or a.shape[0] <= 1:
+    return jnp.zeros((0, 0), dtypes.to_inexact_dtype(a.dtype))
   b = a / a[0]
   n = a.shape[0] - 1
   c = jnp.zeros((n, n), b.dtype).at[0, 0].set(-b[1])
@@ -91,23 +94,26 @@ def fiedler_companion(a):
 
 
 def convolution_matrix(a, n, mode="full"):
-  """The matrix whose product with a vector of length n is its convolution with `a`."""
+  """The matrix whose product with a vector of length n is its convolution with `a` (a
+  batch of them for leading axes of `a`)."""
   from minijax.scipy.linalg import toeplitz
   a = jnp.asarray(a)
-  if a.ndim != 1 or a.shape[0] == 0:
-    raise ValueError("convolution_matrix: `a` must be non-empty and one-dimensional")
-  n, m = int(n), a.shape[0]
+  if a.ndim < 1 or a.shape[-1] == 0:
+    raise ValueError("convolution_matrix: `a` must have a non-empty last axis; got shape "
+                     f"{a.shape}")
+  n, m = int(n), a.shape[-1]
   if n <= 0:
     raise ValueError(f"convolution_matrix: n must be positive, got {n}")
-  full = toeplitz(jnp.concatenate([a, jnp.zeros(n - 1, a.dtype)]),
-                  jnp.concatenate([a[:1], jnp.zeros(n - 1, a.dtype)]))
+  zeros = jnp.zeros((*a.shape[:-1], n - 1), a.dtype)
+  full = toeplitz(jnp.concatenate([a, zeros], axis=-1),
+                  jnp.concatenate([a[..., :1], zeros], axis=-1))
   if mode == "full":
     return full
   if mode == "same":
     start = (min(n, m) - 1) // 2
-    return full[start:start + max(n, m)]
+    return full[..., start:start + max(n, m), :]
   if mode == "valid":
-    return full[min(n, m) - 1:max(n, m)]
+    return full[..., min(n, m) - 1:max(n, m), :]
   raise ValueError(f"convolution_matrix: mode must be 'full', 'same' or 'valid', got {mode!r}")
 
 
@@ -140,6 +146,9 @@ def hankel(c, r=None):
   (i, j) is c[i + j] within c, else r[i + j - len(c) + 1]."""
   c = jnp.asarray(c)
   r = jnp.zeros_like(c) if r is None else jnp.asarray(r)
+  if c.ndim == 0 or r.ndim == 0:
+    raise ValueError("hankel: c and r must be at least one-dimensional; got shapes "
+                     f"{c.shape} and {r.shape}")
   dtype = jnp.result_type(c, r)
   n, m = c.shape[-1], r.shape[-1]
   batch = np.broadcast_shapes(c.shape[:-1], r.shape[:-1])
@@ -219,5 +228,5 @@ def leslie(f, s):
 
 def fiedler(a):
   """The Fiedler matrix of `a`: entry (i, j) is |a_i - a_j|."""
-  a = jnp.asarray(a)
+  a = jnp.atleast_1d(a)
   return jnp.abs(a[..., :, None] - a[..., None, :])
