@@ -178,6 +178,9 @@ def test_dct_sizes_and_dctn_match_scipy(norm):
       np.testing.assert_allclose(minijax.scipy.fft.idctn(x, s=s, axes=axes, norm=norm),
                                  scipy.fft.idctn(x, s=s, axes=axes, norm=norm), rtol=1e-12, atol=1e-12)
     assert minijax.scipy.fft.dctn(np.arange(4)).dtype == np.float64
+  for half in (np.float16, minijax.numpy.bfloat16):  # JAX's: in float32, through its FFT
+    assert minijax.scipy.fft.idct(x.astype(half)).dtype == np.float32
+    assert minijax.scipy.fft.dctn(x.astype(half)).dtype == np.float32
   with pytest.raises(ValueError, match="s and axes must have the same length"):
     minijax.scipy.fft.dctn(x, s=(2,), axes=(0, 1))
 

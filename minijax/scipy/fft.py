@@ -47,7 +47,10 @@ def _transform(x, type: int, n: int | None, axis: int, norm, name: str, inverse:
   if type != 2:
     raise NotImplementedError(f"minijax.scipy.fft.{name}: only DCT type 2 is implemented, "
                               f"got type={type}")
-  x = _resized(_util.promote_inexact(f"minijax.scipy.fft.{name}", x)[0], n, axis)
+  x = _util.promote_inexact(f"minijax.scipy.fft.{name}", x)[0]
+  if jnp.finfo(x.dtype).bits < 32:  # (JAX's goes through an FFT, of float32 at least)
+    x = x.astype(np.float32)
+  x = _resized(x, n, axis)
   matrix = _dct_matrix(x.shape[axis], norm, name)
   if inverse:
     matrix = matrix.T if norm == "ortho" else np.linalg.inv(matrix)
