@@ -323,6 +323,11 @@ def test_hyp1f1_and_its_gradients():
       np.testing.assert_allclose(grads, (ssp.hyp1f1(*up) - ssp.hyp1f1(*down)) / (2 * h),
                                  rtol=1e-5, atol=1e-8)
     assert msp.hyp1f1(0.0, 0.0, 2.0) == 1.0  # (JAX's convention)
+    # a non-positive integer a: scipy's polynomial, for either sign of x, also where b is a
+    # negative integer below a (these were NaN)
+    a, b = np.array([-3.0, -2, -3, -3, -3, -4]), np.array([-3.0, -3, -5, 2, -3, -4.5])
+    for x in (-3.0, 3.0, 0.5):
+      np.testing.assert_allclose(msp.hyp1f1(a, b, x), ssp.hyp1f1(a, b, x), rtol=1e-12)
   # JAX 0.10.2's gradients at (1.5, 2.5, 0.7)
   np.testing.assert_allclose(minijax.grad(msp.hyp1f1, argnums=(0, 1, 2))(1.5, 2.5, 0.7),
                              [0.42270303, -0.26072598, 0.999878], rtol=2e-6)

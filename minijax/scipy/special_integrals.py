@@ -30,6 +30,7 @@ import numpy as np
 
 from minijax import lax
 from minijax import numpy as jnp
+from minijax.core import dtypes
 from minijax.custom_derivatives import custom_jvp
 from minijax.lax.utils import in_float32_for_halves
 from minijax.numpy.bessel import as_inexact
@@ -79,8 +80,8 @@ def expn(n, x):
   """The generalized exponential integral `E_n(x)` (integer n >= 0, x >= 0; nan
   elsewhere, a non-integral n included; `E_n(0) = 1 / (n - 1)` for n > 1, as scipy, where
   JAX 0.10.2 gives 1 / n)."""
-  x = as_inexact(x)
-  n = jnp.asarray(n)
+  n, x = jnp.asarray(n), jnp.asarray(x)
+  x = x.astype(dtypes.to_inexact_dtype(jnp.result_type(n, x)))  # (a float16 n keeps float16)
   integral = jnp.ones(n.shape, bool) if jnp.issubdtype(n.dtype, jnp.integer) \
       else jnp.floor(n) == n
   n, x, integral = jnp.broadcast_arrays(n.astype(x.dtype), x, integral)
@@ -217,9 +218,10 @@ def _fresnel(x):
 
 
 def _kummer_series(a, b, x):
-  """`(M, dM/da, dM/db)` for x >= 0 by the series, summed until its terms fall below
-  epsilon times the sum (the derivatives ride along: term k's are term k times
-  sum_{j<k} 1/(a+j) and minus sum_{j<k} 1/(b+j))."""
+  """`(M, dM/da, dM/db)` by the series, summed until its terms fall below epsilon times
+  the sum (the derivatives ride along: term k's are term k times sum_{j<k} 1/(a+j) and
+  minus sum_{j<k} 1/(b+j)).  For a non-positive integer a the series stops at k = -a,
+  also where b is a smaller negative integer (scipy's polynomial: 1F1(-3; -3; 3) = 13)."""
   dtype = x.dtype
   eps = jnp.finfo(dtype).eps
 
@@ -229,9 +231,12 @@ def _kummer_series(a, b, x):
 
   def step(state):
     k, term, total, sa, sb, da, db = state
+    ended = (term == 0) | (a + k == 0)
     sa, sb = sa + 1 / (a + k), sb + 1 / (b + k)
-    term = term * (a + k) * x / ((b + k) * (k + 1))
-    return k + 1, term, total + term, sa, sb, da + term * sa, db - term * sb
+    term = jnp.where(ended, 0.0, term * (a + k) * x / ((b + k) * (k + 1)))
+    da = jnp.where(ended, da, da + term * sa)
+    db = jnp.where(ended, db, db - term * sb)
+    return k + 1, term, total + term, sa, sb, da, db
 
   one, zero = jnp.ones_like(x), jnp.zeros_like(x)
   _, _, total, _, _, da, db = lax.while_loop(
@@ -240,9 +245,12 @@ def _kummer_series(a, b, x):
 
 
 def _hyp1f1_parts(a, b, x):
-  """`(M, dM/da, dM/db)`, through Kummer's transformation for x < 0."""
-  negative = x < 0
-  value, da, db = _kummer_series(jnp.where(negative, b - a, a), b, jnp.abs(x))
+  """`(M, dM/da, dM/db)`, through Kummer's transformation for x < 0 (but for a
+  polynomial: a non-positive integer a, whose sum the transformation does not keep)."""
+  polynomial = (a <= 0) & (a == jnp.round(a))
+  negative = (x < 0) & ~polynomial
+  value, da, db = _kummer_series(jnp.where(negative, b - a, a), b,
+                                 jnp.where(negative, -x, x))
   scale = jnp.where(negative, jnp.exp(x), 1.0)
   # M(a, b, x) = e^x M(b - a, b, -x): d/da = -e^x M_a', d/db = e^x (M_a' + M_b')
   da, db = jnp.where(negative, -da, da), jnp.where(negative, da + db, db)
@@ -348,9 +356,10 @@ def _owens_t_jvp(primals, tangents):
 
 
 def owens_t(h, a):
-  """Owen's T function, `(1/2pi) int_0^a e^(-h^2 (1 + x^2) / 2) / (1 + x^2) dx`."""
+  """Owen's T function, `(1/2pi) int_0^a e^(-h^2 (1 + x^2) / 2) / (1 + x^2) dx` (in
+  float32 at least: of float16 or bfloat16 too, as JAX's)."""
   h, a = jnp.broadcast_arrays(as_inexact(h), as_inexact(a))
-  dtype = jnp.result_type(h, a)
+  dtype = jnp.promote_types(jnp.result_type(h, a), np.float32)
   h, a = h.astype(dtype), a.astype(dtype)
   out = _owens_t(h, a)
   return jnp.where(jnp.isnan(h) | jnp.isnan(a), jnp.nan, out)
