@@ -587,6 +587,41 @@ def test_tridiagonal_solve_against_the_dense_solve():
                              rtol=1e-6)
   with pytest.raises(ValueError, match="tridiagonal_solve takes dl, d, du of one shape"):
     L.tridiagonal_solve(dl, d, du[:, :4], b)
+  # perturb_singular: a zero pivot is nudged (JAX 0.10.2's values, recorded), under vmap too
+  singular = [np.float32(v) for v in ([0, 1, 1], [0, 0, 1], [0, 0, 0], [[1], [2], [3]])]
+  np.testing.assert_array_equal(L.tridiagonal_solve(*singular, perturb_singular=True),
+                                [[2.0], [8388611.0], [-8388608.0]])
+  assert np.isnan(np.asarray(L.tridiagonal_solve(*singular))).all()
+  twice = minijax.vmap(lambda b: L.tridiagonal_solve(*singular[:3], b, perturb_singular=True))
+  np.testing.assert_array_equal(twice(np.stack([singular[3]] * 2))[1], [[2.0], [8388611.0],
+                                                                        [-8388608.0]])
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.complex128])
+@pytest.mark.parametrize("lower", [True, False])
+def test_tridiagonal_reduction_is_unitarily_similar(dtype, lower):
+  """LAPACK's sytrd/hetrd, as JAX calls them: T (real symmetric tridiagonal: d, e) has A's
+  eigenvalues, and from the lower triangle Q T Q^H = A, with Q the product of the packed
+  reflectors; the other triangle is not touched."""
+  rng = np.random.RandomState(1)
+  a = rng.randn(2, 4, 4) + (1j * rng.randn(2, 4, 4) if dtype == np.complex128 else 0)
+  a = (a + np.conj(np.swapaxes(a, -1, -2))).astype(dtype)
+  with minijax.enable_x64(dtype == np.complex128):
+    arr, d, e, taus = L.tridiagonal(a, lower=lower)
+    assert d.dtype == e.dtype == np.finfo(dtype).dtype and taus.dtype == dtype
+    tol = 1e-5 if dtype == np.float32 else 1e-12
+    t = np.zeros_like(a)
+    t[..., range(4), range(4)] = d
+    t[..., range(1, 4), range(3)] = t[..., range(3), range(1, 4)] = e
+    np.testing.assert_allclose(np.linalg.eigvalsh(t), np.linalg.eigvalsh(a), atol=tol)
+    untouched = np.triu(np.ones((4, 4), bool), 1) if lower else np.tril(np.ones((4, 4), bool), -1)
+    np.testing.assert_array_equal(np.asarray(arr)[..., untouched], a[..., untouched])
+    if lower:
+      q = np.pad(np.asarray(L.householder_product(arr[..., 1:, :-1], taus)),
+                 ((0, 0), (1, 0), (1, 0)))
+      q[..., 0, 0] = 1
+      np.testing.assert_allclose(q @ t @ np.conj(np.swapaxes(q, -1, -2)), a, atol=tol)
+    np.testing.assert_allclose(minijax.vmap(lambda m: L.tridiagonal(m, lower=lower)[1])(a), d)
 
 
 def test_pinv_takes_an_array_of_rtols_one_per_matrix():

@@ -260,6 +260,9 @@ def test_scipy_linalg_on_schur_and_hessenberg():
     for side in ("right", "left"):
       for got, want in zip(sl.polar(a, side), sp_linalg.polar(a, side)):
         np.testing.assert_allclose(got, want, atol=1e-12)
+      batch = np.stack([a, 2 * a.T])  # (it raised: the singular values scaled the rows)
+      for got, want in zip(sl.polar(batch, side), sp_linalg.polar(2 * a.T, side)):
+        np.testing.assert_allclose(got[1], want, atol=1e-12)
     tall, row = rng.randn(5, 3), rng.randn(2, 5)
     got, want = sl.qr_multiply(tall, row), sp_linalg.qr_multiply(tall, row)
     np.testing.assert_allclose(np.abs(got[1]), np.abs(want[1]), atol=1e-12)  # (signs free)

@@ -125,10 +125,11 @@ def polar(a, side: str = "right", *, method: str = "qdwh", eps=None, max_iterati
   a = jnp.asarray(a)
   u, s, vh = jnp.linalg.svd(a, full_matrices=False)
   unitary = u @ vh
+  columns = s.astype(a.dtype)[..., None, :]  # (scaling each column, of a batch too)
   if side == "right":
-    p = (_H(vh) * s.astype(a.dtype)) @ vh
+    p = (_H(vh) * columns) @ vh
   else:
-    p = (u * s.astype(a.dtype)) @ _H(u)
+    p = (u * columns) @ _H(u)
   return unitary, p
 
 

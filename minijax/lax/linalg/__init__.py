@@ -3,7 +3,8 @@
 Every primitive lowers to jaxlib's CPU LAPACK kernels (typed-FFI custom calls, `lapack.py`),
 exactly as JAX does on CPU: `cholesky` to potrf, `triangular_solve` to trsm, `lu` to getrf,
 `qr` to geqrf and orgqr/ungqr, `eigh` to syevd/heevd, `eig` to geev, `svd` to gesdd (gesvd with `algorithm=SvdAlgorithm.QR`),
-`tridiagonal_solve` to gtsv.  Every primitive takes batches of matrices (`[..., m, n]`) and
+`tridiagonal_solve` to gtsv, `schur` to gees, `hessenberg` to gehrd, `tridiagonal` to
+sytrd/hetrd.  Every primitive takes batches of matrices (`[..., m, n]`) and
 has JAX's jvp rule; `triangular_solve` and `tridiagonal_solve` are linear in their
 right-hand side and have transpose rules.  Only float32, float64, complex64 and
 complex128 are accepted.
@@ -18,8 +19,10 @@ from minijax.lax.linalg.qr import qr, qr_p  # noqa: F401
 from minijax.lax.linalg.spectral import (  # noqa: F401
     EighImplementation, SvdAlgorithm, eigh, eigh_p, svd, svd_p)
 from minijax.lax.linalg.eig import EigImplementation, eig, eig_p  # noqa: F401
-from minijax.lax.linalg.tridiagonal import tridiagonal_solve, tridiagonal_solve_p  # noqa: F401
+from minijax.lax.linalg.tridiagonal_solve import (  # noqa: F401
+    tridiagonal_solve, tridiagonal_solve_p)
 from minijax.lax.linalg.schur import (  # noqa: F401
-    hessenberg, hessenberg_p, householder_product, householder_product_p, schur, schur_p)
+    hessenberg, hessenberg_p, householder_product, householder_product_p, schur, schur_p,
+    tridiagonal, tridiagonal_p)
 from minijax.lax.linalg.composites import (  # noqa: F401
     cholesky_update, ormqr, symmetric_product)

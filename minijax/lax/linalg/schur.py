@@ -1,11 +1,14 @@
-"""The Schur and Hessenberg decompositions and the product of Householder reflectors, by
-LAPACK's gees, gehrd and orgqr/ungqr, as JAX lowers them on CPU.
+"""The Schur, Hessenberg and tridiagonal decompositions and the product of Householder
+reflectors, by LAPACK's gees, gehrd, sytrd/hetrd and orgqr/ungqr, as JAX lowers them on CPU.
 
 - `schur(a)` gives `(t, vs)` with `a = vs t vs^H`: t upper (quasi-)triangular (2x2 blocks on
   the diagonal for the complex eigenvalue pairs of a real `a`), vs unitary.
 - `hessenberg(a)` gives `(h, taus)`, LAPACK's packed form: h's upper Hessenberg part is the
   Hessenberg matrix, the reflectors that reduce `a` to it sit below its first subdiagonal,
   scaled by `taus`.
+- `tridiagonal(a, lower=True)` gives `(arr, d, e, taus)`: a Hermitian `a` (its `lower` or
+  upper triangle read) reduced to a real symmetric tridiagonal matrix with diagonal d and
+  off-diagonal e; arr is LAPACK's packed form (the reflectors beyond the off-diagonal).
 - `householder_product(a, taus)` forms the unitary Q of reflectors stored like that (in the
   columns below the diagonal, as geqrf leaves them).
 
@@ -25,8 +28,8 @@ from minijax.lax.linalg import lapack
 from minijax.lax.linalg import matrices as mx
 from minijax.lowering import mlir
 
-__all__ = ["schur", "schur_p", "hessenberg", "hessenberg_p", "householder_product",
-           "householder_product_p"]
+__all__ = ["schur", "schur_p", "hessenberg", "hessenberg_p", "tridiagonal", "tridiagonal_p",
+           "householder_product", "householder_product_p"]
 
 
 def _batch_front(prim, n_out):
@@ -125,6 +128,44 @@ batching.primitive_batchers[hessenberg_p] = _batch_front(hessenberg_p, 2)
 def hessenberg(a):
   """`(h, taus)`: the reduction of `a` to upper Hessenberg form, in LAPACK's packed form."""
   return tuple(hessenberg_p.bind(lax.convert_to_array(a)))
+
+
+# ---- tridiagonal
+tridiagonal_p = Primitive("tridiagonal")
+tridiagonal_p.multiple_results = True
+
+
+def _tridiagonal_abstract_eval(a, *, lower):
+  _square("tridiagonal", a)
+  batch, n = a.shape[:-2], a.shape[-1]
+  if n == 0:
+    raise ValueError(f"tridiagonal takes a non-empty square matrix, got {a.str_short()}")
+  real = mx.real_dtype(a.dtype)
+  return [a.update(weak_type=False), ShapedArray((*batch, n), real),
+          ShapedArray((*batch, n - 1), real), ShapedArray((*batch, n - 1), a.dtype)]
+
+
+def _tridiagonal_lowering(ctx, a, *, lower):
+  aval = ctx.avals_in[0]
+  batch = aval.shape[:-2]
+  name = "hetrd_ffi" if mx.is_complex(aval.dtype) else "sytrd_ffi"
+  *outs, info = lapack.lapack_call(
+      lapack.target(name, aval.dtype), [a], [aval], [*ctx.avals_out, lapack.info_aval(batch)],
+      {"uplo": lapack.u8("L" if lower else "U")}, aliases={0: 0})
+  ok = lapack.succeeded(info, batch)
+  return [lapack.nan_where_failed(x, x_aval, ok, batch)
+          for x, x_aval in zip(outs, ctx.avals_out)]
+
+
+tridiagonal_p.def_abstract_eval(_tridiagonal_abstract_eval)
+mlir.register_lowering(tridiagonal_p, _tridiagonal_lowering)
+batching.primitive_batchers[tridiagonal_p] = _batch_front(tridiagonal_p, 4)
+
+
+def tridiagonal(a, *, lower: bool = True):
+  """`(arr, d, e, taus)`: the reduction of the Hermitian `a` (its lower triangle read, or
+  its upper one) to tridiagonal form, in LAPACK's packed form."""
+  return tuple(tridiagonal_p.bind(lax.convert_to_array(a), lower=bool(lower)))
 
 
 # ---- householder_product
