@@ -180,7 +180,8 @@ def detrend(data, axis: int = -1, type: str = "linear", bp=0, overwrite_data=Non
     t = jnp.arange(hi - lo, dtype=y.dtype).reshape((-1,) + (1,) * (y.ndim - 1))
     t = t - jnp.mean(t)
     centered = y - jnp.mean(y, axis=0, keepdims=True)
-    slope = jnp.sum(t * centered, axis=0) / jnp.maximum(jnp.sum(t * t), 1)
+    spread = jnp.sum(t * t)  # (0 for a piece of one sample, whose residual is 0 anyway)
+    slope = jnp.sum(t * centered, axis=0) / jnp.where(spread == 0, 1, spread)
     pieces.append(centered - t * slope)
   return jnp.moveaxis(jnp.concatenate(pieces, axis=0), 0, axis)
 
