@@ -291,7 +291,7 @@ def stft(x, fs=1.0, window="hann", nperseg=256, noverlap=None, nfft=None, detren
     raise NotImplementedError(f"stft: boundary={boundary!r} is not implemented; use "
                               "'zeros' or None")
   x = jnp.moveaxis(jnp.asarray(x), axis, -1)
-  nperseg = min(int(nperseg), x.shape[-1] + (2 * (int(nperseg) // 2) if boundary else 0))
+  nperseg = min(int(nperseg), x.shape[-1])  # (scipy's, for an input shorter than nperseg)
   noverlap = nperseg // 2 if noverlap is None else int(noverlap)
   step = nperseg - noverlap
   if boundary == "zeros":
