@@ -179,6 +179,7 @@ LAX_COMPLEX = {
     "scatter": (lambda z, v: jnp.asarray(z).at[np.array([1])].set(v[:1]), (V, V),
                 lambda z, v: np.array([z[0], v[0], z[2]], C64)),
     "copy": (lax.copy, (Z,), lambda z: z),
+    "stage": (lax.stage, (Z,), lambda z: z),
     "device_put": (lambda: lax.convert_to_array(Z * 1j), (), lambda: Z * 1j),
     "stop_gradient": (lax.stop_gradient, (Z,), lambda z: z),
     "iota": (lambda: lax.iota(C64, 3), (), lambda: np.arange(3).astype(C64)),

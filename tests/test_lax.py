@@ -465,6 +465,13 @@ STRUCTURAL = {
     "select_n_int": (lambda w, x, y, z: lax.select_n(w, x, y, z),
                      (np.array([[0, 1, 2], [2, 1, 0]], np.int32), A23, A23 + 1, A23 + 2),
                      lambda w, x, y, z: np.choose(w, [x, y, z])),
+    # any integer type picks (JAX's), out-of-range values the first or the last case
+    "select_n_uint8": (lambda w, x, y, z: lax.select_n(w, x, y, z),
+                       (np.array([[0, 1, 2], [7, 1, 0]], np.uint8), A23, A23 + 1, A23 + 2),
+                       lambda w, x, y, z: np.choose(np.minimum(w, 2), [x, y, z])),
+    "select_int8": (lambda p, x, y: lax.select(p, x, y),
+                    (np.array([[1, 0, 2], [-1, 0, 3]], np.int8), A23, A23 + 1),
+                    lambda p, x, y: np.where(p > 0, x, y)),
     "clamp": (lambda x: lax.clamp(-0.5, x, 0.5), (A23,), lambda x: np.clip(x, -0.5, 0.5)),
     "clamp_array_bounds": (lambda lo, x, hi: lax.clamp(lo, x, hi), (A23 - 1, A23 * 2, A23 + 1),
                            lambda lo, x, hi: np.minimum(np.maximum(x, lo), hi)),

@@ -54,6 +54,10 @@ def test_reduce_xor_and_cumlogsumexp():
   close(lax.cumlogsumexp(np.array([-np.inf, -np.inf, 0.0], np.float32)), [-np.inf, -np.inf, 0.0])
   close(minijax.grad(lambda a: lax.cumlogsumexp(a, axis=1).sum())(a)[2],
         [1.3910305, 1.0629313, 0.9021237, 0.6439142], rtol=1e-6)
+  # complex: the log of the running sum of exponentials (it raised mixing dtypes)
+  z = np.array([1 + 1j, 2, 3j, -1 - 3j, 2 + 3j], np.complex64)
+  np.testing.assert_allclose(np.exp(lax.cumlogsumexp(z)),
+                             np.cumsum(np.exp(z.astype(np.complex128))), rtol=1e-5)
 
 
 def test_generic_reduce():

@@ -32,7 +32,7 @@ __all__ = ["convert_element_type", "bitcast_convert_type", "select_n", "select",
            "stop_gradient", "clamp", "zeros_like_array", "full_like",
            "convert_element_type_p", "bitcast_convert_type_p", "select_n_p", "iota_p", "copy_p", "stop_gradient_p",
            "clamp_p", "reduce_precision", "reduce_precision_p", "optimization_barrier",
-           "optimization_barrier_p", "dce_sink", "dce_sink_p"]
+           "optimization_barrier_p", "dce_sink", "dce_sink_p", "stage", "stage_p"]
 
 
 # ---- convert_element_type
@@ -194,8 +194,8 @@ def _select_n_abstract_eval(which, *cases):
   if which.dtype == dtypes.bool_:
     if len(cases) > 2:
       raise TypeError(f"select_n with a bool predicate takes at most 2 cases, got {len(cases)}")
-  elif which.dtype != dtypes.int32:
-    raise TypeError(f"select_n predicate must be bool or int32, got {which.str_short()}")
+  elif not np.issubdtype(which.dtype, np.integer):
+    raise TypeError(f"select_n predicate must be boolean or integer, got {which.str_short()}")
   return ShapedArray(cases[0].shape, cases[0].dtype, all(c.weak_type for c in cases))
 
 
@@ -211,19 +211,20 @@ def _select_n_lowering(ctx, which, *cases):
     return cases[0]
   if which_aval.dtype == dtypes.bool_:
     return mhlo.SelectOp(which, cases[1], cases[0]).result
-  return _select_tree(which, cases, 0, out_aval.shape)
+  return _select_tree(which, which_aval.dtype, cases, 0, out_aval.shape)
 
 
-def _select_tree(which, cases, offset, shape):
-  """`cases[which - offset]` by a balanced tree of selects on `which < midpoint`."""
+def _select_tree(which, dtype, cases, offset, shape):
+  """`cases[which - offset]` by a balanced tree of selects on `which < midpoint` (below 0
+  the first case, past the end the last)."""
   from minijax.lax.elementwise import _compare_ir
   if len(cases) == 1:
     return cases[0]
   mid = len(cases) // 2
-  bound = mlir.ir_constant(np.full(shape, offset + mid, np.int32))
-  lower = _compare_ir(which, bound, "LT", dtypes.int32)
-  return mhlo.SelectOp(lower, _select_tree(which, cases[:mid], offset, shape),
-                       _select_tree(which, cases[mid:], offset + mid, shape)).result
+  bound = mlir.ir_constant(np.full(shape, offset + mid, dtype))
+  lower = _compare_ir(which, bound, "LT", dtype)
+  return mhlo.SelectOp(lower, _select_tree(which, dtype, cases[:mid], offset, shape),
+                       _select_tree(which, dtype, cases[mid:], offset + mid, shape)).result
 
 
 mlir.register_lowering(select_n_p, _select_n_lowering)
@@ -322,6 +323,20 @@ batching.defvectorized(copy_p)
 
 def copy(x):
   return copy_p.bind(convert_to_array(x))
+
+
+# ---- stage: the identity that lifts a value into the current trace (an equation of its own)
+stage_p = Primitive("stage")
+stage_p.def_abstract_eval(lambda x: x)
+mlir.register_lowering(stage_p, lambda ctx, x: x)
+_unary_linear_jvp(stage_p)
+ad.primitive_transposes[stage_p] = _ct_rule(lambda ct, aval: ct)
+batching.defvectorized(stage_p)
+
+
+def stage(x, /):
+  """`x` lifted into the active trace (a minijax Array outside any)."""
+  return stage_p.bind(convert_to_array(x))
 
 
 # ---- stop_gradient: the identity with a zero derivative

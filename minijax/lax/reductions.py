@@ -418,15 +418,16 @@ def cummin(operand, axis: int = 0, reverse: bool = False):
 
 
 def _logaddexp(a, b):
-  """log(e^a + e^b), exactly -inf for two -infs and NaN-propagating."""
-  from minijax.lax.elementwise import abs as lax_abs, add, exp, log1p, max as lax_max, ne, neg, sub
+  """log(e^a + e^b) as big + log1p(e^(small - big)), exactly -inf for two -infs and
+  NaN-propagating; complex numbers are ordered by real part first (lax.max's order)."""
+  from minijax.lax.elementwise import add, exp, log1p, max as lax_max, min as lax_min, ne, sub
   from minijax.lax.misc import select
-  big, delta = lax_max(a, b), sub(a, b)
-  return select(ne(delta, delta), add(a, b), add(big, log1p(exp(neg(lax_abs(delta))))))
+  big, small, delta = lax_max(a, b), lax_min(a, b), sub(a, b)
+  return select(ne(delta, delta), add(a, b), add(big, log1p(exp(sub(small, big)))))
 
 
 def cumlogsumexp(operand, axis: int = 0, reverse: bool = False):
-  """The running log-sum-exp along `axis` (floating point `x`)."""
+  """The running log-sum-exp along `axis` (floating point or complex `x`)."""
   operand = convert_to_array(operand)
   if not dtypes.is_inexact(get_aval(operand).dtype):
     raise TypeError(f"cumlogsumexp does not accept dtype {get_aval(operand).dtype}; it accepts "
