@@ -692,3 +692,25 @@ def test_symmetric_product_cholesky_update_and_ormqr_match_numpy(x64):
     np.testing.assert_allclose(ll.ormqr(packed, taus, np.eye(m)), q, atol=1e-12)
     np.testing.assert_allclose(ll.ormqr(packed, taus, np.eye(m), left=False, transpose=True), q.T,
                                atol=1e-12)
+
+
+def test_qdwh_gives_the_polar_decomposition_in_jaxs_number_of_steps():
+  sp_linalg = pytest.importorskip("scipy.linalg")
+  rng = np.random.RandomState(0)
+  for shape, dtype in [((5, 3), np.float32), ((4, 4), np.float32), ((6, 4), np.complex64)]:
+    x = rng.randn(*shape).astype(dtype)
+    if dtype == np.complex64:
+      x = x + 1j * rng.randn(*shape).astype(np.float32)
+    u, h, num_iters, converged = L.qdwh(x)
+    want_u, want_h = sp_linalg.polar(x.astype(np.complex128 if dtype == np.complex64 else
+                                              np.float64))
+    np.testing.assert_allclose(u, want_u, atol=2e-5)
+    np.testing.assert_allclose(h, want_h, atol=5e-5)
+    assert (int(num_iters), bool(converged)) == (4, True)  # (JAX 0.10.2's for these)
+  x = rng.randn(4, 3).astype(np.float32)
+  assert [int(v) for v in L.qdwh(x, max_iterations=3)[2:]] == [3, 0]  # stopped, unconverged
+  batched = minijax.vmap(L.qdwh)(np.stack([x, 2 * x]))
+  np.testing.assert_allclose(batched[0][1], L.qdwh(2 * x)[0], atol=1e-6)
+  assert int(minijax.jit(lambda x: L.qdwh(x)[2])(x)) == 4
+  with pytest.raises(ValueError, match="M x N matrix with M >= N"):
+    L.qdwh(x.T)

@@ -2,12 +2,13 @@
 
 Every primitive lowers to jaxlib's CPU LAPACK kernels (typed-FFI custom calls, `lapack.py`),
 exactly as JAX does on CPU: `cholesky` to potrf, `triangular_solve` to trsm, `lu` to getrf,
-`qr` to geqrf and orgqr/ungqr, `eigh` to syevd/heevd, `eig` to geev, `svd` to gesdd (gesvd with `algorithm=SvdAlgorithm.QR`),
-`tridiagonal_solve` to gtsv, `schur` to gees, `hessenberg` to gehrd, `tridiagonal` to
-sytrd/hetrd.  Every primitive takes batches of matrices (`[..., m, n]`) and
-has JAX's jvp rule; `triangular_solve` and `tridiagonal_solve` are linear in their
-right-hand side and have transpose rules.  Only float32, float64, complex64 and
-complex128 are accepted.
+`qr` to geqrf and orgqr/ungqr, `eigh` to syevd/heevd, `eig` to geev, `svd` to gesdd (gesvd
+with `algorithm=SvdAlgorithm.QR`), `tridiagonal_solve` to gtsv, `schur` to gees,
+`hessenberg` to gehrd, `tridiagonal` to sytrd/hetrd.  Every primitive takes batches of
+matrices (`[..., m, n]`) and has JAX's jvp rule where JAX has one; `triangular_solve` and
+`tridiagonal_solve` are linear in their right-hand side and have transpose rules.  Only
+float32, float64, complex64 and complex128 are accepted.  `qdwh` (the polar decomposition)
+and the functions of `composites.py` are compositions of these.
 """
 from __future__ import annotations
 
@@ -26,3 +27,4 @@ from minijax.lax.linalg.schur import (  # noqa: F401
     tridiagonal, tridiagonal_p)
 from minijax.lax.linalg.composites import (  # noqa: F401
     cholesky_update, ormqr, symmetric_product)
+from minijax.lax.linalg.qdwh import qdwh  # noqa: F401
