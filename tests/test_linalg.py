@@ -195,7 +195,7 @@ def test_failures_give_nans_as_in_jax():
     (lambda: jsl.cholesky(np.ones((4, 2))), ValueError, r"square matrix\. Got shape \(2, 4\)"),
     (lambda: L.cholesky(np.ones(3, np.float32)), TypeError,
      r"Input 0 to cholesky must have rank at least 2, but got shape=\(3,\)"),
-    (lambda: L.cholesky(np.eye(3, dtype=np.int32)), TypeError,
+    (lambda: L.cholesky(np.eye(3, dtype=np.int32), symmetrize_input=False), TypeError,
      r"cholesky does not accept dtype int32"),
     (lambda: L.lu(np.ones((2, 2), np.float16)), TypeError, r"lu does not accept dtype float16"),
     (lambda: L.triangular_solve(np.eye(3, dtype=np.float32), np.ones((2, 2), np.float32),
@@ -692,6 +692,17 @@ def test_symmetric_product_cholesky_update_and_ormqr_match_numpy(x64):
     np.testing.assert_allclose(ll.ormqr(packed, taus, np.eye(m)), q, atol=1e-12)
     np.testing.assert_allclose(ll.ormqr(packed, taus, np.eye(m), left=False, transpose=True), q.T,
                                atol=1e-12)
+
+
+def test_symmetrized_integer_matrices_are_factored_in_floats_as_jax():
+  # (x + x^H) / 2 is a true division in JAX: cholesky and eigh take integers then (they
+  # raised), and symmetrize no longer floors [[1, 2], [3, 4]]'s 2.5 to 2
+  np.testing.assert_allclose(L.cholesky(np.int32([[4, 2], [2, 3]])),
+                             [[2, 0], [1, np.sqrt(2)]], rtol=1e-6)
+  v, w = L.eigh(np.int32([[4, 2], [2, 3]]))
+  assert v.dtype == w.dtype == np.float32
+  np.testing.assert_allclose(w, np.linalg.eigvalsh([[4.0, 2], [2, 3]]), rtol=1e-6)
+  np.testing.assert_array_equal(L.symmetrize(np.int32([[1, 2], [3, 4]])), [[1, 2.5], [2.5, 4]])
 
 
 def test_qdwh_gives_the_polar_decomposition_in_jaxs_number_of_steps():

@@ -50,9 +50,12 @@ def real(x):
 
 
 def symmetrize(x):
-  """`(x + x^H) / 2`: the Hermitian (symmetric) part."""
+  """`(x + x^H) / 2`: the Hermitian (symmetric) part, of integers and booleans in floating
+  point (JAX's true division)."""
   x = lax.convert_to_array(x)
-  return lax.div(lax.add(x, H(x)), lax.full((), 2, aval(x).dtype))
+  dtype = dtypes.to_inexact_dtype(aval(x).dtype)
+  x = lax.convert_element_type(x, dtype)
+  return lax.div(lax.add(x, H(x)), lax.full((), 2, dtype))
 
 
 def _triangle_mask(shape, k: int, lower: bool):

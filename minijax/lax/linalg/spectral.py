@@ -128,9 +128,10 @@ def eigh(x, *, lower: bool = True, symmetrize_input: bool = True,
     raise NotImplementedError("QDWH implementation is only supported on TPU")
   if implementation not in (None, EighImplementation.QR):
     raise ValueError(f"eigh: implementation must be an EighImplementation, got {implementation!r}")
+  if symmetrize_input:  # (which makes integers floats, as JAX's)
+    mx.check_ranks("eigh", [mx.aval(x)], [2])
+    x = mx.symmetrize(x) if mx.aval(x).shape[-1] == mx.aval(x).shape[-2] else x
   _eigh_abstract_eval(mx.aval(x), lower=lower, sort_eigenvalues=sort_eigenvalues)
-  if symmetrize_input:
-    x = mx.symmetrize(x)
   v, w = eigh_p.bind(x, lower=bool(lower), sort_eigenvalues=bool(sort_eigenvalues))
   return v, w
 

@@ -94,7 +94,8 @@ def cholesky(x, *, symmetrize_input: bool = True):
   batch `[..., n, n]`; NaNs where `x` is not positive definite.  With `symmetrize_input`,
   `(x + x^H) / 2` is factored; without, only the lower triangle of `x` is read."""
   x = lax.convert_to_array(x)
-  _cholesky_abstract_eval(mx.aval(x))  # the shape errors before symmetrizing
+  mx.check_ranks("cholesky", [mx.aval(x)], [2])  # (the shape errors before symmetrizing,
+  mx.check_square("cholesky", mx.aval(x).shape)  # which makes integers floats, as JAX's)
   if symmetrize_input:
     x = mx.symmetrize(x)
   return mx.tril(cholesky_p.bind(x))
