@@ -380,6 +380,10 @@ def test_rsf2csf_against_scipy():
   np.testing.assert_allclose(got_t, want_t, atol=1e-12)
   np.testing.assert_allclose(got_z, want_z, atol=1e-12)
   np.testing.assert_allclose(got_z @ got_t @ np.conj(got_z.T), a, atol=1e-12)
+  with minijax.enable_x64():  # a batch (it raised)
+    batch_t, batch_z = sl.rsf2csf(np.stack([np.eye(5), t]), np.stack([np.eye(5), z]))
+  np.testing.assert_allclose(batch_t[1], want_t, atol=1e-12)
+  np.testing.assert_allclose(batch_z[0], np.eye(5), atol=1e-12)
 
 
 def test_multinomial_and_detrend_against_scipy():

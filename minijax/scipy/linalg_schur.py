@@ -221,12 +221,16 @@ def funm(A, func, disp: bool = True):
 def rsf2csf(T, Z, check_finite: bool = True):
   """The complex Schur form `(T', Z')` of a real Schur form `(T, Z)` (`a = Z T Z^T`): each
   2x2 diagonal block (a complex conjugate pair) is made triangular by a complex Givens
-  rotation, applied to T's rows and columns and to Z's columns, from the bottom up."""
+  rotation, applied to T's rows and columns and to Z's columns, from the bottom up (of
+  each pair of a batch, along leading axes)."""
+  from minijax import api
   jnp = _jnp()
   t, z = jnp.asarray(T), jnp.asarray(Z)
-  if t.ndim != 2 or t.shape[0] != t.shape[1] or z.shape != t.shape:
+  if t.ndim < 2 or t.shape[-1] != t.shape[-2] or z.shape != t.shape:
     raise ValueError(f"rsf2csf expects square T and Z of one shape, got {t.shape} and "
                      f"{z.shape}")
+  if t.ndim > 2:
+    return api.vmap(rsf2csf)(t, z)
   dtype = jnp.result_type(t.dtype, z.dtype, np.complex64)
   t, z = t.astype(dtype), z.astype(dtype)
   n = t.shape[0]
