@@ -680,6 +680,10 @@ def test_symmetric_product_cholesky_update_and_ormqr_match_numpy(x64):
   np.testing.assert_allclose(out, 2 * a @ a.T + 0.5 * c, rtol=1e-12)
   sym = np.asarray(ll.symmetric_product(a, c, alpha=2.0, beta=0.5, symmetrize_output=True))
   np.testing.assert_allclose(sym, np.tril(out) + np.tril(out, -1).T, rtol=1e-12)
+  with pytest.raises(ValueError, match=r"c of shape \[..., m, m\], got \(4, 3\) and \(4, 1\)"):
+    ll.symmetric_product(a, c[:, :1])  # (it broadcast c)
+  with pytest.raises(TypeError, match="floating point matrices, got int32 at position 0"):
+    ll.symmetric_product(a.astype(np.int32), c)
   spd = c @ c.T + 4 * np.eye(4)
   updated = np.asarray(ll.cholesky_update(np.linalg.cholesky(spd).T, w))
   np.testing.assert_allclose(updated, np.triu(updated), atol=0)

@@ -6,6 +6,7 @@ the composition."""
 from __future__ import annotations
 
 from minijax import lax
+from minijax.core import dtypes
 from minijax.lax.linalg import matrices as mx
 from minijax.lax.linalg.schur import householder_product
 from minijax.lax.linalg.triangular import cholesky
@@ -13,8 +14,18 @@ from minijax.lax.linalg.triangular import cholesky
 
 def symmetric_product(a_matrix, c_matrix, *, alpha: float = 1.0, beta: float = 0.0,
                       symmetrize_output: bool = False):
-  """`alpha a a^T + beta c`; with `symmetrize_output`, its lower triangle mirrored above."""
+  """`alpha a a^T + beta c` for a `[..., m, n]` and c `[..., m, m]` of one floating type;
+  with `symmetrize_output`, its lower triangle mirrored above."""
   a, c = lax.convert_to_array(a_matrix), lax.convert_to_array(c_matrix)
+  a_shape, c_shape = mx.aval(a).shape, mx.aval(c).shape
+  if (len(a_shape) < 2 or len(c_shape) < 2 or c_shape[-1] != c_shape[-2]
+      or c_shape[-1] != a_shape[-2]):
+    raise ValueError("symmetric_product takes a of shape [..., m, n] and c of shape "
+                     f"[..., m, m], got {a_shape} and {c_shape}")
+  for i, x in enumerate((a, c)):
+    if not dtypes.is_float(mx.aval(x).dtype):
+      raise TypeError(f"symmetric_product takes floating point matrices, got "
+                      f"{mx.aval(x).dtype} at position {i}")
   dtype = mx.aval(c).dtype
   product = mx.matmul(a, mx.T(a))
   out = lax.add(lax.mul(lax.full((), alpha, dtype), product), lax.mul(lax.full((), beta, dtype), c))
