@@ -458,3 +458,24 @@ def test_derivatives_the_grad_sweep_found_wrong_are_jaxs():
                        (jnp.fmin, ([0, 0, 0, 1], [1, 1, 1, 0]))]:
     ga, gb = minijax.grad(lambda x, y: fn(x, y).sum(), argnums=(0, 1))(a, b)
     assert (np.asarray(ga).tolist(), np.asarray(gb).tolist()) == expected
+
+
+def test_segment_reductions_are_jaxs():
+  from minijax import ops
+  data = np.arange(12, dtype=np.float32).reshape(6, 2) - 4
+  ids = np.array([0, 2, 2, -1, 5, 1], np.int32)  # -1 and 5 fall outside 4 segments: dropped
+  assert ops.segment_sum(data, ids, 4).tolist() == [[-4, -3], [6, 7], [-2, 0], [0, 0]]
+  assert ops.segment_prod(data, ids, 4).tolist() == [[-4, -3], [6, 7], [0, -1], [1, 1]]
+  assert ops.segment_max(data, ids, 4).tolist() == [[-4, -3], [6, 7], [0, 1], [-np.inf] * 2]
+  assert ops.segment_min(data, ids, 4).tolist() == [[-4, -3], [6, 7], [-2, -1], [np.inf] * 2]
+  # clip clamps (-1 to 0, not the last row), num_segments defaults to the largest id + 1
+  assert ops.segment_sum(data.astype(np.int32), ids, 4, mode="clip").tolist() == [
+      [-2, 0], [6, 7], [-2, 0], [4, 5]]
+  assert ops.segment_max(data[:, 0], np.array([0, 0, 1, 1, 1, 3])).tolist() == [
+      -2, 4, -np.inf, 6]
+  assert minijax.grad(lambda d: ops.segment_max(d, ids, 4).sum())(data).tolist() == [
+      [1, 1], [0, 0], [1, 1], [0, 0], [0, 0], [1, 1]]
+  assert minijax.vmap(lambda d: ops.segment_sum(d, ids, 3))(data.T).tolist() == [
+      [-4, 6, -2], [-3, 7, 0]]
+  with pytest.raises(minijax.errors.ConcretizationTypeError, match="pass num_segments="):
+    minijax.jit(ops.segment_sum)(data, ids)
