@@ -532,5 +532,23 @@ def test_special_functions_defined_for_complex_numbers_take_them():
     out = fn(z)
     assert out.dtype == np.complex64
     np.testing.assert_allclose(np.asarray(out), expected, atol=2e-5)
-  with pytest.raises(ValueError, match="gamma does not support complex-valued inputs"):
-    sp.gamma(z)
+  with pytest.raises(ValueError, match="gammaln does not support complex-valued inputs"):
+    sp.gammaln(z)
+
+
+def test_complex_loggamma_is_scipys_principal_branch():
+  ssp = pytest.importorskip("scipy.special")
+  from minijax.scipy import special as sp
+  rng = np.random.RandomState(0)
+  z = np.concatenate([rng.randn(400) * 10 + 1j * rng.randn(400) * 10,  # both half planes,
+                      rng.randn(50) * 3 + 0.01j, [1e-3 + 1e-3j, 100 + 100j, -100.3 + 1j, 3j]])
+  with minijax.enable_x64():  # (the reflection left of 1/2, Stirling's series to the right)
+    np.testing.assert_allclose(sp.loggamma(z), ssp.loggamma(z), rtol=1e-13, atol=1e-13)
+    np.testing.assert_allclose(sp.gamma(z[:100] / 5), ssp.gamma(z[:100] / 5), rtol=1e-12)
+  got = sp.loggamma(z.astype(np.complex64))
+  assert got.dtype == np.complex64
+  np.testing.assert_allclose(got, ssp.loggamma(z), rtol=5e-6, atol=5e-6)
+  assert np.isnan(np.asarray(sp.loggamma(np.complex64([0, -3])))).all()  # the poles
+  # JAX 0.10.2's values, recorded
+  np.testing.assert_allclose(sp.gamma(np.complex64([1 + 1j, -5.5 + 2j])),
+                             [0.4980159 - 0.1549497j, -5.0125098e-05 - 2.6087035e-05j], rtol=5e-6)

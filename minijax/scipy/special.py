@@ -69,8 +69,11 @@ def gammasgn(x):
 
 @_util.compiled_when_eager()
 def gamma(x):
-  """Γ(x) for real x."""
-  x, = _promote("gamma", x)
+  """Γ(x), of real or complex x (exp of the complex loggamma)."""
+  x, = _promote("gamma", x, complex_ok=True)
+  if jnp.iscomplexobj(x):
+    from minijax.scipy.special_elementary import loggamma
+    return jnp.exp(loggamma(x))
   return jnp.multiply(gammasgn(x), lax.exp(lax.lgamma(x)))
 
 

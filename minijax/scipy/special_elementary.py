@@ -11,13 +11,52 @@ from minijax.numpy import _util
 from minijax.scipy.special import _c, _promote, gammasgn
 from minijax.scipy.special_series import bernoulli_numbers
 
+_BERNOULLI = bernoulli_numbers(16)
+
 
 @_util.compiled_when_eager()
 def loggamma(x):
-  """log Γ(x) of real x > 0 (inf at 0, nan below, as scipy's for real arguments)."""
-  x, = _promote("loggamma", x)
+  """log Γ(x): of real x > 0 (inf at 0, nan below, as scipy's for real arguments), and the
+  principal branch of complex x (analytic but for the cut along the negative real axis)."""
+  x, = _promote("loggamma", x, complex_ok=True)
+  if jnp.iscomplexobj(x):
+    return _complex_loggamma(x)
   out = jnp.where(jnp.greater(x, 0), lax.lgamma(x), _c(x, np.nan))
   return jnp.where(jnp.equal(x, 0), _c(x, np.inf), out)
+
+
+_SHIFT = 8  # Stirling's series beyond |z| = 8: its 8 terms are within float64's epsilon
+
+
+def _loggamma_right(z):
+  """log Γ(z) for Re z > 0: z shifted by 8, log Γ(z) = log Γ(z + 8) - sum_k log(z + k)
+  (principal logs: no z + k crosses the cut), and Stirling's series at z + 8."""
+  w = z + _SHIFT
+  logs = sum(jnp.log(z + k) for k in range(_SHIFT))
+  inverse = 1 / w
+  square = inverse * inverse
+  series = _c(z, 0)
+  for k in range(8, 0, -1):  # sum_k B_2k / (2k (2k - 1) w^(2k - 1)), by Horner's rule
+    series = (series + float(_BERNOULLI[2 * k]) / (2 * k * (2 * k - 1))) * (
+        square if k > 1 else 1)
+  series = series * inverse
+  return (w - 0.5) * jnp.log(w) - w + 0.5 * np.log(2 * np.pi) + series - logs
+
+
+def _complex_loggamma(z):
+  """NaN at the poles (0, -1, ...); in the upper half plane (the lower one by conjugate
+  symmetry) left of Re z = 1/2, by the
+  reflection log Γ(z) = log π - log sin(πz) - log Γ(1 - z), with the branch of log sin
+  continuous there: -iπz + log(1 - e^(2πiz)) + iπ/2 - log 2."""
+  pole = (jnp.imag(z) == 0) & (jnp.real(z) <= 0) & (jnp.real(z) == jnp.round(jnp.real(z)))
+  lower = jnp.imag(z) < 0
+  z = jnp.where(lower, jnp.conj(z), z)
+  left = jnp.real(z) < 0.5
+  right = _loggamma_right(jnp.where(left, 1 - z, z))
+  log_sin = (-1j * np.pi) * z + jnp.log1p(-jnp.exp((2j * np.pi) * z)) + (0.5j * np.pi - np.log(2))
+  out = jnp.where(left, np.log(np.pi) - log_sin - right, right)
+  out = jnp.where(pole, _c(out, np.nan + 1j * np.nan), out)
+  return jnp.where(lower, jnp.conj(out), out).astype(z.dtype)
 
 
 @_util.compiled_when_eager()
