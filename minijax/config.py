@@ -148,7 +148,7 @@ def int_flag(name: str, env: str | None, default: int, low: int, high: int, help
 
 
 def float_flag(name: str, env: str | None, default: float, low: float, high: float,
-               help: str, unit: str = "") -> Flag:
+               help: str, unit: str = "", **kwargs) -> Flag:
   def validate(value) -> float:
     if isinstance(value, (bool, str, bytes)):
       raise ValueError(value)
@@ -158,7 +158,7 @@ def float_flag(name: str, env: str | None, default: float, low: float, high: flo
     return value
   unit = f" {unit}" if unit else ""
   return Flag(name, default, env, validate, float, f"a number from {low:g} to {high:g}{unit}",
-              help)
+              help, **kwargs)
 
 
 def choice_flag(name: str, env: str | None, default: str, choices: tuple[str, ...],
@@ -186,6 +186,16 @@ def _validate_only(allowed: Any):
       raise ValueError(value)
     return allowed
   return validate
+
+
+def _validate_path(value):
+  if value is None:
+    return None
+  if isinstance(value, os.PathLike):
+    value = os.fspath(value)
+  if not isinstance(value, str) or not value:
+    raise ValueError(value)
+  return value
 
 
 def _validate_default_device(value):
@@ -369,6 +379,22 @@ FLAGS: dict[str, Flag] = {f.name: f for f in [
              "devices (the native tap queues' limit)",
              xla_flag="xla_force_host_platform_device_count"),
     *[_transfer_guard_flag(d) for d in (None, *TRANSFER_DIRECTIONS)],
+    Flag("compilation_cache_dir", None, "MINIJAX_COMPILATION_CACHE_DIR", _validate_path, str,
+         "None, or a directory path", "where compiled programs are kept across processes "
+         "(the persistent compilation cache; None: off)",
+         env_aliases=("JAX_COMPILATION_CACHE_DIR",)),
+    bool_flag("enable_compilation_cache", "MINIJAX_ENABLE_COMPILATION_CACHE", True,
+              "whether the persistent compilation cache is used when a directory is set",
+              env_aliases=("JAX_ENABLE_COMPILATION_CACHE",)),
+    float_flag("persistent_cache_min_compile_time_secs",
+               "MINIJAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS", 1.0, 0.0, 1e9,
+               "how long a compilation must take for its program to be kept in the "
+               "persistent compilation cache", "seconds",
+               env_aliases=("JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS",)),
+    int_flag("persistent_cache_min_entry_size_bytes",
+             "MINIJAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES", 0, 0, 2**63 - 1,
+             "how large a compiled program must be to be kept in the persistent compilation "
+             "cache", "bytes", env_aliases=("JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES",)),
     int_flag("eager_cache_size", "MINIJAX_EAGER_CACHE_SIZE", 4096, 1, 2**31 - 1,
              "executables of primitives applied outside jit (least recently used "
              "evicted)", "entries"),

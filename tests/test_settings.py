@@ -71,6 +71,10 @@ BAD_AND_GOOD = [
     ("debug_key_reuse", [True, "no"], [(False, False)]),
     ("use_simplified_jaxpr_constants", ["no", 2], [(True, True), (0, False)]),
     ("log_checkpoint_residuals", ["on", 2], [(True, True), (False, False)]),
+    ("compilation_cache_dir", ["", 3, True], [("/tmp/c", "/tmp/c"), (None, None)]),
+    ("enable_compilation_cache", ["on", 2], [(False, False), (True, True)]),
+    ("persistent_cache_min_compile_time_secs", [-1, "1", float("nan")], [(0, 0.0), (1, 1.0)]),
+    ("persistent_cache_min_entry_size_bytes", [-1, 1.5], [(0, 0), (4096, 4096)]),
 ]
 
 

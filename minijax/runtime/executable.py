@@ -71,7 +71,7 @@ from minijax import monitoring
 from minijax.config import compile_log_level, config
 from minijax.core.avals import ShapedArray, python_scalar_aval
 from minijax.core.dtypes import PYTHON_SCALARS
-from minijax.runtime import backend, host_calls, taps
+from minijax.runtime import backend, compilation_cache, host_calls, taps
 from minijax.runtime.array import (Array, _DELETED_MESSAGE, device_put, is_concrete_array,
                                    scalar_buffer)
 from minijax.runtime.tokens import (STREAM_ID, TOKEN_AVAL, GroupToken, RuntimeTokens,
@@ -675,8 +675,10 @@ def compile(module, *, device, name: str, in_avals: Sequence[ShapedArray],
   level = log_compile_start(name, device, in_avals, out_avals, ordered_effects)
   start = time.perf_counter()
   try:
-    loaded = client.compile_and_load(module, xla_client.DeviceList((device,)), options,
-                                     host_callbacks=list(host_callbacks))
+    loaded = compilation_cache.compile_and_load(
+        client, module, xla_client.DeviceList((device,)), options,
+        host_callbacks=host_callbacks, name=name, device_ids=(device.id,),
+        cacheable=not (host_calls or ordered_effects or unordered_effects))
   except _JaxRuntimeError as err:
     err.add_note(f"while compiling {name!r} for {device}")
     raise

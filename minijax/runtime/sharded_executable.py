@@ -44,7 +44,7 @@ from minijax.config import config
 from minijax.core import sharding as sharding_lib
 from minijax.core.avals import ShapedArray
 from minijax.core.dtypes import PYTHON_SCALARS
-from minijax.runtime import backend, sharded, taps, xla_notices
+from minijax.runtime import backend, compilation_cache, sharded, taps, xla_notices
 from minijax.runtime.array import Array, _DELETED_MESSAGE, device_put, is_concrete_array
 from minijax.runtime.executable import CompiledProgram, compile_options, log_compile_start
 from minijax.runtime.tokens import (TOKEN_AVAL, GroupToken, runtime_tokens, wait_for_arrays,
@@ -329,8 +329,10 @@ def compile_sharded(module, *, devices: Sequence, name: str, in_avals, out_avals
   start = time.perf_counter()
   try:
     with xla_notices.without_notices():
-      loaded = client.compile_and_load(module, sharded.device_list(devices), options,
-                                       host_callbacks=list(host_callbacks))
+      loaded = compilation_cache.compile_and_load(
+          client, module, sharded.device_list(devices), options,
+          host_callbacks=host_callbacks, name=name, device_ids=[d.id for d in devices],
+          cacheable=not (ordered_effects or unordered_effects))
   except _JaxRuntimeError as err:
     err.add_note(f"while compiling {name!r} for {len(devices)} devices")
     raise
