@@ -552,3 +552,19 @@ def test_complex_loggamma_is_scipys_principal_branch():
   # JAX 0.10.2's values, recorded
   np.testing.assert_allclose(sp.gamma(np.complex64([1 + 1j, -5.5 + 2j])),
                              [0.4980159 - 0.1549497j, -5.0125098e-05 - 2.6087035e-05j], rtol=5e-6)
+
+
+def test_gradients_outside_the_support_are_jaxs():
+  from minijax.scipy import special as sp
+  # gamma.cdf below 0 is flat: gradient 0 (it was NaN for a < 1, through igamma at 0)
+  grad_cdf = minijax.grad(lambda x: ms.gamma.cdf(x, 0.5))
+  assert float(grad_cdf(-1.0)) == 0.0
+  np.testing.assert_allclose(grad_cdf(1.0), ss.gamma.pdf(1.0, 0.5), rtol=1e-5)
+  # E1's derivative is NaN where E1 is (x < 0), -e^-x / x elsewhere
+  assert np.isnan(float(minijax.grad(sp.exp1)(-1.0)))
+  np.testing.assert_allclose(minijax.grad(sp.exp1)(0.5), -np.exp(-0.5) / 0.5, rtol=1e-6)
+  # kl_div's - p + q holds everywhere: JAX 0.10.2's (-1, 1) where p <= 0 or q <= 0
+  for p, q in [(0.0, 1.0), (-1.0, 2.0), (1.0, -1.0)]:
+    assert [float(g) for g in minijax.grad(sp.kl_div, argnums=(0, 1))(p, q)] == [-1.0, 1.0]
+  np.testing.assert_allclose(minijax.grad(sp.kl_div, argnums=(0, 1))(2.0, 1.0),
+                             [np.log(2.0), -1.0], rtol=1e-6)

@@ -389,15 +389,16 @@ def rel_entr(p, q):
 
 @_util.compiled_when_eager()
 def kl_div(p, q):
-  """p log(p / q) - p + q for p, q > 0; q where p = 0 and q >= 0; inf otherwise."""
+  """p log(p / q) - p + q for p, q > 0; q where p = 0 and q >= 0; inf otherwise.  The
+  `- p + q` is outside the cases, so its derivatives (-1 and 1) hold everywhere, as JAX's."""
   p, q = _promote("kl_div", p, q)
   both_pos = jnp.logical_and(jnp.greater(p, 0), jnp.greater(q, 0))
   safe_p = jnp.where(both_pos, p, _c(p, 1))
   safe_q = jnp.where(both_pos, q, _c(q, 1))
-  value = jnp.add(jnp.subtract(jnp.multiply(safe_p, jnp.log(jnp.divide(safe_p, safe_q))),
-                               safe_p), safe_q)
   zero_p = jnp.logical_and(jnp.equal(p, 0), jnp.greater_equal(q, 0))
-  return jnp.where(both_pos, value, jnp.where(zero_p, q, _c(p, np.inf)))
+  log_ratio = jnp.where(both_pos, jnp.multiply(safe_p, jnp.log(jnp.divide(safe_p, safe_q))),
+                        jnp.where(zero_p, _c(p, 0), _c(p, np.inf)))
+  return jnp.add(jnp.subtract(log_ratio, p), q)
 
 
 # ----------------------------------------------------------------------------- log-sum-exp

@@ -80,7 +80,8 @@ def exp1(x):
 def _exp1_jvp(primals, tangents):
   (x,), (t,) = primals, tangents
   x = as_inexact(x)
-  return exp1(x), -jnp.exp(-x) / x * t
+  slope = jnp.where(x < 0, jnp.nan, -jnp.exp(-x) / x)  # (NaN where E1 is, as JAX's)
+  return exp1(x), slope * t
 
 
 @custom_jvp

@@ -28,7 +28,9 @@ def pdf(x, a, loc=0, scale=1):
 @compiled_when_eager()
 def cdf(x, a, loc=0, scale=1):
   x, a, loc, scale = promote("gamma.cdf", x, a, loc, scale)
-  return lax.igamma(a, jnp.maximum(standardize(x, loc, scale), const(x, 0)))
+  y = standardize(x, loc, scale)
+  below = jnp.less(y, 0)  # (0 there, and a zero gradient: igamma's is infinite at 0 for a < 1)
+  return jnp.where(below, const(y, 0), lax.igamma(a, jnp.where(below, const(y, 1), y)))
 
 
 @compiled_when_eager()
