@@ -348,6 +348,43 @@ def test_a_primitive_defined_through_extend_jits_differentiates_and_batches():
   assert ext_core.primitives.add_p is lax.add_p and ext_core.primitives.closed_call_p is lax.jit_p
 
 
+def test_bilinear_reducer_and_linear_rule_helpers_as_jax():
+  """ad.defbilinear / deflinear2 / get_primitive_transpose and batching.defreducer /
+  broadcast: how libraries give their primitives rules."""
+  product = ext_core.Primitive("test_bilinear_product")
+  product.def_abstract_eval(lambda x, y: ext_core.ShapedArray(x.shape, x.dtype))
+  ext_mlir.register_lowering(product, ext_mlir.lower_fun(lambda x, y: x * y,
+                                                          multiple_results=False))
+  ad.defbilinear(product, lambda ct, x, y: ct * y, lambda ct, x, y: x * ct)
+  x, y = np.float32([1, 2]), np.float32([3, 4])
+  grads = minijax.grad(lambda a, b: product.bind(a, b).sum(), argnums=(0, 1))(x, y)
+  np.testing.assert_array_equal(grads[0], y)
+  np.testing.assert_array_equal(grads[1], x)
+  _, tangent = minijax.jvp(lambda a: product.bind(a, a), (x,), (np.ones(2, np.float32),))
+  np.testing.assert_array_equal(tangent, 2 * x)
+
+  scale = ext_core.Primitive("test_linear_scale")
+  scale.def_abstract_eval(lambda x: x)
+  ext_mlir.register_lowering(scale, ext_mlir.lower_fun(lambda x: 3 * x, multiple_results=False))
+  seen = []
+  ad.deflinear2(scale, lambda ct, arg: (seen.append(ad.is_undefined_primal(arg)), [3 * ct])[1])
+  assert float(minijax.grad(lambda a: scale.bind(a))(2.0)) == 3.0 and seen == [True]
+  assert ad.get_primitive_transpose(scale) is ad.primitive_transposes[scale]
+  with pytest.raises(NotImplementedError, match="Transpose rule .* for 'test_bilinear_sum'"):
+    ad.get_primitive_transpose(ext_core.Primitive("test_bilinear_sum"))
+
+  total = ext_core.Primitive("test_reducer")
+  total.def_abstract_eval(lambda x, axes: ext_core.ShapedArray(
+      tuple(n for i, n in enumerate(x.shape) if i not in axes), x.dtype))
+  ext_mlir.register_lowering(total, ext_mlir.lower_fun(lambda x, axes: lax.reduce_sum(x, axes),
+                                                        multiple_results=False))
+  batching.defreducer(total, lambda *_: 0)
+  z = np.arange(24, dtype=np.float32).reshape(2, 3, 4)
+  np.testing.assert_array_equal(minijax.vmap(lambda v: total.bind(v, axes=(1,)), in_axes=1)(z),
+                                z.sum(2).T)
+  assert batching.broadcast(np.ones((2, 3)), 5, 1).shape == (2, 5, 3)
+
+
 def test_axis_primitive_batchers_see_the_vmapped_axis():
   p = ext_core.Primitive("test_axis_rule")
   p.def_impl(lambda x: x)

@@ -348,3 +348,48 @@ def deflinear(primitive, transpose_rule: Callable) -> None:
 
   primitive_jvps[primitive] = jvp
   primitive_transposes[primitive] = transpose
+
+
+def deflinear2(primitive, transpose_rule: Callable) -> None:
+  """As `deflinear`, but `transpose_rule(cotangent, *args, **params)` also sees the
+  arguments (`UndefinedPrimal` for the linear ones), as JAX's."""
+  deflinear(primitive, lambda ct, **params: None)
+  def transpose(ct, *args, **params):
+    if type(ct) is Zero:
+      return [Zero(a.aval) if is_undefined_primal(a) else None for a in args]
+    return transpose_rule(ct, *args, **params)
+  primitive_transposes[primitive] = transpose
+
+
+def defbilinear(primitive, lhs_rule: Callable, rhs_rule: Callable) -> None:
+  """A primitive linear in each of its two arguments separately (a product): its jvp is
+  `f(dx, y) + f(x, dy)`; `lhs_rule(ct, x, y, **params)` transposes it in x (an
+  `UndefinedPrimal`), `rhs_rule` in y."""
+  def jvp(primals, tangents, **params):
+    (x, y), (tx, ty) = primals, tangents
+    out = primitive.bind(x, y, **params)
+    total = Zero.from_primal_value(out)
+    if type(tx) is not Zero:
+      total = add_tangents(total, primitive.bind(tx, y, **params))
+    if type(ty) is not Zero:
+      total = add_tangents(total, primitive.bind(x, ty, **params))
+    return out, total
+
+  def transpose(ct, x, y, **params):
+    if type(ct) is Zero:
+      return [Zero(a.aval) if is_undefined_primal(a) else None for a in (x, y)]
+    return [lhs_rule(ct, x, y, **params) if is_undefined_primal(x) else None,
+            rhs_rule(ct, x, y, **params) if is_undefined_primal(y) else None]
+
+  primitive_jvps[primitive] = jvp
+  primitive_transposes[primitive] = transpose
+
+
+def get_primitive_transpose(primitive) -> TransposeRule:
+  """The transpose rule of `primitive`; NotImplementedError naming it when it has none."""
+  try:
+    return primitive_transposes[primitive]
+  except KeyError as err:
+    raise NotImplementedError(
+        f"Transpose rule (for reverse-mode differentiation) for '{primitive}' not "
+        "implemented") from err

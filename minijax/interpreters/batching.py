@@ -106,6 +106,25 @@ def _broadcast_front(x, size: int):
   return array_ops.broadcast_in_dim(x, (size, *shape), tuple(range(1, len(shape) + 1)))
 
 
+def broadcast(x, size: int, axis: int):
+  """`x` repeated `size` times along a new axis at position `axis` (JAX's helper)."""
+  shape = _shape(x)
+  axis = axis % (len(shape) + 1)
+  dims = tuple(i if i < axis else i + 1 for i in range(len(shape)))
+  return array_ops.broadcast_in_dim(x, (*shape[:axis], size, *shape[axis:]), dims)
+
+
+def defreducer(primitive, ident=None) -> None:
+  """A reduction whose `axes` parameter names the operand's axes it reduces: batched, the
+  batch axis is left out of them (`ident` is accepted for JAX's signature)."""
+  def rule(batched_args, batch_dims, *, axes, **params):
+    (x,), (d,) = batched_args, batch_dims
+    moved = tuple(a + (a >= d) for a in axes)
+    out = primitive.bind(x, axes=moved, **params)
+    return out, d - sum(a < d for a in axes)
+  primitive_batchers[primitive] = rule
+
+
 def defbroadcasting(primitive) -> None:
   """Elementwise n-ary (operands of one rank with sizes equal or 1 per axis, or of rank 0):
   when every batched operand has the same shape and batch dim and the unbatched ones have
