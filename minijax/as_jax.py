@@ -26,9 +26,11 @@ import importlib.util
 import sys
 import types
 
-JAX_VERSION = "0.10.2"  # the JAX release whose API minijax implements
+from minijax._src.jax_version import __version__ as JAX_VERSION  # the JAX API implemented
+
 # `jax.<sub>` modules whose minijax counterpart lives under another name.
-RENAMED = {"jax.interpreters.mlir": "minijax.extend.mlir"}
+RENAMED = {"jax.interpreters.mlir": "minijax.extend.mlir",
+           "jax.version": "minijax._src.jax_version"}
 
 
 class JaxAlias(types.ModuleType):
@@ -113,7 +115,8 @@ def install_as_jax() -> types.ModuleType:
   for name, target in RENAMED.items():
     # `from jax.interpreters import mlir` looks for the attribute on the parent module.
     parent, _, child = name.partition(".")[2].rpartition(".")
-    setattr(importlib.import_module(f"minijax.{parent}"), child, importlib.import_module(target))
+    holder = importlib.import_module(f"minijax.{parent}") if parent else alias
+    setattr(holder, child, importlib.import_module(target))
   if not any(isinstance(f, JaxFinder) for f in sys.meta_path):
     sys.meta_path.insert(0, JaxFinder())
   sys.modules["jax"] = alias

@@ -25,6 +25,8 @@ y = jax.jit(lambda x: jnp.sin(x) * 2.0)(jnp.arange(3.0))
 assert type(y) is minijax.Array, type(y)  # minijax computed it
 assert type(jax).__name__ == "JaxAlias" and "jax._src" not in sys.modules  # no JAX loaded
 print("value", [round(float(v), 5) for v in y])
+from jax.version import __version__ as version_module_says  # (libraries read it there too)
+assert version_module_says == jax.__version__ == jax.version._version
 print("version", jax.__version__, jax.__version_info__, minijax.__version__)
 for name in ("jax.foo", "jax._src.pjit"):
   try:
