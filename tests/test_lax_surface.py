@@ -177,6 +177,34 @@ def test_ragged_dot():
   close(grad[2], np.repeat(a[2:6].sum(0)[:, None], 2, 1), rtol=1e-5)
 
 
+def test_ragged_dot_general_in_its_three_modes():
+  rng = np.random.RandomState(1)
+  sizes = np.array([2, 0, 3], np.int32)  # (5 of 6 entries: the last one is in no group)
+  groups = [(0, 2), (2, 2), (2, 5)]
+  numbers = lax.RaggedDotDimensionNumbers
+  # 1. ragged free dimension m, rhs group dimension first: [b, m, k] x [g, b, k, n]
+  lhs, rhs = rng.randn(2, 6, 4).astype(np.float32), rng.randn(3, 2, 4, 5).astype(np.float32)
+  want = np.zeros((2, 6, 5), np.float32)
+  for j, (lo, hi) in enumerate(groups):
+    want[:, lo:hi] = np.einsum("bmk,bkn->bmn", lhs[:, lo:hi], rhs[j])
+  dims = numbers((((2,), (2,)), ((0,), (1,))), (1,), (0,))
+  close(lax.ragged_dot_general(lhs, rhs, sizes, dims), want, rtol=1e-5)
+  close(minijax.jit(lambda l, r: lax.ragged_dot_general(l, r, sizes, dims))(lhs, rhs), want,
+        rtol=1e-5)
+  # 2. ragged contracting dimension k: one product per group, stacked first
+  lhs, rhs = rng.randn(2, 3, 6).astype(np.float32), rng.randn(2, 6, 5).astype(np.float32)
+  want = np.stack([np.einsum("bmk,bkn->bmn", lhs[..., lo:hi], rhs[:, lo:hi])
+                   for lo, hi in groups])
+  dims = numbers((((2,), (1,)), ((0,), (0,))), (2,), ())
+  close(lax.ragged_dot_general(lhs, rhs, sizes, dims), want, rtol=1e-5)
+  # 3. ragged batch dimension: the plain batched product (JAX's: group_sizes unused)
+  lhs, rhs = rng.randn(6, 3, 4).astype(np.float32), rng.randn(6, 4, 5).astype(np.float32)
+  dims = numbers((((2,), (1,)), ((0,), (0,))), (0,), ())
+  close(lax.ragged_dot_general(lhs, rhs, sizes, dims), lhs @ rhs, rtol=1e-5)
+  with pytest.raises(ValueError, match="rhs has one group dimension when"):
+    lax.ragged_dot_general(lhs, rhs, sizes, numbers((((2,), (1,)), ((), ())), (1,), ()))
+
+
 def test_mulhi_of_64_bit_integers():
   rng = np.random.RandomState(0)
   with minijax.enable_x64():

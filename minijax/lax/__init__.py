@@ -14,6 +14,7 @@ from minijax.lax.gather import *  # noqa: F401,F403
 from minijax.lax.reductions import *  # noqa: F401,F403
 from minijax.lax.reductions import take_along_axis  # noqa: F401
 from minijax.lax.dot import *  # noqa: F401,F403
+from minijax.lax.ragged_dot import *  # noqa: F401,F403
 from minijax.lax.convolution import *  # noqa: F401,F403
 from minijax.lax.windowed_reductions import *  # noqa: F401,F403
 from minijax.lax.fft import FftType, fft, fft_p  # noqa: F401

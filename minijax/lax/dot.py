@@ -33,7 +33,7 @@ from minijax.lax.structural import convert_to_array, transpose
 from minijax.lowering import mlir
 
 __all__ = ["dot_general", "dot", "batch_matmul", "dot_general_p", "Precision", "PrecisionLike",
-           "DotDimensionNumbers", "ragged_dot", "DotAlgorithm", "DotAlgorithmPreset"]
+           "DotDimensionNumbers", "DotAlgorithm", "DotAlgorithmPreset"]
 
 
 class Precision(enum.Enum):
@@ -328,35 +328,6 @@ def dot_general(lhs, rhs, dimension_numbers, precision=None, preferred_element_t
 # (lhs batch, rhs batch)), four sequences of axes
 DotDimensionNumbers = tuple[tuple[Sequence[int], Sequence[int]],
                             tuple[Sequence[int], Sequence[int]]]
-
-
-def ragged_dot(lhs, rhs, group_sizes, precision=None, preferred_element_type=None,
-               group_offset=None):
-  """A matrix product by groups of rows: `lhs` [m, k] is cut into consecutive groups of
-  `group_sizes` [g] rows, group i multiplied by `rhs[i]` ([g, k, n]); rows past the groups
-  give zeros.  Computed as g products masked by group (memory g * m * n)."""
-  from minijax.lax.elementwise import ge, lt
-  from minijax.lax.misc import select
-  from minijax.lax.reductions import cumsum, reduce_sum
-  from minijax.lax.misc import broadcasted_iota
-  from minijax.lax.structural import broadcast_in_dim, full
-  if group_offset is not None:
-    raise NotImplementedError("ragged_dot: group_offset is not implemented by minijax")
-  lhs, rhs, group_sizes = map(convert_to_array, (lhs, rhs, group_sizes))
-  la, ra, ga = get_aval(lhs), get_aval(rhs), get_aval(group_sizes)
-  if la.ndim != 2 or ra.ndim != 3 or ga.shape != (ra.shape[0],) or la.shape[1] != ra.shape[1]:
-    raise TypeError(f"ragged_dot takes lhs [m, k], rhs [g, k, n] and group_sizes [g], got "
-                    f"{la.str_short()}, {ra.str_short()} and {ga.str_short()}")
-  products = dot_general(lhs, rhs, (((1,), (1,)), ((), ())), precision=precision,
-                         preferred_element_type=preferred_element_type)    # [m, g, n]
-  ends = cumsum(group_sizes.astype(np.int32), 0)
-  starts = ends - group_sizes.astype(np.int32)
-  m, g, n = get_aval(products).shape
-  rows = broadcasted_iota(np.int32, (m, g), 0)
-  mine = ge(rows, broadcast_in_dim(starts, (m, g), (1,))) & lt(
-      rows, broadcast_in_dim(ends, (m, g), (1,)))
-  zeros = full(products.shape, 0, get_aval(products).dtype)
-  return reduce_sum(select(broadcast_in_dim(mine, (m, g, n), (0, 1)), products, zeros), (1,))
 
 
 def dot(lhs, rhs, precision=None, preferred_element_type=None, *, dimension_numbers=None):

@@ -413,21 +413,21 @@ def sort(a, axis=-1, kind=None, order=None, stable=True, descending=False):
 
 
 def argsort(a, axis=-1, kind=None, order=None, stable=True, descending=False, dtype=None):
-  """The indices that sort `a` along `axis`, of `dtype` (the default integer type)."""
+  """The indices that sort `a` along `axis`, of `dtype` (the default integer type; any
+  other dtype holds them converted, as JAX's)."""
   x = _arr("argsort", a)
   if axis is None:
     x, axis = ravel(x), 0
   (ax,) = _util.canonicalize_axes(axis, _util.ndim(x))
-  index_dtype = (dtypes.default_int_dtype() if dtype is None
-                 else dtypes.canonicalize_user_dtype(dtype, "argsort"))
-  if not dtypes.is_integer(index_dtype):
-    raise ValueError(f"argsort: dtype must be an integer type, got {index_dtype}")
-  iota = lax.broadcasted_iota(index_dtype, _util.shape(x), ax)
+  iota = lax.broadcasted_iota(dtypes.default_int_dtype(), _util.shape(x), ax)
   if descending:
     x = lax.rev(x, (ax,))
     iota = lax.rev(iota, (ax,))
   _, perm = lax.sort((x, iota), ax, is_stable=True, num_keys=1)
-  return lax.rev(perm, (ax,)) if descending else perm
+  perm = lax.rev(perm, (ax,)) if descending else perm
+  if dtype is None:
+    return perm
+  return lax.convert_element_type(perm, dtypes.canonicalize_user_dtype(dtype, "argsort"))
 
 
 def take_along_axis(arr, indices, axis=-1, mode=None, fill_value=None, *,
