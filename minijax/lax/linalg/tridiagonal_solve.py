@@ -10,8 +10,6 @@ and super-diagonal `dl` shifted up one.  Its jvp in the diagonals is `A^-1 (db -
 """
 from __future__ import annotations
 
-import numpy as np
-
 from minijax import lax
 from minijax.core.avals import ShapedArray
 from minijax.core.primitive import Primitive
