@@ -174,5 +174,51 @@ def test_errors(devices, mesh2d):
     a.device
 
 
+# JAX 0.10.2's pictures of these layouts (rich, no colour: not a terminal)
+VISUALIZED = [
+    ((4, 8), P("x", "y"), """\
+┌───────────────────────┬───────────────────────┐
+│                       │                       │
+│         CPU 0         │         CPU 1         │
+│                       │                       │
+│                       │                       │
+├───────────────────────┼───────────────────────┤
+│                       │                       │
+│         CPU 2         │         CPU 3         │
+│                       │                       │
+│                       │                       │
+└───────────────────────┴───────────────────────┘
+"""),
+    ((8,), P(("x", "y")), """\
+┌───────┬───────┬───────┬───────┐
+│ CPU 0 │ CPU 1 │ CPU 2 │ CPU 3 │
+└───────┴───────┴───────┴───────┘
+"""),
+    ((4, 8), P(None, "y"), """\
+┌───────────────────────┬───────────────────────┐
+│                       │                       │
+│                       │                       │
+│                       │                       │
+│                       │                       │
+│        CPU 0,2        │        CPU 1,3        │
+│                       │                       │
+│                       │                       │
+│                       │                       │
+│                       │                       │
+└───────────────────────┴───────────────────────┘
+"""),
+]
+
+
+@pytest.mark.parametrize("shape,spec,picture", VISUALIZED)
+def test_visualize_array_sharding_draws_jaxs_picture(mesh2d, capsys, shape, spec, picture):
+  pytest.importorskip("rich")
+  x = minijax.device_put(np.zeros(shape, np.float32), NamedSharding(mesh2d, spec))
+  minijax.debug.visualize_array_sharding(x)
+  assert capsys.readouterr().out.strip("\n") == picture.strip("\n")
+  with pytest.raises(ValueError, match="only works for shapes with 1 and 2 dimensions"):
+    minijax.debug.visualize_sharding((2, 2, 2), x.sharding)
+
+
 def test_jax_was_never_imported():
   assert "jax" not in sys.modules
