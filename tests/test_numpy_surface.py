@@ -479,3 +479,23 @@ def test_segment_reductions_are_jaxs():
       [-4, 6, -2], [-3, 7, 0]]
   with pytest.raises(minijax.errors.ConcretizationTypeError, match="pass num_segments="):
     minijax.jit(ops.segment_sum)(data, ids)
+
+
+def test_keyword_arguments_the_keyword_sweep_found_wrong():
+  # average of integers with weights divides truly (it floored: 2 where JAX gives 2.5)
+  got = jnp.average(np.int32([1, 2, 4]), weights=np.int32([1, 0, 1]))
+  assert got.dtype == np.float32 and float(got) == 2.5
+  assert float(jnp.average(np.int32([1, 2, 4]), weights=np.array([True, False, True]))) == 2.5
+  # the variance of complex values in a real dtype dropped the imaginary parts (0.25 for
+  # 1.25): refused, as JAX; a complex dtype gives JAX's complex result
+  z = np.complex64([1, 2j])
+  for fn in (jnp.var, jnp.std, jnp.nanvar):
+    with pytest.raises(ValueError, match="does not yet support real dtype parameters"):
+      fn(z, dtype=np.float32)
+  got = jnp.var(z, dtype=np.complex64)
+  assert got.dtype == np.complex64 and complex(got) == 1.25
+  with pytest.raises(ValueError, match="cov: dtype must be a subclass of float or complex"):
+    jnp.cov(np.float32([[1, 2, 4], [3, 1, 2]]), dtype=np.int32)
+  # argsort's indices in any dtype asked for, as JAX's
+  got = jnp.argsort(np.float32([3, 1, 2]), dtype=np.float32)
+  assert got.dtype == np.float32 and got.tolist() == [1.0, 2.0, 0.0]

@@ -3,7 +3,7 @@
 dtypes and shapes, with JAX and with minijax, and compare what each returns.
 
     python tools/jax_numpy_sweep.py [--module numpy] [--only REGEX] [--x64]
-        [--transform jit|vmap|grad] [--failures]
+        [--transform jit|vmap|grad] [--keywords] [--failures]
 
 JAX's lax_numpy tests compare each jnp function with numpy over dtypes and shapes; this
 sweep asks the same question of minijax with JAX itself as the answer, for every public
@@ -11,7 +11,9 @@ function at once.  Arguments are drawn from one seeded generator in both process
 function by its required positional parameters (arrays for array parameters, small
 integers for `axis`-like ones), in every dtype of the grid, at shapes (), (3,) and (2, 3)
 (and broadcasting pairs for binary functions), each also with `axis=0` and `axis=-1` where
-the function takes an axis.  `--transform` calls it under `jit`, under `vmap` over a
+the function takes an axis (`--keywords`: instead, each keyword parameter the function
+takes, from `keepdims` to `where=`, with the other values of `KEYWORD_VALUES`, one at a
+time).  `--transform` calls it under `jit`, under `vmap` over a
 batch of two first arguments, or through `grad` of the sum of its (real part of its) first
 output with respect to its first argument (floating and complex dtypes only).  Each case
 ends as:
@@ -55,6 +57,25 @@ DTYPES = ["bool", "int8", "int32", "uint8", "uint32", "float16", "bfloat16", "fl
 DTYPES_X64 = ["int64", "uint64", "float64", "complex128"]
 SHAPES = [(), (3,), (2, 3)]
 PAIRS = [((2, 3), (2, 3)), ((2, 3), (3,)), ((), (3,))]
+# `--keywords`: other values for the keyword parameters functions take, by name ("MASK": a
+# boolean array of the first argument's shape, drawn like the arguments)
+KEYWORD_VALUES = {
+    "keepdims": [True], "dtype": ["float32", "int32"], "ddof": [1], "descending": [True],
+    "stable": [False], "side": ["right"], "mode": ["clip", "wrap"], "ord": [1, 2, np.inf, -1],
+    "decimals": [1, -1], "where": ["MASK"], "initial": [1], "include_initial": [True],
+    "equal_nan": [True], "right": [True], "increasing": [True], "assume_unique": [True],
+    "invert": [True], "return_index": [True], "return_inverse": [True],
+    "return_counts": [True], "endpoint": [False], "rowvar": [False], "bias": [True],
+    "full_matrices": [False], "compute_uv": [False], "hermitian": [True], "UPLO": ["U"],
+    "upper": [True], "lower": [False], "nan": [0.5], "posinf": [9.0], "neginf": [-9.0],
+    "bins": [3], "density": [True], "method": ["lower", "nearest", "midpoint"],
+    "axis": [None], "norm": ["ortho", "forward"], "weights": ["MASK"], "k": [1, -1], "offset": [1, -1], "unbiased": [True], "nan_policy": ["omit"],
+    "fill_value": [7], "size": [4], "total_repeat_length": [8], "append": [1.5],
+    "prepend": [-1], "periodic": [False], "symmetric": [True], "correction": [1],
+}
+# linalg modules: square matrices, a batch of them, and a wide one
+LINALG_SHAPES = [(3, 3), (2, 3, 3), (2, 3)]
+LINALG_PAIRS = [((3, 3), (3, 3)), ((3, 3), (3,)), ((2, 3, 3), (2, 3, 3)), ((2, 3, 3), (2, 3, 1))]
 AXIS_NAMES = {"axis", "axis1", "axis2", "source", "destination", "k", "n", "shift",
               "decimals", "N", "deg", "ddof", "q", "repeats", "indices_or_sections", "ord"}
 NOT_ARRAYS = {"dtype", "shape", "newshape", "new_shape", "reps", "pad_width", "order",
@@ -104,7 +125,7 @@ def _draw(rng: np.random.RandomState, shape, dtype: str, ml_dtypes) -> np.ndarra
   return np.asarray(values).astype(ml_dtypes.bfloat16 if dtype == "bfloat16" else dtype)
 
 
-def cases(fun, name: str, x64: bool):
+def cases(fun, name: str, x64: bool, module: str = "numpy", keywords: bool = False):
   """(case name, positional args maker, keyword args) for one function."""
   try:
     params = list(inspect.signature(fun).parameters.values())
@@ -121,16 +142,26 @@ def cases(fun, name: str, x64: bool):
   out = []
   if not required:
     return []
-  shapes = ([(s,) for s in SHAPES] if len(arrays) == 1 else
-            PAIRS if len(arrays) == 2 else [((2, 3),) * len(arrays)])
+  square = "linalg" in module
+  shapes = ([(s,) for s in (LINALG_SHAPES if square else SHAPES)] if len(arrays) == 1 else
+            (LINALG_PAIRS if square else PAIRS) if len(arrays) == 2 else
+            [((3, 3) if square else (2, 3),) * len(arrays)])
   for dtype in dtypes:
     for shape in shapes:
       tag = f"{name}[{dtype}]{'/'.join(str(list(s)) for s in shape)}"
       out.append((tag, dtype, shape, [1] * len(ints), {}))
-      if takes_axis and len(shape[0]) >= 1 and not ints:
+      if takes_axis and len(shape[0]) >= 1 and not ints and not keywords:
         out.append((tag + " axis=0", dtype, shape, [], {"axis": 0}))
         if len(shape[0]) == 2:
           out.append((tag + " axis=-1", dtype, shape, [], {"axis": -1}))
+  if keywords:  # each keyword's other values, one at a time, instead of the plain cases
+    plain, out = out, []
+    optional = [p.name for p in params if p.default is not p.empty and p.kind in
+                (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY) and p.name in KEYWORD_VALUES]
+    for tag, dtype, shape, int_args, _ in plain:
+      for keyword in optional:
+        for value in KEYWORD_VALUES[keyword]:
+          out.append((f"{tag} {keyword}={value}", dtype, shape, int_args, {keyword: value}))
   return out
 
 
@@ -139,7 +170,7 @@ class _Timeout(Exception):
 
 
 def run_side(side: str, module: str, only: str | None, x64: bool, transform: str, out: str,
-             start_after: str | None, timeout: float) -> None:
+             start_after: str | None, timeout: float, keywords: bool = False) -> None:
   """Run every case with JAX (`side == "jax"`) or minijax, appending (case, result) records
   to `out`; `result` is ("ok", [arrays]) or ("raise", "ExcType: message")."""
   import importlib
@@ -158,7 +189,7 @@ def run_side(side: str, module: str, only: str | None, x64: bool, transform: str
   with open(out, "ab") as f:
     for name in functions(mod, module, only):
       fun = getattr(mod, name)
-      for case, dtype, shape, ints, kwargs in cases(fun, name, x64):
+      for case, dtype, shape, ints, kwargs in cases(fun, name, x64, module, keywords):
         if not started:
           started = case == start_after
           continue
@@ -168,6 +199,8 @@ def run_side(side: str, module: str, only: str | None, x64: bool, transform: str
         f.flush()
         rng = np.random.RandomState(zlib.crc32(case.encode()))
         args = [_draw(rng, s, dtype, ml_dtypes) for s in shape] + ints
+        kwargs = {k: (_draw(rng, shape[0], "bool", ml_dtypes) if isinstance(v, str) and
+                      v == "MASK" else v) for k, v in kwargs.items()}
         if transform == "vmap":
           args[0] = np.stack([args[0], _draw(rng, shape[0], dtype, ml_dtypes)])
         signal.setitimer(signal.ITIMER_REAL, timeout)
@@ -262,6 +295,7 @@ def collect(side: str, args) -> dict:
     cmd += ["--only", args.only] if args.only else []
     cmd += ["--x64"] if args.x64 else []
     cmd += ["--transform", args.transform] if args.transform else []
+    cmd += ["--keywords"] if args.keywords else []
     cmd += ["--start-after", start_after] if start_after else []
     proc = subprocess.run(cmd, capture_output=True, text=True)
     records, crashed = _read(out) if os.path.exists(out) else ({}, None)
@@ -282,6 +316,8 @@ def main(argv=None) -> int:
   p.add_argument("--transform", choices=["jit", "vmap", "grad"],
                  help="call each function under this transformation")
   p.add_argument("--failures", action="store_true", help="list each differing case")
+  p.add_argument("--keywords", action="store_true",
+                 help="instead of axes, each keyword parameter's other values (KEYWORD_VALUES)")
   p.add_argument("--timeout", type=float, default=20.0)
   p.add_argument("--side", help=argparse.SUPPRESS)
   p.add_argument("--out", help=argparse.SUPPRESS)
@@ -289,7 +325,7 @@ def main(argv=None) -> int:
   args = p.parse_args(argv)
   if args.side:
     run_side(args.side, args.module, args.only, args.x64, args.transform, args.out,
-             args.start_after, args.timeout)
+             args.start_after, args.timeout, args.keywords)
     return 0
   theirs, mine = collect("jax", args), collect("minijax", args)
   kinds = collections.defaultdict(list)

@@ -331,6 +331,9 @@ def cov(m, y=None, rowvar=True, bias=False, ddof=None, fweights=None, aweights=N
   x, yy = _util.promote_inexact("cov", m, y) if y is not None else (
       *_util.promote_inexact("cov", m), None)
   if dtype is not None:
+    if not dtypes.is_inexact(np.dtype(dtype)):
+      raise ValueError("cov: dtype must be a subclass of float or complex; got "
+                       f"dtype={str(np.dtype(dtype))!r}")
     x = x.astype(dtype)
     yy = None if yy is None else yy.astype(dtype)
   x = jnp.atleast_2d(x)

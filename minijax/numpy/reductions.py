@@ -186,22 +186,35 @@ def var(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=Non
   """The mean squared deviation over `axis` (from `mean` when given, else the mean), divided
   by the count less `correction` (numpy's `ddof`, under the array API's name)."""
   ddof = _correction("var", ddof, correction)
-  _inexact_dtype("var", dtype)
+  _inexact_dtype("var", dtype, a)
   if mean is None:
-    return _var(a, axis, dtype, out, ddof, keepdims, where)
-  return _var_about(a, mean, axis, dtype, out, ddof, keepdims, where)
+    out = _var(a, axis, dtype, out, ddof, keepdims, where)
+  else:
+    out = _var_about(a, mean, axis, dtype, out, ddof, keepdims, where)
+  if dtype is not None and np.issubdtype(np.dtype(dtype), np.complexfloating):
+    out = lax.convert_element_type(out, _mean_dtype(_util.dtype(out), dtype))  # (JAX's)
+  return out
 
 
 def std(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=None, mean=None,
         correction=None):
-  _inexact_dtype("std", dtype)
+  _inexact_dtype("std", dtype, a)
   return lax.sqrt(var(a, axis, dtype, out, ddof, keepdims, where=where, mean=mean,
                       correction=correction))
 
 
-def _inexact_dtype(name, dtype) -> None:
-  if dtype is not None and not dtypes.is_inexact(np.dtype(dtype)):
+def _inexact_dtype(name, dtype, a=None) -> None:
+  """JAX's checks of a variance's `dtype=`: inexact, and complex for complex `a` (casting
+  would drop the imaginary parts silently)."""
+  if dtype is None:
+    return
+  if not dtypes.is_inexact(np.dtype(dtype)):
     raise ValueError(f"dtype argument to jnp.{name} must be inexact; got {np.dtype(dtype)}")
+  if (a is not None and np.issubdtype(_util.dtype(a), np.complexfloating)
+      and not np.issubdtype(np.dtype(dtype), np.complexfloating)):
+    raise ValueError(f"jax.numpy.{name} does not yet support real dtype parameters when "
+                     "computing the variance of an array of complex values; pass a complex "
+                     "dtype, or none")
 
 
 def _correction(name, ddof, correction):
@@ -381,8 +394,8 @@ def average(a, axis=None, weights=None, returned=False, keepdims=False):
       raise ValueError(f"average: {w_shape[0]} weights do not match axis {axis} of an array "
                        f"of shape {a_shape}")
     weights = lax.broadcast_in_dim(weights, a_shape, (axis,))
-  total, weight_sum = _util.promote(
-      "average", sum(multiply(a, weights), axis, keepdims=keepdims),
-      sum(_util.broadcast_to(weights, _util.shape(a)), axis, keepdims=keepdims))
+  a, weights = _util.promote_inexact("average", a, weights)  # (a true division, as JAX's)
+  total = sum(multiply(a, weights), axis, keepdims=keepdims)
+  weight_sum = sum(_util.broadcast_to(weights, _util.shape(a)), axis, keepdims=keepdims)
   avg = lax.div(total, weight_sum)
   return (avg, weight_sum) if returned else avg
