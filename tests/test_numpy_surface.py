@@ -499,3 +499,9 @@ def test_keyword_arguments_the_keyword_sweep_found_wrong():
   # argsort's indices in any dtype asked for, as JAX's
   got = jnp.argsort(np.float32([3, 1, 2]), dtype=np.float32)
   assert got.dtype == np.float32 and got.tolist() == [1.0, 2.0, 0.0]
+  # histogramdd's density in the sample's float type (float32 for float16 samples before)
+  hist, _ = jnp.histogramdd(np.float16([[0.1, 0.5], [0.3, 0.9]]), bins=2, density=True)
+  assert hist.dtype == np.float16
+  # bincount's boolean weights were summed as booleans (ORed): refused, as JAX
+  with pytest.raises(TypeError, match="bincount: weights must be numbers"):
+    jnp.bincount(np.int32([0, 1, 1]), weights=np.array([True, False, True]))

@@ -72,6 +72,9 @@ KEYWORD_VALUES = {
     "axis": [None], "norm": ["ortho", "forward"], "weights": ["MASK"], "k": [1, -1], "offset": [1, -1], "unbiased": [True], "nan_policy": ["omit"],
     "fill_value": [7], "size": [4], "total_repeat_length": [8], "append": [1.5],
     "prepend": [-1], "periodic": [False], "symmetric": [True], "correction": [1],
+    "approximate": [False], "return_sign": [True], "b": ["MASK"], "sym_pos": [True],
+    "trans": [1], "unit_diagonal": [True], "overwrite_b": [True],
+    "check_finite": [False], "n": [2, 5], "s": [(2, 2)], "axes": [(0,)], "output": ["complex"],
 }
 # linalg modules: square matrices, a batch of them, and a wide one
 LINALG_SHAPES = [(3, 3), (2, 3, 3), (2, 3)]

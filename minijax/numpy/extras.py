@@ -320,6 +320,9 @@ def bincount(x, weights=None, minlength=0, *, length=None):
   length = int(length)
   w = jnp.ones(_util.shape(xs), dtypes.default_int_dtype()) if weights is None else \
       _util.asarray(weights)
+  if _util.dtype(w) == np.bool_:  # (summed as booleans they would be ORed: JAX refuses too)
+    raise TypeError("bincount: weights must be numbers, got booleans; pass "
+                    "weights.astype(int) to count the true ones")
   return jnp.zeros(length, _util.dtype(w)).at[jnp.maximum(xs, 0)].add(w, mode="drop")
 
 

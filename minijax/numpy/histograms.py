@@ -81,8 +81,9 @@ def histogramdd(sample, bins=10, range=None, weights=None, density=None):
   total = int(np.prod(shape))
   if weights is not None:
     count_dtype = _util.dtype(jnp.asarray(weights))
-  else:  # counts are integers, unless a density is asked for
-    count_dtype = dtypes.default_float_dtype() if density else dtypes.default_int_dtype()
+  else:  # counts are integers, unless a density is asked for (in the sample's float type)
+    count_dtype = (dtypes.to_inexact_dtype(_util.dtype(sample)) if density
+                   else dtypes.default_int_dtype())
   hist = jnp.zeros(total, count_dtype)
   hist = hist.at[flat].add(1 if weights is None else weights).reshape(shape)
   hist = hist[tuple(slice(1, -1) for _ in shape)]
