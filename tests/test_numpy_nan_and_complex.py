@@ -109,4 +109,8 @@ def test_complex_logaddexp_softplus_expit_and_logsumexp_are_numpys_principal_val
   total = np.sum(np.exp(m.astype(np.complex128)), axis=1)
   assert out.dtype == np.float32 and _ulps(out, np.log(np.abs(total))) < 16
   assert _ulps(sign, total / np.abs(total)) < 16
+  # weights b, negative ones too: the complex log of the weighted sum (it was NaN)
+  weights = np.where(np.arange(8) % 3 == 0, -1.5, 1.0).astype(np.float32)
+  want = np.log(np.sum(weights * np.exp(m.astype(np.complex128)), axis=1))
+  assert _ulps(special.logsumexp(m, axis=1, b=weights), want) < 16
   assert minijax.nn.logsumexp is special.logsumexp

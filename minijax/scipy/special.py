@@ -439,7 +439,7 @@ def _logsumexp(a, b, where, axis, keepdims, return_sign):
   out = jnp.add(jnp.log(total), amax.astype(total.dtype))
   if return_sign:
     return out, sign
-  if b is not None:
+  if b is not None and not complex_:  # (a complex sum has its complex log, whatever its sign)
     out = jnp.where(jnp.less(sign, 0), _c(out, np.nan), out)
   return out
 
