@@ -214,3 +214,14 @@ def test_fft_under_jit_grad_vmap_compositions():
   want = np.stack([minijax.grad(f)(row) for row in xs])
   np.testing.assert_allclose(g, want, rtol=1e-5, atol=1e-5)
   GradCheck(f, (xs[0],), order=2, eps=1e-3, rtol=1e-3, atol=1e-3).run()
+
+
+def test_axis_none_transforms_every_axis_and_frequencies_are_fractions():
+  x = np.array([[1, 2, 3], [4, 5, 7]], np.float32)
+  # as JAX: axis=None is the n-dimensional transform's axes=None (n: the last axis' length)
+  np.testing.assert_allclose(jnp.fft.fft(x, axis=None), np.fft.fftn(x), rtol=1e-6)
+  np.testing.assert_allclose(jnp.fft.fft(x, n=4, axis=None), np.fft.fftn(x, s=[4]), rtol=1e-6)
+  np.testing.assert_allclose(jnp.fft.rfft(x, axis=None), np.fft.rfftn(x), rtol=1e-6)
+  assert jnp.fft.fftfreq(5, 0.1, dtype=jnp.float16).dtype == np.float16
+  with pytest.raises(ValueError, match="fftfreq: dtype must be a floating type"):
+    jnp.fft.fftfreq(5, dtype=np.int32)  # (it answered in float32; JAX's int32 gives zeros)

@@ -122,11 +122,12 @@ def _jnp():
   return jnp
 
 
-def _one_axis(name: str, axis) -> list:
+def _one_axis(name: str, axis) -> list | None:
+  """`[axis]`; None (every axis, as the n-dimensional transform's `axes=None`) for None."""
   if isinstance(axis, (list, tuple)):
     raise ValueError(f"minijax.numpy.fft.{name} does not support multiple axes. Please use "
                      f"minijax.numpy.fft.{name}n. Got axis = {axis!r}.")
-  return [axis]
+  return None if axis is None else [axis]
 
 
 def _two_axes(name: str, axes) -> Sequence[int]:
@@ -183,7 +184,8 @@ def irfft(a, n=None, axis=-1, norm=None):
 def hfft(a, n=None, axis=-1, norm=None):
   """The transform of a signal with a Hermitian-symmetric spectrum (numpy.fft.hfft)."""
   jnp = _jnp()
-  _one_axis("hfft", axis)
+  if _one_axis("hfft", axis) is None:
+    raise ValueError("minijax.numpy.fft.hfft takes one axis, got axis=None")
   x = jnp.conj(_util.asarray(a))
   size = 2 * (_util.shape(x)[axis] - 1) if n is None else n
   return _transform("hfft", FftType.IRFFT, x, None if n is None else [n], [axis], norm) * size
@@ -192,7 +194,8 @@ def hfft(a, n=None, axis=-1, norm=None):
 def ihfft(a, n=None, axis=-1, norm=None):
   """The inverse of `hfft` (numpy.fft.ihfft)."""
   jnp = _jnp()
-  _one_axis("ihfft", axis)
+  if _one_axis("ihfft", axis) is None:
+    raise ValueError("minijax.numpy.fft.ihfft takes one axis, got axis=None")
   x = _util.asarray(a)
   size = _util.shape(x)[axis] if n is None else n
   out = _transform("ihfft", FftType.RFFT, x, None if n is None else [n], [axis], norm)
@@ -219,6 +222,14 @@ def irfft2(a, s=None, axes=(-2, -1), norm=None):
   return _transform("irfft2", FftType.IRFFT, a, s, _two_axes("irfft2", axes), norm)
 
 
+def _frequency_dtype(name: str, dtype):
+  dtype = dtypes.canonicalize_dtype(dtypes.float64 if dtype is None else dtype)
+  if not dtypes.is_inexact(dtype):
+    raise ValueError(f"minijax.numpy.fft.{name}: dtype must be a floating type (frequencies "
+                     f"are fractions), got {dtype}")
+  return dtype
+
+
 def _check_int_n(name: str, n, d):
   if isinstance(n, (list, tuple)):
     raise ValueError(f"The n argument of minijax.numpy.fft.{name} only takes an int. "
@@ -234,7 +245,7 @@ def fftfreq(n, d=1.0, *, dtype=None, device=None):
   [0, 1, ..., n//2 - 1 (or (n-1)//2), -(n//2), ..., -1] / (d * n)."""
   jnp = _jnp()
   n = _check_int_n("fftfreq", n, d)
-  dtype = dtype or dtypes.canonicalize_dtype(dtypes.float64)
+  dtype = _frequency_dtype("fftfreq", dtype)
   k = np.concatenate([np.arange(0, (n - 1) // 2 + 1), np.arange(-(n // 2), 0)])
   return _put(jnp.asarray(k, dtype) / jnp.asarray(d * n, dtype), device)
 
@@ -243,7 +254,7 @@ def rfftfreq(n, d=1.0, *, dtype=None, device=None):
   """The sample frequencies of an `n`-point `rfft`: [0, 1, ..., n//2] / (d * n)."""
   jnp = _jnp()
   n = _check_int_n("rfftfreq", n, d)
-  dtype = dtype or dtypes.canonicalize_dtype(dtypes.float64)
+  dtype = _frequency_dtype("rfftfreq", dtype)
   return _put(jnp.asarray(np.arange(0, n // 2 + 1), dtype) / jnp.asarray(d * n, dtype), device)
 
 
