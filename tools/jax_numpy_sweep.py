@@ -75,6 +75,7 @@ KEYWORD_VALUES = {
     "approximate": [False], "return_sign": [True], "b": ["MASK"], "sym_pos": [True],
     "trans": [1], "unit_diagonal": [True], "overwrite_b": [True],
     "check_finite": [False], "n": [2, 5], "s": [(2, 2)], "axes": [(0,)], "output": ["complex"],
+    "loc": [1.5, -2.0], "scale": [2.0, 0.5],
 }
 # linalg modules: square matrices, a batch of them, and a wide one
 LINALG_SHAPES = [(3, 3), (2, 3, 3), (2, 3)]
