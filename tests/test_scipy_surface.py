@@ -426,6 +426,11 @@ def test_welch_csd_and_stft_against_scipy():
       want = sg.stft(x[:, :200])
     for got, want in zip(msg.stft(x[:, :200]), want):  # nperseg becomes the input's length
       np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-14)
+    cube = rng.randn(40, 12, 2)  # the frequencies replace the transformed axis (axis=0 put
+    for axis in (0, 1, -3):      # them after the other axes)
+      got, want = msg.stft(cube, axis=axis, nperseg=8)[2], sg.stft(cube, axis=axis, nperseg=8)[2]
+      assert got.shape == want.shape
+      np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-14)
     for kw in ({}, {"nperseg": 64, "noverlap": 16}, {"nperseg": 50}):
       z = sg.stft(x, fs=10.0, **kw)[2]
       for got, want in zip(msg.istft(z, fs=10.0, **kw), sg.istft(z, fs=10.0, **kw)):

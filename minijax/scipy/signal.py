@@ -290,7 +290,9 @@ def stft(x, fs=1.0, window="hann", nperseg=256, noverlap=None, nfft=None, detren
   if boundary not in (None, "zeros"):
     raise NotImplementedError(f"stft: boundary={boundary!r} is not implemented; use "
                               "'zeros' or None")
-  x = jnp.moveaxis(jnp.asarray(x), axis, -1)
+  x = jnp.asarray(x)
+  axis = axis % x.ndim
+  x = jnp.moveaxis(x, axis, -1)
   nperseg = min(int(nperseg), x.shape[-1])  # (scipy's, for an input shorter than nperseg)
   noverlap = nperseg // 2 if noverlap is None else int(noverlap)
   step = nperseg - noverlap
@@ -304,7 +306,8 @@ def stft(x, fs=1.0, window="hann", nperseg=256, noverlap=None, nfft=None, detren
   times = jnp.arange(z.shape[-2]) * step / fs
   if not boundary:
     times = times + nperseg / 2 / fs
-  return freqs, times, jnp.swapaxes(z, -1, -2)  # (the other axes, freqs, segments)
+  # scipy's layout: the frequencies where the transformed axis was, the segments last
+  return freqs, times, jnp.moveaxis(jnp.swapaxes(z, -1, -2), -2, axis)
 
 
 def istft(Zxx, fs=1.0, window="hann", nperseg=None, noverlap=None, nfft=None,
