@@ -58,6 +58,7 @@ def test_reduce_xor_and_cumlogsumexp():
   z = np.array([1 + 1j, 2, 3j, -1 - 3j, 2 + 3j], np.complex64)
   np.testing.assert_allclose(np.exp(lax.cumlogsumexp(z)),
                              np.cumsum(np.exp(z.astype(np.complex128))), rtol=1e-5)
+  assert (np.abs(np.imag(lax.cumlogsumexp(z * 3))) <= np.pi).all()  # the principal logs
 
 
 def test_generic_reduce():

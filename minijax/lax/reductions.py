@@ -419,11 +419,18 @@ def cummin(operand, axis: int = 0, reverse: bool = False):
 
 def _logaddexp(a, b):
   """log(e^a + e^b) as big + log1p(e^(small - big)), exactly -inf for two -infs and
-  NaN-propagating; complex numbers are ordered by real part first (lax.max's order)."""
-  from minijax.lax.elementwise import add, exp, log1p, max as lax_max, min as lax_min, ne, sub
+  NaN-propagating; complex numbers are ordered by real part first (lax.max's order), and
+  their result's imaginary part is the principal one, in (-pi, pi]."""
+  from minijax.lax.complex_ops import complex as make_complex, imag, real
+  from minijax.lax.elementwise import (add, atan2, cos, exp, log1p, max as lax_max,
+                                       min as lax_min, ne, sin, sub)
   from minijax.lax.misc import select
   big, small, delta = lax_max(a, b), lax_min(a, b), sub(a, b)
-  return select(ne(delta, delta), add(a, b), add(big, log1p(exp(sub(small, big)))))
+  out = select(ne(delta, delta), add(a, b), add(big, log1p(exp(sub(small, big)))))
+  if not np.issubdtype(get_aval(out).dtype, np.complexfloating):
+    return out
+  angle = imag(out)
+  return make_complex(real(out), atan2(sin(angle), cos(angle)))
 
 
 def cumlogsumexp(operand, axis: int = 0, reverse: bool = False):
