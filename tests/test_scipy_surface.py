@@ -564,6 +564,7 @@ def test_gradients_outside_the_support_are_jaxs():
   # gamma.cdf below 0 is flat: gradient 0 (it was NaN for a < 1, through igamma at 0)
   grad_cdf = minijax.grad(lambda x: ms.gamma.cdf(x, 0.5))
   assert float(grad_cdf(-1.0)) == 0.0
+  assert np.isnan(float(ms.gamma.cdf(-1.0, -0.5)))  # (a <= 0: NaN below 0 too, as JAX)
   np.testing.assert_allclose(grad_cdf(1.0), ss.gamma.pdf(1.0, 0.5), rtol=1e-5)
   # E1's derivative is NaN where E1 is (x < 0), -e^-x / x elsewhere
   assert np.isnan(float(minijax.grad(sp.exp1)(-1.0)))

@@ -29,8 +29,11 @@ def pdf(x, a, loc=0, scale=1):
 def cdf(x, a, loc=0, scale=1):
   x, a, loc, scale = promote("gamma.cdf", x, a, loc, scale)
   y = standardize(x, loc, scale)
-  below = jnp.less(y, 0)  # (0 there, and a zero gradient: igamma's is infinite at 0 for a < 1)
-  return jnp.where(below, const(y, 0), lax.igamma(a, jnp.where(below, const(y, 1), y)))
+  below = jnp.less(y, 0)
+  # below 0: igamma(a, 0) (0, or NaN for a <= 0), with no path to x for the gradient, whose
+  # igamma(a, x) derivative is infinite at x = 0 for a < 1
+  at_zero = lax.igamma(a, const(y, 0))
+  return jnp.where(below, at_zero, lax.igamma(a, jnp.where(below, const(y, 1), y)))
 
 
 @compiled_when_eager()
