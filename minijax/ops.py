@@ -16,12 +16,13 @@ import numpy as np
 from minijax import lax
 from minijax import numpy as jnp
 from minijax.core.errors import ConcretizationTypeError
+from minijax.lax.reductions import _identity
 from minijax.numpy import _util
 
 __all__ = ["segment_max", "segment_min", "segment_prod", "segment_sum"]
 
 
-def _segment(name: str, method: str, identity, data, segment_ids, num_segments,
+def _segment(name: str, method: str, kind: str, data, segment_ids, num_segments,
              indices_are_sorted, unique_indices, mode, out_sharding):
   if out_sharding is not None:
     raise NotImplementedError(f"{name}: out_sharding is not supported in minijax; leave it None")
@@ -47,32 +48,22 @@ def _segment(name: str, method: str, identity, data, segment_ids, num_segments,
     segment_ids = jnp.clip(segment_ids, 0, max(num_segments - 1, 0))
   elif str(getattr(mode, "name", mode)).lower() != "promise_in_bounds":
     segment_ids = jnp.where(segment_ids < 0, num_segments, segment_ids)
-  out = lax.full((num_segments, *data.shape[1:]), identity(data.dtype), data.dtype)
+  out = lax.full((num_segments, *data.shape[1:]), _identity(kind, data.dtype), data.dtype)
   return getattr(out.at[segment_ids], method)(
       data, indices_are_sorted=indices_are_sorted, unique_indices=unique_indices, mode=mode)
-
-
-def _lowest(dtype):
-  return -np.inf if jnp.issubdtype(dtype, jnp.inexact) else (
-      False if dtype == np.bool_ else jnp.iinfo(dtype).min)
-
-
-def _highest(dtype):
-  return np.inf if jnp.issubdtype(dtype, jnp.inexact) else (
-      True if dtype == np.bool_ else jnp.iinfo(dtype).max)
 
 
 def segment_sum(data, segment_ids, num_segments=None, indices_are_sorted=False,
                 unique_indices=False, bucket_size=None, mode=None, out_sharding=None):
   """The sum of the rows of `data` in each segment (0 for an empty one)."""
-  return _segment("segment_sum", "add", lambda dtype: 0, data, segment_ids, num_segments,
+  return _segment("segment_sum", "add", "sum", data, segment_ids, num_segments,
                   indices_are_sorted, unique_indices, mode, out_sharding)
 
 
 def segment_prod(data, segment_ids, num_segments=None, indices_are_sorted=False,
                  unique_indices=False, bucket_size=None, mode=None, out_sharding=None):
   """The product of the rows of `data` in each segment (1 for an empty one)."""
-  return _segment("segment_prod", "multiply", lambda dtype: 1, data, segment_ids,
+  return _segment("segment_prod", "multiply", "prod", data, segment_ids,
                   num_segments, indices_are_sorted, unique_indices, mode, out_sharding)
 
 
@@ -80,7 +71,7 @@ def segment_max(data, segment_ids, num_segments=None, indices_are_sorted=False,
                 unique_indices=False, bucket_size=None, mode=None, out_sharding=None):
   """The maximum of the rows of `data` in each segment (the dtype's lowest value, -inf for
   floats, for an empty one)."""
-  return _segment("segment_max", "max", _lowest, data, segment_ids, num_segments,
+  return _segment("segment_max", "max", "max", data, segment_ids, num_segments,
                   indices_are_sorted, unique_indices, mode, out_sharding)
 
 
@@ -88,5 +79,5 @@ def segment_min(data, segment_ids, num_segments=None, indices_are_sorted=False,
                 unique_indices=False, bucket_size=None, mode=None, out_sharding=None):
   """The minimum of the rows of `data` in each segment (the dtype's highest value, inf for
   floats, for an empty one)."""
-  return _segment("segment_min", "min", _highest, data, segment_ids, num_segments,
+  return _segment("segment_min", "min", "min", data, segment_ids, num_segments,
                   indices_are_sorted, unique_indices, mode, out_sharding)

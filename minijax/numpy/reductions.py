@@ -204,13 +204,18 @@ def std(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=Non
 
 
 def _inexact_dtype(name, dtype, a=None) -> None:
-  """JAX's checks of a variance's `dtype=`: inexact, and complex for complex `a` (casting
-  would drop the imaginary parts silently)."""
+  """JAX's checks of a variance's `dtype=`: inexact, and complex for complex `a`."""
   if dtype is None:
     return
   if not dtypes.is_inexact(np.dtype(dtype)):
     raise ValueError(f"dtype argument to jnp.{name} must be inexact; got {np.dtype(dtype)}")
-  if (a is not None and np.issubdtype(_util.dtype(a), np.complexfloating)
+  if a is not None:
+    complex_needs_complex_dtype(name, dtype, a)
+
+
+def complex_needs_complex_dtype(name, dtype, a) -> None:
+  """A variance of complex `a` in a real `dtype` would drop the imaginary parts: refused."""
+  if (dtype is not None and np.issubdtype(_util.dtype(a), np.complexfloating)
       and not np.issubdtype(np.dtype(dtype), np.complexfloating)):
     raise ValueError(f"jax.numpy.{name} does not yet support real dtype parameters when "
                      "computing the variance of an array of complex values; pass a complex "

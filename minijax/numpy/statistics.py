@@ -10,6 +10,7 @@ import numpy as np
 from minijax import lax
 from minijax.core import dtypes
 from minijax.numpy import _util
+from minijax.numpy.reductions import complex_needs_complex_dtype
 
 
 def _jnp():
@@ -226,10 +227,7 @@ def nanvar(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, where=Non
   _util.reject_out("nanvar", out)
   x, valid = _nan_valid("nanvar", a, where)
   if dtype is not None:
-    if jnp.iscomplexobj(x) and not np.issubdtype(np.dtype(dtype), np.complexfloating):
-      raise ValueError("jax.numpy.nanvar does not yet support real dtype parameters when "
-                       "computing the variance of an array of complex values; pass a complex "
-                       "dtype, or none")
+    complex_needs_complex_dtype("nanvar", dtype, x)
     x = x.astype(dtype)
   count = jnp.sum(valid, axis=axis, keepdims=True).astype(_util.dtype(x))
   mean_ = (jnp.sum(jnp.where(valid, x, 0), axis=axis, keepdims=True) / count if mean is None
