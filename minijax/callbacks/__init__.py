@@ -10,7 +10,8 @@ Three primitives, each in its own module with every rule it has:
   `pure.pure_callback_p`    `minijax.pure_callback`: results only; synchronous; no effect,
                             so it is dropped when its results are unused.
 
-`common` holds what they share (flat callbacks, result types, the custom calls);
+`breakpoint` builds `minijax.debug.breakpoint` on the first (a debugger over the frames
+where the computation stops).  `common` holds what they share (flat callbacks, result types, the custom calls);
 `deferral` the rules that turn the taps inside control flow into outputs, for
 `tap_delivery="deferred"`.  The
 runtime halves are `runtime/taps` (the queues and receivers) and `runtime/host_calls` (the

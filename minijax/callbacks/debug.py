@@ -153,6 +153,10 @@ class _Printer:
   def __name__(self):
     return "print"
 
+  @property
+  def runs_during_computation(self) -> bool:
+    return self.where is not None
+
 
 def _scalar(value):
   """A 0-d array as the Python scalar it holds (how JAX's arrays format)."""
@@ -230,9 +234,9 @@ remat_lib.remat_effect_rules[debug_callback_p] = _debug_callback_remat
 def _synchronous(callback: common.FlatCallback) -> bool:
   """Whether `callback` runs while the computation runs, before its results are ready (a
   host call), rather than on the receiver thread: `debug.log`'s, whose records a program
-  reads as soon as the computation returns, as with JAX."""
-  printer = callback.callback
-  return type(printer) is _Printer and printer.where is not None
+  reads as soon as the computation returns, as with JAX, and `debug.breakpoint`'s, whose
+  computation waits at the prompt.  Their host functions say so."""
+  return getattr(callback.callback, "runs_during_computation", False)
 
 
 def _deliverer(callback: common.FlatCallback, n: int) -> Callable:

@@ -9,7 +9,8 @@ Two kinds of host functions raise in two places:
   every computation that makes host calls, so the failure reaches the call that dispatched
   it, which hands jaxlib's error to `raise_filed`: as in JAX, the call raises a
   `JaxRuntimeError` ("INTERNAL: CpuCallback error calling callback: ..."), whose `__cause__`
-  is the original exception with its traceback (`call_error`);
+  is the original exception with its traceback (`call_error`); a `SystemExit` (a host
+  function that ends the program, as the debugger's `quit` does) is raised as it is;
 * a host function delivered asynchronously (`debug.callback`, on a receiver thread) has no
   call to raise from: its exception is logged on the "minijax.callbacks" logger and kept
   (`file_async_exception`) until the next `minijax.effects_barrier()`, which raises the
@@ -35,8 +36,10 @@ _FILED = re.compile(r"minijax host call error #(\d+)")
 
 def file_call_exception(exc: BaseException, api: str = "pure_callback") -> str:
   """Logs and files the exception of a host call of `api`; returns the message its
-  computation fails with."""
-  logger.error("minijax.%s failed", api, exc_info=exc)
+  computation fails with.  A `SystemExit` (the debugger's `quit`) is not logged: the
+  program is told to end, and `raise_filed` raises it as it is."""
+  if not isinstance(exc, SystemExit):
+    logger.error("minijax.%s failed", api, exc_info=exc)
   with _lock:
     number = next(_numbers)
     _filed[number] = exc
@@ -63,6 +66,8 @@ def raise_filed(err: BaseException) -> None:
     return
   with _lock:
     exc = _filed.pop(int(match.group(1)), None)
+  if isinstance(exc, SystemExit):
+    raise exc
   if exc is not None:
     raise call_error(exc) from exc
 
