@@ -229,6 +229,32 @@ def test_a_host_function_may_print_but_not_wait_for_the_computation_calling_it(c
     minijax.jit(lambda x: minijax.pure_callback(waits, F32, x))(np.float32(1))
 
 
+@pytest.mark.parametrize("delivery", ["immediate", "deferred"])
+def test_debug_calls_have_run_when_the_call_returns_as_in_jax(delivery, capsys):
+  """A program reads what its computation printed right after the call, without a barrier
+  (optax's tests read `debug.print` output so); taps stay asynchronous."""
+  import contextlib
+  import io
+  with minijax.tap_delivery(delivery):
+    def body(i, x):
+      minijax.debug.print("step {}", i)
+      minijax.debug.callback(lambda v: seen.append(int(v)), i, ordered=True)
+      return x * 2
+    seen = []
+    run = minijax.jit(lambda x: lax.fori_loop(0, 50, body, x))
+    for _ in range(3):
+      seen.clear()
+      out = io.StringIO()
+      with contextlib.redirect_stdout(out):
+        run(np.float32(1))
+      assert out.getvalue() == "".join(f"step {i}\n" for i in range(50))
+      assert seen == list(range(50))
+    seen.clear()
+    with contextlib.redirect_stdout(io.StringIO()) as out:  # eagerly: a loop compiled alone
+      lax.fori_loop(0, 3, body, np.float32(1))
+    assert out.getvalue() == "step 0\nstep 1\nstep 2\n" and seen == [0, 1, 2]
+
+
 def test_a_debug_callback_that_dispatches_callbacks_gets_a_clear_error():
   inner = minijax.jit(lambda a: minijax.debug.callback(print, a))
   minijax.jit(lambda a: minijax.debug.callback(lambda v: inner(v), a))(np.float32(1))

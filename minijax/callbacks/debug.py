@@ -9,9 +9,10 @@ like a tap: the lowering registers a tap consumer and emits a custom call that c
 operands into the device's tap queue, and the device's receiver thread calls the function
 with `HostArray`s over the copied bytes (Arrays, as JAX hands its callbacks `jax.Array`s,
 valid for as long as the function keeps them; the native queues build them in C).
-Dispatch stays asynchronous; `minijax.effects_barrier()` waits for the calls and raises,
-as the original exception, the first one a function raised (it is also logged on the
-"minijax.callbacks" logger).  Outside `jit` the function is called at once, after the
+The call that runs the computation returns once the receiver has made its calls, as JAX's
+does (`DebugEffect.delivered_by_return`), so a program finds their output right after it;
+`minijax.effects_barrier()` raises, as the original exception, the first one a function
+raised (it is also logged on the "minijax.callbacks" logger).  Outside `jit` the function is called at once, after the
 callbacks of computations already dispatched, and its exception propagates.
 
 Arguments that are not arrays (strings, None, functions) pass through unchanged; Python
@@ -58,8 +59,10 @@ __all__ = ["debug_callback", "debug_print", "debug_log", "debug_callback_p", "De
 
 
 class DebugEffect(Effect):
-  """A debug callback: runs even when unused, ordered only by its data dependencies."""
+  """A debug callback: runs even when unused, ordered only by its data dependencies, and
+  has run when the call that ran its computation returns."""
   deferrable = True
+  delivered_by_return = True
 
 
 class OrderedDebugEffect(Effect):
@@ -68,6 +71,7 @@ class OrderedDebugEffect(Effect):
   ordered = True
   ordered_across_devices = False
   deferrable = True
+  delivered_by_return = True
 
 
 debug_effect = DebugEffect()

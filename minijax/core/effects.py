@@ -39,6 +39,11 @@ effect's class, in these flags, and read in one place each (the functions below)
                                 instead of during it: under `tap_delivery="deferred"` the
                                 deferral pass (`interpreters.deferral`) turns the
                                 equations into outputs (`deferrable_effects`);
+  delivered_by_return           (effects of host functions delivered on the receiver
+                                threads: debug callbacks) the call that runs a computation
+                                with it returns only once those calls have been made, as
+                                JAX's do (`delivered_by_return`); taps leave it False: the
+                                seed delivers them asynchronously, up to `barrier_wait`;
   lowerable                     may reach the lowering at all (False: lowering a jaxpr
                                 that has it raises, as JAX's "Cannot lower jaxpr with
                                 effects"; `check_lowerable`);
@@ -68,6 +73,7 @@ class Effect:
   ordered_across_devices: ClassVar[bool] = True
   must_be_discharged: ClassVar[bool] = False
   deferrable: ClassVar[bool] = False
+  delivered_by_return: ClassVar[bool] = False
   tracked_at_runtime: ClassVar[bool] = True
   lowerable: ClassVar[bool] = True
 
@@ -154,6 +160,12 @@ def check_lowerable(effects: Iterable[Effect]) -> None:
 def has_deferrable(effects: Iterable[Effect]) -> bool:
   """Whether any of `effects` may be delivered after its computation (`deferrable`)."""
   return any(e.deferrable for e in effects)
+
+
+def delivered_by_return(effects: Iterable[Effect]) -> bool:
+  """Whether a call running a computation with `effects` waits for their host calls to be
+  delivered before it returns (`delivered_by_return`)."""
+  return any(e.delivered_by_return for e in effects)
 
 
 def needs_discharge(effects: Iterable[Effect]) -> bool:

@@ -71,7 +71,9 @@ from minijax import monitoring
 from minijax.config import compile_log_level, config
 from minijax.core.avals import ShapedArray, python_scalar_aval
 from minijax.core.dtypes import PYTHON_SCALARS
+from minijax.core.effects import delivered_by_return
 from minijax.runtime import backend, compilation_cache, host_calls, taps
+from minijax.runtime.barrier import wait_for_effects
 from minijax.runtime.array import (Array, _DELETED_MESSAGE, device_put, is_concrete_array,
                                    scalar_buffer)
 from minijax.runtime.tokens import (STREAM_ID, TOKEN_AVAL, GroupToken, RuntimeTokens,
@@ -115,6 +117,17 @@ class CompiledProgram:
     return f"{type(self).__name__}({self.name}: ({ins}) -> ({outs}) on {self._placement()})"
 
 
+def _delivering(call: Callable) -> Callable:
+  """`call`, returning once the debug callbacks of the computation it ran have been made
+  (`Effect.delivered_by_return`): JAX's callbacks run during their computation, so a
+  program finds their output there when the call returns."""
+  def call_and_deliver(*args):
+    outs = call(*args)
+    wait_for_effects()
+    return outs
+  return call_and_deliver
+
+
 class Executable(CompiledProgram):
   """A module compiled for one device; call it with one argument per array parameter."""
 
@@ -140,6 +153,8 @@ class Executable(CompiledProgram):
     self._on_stream = (not pass_tokens and not self.calls_host
                        and bool(self.ordered_effects or self.unordered_effects))
     self.num_tokens = len(self.ordered_effects) if self.runtime_tokens else 0
+    # Debug callbacks have been delivered when a call returns (as in JAX; taps need not be).
+    self.delivers_on_return = delivered_by_return(self.ordered_effects + self.unordered_effects)
     self.compile_seconds = compile_seconds
     # What programs with effects or host calls run through: Ctrl-C can end it (`taps.watched`)
     effectful = self.ordered_effects or self.unordered_effects or self.calls_host
@@ -459,6 +474,9 @@ class Executable(CompiledProgram):
       else:
         outs = list(map(Array, outs, out_avals, out_devices))
       return unflatten(outs) if unflatten is not None else outs
+
+    if self.delivers_on_return:
+      return _delivering(call)
     return call
 
   def dispatch_record(self, consts: Sequence[Array] = (), out_tree=None,
@@ -478,6 +496,8 @@ class Executable(CompiledProgram):
     closure), or when there are several devices (the closure checks that every argument is
     on this one)."""
     execute = self._execute_streamed
+    if self.delivers_on_return:
+      return None  # (its calls wait for their deliveries: `make_call`)
     if execute is None:
       if self._run_effectful is not None:
         return None

@@ -44,7 +44,9 @@ from minijax.config import config
 from minijax.core import sharding as sharding_lib
 from minijax.core.avals import ShapedArray
 from minijax.core.dtypes import PYTHON_SCALARS
+from minijax.core.effects import delivered_by_return
 from minijax.runtime import backend, compilation_cache, sharded, taps, xla_notices
+from minijax.runtime.barrier import wait_for_effects
 from minijax.runtime.array import Array, _DELETED_MESSAGE, device_put, is_concrete_array
 from minijax.runtime.executable import CompiledProgram, compile_options, log_compile_start
 from minijax.runtime.tokens import (TOKEN_AVAL, GroupToken, runtime_tokens, wait_for_arrays,
@@ -93,6 +95,7 @@ class ShardedExecutable(CompiledProgram):
     self.donated_args = tuple(donated_args)
     self.ordered_effects = tuple(ordered_effects)
     self.unordered_effects = tuple(unordered_effects)
+    self.delivers_on_return = delivered_by_return(self.ordered_effects + self.unordered_effects)
     self.compile_seconds = compile_seconds
     self.communicates = communicates
     self.keepalive = tuple(keepalive)
@@ -168,6 +171,8 @@ class ShardedExecutable(CompiledProgram):
           statuses.append((status, self.keepalive))
       if self.communicates:
         _limit_in_flight(outs[0] if outs else status)
+    if self.delivers_on_return:
+      wait_for_effects()
     return outs
 
   def make_call(self, consts: Sequence[Array] = (), out_tree=None,

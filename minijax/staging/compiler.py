@@ -45,6 +45,7 @@ from minijax.runtime import backend, taps
 from minijax.runtime import array as array_lib
 from minijax.runtime import executable as executable_lib
 from minijax.runtime.array import Array, device_put
+from minijax.runtime.barrier import wait_for_effects
 from minijax.runtime.sharded_executable import ShardedExecutable
 from minijax.runtime.tokens import TOKEN_AVAL, runtime_tokens
 from minijax.staging import sharded as sharded_staging
@@ -142,7 +143,7 @@ def compile_jaxpr(closed_jaxpr: ClosedJaxpr, *, device, name: str,
                        lowered=lowered, compiler_options=compiler_options)
     n_out = len(jaxpr.outvars)
     return DeferredCall(fn, n_out, plan, backend.get_device(device), pure.out_avals[n_out:],
-                        takes_record_id)
+                        takes_record_id, effects_lib.delivered_by_return(jaxpr.effects))
   if not jaxpr.eqns and lowered is None:  # (the inner jaxpr: caches are weak on that)
     return functools.partial(_run_trivial, jaxpr, tuple(closed_jaxpr.consts), device)
   if lowered is None:
@@ -190,14 +191,18 @@ class DeferredCall:
   after the first `n_out` are the tapped values (`nbytes` of them), delivered per `plan`
   by the device's receiver (`runtime.taps.deferred`), whose queue each call joins as it
   starts.  With `takes_record_id` the program also takes the call's record id, as a last
-  argument (its `while_loop`s send full buffers with it)."""
-  __slots__ = ("fn", "n_out", "plan", "device", "nbytes", "takes_record_id", "_call")
+  argument (its `while_loop`s send full buffers with it).  With `delivers_on_return` (debug
+  callbacks among the taps: `Effect.delivered_by_return`) a call returns once the record
+  has been delivered."""
+  __slots__ = ("fn", "n_out", "plan", "device", "nbytes", "takes_record_id",
+               "delivers_on_return", "_call")
 
   def __init__(self, fn: CompiledFn, n_out: int, plan, device, extra_avals,
-               takes_record_id: bool):
+               takes_record_id: bool, delivers_on_return: bool = False):
     self.fn, self.n_out, self.plan, self.device = fn, n_out, plan, device
     self.nbytes = sum(a.size * a.dtype.itemsize for a in extra_avals)
     self.takes_record_id = takes_record_id
+    self.delivers_on_return = delivers_on_return
     self._call = self._around(fn)
 
   def __call__(self, *args) -> list:
@@ -208,7 +213,7 @@ class DeferredCall:
     the device's tap queue and handing the record its outputs; returns the others."""
     n, plan, device, nbytes, takes_id = (self.n_out, self.plan, self.device, self.nbytes,
                                          self.takes_record_id)
-    start = taps.deferred.start
+    start, delivers = taps.deferred.start, self.delivers_on_return
 
     def call(*args):
       record = start(device, plan, nbytes)
@@ -218,6 +223,8 @@ class DeferredCall:
         record.fill(None)
         raise
       record.fill(outs[n:])
+      if delivers:
+        wait_for_effects()
       return outs[:n]
     return call
 

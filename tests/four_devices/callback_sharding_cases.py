@@ -103,6 +103,15 @@ def test_an_ordered_debug_print_over_several_devices_is_refused_as_in_jax(capsys
   assert sorted(capsys.readouterr().out.split()) == ["0", "1", "2", "3"]
 
 
+def test_debug_prints_over_several_devices_have_run_when_the_call_returns(mesh, capsys):
+  minijax.pmap(lambda x: minijax.debug.print("p {}", x))(jnp.arange(4))  # no barrier
+  assert sorted(capsys.readouterr().out.split("\n")) == ["", "p 0", "p 1", "p 2", "p 3"]
+  f = minijax.jit(lambda x: minijax.debug.print("s: {}", x, partitioned=True))
+  f(minijax.device_put(np.arange(8), minijax.NamedSharding(mesh, minijax.P("i"))))
+  assert sorted(capsys.readouterr().out.splitlines()) == [
+      "s: [0 1]", "s: [2 3]", "s: [4 5]", "s: [6 7]"]
+
+
 # ----------------------------------------------------------------------------- per shard
 # The lines below were printed by jax 0.10.2 on 4 CPU devices (in some order: each device
 # prints its own).
