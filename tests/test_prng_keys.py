@@ -420,6 +420,34 @@ def test_more_structural_functions_and_traced_indices_on_key_arrays():
     minijax.vmap(lambda k: random.uniform(k), in_axes=-1)(ks)
 
 
+def test_numpys_stacking_repeating_and_triangle_functions_on_key_arrays():
+  """What optax and others call on keys (`jnp.astype(jnp.where(c, new, old), old.dtype)`),
+  each the same function of the keys' data with the key words kept whole, as in JAX."""
+  ks, grid = _keys(3), _keys(2, 2)
+  data, gdata = np.asarray(kd(ks)), np.asarray(kd(grid))
+  same = lambda out, expected: np.testing.assert_array_equal(kd(out), expected)  # noqa: E731
+  for f in (lambda k: k, minijax.jit):
+    assert f(lambda k: jnp.astype(jnp.where(True, k, k), k.dtype))(ks).dtype == ks.dtype
+    same(f(lambda k: jnp.hstack([k, k]))(ks), np.concatenate([data, data]))
+    same(f(lambda k: jnp.vstack([k, k]))(ks), np.stack([data, data]))
+    same(f(lambda k: jnp.column_stack([k, k]))(ks), np.stack([data, data], axis=1))
+    same(f(lambda k: jnp.repeat(k, 2))(ks), np.repeat(data, 2, axis=0))
+    same(f(lambda k: jnp.triu(k))(grid), np.where(np.triu(np.ones((2, 2), bool))[..., None],
+                                                  gdata, 0))
+    same(f(lambda k: jnp.delete(k, 1))(ks), data[[0, 2]])
+    same(f(lambda k: jnp.take_along_axis(k, jnp.array([2, 0, 1]), axis=0))(ks), data[[2, 0, 1]])
+    same(f(lambda k: jnp.resize(k, (2, 2)))(ks), data[[0, 1, 2, 0]].reshape(2, 2, 2))
+    same(f(jnp.atleast_2d)(ks), data[None])
+  same(jnp.rot90(grid), np.rot90(gdata))
+  same(jnp.insert(ks, 1, random.key(1)), np.insert(data, 1, kd(random.key(1)), axis=0))
+  same(jnp.select([np.array([True, False, False])], [ks], random.key(1)),
+       np.where([[True], [False], [False]], data, kd(random.key(1))))
+  same(ks.take(np.array([2])), data[[2]])
+  assert jnp.isscalar(random.key(0)) and jnp.atleast_1d(random.key(0)).shape == (1,)
+  with pytest.raises(ValueError, match="Cannot convert_element_type from key<fry> to uint32"):
+    jnp.astype(ks, np.uint32)
+
+
 def test_the_default_implementation_comes_from_the_environment_too():
   from tests.conftest import run_python
   out = run_python("import minijax; from minijax import random; "

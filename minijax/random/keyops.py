@@ -3,7 +3,8 @@ uint32 data with the trailing key dimensions kept whole.
 
 An array of keys of shape S has data of shape (*S, *key_shape).  Structural operations
 (indexing, `.at[]`, reshape, transpose, slices, dynamic slices and updates, concatenation,
-stacking, broadcasting, `where`/`select`, the `*_like` and `full` constructors) are the
+stacking, broadcasting, `where`/`select`, repeat, take, delete/insert, triangles, the
+`*_like` and `full` constructors, `astype` to the keys' own dtype) are the
 same operations on the data, with the key dimensions appended to every shape and index
 list; arithmetic and conversions raise JAX's errors.
 
@@ -194,6 +195,9 @@ def _install_methods():
   K.ravel = K.flatten = lambda self, order="C": _reshape(self, -1, order=order)
   K.squeeze = _squeeze
   K.swapaxes = _swapaxes
+  K.take = lambda self, indices, axis=None, **kw: _jnp_take(jnp.take, self, indices, axis, **kw)
+  K.repeat = lambda self, repeats, axis=None, **kw: _jnp_repeat(jnp.repeat, self, repeats,
+                                                                 axis, **kw)
   K.at = property(_KeyAt)
   K.__eq__, K.__ne__ = _eq, _ne
   K.__hash__ = None
@@ -523,9 +527,115 @@ def _jnp_moveaxis(f, a, source, destination):
   return _wrap_like(a, f(a._base_array, src, dst))
 
 
+def _atleast(n: int):
+  def rule(f, *arys):
+    outs = []
+    for a in arys:
+      if not isinstance(a, _K):
+        outs.append(f(a))
+      elif a.ndim >= n:
+        outs.append(a)
+      else:  # numpy's placement: (1, N) for 2-d; (1, N, 1) or (1, 1, 1) for 3-d
+        shape = {0: (1,) * n, 1: ((1,) + a.shape + (1,))[:n] if n == 3 else (1,) + a.shape,
+                 2: a.shape + (1,)}[a.ndim]
+        outs.append(_reshape(a, shape))
+    return outs[0] if len(outs) == 1 else outs
+  return rule
+
+
+def _stacking(n: int, axis: int):
+  """hstack (1-d arrays join along 0), vstack, dstack: concatenation after atleast_n-d."""
+  def rule(f, tup, **kwargs):
+    arrays = [_atleast(n)(None, a) for a in tup]
+    along = 0 if n == 1 or (axis == 1 and arrays[0].ndim == 1) else axis
+    return _jnp_concatenate(None, arrays, along)
+  return rule
+
+
+def _jnp_column_stack(f, tup):
+  arrays = [_reshape(a, (a.size, 1)) if a.ndim < 2 else a for a in tup]
+  return _jnp_concatenate(None, arrays, 1)
+
+
+def _jnp_repeat(f, a, repeats, axis=None, **kwargs):
+  if axis is None:
+    a, axis = _reshape(a, -1), 0
+  return _wrap_like(a, f(a._base_array, repeats, axis=_axis(axis, a.ndim), **kwargs))
+
+
+def _jnp_take_along_axis(f, arr, indices, axis, **kwargs):
+  if axis is None:
+    arr, axis = _reshape(arr, -1), 0
+  indices = jnp.asarray(indices)
+  trailing = jnp.reshape(indices, (*indices.shape, *(1,) * _nkey(arr)))
+  return _wrap_like(arr, f(arr._base_array, trailing, axis=_axis(axis, arr.ndim), **kwargs))
+
+
+def _jnp_rot90(f, m, k=1, axes=(0, 1)):
+  return _wrap_like(m, f(m._base_array, k, axes=_axes(m, axes)))
+
+
+def _jnp_flip_one(axis: int):
+  return lambda f, m: _jnp_flip(jnp.flip, m, axis)
+
+
+def _jnp_triangle(lower: bool):
+  """triu/tril: the keys off the kept triangle become keys of zero data, as in JAX."""
+  def rule(f, m, k=0):
+    rows, cols = m.shape[-2:]
+    keep = (np.tri if lower else lambda r, c, k: ~np.tri(r, c, k - 1, dtype=bool))(
+        rows, cols, k).astype(bool)
+    zeros = _wrap_like(m, jnp.zeros_like(m._base_array))
+    return _jnp_where(None, np.broadcast_to(keep, m.shape), m, zeros)
+  return rule
+
+
+def _jnp_delete(f, arr, obj, axis=None, **kwargs):
+  if axis is None:
+    arr, axis = _reshape(arr, -1), 0
+  return _wrap_like(arr, f(arr._base_array, obj, axis=_axis(axis, arr.ndim), **kwargs))
+
+
+def _jnp_insert(f, arr, obj, values, axis=None):
+  if axis is None:
+    arr, axis = _reshape(arr, -1), 0
+  _same_impl([arr, values], "insert")
+  return _wrap_like(arr, f(arr._base_array, obj, values._base_array, axis=_axis(axis, arr.ndim)))
+
+
+def _jnp_select(f, condlist, choicelist, default=0):
+  if not isinstance(default, _K):
+    raise TypeError("jnp.select of key arrays takes a key array as its default")
+  out = default
+  for cond, choice in reversed(list(zip(condlist, choicelist))):
+    out = _jnp_where(None, cond, choice, out)
+  return out
+
+
+def _jnp_resize(f, a, new_shape):
+  shape = (new_shape,) if isinstance(new_shape, int) else tuple(new_shape)
+  flat = _reshape(a, -1)
+  index = np.arange(math.prod(shape)) % max(flat.size, 1)
+  return _reshape(_jnp_take(jnp.take, flat, index.astype(np.int32), axis=0), shape)
+
+
+def _jnp_astype(f, x, dtype, *args, **kwargs):
+  if isinstance(x, _K) and dtype == x.dtype:
+    return x
+  return _lax_convert_element_type(None, x, dtype)
+
+
 _JNP_RULES = {
     "split": _jnp_split, "array_split": _jnp_split, "flip": _jnp_flip, "roll": _jnp_roll,
     "moveaxis": _jnp_moveaxis,
+    "atleast_1d": _atleast(1), "atleast_2d": _atleast(2), "atleast_3d": _atleast(3),
+    "hstack": _stacking(1, 1), "vstack": _stacking(2, 0), "dstack": _stacking(3, 2),
+    "column_stack": _jnp_column_stack, "repeat": _jnp_repeat,
+    "take_along_axis": _jnp_take_along_axis, "rot90": _jnp_rot90,
+    "fliplr": _jnp_flip_one(1), "flipud": _jnp_flip_one(0), "triu": _jnp_triangle(False),
+    "tril": _jnp_triangle(True), "delete": _jnp_delete, "insert": _jnp_insert,
+    "select": _jnp_select, "resize": _jnp_resize, "astype": _jnp_astype,
+    "isscalar": lambda f, a: a.ndim == 0,
     "reshape": _jnp_reshape, "ravel": _jnp_ravel, "transpose": _jnp_transpose,
     "concatenate": _jnp_concatenate, "stack": _jnp_stack, "broadcast_to": _jnp_broadcast_to,
     "broadcast_arrays": _jnp_broadcast_arrays, "expand_dims": _jnp_expand_dims,
