@@ -163,6 +163,11 @@ def test_bitcast_convert_type_same_narrower_and_wider():
     lax.bitcast_convert_type(np.zeros((2, 3), np.uint8), f32)
   with pytest.raises(TypeError, match="bool and complex"):
     lax.bitcast_convert_type(np.zeros(2, bool), np.uint8)
+  # to its own dtype, any dtype is the identity (JAX's harnesses bitcast bool and complex so)
+  z = np.array([1 + 2j, -3j], np.complex64)
+  np.testing.assert_array_equal(minijax.jit(lambda v: lax.bitcast_convert_type(v, v.dtype))(z), z)
+  np.testing.assert_array_equal(lax.bitcast_convert_type(np.array([True, False]), bool),
+                                [True, False])
 
 
 def test_threefry2x32_matches_the_reference_vectors():

@@ -136,6 +136,8 @@ bitcast_convert_type_p = Primitive("bitcast_convert_type")
 
 def _bitcast_abstract_eval(x, *, new_dtype):
   old_bits, new_bits = x.dtype.itemsize * 8, np.dtype(new_dtype).itemsize * 8
+  if x.dtype == new_dtype:  # (the identity, which JAX takes for every dtype)
+    return ShapedArray(x.shape, new_dtype, False)
   for dt in (x.dtype, new_dtype):
     if dt == dtypes.bool_ or np.issubdtype(dt, np.complexfloating):
       raise TypeError(f"bitcast_convert_type does not convert {x.str_short()} to "
@@ -154,8 +156,9 @@ def _bitcast_abstract_eval(x, *, new_dtype):
 
 
 bitcast_convert_type_p.def_abstract_eval(_bitcast_abstract_eval)
-mlir.register_lowering(bitcast_convert_type_p, lambda ctx, x, *, new_dtype: mhlo.BitcastConvertOp(
-    mlir.aval_to_ir_type(ctx.avals_out[0]), x).result)
+mlir.register_lowering(bitcast_convert_type_p, lambda ctx, x, *, new_dtype: x
+                       if ctx.avals_in[0].dtype == new_dtype else mhlo.BitcastConvertOp(
+                           mlir.aval_to_ir_type(ctx.avals_out[0]), x).result)
 ad.defjvp(bitcast_convert_type_p, None)
 
 

@@ -148,7 +148,7 @@ def _svd_shapes(shape, full_matrices):
       (*batch, n if full_matrices else k, n)
 
 
-def _svd_abstract_eval(a, *, full_matrices, compute_uv, algorithm):
+def _svd_abstract_eval(a, *, full_matrices, compute_uv, algorithm=None):
   mx.check_ranks("svd", [a], [2])
   mx.check_dtypes("svd", a)
   s, u, vt = _svd_shapes(a.shape, full_matrices)
@@ -161,7 +161,7 @@ def _svd_abstract_eval(a, *, full_matrices, compute_uv, algorithm):
 svd_p.def_abstract_eval(_svd_abstract_eval)
 
 
-def _svd_lowering(ctx, a, *, full_matrices, compute_uv, algorithm):
+def _svd_lowering(ctx, a, *, full_matrices, compute_uv, algorithm=None):
   a_aval = ctx.avals_in[0]
   batch = a_aval.shape[:-2]
   s_shape, u_shape, vt_shape = _svd_shapes(a_aval.shape, full_matrices)
@@ -192,7 +192,7 @@ def _svd_lowering(ctx, a, *, full_matrices, compute_uv, algorithm):
 mlir.register_lowering(svd_p, _svd_lowering)
 
 
-def _svd_jvp(primals, tangents, *, full_matrices, compute_uv, algorithm):
+def _svd_jvp(primals, tangents, *, full_matrices, compute_uv, algorithm=None):
   (a,), (da,) = primals, tangents
   s, u, vt = svd_p.bind(a, full_matrices=False, compute_uv=True, algorithm=algorithm)
   a_aval = mx.aval(a)
