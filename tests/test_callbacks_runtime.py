@@ -129,20 +129,23 @@ def test_a_failing_ordered_call_inside_a_loop_leaves_later_calls_working():
   assert int(g(np.int32(0))) == 6
 
 
-def test_debug_callback_exceptions_surface_at_the_barrier_as_themselves(caplog):
-  f = minijax.jit(lambda x: minijax.debug.callback(_boom, x))
-  with caplog.at_level(logging.ERROR, logger="minijax.callbacks"):
-    f(np.float32(0))
-    f(np.float32(1))
-    with pytest.raises(Boom, match="host function failed") as info:
-      minijax.effects_barrier()
-  assert "1 more exception(s)" in str(info.value.__notes__)
+def test_debug_callback_exceptions_fail_the_call_that_ran_them_as_in_jax(caplog):
+  twice = minijax.jit(lambda x: (minijax.debug.callback(_boom, x),
+                                 minijax.debug.callback(_boom, x + 1), x)[-1])
+  with caplog.at_level(logging.ERROR, logger="minijax.callbacks"), pytest.raises(
+      minijax.errors.JaxRuntimeError,
+      match="INTERNAL: CpuCallback error calling callback: Boom: host function failed"
+  ) as info:
+    twice(np.float32(0))
+  assert type(info.value.__cause__) is Boom  # the original, with its traceback
+  assert "1 more exception(s)" in str(info.value.__cause__.__notes__)
   assert sum("Exception in debug callback _boom" in r.getMessage() for r in caplog.records) == 2
   minijax.effects_barrier()  # reported once
+  with pytest.raises(Boom):  # outside jit: the function's own exception, as JAX's
+    minijax.debug.callback(_boom, np.float32(1))
   calls = []
   minijax.jit(lambda x: minijax.debug.callback(calls.append, x))(np.float32(2))
-  minijax.effects_barrier()
-  assert [float(c) for c in calls] == [2.0]
+  assert [float(c) for c in calls] == [2.0]  # later calls still work
 
 
 # ----------------------------------------------------------------------------- reentrancy
@@ -257,9 +260,9 @@ def test_debug_calls_have_run_when_the_call_returns_as_in_jax(delivery, capsys):
 
 def test_a_debug_callback_that_dispatches_callbacks_gets_a_clear_error():
   inner = minijax.jit(lambda a: minijax.debug.callback(print, a))
-  minijax.jit(lambda a: minijax.debug.callback(lambda v: inner(v), a))(np.float32(1))
-  with pytest.raises(RuntimeError, match="receiver thread"):
-    minijax.effects_barrier()
+  with pytest.raises(minijax.errors.JaxRuntimeError, match="receiver thread") as info:
+    minijax.jit(lambda a: minijax.debug.callback(lambda v: inner(v), a))(np.float32(1))
+  assert type(info.value.__cause__) is RuntimeError
 
 
 # ----------------------------------------------------------------------------- processes

@@ -11,9 +11,11 @@ with `HostArray`s over the copied bytes (Arrays, as JAX hands its callbacks `jax
 valid for as long as the function keeps them; the native queues build them in C).
 The call that runs the computation returns once the receiver has made its calls, as JAX's
 does (`DebugEffect.delivered_by_return`), so a program finds their output right after it;
-`minijax.effects_barrier()` raises, as the original exception, the first one a function
-raised (it is also logged on the "minijax.callbacks" logger).  Outside `jit` the function is called at once, after the
-callbacks of computations already dispatched, and its exception propagates.
+if a function raised, the call raises, as JAX's, a `JaxRuntimeError` caused by the first
+exception (each is also logged on the "minijax.callbacks" logger; one raised on behalf of
+a call made on a receiver thread waits for `minijax.effects_barrier()`, which raises it as
+itself).  Outside `jit` the function is called at once, after the callbacks of
+computations already dispatched, and its exception propagates.
 
 Arguments that are not arrays (strings, None, functions) pass through unchanged; Python
 numbers become arrays.  Under `jvp` and `grad` the primal values are delivered, once, and

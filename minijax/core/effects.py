@@ -165,7 +165,7 @@ def has_deferrable(effects: Iterable[Effect]) -> bool:
 def delivered_by_return(effects: Iterable[Effect]) -> bool:
   """Whether a call running a computation with `effects` waits for their host calls to be
   delivered before it returns (`delivered_by_return`)."""
-  return any(e.delivered_by_return for e in effects)
+  return any(getattr(e, "delivered_by_return", False) for e in effects)  # (or a name)
 
 
 def needs_discharge(effects: Iterable[Effect]) -> bool:

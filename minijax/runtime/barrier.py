@@ -2,10 +2,11 @@
 
 It waits as the taps' barrier does (`taps.effects_barrier`: the runtime tokens of every
 effect, then every tap queue, whose receivers also deliver `debug.callback`s), then raises
-what the host functions raised meanwhile: the first exception of an asynchronously
-delivered callback (`debug.callback`, `debug.print`), as the original exception, before a
+what the host functions raised meanwhile and no call has raised yet: the first exception
+of a debug callback (`debug.callback`, `debug.print`), as the original exception, before a
 `TapFunctionException` of `id_tap`'s tap functions.  Value-returning callbacks raise from
-their own calls, never here.
+their own calls, never here, and so do debug callbacks once their call has waited for
+them (`finish_debug_calls`).
 
 `wait_for_effects()` is the waiting half alone, for code that must run after everything
 already dispatched (a debug callback called outside `jit` keeps its place after the ones
@@ -40,6 +41,17 @@ def effects_barrier() -> None:
     raise
   if tap_error is not None:
     raise tap_error
+
+
+def finish_debug_calls() -> None:
+  """What a call whose computation made debug callbacks does before it returns, as JAX's
+  does: waits until they have run, then raises the first exception one of them raised (a
+  `JaxRuntimeError` caused by it; `Effect.delivered_by_return`).  On a receiver thread or
+  inside a value-returning host call it returns at once (it would wait for itself)."""
+  if receiver.in_receiver_thread() or host_calls.host_call_depth():
+    return
+  wait_for_effects()
+  host_calls.raise_async_exceptions(as_call_error=True)
 
 
 def wait_for_effects() -> None:

@@ -73,7 +73,7 @@ from minijax.core.avals import ShapedArray, python_scalar_aval
 from minijax.core.dtypes import PYTHON_SCALARS
 from minijax.core.effects import delivered_by_return
 from minijax.runtime import backend, compilation_cache, host_calls, taps
-from minijax.runtime.barrier import wait_for_effects
+from minijax.runtime.barrier import finish_debug_calls
 from minijax.runtime.array import (Array, _DELETED_MESSAGE, device_put, is_concrete_array,
                                    scalar_buffer)
 from minijax.runtime.tokens import (STREAM_ID, TOKEN_AVAL, GroupToken, RuntimeTokens,
@@ -119,11 +119,11 @@ class CompiledProgram:
 
 def _delivering(call: Callable) -> Callable:
   """`call`, returning once the debug callbacks of the computation it ran have been made
-  (`Effect.delivered_by_return`): JAX's callbacks run during their computation, so a
-  program finds their output there when the call returns."""
+  (`Effect.delivered_by_return`), or raising what one raised: JAX's callbacks run during
+  their computation, so a program finds their output there when the call returns."""
   def call_and_deliver(*args):
     outs = call(*args)
-    wait_for_effects()
+    finish_debug_calls()
     return outs
   return call_and_deliver
 

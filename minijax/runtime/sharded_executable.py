@@ -46,7 +46,7 @@ from minijax.core.avals import ShapedArray
 from minijax.core.dtypes import PYTHON_SCALARS
 from minijax.core.effects import delivered_by_return
 from minijax.runtime import backend, compilation_cache, sharded, taps, xla_notices
-from minijax.runtime.barrier import wait_for_effects
+from minijax.runtime.barrier import finish_debug_calls
 from minijax.runtime.array import Array, _DELETED_MESSAGE, device_put, is_concrete_array
 from minijax.runtime.executable import CompiledProgram, compile_options, log_compile_start
 from minijax.runtime.tokens import (TOKEN_AVAL, GroupToken, runtime_tokens, wait_for_arrays,
@@ -172,7 +172,7 @@ class ShardedExecutable(CompiledProgram):
       if self.communicates:
         _limit_in_flight(outs[0] if outs else status)
     if self.delivers_on_return:
-      wait_for_effects()
+      finish_debug_calls()
     return outs
 
   def make_call(self, consts: Sequence[Array] = (), out_tree=None,

@@ -45,7 +45,7 @@ from minijax.runtime import backend, taps
 from minijax.runtime import array as array_lib
 from minijax.runtime import executable as executable_lib
 from minijax.runtime.array import Array, device_put
-from minijax.runtime.barrier import wait_for_effects
+from minijax.runtime.barrier import finish_debug_calls
 from minijax.runtime.sharded_executable import ShardedExecutable
 from minijax.runtime.tokens import TOKEN_AVAL, runtime_tokens
 from minijax.staging import sharded as sharded_staging
@@ -224,7 +224,7 @@ class DeferredCall:
         raise
       record.fill(outs[n:])
       if delivers:
-        wait_for_effects()
+        finish_debug_calls()
       return outs[:n]
     return call
 

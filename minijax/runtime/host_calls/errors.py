@@ -11,10 +11,12 @@ Two kinds of host functions raise in two places:
   `JaxRuntimeError` ("INTERNAL: CpuCallback error calling callback: ..."), whose `__cause__`
   is the original exception with its traceback (`call_error`); a `SystemExit` (a host
   function that ends the program, as the debugger's `quit` does) is raised as it is;
-* a host function delivered asynchronously (`debug.callback`, on a receiver thread) has no
-  call to raise from: its exception is logged on the "minijax.callbacks" logger and kept
-  (`file_async_exception`) until the next `minijax.effects_barrier()`, which raises the
-  first one kept, noting how many more there were (`raise_async_exceptions`).
+* a host function delivered on a receiver thread (`debug.callback`) raises there: its
+  exception is logged on the "minijax.callbacks" logger and kept (`file_async_exception`)
+  until the call that ran its computation, which waits for its deliveries, raises it as
+  JAX's does (a `JaxRuntimeError` caused by it), or, for a call made outside `jit`, until
+  the next `minijax.effects_barrier()`, which raises the first one kept as itself, noting
+  how many more there were (`raise_async_exceptions`).
 """
 from __future__ import annotations
 
@@ -74,15 +76,17 @@ def raise_filed(err: BaseException) -> None:
 
 def file_async_exception(exc: BaseException, where: str) -> None:
   """Logs and keeps the exception of an asynchronously delivered host function."""
-  logger.error("Exception in %s; it is re-raised by the next minijax.effects_barrier()", where,
-               exc_info=exc)
+  logger.error("Exception in %s; it is re-raised by the call that ran it (or the next "
+               "minijax.effects_barrier())", where, exc_info=exc)
   with _lock:
     _async.append(exc)
 
 
-def raise_async_exceptions() -> None:
+def raise_async_exceptions(as_call_error: bool = False) -> None:
   """Raises the first exception kept by `file_async_exception` since the last call (with a
-  note saying how many more there were), and forgets them all; else returns."""
+  note saying how many more there were), and forgets them all; else returns.  With
+  `as_call_error`, raises `call_error` of it instead (from it), as a call whose computation
+  made the host call does in JAX."""
   if not _async:
     return
   with _lock:
@@ -93,4 +97,6 @@ def raise_async_exceptions() -> None:
     first.add_note(f"({len(pending) - 1} more exception(s) were raised by host callbacks since "
                    "the last effects_barrier(); they were logged on the 'minijax.callbacks' "
                    "logger)")
+  if as_call_error:
+    raise call_error(first) from first
   raise first.with_traceback(first.__traceback__) from None
