@@ -314,3 +314,26 @@ def test_jaxprs_and_lowerings_carry_jaxs_argument_names_and_result_paths():
   assert ('-> (tensor<f32> {jax.result_info = "result[\'a\']"}, tensor<f32> '
           '{jax.result_info = "result[\'b\'][0]"}') in text
   assert '{jax.result_info = "result"}' in minijax.jit(lambda x: x * 2).lower(1.0).as_text()
+
+
+def test_a_jitted_functions_func_is_the_function_as_code_unwrapping_partials_expects():
+  """`jit` returns a partial of its dispatch function; `.func` shows the user's function (chex's
+  `chexify` unwraps partials by `.func.__name__`)."""
+  def step(x):
+    return x + 1
+  jitted = minijax.jit(step)
+  assert jitted.func is step and jitted.__name__ == "step" and float(jitted(1.0)) == 2.0
+
+
+def test_a_failed_checks_values_format_as_arrays_as_in_jax():
+  from minijax.experimental import checkify
+
+  def f(x):
+    checkify.check(jnp.all(x > 0), "bad {x} {first} {tree}", x=x, first=x[0],
+                   tree={"b": x[1]})
+    return x
+
+  for g in (checkify.checkify(f), minijax.jit(checkify.checkify(f))):
+    err, _ = g(np.array([1.0, np.nan], np.float32))
+    # (JAX 0.10.2's message, recorded)
+    assert err.get() == "bad [ 1. nan] 1.0 {'b': Array(nan, dtype=float32)} (`check` failed)"

@@ -50,6 +50,7 @@ from minijax.interpreters import ad, batching
 from minijax.interpreters.partial_eval import trace_to_jaxpr_dynamic
 from minijax.lax import shard_map as shard_map_lib
 from minijax.lowering import mlir
+from minijax.runtime.array import device_put
 
 
 class JaxRuntimeError(ValueError):
@@ -119,7 +120,10 @@ _NOT_FUNCTIONALIZED = ("Cannot abstractly evaluate a checkify.check which was no
 
 
 def _check_message(msg: str, fmt_tree, fmt_leaves) -> str:
-  args, kwargs = tree_util.tree_unflatten(fmt_tree, list(fmt_leaves))
+  """The message of a failed `check`, its values formatted as Arrays, as JAX's are (their
+  repr, inside a container, reads `Array(nan, dtype=float32)`)."""
+  leaves = [device_put(x) if isinstance(x, (np.ndarray, np.generic)) else x for x in fmt_leaves]
+  args, kwargs = tree_util.tree_unflatten(fmt_tree, leaves)
   return msg.format(*args, **kwargs) + " (`check` failed)"
 
 

@@ -798,6 +798,12 @@ class PjitFunction(functools.partial):
   def __get__(self, obj, objtype=None):
     return self if obj is None else types.MethodType(self, obj)
 
+  @property
+  def func(self):
+    """The jitted function, as code that unwraps partials (chex's `chexify`) expects to find
+    there (the dispatch function the partial calls stays internal, as in JAX)."""
+    return self.__wrapped__
+
   def __copy__(self):  # copied as a function is: itself
     return self
 
