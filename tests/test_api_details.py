@@ -337,3 +337,19 @@ def test_a_failed_checks_values_format_as_arrays_as_in_jax():
     err, _ = g(np.array([1.0, np.nan], np.float32))
     # (JAX 0.10.2's message, recorded)
     assert err.get() == "bad [ 1. nan] 1.0 {'b': Array(nan, dtype=float32)} (`check` failed)"
+
+
+def test_a_check_may_format_typed_keys():
+  """chex's traced `assert_trees_all_equal` formats trees holding keys; JAX 0.10.2's message."""
+  from minijax import random
+  from minijax.experimental import checkify
+
+  def f(k, x):
+    checkify.check(x > 0, "k={} x={}", k, x)
+    return x
+
+  expected = ("k=Array((2,), dtype=key<fry>) overlaying:\n[[ 507451445 1853169794]\n"
+              " [1948878966 4237131848]] x=-1.0 (`check` failed)")
+  for g in (checkify.checkify(f), minijax.jit(checkify.checkify(f))):
+    assert g(random.split(random.key(1)), jnp.float32(-1.0))[0].get() == expected
+    assert g(random.split(random.key(1)), jnp.float32(1.0))[0].get() is None

@@ -38,9 +38,10 @@ from typing import Any, Callable
 
 import numpy as np
 
-from minijax import lax, tree_util
+from minijax import lax, random, tree_util
 from minijax.core import effects as effects_lib
-from minijax.core.avals import get_aval
+from minijax.core import dtypes
+from minijax.core.avals import ShapedArray, get_aval
 from minijax.core.jaxpr import ClosedJaxpr, Literal, eval_jaxpr
 from minijax.core.primitive import Primitive
 from minijax.core.sharding import PartitionSpec
@@ -481,6 +482,7 @@ def _run_check(state, eqn, invals) -> None:
   (its operands' first `batch_dims` axes) reports the last failing element's values, as
   JAX does."""
   pred, fmt = invals[0], invals[1:]
+  fmt = [random.key_data(x) if _is_key(v.aval) else x for v, x in zip(eqn.invars[1:], fmt)]
   k = eqn.params.get("batch_dims", 0)
   if k:
     batch = np.shape(pred)[:k]
@@ -497,12 +499,24 @@ def _run_check(state, eqn, invals) -> None:
   state.fail(_user_site(state, eqn), failed, fmt)
 
 
+def _is_key(aval) -> bool:
+  return isinstance(aval.dtype, dtypes.ExtendedDType)
+
+
 def _user_site(state, eqn) -> int:
+  """The site of a user check; its payload holds the values to format (typed keys as their
+  data, made keys again for the message)."""
   msg, fmt_tree = eqn.params["msg"], eqn.params["fmt_tree"]
   k = eqn.params.get("batch_dims", 0)
-  avals = [get_aval(np.zeros(v.aval.shape[k:], v.aval.dtype)) for v in eqn.invars[1:]]
-  return state.site((id(eqn), "check"), FailedCheckError,
-                    lambda payload: _check_message(msg, fmt_tree, payload), avals)
+  key_types = [v.aval.dtype if _is_key(v.aval) else None for v in eqn.invars[1:]]
+  avals = [ShapedArray((*v.aval.shape[k:], *t._impl.key_shape), np.uint32) if t is not None
+           else ShapedArray(v.aval.shape[k:], v.aval.dtype) for v, t in zip(eqn.invars[1:], key_types)]
+
+  def describe(payload):
+    payload = [x if t is None else random.wrap_key_data(x, impl=t._impl)
+               for x, t in zip(payload, key_types)]
+    return _check_message(msg, fmt_tree, payload)
+  return state.site((id(eqn), "check"), FailedCheckError, describe, avals)
 
 
 def _run(jaxpr, consts, args, state, errors) -> list:
