@@ -350,6 +350,7 @@ def test_a_check_may_format_typed_keys():
 
   expected = ("k=Array((2,), dtype=key<fry>) overlaying:\n[[ 507451445 1853169794]\n"
               " [1948878966 4237131848]] x=-1.0 (`check` failed)")
-  for g in (checkify.checkify(f), minijax.jit(checkify.checkify(f))):
+  for g in (checkify.checkify(f), minijax.jit(checkify.checkify(f)),
+            checkify.checkify(minijax.jit(f))):
     assert g(random.split(random.key(1)), jnp.float32(-1.0))[0].get() == expected
     assert g(random.split(random.key(1)), jnp.float32(1.0))[0].get() is None

@@ -40,7 +40,6 @@ import numpy as np
 
 from minijax import lax, random, tree_util
 from minijax.core import effects as effects_lib
-from minijax.core import dtypes
 from minijax.core.avals import ShapedArray, get_aval
 from minijax.core.jaxpr import ClosedJaxpr, Literal, eval_jaxpr
 from minijax.core.primitive import Primitive
@@ -167,8 +166,26 @@ class _Tracing(threading.local):
 _tracing = _Tracing()
 
 
+class _KeyToFormat:
+  """A typed PRNG key among a check's values: its data is what the check carries (a key
+  wrapper bound as an operand would be a constant of the trace), made a key again when
+  the message is formatted (the node's unflatten)."""
+  __slots__ = ("data", "impl")
+
+  def __init__(self, data, impl):
+    self.data, self.impl = data, impl
+
+
+tree_util.register_pytree_node(
+    _KeyToFormat, lambda k: ((k.data,), k.impl),
+    lambda impl, children: random.wrap_key_data(children[0], impl=impl))
+
+
 def _bind_check(pred, msg, fmt_args, fmt_kwargs, debug: bool) -> None:
-  leaves, fmt_tree = tree_util.tree_flatten((fmt_args, fmt_kwargs))
+  is_key = lambda x: isinstance(x, random.PRNGKeyArray)  # noqa: E731
+  values = tree_util.tree_map(lambda x: _KeyToFormat(random.key_data(x), x._impl)
+                              if is_key(x) else x, (fmt_args, fmt_kwargs), is_leaf=is_key)
+  leaves, fmt_tree = tree_util.tree_flatten(values)
   for leaf in leaves:
     if not hasattr(leaf, "shape") or not hasattr(leaf, "dtype"):
       raise TypeError("Formatting arguments to checkify.check need to be PyTrees of arrays, "
@@ -482,7 +499,6 @@ def _run_check(state, eqn, invals) -> None:
   (its operands' first `batch_dims` axes) reports the last failing element's values, as
   JAX does."""
   pred, fmt = invals[0], invals[1:]
-  fmt = [random.key_data(x) if _is_key(v.aval) else x for v, x in zip(eqn.invars[1:], fmt)]
   k = eqn.params.get("batch_dims", 0)
   if k:
     batch = np.shape(pred)[:k]
@@ -499,24 +515,12 @@ def _run_check(state, eqn, invals) -> None:
   state.fail(_user_site(state, eqn), failed, fmt)
 
 
-def _is_key(aval) -> bool:
-  return isinstance(aval.dtype, dtypes.ExtendedDType)
-
-
 def _user_site(state, eqn) -> int:
-  """The site of a user check; its payload holds the values to format (typed keys as their
-  data, made keys again for the message)."""
   msg, fmt_tree = eqn.params["msg"], eqn.params["fmt_tree"]
   k = eqn.params.get("batch_dims", 0)
-  key_types = [v.aval.dtype if _is_key(v.aval) else None for v in eqn.invars[1:]]
-  avals = [ShapedArray((*v.aval.shape[k:], *t._impl.key_shape), np.uint32) if t is not None
-           else ShapedArray(v.aval.shape[k:], v.aval.dtype) for v, t in zip(eqn.invars[1:], key_types)]
-
-  def describe(payload):
-    payload = [x if t is None else random.wrap_key_data(x, impl=t._impl)
-               for x, t in zip(payload, key_types)]
-    return _check_message(msg, fmt_tree, payload)
-  return state.site((id(eqn), "check"), FailedCheckError, describe, avals)
+  avals = [ShapedArray(v.aval.shape[k:], v.aval.dtype) for v in eqn.invars[1:]]
+  return state.site((id(eqn), "check"), FailedCheckError,
+                    lambda payload: _check_message(msg, fmt_tree, payload), avals)
 
 
 def _run(jaxpr, consts, args, state, errors) -> list:
