@@ -255,3 +255,14 @@ def test_an_unexpected_tracer_error_says_where_the_leaked_value_was_made():
   with pytest.raises(UnexpectedTracerError, match=r"(?s)Encountered an unexpected tracer.*global "
                      r"state.*created on line .*test_core.py:\d+ \(body\)"):
     minijax.jit(jnp.add)(jnp.ones(()), saved[0])
+
+
+def test_jaxprs_and_primitives_carry_the_attributes_libraries_walk_them_by():
+  """distrax inverts functions by walking their jaxprs with JAX's names: a closed jaxpr's
+  `literals` (its consts), `invars`/`outvars`/`constvars`, and a primitive's
+  `call_primitive`/`map_primitive` (no minijax primitive keeps its jaxpr in `call_jaxpr`)."""
+  closed = minijax.make_jaxpr(lambda x: x * np.array([1.0, 2.0], np.float32))(np.ones(2, np.float32))
+  assert closed.literals is closed.consts and len(closed.literals) == len(closed.constvars)
+  assert closed.invars == closed.jaxpr.invars and closed.outvars == closed.jaxpr.outvars
+  assert all(not e.primitive.call_primitive and not e.primitive.map_primitive
+             for e in closed.eqns)

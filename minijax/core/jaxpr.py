@@ -198,6 +198,10 @@ class ClosedJaxpr:
   out_avals = property(lambda self: self.jaxpr.out_avals)
   effects = property(lambda self: self.jaxpr.effects)
   eqns = property(lambda self: self.jaxpr.eqns)
+  constvars = property(lambda self: self.jaxpr.constvars)
+  invars = property(lambda self: self.jaxpr.invars)
+  outvars = property(lambda self: self.jaxpr.outvars)
+  literals = property(lambda self: self.consts)  # JAX's other name for them
 
   def __str__(self):
     from minijax.core.pretty import pp_jaxpr

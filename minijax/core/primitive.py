@@ -39,6 +39,11 @@ def set_eager_impl(impl: Callable) -> None:
 
 class Primitive:
   multiple_results = False
+  # JAX's flags for primitives that call a jaxpr in their `call_jaxpr` (or map one over
+  # devices); libraries that walk jaxprs read them (distrax's inverses).  minijax has none:
+  # `jit` keeps its jaxpr in `jaxpr`, as JAX's does.
+  call_primitive = False
+  map_primitive = False
 
   def __init__(self, name: str):
     self.name = name
