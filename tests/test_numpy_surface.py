@@ -517,3 +517,28 @@ def test_sinc_of_half_floats_is_computed_in_float32():
   np.testing.assert_allclose(np.asarray(got, np.float64), exact, rtol=1e-2)
   np.testing.assert_allclose(np.asarray(jnp.sinc(x), np.float64), np.sinc(x.astype(np.float64)),
                              rtol=1e-2)
+
+
+@pytest.mark.parametrize("transform", [lambda f: f, minijax.jit])
+def test_python_ints_beyond_an_integer_dtype_wrap_around_as_in_jax(transform):
+  """distrax's `jnp.ones_like(draws) * -1` on uint16 samples: JAX 0.10.2's values (a Python
+  int the default integer type holds is converted to it, then to the operand's dtype)."""
+  u8, i8 = jnp.ones(2, np.uint8), jnp.ones(2, np.int8)
+  assert transform(lambda x: x * -1)(u8).tolist() == [255, 255]
+  assert transform(lambda x: x + -1)(u8).dtype == np.uint8
+  assert transform(lambda x: x * -200)(i8).tolist() == [56, 56]
+  assert transform(lambda x: x * 300)(i8).tolist() == [44, 44]
+  assert transform(lambda x: jnp.where(x > 0, x, -1))(u8).tolist() == [1, 1]
+  with pytest.raises(OverflowError):  # beyond the default integer type: refused, as JAX
+    transform(lambda x: x * 2**40)(jnp.ones(2, np.uint32))
+
+
+def test_slice_bounds_may_be_zero_d_integer_arrays():
+  """TFP's batch slicing (distrax's `dist[1:3]`) passes numpy 0-d arrays as bounds."""
+  x = jnp.arange(6)
+  assert x[np.array(1):np.array(4)].tolist() == [1, 2, 3]
+  assert x[1:jnp.array(3)].tolist() == [1, 2] and x[::np.int64(2)].tolist() == [0, 2, 4]
+  with pytest.raises(TypeError, match="slice indices must be integers or None, got float"):
+    x[1.5:3]
+  with pytest.raises(IndexError, match="static"):
+    minijax.jit(lambda i: x[i:3])(1)

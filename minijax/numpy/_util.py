@@ -150,8 +150,14 @@ def asarray(x, dtype=None):
 
 
 def to_array(x, dtype_: np.dtype, weak: bool):
-  """`x` converted to `dtype_` with the given weakness (Python scalars become constants)."""
+  """`x` converted to `dtype_` with the given weakness (Python scalars become constants; a
+  Python int that the default integer type holds but `dtype_` does not wraps around, as in
+  JAX: `uint8_array * -1` multiplies by 255)."""
   if isinstance(x, dtypes.PYTHON_SCALARS):
+    if type(x) is int and dtypes.is_integer(dtype_):
+      info = np.iinfo(dtype_)
+      if not info.min <= x <= info.max:
+        x = np.asarray(x, dtypes.default_int_dtype()).astype(dtype_)  # (raises beyond it)
     return lax.full((), x, dtype_, weak_type=weak)
   x = lax.convert_to_array(x)
   a = get_aval(x)

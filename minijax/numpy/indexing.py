@@ -17,6 +17,8 @@ with the same expression, then scatter into the flattened array; so every index 
 from __future__ import annotations
 
 
+import operator
+
 import numpy as np
 
 from minijax import lax
@@ -56,13 +58,19 @@ def _normalize_entries(idx, nd: int):
       out.append(int(e))
     elif e is None or e is Ellipsis or isinstance(e, slice):
       if isinstance(e, slice):
+        parts = []
         for part in (e.start, e.stop, e.step):
           if part is not None and not isinstance(part, _INTS):
-            if isinstance(part, Tracer) or hasattr(part, "aval"):
+            if isinstance(part, Tracer):
               raise IndexError("slice bounds must be static Python ints; traced slice "
                                "bounds cannot be used (use lax.dynamic_slice instead)")
-            raise TypeError(f"slice indices must be integers or None, got "
-                            f"{type(part).__name__}")
+            try:  # a 0-d integer array (numpy's, or a concrete Array), as JAX takes them
+              part = operator.index(part)
+            except TypeError:
+              raise TypeError(f"slice indices must be integers or None, got "
+                              f"{type(part).__name__}") from None
+          parts.append(part)
+        e = slice(*parts)
       out.append(e)
     elif _is_array(e):
       dt = _util.dtype(e)
