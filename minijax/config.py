@@ -554,6 +554,18 @@ class Config(threading.local):
   def _observers(self) -> list:
     return _observers
 
+  def read(self, name: str) -> Any:
+    """The value of the flag `name` (minijax's name or JAX's), as JAX's `config.read`."""
+    canonical = self.canonical_name(name)
+    if canonical not in FLAGS:
+      raise AttributeError(f"Unrecognized config option: {name}")
+    return getattr(self, canonical)
+
+  @property
+  def x64_enabled(self) -> bool:
+    """Whether 64-bit types are on (JAX's name for `enable_x64`'s value)."""
+    return self.enable_x64
+
   def __getattr__(self, name: str):
     # Only called for names that are not attributes: JAX's names of minijax's flags.
     canonical = self.canonical_name(name)

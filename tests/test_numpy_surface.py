@@ -542,3 +542,15 @@ def test_slice_bounds_may_be_zero_d_integer_arrays():
     x[1.5:3]
   with pytest.raises(IndexError, match="static"):
     minijax.jit(lambda i: x[i:3])(1)
+
+
+def test_a_scalar_exponent_stays_a_literal_of_pow_as_in_jaxs_jaxprs():
+  """distrax inverts `x ** 3.5` by finding one variable and one literal in `pow`'s operands."""
+  x = jnp.array([0.5], np.float32)
+  text = str(minijax.make_jaxpr(lambda x: x ** 3.5)(x))
+  assert "pow a 3.5:f32[]" in text and "broadcast" not in text
+  assert jnp.power(jnp.arange(4), 2).tolist() == [0, 1, 4, 9]
+  assert jnp.power(np.arange(6).reshape(2, 3), np.array([1, 2, 0])).tolist() == [[0, 1, 1],
+                                                                                 [3, 16, 1]]
+  np.testing.assert_allclose(minijax.grad(lambda y: (x ** y).sum())(2.0),
+                             np.log(0.5) * 0.25, rtol=1e-6)

@@ -264,3 +264,11 @@ def test_a_boolean_flags_context_manager_without_a_value_sets_it_true():
   with pytest.raises(TypeError, match="Context manager for default_prng_impl config option "
                      "requires an argument"):
     minijax.default_prng_impl()
+
+
+def test_config_read_and_x64_enabled_as_jax_names_them():
+  assert minijax.config.read("jax_enable_x64") is minijax.config.x64_enabled is False
+  with minijax.enable_x64(True):
+    assert minijax.config.read("jax_enable_x64") is minijax.config.x64_enabled is True
+  with pytest.raises(AttributeError, match="Unrecognized config option: jax_no_such_flag"):
+    minijax.config.read("jax_no_such_flag")

@@ -166,10 +166,10 @@ def power(x1, x2, /):
     if _is_int(a) and x2 < 0:
       raise ValueError("power: integers to negative integer powers are not allowed")
     return lax.integer_pow(a, x2)
-  a, b = _pb("power", x1, x2)
-  if _is_bool(a):
-    a, b = _as_int_if_bool(a), _as_int_if_bool(b)
-  if _is_int(a):
+  a, b = _pb("power", x1, x2, keep_scalars=True)  # (a rank-0 exponent stays a literal)
+  if _is_bool(a) or _is_int(a):
+    shape = np.broadcast_shapes(np.shape(a), np.shape(b))
+    a, b = (_util.broadcast_to(_as_int_if_bool(v), shape) for v in (a, b))
     return _int_power(a, b)
   return lax.pow(a, b)
 
