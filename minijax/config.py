@@ -261,10 +261,10 @@ FLAGS: dict[str, Flag] = {f.name: f for f in [
     bool_flag("enable_x64", "MINIJAX_ENABLE_X64", False,
               "64-bit types (float64, int64, ...) instead of their 32-bit counterparts",
               env_aliases=("JAX_ENABLE_X64",)),
-    Flag("threefry_partitionable", True, None, _validate_true, _parse_bool,
-         "True (minijax implements only the partitionable threefry, JAX 0.10.2's default)",
-         "random bits from threefry2x32 as JAX draws them by default",
-         env_aliases=("JAX_THREEFRY_PARTITIONABLE",)),
+    bool_flag("threefry_partitionable", "MINIJAX_THREEFRY_PARTITIONABLE", True,
+              "threefry2x32 draws element i from counter i (JAX 0.10.2's default); False: "
+              "JAX's original scheme, which splits and draws from one block of counters",
+              env_aliases=("JAX_THREEFRY_PARTITIONABLE",)),
     Flag("use_shardy_partitioner", False, None, _validate_only(False), _parse_bool,
          "False (minijax partitions computations over several devices with GSPMD: shardings "
          "are mhlo.sharding attributes)", "which partitioner XLA runs",
@@ -602,7 +602,7 @@ def compile_log_level() -> int:
 # checks, or whether compiled code runs at all (and make_user_context's values).  Like
 # JAX's trace context, they key jit's caches and the traces of control-flow bodies:
 # switching a flag back and forth reuses what was traced and compiled before.
-JIT_KEY_FLAGS = ("enable_x64", "tap_mechanism", "tap_delivery", "tap_loop_buffer", "debug_nans", "debug_infs",
+JIT_KEY_FLAGS = ("enable_x64", "threefry_partitionable", "tap_mechanism", "tap_delivery", "tap_loop_buffer", "debug_nans", "debug_infs",
                  "host_callback_semantics", "effects_ordering", "disable_jit",
                  "numpy_rank_promotion", "numpy_dtype_promotion", "default_matmul_precision",
                  "no_execution", "allow_f16_reductions", "default_device", "user_contexts",

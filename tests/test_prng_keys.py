@@ -457,3 +457,21 @@ def test_the_default_implementation_comes_from_the_environment_too():
   assert out.stdout.strip() == "[0, 42, 0, 42]"
   out = run_python("import minijax", env={"JAX_DEFAULT_PRNG_IMPL": "fry"})
   assert out.returncode != 0 and "JAX_DEFAULT_PRNG_IMPL='fry'" in out.stderr
+
+
+def test_threefry_partitionable_false_draws_jaxs_original_bits():
+  """`jax_threefry_partitionable=False` (distrax's von Mises tests set it): JAX 0.10.2's bits
+  for key(42), recorded (threefry is integer arithmetic: the same on every machine)."""
+  split3 = [[3134548294, 3733159049], [3746501087, 894150801], [801545058, 2363201431]]
+  with minijax.threefry_partitionable(False):
+    k = random.key(42)
+    assert random.bits(k, (3,)).tolist() == [2465931498, 430176367, 255383827]
+    assert random.bits(k, (5,), dtype=np.uint8).tolist() == [45, 179, 215, 3, 244]
+    assert kd(random.split(k, 3)).tolist() == split3
+    assert kd(minijax.jit(lambda k: random.split(k, 3))(k)).tolist() == split3
+  # the flag is part of jit's key: one jitted function draws by the flag in force
+  draw = minijax.jit(lambda k: random.bits(k, (3,)))
+  default = draw(random.key(42)).tolist()
+  with minijax.threefry_partitionable(False):
+    assert draw(random.key(42)).tolist() == [2465931498, 430176367, 255383827] != default
+  assert draw(random.key(42)).tolist() == default

@@ -1,7 +1,8 @@
 """The threefry2x32 PRNG implementation (JAX's default), on the `threefry2x32` primitive.
 
 A key is two uint32 words, bit for bit those of JAX's defaults (threefry2x32 with
-`jax_threefry_partitionable`): element i (in row-major order) of anything drawn from key
+`jax_threefry_partitionable`; with it False, JAX's original scheme: `_original_random_bits`,
+and `split` encrypts one block of counters 0 .. 2n-1): element i (in row-major order) of anything drawn from key
 (k1, k2) is the encryption of the counter pair (i >> 32, i & 0xffffffff); `split(key,
 shape)` keeps both output words of each counter as a new key, and `random_bits` xors them
 (32 bits), keeps their low bits (8, 16) or joins them (64).  `fold_in(key, d)` is the key
@@ -16,6 +17,7 @@ import math
 import numpy as np
 
 from minijax import lax
+from minijax.config import config
 from minijax.core import dtypes
 from minijax.core.trace import Tracer
 from minijax.random import prng
@@ -115,6 +117,10 @@ def threefry_seed(seed):
 
 def threefry_split(key_data, shape) -> object:
   """uint32[*shape, 2]: one new key per counter."""
+  if not config.threefry_partitionable:
+    n = math.prod(shape)
+    return lax.reshape(threefry_2x32(words(key_data), lax.iota(dtypes.uint32, 2 * n)),
+                       (*shape, 2))
   k1, k2 = words(key_data)
   hi, lo = counters(shape)
   return join_words(*lax.threefry2x32(k1, k2, hi, lo))
@@ -146,10 +152,34 @@ def threefry_random_bits(key_data, bit_width: int, shape):
   """Uniformly random `uint{bit_width}` values of `shape` from one key's data."""
   if bit_width not in prng.UINT_DTYPES:
     raise TypeError("requires 8-, 16-, 32- or 64-bit field width.")
+  if not config.threefry_partitionable:
+    return _original_random_bits(key_data, bit_width, tuple(shape))
   k1, k2 = words(key_data)
   hi, lo = counters(shape)
   b1, b2 = lax.threefry2x32(k1, k2, hi, lo)
   return bits_of_words(b1, b2, bit_width, tuple(shape))
+
+
+def _original_random_bits(key_data, bit_width: int, shape):
+  """JAX's original scheme (`jax_threefry_partitionable=False`): one block of
+  ceil(bits / 32) counters 0, 1, ... encrypted by `threefry_2x32`; 64-bit values join the
+  block's first half (high words) to its second, 8- and 16-bit ones cut each word into
+  little-endian pieces."""
+  size = math.prod(shape)
+  count = -(-bit_width * size // 32)
+  if count >= 2 ** 32 - 1:
+    raise NotImplementedError(f"random values for {size} elements of {bit_width} bits are not "
+                              "supported with jax_threefry_partitionable=False")
+  bits = threefry_2x32(words(key_data), lax.iota(dtypes.uint32, count))
+  if bit_width == 64:
+    u64 = dtypes.uint64
+    high, low = (lax.convert_element_type(lax.slice(bits, (start,), (start + count // 2,)), u64)
+                 for start in (0, count // 2))
+    bits = lax.bitwise_or(lax.shift_left(high, lax.full((count // 2,), 32, u64)), low)
+  elif bit_width in (8, 16):
+    pieces = lax.bitcast_convert_type(bits, prng.UINT_DTYPES[bit_width])
+    bits = lax.slice(lax.reshape(pieces, (count * 32 // bit_width,)), (0,), (size,))
+  return lax.reshape(bits, shape)
 
 
 threefry_prng_impl = prng.PRNGImpl(
