@@ -69,6 +69,14 @@ def resolve_file(name: str, jax_src: str | None) -> str:
   return path
 
 
+def file_key(path: str) -> str:
+  """The name a file's outcomes are recorded under: its base name for JAX's test files, its
+  path inside site-packages for an installed library's (`optax/_src/alias_test.py`), whose
+  base names repeat across libraries."""
+  parts = path.replace(os.sep, "/").split("/site-packages/")
+  return parts[1] if len(parts) > 1 else os.path.basename(path)
+
+
 def requested_devices(path: str) -> int:
   """The CPU devices the file asks for (`jtu.request_cpu_devices(N)`), else 1."""
   text = open(path).read()
@@ -113,9 +121,11 @@ def run_file(path: str, backend: str, args, skip: set[str], jax_entry: dict
         JAX_CONFORMANCE_BACKEND=backend, JAX_CONFORMANCE_FILE=path, JAX_CONFORMANCE_OUT=out,
         JAX_CONFORMANCE_SKIP=skip_file, JAX_CONFORMANCE_TIMEOUT=str(args.timeout),
         PYTHONPATH=os.pathsep.join([TOOLS, ROOT, env.get("PYTHONPATH", "")]).rstrip(os.pathsep),
-        MINIJAX_NUM_CPU_DEVICES=str(devices), JAX_PLATFORMS="cpu", JAX_PLATFORM_NAME="cpu",
+        JAX_PLATFORMS="cpu", JAX_PLATFORM_NAME="cpu",
         JAX_CONFORMANCE_JAX_FLAGS=json.dumps(jax_entry.get("flags_at_import", {})),
         JAX_CONFORMANCE_JAX_PUBLIC=json.dumps(jax_entry.get("public_names", {})))
+    if devices > 1:  # (one is minijax's default: a file may then ask with XLA_FLAGS, as of JAX)
+      env["MINIJAX_NUM_CPU_DEVICES"] = str(devices)
     if args.devices:  # explicit: both backends get exactly this many
       env["JAX_CONFORMANCE_DEVICES"] = str(devices)
       env["XLA_FLAGS"] = (env.get("XLA_FLAGS", "") +
@@ -270,7 +280,7 @@ def main(argv=None) -> int:
 
   for name in args.files:
     path = resolve_file(name, args.jax_src)
-    base = os.path.basename(path)
+    base = file_key(path)
     left_out = left_out_of(results_db, base, args.jax and not (args.k or args.sample))
     backend = "jax" if args.jax else "minijax"
     entry = results_db["files"].get(base, {})
