@@ -384,7 +384,7 @@ def main(argv=None) -> int:
   print(f"  of the {judged} harnesses on public API, minijax matches JAX on "
         f"{tally.get('match', 0)} ({100 * tally.get('match', 0) / max(judged, 1):.1f}%)")
   if args.failures:
-    for outcome in ("differs", "error"):
+    for outcome in ("differs", "error", "internal"):
       groups = collections.defaultdict(list)
       for r in results.values():
         if r["outcome"] == outcome:
