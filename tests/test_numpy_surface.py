@@ -554,3 +554,17 @@ def test_a_scalar_exponent_stays_a_literal_of_pow_as_in_jaxs_jaxprs():
                                                                                  [3, 16, 1]]
   np.testing.assert_allclose(minijax.grad(lambda y: (x ** y).sum())(2.0),
                              np.log(0.5) * 0.25, rtol=1e-6)
+
+
+@pytest.mark.parametrize("spec, shapes", [
+    ("...ij,...jk->...ik", [(2, 3, 4), (2, 4, 5)]), ("...ij,...jk->...ik", [(2, 3, 4), (1, 4, 5)]),
+    ("...ij,...jk", [(2, 3, 4), (4, 5)]), ("i...,i...->...", [(2, 3, 4)] * 2),
+    ("...ii->...i", [(2, 3, 3)]), ("ij...->...ji", [(2, 3, 4)]), ("bij,...j->bi...", [(2, 3, 4), (5, 4)]),
+    ("...,...", [(3,), (3,)])])
+def test_einsum_takes_ellipsis_subscripts_as_numpy(spec, shapes):
+  """numpyro's Gaussian state space model contracts `...ij,...jk->...ik`."""
+  rng = np.random.RandomState(0)
+  ops = [rng.randn(*s).astype(np.float32) for s in shapes]
+  np.testing.assert_allclose(jnp.einsum(spec, *ops), np.einsum(spec, *ops), rtol=1e-5, atol=1e-5)
+  np.testing.assert_allclose(minijax.jit(lambda *o: jnp.einsum(spec, *o))(*ops),
+                             np.einsum(spec, *ops), rtol=1e-5, atol=1e-5)

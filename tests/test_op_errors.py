@@ -113,9 +113,16 @@ def test_indexing_errors():
 
 
 def test_shape_function_errors():
-  with pytest.raises(ValueError, match=r"cannot reshape array of size 6 into shape \(4, -1\)|"
-                                       r"cannot reshape array of size 6 into shape \(4,"):
+  # (JAX 0.10.2's TypeErrors and messages)
+  with pytest.raises(TypeError, match=r"cannot reshape array of shape \(2, 3\) \(size 6\) into "
+                     r"shape \(4, -1\) because the product of specified axis sizes \(4\) does "
+                     r"not evenly divide 6"):
     jnp.reshape(x23, (4, -1))
+  with pytest.raises(TypeError, match=r"cannot reshape array of shape \(2, 3\) \(size 6\) into "
+                     r"shape \(4, 4\) \(size 16\)"):
+    jnp.reshape(x23, (4, 4))
+  with pytest.raises(TypeError, match="can only specify one unknown axis size"):
+    jnp.reshape(x23, (-1, -1))
   with pytest.raises(ValueError, match=r"concatenate: all arrays must have the same number of "
                                        r"dimensions, got shapes \(2, 3\), \(4,\)"):
     jnp.concatenate([x23, x4])

@@ -10,6 +10,8 @@ are contracted left to right.
 """
 from __future__ import annotations
 
+import string
+
 import numpy as np
 
 from minijax import lax
@@ -125,23 +127,49 @@ def tensordot(a, b, axes=2, *, precision=None, preferred_element_type=None):
                          preferred_element_type=preferred_element_type)
 
 
+def _expand_ellipsis(in_specs, output, xs):
+  """Subscripts with each `...` spelled out in letters the others do not use, aligned from
+  the right as numpy broadcasts them, and the operands broadcast along those dimensions
+  where one has size 1; the implicit output is the ellipsis, then the letters used once."""
+  used = set("".join(in_specs) + (output or ""))
+  spare = [c for c in string.ascii_letters if c not in used]
+  counts = []
+  for s, x in zip(in_specs, xs):
+    named = len(s.replace("...", "")) if "..." in s else None
+    if named is not None and _util.ndim(x) < named:
+      raise ValueError(f"einsum: subscripts {s!r} name more dimensions than an operand of shape "
+                       f"{_util.shape(x)} has")
+    counts.append(0 if named is None else _util.ndim(x) - named)
+  n = max(counts)
+  ell = "".join(spare[:n])
+  specs = [s.replace("...", ell[n - k:]) for s, k in zip(in_specs, counts)]
+  sizes = {c: max((dict(zip(s, _util.shape(x))).get(c, 1) for s, x in zip(specs, xs)))
+           for c in ell}
+  xs = [_util.broadcast_to(x, tuple(sizes.get(c, d) for c, d in zip(s, _util.shape(x))))
+        for s, x in zip(specs, xs)]
+  if output is None:
+    letters = "".join(in_specs).replace("...", "")
+    output = ell + "".join(sorted(c for c in set(letters) if letters.count(c) == 1))
+  else:
+    output = output.replace("...", ell)
+  return specs, output, xs
+
+
 def einsum(subscripts, *operands, optimize=None, precision=None, preferred_element_type=None):
   if not isinstance(subscripts, str):
     raise TypeError("einsum: only the string form of subscripts is supported")
   spec = subscripts.replace(" ", "")
-  if "..." in spec:
-    raise NotImplementedError("einsum: ellipsis subscripts are not supported")
-  if "->" in spec:
-    inputs, output = spec.split("->")
-  else:
-    inputs = spec
-    letters = inputs.replace(",", "")
-    output = "".join(sorted(c for c in set(letters) if letters.count(c) == 1))
+  inputs, arrow, output = spec.partition("->")
   in_specs = inputs.split(",")
   if len(in_specs) != len(operands):
     raise ValueError(f"einsum: {len(in_specs)} operand subscripts but {len(operands)} operands")
   _util.check("einsum", *operands)
   xs = _util.promote("einsum", *operands)
+  if "..." in spec:
+    in_specs, output, xs = _expand_ellipsis(in_specs, output if arrow else None, xs)
+  elif not arrow:
+    letters = inputs.replace(",", "")
+    output = "".join(sorted(c for c in set(letters) if letters.count(c) == 1))
   for s, x in zip(in_specs, xs):
     if len(s) != _util.ndim(x):
       raise ValueError(f"einsum: subscripts {s!r} do not match an operand of shape "

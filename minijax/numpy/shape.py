@@ -50,16 +50,18 @@ def reshape(a, newshape=None, order="C", *, shape=None, copy=None, out_sharding=
   if isinstance(newshape, (int, np.integer)):
     newshape = (int(newshape),)
   newshape = [int(s) for s in newshape]
-  size = _util.size(x)
-  if newshape.count(-1) > 1:
-    raise ValueError("reshape: can only specify one unknown dimension")
+  size, asked = _util.size(x), tuple(newshape)
+  what = f"cannot reshape array of shape {_util.shape(x)} (size {size}) into shape {asked}"
+  if newshape.count(-1) > 1:  # (JAX's TypeErrors and words)
+    raise TypeError(f"can only specify one unknown axis size with a `-1` value, got {asked}")
   if -1 in newshape:
     known = math.prod(s for s in newshape if s != -1)
     if known == 0 or size % known:
-      raise ValueError(f"cannot reshape array of size {size} into shape {tuple(newshape)}")
+      raise TypeError(f"{what} because the product of specified axis sizes ({known}) does "
+                      f"not evenly divide {size}")
     newshape[newshape.index(-1)] = size // known
   if math.prod(newshape) != size:
-    raise ValueError(f"cannot reshape array of size {size} into shape {tuple(newshape)}")
+    raise TypeError(f"{what} (size {math.prod(newshape)})")
   return lax.reshape(x, tuple(newshape))
 
 
