@@ -439,6 +439,11 @@ def test_numpys_stacking_repeating_and_triangle_functions_on_key_arrays():
     same(f(lambda k: jnp.resize(k, (2, 2)))(ks), data[[0, 1, 2, 0]].reshape(2, 2, 2))
     same(f(jnp.atleast_2d)(ks), data[None])
   same(jnp.rot90(grid), np.rot90(gdata))
+  # 2-d keys: hstack joins along axis 1 (it joined along 0 once: JAX's (2, 4), not (4, 2))
+  same(jnp.hstack([grid, grid]), np.concatenate([gdata, gdata], axis=1))
+  same(jnp.dstack([grid, grid]), np.stack([gdata, gdata], axis=2))
+  same(jnp.tril(grid, -1), np.where(np.tril(np.ones((2, 2), bool), -1)[..., None], gdata, 0))
+  assert jnp.atleast_3d(ks).shape == (1, 3, 1) and jnp.atleast_3d(grid).shape == (2, 2, 1)
   same(jnp.insert(ks, 1, random.key(1)), np.insert(data, 1, kd(random.key(1)), axis=0))
   same(jnp.select([np.array([True, False, False])], [ks], random.key(1)),
        np.where([[True], [False], [False]], data, kd(random.key(1))))

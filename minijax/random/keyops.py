@@ -528,27 +528,23 @@ def _jnp_moveaxis(f, a, source, destination):
 
 
 def _atleast(n: int):
+  """atleast_{n}d of key arrays: numpy's shape rule, read off numpy's own function."""
+  numpy_rule = getattr(np, f"atleast_{n}d")
+
   def rule(f, *arys):
-    outs = []
-    for a in arys:
-      if not isinstance(a, _K):
-        outs.append(f(a))
-      elif a.ndim >= n:
-        outs.append(a)
-      else:  # numpy's placement: (1, N) for 2-d; (1, N, 1) or (1, 1, 1) for 3-d
-        shape = {0: (1,) * n, 1: ((1,) + a.shape + (1,))[:n] if n == 3 else (1,) + a.shape,
-                 2: a.shape + (1,)}[a.ndim]
-        outs.append(_reshape(a, shape))
+    outs = [a if not isinstance(a, _K) else _reshape(a, numpy_rule(np.empty(a.shape)).shape)
+            for a in arys]
+    outs = [f(a) if not isinstance(a, _K) else a for a in outs]
     return outs[0] if len(outs) == 1 else outs
   return rule
 
 
 def _stacking(n: int, axis: int):
-  """hstack (1-d arrays join along 0), vstack, dstack: concatenation after atleast_n-d."""
+  """hstack (along 0 for 1-d keys, else 1), vstack, dstack: concatenation after
+  atleast_{n}d."""
   def rule(f, tup, **kwargs):
     arrays = [_atleast(n)(None, a) for a in tup]
-    along = 0 if n == 1 or (axis == 1 and arrays[0].ndim == 1) else axis
-    return _jnp_concatenate(None, arrays, along)
+    return _jnp_concatenate(None, arrays, 0 if arrays[0].ndim == 1 else axis)
   return rule
 
 
@@ -582,9 +578,7 @@ def _jnp_flip_one(axis: int):
 def _jnp_triangle(lower: bool):
   """triu/tril: the keys off the kept triangle become keys of zero data, as in JAX."""
   def rule(f, m, k=0):
-    rows, cols = m.shape[-2:]
-    keep = (np.tri if lower else lambda r, c, k: ~np.tri(r, c, k - 1, dtype=bool))(
-        rows, cols, k).astype(bool)
+    keep = (np.tril if lower else np.triu)(np.ones(m.shape[-2:], bool), k)
     zeros = _wrap_like(m, jnp.zeros_like(m._base_array))
     return _jnp_where(None, np.broadcast_to(keep, m.shape), m, zeros)
   return rule
