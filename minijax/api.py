@@ -464,7 +464,7 @@ def _value_and_grad(fun, argnums, has_aux, holomorphic, allow_int):
     outs, transpose, residuals = ad.vjp_parts(flat_fun, flat)
     value = outs[0]
     value_aval = ad.get_aval(value)
-    one = lax.full((), 1, value_aval.dtype, weak_type=value_aval.weak_type)
+    one = _cotangent_seed(value_aval)
     cts = transpose(residuals, [one, *(ad.Zero.from_primal_value(a) for a in outs[1:])])
     g = in_tree.unflatten([_instantiate(c) for c in cts])
     g = g[0] if int_argnums else g
@@ -472,6 +472,17 @@ def _value_and_grad(fun, argnums, has_aux, holomorphic, allow_int):
       return (value, box["aux_tree"].unflatten(outs[1:])), g
     return value, g
   return value_and_grad_f
+
+
+def _cotangent_seed(aval):
+  """The 1 a gradient's backward pass starts from: a host constant (a literal in jaxprs,
+  as JAX's), weakly typed like the value when it is."""
+  if not aval.weak_type:
+    return np.ones((), aval.dtype)
+  for one in (1, 1.0, 1 + 0j):
+    if dtypes.dtype_and_weak_type(one) == (aval.dtype, True):
+      return one
+  return lax.full((), 1, aval.dtype, weak_type=True)
 
 
 def grad(fun: Callable, argnums=0, has_aux: bool = False, holomorphic: bool = False,

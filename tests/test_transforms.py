@@ -466,6 +466,59 @@ def test_vmap_over_a_rank0_operand_only_broadcasts_it_against_the_array():
   allclose(g(ys), 2 * ys * _XV.sum())
 
 
+# ----------------------------------------------------------------------------- size-1 axes
+
+def test_numpy_promotes_ranks_and_lax_broadcasts_size1_axes_as_in_jax():
+  """JAX 0.10.2's jnp only adds leading axes; the elementwise primitive broadcasts size-1
+  axes itself, so XLA compiles the one operation JAX does (and rounds as it does: dividing
+  by a broadcast value becomes a multiplication by its reciprocal inside one program)."""
+  x34, y4 = np.ones((3, 4), np.float32), np.ones(4, np.float32)
+  text = str(minijax.make_jaxpr(lambda x, y: x + y)(x34, y4))
+  assert text == ("{ lambda ; a:f32[3,4] b:f32[4]. let\n"
+                  "    c:f32[1,4] = broadcast_in_dim[broadcast_dimensions=(1,) shape=(1, 4)] b\n"
+                  "    d:f32[3,4] = add a c\n  in (d,) }"), text
+  text = str(minijax.make_jaxpr(lambda x, s: x / s)(np.ones(40, np.float32),
+                                                    np.ones(1, np.float32)))
+  assert text == "{ lambda ; a:f32[40] b:f32[1]. let c:f32[40] = div a b in (c,) }", text
+  a = np.random.RandomState(0).normal(size=400).astype(np.float32)
+  s = np.array([0.9], np.float32)
+  np.testing.assert_array_equal(np.asarray(jnp.asarray(a) / s),
+                                np.asarray(minijax.jit(jnp.divide)(a, s)))
+
+
+def test_vmap_of_an_elementwise_op_computes_what_each_unbatched_call_computes():
+  r = np.random.RandomState(1)
+  xs = r.normal(size=(3, 5, 4)).astype(np.float32)
+  y = r.uniform(0.5, 2.0, (1, 4)).astype(np.float32)
+  batched = np.asarray(minijax.vmap(lax.div, (0, None))(xs, y))
+  for i in range(3):
+    np.testing.assert_array_equal(batched[i], np.asarray(lax.div(xs[i], y)))
+  # the unbatched operand gets a leading size-1 axis; a batched scalar, trailing ones
+  text = str(minijax.make_jaxpr(minijax.vmap(lax.div, (0, None)))(xs, y))
+  assert "c:f32[1,1,4] = broadcast_in_dim" in text and "div a c" in text, text
+  ys = np.array([1.0, 2.0, 4.0], np.float32)
+  out = minijax.vmap(lambda s: lax.div(xs[0], s))(ys)
+  np.testing.assert_array_equal(np.asarray(out), xs[0][None] / ys[:, None, None])
+
+
+def test_third_derivative_of_a_quotient_whose_square_overflows_is_jaxs():
+  """The quotient rule's divisor term is `-g * x * y**-2` (JAX's): differentiating it again
+  stays finite where y*y overflows float32; numpyro's log1mexp (a custom JVP dividing by
+  expm1(-x)) is checked to third order at x = -80.56 by numpyro's tests."""
+  @minijax.custom_jvp
+  def log1mexp(x):
+    return jnp.where(x > -0.6931472, jnp.log(-jnp.expm1(x)), jnp.log1p(-jnp.exp(x)))
+  log1mexp.defjvps(lambda t, ans, x: -t / jnp.expm1(-x))
+  f = log1mexp
+  expected = [-1.027651757642162e-35, -1.027651757642162e-35, -0.0, -0.0]  # JAX 0.10.2
+  for value in expected:
+    got = float(f(np.float32(-80.5632)))
+    assert got == value and np.signbit(got) == np.signbit(value), (got, value)
+    f = minijax.grad(f)
+  third = minijax.grad(minijax.grad(minijax.grad(lambda y: 1.0 / y)))
+  assert [float(third(np.float32(v))) for v in (2.0, 3e19)] == [-0.375, -0.0]
+
+
 # ----------------------------------------------------------------------------- jaxprs and effects
 
 def test_make_jaxpr_of_each_transformation():

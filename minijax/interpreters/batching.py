@@ -128,9 +128,10 @@ def defreducer(primitive, ident=None) -> None:
 def defbroadcasting(primitive) -> None:
   """Elementwise n-ary (operands of one rank with sizes equal or 1 per axis, or of rank 0):
   when every batched operand has the same shape and batch dim and the unbatched ones have
-  rank 0, the primitive applies as is.  Otherwise batch dims move to the front and every
-  operand but the unbatched rank-0 ones is broadcast to the batch size times the result's
-  per-element shape S."""
+  rank 0, the primitive applies as is.  Otherwise batch dims move to the front, unbatched
+  operands of rank > 0 get a leading size-1 axis and batched per-element scalars trailing
+  size-1 axes, and the primitive's own size-1 broadcasting does the rest (as JAX's
+  batcher: the program computes what the unbatched one does, XLA's rewrites included)."""
   def rule(batched_args, batch_dims, **params):
     shape = dim = None
     fast = True
@@ -144,11 +145,8 @@ def defbroadcasting(primitive) -> None:
     if fast:
       out = primitive.bind(*batched_args, **params)
       return out, (dim if not primitive.multiple_results else [dim] * len(out))
-    size = shape[dim]
-    elem_shapes = [s for x, d in zip(batched_args, batch_dims)
-                   if (s := _shape(x) if d is None else _shape(x)[:d] + _shape(x)[d + 1:])]
-    elem_shape = tuple(max(sizes) if 1 in sizes else sizes[0] for sizes in zip(*elem_shapes))
-    args = [_to_batched(x, d, size, elem_shape) for x, d in zip(batched_args, batch_dims)]
+    rank = max(len(_shape(x)) - (d is not None) for x, d in zip(batched_args, batch_dims))
+    args = [_batch_first(x, d, rank) for x, d in zip(batched_args, batch_dims)]
     out = primitive.bind(*args, **params)
     return out, (0 if not primitive.multiple_results else [0] * len(out))
   primitive_batchers[primitive] = rule
@@ -158,17 +156,16 @@ def _shape(x) -> tuple:
   return x.aval.shape if isinstance(x, Tracer) else get_aval(x).shape
 
 
-def _to_batched(x, d, size: int, elem_shape: tuple):
-  """An operand of an elementwise op with the batch dim first and the shape (size, *S), or
-  rank 0 when it is unbatched and of rank 0."""
+def _batch_first(x, d, rank: int):
+  """An operand of an elementwise op of per-element rank `rank` with a leading batch axis:
+  its own, or one of size 1 when unbatched (an unbatched rank-0 operand stays rank 0)."""
+  shape = _shape(x)
   if d is None:
-    if not _shape(x):
-      return x
-    return array_ops.broadcast_in_dim(x, (size, *elem_shape), tuple(range(1, len(elem_shape) + 1)))
+    return x if not shape else array_ops.broadcast_in_dim(
+        x, (1, *shape), tuple(range(1, len(shape) + 1)))
   x = moveaxis(x, d, 0)
-  if _shape(x)[1:] != elem_shape:
-    kept = (0,) if len(_shape(x)) == 1 else tuple(range(len(elem_shape) + 1))
-    x = array_ops.broadcast_in_dim(x, (size, *elem_shape), kept)
+  if len(shape) == 1 and rank:
+    x = array_ops.broadcast_in_dim(x, (shape[0],) + (1,) * rank, (0,))
   return x
 
 

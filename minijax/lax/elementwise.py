@@ -176,7 +176,7 @@ def mul(x, y, *, out_dtype=None):
 # ---- div (integer division truncates toward zero, as in C)
 div_p = _binop("div", utils.is_number, "numbers", mhlo.DivOp)
 ad.defjvp(div_p, lambda g, x, y: div(g, y),
-          lambda g, x, y: mul(neg(g), div(x, mul(y, y))))
+          lambda g, x, y: mul(mul(neg(g), x), integer_pow(y, -2)))
 ad.primitive_transposes[div_p] = _linear_transpose([lambda ct, x, y: div(ct, y), None])
 
 
@@ -305,8 +305,18 @@ def abs_int(n: int) -> int:
 
 
 mlir.register_lowering(integer_pow_p, _integer_pow_lowering)
-ad.defjvp(integer_pow_p, lambda g, x, *, y: (
-    _zeros_like(g) if y == 0 else mul(g, mul(_const(x, y), integer_pow(x, y - 1)))))
+
+
+def _integer_pow_jvp(g, x, *, y):
+  if y == 0:
+    return _zeros_like(g)
+  if y == 1:
+    return g
+  factor = np.array(y, get_aval(x).dtype)  # a rank-0 literal in the jaxpr, as in JAX's
+  return mul(g, mul(factor, x if y == 2 else integer_pow(x, y - 1)))
+
+
+ad.defjvp(integer_pow_p, _integer_pow_jvp)
 
 
 def integer_pow(x, y: int):

@@ -279,9 +279,10 @@ def promote_and_broadcast(name: str, *args, inexact: bool = False, keep_scalars:
   """Promoted and broadcast operands; Python scalars become constants of the full shape
   directly (one device value, or one broadcast of a literal under a trace).
 
-  With `keep_scalars` (for callers that only bind elementwise lax ops, which accept rank-0
-  operands among operands of one shape), rank-0 operands (Python scalars, rank-0 arrays)
-  are only promoted: they stay rank 0 and lax broadcasts them, as in JAX's jaxprs."""
+  With `keep_scalars` (for callers that only bind elementwise lax ops, which broadcast
+  rank-0 operands and size-1 axes themselves) operands are only promoted to the result's
+  rank, as numpy's functions in JAX do: rank-0 operands stay rank 0 and the others get
+  leading size-1 axes, so the jaxprs and the programs XLA compiles are JAX's."""
   args = arrays_of(name, args)
   dt, weak = result_type_of(*args)
   if inexact:
@@ -297,7 +298,8 @@ def promote_and_broadcast(name: str, *args, inexact: bool = False, keep_scalars:
     raise TypeError(f"{name} got incompatible shapes for broadcasting: {shown}.") from None
   check_rank_promotion(name, shapes)
   if keep_scalars:
-    return [to_array(a, dt, weak) if not s else broadcast_to(to_array(a, dt, weak), out_shape)
+    return [to_array(a, dt, weak) if not s else
+            broadcast_to(to_array(a, dt, weak), (1,) * (len(out_shape) - len(s)) + tuple(s))
             for a, s in zip(args, shapes)]
   return [lax.full(out_shape, a, dt, weak_type=weak) if isinstance(a, dtypes.PYTHON_SCALARS)
           else broadcast_to(to_array(a, dt, weak), out_shape) for a in args]
