@@ -72,9 +72,16 @@ def resolve_file(name: str, jax_src: str | None) -> str:
 def file_key(path: str) -> str:
   """The name a file's outcomes are recorded under: its base name for JAX's test files, its
   path inside site-packages for an installed library's (`optax/_src/alias_test.py`), whose
-  base names repeat across libraries."""
+  base names repeat across libraries, and its path from an unpacked source distribution's
+  folder for the tests a library ships only there (`flax-0.12.8/tests/struct_test.py`)."""
   parts = path.replace(os.sep, "/").split("/site-packages/")
-  return parts[1] if len(parts) > 1 else os.path.basename(path)
+  if len(parts) > 1:
+    return parts[1]
+  folders = path.replace(os.sep, "/").split("/")
+  for i, folder in enumerate(folders[:-1]):
+    if re.fullmatch(r"[A-Za-z][\w.]*-\d+(\.\d+)+", folder):
+      return "/".join(folders[i:])
+  return os.path.basename(path)
 
 
 def requested_devices(path: str) -> int:
