@@ -38,8 +38,9 @@ from minijax.numpy.shape import (  # noqa: F401
     broadcast_to, broadcast_shapes, broadcast_arrays, atleast_1d, atleast_2d, atleast_3d,
     concatenate, concat, stack, hstack, vstack, dstack, column_stack, split, array_split,
     hsplit, vsplit, tile, repeat, flip, fliplr, flipud, roll, rot90, sort, argsort,
-    take_along_axis, take, pad, diagonal, trace, diag, rollaxis, resize, dsplit, diagflat,
+    take_along_axis, take, diagonal, trace, diag, rollaxis, resize, dsplit, diagflat,
     block, trim_zeros, sort_complex, lexsort, partition, argpartition)
+from minijax.numpy.padding import pad  # noqa: F401
 from minijax.numpy.indexing import nonzero, flatnonzero, argwhere  # noqa: F401
 from minijax.numpy.extras import (  # noqa: F401
     diff, append, apply_over_axes, searchsorted, cross, kron, astype, isin, indices,

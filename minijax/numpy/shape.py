@@ -1,6 +1,6 @@
 """Shape manipulation: reshape, ravel, transpose, swapaxes, moveaxis, squeeze, expand_dims,
 broadcast_to/arrays, concatenate, stack, hstack, vstack, split, tile, repeat, flip, roll,
-atleast_*d, sort, argsort, take, take_along_axis, pad, diagonal, trace.
+atleast_*d, sort, argsort, take, take_along_axis, diagonal, trace (pad: padding.py).
 
 Shapes are static, so everything here is a composition of lax's structural primitives with
 the sizes computed in Python.
@@ -527,17 +527,6 @@ def take(a, indices, axis=None, out=None, mode=None, unique_indices=False,
     return getitem_filled(x, (slice(None),) * ax + (idx,), fill_value)
   idx, _ = _gather_indices("take", idx, _util.shape(x)[ax], mode, wrap_negative=False)
   return getitem(x, (slice(None),) * ax + (idx,))
-
-
-def pad(array, pad_width, mode="constant", constant_values=0):
-  if mode != "constant":
-    raise NotImplementedError(f"pad: only mode='constant' is supported, got {mode!r}")
-  x = _arr("pad", array)
-  nd = _util.ndim(x)
-  pw = np.broadcast_to(np.asarray(pad_width, dtype=np.int64).reshape(-1, 2)
-                       if np.ndim(pad_width) else np.full((1, 2), pad_width), (nd, 2))
-  value = lax.convert_element_type(_arr("pad", constant_values), _util.dtype(x))
-  return lax.pad(x, value, [(int(lo), int(hi), 0) for lo, hi in pw])
 
 
 def diagonal(a, offset=0, axis1=0, axis2=1):

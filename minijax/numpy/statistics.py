@@ -185,11 +185,13 @@ def nanpercentile(a, q, axis=None, out=None, overwrite_input=False, method="line
 
 
 def median(a, axis=None, out=None, overwrite_input=False, keepdims=False):
-  return quantile(a, 0.5, axis, out, overwrite_input, keepdims=keepdims)
+  """The midpoint of the middle two when they are two (JAX's rounding: (a + b) / 2)."""
+  return quantile(a, 0.5, axis, out, overwrite_input, method="midpoint", keepdims=keepdims)
 
 
 def nanmedian(a, axis=None, out=None, overwrite_input=False, keepdims=False):
-  return nanquantile(a, 0.5, axis, out, overwrite_input, keepdims=keepdims)
+  return nanquantile(a, 0.5, axis, out, overwrite_input, method="midpoint",
+                     keepdims=keepdims)
 
 
 def _nan_arg(name, fn, a, axis, fill, out, keepdims):
