@@ -701,8 +701,8 @@ class ShapeDtypeStruct:
   @property
   def aval(self) -> ShapedArray:
     """What tracing sees: a `ShapeDtypeStruct` stands for an array of its type."""
-    if dtypes.is_extended(self.dtype):
-      raise TypeError(f"a ShapeDtypeStruct of dtype {self.dtype} has no aval of its own: "
+    if dtypes.is_extended(self.dtype):  # (AttributeError: hasattr(x, "aval") is False)
+      raise AttributeError(f"a ShapeDtypeStruct of dtype {self.dtype} has no aval of its own: "
                       f"pass it to eval_shape or jit(f).trace, which trace its data")
     return ShapedArray(self.shape, dtypes.canonicalize_dtype(self.dtype), self.weak_type)
 

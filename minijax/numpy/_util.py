@@ -34,7 +34,10 @@ PLAIN_OPERANDS = frozenset((Array, *dtypes.PYTHON_SCALARS))
 
 
 def is_arraylike(x) -> bool:
-  return isinstance(x, _ARRAYLIKE) or (hasattr(x, "aval") and hasattr(x, "shape"))
+  """An array itself (a wrapper that defines `__jax_array__` is not one, even when it
+  forwards `aval` and `shape` to the array it wraps, as flax's Variables do)."""
+  return isinstance(x, _ARRAYLIKE) or (hasattr(x, "aval") and hasattr(x, "shape")
+                                       and not hasattr(type(x), "__jax_array__"))
 
 
 def compiled_when_eager(dynamic: int | None = None, *, name: str | None = None):

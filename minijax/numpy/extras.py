@@ -11,6 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from minijax import lax
+from minijax.lax.sharding import takes_out_sharding
 from minijax.core import dtypes
 from minijax.core.errors import ConcretizationTypeError
 from minijax.core.trace import Tracer
@@ -308,6 +309,7 @@ def digitize(x, bins, right=False, *, method=None):
   return n - searchsorted(rb, x, side="right" if right else "left")
 
 
+@takes_out_sharding
 def bincount(x, weights=None, minlength=0, *, length=None):
   """Counts (or summed `weights`) of each value of the non-negative integers `x`, negative
   ones counted as 0: `length` bins when given (larger values are dropped; it is needed under

@@ -15,6 +15,7 @@ import string
 import numpy as np
 
 from minijax import lax
+from minijax.lax.sharding import takes_out_sharding
 from minijax.core.avals import get_aval
 from minijax.numpy import _util
 
@@ -32,6 +33,7 @@ def _contraction_error(name, x, y, x_sizes, y_sizes):
 
 
 @_util.compiled_when_eager(dynamic=2)
+@takes_out_sharding
 def dot(a, b, *, precision=None, preferred_element_type=None):
   x, y = _operands("dot", a, b)
   nx, ny = _util.ndim(x), _util.ndim(y)
@@ -47,6 +49,7 @@ def dot(a, b, *, precision=None, preferred_element_type=None):
 
 
 @_util.compiled_when_eager(dynamic=2)
+@takes_out_sharding
 def matmul(a, b, *, precision=None, preferred_element_type=None):
   x, y = _operands("matmul", a, b)
   nx, ny = _util.ndim(x), _util.ndim(y)
@@ -108,6 +111,7 @@ def outer(a, b, out=None):
 
 
 @_util.compiled_when_eager(dynamic=2)
+@takes_out_sharding
 def tensordot(a, b, axes=2, *, precision=None, preferred_element_type=None):
   x, y = _operands("tensordot", a, b)
   nx, ny = _util.ndim(x), _util.ndim(y)
@@ -155,7 +159,12 @@ def _expand_ellipsis(in_specs, output, xs):
   return specs, output, xs
 
 
-def einsum(subscripts, *operands, optimize=None, precision=None, preferred_element_type=None):
+@takes_out_sharding
+def einsum(subscripts, /, *operands, out=None, optimize="auto", precision=None,
+           preferred_element_type=None, _dot_general=lax.dot_general):
+  """numpy.einsum by pairwise `dot_general`s (`_dot_general`, JAX's hook for a replacement
+  such as a quantized one, does each contraction)."""
+  _util.reject_out("einsum", out)
   if not isinstance(subscripts, str):
     raise TypeError("einsum: only the string form of subscripts is supported")
   spec = subscripts.replace(" ", "")
@@ -181,8 +190,8 @@ def einsum(subscripts, *operands, optimize=None, precision=None, preferred_eleme
     for k in range(1, len(xs)):
       later = "".join(in_specs[k + 1:]) + output
       keep = "".join(c for c in dict.fromkeys(acc_spec + in_specs[k]) if c in later)
-      acc = einsum(f"{acc_spec},{in_specs[k]}->{keep}", acc, xs[k],
-                   preferred_element_type=preferred_element_type)
+      acc = einsum(f"{acc_spec},{in_specs[k]}->{keep}", acc, xs[k], precision=precision,
+                   preferred_element_type=preferred_element_type, _dot_general=_dot_general)
       acc_spec = keep
     return einsum(f"{acc_spec}->{output}", acc)
   sizes = {}
@@ -213,8 +222,8 @@ def einsum(subscripts, *operands, optimize=None, precision=None, preferred_eleme
   contract = [c for c in sa if c in sb and c not in output]
   dn = ((tuple(sa.index(c) for c in contract), tuple(sb.index(c) for c in contract)),
         (tuple(sa.index(c) for c in batch), tuple(sb.index(c) for c in batch)))
-  out = lax.dot_general(x, y, dn, precision=precision,
-                        preferred_element_type=preferred_element_type)
+  out = _dot_general(x, y, dn, precision=precision,
+                     preferred_element_type=preferred_element_type)
   result = batch + [c for c in sa if c not in batch and c not in contract] + \
       [c for c in sb if c not in batch and c not in contract]
   return lax.transpose(out, tuple(result.index(c) for c in output))

@@ -13,6 +13,7 @@ import math
 import numpy as np
 
 from minijax import lax
+from minijax.lax.sharding import takes_out_sharding
 from minijax.core import dtypes
 from minijax.core.errors import ConcretizationTypeError
 from minijax.core.trace import Tracer
@@ -65,6 +66,7 @@ def reshape(a, newshape=None, order="C", *, shape=None, copy=None, out_sharding=
   return lax.reshape(x, tuple(newshape))
 
 
+@takes_out_sharding
 def ravel(a, order="C"):
   """`a` flattened, its elements read in row-major ("C") or column-major ("F") order."""
   if order == "K":
@@ -140,6 +142,7 @@ def expand_dims(a, axis):
   return lax.expand_dims(x, axes)
 
 
+@takes_out_sharding
 def broadcast_to(array, shape):
   x = _arr("broadcast_to", array)
   shape = (int(shape),) if isinstance(shape, (int, np.integer)) else tuple(shape)
@@ -303,6 +306,7 @@ def tile(A, reps):
   return lax.reshape(out, tuple(r * s for r, s in zip(reps, shape)))
 
 
+@takes_out_sharding
 def repeat(a, repeats, axis=None, total_repeat_length=None):
   """Each element of `a` along `axis` repeated `repeats` times.  Traced `repeats` need a
   static `total_repeat_length`: the result is cut to it, or filled with the last element."""

@@ -8,6 +8,7 @@ from __future__ import annotations
 import numpy as np
 
 from minijax import lax
+from minijax.lax.sharding import takes_out_sharding
 from minijax.core import dtypes
 from minijax.numpy import _util
 from minijax.numpy.reductions import complex_needs_complex_dtype
@@ -172,6 +173,7 @@ def nanquantile(a, q, axis=None, out=None, overwrite_input=False, method="linear
                    weights, True)
 
 
+@takes_out_sharding
 def percentile(a, q, axis=None, out=None, overwrite_input=False, method="linear",
                keepdims=False, *, weights=None):
   return quantile(a, _jnp().true_divide(q, 100), axis, out, overwrite_input, method,
