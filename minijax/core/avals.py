@@ -30,7 +30,9 @@ class ShapedArray(AbstractValue):
   __slots__ = ("shape", "dtype", "weak_type", "__weakref__")
   _interned: dict[tuple, "ShapedArray"] = {}
 
-  def __new__(cls, shape, dtype, weak_type: bool = False):
+  def __new__(cls, shape, dtype, weak_type: bool = False, *, sharding=None):
+    if sharding is not None:
+      _check_unsharded(sharding)
     key = (shape if type(shape) is tuple else tuple(shape), dtype, weak_type)
     self = cls._interned.get(key)
     if self is None:
@@ -51,7 +53,9 @@ class ShapedArray(AbstractValue):
   ndim = property(lambda self: len(self.shape))
   size = property(lambda self: math.prod(self.shape))
 
-  def update(self, shape=None, dtype=None, weak_type=None) -> "ShapedArray":
+  def update(self, shape=None, dtype=None, weak_type=None, sharding=None) -> "ShapedArray":
+    if sharding is not None:
+      _check_unsharded(sharding)
     return ShapedArray(self.shape if shape is None else shape,
                        self.dtype if dtype is None else dtype,
                        self.weak_type if weak_type is None else weak_type)
@@ -81,6 +85,16 @@ class ShapedArray(AbstractValue):
   def sharding(self):
     """Always unsharded (see `minijax.core.sharding.AvalSharding`)."""
     return aval_sharding(self.ndim)
+
+
+def _check_unsharded(sharding) -> None:
+  """JAX's types carry a sharding; minijax's carry none (one layout per computation), so a
+  type can be made only with an unsplit one, such as another type's `.sharding`."""
+  spec = getattr(sharding, "spec", None)
+  if spec is None or any(p is not None for p in spec):
+    raise NotImplementedError(
+        f"minijax's array types carry no sharding (jax.jit's in_shardings/out_shardings and "
+        f"with_sharding_constraint place values); got sharding={sharding!r}")
 
 
 class AbstractToken(AbstractValue):

@@ -32,14 +32,33 @@ import numpy as np
 
 # ----------------------------------------------------------------------------- partition specs
 
+class _Unconstrained:
+  """`PartitionSpec.UNCONSTRAINED`: a dimension whose layout the partitioner may choose.
+  minijax's `NamedSharding` lays such a dimension out unsplit (as `None`): the layout of a
+  value, never the value, differs from what XLA's choice would be."""
+  _instance = None
+
+  def __new__(cls):
+    if cls._instance is None:
+      cls._instance = object.__new__(cls)
+    return cls._instance
+
+  def __repr__(self):
+    return "UNCONSTRAINED"
+
+  def __reduce__(self):
+    return _Unconstrained, ()
+
+
 class PartitionSpec(tuple):
   """One entry per leading array dimension: `None` (not split), a mesh axis name, or a tuple
   of names (split by their product, the first major).  Missing trailing entries mean `None`;
   `P('x', None) != P('x')`, as in JAX: specs compare as tuples."""
+  UNCONSTRAINED = _Unconstrained()
 
   def __new__(cls, *partitions):
     for p in partitions:
-      if not (p is None or _is_axis_name(p)
+      if not (p is None or p is PartitionSpec.UNCONSTRAINED or _is_axis_name(p)
               or isinstance(p, tuple) and all(_is_axis_name(n) for n in p)):
         raise TypeError(f"PartitionSpec entries must be None, a mesh axis name or a tuple of "
                         f"names, got {p!r}")
@@ -135,6 +154,9 @@ class Mesh:
     return tuple(self.devices.shape)
 
   size = property(lambda self: self.devices.size)
+  # every axis is partitioned as AxisType.Auto (see __init__)
+  are_all_axes_auto, are_all_axes_explicit, are_all_axes_manual = True, False, False
+  abstract_mesh = property(lambda self: AbstractMesh(self.axis_sizes, self.axis_names))
   device_ids = property(lambda self: np.vectorize(lambda d: d.id, otypes=[int])(self.devices))
   empty = property(lambda self: self.devices.size == 0)
 
@@ -197,6 +219,11 @@ class AbstractMesh:
   shape = property(lambda self: dict(zip(self.axis_names, self.axis_sizes)))
   size = property(lambda self: math.prod(self.axis_sizes))
   empty = property(lambda self: not self.axis_names)
+  are_all_axes_auto = property(lambda self: all(t is AxisType.Auto for t in self.axis_types))
+  are_all_axes_explicit = property(
+      lambda self: bool(self.axis_types) and all(t is AxisType.Explicit for t in self.axis_types))
+  are_all_axes_manual = property(
+      lambda self: bool(self.axis_types) and all(t is AxisType.Manual for t in self.axis_types))
 
   def __eq__(self, other):
     return (isinstance(other, AbstractMesh) and (self.axis_sizes, self.axis_names)
@@ -220,6 +247,16 @@ class AvalSharding:
     self.memory_kind = None
 
   is_fully_replicated = True
+
+  def update(self, *, spec=None, mesh=None, memory_kind=None) -> "AvalSharding":
+    """This sharding with another (unsplit) spec: the types carry no other."""
+    spec = self.spec if spec is None else spec
+    if any(p is not None for p in spec) or mesh is not None and not mesh.empty:
+      raise NotImplementedError(
+          f"minijax's array types carry no sharding (one layout per computation: "
+          f"jax.jit's in_shardings/out_shardings and with_sharding_constraint place values); "
+          f"got spec={spec!r} mesh={mesh!r}")
+    return aval_sharding(len(spec))
 
   def __eq__(self, other):
     return type(other) is AvalSharding and other.spec == self.spec
@@ -379,10 +416,23 @@ class Sharding:
     return np.array_equal(np.sort(mine.devices, axis=-1), np.sort(theirs.devices, axis=-1))
 
 
+def _concrete(mesh: AbstractMesh) -> Mesh:
+  """The mesh in force (`set_mesh`, `with mesh:`) that `mesh` describes: a sharding names
+  devices, so one on an abstract mesh is one on that mesh."""
+  current = current_mesh()
+  if current is None or (current.axis_sizes, current.axis_names) != (mesh.axis_sizes,
+                                                                     mesh.axis_names):
+    raise ValueError(f"NamedSharding on {mesh!r} needs the mesh it describes in force "
+                     f"(`with minijax.set_mesh(mesh):`); the mesh in force is {current!r}")
+  return current
+
+
 class NamedSharding(Sharding):
   """`spec` laid out on `mesh` (see the module docstring)."""
 
   def __init__(self, mesh: Mesh, spec: PartitionSpec | None = None, *, memory_kind=None):
+    if isinstance(mesh, AbstractMesh):
+      mesh = _concrete(mesh)
     if not isinstance(mesh, Mesh):
       raise TypeError(f"NamedSharding expects a Mesh as its first argument, got "
                       f"{type(mesh).__name__}")
@@ -392,6 +442,8 @@ class NamedSharding(Sharding):
         spec = PartitionSpec(*spec)
       else:
         raise TypeError(f"NamedSharding expects a PartitionSpec, got {spec!r}")
+    if PartitionSpec.UNCONSTRAINED in spec:  # laid out unsplit (see _Unconstrained)
+      spec = PartitionSpec(*(None if p is PartitionSpec.UNCONSTRAINED else p for p in spec))
     used = spec.axis_names()
     for name in used:
       if name not in mesh.axis_names:

@@ -538,14 +538,24 @@ class PartialVal(tuple):
     return avals_lib.get_aval(self[1]) if self[0] is None else self[0]
 
 
+def _new_arg(trace, aval):
+  """An unknown input: of an extended dtype (a key type), a value of that type over a
+  tracer of its data, which is what the jaxpr takes (as `jit` traces keys)."""
+  if not dtypes.is_extended(aval.dtype):
+    return trace.new_arg(aval, None)
+  data = avals_lib.ShapedArray((*aval.shape, *aval.dtype.physical_shape), dtypes.uint32)
+  return aval.dtype.wrap(trace.new_arg(data, None))
+
+
 def trace_to_jaxpr_nounits(fun: Callable, pvals: Sequence[PartialVal],
                            instantiate: bool = False):
   """Partially evaluates `fun(*flat_args)` on known and unknown inputs: the known part runs
   now; returns `(jaxpr of the unknown part, one PartialVal per output, its constants)`."""
   trace = JaxprTrace()
   with new_trace(trace):
-    args = [pv.get_known() if pv.is_known() else trace.new_arg(pv[0], None) for pv in pvals]
-    outs = list(fun(*args))
+    args = [pv.get_known() if pv.is_known() else _new_arg(trace, pv[0]) for pv in pvals]
+    outs = [x._base_array if dtypes.is_extended(getattr(x, "dtype", None))
+            and trace.owns(x._base_array) else x for x in fun(*args)]  # (a traced key: data)
     flags = _broadcast(instantiate, len(outs))
     out_pvals, unknown = [], []
     for x, inst in zip(outs, flags):

@@ -1,0 +1,103 @@
+"""What JAX's libraries call that user programs rarely do, found by flax 0.12.8's own tests:
+the array protocol of wrappers that forward `aval`, sharding-carrying type constructors,
+`PartitionSpec.UNCONSTRAINED`, shardings on an abstract mesh, einsum's `_dot_general` hook
+and `out_sharding`, and partial evaluation over key-typed inputs."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import minijax
+import minijax.numpy as jnp
+from minijax import lax, random
+from minijax.core.avals import ShapedArray
+from minijax.interpreters import partial_eval as pe
+from minijax.sharding import AbstractMesh, Mesh, NamedSharding, PartitionSpec as P
+
+
+class Wrapper:
+  """A flax-Variable-like box: it forwards unknown attributes (`aval`, `shape`) to its
+  value and defines JAX's `__jax_array__`."""
+
+  def __init__(self, value):
+    self.value = value
+
+  def __getattr__(self, name):
+    return getattr(self.value, name)
+
+  def __jax_array__(self):
+    return self.value
+
+
+def test_numpy_functions_take_the_array_of_a_wrapper_that_forwards_aval():
+  def f(w):
+    box = Wrapper(w)
+    converted = jnp.asarray(box, jnp.float32)
+    assert type(converted) is not Wrapper
+    return (converted * jnp.sin(box)).sum()
+  x = np.array([0.5, 1.0], np.float32)
+  np.testing.assert_allclose(minijax.jit(minijax.grad(f))(x), np.sin(x) + x * np.cos(x),
+                             rtol=1e-6)
+  # nothing of the wrapper (nor of the gradient's tracers) is left in the jaxpr's constants
+  assert minijax.make_jaxpr(minijax.grad(f))(x).consts == []
+
+
+def test_types_take_an_unsplit_sharding_and_refuse_a_split_one():
+  aval = ShapedArray((3, 2), np.float32, sharding=None)
+  assert ShapedArray((3, 2), np.float32, sharding=aval.sharding) is aval
+  assert aval.update(sharding=aval.sharding) is aval
+  assert aval.sharding.update(spec=P(None)).spec == P(None)
+  with pytest.raises(NotImplementedError, match="carry no sharding"):
+    aval.sharding.update(spec=P("x", None))
+  mesh = Mesh(np.array(minijax.devices()[:1]), ("x",))
+  with pytest.raises(NotImplementedError, match="carry no sharding"):
+    ShapedArray((3,), np.float32, sharding=NamedSharding(mesh, P("x")))
+
+
+def test_unconstrained_dimensions_and_shardings_on_the_abstract_mesh_in_force():
+  mesh = Mesh(np.array(minijax.devices()[:1]), ("x",))
+  assert repr(P("x", P.UNCONSTRAINED)) == "PartitionSpec('x', UNCONSTRAINED)"
+  assert NamedSharding(mesh, P(P.UNCONSTRAINED, "x")).spec == P(None, "x")
+  assert mesh.are_all_axes_auto and not mesh.are_all_axes_explicit
+  abstract = mesh.abstract_mesh
+  assert abstract == AbstractMesh((1,), ("x",)) and abstract.are_all_axes_auto
+  with pytest.raises(ValueError, match="needs the mesh it describes in force"):
+    NamedSharding(abstract, P("x"))
+  with minijax.set_mesh(mesh):
+    sharding = NamedSharding(abstract, P("x"))
+    assert sharding.mesh is mesh
+    out = lax.with_sharding_constraint(jnp.arange(4.0), sharding)
+  np.testing.assert_array_equal(out, np.arange(4.0))
+
+
+def test_einsum_contracts_with_the_given_dot_general_and_takes_out_sharding():
+  calls = []
+
+  def counting_dot_general(x, y, dimension_numbers, precision=None,
+                           preferred_element_type=None):
+    calls.append(dimension_numbers)
+    return lax.dot_general(x, y, dimension_numbers, precision=precision,
+                           preferred_element_type=preferred_element_type)
+  a = np.arange(6, dtype=np.float32).reshape(2, 3)
+  got = jnp.einsum("ij,jk,kl->il", a, a.T, a, _dot_general=counting_dot_general)
+  np.testing.assert_allclose(got, a @ a.T @ a)
+  assert len(calls) == 2
+  np.testing.assert_allclose(jnp.einsum("ij,jk", a, a.T, out_sharding=None), a @ a.T)
+  np.testing.assert_allclose(jnp.matmul(a, a.T, out_sharding=None), a @ a.T)
+  with pytest.raises(NotImplementedError):
+    jnp.einsum("ij,jk", a, a.T, out=np.zeros((2, 2)))
+
+
+def test_partial_evaluation_over_a_key_typed_input():
+  key = random.key(0)
+  aval = ShapedArray((), key.dtype)
+  seen = []
+
+  def body(k, x):
+    seen.append(k.dtype)
+    return random.fold_in(k, 3), x * 2.0
+  jaxpr, out_pvals, _ = pe.trace_to_jaxpr_nounits(
+      body, [pe.PartialVal.unknown(aval), pe.PartialVal.known(np.float32(1.5))])
+  assert seen == [key.dtype]
+  assert not out_pvals[0].is_known() and out_pvals[1].get_known() == 3.0
+  assert jaxpr.invars[0].aval.shape == (2,)  # the key's data, as jit traces keys
