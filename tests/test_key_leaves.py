@@ -78,6 +78,16 @@ def test_array_equal_compares_key_arrays_eagerly_and_under_jit():
     jnp.array_equal(a, jnp.zeros((2, 2), jnp.uint32))
 
 
+def test_isclose_and_allclose_of_keys_are_equality_as_in_jax():
+  # (flax's tests check that two RNG streams differ with jnp.allclose)
+  a = random.split(random.key(1), 3)
+  assert np.asarray(jnp.isclose(a, a[1])).tolist() == [False, True, False]
+  assert bool(jnp.allclose(a, a)) and not bool(jnp.allclose(a, random.key(7)))
+  assert bool(minijax.jit(jnp.allclose)(a[0], a[0]))
+  with pytest.raises(TypeError, match="isclose does not accept dtypes key<fry>, float32"):
+    jnp.isclose(a, 1.0)
+
+
 def test_shape_dtype_structs_of_key_dtype_through_eval_shape_and_jit():
   key = random.key(1701)
   spec = minijax.ShapeDtypeStruct.like(key)

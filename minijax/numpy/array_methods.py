@@ -18,11 +18,15 @@ from minijax.numpy import _util
 
 
 def _binop(fn, reflected=False):
-  plain = _util.PLAIN_OPERANDS
+  """An operator: an operand that defines `__jax_array__` stands for its array; one that is
+  no array (a list, or an object that merely forwards `aval`, as flax's Cursor) gets
+  NotImplemented, so its own reflected operator runs, as with JAX's arrays."""
+  plain, arraylike = _util.PLAIN_OPERANDS, _util._ARRAYLIKE
   def op(self, other):
-    if type(other) not in plain and (isinstance(other, (list, tuple))
-                                     or not _util.is_arraylike(other)):
-      return NotImplemented
+    if type(other) not in plain and not isinstance(other, arraylike):
+      if not hasattr(type(other), "__jax_array__"):
+        return NotImplemented
+      other = other.__jax_array__()
     return fn(other, self) if reflected else fn(self, other)
   return op
 

@@ -479,6 +479,18 @@ def _jnp_array_equal(f, a1, a2, equal_nan=False):
   return jnp.all(_eq(a1, a2))  # (keys hold no NaN: equal_nan changes nothing)
 
 
+def _jnp_isclose(f, a, b, rtol=1e-05, atol=1e-08, equal_nan=False):
+  """Keys are close when equal (JAX's answer); with anything but keys of their type, the
+  binary TypeError."""
+  if not (isinstance(a, _K) and isinstance(b, _K) and a.dtype == b.dtype):
+    _jnp_binary_error("isclose")(f, a, b)
+  return _eq(a, b)
+
+
+def _jnp_allclose(f, a, b, rtol=1e-05, atol=1e-08, equal_nan=False):
+  return jnp.all(_jnp_isclose(f, a, b))
+
+
 def _jnp_not_equal(f, x, y):
   return _ne(x, y) if isinstance(x, _K) else _ne(y, x)
 
@@ -641,6 +653,7 @@ _JNP_RULES = {
     "full": _jnp_full_of("full"), "shape": _jnp_shape, "ndim": _jnp_ndim,
     "size": _jnp_size, "result_type": _jnp_result_type, "take": _jnp_take,
     "equal": _jnp_equal, "not_equal": _jnp_not_equal, "array_equal": _jnp_array_equal,
+    "isclose": _jnp_isclose, "allclose": _jnp_allclose,
     "squeeze": lambda f, a, axis=None: _squeeze(a, axis),
     "swapaxes": lambda f, a, b, c: _swapaxes(a, b, c),
     "add": _jnp_binary_error("add"), "subtract": _jnp_binary_error("sub"),
