@@ -21,6 +21,7 @@ from minijax.api_util import (DebugInfo, argnums_partial, broadcast_prefix, clos
                               flat_arg_names, fun_name, normalize_argnums, open_specs,
                               public_name)
 from minijax.core import dtypes
+from minijax.lax.structural import scalar_constant
 from minijax.core.axes import extend_axis_env
 from minijax.core.avals import ShapedArray, get_aval
 from minijax.core.jaxpr import ClosedJaxpr
@@ -475,13 +476,13 @@ def _value_and_grad(fun, argnums, has_aux, holomorphic, allow_int):
 
 
 def _cotangent_seed(aval):
-  """The 1 a gradient's backward pass starts from: a host constant (a literal in jaxprs,
-  as JAX's), weakly typed like the value when it is."""
+  """The 1 a gradient's backward pass starts from: an array (a literal in jaxprs, as JAX's),
+  weakly typed like the value when it is."""
   if not aval.weak_type:
-    return np.ones((), aval.dtype)
+    return scalar_constant(np.ones((), aval.dtype))
   for one in (1, 1.0, 1 + 0j):
     if dtypes.dtype_and_weak_type(one) == (aval.dtype, True):
-      return one
+      return scalar_constant(one)
   return lax.full((), 1, aval.dtype, weak_type=True)
 
 

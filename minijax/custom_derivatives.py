@@ -217,6 +217,27 @@ def _user_groups(tree) -> tuple[list, list[int]]:
   return leaves, [len(tree_util.tree_leaves(x)) for x in leaves]
 
 
+def _cotangents_up_to(primal, ct) -> list:
+  """One cotangent per user leaf of `primal` from a bwd rule's `ct`, of the same structure,
+  or (as JAX lets it) of a structure whose leaves each stand for a subtree of `primal`
+  that holds one leaf (a flax Variable's array for the Variable)."""
+  try:
+    return user_tree_util.tree_structure(primal).flatten_up_to(ct)
+  except (ValueError, TypeError) as mismatch:
+    leaves, tree = user_tree_util.tree_flatten(ct, is_leaf=lambda x: x is None)
+    try:
+      subtrees = tree.flatten_up_to(primal)
+    except (ValueError, TypeError):
+      raise mismatch from None
+    out = []
+    for leaf, subtree in zip(leaves, subtrees):
+      n = len(user_tree_util.tree_leaves(subtree))
+      if leaf is not None and n != 1:
+        raise mismatch
+      out += [leaf] * n if leaf is None else [leaf]  # (None: zeros for the whole subtree)
+    return out
+
+
 def _symbolic_cotangents(tree):
   """A tree of cotangents (zeros as `SymbolicZero`s) with each user leaf whose data are all
   symbolic zeros as one `SymbolicZero` of float0 (a key array's cotangent, as in JAX)."""
@@ -578,8 +599,7 @@ class custom_vjp:
         # per user leaf of the argument (a key array: one, over its data): None or a
         # SymbolicZero is a zero for all its data
         xs, groups = _user_groups(a)
-        user_cts = ([None] * len(xs) if ct is None
-                    else user_tree_util.tree_structure(a).flatten_up_to(ct))
+        user_cts = [None] * len(xs) if ct is None else _cotangents_up_to(a, ct)
         for c, n in zip(user_cts, groups):
           zero = c is None or isinstance(c, SymbolicZero)
           leaves += [None] * n if zero else tree_util.tree_leaves(c)

@@ -220,3 +220,37 @@ def test_linear_call_transposes_by_the_users_transpose_not_the_functions():
     minijax.grad(lambda r: linear_call(lambda r, x: r * x, lambda r, t: r * t, r, 1.0))(2.0)
   assert np.asarray(zero_from_primal(jnp.ones(2))).tolist() == [0.0, 0.0]
   assert zero_from_primal({"i": jnp.ones(2, np.int32)})["i"].dtype == minijax.dtypes.float0
+
+
+class _Box:
+  """A pytree node holding one array (as flax's Variables are)."""
+
+  def __init__(self, value):
+    self.value = value
+
+
+minijax.tree_util.register_pytree_node(_Box, lambda b: ((b.value,), None),
+                                       lambda _, leaves: _Box(leaves[0]))
+
+
+def test_custom_vjp_bwd_may_give_an_array_for_a_node_that_holds_one_as_jax_allows():
+  @minijax.custom_vjp
+  def f(params):
+    return jnp.sin(params["w"].value) * params["b"][0]
+
+  def f_fwd(params):
+    return f(params), params
+
+  def f_bwd(params, g):  # an array where the primal has a _Box; None for a whole subtree
+    return ({"w": g * jnp.cos(params["w"].value) * params["b"][0], "b": None},)
+  f.defvjp(f_fwd, f_bwd)
+  params = {"w": _Box(jnp.float32(0.5)), "b": (jnp.float32(3.0), jnp.float32(4.0))}
+  g = minijax.grad(f)(params)
+  np.testing.assert_allclose(g["w"].value, 3.0 * np.cos(0.5), rtol=1e-6)
+  assert [float(x) for x in g["b"]] == [0.0, 0.0]
+
+  def bad_bwd(params, g):  # one array for the two leaves of "b": refused
+    return ({"w": g, "b": g},)
+  f.defvjp(f_fwd, bad_bwd)
+  with pytest.raises((ValueError, TypeError)):
+    minijax.grad(f)(params)

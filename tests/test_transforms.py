@@ -501,6 +501,17 @@ def test_vmap_of_an_elementwise_op_computes_what_each_unbatched_call_computes():
   np.testing.assert_array_equal(np.asarray(out), xs[0][None] / ys[:, None, None])
 
 
+def test_grad_starts_from_a_literal_one_and_returns_arrays():
+  text = str(minijax.make_jaxpr(minijax.grad(lambda x: x * 2.0))(1.0))
+  assert "mul 1.0:f32[] 2.0:f32[]" in text, text  # (JAX's jaxpr)
+  # an input whose cotangent is the seed itself still gets an array, weakly typed as JAX's
+  g = minijax.grad(lambda d: d["a"] + d["b"] + d["a"])({"a": 10.0, "b": 20.0})
+  assert all(type(v) is minijax.Array and v.weak_type for v in g.values())
+  assert float(g["a"]) == 2.0 and float(g["b"]) == 1.0
+  g = minijax.grad(lambda a: a)(np.float32(3.0))
+  assert type(g) is minijax.Array and not g.weak_type and float(g) == 1.0
+
+
 def test_third_derivative_of_a_quotient_whose_square_overflows_is_jaxs():
   """The quotient rule's divisor term is `-g * x * y**-2` (JAX's): differentiating it again
   stays finite where y*y overflows float32; numpyro's log1mexp (a custom JVP dividing by

@@ -94,8 +94,11 @@ def reject_out(name: str, out) -> None:
 
 
 def check(name: str, *args) -> None:
-  """Raises a TypeError naming the first of `args` that is no array (see `arrays_of`)."""
+  """Raises a TypeError naming the first of `args` that is no array (an object defining
+  `__jax_array__` is checked as its array, which `arrays_of` hands on)."""
   for i, x in enumerate(args):
+    if hasattr(type(x), "__jax_array__") and not isinstance(x, _ARRAYLIKE):
+      x = x.__jax_array__()
     if type(getattr(x, "aval", None)) is AbstractRef:
       raise TypeError(f"{name} requires ndarray or scalar arguments, got {type(x)} at position "
                       f"{i}: it is a mutable array reference; read its value with `r[...]`")

@@ -183,7 +183,7 @@ def empty(shape, dtype=None):
 def _like(name, a, dtype, shape):
   """The shape, dtype and weak type of a `*_like` result: `a`'s, unless given (an explicit
   dtype is strong; without one the result is weak when `a` is, as in JAX)."""
-  _util.check(name, a)
+  (a,) = _util.arrays_of(name, (a,))
   aval = get_aval(a)
   return (_shape_tuple(shape) if shape is not None else aval.shape,
           _canonical(dtype, name) or aval.dtype, dtype is None and aval.weak_type)

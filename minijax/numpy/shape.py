@@ -24,7 +24,7 @@ def _arr(name, a):
   if isinstance(a, (list, tuple)):
     from minijax.numpy.creation import array
     return array(a)
-  _util.check(name, a)
+  (a,) = _util.arrays_of(name, (a,))
   return lax.convert_to_array(a)
 
 
