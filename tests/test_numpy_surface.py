@@ -568,3 +568,23 @@ def test_einsum_takes_ellipsis_subscripts_as_numpy(spec, shapes):
   np.testing.assert_allclose(jnp.einsum(spec, *ops), np.einsum(spec, *ops), rtol=1e-5, atol=1e-5)
   np.testing.assert_allclose(minijax.jit(lambda *o: jnp.einsum(spec, *o))(*ops),
                              np.einsum(spec, *ops), rtol=1e-5, atol=1e-5)
+
+
+def test_median_of_two_middle_values_is_their_midpoint_as_jax_rounds_it():
+  x = (np.random.RandomState(0).normal(size=(4, 2)) * 10).astype(np.float16)
+  # JAX 0.10.2's bits ((a + b) / 2 in float16; a + (b - a) / 2 is one ulp away)
+  assert np.asarray(jnp.median(x, axis=0)).view(np.uint16).tolist() == [19164, 15609]
+
+
+def test_reductions_divide_as_jaxs_compiled_functions_do():
+  """A mean divides by a constant count, which XLA turns into a multiplication by its
+  reciprocal within the one program (JAX's jnp functions are compiled whole, so are
+  minijax's, a list `axis` too); a variance divides by a count less `ddof`, an argument of
+  JAX's compiled function, so it divides.  The sum (100003) is exact in any order."""
+  x = np.full(12, 100003 // 12, np.float32)
+  x[0] += 7
+  reciprocal = np.float32(100003) * np.float32(1 / 12)  # 8333.584, where / gives 8333.583
+  assert reciprocal != np.float32(100003) / np.float32(12)
+  for got in (jnp.mean(x), jnp.asarray(x).mean(axis=[0]), jnp.mean(x[None], axis=[1])[0]):
+    assert np.float32(got) == reciprocal
+  assert np.asarray(jnp.var(x)).view(np.uint32) == 1081052731  # JAX 0.10.2's bits

@@ -47,8 +47,9 @@ def compiled_when_eager(dynamic: int | None = None, *, name: str | None = None):
   The first `dynamic` positional arguments (all of them when None) are arrays, checked with
   `check` (None is let through) and passed to the compiled call; the others, positional or
   keyword, are static: one jitted function per value of them.  Numpy's sequences among the
-  arrays, and unhashable static values (a list `axis`, an array `where=`), make the function
-  run op by op instead.  `name` (by default the function's) names it in errors and logs."""
+  arrays, and unhashable static values other than lists (an array `where=`), make the
+  function run op by op instead (which can round differently: XLA rewrites within one
+  program, as in JAX's compiled functions).  `name` (by default the function's) names it in errors and logs."""
   context, EvalTrace = trace_lib._context, trace_lib.EvalTrace
 
   def wrap(impl):
@@ -69,8 +70,12 @@ def compiled_when_eager(dynamic: int | None = None, *, name: str | None = None):
       key = (static, *kwargs.items()) if kwargs else static
       try:
         fn = jitted.get(key)
-      except TypeError:
-        return impl(*args, **kwargs)
+      except TypeError:  # a list among them (`axis=[1, 2]`): keyed as a tuple
+        try:
+          key = _hashable(key)
+          fn = jitted.get(key)
+        except TypeError:
+          return impl(*args, **kwargs)
       if fn is None:
         from minijax.api import jit
 
@@ -85,6 +90,17 @@ def compiled_when_eager(dynamic: int | None = None, *, name: str | None = None):
     run.__wrapped__ = impl
     return run
   return wrap
+
+
+def _hashable(value):
+  """`value` with its lists (nested in tuples, lists and keyword pairs) as tuples tagged as
+  lists, for a cache key: TypeError for anything else unhashable."""
+  if isinstance(value, list):
+    return (list, *map(_hashable, value))
+  if isinstance(value, tuple):
+    return tuple(map(_hashable, value))
+  hash(value)
+  return value
 
 
 def reject_out(name: str, out) -> None:

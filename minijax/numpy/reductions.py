@@ -188,7 +188,7 @@ def var(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=Non
   ddof = _correction("var", ddof, correction)
   _inexact_dtype("var", dtype, a)
   if mean is None:
-    out = _var(a, axis, dtype, out, ddof, keepdims, where)
+    out = _var(a, ddof, axis, dtype, out, keepdims, where)
   else:
     out = _var_about(a, mean, axis, dtype, out, ddof, keepdims, where)
   if dtype is not None and np.issubdtype(np.dtype(dtype), np.complexfloating):
@@ -244,10 +244,12 @@ def _var_about(a, center, axis, dtype, out, ddof, keepdims, where):
   return _mean_square(centered, x, axes, dt, ddof, keepdims, where)
 
 
-@_util.compiled_when_eager(dynamic=1)
-def _var(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, where=None):
+@_util.compiled_when_eager(dynamic=2)
+def _var(a, ddof, axis=None, dtype=None, out=None, keepdims=False, where=None):
   """The mean squared deviation from the mean over `axis` (only where `where` holds),
-  divided by the count less `ddof`; NaN where that is not positive."""
+  divided by the count less `ddof`; NaN where that is not positive.  Called eagerly,
+  `ddof` is an argument of the compiled call, as in JAX's (so the division stays one:
+  XLA would multiply by the reciprocal of a constant count)."""
   x, axes = _prep("var", a, axis, out)
   dt = _mean_dtype(_util.dtype(x), dtype)
   x = _cast(x, dt)
@@ -263,8 +265,9 @@ def _mean_square(centered, x, axes, dt, ddof, keepdims, where):
   sq = lax.mul(centered, centered)
   if where is None:
     total = _accumulate(lax.reduce_sum, sq, axes)
-    n = _count(x, axes) - ddof
-    out = lax.div(total, lax.full(_util.shape(total), n if n > 0 else np.nan, dt))
+    n = lax.sub(lax.full((), _count(x, axes), dt), lax.convert_element_type(ddof, dt))
+    positive = lax.broadcast_in_dim(lax.gt(n, lax.full((), 0, dt)), _util.shape(total), ())
+    out = lax.select(positive, lax.div(total, n), lax.full_like(total, np.nan))
     return _keep(out, x, axes, keepdims)
   from minijax.numpy.ufuncs import where as _where
   mask = _util.broadcast_to(where, _util.shape(x))
