@@ -109,3 +109,13 @@ def test_initializers_take_out_sharding_as_the_samplers_do():
   assert placed.sharding == NamedSharding(mesh, P())
   unsharded = minijax.typeof(plain).sharding  # what flax passes: nothing changes
   np.testing.assert_array_equal(I.zeros(key, (2,), np.float32, unsharded), [0, 0])
+
+
+@pytest.mark.parametrize("distribution", ["truncated_normal", "normal", "uniform"])
+def test_variance_scaling_keeps_bfloat16_real(distribution):
+  # (numpy does not count ml_dtypes' bfloat16 as np.floating: it drew complex64 samples)
+  import ml_dtypes
+  init = I.variance_scaling(1.0, "fan_in", distribution)
+  out = init(random.key(0), (3, 4), ml_dtypes.bfloat16)
+  assert out.dtype == ml_dtypes.bfloat16
+  assert np.all(np.abs(np.asarray(out, np.float32)) < 4)

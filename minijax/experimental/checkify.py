@@ -39,6 +39,7 @@ from typing import Any, Callable
 import numpy as np
 
 from minijax import lax, random, tree_util
+from minijax.core import dtypes
 from minijax.core import effects as effects_lib
 from minijax.core.avals import ShapedArray, get_aval
 from minijax.core.jaxpr import ClosedJaxpr, Literal, eval_jaxpr
@@ -369,7 +370,7 @@ def _oob_site(state, eqn) -> int:
 
 def _nan_check(state, eqn, invals, outs):
   nans = [_any(lax.ne(out, out)) for out in outs
-          if np.issubdtype(np.dtype(get_aval(out).dtype), np.inexact)]
+          if dtypes.is_inexact(get_aval(out).dtype)]  # (bfloat16 and float8 too)
   if nans:
     state.fail(_nan_site(state, eqn), functools.reduce(lax.bitwise_or, nans))
 

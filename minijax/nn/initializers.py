@@ -149,7 +149,7 @@ def variance_scaling(scale, mode: str, distribution: str, in_axis=-2, out_axis=-
     else:
       raise ValueError(f"invalid mode for variance scaling initializer: {mode}")
     variance = jnp.array(scale / denominator, dtype=dtype)
-    is_real = np.issubdtype(np.dtype(dtype), np.floating)
+    is_real = not np.issubdtype(np.dtype(dtype), np.complexfloating)  # (bfloat16 too)
     if distribution == "truncated_normal":
       if is_real:
         stddev = jnp.sqrt(variance) / jnp.array(_TRUNCATED_STDDEV, dtype)

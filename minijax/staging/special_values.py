@@ -19,6 +19,7 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from minijax.config import LOCAL_BLOCKS, config
+from minijax.core import dtypes
 from minijax.core.jaxpr import ClosedJaxpr, eval_jaxpr
 from minijax.runtime.array import is_concrete_array
 
@@ -47,7 +48,7 @@ _on_change("debug_nans", None)
 def invalid_kind(outs: Sequence[Any]) -> str | None:
   """"nan" or "inf" when a result is one the flags ask to catch, else None."""
   for out in outs:
-    if not (is_concrete_array(out) and np.issubdtype(out.dtype, np.inexact)):
+    if not (is_concrete_array(out) and dtypes.is_inexact(out.dtype)):  # (bfloat16 too)
       continue
     value = np.asarray(out)
     if config.debug_nans and np.isnan(value).any():
