@@ -42,7 +42,19 @@ def device_put(x, device=None, *, src=None, donate: bool = False, may_alias=None
     raise ValueError("may_alias and donate cannot be True at the same time.")
 
   def is_leaf(d):
-    return d is None or isinstance(d, (sharding_lib.Sharding, int, runtime_backend.Device))
+    return d is None or isinstance(d, (sharding_lib.Sharding, int, runtime_backend.Device,
+                                       sharding_lib.PartitionSpec))
+
+  def named(d):  # a bare PartitionSpec: on the mesh in force, as in JAX
+    if not isinstance(d, sharding_lib.PartitionSpec):
+      return d
+    mesh = sharding_lib.current_mesh()
+    if mesh is None:
+      raise ValueError("Please set a mesh via `jax.set_mesh` if a PartitionSpec is passed to "
+                       "device_put")
+    return sharding_lib.NamedSharding(mesh, d)
+
+  device = tree_util.tree_map(named, device, is_leaf=is_leaf)
 
   if may_alias is False:  # a new buffer even where the value is in place already
     def put(leaf, target):

@@ -101,3 +101,15 @@ def test_partial_evaluation_over_a_key_typed_input():
   assert seen == [key.dtype]
   assert not out_pvals[0].is_known() and out_pvals[1].get_known() == 3.0
   assert jaxpr.invars[0].aval.shape == (2,)  # the key's data, as jit traces keys
+
+
+def test_device_put_to_a_partition_spec_uses_the_mesh_in_force():
+  mesh = Mesh(np.array(minijax.devices()[:1]), ("x",))
+  with pytest.raises(ValueError, match="set a mesh via `jax.set_mesh`"):
+    minijax.device_put(jnp.zeros(4), P("x"))
+  with minijax.set_mesh(mesh):
+    out = minijax.device_put(jnp.arange(4.0), P("x"))
+    pair = minijax.device_put((jnp.zeros(2), jnp.ones(2)), (P(), None))
+  assert out.sharding == NamedSharding(mesh, P("x"))
+  np.testing.assert_array_equal(out, np.arange(4.0))
+  assert pair[0].sharding == NamedSharding(mesh, P())
