@@ -113,3 +113,28 @@ def test_device_put_to_a_partition_spec_uses_the_mesh_in_force():
   assert out.sharding == NamedSharding(mesh, P("x"))
   np.testing.assert_array_equal(out, np.arange(4.0))
   assert pair[0].sharding == NamedSharding(mesh, P())
+
+
+def test_a_library_shows_or_hides_its_frames_through_the_exclusion_list(tmp_path, monkeypatch):
+  import importlib
+  import sys
+  import traceback
+  from minijax._src import traceback_util as jax_traceback_util
+  (tmp_path / "mylib_frames.py").write_text(
+      "def fail(x):\n  raise ValueError('from the library')\n")
+  monkeypatch.syspath_prepend(str(tmp_path))
+  mylib = importlib.import_module("mylib_frames")
+
+  def files_in_traceback():
+    try:
+      minijax.jit(lambda x: mylib.fail(x))(1.0)
+    except ValueError as e:
+      return [f.f_code.co_filename for f, _ in traceback.walk_tb(e.__traceback__)]
+  assert mylib.__file__ in files_in_traceback()
+  jax_traceback_util._exclude_paths.append(str(tmp_path))  # (flax's hide_flax_in_tracebacks)
+  try:
+    assert mylib.__file__ not in files_in_traceback()
+  finally:
+    jax_traceback_util._exclude_paths.remove(str(tmp_path))
+  assert mylib.__file__ in files_in_traceback()
+  sys.modules.pop("mylib_frames", None)

@@ -1,16 +1,15 @@
 """`jax._src.traceback_util` for libraries: `api_boundary` is minijax's own (it filters
 minijax's frames); `register_exclusion(path)` adds `path` to the files whose frames are
-hidden from filtered tracebacks."""
+hidden from filtered tracebacks, `_exclude_paths` is that list itself (flax adds and
+removes its folder there), `UnfilteredStackTrace` the cause that carries the whole stack."""
 from __future__ import annotations
 
-from minijax.core.traceback_util import api_boundary, exclude_path
-
-_exclude_paths: list[str] = []
+from minijax.core.traceback_util import UnfilteredStackTrace, api_boundary, exclude_path
+from minijax.core.traceback_util import excluded_paths as _exclude_paths  # (the same list)
 
 
 def register_exclusion(path: str) -> None:
-  _exclude_paths.append(path)
   exclude_path(path)
 
 
-__all__ = ["api_boundary", "register_exclusion"]
+__all__ = ["UnfilteredStackTrace", "api_boundary", "register_exclusion"]

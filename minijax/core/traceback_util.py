@@ -39,18 +39,19 @@ _boundary_codes: set = set()
 
 
 # Files (or folders) whose frames are hidden like minijax's own: minijax, and the files a
-# library registered (`jax._src.traceback_util.register_exclusion`, as flax does).
-_excluded_paths: tuple[str, ...] = (_PACKAGE_DIR,)
+# library registered (`jax._src.traceback_util.register_exclusion`), or put in or took out
+# of this list itself (`jax._src.traceback_util._exclude_paths`: flax's show/hide switch).
+excluded_paths: list[str] = [_PACKAGE_DIR]
 
 
 def exclude_path(path: str) -> None:
   """Hides frames of files under `path` from filtered tracebacks, as minijax's own."""
-  global _excluded_paths
-  _excluded_paths = (*_excluded_paths, path)
+  if path not in excluded_paths:
+    excluded_paths.append(path)
 
 
 def is_internal_frame(frame: types.FrameType) -> bool:
-  return frame.f_code.co_filename.startswith(_excluded_paths)
+  return frame.f_code.co_filename.startswith(tuple(excluded_paths))
 
 
 class UnfilteredStackTrace(Exception):
