@@ -86,6 +86,7 @@ def test_isclose_and_allclose_of_keys_are_equality_as_in_jax():
   assert bool(minijax.jit(jnp.allclose)(a[0], a[0]))
   with pytest.raises(TypeError, match="isclose does not accept dtypes key<fry>, float32"):
     jnp.isclose(a, 1.0)
+  assert jnp.nan_to_num(a) is a  # (blackjax maps it over states holding keys; JAX's too)
 
 
 def test_shape_dtype_structs_of_key_dtype_through_eval_shape_and_jit():

@@ -654,6 +654,7 @@ _JNP_RULES = {
     "size": _jnp_size, "result_type": _jnp_result_type, "take": _jnp_take,
     "equal": _jnp_equal, "not_equal": _jnp_not_equal, "array_equal": _jnp_array_equal,
     "isclose": _jnp_isclose, "allclose": _jnp_allclose,
+    "nan_to_num": lambda f, x, *args, **kwargs: x,  # (keys hold no NaN: as they are, as JAX)
     "squeeze": lambda f, a, axis=None: _squeeze(a, axis),
     "swapaxes": lambda f, a, b, c: _swapaxes(a, b, c),
     "add": _jnp_binary_error("add"), "subtract": _jnp_binary_error("sub"),
