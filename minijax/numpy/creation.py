@@ -22,6 +22,7 @@ from minijax.core.avals import get_aval
 from minijax.core.trace import Tracer, eval_trace, is_eval_context, set_current_trace
 from minijax.lax.structural import scalar_constant
 from minijax.numpy import _util
+from minijax.runtime.array import Array
 from minijax.lax.sharding import takes_out_sharding
 
 
@@ -189,16 +190,27 @@ def _like(name, a, dtype, shape):
           _canonical(dtype, name) or aval.dtype, dtype is None and aval.weak_type)
 
 
+def _laid_out_like(out, a, shape, weak):
+  """`out` (made like `a`) with `a`'s sharding when `a` is an Array committed to a layout
+  over several devices, not weakly typed, and `out` keeps its shape, as JAX's `*_like`
+  (optax's optimizer states follow their sharded parameters)."""
+  if (shape is None and not weak and type(a) is Array and a._committed
+      and isinstance(out, Array) and len(a.sharding.device_set) > 1):
+    from minijax.placement import device_put
+    return device_put(out, a.sharding)
+  return out
+
+
 @placed
 def zeros_like(a, dtype=None, shape=None):
-  shape, dtype, weak = _like("zeros_like", a, dtype, shape)
-  return lax.full(shape, 0, dtype, weak_type=weak)
+  out_shape, dtype, weak = _like("zeros_like", a, dtype, shape)
+  return _laid_out_like(lax.full(out_shape, 0, dtype, weak_type=weak), a, shape, weak)
 
 
 @placed
 def ones_like(a, dtype=None, shape=None):
-  shape, dtype, weak = _like("ones_like", a, dtype, shape)
-  return lax.full(shape, 1, dtype, weak_type=weak)
+  out_shape, dtype, weak = _like("ones_like", a, dtype, shape)
+  return _laid_out_like(lax.full(out_shape, 1, dtype, weak_type=weak), a, shape, weak)
 
 
 @placed
@@ -208,10 +220,12 @@ def empty_like(prototype, dtype=None, shape=None):
 
 @placed
 def full_like(a, fill_value, dtype=None, shape=None):
-  shape, dtype, weak = _like("full_like", a, dtype, shape)
+  out_shape, dtype, weak = _like("full_like", a, dtype, shape)
   if _util.ndim(fill_value) == 0:
-    return lax.full(shape, fill_value, dtype, weak_type=weak)
-  return _util.broadcast_to(lax.convert_element_type(fill_value, dtype, weak), shape)
+    out = lax.full(out_shape, fill_value, dtype, weak_type=weak)
+  else:
+    out = _util.broadcast_to(lax.convert_element_type(fill_value, dtype, weak), out_shape)
+  return _laid_out_like(out, a, shape, weak)
 
 
 def _concrete(name, x):

@@ -194,5 +194,15 @@ def test_multihost_utils_in_one_process(mesh):
   assert np.asarray(local["x"]).tolist() == list(range(8)) and mesh.local_mesh == mesh
 
 
+def test_like_functions_lay_out_their_result_as_a_committed_sharded_input(devices):
+  # (as JAX's full_like: optax's optimizer moments follow their sharded parameters)
+  mesh = Mesh(np.array(devices).reshape(2, 2), ("a", "b"))
+  x = minijax.device_put(jnp.ones((4, 4)), NamedSharding(mesh, P("a", "b")))
+  for made in (jnp.zeros_like(x), jnp.ones_like(x), jnp.full_like(x, 2.0)):
+    assert made.sharding == x.sharding
+  assert jnp.zeros_like(x, shape=(2,)).sharding != x.sharding  # (another shape: default)
+  assert len(jnp.zeros_like(jnp.ones(3)).sharding.device_set) == 1
+
+
 def test_jax_was_never_imported():
   assert "jax" not in sys.modules
