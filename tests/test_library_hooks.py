@@ -138,3 +138,12 @@ def test_a_library_shows_or_hides_its_frames_through_the_exclusion_list(tmp_path
     jax_traceback_util._exclude_paths.remove(str(tmp_path))
   assert mylib.__file__ in files_in_traceback()
   sys.modules.pop("mylib_frames", None)
+
+
+def test_shapes_take_concrete_integer_arrays_and_refuse_floats():
+  # (blackjax sizes an array by a 0-d integer Array; a float shape was truncated before)
+  assert jnp.zeros(jnp.array(3)).shape == (3,)
+  assert jnp.ones((jnp.array(2), 3)).shape == (2, 3)
+  for bad in (jnp.array(2.0), 2.5, (2.0, 3)):
+    with pytest.raises(TypeError, match="shape must be an int or a sequence of ints"):
+      jnp.zeros(bad)

@@ -13,12 +13,14 @@ from __future__ import annotations
 
 import functools
 import inspect
+import operator
 
 import numpy as np
 
 from minijax import lax
 from minijax.core import dtypes
 from minijax.core.avals import get_aval
+from minijax.core.errors import ConcretizationTypeError
 from minijax.core.trace import Tracer, eval_trace, is_eval_context, set_current_trace
 from minijax.lax.structural import scalar_constant
 from minijax.numpy import _util
@@ -143,10 +145,14 @@ def asarray(a, dtype=None, order=None, *, copy=None):
 
 
 def _shape_tuple(shape):
-  if isinstance(shape, (int, np.integer)):
-    return (int(shape),)
+  """`shape` as a tuple of ints: an int, a concrete 0-d integer array, or a sequence of them
+  (a float is refused, as in JAX, not truncated)."""
   try:
-    return tuple(int(s) for s in shape)
+    if hasattr(shape, "__index__"):
+      return (operator.index(shape),)
+    return tuple(operator.index(s) for s in shape)
+  except ConcretizationTypeError:
+    raise
   except TypeError:
     raise TypeError(f"shape must be an int or a sequence of ints, got {shape!r:.60}") from None
 
