@@ -45,28 +45,22 @@ def device_put(x, device=None, *, src=None, donate: bool = False, may_alias=None
     return d is None or isinstance(d, (sharding_lib.Sharding, int, runtime_backend.Device,
                                        sharding_lib.PartitionSpec))
 
-  def named(d):  # a bare PartitionSpec: on the mesh in force, as in JAX
-    if not isinstance(d, sharding_lib.PartitionSpec):
-      return d
-    mesh = sharding_lib.current_mesh()
-    if mesh is None:
-      raise ValueError("Please set a mesh via `jax.set_mesh` if a PartitionSpec is passed to "
-                       "device_put")
-    return sharding_lib.NamedSharding(mesh, d)
-
-  device = tree_util.tree_map(named, device, is_leaf=is_leaf)
-
   if may_alias is False:  # a new buffer even where the value is in place already
     def put(leaf, target):
       out = runtime_device_put(leaf, target)
       return array_lib.copy_array(out) if out is leaf and out._device is not None else out
   else:
     put = runtime_device_put
-  for target in tree_util.tree_leaves(device, is_leaf=is_leaf):
+  targets = tree_util.tree_leaves(device, is_leaf=is_leaf)
+  for target in targets:
     if not is_leaf(target) or isinstance(target, bool):
       raise ValueError("`jax.device_put` only accepts `None`, `jax.sharding.Sharding`, "
                        "`jax.Device` (or, in minijax, a device index) or a pytree of these "
                        f"values. Received invalid value: {target}")
+  if any(isinstance(t, sharding_lib.PartitionSpec) for t in targets):  # on the mesh in force
+    device = tree_util.tree_map(
+        lambda d: sharding_lib.on_current_mesh(d, "device_put")
+        if isinstance(d, sharding_lib.PartitionSpec) else d, device, is_leaf=is_leaf)
 
   def one(leaf, target):
     if isinstance(leaf, Tracer):

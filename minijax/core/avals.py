@@ -17,7 +17,7 @@ import numpy as np
 from minijax.config import LOCAL_BLOCKS, config
 from minijax.core import dtypes
 from minijax.core.dtypes import PYTHON_SCALARS
-from minijax.core.sharding import aval_sharding
+from minijax.core.sharding import aval_sharding, require_unsplit
 
 
 class AbstractValue:
@@ -32,7 +32,7 @@ class ShapedArray(AbstractValue):
 
   def __new__(cls, shape, dtype, weak_type: bool = False, *, sharding=None):
     if sharding is not None:
-      _check_unsharded(sharding)
+      require_unsplit(getattr(sharding, "spec", None), f"sharding={sharding!r}")
     key = (shape if type(shape) is tuple else tuple(shape), dtype, weak_type)
     self = cls._interned.get(key)
     if self is None:
@@ -55,7 +55,7 @@ class ShapedArray(AbstractValue):
 
   def update(self, shape=None, dtype=None, weak_type=None, sharding=None) -> "ShapedArray":
     if sharding is not None:
-      _check_unsharded(sharding)
+      require_unsplit(getattr(sharding, "spec", None), f"sharding={sharding!r}")
     return ShapedArray(self.shape if shape is None else shape,
                        self.dtype if dtype is None else dtype,
                        self.weak_type if weak_type is None else weak_type)
@@ -85,16 +85,6 @@ class ShapedArray(AbstractValue):
   def sharding(self):
     """Always unsharded (see `minijax.core.sharding.AvalSharding`)."""
     return aval_sharding(self.ndim)
-
-
-def _check_unsharded(sharding) -> None:
-  """JAX's types carry a sharding; minijax's carry none (one layout per computation), so a
-  type can be made only with an unsplit one, such as another type's `.sharding`."""
-  spec = getattr(sharding, "spec", None)
-  if spec is None or any(p is not None for p in spec):
-    raise NotImplementedError(
-        f"minijax's array types carry no sharding (jax.jit's in_shardings/out_shardings and "
-        f"with_sharding_constraint place values); got sharding={sharding!r}")
 
 
 class AbstractToken(AbstractValue):

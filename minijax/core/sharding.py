@@ -251,11 +251,7 @@ class AvalSharding:
   def update(self, *, spec=None, mesh=None, memory_kind=None) -> "AvalSharding":
     """This sharding with another (unsplit) spec: the types carry no other."""
     spec = self.spec if spec is None else spec
-    if any(p is not None for p in spec) or mesh is not None and not mesh.empty:
-      raise NotImplementedError(
-          f"minijax's array types carry no sharding (one layout per computation: "
-          f"jax.jit's in_shardings/out_shardings and with_sharding_constraint place values); "
-          f"got spec={spec!r} mesh={mesh!r}")
+    require_unsplit(spec, f"spec={spec!r}")
     return aval_sharding(len(spec))
 
   def __eq__(self, other):
@@ -266,6 +262,15 @@ class AvalSharding:
 
   def __repr__(self):
     return f"NamedSharding(mesh={self.mesh!r}, spec={self.spec!r})"
+
+
+def require_unsplit(spec, shown: str) -> None:
+  """Raises unless `spec` splits no dimension: a type's sharding (JAX's types carry one)
+  can only be the unsplit one, as minijax's types carry none."""
+  if spec is None or any(p is not None for p in spec):
+    raise NotImplementedError(
+        f"minijax's array types carry no sharding (one layout per computation: jax.jit's "
+        f"in_shardings/out_shardings and with_sharding_constraint place values); got {shown}")
 
 
 @functools.lru_cache(maxsize=None)
@@ -490,6 +495,15 @@ class NamedSharding(Sharding):
   def tile_assignment(self, ndim: int, positions: dict | None = None) -> TileAssignment:
     return _named_tile_assignment(self.mesh, self.spec, ndim,
                                   None if positions is None else _positions_key(positions))
+
+
+def on_current_mesh(spec: PartitionSpec, what: str) -> NamedSharding:
+  """A bare PartitionSpec given to `what` as the sharding it names on the mesh in force."""
+  mesh = current_mesh()
+  if mesh is None:
+    raise ValueError(f"{what} was given the PartitionSpec {spec} but no mesh is in force: "
+                     "set a mesh via `jax.set_mesh` (or `with mesh:`), or pass a NamedSharding")
+  return NamedSharding(mesh, spec)
 
 
 def _positions_key(positions: dict) -> tuple:

@@ -547,6 +547,15 @@ def _new_arg(trace, aval):
   return aval.dtype.wrap(trace.new_arg(data, None))
 
 
+def _traced_key_data(trace, x):
+  """An output: a key over a tracer of this trace as that tracer (its data), else `x`."""
+  if dtypes.is_extended(getattr(x, "dtype", None)):
+    data = x.dtype.physical(x)
+    if trace.owns(data):
+      return data
+  return x
+
+
 def trace_to_jaxpr_nounits(fun: Callable, pvals: Sequence[PartialVal],
                            instantiate: bool = False):
   """Partially evaluates `fun(*flat_args)` on known and unknown inputs: the known part runs
@@ -554,8 +563,7 @@ def trace_to_jaxpr_nounits(fun: Callable, pvals: Sequence[PartialVal],
   trace = JaxprTrace()
   with new_trace(trace):
     args = [pv.get_known() if pv.is_known() else _new_arg(trace, pv[0]) for pv in pvals]
-    outs = [x._base_array if dtypes.is_extended(getattr(x, "dtype", None))
-            and trace.owns(x._base_array) else x for x in fun(*args)]  # (a traced key: data)
+    outs = [_traced_key_data(trace, x) for x in fun(*args)]
     flags = _broadcast(instantiate, len(outs))
     out_pvals, unknown = [], []
     for x, inst in zip(outs, flags):

@@ -16,7 +16,8 @@ import inspect
 from minijax.tree_util import internal as tree_util
 from minijax.core.avals import get_aval
 from minijax.core.primitive import Primitive
-from minijax.core.sharding import NamedSharding, PartitionSpec, Sharding, current_mesh
+from minijax.core.sharding import (NamedSharding, PartitionSpec, Sharding, current_mesh,
+                                   on_current_mesh)
 from minijax.interpreters import ad, batching
 from minijax.lax.structural import convert_to_array
 from minijax.lowering import mlir, spmd
@@ -68,11 +69,7 @@ def _as_sharding(s) -> Sharding:
   if isinstance(s, Sharding):
     return s
   if isinstance(s, PartitionSpec):
-    mesh = current_mesh()
-    if mesh is None:
-      raise ValueError(f"with_sharding_constraint was given the PartitionSpec {s} without a "
-                       "mesh: pass a NamedSharding, or call it inside `with mesh:`")
-    return NamedSharding(mesh, s)
+    return on_current_mesh(s, "with_sharding_constraint")
   raise TypeError(f"with_sharding_constraint expects Shardings or PartitionSpecs, got {s!r}")
 
 

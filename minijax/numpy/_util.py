@@ -49,7 +49,8 @@ def compiled_when_eager(dynamic: int | None = None, *, name: str | None = None):
   keyword, are static: one jitted function per value of them.  Numpy's sequences among the
   arrays, and unhashable static values other than lists (an array `where=`), make the
   function run op by op instead (which can round differently: XLA rewrites within one
-  program, as in JAX's compiled functions).  `name` (by default the function's) names it in errors and logs."""
+  program, as in JAX's compiled functions).  `name` (by default the function's) names it
+  in errors and logs."""
   context, EvalTrace = trace_lib._context, trace_lib.EvalTrace
 
   def wrap(impl):
@@ -113,7 +114,7 @@ def check(name: str, *args) -> None:
   """Raises a TypeError naming the first of `args` that is no array (an object defining
   `__jax_array__` is checked as its array, which `arrays_of` hands on)."""
   for i, x in enumerate(args):
-    if hasattr(type(x), "__jax_array__") and not isinstance(x, _ARRAYLIKE):
+    if not isinstance(x, _ARRAYLIKE) and hasattr(type(x), "__jax_array__"):
       x = x.__jax_array__()
     if type(getattr(x, "aval", None)) is AbstractRef:
       raise TypeError(f"{name} requires ndarray or scalar arguments, got {type(x)} at position "

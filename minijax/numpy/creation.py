@@ -197,11 +197,11 @@ def _like(name, a, dtype, shape):
 
 
 def _laid_out_like(out, a, shape, weak):
-  """`out` (made like `a`) with `a`'s sharding when `a` is an Array committed to a layout
-  over several devices, not weakly typed, and `out` keeps its shape, as JAX's `*_like`
-  (optax's optimizer states follow their sharded parameters)."""
-  if (shape is None and not weak and type(a) is Array and a._committed
-      and isinstance(out, Array) and len(a.sharding.device_set) > 1):
+  """`out` (made like `a`) with `a`'s sharding when `a` is an Array laid out over several
+  devices (`_sharding`; always committed), not weakly typed, and `out` keeps its shape, as
+  JAX's `*_like` (optax's optimizer states follow their sharded parameters)."""
+  if (shape is None and not weak and type(a) is Array and a._sharding is not None
+      and isinstance(out, Array)):
     from minijax.placement import device_put
     return device_put(out, a.sharding)
   return out

@@ -11,8 +11,6 @@ place; JAX's, like this one, uses what it returns).
 """
 from __future__ import annotations
 
-import builtins
-
 import numpy as np
 
 from minijax import lax
@@ -114,7 +112,7 @@ def _pad_constant(x, widths, constant_values):
   if len(shape) > 2 or len(shape) >= 1 and shape[-1] not in (1, 2):
     raise ValueError(f"jnp.pad: constant_values has unsupported shape {shape}. If the shape "
                      "is 1D or 2D, the last dimension must be of size 1 or 2.")
-  if builtins.sum(shape) <= 2 and all(s == 1 for s in shape):
+  if all(s == 1 for s in shape):  # one value for every side
     values = squeeze(values)
   if not _util.shape(values):
     return lax.pad(x, values, [(lo, hi, 0) for lo, hi in widths])
@@ -164,13 +162,13 @@ def _pad_reflect(x, axis: int, lo: int, hi: int, symmetric: bool, odd: bool):
   period = n if symmetric else n - 1
   skip = 0 if symmetric else 1
   while lo:
-    k = builtins.min(lo, period)
+    k = min(lo, period)
     chunk = _take(x, axis, skip + k - 1, skip - 1 if skip else None, -1)
     if odd:
       chunk = _odd(chunk, _take(x, axis, 0, 1))
     x, lo = _concat(chunk, x, axis=axis), lo - k
   while hi:
-    k = builtins.min(hi, period)
+    k = min(hi, period)
     m = _util.shape(x)[axis]
     stop = m - 1 - skip - k
     chunk = _take(x, axis, m - 1 - skip, stop if stop >= 0 else None, -1)
@@ -202,7 +200,7 @@ def _pad_statistic(x, axis: int, lo: int, hi: int, mode: str, lengths):
   n, dtype = _util.shape(x)[axis], _util.dtype(x)
   parts = []
   for width, length, first in ((lo, lengths[0], True), (hi, lengths[1], False)):
-    length = n if length is None else builtins.min(length, n)
+    length = n if length is None else min(length, n)
     region = _take(x, axis, 0, length) if first else _take(x, axis, n - length, n)
     if mode in ("maximum", "minimum"):
       stat = (reductions.max if mode == "maximum" else reductions.min)(

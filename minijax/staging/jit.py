@@ -607,11 +607,7 @@ def _flat_shardings(spec, tree, what: str, fun_name: str) -> list:
   for s, sub in prefix_pairs(spec, tree, is_leaf=_is_sharding_leaf, name=what,
                              mismatch=mismatch):
     if isinstance(s, sharding_lib.PartitionSpec):
-      mesh = sharding_lib.current_mesh()
-      if mesh is None:
-        raise ValueError(f"jit {what} of {fun_name} holds the PartitionSpec {s} but no mesh "
-                         "is active: pass a NamedSharding, or call inside `with mesh:`")
-      s = sharding_lib.NamedSharding(mesh, s)
+      s = sharding_lib.on_current_mesh(s, f"jit {what} of {fun_name}")
     for leaf in tree_util.tree_leaves(sub, is_leaf=lambda x: isinstance(x, ShapedArray)):
       if s is not None:
         s.check_shape(leaf.shape if isinstance(leaf, ShapedArray) else get_aval(leaf).shape)
