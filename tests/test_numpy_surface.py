@@ -580,11 +580,15 @@ def test_reductions_divide_as_jaxs_compiled_functions_do():
   """A mean divides by a constant count, which XLA turns into a multiplication by its
   reciprocal within the one program (JAX's jnp functions are compiled whole, so are
   minijax's, a list `axis` too); a variance divides by a count less `ddof`, an argument of
-  JAX's compiled function, so it divides.  The sum (100003) is exact in any order."""
+  JAX's compiled function, so it divides.  The sums are exact in any order."""
   x = np.full(12, 100003 // 12, np.float32)
   x[0] += 7
   reciprocal = np.float32(100003) * np.float32(1 / 12)  # 8333.584, where / gives 8333.583
   assert reciprocal != np.float32(100003) / np.float32(12)
   for got in (jnp.mean(x), jnp.asarray(x).mean(axis=[0]), jnp.mean(x[None], axis=[1])[0]):
     assert np.float32(got) == reciprocal
-  assert np.asarray(jnp.var(x)).view(np.uint32) == 1081052731  # JAX 0.10.2's bits
+  # a variance whose sum of squares (13658, of integers summing to 0) is exact in any
+  # order, on any CPU: JAX 0.10.2 gives 13658 / 12 (1138.1666), not 13658 * (1/12)
+  y = np.array([38, -38, 8, 15, -11, 37, -4, 38, 31, -13, -25, -76], np.float32)
+  assert np.float32(13658) / np.float32(12) != np.float32(13658) * np.float32(1 / 12)
+  assert np.float32(jnp.var(y)) == np.float32(13658) / np.float32(12)

@@ -17,6 +17,7 @@ from minijax.core.primitive import Primitive
 from minijax.interpreters import ad, batching
 from minijax.interpreters import partial_eval as pe
 from tests.transform_checks import rand_like, vdot
+from tests.ulps import assert_within_ulps
 
 
 def allclose(a, b, rtol=1e-5, atol=1e-6):
@@ -522,9 +523,13 @@ def test_third_derivative_of_a_quotient_whose_square_overflows_is_jaxs():
   log1mexp.defjvps(lambda t, ans, x: -t / jnp.expm1(-x))
   f = log1mexp
   expected = [-1.027651757642162e-35, -1.027651757642162e-35, -0.0, -0.0]  # JAX 0.10.2
-  for value in expected:
-    got = float(f(np.float32(-80.5632)))
-    assert got == value and np.signbit(got) == np.signbit(value), (got, value)
+  for value in expected:  # (log1p/exp round as XLA's CPU code does: within a few ulps)
+    got = np.float32(f(np.float32(-80.5632)))
+    assert np.isfinite(got) and np.signbit(got) == np.signbit(value), (got, value)
+    if value == 0:
+      assert got == 0, got
+    else:
+      assert_within_ulps(got, np.float32(value), 4)
     f = minijax.grad(f)
   third = minijax.grad(minijax.grad(minijax.grad(lambda y: 1.0 / y)))
   assert [float(third(np.float32(v))) for v in (2.0, 3e19)] == [-0.375, -0.0]
