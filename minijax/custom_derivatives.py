@@ -141,7 +141,7 @@ def define_call_rules(primitive: Primitive) -> None:
 
   def pp(params, names, indent):
     named = [f"name={params['name']}"] if "name" in params else []
-    return named + ["call_jaxpr=" + pretty._pp_jaxpr_lines(params["call_jaxpr"], names, indent)]
+    return named + [pretty.pp_param("call_jaxpr", params["call_jaxpr"], names, indent)]
 
   primitive.multiple_results = True
   primitive.def_effectful_abstract_eval(abstract_eval)

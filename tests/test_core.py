@@ -140,6 +140,34 @@ def test_nested_jit_prints_its_jaxpr_indented():
   in (e,) }"""
 
 
+def test_results_nothing_reads_print_as_underscores_and_nested_jaxprs_break_by_width():
+  # JAX 0.10.2 prints this jaxpr character for character: the loop counter and the sine
+  # are read by nothing (`_`, naming no letter), and `cond_jaxpr=` with its one-line jaxpr
+  # would pass the 80th column, so the jaxpr breaks
+  def f(x):
+    _, b = lax.while_loop(lambda c: c[0] < 3, lambda c: (c[0] + 1, c[1] * 2.), (0, x))
+    lax.sin(x)
+    return b
+  assert str(minijax.make_jaxpr(f)(1.)) == """\
+{ lambda ; a:f32[]. let
+    _:i32[] b:f32[] = while[
+      body_jaxpr={ lambda ; c:i32[] d:f32[]. let
+          e:i32[] = add c 1:i32[]
+          f:f32[] = mul d 2.0:f32[]
+        in (e, f) }
+      body_nconsts=0
+      cond_jaxpr={ lambda ; g:i32[] h:f32[]. let
+          i:bool[] = lt g 3:i32[]
+        in (i,) }
+      cond_nconsts=0
+    ] 0:i32[] a
+    _:f32[] = sin a
+  in (b,) }"""
+  # the variables themselves are ordinary: only the text says `_`
+  closed = minijax.make_jaxpr(f)(1.)
+  assert all(type(v) is minijax.core.Var for e in closed.eqns for v in e.outvars)
+
+
 def test_typecheck_accepts_traced_jaxprs():
   closed = minijax.make_jaxpr(lambda x: lax.sin(lax.mul(x, x)))(np.ones(2, np.float32))
   typecheck_jaxpr(closed.jaxpr)

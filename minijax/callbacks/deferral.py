@@ -43,8 +43,7 @@ def _scan_deferral(eqn, ins, ctx):
   body, plan = trace_deferred(params["jaxpr"], ctx, _with_record_id(ctx))
   if ctx.record_id is not None:  # a leading const
     ins = [ctx.record_id, *ins]
-    params = dict(params, num_consts=params["num_consts"] + 1,
-                  linear=(False, *params["linear"]))
+    params = dict(params, num_consts=params["num_consts"] + 1)
   outs = scan_p.bind(*ins, **dict(params, jaxpr=body))
   n = len(eqn.outvars)
   return outs[:n], outs[n:], Loop(params["length"], params["reverse"], plan)

@@ -41,6 +41,7 @@ class _Names:
                name_stack: bool = False, print_effects: bool = False,
                custom_pp_eqn_rules: bool = True, width: int = _LINE_WIDTH):
     self.names: dict[Var, str] = {}
+    self.unused: set[Var] = set()  # the top-level jaxpr's binders nothing reads: printed `_`
     self.print_shapes = print_shapes
     self.source_info = source_info
     self.name_stack = name_stack
@@ -51,12 +52,16 @@ class _Names:
   def __call__(self, var) -> str:
     if type(var) is Literal:
       return _pp_literal(var)
-    if isinstance(var, DropVar):
+    if self.dropped(var):
       return "_"
     name = self.names.get(var)
     if name is None:
       name = self.names[var] = _encode(len(self.names)) + var.suffix
     return name
+
+  def dropped(self, var) -> bool:
+    """Whether `var` prints as `_`."""
+    return isinstance(var, DropVar) or var in self.unused
 
   def binder(self, var) -> str:
     return f"{self(var)}:{var.aval.str_short()}" if self.print_shapes else self(var)
@@ -80,9 +85,15 @@ def _pp_literal(lit: Literal) -> str:
   return f"{text}:{lit.aval.str_short()}"
 
 
-def _pp_param_value(value, names: _Names, indent: int) -> str:
+def pp_param(key: str, value, names: _Names, indent: int) -> str:
+  """`key=value` as a param prints at column `indent` (for `pp_rules`); a jaxpr stays on
+  the line of its key when both fit in the width."""
+  return f"{key}={_pp_param_value(value, names, indent, len(key) + 1)}"
+
+
+def _pp_param_value(value, names: _Names, indent: int, key_width: int = 0) -> str:
   if isinstance(value, (Jaxpr, ClosedJaxpr)):
-    return _pp_jaxpr_lines(value, names, indent)
+    return _pp_jaxpr_lines(value, names, indent, key_width)
   if isinstance(value, tuple) and value and all(isinstance(v, (Jaxpr, ClosedJaxpr)) for v in value):
     pad = " " * (indent + 2)
     inner = "\n".join(pad + _pp_jaxpr_lines(v, names, indent + 2) for v in value)
@@ -124,7 +135,7 @@ def _pp_eqn(eqn: JaxprEqn, names: _Names, indent: int) -> str:
   outs = " ".join(names.binder(v) for v in eqn.outvars)
   rule = pp_rules.get(eqn.primitive)
   params = rule(eqn.params, names, indent + 2) if rule else [
-      f"{k}={_pp_param_value(v, names, indent + 2)}" for k, v in sorted(eqn.params.items())]
+      pp_param(k, v, names, indent + 2) for k, v in sorted(eqn.params.items())]
   ins = " ".join(names(v) for v in eqn.invars)
   multiline = (any(_has_jaxpr(v) for v in eqn.params.values())
                or sum(len(p) + 1 for p in params) > names.width)
@@ -141,7 +152,8 @@ def _pp_eqn(eqn: JaxprEqn, names: _Names, indent: int) -> str:
   return text
 
 
-def _pp_jaxpr_lines(jaxpr, names: _Names, indent: int, consts=None) -> str:
+def _pp_jaxpr_lines(jaxpr, names: _Names, indent: int, key_width: int = 0) -> str:
+  """`key_width`: the width of the `name=` the jaxpr follows on its first line."""
   if isinstance(jaxpr, ClosedJaxpr):
     jaxpr = jaxpr.jaxpr
   constvars = " ".join(names.binder(v) for v in jaxpr.constvars)
@@ -152,7 +164,7 @@ def _pp_jaxpr_lines(jaxpr, names: _Names, indent: int, consts=None) -> str:
     outs += " : { " + ", ".join(map(repr, sorted(jaxpr.effects, key=effects_lib.sort_key))) + " }"
   header = f"{{ lambda {constvars}; {invars}. let"
   one_line = f"{header} {'; '.join(eqns)} in {outs} }}"  # (no equations: "let  in", as JAX)
-  if (len(one_line) + indent <= names.width and len(eqns) <= 3
+  if (len(one_line) + indent + key_width <= names.width and len(eqns) <= 3
       and not any("\n" in e or "#" in e for e in eqns)):
     return one_line
   pad = " " * (indent + 4)
@@ -161,8 +173,21 @@ def _pp_jaxpr_lines(jaxpr, names: _Names, indent: int, consts=None) -> str:
 
 
 def pp_jaxpr(jaxpr: Jaxpr, consts=None, **options) -> str:
-  """`jaxpr` as text; `options`: those of `_Names` (see `Jaxpr.pretty_print`)."""
-  return _pp_jaxpr_lines(jaxpr, _Names(**options), 0)
+  """`jaxpr` as text; `options`: those of `_Names` (see `Jaxpr.pretty_print`).  As in JAX,
+  an equation's result that no later equation or output of `jaxpr` reads prints as `_`
+  (in `jaxpr` itself, not in the jaxprs nested in its equations)."""
+  names = _Names(**options)
+  names.unused = _unused_binders(jaxpr.jaxpr if isinstance(jaxpr, ClosedJaxpr) else jaxpr)
+  return _pp_jaxpr_lines(jaxpr, names, 0)
+
+
+def _unused_binders(jaxpr: Jaxpr) -> set[Var]:
+  read = {v for v in jaxpr.outvars if type(v) is not Literal}
+  unused = set()
+  for eqn in reversed(jaxpr.eqns):
+    unused.update(v for v in eqn.outvars if v not in read)
+    read.update(v for v in eqn.invars if type(v) is not Literal)
+  return unused
 
 
 def pretty_print(jaxpr: Jaxpr, *, source_info: bool = False, print_shapes: bool = True,

@@ -322,7 +322,7 @@ body_rules[custom_jvp_call_p] = _custom_rule(custom_jvp_call_p)
 body_rules[custom_vjp_call_p] = _custom_rule(custom_vjp_call_p)
 
 
-def _scan_rule(context, args, *, jaxpr, num_consts, num_carry, length, reverse, linear,
+def _scan_rule(context, args, *, jaxpr, num_consts, num_carry, length, reverse,
                unroll=1):
   """State and `clobber` values become carries (the latter starting at zeros), `append`
   values stacked outputs, and slices extra `xs`."""
@@ -348,7 +348,7 @@ def _scan_rule(context, args, *, jaxpr, num_consts, num_carry, length, reverse, 
   outs = lax.scan_p.bind(*operands, jaxpr=ClosedJaxpr(new, []),
                          num_consts=nh + num_consts,
                          num_carry=num_carry + ns + len(clobber_v), length=length,
-                         reverse=reverse, linear=(False,) * len(operands), unroll=unroll)
+                         reverse=reverse, unroll=unroll)
   carry, state, clobbered, ys, appended = _split(outs, num_carry, ns, len(clobber_v),
                                                  len(ys_o))
   clobbered, appended = iter(clobbered), iter(appended)

@@ -39,7 +39,7 @@ def _jit_pp(params, names, indent):
   lines = [f"name={params['name']}"]
   if any(params["donated_invars"]):
     lines.append(f"donated_invars={params['donated_invars']}")
-  lines.append("jaxpr=" + pretty._pp_jaxpr_lines(params["jaxpr"], names, indent))
+  lines.append(pretty.pp_param("jaxpr", params["jaxpr"], names, indent))
   return lines
 
 

@@ -69,7 +69,7 @@ def _call_impl(*args, jaxpr, **params):
 
 def _pp_call(params, names, indent):
   lines = [f"{k}={v}" for k, v in params.items() if k != "jaxpr"]
-  lines.append("jaxpr=" + pretty._pp_jaxpr_lines(params["jaxpr"], names, indent))
+  lines.append(pretty.pp_param("jaxpr", params["jaxpr"], names, indent))
   return lines
 
 

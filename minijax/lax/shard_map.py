@@ -138,7 +138,7 @@ def _pp(params, names, indent):
   specs = lambda ss: "(" + ", ".join(repr(tuple(s)) for s in ss) + ")"  # noqa: E731
   return [f"mesh={dict(params['mesh'].shape)}", f"in_specs={specs(params['in_specs'])}",
           f"out_specs={specs(params['out_specs'])}",
-          "jaxpr=" + pretty._pp_jaxpr_lines(params["jaxpr"], names, indent)]
+          pretty.pp_param("jaxpr", params["jaxpr"], names, indent)]
 
 
 pretty.pp_rules[shard_map_p] = _pp

@@ -567,7 +567,7 @@ def _pp_ref(eqn, names, first_index: int) -> str:
 def _pp_swap(eqn, names) -> str:
   where = _pp_ref(eqn, names, 2)
   out = eqn.outvars[0]
-  if isinstance(out, DropVar):
+  if names.dropped(out):
     return f"{where} <- {names(eqn.invars[1])}"
   return f"{names.binder(out)}, {where} <- {where}, {names(eqn.invars[1])}"
 

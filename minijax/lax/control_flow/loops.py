@@ -510,9 +510,9 @@ _register_batching()
 # ----------------------------------------------------------------------------- printing
 
 def _while_pp(params, names, indent):
-  return [f"body_jaxpr=" + pretty._pp_jaxpr_lines(params["body_jaxpr"], names, indent),
+  return [pretty.pp_param("body_jaxpr", params["body_jaxpr"], names, indent),
           f"body_nconsts={params['body_nconsts']}",
-          f"cond_jaxpr=" + pretty._pp_jaxpr_lines(params["cond_jaxpr"], names, indent),
+          pretty.pp_param("cond_jaxpr", params["cond_jaxpr"], names, indent),
           f"cond_nconsts={params['cond_nconsts']}"]
 
 

@@ -1,10 +1,10 @@
 """`scan`: the primitive `scan_p`.
 
-`scan_p.bind(*consts, *init, *xs, jaxpr, num_consts, num_carry, length, reverse, linear)`
+`scan_p.bind(*consts, *init, *xs, jaxpr, num_consts, num_carry, length, reverse, unroll)`
 runs `carry, y = jaxpr(*consts, *carry, *x)` for each leading slice `x` of `xs` (from the
 end when `reverse`), and returns the final carry and the `y`s stacked along a new leading
-axis of size `length`.  `jaxpr` is a const-free ClosedJaxpr; `linear` flags the operands
-known to be linear (informational, as in JAX).  The equation's effects are the jaxpr's.
+axis of size `length`.  `jaxpr` is a const-free ClosedJaxpr; `unroll` is how many
+iterations each lowered loop step runs.  The equation's effects are the jaxpr's.
 
 Lowering is an `mhlo.while` whose carried values are, in order: one token per ordered
 effect, the iteration counter (int32), the constants, the carry, the `xs` and the stacked
@@ -132,7 +132,7 @@ def scan(f: Callable, init, xs=None, length: int | None = None, reverse: bool = 
   jaxpr, forwarded = _forwarded_xs(jaxpr, len(consts), len(carry_in))
   operands = [*consts, *carry_in, *x_flat]
   outs = scan_p.bind(*operands, jaxpr=jaxpr, num_consts=len(consts), num_carry=len(carry_in),
-                     length=length, reverse=bool(reverse), linear=(False,) * len(operands),
+                     length=length, reverse=bool(reverse),
                      unroll=unroll)
   carry = common.merge(invariant, [x for x, inv in zip(init_flat, invariant) if inv],
                        outs[:len(carry_in)])
@@ -216,7 +216,7 @@ def scan_map(f: Callable, xs, *, batch_size: int | None = None):
 
 # ----------------------------------------------------------------------------- abstract eval
 
-def _scan_abstract_eval(*avals, jaxpr, num_consts, num_carry, length, reverse, linear,
+def _scan_abstract_eval(*avals, jaxpr, num_consts, num_carry, length, reverse,
                  unroll=1):
   nonneg_int = lambda n: type(n) is int and n >= 0
   common.check_param("scan", "reverse", reverse, "bool", type(reverse) is bool)
@@ -253,7 +253,7 @@ scan_p.def_effectful_abstract_eval(_scan_abstract_eval)
 
 # ----------------------------------------------------------------------------- lowering
 
-def _scan_lowering(ctx, *args, jaxpr, num_consts, num_carry, length, reverse, linear,
+def _scan_lowering(ctx, *args, jaxpr, num_consts, num_carry, length, reverse,
                    unroll=1):
   """An `mhlo.while` of `length // unroll` trips, each running `unroll` iterations, then the
   remaining `length % unroll` iterations inline (all of them inline when `unroll` is 0 or
@@ -332,8 +332,8 @@ mlir.register_lowering(scan_p, _scan_lowering)
 # ----------------------------------------------------------------------------- printing
 
 def _scan_pp(params, names, indent):
-  lines = [f"jaxpr=" + pretty._pp_jaxpr_lines(params["jaxpr"], names, indent)]
-  lines += [f"{k}={params[k]}" for k in ("length", "linear", "num_carry", "num_consts",
+  lines = [pretty.pp_param("jaxpr", params["jaxpr"], names, indent)]
+  lines += [f"{k}={params[k]}" for k in ("length", "num_carry", "num_consts",
                                           "reverse", "unroll") if k in params]
   return lines
 
@@ -343,7 +343,7 @@ pretty.pp_rules[scan_p] = _scan_pp
 
 # ----------------------------------------------------------------------------- jvp
 
-def _scan_jvp(primals, tangents, *, jaxpr, num_consts, num_carry, length, reverse, linear,
+def _scan_jvp(primals, tangents, *, jaxpr, num_consts, num_carry, length, reverse,
                  unroll=1):
   """A scan of the jvp of the body over primals and nonzero tangents.  The set of carries
   with nonzero tangents is grown to a fixed point, so the carry types are stable."""
@@ -373,8 +373,7 @@ def _scan_jvp(primals, tangents, *, jaxpr, num_consts, num_carry, length, revers
   operands = [*jvp_consts, *consts, *pick(consts_t, const_nz), *init, *pick(init_t, carry_nz),
               *xs, *pick(xs_t, xs_nz)]
   outs = scan_p.bind(*operands, jaxpr=jvp, num_consts=len(jvp_consts) + num_consts + sum(const_nz),
-                     num_carry=num_carry + sum(carry_nz), length=length, reverse=reverse,
-                     linear=(False,) * len(operands), unroll=unroll)
+                     num_carry=num_carry + sum(carry_nz), length=length, reverse=reverse, unroll=unroll)
   carry_out, carry_t, ys, ys_t = common.split_sizes(outs, [n_out[i] for i in (0, 2, 1, 3)])
   zeros = lambda avals, flags: [ad.Zero(a.tangent_aval()) for a, f in zip(avals, flags) if not f]
   out_avals = jaxpr.out_avals
@@ -387,7 +386,7 @@ def _scan_jvp(primals, tangents, *, jaxpr, num_consts, num_carry, length, revers
 
 # ----------------------------------------------------------------------------- partial eval
 
-def _scan_partial_eval(trace, args, *, jaxpr, num_consts, num_carry, length, reverse, linear,
+def _scan_partial_eval(trace, args, *, jaxpr, num_consts, num_carry, length, reverse,
                  unroll=1):
   """Splits the body into a known scan that runs now and also stacks the residuals as
   extra outputs, and an unknown scan that is staged and reads them as extra `xs`
@@ -435,7 +434,7 @@ def _scan_partial_eval(trace, args, *, jaxpr, num_consts, num_carry, length, rev
   with set_current_trace(trace.parent):
     invariant_res = eval_jaxpr(hoisted, [], *k_operands[:n_kconsts])
     k_outs = scan_p.bind(*k_operands, jaxpr=known, num_consts=n_kconsts, num_carry=n_kcarry,
-                         length=length, reverse=reverse, linear=(False,) * len(k_operands),
+                         length=length, reverse=reverse,
                          unroll=unroll)
   n_var = from_xs.count(None)
   k_carry, k_ys, computed = (k_outs[:n_kcarry], k_outs[n_kcarry:len(k_outs) - n_var],
@@ -454,7 +453,7 @@ def _scan_partial_eval(trace, args, *, jaxpr, num_consts, num_carry, length, rev
   if any(out_uk) or must_keep(unknown.effects):
     u_outs = trace.stage(scan_p, u_operands, dict(
         jaxpr=unknown, num_consts=n_cu + len(invariant_res), num_carry=n_ku, length=length,
-        reverse=reverse, linear=(False,) * len(u_operands), unroll=unroll))
+        reverse=reverse, unroll=unroll))
   else:
     u_outs = []
   return [*common.merge(carry_uk, u_outs[:sum(carry_uk)], k_carry),
@@ -507,7 +506,7 @@ def _scan_partial_eval_custom(saveable, unks_in, inst_in, eqn):
       invars=known_ins,
       outvars=[*(v for v, uk in zip(eqn.outvars, out_uk) if not uk), *extensive],
       params=dict(params, jaxpr=ClosedJaxpr(body, jaxpr.consts), num_consts=n_kc,
-                  num_carry=carry_uk.count(False), linear=(False,) * len(known_ins)),
+                  num_carry=carry_uk.count(False)),
       effects=body.effects)
   # staged body inputs: [intensive residuals, consts, carry, xs, extensive residuals]
   res_in, ins = staged.invars[:n_res], staged.invars[n_res:]
@@ -518,8 +517,7 @@ def _scan_partial_eval_custom(saveable, unks_in, inst_in, eqn):
   staged_ins = [*intensive, *eqn.invars, *extensive]
   staged_eqn = eqn.replace(
       invars=staged_ins,
-      params=dict(params, jaxpr=ClosedJaxpr(staged, jaxpr.consts), num_consts=nc + len(intensive),
-                  linear=(False,) * len(staged_ins)),
+      params=dict(params, jaxpr=ClosedJaxpr(staged, jaxpr.consts), num_consts=nc + len(intensive)),
       effects=staged.effects)
   return ([*hoisted_eqns, known_eqn], [staged_eqn], out_uk, [True] * len(eqn.outvars),
           [*new_inst, *new_res, *extensive])
@@ -547,7 +545,7 @@ def _slice(jaxpr: Jaxpr, n_inputs: int, outvars) -> Jaxpr:
 
 # ----------------------------------------------------------------------------- transpose
 
-def _scan_transpose(cts, *args, jaxpr, num_consts, num_carry, length, reverse, linear,
+def _scan_transpose(cts, *args, jaxpr, num_consts, num_carry, length, reverse,
                  unroll=1):
   """The transposed scan runs in the other direction.  Its carry holds the cotangents of the
   linear constants (accumulated) and of the carry; its `xs` are the non-linear `xs`
@@ -591,8 +589,7 @@ def _scan_transpose(cts, *args, jaxpr, num_consts, num_carry, length, reverse, l
   operands = [*t_consts, *res_consts, *(ad.zeros_like_aval(a) for a in lin_const_avals),
               *map(ad.instantiate_zeros, ct_carry), *res_xs, *ct_ys]
   outs = scan_p.bind(*operands, jaxpr=t_jaxpr, num_consts=len(t_consts) + n_rc,
-                     num_carry=n_lc + num_carry, length=length, reverse=not reverse,
-                     linear=(False,) * len(operands), unroll=unroll)
+                     num_carry=n_lc + num_carry, length=length, reverse=not reverse, unroll=unroll)
   ct_consts, ct_init, ct_xs = outs[:n_lc], outs[n_lc:n_lc + num_carry], outs[n_lc + num_carry:]
   return [*common.merge(const_lin, ct_consts, [None] * const_lin.count(False)),
           *(ct if lin else None for ct, lin in zip(ct_init, carry_lin)),
@@ -626,8 +623,7 @@ def _scan_dce(used_outputs, eqn):
   new_eqn = eqn.replace(
       invars=[x for x, u in zip(eqn.invars, used_in) if u],
       outvars=[v for v, u in zip(eqn.outvars, used_outs) if u],
-      params=dict(p, jaxpr=new_body, num_consts=sum(used_consts), num_carry=sum(used_carry),
-                  linear=tuple(l for l, u in zip(p["linear"], used_in) if u)),
+      params=dict(p, jaxpr=new_body, num_consts=sum(used_consts), num_carry=sum(used_carry)),
       effects=new_body.effects)
   return used_in, new_eqn
 
@@ -647,7 +643,7 @@ _register_transformations()
 
 # ----------------------------------------------------------------------------- batching
 
-def _scan_batch(args, dims, *, jaxpr, num_consts, num_carry, length, reverse, linear,
+def _scan_batch(args, dims, *, jaxpr, num_consts, num_carry, length, reverse,
                  unroll=1):
   """A scan of the batched body.  Batched constants and carries get their batch dim first;
   batched `xs` get it second (the first is the scanned axis), and so do the `ys`.  The set
@@ -668,8 +664,7 @@ def _scan_batch(args, dims, *, jaxpr, num_consts, num_carry, length, reverse, li
               *common.moved(init, init_d, carry_b, size),
               *common.moved(xs, xs_d, xs_b, size, to=1)]
   outs = scan_p.bind(*operands, jaxpr=body, num_consts=len(consts_extra) + num_consts,
-                     num_carry=num_carry, length=length, reverse=reverse,
-                     linear=(False,) * len(operands), unroll=unroll)
+                     num_carry=num_carry, length=length, reverse=reverse, unroll=unroll)
   out_dims = [*(0 if b else None for b in carry_b), *(1 if b else None for b in out_b[num_carry:])]
   return outs, out_dims
 

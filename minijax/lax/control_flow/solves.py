@@ -132,7 +132,7 @@ def _pp(params, names, indent):
   lines = [f"const_lengths={params['const_lengths']}"]
   for role, jaxpr in zip(_ROLES, params["jaxprs"]):
     if jaxpr is not None:
-      lines.append(f"{role}=" + pretty._pp_jaxpr_lines(jaxpr, names, indent))
+      lines.append(pretty.pp_param(role, jaxpr, names, indent))
   return lines
 
 
