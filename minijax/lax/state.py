@@ -29,7 +29,6 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from minijax.core import dtypes, pretty
-from minijax.core.jaxpr import DropVar
 from minijax.core import effects as effects_lib
 from minijax.core.avals import ShapedArray, get_aval
 from minijax.core.primitive import Primitive
