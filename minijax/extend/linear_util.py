@@ -1,9 +1,11 @@
-"""`wrap_init`: a function wrapped for the transformation entry points of `jax.api_util`.
+"""`wrap_init`: a function wrapped for the transformation entry points of `jax.api_util`,
+and `transformation`, JAX's way of wrapping one in a generator.
 
 JAX threads `WrappedFun`s through its internals; here one only carries the function and
 its debug information, and `call_wrapped` calls it."""
 from __future__ import annotations
 
+import functools
 from typing import Any, Callable
 
 
@@ -28,4 +30,19 @@ def wrap_init(f: Callable, params: dict | None = None, *, debug_info: Any = None
   return WrappedFun(f, params, debug_info)
 
 
-__all__ = ["WrappedFun", "wrap_init"]
+def transformation(gen: Callable) -> Callable:
+  """`gen(*params, *args)` is a generator that yields the `(args, kwargs)` to call the
+  wrapped function with, receives its result, and yields the result of the whole; the
+  decorated `gen(fun, *params)` returns `fun` so wrapped."""
+  @functools.wraps(gen)
+  def transform(fun: WrappedFun, *params) -> WrappedFun:
+    @functools.wraps(fun.f)
+    def call(*args, **kwargs):
+      steps = gen(*params, *args, **kwargs)
+      inner_args, inner_kwargs = next(steps)
+      return steps.send(fun.call_wrapped(*inner_args, **inner_kwargs))
+    return WrappedFun(call, debug_info=fun.debug_info)
+  return transform
+
+
+__all__ = ["WrappedFun", "transformation", "wrap_init"]

@@ -3,6 +3,7 @@
 `find_top_trace`, ...); `primitives` holds the primitives themselves."""
 from __future__ import annotations
 
+import contextlib
 import weakref
 from typing import Any, Callable
 
@@ -11,7 +12,7 @@ from minijax.core.effects import Effect
 from minijax.core.jaxpr import (ClosedJaxpr, DropVar, Jaxpr, JaxprEqn, JaxprTypeError, Literal,
                                 Var, eval_jaxpr, typecheck_jaxpr as check_jaxpr)
 from minijax.core.primitive import Primitive
-from minijax.core.trace import current_trace, set_current_trace
+from minijax.core.trace import current_trace, eval_trace, set_current_trace
 from minijax.extend.core import primitives
 
 Effects = frozenset
@@ -32,6 +33,24 @@ def find_top_trace(xs) -> Any:
   this does not depend on `xs`)."""
   del xs
   return current_trace()
+
+
+@contextlib.contextmanager
+def take_current_trace():
+  """Yields the current trace, with this thread's bottom (evaluating) trace current until
+  the block ends: where a user's `Trace` binds on the trace it was started in."""
+  taken = current_trace()
+  with set_current_trace(eval_trace()):
+    yield taken
+
+
+class TraceTag:
+  """An identity for one run of a transformation (what JAX's traces carry as `tag`): equal
+  only to itself."""
+  __slots__ = ()
+
+  def __repr__(self):
+    return f"TraceTag({id(self):#x})"
 
 
 class OpaqueTraceState:
@@ -100,4 +119,5 @@ __all__ = ["AbstractToken", "Token", "AbstractValue", "ClosedJaxpr", "DropVar", 
            "Jaxpr", "JaxprEqn", "JaxprTypeError", "Literal", "Primitive", "ShapedArray", "Var",
            "check_jaxpr", "find_top_trace", "get_opaque_trace_state", "jaxpr_as_fun",
            "jaxprs_in_params", "mapped_aval", "no_effects", "primitives", "set_current_trace",
+           "take_current_trace", "TraceTag",
            "subjaxprs", "unmapped_aval", "valid_jaxtype"]
