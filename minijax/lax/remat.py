@@ -1,7 +1,9 @@
 """`checkpoint` (remat) and `named_call`: call primitives over a staged jaxpr.
 
+`named_call(f, name=)` is JAX's: `f` under a `named_scope`, so its operations carry the
+name in their name stack (and lowered locations), with no equation of its own.
 `named_call_p` is an inlined call that keeps a name in jaxprs and in the lowered module (a
-`func.call` to a function of that name).  `remat_p` marks a computation whose intermediate
+`func.call` to a function of that name): `lax.composite` stages through it (`staged_call`).  `remat_p` marks a computation whose intermediate
 values reverse mode should recompute rather than save.  Its partial-evaluation rule splits
 its (jvp'd) jaxpr equation by equation under its policy (`pe.partial_eval_jaxpr_custom`, as
 JAX's does): the known part runs now and returns the residuals the policy lets it save;
@@ -42,7 +44,8 @@ from minijax.config import config
 from minijax.core import caches, dtypes, pretty
 from minijax.core.avals import ShapedArray, get_aval
 from minijax.core.effects import check_allowed, must_keep, no_effects
-from minijax.core.jaxpr import ClosedJaxpr, Jaxpr, JaxprEqn, Var, eval_jaxpr, hoist_consts
+from minijax.core.jaxpr import (ClosedJaxpr, Jaxpr, JaxprEqn, Var, eval_jaxpr, hoist_consts,
+                                named_scope)
 from minijax.core.primitive import Primitive
 from minijax.core.trace import Tracer, set_current_trace
 from minijax.tree_util import internal as tree_util
@@ -92,8 +95,20 @@ mlir.register_lowering(named_call_p, lambda ctx, *args, jaxpr, name: mlir.call_l
 
 
 def named_call(fun: Callable, *, name: str | None = None) -> Callable:
-  """`fun`, appearing as one `named_call` equation (and one named function when lowered)."""
+  """`fun`, whose operations are named `name` in the name stack (JAX's `named_call`, a
+  `named_scope` around each call: no equation, no separate trace, so Python side effects
+  of `fun`, such as a module storing its parameters, behave as in `fun` itself)."""
   name = name or getattr(fun, "__name__", "named_call")
+
+  @functools.wraps(fun)
+  def wrapped(*args, **kwargs):
+    with named_scope(name):
+      return fun(*args, **kwargs)
+  return wrapped
+
+
+def staged_call(fun: Callable, *, name: str) -> Callable:
+  """`fun`, appearing as one `named_call` equation (and one named function when lowered)."""
 
   @functools.wraps(fun)
   def wrapped(*args, **kwargs):

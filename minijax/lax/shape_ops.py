@@ -132,9 +132,9 @@ def dtype(x):
 
 def composite(decomposition, name: str, version: int = 0):
   """`decomposition`, marked as one operation named `name`: JAX emits a StableHLO composite
-  a backend may replace; minijax stages it as a `named_call` of that name (one call
+  a backend may replace; minijax stages it as a `named_call_p` of that name (one call
   equation, one named function in the lowered module), computing the decomposition."""
-  from minijax.lax.remat import named_call
+  from minijax.lax.remat import staged_call
   if not isinstance(name, str) or not name:
     raise ValueError(f"composite: name must be a non-empty string, got {name!r}")
-  return named_call(decomposition, name=name)
+  return staged_call(decomposition, name=name)
