@@ -211,13 +211,14 @@ def operator_index(x):
   return operator.index(x)
 
 
-def test_named_call_passes_python_values_through_unstaged():
+def test_named_call_passes_python_values_through_and_stages_no_equation():
   f = minijax.named_call(lambda flag, y: y if flag else None, name="test")
   assert minijax.jit(f, static_argnums=(0,))(True, 5) == 5
   assert minijax.jit(functools.partial(f, True))(5) == 5
   g = minijax.named_call(lambda x: jnp.sin(x) * 2, name="g")
   jaxpr = minijax.make_jaxpr(g)(1.)
-  assert jaxpr.jaxpr.eqns[0].primitive.name == "named_call"
+  assert [e.primitive.name for e in jaxpr.eqns] == ["sin", "mul"]
+  assert {e.source_info.name_stack for e in jaxpr.eqns} == {"g"}
   np.testing.assert_allclose(minijax.grad(g)(1.), 2 * np.cos(1.), rtol=1e-6)
 
 

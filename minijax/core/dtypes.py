@@ -250,6 +250,21 @@ def default_complex_dtype() -> np.dtype:
   return canonicalize_dtype(complex128)
 
 
+def as_python_scalar_of(x: Any, dtype: np.dtype) -> Any:
+  """The Python scalar of `dtype`'s kind equal to the Python scalar `x` (`2` as the float
+  `2.0`), where `dtype` is that kind's canonical dtype, so that the value is `x` weakly
+  typed in `dtype`; None where there is none (a float as an int, a non-canonical dtype)."""
+  if type(x) not in (bool, int, float, complex):
+    return None
+  kind = (float if issubdtype(dtype, np.floating) else
+          complex if issubdtype(dtype, np.complexfloating) else
+          int if issubdtype(dtype, np.integer) and type(x) in (bool, int) else None)
+  if kind is None or (kind is not complex and type(x) is complex):
+    return None
+  value = kind(x)
+  return value if python_scalar_dtype(value) == dtype else None
+
+
 def python_scalar_dtype(x: Any) -> np.dtype:
   """The (canonical) dtype of a Python scalar, which is weakly typed."""
   if isinstance(x, bool):

@@ -509,9 +509,8 @@ def full(shape, fill_value, dtype=None, weak_type=False):
     from minijax.lax.misc import convert_element_type
     return broadcast_in_dim(convert_element_type(fill_value, dtype, weak_type), shape, ())
   if weak_type:
-    if type(fill_value) in dtypes.PYTHON_SCALARS and dtypes.python_scalar_dtype(fill_value) == dtype:
-      scalar = fill_value  # already weakly typed, of this dtype
-    else:
+    scalar = dtypes.as_python_scalar_of(fill_value, dtype)  # a weak value of this dtype
+    if scalar is None:
       from minijax.lax.misc import convert_element_type
       scalar = convert_element_type(np.asarray(fill_value, dtype), dtype, True)
     if not shape and not is_eval_context():
