@@ -211,6 +211,12 @@ def test_leaked_tracer_is_reported_when_used_after_its_trace_ended():
     lax.sin(leaked[0])
 
 
+def test_unexpected_tracer_error_also_takes_a_message_as_jaxs_does():
+  # (haiku re-raises a leak with its own hint: UnexpectedTracerError(hint) from e)
+  with pytest.raises(UnexpectedTracerError, match="^a library's hint$"):
+    raise minijax.errors.UnexpectedTracerError("a library's hint")
+
+
 def test_equation_carries_the_users_source_location():
   closed = minijax.make_jaxpr(lambda x: lax.sin(x))(1.0)
   info = closed.jaxpr.eqns[0].source_info

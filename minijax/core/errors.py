@@ -33,6 +33,9 @@ class UnexpectedTracerError(RuntimeError):
   """A tracer was used after the transformation that created it had finished."""
 
   def __init__(self, tracer):
+    if isinstance(tracer, str):  # a message, as JAX's takes (libraries raise it so)
+      super().__init__(tracer)
+      return
     super().__init__(
         f"Encountered an unexpected tracer: a leaked tracer ({type(tracer).__name__} with "
         f"aval {tracer.aval.str_short()}) from a {tracer._trace!r} that has already finished. A "
