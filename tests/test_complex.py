@@ -265,6 +265,7 @@ LAX_REJECTS = {
     "population_count": (lax.population_count, (Z,)),
     "clz": (lax.clz, (Z,)),
     "cbrt": (lax.cbrt, (Z,)),
+    "bessel_i0e": (lax.bessel_i0e, (Z,)),
     "bessel_i1e": (lax.bessel_i1e, (Z,)),
     "reduce_xor": (lambda z: lax.reduce_xor(z, (0,)), (Z,)),
     "rng_bit_generator": (lambda z: lax.rng_bit_generator(z, (2,)), (V,)),

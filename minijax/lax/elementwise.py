@@ -357,8 +357,9 @@ mlir.register_lowering(abs_p, utils.nary_lowering(mhlo.AbsOp), splat_literals=Tr
 
 
 def _abs_jvp(g, out, x):
-  if not _is_complex(get_aval(x).dtype):
-    return mul(g, sign(x))
+  if not _is_complex(get_aval(x).dtype):  # the slope at 0 is 1, as JAX's
+    from minijax.lax.misc import select_n
+    return select_n(ge(x, _zeros_like(x)), neg(g), g)
   # d|z| = Re(conj(z) dz) / |z|, and 0 at z = 0 (JAX's choice)
   from minijax.lax.complex_ops import complex, conj, real
   from minijax.lax.misc import select_n
@@ -457,7 +458,9 @@ def log1p(x, *, accuracy=None):
 
 
 expm1_p = _accurate_unop("expm1", mhlo.Expm1Op)
-ad.defjvp2(expm1_p, lambda g, out, x, **_: mul(g, add(out, _ones_like(out))))
+ad.defjvp2(expm1_p, lambda g, out, x, accuracy=None: (
+    mul(g, exp(x, accuracy=accuracy)) if accuracy is accuracy_lib.AccuracyMode.HIGHEST
+    else mul(g, add(out, _ones_like(out)))))
 
 
 def expm1(x, *, accuracy=None):
@@ -467,7 +470,7 @@ def expm1(x, *, accuracy=None):
 exp2_p = utils.standard_primitive("exp2", utils.elementwise_shapes("exp2"),
                                   utils.same_dtypes_accepting("exp2", *_inexact))
 batching.defvectorized(exp2_p)
-ad.defjvp2(exp2_p, lambda g, out, x, **_: mul(g, mul(out, _const(out, np.log(2)))))
+ad.defjvp2(exp2_p, lambda g, out, x, **_: mul(log(_const(x, 2)), mul(g, out)))
 
 
 def _exp2_lowering(ctx, x, accuracy=None):
@@ -487,7 +490,7 @@ def exp2(x, *, accuracy=None):
 
 # ---- cbrt
 cbrt_p = _accurate_unop("cbrt", mhlo.CbrtOp, (utils.is_float, "floating point"))
-ad.defjvp2(cbrt_p, lambda g, out, x, **_: mul(g, div(_const(out, 1 / 3), square(out))))
+ad.defjvp2(cbrt_p, lambda g, out, x, **_: mul(g, mul(_const(x, 1 / 3), integer_pow(out, -2))))
 
 
 def cbrt(x, *, accuracy=None):
@@ -513,7 +516,7 @@ def cos(x, *, accuracy=None):
 
 
 tan_p = _accurate_unop("tan", mhlo.TanOp)
-ad.defjvp2(tan_p, lambda g, out, x, **_: mul(g, add(_ones_like(out), mul(out, out))))
+ad.defjvp2(tan_p, lambda g, out, x, **_: mul(g, add(_const(x, 1), square(out))))
 
 
 def tan(x, *, accuracy=None):
@@ -521,7 +524,14 @@ def tan(x, *, accuracy=None):
 
 
 tanh_p = _accurate_unop("tanh", mhlo.TanhOp)
-ad.defjvp2(tanh_p, lambda g, out, x, **_: mul(g, sub(_ones_like(out), mul(out, out))))
+def _tanh_jvp(g, out, x, accuracy=None):
+  if accuracy is accuracy_lib.AccuracyMode.HIGHEST:  # 4 logistic(2x) logistic(-2x)
+    return mul(g, mul(_const(x, 4), mul(logistic(mul(_const(x, 2), x), accuracy=accuracy),
+                                        logistic(mul(_const(x, -2), x), accuracy=accuracy))))
+  return mul(add(g, mul(g, out)), sub(_const(x, 1), out))  # (g + g tanh)(1 - tanh)
+
+
+ad.defjvp2(tanh_p, _tanh_jvp)
 
 
 def tanh(x, *, accuracy=None):
@@ -530,7 +540,7 @@ def tanh(x, *, accuracy=None):
 
 # ---- sqrt, rsqrt, logistic
 sqrt_p = _accurate_unop("sqrt", mhlo.SqrtOp)
-ad.defjvp2(sqrt_p, lambda g, out, x, **_: div(g, mul(_const(out, 2), out)))
+ad.defjvp2(sqrt_p, lambda g, out, x, **_: mul(g, div(_const(x, 0.5), out)))
 
 
 def sqrt(x, *, accuracy=None):
@@ -546,7 +556,10 @@ def rsqrt(x, *, accuracy=None):
 
 
 logistic_p = _accurate_unop("logistic", mhlo.LogisticOp)
-ad.defjvp2(logistic_p, lambda g, out, x, **_: mul(g, mul(out, sub(_ones_like(out), out))))
+ad.defjvp2(logistic_p, lambda g, out, x, accuracy=None: (
+    mul(g, mul(out, logistic(neg(x), accuracy=accuracy)))
+    if accuracy is accuracy_lib.AccuracyMode.HIGHEST
+    else mul(g, mul(out, sub(_ones_like(out), out)))))
 
 
 def logistic(x, *, accuracy=None):
@@ -555,7 +568,7 @@ def logistic(x, *, accuracy=None):
 
 # ---- erf
 erf_p = _unop("erf", utils.is_float, "floating point", mhlo.ErfOp)
-ad.defjvp(erf_p, lambda g, x: mul(g, mul(_const(x, 2 / np.sqrt(np.pi)), exp(neg(mul(x, x))))))
+ad.defjvp(erf_p, lambda g, x: mul(_const(x, 2 / np.sqrt(np.pi)), mul(g, exp(neg(square(x))))))
 
 
 def erf(x):

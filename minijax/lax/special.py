@@ -15,8 +15,8 @@ from jaxlib.mlir.dialects import chlo
 
 from minijax.interpreters import ad, batching
 from minijax.lax import utils
-from minijax.lax.elementwise import (_const, _coerce_scalars, add, div, exp, mul, neg, rsqrt,
-                                     square, sub)
+from minijax.lax.elementwise import (_const, _coerce_scalars, add, div, exp, mul, neg,
+                                     reciprocal, rsqrt, square, sub)
 from minijax.lowering import mlir
 
 __all__ = ["asin", "acos", "atan", "asin_p", "acos_p", "atan_p",
@@ -50,8 +50,8 @@ def _chlo_binop(name, op_class):
 
 # ---- erf_inv
 erf_inv_p = _chlo_unop("erf_inv", chlo.ErfInvOp)
-ad.defjvp2(erf_inv_p, lambda g, out, x: mul(g, mul(_const(out, np.sqrt(np.pi) / 2),
-                                                   exp(square(out)))))
+ad.defjvp2(erf_inv_p, lambda g, out, x: mul(_const(x, np.sqrt(np.pi) / 2),
+                                            mul(g, exp(square(out)))))
 
 
 def erf_inv(x):
@@ -61,8 +61,8 @@ def erf_inv(x):
 
 # ---- erfc
 erfc_p = _chlo_unop("erfc", chlo.ErfcOp)
-ad.defjvp(erfc_p, lambda g, x: mul(g, mul(_const(x, -2 / np.sqrt(np.pi)),
-                                          exp(neg(square(x))))))
+ad.defjvp(erfc_p, lambda g, x: mul(_const(x, -2 / np.sqrt(np.pi)),
+                                   mul(g, exp(neg(square(x))))))
 
 
 def erfc(x):
@@ -148,10 +148,10 @@ atan_p = _chlo_unop("atan", chlo.AtanOp, _inexact)
 ad.defjvp(sinh_p, lambda g, x: mul(g, cosh(x)))
 ad.defjvp(cosh_p, lambda g, x: mul(g, sinh(x)))
 ad.defjvp(asinh_p, lambda g, x: mul(g, rsqrt(add(square(x), _const(x, 1)))))
-ad.defjvp(acosh_p, lambda g, x: mul(g, rsqrt(mul(sub(x, _const(x, 1)), add(x, _const(x, 1))))))
-ad.defjvp(atanh_p, lambda g, x: div(g, sub(_const(x, 1), square(x))))
+ad.defjvp(acosh_p, lambda g, x: mul(g, rsqrt(sub(square(x), _const(x, 1)))))
+ad.defjvp(atanh_p, lambda g, x: mul(reciprocal(add(_const(x, 1), x)), div(g, sub(_const(x, 1), x))))
 ad.defjvp(asin_p, lambda g, x: mul(g, rsqrt(sub(_const(x, 1), square(x)))))
-ad.defjvp(acos_p, lambda g, x: neg(mul(g, rsqrt(sub(_const(x, 1), square(x))))))
+ad.defjvp(acos_p, lambda g, x: mul(g, neg(rsqrt(sub(_const(x, 1), square(x))))))
 ad.defjvp(atan_p, lambda g, x: div(g, add(_const(x, 1), square(x))))
 
 

@@ -191,3 +191,14 @@ def canonicalize_axis(axis: int, ndim: int, name: str = "axis") -> int:
   if not -ndim <= axis < ndim:
     raise ValueError(f"{name} {axis} is out of bounds for an array of rank {ndim}")
   return axis % ndim
+
+
+def lowering_from_function(fn: Callable) -> Callable:
+  """A lowering rule emitting `fn` (a function of arrays built of lax operations, with one
+  result) traced at the operands' avals, inline: for primitives XLA has no operation for."""
+  def rule(ctx, *operands, **params):
+    from minijax.interpreters import partial_eval as pe
+    closed = pe.trace_to_closed_jaxpr(lambda *xs: [fn(*xs, **params)], list(ctx.avals_in))
+    (out,) = mlir.lower_call_inline(ctx, closed, *operands)
+    return out
+  return rule

@@ -1,10 +1,13 @@
 """The modified Bessel functions of orders 0 and 1, `i0`, `i0e`, `i1`, `i1e`: what
 `numpy.i0` and `numpy.kaiser` need, and `minijax.scipy.special` exports; the scaled ones are
-lax's `bessel_i0e` and `bessel_i1e`, the others scale them back by `e^|x|`."""
+lax's `bessel_i0e` and `bessel_i1e`, the others scale them back by `e^|x|` (`numpy.i0` as
+`e^|x| i0e(|x|)` with a zero derivative at 0, scipy's `i0`, `i1` as `e^|x| i0e(x)`,
+`e^|x| i1e(x)`: JAX's forms, whose roundings these are)."""
 from __future__ import annotations
 
 import minijax.numpy as jnp
 from minijax import lax
+from minijax.custom_derivatives import custom_jvp
 
 
 def as_inexact(x):
@@ -23,12 +26,26 @@ def i1e(x):
 
 
 def i0(x):
-  """The modified Bessel function of order 0."""
+  """The modified Bessel function of order 0 (scipy's)."""
   x = as_inexact(x)
-  return i0e(x) * jnp.exp(jnp.abs(x))
+  return lax.mul(lax.exp(lax.abs(x)), lax.bessel_i0e(x))
 
 
 def i1(x):
   """The modified Bessel function of order 1."""
   x = as_inexact(x)
-  return i1e(x) * jnp.exp(jnp.abs(x))
+  return lax.mul(lax.exp(lax.abs(x)), lax.bessel_i1e(x))
+
+
+@custom_jvp
+def numpy_i0(x):
+  """`numpy.i0` of a real floating `x`."""
+  ax = lax.abs(x)
+  return lax.mul(lax.exp(ax), lax.bessel_i0e(ax))
+
+
+@numpy_i0.defjvp
+def _numpy_i0_jvp(primals, tangents):
+  from minijax.api import jvp
+  out, tangent = jvp(numpy_i0.fun, primals, tangents)
+  return out, jnp.where(primals[0] == 0, 0.0, tangent)

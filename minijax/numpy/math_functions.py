@@ -73,7 +73,7 @@ def i0(x):
   (x,) = _util.promote_inexact("i0", x)
   if dtypes.issubdtype(_util.dtype(x), np.complexfloating):
     raise TypeError("i0 does not support complex-valued inputs; pass real values")
-  return bessel.i0(x)
+  return bessel.numpy_i0(x)
 
 
 def unwrap(p, discont=None, axis=-1, period=2 * np.pi):

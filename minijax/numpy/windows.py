@@ -59,7 +59,7 @@ def hanning(M):
 
 
 def kaiser(M, beta):
-  from minijax.numpy.bessel import i0
+  from minijax.numpy.bessel import numpy_i0 as i0
   M = _n(M, "kaiser")
   jnp = _jnp()
   if M <= 1:
