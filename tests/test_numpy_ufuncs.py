@@ -176,3 +176,29 @@ def test_outer_and_calls_of_python_functions():
   assert s.tolist() == [1.0, 2.0, 3.0] and d.tolist() == [-1.0, 0.0, 1.0]
   with pytest.raises(ValueError, match="outer only supported for binary ufuncs"):
     jnp.negative.outer(X, X)
+
+
+def test_hypot_scales_so_squares_neither_overflow_nor_underflow():
+  # (it squared its operands: hypot(1e30, 1e30) was inf in float32, hypot(1e-30, 1e-30) 0)
+  big, tiny = np.float32(1e30), np.float32(1e-30)
+  np.testing.assert_allclose(jnp.hypot(big, big), np.hypot(big, big), rtol=2e-7)
+  np.testing.assert_allclose(jnp.hypot(tiny, -tiny), np.hypot(tiny, tiny), rtol=2e-7)
+  assert jnp.hypot(np.inf, np.nan) == np.inf and jnp.hypot(0.0, 0.0) == 0.0
+  assert jnp.hypot(3, 4) == 5.0
+  np.testing.assert_allclose(minijax.grad(jnp.hypot, argnums=(0, 1))(3.0, 4.0), (0.6, 0.8),
+                             rtol=1e-6)
+
+
+def test_logarithms_in_other_bases_take_jaxs_forms():
+  # log10 multiplies by 1/log(10) rounded to the dtype (as JAX's), log2 divides by log(2);
+  # logaddexp2 is JAX's max + log1p(2^-|a-b|) / log(2) with its own tangent rule
+  x = np.float32(1000.0)
+  text = str(minijax.make_jaxpr(jnp.log10)(x))
+  assert "mul b 0.4342944920063019:f32[]" in text and "div" not in text
+  assert jnp.log10(x) == 3.0 and jnp.log2(np.float32(8)) == 3.0
+  np.testing.assert_allclose(jnp.logaddexp2(1.0, 2.0), np.logaddexp2(1.0, 2.0), rtol=1e-7)
+  assert jnp.logaddexp2(np.inf, np.inf) == np.inf and jnp.logaddexp2(-np.inf, -np.inf) == -np.inf
+  np.testing.assert_allclose(minijax.grad(jnp.logaddexp2)(1.0, 2.0), 1 / 3, rtol=1e-6)
+  assert minijax.grad(jnp.logaddexp2)(np.inf, 2.0) == 1.0
+  np.testing.assert_allclose(jnp.logaddexp2(np.complex64(1 + 1j), np.complex64(2)),
+                             np.log2(2 ** (1 + 1j) + 4), rtol=1e-6)

@@ -245,7 +245,7 @@ def _logaddexp_jvp(primals, tangents):
   """d log(e^a + e^b) = e^(a - out) da + e^(b - out) db, with +inf read as 0 in the
   exponents (so that inf - inf gives weight 1); a NaN anywhere gives NaN, as in JAX."""
   a, b = primals
-  out = _logaddexp_value(a, b)
+  out = logaddexp(a, b)  # (itself: its own tangent rule differentiates it again, as JAX's)
 
   def finite(x):
     return lax.select(lax.eq(x, lax.full_like(x, np.inf)), lax.full_like(x, 0), x)
@@ -268,11 +268,66 @@ def _make_logaddexp():
 logaddexp = _binary("logaddexp", _make_logaddexp(), inexact=True)
 
 
+def _logaddexp2_value(a, b):
+  # JAX's formula: max + log1p(2^-|a - b|) / log(2); a + b where a - b is NaN.  Complex
+  # operands: by logaddexp of a log(2) and b log(2)
+  ln2 = np.log(2)
+  if dtypes.issubdtype(_util.dtype(a), np.complexfloating):
+    scale = lax.full((), ln2, _util.dtype(a))
+    return lax.div(_logaddexp_value(lax.mul(a, scale), lax.mul(b, scale)), scale)
+  delta = lax.sub(a, b)
+  inv_ln2 = np.array(1 / ln2, _util.dtype(a))
+  out = lax.add(lax.max(a, b), lax.mul(inv_ln2, lax.log1p(lax.exp2(lax.neg(lax.abs(delta))))))
+  return lax.select(lax.ne(delta, delta), lax.add(a, b), out)
+
+
+def _logaddexp2_jvp(primals, tangents):
+  """d log2(2^a + 2^b) = 2^(a - out) da + 2^(b - out) db, +inf read as 0 as for logaddexp."""
+  a, b = primals
+  out = logaddexp2(a, b)
+
+  def finite(x):
+    return lax.select(lax.eq(x, lax.full_like(x, np.inf)), lax.full_like(x, 0), x)
+
+  weight_a = lax.exp2(lax.sub(finite(a), finite(out)))
+  weight_b = lax.exp2(lax.sub(finite(b), finite(out)))
+  return out, lax.add(lax.mul(tangents[0], weight_a), lax.mul(tangents[1], weight_b))
+
+
+def _make_logaddexp2():
+  from minijax.custom_derivatives import custom_jvp
+
+  def logaddexp2(a, b):
+    return _logaddexp2_value(a, b)
+  fn = custom_jvp(logaddexp2)
+  fn.defjvp(_logaddexp2_jvp)
+  return fn
+
+
+logaddexp2 = _binary("logaddexp2", _make_logaddexp2(), inexact=True)
+
+
 def _complex_greater_equal(a, b):
   ra, rb = lax.real(a), lax.real(b)
   return lax.select(lax.eq(ra, rb), lax.ge(lax.imag(a), lax.imag(b)), lax.gt(ra, rb))
-hypot = _binary("hypot", lambda a, b: lax.sqrt(lax.add(lax.mul(a, a), lax.mul(b, b))),
-                inexact=True, real_only=ValueError)
+def _hypot(a, b):
+  # JAX's scaled form: big * sqrt(1 + (small / big)^2), so squares neither overflow nor
+  # underflow (hypot(1e30, 1e30) is 1.41e30, not inf), and inf where either is infinite
+  a, b = lax.abs(a), lax.abs(b)
+  infinite = lax.bitwise_or(lax.eq(a, _full_like(a, np.inf)), lax.eq(b, _full_like(b, np.inf)))
+  big, small = lax.max(a, b), lax.min(a, b)
+  zero = lax.eq(big, _full_like(big, 0))
+  ratio = lax.div(small, lax.select(zero, _full_like(big, 1), big))
+  scaled = lax.mul(big, lax.sqrt(lax.add(_full_like(ratio, 1), lax.square(ratio))))
+  out = lax.select(zero, big, scaled)
+  return lax.select(infinite, _full_like(out, np.inf), out)
+
+
+def _full_like(x, value):
+  return lax.full(_util.shape(x), value, _util.dtype(x))
+
+
+hypot = _binary("hypot", _hypot, inexact=True, real_only=ValueError)
 
 
 def _copysign(a, b):
@@ -450,10 +505,28 @@ around = round
 exp = _unary("exp", lax.exp, inexact=True)
 exp2 = _unary("exp2", lax.exp2, inexact=True)
 log = _unary("log", lax.log, inexact=True)
-log2 = _unary("log2", lambda a: lax.div(lax.log(a), lax.full(_util.shape(a), np.log(2),
-                                                             _util.dtype(a))), inexact=True)
-log10 = _unary("log10", lambda a: lax.div(lax.log(a), lax.full(_util.shape(a), np.log(10),
-                                                               _util.dtype(a))), inexact=True)
+def _log2(a):
+  # (JAX's: the logarithm over log(2), computed by the same log; parts of a complex one apart)
+  r = lax.log(a)
+  if dtypes.issubdtype(_util.dtype(a), np.complexfloating):
+    re, im = lax.real(r), lax.imag(r)
+    ln2 = lax.log(np.array(2, _util.dtype(re)))
+    return lax.complex(lax.div(re, ln2), lax.div(im, ln2))
+  return lax.div(r, lax.log(np.array(2, _util.dtype(a))))
+
+
+def _log10(a):
+  # (JAX's: the logarithm times 1 / log(10) rounded to the dtype)
+  r = lax.log(a)
+  if dtypes.issubdtype(_util.dtype(a), np.complexfloating):
+    re, im = lax.real(r), lax.imag(r)
+    scale = np.array(0.4342944819032518, _util.dtype(re))
+    return lax.complex(lax.mul(re, scale), lax.mul(im, scale))
+  return lax.mul(r, np.array(0.4342944819032518, _util.dtype(a)))
+
+
+log2 = _unary("log2", _log2, inexact=True)
+log10 = _unary("log10", _log10, inexact=True)
 log1p = _unary("log1p", lax.log1p, inexact=True)
 expm1 = _unary("expm1", lax.expm1, inexact=True)
 sin = _unary("sin", lax.sin, inexact=True)
