@@ -72,7 +72,9 @@ def make_jaxpr(fun: Callable, static_argnums=(), axis_env=None, return_shape: bo
 # ----------------------------------------------------------------------------- autodiff
 
 def _flat_fun_with_aux(fun, in_tree, has_aux, box):
-  """`fun` on flat leaves, returning the output leaves followed by the aux leaves."""
+  """`fun` on flat leaves, returning the output leaves followed by the aux leaves that are
+  values (arrays, scalars, tracers); other aux leaves (any Python object, as JAX allows)
+  wait in `box` for `_aux` to put them back."""
   def flat_fun(*flat):
     out = fun(*tree_util.tree_unflatten(in_tree, flat))
     if has_aux:
@@ -82,6 +84,8 @@ def _flat_fun_with_aux(fun, in_tree, has_aux, box):
                         + (f" of length {len(out)}" if isinstance(out, (tuple, list)) else ""))
       out, aux = out
       aux_leaves, aux_tree = tree_util.tree_flatten(aux)
+      box["aux_objects"] = {i: x for i, x in enumerate(aux_leaves) if not _is_value(x)}
+      aux_leaves = [x for i, x in enumerate(aux_leaves) if i not in box["aux_objects"]]
     else:
       aux_leaves, aux_tree = [], None
     leaves, out_tree = tree_util.tree_flatten(out)
@@ -89,6 +93,21 @@ def _flat_fun_with_aux(fun, in_tree, has_aux, box):
     box.get("check", lambda leaves: None)(leaves)
     return [*leaves, *aux_leaves]
   return flat_fun
+
+
+def _is_value(x) -> bool:
+  try:
+    ad.get_aval(x)
+  except TypeError:
+    return False
+  return True
+
+
+def _aux(box, values):
+  """The aux output: its value leaves `values`, its other objects back in their places."""
+  objects, values = box["aux_objects"], iter(values)
+  return box["aux_tree"].unflatten([objects[i] if i in objects else next(values)
+                                    for i in range(box["aux_tree"].num_leaves)])
 
 
 def _instantiate(ct):
@@ -115,7 +134,7 @@ def jvp(fun: Callable, primals, tangents, has_aux: bool = False):
   out_p = box["out_tree"].unflatten(outs_p[:n])
   out_t = box["out_tree"].unflatten([_instantiate(t) for t in outs_t[:n]])
   if has_aux:
-    return out_p, out_t, box["aux_tree"].unflatten(outs_p[n:])
+    return out_p, out_t, _aux(box, outs_p[n:])
   return out_p, out_t
 
 
@@ -158,7 +177,7 @@ def linearize(fun: Callable, *primals, has_aux: bool = False):
                             list(lin.residuals))
   out = out_tree.unflatten(outs[:n])
   if has_aux:
-    return out, f_jvp, box["aux_tree"].unflatten(outs[n:])
+    return out, f_jvp, _aux(box, outs[n:])
   return out, f_jvp
 
 
@@ -191,7 +210,7 @@ def vjp(fun: Callable, *primals, has_aux: bool = False):
   vjp_fn = VJP((transpose, tuple(spec), meta), in_tree, out_tree, args_res, opaque)
   out = out_tree.unflatten(outs[:n])
   if has_aux:
-    return out, vjp_fn, box["aux_tree"].unflatten(outs[n:])
+    return out, vjp_fn, _aux(box, outs[n:])
   return out, vjp_fn
 
 
@@ -470,7 +489,7 @@ def _value_and_grad(fun, argnums, has_aux, holomorphic, allow_int):
     g = in_tree.unflatten([_instantiate(c) for c in cts])
     g = g[0] if int_argnums else g
     if has_aux:
-      return (value, box["aux_tree"].unflatten(outs[1:])), g
+      return (value, _aux(box, outs[1:])), g
     return value, g
   return value_and_grad_f
 

@@ -355,3 +355,24 @@ def test_a_check_may_format_typed_keys():
             checkify.checkify(minijax.jit(f))):
     assert g(random.split(random.key(1)), jnp.float32(-1.0))[0].get() == expected
     assert g(random.split(random.key(1)), jnp.float32(1.0))[0].get() is None
+
+
+def test_aux_outputs_may_hold_any_python_object_as_in_jax():
+  # (haiku's stateful.grad returns its own objects as aux: they were refused as "not a
+  # valid JAX type")
+  marker = object()
+  g, aux = minijax.grad(lambda x: (x ** 2, marker), has_aux=True)(3.0)
+  assert aux is marker and g == 6.0
+  (value, (name, same)), g = minijax.value_and_grad(lambda x: (x * x, ("x", x)),
+                                                    has_aux=True)(3.0)
+  assert name == "x" and same == 3.0 and value == 9.0
+  assert minijax.vjp(lambda x: (x, marker), 1.0, has_aux=True)[2] is marker
+  assert minijax.jvp(lambda x: (x, [marker]), (1.0,), (1.0,), has_aux=True)[2][0] is marker
+  assert minijax.linearize(lambda x: (x, marker), 1.0, has_aux=True)[2] is marker
+
+
+def test_the_gradient_of_a_power_of_a_weak_value_is_weak_as_in_jax():
+  assert repr(minijax.grad(lambda x: x ** 2)(3.0)) == "Array(6., dtype=float32, weak_type=True)"
+  assert repr(minijax.jvp(lambda x: x ** 3, (1.0,), (1.0,))[1]) == (
+      "Array(3., dtype=float32, weak_type=True)")
+  assert repr(minijax.grad(lambda x: x ** 2)(np.float32(3.0))) == "Array(6., dtype=float32)"
