@@ -312,7 +312,12 @@ def _integer_pow_jvp(g, x, *, y):
     return _zeros_like(g)
   if y == 1:
     return g
-  factor = np.array(y, get_aval(x).dtype)  # a rank-0 literal in the jaxpr, as in JAX's
+  aval = get_aval(x)
+  if aval.weak_type:  # a weak rank-0 literal, as in JAX's jaxprs (the tangent stays weak)
+    from minijax.lax.structural import full
+    factor = full((), y, aval.dtype, weak_type=True)
+  else:
+    factor = np.array(y, aval.dtype)  # a rank-0 literal in the jaxpr, as in JAX's
   return mul(g, mul(factor, x if y == 2 else integer_pow(x, y - 1)))
 
 
