@@ -1,7 +1,8 @@
 """What JAX's libraries call that user programs rarely do, found by flax 0.12.8's own tests:
 the array protocol of wrappers that forward `aval`, sharding-carrying type constructors,
 `PartitionSpec.UNCONSTRAINED`, shardings on an abstract mesh, einsum's `_dot_general` hook
-and `out_sharding`, and partial evaluation over key-typed inputs."""
+and `out_sharding`, and partial evaluation over key-typed inputs; and by dm-haiku 0.0.17's:
+PRNG implementations of one's own (`extend.random`) and the pieces of a user's trace.
 from __future__ import annotations
 
 import numpy as np
@@ -147,3 +148,46 @@ def test_shapes_take_concrete_integer_arrays_and_refuse_floats():
   for bad in (jnp.array(2.0), 2.5, (2.0, 3)):
     with pytest.raises(TypeError, match="shape must be an int or a sequence of ints"):
       jnp.zeros(bad)
+
+
+def test_a_prng_implementation_defined_through_extend_random_makes_typed_keys():
+  import minijax.extend as jex
+  splits = []
+
+  def split(key, shape):
+    splits.append(tuple(shape))
+    return jnp.zeros((*shape, 3), np.uint32) + key[0] + 1
+
+  impl = jex.random.define_prng_impl(
+      key_shape=(3,), seed=lambda seed: jnp.full((3,), seed, np.uint32), split=split,
+      random_bits=lambda key, bit_width, shape: jnp.zeros(shape, np.uint32),
+      fold_in=lambda key, data: key, name="counting", tag="cnt")
+  key = minijax.random.key(7, impl=impl)
+  assert str(key.dtype) == "key<cnt>" and key.shape == ()
+  assert minijax.random.key_data(key).tolist() == [7, 7, 7]
+  assert minijax.random.key_data(minijax.random.split(key)).tolist() == [[8, 8, 8]] * 2
+  assert splits == [(2,)]
+  fry = jex.random.seed_with_impl(jex.random.threefry_prng_impl, 0)
+  assert minijax.random.key_data(fry).tolist() == [0, 0]
+  # JAX 0.10.2's bits for the counters 0..3 under the zero key
+  assert jex.random.threefry_2x32(np.zeros(2, np.uint32), np.arange(4, dtype=np.uint32)
+                                  ).tolist() == [4146024105, 967050713, 2718843009, 1272950319]
+
+
+def test_a_users_transformation_through_extend_core_and_linear_util():
+  # what haiku's to_dot is built from: take_current_trace, TraceTag, lu.transformation
+  from minijax.extend import core as jex_core, linear_util as lu
+  seen = []
+
+  @lu.transformation
+  def doubled_inputs(tag, *args):
+    with jex_core.take_current_trace() as parent:
+      seen.append((tag, parent))
+      outs = yield [2 * a for a in args], {}
+    yield [o + 1 for o in outs]
+
+  tag = jex_core.TraceTag()
+  assert tag == tag and tag != jex_core.TraceTag()
+  wrapped = doubled_inputs(lu.wrap_init(lambda x, y: [x * y]), tag)
+  assert wrapped.call_wrapped(3.0, 4.0) == [49.0]
+  assert seen[0][0] is tag and seen[0][1] is jex_core.find_top_trace(())
