@@ -317,13 +317,20 @@ def close_specs(tree, spec_type: type):
 def flatten_fun(f: Callable, in_tree):
   """`(flat_f, out_tree)`: `flat_f(*leaves)` calls `f(*args, **kwargs)` with `in_tree`
   the tree of `(args, kwargs)`, and returns the result's leaves, whose tree `out_tree()`
-  gives after the call."""
-  return tree_util.flatten_fun(f, in_tree)
+  gives after the call.  A `WrappedFun` (`linear_util.wrap_init`) gives one, as in JAX."""
+  return _rewrapped(tree_util.flatten_fun, f, in_tree)
 
 
 def flatten_fun_nokwargs(f: Callable, in_tree):
   """Like `flatten_fun`, `in_tree` the tree of the positional arguments' tuple."""
-  return tree_util.flatten_fun_nokwargs(f, in_tree)
+  return _rewrapped(tree_util.flatten_fun_nokwargs, f, in_tree)
+
+
+def _rewrapped(flatten, f, in_tree):
+  if not hasattr(f, "call_wrapped"):  # (a plain function)
+    return flatten(f, in_tree)
+  flat, out_tree = flatten(f.call_wrapped, in_tree)
+  return type(f)(flat, debug_info=f.debug_info), out_tree
 
 
 def safe_map(f: Callable, *args) -> list:

@@ -2,7 +2,7 @@
 the array protocol of wrappers that forward `aval`, sharding-carrying type constructors,
 `PartitionSpec.UNCONSTRAINED`, shardings on an abstract mesh, einsum's `_dot_general` hook
 and `out_sharding`, and partial evaluation over key-typed inputs; and by dm-haiku 0.0.17's:
-PRNG implementations of one's own (`extend.random`) and the pieces of a user's trace.
+PRNG implementations of one's own (`extend.random`) and the pieces of a user's trace."""
 from __future__ import annotations
 
 import numpy as np
@@ -191,3 +191,51 @@ def test_a_users_transformation_through_extend_core_and_linear_util():
   wrapped = doubled_inputs(lu.wrap_init(lambda x, y: [x * y]), tag)
   assert wrapped.call_wrapped(3.0, 4.0) == [49.0]
   assert seen[0][0] is tag and seen[0][1] is jex_core.find_top_trace(())
+
+
+def test_a_users_trace_class_sees_every_primitive_as_haikus_to_dot():
+  # JAX's extension protocol: a Tracer made with (trace, aval), a Trace whose
+  # process_primitive binds on the trace it was started in (bind_with_trace), and a
+  # WrappedFun flattened by api_util.flatten_fun
+  from minijax import api_util
+  from minijax.core.trace import Trace, Tracer
+  from minijax.extend import core as jex_core, linear_util as lu
+
+  class Recording(Tracer):
+    def __init__(self, trace, val):
+      super().__init__(trace, minijax.typeof(val))
+      self.val = val
+
+  class RecordingTrace(Trace):
+    def __init__(self, parent):
+      super().__init__()
+      self.parent, self.seen = parent, []
+
+    def lower(self, x):
+      return x.val if isinstance(x, Recording) and x._trace is self else x
+
+    def process_primitive(self, primitive, tracers, params):
+      vals = [self.lower(t) for t in tracers]
+      out = primitive.bind_with_trace(self.parent, vals, [minijax.typeof(v) for v in vals],
+                                      params)
+      self.seen.append(primitive.name)
+      return ([Recording(self, o) for o in out] if primitive.multiple_results
+              else Recording(self, out))
+
+  traces = []
+
+  @lu.transformation
+  def recorded(*args):
+    with jex_core.take_current_trace() as parent:
+      trace = RecordingTrace(parent)
+      traces.append(trace)
+      with jex_core.set_current_trace(trace):
+        outs = yield [Recording(trace, a) for a in args], {}
+        yield [trace.lower(o) for o in outs]
+
+  flat, out_tree = api_util.flatten_fun(lu.wrap_init(lambda x, y: {"z": jnp.sin(x) * y}),
+                                        minijax.tree.structure(((1.0, 2.0), {})))
+  (z,) = recorded(flat).call_wrapped(np.float32(0.5), np.float32(2.0))
+  assert out_tree().unflatten([z]) == {"z": z}
+  np.testing.assert_allclose(z, 2 * np.sin(0.5), rtol=1e-6)
+  assert traces[0].seen == ["sin", "mul"]

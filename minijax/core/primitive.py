@@ -56,6 +56,13 @@ class Primitive:
   def bind(self, *args, **params):
     return trace_lib._context.trace.process_primitive(self, args, params)
 
+  def bind_with_trace(self, trace, args, *avals_and_params):
+    """`bind` on `trace` (made current meanwhile), as JAX's: `bind_with_trace(trace, args,
+    params)` or, as JAX 0.10.2 also takes it, `(trace, args, avals, params)`."""
+    params = avals_and_params[-1]
+    with trace_lib.set_current_trace(trace):
+      return trace.process_primitive(self, list(args), params)
+
   def def_impl(self, impl: Callable) -> Callable:
     self.impl = impl
     return impl

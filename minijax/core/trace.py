@@ -165,12 +165,17 @@ class Tracer:
   __slots__ = ("_trace", "__weakref__")
   __array_priority__ = 1000
 
-  def __init__(self, trace: Trace):
+  def __init__(self, trace: Trace, aval: avals_lib.AbstractValue | None = None):
     self._trace = trace
+    if aval is not None:  # a library's tracer class, made as JAX's are (with a __dict__)
+      self.__dict__["_aval"] = aval
 
   @property
   def aval(self) -> avals_lib.ShapedArray:
-    raise NotImplementedError
+    try:
+      return self.__dict__["_aval"]
+    except (AttributeError, KeyError):
+      raise NotImplementedError(f"{type(self).__name__} defines no aval") from None
 
   def to_concrete_value(self):
     """The concrete value, when the transformation knows it (e.g. eager jvp primals)."""
