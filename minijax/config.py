@@ -362,6 +362,10 @@ FLAGS: dict[str, Flag] = {f.name: f for f in [
     int_flag("random_seed_offset", "MINIJAX_RANDOM_SEED_OFFSET", 0, -2**63, 2**63 - 1,
              "added to every seed a PRNG key is made from",
              env_aliases=("JAX_RANDOM_SEED_OFFSET",)),
+    bool_flag("softmax_custom_jvp", "MINIJAX_SOFTMAX_CUSTOM_JVP", False,
+              "nn.softmax differentiates by its own tangent rule (y * (t - sum(y t))) "
+              "rather than through exp, sum and divide (JAX 0.10.2's default)",
+              env_aliases=("JAX_SOFTMAX_CUSTOM_JVP",)),
     Flag("debug_key_reuse", False, None, _validate_only(False), _parse_bool,
          "False (minijax does not check PRNG keys for reuse)",
          "checking that PRNG keys are used once"),

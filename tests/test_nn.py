@@ -336,3 +336,21 @@ def test_dot_product_attention_shapes_precision_and_errors():
     nn.dot_product_attention(q, k, k.astype(np.float16))
   with pytest.raises(ValueError, match="implementation='cudnn' is not available"):
     nn.dot_product_attention(q, k, k, implementation="cudnn")
+
+
+def test_softmax_differentiates_through_its_operations_by_default_as_jax_0_10_2():
+  # JAX 0.10.2's jax_softmax_custom_jvp is off: the gradient flows through exp, sum and
+  # divide with the maximum held constant; on, softmax's own tangent rule is used
+  x = np.array([0.3, 0.6, -0.3], np.float32)
+  names = [e.primitive.name for e in minijax.make_jaxpr(nn.softmax)(x).eqns]
+  assert "stop_gradient" in names and "custom_jvp_call" not in names
+  grad = minijax.grad(lambda x: nn.softmax(x)[0])(x)
+  minijax.config.update("softmax_custom_jvp", True)
+  try:
+    names = [e.primitive.name for e in minijax.make_jaxpr(nn.softmax)(x).eqns]
+    assert names == ["custom_jvp_call"]
+    np.testing.assert_allclose(minijax.grad(lambda x: nn.softmax(x)[0])(x), grad, rtol=1e-6)
+  finally:
+    minijax.config.update("softmax_custom_jvp", False)
+  y = np.exp(x - x.max()) / np.exp(x - x.max()).sum()
+  np.testing.assert_allclose(grad, y[0] * (np.eye(3)[0] - y), rtol=1e-5)

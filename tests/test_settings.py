@@ -69,6 +69,7 @@ BAD_AND_GOOD = [
     ("random_seed_offset", [1.5, "3", 2**63], [(3, 3), (-2, -2), (0, 0)]),
     ("threefry_partitionable", ["yes", 2], [(True, True), (False, False)]),
     ("debug_key_reuse", [True, "no"], [(False, False)]),
+    ("softmax_custom_jvp", ["yes", 2], [(True, True), (False, False)]),
     ("use_simplified_jaxpr_constants", ["no", 2], [(True, True), (0, False)]),
     ("log_checkpoint_residuals", ["on", 2], [(True, True), (False, False)]),
     ("compilation_cache_dir", ["", 3, True], [("/tmp/c", "/tmp/c"), (None, None)]),

@@ -14,6 +14,7 @@ import numpy as np
 
 from minijax import lax
 from minijax import numpy as jnp
+from minijax.config import config
 from minijax.core import dtypes
 from minijax.custom_derivatives import custom_jvp
 from minijax.scipy.special import logsumexp  # jax.nn.logsumexp is jax.scipy's
@@ -227,20 +228,23 @@ def softmax(x, axis=-1, where=None):
   entries are 0."""
   x = _array("softmax", x)
   axis = axis if axis is None or isinstance(axis, (int, np.integer)) else tuple(axis)
-  return _softmax(x, axis, None if where is None else jnp.asarray(where))
+  where = None if where is None else jnp.asarray(where)
+  if config.softmax_custom_jvp:
+    return _softmax(x, axis, where)
+  return _softmax_through(x, axis, where)
 
 
-def _softmax_impl(x, axis, where):
+def _softmax_through(x, axis, where):
+  # JAX 0.10.2's default: differentiated through exp, sum and divide, the maximum held
+  # constant (so its gradients round as JAX's)
   x_max = jnp.max(x, axis, where=where, initial=-np.inf, keepdims=True)
   x_safe = x if where is None else jnp.where(where, x, -np.inf)
-  unnormalized = jnp.exp(x_safe - x_max)
+  unnormalized = jnp.exp(x_safe - lax.stop_gradient(x_max))
   result = unnormalized / jnp.sum(unnormalized, axis, where=where, keepdims=True)
-  if where is not None:
-    result = jnp.where(where, result, 0)
-  return result
+  return result if where is None else jnp.where(where, result, 0)
 
 
-_softmax = custom_jvp(_softmax_impl, nondiff_argnums=(1,))
+_softmax = custom_jvp(_softmax_through, nondiff_argnums=(1,))  # (softmax_custom_jvp)
 
 
 @_softmax.defjvp
