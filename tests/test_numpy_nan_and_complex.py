@@ -114,3 +114,15 @@ def test_complex_logaddexp_softplus_expit_and_logsumexp_are_numpys_principal_val
   want = np.log(np.sum(weights * np.exp(m.astype(np.complex128)), axis=1))
   assert _ulps(special.logsumexp(m, axis=1, b=weights), want) < 16
   assert minijax.nn.logsumexp is special.logsumexp
+
+
+def test_variance_squares_deviations_as_jax_does():
+  # real: lax.square of the deviations; complex: re^2 + im^2 as z * conj(z), not |z|
+  # squared after a square root (which rounds twice)
+  x = np.array([1.0, 2.0, 4.0], np.float32)
+  names = [e.primitive.name for e in minijax.make_jaxpr(jnp.var)(x).eqns]
+  assert "square" in names
+  z = np.array([1 + 2j, -1j, 3 + 0.5j], np.complex64)
+  names = [e.primitive.name for e in minijax.make_jaxpr(jnp.var)(z).eqns]
+  assert "conj" in names and "abs" not in names and "sqrt" not in names
+  np.testing.assert_allclose(jnp.var(z), np.var(z.astype(np.complex128)), rtol=1e-6)

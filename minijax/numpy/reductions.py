@@ -260,9 +260,10 @@ def _var(a, ddof, axis=None, dtype=None, out=None, keepdims=False, where=None):
 
 def _mean_square(centered, x, axes, dt, ddof, keepdims, where):
   if np.issubdtype(dt, np.complexfloating):  # the mean squared modulus, a real number
-    centered = lax.abs(centered)
-    dt = _util.dtype(centered)
-  sq = lax.mul(centered, centered)
+    sq = lax.real(lax.mul(centered, lax.conj(centered)))  # (re^2 + im^2, no square root)
+    dt = _util.dtype(sq)
+  else:
+    sq = lax.square(centered)
   if where is None:
     total = _accumulate(lax.reduce_sum, sq, axes)
     n = lax.sub(lax.full((), _count(x, axes), dt), lax.convert_element_type(ddof, dt))
