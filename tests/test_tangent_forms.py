@@ -110,3 +110,23 @@ def test_bessel_derivatives_at_zero_and_away():
   y = np.linspace(-3, 3, 7).astype(np.float32)
   np.testing.assert_allclose(minijax.vmap(minijax.grad(jnp.i0))(y),
                              scipy.special.i1(y.astype(np.float64)), rtol=1e-5)
+
+
+def test_normal_cdf_and_quantile_take_cephes_forms_and_bounds():
+  from minijax.scipy import special
+  x = np.linspace(-12, 12, 97).astype(np.float32)  # (float32's erfc far out: 1e-5 relative)
+  np.testing.assert_allclose(special.ndtr(x), scipy.special.ndtr(x.astype(np.float64)),
+                             rtol=2e-5, atol=0)
+  x = np.linspace(-3, 3, 97).astype(np.float32)
+  np.testing.assert_allclose(special.ndtr(x), scipy.special.ndtr(x.astype(np.float64)),
+                             rtol=1e-6, atol=0)
+  p = np.array([1e-30, 1e-10, 0.01, 0.1, 0.3, 0.5, 0.9, 0.999, 1 - 1e-7], np.float32)
+  np.testing.assert_allclose(special.ndtri(p), scipy.special.ndtri(p.astype(np.float64)),
+                             rtol=8 * 2.0 ** -23, atol=0)
+  edges = special.ndtri(np.array([0.0, 1.0, -0.1, 1.1], np.float32)).tolist()
+  assert edges[:2] == [-np.inf, np.inf] and np.isnan(edges[2:]).all()
+  # differentiated through the rational approximation: 1 / pdf(ndtri(p)) to rounding
+  q = np.float32(0.3)
+  z = scipy.special.ndtri(0.3)
+  np.testing.assert_allclose(minijax.grad(special.ndtri)(q),
+                             np.sqrt(2 * np.pi) * np.exp(z * z / 2), rtol=1e-5)

@@ -204,9 +204,16 @@ def erfinv(x):
 
 @_util.compiled_when_eager()
 def ndtr(x):
-  """Φ(x), the standard normal CDF."""
+  """Φ(x), the standard normal CDF: (1 + erf(x/√2)) / 2 near 0, from erfc(|x|/√2) beyond
+  (Cephes' split, as JAX computes it)."""
   x, = _promote("ndtr", x)
-  return jnp.multiply(0.5, lax.erfc(jnp.multiply(x, -np.sqrt(0.5))))
+  dt = np.dtype(_util.dtype(x)).type
+  half_sqrt_2 = dt(0.5) * np.sqrt(dt(2))
+  w = lax.mul(x, _c(x, half_sqrt_2))
+  z = lax.abs(w)
+  y = lax.select(lax.lt(z, _c(z, half_sqrt_2)), lax.add(_c(w, 1), lax.erf(w)),
+                 lax.select(lax.gt(w, _c(w, 0)), lax.sub(_c(z, 2), lax.erfc(z)), lax.erfc(z)))
+  return lax.mul(_c(y, 0.5), y)
 
 
 def _log_ndtr_bounds(dtype):
@@ -251,45 +258,54 @@ def log_ndtr(x, series_order=3):
   return _log_ndtr(x)
 
 
+# Cephes' ndtri: rational approximations in (p - 1/2) near the middle and in 1/z, z =
+# sqrt(-2 log p), in the tails (Moshier's coefficients), as JAX evaluates them
+_NDTRI_P0 = (-5.99633501014107895267E1, 9.80010754185999661536E1, -5.66762857469070293439E1,
+             1.39312609387279679503E1, -1.23916583867381258016E0)
+_NDTRI_Q0 = (1.0, 1.95448858338141759834E0, 4.67627912898881538453E0, 8.63602421390890590575E1,
+             -2.25462687854119370527E2, 2.00260212380060660359E2, -8.20372256168333339912E1,
+             1.59056225126211695515E1, -1.18331621121330003142E0)
+_NDTRI_P1 = (4.05544892305962419923E0, 3.15251094599893866154E1, 5.71628192246421288162E1,
+             4.40805073893200834700E1, 1.46849561928858024014E1, 2.18663306850790267539E0,
+             -1.40256079171354495875E-1, -3.50424626827848203418E-2, -8.57456785154685413611E-4)
+_NDTRI_Q1 = (1.0, 1.57799883256466749731E1, 4.53907635128879210584E1, 4.13172038254672030440E1,
+             1.50425385692907503408E1, 2.50464946208309415979E0, -1.42182922854787788574E-1,
+             -3.80806407691578277194E-2, -9.33259480895457427372E-4)
+_NDTRI_P2 = (3.23774891776946035970E0, 6.91522889068984211695E0, 3.93881025292474443415E0,
+             1.33303460815807542389E0, 2.01485389549179081538E-1, 1.23716634817820021358E-2,
+             3.01581553508235416007E-4, 2.65806974686737550832E-6, 6.23974539184983293730E-9)
+_NDTRI_Q2 = (1.0, 6.02427039364742014255E0, 3.67983563856160859403E0, 1.37702099489081330271E0,
+             2.16236993594496635890E-1, 1.34204006088543189037E-2, 3.28014464682127739104E-4,
+             2.89247864745380683936E-6, 6.79019408009981274425E-9)
+
+
 def _ndtri_value(p):
-  central = jnp.multiply(np.sqrt(2), lax.erf_inv(jnp.subtract(jnp.multiply(2, p), 1)))
-  # tails: z with log Φ(z) = log q for q = min(p, 1 - p), from the asymptotic start
-  # z0 = -sqrt(-2 log q - log(-4π log q)) refined by Newton steps on log Φ
-  q = jnp.clip(jnp.minimum(p, jnp.subtract(1, p)), float(np.finfo(_util.dtype(p)).tiny), 0.5)
-  log_q = jnp.log(q)
-  t = jnp.multiply(-2, log_q)
-  z = jnp.negative(jnp.sqrt(jnp.maximum(jnp.subtract(t, jnp.log(jnp.multiply(2 * np.pi, t))),
-                                        _c(t, 0.5))))
-  for _ in range(4):
-    log_cdf = _log_ndtr(z)
-    # Newton on f(z) = log Φ(z) - log q, f' = φ/Φ
-    z = jnp.subtract(z, jnp.multiply(jnp.subtract(log_cdf, log_q),
-                                     jnp.exp(jnp.subtract(log_cdf, _log_norm_pdf(z)))))
-  tail = jnp.where(jnp.less(p, 0.5), z, jnp.negative(z))
-  out = jnp.where(jnp.less(jnp.abs(jnp.subtract(p, 0.5)), 0.425), central, tail)
-  out = jnp.where(jnp.equal(p, 0), _c(p, -np.inf), out)
-  out = jnp.where(jnp.equal(p, 1), _c(p, np.inf), out)
-  return jnp.where(jnp.logical_or(jnp.less(p, 0), jnp.greater(p, 1)), _c(p, np.nan), out)
+  dt = np.dtype(_util.dtype(p)).type
 
+  def ratio(ps, qs, x):
+    return jnp.polyval(np.array(ps, dt), x) / jnp.polyval(np.array(qs, dt), x)
 
-def _log_norm_pdf(z):
-  return jnp.subtract(jnp.multiply(-0.5, jnp.multiply(z, z)), 0.5 * np.log(2 * np.pi))
-
-
-@custom_jvp
-def _ndtri(p):
-  return _ndtri_value(p)
-
-
-# d Φ⁻¹(p) / dp = 1 / φ(Φ⁻¹(p)): the derivative of the inverse, not of the iteration
-_ndtri.defjvps(lambda t, z, p: jnp.multiply(t, jnp.exp(jnp.negative(_log_norm_pdf(z)))))
+  folded = jnp.where(p > dt(-np.expm1(-2.0)), dt(1.0) - p, p)  # the smaller tail
+  folded = jnp.where(folded == dt(0.0), _c(p, 0.5), folded)
+  w = folded - dt(0.5)
+  ww = lax.square(w)
+  middle = (w + w * ww * ratio(_NDTRI_P0, _NDTRI_Q0, ww)) * -dt(np.sqrt(2.0 * np.pi))
+  z = lax.sqrt(dt(-2.0) * lax.log(folded))
+  start = z - lax.log(z) / z
+  tail = jnp.where(z >= dt(8.0), start - ratio(_NDTRI_P2, _NDTRI_Q2, 1 / z) / z,
+                   start - ratio(_NDTRI_P1, _NDTRI_Q1, 1 / z) / z)
+  x = jnp.where(folded > dt(np.exp(-2.0)), middle, tail)
+  x = jnp.where(p > dt(1.0 - np.exp(-2.0)), x, -x)
+  x = jnp.where(p == dt(0.0), _c(p, -np.inf), jnp.where(p == dt(1.0), _c(p, np.inf), x))
+  return jnp.where(jnp.logical_or(p < 0, p > 1), _c(p, np.nan), x)
 
 
 @_util.compiled_when_eager()
 def ndtri(p):
-  """Φ⁻¹(p), the standard normal quantile function."""
+  """Φ⁻¹(p), the standard normal quantile function (Cephes' rational approximations,
+  differentiated through them, as JAX's); NaN outside [0, 1]."""
   p, = _promote("ndtri", p)
-  return _ndtri(p)
+  return _ndtri_value(p)
 
 
 # ----------------------------------------------------------------------------- logistic
