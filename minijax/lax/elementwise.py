@@ -582,8 +582,8 @@ def erf(x):
 
 # ---- atan2
 atan2_p = _binop("atan2", *_inexact, mhlo.Atan2Op)
-ad.defjvp(atan2_p, lambda g, x, y: mul(g, div(y, add(mul(x, x), mul(y, y)))),
-          lambda g, x, y: mul(g, div(neg(x), add(mul(x, x), mul(y, y)))))
+ad.defjvp(atan2_p, lambda g, x, y: mul(g, div(y, add(square(x), square(y)))),
+          lambda g, x, y: mul(g, div(neg(x), add(square(x), square(y)))))
 
 
 def atan2(x, y):
