@@ -23,7 +23,7 @@ from minijax.api_util import (DebugInfo, argnums_partial, broadcast_prefix, clos
 from minijax.core import dtypes
 from minijax.lax.structural import scalar_constant
 from minijax.core.axes import extend_axis_env
-from minijax.core.avals import ShapedArray, get_aval
+from minijax.core.avals import ShapedArray, get_aval, valid_jaxtype
 from minijax.core.jaxpr import ClosedJaxpr
 from minijax.core.trace import Tracer
 from minijax.core.traceback_util import api_boundary
@@ -84,7 +84,7 @@ def _flat_fun_with_aux(fun, in_tree, has_aux, box):
                         + (f" of length {len(out)}" if isinstance(out, (tuple, list)) else ""))
       out, aux = out
       aux_leaves, aux_tree = tree_util.tree_flatten(aux)
-      box["aux_objects"] = {i: x for i, x in enumerate(aux_leaves) if not _is_value(x)}
+      box["aux_objects"] = {i: x for i, x in enumerate(aux_leaves) if not valid_jaxtype(x)}
       aux_leaves = [x for i, x in enumerate(aux_leaves) if i not in box["aux_objects"]]
     else:
       aux_leaves, aux_tree = [], None
@@ -93,14 +93,6 @@ def _flat_fun_with_aux(fun, in_tree, has_aux, box):
     box.get("check", lambda leaves: None)(leaves)
     return [*leaves, *aux_leaves]
   return flat_fun
-
-
-def _is_value(x) -> bool:
-  try:
-    ad.get_aval(x)
-  except TypeError:
-    return False
-  return True
 
 
 def _aux(box, values):

@@ -177,6 +177,15 @@ def get_aval(x: Any) -> ShapedArray:
   return ShapedArray(np.shape(x), dtype, weak)
 
 
+def valid_jaxtype(x) -> bool:
+  """Whether `x` is a value minijax computes with (an array, scalar or tracer)."""
+  try:
+    get_aval(x)
+  except TypeError:
+    return False
+  return True
+
+
 def _numpy_aval(x) -> ShapedArray:
   try:
     return ShapedArray(np.shape(x), dtypes.canonicalize_dtype(x.dtype), False)

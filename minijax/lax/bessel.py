@@ -26,6 +26,7 @@ from minijax.lowering import mlir
 
 __all__ = ["bessel_i0e", "bessel_i0e_p", "bessel_i1e", "bessel_i1e_p"]
 
+
 def _float_operand(name, x):
   x = convert_to_array(x)
   if not dtypes.is_float(get_aval(x).dtype):
@@ -101,14 +102,13 @@ def _chebyshev(t, coefficients):
 
 
 def _i0e_cephes(x):
-  from minijax.lax.misc import select
   small_terms, large_terms = ((len(_I0E_SMALL), len(_I0E_LARGE))
                               if get_aval(x).dtype == np.float64 else _FLOAT32_TERMS)
   ax = abs(x)
   small = _chebyshev(sub(mul(_const(ax, 0.5), ax), _const(ax, 2)), _I0E_SMALL[-small_terms:])
   large = div(_chebyshev(sub(div(_const(ax, 32), ax), _const(ax, 2)), _I0E_LARGE[-large_terms:]),
               sqrt(ax))
-  return select(le(ax, _const(ax, 8)), small, large)
+  return _where(le(ax, _const(ax, 8)), small, large)
 
 
 bessel_i0e_p = utils.standard_primitive(

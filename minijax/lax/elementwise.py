@@ -362,12 +362,11 @@ mlir.register_lowering(abs_p, utils.nary_lowering(mhlo.AbsOp), splat_literals=Tr
 
 
 def _abs_jvp(g, out, x):
+  from minijax.lax.misc import select_n
   if not _is_complex(get_aval(x).dtype):  # the slope at 0 is 1, as JAX's
-    from minijax.lax.misc import select_n
     return select_n(ge(x, _zeros_like(x)), neg(g), g)
   # d|z| = Re(conj(z) dz) / |z|, and 0 at z = 0 (JAX's choice)
   from minijax.lax.complex_ops import complex, conj, real
-  from minijax.lax.misc import select_n
   zero = eq(out, _zeros_like(out))
   safe = select_n(zero, out, _ones_like(out))
   return real(mul(g, div(conj(x), complex(safe, _zeros_like(safe)))))

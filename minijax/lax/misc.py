@@ -110,8 +110,9 @@ def _fold_scalar_conversion(x, new_dtype, weak_type):
   a literal of the new dtype (an Array eagerly), not a `convert_element_type` equation.
   None where that does not apply (non-finite floats to integers, complex to real,
   out-of-range integers are left to the primitive)."""
-  if weak_type:
-    return _fold_weak_scalar_conversion(x, new_dtype)
+  if weak_type:  # `2` to a weak float32 is the Python float 2.0: a weak literal, as JAX's
+    value = dtypes.as_python_scalar_of(x, new_dtype)
+    return None if value is None else scalar_constant(value)
   if not (isinstance(x, (*dtypes.PYTHON_SCALARS, np.generic))
           or (type(x) is np.ndarray and x.shape == ())):
     return None
@@ -130,13 +131,6 @@ def _fold_scalar_conversion(x, new_dtype, weak_type):
   except (OverflowError, TypeError, ValueError):
     return None
   return scalar_constant(value)
-
-
-def _fold_weak_scalar_conversion(x, new_dtype):
-  """A Python scalar converted to the weak dtype of another Python kind (`2` to a weak
-  float32) is that Python scalar: a weak literal, as in JAX, not an equation."""
-  value = dtypes.as_python_scalar_of(x, new_dtype)
-  return None if value is None else scalar_constant(value)
 
 
 # ---- bitcast_convert_type: the same bits read as another dtype (not differentiable)

@@ -3,8 +3,9 @@
 `named_call(f, name=)` is JAX's: `f` under a `named_scope`, so its operations carry the
 name in their name stack (and lowered locations), with no equation of its own.
 `named_call_p` is an inlined call that keeps a name in jaxprs and in the lowered module (a
-`func.call` to a function of that name): `lax.composite` stages through it (`staged_call`).  `remat_p` marks a computation whose intermediate
-values reverse mode should recompute rather than save.  Its partial-evaluation rule splits
+`func.call` to a function of that name): `lax.composite` stages through it (`staged_call`).
+`remat_p` marks a computation whose intermediate values reverse mode should recompute
+rather than save.  Its partial-evaluation rule splits
 its (jvp'd) jaxpr equation by equation under its policy (`pe.partial_eval_jaxpr_custom`, as
 JAX's does): the known part runs now and returns the residuals the policy lets it save;
 the staged part, one `remat_p` equation, recomputes the rest from the known inputs and

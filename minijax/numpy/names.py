@@ -3,7 +3,6 @@
 `isposinf`, `logaddexp2`, `vecdot`, `trapezoid`)."""
 from __future__ import annotations
 
-import numpy as np
 
 from minijax import lax
 from minijax.core import dtypes
@@ -63,10 +62,7 @@ def isneginf(x, /, out=None):
   return jnp.logical_and(jnp.isinf(x), jnp.asarray(x) < 0)
 
 
-def logaddexp2(x1, x2, /):
-  """`log2(2**x1 + 2**x2)`, computed without overflow."""
-  from minijax.numpy.ufuncs import logaddexp2 as ufunc
-  return ufunc(x1, x2)
+logaddexp2 = _ufuncs.logaddexp2  # `log2(2**x1 + 2**x2)`, computed without overflow
 
 
 def vecdot(x1, x2, /, *, axis: int = -1, precision=None, preferred_element_type=None):

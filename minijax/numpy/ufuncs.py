@@ -241,31 +241,34 @@ def _logaddexp_value(a, b):
   return lax.select(lax.ne(delta, delta), lax.add(a, b), out)
 
 
-def _logaddexp_jvp(primals, tangents):
-  """d log(e^a + e^b) = e^(a - out) da + e^(b - out) db, with +inf read as 0 in the
-  exponents (so that inf - inf gives weight 1); a NaN anywhere gives NaN, as in JAX."""
-  a, b = primals
-  out = logaddexp(a, b)  # (itself: its own tangent rule differentiates it again, as JAX's)
-
-  def finite(x):
-    return lax.select(lax.eq(x, lax.full_like(x, np.inf)), lax.full_like(x, 0), x)
-
-  weight_a = lax.exp(lax.sub(finite(a), finite(out)))
-  weight_b = lax.exp(lax.sub(finite(b), finite(out)))
-  return out, lax.add(lax.mul(tangents[0], weight_a), lax.mul(tangents[1], weight_b))
+def _finite(x):
+  """`x` with +inf read as 0 (in the exponents of the tangents' weights)."""
+  return lax.select(lax.eq(x, lax.full_like(x, np.inf)), lax.full_like(x, 0), x)
 
 
-def _make_logaddexp():
+def _make_logaddexp(name, value, power):
+  """`log_b(b^a1 + b^a2)` computed by `value`, with the tangent rule d = b^(a1 - out) da1 +
+  b^(a2 - out) da2 (`power`: b^x), +inf read as 0 in the exponents (so that inf - inf gives
+  weight 1); a NaN anywhere gives NaN, as in JAX.  The rule differentiates the function
+  itself, so higher derivatives go through it again, as JAX's."""
   from minijax.custom_derivatives import custom_jvp
 
-  def logaddexp(a, b):
-    return _logaddexp_value(a, b)
-  fn = custom_jvp(logaddexp)
-  fn.defjvp(_logaddexp_jvp)
+  def function(a, b):
+    return value(a, b)
+  function.__name__ = function.__qualname__ = name  # (as jaxprs name the custom_jvp call)
+  fn = custom_jvp(function)
+
+  @fn.defjvp
+  def _jvp(primals, tangents):
+    a, b = primals
+    out = fn(a, b)
+    weight_a = power(lax.sub(_finite(a), _finite(out)))
+    weight_b = power(lax.sub(_finite(b), _finite(out)))
+    return out, lax.add(lax.mul(tangents[0], weight_a), lax.mul(tangents[1], weight_b))
   return fn
 
 
-logaddexp = _binary("logaddexp", _make_logaddexp(), inexact=True)
+logaddexp = _binary("logaddexp", _make_logaddexp("logaddexp", _logaddexp_value, lax.exp), inexact=True)
 
 
 def _logaddexp2_value(a, b):
@@ -281,50 +284,27 @@ def _logaddexp2_value(a, b):
   return lax.select(lax.ne(delta, delta), lax.add(a, b), out)
 
 
-def _logaddexp2_jvp(primals, tangents):
-  """d log2(2^a + 2^b) = 2^(a - out) da + 2^(b - out) db, +inf read as 0 as for logaddexp."""
-  a, b = primals
-  out = logaddexp2(a, b)
-
-  def finite(x):
-    return lax.select(lax.eq(x, lax.full_like(x, np.inf)), lax.full_like(x, 0), x)
-
-  weight_a = lax.exp2(lax.sub(finite(a), finite(out)))
-  weight_b = lax.exp2(lax.sub(finite(b), finite(out)))
-  return out, lax.add(lax.mul(tangents[0], weight_a), lax.mul(tangents[1], weight_b))
-
-
-def _make_logaddexp2():
-  from minijax.custom_derivatives import custom_jvp
-
-  def logaddexp2(a, b):
-    return _logaddexp2_value(a, b)
-  fn = custom_jvp(logaddexp2)
-  fn.defjvp(_logaddexp2_jvp)
-  return fn
-
-
-logaddexp2 = _binary("logaddexp2", _make_logaddexp2(), inexact=True)
+logaddexp2 = _binary("logaddexp2", _make_logaddexp("logaddexp2", _logaddexp2_value, lax.exp2),
+                     inexact=True)
 
 
 def _complex_greater_equal(a, b):
   ra, rb = lax.real(a), lax.real(b)
   return lax.select(lax.eq(ra, rb), lax.ge(lax.imag(a), lax.imag(b)), lax.gt(ra, rb))
+
+
 def _hypot(a, b):
   # JAX's scaled form: big * sqrt(1 + (small / big)^2), so squares neither overflow nor
   # underflow (hypot(1e30, 1e30) is 1.41e30, not inf), and inf where either is infinite
   a, b = lax.abs(a), lax.abs(b)
-  infinite = lax.bitwise_or(lax.eq(a, _full_like(a, np.inf)), lax.eq(b, _full_like(b, np.inf)))
+  infinite = lax.bitwise_or(lax.eq(a, lax.full_like(a, np.inf)),
+                            lax.eq(b, lax.full_like(b, np.inf)))
   big, small = lax.max(a, b), lax.min(a, b)
-  zero = lax.eq(big, _full_like(big, 0))
-  ratio = lax.div(small, lax.select(zero, _full_like(big, 1), big))
-  scaled = lax.mul(big, lax.sqrt(lax.add(_full_like(ratio, 1), lax.square(ratio))))
+  zero = lax.eq(big, lax.full_like(big, 0))
+  ratio = lax.div(small, lax.select(zero, lax.full_like(big, 1), big))
+  scaled = lax.mul(big, lax.sqrt(lax.add(lax.full_like(ratio, 1), lax.square(ratio))))
   out = lax.select(zero, big, scaled)
-  return lax.select(infinite, _full_like(out, np.inf), out)
-
-
-def _full_like(x, value):
-  return lax.full(_util.shape(x), value, _util.dtype(x))
+  return lax.select(infinite, lax.full_like(out, np.inf), out)
 
 
 hypot = _binary("hypot", _hypot, inexact=True, real_only=ValueError)
@@ -505,28 +485,22 @@ around = round
 exp = _unary("exp", lax.exp, inexact=True)
 exp2 = _unary("exp2", lax.exp2, inexact=True)
 log = _unary("log", lax.log, inexact=True)
-def _log2(a):
-  # (JAX's: the logarithm over log(2), computed by the same log; parts of a complex one apart)
-  r = lax.log(a)
-  if dtypes.issubdtype(_util.dtype(a), np.complexfloating):
-    re, im = lax.real(r), lax.imag(r)
-    ln2 = lax.log(np.array(2, _util.dtype(re)))
-    return lax.complex(lax.div(re, ln2), lax.div(im, ln2))
-  return lax.div(r, lax.log(np.array(2, _util.dtype(a))))
+def _log_in_base(rescale):
+  """The logarithm of another base, as JAX's: `rescale` (of the natural logarithm) applied
+  to the real and imaginary parts of a complex one apart."""
+  def log_in_base(a):
+    r = lax.log(a)
+    if dtypes.issubdtype(_util.dtype(a), np.complexfloating):
+      return lax.complex(rescale(lax.real(r)), rescale(lax.imag(r)))
+    return rescale(r)
+  return log_in_base
 
 
-def _log10(a):
-  # (JAX's: the logarithm times 1 / log(10) rounded to the dtype)
-  r = lax.log(a)
-  if dtypes.issubdtype(_util.dtype(a), np.complexfloating):
-    re, im = lax.real(r), lax.imag(r)
-    scale = np.array(0.4342944819032518, _util.dtype(re))
-    return lax.complex(lax.mul(re, scale), lax.mul(im, scale))
-  return lax.mul(r, np.array(0.4342944819032518, _util.dtype(a)))
-
-
-log2 = _unary("log2", _log2, inexact=True)
-log10 = _unary("log10", _log10, inexact=True)
+# log2 divides by log(2) computed by the same log; log10 multiplies by 1 / log(10) rounded
+log2 = _unary("log2", _log_in_base(
+    lambda r: lax.div(r, lax.log(np.array(2, _util.dtype(r))))), inexact=True)
+log10 = _unary("log10", _log_in_base(
+    lambda r: lax.mul(r, np.array(0.4342944819032518, _util.dtype(r)))), inexact=True)
 log1p = _unary("log1p", lax.log1p, inexact=True)
 expm1 = _unary("expm1", lax.expm1, inexact=True)
 sin = _unary("sin", lax.sin, inexact=True)

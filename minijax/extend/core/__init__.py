@@ -7,7 +7,7 @@ import contextlib
 import weakref
 from typing import Any, Callable
 
-from minijax.core.avals import AbstractToken, AbstractValue, ShapedArray, Token, get_aval
+from minijax.core.avals import AbstractToken, AbstractValue, ShapedArray, Token, valid_jaxtype
 from minijax.core.effects import Effect
 from minijax.core.jaxpr import (ClosedJaxpr, DropVar, Jaxpr, JaxprEqn, JaxprTypeError, Literal,
                                 Var, eval_jaxpr, typecheck_jaxpr as check_jaxpr)
@@ -17,15 +17,6 @@ from minijax.extend.core import primitives
 
 Effects = frozenset
 no_effects: frozenset = frozenset()
-
-
-def valid_jaxtype(x) -> bool:
-  """Whether `x` is a value minijax computes with (an array, scalar or tracer)."""
-  try:
-    get_aval(x)
-  except TypeError:
-    return False
-  return True
 
 
 def find_top_trace(xs) -> Any:
