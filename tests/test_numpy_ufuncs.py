@@ -195,7 +195,9 @@ def test_logarithms_in_other_bases_take_jaxs_forms():
   x = np.float32(1000.0)
   text = str(minijax.make_jaxpr(jnp.log10)(x))
   assert "mul b 0.4342944920063019:f32[]" in text and "div" not in text
-  assert jnp.log10(x) == 3.0 and jnp.log2(np.float32(8)) == 3.0
+  # (within ulps: what log rounds to is the CPU's code generation's)
+  np.testing.assert_allclose(jnp.log10(x), 3.0, rtol=4 * 2.0 ** -23)
+  np.testing.assert_allclose(jnp.log2(np.float32(8)), 3.0, rtol=4 * 2.0 ** -23)
   np.testing.assert_allclose(jnp.logaddexp2(1.0, 2.0), np.logaddexp2(1.0, 2.0), rtol=1e-7)
   assert jnp.logaddexp2(np.inf, np.inf) == np.inf and jnp.logaddexp2(-np.inf, -np.inf) == -np.inf
   np.testing.assert_allclose(minijax.grad(jnp.logaddexp2)(1.0, 2.0), 1 / 3, rtol=1e-6)
