@@ -128,6 +128,25 @@ def test_switch_branches_share_residual_slots_of_one_type():
     np.testing.assert_allclose(g(f32(0.5)), d, rtol=1e-6)
 
 
+@pytest.mark.parametrize("under_jit", [False, True])
+def test_weak_types_of_outputs_are_branch_zeros_and_the_loop_bodys(under_jit):
+  # JAX's: a cond's outputs have the types of branch 0 (false_fun, or switch's first
+  # branch), weak types included; a loop's carry out has the body's.  A sampler whose state
+  # starts as a Python float keeps it weakly typed through `cond(accept, new, old)`, and
+  # its jitted step is traced once (blackjax's test_compilation counts it).
+  import minijax.numpy as jnp
+  weak = lambda f: (minijax.jit(f) if under_jit else f)().weak_type
+  strong = lambda: jnp.float32(2)
+  assert weak(lambda: lax.cond(True, strong, lambda: 1.0)) is True
+  assert weak(lambda: lax.cond(False, lambda: 1.0, strong)) is False
+  assert weak(lambda: lax.switch(1, [lambda: 1.0, strong])) is True
+  assert weak(lambda: lax.switch(0, [strong, lambda: 1.0])) is False
+  assert weak(lambda: lax.cond(True, lambda x: x, lambda x: jnp.float32(3), 1.0)) is False
+  assert weak(lambda: lax.scan(lambda c, x: (1.0, x), f32(1), jnp.arange(3.))[0]) is True
+  assert weak(lambda: lax.fori_loop(0, 3, lambda i, c: 2.0, f32(1))) is True
+  assert weak(lambda: lax.while_loop(lambda c: c < 3, lambda c: f32(5), f32(1))) is False
+
+
 # ----------------------------------------------------------------------------- typechecking
 
 def test_typecheck_names_a_control_flow_param_of_the_wrong_type():

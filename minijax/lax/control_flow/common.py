@@ -107,17 +107,9 @@ def jaxprs_effects(construct: str, *jaxprs, operands=None) -> frozenset:
 # ----------------------------------------------------------------------------- type checks
 
 def same_type(a, b) -> bool:
-  """Equal shapes and dtypes; weak types may differ (they join to the strong type)."""
+  """Equal shapes and dtypes; weak types may differ (the outputs of `cond` take branch 0's,
+  those of loops the body's, as in JAX)."""
   return a.shape == b.shape and a.dtype == b.dtype
-
-
-def join_weak(avals_lists: Sequence[Sequence[ShapedArray]]) -> list[ShapedArray]:
-  """Per position: weak only if weak in every list."""
-  out = []
-  for avals in zip(*avals_lists):
-    weak = all(a.weak_type for a in avals)
-    out.append(avals[0].update(weak_type=weak))
-  return out
 
 
 def promote_weak_carry(vals: Sequence[Any], avals: Sequence[ShapedArray],

@@ -224,8 +224,7 @@ def _cond_abstract_eval(index, *avals, branches):
     if not all(map(common.same_type, b.out_avals, branches[0].out_avals)):
       raise TypeError(f"cond branch {i} returns {[a.str_short() for a in b.out_avals]} but "
                       f"branch 0 returns {[a.str_short() for a in branches[0].out_avals]}")
-  out_avals = common.join_weak([b.out_avals for b in branches])
-  return out_avals, _branches_effects(branches)
+  return branches[0].out_avals, _branches_effects(branches)  # (weak types: branch 0's, as JAX's)
 
 
 def _branches_effects(branches) -> frozenset:

@@ -191,7 +191,7 @@ def _while_abstract_eval(*avals, cond_jaxpr, body_jaxpr, cond_nconsts, body_ncon
   nc, nb, n = cond_nconsts, body_nconsts, len(carry)
   where = [[*range(nc), *range(nc + nb, nc + nb + n)],
            [*range(nc, nc + nb), *range(nc + nb, nc + nb + n)]]
-  return common.join_weak([carry, body_jaxpr.out_avals]), \
+  return body_jaxpr.out_avals, \
       common.jaxprs_effects("`while`", cond_jaxpr, body_jaxpr, operands=where)
 
 

@@ -239,7 +239,7 @@ def _scan_abstract_eval(*avals, jaxpr, num_consts, num_carry, length, reverse,
                     f"input carry {[a.str_short() for a in carry]}")
   ys = [ShapedArray((length, *a.shape), a.dtype, a.weak_type)
         for a in jaxpr.out_avals[num_carry:]]
-  return [*common.join_weak([carry, carry_out]), *ys], common.jaxprs_effects("`scan`", jaxpr)
+  return [*carry_out, *ys], common.jaxprs_effects("`scan`", jaxpr)
 
 
 def _split(values, num_consts, num_carry):
