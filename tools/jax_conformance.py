@@ -53,6 +53,8 @@ LEFT_OUT: dict[str, dict[str, str]] = {
             "compile log"},
 }
 
+SOURCE_DISTRIBUTION = re.compile(r"[A-Za-z][\w.]*-\d+(\.\d+)+")  # an unpacked sdist's folder: flax-0.12.8
+
 OUTCOMES = ("passed", "failed", "skipped", "error")
 
 
@@ -79,9 +81,20 @@ def file_key(path: str) -> str:
     return parts[1]
   folders = path.replace(os.sep, "/").split("/")
   for i, folder in enumerate(folders[:-1]):
-    if re.fullmatch(r"[A-Za-z][\w.]*-\d+(\.\d+)+", folder):
+    if SOURCE_DISTRIBUTION.fullmatch(folder):
       return "/".join(folders[i:])
   return os.path.basename(path)
+
+
+def library_paths(path: str) -> list[str]:
+  """Where a library's own test runs import from, for a test file in an unpacked source
+  distribution: the file's folder (`from utils import ...`) and the distribution's top
+  folder (`from tests import ...`)."""
+  folders = os.path.dirname(os.path.abspath(path)).split(os.sep)
+  for i, folder in enumerate(folders):
+    if SOURCE_DISTRIBUTION.fullmatch(folder):
+      return [os.sep.join(folders), os.sep.join(folders[:i + 1])]
+  return []
 
 
 def requested_devices(path: str) -> int:
@@ -127,7 +140,8 @@ def run_file(path: str, backend: str, args, skip: set[str], jax_entry: dict
     env.update(
         JAX_CONFORMANCE_BACKEND=backend, JAX_CONFORMANCE_FILE=path, JAX_CONFORMANCE_OUT=out,
         JAX_CONFORMANCE_SKIP=skip_file, JAX_CONFORMANCE_TIMEOUT=str(args.timeout),
-        PYTHONPATH=os.pathsep.join([TOOLS, ROOT, env.get("PYTHONPATH", "")]).rstrip(os.pathsep),
+        PYTHONPATH=os.pathsep.join([*library_paths(path), TOOLS, ROOT, env.get("PYTHONPATH", "")]
+                                   ).rstrip(os.pathsep),
         JAX_PLATFORMS="cpu", JAX_PLATFORM_NAME="cpu",
         JAX_CONFORMANCE_JAX_FLAGS=json.dumps(jax_entry.get("flags_at_import", {})),
         JAX_CONFORMANCE_JAX_PUBLIC=json.dumps(jax_entry.get("public_names", {})))
