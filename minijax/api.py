@@ -24,7 +24,7 @@ from minijax.core import dtypes
 from minijax.lax.structural import scalar_constant
 from minijax.core.axes import extend_axis_env
 from minijax.core.avals import ShapedArray, get_aval, valid_jaxtype
-from minijax.core.jaxpr import ClosedJaxpr
+from minijax.core.jaxpr import ClosedJaxpr, transformation_scope
 from minijax.core.trace import Tracer
 from minijax.core.traceback_util import api_boundary
 from minijax.interpreters import ad, batching
@@ -121,7 +121,8 @@ def jvp(fun: Callable, primals, tangents, has_aux: bool = False):
   flat_t = [_check_tangent(p, t) for p, t in zip(flat_p, flat_t)]
   box = {}
   flat_fun = _flat_fun_with_aux(lambda *a: fun(*a), tree_p, has_aux, box)
-  outs_p, outs_t = ad.jvp_flat(flat_fun, flat_p, flat_t)
+  with transformation_scope("jvp"):
+    outs_p, outs_t = ad.jvp_flat(flat_fun, flat_p, flat_t)
   n = box["n_out"]
   out_p = box["out_tree"].unflatten(outs_p[:n])
   out_t = box["out_tree"].unflatten([_instantiate(t) for t in outs_t[:n]])
@@ -617,7 +618,8 @@ def vmap(fun: Callable, in_axes=0, out_axes=0, axis_size: int | None = None,
     if any(s != size for s, _, _ in sizes):
       raise ValueError(_inconsistent_sizes(fun, args, kwargs, flat, sizes, axis_size))
     flat_fun, out_tree = tree_util.flatten_fun(fun, in_tree)
-    outs, out_dims = batching.vmap_flat_dims(flat_fun, dims, size, flat, axis_name)
+    with transformation_scope("vmap"):
+      outs, out_dims = batching.vmap_flat_dims(flat_fun, dims, size, flat, axis_name)
     out_tree = out_tree()
     out = out_tree.unflatten(outs)
     flat_out_axes = _broadcast_prefix(out_axes, out, "out_axes")
@@ -803,7 +805,8 @@ def _linear_transposed(meta, consts, out_ct):
     shown = lambda avals: "[" + ", ".join(a.str_short() for a in avals) + "]"  # noqa: E731
     raise TypeError(f"cotangent type does not match function output: the transposed function "
                     f"takes cotangents of type {shown(out_avals)}, but got {shown(ct_avals)}")
-  cts = backward_pass(jaxpr, consts, [ad.UndefinedPrimal(a) for a in in_avals], flat_ct)
+  cts = backward_pass(jaxpr, consts, [ad.UndefinedPrimal(a) for a in in_avals], flat_ct,
+                      transform_stack=True)
   return in_tree.unflatten([_instantiate(c) for c in cts])
 
 

@@ -198,8 +198,16 @@ def test_named_call_names_its_operations_in_name_stacks_and_lowered_locations():
   x = np.float32(0.5)
   closed = minijax.make_jaxpr(minijax.grad(f))(x)
   assert [e.primitive.name for e in closed.eqns] == ["sin", "cos", "mul"]
-  assert [e.source_info.name_stack for e in closed.eqns[:2]] == ["my_block", "my_block"]
-  assert "my_block" in minijax.jit(f).lower(x).as_text(debug_info=True)
+  # (JAX 0.10.2's names: the transformations wrap the scope that follows them)
+  assert [str(e.source_info.name_stack) for e in closed.eqns] == [
+      "jvp(my_block)", "jvp(my_block)", "transpose(jvp(my_block))"]
+  with minijax.named_scope("outer"):  # (a trace records the names entered inside it)
+    batched = minijax.make_jaxpr(minijax.vmap(minijax.grad(f)))(np.ones(2, np.float32))
+  assert [str(e.source_info.name_stack) for e in batched.eqns] == [
+      "vmap(jvp(my_block))", "vmap(jvp(my_block))", "vmap(transpose(jvp(my_block)))"]
+  assert 'loc("jit(<lambda>)/my_block/sin"' in minijax.jit(f).lower(x).as_text(debug_info=True)
+  text = minijax.jit(minijax.grad(f)).lower(x).as_text(debug_info=True)
+  assert 'loc("jit(<lambda>)/transpose(jvp(my_block))/mul"' in text
   allclose(minijax.vmap(f)(np.ones(2, np.float32)), np.sin(np.ones(2)))
 
 

@@ -9,6 +9,7 @@ import inspect
 import os
 import shutil
 import subprocess
+import re
 import sys
 import traceback
 
@@ -17,6 +18,7 @@ import pytest
 
 import minijax
 import minijax.numpy as jnp
+from minijax import lax
 from minijax.test_util import check_grads
 from minijax.config import FLAGS
 from tests.conftest import ROOT, run_python
@@ -275,6 +277,27 @@ def test_named_scope_names_operations_in_the_lowered_module():
   with pytest.raises(TypeError, match="string"):
     with minijax.named_scope(3):
       pass
+
+
+def test_lowered_operations_are_named_as_jax_names_them():
+  # JAX 0.10.2's names: the module's function, the scopes, the op holding a region and the
+  # region (a branch, a loop's body or condition); a called function names its own ops
+  # from its start, and the call after the function.
+  @minijax.jit
+  def inner(x):
+    with minijax.named_scope("c"):
+      return jnp.cos(x)
+
+  def f(x):
+    with minijax.named_scope("b"):
+      y = lax.cond(x.sum() > 0, jnp.sin, lambda x: inner(x), x)
+      return lax.while_loop(lambda c: c.sum() < 10, lambda c: c * 2, y)
+
+  text = minijax.jit(f).lower(jnp.ones(2)).as_text(debug_info=True)
+  names = set(re.findall(r'loc\("([^"/][^"]*)"', text))
+  assert {"jit(f)/b/gt", "jit(f)/b/cond", "jit(f)/b/cond/branch_1_fun/sin",
+          "jit(f)/b/cond/branch_0_fun/jit(inner)", "c/cos", "jit(f)/b/while",
+          "jit(f)/b/while/cond/lt", "jit(f)/b/while/body/mul"} <= names, names
 
 
 def test_array_copy_has_its_own_buffer_and_setitem_names_the_at_update():

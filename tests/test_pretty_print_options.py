@@ -74,9 +74,10 @@ def test_a_checkpoint_recomputation_is_named_rematted_computation():
   vjp = minijax.make_jaxpr(minijax.vjp(functools.partial(f, x), ws)[1])(f(x, ws))
   text = vjp.jaxpr.pretty_print(name_stack=True)
   assert text.count("rematted_computation") == 1
-  # (JAX 0.10.2 names it `[rematted_computation/run_per_expert_shard]`: minijax's
-  # recomputation keeps only its own name, not the scope it was traced in)
-  assert "= jit[  # [rematted_computation]" in text
+  # (JAX 0.10.2's names: the recomputation keeps the scope it was traced in, and the
+  # checkpoint's transposition is marked as such)
+  assert "= jit[  # [rematted_computation/run_per_expert_shard]" in text
+  assert "= checkpoint[  # [transpose(jvp())]" in text
   assert "rematted_computation" not in str(vjp)
 
 

@@ -11,6 +11,7 @@ every equation's types and effects and reports the equation that disagrees.
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 import sys
 import threading
@@ -51,18 +52,59 @@ class Literal:
 Atom = Var | Literal
 
 
+class Transformation(NamedTuple):
+  """A transformation's mark in a name stack (`jvp`, `transpose`, `vmap`)."""
+  name: str
+
+
+class NameStack(tuple):
+  """The `named_scope`s (strings) and transformations (`Transformation`s) an operation was
+  traced under, outermost first.  Printed as JAX prints it: a transformation wraps the
+  scope that follows it, `outer/jvp(model)/layer` (`jvp()` when none follows)."""
+  __slots__ = ()
+
+  def __add__(self, other) -> NameStack:
+    return NameStack(tuple.__add__(self, other))
+
+  def relative_to(self, prefix: NameStack) -> NameStack:
+    n = len(prefix)
+    return NameStack(self[n:]) if n and self[:n] == prefix else self
+
+  def __str__(self) -> str:
+    return _render_name_stack(self)
+
+  __repr__ = tuple.__repr__
+
+
+@functools.lru_cache(maxsize=4096)
+def _render_name_stack(stack: tuple) -> str:
+  parts: list[str] = []
+  for entry in reversed(stack):
+    if type(entry) is Transformation:
+      if parts:
+        parts[-1] = f"{entry.name}({parts[-1]})"
+      else:
+        parts.append(f"{entry.name}()")
+    else:
+      parts.append(entry)
+  return "/".join(reversed(parts))
+
+
+NO_NAMES = NameStack()
+
+
 class SourceInfo(NamedTuple):
   file: str
   line: int
   function: str
-  name_stack: str = ""  # the enclosing `named_scope`s, outermost first, joined by "/"
+  name_stack: NameStack = NO_NAMES  # the enclosing scopes and transformations
 
   def __str__(self):
     return f"{os.path.basename(self.file)}:{self.line} ({self.function})"
 
 
 class _NameStack(threading.local):
-  stack = ""
+  stack = NO_NAMES
   # the source of the equation `eval_jaxpr` is binding: the equations a transformation
   # traces from it come from where it came from (as in JAX), not from where the
   # transformation was called
@@ -79,11 +121,46 @@ def named_scope(name: str):
   if not isinstance(name, str):
     raise TypeError(f"named_scope name must be a string, got {type(name).__name__}: {name!r:.60}")
   previous = _name_stack.stack
-  _name_stack.stack = f"{previous}/{name}" if previous else name
+  _name_stack.stack = previous + (name,)
   try:
     yield
   finally:
     _name_stack.stack = previous
+
+
+@contextlib.contextmanager
+def transformation_scope(name: str, enabled: bool = True):
+  """Marks the operations traced inside as made by the transformation `name` (JAX's
+  `jvp(...)`, `transpose(...)` and `vmap(...)` in name stacks)."""
+  if not enabled:
+    yield
+    return
+  previous = _name_stack.stack
+  _name_stack.stack = previous + (Transformation(name),)
+  try:
+    yield
+  finally:
+    _name_stack.stack = previous
+
+
+def current_name_stack() -> NameStack:
+  return _name_stack.stack
+
+
+@contextlib.contextmanager
+def equation_context(eqn: JaxprEqn, base: NameStack | None = None):
+  """Binds as `eval_jaxpr` binds `eqn`: what it traces comes from `eqn`'s source, under
+  `base` (the current name stack by default) followed by `eqn`'s own name stack."""
+  state = _name_stack
+  outer, previous = state.evaluating, state.stack
+  info = eqn.source_info
+  if info is not None:
+    state.evaluating = info
+    state.stack = (previous if base is None else base) + info.name_stack
+  try:
+    yield
+  finally:
+    state.evaluating, state.stack = outer, previous
 
 
 _PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -93,12 +170,14 @@ _is_internal_code: dict = {}  # code object -> whether it is minijax's own
 _MAX_CODE_OBJECTS = 4096  # then the memo starts afresh (code made by exec() is never reused)
 
 
-def user_source_info() -> SourceInfo | None:
+def user_source_info(names_within: NameStack = NO_NAMES) -> SourceInfo | None:
   """The innermost stack frame outside the minijax package (while `eval_jaxpr` binds an
-  equation, where that equation came from, in the current name scope)."""
+  equation, where that equation came from), with the current name stack: from
+  `names_within` on, when it starts with that (a trace records the names entered since it
+  began)."""
+  stack = _name_stack.stack.relative_to(names_within) if names_within else _name_stack.stack
   evaluating = _name_stack.evaluating
   if evaluating is not None:
-    stack = _name_stack.stack
     return evaluating if evaluating.name_stack == stack else evaluating._replace(name_stack=stack)
   frame = sys._getframe(1)
   internal = _is_internal_code
@@ -110,7 +189,7 @@ def user_source_info() -> SourceInfo | None:
         internal.clear()
       is_internal = internal[code] = code.co_filename.startswith(_PACKAGE_DIR)
     if not is_internal:
-      return SourceInfo(code.co_filename, frame.f_lineno, code.co_name, _name_stack.stack)
+      return SourceInfo(code.co_filename, frame.f_lineno, code.co_name, stack)
     frame = frame.f_back
   return None
 
@@ -240,16 +319,19 @@ def eval_jaxpr(jaxpr: Jaxpr, consts: Sequence[Any], *args: Any) -> list[Any]:
   env.update(zip(jaxpr.constvars, consts))
   env.update(zip(jaxpr.invars, args))
   state = _name_stack
-  outer = state.evaluating
+  outer, base = state.evaluating, state.stack
   for eqn in jaxpr.eqns:
-    state.evaluating = eqn.source_info or outer
+    info = eqn.source_info
+    if info is not None:
+      state.evaluating = info
+      state.stack = base + info.name_stack if info.name_stack else base
     try:
       out = eqn.primitive.bind(*map(read, eqn.invars), **eqn.params)
     except Exception as e:
       _add_eqn_note(e, eqn)
       raise
     finally:
-      state.evaluating = outer
+      state.evaluating, state.stack = outer, base
     if eqn.primitive.multiple_results:
       env.update(zip(eqn.outvars, out))
     else:

@@ -28,7 +28,7 @@ from minijax.tree_util import internal as tree_util
 from minijax.core import dtypes
 from minijax.core.avals import get_aval
 from minijax.core.errors import MissingRuleError
-from minijax.core.jaxpr import ClosedJaxpr, eval_jaxpr
+from minijax.core.jaxpr import ClosedJaxpr, eval_jaxpr, transformation_scope
 from minijax.core.trace import Trace, Tracer, new_trace, set_current_trace
 from minijax.interpreters import array_ops
 
@@ -228,7 +228,8 @@ def linearize_flat(fun: Callable, primals: Sequence[Any]):
     diff = [dtypes.is_inexact(get_aval(p).dtype) for p in primals]
     tangents = [trace.new_arg(get_aval(p).tangent_aval()) if d else Zero.from_primal_value(p)
                 for p, d in zip(primals, diff)]
-    primals_out, tangents_out = jvp_flat(fun, primals, tangents)
+    with transformation_scope("jvp"):
+      primals_out, tangents_out = jvp_flat(fun, primals, tangents)
     for p in primals_out:
       if trace.owns(p):
         raise RuntimeError("internal error: a primal output depends on tangents")
@@ -259,7 +260,8 @@ class Linearized:
     args = [UndefinedPrimal(v.aval) for v in self.jaxpr.invars]
     if wanted is not None:
       wanted = [w for w, d in zip(wanted, self.diff) if d]
-    cts_in = iter(backward_pass(self.jaxpr, self.residuals, args, lin_cts, wanted))
+    cts_in = iter(backward_pass(self.jaxpr, self.residuals, args, lin_cts, wanted,
+                                transform_stack=True))
     return [next(cts_in) if d else Zero(a.tangent_aval()) for a, d in zip(in_avals, self.diff)]
 
 

@@ -31,7 +31,8 @@ from minijax.core import dtypes
 from minijax.core.effects import must_keep
 from minijax.interpreters.ad import creates_tangent_ref
 from minijax.core.jaxpr import (ClosedJaxpr, Jaxpr, JaxprEqn, Literal, Var,
-                                literalable, user_source_info)
+                                literalable, user_source_info,
+                                current_name_stack)
 from minijax.core.jaxpr import eval_jaxpr, typecheck_jaxpr
 from minijax.core.trace import Trace, Tracer, check_no_leaks, new_trace, set_current_trace
 from minijax.core import trace as trace_lib
@@ -106,6 +107,7 @@ class DynamicJaxprTrace(Trace):
     self.constvars: list[Var] = []
     self.consts: list[Any] = []
     self._const_var_by_id: dict[int, Var] = {}
+    self._names_within = current_name_stack()  # equations record the names entered since
 
   def new_arg(self, aval, debug_name=None) -> DynamicJaxprTracer:
     var = Var(aval)
@@ -155,7 +157,7 @@ class DynamicJaxprTrace(Trace):
     else:
       out_tracers = [DynamicJaxprTracer(self, out_avals, Var(out_avals))]
     self.eqns.append(JaxprEqn(in_atoms, [t._var for t in out_tracers], primitive, params,
-                              effects, user_source_info()))
+                              effects, user_source_info(self._names_within)))
     return out_tracers if primitive.multiple_results else out_tracers[0]
 
   def to_jaxpr(self, outs: Sequence[Any], debug_info=None) -> tuple[Jaxpr, list[Any]]:

@@ -24,21 +24,25 @@ from minijax.core.effects import run_with_zero_cotangents
 from minijax.core.state import AbstractRef
 from minijax.interpreters import array_ops
 from minijax.core.errors import MissingRuleError
-from minijax.core.jaxpr import ClosedJaxpr, Jaxpr, Literal
+from minijax.core.jaxpr import (ClosedJaxpr, Jaxpr, Literal, current_name_stack,
+                                equation_context, transformation_scope)
 from minijax.interpreters.ad import (UndefinedPrimal, Zero, add_tangents, instantiate_zeros,
                                      creates_tangent_ref, is_undefined_primal,
                                      primitive_transposes)
 
 
 def backward_pass(jaxpr: Jaxpr, consts: Sequence[Any], args: Sequence[Any],
-                  cts_out: Sequence[Any], wanted: Sequence[bool] | None = None) -> list[Any]:
+                  cts_out: Sequence[Any], wanted: Sequence[bool] | None = None,
+                  transform_stack: bool = False) -> list[Any]:
   """Transposes `jaxpr` with respect to its `UndefinedPrimal` arguments.
 
   `consts` are values of `jaxpr.constvars`, `args` one value or `UndefinedPrimal` per input,
   `cts_out` one cotangent (array or `Zero`) per output.  Returns one entry per input: the
   accumulated cotangent (possibly `Zero`) for undefined inputs, `None` for the others.
   With `wanted` (a flag per input), equations whose cotangents reach only unwanted inputs
-  are not transposed, and those inputs' cotangents are `Zero`.
+  are not transposed, and those inputs' cotangents are `Zero`.  Each equation is bound from
+  its own source; the transposed ones under `transpose(...)` in the name stack with
+  `transform_stack` (for `grad`, `vjp` and `linear_transpose`, as in JAX).
   """
   primal_env: dict[Any, Any] = {}
 
@@ -67,7 +71,8 @@ def backward_pass(jaxpr: Jaxpr, consts: Sequence[Any], args: Sequence[Any],
         if reach is not None:
           reach.update(eqn.outvars)
       continue
-    out = eqn.primitive.bind(*ins, **eqn.params)
+    with equation_context(eqn):
+      out = eqn.primitive.bind(*ins, **eqn.params)
     primal_env.update(zip(eqn.outvars, out if eqn.primitive.multiple_results else [out]))
 
   ct_env: dict[Any, Any] = {}
@@ -89,6 +94,8 @@ def backward_pass(jaxpr: Jaxpr, consts: Sequence[Any], args: Sequence[Any],
   for v, ct in zip(jaxpr.outvars, cts_out):
     write_ct(v, ct)
 
+  with transformation_scope("transpose", transform_stack):
+    base = current_name_stack()
   for eqn in reversed(linear_eqns):
     cts = [ct_env.pop(v, None) for v in eqn.outvars]
     cts = [Zero(v.aval) if ct is None else ct for v, ct in zip(eqn.outvars, cts)]
@@ -105,7 +112,8 @@ def backward_pass(jaxpr: Jaxpr, consts: Sequence[Any], args: Sequence[Any],
     ins = [ct_ref(a) if lin and type(x.aval) is AbstractRef else x
            for a, x, lin in zip(eqn.invars, ins, linear)]
     try:
-      cts_in = rule(cts if eqn.primitive.multiple_results else cts[0], *ins, **eqn.params)
+      with equation_context(eqn, base):
+        cts_in = rule(cts if eqn.primitive.multiple_results else cts[0], *ins, **eqn.params)
     except Exception as e:
       from minijax.core.jaxpr import _add_eqn_note
       _add_eqn_note(e, eqn)

@@ -15,6 +15,7 @@ primitive's own block (minijax/lax/...) and are registered with `register_loweri
 """
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import logging
 import time
@@ -212,6 +213,10 @@ class ModuleContext:
   _scope_args: frozenset = frozenset()
   _scope_carried: frozenset = frozenset()
   _scope_in_loop: bool = False
+  # The name of the op whose regions are being emitted, within the current function
+  # (`jit(f)/outer/cond/branch_1_fun`): the ops inside are named after it, as in JAX; a
+  # called function's ops are named from its own start.
+  name_prefix: str = ""
 
   def unique_name(self, name: str) -> str:
     candidate, n = name, 0
@@ -330,7 +335,7 @@ def lower_jaxpr_to_module(closed_jaxpr: ClosedJaxpr, *, name: str = "main",
         i32, 1 if device_assignment is None else len(device_assignment))
     module.operation.attributes["mhlo.num_replicas"] = ir.IntegerAttr.get(i32, 1)
     fn = lower_jaxpr_to_fun(mctx, "main", closed_jaxpr, public=True, donated_args=donated_args,
-                            internal_tokens=not runtime_tokens)
+                            internal_tokens=not runtime_tokens, name_prefix=f"jit({name})")
     num_tokens = len(ordered_effects(closed_jaxpr.effects)) if runtime_tokens else 0
     if mctx.positions is not None:
       _set_sharding_attrs(fn, num_tokens, arg_shardings, result_shardings)
@@ -354,9 +359,10 @@ def lower_jaxpr_to_module(closed_jaxpr: ClosedJaxpr, *, name: str = "main",
 def lower_jaxpr_to_fun(mctx: ModuleContext, name: str, closed_jaxpr: ClosedJaxpr, *,
                        public: bool = False, donated_args: Sequence[bool] = (),
                        effects: Sequence[Any] | None = None,
-                       internal_tokens: bool = False) -> func_dialect.FuncOp:
+                       internal_tokens: bool = False, name_prefix: str = "") -> func_dialect.FuncOp:
   """Emits `func.func @name(tokens..., args...) -> (tokens..., outs...)` (with
-  `internal_tokens`, `@name(args...) -> (outs...)`, the tokens made inside)."""
+  `internal_tokens`, `@name(args...) -> (outs...)`, the tokens made inside); its ops'
+  location names start with `name_prefix`."""
   jaxpr = closed_jaxpr.jaxpr
   effects = ordered_effects(jaxpr.effects) if effects is None else tuple(effects)
   made_inside = effects if internal_tokens else ()
@@ -377,7 +383,11 @@ def lower_jaxpr_to_fun(mctx: ModuleContext, name: str, closed_jaxpr: ClosedJaxpr
                                                  for _ in made_inside])
     else:
       tokens = TokenSet.from_lists(effects, list(block.arguments[:n]))
-    outs, tokens_out = lower_closed_jaxpr(mctx, closed_jaxpr, tokens, *block.arguments[n:])
+    outer_names, mctx.name_prefix = mctx.name_prefix, name_prefix
+    try:
+      outs, tokens_out = lower_closed_jaxpr(mctx, closed_jaxpr, tokens, *block.arguments[n:])
+    finally:
+      mctx.name_prefix = outer_names
     func_dialect.ReturnOp([*(() if made_inside else tokens_out.tokens()), *outs])
   return fn
 
@@ -470,18 +480,39 @@ def call_lowered_function(ctx: LoweringRuleContext, name: str, closed_jaxpr: Clo
   return results[len(effects):]
 
 
-def _location(mctx: ModuleContext, eqn: JaxprEqn) -> ir.Location:
-  key = (eqn.primitive.name, eqn.source_info)
+def op_name(mctx: ModuleContext, eqn: JaxprEqn) -> str:
+  """JAX's name for the op of `eqn`: the enclosing op's, the equation's name stack and its
+  primitive (`jit(f)/model/jvp(layer)/sin`; a call is named after its function, `jit(g)`)."""
+  primitive = eqn.primitive.name
+  if primitive == "jit" and "name" in eqn.params:
+    primitive = f"jit({eqn.params['name']})"
+  info = eqn.source_info
+  stack = str(info.name_stack) if info is not None and info.name_stack else ""
+  return "/".join(part for part in (mctx.name_prefix, stack, primitive) if part)
+
+
+def _location(mctx: ModuleContext, eqn: JaxprEqn, name: str) -> ir.Location:
+  info = eqn.source_info
+  key = (name, info.file, info.line) if info is not None else name
   loc = mctx._locations.get(key)
   if loc is None:
-    info = eqn.source_info
     if info is None:
-      loc = ir.Location.name(eqn.primitive.name)
+      loc = ir.Location.name(name)
     else:
-      name = f"{info.name_stack}/{eqn.primitive.name}" if info.name_stack else eqn.primitive.name
       loc = ir.Location.name(name, childLoc=ir.Location.file(info.file, info.line, 0))
     mctx._locations[key] = loc
   return loc
+
+
+@contextlib.contextmanager
+def named_region(mctx: ModuleContext, name: str):
+  """Names the ops of a region being emitted after it (`cond/branch_0_fun`, `while/body`)."""
+  outer = mctx.name_prefix
+  mctx.name_prefix = f"{outer}/{name}" if outer else name
+  try:
+    yield
+  finally:
+    mctx.name_prefix = outer
 
 
 _NO_TOKENS = TokenSet()
@@ -524,7 +555,9 @@ def _emit_eqns(mctx: ModuleContext, jaxpr: Jaxpr, tokens: TokenSet,
     ctx = LoweringRuleContext(mctx, eqn.primitive, avals_in, avals_out,
                               tokens.subset(eqn_effects) if eqn_effects else _NO_TOKENS,
                               None, eqn.source_info)
-    with _location(mctx, eqn):
+    name = op_name(mctx, eqn)
+    outer_names, mctx.name_prefix = mctx.name_prefix, name
+    with _location(mctx, eqn, name):
       try:
         shape = avals_out[0].shape if splat else ()
         if shape:
@@ -547,6 +580,8 @@ def _emit_eqns(mctx: ModuleContext, jaxpr: Jaxpr, tokens: TokenSet,
         e.add_note(f"while lowering the equation '{eqn.primitive}'"
                    + (f" from {eqn.source_info}" if eqn.source_info else ""))
         raise
+      finally:
+        mctx.name_prefix = outer_names
     if ctx.replaced_operands:
       for i, value in ctx.replaced_operands.items():
         if type(eqn.invars[i]) is not Literal:

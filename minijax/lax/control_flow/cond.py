@@ -251,17 +251,17 @@ def _cond_lowering(ctx, index, *args, branches):
       pred = common.compare(index, common.scalar_i32(0), "GT")
     op = mhlo.IfOp(result_types, pred)
     regions = [op.true_branch, op.false_branch]
-    ordered = [branches[1], branches[0]]
+    order = [1, 0]
   else:
     clamped = mhlo.ClampOp(common.scalar_i32(0), index,
                            common.scalar_i32(len(branches) - 1)).result
     op = mhlo.CaseOp(result_types, clamped, len(branches))
     regions = list(op.regions)
-    ordered = list(branches)
-  for region, branch in zip(regions, ordered):
+    order = range(len(branches))
+  for region, i in zip(regions, order):
     block = region.blocks.append()
-    with ir.InsertionPoint(block):
-      outs, tokens_out = mlir.lower_closed_jaxpr(mctx, branch, tokens, *args)
+    with ir.InsertionPoint(block), mlir.named_region(mctx, f"branch_{i}_fun"):
+      outs, tokens_out = mlir.lower_closed_jaxpr(mctx, branches[i], tokens, *args)
       mhlo.ReturnOp([*tokens_out.tokens(), *outs])
   results = list(op.results)
   if len(tokens):

@@ -213,7 +213,8 @@ def _while_lowering(ctx, *args, cond_jaxpr, body_jaxpr, cond_nconsts, body_ncons
   pred_aval = ShapedArray((), dtypes.bool_)
 
   if rotated:
-    (pred,), tokens = mlir.lower_closed_jaxpr(mctx, cond_jaxpr, tokens, *cond_consts, *init)
+    with mlir.named_region(mctx, "cond"):
+      (pred,), tokens = mlir.lower_closed_jaxpr(mctx, cond_jaxpr, tokens, *cond_consts, *init)
     operands = [*tokens.tokens(), pred, *cond_consts, *body_consts, *init]
     avals = [pred_aval, *const_avals, *carry_avals]
   else:
@@ -229,7 +230,7 @@ def _while_lowering(ctx, *args, cond_jaxpr, body_jaxpr, cond_nconsts, body_ncons
         rest[cond_nconsts + body_nconsts:]
 
   cond_block = common.add_block(op.cond, types)
-  with ir.InsertionPoint(cond_block):
+  with ir.InsertionPoint(cond_block), mlir.named_region(mctx, "cond"):
     if rotated:
       mhlo.ReturnOp([cond_block.arguments[ntok]])
     else:
@@ -240,10 +241,12 @@ def _while_lowering(ctx, *args, cond_jaxpr, body_jaxpr, cond_nconsts, body_ncons
   body_block = common.add_block(op.body, types)
   with ir.InsertionPoint(body_block):
     toks, cconsts, bconsts, carry = split(list(body_block.arguments))
-    new_carry, toks = mlir.lower_closed_jaxpr(mctx, body_jaxpr, toks, *bconsts, *carry,
-                                              carried=carry)
+    with mlir.named_region(mctx, "body"):
+      new_carry, toks = mlir.lower_closed_jaxpr(mctx, body_jaxpr, toks, *bconsts, *carry,
+                                                carried=carry)
     if rotated:
-      (pred,), toks = mlir.lower_closed_jaxpr(mctx, cond_jaxpr, toks, *cconsts, *new_carry)
+      with mlir.named_region(mctx, "cond"):
+        (pred,), toks = mlir.lower_closed_jaxpr(mctx, cond_jaxpr, toks, *cconsts, *new_carry)
       mhlo.ReturnOp([*toks.tokens(), pred, *cconsts, *bconsts, *new_carry])
     else:
       mhlo.ReturnOp([*toks.tokens(), *cconsts, *bconsts, *new_carry])
