@@ -143,6 +143,11 @@ CASES = {
     "diagflat": lambda m: m.diagflat(A([[1, 2], [3, 4]]), -1),
     "block": lambda m: m.block([[np.ones((2, 2)), np.zeros((2, 1))], [np.full((1, 3), 5.0)]]),
     "block 1d": lambda m: m.block([A([1, 2]), A([3])]),
+    # (lists shallower than the blocks' rank: the innermost list joins along the last axis;
+    # minijax joined 2 x 2 blocks along the first, silently)
+    "block of matrices": lambda m: m.block([np.ones((2, 2)), np.zeros((2, 2))]),
+    "block of 3-d blocks": lambda m: m.block([[np.ones((2, 2, 1)), np.zeros((2, 2, 3))],
+                                              [np.full((2, 1, 4), 7.0)]]),
     "trim_zeros": lambda m: m.trim_zeros(A([0, 0, 1, 2, 0])),
     "trim_zeros front": lambda m: m.trim_zeros(A([0, 0, 1, 2, 0]), "f"),
     "sort_complex": lambda m: m.sort_complex(A([3, 1, 2])),

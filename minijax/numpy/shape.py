@@ -617,7 +617,7 @@ def block(arrays):
       if not x:
         raise ValueError("Lists cannot be empty")
       parts = [assemble(e, level + 1, max_depth) for e in x]
-      return concatenate(parts, axis=level - max_depth)
+      return concatenate(parts, axis=level - d)  # (the innermost lists join along -1)
     arr = _util.asarray(x)
     return arr if _util.ndim(arr) >= max_depth else reshape(
         arr, (1,) * (max_depth - _util.ndim(arr)) + _util.shape(arr))
