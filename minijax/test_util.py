@@ -27,7 +27,7 @@ from minijax import api
 from minijax.tree_util import internal as tree_util
 from minijax.core import dtypes
 
-__all__ = ["check_grads", "check_jvp", "check_vjp", "numerical_jvp"]
+__all__ = ["check_close", "check_grads", "check_jvp", "check_vjp", "numerical_jvp"]
 
 EPS = 1e-4
 
@@ -42,22 +42,37 @@ def _dtype(x) -> np.dtype:
   return np.dtype(dtypes.canonicalize_dtype(np.asarray(x).dtype))
 
 
-def _tolerance(dtype, given) -> float:
+# JAX's default test tolerances (integers and booleans: exact)
+_DEFAULT_TOLERANCE = {
+    np.dtype(dtypes.bfloat16): 1e-2, np.dtype(np.float16): 1e-3, np.dtype(np.float32): 1e-6,
+    np.dtype(np.float64): 1e-15, np.dtype(np.complex64): 1e-6, np.dtype(np.complex128): 1e-15,
+}
+
+
+def _tolerance(dtype, given, defaults=_GRADIENT_TOLERANCE) -> float:
   dtype = np.dtype(dtypes.canonicalize_dtype(dtype))
   if given is None:
-    return _GRADIENT_TOLERANCE.get(dtype, 0.0)
+    return defaults.get(dtype, 0.0)
   if isinstance(given, dict):
-    return {np.dtype(k): v for k, v in given.items()}.get(dtype, _tolerance(dtype, None))
+    return {np.dtype(k): v for k, v in given.items()}.get(dtype, defaults.get(dtype, 0.0))
   return given
 
 
-def _check_close(xs, ys, atol, rtol, err_msg: str) -> None:
+def check_close(xs, ys, atol=None, rtol=None, err_msg: str = "") -> None:
+  """Asserts that two trees of arrays agree within JAX's default test tolerances for their
+  dtypes (or `atol`/`rtol`, numbers or dicts by dtype), scaled by the arrays' sizes."""
+  _check_close(xs, ys, atol, rtol, err_msg, _DEFAULT_TOLERANCE)
+
+
+def _check_close(xs, ys, atol, rtol, err_msg: str, defaults=_GRADIENT_TOLERANCE) -> None:
   for x, y in zip(tree_util.tree_leaves(xs), tree_util.tree_leaves(ys)):
     x, y = np.asarray(x), np.asarray(y)
     if x.dtype == dtypes.float0 or y.dtype == dtypes.float0:
       continue
-    a = max(_tolerance(x.dtype, atol), _tolerance(y.dtype, atol))
-    r = max(_tolerance(x.dtype, rtol), _tolerance(y.dtype, rtol))
+    if x.shape != y.shape:
+      raise AssertionError(f"{err_msg}: shapes differ, {x.shape} and {y.shape}")
+    a = max(_tolerance(x.dtype, atol, defaults), _tolerance(y.dtype, atol, defaults))
+    r = max(_tolerance(x.dtype, rtol, defaults), _tolerance(y.dtype, rtol, defaults))
     wide = np.complex128 if np.iscomplexobj(x) or np.iscomplexobj(y) else np.float64
     np.testing.assert_allclose(x.astype(wide), y.astype(wide), atol=a * max(x.size, 1),
                                rtol=r * max(y.size, 1), err_msg=err_msg)

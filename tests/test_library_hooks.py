@@ -239,3 +239,28 @@ def test_a_users_trace_class_sees_every_primitive_as_haikus_to_dot():
   assert out_tree().unflatten([z]) == {"z": z}
   np.testing.assert_allclose(z, 2 * np.sin(0.5), rtol=1e-6)
   assert traces[0].seen == ["sin", "mul"]
+
+
+def test_a_jaxpr_built_by_hand_through_extend_core():
+  # kfac-jax 0.0.8 builds equations with gensym and new_jaxpr_eqn
+  from minijax.extend import core
+  make_var = core.gensym()
+  x, y = make_var(ShapedArray((3,), np.float32)), make_var(ShapedArray((3,), np.float32))
+  eqn = core.new_jaxpr_eqn([x], [y], lax.sin_p, {}, core.no_effects)
+  jaxpr = core.Jaxpr([], [x], [y], [eqn])
+  (out,) = minijax.core.eval_jaxpr(jaxpr, [], np.arange(3, dtype=np.float32))
+  np.testing.assert_allclose(out, np.sin(np.arange(3)), rtol=1e-6)
+  assert core.DebugInfo is minijax.api_util.DebugInfo
+
+
+def test_check_close_uses_jaxs_default_test_tolerances():
+  # tinygp's test helpers import it from jax._src.public_test_util
+  from minijax._src.public_test_util import check_close
+  check_close({"a": np.float32(1)}, {"a": np.float32(1 + 5e-7)})
+  with pytest.raises(AssertionError):
+    check_close(np.float32(1), np.float32(1 + 1e-5))
+  with pytest.raises(AssertionError):
+    check_close(np.arange(3), np.arange(3) + np.array([0, 0, 1]))  # integers: exactly
+  check_close(np.float32(1), np.float32(1.01), atol=0.1, rtol=0.1)
+  with pytest.raises(AssertionError, match="shapes differ"):
+    check_close(np.ones(2), np.ones(3))

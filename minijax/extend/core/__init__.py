@@ -12,6 +12,7 @@ from minijax.core.effects import Effect
 from minijax.core.jaxpr import (ClosedJaxpr, DropVar, Jaxpr, JaxprEqn, JaxprTypeError, Literal,
                                 Var, eval_jaxpr, typecheck_jaxpr as check_jaxpr)
 from minijax.core.primitive import Primitive
+from minijax.api_util import DebugInfo
 from minijax.core.trace import current_trace, eval_trace, set_current_trace
 from minijax.extend.core import primitives
 
@@ -100,15 +101,28 @@ def jaxprs_in_params(params: dict) -> list[Jaxpr]:
   return out
 
 
+def gensym(suffix: str = "") -> Callable[[AbstractValue], Var]:
+  """A maker of fresh variables of a given type (for jaxprs built by hand)."""
+  return lambda aval: Var(aval, suffix)
+
+
+def new_jaxpr_eqn(invars, outvars, primitive, params, effects, source_info=None,
+                  ctx=None) -> JaxprEqn:
+  """An equation built by hand (`ctx`, JAX's per-equation context, has no counterpart)."""
+  del ctx
+  return JaxprEqn(list(invars), list(outvars), primitive, dict(params), frozenset(effects),
+                  source_info)
+
+
 def subjaxprs(jaxpr: Jaxpr):
   """The jaxprs in the parameters of `jaxpr`'s equations (one level down)."""
   for eqn in jaxpr.eqns:
     yield from jaxprs_in_params(eqn.params)
 
 
-__all__ = ["AbstractToken", "Token", "AbstractValue", "ClosedJaxpr", "DropVar", "Effect", "Effects",
+__all__ = ["AbstractToken", "Token", "AbstractValue", "ClosedJaxpr", "DebugInfo", "DropVar", "Effect", "Effects",
            "Jaxpr", "JaxprEqn", "JaxprTypeError", "Literal", "Primitive", "ShapedArray", "Var",
-           "check_jaxpr", "find_top_trace", "get_opaque_trace_state", "jaxpr_as_fun",
-           "jaxprs_in_params", "mapped_aval", "no_effects", "primitives", "set_current_trace",
+           "check_jaxpr", "find_top_trace", "gensym", "get_opaque_trace_state", "jaxpr_as_fun",
+           "jaxprs_in_params", "mapped_aval", "new_jaxpr_eqn", "no_effects", "primitives", "set_current_trace",
            "take_current_trace", "TraceTag",
            "subjaxprs", "unmapped_aval", "valid_jaxtype"]
