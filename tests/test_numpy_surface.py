@@ -359,6 +359,13 @@ def test_array_methods_view_compress_contains_and_friends():
   assert np.asarray(jnp.asarray(x).view(jnp.int16)).tolist() == x.view(np.int16).tolist()
   assert np.asarray(jnp.asarray(x.view(np.int16)).view(jnp.int32)).tolist() == x.tolist()
   assert np.asarray(a.view(jnp.int32)).tolist() == np.arange(6.0, dtype=np.float32).reshape(2, 3).view(np.int32).tolist()
+  # complex values are their real and imaginary parts, as in numpy (interpax reads them so)
+  z = np.array([[1 + 2j, 3 - 4j], [5j, -1]], np.complex64)
+  np.testing.assert_array_equal(jnp.asarray(z).view(jnp.float32), z.view(np.float32))
+  np.testing.assert_array_equal(jnp.asarray(z).view(jnp.int32), z.view(np.int32))
+  back = jnp.asarray(z.view(np.float32)).view(jnp.complex64)
+  assert back.dtype == np.complex64
+  np.testing.assert_array_equal(back, z)
   assert np.asarray(a.compress(jnp.array([True, False, True]), axis=1)).tolist() == [[0, 2], [3, 5]]
   assert int(a.ravel().searchsorted(2.5)) == 3
   assert np.asarray(jnp.array([0, 1]).choose([jnp.array([1, 2]), jnp.array([3, 4])])).tolist() == [1, 4]

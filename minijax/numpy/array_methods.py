@@ -118,6 +118,18 @@ def _view(self, dtype=None, type=None):
   if dtypes.bool_ in (new, old):
     raise NotImplementedError("array.view() to or from bool is not supported by minijax; "
                               "compare or cast with astype instead")
+  if old.kind == "c":  # (XLA bitcasts no complex values: a complex is its two parts)
+    if not self.ndim:
+      raise ValueError("Changing the dtype to one of a different size is not supported for "
+                       "scalar arrays")
+    parts = lax.concatenate([lax.expand_dims(lax.real(self), (-1,)),
+                             lax.expand_dims(lax.imag(self), (-1,))], self.ndim)
+    return _view(lax.reshape(parts, self.shape[:-1] + (2 * self.shape[-1],)), new)
+  if new.kind == "c":
+    part = np.dtype(f"f{new.itemsize // 2}")
+    parts = _view(self, part)
+    pairs = lax.reshape(parts, parts.shape[:-1] + (parts.shape[-1] // 2, 2))
+    return lax.complex(pairs[..., 0], pairs[..., 1])
   if new.itemsize == old.itemsize:
     return lax.bitcast_convert_type(self, new)
   if not self.ndim:
