@@ -732,3 +732,25 @@ def test_qdwh_gives_the_polar_decomposition_in_jaxs_number_of_steps():
   assert int(minijax.jit(lambda x: L.qdwh(x)[2])(x)) == 4
   with pytest.raises(ValueError, match="M x N matrix with M >= N"):
     L.qdwh(x.T)
+
+
+def test_lobpcg_finds_the_top_eigenpairs_of_a_matrix_or_a_linear_map():
+  from minijax.experimental.sparse import linalg as sparse_linalg
+  rng = np.random.default_rng(0)
+  n, k = 60, 4
+  q, _ = np.linalg.qr(rng.normal(size=(n, n)))
+  spectrum = np.linspace(1, 10, n)
+  spectrum[-k:] = [20, 25, 30, 40]
+  a = ((q * spectrum) @ q.T).astype(np.float32)
+  x = rng.normal(size=(n, k)).astype(np.float32)
+  for operator in (a, lambda v: jnp.asarray(a) @ v):
+    theta, u, steps = sparse_linalg.lobpcg_standard(operator, x, m=100)
+    np.testing.assert_allclose(theta, [40, 30, 25, 20], rtol=1e-5)
+    u = np.asarray(u, np.float64)
+    np.testing.assert_allclose(a @ u, u * np.asarray(theta), atol=1e-3)
+    np.testing.assert_allclose(u.T @ u, np.eye(k), atol=1e-5)
+    assert 0 < int(steps) < 100
+  with pytest.raises(ValueError, match=r"search dim \* 5 < matrix dim"):
+    sparse_linalg.lobpcg_standard(a, np.ones((n, 12), np.float32))
+  with pytest.raises(ValueError, match="same dtypes"):
+    sparse_linalg.lobpcg_standard(a, x.astype(np.float16))

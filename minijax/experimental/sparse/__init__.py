@@ -1,6 +1,9 @@
 """`minijax.experimental.sparse`: minijax has no sparse arrays.  The names exist so that
-libraries importing them load; creating one raises NotImplementedError."""
+libraries importing them load; creating one raises NotImplementedError.  `linalg` holds
+JAX's dense-operator eigensolver, `lobpcg_standard`."""
 from __future__ import annotations
+
+from minijax.experimental.sparse import linalg  # noqa: F401
 
 
 class BCOO:
@@ -19,4 +22,4 @@ class BCOO:
     cls()
 
 
-__all__ = ["BCOO"]
+__all__ = ["BCOO", "linalg"]
