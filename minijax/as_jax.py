@@ -29,7 +29,8 @@ import types
 from minijax._src.jax_version import __version__ as JAX_VERSION  # the JAX API implemented
 
 # `jax.<sub>` modules whose minijax counterpart lives under another name.
-RENAMED = {"jax.interpreters.mlir": "minijax.extend.mlir",
+RENAMED = {"jax.core": "minijax._src.jax_core",
+           "jax.interpreters.mlir": "minijax.extend.mlir",
            "jax.version": "minijax._src.jax_version"}
 
 
@@ -44,6 +45,9 @@ class JaxAlias(types.ModuleType):
     self.__minijax__ = target
 
   def __getattr__(self, name: str):
+    renamed = RENAMED.get(f"jax.{name}")
+    if renamed is not None:
+      return importlib.import_module(renamed)
     try:
       return getattr(self.__minijax__, name)
     except AttributeError as e:

@@ -566,6 +566,12 @@ class Config(threading.local):
     return getattr(self, canonical)
 
   @property
+  def values(self) -> dict[str, Any]:
+    """Every flag's value in force here, by JAX's name (`jax_enable_x64`), as JAX's
+    `config.values` (libraries test `"jax_<flag>" in config.values`)."""
+    return {f"jax_{name}": getattr(self, name) for name in FLAGS}
+
+  @property
   def x64_enabled(self) -> bool:
     """Whether 64-bit types are on (JAX's name for `enable_x64`'s value)."""
     return self.enable_x64

@@ -264,3 +264,25 @@ def test_check_close_uses_jaxs_default_test_tolerances():
   check_close(np.float32(1), np.float32(1.01), atol=0.1, rtol=0.1)
   with pytest.raises(AssertionError, match="shapes differ"):
     check_close(np.ones(2), np.ones(3))
+
+
+def test_where_a_library_asks_what_it_is_traced_under():
+  # kfac-jax's in_pmap: the axis names bound here, through jax.core with a warning
+  from minijax.extend import core
+  from minijax._src import jax_core
+  assert core.unsafe_get_axis_names_DO_NOT_USE() == []
+  seen = []
+
+  def probe(x):
+    with pytest.warns(DeprecationWarning, match="jax.core.unsafe_get_axis_names_DO_NOT_USE "
+                      "is deprecated"):
+      seen.append(jax_core.unsafe_get_axis_names_DO_NOT_USE())
+    seen.append((core.unsafe_am_i_under_a_vmap_DO_NOT_USE(),
+                 core.unsafe_am_i_under_a_jit_DO_NOT_USE()))
+    return x
+
+  minijax.vmap(probe, axis_name="i")(jnp.ones(2))
+  minijax.jit(probe)(1.0)
+  assert seen == [["i"], (True, False), [], (False, True)]
+  with pytest.raises(AttributeError, match="has no attribute 'JaxprDebugInfo'"):
+    jax_core.JaxprDebugInfo

@@ -273,3 +273,8 @@ def test_config_read_and_x64_enabled_as_jax_names_them():
     assert minijax.config.read("jax_enable_x64") is minijax.config.x64_enabled is True
   with pytest.raises(AttributeError, match="Unrecognized config option: jax_no_such_flag"):
     minijax.config.read("jax_no_such_flag")
+  # JAX's `config.values`: every flag by its JAX name (kfac-jax tests a flag's presence)
+  assert minijax.config.values["jax_enable_x64"] is False
+  with minijax.enable_x64(True):
+    assert minijax.config.values["jax_enable_x64"] is True
+  assert "jax_pmap_shmap_merge" not in minijax.config.values  # (not in JAX 0.10.2 either)

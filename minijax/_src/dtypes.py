@@ -7,6 +7,8 @@ from minijax.dtypes import *  # noqa: F401,F403
 from minijax.dtypes import TypePromotionError  # noqa: F401
 
 DType = np.dtype
+to_complex_dtype = _core_dtypes.to_complex_dtype  # (tinygp's ARMA kernel)
+to_inexact_dtype = _core_dtypes.to_inexact_dtype
 
 if hasattr(_core_dtypes, "ExtendedDType"):  # typed PRNG keys' dtypes (minijax.random)
   extended = _core_dtypes.extended

@@ -81,10 +81,6 @@ def spmd_axis_bound() -> bool:
   return any(f.kind == "spmd" for f in _env.frames)
 
 
-def current_frames() -> tuple[AxisFrame, ...]:
-  return tuple(_env.frames)
-
-
 def as_axis_names(axis_name) -> tuple:
   """`'i'` or `('i', 'j')` as a tuple of names."""
   if isinstance(axis_name, (tuple, list)):

@@ -11,6 +11,7 @@ from minijax.core.avals import AbstractToken, AbstractValue, ShapedArray, Token,
 from minijax.core.effects import Effect
 from minijax.core.jaxpr import (ClosedJaxpr, DropVar, Jaxpr, JaxprEqn, JaxprTypeError, Literal,
                                 Var, eval_jaxpr, typecheck_jaxpr as check_jaxpr)
+from minijax.core import axes
 from minijax.core.primitive import Primitive
 from minijax.api_util import DebugInfo
 from minijax.core.trace import current_trace, eval_trace, set_current_trace
@@ -101,6 +102,32 @@ def jaxprs_in_params(params: dict) -> list[Jaxpr]:
   return out
 
 
+def unsafe_get_axis_names_DO_NOT_USE() -> list:  # noqa: N802  (JAX's names)
+  """The axis names bound here (by `pmap`, `shard_map` or `vmap`'s `axis_name`)."""
+  return [f.name for f in axes.current_frames()]
+
+
+def nonempty_axis_env_DO_NOT_USE() -> bool:  # noqa: N802
+  return bool(axes.current_frames())
+
+
+def _traces_in_force() -> list[str]:
+  names, trace = [], current_trace()
+  while trace is not None:
+    names.append(type(trace).__name__)
+    trace = trace.parent
+  return names
+
+
+def unsafe_am_i_under_a_jit_DO_NOT_USE() -> bool:  # noqa: N802
+  """Whether a function is being staged out here (by `jit`, `make_jaxpr`, a loop body)."""
+  return "DynamicJaxprTrace" in _traces_in_force()
+
+
+def unsafe_am_i_under_a_vmap_DO_NOT_USE() -> bool:  # noqa: N802
+  return "BatchTrace" in _traces_in_force()
+
+
 def gensym(suffix: str = "") -> Callable[[AbstractValue], Var]:
   """A maker of fresh variables of a given type (for jaxprs built by hand)."""
   return lambda aval: Var(aval, suffix)
@@ -125,4 +152,6 @@ __all__ = ["AbstractToken", "Token", "AbstractValue", "ClosedJaxpr", "DebugInfo"
            "check_jaxpr", "find_top_trace", "gensym", "get_opaque_trace_state", "jaxpr_as_fun",
            "jaxprs_in_params", "mapped_aval", "new_jaxpr_eqn", "no_effects", "primitives", "set_current_trace",
            "take_current_trace", "TraceTag",
-           "subjaxprs", "unmapped_aval", "valid_jaxtype"]
+           "subjaxprs", "unmapped_aval", "valid_jaxtype", "nonempty_axis_env_DO_NOT_USE",
+           "unsafe_am_i_under_a_jit_DO_NOT_USE", "unsafe_am_i_under_a_vmap_DO_NOT_USE",
+           "unsafe_get_axis_names_DO_NOT_USE"]
