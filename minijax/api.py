@@ -19,7 +19,7 @@ from minijax.tree_util import internal as tree_util
 from minijax.config import FlagContext, flag_context
 from minijax.api_util import (DebugInfo, argnums_partial, broadcast_prefix, close_specs,
                               flat_arg_names, fun_name, normalize_argnums, open_specs,
-                              public_name)
+                              public_name, wraps)
 from minijax.core import dtypes
 from minijax.lax.structural import scalar_constant
 from minijax.core.axes import extend_axis_env
@@ -44,7 +44,7 @@ def make_jaxpr(fun: Callable, static_argnums=(), axis_env=None, return_shape: bo
   axis_env = [(name, int(size)) for name, size in (axis_env or ())]
 
   @api_boundary
-  @functools.wraps(fun)
+  @wraps(fun)
   def make(*args, **kwargs):
     static = {i: args[i] for i in static_argnums}
     dyn = [a for i, a in enumerate(args) if i not in static]
@@ -461,7 +461,7 @@ def _value_and_grad(fun, argnums, has_aux, holomorphic, allow_int):
   int_argnums = isinstance(argnums, int)
   argnums_t = (argnums,) if int_argnums else tuple(argnums)
 
-  @functools.wraps(fun)
+  @wraps(fun)
   def value_and_grad_f(*args, **kwargs):
     if max(argnums_t, default=-1) >= len(args):
       raise TypeError(f"differentiating with respect to argnums={argnums} requires at least "
@@ -504,7 +504,7 @@ def grad(fun: Callable, argnums=0, has_aux: bool = False, holomorphic: bool = Fa
   vg = _value_and_grad(fun, argnums, has_aux, holomorphic, allow_int)
 
   @api_boundary
-  @functools.wraps(fun)
+  @wraps(fun)
   def grad_f(*args, **kwargs):
     (value, g) = vg(*args, **kwargs)
     if has_aux:
@@ -579,7 +579,7 @@ def vmap(fun: Callable, in_axes=0, out_axes=0, axis_size: int | None = None,
   _check_axes_types(in_axes, out_axes)
 
   @api_boundary
-  @functools.wraps(fun)
+  @wraps(fun)
   def vmapped(*args, **kwargs):
     if isinstance(in_axes, tuple) and len(in_axes) != len(args):
       raise ValueError("vmap in_axes must be an int, None, or a tuple of entries "

@@ -16,6 +16,7 @@ dataclass with `__call__`, say) is keyed by identity, whatever its `__eq__` says
 from __future__ import annotations
 
 import inspect
+import functools
 import sys
 import types
 from typing import Any, Callable
@@ -30,6 +31,25 @@ def public_name(name: str) -> str:
   module = sys.modules.get("jax")
   standing_in = module is not None and "__minijax__" in getattr(module, "__dict__", {})
   return f"{'jax' if standing_in else 'minijax'}.{name}"
+
+
+def wraps(wrapped: Callable) -> Callable[[Callable], Callable]:
+  """`functools.wraps` for any callable a user hands a transformation: what cannot be copied
+  (an object's `__name__` that is not a string, a read-only attribute) is left out, as JAX
+  leaves it out."""
+  def decorate(wrapper: Callable) -> Callable:
+    for attr in functools.WRAPPER_ASSIGNMENTS:
+      try:
+        setattr(wrapper, attr, getattr(wrapped, attr))
+      except (AttributeError, TypeError):
+        pass
+    try:
+      wrapper.__dict__.update(getattr(wrapped, "__dict__", {}))
+    except (AttributeError, TypeError):
+      pass
+    wrapper.__wrapped__ = wrapped
+    return wrapper
+  return decorate
 
 
 def normalize_argnums(argnums) -> tuple[int, ...]:

@@ -15,7 +15,7 @@ import numpy as np
 from minijax import lax
 from minijax.api import (check_input_dtype_revderiv, check_output_dtype_revderiv, dtype_name,
                          is_complex, jvp, vjp, vmap)
-from minijax.api_util import argnums_partial, public_name
+from minijax.api_util import argnums_partial, public_name, wraps
 from minijax.core import dtypes
 from minijax.core.traceback_util import api_boundary
 from minijax.interpreters import ad
@@ -54,7 +54,7 @@ def jacfwd(fun: Callable, argnums=0, has_aux: bool = False, holomorphic: bool = 
   argnums_t = (argnums,) if int_argnums else tuple(argnums)
 
   @api_boundary
-  @functools.wraps(fun)  # its signature, so that jit's static_argnames can name parameters
+  @wraps(fun)  # its signature, so that jit's static_argnames can name parameters
   def jac_f(*args):
     partial_fun, dyn = argnums_partial(fun, args, argnums_t)
     flat, in_tree = tree_util.tree_flatten(dyn)
@@ -117,7 +117,7 @@ def jacrev(fun: Callable, argnums=0, has_aux: bool = False, holomorphic: bool = 
   argnums_t = (argnums,) if int_argnums else tuple(argnums)
 
   @api_boundary
-  @functools.wraps(fun)  # its signature, so that jit's static_argnames can name parameters
+  @wraps(fun)  # its signature, so that jit's static_argnames can name parameters
   def jac_f(*args):
     partial_fun, dyn = argnums_partial(fun, args, argnums_t)
     for x in tree_util.tree_leaves(dyn):

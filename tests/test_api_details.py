@@ -3,6 +3,7 @@ errors that its tests match, and where `linearize` keeps its linear jaxpr."""
 from __future__ import annotations
 
 import functools
+import inspect
 
 import numpy as np
 import pytest
@@ -376,3 +377,18 @@ def test_the_gradient_of_a_power_of_a_weak_value_is_weak_as_in_jax():
   assert repr(minijax.jvp(lambda x: x ** 3, (1.0,), (1.0,))[1]) == (
       "Array(3., dtype=float32, weak_type=True)")
   assert repr(minijax.grad(lambda x: x ** 2)(np.float32(3.0))) == "Array(6., dtype=float32)"
+
+
+def test_transformations_wrap_callables_whose_name_is_not_a_string():
+  # an object's `__name__` may be anything (tinygp's equinox modules): JAX copies what it
+  # can, and so does minijax
+  class Scale:
+    __name__ = property(lambda self: 3)
+
+    def __call__(self, x):
+      return 2 * x
+
+  for transform in (minijax.vmap, minijax.grad, minijax.jacfwd, minijax.checkpoint):
+    f = transform(Scale())
+    assert type(inspect.unwrap(f)) is Scale
+  np.testing.assert_array_equal(minijax.vmap(Scale())(np.arange(3.0)), [0.0, 2.0, 4.0])

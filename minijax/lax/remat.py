@@ -33,7 +33,6 @@ not kept.
 """
 from __future__ import annotations
 
-import functools
 import inspect
 import logging
 from typing import Callable
@@ -41,6 +40,7 @@ from typing import Callable
 import ml_dtypes
 import numpy as np
 
+from minijax.api_util import wraps
 from minijax.config import config
 from minijax.core import caches, dtypes, pretty
 from minijax.core.avals import ShapedArray, get_aval
@@ -101,7 +101,7 @@ def named_call(fun: Callable, *, name: str | None = None) -> Callable:
   of `fun`, such as a module storing its parameters, behave as in `fun` itself)."""
   name = name or getattr(fun, "__name__", "named_call")
 
-  @functools.wraps(fun)
+  @wraps(fun)
   def wrapped(*args, **kwargs):
     with named_scope(name):
       return fun(*args, **kwargs)
@@ -111,7 +111,7 @@ def named_call(fun: Callable, *, name: str | None = None) -> Callable:
 def staged_call(fun: Callable, *, name: str) -> Callable:
   """`fun`, appearing as one `named_call` equation (and one named function when lowered)."""
 
-  @functools.wraps(fun)
+  @wraps(fun)
   def wrapped(*args, **kwargs):
     # Python values stay Python values inside (JAX's named_call only names a scope), so
     # `if flag:` on a Python bool argument works; arrays and tracers are staged
@@ -428,7 +428,7 @@ def checkpoint(fun: Callable, *, prevent_cse: bool | tuple = True, policy=None,
     names = list(signature.parameters)
     static_argnums += tuple(names.index(n) for n in static_argnames if n in names)
 
-  @functools.wraps(fun)
+  @wraps(fun)
   def wrapped(*args, **kwargs):
     if static_argnames and kwargs:
       bound = inspect.signature(fun).bind(*args, **kwargs)
