@@ -50,7 +50,6 @@ from minijax.core.trace import set_current_trace
 from minijax.interpreters import ad, batching
 from minijax.interpreters import partial_eval as pe
 from minijax.interpreters.transpose import transpose_jaxpr
-from minijax.lax.call import jit_p
 from minijax.lax.parallel import psum_p
 from minijax.lax.elementwise import div
 from minijax.lax.structural import full, reshape
@@ -356,7 +355,8 @@ def _varying(jaxpr: Jaxpr, in_varying: Sequence[frozenset], all_axes: frozenset
   given those of its inputs: collectives that reduce over axes make their results the same
   along them, `axis_index` differs along its axes, a `jit` is looked into, anything else
   varies wherever one of its operands does (and, when it holds a jaxpr with an
-  `axis_index`, everywhere)."""
+  `axis_index`, everywhere); `scan`, `while` and `cond` are followed through their bodies,
+  a loop's carry until its axes stop growing."""
   from minijax.lax import parallel
   env = dict(zip(jaxpr.invars, in_varying))
   env.update((v, frozenset()) for v in jaxpr.constvars)
@@ -374,14 +374,70 @@ def _varying(jaxpr: Jaxpr, in_varying: Sequence[frozenset], all_axes: frozenset
       outs = [union - (set() if grouped else set(eqn.params["axis_name"]))]
     elif p is parallel.axis_index_p:
       outs = [frozenset(eqn.params["axis_name"])]
-    elif p is jit_p:
-      outs = _varying(eqn.params["jaxpr"].jaxpr, ins, all_axes)
+    elif p.name in _CONTROL_FLOW:
+      outs = _CONTROL_FLOW[p.name](eqn.params, ins, all_axes)
+    elif (body := _called_jaxpr(eqn)) is not None:  # jit, checkpoint, custom_jvp_call...
+      outs = _varying(body, ins, all_axes)
     else:
       if any(_uses_axis_index(v) for v in eqn.params.values()):
         union = all_axes
       outs = [union] * len(eqn.outvars)
     env.update(zip(eqn.outvars, outs))
   return [read(v) for v in jaxpr.outvars]
+
+
+def _called_jaxpr(eqn) -> Jaxpr | None:
+  """The one jaxpr an equation calls on its operands, giving its results, if it is so."""
+  bodies = [v for v in eqn.params.values() if isinstance(v, (Jaxpr, ClosedJaxpr))]
+  if len(bodies) != 1:
+    return None
+  body = bodies[0].jaxpr if isinstance(bodies[0], ClosedJaxpr) else bodies[0]
+  if len(body.invars) == len(eqn.invars) and len(body.outvars) == len(eqn.outvars):
+    return body
+  return None
+
+
+def _carry_fixpoint(body: Jaxpr, before: list, carry: list, after: list, all_axes,
+                    num_carry: int) -> list[frozenset]:
+  """A loop body's outputs' axes of variation once its carry's have stopped growing (a
+  carry varies where its initial value or any iteration's result may)."""
+  while True:
+    outs = _varying(body, [*before, *carry, *after], all_axes)
+    grown = [c | o for c, o in zip(carry, outs[:num_carry])]
+    if grown == carry:
+      return outs
+    carry = grown
+
+
+def _scan_varying(params, ins, all_axes):
+  n_consts, n_carry = params["num_consts"], params["num_carry"]
+  consts, carry, xs = ins[:n_consts], ins[n_consts:n_consts + n_carry], ins[n_consts + n_carry:]
+  outs = _carry_fixpoint(params["jaxpr"].jaxpr, consts, carry, xs, all_axes, n_carry)
+  return [c | o for c, o in zip(carry, outs[:n_carry])] + outs[n_carry:]
+
+
+def _while_varying(params, ins, all_axes):
+  nc, nb = params["cond_nconsts"], params["body_nconsts"]
+  cond_consts, body_consts, carry = ins[:nc], ins[nc:nc + nb], ins[nc + nb:]
+  while True:
+    outs = _carry_fixpoint(params["body_jaxpr"].jaxpr, body_consts, carry, [], all_axes,
+                           len(carry))
+    carry = [c | o for c, o in zip(carry, outs)]
+    # where the condition may differ, so may the number of iterations: every carry does
+    (pred,) = _varying(params["cond_jaxpr"].jaxpr, [*cond_consts, *carry], all_axes)
+    grown = [c | pred for c in carry]
+    if grown == carry:
+      return carry
+    carry = grown
+
+
+def _cond_varying(params, ins, all_axes):
+  index, operands = ins[0], ins[1:]
+  per_branch = [_varying(b.jaxpr, operands, all_axes) for b in params["branches"]]
+  return [index.union(*outs) for outs in zip(*per_branch)]
+
+
+_CONTROL_FLOW = {"scan": _scan_varying, "while": _while_varying, "cond": _cond_varying}
 
 
 def _uses_axis_index(value) -> bool:

@@ -143,6 +143,28 @@ def test_check_vma_false_trusts_the_out_specs(mesh):
   np.testing.assert_allclose(np.asarray(g(VALUE)), VALUE.reshape(4, 1, 8).sum(0), rtol=1e-5)
 
 
+def test_replication_is_inferred_through_loops_and_branches(mesh):
+  # blackjax's ensemble sampler: a scan over per-device keys whose carry is kept the same on
+  # every device by pmean; JAX infers that it is replicated, and so does minijax now
+  def body(b):
+    def step(carry, row):
+      return carry + lax.pmean(row.sum(), "i"), row * 2
+    total, doubled = lax.scan(step, 0.0, b)
+    count = lax.while_loop(lambda c: c < total, lambda c: c + 1.0, 0.0)
+    sign = lax.cond(total > 0, lambda: 1.0, lambda: -1.0)
+    return total, count * sign, doubled
+
+  f = minijax.shard_map(body, mesh=mesh, in_specs=P("i"), out_specs=(P(), P(), P("i")))
+  total, count, doubled = f(VALUE)
+  np.testing.assert_allclose(total, VALUE.sum(1).mean(), rtol=1e-5)
+  assert count == np.ceil(total)
+  np.testing.assert_array_equal(doubled, VALUE * 2)
+  # what a scan stacks from varying rows varies
+  varying = minijax.shard_map(body, mesh=mesh, in_specs=P("i"), out_specs=(P(), P(), P()))
+  with pytest.raises(ValueError, match="out_specs leaf 2 is PartitionSpec"):
+    varying(VALUE)
+
+
 # ----------------------------------------------------------------------------- taps
 
 class Recorder:
