@@ -12,6 +12,7 @@ import pytest
 
 import minijax
 import minijax.numpy as jnp
+from minijax import lax
 
 A = np.array
 X = A([3.0, -1.0, 2.0, 0.5], np.float32)
@@ -604,3 +605,14 @@ def test_reductions_divide_as_jaxs_compiled_functions_do():
   y = np.array([38, -38, 8, 15, -11, 37, -4, 38, 31, -13, -25, -76], np.float32)
   assert np.float32(13658) / np.float32(12) != np.float32(13658) * np.float32(1 / 12)
   assert np.float32(jnp.var(y)) == np.float32(13658) / np.float32(12)
+
+
+def test_diag_and_full_like_keep_a_weak_type_as_jax():
+  # interpax's RBF interpolator: a default smoothing of 0.0 on the diagonal of a float32
+  # matrix left it float32 in JAX and made it float64 here (x64 on)
+  weak = jnp.broadcast_to(jnp.asarray(0.5), (3,))
+  assert weak.weak_type
+  assert jnp.diag(weak).weak_type and not jnp.diag(jnp.ones(3)).weak_type
+  assert lax.full_like(weak, 0).weak_type and lax.full_like(weak, 0, shape=()).weak_type
+  assert not lax.full_like(weak, 0, dtype=np.float32).weak_type
+  assert (jnp.ones((3, 3), np.float32) + jnp.diag(weak)).dtype == np.float32

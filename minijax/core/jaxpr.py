@@ -103,7 +103,7 @@ class SourceInfo(NamedTuple):
     return f"{os.path.basename(self.file)}:{self.line} ({self.function})"
 
 
-class _NameStack(threading.local):
+class _NamingState(threading.local):
   stack = NO_NAMES
   # the source of the equation `eval_jaxpr` is binding: the equations a transformation
   # traces from it come from where it came from (as in JAX), not from where the
@@ -111,7 +111,7 @@ class _NameStack(threading.local):
   evaluating: SourceInfo | None = None
 
 
-_name_stack = _NameStack()
+_name_stack = _NamingState()
 
 
 @contextlib.contextmanager

@@ -445,9 +445,12 @@ def clamp(min, x, max):
 
 
 def full_like(x, fill_value, dtype=None, shape=None):
+  """An array of `x`'s shape (or `shape`) and dtype (or `dtype`) filled with `fill_value`;
+  weakly typed when `x` is and no dtype is given, as JAX's."""
   aval = get_aval(x)
   return full(aval.shape if shape is None else shape, fill_value,
-              aval.dtype if dtype is None else dtype)
+              aval.dtype if dtype is None else dtype,
+              weak_type=dtype is None and getattr(aval, "weak_type", False))
 
 
 def zeros_like_array(x):

@@ -560,10 +560,10 @@ def diag(v, k=0):
     raise ValueError("diag: input must be 1-d or 2-d")
   n = _util.shape(x)[0] + builtins.abs(k)
   from minijax.numpy.creation import eye
-  padded = lax.pad(x, lax.full((), 0, _util.dtype(x)), [(0, builtins.abs(k), 0)])
+  padded = lax.pad(x, lax.full_like(x, 0, shape=()), [(0, builtins.abs(k), 0)])
   mask = eye(n, k=k, dtype=dtypes.bool_)
   vals = lax.broadcast_in_dim(padded, (n, n), (0,) if k >= 0 else (1,))
-  return lax.select(mask, vals, lax.full((n, n), 0, _util.dtype(x)))
+  return lax.select(mask, vals, lax.full_like(vals, 0))  # (weakly typed if `v` is)
 
 
 def rollaxis(a, axis, start=0):
