@@ -754,3 +754,5 @@ def test_lobpcg_finds_the_top_eigenpairs_of_a_matrix_or_a_linear_map():
     sparse_linalg.lobpcg_standard(a, np.ones((n, 12), np.float32))
   with pytest.raises(ValueError, match="same dtypes"):
     sparse_linalg.lobpcg_standard(a, x.astype(np.float16))
+  with pytest.raises(ValueError, match="must be real floating"):  # (not silently wrong)
+    sparse_linalg.lobpcg_standard(a.astype(np.complex64), x.astype(np.complex64))

@@ -129,12 +129,9 @@ def named_scope(name: str):
 
 
 @contextlib.contextmanager
-def transformation_scope(name: str, enabled: bool = True):
+def transformation_scope(name: str):
   """Marks the operations traced inside as made by the transformation `name` (JAX's
   `jvp(...)`, `transpose(...)` and `vmap(...)` in name stacks)."""
-  if not enabled:
-    yield
-    return
   previous = _name_stack.stack
   _name_stack.stack = previous + (Transformation(name),)
   try:
@@ -320,7 +317,7 @@ def eval_jaxpr(jaxpr: Jaxpr, consts: Sequence[Any], *args: Any) -> list[Any]:
   env.update(zip(jaxpr.invars, args))
   state = _name_stack
   outer, base = state.evaluating, state.stack
-  for eqn in jaxpr.eqns:
+  for eqn in jaxpr.eqns:  # (equation_context's work, inline: this loop is a hot path)
     info = eqn.source_info
     if info is not None:
       state.evaluating = info

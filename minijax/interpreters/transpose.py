@@ -24,8 +24,8 @@ from minijax.core.effects import run_with_zero_cotangents
 from minijax.core.state import AbstractRef
 from minijax.interpreters import array_ops
 from minijax.core.errors import MissingRuleError
-from minijax.core.jaxpr import (ClosedJaxpr, Jaxpr, Literal, current_name_stack,
-                                equation_context, transformation_scope)
+from minijax.core.jaxpr import (ClosedJaxpr, Jaxpr, Literal, Transformation,
+                                current_name_stack, equation_context)
 from minijax.interpreters.ad import (UndefinedPrimal, Zero, add_tangents, instantiate_zeros,
                                      creates_tangent_ref, is_undefined_primal,
                                      primitive_transposes)
@@ -94,8 +94,9 @@ def backward_pass(jaxpr: Jaxpr, consts: Sequence[Any], args: Sequence[Any],
   for v, ct in zip(jaxpr.outvars, cts_out):
     write_ct(v, ct)
 
-  with transformation_scope("transpose", transform_stack):
-    base = current_name_stack()
+  base = current_name_stack()
+  if transform_stack:
+    base += (Transformation("transpose"),)
   for eqn in reversed(linear_eqns):
     cts = [ct_env.pop(v, None) for v in eqn.outvars]
     cts = [Zero(v.aval) if ct is None else ct for v, ct in zip(eqn.outvars, cts)]

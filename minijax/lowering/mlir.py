@@ -383,11 +383,8 @@ def lower_jaxpr_to_fun(mctx: ModuleContext, name: str, closed_jaxpr: ClosedJaxpr
                                                  for _ in made_inside])
     else:
       tokens = TokenSet.from_lists(effects, list(block.arguments[:n]))
-    outer_names, mctx.name_prefix = mctx.name_prefix, name_prefix
-    try:
+    with _names_after(mctx, name_prefix):
       outs, tokens_out = lower_closed_jaxpr(mctx, closed_jaxpr, tokens, *block.arguments[n:])
-    finally:
-      mctx.name_prefix = outer_names
     func_dialect.ReturnOp([*(() if made_inside else tokens_out.tokens()), *outs])
   return fn
 
@@ -504,11 +501,16 @@ def _location(mctx: ModuleContext, eqn: JaxprEqn, name: str) -> ir.Location:
   return loc
 
 
-@contextlib.contextmanager
 def named_region(mctx: ModuleContext, name: str):
   """Names the ops of a region being emitted after it (`cond/branch_0_fun`, `while/body`)."""
   outer = mctx.name_prefix
-  mctx.name_prefix = f"{outer}/{name}" if outer else name
+  return _names_after(mctx, f"{outer}/{name}" if outer else name)
+
+
+@contextlib.contextmanager
+def _names_after(mctx: ModuleContext, prefix: str):
+  """The ops emitted in the block are named after `prefix`."""
+  outer, mctx.name_prefix = mctx.name_prefix, prefix
   try:
     yield
   finally:
@@ -556,8 +558,7 @@ def _emit_eqns(mctx: ModuleContext, jaxpr: Jaxpr, tokens: TokenSet,
                               tokens.subset(eqn_effects) if eqn_effects else _NO_TOKENS,
                               None, eqn.source_info)
     name = op_name(mctx, eqn)
-    outer_names, mctx.name_prefix = mctx.name_prefix, name
-    with _location(mctx, eqn, name):
+    with _location(mctx, eqn, name), _names_after(mctx, name):  # (regions inside: after it)
       try:
         shape = avals_out[0].shape if splat else ()
         if shape:
@@ -580,8 +581,6 @@ def _emit_eqns(mctx: ModuleContext, jaxpr: Jaxpr, tokens: TokenSet,
         e.add_note(f"while lowering the equation '{eqn.primitive}'"
                    + (f" from {eqn.source_info}" if eqn.source_info else ""))
         raise
-      finally:
-        mctx.name_prefix = outer_names
     if ctx.replaced_operands:
       for i, value in ctx.replaced_operands.items():
         if type(eqn.invars[i]) is not Literal:

@@ -1,4 +1,4 @@
-"""`lobpcg_standard`: the top `k` eigenpairs of a symmetric (Hermitian) operator by LOBPCG,
+"""`lobpcg_standard`: the top `k` eigenpairs of a real symmetric operator by LOBPCG,
 as JAX's `jax.experimental.sparse.linalg` offers it.
 
 Each step runs Rayleigh-Ritz on the span of the current eigenvector estimates `X`, their
@@ -30,6 +30,8 @@ def lobpcg_standard(A, X, m: int = 100, tol=None):
   if X.ndim != 2:
     raise ValueError(f"lobpcg_standard: X must be an (n, k) array, got shape {X.shape}")
   n, k = X.shape
+  if not np.issubdtype(X.dtype, np.floating):  # (the projections below are real ones)
+    raise ValueError(f"lobpcg_standard: X must be real floating, got {X.dtype}")
   if k == 0:
     raise ValueError(f"must have search dim > 0, got {k}")
   if k * 5 >= n:
