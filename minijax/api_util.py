@@ -17,9 +17,10 @@ from __future__ import annotations
 
 import inspect
 import functools
+import re
 import sys
 import types
-from typing import Any, Callable
+from typing import Any, Callable, NamedTuple
 
 from minijax import tree_util as user_tree_util
 from minijax.tree_util import internal as tree_util
@@ -152,30 +153,100 @@ def fun_name(fun: Callable) -> str:
   return getattr(fun, "__name__", None) or type(fun).__name__
 
 
-class DebugInfo:
-  """The name of a traced function, of its flat arguments and of its flat results (None
-  when unknown): `x`, `params['w']`, `args[0]`; `result`, `result['a'][1]`.  The result
-  paths are filled in once tracing has seen the output's structure."""
-  __slots__ = ("fun_name", "arg_names", "result_paths")
-
-  def __init__(self, fun_name: str, arg_names: list[str] | None, result_paths=None):
-    self.fun_name = fun_name
-    self.arg_names = None if arg_names is None else tuple(arg_names)
-    self.result_paths = None if result_paths is None else tuple(result_paths)
+class DebugInfo(NamedTuple):
+  """What a traced function was traced for (`jit`, `scan`, `cond`, `while_body`...), where it
+  is (`func_src_info`: `"f at file.py:12"`, or its name alone when it has no source), the
+  names of its flat arguments (`x`, `params['w']`, `args[0]`; None when unknown) and of its
+  flat results (`result`, `result['a'][1]`; None until tracing has seen the output), as
+  JAX's `DebugInfo` (positional fields in JAX's order)."""
+  traced_for: str
+  func_src_info: str
+  arg_names: tuple[str, ...] | None = None
+  result_paths: Any = None  # a tuple, None, or (from JAX-style callers) a thunk
 
   @property
-  def func_name(self) -> str:  # JAX's name for it
-    return self.fun_name
+  def func_name(self) -> str:
+    return self.func_src_info.split(" ")[0]
 
-  def set_result_paths(self, out_tree) -> None:
-    """Names each leaf of the output structure `out_tree` by its path under `result`."""
-    placeholder = out_tree.unflatten(range(out_tree.num_leaves))
-    self.result_paths = tuple("result" + _path_str(path) for path, _ in
-                              tree_util.tree_flatten_with_path(placeholder)[0])
+  @property
+  def func_filename(self) -> str | None:
+    m = _SOURCE_INFO.match(self.func_src_info)
+    return m.group(3) if m else None
 
-  def __repr__(self):
-    return (f"DebugInfo(func_name={self.fun_name!r}, arg_names={self.arg_names!r}, "
-            f"result_paths={self.result_paths!r})")
+  @property
+  def func_lineno(self) -> int | None:
+    m = _SOURCE_INFO.match(self.func_src_info)
+    return int(m.group(4)) if m and m.group(4) is not None else None
+
+  def replace_func_name(self, name: str) -> DebugInfo:
+    return self._replace(func_src_info=" ".join([name, *self.func_src_info.split(" ")[1:]]))
+
+  def set_result_paths(self, out) -> DebugInfo:
+    """This debug info with the results named after `out`, the output's structure (a
+    treedef) or the output itself."""
+    if not isinstance(out, tree_util.PyTreeDef):
+      out = tree_util.tree_structure(out)
+    placeholder = out.unflatten(range(out.num_leaves))
+    return self._replace(result_paths=tuple(
+        "result" + _path_str(path)
+        for path, _ in tree_util.tree_flatten_with_path(placeholder)[0]))
+
+  def resolve_result_paths(self) -> DebugInfo:
+    if callable(self.result_paths):
+      return self._replace(result_paths=tuple(self.result_paths()))
+    return self
+
+  def safe_arg_names(self, expected_count: int) -> tuple[str, ...]:
+    """The argument names, or `""` for each when unknown or of another count."""
+    if self.arg_names is not None and len(self.arg_names) == expected_count:
+      return self.arg_names
+    return ("",) * expected_count
+
+  def safe_result_paths(self, expected_count: int) -> tuple[str, ...]:
+    paths = self.result_paths
+    if isinstance(paths, tuple) and len(paths) == expected_count:
+      return paths
+    return ("",) * expected_count
+
+  def filter_arg_names(self, keep) -> tuple[str, ...] | None:
+    if self.arg_names is None:
+      return None
+    return tuple(n for n, k in zip(self.safe_arg_names(len(keep)), keep) if k)
+
+  def filter_result_paths(self, keep) -> tuple[str, ...] | None:
+    if not isinstance(self.result_paths, tuple):
+      return None
+    return tuple(n for n, k in zip(self.safe_result_paths(len(keep)), keep) if k)
+
+  def with_unknown_names(self) -> DebugInfo:
+    return self._replace(arg_names=None, result_paths=None)
+
+
+_SOURCE_INFO = re.compile(r"([^ ]+)( at (.+):(\d+))?$")
+_BUILTIN_NAME = re.compile(r"<built-in function (\S+)>")
+
+
+def fun_sourceinfo(fun: Callable) -> str:
+  """`"name at file:line"` for a Python function (through partials and wrappers), the name
+  of a builtin, else `"<unknown>"` (never an object's repr: it would differ each run)."""
+  while isinstance(fun, functools.partial):
+    fun = fun.func
+  try:
+    fun = inspect.unwrap(fun)
+  except ValueError:
+    pass
+  code = getattr(fun, "__code__", None)
+  if code is not None:
+    return f"{getattr(fun, '__name__', '<unknown>')} at {code.co_filename}:{code.co_firstlineno}"
+  m = _BUILTIN_NAME.match(str(fun)) if isinstance(fun, types.BuiltinFunctionType) else None
+  return m.group(1) if m else "<unknown>"
+
+
+def traced_debug_info(traced_for: str, fun: Callable, args, kwargs=None) -> DebugInfo:
+  """The `DebugInfo` of `fun` traced for `traced_for` on `(args, kwargs)` (static arguments
+  already removed: pass a placeholder, which names nothing, in their place)."""
+  return DebugInfo(traced_for, fun_sourceinfo(fun),
+                   tuple(flat_arg_names(fun, args, kwargs or {})))
 
 
 def flat_arg_names(fun: Callable, args, kwargs) -> list[str]:
@@ -302,11 +373,18 @@ def resolve_argnums(fun: Callable, static_argnums, static_argnames, donate_argnu
 def debug_info(traced_for: str, fun: Callable, args, kwargs, *, static_argnums=(),
                static_argnames=(), result_paths_thunk=None, sourceinfo=None,
                signature=None) -> DebugInfo:
-  """The `DebugInfo` of `fun` traced for `traced_for` (the argument names are not
-  resolved here: `args` may be a tree of the arguments' structure)."""
-  del traced_for, args, kwargs, static_argnums, static_argnames, result_paths_thunk
-  del sourceinfo, signature
-  return DebugInfo(fun_name(fun), None)
+  """The `DebugInfo` of `fun` traced for `traced_for` on example `args` and `kwargs`, the
+  static ones (by `static_argnums`, `static_argnames`) naming no argument."""
+  del signature
+  found = getattr(fun, "__fun_debug_info__", None)
+  if found is not None:
+    return found
+  n = len(args)
+  static = {i % n for i in static_argnums if -n <= i < n} if n else set()
+  named_args = [None if i in static else a for i, a in enumerate(args)]
+  named_kwargs = {k: v for k, v in kwargs.items() if k not in set(static_argnames)}
+  return DebugInfo(traced_for, fun_sourceinfo(fun) if sourceinfo is None else sourceinfo,
+                   tuple(flat_arg_names(fun, named_args, named_kwargs)), result_paths_thunk)
 
 
 def _extended(dtype) -> bool:

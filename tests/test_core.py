@@ -195,8 +195,43 @@ def test_traced_value_used_as_python_bool_names_the_argument():
     if lax.sin(x):
       return x
     return x
-  with pytest.raises(ConcretizationTypeError, match=r"bool\(\).*static_argnums.*lax.cond"):
+  with pytest.raises(ConcretizationTypeError, match=r"(?s)bool\(\).*static_argnums.*lax.cond"):
     minijax.jit(f)(1.0)
+
+
+def test_a_concretization_error_names_the_arguments_the_value_depends_on():
+  # JAX's account of where the value came from, through pytrees, keywords and static args
+  def compare(f, *args, **kwargs):
+    with pytest.raises(ConcretizationTypeError) as info:
+      f(*args, **kwargs)
+    return str(info.value)
+  binary = minijax.jit(lambda x, y, z: x if x > z else y)
+  assert "on the values of the arguments x and z." in compare(binary, 1.0, 2.0, z=3.0)
+  tree = minijax.jit(lambda xy, z: xy[0] if xy[1] > 0 else z)
+  message = compare(tree, (1.0, 2.0), 3.0)
+  assert "on the value of the argument xy[1]." in message
+  assert "while tracing the function <lambda> at " in message and " for jit." in message
+  static = minijax.jit(lambda n, x: x if x + n > 0 else x, static_argnums=0)
+  assert "on the value of the argument x." in compare(static, 1, 2.0)
+  kw = minijax.jit(lambda **kw: kw["a"] if kw["b"] > kw["c"] else 0.0)
+  assert "arguments kw['b'] and kw['c']." in compare(kw, a=1.0, b=2.0, c=3.0)
+  body = lambda c, a: (c if a > 0 else c, None)  # noqa: E731
+  message = compare(lambda x: lax.scan(body, x, np.ones(3, np.float32)), 1.0)
+  assert "for scan. This concrete value" in message and "the argument a." in message
+
+
+def test_a_value_made_of_constants_names_the_lines_that_made_it():
+  def f():
+    total = jnp.zeros(())
+    for _ in range(6):
+      total = total + jnp.ones(())
+    return total if total > 0 else total
+  with pytest.raises(ConcretizationTypeError) as info:
+    minijax.jit(f)()
+  message = str(info.value)
+  assert "due to JAX operations on these lines" in message
+  assert message.count("  operation ") == 5  # of the seven, five are shown
+  assert "(Additional originating lines are not shown.)" in message
 
 
 def test_traced_argument_used_as_python_int_names_it():

@@ -23,10 +23,17 @@ class ConcretizationTypeError(JAXTypeError):
     lead = self.lead.format(aval=aval)
     super().__init__(
         f"{lead}{context} was called on {what}, whose concrete value is not known while "
-        f"tracing. {hint}If the value depends only on Python constants or shapes, mark the "
+        f"tracing.{_origin(tracer)}{hint}If the value depends only on Python constants or shapes, mark the "
         "argument static "
         "with `jit(f, static_argnums=...)` / `static_argnames=...`; for data-dependent "
         "control flow use `lax.cond`, `lax.switch`, `lax.while_loop` or `minijax.numpy.where`.")
+
+
+def _origin(tracer) -> str:
+  """The tracer's account of where it came from (`Tracer._origin_msg`) on lines of its own,
+  else a space: what goes between two sentences of a message."""
+  origin = getattr(tracer, "_origin_msg", lambda: "")()
+  return f"{origin}\n" if origin else " "
 
 
 class UnexpectedTracerError(RuntimeError):
@@ -92,7 +99,8 @@ class TracerArrayConversionError(JAXTypeError):
   def __init__(self, tracer):
     super().__init__(
         "The numpy.ndarray conversion method __array__() was called on traced array with "
-        f"shape {tracer.aval.str_short()}: a traced value cannot become a numpy array inside "
+        f"shape {tracer.aval.str_short()}.{_origin(tracer)}A traced value cannot become a "
+        "numpy array inside "
         "a transformation; use minijax.numpy functions on it instead, or return it from the "
         "transformed function first.")
 

@@ -220,6 +220,16 @@ class Jaxpr:
   in_avals = property(lambda self: [v.aval for v in self.invars])
   out_avals = property(lambda self: [v.aval for v in self.outvars])
 
+  def replace(self, **changes) -> Jaxpr:
+    """A copy with some fields replaced (`invars=`, `outvars=`, `eqns=`, `effects=`...;
+    `effects=None` recomputes them); its `debug_info`, unless given, follows its
+    variables (`derived_debug_info`)."""
+    fields = {k: getattr(self, k) for k in self.__slots__}
+    fields.update(changes)
+    if "debug_info" not in changes:
+      fields["debug_info"] = derived_debug_info(self, fields["invars"], fields["outvars"])
+    return Jaxpr(**fields)
+
   def __str__(self):
     from minijax.core.pretty import pp_jaxpr
     return pp_jaxpr(self)
@@ -290,6 +300,29 @@ class ClosedJaxpr:
     return self.jaxpr.pretty_print(**options)
 
 
+def derived_debug_info(jaxpr: Jaxpr, invars: Sequence[Any], outvars: Sequence[Any]) -> Any:
+  """`jaxpr.debug_info` for a jaxpr made from `jaxpr` with these inputs and outputs (a
+  pruned, reordered or extended copy): a variable keeps its argument name or result path,
+  a new one is unnamed (`""`)."""
+  debug = jaxpr.debug_info
+  if debug is None:
+    return None
+  names, paths = debug.arg_names, debug.result_paths
+  if names is not None and len(names) == len(jaxpr.invars):
+    named = {id(v): n for v, n in zip(jaxpr.invars, names)}
+    names = tuple(named.get(id(v), "") for v in invars)
+  else:
+    names = None
+  if isinstance(paths, tuple) and len(paths) == len(jaxpr.outvars):
+    pathed: dict = {}
+    for v, p in zip(jaxpr.outvars, paths):
+      pathed.setdefault(id(v), p)
+    paths = tuple(pathed.get(id(v), "") for v in outvars)
+  else:
+    paths = None
+  return debug._replace(arg_names=names, result_paths=paths)
+
+
 def hoist_consts(closed: ClosedJaxpr) -> tuple[ClosedJaxpr, list[Any]]:
   """`(closed with its constants turned into leading inputs, the constants)`: the form that
   call primitives (`jit_p`, control flow, remat, custom derivatives) take, so that their
@@ -297,8 +330,7 @@ def hoist_consts(closed: ClosedJaxpr) -> tuple[ClosedJaxpr, list[Any]]:
   jaxpr = closed.jaxpr
   if not jaxpr.constvars:
     return closed, list(closed.consts)
-  hoisted = Jaxpr([], [*jaxpr.constvars, *jaxpr.invars], jaxpr.outvars, jaxpr.eqns,
-                  jaxpr.effects, jaxpr.debug_info)
+  hoisted = jaxpr.replace(constvars=[], invars=[*jaxpr.constvars, *jaxpr.invars])
   return ClosedJaxpr(hoisted, []), list(closed.consts)
 
 

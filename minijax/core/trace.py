@@ -181,6 +181,11 @@ class Tracer:
     """The concrete value, when the transformation knows it (e.g. eager jvp primals)."""
     return None
 
+  def _origin_msg(self) -> str:
+    """Where the value came from, for errors about using it as a concrete one (a staging
+    tracer names the arguments it depends on); empty when unknown."""
+    return ""
+
   shape = property(lambda self: self.aval.shape)
   dtype = property(lambda self: self.aval.dtype)
 

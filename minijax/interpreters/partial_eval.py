@@ -51,6 +51,35 @@ class DynamicJaxprTracer(Tracer):
   def aval(self):
     return self._aval
 
+  def _origin_msg(self) -> str:
+    """JAX's words for where this value came from: the function being traced, and the
+    arguments it depends on (or, when it depends on none, the lines that made it)."""
+    debug = getattr(self._trace, "debug_info", None)
+    if debug is None or not hasattr(self._trace, "eqns"):
+      return ""
+    positions, made_by = self._trace.progenitors(self._var)
+    origin = (f"The error occurred while tracing the function {debug.func_src_info} for "
+              f"{debug.traced_for}. ")
+    if positions:
+      names = debug.arg_names
+      if names is None or len(names) != len(self._trace.invars):
+        return ""
+      named = [names[i] or f"flat argument {i}" for i in positions]
+      listed = (named[0] if len(named) == 1 else " and ".join(named) if len(named) == 2
+                else f"{', '.join(named[:-1])}, and {named[-1]}")
+      origin += ("This concrete value was not available in Python because it depends on the "
+                 f"value{'s' if len(named) > 1 else ''} of the argument"
+                 f"{'s' if len(named) > 1 else ''} {listed}.")
+    elif made_by:
+      lines = [f"  operation {eqn.primitive.name} from line {eqn.source_info.file}:"
+               f"{eqn.source_info.line} ({eqn.source_info.function})"
+               for eqn in made_by[:5] if eqn.source_info is not None]
+      origin += ("This value became a tracer due to JAX operations on these lines:\n\n"
+                 + "\n\n".join(lines))
+      if len(made_by) > 5:
+        origin += "\n\n(Additional originating lines are not shown.)"
+    return "\n" + origin
+
 
 def _check_value(x) -> None:
   if isinstance(x, (Tracer, bool, int, float, complex, np.ndarray, np.generic)):
@@ -108,6 +137,16 @@ class DynamicJaxprTrace(Trace):
     self.consts: list[Any] = []
     self._const_var_by_id: dict[int, Var] = {}
     self._names_within = current_name_stack()  # equations record the names entered since
+    self.debug_info = None  # the traced function's (`trace_to_jaxpr_dynamic` sets it)
+
+  def progenitors(self, var) -> tuple[list[int], list[JaxprEqn]]:
+    """The positions of the inputs `var` depends on, and the equations it came through."""
+    needed, made_by = {var}, []
+    for eqn in reversed(self.eqns):
+      if any(v in needed for v in eqn.outvars):
+        made_by.append(eqn)
+        needed.update(v for v in eqn.invars if type(v) is Var)
+    return [i for i, v in enumerate(self.invars) if v in needed], made_by[::-1]
 
   def new_arg(self, aval, debug_name=None) -> DynamicJaxprTracer:
     var = Var(aval)
@@ -170,6 +209,7 @@ def trace_to_jaxpr_dynamic(fun: Callable, in_avals: Sequence[Any],
                            debug_info=None) -> tuple[Jaxpr, list[Any]]:
   """Stages `fun(*flat_args) -> flat_outs` into a jaxpr and its constants."""
   trace = DynamicJaxprTrace()
+  trace.debug_info = debug_info
   with new_trace(trace):
     names = getattr(debug_info, "arg_names", None) or [None] * len(in_avals)
     in_tracers = [trace.new_arg(a, n) for a, n in zip(in_avals, names)]
@@ -201,7 +241,7 @@ def trace_pytree_fun(fun: Callable, args: Sequence[Any], kwargs: dict | None = N
   except InvalidOutputError as e:
     raise e.named(fun, out_tree()) from None
   if debug_info is not None:
-    debug_info.set_result_paths(out_tree())
+    jaxpr.debug_info = debug_info.set_result_paths(out_tree())
   return jaxpr, consts, flat, out_tree()
 
 
@@ -399,12 +439,12 @@ def partial_eval_jaxpr_custom(jaxpr: Jaxpr, in_unknowns: Sequence[bool],
       instantiate(read(v)[1], v)
     out_inst.append(read(v)[1] or e)
   res = list(residuals)
-  known = Jaxpr(jaxpr.constvars, [v for v, uk in zip(jaxpr.invars, in_unknowns) if not uk],
-                [*(v for v, uk in zip(outvars, out_unknowns) if not uk), *res],
-                known_eqns, debug_info=jaxpr.debug_info)
-  staged = Jaxpr(jaxpr.constvars, [*res, *(v for v, i in zip(jaxpr.invars, in_inst) if i)],
-                 [v for v, i in zip(outvars, out_inst) if i], staged_eqns,
-                 debug_info=jaxpr.debug_info)
+  known = jaxpr.replace(invars=[v for v, uk in zip(jaxpr.invars, in_unknowns) if not uk],
+                        outvars=[*(v for v, uk in zip(outvars, out_unknowns) if not uk), *res],
+                        eqns=known_eqns, effects=None)
+  staged = jaxpr.replace(invars=[*res, *(v for v, i in zip(jaxpr.invars, in_inst) if i)],
+                         outvars=[v for v, i in zip(outvars, out_inst) if i],
+                         eqns=staged_eqns, effects=None)
   return known, staged, out_unknowns, out_inst, len(res)
 
 
@@ -504,9 +544,9 @@ def dce_jaxpr(jaxpr: Jaxpr, used_outputs: bool | Sequence[bool],
       new_eqns.append(new_eqn)
     live.update(a for a, u in zip(eqn.invars, used_ins) if u and type(a) is not Literal)
   used_inputs = [v in live or inst for v, inst in zip(jaxpr.invars, instantiate)]
-  new = Jaxpr(jaxpr.constvars, [v for v, u in zip(jaxpr.invars, used_inputs) if u],
-              [v for v, used in zip(jaxpr.outvars, used_outputs) if used],
-              new_eqns[::-1], debug_info=jaxpr.debug_info)
+  new = jaxpr.replace(invars=[v for v, u in zip(jaxpr.invars, used_inputs) if u],
+                      outvars=[v for v, used in zip(jaxpr.outvars, used_outputs) if used],
+                      eqns=new_eqns[::-1], effects=None)
   return new, used_inputs
 
 

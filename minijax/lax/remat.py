@@ -40,7 +40,7 @@ from typing import Callable
 import ml_dtypes
 import numpy as np
 
-from minijax.api_util import wraps
+from minijax.api_util import traced_debug_info, wraps
 from minijax.config import config
 from minijax.core import caches, dtypes, pretty
 from minijax.core.avals import ShapedArray, get_aval
@@ -77,9 +77,9 @@ def _pp_call(params, names, indent):
   return lines
 
 
-def _stage_fun(fun, args, kwargs):
+def _stage_fun(fun, args, kwargs, debug_info=None):
   """`(closed jaxpr with constants as leading inputs, constants, flat args, out tree)`."""
-  jaxpr, consts, flat, out_tree = pe.trace_pytree_fun(fun, args, kwargs)
+  jaxpr, consts, flat, out_tree = pe.trace_pytree_fun(fun, args, kwargs, debug_info)
   closed, hoisted = hoist_consts(ClosedJaxpr(jaxpr, consts))
   return closed, hoisted, flat, out_tree
 
@@ -479,6 +479,12 @@ _TRACE_FLAGS = ("enable_x64", "numpy_dtype_promotion", "numpy_rank_promotion",
 _traces = caches.WeakLRU(lambda fun, key: {}, "transform_cache_size")
 
 
+def _debug_info(fun, static, dyn, kwargs):
+  positions = iter(dyn)
+  named = [None if i in static else next(positions) for i in range(len(dyn) + len(static))]
+  return traced_debug_info("checkpoint / remat", fun, named, kwargs)
+
+
 def _stage_cached(fun, dyn_fun, static, dyn, kwargs):
   flat, in_tree = tree_util.tree_flatten((tuple(dyn), kwargs))
   try:
@@ -487,11 +493,12 @@ def _stage_cached(fun, dyn_fun, static, dyn, kwargs):
            tuple(getattr(config, name) for name in _TRACE_FLAGS))
     box = _traces(fun, key)
   except TypeError:  # not weakly referenceable, or a static argument that cannot be hashed
-    return _stage_fun(dyn_fun, dyn, kwargs)
+    return _stage_fun(dyn_fun, dyn, kwargs, _debug_info(fun, static, dyn, kwargs))
   if "trace" in box:
     closed, consts, out_tree = box["trace"]
     return closed, consts, flat, out_tree
-  closed, consts, flat, out_tree = _stage_fun(dyn_fun, dyn, kwargs)
+  closed, consts, flat, out_tree = _stage_fun(dyn_fun, dyn, kwargs,
+                                              _debug_info(fun, static, dyn, kwargs))
   if not any(isinstance(c, Tracer) for c in consts):
     box["trace"] = (closed, consts, out_tree)
   return closed, consts, flat, out_tree

@@ -376,7 +376,7 @@ def lower_jaxpr_to_fun(mctx: ModuleContext, name: str, closed_jaxpr: ClosedJaxpr
   fn.attributes["sym_visibility"] = ir.StringAttr.get("public" if public else "private")
   if donated_args and any(type(d) is int or d for d in donated_args):  # int: result index
     _set_aliasing_attrs(fn, jaxpr, donated_args, n)
-  block = fn.add_entry_block()
+  block = fn.add_entry_block(_argument_locations(jaxpr, n) if public else None)
   with ir.InsertionPoint(block):
     if made_inside:
       tokens = TokenSet.from_lists(made_inside, [mhlo.CreateTokenOp().result
@@ -387,6 +387,16 @@ def lower_jaxpr_to_fun(mctx: ModuleContext, name: str, closed_jaxpr: ClosedJaxpr
       outs, tokens_out = lower_closed_jaxpr(mctx, closed_jaxpr, tokens, *block.arguments[n:])
     func_dialect.ReturnOp([*(() if made_inside else tokens_out.tokens()), *outs])
   return fn
+
+
+def _argument_locations(jaxpr: Jaxpr, num_tokens: int) -> list[ir.Location] | None:
+  """Locations naming a public function's arguments after the traced function's (`loc("x")`,
+  `loc("params['w']")`), as JAX's modules do; None when the jaxpr does not name them."""
+  names = getattr(jaxpr.debug_info, "arg_names", None)
+  if names is None or len(names) != len(jaxpr.invars):
+    return None
+  unknown = ir.Location.unknown()
+  return [unknown] * num_tokens + [ir.Location.name(n) if n else unknown for n in names]
 
 
 def _to_numpy(x):

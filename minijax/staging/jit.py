@@ -41,7 +41,7 @@ import numpy as np
 from minijax import monitoring
 from minijax.tree_util import internal as tree_util
 from minijax.api_util import (DebugInfo, DeferredSignature, close_specs, flat_arg_names,
-                              fun_name, open_specs, prefix_pairs, resolve_argnums)
+                              fun_name, fun_sourceinfo, open_specs, prefix_pairs, resolve_argnums)
 from minijax.config import (JIT_KEY_FLAGS, LOCAL_BLOCKS, compile_log_level, config,
                             global_key_state, thread_key_state)
 from minijax.core import sharding as sharding_lib
@@ -236,22 +236,28 @@ class JitWrapped:
 
   # -- tracing
 
+  def _debug_info(self, static, dyn_args, dyn_kwargs, num_leaves: int) -> DebugInfo:
+    """The jaxpr's `DebugInfo`: its arguments named through the function's signature,
+    static ones (given as None, a tree without leaves) naming nothing."""
+    args, kwargs = self._merge(static, dyn_args, dyn_kwargs)
+    debug = DebugInfo("jit", fun_sourceinfo(self._fun), tuple(self._arg_names(args, kwargs,
+                                                                             static)))
+    return debug if len(debug.arg_names) == num_leaves else debug._replace(arg_names=None)
+
   def _trace(self, static, dyn_args, dyn_kwargs, in_tree, avals) -> _Traced:
     def call(*dyn_args, **dyn_kwargs):
       args, kwargs = self._merge(static, dyn_args, dyn_kwargs)
       return self._fun(*args, **kwargs)
 
     flat_fun, out_tree = tree_util.flatten_fun(call, in_tree)
-    args, kwargs = self._merge(static, dyn_args, dyn_kwargs)
-    names = flat_arg_names(self._fun, args, kwargs) if not static else None
-    debug = DebugInfo(self._name, names if names and len(names) == len(avals) else None)
+    debug = self._debug_info(static, dyn_args, dyn_kwargs, len(avals))
     start = time.perf_counter()
     try:
       jaxpr, consts = pe.trace_to_jaxpr_dynamic(flat_fun, avals, debug)
     except pe.InvalidOutputError as e:
       raise e.named(self._fun, out_tree()) from None
     lax_state.check_no_returned_refs(self._fun, "jit", jaxpr, debug.arg_names)
-    debug.set_result_paths(out_tree())
+    jaxpr.debug_info = debug.set_result_paths(out_tree())
     seconds = time.perf_counter() - start
     monitoring.record_event_duration_secs("/jax/core/compile/jaxpr_trace_duration", seconds,
                                           fun_name=self._name)
@@ -259,7 +265,7 @@ class JitWrapped:
     if level:
       logging.getLogger("minijax").log(
           level, "Finished tracing %s for jit in %.9f sec", self._name, seconds)
-    donated = (self._donated_leaves(args, kwargs, static)
+    donated = (self._donated_leaves(*self._merge(static, dyn_args, dyn_kwargs), static)
                if self._donate_argnums or self._donate_argnames else ())
     donated = (False,) * len(consts) + donated + (False,) * (len(avals) - len(donated))
     closed, consts = hoist_consts(ClosedJaxpr(jaxpr, consts))
@@ -283,7 +289,7 @@ class JitWrapped:
           f"{type(e).__name__}: {e}") from e
     if traced is None:
       if config.explain_cache_misses:
-        names = flat_arg_names(self._fun, args, kwargs) if not static else None
+        names = self._arg_names(args, kwargs, static)
         cache_miss.explain(self._fun, self._name, key, {s: c for s, (c, _) in
                                                         self._caches.by_state.items()},
                            thread_key_state(), _STATE_FLAGS, names)
@@ -298,18 +304,19 @@ class JitWrapped:
     return traced, flat
 
   def _check_ref_arguments(self, traced, flat, args, kwargs, static):
-    static_where = {where for where, _ in static}
-    names = flat_arg_names(self._fun, [None if i in static_where else a
-                                       for i, a in enumerate(args)],
-                           {k: v for k, v in kwargs.items() if k not in static_where})
+    names = self._arg_names(args, kwargs, static)
     lax_state.check_ref_arguments(self._fun, "jit", flat, names, traced.consts)
+
+  def _arg_names(self, args, kwargs, static) -> list[str]:
+    """The names of the dynamic leaves of `(args, kwargs)` (static arguments name none)."""
+    static_where = {where for where, _, _ in static}
+    return flat_arg_names(self._fun, [None if i in static_where else a
+                                      for i, a in enumerate(args)],
+                          {k: v for k, v in kwargs.items() if k not in static_where})
 
   def _raise_non_array_argument(self, args, kwargs, static, flat):
     """The TypeError for a leaf that is not an array: which argument, and what to do."""
-    static_where = {where for where, _, _ in static}
-    named_args = [None if i in static_where else a for i, a in enumerate(args)]
-    named_kwargs = {k: v for k, v in kwargs.items() if k not in static_where}
-    names = flat_arg_names(self._fun, named_args, named_kwargs)
+    names = self._arg_names(args, kwargs, static)
     for i, leaf in enumerate(flat):
       try:
         get_aval(leaf)
@@ -353,8 +360,8 @@ class JitWrapped:
                                            compiler_options=self._compiler_options)
         device = compiler.device_of(flat)
       else:
-        device = device or compiler.jit_device(
-            self._device, flat, self._name, lambda: flat_arg_names(self._fun, args, kwargs))
+        names = lambda: self._arg_names(args, kwargs, self._split(args, kwargs)[2])  # noqa: E731
+        device = device or compiler.jit_device(self._device, flat, self._name, names)
         executable = compiler.compiled_call(traced.jaxpr, self._name, donated, device,
                                             compiler_options=self._compiler_options)
       float0_out = any(getattr(a, "dtype", None) == float0 for a in traced.jaxpr.out_avals)
@@ -464,7 +471,7 @@ class JitWrapped:
     traced, flat = self._traced_for(args, kwargs)
     dyn_args, dyn_kwargs, static = self._split(args, kwargs)
     in_tree = tree_util.tree_structure((dyn_args, dyn_kwargs))
-    names = flat_arg_names(self._fun, args, kwargs) if not static else None
+    names = self._arg_names(args, kwargs, static)
     placement = self._placement(traced, flat, args, kwargs)
     if placement is not None and sharded.single_device(placement, traced.jaxpr) is None:
       return Traced(traced, self._name, None, placement, in_tree, names)

@@ -16,12 +16,13 @@ import numpy as np
 from jaxlib.mlir import ir
 from jaxlib.mlir.dialects import mhlo
 
+from minijax import api_util
 from minijax.tree_util import internal as tree_util
 from minijax.config import config, jit_key_state
 from minijax.core.trace import Tracer, is_eval_context
 from minijax.core import axes, dtypes, effects as effects_lib
 from minijax.core.avals import ShapedArray
-from minijax.core.jaxpr import ClosedJaxpr, Jaxpr, JaxprTypeError, Var, hoist_consts
+from minijax.core.jaxpr import ClosedJaxpr, JaxprTypeError, Var, hoist_consts
 from minijax.lowering import mlir
 from minijax.lowering.tokens import TokenSet
 
@@ -34,17 +35,20 @@ def check_param(primitive: str, name: str, value, required: str, ok: bool) -> No
                          f"{required} required: {value}")
 
 
-def trace_fun(fun: Callable, in_tree, in_avals: Sequence[Any], name: str
-              ) -> tuple[ClosedJaxpr, list[Any], Any]:
+def trace_fun(fun: Callable, in_tree, in_avals: Sequence[Any], name: str,
+              traced_for: str | None = None) -> tuple[ClosedJaxpr, list[Any], Any]:
   """Traces `fun(*unflatten(in_tree, args))`; returns a const-free ClosedJaxpr whose leading
   inputs are the hoisted constants, the constants, and the output tree."""
-  closed, out_tree = trace_fun_closed(fun, in_tree, in_avals, name)
+  closed, out_tree = trace_fun_closed(fun, in_tree, in_avals, name, traced_for)
   closed, consts = hoist_consts(closed)
   return closed, consts, out_tree
 
 
-def trace_fun_closed(fun: Callable, in_tree, in_avals: Sequence[Any], name: str):
-  """Like `trace_fun`, keeping the constants in a ClosedJaxpr: `(closed, out_tree)`.
+def trace_fun_closed(fun: Callable, in_tree, in_avals: Sequence[Any], name: str,
+                     traced_for: str | None = None):
+  """Like `trace_fun`, keeping the constants in a ClosedJaxpr: `(closed, out_tree)`.  With
+  `traced_for` (`"scan"`, `"cond"`, `"while_body"`...) the jaxpr's `debug_info` names the
+  function, its arguments and its results.
 
   Outside every transformation the result is cached, as JAX caches the traces of
   control-flow bodies: keyed weakly on `fun`, on the input tree and avals, the flags that
@@ -61,11 +65,15 @@ def trace_fun_closed(fun: Callable, in_tree, in_avals: Sequence[Any], name: str)
       return hit
   from minijax.interpreters.partial_eval import trace_to_jaxpr_dynamic
   flat_fun, out_tree = tree_util.flatten_fun_nokwargs(fun, in_tree)
+  debug = (None if traced_for is None else
+           api_util.traced_debug_info(traced_for, fun, in_tree.unflatten(in_avals)))
   try:
-    jaxpr, consts = trace_to_jaxpr_dynamic(flat_fun, list(in_avals))
+    jaxpr, consts = trace_to_jaxpr_dynamic(flat_fun, list(in_avals), debug)
   except Exception as e:
     e.add_note(f"while tracing {name}")
     raise
+  if debug is not None:
+    jaxpr.debug_info = debug.set_result_paths(out_tree())
   result = ClosedJaxpr(jaxpr, consts), out_tree()
   if eager and not any(isinstance(c, Tracer) for c in consts):
     entries = _body_traces.setdefault(fun, {})
@@ -84,8 +92,7 @@ def prepend_unused_invars(closed: ClosedJaxpr, avals: Sequence[Any], at: int = 0
   jaxpr = closed.jaxpr
   new = [Var(a) for a in avals]
   invars = [*jaxpr.invars[:at], *new, *jaxpr.invars[at:]]
-  return ClosedJaxpr(Jaxpr(jaxpr.constvars, invars, jaxpr.outvars, jaxpr.eqns, jaxpr.effects,
-                           jaxpr.debug_info), closed.consts)
+  return ClosedJaxpr(jaxpr.replace(invars=invars), closed.consts)
 
 
 def jaxprs_effects(construct: str, *jaxprs, operands=None) -> frozenset:
@@ -162,8 +169,7 @@ def reorder(closed: ClosedJaxpr, in_order: Sequence[int] | None = None,
   j = closed.jaxpr
   invars = j.invars if in_order is None else [j.invars[i] for i in in_order]
   outvars = j.outvars if out_order is None else [j.outvars[i] for i in out_order]
-  return ClosedJaxpr(Jaxpr(j.constvars, invars, outvars, j.eqns, j.effects, j.debug_info),
-                     closed.consts)
+  return ClosedJaxpr(j.replace(invars=invars, outvars=outvars), closed.consts)
 
 
 def groups_order(sizes: Sequence[int], order: Sequence[int]) -> list[int]:
@@ -196,8 +202,7 @@ def join_consts(jaxprs: Sequence[ClosedJaxpr]) -> tuple[list[ClosedJaxpr], list[
     jaxpr = j.jaxpr
     own = dict(zip(mine, jaxpr.invars[:len(cs)]))
     invars = [own[k] if k in own else Var(a) for k, a in enumerate(avals)]
-    out.append(ClosedJaxpr(Jaxpr(jaxpr.constvars, [*invars, *jaxpr.invars[len(cs):]],
-                                 jaxpr.outvars, jaxpr.eqns, jaxpr.effects, jaxpr.debug_info),
+    out.append(ClosedJaxpr(jaxpr.replace(invars=[*invars, *jaxpr.invars[len(cs):]]),
                            j.consts))
   return out, consts
 

@@ -142,7 +142,8 @@ def _bind_cond(index, funs, operands, api_name, names):
   ref_names = _ref_arg_names(funs[-1], operands, avals)
   if ref_names:
     lax_state.check_ref_arguments(funs[-1], "cond", flat, ref_names)
-  traced = [common.trace_fun_closed(f, in_tree, avals, n) for f, n in zip(funs, names)]
+  traced = [common.trace_fun_closed(f, in_tree, avals, n, api_name)
+            for f, n in zip(funs, names)]
   # (JAX compares true_fun with false_fun, and branch 0 with each other branch)
   first = 1 if api_name == "cond" else 0
   (jaxpr0, tree0), f0, name0 = traced[first], funs[first], names[first]
@@ -193,12 +194,11 @@ def _forwarded_outputs(closed_jaxprs, num_operands: int) -> list:
 
 
 def _keep_outputs(closed, kept):
-  from minijax.core.jaxpr import ClosedJaxpr, Jaxpr
+  from minijax.core.jaxpr import ClosedJaxpr
   j = closed.jaxpr
   if len(kept) == len(j.outvars):
     return closed
-  return ClosedJaxpr(Jaxpr(j.constvars, j.invars, [j.outvars[k] for k in kept], j.eqns,
-                           j.effects, j.debug_info), closed.consts)
+  return ClosedJaxpr(j.replace(outvars=[j.outvars[k] for k in kept]), closed.consts)
 
 
 def _ref_arg_names(fun, args, avals):
@@ -376,13 +376,12 @@ def _fill_slots(residuals, mine, res_avals):
 def _read_slots(closed, mine, res_avals):
   """`closed`, whose leading inputs are its branch's residuals, reading every slot instead
   (its own in theirs, the others unused)."""
-  from minijax.core.jaxpr import Jaxpr, Var
+  from minijax.core.jaxpr import Var
   j = closed.jaxpr
   invars = [Var(a) for a in res_avals]
   for slot, v in zip(mine, j.invars[:len(mine)]):
     invars[slot] = v
-  return ClosedJaxpr(Jaxpr(j.constvars, [*invars, *j.invars[len(mine):]], j.outvars, j.eqns,
-                           j.effects, j.debug_info), closed.consts)
+  return ClosedJaxpr(j.replace(invars=[*invars, *j.invars[len(mine):]]), closed.consts)
 
 
 def _cond_partial_eval_custom(saveable, unks_in, inst_in, eqn):

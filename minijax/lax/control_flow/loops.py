@@ -31,7 +31,7 @@ from minijax.config import config
 from minijax.core import dtypes, pretty
 from minijax.core.avals import ShapedArray, get_aval
 from minijax.core.effects import ordered_effects
-from minijax.core.jaxpr import ClosedJaxpr, Jaxpr, hoist_consts
+from minijax.core.jaxpr import ClosedJaxpr, hoist_consts
 from minijax.core.primitive import Primitive
 from minijax.core.trace import Tracer
 from minijax.interpreters.discharge import jaxpr_has_state
@@ -62,13 +62,17 @@ def while_loop(cond_fun: Callable, body_fun: Callable, init_val):
   # Traced once, as JAX does when the carry keeps its dtypes: a weakly typed initial carry
   # that the body makes strong is joined to the strong type (the functions may have side
   # effects in Python, such as popping from a list, that a second trace would repeat).
-  cond_jaxpr, cond_consts, cond_tree = common.trace_fun(cond_fun, in_tree, avals, "cond_fun")
-  body_jaxpr, body_consts, body_tree = common.trace_fun(body_fun, in_tree, avals, "body_fun")
+  cond_jaxpr, cond_consts, cond_tree = common.trace_fun(cond_fun, in_tree, avals, "cond_fun",
+                                                             "while_cond")
+  body_jaxpr, body_consts, body_tree = common.trace_fun(body_fun, in_tree, avals, "body_fun",
+                                                             "while_body")
   flat, changed = common.promote_weak_carry(flat, avals, body_jaxpr.out_avals)
   if changed:
     avals = [get_aval(x) for x in flat]
-    cond_jaxpr, cond_consts, cond_tree = common.trace_fun(cond_fun, in_tree, avals, "cond_fun")
-    body_jaxpr, body_consts, body_tree = common.trace_fun(body_fun, in_tree, avals, "body_fun")
+    cond_jaxpr, cond_consts, cond_tree = common.trace_fun(cond_fun, in_tree, avals, "cond_fun",
+                                                             "while_cond")
+    body_jaxpr, body_consts, body_tree = common.trace_fun(body_fun, in_tree, avals, "body_fun",
+                                                             "while_body")
   type_errors.check_predicate_type(cond_tree, cond_jaxpr.out_avals)
   type_errors.check_carry("while_loop body", body_fun, init_tree, avals, body_tree,
                           body_jaxpr.out_avals)
@@ -100,11 +104,10 @@ def _read_only_carries_to_consts(cond_jaxpr, cond_nconsts: int, body_jaxpr, body
   if not any(moved):
     return cond_jaxpr, body_jaxpr, moved
   keep = lambda vs: [v for v, m in zip(vs, moved) if not m]
-  cond = Jaxpr(cj.constvars, [*cj.invars[:cond_nconsts], *keep(cj.invars[cond_nconsts:])],
-               cj.outvars, cj.eqns, cj.effects, cj.debug_info)
-  body = Jaxpr(bj.constvars, [*(v for v, m in zip(carry, moved) if m),
-                              *bj.invars[:body_nconsts], *keep(carry)],
-               keep(bj.outvars), bj.eqns, bj.effects, bj.debug_info)
+  cond = cj.replace(invars=[*cj.invars[:cond_nconsts], *keep(cj.invars[cond_nconsts:])])
+  body = bj.replace(invars=[*(v for v, m in zip(carry, moved) if m),
+                            *bj.invars[:body_nconsts], *keep(carry)],
+                    outvars=keep(bj.outvars))
   return (ClosedJaxpr(cond, cond_jaxpr.consts), ClosedJaxpr(body, body_jaxpr.consts), moved)
 
 

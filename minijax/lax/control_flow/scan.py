@@ -106,12 +106,12 @@ def scan(f: Callable, init, xs=None, length: int | None = None, reverse: bool = 
   # Traced once (as JAX does when the carry keeps its dtypes; a weakly typed initial carry
   # is joined to the body's strong type): the body may have Python side effects.
   jaxpr, consts, out_tree = common.trace_fun(f, in_tree, [*carry_avals, *slice_avals],
-                                             "scan body")
+                                             "scan body", "scan")
   init_flat, changed = common.promote_weak_carry(init_flat, carry_avals, jaxpr.out_avals)
   if changed:
     carry_avals = [get_aval(x) for x in init_flat]
     jaxpr, consts, out_tree = common.trace_fun(f, in_tree, [*carry_avals, *slice_avals],
-                                               "scan body")
+                                               "scan body", "scan")
   children = out_tree.children() if out_tree.num_nodes > 1 else []
   if len(children) != 2 or out_tree != tree_util.treedef_tuple(children):
     shown = tree_util.tree_unflatten(out_tree, [type_errors.type_str(a)
@@ -154,7 +154,7 @@ def _forwarded_xs(jaxpr: ClosedJaxpr, num_consts: int, num_carry: int):
   if all(k is None for k in forwarded):
     return jaxpr, forwarded
   outvars = [*j.outvars[:num_carry], *(y for y, k in zip(ys, forwarded) if k is None)]
-  body = Jaxpr(j.constvars, j.invars, outvars, j.eqns, j.effects, j.debug_info)
+  body = j.replace(outvars=outvars)
   return ClosedJaxpr(body, jaxpr.consts), forwarded
 
 
@@ -169,9 +169,10 @@ def _invariant_carries_to_consts(jaxpr: ClosedJaxpr, consts, init_flat):
     return jaxpr, consts, list(init_flat), invariant
   moved = [v for v, inv in zip(carry_vars, invariant) if inv]
   kept = [v for v, inv in zip(carry_vars, invariant) if not inv]
-  body = Jaxpr(j.constvars, [*moved, *j.invars[:n], *kept, *j.invars[n + len(init_flat):]],
-               [v for v, inv in zip(j.outvars, invariant + [False] * len(j.outvars)) if not inv],
-               j.eqns, None, j.debug_info)
+  body = j.replace(
+      invars=[*moved, *j.invars[:n], *kept, *j.invars[n + len(init_flat):]],
+      outvars=[v for v, inv in zip(j.outvars, invariant + [False] * len(j.outvars)) if not inv],
+      effects=None)
   return (ClosedJaxpr(body, jaxpr.consts),
           [*(x for x, inv in zip(init_flat, invariant) if inv), *consts],
           [x for x, inv in zip(init_flat, invariant) if not inv], invariant)
