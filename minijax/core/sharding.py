@@ -533,16 +533,17 @@ class SingleDeviceSharding(Sharding):
 
   def __init__(self, device, *, memory_kind=None):
     self._device = device
-    self.memory_kind = memory_kind
+    self.memory_kind = "device" if memory_kind is None else memory_kind  # (the default, named)
 
   def __eq__(self, other):
-    return type(other) is SingleDeviceSharding and other._device == self._device
+    return (type(other) is SingleDeviceSharding and other._device == self._device
+            and other.memory_kind == self.memory_kind)
 
   def __hash__(self):
-    return hash((SingleDeviceSharding, self._device))
+    return hash((SingleDeviceSharding, self._device, self.memory_kind))
 
   def __repr__(self):
-    return f"SingleDeviceSharding(device={self._device!r})"
+    return f"SingleDeviceSharding(device={self._device!r}, memory_kind={self.memory_kind})"
 
   @property
   def _device_assignment(self) -> tuple:

@@ -30,7 +30,9 @@ from minijax.core.trace import Tracer
 from minijax.interpreters.discharge import jaxpr_has_state
 from minijax.lowering.context import ir_context
 from minijax.lowering.mlir import lower_jaxpr_to_module
+from minijax.core import sharding as sharding_lib
 from minijax.runtime import backend
+from minijax.runtime.layout import Format, Layout
 from minijax.staging import compiler, sharded
 
 __all__ = ["ArgInfo", "Traced", "Lowered", "Compiled"]
@@ -86,8 +88,15 @@ class _Stage:
     return tuple(i for i, d in enumerate(self._traced.donated[n:]) if d)
 
   @property
+  def out_tree(self):
+    return self._traced.out_tree
+
+  @property
   def out_info(self):
-    return self._traced.out_tree.unflatten(self._traced.jaxpr.out_avals)
+    """The results' shapes and dtypes, a pytree of `ShapeDtypeStruct`s."""
+    from minijax.staging.jit import shape_dtype_struct
+    return self.out_tree.unflatten([shape_dtype_struct(a.shape, a.dtype)
+                                    for a in self._traced.jaxpr.out_avals])
 
 
 class Traced(_Stage):
@@ -99,6 +108,13 @@ class Traced(_Stage):
   @property
   def jaxpr(self):
     return self._traced.jaxpr
+
+  @property
+  def out_info(self):
+    """The results' shapes, dtypes and weak types, a pytree of `ShapeDtypeStruct`s."""
+    from minijax.staging.jit import shape_dtype_struct
+    return self.out_tree.unflatten([shape_dtype_struct(a.shape, a.dtype, a.weak_type)
+                                    for a in self._traced.jaxpr.out_avals])
 
   def lower(self, *, lowering_platforms=None) -> Lowered:
     """The module; `lowering_platforms=("tpu",)` (one platform) lowers for another
@@ -210,18 +226,73 @@ class Lowered(_Stage):
     else:
       fn = compiler.compiled_call(traced.jaxpr, self._name, traced.donated, self._device,
                                   lowered=self._result)
-    return Compiled(fn, traced, self._in_tree, self._names)
+    return Compiled(fn, traced, self._in_tree, self._names, self._device, self._placement)
 
 
 class Compiled(_Stage):
   """`jit(f).lower(*args).compile()`: the executable, callable like `f` with arguments of
-  the structure and types it was compiled for."""
+  the structure and types it was compiled for.  `input_shardings`/`output_shardings` say
+  where its arguments and results live, `input_formats`/`output_formats` add the layouts
+  XLA chose."""
 
-  def __init__(self, fn, traced, in_tree=None, names=None):
+  def __init__(self, fn, traced, in_tree=None, names=None, device=None, placement=None):
     self._fn = fn
     self._traced = traced
     self._in_tree = in_tree
     self._names = names
+    self._device = device
+    self._placement = placement
+
+  def _shardings(self) -> tuple[list, list]:
+    """The shardings of the flat arguments (constants left out) and of the flat results."""
+    n_in, n_out = len(self._traced.jaxpr.in_avals), len(self._traced.jaxpr.out_avals)
+    n_consts = len(self._traced.consts)
+    if self._placement is None:
+      one = sharding_lib.SingleDeviceSharding(self._device or backend.default_device())
+      return [one] * (n_in - n_consts), [one] * n_out
+    p = self._placement
+    ins = list(getattr(self._fn, "in_shardings", p.in_shardings))
+    outs = list(getattr(self._fn, "out_shardings", p.out_shardings))
+    fallback = sharding_lib.replicated_like(ins[0]) if ins else None
+    return ins[n_consts:], [s if s is not None else fallback for s in outs]
+
+  def _layouts(self) -> tuple[list, list]:
+    """The layouts of the flat arguments and results: the executable's, or the row-major
+    layout XLA gives every array minijax passes (the same on the CPU) where it has none."""
+    in_avals = self._traced.jaxpr.in_avals[len(self._traced.consts):]
+    out_avals = self._traced.jaxpr.out_avals
+    exe = self.runtime_executable()
+    if exe is not None:
+      params, results = exe.get_parameter_layouts(), exe.get_output_layouts()
+      if len(params) == len(self._traced.jaxpr.in_avals) and len(results) == len(out_avals):
+        return ([Layout.from_pjrt_layout(p) for p in params[-len(in_avals):] or ()],
+                [Layout.from_pjrt_layout(r) for r in results])
+    row_major = lambda a: Layout(tuple(range(a.ndim)))  # noqa: E731
+    return list(map(row_major, in_avals)), list(map(row_major, out_avals))
+
+  @property
+  def input_shardings(self):
+    return self._in_tree.unflatten(self._shardings()[0])
+
+  @property
+  def output_shardings(self):
+    return self.out_tree.unflatten(self._shardings()[1])
+
+  @property
+  def input_formats(self):
+    return self._in_tree.unflatten(map(Format, self._layouts()[0], self._shardings()[0]))
+
+  @property
+  def output_formats(self):
+    return self.out_tree.unflatten(map(Format, self._layouts()[1], self._shardings()[1]))
+
+  @property
+  def out_info(self):
+    """The results' shapes, dtypes and shardings, a pytree of `ShapeDtypeStruct`s."""
+    from minijax.staging.jit import shape_dtype_struct
+    return self.out_tree.unflatten([
+        shape_dtype_struct(a.shape, a.dtype, sharding=s)
+        for a, s in zip(self._traced.jaxpr.out_avals, self._shardings()[1])])
 
   def as_text(self) -> str | None:
     """XLA's optimized HLO (None when nothing was compiled: the jaxpr has no equations)."""

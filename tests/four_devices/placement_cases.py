@@ -204,5 +204,17 @@ def test_like_functions_lay_out_their_result_as_a_committed_sharded_input(device
   assert len(jnp.zeros_like(jnp.ones(3)).sharding.device_set) == 1
 
 
+def test_a_compiled_sharded_function_says_where_its_values_live(mesh):
+  split, whole = NamedSharding(mesh, P("i")), NamedSharding(mesh, P())
+  f = minijax.jit(lambda x, y: (x * 2, y.sum()), in_shardings=(split, whole))
+  compiled = f.lower(jnp.arange(8.0), jnp.ones(3)).compile()
+  assert compiled.input_shardings == ((split, whole), {})
+  outs = compiled.output_shardings
+  assert outs[0].is_equivalent_to(split, 1) and outs[1].is_fully_replicated
+  assert [f.layout.major_to_minor for f in compiled.input_formats[0]] == [(0,), (0,)]
+  x, total = compiled(minijax.device_put(jnp.arange(8.0), split), jnp.ones(3))
+  assert x.sharding.is_equivalent_to(outs[0], 1) and float(total) == 3.0
+
+
 def test_jax_was_never_imported():
   assert "jax" not in sys.modules

@@ -1,0 +1,51 @@
+"""The stages of ahead-of-time compilation report what JAX's do: the output structure and
+types at each stage, and, once compiled, where arguments and results live and the layouts
+XLA chose (JAX 0.10.2's values on the CPU, recorded here)."""
+import numpy as np
+
+import minijax
+import minijax.numpy as jnp
+from minijax.experimental.layout import Format, Layout
+from minijax.sharding import SingleDeviceSharding
+
+
+def f(x, y):
+  return {"prod": x @ y, "total": x.sum()}
+
+
+def test_each_stage_gives_the_output_tree_and_types():
+  traced = minijax.jit(f).trace(jnp.ones((2, 3)), jnp.ones((3, 4)))
+  lowered = traced.lower()
+  compiled = lowered.compile()
+  for stage in (traced, lowered, compiled):
+    assert stage.out_tree == minijax.tree.structure({"prod": 0, "total": 0})
+    info = stage.out_info
+    assert (info["prod"].shape, info["prod"].dtype) == ((2, 4), np.float32)
+    assert (info["total"].shape, info["total"].dtype) == ((), np.float32)
+  weak = minijax.jit(lambda x: x * 2).trace(1.0)
+  assert weak.out_info.weak_type and not weak.lower().out_info.weak_type  # as JAX's
+
+
+def test_a_compiled_function_says_where_its_values_live_and_how_they_are_laid_out():
+  compiled = minijax.jit(f).lower(jnp.ones((2, 3)), jnp.ones((3, 4))).compile()
+  cpu = SingleDeviceSharding(minijax.devices()[0])
+  assert repr(cpu) == "SingleDeviceSharding(device=CpuDevice(id=0), memory_kind=device)"
+  assert compiled.input_shardings == ((cpu, cpu), {})
+  assert compiled.output_shardings == {"prod": cpu, "total": cpu}
+  assert compiled.out_info["prod"].sharding == cpu
+  row_major = Format(Layout((0, 1)), cpu)
+  assert compiled.input_formats == ((row_major, row_major), {})
+  assert compiled.output_formats == {"prod": row_major, "total": Format(Layout(()), cpu)}
+  assert repr(Layout((0, 1))) == (
+      "Layout(major_to_minor=(0, 1), tiling=(), sub_byte_element_size_in_bits=0)")
+  out = compiled(jnp.ones((2, 3)), jnp.ones((3, 4)))
+  assert out["prod"].sharding == compiled.output_shardings["prod"]
+
+
+def test_a_function_with_constants_reports_only_its_arguments():
+  table = jnp.arange(6.0).reshape(2, 3)
+  compiled = minijax.jit(lambda x: table * x).lower(2.0).compile()
+  cpu = SingleDeviceSharding(minijax.devices()[0])
+  assert compiled.input_shardings == ((cpu,), {})
+  assert compiled.input_formats == ((Format(Layout(()), cpu),), {})
+  np.testing.assert_array_equal(compiled(2.0), np.arange(6.0).reshape(2, 3) * 2)
