@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import math
 from typing import Callable
 
 import numpy as np
@@ -23,7 +22,7 @@ from minijax.api_util import (argnums_partial, broadcast_prefix, close_specs, fl
 from minijax.core import dtypes
 from minijax.lax.structural import scalar_constant
 from minijax.core.axes import extend_axis_env
-from minijax.core.avals import ShapedArray, get_aval, valid_jaxtype
+from minijax.core.avals import ShapeDtypeStruct, ShapedArray, get_aval, valid_jaxtype
 from minijax.core.jaxpr import ClosedJaxpr, transformation_scope
 from minijax.core.trace import Tracer
 from minijax.core.traceback_util import api_boundary
@@ -31,7 +30,6 @@ from minijax.interpreters import ad, batching
 from minijax.interpreters import partial_eval as pe
 from minijax.lax.remat import checkpoint, checkpoint_policies, named_call, remat  # noqa: F401
 from minijax.lax.shard_map import shard_map  # noqa: F401
-from minijax.staging import jit as _jit_lib
 from minijax.staging.jit import clear_caches, jit  # noqa: F401
 from minijax.staging.pmap import pmap  # noqa: F401
 
@@ -677,62 +675,6 @@ enable_x64 = flag_context("jax_enable_x64")
 
 
 # ----------------------------------------------------------------------------- shapes, transposes
-
-class ShapeDtypeStruct:
-  """The shape and dtype of a value, as `eval_shape` returns them."""
-  __slots__ = ("shape", "dtype", "weak_type", "sharding")
-
-  def __init__(self, shape, dtype, weak_type: bool = False, sharding=None):
-    if dtype is None:
-      raise ValueError("ShapeDtypeStruct: dtype must be specified")
-    dtype = dtype if dtypes.is_extended(dtype) else np.dtype(dtype)  # (key dtypes too)
-    self.shape, self.dtype, self.weak_type = tuple(shape), dtype, weak_type
-    self.sharding = sharding
-
-  ndim = property(lambda self: len(self.shape))
-  size = property(lambda self: math.prod(self.shape))
-
-  def __len__(self):
-    if not self.shape:
-      raise TypeError("len() of unsized object")
-    return self.shape[0]
-
-  def update(self, **changes) -> "ShapeDtypeStruct":
-    """A copy with some of `shape`, `dtype`, `weak_type` and `sharding` replaced."""
-    fields = {"shape": self.shape, "dtype": self.dtype, "weak_type": self.weak_type,
-              "sharding": self.sharding}
-    unknown = sorted(set(changes) - set(fields))
-    if unknown:
-      raise TypeError(f"ShapeDtypeStruct.update got unexpected keyword argument(s) {unknown}; "
-                      f"it replaces {sorted(fields)}")
-    return ShapeDtypeStruct(**{**fields, **changes})
-
-  @classmethod
-  def like(cls, x) -> "ShapeDtypeStruct":
-    """The shape, dtype and weak type of `x` (an array, a tracer or a ShapeDtypeStruct)."""
-    return cls(x.shape, x.dtype, getattr(x, "weak_type", False))
-
-  @property
-  def aval(self) -> ShapedArray:
-    """What tracing sees: a `ShapeDtypeStruct` stands for an array of its type."""
-    if dtypes.is_extended(self.dtype):  # (AttributeError: hasattr(x, "aval") is False)
-      raise AttributeError(f"a ShapeDtypeStruct of dtype {self.dtype} has no aval of its own: "
-                      f"pass it to eval_shape or jit(f).trace, which trace its data")
-    return ShapedArray(self.shape, dtypes.canonicalize_dtype(self.dtype), self.weak_type)
-
-  def __repr__(self):
-    return f"ShapeDtypeStruct(shape={self.shape}, dtype={self.dtype.name})"
-
-  def __eq__(self, other):
-    return (isinstance(other, ShapeDtypeStruct) and self.shape == other.shape
-            and self.dtype == other.dtype)
-
-  def __hash__(self):
-    return hash((self.shape, self.dtype))
-
-
-_jit_lib.shape_dtype_struct = ShapeDtypeStruct
-
 
 @api_boundary
 def eval_shape(fun: Callable, *args, **kwargs):

@@ -244,7 +244,11 @@ def fun_sourceinfo(fun: Callable) -> str:
 
 def traced_debug_info(traced_for: str, fun: Callable, args, kwargs=None) -> DebugInfo:
   """The `DebugInfo` of `fun` traced for `traced_for` on `(args, kwargs)` (static arguments
-  already removed: pass a placeholder, which names nothing, in their place)."""
+  already removed: pass a placeholder, which names nothing, in their place), unless `fun`
+  carries its own (`__fun_debug_info__`: a wrapper speaking for the function it wraps)."""
+  found = getattr(fun, "__fun_debug_info__", None)
+  if found is not None:
+    return found
   return DebugInfo(traced_for, fun_sourceinfo(fun),
                    tuple(flat_arg_names(fun, args, kwargs or {})))
 

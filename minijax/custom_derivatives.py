@@ -112,10 +112,11 @@ def _check_refs(fun, what, args) -> None:
     state.check_ref_arguments(fun, what, leaves, api_util.flat_arg_names(fun, args, {}))
 
 
-def _trace(fun, flat_args):
+def _trace(fun, flat_args, debug_info=None):
   flat_fun, out_tree = tree_util.flatten_fun_nokwargs(
       fun, tree_util.tree_structure(tuple(flat_args)))
-  jaxpr, consts = pe.trace_to_jaxpr_dynamic(flat_fun, [ad.get_aval(x) for x in flat_args])
+  jaxpr, consts = pe.trace_to_jaxpr_dynamic(flat_fun, [ad.get_aval(x) for x in flat_args],
+                                            debug_info)
   closed, consts = hoist_consts(ClosedJaxpr(jaxpr, consts))
   return closed, consts, out_tree()
 
@@ -352,7 +353,9 @@ class custom_jvp:
       return self._jvp_on(trace, flat, in_tree, nondiff_vals)
     fun = lambda *xs: self.fun(*_rebuild(len(args), nondiff, nondiff_vals,
                                          tree_util.tree_unflatten(in_tree, xs)))
-    closed, consts, out_tree = _trace(fun, flat)
+    named = [None if i in nondiff else a for i, a in enumerate(args)]  # (as JAX names them)
+    closed, consts, out_tree = _trace(fun, flat, api_util.traced_debug_info(
+        "custom_jvp fun", self.fun, named))
     user_jvp, name, symbolic_zeros = self.jvp, self.__name__, self.symbolic_zeros
 
     def flat_jvp(primals, tangents):
@@ -516,7 +519,9 @@ class custom_vjp:
       out_tree, flat_fwd, flat_bwd = self._flat_rules(rebuild_diff, in_tree, diff_args, flat,
                                                       nondiff_vals, None)
       return self._jvp_on(trace, flat, out_tree, flat_fwd, flat_bwd)
-    closed, consts, out_tree = _trace(lambda *xs: self.fun(*rebuild(xs)), flat)
+    # (its arguments unnamed, as JAX's are)
+    debug = api_util.DebugInfo("custom_vjp fun", api_util.fun_sourceinfo(self.fun))
+    closed, consts, out_tree = _trace(lambda *xs: self.fun(*rebuild(xs)), flat, debug)
     state.check_no_returned_refs(self.fun, "custom_vjp", closed.jaxpr)
     _, flat_fwd, flat_bwd = self._flat_rules(rebuild_diff, in_tree, diff_args, flat,
                                              nondiff_vals, out_tree)

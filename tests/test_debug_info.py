@@ -135,3 +135,29 @@ def test_the_jit_and_make_jaxpr_names_agree(static):
   via_jit = minijax.jit(g, **kwargs).trace(1.0, 2.0).jaxpr.jaxpr.debug_info
   via_make = minijax.make_jaxpr(g, **kwargs)(1.0, 2.0).jaxpr.debug_info
   assert via_jit.arg_names == via_make.arg_names == (("x",) if static else ("x", "y"))
+
+
+def test_fori_loop_and_custom_derivatives_name_the_users_function():
+  def step(i, c):
+    return c * 2.0
+
+  @minijax.custom_jvp
+  def scaled(x, y):
+    return x * y
+  scaled.defjvp(lambda p, t: (p[0] * p[1], t[0] * p[1]))
+
+  @minijax.custom_vjp
+  def tripled(x):
+    return x * 3.0
+  tripled.defvjp(lambda x: (x * 3.0, None), lambda r, g: (g * 3.0,))
+
+  closed = minijax.make_jaxpr(lambda x: (lax.fori_loop(0, 3, step, x), scaled(x, 2.0),
+                                         tripled(x)))(1.0)
+  found = {prim: d for prim, _, d in _nested(closed)}
+  loop = found["scan"]
+  assert (loop.traced_for, loop.func_name, loop.arg_names) == ("fori_loop", "step", ("i", "c"))
+  jvp = found["custom_jvp_call"]
+  assert (jvp.traced_for, jvp.func_name, jvp.arg_names, jvp.result_paths) == (
+      "custom_jvp fun", "scaled", ("x", "y"), None)
+  vjp = found["custom_vjp_call"]  # (JAX 0.10.2 names neither arguments nor results here)
+  assert (vjp.traced_for, vjp.func_name, vjp.arg_names) == ("custom_vjp fun", "tripled", None)

@@ -5,7 +5,8 @@ an extended one such as a PRNG key's, which `typeof(key)` reports); `AbstractTok
 tokens that order effects.  Avals are immutable and hashable because compile caches key on
 them.  Operators and methods of arrays and tracers (`+`, `x[i]`, `x.sum()`, ...) are
 installed on `Array` and `Tracer` by the numpy layer, so the core knows nothing of numpy
-semantics.
+semantics.  `ShapeDtypeStruct` is the users' spelling of a type: what `eval_shape` and the
+stages of `jit` return, and what `jit(f).trace` takes in place of an array.
 """
 from __future__ import annotations
 
@@ -237,3 +238,59 @@ def check_conversion(kind: str, shape: tuple, dtype) -> None:
   elif shape != ():
     raise TypeError("Only scalar arrays can be converted to Python scalars; got "
                     f"an array of shape {shape}")
+
+
+class ShapeDtypeStruct:
+  """The shape and dtype of a value, as `eval_shape` returns them."""
+  __slots__ = ("shape", "dtype", "weak_type", "sharding")
+
+  def __init__(self, shape, dtype, weak_type: bool = False, sharding=None):
+    if dtype is None:
+      raise ValueError("ShapeDtypeStruct: dtype must be specified")
+    dtype = dtype if dtypes.is_extended(dtype) else np.dtype(dtype)  # (key dtypes too)
+    self.shape, self.dtype, self.weak_type = tuple(shape), dtype, weak_type
+    self.sharding = sharding
+
+  ndim = property(lambda self: len(self.shape))
+  size = property(lambda self: math.prod(self.shape))
+
+  def __len__(self):
+    if not self.shape:
+      raise TypeError("len() of unsized object")
+    return self.shape[0]
+
+  def update(self, **changes) -> "ShapeDtypeStruct":
+    """A copy with some of `shape`, `dtype`, `weak_type` and `sharding` replaced."""
+    fields = {"shape": self.shape, "dtype": self.dtype, "weak_type": self.weak_type,
+              "sharding": self.sharding}
+    unknown = sorted(set(changes) - set(fields))
+    if unknown:
+      raise TypeError(f"ShapeDtypeStruct.update got unexpected keyword argument(s) {unknown}; "
+                      f"it replaces {sorted(fields)}")
+    return ShapeDtypeStruct(**{**fields, **changes})
+
+  @classmethod
+  def like(cls, x) -> "ShapeDtypeStruct":
+    """The shape, dtype and weak type of `x` (an array, a tracer or a ShapeDtypeStruct)."""
+    return cls(x.shape, x.dtype, getattr(x, "weak_type", False))
+
+  @property
+  def aval(self) -> ShapedArray:
+    """What tracing sees: a `ShapeDtypeStruct` stands for an array of its type."""
+    if dtypes.is_extended(self.dtype):  # (AttributeError: hasattr(x, "aval") is False)
+      raise AttributeError(f"a ShapeDtypeStruct of dtype {self.dtype} has no aval of its own: "
+                      f"pass it to eval_shape or jit(f).trace, which trace its data")
+    return ShapedArray(self.shape, dtypes.canonicalize_dtype(self.dtype), self.weak_type)
+
+  def __repr__(self):
+    sharding = f", sharding={self.sharding}" if self.sharding is not None else ""
+    weak = f", weak_type={self.weak_type}" if self.weak_type else ""
+    return f"ShapeDtypeStruct(shape={self.shape}, dtype={self.dtype.name}{sharding}{weak})"
+
+  def __eq__(self, other):  # (JAX's: weak types and shardings count)
+    return (isinstance(other, ShapeDtypeStruct) and
+            (self.shape, self.dtype, self.sharding, self.weak_type) ==
+            (other.shape, other.dtype, other.sharding, other.weak_type))
+
+  def __hash__(self):
+    return hash((self.shape, self.dtype, self.sharding, self.weak_type))

@@ -47,7 +47,7 @@ from minijax.config import (JIT_KEY_FLAGS, LOCAL_BLOCKS, compile_log_level, conf
 from minijax.core import sharding as sharding_lib
 from minijax.core import trace as trace_lib
 from minijax.core import axes, traceback_util
-from minijax.core.avals import ShapedArray, Token, get_aval
+from minijax.core.avals import ShapeDtypeStruct, ShapedArray, Token, get_aval
 from minijax.core.dtypes import PYTHON_SCALARS, float0
 from minijax.core.errors import UnexpectedTracerError
 from minijax.core.jaxpr import ClosedJaxpr, eval_jaxpr, hoist_consts
@@ -452,7 +452,7 @@ class JitWrapped:
   def eval_shape(self, *args, **kwargs):
     """`jit(f).eval_shape(*args)`: the results' shapes, dtypes and (from `out_shardings`)
     shardings, as `ShapeDtypeStruct`s; traces (or reads the trace cache), runs nothing."""
-    args, kwargs = open_specs((args, kwargs), shape_dtype_struct)
+    args, kwargs = open_specs((args, kwargs), ShapeDtypeStruct)
     traced, _ = self._traced_for(args, kwargs)
     avals = list(traced.jaxpr.out_avals)
     shardings = [None] * len(avals)
@@ -460,14 +460,14 @@ class JitWrapped:
       shardings = _flat_shardings(self._out_shardings, traced.out_tree.unflatten(avals),
                                   "out_shardings", self._name)
     return close_specs(traced.out_tree.unflatten([
-        shape_dtype_struct(a.shape, a.dtype, a.weak_type, sharding=s)
-        for a, s in zip(avals, shardings)]), shape_dtype_struct)
+        ShapeDtypeStruct(a.shape, a.dtype, a.weak_type, sharding=s)
+        for a, s in zip(avals, shardings)]), ShapeDtypeStruct)
 
   def lower(self, *args, **kwargs) -> "Lowered":
     return self.trace(*args, **kwargs).lower()
 
   def trace(self, *args, **kwargs) -> "Traced":
-    args, kwargs = open_specs((args, kwargs), shape_dtype_struct)
+    args, kwargs = open_specs((args, kwargs), ShapeDtypeStruct)
     traced, flat = self._traced_for(args, kwargs)
     dyn_args, dyn_kwargs, static = self._split(args, kwargs)
     in_tree = tree_util.tree_structure((dyn_args, dyn_kwargs))
@@ -497,10 +497,6 @@ def _bounded_insert(cache: dict, key, value) -> None:
 
 _STATE_FLAGS = JIT_KEY_FLAGS
 
-
-# `ShapeDtypeStruct`, which `jit(f).eval_shape` returns: installed by `minijax.api`, a
-# floor above, which defines it.
-shape_dtype_struct: Callable = None  # type: ignore[assignment]
 
 _all_caches: "weakref.WeakSet[JitCaches]" = weakref.WeakSet()
 

@@ -25,7 +25,7 @@ from jaxlib import _jax
 from jaxlib.mlir import ir
 
 from minijax.tree_util import internal as tree_util
-from minijax.core.avals import get_aval
+from minijax.core.avals import ShapeDtypeStruct, get_aval
 from minijax.core.trace import Tracer
 from minijax.interpreters.discharge import jaxpr_has_state
 from minijax.lowering.context import ir_context
@@ -94,8 +94,7 @@ class _Stage:
   @property
   def out_info(self):
     """The results' shapes and dtypes, a pytree of `ShapeDtypeStruct`s."""
-    from minijax.staging.jit import shape_dtype_struct
-    return self.out_tree.unflatten([shape_dtype_struct(a.shape, a.dtype)
+    return self.out_tree.unflatten([ShapeDtypeStruct(a.shape, a.dtype)
                                     for a in self._traced.jaxpr.out_avals])
 
 
@@ -112,8 +111,7 @@ class Traced(_Stage):
   @property
   def out_info(self):
     """The results' shapes, dtypes and weak types, a pytree of `ShapeDtypeStruct`s."""
-    from minijax.staging.jit import shape_dtype_struct
-    return self.out_tree.unflatten([shape_dtype_struct(a.shape, a.dtype, a.weak_type)
+    return self.out_tree.unflatten([ShapeDtypeStruct(a.shape, a.dtype, a.weak_type)
                                     for a in self._traced.jaxpr.out_avals])
 
   def lower(self, *, lowering_platforms=None) -> Lowered:
@@ -289,9 +287,8 @@ class Compiled(_Stage):
   @property
   def out_info(self):
     """The results' shapes, dtypes and shardings, a pytree of `ShapeDtypeStruct`s."""
-    from minijax.staging.jit import shape_dtype_struct
     return self.out_tree.unflatten([
-        shape_dtype_struct(a.shape, a.dtype, sharding=s)
+        ShapeDtypeStruct(a.shape, a.dtype, sharding=s)
         for a, s in zip(self._traced.jaxpr.out_avals, self._shardings()[1])])
 
   def as_text(self) -> str | None:

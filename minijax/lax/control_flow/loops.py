@@ -26,6 +26,7 @@ import numpy as np
 from jaxlib.mlir import ir
 from jaxlib.mlir.dialects import mhlo
 
+from minijax import api_util
 from minijax.tree_util import internal as tree_util
 from minijax.config import config
 from minijax.core import dtypes, pretty
@@ -130,6 +131,8 @@ def fori_loop(lower, upper, body_fun: Callable, init_val, *, unroll: int | bool 
       i, x = loop_carry
       return (i + 1, body_fun(i, x)), None
 
+    loop_body.__fun_debug_info__ = api_util.traced_debug_info("fori_loop", body_fun,
+                                                              (lower_c, init_val))
     (_, result), _ = scan(loop_body, (lower_c, init_val), None, length=length,
                           unroll=False if unroll is None else unroll)
     return result
