@@ -161,3 +161,19 @@ def test_fori_loop_and_custom_derivatives_name_the_users_function():
       "custom_jvp fun", "scaled", ("x", "y"), None)
   vjp = found["custom_vjp_call"]  # (JAX 0.10.2 names neither arguments nor results here)
   assert (vjp.traced_for, vjp.func_name, vjp.arg_names) == ("custom_vjp fun", "tripled", None)
+
+
+def test_a_staging_tracer_knows_the_function_it_is_traced_in():
+  seen = []
+
+  def body(c, a):
+    seen.append(a)
+    return c, None
+
+  def outer(x, ys):
+    seen.append(x)
+    return lax.scan(body, x, ys)[0]
+
+  minijax.jit(outer)(1.0, jnp.ones(2))
+  assert [(t._debug_info.traced_for, t._debug_info.func_name) for t in seen] == [
+      ("jit", "outer"), ("scan", "body")]

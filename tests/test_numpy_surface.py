@@ -381,6 +381,28 @@ def test_array_methods_view_compress_contains_and_friends():
   assert a.to_device(minijax.devices()[0]).devices() == {minijax.devices()[0]}
 
 
+def test_round_without_digits_gives_integers_as_pythons_round_does():
+  # JAX 0.10.2: round(x) of a float array is an int32 array (ties to even), round(x, n) a float
+  rounded = round(jnp.array([1.5, 2.5, -0.5, 2.567]))
+  assert rounded.dtype == np.int32 and not rounded.weak_type
+  assert np.asarray(rounded).tolist() == [2, 2, 0, 3]
+  assert minijax.jit(lambda x: round(x))(2.5).dtype == np.int32
+  assert round(jnp.float32(2.567), 1).dtype == np.float32
+
+
+@pytest.mark.parametrize("dtype", [np.float16, np.float32])
+def test_round_to_decimals_scales_as_jaxs_compiled_round(dtype):
+  # JAX's jitted round: float16 computed in float32, x * 10**d rounded half to even, then
+  # multiplied by the float32 reciprocal of 10**d (XLA's rewrite of the division)
+  x = np.linspace(-3, 3, 2001).astype(dtype)
+  for d in (1, 2):
+    x32 = x.astype(np.float32)
+    want = (np.round(x32 * np.float32(10 ** d)) * (np.float32(1) / np.float32(10 ** d)))
+    for got in (jnp.round(x, d), minijax.jit(lambda v: jnp.round(v, d))(x)):
+      np.testing.assert_array_equal(np.asarray(got), want.astype(dtype))
+  assert float(round(jnp.float32(2.567), 1)) == float(np.float32(26) * np.float32(0.1))
+
+
 def test_index_dtypes_argpartition_order_and_unique_padding_as_jax(x64):
   # recorded from JAX 0.10.2 with jax_enable_x64
   a = jnp.array([5.0, 1, 4, 2, 8, 7, 3])

@@ -51,10 +51,15 @@ class DynamicJaxprTracer(Tracer):
   def aval(self):
     return self._aval
 
+  @property
+  def _debug_info(self):
+    """The `DebugInfo` of the function being traced (JAX's tracers carry it too)."""
+    return getattr(self._trace, "debug_info", None)
+
   def _origin_msg(self) -> str:
     """JAX's words for where this value came from: the function being traced, and the
     arguments it depends on (or, when it depends on none, the lines that made it)."""
-    debug = getattr(self._trace, "debug_info", None)
+    debug = self._debug_info
     if debug is None or not hasattr(self._trace, "eqns"):
       return ""
     positions, made_by = self._trace.progenitors(self._var)

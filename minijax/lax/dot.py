@@ -23,7 +23,7 @@ from jaxlib.mlir import ir
 from jaxlib.mlir.dialects import mhlo
 
 from minijax.config import config
-from minijax.core import dtypes
+from minijax.core import dtypes, pretty
 from minijax.core.avals import ShapedArray, get_aval
 from minijax.core.primitive import Primitive
 from minijax.interpreters import ad, batching
@@ -170,6 +170,17 @@ def _dot_general_abstract_eval(lhs, rhs, *, dimension_numbers, precision,
 
 
 dot_general_p.def_abstract_eval(_dot_general_abstract_eval)
+
+
+def _dot_general_pp(params, names, indent):
+  """As JAX prints it: the axes as lists, the options only when set."""
+  (lc, rc), (lb, rb) = params["dimension_numbers"]
+  lines = [f"dimension_numbers=(({list(lc)}, {list(rc)}), ({list(lb)}, {list(rb)}))"]
+  return lines + [f"{k}={params[k]}" for k in ("precision", "preferred_element_type")
+                  if params[k] is not None]
+
+
+pretty.pp_rules[dot_general_p] = _dot_general_pp
 
 
 def _dot_general_lowering(ctx, lhs, rhs, *, dimension_numbers, precision,

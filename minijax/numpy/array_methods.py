@@ -95,8 +95,11 @@ def _squeeze(self, axis=None):
 
 
 def _round(self, ndigits=None):
+  """`round(x)` is an integer array, as Python's `round` of a float is an int (and JAX's);
+  `round(x, n)` keeps the dtype."""
   import minijax.numpy as jnp
-  return jnp.round(self, ndigits or 0)
+  out = jnp.round(self, ndigits or 0)
+  return out.astype(int) if ndigits is None else out
 
 
 def _compress(self, condition, axis=None, *, size=None, fill_value=0):

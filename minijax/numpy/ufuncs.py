@@ -459,7 +459,11 @@ rint = _unary("rint", _rint)
 fix = trunc
 
 
+@_util.compiled_when_eager(dynamic=1)
 def round(a, decimals: int = 0, out=None):
+  """Half to even at `decimals` digits, scaling by a power of ten as JAX does: float16 in
+  float32, one compiled call when eager (XLA divides by the power as a multiply by its
+  reciprocal, and JAX's jitted round rounds so)."""
   (x,) = _util.promote("round", a)
   if _is_bool(x):
     raise ValueError("round: data type bool not inexact (round numbers, not booleans)")
@@ -477,8 +481,11 @@ def round(a, decimals: int = 0, out=None):
   even = lax.RoundingMethod.TO_NEAREST_EVEN
   if decimals == 0:
     return lax.round(x, even)
+  dtype = _util.dtype(x)
+  if dtype == np.float16:
+    x = lax.convert_element_type(x, np.float32)
   factor = lax.full(_util.shape(x), 10.0 ** decimals, _util.dtype(x))
-  return lax.div(lax.round(lax.mul(x, factor), even), factor)
+  return lax.convert_element_type(lax.div(lax.round(lax.mul(x, factor), even), factor), dtype)
 
 
 around = round
