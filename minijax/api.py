@@ -16,8 +16,8 @@ import numpy as np
 from minijax import lax
 from minijax.tree_util import internal as tree_util
 from minijax.config import FlagContext, flag_context
-from minijax.api_util import (argnums_partial, broadcast_prefix, close_specs, flat_arg_names,
-                              normalize_argnums, open_specs, public_name, traced_debug_info,
+from minijax.api_util import (argnums_partial, broadcast_prefix, close_specs, debug_info,
+                              flat_arg_names, normalize_argnums, open_specs, public_name,
                               wraps)
 from minijax.core import dtypes
 from minijax.lax.structural import scalar_constant
@@ -51,8 +51,7 @@ def make_jaxpr(fun: Callable, static_argnums=(), axis_env=None, return_shape: bo
       it = iter(d)
       return fun(*[static[i] if i in static else next(it) for i in range(len(args))], **kw)
 
-    debug = traced_debug_info("jit", fun, [None if i in static else a
-                                           for i, a in enumerate(args)], kwargs)
+    debug = debug_info("jit", fun, args, kwargs, static_argnums=static_argnums)
     with extend_axis_env(axis_env):
       jaxpr, consts, _, out_tree = pe.trace_pytree_fun(dyn_fun, dyn, kwargs, debug)
     closed = ClosedJaxpr(jaxpr, consts)

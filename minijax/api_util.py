@@ -242,17 +242,6 @@ def fun_sourceinfo(fun: Callable) -> str:
   return m.group(1) if m else "<unknown>"
 
 
-def traced_debug_info(traced_for: str, fun: Callable, args, kwargs=None) -> DebugInfo:
-  """The `DebugInfo` of `fun` traced for `traced_for` on `(args, kwargs)` (static arguments
-  already removed: pass a placeholder, which names nothing, in their place), unless `fun`
-  carries its own (`__fun_debug_info__`: a wrapper speaking for the function it wraps)."""
-  found = getattr(fun, "__fun_debug_info__", None)
-  if found is not None:
-    return found
-  return DebugInfo(traced_for, fun_sourceinfo(fun),
-                   tuple(flat_arg_names(fun, args, kwargs or {})))
-
-
 def flat_arg_names(fun: Callable, args, kwargs) -> list[str]:
   """One name per leaf of `(args, kwargs)`, in the order they flatten (keyword arguments by
   sorted name): the parameter's name and the leaf's path, `args[i]` for the i-th extra
@@ -378,7 +367,9 @@ def debug_info(traced_for: str, fun: Callable, args, kwargs, *, static_argnums=(
                static_argnames=(), result_paths_thunk=None, sourceinfo=None,
                signature=None) -> DebugInfo:
   """The `DebugInfo` of `fun` traced for `traced_for` on example `args` and `kwargs`, the
-  static ones (by `static_argnums`, `static_argnames`) naming no argument."""
+  static ones (by `static_argnums`, `static_argnames`; or None in their place) naming no
+  argument, unless `fun` carries its own (`__fun_debug_info__`: a wrapper speaking for the
+  function it wraps)."""
   del signature
   found = getattr(fun, "__fun_debug_info__", None)
   if found is not None:

@@ -354,8 +354,8 @@ class custom_jvp:
     fun = lambda *xs: self.fun(*_rebuild(len(args), nondiff, nondiff_vals,
                                          tree_util.tree_unflatten(in_tree, xs)))
     named = [None if i in nondiff else a for i, a in enumerate(args)]  # (as JAX names them)
-    closed, consts, out_tree = _trace(fun, flat, api_util.traced_debug_info(
-        "custom_jvp fun", self.fun, named))
+    closed, consts, out_tree = _trace(fun, flat, api_util.debug_info(
+        "custom_jvp fun", self.fun, named, {}))
     user_jvp, name, symbolic_zeros = self.jvp, self.__name__, self.symbolic_zeros
 
     def flat_jvp(primals, tangents):

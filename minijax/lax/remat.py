@@ -40,7 +40,7 @@ from typing import Callable
 import ml_dtypes
 import numpy as np
 
-from minijax.api_util import traced_debug_info, wraps
+from minijax.api_util import debug_info, wraps
 from minijax.config import config
 from minijax.core import caches, dtypes, pretty
 from minijax.core.avals import ShapedArray, get_aval
@@ -77,9 +77,9 @@ def _pp_call(params, names, indent):
   return lines
 
 
-def _stage_fun(fun, args, kwargs, debug_info=None):
+def _stage_fun(fun, args, kwargs, debug=None):
   """`(closed jaxpr with constants as leading inputs, constants, flat args, out tree)`."""
-  jaxpr, consts, flat, out_tree = pe.trace_pytree_fun(fun, args, kwargs, debug_info)
+  jaxpr, consts, flat, out_tree = pe.trace_pytree_fun(fun, args, kwargs, debug)
   closed, hoisted = hoist_consts(ClosedJaxpr(jaxpr, consts))
   return closed, hoisted, flat, out_tree
 
@@ -482,7 +482,7 @@ _traces = caches.WeakLRU(lambda fun, key: {}, "transform_cache_size")
 def _debug_info(fun, static, dyn, kwargs):
   positions = iter(dyn)
   named = [None if i in static else next(positions) for i in range(len(dyn) + len(static))]
-  return traced_debug_info("checkpoint / remat", fun, named, kwargs)
+  return debug_info("checkpoint / remat", fun, named, kwargs)
 
 
 def _stage_cached(fun, dyn_fun, static, dyn, kwargs):

@@ -66,7 +66,7 @@ def trace_fun_closed(fun: Callable, in_tree, in_avals: Sequence[Any], name: str,
   from minijax.interpreters.partial_eval import trace_to_jaxpr_dynamic
   flat_fun, out_tree = tree_util.flatten_fun_nokwargs(fun, in_tree)
   debug = (None if traced_for is None else
-           api_util.traced_debug_info(traced_for, fun, in_tree.unflatten(in_avals)))
+           api_util.debug_info(traced_for, fun, in_tree.unflatten(in_avals), {}))
   try:
     jaxpr, consts = trace_to_jaxpr_dynamic(flat_fun, list(in_avals), debug)
   except Exception as e:

@@ -131,8 +131,8 @@ def fori_loop(lower, upper, body_fun: Callable, init_val, *, unroll: int | bool 
       i, x = loop_carry
       return (i + 1, body_fun(i, x)), None
 
-    loop_body.__fun_debug_info__ = api_util.traced_debug_info("fori_loop", body_fun,
-                                                              (lower_c, init_val))
+    loop_body.__fun_debug_info__ = api_util.debug_info("fori_loop", body_fun,
+                                                       (lower_c, init_val), {})
     (_, result), _ = scan(loop_body, (lower_c, init_val), None, length=length,
                           unroll=False if unroll is None else unroll)
     return result
