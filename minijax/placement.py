@@ -12,7 +12,7 @@ import numpy as np
 from minijax import lax
 from minijax.tree_util import internal as tree_util
 from minijax.api_util import prefix_pairs
-from minijax.core import dtypes
+from minijax.core import dtypes, layout
 from minijax.core import sharding as sharding_lib
 from minijax.core.avals import ShapedArray
 from minijax.core.errors import UnexpectedTracerError
@@ -31,7 +31,8 @@ __all__ = ["device_put", "device_get", "block_until_ready", "device_count",
 def device_put(x, device=None, *, src=None, donate: bool = False, may_alias=None):
   """Places `x` (a pytree) on `device`: None (the default device, or where an Array
   already is), a device or its index, or a sharding (each leaf split into blocks over its
-  devices); a pytree prefix of those gives each subtree its own.  Inside a transformation
+  devices; a `Format` of the default layout stands for its sharding); a pytree prefix of
+  those gives each subtree its own.  Inside a transformation
   a `NamedSharding` constrains the layout (`lax.with_sharding_constraint`), and anything
   else leaves the value as it is.
   An Array already in place is returned as it is (`may_alias=None` or True), or copied
@@ -43,7 +44,7 @@ def device_put(x, device=None, *, src=None, donate: bool = False, may_alias=None
 
   def is_leaf(d):
     return d is None or isinstance(d, (sharding_lib.Sharding, int, runtime_backend.Device,
-                                       sharding_lib.PartitionSpec))
+                                       sharding_lib.PartitionSpec, layout.Format))
 
   if may_alias is False:  # a new buffer even where the value is in place already
     def put(leaf, target):
@@ -57,6 +58,9 @@ def device_put(x, device=None, *, src=None, donate: bool = False, may_alias=None
       raise ValueError("`jax.device_put` only accepts `None`, `jax.sharding.Sharding`, "
                        "`jax.Device` (or, in minijax, a device index) or a pytree of these "
                        f"values. Received invalid value: {target}")
+  if any(isinstance(t, layout.Format) for t in targets):
+    device = tree_util.tree_map(lambda d: layout.sharding_of(d, "device_put"), device,
+                                is_leaf=is_leaf)
   if any(isinstance(t, sharding_lib.PartitionSpec) for t in targets):  # on the mesh in force
     device = tree_util.tree_map(
         lambda d: sharding_lib.on_current_mesh(d, "device_put")

@@ -2,6 +2,7 @@
 types at each stage, and, once compiled, where arguments and results live and the layouts
 XLA chose (JAX 0.10.2's values on the CPU, recorded here)."""
 import numpy as np
+import pytest
 
 import minijax
 import minijax.numpy as jnp
@@ -49,3 +50,13 @@ def test_a_function_with_constants_reports_only_its_arguments():
   assert compiled.input_shardings == ((cpu,), {})
   assert compiled.input_formats == ((Format(Layout(()), cpu),), {})
   np.testing.assert_array_equal(compiled(2.0), np.arange(6.0).reshape(2, 3) * 2)
+
+
+def test_a_format_of_the_default_layout_places_by_its_sharding_and_another_is_refused():
+  cpu = SingleDeviceSharding(minijax.devices()[0])
+  x = minijax.device_put(np.ones((2, 3), np.float32), Format(Layout((0, 1)), cpu))
+  assert x.sharding == cpu
+  y = minijax.jit(lambda v: minijax.lax.with_sharding_constraint(v, Format(None, cpu)))(x)
+  np.testing.assert_array_equal(y, np.ones((2, 3)))
+  with pytest.raises(NotImplementedError, match=r"row-major.*cannot apply another layout"):
+    minijax.device_put(np.ones((2, 3), np.float32), Format(Layout((1, 0)), cpu))

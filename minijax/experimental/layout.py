@@ -1,5 +1,5 @@
-"""`minijax.experimental.layout`: JAX's public home of `Layout` and `Format`, which live
-with the runtime (`minijax.runtime.layout`)."""
-from minijax.runtime.layout import Format, Layout
+"""`minijax.experimental.layout`: JAX's public home of `Layout` and `Format`, which live in
+the core beside shardings (`minijax.core.layout`)."""
+from minijax.core.layout import Format, Layout
 
 __all__ = ["Format", "Layout"]

@@ -14,6 +14,7 @@ import functools
 import inspect
 
 from minijax.tree_util import internal as tree_util
+from minijax.core import layout
 from minijax.core.avals import get_aval
 from minijax.core.primitive import Primitive
 from minijax.core.sharding import (NamedSharding, PartitionSpec, Sharding, current_mesh,
@@ -66,6 +67,7 @@ batching.primitive_batchers[sharding_constraint_p] = _batch
 
 
 def _as_sharding(s) -> Sharding:
+  s = layout.sharding_of(s, "with_sharding_constraint")
   if isinstance(s, Sharding):
     return s
   if isinstance(s, PartitionSpec):
@@ -75,8 +77,8 @@ def _as_sharding(s) -> Sharding:
 
 def with_sharding_constraint(x, shardings):
   """`x` (a pytree), constrained to `shardings` (a sharding, a PartitionSpec under
-  `with mesh:`, or a pytree prefix of `x` of those)."""
-  is_leaf = lambda s: isinstance(s, (Sharding, PartitionSpec))  # noqa: E731
+  `with mesh:`, a `Format` of the default layout, or a pytree prefix of `x` of those)."""
+  is_leaf = lambda s: isinstance(s, (Sharding, PartitionSpec, layout.Format))  # noqa: E731
   leaves, spec_tree = tree_util.tree_flatten(shardings, is_leaf=is_leaf)
   try:
     subtrees = spec_tree.flatten_up_to(x)

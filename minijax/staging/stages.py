@@ -32,7 +32,7 @@ from minijax.lowering.context import ir_context
 from minijax.lowering.mlir import lower_jaxpr_to_module
 from minijax.core import sharding as sharding_lib
 from minijax.runtime import backend
-from minijax.runtime.layout import Format, Layout
+from minijax.core.layout import Format, Layout
 from minijax.staging import compiler, sharded
 
 __all__ = ["ArgInfo", "Traced", "Lowered", "Compiled"]

@@ -214,6 +214,10 @@ def test_a_compiled_sharded_function_says_where_its_values_live(mesh):
   assert [f.layout.major_to_minor for f in compiled.input_formats[0]] == [(0,), (0,)]
   x, total = compiled(minijax.device_put(jnp.arange(8.0), split), jnp.ones(3))
   assert x.sharding.is_equivalent_to(outs[0], 1) and float(total) == 3.0
+  # a Format of the default layout stands for its sharding (flax's Variable(out_sharding=))
+  from minijax.experimental.layout import Format, Layout
+  placed = minijax.device_put(jnp.arange(8.0), Format(Layout((0,)), split))
+  assert placed.sharding == split
 
 
 def test_jax_was_never_imported():

@@ -1,6 +1,7 @@
 """Array layouts (`minijax.experimental.layout`'s names).  minijax lets XLA choose every
 layout; a compiled function reports the ones XLA chose (`Compiled.input_formats`), and a
-`Format` carries a layout and a sharding for code that passes them around."""
+`Format` carries a layout and a sharding for code that passes them around: where a sharding
+is taken, a Format of the default layout stands for its sharding (`sharding_of`)."""
 from __future__ import annotations
 
 
@@ -32,6 +33,24 @@ class Layout:
   def __repr__(self):
     return (f"Layout(major_to_minor={self.major_to_minor}, tiling={self.tiling}, "
             f"sub_byte_element_size_in_bits={self.sub_byte_element_size_in_bits})")
+
+
+def sharding_of(target, what: str):
+  """`target`, or the sharding of a `Format` when its layout is what minijax lays every
+  array out as (row-major, untiled: XLA's default); a `Format` asking for another layout
+  is refused, since minijax lets XLA choose layouts and cannot honour it."""
+  if not isinstance(target, Format):
+    return target
+  layout = target.layout
+  if layout is not None and (
+      layout.tiling or layout.sub_byte_element_size_in_bits
+      or (layout.major_to_minor is not None
+          and layout.major_to_minor != tuple(range(len(layout.major_to_minor))))):
+    raise NotImplementedError(
+        f"{what} of {target}: minijax lays every array out row-major (XLA's default) and "
+        "cannot apply another layout; pass the Format's sharding alone, or "
+        "Layout(major_to_minor=(0, 1, ...)) or None as its layout")
+  return target.sharding
 
 
 class Format:
