@@ -177,3 +177,14 @@ def test_a_staging_tracer_knows_the_function_it_is_traced_in():
   minijax.jit(outer)(1.0, jnp.ones(2))
   assert [(t._debug_info.traced_for, t._debug_info.func_name) for t in seen] == [
       ("jit", "outer"), ("scan", "body")]
+
+
+def test_names_of_another_count_from_a_library_name_nothing_and_trace_every_argument():
+  # (flax names its lazily traced function by the treedef of its arguments: one name)
+  from minijax.interpreters.partial_eval import trace_to_jaxpr_dynamic
+  from minijax.core.avals import ShapedArray
+  info = debug_info("lazy_init", lambda tree: tree, (minijax.tree.structure((1, 2)),), {})
+  assert info.arg_names == ("tree",)
+  aval = ShapedArray((), np.float32)
+  jaxpr, _ = trace_to_jaxpr_dynamic(lambda a, b: [a + b], [aval, aval], info)
+  assert len(jaxpr.invars) == 2 and jaxpr.replace().debug_info.arg_names is None

@@ -60,3 +60,10 @@ def test_a_format_of_the_default_layout_places_by_its_sharding_and_another_is_re
   np.testing.assert_array_equal(y, np.ones((2, 3)))
   with pytest.raises(NotImplementedError, match=r"row-major.*cannot apply another layout"):
     minijax.device_put(np.ones((2, 3), np.float32), Format(Layout((1, 0)), cpu))
+
+
+def test_a_function_of_no_arguments_has_no_input_formats():
+  table = jnp.arange(3.0)
+  compiled = minijax.jit(lambda: table * 2).lower().compile()
+  assert compiled.input_formats == ((), {}) and compiled.input_shardings == ((), {})
+  assert compiled.output_formats.layout == Layout((0,))

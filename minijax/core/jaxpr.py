@@ -305,8 +305,8 @@ def derived_debug_info(jaxpr: Jaxpr, invars: Sequence[Any], outvars: Sequence[An
   pruned, reordered or extended copy): a variable keeps its argument name or result path,
   a new one is unnamed (`""`)."""
   debug = jaxpr.debug_info
-  if debug is None:
-    return None
+  if not hasattr(debug, "_replace"):  # None, or an object of a library's own
+    return debug
   names, paths = debug.arg_names, debug.result_paths
   if names is not None and len(names) == len(jaxpr.invars):
     named = {id(v): n for v, n in zip(jaxpr.invars, names)}

@@ -216,7 +216,9 @@ def trace_to_jaxpr_dynamic(fun: Callable, in_avals: Sequence[Any],
   trace = DynamicJaxprTrace()
   trace.debug_info = debug_info
   with new_trace(trace):
-    names = getattr(debug_info, "arg_names", None) or [None] * len(in_avals)
+    names = getattr(debug_info, "arg_names", None)
+    if names is None or len(names) != len(in_avals):  # (a library's names of another count)
+      names = [None] * len(in_avals)
     in_tracers = [trace.new_arg(a, n) for a, n in zip(in_avals, names)]
     outs = fun(*in_tracers)
     try:

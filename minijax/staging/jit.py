@@ -238,7 +238,7 @@ class JitWrapped:
 
   def _debug_info(self, static, dyn_args, dyn_kwargs, num_leaves: int) -> DebugInfo:
     """The jaxpr's `DebugInfo`: its arguments named through the function's signature,
-    static ones (given as None, a tree without leaves) naming nothing."""
+    static ones naming nothing (None when the names do not count `num_leaves`)."""
     args, kwargs = self._merge(static, dyn_args, dyn_kwargs)
     debug = DebugInfo("jit", fun_sourceinfo(self._fun), tuple(self._arg_names(args, kwargs,
                                                                              static)))

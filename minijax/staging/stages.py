@@ -255,15 +255,16 @@ class Compiled(_Stage):
     return ins[n_consts:], [s if s is not None else fallback for s in outs]
 
   def _layouts(self) -> tuple[list, list]:
-    """The layouts of the flat arguments and results: the executable's, or the row-major
-    layout XLA gives every array minijax passes (the same on the CPU) where it has none."""
+    """The layouts of the flat arguments and results: the executable's when its parameters
+    and results are just those (no tokens), else the row-major layout XLA gives every array
+    minijax passes it."""
     in_avals = self._traced.jaxpr.in_avals[len(self._traced.consts):]
     out_avals = self._traced.jaxpr.out_avals
     exe = self.runtime_executable()
     if exe is not None:
       params, results = exe.get_parameter_layouts(), exe.get_output_layouts()
       if len(params) == len(self._traced.jaxpr.in_avals) and len(results) == len(out_avals):
-        return ([Layout.from_pjrt_layout(p) for p in params[-len(in_avals):] or ()],
+        return ([Layout.from_pjrt_layout(p) for p in params[len(params) - len(in_avals):]],
                 [Layout.from_pjrt_layout(r) for r in results])
     row_major = lambda a: Layout(tuple(range(a.ndim)))  # noqa: E731
     return list(map(row_major, in_avals)), list(map(row_major, out_avals))
