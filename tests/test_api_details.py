@@ -19,7 +19,7 @@ def test_if_on_a_traced_value_says_attempted_boolean_conversion_with_its_shape()
   f = minijax.jit(lambda x: 1 if x > 0 else 0)
   with pytest.raises(TracerBoolConversionError,
                      match=r"^Attempted boolean conversion of traced array with shape "
-                           r"bool\[\]\. "):
+                           r"bool\[\]\.\n"):
     f(0)
 
 

@@ -13,20 +13,28 @@ class JAXIndexError(IndexError):
 class ConcretizationTypeError(JAXTypeError):
   """A traced value was used where a concrete Python value is needed."""
 
-  # the first words, JAX's (its subclasses word theirs after the conversion they name)
-  lead = "Abstract tracer value encountered where concrete value is expected: "
+  # the first line, JAX's (its subclasses word theirs after the conversion they name)
+  lead = "Abstract tracer value encountered where concrete value is expected: traced array " \
+         "with shape {aval}"
 
   def __init__(self, tracer, context: str, hint: str = ""):
-    aval = tracer.aval.str_short()
+    aval = _long(tracer.aval)
     name = getattr(tracer, "_debug_name", None)
     what = f"the traced value {name} ({aval})" if name else f"a traced value of type {aval}"
-    lead = self.lead.format(aval=aval)
     super().__init__(
-        f"{lead}{context} was called on {what}, whose concrete value is not known while "
-        f"tracing.{_origin(tracer)}{hint}If the value depends only on Python constants or shapes, mark the "
-        "argument static "
-        "with `jit(f, static_argnums=...)` / `static_argnames=...`; for data-dependent "
-        "control flow use `lax.cond`, `lax.switch`, `lax.while_loop` or `minijax.numpy.where`.")
+        f"{self.lead.format(aval=aval)}\n{context} was called on {what}, whose concrete value "
+        f"is not known while tracing.{_origin(tracer)}{hint}If the value depends only on "
+        "Python constants or shapes, mark the argument static with `jit(f, "
+        "static_argnums=...)` / `static_argnames=...`; for data-dependent control flow use "
+        "`lax.cond`, `lax.switch`, `lax.while_loop` or `minijax.numpy.where`.")
+
+
+def _long(aval) -> str:
+  """`float32[2,3]`: an aval as JAX's errors about tracers spell it."""
+  dtype, shape = getattr(aval, "dtype", None), getattr(aval, "shape", None)
+  if dtype is None or shape is None:
+    return aval.str_short()
+  return f"{dtype.name}[{','.join(map(str, shape))}]"
 
 
 def _origin(tracer) -> str:
@@ -81,7 +89,7 @@ class MissingRuleError(NotImplementedError):
 
 class TracerBoolConversionError(ConcretizationTypeError):
   """`bool()` (an `if`, `and`, `or`, `not`) of a traced value."""
-  lead = "Attempted boolean conversion of traced array with shape {aval}. "
+  lead = "Attempted boolean conversion of traced array with shape {aval}."
 
 
 class TracerIntegerConversionError(ConcretizationTypeError):
@@ -89,7 +97,7 @@ class TracerIntegerConversionError(ConcretizationTypeError):
 
   def __init__(self, tracer, context: str, hint: str = ""):
     if context == "__index__()":
-      self.lead = "The __index__() method was called on traced array with shape {aval}. "
+      self.lead = "The __index__() method was called on traced array with shape {aval}"
     super().__init__(tracer, context, hint)
 
 
@@ -99,7 +107,7 @@ class TracerArrayConversionError(JAXTypeError):
   def __init__(self, tracer):
     super().__init__(
         "The numpy.ndarray conversion method __array__() was called on traced array with "
-        f"shape {tracer.aval.str_short()}.{_origin(tracer)}A traced value cannot become a "
+        f"shape {_long(tracer.aval)}.{_origin(tracer)}A traced value cannot become a "
         "numpy array inside "
         "a transformation; use minijax.numpy functions on it instead, or return it from the "
         "transformed function first.")

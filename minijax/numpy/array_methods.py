@@ -208,6 +208,14 @@ def _tracer_item(self):
   return np.asarray(self._concrete("item()")).item()
 
 
+def _tracer_tolist(self):
+  return np.asarray(self._concrete("tolist()")).tolist()
+
+
+def _tracer_tobytes(self, order="C"):
+  return np.asarray(self._concrete("tobytes()")).tobytes(order)
+
+
 def install(cls) -> None:
   import minijax.numpy as jnp
   ops = {
@@ -254,8 +262,10 @@ def install(cls) -> None:
   ops["nbytes"] = property(lambda self: self.size * np.dtype(self.dtype).itemsize)
   for name, value in ops.items():
     setattr(cls, name, value)
-  if not hasattr(cls, "item"):
-    cls.item = _tracer_item
+  for name, method in (("item", _tracer_item), ("tolist", _tracer_tolist),
+                       ("tobytes", _tracer_tobytes)):  # (an Array has its own)
+    if not hasattr(cls, name):
+      setattr(cls, name, method)
   cls.__array_priority__ = max(getattr(cls, "__array_priority__", 0), 100)
 
 
