@@ -55,11 +55,6 @@ def _fft_type(value) -> FftType:
   raise TypeError(f"Unknown FFT type value '{value}'")
 
 
-def _complex_dtype(dtype) -> np.dtype:
-  return dtypes.complex128 if np.dtype(dtype) in (dtypes.float64, dtypes.complex128) \
-      else dtypes.complex64
-
-
 def _real_dtype(dtype) -> np.dtype:
   return dtypes.float64 if np.dtype(dtype) == dtypes.complex128 else dtypes.float32
 
@@ -82,7 +77,7 @@ def _fft_abstract_eval(x, *, fft_type, fft_lengths):
       raise ValueError(f"RFFT input shape {x.shape} minor dimensions must be equal to "
                        f"fft_lengths {fft_lengths}")
     return ShapedArray(x.shape[:-k] + fft_lengths[:-1] + (fft_lengths[-1] // 2 + 1,),
-                       _complex_dtype(x.dtype), False)
+                       dtypes.to_complex_dtype(x.dtype), False)
   name = fft_type.name
   if not is_complex:
     raise ValueError(f"{name} input must be complex64 or complex128, got {x.dtype}")
@@ -183,7 +178,7 @@ def fft(x, fft_type: FftType | str, fft_lengths: Sequence[int]):
     if not dtypes.is_inexact(dtype):
       x = convert_element_type(x, dtypes.canonicalize_dtype(dtypes.float64))
   elif not np.issubdtype(dtype, np.complexfloating):
-    x = convert_element_type(x, dtypes.canonicalize_dtype(_complex_dtype(dtype)))
+    x = convert_element_type(x, dtypes.to_complex_dtype(dtype))  # (JAX's: int64 in complex128)
   fft_lengths = tuple(int(n) for n in fft_lengths)
   if not fft_lengths:
     return x

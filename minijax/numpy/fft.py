@@ -103,8 +103,7 @@ def _transform(name: str, fft_type: FftType, a, s, axes, norm):
     sizes = tuple(shape[ax] for ax in axes)
   if any(v == 0 for v in sizes):
     if fft_type in (FftType.FFT, FftType.IFFT):  # nothing to transform: an empty result
-      return jnp.asarray(x, dtypes.canonicalize_dtype(dtypes.complex128)
-                         if _util.dtype(x) in (np.float64, np.complex128) else np.complex64)
+      return jnp.asarray(x, dtypes.to_complex_dtype(_util.dtype(x)))
     raise ValueError(f"{full_name}: invalid number of data points ({sizes}) to transform; "
                      "each must be at least 1.")
   out = _transform_nd(x, fft_type, tuple(sizes))
