@@ -107,7 +107,7 @@ class TracerArrayConversionError(JAXTypeError):
   def __init__(self, tracer):
     super().__init__(
         "The numpy.ndarray conversion method __array__() was called on traced array with "
-        f"shape {_long(tracer.aval)}.{_origin(tracer)}A traced value cannot become a "
+        f"shape {_long(tracer.aval)}\n{_origin(tracer).lstrip()}A traced value cannot become a "
         "numpy array inside "
         "a transformation; use minijax.numpy functions on it instead, or return it from the "
         "transformed function first.")

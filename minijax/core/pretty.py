@@ -137,8 +137,10 @@ def _pp_eqn(eqn: JaxprEqn, names: _Names, indent: int) -> str:
   params = rule(eqn.params, names, indent + 2) if rule else [
       pp_param(k, v, names, indent + 2) for k, v in sorted(eqn.params.items())]
   ins = " ".join(names(v) for v in eqn.invars)
+  # (as JAX's printer: the params' group breaks when it does not fit in the line)
+  flat_width = indent + len(outs) + 3 + len(str(eqn.primitive)) + sum(len(p) + 1 for p in params)
   multiline = (any(_has_jaxpr(v) for v in eqn.params.values())
-               or sum(len(p) + 1 for p in params) > names.width)
+               or flat_width + 1 > names.width)
   if not params:
     head = str(eqn.primitive)
   elif multiline:
