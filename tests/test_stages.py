@@ -34,6 +34,14 @@ def test_a_compiled_function_says_where_its_values_live_and_how_they_are_laid_ou
   assert compiled.input_shardings == ((cpu, cpu), {})
   assert compiled.output_shardings == {"prod": cpu, "total": cpu}
   assert compiled.out_info["prod"].sharding == cpu
+  assert compiled.out_info["prod"].format == Format(Layout((0, 1)), cpu)
+  assert repr(compiled.out_info["total"]) == (
+      "ShapeDtypeStruct(shape=(), dtype=float32, sharding=SingleDeviceSharding(device=CpuDevice("
+      "id=0), memory_kind=device), format=Layout(major_to_minor=(), tiling=(), "
+      "sub_byte_element_size_in_bits=0))")
+  spec = minijax.ShapeDtypeStruct((2,), np.float32, sharding=Format(Layout((0,)), cpu))
+  assert spec.sharding == cpu and spec.update(shape=(3,)).format == spec.format
+  assert spec != minijax.ShapeDtypeStruct((2,), np.float32, sharding=cpu)
   row_major = Format(Layout((0, 1)), cpu)
   assert compiled.input_formats == ((row_major, row_major), {})
   assert compiled.output_formats == {"prod": row_major, "total": Format(Layout(()), cpu)}

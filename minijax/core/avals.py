@@ -16,7 +16,7 @@ from typing import Any, Callable
 import numpy as np
 
 from minijax.config import LOCAL_BLOCKS, config
-from minijax.core import dtypes
+from minijax.core import dtypes, layout
 from minijax.core.dtypes import PYTHON_SCALARS
 from minijax.core.sharding import aval_sharding, require_unsplit
 
@@ -241,15 +241,22 @@ def check_conversion(kind: str, shape: tuple, dtype) -> None:
 
 
 class ShapeDtypeStruct:
-  """The shape and dtype of a value, as `eval_shape` returns them."""
-  __slots__ = ("shape", "dtype", "weak_type", "sharding")
+  """The shape and dtype of a value, as `eval_shape` returns them; its sharding, and (given a
+  `Format` for `sharding`, as a compiled function's `out_info` gives it) its layout."""
+  __slots__ = ("shape", "dtype", "weak_type", "sharding", "_layout")
 
   def __init__(self, shape, dtype, weak_type: bool = False, sharding=None):
     if dtype is None:
       raise ValueError("ShapeDtypeStruct: dtype must be specified")
     dtype = dtype if dtypes.is_extended(dtype) else np.dtype(dtype)  # (key dtypes too)
     self.shape, self.dtype, self.weak_type = tuple(shape), dtype, weak_type
-    self.sharding = sharding
+    self._layout = sharding.layout if isinstance(sharding, layout.Format) else None
+    self.sharding = sharding.sharding if isinstance(sharding, layout.Format) else sharding
+
+  @property
+  def format(self):
+    """The layout and sharding, as a `Format` (JAX's name)."""
+    return layout.Format(self._layout, self.sharding)
 
   ndim = property(lambda self: len(self.shape))
   size = property(lambda self: math.prod(self.shape))
@@ -262,7 +269,7 @@ class ShapeDtypeStruct:
   def update(self, **changes) -> "ShapeDtypeStruct":
     """A copy with some of `shape`, `dtype`, `weak_type` and `sharding` replaced."""
     fields = {"shape": self.shape, "dtype": self.dtype, "weak_type": self.weak_type,
-              "sharding": self.sharding}
+              "sharding": self.format if self._layout is not None else self.sharding}
     unknown = sorted(set(changes) - set(fields))
     if unknown:
       raise TypeError(f"ShapeDtypeStruct.update got unexpected keyword argument(s) {unknown}; "
@@ -284,13 +291,15 @@ class ShapeDtypeStruct:
 
   def __repr__(self):
     sharding = f", sharding={self.sharding}" if self.sharding is not None else ""
+    fmt = f", format={self._layout}" if self._layout is not None else ""
     weak = f", weak_type={self.weak_type}" if self.weak_type else ""
-    return f"ShapeDtypeStruct(shape={self.shape}, dtype={self.dtype.name}{sharding}{weak})"
+    return f"ShapeDtypeStruct(shape={self.shape}, dtype={self.dtype.name}{sharding}{fmt}{weak})"
 
-  def __eq__(self, other):  # (JAX's: weak types and shardings count)
-    return (isinstance(other, ShapeDtypeStruct) and
-            (self.shape, self.dtype, self.sharding, self.weak_type) ==
-            (other.shape, other.dtype, other.sharding, other.weak_type))
+  def _key(self):  # (JAX's: weak types, shardings and layouts count)
+    return (self.shape, self.dtype, self.sharding, self._layout, self.weak_type)
+
+  def __eq__(self, other):
+    return isinstance(other, ShapeDtypeStruct) and self._key() == other._key()
 
   def __hash__(self):
-    return hash((self.shape, self.dtype, self.sharding, self.weak_type))
+    return hash(self._key())

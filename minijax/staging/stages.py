@@ -287,10 +287,11 @@ class Compiled(_Stage):
 
   @property
   def out_info(self):
-    """The results' shapes, dtypes and shardings, a pytree of `ShapeDtypeStruct`s."""
+    """The results' shapes, dtypes, shardings and layouts, a pytree of `ShapeDtypeStruct`s."""
     return self.out_tree.unflatten([
-        ShapeDtypeStruct(a.shape, a.dtype, sharding=s)
-        for a, s in zip(self._traced.jaxpr.out_avals, self._shardings()[1])])
+        ShapeDtypeStruct(a.shape, a.dtype, sharding=Format(layout, s))
+        for a, layout, s in zip(self._traced.jaxpr.out_avals, self._layouts()[1],
+                                self._shardings()[1])])
 
   def as_text(self) -> str | None:
     """XLA's optimized HLO (None when nothing was compiled: the jaxpr has no equations)."""
