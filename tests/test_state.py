@@ -736,3 +736,15 @@ def test_run_state_reads_and_writes_back_a_ref_its_function_closes_over():
   assert float(run_state(f)(jnp.float32(5.))) == 6.
   assert float(jit(run_state(f))(jnp.float32(5.))) == 15.
   assert float(outer[...]) == 100.
+
+
+def test_a_jitted_function_takes_a_ref_beside_a_static_argument():
+  # (the check of ref arguments unpacked the static arguments' entries wrongly)
+  ref = minijax.new_ref(jnp.zeros(3))
+
+  def add(n, r):
+    r[...] = r[...] + n
+
+  minijax.jit(add, static_argnums=0)(2, ref)
+  minijax.jit(add, static_argnums=0)(2, ref)
+  np.testing.assert_array_equal(np.asarray(ref[...]), [4.0, 4.0, 4.0])
