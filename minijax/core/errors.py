@@ -30,11 +30,8 @@ class ConcretizationTypeError(JAXTypeError):
 
 
 def _long(aval) -> str:
-  """`float32[2,3]`: an aval as JAX's errors about tracers spell it."""
-  dtype, shape = getattr(aval, "dtype", None), getattr(aval, "shape", None)
-  if dtype is None or shape is None:
-    return aval.str_short()
-  return f"{dtype.name}[{','.join(map(str, shape))}]"
+  """`float32[2,3]`: an aval as JAX's errors about tracers spell it (`ShapedArray._long`)."""
+  return getattr(aval, "_long", aval.str_short)()
 
 
 def _origin(tracer) -> str:

@@ -25,6 +25,7 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from minijax.tree_util import internal as tree_util
+from minijax.api_util import fun_sourceinfo
 from minijax.config import config
 from minijax.core import avals as avals_lib
 from minijax.core import dtypes
@@ -113,9 +114,7 @@ class InvalidOutputError(TypeError):
         "or Python scalars (or pytrees of them)")
 
   def named(self, fun, out_tree) -> "InvalidOutputError":
-    code = getattr(fun, "__code__", None)
-    name = getattr(fun, "__name__", type(fun).__name__)
-    src = f"{name} at {code.co_filename}:{code.co_firstlineno}" if code else name
+    src = fun_sourceinfo(fun)
     try:
       paths = tree_util.tree_flatten_with_path(out_tree.unflatten(range(out_tree.num_leaves)))[0]
       path = tree_util.keystr(paths[self.index][0])

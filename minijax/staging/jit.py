@@ -236,12 +236,11 @@ class JitWrapped:
 
   # -- tracing
 
-  def _debug_info(self, static, dyn_args, dyn_kwargs, num_leaves: int) -> DebugInfo:
+  def _debug_info(self, args, kwargs, static, num_leaves: int) -> DebugInfo:
     """The jaxpr's `DebugInfo`: its arguments named through the function's signature,
     static ones naming nothing (None when the names do not count `num_leaves`)."""
-    args, kwargs = self._merge(static, dyn_args, dyn_kwargs)
-    debug = DebugInfo("jit", fun_sourceinfo(self._fun), tuple(self._arg_names(args, kwargs,
-                                                                             static)))
+    names = tuple(self._arg_names(args, kwargs, static))
+    debug = DebugInfo("jit", fun_sourceinfo(self._fun), names)
     return debug if len(debug.arg_names) == num_leaves else debug._replace(arg_names=None)
 
   def _trace(self, static, dyn_args, dyn_kwargs, in_tree, avals) -> _Traced:
@@ -250,7 +249,8 @@ class JitWrapped:
       return self._fun(*args, **kwargs)
 
     flat_fun, out_tree = tree_util.flatten_fun(call, in_tree)
-    debug = self._debug_info(static, dyn_args, dyn_kwargs, len(avals))
+    args, kwargs = self._merge(static, dyn_args, dyn_kwargs)
+    debug = self._debug_info(args, kwargs, static, len(avals))
     start = time.perf_counter()
     try:
       jaxpr, consts = pe.trace_to_jaxpr_dynamic(flat_fun, avals, debug)
@@ -265,7 +265,7 @@ class JitWrapped:
     if level:
       logging.getLogger("minijax").log(
           level, "Finished tracing %s for jit in %.9f sec", self._name, seconds)
-    donated = (self._donated_leaves(*self._merge(static, dyn_args, dyn_kwargs), static)
+    donated = (self._donated_leaves(args, kwargs, static)
                if self._donate_argnums or self._donate_argnames else ())
     donated = (False,) * len(consts) + donated + (False,) * (len(avals) - len(donated))
     closed, consts = hoist_consts(ClosedJaxpr(jaxpr, consts))

@@ -333,13 +333,8 @@ class Compiled(_Stage):
       got = get_aval(x)
       if (want.shape, want.dtype) != (got.shape, got.dtype):
         name = names[i] if names else f"flat argument {i}"
-        errors.append(f"Argument '{name}' compiled with {_long(want)} and called with "
-                      f"{_long(got)}")
+        errors.append(f"Argument '{name}' compiled with {want._long()} and called with "
+                      f"{got._long()}")
     if errors:
       raise TypeError("Argument types differ from the types for which this computation was "
                       "compiled. The mismatches are:\n" + "\n".join(errors[:5]))
-
-
-def _long(aval) -> str:
-  """`float32[4,3]`: an aval as JAX's type-mismatch errors spell it."""
-  return f"{aval.dtype.name}[{','.join(map(str, aval.shape))}]"
