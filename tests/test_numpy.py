@@ -818,6 +818,13 @@ def test_promote_types_does_not_narrow_and_result_type_narrows_its_operands_firs
   # ... while result_type narrows 64-bit operands first: int8 and uint32 meet at int64 -> int32
   assert jnp.result_type(np.int8, np.uint64) == np.int32
   assert jnp.result_type(np.complex128, np.float32) == np.complex64
+  # Python's types int, float and complex are weak, as their values are (float32 and float
+  # met at float64, and int8 and int at int64)
+  assert jnp.result_type(np.float32, float) == jnp.result_type(np.float32, 1.0) == np.float32
+  assert jnp.result_type(np.int8, int) == np.int8 and jnp.result_type(np.float16, int) == np.float16
+  assert jnp.result_type(complex, np.float32) == np.complex64
+  assert jnp.result_type(np.float16, np.dtype(np.float32)) == np.float32  # (a dtype is strong)
+  assert jnp.result_type(int, float) == jnp.result_type(float) == jnp.array(1.0).dtype
 
 
 @pytest.mark.filterwarnings("ignore::RuntimeWarning")  # numpy's, on its empty rows

@@ -577,3 +577,29 @@ def test_gradients_outside_the_support_are_jaxs():
     assert [float(g) for g in minijax.grad(sp.kl_div, argnums=(0, 1))(p, q)] == [-1.0, 1.0]
   np.testing.assert_allclose(minijax.grad(sp.kl_div, argnums=(0, 1))(2.0, 1.0),
                              [np.log(2.0), -1.0], rtol=1e-6)
+
+
+def test_the_edges_the_stats_probe_found(x64):
+  # the Cauchy quantile's derivative at the median is π scale (it was 0: a `where` pinned
+  # the median's value and cut its gradient)
+  for fn, sign in ((ms.cauchy.ppf, 1), (ms.cauchy.isf, -1)):
+    g = minijax.grad(fn)(0.5, 0.0, 2.0)
+    np.testing.assert_allclose(g, sign * 2 * np.pi, rtol=1e-6)
+  q = np.array([1e-6, 0.1, 0.3, 0.5, 0.7, 0.9, 1 - 1e-6])
+  np.testing.assert_allclose(ms.cauchy.ppf(q), ss.cauchy.ppf(q), rtol=1e-12)
+  # the Cauchy tails keep their relative precision and end at 0 (JAX's: 3.1888e-06 at -1e5)
+  x = np.array([-np.inf, -1e30, -1e5, -3.0, 0.0, 3.0, 1e5, np.inf])
+  np.testing.assert_allclose(ms.cauchy.cdf(x), ss.cauchy.cdf(x), rtol=1e-12)
+  np.testing.assert_allclose(ms.cauchy.logsf(x), ss.cauchy.logsf(x), rtol=1e-12)
+  np.testing.assert_allclose(ms.cauchy.cdf(x.astype(np.float32)), ss.cauchy.cdf(x), rtol=3e-7)
+  # a density at NaN is NaN (the gamma's was 0, and so the chi-squared's)
+  for density in (ms.gamma.pdf(np.nan, 2.5), ms.chi2.pdf(np.nan, 3.0), ms.gamma.logpdf(np.nan, 2.5)):
+    assert np.isnan(density)
+  assert ms.gamma.logpdf(-1.0, 2.5) == -np.inf
+  # the normal's quantiles come in the default float dtype, as JAX's
+  assert ms.norm.ppf(np.float32(0.3)).dtype == np.float64
+  assert ms.pareto.cdf(0.5, 1.5, 0.1, 0.5) == 0 and not np.signbit(ms.pareto.cdf(0.5, 1.5, 0.1, 0.5))
+  with pytest.raises(ValueError, match="x.dtype=float64, n.dtype=float64"):
+    ms.multinomial.logpmf(np.array([2.0, 3.0, 5.0]), 10, np.array([0.2, 0.3, 0.5]))
+  assert ms.multinomial.logpmf(np.array([2, 3, 5]), 10, np.float32([0.2, 0.3, 0.5])).dtype == np.float32
+  assert ms.mode(np.array([1, 1, 2])).count.dtype == np.int64

@@ -192,7 +192,9 @@ def result_type(*args):
   """The dtype JAX's promotion gives for these values or dtypes."""
   typed = []
   for a in args:
-    if isinstance(a, (type, _np.dtype, str)) and not isinstance(a, _dtypes.PYTHON_SCALARS):
+    if a is int or a is float or a is complex:  # weak, as values of these types are
+      typed.append((_dtypes.python_scalar_dtype(a(0)), True))
+    elif isinstance(a, (type, _np.dtype, str)) and not isinstance(a, _dtypes.PYTHON_SCALARS):
       typed.append((_np.dtype(a), False))
     else:
       typed.append(_dtypes.dtype_and_weak_type(a))

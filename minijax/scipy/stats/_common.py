@@ -11,8 +11,9 @@ compiled_when_eager = _util.compiled_when_eager
 
 
 def promote(name: str, *args):
-  """The arguments promoted to one inexact dtype and broadcast to one shape."""
-  out = _util.promote_and_broadcast(name, *args, inexact=True)
+  """The arguments promoted to one inexact dtype and to one rank (scalars stay scalars, as
+  in JAX: a parameter's own functions are computed once, not once per element)."""
+  out = _util.promote_and_broadcast(name, *args, inexact=True, keep_scalars=True)
   for x in out:
     if np.issubdtype(_util.dtype(x), np.complexfloating):
       raise ValueError(f"{name} does not support complex-valued inputs")

@@ -16,7 +16,7 @@ def logpdf(x, a, b, loc=0, scale=1):
   # (a-1) log y + (b-1) log(1-y) - log B(a, b) - log scale, with 0 log 0 = 0 at the ends
   out = jnp.add(special.xlogy(jnp.subtract(a, 1), y),
                 special.xlog1py(jnp.subtract(b, 1), jnp.negative(y)))
-  out = jnp.subtract(out, jnp.add(special.betaln(a, b), jnp.log(scale)))
+  out = jnp.subtract(jnp.subtract(out, special.betaln(a, b)), jnp.log(scale))
   outside = jnp.logical_or(jnp.less(x, loc), jnp.greater(x, jnp.add(loc, scale)))
   out = jnp.where(outside, const(out, -np.inf), out)
   bad = jnp.logical_or(jnp.logical_or(jnp.less_equal(a, 0), jnp.less_equal(b, 0)),

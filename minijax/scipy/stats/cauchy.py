@@ -22,12 +22,18 @@ def pdf(x, loc=0, scale=1):
 @compiled_when_eager()
 def cdf(x, loc=0, scale=1):
   x, loc, scale = promote("cauchy.cdf", x, loc, scale)
-  return jnp.add(0.5, jnp.divide(jnp.arctan(standardize(x, loc, scale)), np.pi))
+  # 1/2 + arctan(z)/π written as arctan2(1, -z)/π: no cancellation in the lower tail, so
+  # it keeps its relative precision there (as sf's upper tail does) and is 0 at -inf
+  z = standardize(x, loc, scale)
+  return jnp.multiply(1 / np.pi, jnp.arctan2(const(z, 1), jnp.negative(z)))
 
 
 @compiled_when_eager()
 def logcdf(x, loc=0, scale=1):
-  return jnp.log(cdf(x, loc, scale))
+  x, loc, scale = promote("cauchy.logcdf", x, loc, scale)
+  # log of the cdf below the median, log1p of minus the sf above it: both tails precise
+  lower = jnp.less(x, loc)
+  return jnp.where(lower, jnp.log(cdf(x, loc, scale)), jnp.log1p(jnp.subtract(0, sf(x, loc, scale))))
 
 
 @compiled_when_eager()
@@ -38,16 +44,18 @@ def sf(x, loc=0, scale=1):
 
 @compiled_when_eager()
 def logsf(x, loc=0, scale=1):
-  return jnp.log(sf(x, loc, scale))
+  x, loc, scale = promote("cauchy.logsf", x, loc, scale)
+  return logcdf(jnp.negative(x), jnp.negative(loc), scale)
 
 
 def _standard_ppf(q):
-  """tan(π (q - 1/2)), written as -cot(π q) below the median and cot(π (1 - q)) above it,
-  so that the tails keep their precision (±inf at 0 and 1, nan outside [0, 1])."""
+  """tan(π (q - 1/2)) in the middle half, where q - 1/2 is exact; -cot(π q) below it and
+  cot(π (1 - q)) above it, so that the tails keep their precision (±inf at 0 and 1, nan
+  outside [0, 1])."""
+  middle = jnp.tan(jnp.multiply(np.pi, jnp.subtract(q, 0.5)))
   lower = jnp.negative(jnp.reciprocal(jnp.tan(jnp.multiply(np.pi, q))))
   upper = jnp.reciprocal(jnp.tan(jnp.multiply(np.pi, jnp.subtract(1, q))))
-  out = jnp.where(jnp.less(q, 0.5), lower, upper)
-  out = jnp.where(jnp.equal(q, 0.5), const(out, 0), out)
+  out = jnp.where(jnp.less(q, 0.25), lower, jnp.where(jnp.greater(q, 0.75), upper, middle))
   return jnp.where(jnp.logical_or(jnp.less(q, 0), jnp.greater(q, 1)), const(out, np.nan), out)
 
 

@@ -14,12 +14,12 @@ from minijax.scipy.stats._common import (compiled_when_eager, const, nan_unless,
 @compiled_when_eager()
 def logpdf(x, a, loc=0, scale=1):
   x, a, loc, scale = promote("gamma.logpdf", x, a, loc, scale)
-  inside = jnp.greater_equal(x, loc)
-  y = jnp.where(inside, standardize(x, loc, scale), const(x, 1))
+  below = jnp.less(x, loc)  # not at NaN, which stays NaN, as scipy's
+  y = jnp.where(below, const(x, 1), standardize(x, loc, scale))
   # (a-1) log y - y - log Γ(a) - log scale, with 0 log 0 = 0 at y = 0
   out = jnp.subtract(jnp.subtract(special.xlogy(jnp.subtract(a, 1), y), y),
                      jnp.add(lax.lgamma(a), jnp.log(scale)))
-  return nan_unless(jnp.greater(a, 0), jnp.where(inside, out, const(out, -np.inf)))
+  return nan_unless(jnp.greater(a, 0), jnp.where(below, const(out, -np.inf), out))
 
 
 @compiled_when_eager()

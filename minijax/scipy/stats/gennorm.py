@@ -2,7 +2,6 @@
 exp(-|x|^beta) (beta = 2: a normal of variance 1/2; beta = 1: the Laplace)."""
 from __future__ import annotations
 
-import numpy as np
 
 from minijax import lax
 from minijax import numpy as jnp
@@ -12,8 +11,8 @@ from minijax.scipy.stats._common import compiled_when_eager, promote
 @compiled_when_eager()
 def logpdf(x, beta):
   x, beta = promote("gennorm.logpdf", x, beta)
-  return jnp.subtract(jnp.subtract(jnp.log(beta), np.log(2)),
-                      jnp.add(lax.lgamma(jnp.reciprocal(beta)), jnp.power(jnp.abs(x), beta)))
+  log_normalizer = jnp.subtract(jnp.log(jnp.multiply(0.5, beta)), lax.lgamma(jnp.divide(1, beta)))
+  return jnp.subtract(log_normalizer, jnp.power(jnp.abs(x), beta))
 
 
 @compiled_when_eager()

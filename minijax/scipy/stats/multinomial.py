@@ -12,9 +12,10 @@ from minijax.scipy.stats._common import compiled_when_eager
 @compiled_when_eager()
 def logpmf(x, n, p):
   x, n, p = jnp.asarray(x), jnp.asarray(n), jnp.asarray(p)
-  if not (jnp.issubdtype(x.dtype, jnp.integer) and jnp.issubdtype(n.dtype, jnp.integer)):
-    raise ValueError(f"x and n must be of integer type; got x.dtype={x.dtype}, "
-                     f"n.dtype={n.dtype}")
+  counts = jnp.result_type(x, n)
+  if not jnp.issubdtype(counts, jnp.integer):
+    raise ValueError(f"x and n must be of integer type; got x.dtype={counts}, "
+                     f"n.dtype={counts}")
   p = p.astype(jnp.result_type(p.dtype, float))
   x, n = x.astype(p.dtype), n.astype(p.dtype)
   total = special.gammaln(n + 1) + jnp.sum(special.xlogy(x, p) - special.gammaln(x + 1), -1)

@@ -7,15 +7,15 @@ from minijax import numpy as jnp
 from minijax.scipy import special
 from minijax.scipy.stats._common import compiled_when_eager, promote, standardize
 
-_LOG_SQRT_2PI = 0.5 * np.log(2 * np.pi)
-
-
 @compiled_when_eager()
 def logpdf(x, loc=0, scale=1):
   x, loc, scale = promote("norm.logpdf", x, loc, scale)
-  z = standardize(x, loc, scale)
-  return jnp.subtract(jnp.multiply(-0.5, jnp.square(z)),
-                      jnp.add(jnp.log(jnp.abs(scale)), _LOG_SQRT_2PI))
+  # JAX's order of operations, so the values and derivatives are its bits:
+  # -(log(2π scale²) + (x - loc)² / scale²) / 2
+  variance = jnp.square(scale)
+  log_normalizer = jnp.log(jnp.multiply(2 * np.pi, variance))
+  return jnp.divide(jnp.add(log_normalizer, jnp.divide(jnp.square(jnp.subtract(x, loc)), variance)),
+                    -2)
 
 
 @compiled_when_eager()
@@ -50,11 +50,12 @@ def logsf(x, loc=0, scale=1):
 @compiled_when_eager()
 def ppf(q, loc=0, scale=1):
   q, loc, scale = promote("norm.ppf", q, loc, scale)
-  return jnp.add(jnp.multiply(special.ndtri(q), scale), loc)
+  # in the default float dtype whatever q's (float64 under x64), as JAX's
+  return jnp.asarray(jnp.add(jnp.multiply(special.ndtri(q), scale), loc), float)
 
 
 @compiled_when_eager()
 def isf(q, loc=0, scale=1):
   q, loc, scale = promote("norm.isf", q, loc, scale)
   # the normal is symmetric: isf(q) = -ppf(q), which keeps small q's precision
-  return jnp.subtract(loc, jnp.multiply(special.ndtri(q), scale))
+  return jnp.asarray(jnp.subtract(loc, jnp.multiply(special.ndtri(q), scale)), float)

@@ -40,7 +40,7 @@ def sf(x, b, loc=0, scale=1):
 
 @compiled_when_eager()
 def cdf(x, b, loc=0, scale=1):
-  return jnp.negative(jnp.expm1(logsf(x, b, loc, scale)))
+  return jnp.subtract(0, jnp.expm1(logsf(x, b, loc, scale)))  # +0 below the scale
 
 
 @compiled_when_eager()

@@ -52,7 +52,7 @@ def mode(a, axis=0, nan_policy="propagate", keepdims=False) -> ModeResult:
   counts = vmap(_counts)(rows)
   first = jnp.argmax(counts, axis=-1)[:, None]  # (sorted: the smallest of the most frequent)
   values = jnp.reshape(jnp.take_along_axis(rows, first, axis=-1), lead)
-  count = jnp.reshape(jnp.take_along_axis(counts, first, axis=-1), lead).astype(np.int32)
+  count = jnp.reshape(jnp.take_along_axis(counts, first, axis=-1), lead).astype(int)
   if keepdims:
     values, count = jnp.expand_dims(values, axis), jnp.expand_dims(count, axis)
   return ModeResult(values, count)
