@@ -268,7 +268,10 @@ def flat_arg_names(fun: Callable, args, kwargs) -> list[str]:
 
 
 def _path_str(path: Any) -> str:
-  return "".join(str(k) for k in path)
+  """`['a'][0]`: the keys of a path, a flattened index shown as a sequence's (`[0]`, where
+  the key prints `[<flat index 0>]`), as JAX names arguments and results."""
+  return "".join(f"[{k.key}]" if isinstance(k, tree_util.FlattenedIndexKey) else str(k)
+                 for k in path)
 
 
 # ----------------------------------------------------------------------------- static / donated

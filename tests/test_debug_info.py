@@ -95,6 +95,18 @@ def test_static_arguments_name_nothing_and_constants_are_unnamed():
   assert closed.jaxpr.debug_info.safe_arg_names(len(closed.jaxpr.invars))[-1] == "x"
 
 
+def test_a_node_without_keys_names_its_children_by_position():
+  class Box:
+    def __init__(self, items):
+      self.items = items
+
+  minijax.tree_util.register_pytree_node(Box, lambda b: ((b.items,), None),
+                                         lambda _, children: Box(*children))
+  traced = minijax.jit(lambda s: s.items[1] * 2).trace(Box([1.0, 2.0]))
+  # its key is a FlattenedIndexKey, which keystr prints [<flat index 0>]; JAX's names say [0]
+  assert traced.jaxpr.jaxpr.debug_info.arg_names == ("s[0][0]", "s[0][1]")
+
+
 def test_the_lowered_module_names_mains_arguments_and_results():
   def g(x, params):
     return {"out": jnp.sin(x) * params["w"]}

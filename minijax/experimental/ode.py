@@ -112,7 +112,9 @@ _A = [np.array(row) for row in (
     [9017 / 3168, -355 / 33, 46732 / 5247, 49 / 176, -5103 / 18656],
     [35 / 384, 0, 500 / 1113, 125 / 192, -2187 / 6784, 11 / 84])]
 _B5 = np.array([35 / 384, 0, 500 / 1113, 125 / 192, -2187 / 6784, 11 / 84, 0])
-_B4 = np.array([5179 / 57600, 0, 7571 / 16695, 393 / 640, -92097 / 339200, 187 / 2100, 1 / 40])
+# (the order-4 solution whose difference JAX takes as the error, not the tableau's usual one
+# 5179/57600, ..., 1/40: the steps accepted and their sizes are JAX's)
+_B4 = np.array([1951 / 21600, 0, 22642 / 50085, 451 / 720, -12231 / 42400, 649 / 6300, 1 / 60])
 _MID = np.array([6025192743 / 30085553152, 0, 51252292925 / 65400821598,
                  -2691868925 / 45128329728, 187940372067 / 1594534317056,
                  -1776094331 / 19743644256, 11237099 / 235043384]) / 2
@@ -143,16 +145,21 @@ def _error_ratio(err, y, y_next, rtol, atol):
 
 
 def _next_step_size(dt, ratio):
-  factor = jnp.clip(0.9 * ratio ** (-1 / 5), 0.2, 10.0)
+  """dt times 0.9 ratio^(-1/5), at most 10 and at least 1 after an accepted step (0.2 after
+  a rejected one), as JAX's."""
+  least = jnp.where(ratio < 1, 1.0, 0.2)
+  factor = jnp.minimum(10.0, jnp.maximum(0.9 * ratio ** (-1 / 5), least))
   return jnp.where(ratio == 0, dt * 10.0, dt * factor)
 
 
 def _first_step_size(fun, t0, y0, f0, rtol, atol):
+  # (Hairer, Nørsett and Wanner's rule, with Euclidean norms where they take RMS ones, as JAX)
   scale = atol + jnp.abs(y0) * rtol
-  d0, d1 = _rms(jnp.abs(y0) / scale), _rms(jnp.abs(f0) / scale)
+  norm = jnp.linalg.norm
+  d0, d1 = norm(y0 / scale), norm(f0 / scale)
   h0 = jnp.where((d0 < 1e-5) | (d1 < 1e-5), 1e-6, 0.01 * d0 / d1)
   f1 = fun(y0 + h0 * f0, t0 + h0)
-  d2 = _rms(jnp.abs(f1 - f0) / scale) / h0
+  d2 = norm((f1 - f0) / scale) / h0
   h1 = jnp.where((d1 <= 1e-15) & (d2 <= 1e-15), jnp.maximum(1e-6, h0 * 1e-3),
                  (0.01 / jnp.maximum(d1, d2)) ** (1 / 5))
   return jnp.minimum(100 * h0, h1)
@@ -163,12 +170,10 @@ def _quartic(y, y_next, k, dt):
   p(1) = y_next, p'(0) = dt f(y), p'(1) = dt f(y_next) and p(1/2) = the midpoint
   estimate."""
   y_mid = y + dt * _weighted(k, _MID, y.dtype)
-  d = dt * k[0]
-  r1 = y_next - y - d
-  r2 = dt * k[-1] - d
-  r3 = y_mid - y - d / 2
-  return jnp.stack([2 * r2 - 8 * r1 + 16 * r3, 14 * r1 - 3 * r2 - 32 * r3,
-                    r2 - 5 * r1 + 16 * r3, d, y])
+  d0, d1 = dt * k[0], dt * k[-1]
+  return jnp.stack([-2 * d0 + 2 * d1 - 8 * y - 8 * y_next + 16 * y_mid,
+                    5 * d0 - 3 * d1 + 18 * y + 14 * y_next - 32 * y_mid,
+                    -4 * d0 + d1 - 11 * y - 5 * y_next + 16 * y_mid, d0, y])
 
 
 def _solve(fun, rtol, atol, mxstep, hmax, y0, ts, *args):
@@ -176,8 +181,8 @@ def _solve(fun, rtol, atol, mxstep, hmax, y0, ts, *args):
   f = lambda y, t: fun(y, t, *args)  # noqa: E731
   t0 = ts[0]
   f0 = f(y0, t0)
-  dt = _first_step_size(f, t0, y0, f0, rtol, atol)
-  coeffs = jnp.zeros((5,) + y0.shape, y0.dtype)
+  dt = jnp.clip(_first_step_size(f, t0, y0, f0, rtol, atol), 0, hmax)
+  coeffs = jnp.stack([y0] * 5)  # (the constant y0 until a step is accepted)
   start = (y0, f0, t0, dt, t0, coeffs)
 
   def to_target(carry, target):
