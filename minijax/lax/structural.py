@@ -13,7 +13,7 @@ from typing import Sequence
 import numpy as np
 from jaxlib.mlir.dialects import mhlo
 
-from minijax.core import dtypes
+from minijax.core import dtypes, pretty
 from minijax.core.avals import ShapedArray, get_aval
 from minijax.core.primitive import Primitive
 from minijax.core import trace as trace_lib
@@ -61,6 +61,10 @@ def _broadcast_in_dim_abstract_eval(x, *, shape, broadcast_dimensions):
 
 
 broadcast_in_dim_p.def_abstract_eval(_broadcast_in_dim_abstract_eval)
+# as JAX prints it: the shape is the binder's, and no broadcast dimensions are not shown
+pretty.pp_rules[broadcast_in_dim_p] = lambda params, names, indent: (
+    [f"broadcast_dimensions={params['broadcast_dimensions']}"]
+    if params["broadcast_dimensions"] else [])
 
 
 def _broadcast_in_dim_lowering(ctx, x, *, shape, broadcast_dimensions):
@@ -230,14 +234,21 @@ def squeeze(array, dimensions):
 
 
 def expand_dims(array, dimensions):
-  """Inserts axes of size 1 at `dimensions` (positions in the result)."""
+  """Inserts axes of size 1 at `dimensions` (positions in the result): a broadcast_in_dim,
+  as JAX's."""
   array = convert_to_array(array)
   ndim = get_aval(array).ndim + len(dimensions)
-  dims = sorted(d % ndim for d in dimensions)
-  shape = list(get_aval(array).shape)
+  dims = [d % ndim if -ndim <= d < ndim else d for d in dimensions]
   for d in dims:
+    if not 0 <= d < ndim:
+      raise ValueError(f"axis {d} is out of bounds for array of dimension {ndim}")
+  if len(set(dims)) != len(dims):
+    raise ValueError(f"repeated axis in lax.expand_dims: {tuple(dims)}")
+  shape = list(get_aval(array).shape)
+  for d in sorted(dims):
     shape.insert(d, 1)
-  return reshape(array, shape)
+  kept = tuple(i for i in range(ndim) if i not in dims)
+  return broadcast_in_dim(array, tuple(shape), kept)
 
 
 # ---- rev

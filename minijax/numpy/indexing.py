@@ -113,17 +113,14 @@ def _insert_new_axes(x, entries):
   """Makes None and bool entries into axes of size 1 of `x`, indexed by a slice."""
   if not any(e is None or isinstance(e, bool) for e in entries):
     return x, entries
-  shape, new_entries, dim = [], [], 0
-  xshape = _util.shape(x)
-  for e in entries:
+  new_axes, new_entries = [], []
+  for k, e in enumerate(entries):
     if e is None or isinstance(e, bool):
-      shape.append(1)
+      new_axes.append(k)
       new_entries.append(slice(0, 0) if e is False else slice(None))
     else:
-      shape.append(xshape[dim])
-      dim += 1
       new_entries.append(e)
-  return lax.reshape(x, tuple(shape)), new_entries
+  return lax.expand_dims(x, tuple(new_axes)), new_entries
 
 
 def _normalize_array_index(i, n: int):
