@@ -47,6 +47,17 @@ def test_a_jitted_nan_is_traced_to_the_operation_by_the_de_optimized_function(na
     minijax.jit(lambda x: 0.0 / x)(0.0)
 
 
+@pytest.mark.parametrize("api", ["pure_callback", "io_callback"])
+def test_a_callback_that_returns_a_nan_is_named(nans, api):
+  from minijax.experimental import io_callback
+  call = minijax.pure_callback if api == "pure_callback" else io_callback
+  f = lambda x: call(lambda a: np.sqrt(a), minijax.ShapeDtypeStruct((), np.float32), x)
+  for run in (f, minijax.jit(f)):  # (jit's de-optimized run calls it eagerly: it was unchecked)
+    with pytest.raises(FloatingPointError, match=rf"invalid value \(nan\) encountered in {api}(\n|$)"):
+      with np.errstate(invalid="ignore"):
+        run(np.float32(-1))
+
+
 @pytest.mark.parametrize("f, arg", [
     (lambda x: (jnp.nan, x + 2), 3),  # a nan literal among the results
     (lambda x: x * 3.0, np.nan),      # a nan input, Python arithmetic without jit

@@ -29,6 +29,7 @@ from minijax.interpreters import batching
 from minijax.lowering import mlir, spmd
 from minijax.runtime import host_calls, taps
 from minijax.runtime.array import Array, device_put, is_concrete_array
+from minijax.staging import special_values
 
 
 def split_args(args: tuple, kwargs: dict) -> tuple[Any, list, tuple]:
@@ -172,8 +173,11 @@ def call_eagerly(callback: FlatCallback, result_avals, args) -> list:
     host_calls.log_call_failure(callback.api)
     raise host_calls.call_error(e) from e
   leaves = [out] if callback.single else list(out)
-  return [device_put(host_calls.convert_result(result_avals, leaf, i), device)
-          for i, leaf in enumerate(leaves)]
+  results = [device_put(host_calls.convert_result(result_avals, leaf, i), device)
+             for i, leaf in enumerate(leaves)]
+  if special_values.checking():  # (as a primitive applied eagerly: a de-optimized run names it)
+    special_values.check_primitive(callback.api, results)
+  return results
 
 
 def batch_sequentially(bind: Callable, args, dims, *, unrolled: bool = False) -> list:
