@@ -381,3 +381,32 @@ def test_concretization_errors_begin_with_jaxs_first_line():
     assert first_line(method, x) == (
         "ConcretizationTypeError", "Abstract tracer value encountered where concrete value is "
         "expected: traced array with shape float32[]")
+
+
+def test_tracers_print_as_jaxs():
+  seen = []
+  record = lambda x: seen.append(repr(x)) or x  # noqa: E731
+  minijax.jvp(record, (1.0,), (2.0,))
+  minijax.jit(lambda x: minijax.jvp(record, (x,), (x,)))(1.0)
+  minijax.vmap(record)(jnp.ones((2, 3)))
+  minijax.vmap(minijax.grad(record))(jnp.ones(2))
+  minijax.jit(minijax.grad(record))(np.float32(1.0))
+  assert seen == ["JVPTracer(primal=1.0, tangent=2.0)",
+                  "JVPTracer(primal=JitTracer(~float32[]), tangent=JitTracer(~float32[]))",
+                  "VmapTracer(aval=float32[3], batched=float32[2,3])",
+                  "GradTracer(primal=VmapTracer(aval=float32[], batched=float32[2]), "
+                  "typeof(tangent)=f32[])",
+                  "GradTracer(primal=JitTracer(float32[]), typeof(tangent)=f32[])"]
+
+
+def test_a_traced_shape_is_jaxs_type_error_with_where_it_came_from():
+  for make in (lambda x: jnp.zeros(x[0]), lambda x: jnp.reshape(x, (x[0], 2)),
+               lambda x: jnp.broadcast_to(x, (2, x[0])), lambda x: minijax.lax.iota(np.int32, x[0])):
+    with pytest.raises(TypeError) as info:
+      minijax.jit(make)(jnp.ones(2, np.int32))
+    lines = str(info.value).splitlines()
+    assert lines[0].startswith("Shapes must be 1D sequences of concrete values of integer type, "
+                               "got (") and "JitTracer(int32[])" in lines[0]
+    assert lines[1] == ("If using `jit`, try using `static_argnums` or applying `jit` to "
+                        "smaller subfunctions.")
+    assert lines[2].endswith("because it depends on the value of the argument x.")

@@ -146,8 +146,14 @@ def test_shapes_take_concrete_integer_arrays_and_refuse_floats():
   assert jnp.zeros(jnp.array(3)).shape == (3,)
   assert jnp.ones((jnp.array(2), 3)).shape == (2, 3)
   for bad in (jnp.array(2.0), 2.5, (2.0, 3)):
-    with pytest.raises(TypeError, match="shape must be an int or a sequence of ints"):
+    with pytest.raises(TypeError, match="Shapes must be 1D sequences of concrete values of "
+                       "integer type, got"):
       jnp.zeros(bad)
+  for make in (lambda: minijax.lax.reshape(jnp.ones(4), (2.0, 2)),  # (JAX's words, everywhere)
+               lambda: minijax.lax.broadcast_in_dim(1.0, (2.5,), ()),
+               lambda: jnp.arange(6).reshape(2.0, 3), lambda: minijax.lax.iota(np.int32, 2.0)):
+    with pytest.raises(TypeError, match=r"Shapes must be 1D sequences .*, got \("):
+      make()
 
 
 def test_a_prng_implementation_defined_through_extend_random_makes_typed_keys():

@@ -11,6 +11,7 @@ stages of `jit` return, and what `jit(f).trace` takes in place of an array.
 from __future__ import annotations
 
 import math
+import operator
 from typing import Any, Callable
 
 import numpy as np
@@ -238,6 +239,34 @@ def check_conversion(kind: str, shape: tuple, dtype) -> None:
   elif shape != ():
     raise TypeError("Only scalar arrays can be converted to Python scalars; got "
                     f"an array of shape {shape}")
+
+
+def canonicalize_shape(shape: Any, context: str = "") -> tuple[int, ...]:
+  """A shape a user gave, as a tuple of ints: an int, or a sequence of integers (numpy's, and
+  concrete 0-d integer arrays, too).  Anything else, a float or a traced value among them
+  included, is JAX's TypeError (a float is not truncated)."""
+  if isinstance(shape, int):
+    shape = (shape,)
+  try:
+    return tuple(operator.index(d) for d in shape)
+  except TypeError:
+    pass
+  message = f"Shapes must be 1D sequences of concrete values of integer type, got {shape}."
+  if context:
+    message += f" {context}."
+  from minijax.core.trace import Tracer  # (on this error path only: trace builds on avals)
+  dims = shape if isinstance(shape, (tuple, list)) else list(shape) if (
+      isinstance(shape, Tracer) and shape.ndim) else []
+  traced = [d for d in dims if isinstance(d, Tracer)]
+  if traced:
+    message += ("\nIf using `jit`, try using `static_argnums` or applying `jit` to smaller "
+                "subfunctions.")
+    message += "".join(d._origin_msg() for d in traced)
+  raise TypeError(message)
+
+
+def canonicalize_dim(d: Any, context: str = "") -> int:
+  return canonicalize_shape((d,), context)[0]
 
 
 class ShapeDtypeStruct:

@@ -249,5 +249,5 @@ class Tracer:
       raise TypeError("iteration over a 0-d array")
     return iter([self[i] for i in range(self.shape[0])])
 
-  def __repr__(self):
-    return f"{type(self).__name__}<{self.aval.str_short()}>"
+  def __repr__(self):  # (as JAX's: `JitTracer(float32[3])`, `VmapTracer(aval=..., batched=...)`)
+    return f"{type(self).__name__}<{self.aval}>"

@@ -126,6 +126,15 @@ class JVPTracer(Tracer):
     p = self.primal
     return p.to_concrete_value() if isinstance(p, Tracer) else p
 
+  def __repr__(self):
+    """JAX's names: a GradTracer when the tangent is being staged apart from the primal
+    (grad, linearize), a JVPTracer otherwise."""
+    tangent = self.tangent
+    staged = getattr(tangent, "_trace", None)
+    if staged is not None and staged is not getattr(self.primal, "_trace", None):
+      return f"GradTracer(primal={self.primal!s}, typeof(tangent)={get_aval(tangent).str_short()})"
+    return f"JVPTracer(primal={self.primal!s}, tangent={tangent!s})"
+
 
 class JVPTrace(Trace):
   def to_primal_tangent(self, x):

@@ -187,6 +187,9 @@ class BatchTracer(Tracer):
     unbatched = ShapedArray(tuple(shape), aval.dtype, aval.weak_type)
     return AbstractRef(unbatched) if type(aval) is AbstractRef else unbatched
 
+  def __repr__(self):  # (JAX's name)
+    return f"VmapTracer(aval={self.aval}, batched={get_aval(self.val)})"
+
 
 class BatchTrace(Trace):
   def __init__(self, axis_size: int, axis_name=None):

@@ -48,6 +48,9 @@ class DynamicJaxprTracer(Tracer):
     self._var = var
     self._debug_name = debug_name
 
+  def __repr__(self):  # (JAX's name)
+    return f"JitTracer({self.aval})"
+
   @property
   def aval(self):
     return self._aval

@@ -16,11 +16,13 @@ keeps XLA from reusing the forward pass's values in its recomputation).
 """
 from __future__ import annotations
 
+import operator
+
 import numpy as np
 from jaxlib.mlir.dialects import mhlo
 
 from minijax.core import dtypes
-from minijax.core.avals import ShapedArray, get_aval
+from minijax.core.avals import ShapedArray, canonicalize_shape, get_aval
 from minijax.core.effects import Effect
 from minijax.core.primitive import Primitive
 from minijax.interpreters import ad, batching
@@ -315,7 +317,7 @@ def iota(dtype, size: int):
 
 def broadcasted_iota(dtype, shape, dimension: int):
   return iota_p.bind(dtype=dtypes.canonicalize_explicit_dtype(dtype),
-                     shape=tuple(int(s) for s in shape), dimension=int(dimension))
+                     shape=canonicalize_shape(shape), dimension=operator.index(dimension))
 
 
 # ---- copy

@@ -14,7 +14,7 @@ import numpy as np
 from jaxlib.mlir.dialects import mhlo
 
 from minijax.core import dtypes, pretty
-from minijax.core.avals import ShapedArray, get_aval
+from minijax.core.avals import ShapedArray, canonicalize_shape, get_aval
 from minijax.core.primitive import Primitive
 from minijax.core import trace as trace_lib
 from minijax.core.trace import is_eval_context
@@ -99,7 +99,7 @@ batching.primitive_batchers[broadcast_in_dim_p] = _broadcast_in_dim_batch
 
 def broadcast_in_dim(operand, shape, broadcast_dimensions):
   operand = convert_to_array(operand)
-  shape, broadcast_dimensions = tuple(int(s) for s in shape), tuple(broadcast_dimensions)
+  shape, broadcast_dimensions = canonicalize_shape(shape), tuple(broadcast_dimensions)
   if get_aval(operand).shape == shape and broadcast_dimensions == tuple(range(len(shape))):
     return operand
   return broadcast_in_dim_p.bind(operand, shape=shape, broadcast_dimensions=broadcast_dimensions)
@@ -107,7 +107,7 @@ def broadcast_in_dim(operand, shape, broadcast_dimensions):
 
 def broadcast(operand, sizes):
   operand = convert_to_array(operand)
-  shape = tuple(sizes) + get_aval(operand).shape
+  shape = canonicalize_shape(sizes) + get_aval(operand).shape
   return broadcast_in_dim(operand, shape, tuple(range(len(sizes), len(shape))))
 
 
@@ -150,7 +150,7 @@ def reshape(operand, new_sizes, dimensions=None):
   operand = convert_to_array(operand)
   if dimensions is not None and tuple(dimensions) != tuple(range(get_aval(operand).ndim)):
     operand = transpose(operand, dimensions)
-  new_sizes = tuple(int(s) for s in new_sizes)
+  new_sizes = canonicalize_shape(new_sizes)
   if get_aval(operand).shape == new_sizes:
     return operand
   return reshape_p.bind(operand, new_sizes=new_sizes)
@@ -511,7 +511,7 @@ def full(shape, fill_value, dtype=None, weak_type=False):
                     f"{np.shape(fill_value)}.")
   dtype = (dtypes.canonicalize_explicit_dtype(dtype) if dtype is not None else
            dtypes.canonicalize_dtype(dtypes.dtype_and_weak_type(fill_value)[0]))
-  shape = tuple(int(s) for s in shape)
+  shape = canonicalize_shape(shape)
   if dtypes.canonicalize_dtype(dtype) != dtype and not hasattr(fill_value, "aval"):
     # an explicit 64-bit dtype under jax_explicit_x64_dtypes='allow'
     scalar = wide_constant(np.asarray(fill_value, dtype))

@@ -20,7 +20,7 @@ import numpy as np
 from minijax import lax
 from minijax.config import config
 from minijax.core import dtypes
-from minijax.core.avals import get_aval
+from minijax.core.avals import canonicalize_shape, get_aval
 from minijax.core.state import AbstractRef
 from minijax.core import trace as trace_lib
 from minijax.core.trace import Tracer, is_eval_context
@@ -287,8 +287,15 @@ def broadcast_shapes(name: str, *shapes) -> tuple:
     raise ValueError(f"{name}: incompatible shapes for broadcasting: {shown}") from None
 
 
+def shape_argument(shape) -> tuple[int, ...]:
+  """A shape numpy's functions take: an int (or 0-d integer), or a sequence of them."""
+  if not isinstance(shape, (tuple, list)) and np.ndim(shape) == 0:
+    shape = (shape,)
+  return canonicalize_shape(shape)
+
+
 def broadcast_to(x, shape_: Sequence[int]):
-  shape_ = tuple(int(s) for s in shape_)
+  shape_ = canonicalize_shape(shape_)
   xs = tuple(np.shape(x)) if isinstance(x, dtypes.PYTHON_SCALARS) else get_aval(x).shape
   if xs == shape_:
     return lax.convert_to_array(x)

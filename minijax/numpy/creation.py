@@ -13,14 +13,12 @@ from __future__ import annotations
 
 import functools
 import inspect
-import operator
 
 import numpy as np
 
 from minijax import lax
 from minijax.core import dtypes
 from minijax.core.avals import get_aval
-from minijax.core.errors import ConcretizationTypeError
 from minijax.core.trace import Tracer, eval_trace, is_eval_context, set_current_trace
 from minijax.lax.structural import scalar_constant
 from minijax.numpy import _util
@@ -144,24 +142,11 @@ def asarray(a, dtype=None, order=None, *, copy=None):
   return out
 
 
-def _shape_tuple(shape):
-  """`shape` as a tuple of ints: an int, a concrete 0-d integer array, or a sequence of them
-  (a float is refused, as in JAX, not truncated)."""
-  try:
-    if hasattr(shape, "__index__"):
-      return (operator.index(shape),)
-    return tuple(operator.index(s) for s in shape)
-  except ConcretizationTypeError:
-    raise
-  except TypeError:
-    raise TypeError(f"shape must be an int or a sequence of ints, got {shape!r:.60}") from None
-
-
 @placed
 def full(shape, fill_value, dtype=None):
   """As JAX: without `dtype`, a weakly typed fill value (a Python scalar) gives a weakly
   typed array."""
-  shape = _shape_tuple(shape)
+  shape = _util.shape_argument(shape)
   _util.check("full", fill_value)
   weak = False
   if dtype is None:
@@ -174,12 +159,12 @@ def full(shape, fill_value, dtype=None):
 
 @placed
 def zeros(shape, dtype=None):
-  return lax.full(_shape_tuple(shape), 0, _canonical(dtype, "zeros") or dtypes.default_float_dtype())
+  return lax.full(_util.shape_argument(shape), 0, _canonical(dtype, "zeros") or dtypes.default_float_dtype())
 
 
 @placed
 def ones(shape, dtype=None):
-  return lax.full(_shape_tuple(shape), 1, _canonical(dtype, "ones") or dtypes.default_float_dtype())
+  return lax.full(_util.shape_argument(shape), 1, _canonical(dtype, "ones") or dtypes.default_float_dtype())
 
 
 @placed
@@ -192,7 +177,7 @@ def _like(name, a, dtype, shape):
   dtype is strong; without one the result is weak when `a` is, as in JAX)."""
   (a,) = _util.arrays_of(name, (a,))
   aval = get_aval(a)
-  return (_shape_tuple(shape) if shape is not None else aval.shape,
+  return (_util.shape_argument(shape) if shape is not None else aval.shape,
           _canonical(dtype, name) or aval.dtype, dtype is None and aval.weak_type)
 
 

@@ -48,9 +48,7 @@ def reshape(a, newshape=None, order="C", *, shape=None, copy=None, out_sharding=
       newshape = (int(newshape),)
     flipped = reshape(lax.transpose(x, tuple(range(x.ndim))[::-1]), tuple(newshape)[::-1])
     return lax.transpose(flipped, tuple(range(flipped.ndim))[::-1])
-  if isinstance(newshape, (int, np.integer)):
-    newshape = (int(newshape),)
-  newshape = [int(s) for s in newshape]
+  newshape = list(_util.shape_argument(newshape))
   size, asked = _util.size(x), tuple(newshape)
   what = f"cannot reshape array of shape {_util.shape(x)} (size {size}) into shape {asked}"
   if newshape.count(-1) > 1:  # (JAX's TypeErrors and words)
