@@ -618,6 +618,10 @@ def vmap(fun: Callable, in_axes=0, out_axes=0, axis_size: int | None = None,
     with transformation_scope("vmap"):
       outs, out_dims = batching.vmap_flat_dims(flat_fun, dims, size, flat, axis_name)
     out_tree = out_tree()
+    for o in outs:
+      if not valid_jaxtype(o):
+        raise TypeError(f"Output from batched function {o!r} with type {type(o)} is not a "
+                        "valid JAX type")
     out = out_tree.unflatten(outs)
     flat_out_axes = _broadcast_prefix(out_axes, out, "out_axes")
     results = []
@@ -680,7 +684,8 @@ def eval_shape(fun: Callable, *args, **kwargs):
   """The shapes and dtypes of `fun(*args, **kwargs)`, found by tracing (nothing runs);
   arguments may be arrays or `ShapeDtypeStruct`s."""
   args, kwargs = open_specs((args, kwargs), ShapeDtypeStruct)
-  jaxpr, _, _, out_tree = pe.trace_pytree_fun(fun, args, kwargs)
+  jaxpr, _, _, out_tree = pe.trace_pytree_fun(fun, args, kwargs,
+                                              debug_info("jit", fun, args, kwargs))
   return close_specs(out_tree.unflatten([ShapeDtypeStruct(a.shape, a.dtype, a.weak_type)
                                          for a in jaxpr.out_avals]), ShapeDtypeStruct)
 

@@ -173,14 +173,23 @@ def test_jit_and_eval_shape_name_the_function_and_the_output_that_is_no_array():
   def f(x):
     return (2.0, f)
   line = f.__code__.co_firstlineno
-  expected = (rf"^function f at {__file__}:{line} returned a value of type <class 'function'> "
-              r"at output component \[1\], which is not a valid JAX type")
+  expected = (rf"^function f at {__file__}:{line} traced for jit returned a value of type "
+              r"<class 'function'> at output component \[1\], which is not a valid JAX type\n")
   with pytest.raises(TypeError, match=expected):
     minijax.eval_shape(f, 1)
   with pytest.raises(TypeError, match=expected):
     minijax.jit(f)(1)
-  with pytest.raises(TypeError, match=r"returned a value of type <class 'str'> as its output"):
+  with pytest.raises(TypeError, match=r"traced for jit returned a value of type <class 'str'>, "):
     minijax.jit(lambda x: "text")(1)
+  # the bodies of control flow name themselves as JAX's do (they said "function being traced")
+  with pytest.raises(TypeError, match=r"function f at .* traced for cond returned .* at output "
+                                      r"component \[1\], which is not"):
+    minijax.lax.cond(True, f, f, 1.0)
+  with pytest.raises(TypeError, match=r"traced for scan returned .* component \[1\]\[1\]"):
+    minijax.lax.scan(lambda c, x: (c, f(x)), 0.0, jnp.ones(2))
+  with pytest.raises(TypeError, match=r"^Output from batched function 'text' with type "
+                                      r"<class 'str'> is not a valid JAX type"):
+    minijax.vmap(lambda x: "text")(jnp.ones(2))
 
 
 # ---------------------------------------------------------------- linear_transpose

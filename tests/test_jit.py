@@ -79,7 +79,7 @@ def test_a_jitted_function_has_its_functions_signature_even_unfollowed():
 
 def test_unhashable_static_argument_is_a_clear_error():
   g = minijax.jit(lambda x, shape: x, static_argnums=1)
-  with pytest.raises(ValueError, match="static argument 1 of type list is not hashable"):
+  with pytest.raises(ValueError, match="Static argument 1 must be hashable"):
     g(1.0, [1, 2])
   with pytest.raises(ValueError, match="^Non-hashable static arguments are not supported"):
     g(1.0, np.ones(2))
@@ -441,7 +441,7 @@ def test_static_arguments_are_served_by_the_fast_path_one_entry_per_value_and_ty
   assert len(h._wrapped._fast) == 2
   c = minijax.jit(lambda k: jnp.arange(k), static_argnums=0)
   assert [len(c(k)) for k in (2, 3, 2)] == [2, 3, 2]
-  with pytest.raises(ValueError, match="static argument 1 of type list is not hashable"):
+  with pytest.raises(ValueError, match="Static argument 1 must be hashable"):
     g(x, [1], y)
 
 

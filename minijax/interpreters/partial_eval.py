@@ -25,7 +25,7 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from minijax.tree_util import internal as tree_util
-from minijax.api_util import fun_sourceinfo
+from minijax.api_util import DebugInfo, fun_sourceinfo
 from minijax.config import config
 from minijax.core import avals as avals_lib
 from minijax.core import dtypes
@@ -105,25 +105,28 @@ def _check_value(x) -> None:
 
 class InvalidOutputError(TypeError):
   """A traced function returned something that is not an array (a function, an enum, ...).
-  `named(fun, out_tree)` words it with the function's source and the output's key path."""
+  `named(debug_info, out_tree)` words it as JAX does, with the function's source, what it
+  was traced for and the output's key path."""
 
-  def __init__(self, index: int, value, fun_src: str | None = None, path: str | None = None):
+  def __init__(self, index: int, value, fun_src: str | None = None, path: str | None = None,
+               traced_for: str | None = None):
     self.index, self.value = index, value
-    where = (f"at output component {path}" if path else "as its output" if path == ""
-             else f"at flat output {index}")
+    where = (f" at output component {path}" if path else "" if path == ""
+             else f" at flat output {index}")
+    traced = f" traced for {traced_for}" if traced_for else ""
     super().__init__(
-        f"function {fun_src or 'being traced'} returned a value of type {type(value)} "
-        f"{where}, which is not a valid JAX type; functions must return arrays, numpy arrays "
-        "or Python scalars (or pytrees of them)")
+        f"function {fun_src or 'being traced'}{traced} returned a value of type "
+        f"{type(value)}{where}, which is not a valid JAX type\nFunctions must return arrays, "
+        "numpy arrays or Python scalars (or pytrees of them).")
 
-  def named(self, fun, out_tree) -> "InvalidOutputError":
-    src = fun_sourceinfo(fun)
+  def named(self, debug_info, out_tree) -> "InvalidOutputError":
     try:
       paths = tree_util.tree_flatten_with_path(out_tree.unflatten(range(out_tree.num_leaves)))[0]
       path = tree_util.keystr(paths[self.index][0])
     except Exception:  # a pytree node that cannot be rebuilt from placeholders
       path = None
-    return InvalidOutputError(self.index, self.value, src, path)
+    return InvalidOutputError(self.index, self.value, debug_info.func_src_info, path,
+                              debug_info.traced_for)
 
 
 def _invalid_output(outs) -> InvalidOutputError | None:
@@ -248,7 +251,8 @@ def trace_pytree_fun(fun: Callable, args: Sequence[Any], kwargs: dict | None = N
     jaxpr, consts = trace_to_jaxpr_dynamic(flat_fun, [avals_lib.get_aval(x) for x in flat],
                                            debug_info)
   except InvalidOutputError as e:
-    raise e.named(fun, out_tree()) from None
+    raise e.named(debug_info or DebugInfo("", fun_sourceinfo(fun), None, None),
+                  out_tree()) from None
   if debug_info is not None:
     jaxpr.debug_info = debug_info.set_result_paths(out_tree())
   return jaxpr, consts, flat, out_tree()

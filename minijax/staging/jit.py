@@ -255,7 +255,7 @@ class JitWrapped:
     try:
       jaxpr, consts = pe.trace_to_jaxpr_dynamic(flat_fun, avals, debug)
     except pe.InvalidOutputError as e:
-      raise e.named(self._fun, out_tree()) from None
+      raise e.named(debug, out_tree()) from None
     lax_state.check_no_returned_refs(self._fun, "jit", jaxpr, debug.arg_names)
     jaxpr.debug_info = debug.set_result_paths(out_tree())
     seconds = time.perf_counter() - start
@@ -547,12 +547,12 @@ def clear_caches() -> None:
 def _check_static(value, where):
   try:
     hash(value)
-  except TypeError:
-    raise ValueError(
-        "Non-hashable static arguments are not supported: "
-        f"static argument {where!r} of type {type(value).__name__} is not hashable; static "
-        "arguments must be hashable (use a tuple instead of a list, or make it a dynamic "
-        "argument)") from None
+  except TypeError as e:
+    raise ValueError(  # (JAX's words, then which argument and what to do)
+        "Non-hashable static arguments are not supported. An error occurred while trying to "
+        f"hash an object of type {type(value)}, {value}. The error was:\n"
+        f"{type(e).__name__}: {e}\nStatic argument {where!r} must be hashable: use a tuple "
+        "instead of a list, or make it a dynamic argument.") from None
   return value
 
 

@@ -336,5 +336,8 @@ class Compiled(_Stage):
         errors.append(f"Argument '{name}' compiled with {want._long()} and called with "
                       f"{got._long()}")
     if errors:
+      counted = "The" if len(errors) < 5 else f"The first 5 of {len(errors)}"
       raise TypeError("Argument types differ from the types for which this computation was "
-                      "compiled. The mismatches are:\n" + "\n".join(errors[:5]))
+                      "compiled. Perhaps you are calling the compiled executable with a "
+                      "different enable_x64 mode than when it was AOT compiled? "
+                      f"{counted} mismatches are:\n" + "\n".join(errors[:5]))

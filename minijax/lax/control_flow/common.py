@@ -63,12 +63,15 @@ def trace_fun_closed(fun: Callable, in_tree, in_avals: Sequence[Any], name: str,
       hit, eager = None, False
     if hit is not None:
       return hit
-  from minijax.interpreters.partial_eval import trace_to_jaxpr_dynamic
+  from minijax.interpreters.partial_eval import InvalidOutputError, trace_to_jaxpr_dynamic
   flat_fun, out_tree = tree_util.flatten_fun_nokwargs(fun, in_tree)
   debug = (None if traced_for is None else
            api_util.debug_info(traced_for, fun, in_tree.unflatten(in_avals), {}))
   try:
     jaxpr, consts = trace_to_jaxpr_dynamic(flat_fun, list(in_avals), debug)
+  except InvalidOutputError as e:
+    raise e.named(debug or api_util.DebugInfo(name, api_util.fun_sourceinfo(fun), None, None),
+                  out_tree()) from None
   except Exception as e:
     e.add_note(f"while tracing {name}")
     raise
