@@ -79,11 +79,11 @@ def _resolve_kwargs(fun, args, kwargs):
   return bound.args
 
 
-def _check_tangent_outs(name, outs, out_tree, t_outs, t_tree) -> None:
+def _check_tangent_outs(rule, name, outs, out_tree, t_outs, t_tree) -> None:
   if out_tree != t_tree:
-    raise TypeError(f"Custom JVP rule for function {name} must produce primal and tangent "
-                    f"outputs with equal container (pytree) structures, but got {out_tree} "
-                    f"and {t_tree} respectively.")
+    raise TypeError(f"Custom JVP rule {rule} for function {name} must produce primal and "
+                    "tangent outputs with equal container (pytree) structures, but got "
+                    f"{out_tree} and {t_tree} respectively.")
   for o, t in zip(outs, t_outs):
     expected = ad.get_aval(o).tangent_aval()
     got = ad.get_aval(t)
@@ -239,6 +239,19 @@ def _cotangents_up_to(primal, ct) -> list:
     return out
 
 
+def _check_cotangent_shape(ct, primal, i: int, arg, j: int) -> None:
+  """A bwd rule's cotangent has its primal's shape (its dtype may differ, as JAX allows):
+  a cotangent of another shape would be summed into the gradient silently."""
+  want, got = ad.get_aval(primal), ad.get_aval(ct)
+  if want.shape != got.shape:
+    path = user_tree_util.keystr(user_tree_util.tree_flatten_with_path(arg)[0][j][0])
+    raise ValueError(
+        "Custom VJP bwd rule must produce an output with the same type as the args tuple of "
+        f"the primal function, but at output[{i}]{path} the bwd rule produced an output of "
+        f"type {got.str_short()} corresponding to an input of type {want.str_short()}, so "
+        "the shapes do not match")
+
+
 def _symbolic_cotangents(tree):
   """A tree of cotangents (zeros as `SymbolicZero`s) with each user leaf whose data are all
   symbolic zeros as one `SymbolicZero` of float0 (a key array's cotangent, as in JAX)."""
@@ -385,13 +398,15 @@ class custom_jvp:
       tangents = tuple(tree_util.tree_unflatten(
           in_tree, _rule_tangents([t for _, t in pairs], self.symbolic_zeros)))
       out = self.jvp(*nondiff_vals, primals, tangents)
+      rule = getattr(self.jvp, "__name__", repr(self.jvp))
       if not (isinstance(out, (tuple, list)) and len(out) == 2):
-        raise TypeError(f"Custom JVP rule for function {self.__name__} must produce a pair "
-                        f"(list or tuple of length two), got {out!r:.80}")
+        raise TypeError(f"Custom JVP rule {rule} for function {self.__name__} must produce a "
+                        "pair (list or tuple of length two) representing primal and tangent "
+                        f"outputs, but got {out}.")
       outs, out_tree = tree_util.tree_flatten(out[0])
       t_outs, t_tree = tree_util.tree_flatten(out[1])
       t_outs = [_instantiate_symbolic(t) for t in t_outs]
-      _check_tangent_outs(self.__name__, outs, out_tree, t_outs, t_tree)
+      _check_tangent_outs(rule, self.__name__, outs, out_tree, t_outs, t_tree)
     return out_tree.unflatten([trace.make(o, t) for o, t in zip(outs, t_outs)])
 
 
@@ -569,7 +584,16 @@ class custom_vjp:
       return rebuild_diff(diff)
 
     def flat_fwd(xs, perturbed=None):
-      out, res = user_fwd(*primals_for_fwd(xs, perturbed))
+      pair = user_fwd(*primals_for_fwd(xs, perturbed))
+      if not isinstance(pair, (tuple, list)) or len(pair) != 2:
+        fwd_name = getattr(user_fwd, "__name__", repr(user_fwd))
+        raise TypeError(
+            f"Custom VJP fwd rule {fwd_name} for function {name} must produce a pair (list or "
+            "tuple of length two) where the first element represents the primal output (equal "
+            f"to those of the custom_vjp-decorated function {name}) and the second element "
+            "represents residuals (i.e. values stored from the forward pass for use on the "
+            f"backward pass), but instead of a pair the fwd rule {fwd_name} produced {pair}.")
+      out, res = pair
       outs, tree = tree_util.tree_flatten(out)
       if out_tree_box[0] is None:
         out_tree_box[0] = tree
@@ -596,17 +620,23 @@ class custom_vjp:
         g = tree_util.tree_unflatten(out_tree_box[0], [ad.instantiate_zeros(ct) for ct in cts])
       cts_in = user_bwd(*nondiff_vals, r, g)
       if not isinstance(cts_in, (tuple, list)) or len(cts_in) != len(diff_args):
-        raise TypeError(f"the custom_vjp bwd rule of {name} must return a tuple with one "
-                        f"cotangent per differentiable argument ({len(diff_args)}), got "
-                        f"{cts_in!r:.100}")
+        raise TypeError(
+            "Custom VJP bwd rule must produce an output with the same container (pytree) "
+            "structure as the args tuple of the primal function, and in particular must "
+            "produce a tuple of length equal to the number of arguments to the primal "
+            "function, but got bwd output structure "
+            f"{user_tree_util.tree_structure(cts_in)} for primal input structure "
+            f"{user_tree_util.tree_structure(tuple(diff_args))}.")
       leaves = []
-      for ct, a in zip(cts_in, diff_args):
+      for i, (ct, a) in enumerate(zip(cts_in, diff_args)):
         # per user leaf of the argument (a key array: one, over its data): None or a
         # SymbolicZero is a zero for all its data
         xs, groups = _user_groups(a)
         user_cts = [None] * len(xs) if ct is None else _cotangents_up_to(a, ct)
-        for c, n in zip(user_cts, groups):
+        for j, (c, n) in enumerate(zip(user_cts, groups)):
           zero = c is None or isinstance(c, SymbolicZero)
+          if not zero:
+            _check_cotangent_shape(c, xs[j], i, a, j)
           leaves += [None] * n if zero else tree_util.tree_leaves(c)
       if len(leaves) != len(in_avals):
         raise TypeError(f"the custom_vjp bwd rule of {name} returned cotangents that do not "

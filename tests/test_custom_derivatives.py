@@ -166,8 +166,22 @@ def test_custom_rule_errors():
   def bad(x):
     return lax.sin(x)
   bad.defvjp(lambda x: (bad(x), None), lambda res, g: (g, g))
-  with pytest.raises(TypeError, match="one cotangent per differentiable argument"):
+  with pytest.raises(TypeError, match=r"must produce a tuple of length equal to the number of "
+                     r"arguments .* but got bwd output structure PyTreeDef\(\(\*, \*\)\) for "
+                     r"primal input structure PyTreeDef\(\(\*,\)\)"):
     minijax.grad(bad)(np.float32(1.0))
+  # a cotangent of another shape than its primal's is JAX's ValueError (it was summed into
+  # the gradient, silently: grad of a scalar function gave an array of three)
+  spread = minijax.custom_vjp(lambda x, y: x * y)
+  spread.defvjp(lambda x, y: (x * y, None), lambda res, g: (jnp.ones(3), g))
+  with pytest.raises(ValueError, match=r"at output\[0\] the bwd rule produced an output of type "
+                     r"f32\[3\] corresponding to an input of type f32\[\], so the shapes do not"):
+    minijax.grad(spread)(np.float32(1.0), np.float32(2.0))
+  unpaired = minijax.custom_vjp(lambda x: x * 2)
+  unpaired.defvjp(lambda x: x * 2, lambda res, g: (g,))
+  with pytest.raises(TypeError, match=r"fwd rule <lambda> for function <lambda> must produce a "
+                     r"pair .* but instead of a pair the fwd rule <lambda> produced 2.0"):
+    minijax.grad(unpaired)(1.0)
 
   @minijax.custom_jvp
   def wrong_shape(x):
