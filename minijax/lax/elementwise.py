@@ -602,8 +602,8 @@ ad.defjvp(is_finite_p, None)
 
 
 def _reject(name, aval, what):
-  raise TypeError(f"{name} does not accept dtype {aval.dtype} ({aval.str_short()}); "
-                  f"it accepts {what}")
+  raise TypeError(f"{name} does not accept dtype {aval.dtype}. It accepts {what} "
+                  f"(got {aval.str_short()}).")
 
 
 def is_finite(x):

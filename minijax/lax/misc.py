@@ -152,9 +152,11 @@ def _bitcast_abstract_eval(x, *, new_dtype):
   elif old_bits > new_bits:
     shape = (*x.shape, old_bits // new_bits)
   elif not x.shape or x.shape[-1] != new_bits // old_bits:
-    raise TypeError(f"bitcast_convert_type from {x.str_short()} to the wider "
-                    f"{np.dtype(new_dtype).name} needs a trailing dimension of size "
-                    f"{new_bits // old_bits}, got shape {x.shape}")
+    raise ValueError(  # (JAX's words, then what to do)
+        f"Attempting to convert array of shape {x.shape} from {x.dtype} of size {old_bits} "
+        f"bits to {np.dtype(new_dtype).name} of size {new_bits}, bits but "
+        f"{x.shape[-1] if x.shape else 1} * {old_bits} != {new_bits}: the operand needs a "
+        f"trailing dimension of size {new_bits // old_bits}")
   else:
     shape = x.shape[:-1]
   return ShapedArray(shape, new_dtype, False)
@@ -192,7 +194,7 @@ select_n_p = Primitive("select_n")
 
 def _select_n_abstract_eval(which, *cases):
   if not cases:
-    raise TypeError("select_n requires at least one case")
+    raise ValueError("select_n() must have at least one case")
   shown = ", ".join(c.str_short() for c in cases)
   if any(c.shape != cases[0].shape or c.dtype != cases[0].dtype for c in cases):
     raise TypeError(f"select_n cases must have one shape and dtype, got {shown}")
@@ -301,8 +303,14 @@ iota_p = Primitive("iota")
 
 
 def _iota_abstract_eval(*, dtype, shape, dimension):
+  if dtype == dtypes.bool_ or not np.issubdtype(dtype, np.number):
+    raise TypeError(f"iota does not accept dtype {np.dtype(dtype).name}. Accepted dtypes are "
+                    "subtypes of integer, floating, complexfloating.")
+  if any(d < 0 for d in shape):
+    raise TypeError(f"iota shape must have every element be nonnegative, got {shape}.")
   if not 0 <= dimension < len(shape):
-    raise TypeError(f"iota dimension {dimension} is out of range for shape {shape}")
+    raise ValueError("iota dimension must be between 0 and len(shape), got "
+                     f"dimension={dimension} for shape={shape}")
   return ShapedArray(shape, dtype, False)
 
 

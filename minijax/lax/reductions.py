@@ -36,8 +36,10 @@ __all__ = ["reduce_sum", "reduce_max", "reduce_min", "reduce_prod", "reduce_and"
 
 
 def _reduced_shape(name, x, axes):
-  if any(not 0 <= a < x.ndim for a in axes) or len(set(axes)) != len(axes):
-    raise TypeError(f"{name} axes {axes} are not distinct axes of {x.str_short()}")
+  if any(not 0 <= a < x.ndim for a in axes):  # (JAX's words)
+    raise ValueError(f"reduction axes {axes} contains out-of-bounds indices for {x._long()}.")
+  if len(set(axes)) != len(axes):
+    raise ValueError(f"duplicate value in 'axes' of reduction: {axes}")
   return tuple(s for i, s in enumerate(x.shape) if i not in axes)
 
 
@@ -261,6 +263,10 @@ def _arg_reduction(kind):
                       "integers, floating point or bool (complex values have no order)")
     if len(axes) != 1:
       raise TypeError(f"{name} reduces exactly one axis, got axes={axes}")
+    if not dtypes.is_integer(index_dtype):
+      raise TypeError(f"index_dtype must be an integer type, but got {np.dtype(index_dtype).name}")
+    if not 0 <= axes[0] < x.ndim:
+      raise ValueError(f"Invalid axis {axes[0]} for operand shape {x.shape}")
     shape = _reduced_shape(name, x, axes)
     if x.shape[axes[0]] == 0:
       raise ValueError(f"{name} of an empty axis (axis {axes[0]} of {x.str_short()})")
@@ -454,7 +460,7 @@ def _sort_abstract_eval(*xs, dimension, is_stable, num_keys):
   if not 0 <= dimension < xs[0].ndim:
     raise TypeError(f"sort dimension {dimension} is out of range for {shown}")
   if not 1 <= num_keys <= len(xs):
-    raise TypeError(f"sort num_keys={num_keys} must be between 1 and {len(xs)}")
+    raise ValueError(f"num_keys={num_keys} must be between 1 and len(operand)={len(xs)}")
   return list(xs)
 
 

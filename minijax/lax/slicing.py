@@ -200,8 +200,8 @@ def _start_indices(start_indices, shape, allow_negative_indices=True):
   from minijax.lax.elementwise import add, lt
   from minijax.lax.misc import select
   if len(start_indices) != len(shape):
-    raise TypeError(f"{len(start_indices)} start indices given for an operand of rank "
-                    f"{len(shape)}: give one per dimension")
+    raise ValueError("Length of slice indices must match number of operand dimensions "
+                     f"({len(start_indices)} vs {tuple(shape)})")
   allow = ([bool(allow_negative_indices)] * len(shape)
            if isinstance(allow_negative_indices, (bool, np.bool_))
            else [bool(a) for a in allow_negative_indices])

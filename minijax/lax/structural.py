@@ -51,12 +51,25 @@ broadcast_in_dim_p = Primitive("broadcast_in_dim")
 
 
 def _broadcast_in_dim_abstract_eval(x, *, shape, broadcast_dimensions):
-  if (len(broadcast_dimensions) != x.ndim
-      or any(not 0 <= d < len(shape) for d in broadcast_dimensions)
-      or list(broadcast_dimensions) != sorted(set(broadcast_dimensions))
-      or any(x.shape[i] not in (1, shape[d]) for i, d in enumerate(broadcast_dimensions))):
-    raise TypeError(f"broadcast_in_dim cannot broadcast {x.str_short()} to shape {shape} "
-                    f"with broadcast_dimensions={broadcast_dimensions}")
+  """JAX's checks and words.  The operand's axes may land in any order (a transpose too)."""
+  if any(d < 0 for d in shape):
+    raise TypeError(f"broadcast_in_dim shape must have every element be nonnegative, got {shape}.")
+  if len(broadcast_dimensions) != x.ndim:
+    raise TypeError("broadcast_in_dim broadcast_dimensions must have length equal to operand "
+                    f"ndim; got broadcast_dimensions {broadcast_dimensions} for operand ndim "
+                    f"{x.ndim}.")
+  if any(not 0 <= d < len(shape) for d in broadcast_dimensions):
+    raise TypeError("broadcast_in_dim broadcast_dimensions must be a subset of output "
+                    f"dimensions, got {broadcast_dimensions} for operand ndim {x.ndim} and "
+                    f"shape {shape}.")
+  if any(x.shape[i] not in (1, shape[d]) for i, d in enumerate(broadcast_dimensions)):
+    raise TypeError("broadcast_in_dim operand dimension sizes must either be 1, or be equal "
+                    "to their corresponding dimensions in the target broadcast shape; got "
+                    f"operand of shape {x.shape}, target broadcast shape {shape}, "
+                    f"broadcast_dimensions {broadcast_dimensions} ")
+  if len(set(broadcast_dimensions)) != len(broadcast_dimensions):
+    raise TypeError("broadcast_in_dim broadcast_dimensions must not contain duplicates, got "
+                    f"broadcast_dimensions {broadcast_dimensions}")
   return ShapedArray(shape, x.dtype, x.weak_type)
 
 
@@ -81,6 +94,12 @@ def _broadcast_in_dim_transpose(ct, aval, *, shape, broadcast_dimensions):
   summed = [d for d in range(len(shape)) if d not in broadcast_dimensions]
   summed += [d for i, d in enumerate(broadcast_dimensions) if aval.shape[i] != shape[d]]
   out = reduce_sum(ct, tuple(sorted(summed))) if summed else ct
+  # the kept axes are in the output's order; put them in the operand's
+  kept = [d for d in broadcast_dimensions if d not in summed]
+  order = sorted(kept)
+  permutation = tuple(order.index(d) for d in kept)
+  if permutation != tuple(range(len(kept))):
+    out = transpose(out, permutation)
   return reshape(out, aval.shape)
 
 
@@ -197,9 +216,9 @@ squeeze_p = Primitive("squeeze")
 
 
 def _squeeze_abstract_eval(x, *, dimensions):
-  if any(not 0 <= d < x.ndim for d in dimensions):
-    raise TypeError(f"squeeze dimensions {dimensions} must name axes of size 1 of "
-                    f"{x.str_short()}")
+  for d in dimensions:
+    if not 0 <= d < x.ndim:
+      raise ValueError(f"axis {d} is out of bounds for array of dimension {x.ndim}")
   if any(x.shape[d] != 1 for d in dimensions):
     raise ValueError(f"cannot select an axis to squeeze out which has size not equal to "
                      f"one, got shape={x.shape} and dimensions={dimensions}")
@@ -288,7 +307,7 @@ concatenate_p = Primitive("concatenate")
 
 def _concatenate_abstract_eval(*xs, dimension):
   if not xs:
-    raise TypeError("concatenate requires at least one operand")
+    raise ValueError("concatenate requires a non-empty sequences of arrays")
   x0 = xs[0]
   shown = ", ".join(x.str_short() for x in xs)
   if not 0 <= dimension < x0.ndim:
@@ -358,15 +377,18 @@ def _pad_abstract_eval(x, padding_value, *, padding_config):
   if padding_value.shape != () or padding_value.dtype != x.dtype:
     raise TypeError(f"pad requires a scalar padding value of the operand's dtype, got "
                     f"operand {x.str_short()} and padding value {padding_value.str_short()}")
-  if len(padding_config) != x.ndim or any(i < 0 for _, _, i in padding_config):
-    raise TypeError(f"pad of {x.str_short()} needs one (low, high, interior>=0) triple per "
-                    f"axis, got {padding_config}")
-  shape = []
-  for n, (lo, hi, interior) in zip(x.shape, padding_config):
-    size = lo + hi + n + max(n - 1, 0) * interior
-    if size < 0:
-      raise TypeError(f"pad of {x.str_short()} with {padding_config} gives a negative size")
-    shape.append(size)
+  if len(padding_config) != x.ndim:  # (JAX's words)
+    raise ValueError("length of padding_config must equal the number of axes of operand, got "
+                     f"padding_config {padding_config} for operand shape {x.shape}")
+  if any(i < 0 for _, _, i in padding_config):
+    raise ValueError("interior padding in padding_config must be nonnegative, got "
+                     f"padding_config {padding_config}")
+  shape = [lo + hi + n + max(n - 1, 0) * interior
+           for n, (lo, hi, interior) in zip(x.shape, padding_config)]
+  if any(size < 0 for size in shape):
+    raise ValueError("Dimension size after padding is not at least 0, got result shape "
+                     f"{tuple(shape)}, for padding_config {padding_config} and operand shape "
+                     f"{x.shape}")
   return ShapedArray(shape, x.dtype, x.weak_type)
 
 
@@ -512,6 +534,8 @@ def full(shape, fill_value, dtype=None, weak_type=False):
   dtype = (dtypes.canonicalize_explicit_dtype(dtype) if dtype is not None else
            dtypes.canonicalize_dtype(dtypes.dtype_and_weak_type(fill_value)[0]))
   shape = canonicalize_shape(shape)
+  if any(d < 0 for d in shape):
+    raise TypeError(f"broadcast_in_dim shape must have every element be nonnegative, got {shape}.")
   if dtypes.canonicalize_dtype(dtype) != dtype and not hasattr(fill_value, "aval"):
     # an explicit 64-bit dtype under jax_explicit_x64_dtypes='allow'
     scalar = wide_constant(np.asarray(fill_value, dtype))

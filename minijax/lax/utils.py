@@ -99,12 +99,13 @@ def same_dtypes_accepting(name: str, accepted: Callable[[np.dtype], bool], what:
     dtypes.check_not_float0(name, [a.dtype for a in avals])
     dts = {a.dtype for a in avals}
     if len(dts) != 1:
-      shown = ", ".join(a.str_short() for a in avals)
-      raise TypeError(f"{name} requires arguments of the same dtype, got {shown}; "
-                      "convert them with lax.convert_element_type (minijax.numpy promotes)")
+      shown = ", ".join(a.dtype.name for a in avals)
+      raise TypeError(f"lax.{name} requires arguments to have the same dtypes, got {shown}. "
+                      "(Tip: minijax.numpy's functions promote their inputs' types; or convert "
+                      "them with lax.convert_element_type.)")
     dtype = avals[0].dtype
     if not accepted(dtype):
-      raise TypeError(f"{name} does not accept dtype {dtype}; it accepts {what}")
+      raise TypeError(f"{name} does not accept dtype {dtype}. It accepts {what}.")
     return dtype
   return rule
 
