@@ -112,3 +112,33 @@ def test_signal_vmap_matches_a_loop(fn):
   a = _rng.standard_normal((5, 4)).astype(np.float32)
   b = _rng.standard_normal((2, 3)).astype(np.float32)
   VmapCheck(fn, (a, b), [([0, 0], 0), ([1, None], 1), ([None, 0], 0)]).run()
+
+
+WINDOWS = ["boxcar", "triang", "hann", "hamming", "blackman", "nuttall", "blackmanharris",
+           "flattop", "bartlett", "parzen", "bohman", "barthann", "cosine", "tukey",
+           ("tukey", 0.3), ("tukey", 1.0), "exponential", ("exponential", None, 3.0),
+           ("kaiser", 8.6), ("gaussian", 2.5), ("general_gaussian", 1.5, 3.0),
+           ("general_cosine", [0.5, 0.3, 0.2]), ("general_hamming", 0.6), "rect"]
+
+
+@pytest.mark.parametrize("window", WINDOWS, ids=str)
+def test_spectra_take_scipys_windows_by_name_and_parameters(window, x64):
+  # (JAX asks scipy.signal.get_window for them; minijax has no scipy, and knew five names)
+  x = np.random.RandomState(0).randn(100)
+  _, _, got = ms.stft(x, nperseg=16, window=window)
+  _, _, want = ss.stft(x, nperseg=16, window=window)
+  np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-14)
+
+
+def test_welch_and_csd_average_by_the_median_as_scipy(x64):
+  x = np.random.RandomState(1).randn(2, 200)
+  for scaling in ("density", "spectrum"):
+    np.testing.assert_allclose(ms.welch(x, nperseg=32, average="median", scaling=scaling)[1],
+                               ss.welch(x, nperseg=32, average="median", scaling=scaling)[1],
+                               rtol=1e-12)
+    np.testing.assert_allclose(ms.csd(x, x[::-1], nperseg=32, average="median")[1],
+                               ss.csd(x, x[::-1], nperseg=32, average="median")[1], rtol=1e-12)
+  with pytest.raises(ValueError, match="needs one or more parameters"):
+    ms.stft(x[0], nperseg=16, window="kaiser")
+  with pytest.raises(ValueError, match="Unknown window type"):
+    ms.stft(x[0], nperseg=16, window="nope")

@@ -16,6 +16,10 @@ Correlation is convolution with the conjugated, reversed second operand.
 
 As in JAX, the operands are promoted to an inexact dtype, must have the same rank, and one
 must be at least as large as the other along every axis.
+
+The spectra's windows are scipy.signal.get_window's (JAX asks scipy for them; minijax has
+no scipy, so they are written here as numpy formulas: by name, `(name, *parameters)`, or
+values), and `csd`/`welch` average by the mean or, bias-corrected, the median, as scipy.
 """
 from __future__ import annotations
 
@@ -188,25 +192,110 @@ def detrend(data, axis: int = -1, type: str = "linear", bp=0, overwrite_data=Non
 
 # ----------------------------------------------------------------------------- spectra
 
+def _general_cosine(m: int, a) -> np.ndarray:
+  phase = np.linspace(-np.pi, np.pi, m)
+  return sum(c * np.cos(k * phase) for k, c in enumerate(a))
+
+
+def _triang(m: int) -> np.ndarray:
+  n = np.arange(1, (m + 1) // 2 + 1)
+  if m % 2 == 0:
+    w = (2 * n - 1.0) / m
+    return np.concatenate([w, w[::-1]])
+  w = 2 * n / (m + 1.0)
+  return np.concatenate([w, w[-2::-1]])
+
+
+def _parzen(m: int) -> np.ndarray:
+  n = np.arange(-(m - 1) / 2.0, (m - 1) / 2.0 + 0.5, 1.0)
+  outer, inner = n[n < -(m - 1) / 4.0], n[np.abs(n) <= (m - 1) / 4.0]
+  w_outer = 2 * (1 - np.abs(outer) / (m / 2.0)) ** 3.0
+  r = np.abs(inner) / (m / 2.0)
+  return np.concatenate([w_outer, 1 - 6 * r ** 2.0 + 6 * r ** 3.0, w_outer[::-1]])
+
+
+def _bohman(m: int) -> np.ndarray:
+  r = np.abs(np.linspace(-1, 1, m)[1:-1])
+  return np.concatenate([[0.0], (1 - r) * np.cos(np.pi * r) + np.sin(np.pi * r) / np.pi, [0.0]])
+
+
+def _tukey(m: int, alpha: float = 0.5) -> np.ndarray:
+  if alpha <= 0:
+    return np.ones(m)
+  if alpha >= 1:
+    return _general_cosine(m, [0.5, 0.5])
+  n = np.arange(m)
+  width = int(np.floor(alpha * (m - 1) / 2.0))
+  rise, flat, fall = n[:width + 1], n[width + 1:m - width - 1], n[m - width - 1:]
+  return np.concatenate([
+      0.5 * (1 + np.cos(np.pi * (-1 + 2.0 * rise / alpha / (m - 1)))), np.ones(flat.shape),
+      0.5 * (1 + np.cos(np.pi * (-2.0 / alpha + 1 + 2.0 * fall / alpha / (m - 1))))])
+
+
+def _centered(m: int) -> np.ndarray:
+  return np.arange(m) - (m - 1.0) / 2
+
+
+# scipy.signal.get_window's windows, as symmetric windows of m points (the periodic window of
+# n points is the symmetric one of n + 1 without its last point); the parameters after the
+# name in a tuple `(name, *params)`
+_WINDOWS = {
+    "boxcar": lambda m: np.ones(m), "triang": _triang,
+    "hann": lambda m: _general_cosine(m, [0.5, 0.5]),
+    "hamming": lambda m: _general_cosine(m, [0.54, 0.46]),
+    "blackman": lambda m: _general_cosine(m, [0.42, 0.50, 0.08]),
+    "nuttall": lambda m: _general_cosine(m, [0.3635819, 0.4891775, 0.1365995, 0.0106411]),
+    "blackmanharris": lambda m: _general_cosine(m, [0.35875, 0.48829, 0.14128, 0.01168]),
+    "flattop": lambda m: _general_cosine(m, [0.21557895, 0.41663158, 0.277263158, 0.083578947,
+                                             0.006947368]),
+    "bartlett": lambda m: np.where(np.arange(m) <= (m - 1) / 2.0, 2.0 * np.arange(m) / (m - 1),
+                                   2.0 - 2.0 * np.arange(m) / (m - 1)),
+    "parzen": _parzen, "bohman": _bohman,
+    "barthann": lambda m: (lambda r: 0.62 - 0.48 * r + 0.38 * np.cos(2 * np.pi * r))(
+        np.abs(np.arange(m) / (m - 1.0) - 0.5)),
+    "cosine": lambda m: np.sin(np.pi / m * (np.arange(m) + 0.5)),
+    "tukey": _tukey,
+    "exponential": lambda m, center=None, tau=1.0: np.exp(
+        -np.abs(np.arange(m) - ((m - 1) / 2.0 if center is None else center)) / tau),
+    "kaiser": lambda m, beta: np.i0(beta * np.sqrt(1 - (_centered(m) / ((m - 1) / 2.0)) ** 2.0))
+                              / np.i0(beta),
+    "gaussian": lambda m, std: np.exp(-_centered(m) ** 2 / (2 * std * std)),
+    "general_gaussian": lambda m, p, sig: np.exp(-0.5 * np.abs(_centered(m) / sig) ** (2 * p)),
+    "general_cosine": lambda m, a: _general_cosine(m, a),
+    "general_hamming": lambda m, alpha: _general_cosine(m, [alpha, 1.0 - alpha]),
+}
+_ALIASES = {"box": "boxcar", "ones": "boxcar", "rect": "boxcar", "rectangular": "boxcar",
+            "triangle": "triang", "tri": "triang", "han": "hann",
+            "hamm": "hamming", "ham": "hamming", "black": "blackman", "blk": "blackman",
+            "nutl": "nuttall", "nut": "nuttall", "blackharr": "blackmanharris",
+            "bkh": "blackmanharris", "flat": "flattop", "flt": "flattop",
+            "bart": "bartlett", "brt": "bartlett", "parz": "parzen", "par": "parzen",
+            "bman": "bohman", "bmn": "bohman", "brthan": "barthann", "bth": "barthann",
+            "tuk": "tukey", "poisson": "exponential", "ksr": "kaiser", "gauss": "gaussian",
+            "gss": "gaussian", "general gaussian": "general_gaussian",
+            "general_gauss": "general_gaussian", "general gauss": "general_gaussian",
+            "ggs": "general_gaussian", "halfcosine": "cosine"}
+_NEEDS_PARAMETERS = ("kaiser", "gaussian", "general_gaussian", "general_cosine",
+                     "general_hamming")
+
+
 def _get_window(window, n: int, dtype):
-  """scipy's periodic windows of length n by name (hann, hamming, blackman, bartlett,
-  boxcar), or the given array."""
+  """A periodic window of n points, as scipy.signal.get_window makes it: by name, by
+  `(name, *parameters)`, or the window's values themselves."""
   jnp = _jnp()
-  if not isinstance(window, str):
+  if not isinstance(window, (str, tuple)):
     w = jnp.asarray(window, dtype)
     if w.shape != (n,):
       raise ValueError(f"window must have length nperseg={n}, got shape {w.shape}")
     return w
-  k = np.arange(n) * 2 * np.pi / n
-  formulas = {"hann": lambda: 0.5 - 0.5 * np.cos(k),
-              "hamming": lambda: 0.54 - 0.46 * np.cos(k),
-              "blackman": lambda: 0.42 - 0.5 * np.cos(k) + 0.08 * np.cos(2 * k),
-              "bartlett": lambda: 1 - np.abs(np.arange(n) - n / 2) / (n / 2),
-              "boxcar": lambda: np.ones(n)}
-  if window not in formulas:
-    raise ValueError(f"window {window!r} is not implemented; use one of {sorted(formulas)} "
-                     "or pass the window's values")
-  return jnp.asarray(formulas[window](), dtype)
+  name, params = (window, ()) if isinstance(window, str) else (window[0], window[1:])
+  name = _ALIASES.get(name, name)
+  if name not in _WINDOWS:
+    raise ValueError(f"Unknown window type: {window!r} (minijax knows {sorted(_WINDOWS)})")
+  if name in _NEEDS_PARAMETERS and not params:
+    raise ValueError(f"The '{name}' window needs one or more parameters -- pass a tuple.")
+  values = np.ones(n) if n == 1 else _WINDOWS[name](n + 1, *params)[:n]
+  return jnp.asarray(values, dtype)
 
 
 def _segments(x, nperseg: int, step: int):
@@ -265,11 +354,21 @@ def csd(x, y, fs=1.0, window="hann", nperseg=None, noverlap=None, nfft=None,
   jnp = _jnp()
   if scaling not in ("density", "spectrum"):
     raise ValueError(f"Unknown scaling: {scaling}")
-  if average != "mean":
-    raise NotImplementedError(f"csd: average={average!r} is not implemented; use 'mean'")
+  if average not in ("mean", "median"):
+    raise ValueError(f"average must be 'mean' or 'median', got {average!r}")
   freqs, spectrum = _spectral(x, y, fs, window, nperseg, noverlap, nfft, detrend,
                               return_onesided, scaling, axis, "psd")
-  return freqs, jnp.moveaxis(jnp.mean(spectrum, axis=-2), -1, axis)
+  if average == "mean" or spectrum.shape[-2] == 1:
+    averaged = jnp.mean(spectrum, axis=-2)
+  else:  # the median of the real and imaginary parts, corrected for its bias (as scipy)
+    count = spectrum.shape[-2]
+    evens = 2 * np.arange(1, (count - 1) // 2 + 1)
+    bias = 1 + np.sum(1.0 / (evens + 1) - 1.0 / evens)
+    averaged = jnp.median(jnp.real(spectrum), axis=-2)
+    if jnp.iscomplexobj(spectrum):
+      averaged = averaged + 1j * jnp.median(jnp.imag(spectrum), axis=-2)
+    averaged = averaged / bias
+  return freqs, jnp.moveaxis(averaged, -1, axis)
 
 
 def welch(x, fs=1.0, window="hann", nperseg=None, noverlap=None, nfft=None,
