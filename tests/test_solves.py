@@ -111,3 +111,19 @@ def test_custom_root_of_a_linear_system_closing_over_traced_parameters():
   g_a, g_b = minijax.grad(lambda a, b: root(a, b).sum(), (0, 1))(A, B)
   check(g_b, inv.T @ np.ones(3))
   check(g_a, -np.outer(inv.T @ np.ones(3), x))
+
+
+def test_custom_root_whose_solvers_close_over_the_differentiated_value():
+  # (the tangent_solve closing over `a` leaked a's JVP tracer into the backward pass)
+  def sqrt(a):
+    return lax.custom_root(lambda x: x ** 2 - a, 1.0, lambda f, x0: jnp.sqrt(a),
+                           lambda g, y: y / (2 * jnp.sqrt(a)))
+  for run in (minijax.grad(sqrt), minijax.jit(minijax.grad(sqrt))):
+    check(run(np.float32(2.0)), 0.5 / np.sqrt(2.0))
+  check(minijax.vmap(minijax.grad(sqrt))(np.float32([2.0, 9.0])), 0.5 / np.sqrt([2.0, 9.0]))
+  check(minijax.grad(minijax.grad(sqrt))(np.float32(2.0)), -0.25 * 2.0 ** -1.5)
+  check(minijax.jvp(sqrt, (np.float32(4.0),), (np.float32(1.0),))[1], 0.25)
+  with pytest.raises(TypeError, match=r"function <lambda> at .* traced for custom_root solve "
+                                      r"returned a value of type <class 'str'>"):
+    lax.custom_root(lambda x: x - 3.0, 0.0, lambda f, x0: (3.0, "aux"), lambda g, y: y,
+                    has_aux=True)

@@ -22,6 +22,7 @@ solvers' own iterations are never differentiated (they see stopped gradients).
 """
 from __future__ import annotations
 
+import functools
 from typing import Any, Callable
 
 from minijax import tree_util
@@ -154,7 +155,7 @@ def _trace(fun: Callable, tree, avals, name: str, want_tree=None):
   args_tree = tree_util.tree_structure((tree_util.tree_unflatten(tree, avals),))
   closed, consts, out_tree = trace_fun(fun, args_tree, avals, name)
   if want_tree is not None and out_tree != want_tree:
-    raise TypeError(f"custom_linear_solve: {name} must return the structure of b, "
+    raise TypeError(f"custom_linear_solve: matvec must return the structure of b, "
                     f"{want_tree}, got {out_tree}")
   return closed, consts, out_tree
 
@@ -181,17 +182,18 @@ def custom_linear_solve(matvec: Callable, b: Any, solve: Callable,
   b_leaves = [convert_to_array(x) for x in b_leaves]
   avals = [get_aval(x).strip_weak_type() if hasattr(get_aval(x), "strip_weak_type")
            else get_aval(x) for x in b_leaves]
-  matvec_jaxpr, matvec_consts, _ = _trace(matvec, tree, avals, "matvec", tree)
+  matvec_jaxpr, matvec_consts, _ = _trace(matvec, tree, avals, "custom_linear_solve", tree)
   matvec_fn = _as_function(matvec_jaxpr, matvec_consts, tree, tree)
 
   def solution(solver, operator):
+    @functools.wraps(solver)  # (errors name the user's solver)
     def run(rhs):
       out = solver(operator, rhs)
       return out if has_aux else (out, ())
     return run
 
   solve_jaxpr, solve_consts, solve_tree = _trace(solution(solve, matvec_fn), tree, avals,
-                                                 "solve")
+                                                 "custom_linear_solve solve")
   x_tree, aux_tree = solve_tree.children()
   if x_tree != tree:
     raise TypeError(f"custom_linear_solve: solve must return the structure of b, {tree}, "
@@ -206,7 +208,7 @@ def custom_linear_solve(matvec: Callable, b: Any, solve: Callable,
     vecmat_consts = matvec_consts
     vecmat_fn = _as_function(vecmat_jaxpr, vecmat_consts, tree, tree)
     tsolve_jaxpr, tsolve_consts, _ = _trace(solution(transpose_solve, vecmat_fn), tree, avals,
-                                            "transpose_solve")
+                                            "custom_linear_solve transpose_solve")
   else:
     vecmat_jaxpr = tsolve_jaxpr = None
     vecmat_consts = tsolve_consts = []
@@ -241,7 +243,7 @@ def custom_root(f: Callable, initial_guess: Any, solve: Callable, tangent_solve:
   guess_leaves, tree = tree_util.tree_flatten(initial_guess)
   guess_leaves = [convert_to_array(x) for x in guess_leaves]
   avals = [get_aval(x) for x in guess_leaves]
-  f_jaxpr, f_consts, out_tree = _trace(f, tree, avals, "custom_root's f")
+  f_jaxpr, f_consts, out_tree = _trace(f, tree, avals, "custom_root")
   if out_tree != tree:
     raise TypeError(f"custom_root: f must return the structure of its input, {tree}, got "
                     f"{out_tree}")
@@ -252,19 +254,46 @@ def custom_root(f: Callable, initial_guess: Any, solve: Callable, tangent_solve:
   # differentiated.
   stopped_f = _as_function(f_jaxpr, _stop(list(f_consts)), tree, tree)
 
+  @functools.wraps(solve)  # (errors name the user's solve)
   def solve_from(x0):
     out = solve(stopped_f, x0)
     return out if has_aux else (out, ())
 
-  solve_jaxpr, solve_consts, solve_tree = _trace(solve_from, tree, avals, "custom_root's solve")
+  solve_jaxpr, solve_consts, solve_tree = _trace(solve_from, tree, avals, "custom_root solve")
   x_tree, aux_tree = solve_tree.children()
   if x_tree != tree:
     raise TypeError(f"custom_root: solve must return the structure of initial_guess, {tree}, "
                     f"got {x_tree}")
   n_x = tree.num_leaves
 
+  # `tangent_solve` is traced here too, with the linearization J of `f` at a root x and
+  # with its transpose (for reverse mode): it may close over the caller's traced values,
+  # which become operands of the root, where the jvp rule, one level down, could not use them
+  def linearize_and_solve(transposed):
+    def run(x_and_b):
+      x, b = x_and_b
+      x_now = tree_util.tree_leaves(x)
+
+      def jacobian(v):
+        return tree_util.tree_unflatten(tree, _jvp_of(
+            f_jaxpr, [*_stop(list(f_consts)), *x_now], [False] * n_consts + [True] * n_x,
+            tree_util.tree_leaves(v)))
+      if transposed:
+        j_jaxpr, j_consts, _ = _trace(jacobian, tree, avals, "custom_root tangent_solve")
+        jt_jaxpr = transpose_jaxpr(j_jaxpr, [False] * len(j_consts) + [True] * n_x)
+        jacobian = _as_function(jt_jaxpr, j_consts, tree, tree)
+      return tangent_solve(jacobian, b)
+    return run
+
+  pair_tree = tree_util.tree_structure(((tree_util.tree_unflatten(tree, avals),) * 2,))
+  ls_jaxpr, ls_consts, _ = trace_fun(linearize_and_solve(False), pair_tree, [*avals, *avals],
+                                     "custom_root tangent_solve")
+  lst_jaxpr, lst_consts, _ = trace_fun(linearize_and_solve(True), pair_tree, [*avals, *avals],
+                                       "custom_root tangent_solve")
+  n_solve, n_ls = len(solve_consts), len(ls_consts)
+
   def solved(*operands):
-    outs = _run(solve_jaxpr, _stop(list(operands[n_consts:])), guess)
+    outs = _run(solve_jaxpr, _stop(list(operands[n_consts:n_consts + n_solve])), guess)
     return tuple(_stop(outs))
 
   root = custom_jvp(solved)
@@ -286,13 +315,20 @@ def custom_root(f: Callable, initial_guess: Any, solve: Callable, tangent_solve:
           f_jaxpr, [*consts, *x_leaves], [False] * n_consts + [True] * n_x,
           tree_util.tree_leaves(v)))
 
+    ls_values = list(primals[n_consts + n_solve:n_consts + n_solve + n_ls])
+    lst_values = list(primals[n_consts + n_solve + n_ls:])
+
+    def traced_solve(jaxpr, values):  # (tangent_solve with J or J^T at x*, traced above)
+      return lambda _, y: tree_util.tree_unflatten(
+          tree, _run(jaxpr, values, [*x_leaves, *tree_util.tree_leaves(y)]))
+
     dx = custom_linear_solve(jacobian, tree_util.tree_unflatten(tree, df),
-                             solve=lambda g, y: tangent_solve(g, y),
-                             transpose_solve=lambda g, y: tangent_solve(g, y))
+                             solve=traced_solve(ls_jaxpr, ls_values),
+                             transpose_solve=traced_solve(lst_jaxpr, lst_values))
     dx_leaves = [lax.neg(d) for d in tree_util.tree_leaves(dx)]
     return outs, (*dx_leaves, *zeros[n_x:])
 
   root.defjvp(root_jvp)
-  outs = root(*f_consts, *solve_consts)
+  outs = root(*f_consts, *solve_consts, *ls_consts, *lst_consts)
   x = tree_util.tree_unflatten(tree, list(outs[:n_x]))
   return (x, tree_util.tree_unflatten(aux_tree, list(outs[n_x:]))) if has_aux else x

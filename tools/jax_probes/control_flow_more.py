@@ -1,0 +1,76 @@
+import sys, functools, numpy as np
+if sys.argv[1]=='m':
+  import minijax as jax, minijax.numpy as jnp, minijax.lax as lax
+else:
+  import jax, jax.numpy as jnp, jax.lax as lax
+
+def show(v):
+  if isinstance(v, (tuple, list, dict)) or v is None:
+    return repr(jax.tree_util.tree_map(lambda a: show(a), v))
+  if hasattr(v, 'shape') or isinstance(v, (int, float, complex, np.generic, bool)):
+    a = np.asarray(v)
+    return f"{a.dtype}{list(a.shape)}:" + ",".join(f"{x:.5g}" for x in a.ravel()[:8])
+  return repr(v)
+
+def case(name, fn):
+  try:
+    print(name, show(fn()))
+  except Exception as e:
+    print(name, 'raises', type(e).__name__, str(e).splitlines()[0][:160] if str(e) else '')
+
+xs = jnp.arange(1.0, 6.0)
+step = lambda c, x: (c * 0.9 + jnp.sin(x), c * x)
+case('scan', lambda: lax.scan(step, 1.0, xs))
+case('scan reverse', lambda: lax.scan(step, 1.0, xs, reverse=True))
+case('scan unroll', lambda: lax.scan(step, 1.0, xs, unroll=2))
+case('scan unroll True', lambda: lax.scan(step, 1.0, xs, unroll=True))
+case('scan xs None', lambda: lax.scan(lambda c, _: (c + 1, c), 0, None, length=3))
+case('scan pytree', lambda: lax.scan(lambda c, x: ({'a': c['a'] + x[0]}, x[1] * 2), {'a': 0.0}, (xs, xs[::-1])))
+case('scan grad', lambda: jax.grad(lambda c: lax.scan(step, c, xs)[0])(1.0))
+case('scan grad xs', lambda: jax.grad(lambda xs: lax.scan(step, 1.0, xs)[1].sum())(xs))
+case('scan jvp', lambda: jax.jvp(lambda c: lax.scan(step, c, xs), (1.0,), (1.0,)))
+case('scan vmap', lambda: jax.vmap(lambda c: lax.scan(step, c, xs)[0])(jnp.arange(3.0)))
+case('scan vmap xs', lambda: jax.vmap(lambda x: lax.scan(step, 1.0, x)[1], in_axes=1)(jnp.ones((5, 2))))
+case('scan hessian', lambda: jax.hessian(lambda c: lax.scan(step, c, xs)[0])(1.0))
+case('scan weak carry', lambda: lax.scan(lambda c, x: (c + x, None), 0, xs))
+case('scan carry dtype change', lambda: lax.scan(lambda c, x: (c + 0.5, None), jnp.int32(0), xs))
+case('scan carry shape change', lambda: lax.scan(lambda c, x: (jnp.stack([c, c]), None), 0.0, xs))
+case('scan length mismatch', lambda: lax.scan(step, 1.0, xs, length=3))
+case('scan _split_transpose', lambda: jax.linear_transpose(lambda v: lax.scan(lambda c, x: (c + x, 2 * x), 0.0, v), xs)((1.0, jnp.ones(5))))
+case('fori static grad', lambda: jax.grad(lambda x: lax.fori_loop(0, 3, lambda i, c: c * x, 1.0))(2.0))
+case('fori dynamic grad', lambda: jax.grad(lambda x, n: lax.fori_loop(0, n, lambda i, c: c * x, 1.0))(2.0, 3))
+case('fori jit dynamic grad', lambda: jax.jit(jax.grad(lambda x, n: lax.fori_loop(0, n, lambda i, c: c * x, 1.0)))(2.0, 3))
+case('fori int64 bounds', lambda: lax.fori_loop(np.int64(0), np.int32(3), lambda i, c: c + i, 0))
+case('fori unroll', lambda: lax.fori_loop(0, 5, lambda i, c: c + i, 0, unroll=2))
+case('while grad', lambda: jax.grad(lambda x: lax.while_loop(lambda c: c < 10, lambda c: c * x, 1.0))(2.0))
+case('while jvp', lambda: jax.jvp(lambda x: lax.while_loop(lambda c: c[0] < 10, lambda c: (c[0] * 2, c[1] * x), (1.0, x)), (2.0,), (1.0,)))
+case('while vmap pred', lambda: jax.vmap(lambda n: lax.while_loop(lambda c: c[0] < n, lambda c: (c[0] + 1, c[1] * 2.0), (0, 1.0)))(jnp.array([1, 3, 5])))
+case('while cond error', lambda: lax.while_loop(lambda c: c, lambda c: c, 1.0))
+case('cond operands', lambda: lax.cond(True, lambda a, b: a + b, lambda a, b: a - b, 1.0, 2.0))
+case('cond no operands', lambda: lax.cond(False, lambda: 1.0, lambda: 2.0))
+case('cond int pred', lambda: lax.cond(3, lambda: 1.0, lambda: 2.0))
+case('cond grad', lambda: jax.grad(lambda x: lax.cond(x > 0, jnp.sin, jnp.cos, x))(1.0))
+case('cond vmap pred', lambda: jax.vmap(lambda p, x: lax.cond(p, jnp.sin, jnp.cos, x))(jnp.array([True, False]), jnp.ones(2)))
+case('cond weak types', lambda: lax.cond(True, lambda: 1.0, lambda: jnp.float32(2.0)))
+case('cond mismatched', lambda: lax.cond(True, lambda: 1.0, lambda: (1.0, 2.0)))
+case('cond dtype mismatch', lambda: lax.cond(True, lambda: jnp.float32(1), lambda: jnp.int32(1)))
+case('switch clamp', lambda: [lax.switch(i, [lambda: 0, lambda: 1, lambda: 2]) for i in (-5, 1, 7)])
+case('switch grad', lambda: jax.grad(lambda x: lax.switch(1, [jnp.sin, jnp.cos, jnp.tan], x))(0.5))
+case('switch vmap', lambda: jax.vmap(lambda i, x: lax.switch(i, [jnp.sin, jnp.cos, jnp.tan], x))(jnp.array([0, 2, 5]), jnp.ones(3)))
+case('map batch_size', lambda: lax.map(lambda x: x ** 2, xs, batch_size=2))
+case('map pytree', lambda: lax.map(lambda d: d['a'] * d['b'], {'a': xs, 'b': xs}))
+case('associative_scan', lambda: lax.associative_scan(jnp.add, xs))
+case('associative_scan reverse', lambda: lax.associative_scan(jnp.multiply, xs, reverse=True))
+case('associative_scan axis', lambda: lax.associative_scan(jnp.maximum, jnp.arange(12.0).reshape(3, 4)[::-1], axis=1))
+case('associative_scan pytree', lambda: lax.associative_scan(lambda a, b: (a[0] + b[0], a[1] * b[1]), (xs, xs)))
+case('custom_root', lambda: lax.custom_root(lambda x: x ** 2 - 2.0, 1.0, lambda f, x0: 1.4142135, lambda g, y: y / 2.8284271))
+case('custom_root grad', lambda: jax.grad(lambda a: lax.custom_root(lambda x: x ** 2 - a, 1.0, lambda f, x0: jnp.sqrt(a), lambda g, y: y / (2 * jnp.sqrt(a))))(2.0))
+case('custom_root has_aux', lambda: lax.custom_root(lambda x: x - 3.0, 0.0, lambda f, x0: (3.0, 'aux'), lambda g, y: y, has_aux=True))
+mat = jnp.array([[4.0, 1.0], [1.0, 3.0]])
+solve = lambda mv, b: jnp.linalg.solve(mat, b)
+case('custom_linear_solve', lambda: lax.custom_linear_solve(lambda v: mat @ v, jnp.array([1.0, 2.0]), solve, symmetric=True))
+case('custom_linear_solve grad', lambda: jax.grad(lambda b: lax.custom_linear_solve(lambda v: mat @ v, b, solve, solve).sum())(jnp.array([1.0, 2.0])))
+case('custom_linear_solve vmap', lambda: jax.vmap(lambda b: lax.custom_linear_solve(lambda v: mat @ v, b, solve, symmetric=True))(jnp.eye(2)))
+case('custom_linear_solve jvp', lambda: jax.jvp(lambda b: lax.custom_linear_solve(lambda v: mat @ v, b, solve, symmetric=True), (jnp.ones(2),), (jnp.ones(2),)))
+case('cond jaxpr', lambda: str(jax.make_jaxpr(lambda x: lax.cond(x > 0, jnp.sin, jnp.cos, x))(1.0)).count('cond['))
+case('scan jaxpr', lambda: [l.strip()[:40] for l in str(jax.make_jaxpr(lambda c: lax.scan(step, c, xs))(1.0)).splitlines() if 'length=' in l or 'reverse=' in l or 'unroll=' in l or 'num_carry' in l])
