@@ -223,6 +223,9 @@ def test_while_loop_carry_type_change_is_an_error():
       "cond_fun must return a boolean scalar, but got output type(s) "
       "[ShapedArray(float32[])].")):
     lax.while_loop(lambda x: x, lambda x: x, f32(0))
+  with pytest.raises(TypeError, match=re.escape(  # (a weak type is shown, as in JAX)
+      "but got output type(s) [ShapedArray(float32[], weak_type=True)].")):
+    lax.while_loop(lambda x: x, lambda x: x, 0.0)
   with pytest.raises(TypeError, match="cond_fun must return a boolean scalar, but got pytree"):
     lax.while_loop(lambda c: (1., 1.), lambda c: c, 0.)
 

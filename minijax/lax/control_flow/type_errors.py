@@ -165,4 +165,4 @@ def check_predicate_type(tree, avals: Sequence[Any]) -> None:
   (aval,) = avals
   if aval.shape != () or aval.dtype.name != "bool":
     raise TypeError("cond_fun must return a boolean scalar, but got output type(s) "
-                    f"[ShapedArray({type_str(aval)})].")
+                    f"[{aval!r}].")
