@@ -410,7 +410,8 @@ def test_tracers_print_as_jaxs():
 
 def test_a_traced_shape_is_jaxs_type_error_with_where_it_came_from():
   for make in (lambda x: jnp.zeros(x[0]), lambda x: jnp.reshape(x, (x[0], 2)),
-               lambda x: jnp.broadcast_to(x, (2, x[0])), lambda x: minijax.lax.iota(np.int32, x[0])):
+               lambda x: jnp.broadcast_to(x, (2, x[0])),
+               lambda x: minijax.lax.iota(np.int32, x[0])):
     with pytest.raises(TypeError) as info:
       minijax.jit(make)(jnp.ones(2, np.int32))
     lines = str(info.value).splitlines()

@@ -53,7 +53,8 @@ def test_a_callback_that_returns_a_nan_is_named(nans, api):
   call = minijax.pure_callback if api == "pure_callback" else io_callback
   f = lambda x: call(lambda a: np.sqrt(a), minijax.ShapeDtypeStruct((), np.float32), x)
   for run in (f, minijax.jit(f)):  # (jit's de-optimized run calls it eagerly: it was unchecked)
-    with pytest.raises(FloatingPointError, match=rf"invalid value \(nan\) encountered in {api}(\n|$)"):
+    with pytest.raises(FloatingPointError,
+                       match=rf"invalid value \(nan\) encountered in {api}(\n|$)"):
       with np.errstate(invalid="ignore"):
         run(np.float32(-1))
 

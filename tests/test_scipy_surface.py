@@ -593,13 +593,16 @@ def test_the_edges_the_stats_probe_found(x64):
   np.testing.assert_allclose(ms.cauchy.logsf(x), ss.cauchy.logsf(x), rtol=1e-12)
   np.testing.assert_allclose(ms.cauchy.cdf(x.astype(np.float32)), ss.cauchy.cdf(x), rtol=3e-7)
   # a density at NaN is NaN (the gamma's was 0, and so the chi-squared's)
-  for density in (ms.gamma.pdf(np.nan, 2.5), ms.chi2.pdf(np.nan, 3.0), ms.gamma.logpdf(np.nan, 2.5)):
+  for density in (ms.gamma.pdf(np.nan, 2.5), ms.chi2.pdf(np.nan, 3.0),
+                  ms.gamma.logpdf(np.nan, 2.5)):
     assert np.isnan(density)
   assert ms.gamma.logpdf(-1.0, 2.5) == -np.inf
   # the normal's quantiles come in the default float dtype, as JAX's
   assert ms.norm.ppf(np.float32(0.3)).dtype == np.float64
-  assert ms.pareto.cdf(0.5, 1.5, 0.1, 0.5) == 0 and not np.signbit(ms.pareto.cdf(0.5, 1.5, 0.1, 0.5))
+  below = ms.pareto.cdf(0.5, 1.5, 0.1, 0.5)
+  assert below == 0 and not np.signbit(below)
   with pytest.raises(ValueError, match="x.dtype=float64, n.dtype=float64"):
     ms.multinomial.logpmf(np.array([2.0, 3.0, 5.0]), 10, np.array([0.2, 0.3, 0.5]))
-  assert ms.multinomial.logpmf(np.array([2, 3, 5]), 10, np.float32([0.2, 0.3, 0.5])).dtype == np.float32
+  p32 = np.float32([0.2, 0.3, 0.5])
+  assert ms.multinomial.logpmf(np.array([2, 3, 5]), 10, p32).dtype == np.float32
   assert ms.mode(np.array([1, 1, 2])).count.dtype == np.int64

@@ -2,8 +2,11 @@
 print, line by line: the values, dtypes, shapes and error types of a few hundred calls
 across checkify, callbacks and effects, indexing gradients, random draws, nn, control
 flow, linalg, pytrees, dtypes, numpy, shard_map and pmap, the Array API, jet,
-custom_vmap, scipy's modules, dot algorithms, and jaxprs' debug info, the stages of
-jit and the first lines of errors about traced values.
+custom_vmap, scipy's modules (stats, signal), dot algorithms, jaxprs' debug info, the
+stages of jit and the first lines of errors about traced values, odeint with the example
+libraries, refs and enable_x64, debug_nans, the transformations' options and errors,
+custom_jvp/custom_vjp rules, lax's shape and type errors, image resizing and
+nn.initializers.
 
 A probe is a script written here (none of JAX's code) that prints one line per case,
 `python probe.py m` with minijax, `python probe.py j` with JAX; addresses (0x...) are

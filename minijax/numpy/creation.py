@@ -159,12 +159,14 @@ def full(shape, fill_value, dtype=None):
 
 @placed
 def zeros(shape, dtype=None):
-  return lax.full(_util.shape_argument(shape), 0, _canonical(dtype, "zeros") or dtypes.default_float_dtype())
+  return lax.full(_util.shape_argument(shape), 0,
+                  _canonical(dtype, "zeros") or dtypes.default_float_dtype())
 
 
 @placed
 def ones(shape, dtype=None):
-  return lax.full(_util.shape_argument(shape), 1, _canonical(dtype, "ones") or dtypes.default_float_dtype())
+  return lax.full(_util.shape_argument(shape), 1,
+                  _canonical(dtype, "ones") or dtypes.default_float_dtype())
 
 
 @placed

@@ -33,7 +33,8 @@ def logcdf(x, loc=0, scale=1):
   x, loc, scale = promote("cauchy.logcdf", x, loc, scale)
   # log of the cdf below the median, log1p of minus the sf above it: both tails precise
   lower = jnp.less(x, loc)
-  return jnp.where(lower, jnp.log(cdf(x, loc, scale)), jnp.log1p(jnp.subtract(0, sf(x, loc, scale))))
+  upper_tail = jnp.log1p(jnp.subtract(0, sf(x, loc, scale)))
+  return jnp.where(lower, jnp.log(cdf(x, loc, scale)), upper_tail)
 
 
 @compiled_when_eager()
