@@ -268,6 +268,9 @@ def test_lax_errors_are_jaxs_exception_types():
   ]:
     with pytest.raises(kind, match=words):
       make()
+  # iota takes every number type, ml_dtypes' floats among them (JAX's harnesses count it)
+  for dtype in (jnp.bfloat16, jnp.float8_e4m3fn, jnp.uint8, jnp.complex64):
+    assert lax.broadcasted_iota(dtype, (2, 3), 1).dtype == dtype
 
 
 def test_broadcast_in_dim_places_the_operands_axes_in_any_order():

@@ -303,7 +303,7 @@ iota_p = Primitive("iota")
 
 
 def _iota_abstract_eval(*, dtype, shape, dimension):
-  if dtype == dtypes.bool_ or not np.issubdtype(dtype, np.number):
+  if not (dtypes.is_integer(dtype) or dtypes.is_inexact(dtype)):  # (bfloat16 and float8s too)
     raise TypeError(f"iota does not accept dtype {np.dtype(dtype).name}. Accepted dtypes are "
                     "subtypes of integer, floating, complexfloating.")
   if any(d < 0 for d in shape):
