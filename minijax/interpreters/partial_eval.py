@@ -119,7 +119,10 @@ class InvalidOutputError(TypeError):
         f"{type(value)}{where}, which is not a valid JAX type\nFunctions must return arrays, "
         "numpy arrays or Python scalars (or pytrees of them).")
 
-  def named(self, debug_info, out_tree) -> "InvalidOutputError":
+  def named(self, debug_info, out_tree, fun=None, traced_for: str = "") -> "InvalidOutputError":
+    """Named after `debug_info`, or without one after `fun` (traced for `traced_for`)."""
+    if debug_info is None:
+      debug_info = DebugInfo(traced_for, fun_sourceinfo(fun), None, None)
     try:
       paths = tree_util.tree_flatten_with_path(out_tree.unflatten(range(out_tree.num_leaves)))[0]
       path = tree_util.keystr(paths[self.index][0])
@@ -251,8 +254,7 @@ def trace_pytree_fun(fun: Callable, args: Sequence[Any], kwargs: dict | None = N
     jaxpr, consts = trace_to_jaxpr_dynamic(flat_fun, [avals_lib.get_aval(x) for x in flat],
                                            debug_info)
   except InvalidOutputError as e:
-    raise e.named(debug_info or DebugInfo("", fun_sourceinfo(fun), None, None),
-                  out_tree()) from None
+    raise e.named(debug_info, out_tree(), fun) from None
   if debug_info is not None:
     jaxpr.debug_info = debug_info.set_result_paths(out_tree())
   return jaxpr, consts, flat, out_tree()

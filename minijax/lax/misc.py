@@ -26,7 +26,7 @@ from minijax.core.avals import ShapedArray, canonicalize_shape, get_aval
 from minijax.core.effects import Effect
 from minijax.core.primitive import Primitive
 from minijax.interpreters import ad, batching
-from minijax.lax.structural import (broadcast_in_dim, convert_to_array, full,
+from minijax.lax.structural import (broadcast_in_dim, check_sizes, convert_to_array, full,
                                     scalar_constant, _ct_rule, _unary_linear_jvp)
 from minijax.lowering import mlir
 
@@ -306,8 +306,7 @@ def _iota_abstract_eval(*, dtype, shape, dimension):
   if not (dtypes.is_integer(dtype) or dtypes.is_inexact(dtype)):  # (bfloat16 and float8s too)
     raise TypeError(f"iota does not accept dtype {np.dtype(dtype).name}. Accepted dtypes are "
                     "subtypes of integer, floating, complexfloating.")
-  if any(d < 0 for d in shape):
-    raise TypeError(f"iota shape must have every element be nonnegative, got {shape}.")
+  check_sizes("iota", shape)
   if not 0 <= dimension < len(shape):
     raise ValueError("iota dimension must be between 0 and len(shape), got "
                      f"dimension={dimension} for shape={shape}")

@@ -50,10 +50,15 @@ def _unary_linear_jvp(prim):
 broadcast_in_dim_p = Primitive("broadcast_in_dim")
 
 
+def check_sizes(name: str, shape) -> None:
+  """JAX's TypeError for a negative size (`name`: the primitive whose shape it is)."""
+  if any(d < 0 for d in shape):
+    raise TypeError(f"{name} shape must have every element be nonnegative, got {shape}.")
+
+
 def _broadcast_in_dim_abstract_eval(x, *, shape, broadcast_dimensions):
   """JAX's checks and words.  The operand's axes may land in any order (a transpose too)."""
-  if any(d < 0 for d in shape):
-    raise TypeError(f"broadcast_in_dim shape must have every element be nonnegative, got {shape}.")
+  check_sizes("broadcast_in_dim", shape)
   if len(broadcast_dimensions) != x.ndim:
     raise TypeError("broadcast_in_dim broadcast_dimensions must have length equal to operand "
                     f"ndim; got broadcast_dimensions {broadcast_dimensions} for operand ndim "
@@ -534,8 +539,7 @@ def full(shape, fill_value, dtype=None, weak_type=False):
   dtype = (dtypes.canonicalize_explicit_dtype(dtype) if dtype is not None else
            dtypes.canonicalize_dtype(dtypes.dtype_and_weak_type(fill_value)[0]))
   shape = canonicalize_shape(shape)
-  if any(d < 0 for d in shape):
-    raise TypeError(f"broadcast_in_dim shape must have every element be nonnegative, got {shape}.")
+  check_sizes("broadcast_in_dim", shape)  # (as JAX's full: its eager path skips the primitive)
   if dtypes.canonicalize_dtype(dtype) != dtype and not hasattr(fill_value, "aval"):
     # an explicit 64-bit dtype under jax_explicit_x64_dtypes='allow'
     scalar = wide_constant(np.asarray(fill_value, dtype))

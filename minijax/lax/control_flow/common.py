@@ -70,8 +70,7 @@ def trace_fun_closed(fun: Callable, in_tree, in_avals: Sequence[Any], name: str,
   try:
     jaxpr, consts = trace_to_jaxpr_dynamic(flat_fun, list(in_avals), debug)
   except InvalidOutputError as e:
-    raise e.named(debug or api_util.DebugInfo(name, api_util.fun_sourceinfo(fun), None, None),
-                  out_tree()) from None
+    raise e.named(debug, out_tree(), fun, name) from None
   except Exception as e:
     e.add_note(f"while tracing {name}")
     raise
