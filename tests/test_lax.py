@@ -235,10 +235,10 @@ def test_binary_ops_broadcast_rank0_operands_and_size1_axes():
   np.testing.assert_allclose(lax.igamma(np.ones((3, 4), np.float32), b[:, :1] * 0 + 1),
                              np.full((3, 4), 0.63212019), rtol=1e-6)
   with pytest.raises(TypeError, match=r"add got incompatible shapes for broadcasting: "
-                                      r"\(3,\), \(2,\); rank-0 operands and size-1 axes"):
+                                      r"\(3,\), \(2,\). Rank-0 operands and size-1 axes"):
     lax.add(x3, np.ones(2, np.float32))
   with pytest.raises(TypeError, match=r"mul: arrays must have the same number of dimensions, "
-                                      r"got f32\[\], f32\[2,3\], f32\[3\]"):
+                                      r"got \{1, 2\} \(f32\[\], f32\[2,3\], f32\[3\]\)"):
     minijax.make_jaxpr(lambda a, b, c: lax.mul_p.bind(a, b, c))(
         np.float32(1), np.ones((2, 3), np.float32), x3)
 
@@ -651,7 +651,8 @@ def test_gather_with_no_indices_from_an_empty_operand():
   for got in (x[i], minijax.jit(lambda x, i: x[i])(x, i)):
     assert got.shape == (0,) and got.dtype == np.int32
   assert jnp.zeros((0, 3))[i].shape == (0, 3)
-  with pytest.raises(TypeError, match="within bounds"):
+  with pytest.raises(TypeError, match=r"Slice size at index 0 in gather op is out of range, "
+                                      r"must be within \[0, 0 \+ 1\), got 1."):
     lax.gather(x, jnp.zeros((1, 1), jnp.int32),
                lax.GatherDimensionNumbers(offset_dims=(), collapsed_slice_dims=(0,),
                                           start_index_map=(0,)), slice_sizes=(1,))

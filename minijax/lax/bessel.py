@@ -43,7 +43,7 @@ def _where(c, a, b):
 # ---- bessel_i1e
 bessel_i1e_p = utils.standard_primitive(
     "bessel_i1e", utils.elementwise_shapes("bessel_i1e"),
-    utils.same_dtypes_accepting("bessel_i1e", utils.is_float, "floating point"))
+    utils.same_dtypes_accepting("bessel_i1e", utils.is_float, "floating"))
 batching.defvectorized(bessel_i1e_p)
 mlir.register_lowering(bessel_i1e_p, utils.nary_lowering(chlo.BesselI1eOp), splat_literals=True)
 
@@ -113,7 +113,7 @@ def _i0e_cephes(x):
 
 bessel_i0e_p = utils.standard_primitive(
     "bessel_i0e", utils.elementwise_shapes("bessel_i0e"),
-    utils.same_dtypes_accepting("bessel_i0e", utils.is_float, "floating point"))
+    utils.same_dtypes_accepting("bessel_i0e", utils.is_float, "floating"))
 batching.defvectorized(bessel_i0e_p)
 mlir.register_lowering(bessel_i0e_p, utils.lowering_from_function(
     lambda x: utils.in_float32_for_halves(_i0e_cephes, x)))

@@ -51,8 +51,7 @@ def real_dtype_of(dtype) -> np.dtype:
 def _complex_operand_rule(name):
   def rule(x, **params):
     if not is_complex(x.dtype):
-      raise TypeError(f"{name} does not accept dtype {x.dtype} ({x.str_short()}); it accepts "
-                      f"complex64 or complex128 (minijax.numpy.{name} also takes real values)")
+      utils.reject_dtype(name, x.dtype, "complexfloating")
     return real_dtype_of(x.dtype)
   return rule
 
@@ -100,10 +99,12 @@ def imag(x):
 
 # ---- complex(x, y) = x + i y
 def _complex_dtype_rule(x, y):
-  if x.dtype != y.dtype or x.dtype not in (dtypes.float32, dtypes.float64):
-    raise TypeError(f"complex requires two float32 or two float64 operands, got "
-                    f"{x.str_short()} and {y.str_short()}; convert them with "
-                    "lax.convert_element_type")
+  for position, operand in enumerate((x, y)):
+    if operand.dtype not in (dtypes.float32, dtypes.float64):
+      raise TypeError(f"complex does not accept dtype {operand.dtype} at position {position}. "
+                      f"Accepted dtypes at position {position} are subtypes of float32, "
+                      "float64.")
+  utils.check_same_dtypes("complex", x, y)
   return complex_dtype_of(x.dtype)
 
 
@@ -142,8 +143,7 @@ def complex(x, y):
 # ---- conj
 def _conj_dtype_rule(x, *, input_dtype):
   if not (is_complex(x.dtype) or dtypes.is_float(x.dtype)):
-    raise TypeError(f"conj does not accept dtype {x.dtype} ({x.str_short()}); it accepts "
-                    "floating point or complex numbers")
+    utils.reject_dtype("conj", x.dtype, "floating, complexfloating")
   return x.dtype if is_complex(x.dtype) else complex_dtype_of(x.dtype)
 
 

@@ -136,24 +136,41 @@ def _free(ndim, contract, batch):
   return tuple(i for i in range(ndim) if i not in contract and i not in batch)
 
 
+def _check_dimension_numbers(lhs, rhs, lc, rc, lb, rb):
+  """dot_general's rules for its dimension numbers, checked (and worded) as JAX does."""
+  for side, x, contracting, batch in (("lhs", lhs, lc, lb), ("rhs", rhs, rc, rb)):
+    if any(not 0 <= d < x.ndim for d in contracting + batch):
+      raise TypeError(f"dot_general requires {side} dimension numbers to be nonnegative and "
+                      f"less than the number of axes of the {side} value, got {side}_batch of "
+                      f"{batch} and {side}_contracting of {contracting} for {side} of rank "
+                      f"{x.ndim}")
+  if len(lb) != len(rb):
+    raise TypeError(f"dot_general requires equal numbers of lhs_batch and rhs_batch "
+                    f"dimensions, got lhs_batch {lb} and rhs_batch {rb}.")
+  for side, kind, dims in (("lhs", "batch", lb), ("rhs", "batch", rb),
+                           ("lhs", "contracting", lc), ("rhs", "contracting", rc)):
+    if len(set(dims)) != len(dims):
+      raise TypeError(f"dot_general requires {side} {kind} dimensions to be distinct, got "
+                      f"{side}_{kind} {dims}.")
+  for side, contracting, batch in (("lhs", lc, lb), ("rhs", rc, rb)):
+    if set(contracting) & set(batch):
+      raise TypeError(f"dot_general requires {side} batch dimensions to be disjoint from "
+                      f"contracting dimensions, got {side}_batch {batch} and "
+                      f"{side}_contracting {contracting}.")
+  for kind, l, r in (("lhs batch dimensions and rhs batch", lb, rb), ("contracting", lc, rc)):
+    l_shape, r_shape = tuple(lhs.shape[d] for d in l), tuple(rhs.shape[d] for d in r)
+    if l_shape != r_shape:
+      raise TypeError(f"dot_general requires {kind} dimensions to have the same shape, got "
+                      f"{l_shape} and {r_shape}.")
+
+
 def _dot_general_abstract_eval(lhs, rhs, *, dimension_numbers, precision,
                                preferred_element_type):
   (lc, rc), (lb, rb) = dimension_numbers
-  where = (f"dot_general of {lhs.str_short()} and {rhs.str_short()} with "
-           f"dimension_numbers={dimension_numbers}")
+  _check_dimension_numbers(lhs, rhs, lc, rc, lb, rb)
   if lhs.dtype != rhs.dtype:
-    raise TypeError(f"{where}: operands must have one dtype (minijax.numpy promotes them)")
-  if len(lc) != len(rc) or len(lb) != len(rb):
-    raise TypeError(f"{where}: lhs and rhs need as many contracting and batch axes")
-  for dims, x in ((lc + lb, lhs), (rc + rb, rhs)):
-    if any(not 0 <= d < x.ndim for d in dims) or len(set(dims)) != len(dims):
-      raise TypeError(f"{where}: axes {dims} are not distinct axes of {x.str_short()}")
-  if any(lhs.shape[a] != rhs.shape[b] for a, b in zip(lc, rc)):
-    raise TypeError(f"{where}: contracting axes have sizes "
-                    f"{[lhs.shape[a] for a in lc]} and {[rhs.shape[b] for b in rc]}")
-  if any(lhs.shape[a] != rhs.shape[b] for a, b in zip(lb, rb)):
-    raise TypeError(f"{where}: batch axes have sizes "
-                    f"{[lhs.shape[a] for a in lb]} and {[rhs.shape[b] for b in rb]}")
+    raise TypeError(f"dot_general requires operands of one dtype, got {lhs.dtype}, "
+                    f"{rhs.dtype} (minijax.numpy's functions promote them)")
   shape = (tuple(lhs.shape[a] for a in lb)
            + tuple(lhs.shape[i] for i in _free(lhs.ndim, lc, lb))
            + tuple(rhs.shape[i] for i in _free(rhs.ndim, rc, rb)))
@@ -349,9 +366,9 @@ def dot(lhs, rhs, precision=None, preferred_element_type=None, *, dimension_numb
     la, ra = get_aval(lhs), get_aval(rhs)
     if not (1 <= la.ndim <= 2 and 1 <= ra.ndim <= 2) or la.shape[-1] != ra.shape[0]:
       raise ValueError(
-          "lax.dot: dimension_numbers must be given unless the operands are rank-1 or "
-          "rank-2 with matching inner sizes (an un-batched vector or matrix product); got "
-          f"lhs_shape={la.shape} rhs_shape={ra.shape}")
+          "lax.dot: dimension_numbers must be specified when not performing simple un-batched "
+          "matrix-matrix, matrix-vector, or vector-vector products (rank-1 or rank-2 operands "
+          f"with matching inner sizes); got lhs_shape={la.shape} rhs_shape={ra.shape}")
     dimension_numbers = (((la.ndim - 1,), (0,)), ((), ()))
   return dot_general(lhs, rhs, dimension_numbers, precision=precision,
                      preferred_element_type=preferred_element_type)

@@ -121,7 +121,7 @@ def _const(x, value):
 
 
 # ---- add
-add_p = _binop("add", utils.is_number, "numbers", mhlo.AddOp)
+add_p = _binop("add", utils.is_number, utils.NUMBER_KINDS, mhlo.AddOp)
 ad.defjvp(add_p, lambda g, x, y: g, lambda g, x, y: g)
 ad.primitive_transposes[add_p] = _linear_transpose([lambda ct, x, y: ct, lambda ct, x, y: ct])
 
@@ -146,7 +146,7 @@ def add_any(x, y):
 
 
 # ---- sub
-sub_p = _binop("sub", utils.is_number, "numbers", mhlo.SubtractOp)
+sub_p = _binop("sub", utils.is_number, utils.NUMBER_KINDS, mhlo.SubtractOp)
 ad.defjvp(sub_p, lambda g, x, y: g, lambda g, x, y: neg(g))
 ad.primitive_transposes[sub_p] = _linear_transpose([lambda ct, x, y: ct,
                                                     lambda ct, x, y: neg(ct)])
@@ -157,7 +157,7 @@ def sub(x, y):
 
 
 # ---- mul
-mul_p = _binop("mul", utils.is_number, "numbers", mhlo.MulOp)
+mul_p = _binop("mul", utils.is_number, utils.NUMBER_KINDS, mhlo.MulOp)
 ad.defjvp(mul_p, lambda g, x, y: mul(g, y), lambda g, x, y: mul(x, g))
 ad.primitive_transposes[mul_p] = _linear_transpose([lambda ct, x, y: mul(ct, y),
                                                     lambda ct, x, y: mul(x, ct)])
@@ -174,7 +174,7 @@ def mul(x, y, *, out_dtype=None):
 
 
 # ---- div (integer division truncates toward zero, as in C)
-div_p = _binop("div", utils.is_number, "numbers", mhlo.DivOp)
+div_p = _binop("div", utils.is_number, utils.NUMBER_KINDS, mhlo.DivOp)
 ad.defjvp(div_p, lambda g, x, y: div(g, y),
           lambda g, x, y: mul(mul(neg(g), x), integer_pow(y, -2)))
 ad.primitive_transposes[div_p] = _linear_transpose([lambda ct, x, y: div(ct, y), None])
@@ -186,7 +186,7 @@ def div(x, y):
 
 # ---- rem (sign of the dividend, as C's fmod); XLA has no complex remainder
 rem_p = _binop("rem", lambda dt: utils.is_number(dt) and not _is_complex(dt),
-               "integers or floating point", mhlo.RemOp)
+               "integer, floating", mhlo.RemOp)
 ad.defjvp(rem_p, lambda g, x, y: g,
           lambda g, x, y: mul(neg(g), mul(sign(div(x, y)), floor(abs(div(x, y))))))
 
@@ -196,7 +196,7 @@ def rem(x, y):
 
 
 # ---- neg
-neg_p = _unop("neg", utils.is_number, "numbers", mhlo.NegOp)
+neg_p = _unop("neg", utils.is_number, utils.NUMBER_KINDS, mhlo.NegOp)
 ad.deflinear(neg_p, lambda ct: [neg(ct)])
 
 
@@ -251,7 +251,7 @@ def min(x, y):
 
 
 # ---- pow (floating point or complex base and exponent of the same dtype)
-pow_p = _binop("pow", utils.is_inexact, "floating point or complex", mhlo.PowOp)
+pow_p = _binop("pow", utils.is_inexact, "floating, complexfloating", mhlo.PowOp)
 
 
 def _pow_jvp_x(g, out, x, y):
@@ -280,7 +280,7 @@ def pow(x, y):
 # ---- integer_pow (static integer exponent, lowered to repeated squaring)
 integer_pow_p = utils.standard_primitive(
     "integer_pow", utils.elementwise_shapes("integer_pow"),
-    utils.same_dtypes_accepting("integer_pow", utils.is_number, "numbers"))
+    utils.same_dtypes_accepting("integer_pow", utils.is_number, utils.NUMBER_KINDS))
 batching.defvectorized(integer_pow_p)
 
 
@@ -334,7 +334,7 @@ def integer_pow(x, y: int):
   return integer_pow_p.bind(x, y=int(y))
 
 
-square_p = _unop("square", utils.is_number, "numbers", None)
+square_p = _unop("square", utils.is_number, utils.NUMBER_KINDS, None)
 mlir.register_lowering(square_p, lambda ctx, x: mhlo.MulOp(x, x).result, splat_literals=True)
 ad.defjvp(square_p, lambda g, x: mul(g, mul(_const(x, 2), x)))
 
@@ -380,7 +380,7 @@ def abs(x):
 
 
 # ---- sign
-sign_p = _unop("sign", utils.is_number, "numbers", None)
+sign_p = _unop("sign", utils.is_number, utils.NUMBER_KINDS, None)
 
 
 def _sign_lowering(ctx, x):
@@ -402,7 +402,7 @@ def sign(x):
 
 
 # ---- floor, ceil, round: piecewise constant, zero derivative
-floor_p = _unop("floor", utils.is_float, "floating point", mhlo.FloorOp)
+floor_p = _unop("floor", utils.is_float, "floating", mhlo.FloorOp)
 ad.defjvp(floor_p, lambda g, x: _zeros_like(g))
 
 
@@ -410,7 +410,7 @@ def floor(x):
   return floor_p.bind(x)
 
 
-ceil_p = _unop("ceil", utils.is_float, "floating point", mhlo.CeilOp)
+ceil_p = _unop("ceil", utils.is_float, "floating", mhlo.CeilOp)
 ad.defjvp(ceil_p, lambda g, x: _zeros_like(g))
 
 
@@ -423,7 +423,7 @@ class RoundingMethod:
   TO_NEAREST_EVEN = 1
 
 
-round_p = _unop("round", utils.is_float, "floating point", None)
+round_p = _unop("round", utils.is_float, "floating", None)
 mlir.register_lowering(round_p, lambda ctx, x, *, rounding_method: (
     mhlo.RoundNearestEvenOp(x) if rounding_method == RoundingMethod.TO_NEAREST_EVEN
     else mhlo.RoundOp(x)).result)
@@ -435,7 +435,7 @@ def round(x, rounding_method: int = RoundingMethod.AWAY_FROM_ZERO):
 
 
 # ---- exp, log, log1p, expm1
-_inexact = (utils.is_inexact, "floating point or complex")
+_inexact = (utils.is_inexact, "floating, complexfloating")
 
 exp_p = _accurate_unop("exp", mhlo.ExpOp, nan_through=True)
 ad.defjvp2(exp_p, lambda g, out, x, **_: mul(g, out))
@@ -493,7 +493,7 @@ def exp2(x, *, accuracy=None):
 
 
 # ---- cbrt
-cbrt_p = _accurate_unop("cbrt", mhlo.CbrtOp, (utils.is_float, "floating point"))
+cbrt_p = _accurate_unop("cbrt", mhlo.CbrtOp, (utils.is_float, "floating"))
 ad.defjvp2(cbrt_p, lambda g, out, x, **_: mul(g, mul(_const(x, 1 / 3), integer_pow(out, -2))))
 
 
@@ -571,7 +571,7 @@ def logistic(x, *, accuracy=None):
 
 
 # ---- erf
-erf_p = _unop("erf", utils.is_float, "floating point", mhlo.ErfOp)
+erf_p = _unop("erf", utils.is_float, "floating", mhlo.ErfOp)
 ad.defjvp(erf_p, lambda g, x: mul(_const(x, 2 / np.sqrt(np.pi)), mul(g, exp(neg(square(x))))))
 
 
@@ -590,20 +590,18 @@ def atan2(x, y):
 
 
 # ---- is_finite
-is_finite_p = utils.standard_primitive(
-    "is_finite", lambda x: x.shape,
-    lambda x: dtypes.bool_ if utils.is_float(x.dtype) else _reject("is_finite", x,
-                                                                  "floating point"),
-    lambda x: False)
+def _is_finite_dtype(x):
+  if not utils.is_float(x.dtype):
+    utils.reject_dtype("is_finite", x.dtype, "floating")
+  return dtypes.bool_
+
+
+is_finite_p = utils.standard_primitive("is_finite", lambda x: x.shape, _is_finite_dtype,
+                                       lambda x: False)
 batching.defvectorized(is_finite_p)
 mlir.register_lowering(is_finite_p, utils.nary_lowering(mhlo.IsFiniteOp),
                        splat_literals=True)
 ad.defjvp(is_finite_p, None)
-
-
-def _reject(name, aval, what):
-  raise TypeError(f"{name} does not accept dtype {aval.dtype}. It accepts {what} "
-                  f"(got {aval.str_short()}).")
 
 
 def is_finite(x):
@@ -674,7 +672,7 @@ def ge(x, y):
 
 
 # ---- logical and bitwise ops (bool or integer): not differentiable
-_int_or_bool = (utils.is_int_or_bool, "integers or bool")
+_int_or_bool = (utils.is_int_or_bool, "integer, bool")
 
 not_p = _unop("not", *_int_or_bool, mhlo.NotOp)
 ad.defjvp(not_p, None)
@@ -684,7 +682,7 @@ def bitwise_not(x):
   return not_p.bind(x)
 
 
-population_count_p = _unop("population_count", utils.is_integer, "integers",
+population_count_p = _unop("population_count", utils.is_integer, "integer",
                            mhlo.PopulationCountOp)
 ad.defjvp(population_count_p, None)
 
@@ -694,7 +692,7 @@ def population_count(x):
   return population_count_p.bind(x)
 
 
-clz_p = _unop("clz", utils.is_integer, "integers", mhlo.ClzOp)
+clz_p = _unop("clz", utils.is_integer, "integer", mhlo.ClzOp)
 ad.defjvp(clz_p, None)
 
 
@@ -725,7 +723,7 @@ def bitwise_xor(x, y):
 
 not_, and_, or_, xor = bitwise_not, bitwise_and, bitwise_or, bitwise_xor
 
-_ints = (utils.is_integer, "integers")
+_ints = (utils.is_integer, "integer")
 shift_left_p = _binop("shift_left", *_ints, mhlo.ShiftLeftOp)
 shift_right_arithmetic_p = _binop("shift_right_arithmetic", *_ints, mhlo.ShiftRightArithmeticOp)
 shift_right_logical_p = _binop("shift_right_logical", *_ints, mhlo.ShiftRightLogicalOp)

@@ -24,6 +24,8 @@ from minijax.core import dtypes
 from minijax.core.avals import ShapedArray, get_aval
 from minijax.core.primitive import Primitive
 from minijax.interpreters import ad, batching
+from minijax.lax import utils
+from minijax.lax.gather_checks import check_gather, check_scatter
 from minijax.lax.structural import convert_to_array, full
 from minijax.lowering import mlir
 
@@ -114,6 +116,11 @@ def _windows_in_bounds(indices, operand_shape, dims, window):
   return reduce_and(inside, (indices.ndim - 1,))
 
 
+def _check_integer_indices(indices):
+  if not dtypes.is_integer(indices.dtype):
+    raise ValueError(f"indices must have an integer type, got {indices.dtype}")
+
+
 def _shift(dims, k=1):
   return tuple(d + k for d in dims)
 
@@ -124,24 +131,14 @@ gather_p = Primitive("gather")
 
 def _gather_abstract_eval(operand, indices, *, dimension_numbers, slice_sizes, mode):
   dn = dimension_numbers
-  where = (f"gather of {operand.str_short()} at indices {indices.str_short()} with "
-           f"slice_sizes={slice_sizes}")
-  if not dtypes.is_integer(indices.dtype) or indices.ndim < 1:
-    raise TypeError(f"{where}: indices must be integers with the index vector as last axis")
-  if indices.shape[-1] != len(dn.start_index_map):
-    raise TypeError(f"{where}: the index vector has {indices.shape[-1]} entries but "
-                    f"start_index_map={dn.start_index_map}")
-  # With no indices nothing is read, so (as in JAX) slices need not fit an empty operand.
-  if len(slice_sizes) != operand.ndim or (indices.size != 0 and any(
-      not 0 <= s <= n for s, n in zip(slice_sizes, operand.shape))):
-    raise TypeError(f"{where}: need one slice size per operand axis, within bounds")
+  if indices.ndim < 1:
+    raise TypeError(f"gather indices must have the index vector as their last axis, got "
+                    f"{indices.str_short()}")
+  check_gather(operand, indices, dn, slice_sizes)
+  _check_integer_indices(indices)
   dropped = set(dn.collapsed_slice_dims) | set(dn.operand_batching_dims)
-  if any(slice_sizes[d] != 1 for d in dropped):
-    raise TypeError(f"{where}: collapsed and batching axes must have slice size 1")
   offset_sizes = [s for d, s in enumerate(slice_sizes) if d not in dropped]
   batch_shape = list(indices.shape[:-1])
-  if len(dn.offset_dims) != len(offset_sizes):
-    raise TypeError(f"{where}: offset_dims={dn.offset_dims} must name {len(offset_sizes)} axes")
   shape, oi, bi = [], 0, 0
   for d in range(len(batch_shape) + len(offset_sizes)):
     if d in dn.offset_dims:
@@ -258,8 +255,6 @@ def gather(operand, start_indices, dimension_numbers: GatherDimensionNumbers, sl
     raise NotImplementedError("lax.gather does not implement mode=ONE_HOT (JAX uses it inside "
                               "jax.numpy indexing only); use 'clip', 'fill' or "
                               "'promise_in_bounds'")
-  if not dtypes.is_integer(indices.dtype):
-    raise TypeError(f"gather indices must be integers, got {indices.dtype}")
   window = [sizes[d] if d < len(sizes) else 1 for d in dn.start_index_map]
   primitive_mode = (GatherScatterMode.CLIP if mode is GatherScatterMode.CLIP
                     else GatherScatterMode.PROMISE_IN_BOUNDS)  # (FILL_OR_DROP: masked below)
@@ -282,23 +277,12 @@ def _scatter_abstract_eval(name):
   def rule(operand, indices, updates, *, dimension_numbers, indices_are_sorted,
            unique_indices):
     dn = dimension_numbers
-    where = (f"{name} into {operand.str_short()} at indices {indices.str_short()} of "
-             f"updates {updates.str_short()}")
-    if not dtypes.is_integer(indices.dtype) or indices.ndim < 1:
-      raise TypeError(f"{where}: indices must be integers with the index vector as last axis")
-    if updates.dtype != operand.dtype:
-      raise TypeError(f"{where}: updates must have the operand's dtype")
-    if indices.shape[-1] != len(dn.scatter_dims_to_operand_dims):
-      raise TypeError(f"{where}: the index vector has {indices.shape[-1]} entries but "
-                      f"scatter_dims_to_operand_dims={dn.scatter_dims_to_operand_dims}")
-    scatter_dims = [d for d in range(updates.ndim) if d not in dn.update_window_dims]
-    if [updates.shape[d] for d in scatter_dims] != list(indices.shape[:-1]):
-      raise TypeError(f"{where}: the update scatter axes must match the index batch shape")
-    window = [d for d in range(operand.ndim)
-              if d not in dn.inserted_window_dims and d not in dn.operand_batching_dims]
-    if len(window) != len(dn.update_window_dims) or any(
-        updates.shape[u] > operand.shape[o] for u, o in zip(dn.update_window_dims, window)):
-      raise TypeError(f"{where}: update windows do not fit the operand")
+    if indices.ndim < 1:
+      raise TypeError(f"{name} indices must have the index vector as their last axis, got "
+                      f"{indices.str_short()}")
+    check_scatter(operand, indices, updates, dn)
+    _check_integer_indices(indices)
+    utils.check_same_dtypes("scatter", operand, updates)
     return ShapedArray(operand.shape, operand.dtype, operand.weak_type)
   return rule
 

@@ -26,6 +26,7 @@ from minijax.core.avals import ShapedArray, canonicalize_shape, get_aval
 from minijax.core.effects import Effect
 from minijax.core.primitive import Primitive
 from minijax.interpreters import ad, batching
+from minijax.lax import utils
 from minijax.lax.structural import (broadcast_in_dim, check_sizes, convert_to_array, full,
                                     scalar_constant, _ct_rule, _unary_linear_jvp)
 from minijax.lowering import mlir
@@ -195,17 +196,18 @@ select_n_p = Primitive("select_n")
 def _select_n_abstract_eval(which, *cases):
   if not cases:
     raise ValueError("select_n() must have at least one case")
-  shown = ", ".join(c.str_short() for c in cases)
-  if any(c.shape != cases[0].shape or c.dtype != cases[0].dtype for c in cases):
-    raise TypeError(f"select_n cases must have one shape and dtype, got {shown}")
+  if any(c.shape != cases[0].shape for c in cases):
+    raise TypeError(f"select cases must have the same shapes, got "
+                    f"[{', '.join(str(c.shape) for c in cases)}].")
   if which.shape not in ((), cases[0].shape):
-    raise TypeError(f"select_n predicate {which.str_short()} must be a scalar or have the "
-                    f"cases' shape, got cases {shown}")
+    raise TypeError(f"select `which` must be scalar or have the same shape as cases, got "
+                    f"`which` shape {which.shape} but case shape {cases[0].shape}.")
+  utils.check_same_dtypes("select", *cases)
   if which.dtype == dtypes.bool_:
     if len(cases) > 2:
-      raise TypeError(f"select_n with a bool predicate takes at most 2 cases, got {len(cases)}")
+      raise TypeError("select with boolean `which` cannot have > 2 cases.")
   elif not np.issubdtype(which.dtype, np.integer):
-    raise TypeError(f"select_n predicate must be boolean or integer, got {which.str_short()}")
+    raise TypeError(f"select `which` must be boolean or integer type, got {which.dtype}.")
   return ShapedArray(cases[0].shape, cases[0].dtype, all(c.weak_type for c in cases))
 
 
@@ -389,10 +391,11 @@ clamp_p = Primitive("clamp")
 
 
 def _clamp_abstract_eval(lo, x, hi):
-  for bound in (lo, hi):
-    if bound.dtype != x.dtype or bound.shape not in ((), x.shape):
-      raise TypeError(f"clamp bounds must be scalars or match the operand, got "
-                      f"lo={lo.str_short()}, x={x.str_short()}, hi={hi.str_short()}")
+  for name, bound in (("min", lo), ("max", hi)):
+    if bound.shape not in ((), x.shape):
+      raise TypeError(f"clamp requires {name}.shape == operand.shape or {name}.shape == (), "
+                      f"got {name}.shape={bound.shape}, operand.shape={x.shape}.")
+  utils.check_same_dtypes("clamp", lo, x, hi)
   return ShapedArray(x.shape, x.dtype, x.weak_type)
 
 

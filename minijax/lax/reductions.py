@@ -120,8 +120,10 @@ def _reduction(kind, accepted=utils.any_dtype, what=""):
 
 def _check_axes(x, axes):
   x = convert_to_array(x)
-  ndim = get_aval(x).ndim
-  return x, tuple(sorted(utils.canonicalize_axis(a, ndim) for a in axes))
+  aval = get_aval(x)
+  if any(not -aval.ndim <= a < aval.ndim for a in axes):
+    raise ValueError(f"reduction axes {tuple(axes)} contains out-of-bounds indices for {aval}.")
+  return x, tuple(sorted(a % aval.ndim for a in axes))
 
 
 def _kept_dims(ndim, axes):
@@ -312,19 +314,26 @@ def _arg_reduction(kind):
   return prim
 
 
+def _arg_axis(operand, axis):
+  shape = get_aval(operand).shape
+  if not 0 <= axis < len(shape):
+    raise ValueError(f"Invalid axis {axis} for operand shape {shape}")
+  return int(axis)
+
+
 argmax_p = _arg_reduction("max")
 argmin_p = _arg_reduction("min")
 
 
 def argmax(operand, axis: int, index_dtype=dtypes.int32):
   operand = convert_to_array(operand)
-  axis = utils.canonicalize_axis(axis, get_aval(operand).ndim)
+  axis = _arg_axis(operand, axis)
   return argmax_p.bind(operand, axes=(axis,), index_dtype=dtypes.canonicalize_explicit_dtype(index_dtype))
 
 
 def argmin(operand, axis: int, index_dtype=dtypes.int32):
   operand = convert_to_array(operand)
-  axis = utils.canonicalize_axis(axis, get_aval(operand).ndim)
+  axis = _arg_axis(operand, axis)
   return argmin_p.bind(operand, axes=(axis,), index_dtype=dtypes.canonicalize_explicit_dtype(index_dtype))
 
 
@@ -384,9 +393,15 @@ ad.primitive_transposes[cumsum_p] = _cumsum_transpose
 batching.primitive_batchers[cumsum_p] = _cumsum_batch
 
 
+def _cumulative_axis(aval, axis):
+  if not -aval.ndim <= axis < aval.ndim:
+    raise ValueError(f"axis {axis} is out of bounds for array of shape {aval.shape}")
+  return int(axis) % aval.ndim
+
+
 def cumsum(operand, axis: int = 0, reverse: bool = False):
   operand = convert_to_array(operand)
-  axis = utils.canonicalize_axis(axis, get_aval(operand).ndim)
+  axis = _cumulative_axis(get_aval(operand), axis)
   return cumsum_p.bind(operand, axis=axis, reverse=bool(reverse))
 
 
@@ -394,7 +409,7 @@ def cumsum(operand, axis: int = 0, reverse: bool = False):
 def _cumulative(x, axis, reverse, combine, identity):
   x = convert_to_array(x)
   aval = get_aval(x)
-  axis = utils.canonicalize_axis(axis, aval.ndim)
+  axis = _cumulative_axis(aval, axis)
   n = aval.shape[axis]
   if reverse:
     x = rev(x, (axis,))
@@ -456,7 +471,8 @@ sort_p.multiple_results = True
 def _sort_abstract_eval(*xs, dimension, is_stable, num_keys):
   shown = ", ".join(x.str_short() for x in xs)
   if not xs or any(x.shape != xs[0].shape for x in xs):
-    raise TypeError(f"sort operands must share one shape, got {shown}")
+    raise TypeError(f"Arguments to sort must have equal shapes, got: "
+                    f"{' '.join(str(x.shape) for x in xs)}")
   if not 0 <= dimension < xs[0].ndim:
     raise TypeError(f"sort dimension {dimension} is out of range for {shown}")
   if not 1 <= num_keys <= len(xs):

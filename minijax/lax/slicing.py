@@ -13,6 +13,7 @@ from minijax.core import dtypes
 from minijax.core.avals import ShapedArray, get_aval
 from minijax.core.primitive import Primitive
 from minijax.interpreters import ad, batching
+from minijax.lax import utils
 from minijax.lax.structural import (_ct_rule, _unary_linear_jvp, convert_to_array, full,
                                     pad, reshape, squeeze)
 from minijax.lowering import mlir
@@ -28,13 +29,27 @@ slice_p = Primitive("slice")
 
 
 def _slice_abstract_eval(x, *, start_indices, limit_indices, strides):
-  ok = len(start_indices) == len(limit_indices) == len(strides) == x.ndim and all(
-      0 <= s <= l <= n and st >= 1
-      for s, l, n, st in zip(start_indices, limit_indices, x.shape, strides))
-  if not ok:
-    raise TypeError(f"slice of {x.str_short()} with start_indices={start_indices}, "
-                    f"limit_indices={limit_indices}, strides={strides} is out of bounds "
-                    "(need 0 <= start <= limit <= size and strides >= 1 per axis)")
+  starts, limits = start_indices, limit_indices
+  if len(starts) != x.ndim:
+    raise TypeError(f"slice start_indices must have length equal to the number of dimensions "
+                    f"of the operand, got indices {starts} for operand shape {x.shape}.")
+  if len(limits) != len(starts):
+    raise TypeError(f"slice limit_indices must have the same length as start_indices, got "
+                    f"start_indices {starts} and limit_indices {limits}.")
+  if any(l > n for l, n in zip(limits, x.shape)):
+    raise TypeError(f"slice limit_indices must be less than or equal to operand shape, got "
+                    f"limit_indices {limits} for operand shape {x.shape}.")
+  if any(s < 0 for s in starts):
+    raise TypeError(f"slice start_indices must be greater than or equal to zero, got "
+                    f"start_indices of {starts}.")
+  if any(l < s for s, l in zip(starts, limits)):
+    raise TypeError(f"slice limit_indices must be greater than or equal to start_indices, got "
+                    f"start_indices {starts} and limit_indices {limits}.")
+  if len(strides) != x.ndim:
+    raise TypeError(f"slice strides must have length equal to the number of dimensions of the "
+                    f"operand, got strides {strides} for operand shape {x.shape}.")
+  if any(st < 1 for st in strides):
+    raise TypeError(f"slice strides must be positive, got {strides}")
   shape = tuple((l - s + st - 1) // st for s, l, st in zip(start_indices, limit_indices, strides))
   return ShapedArray(shape, x.dtype, x.weak_type)
 
@@ -111,16 +126,34 @@ dynamic_slice_p = Primitive("dynamic_slice")
 
 
 def _check_starts(name, x, starts):
-  if len(starts) != x.ndim or any(s.shape != () or not dtypes.is_integer(s.dtype)
-                                  for s in starts):
-    raise TypeError(f"{name} of {x.str_short()} needs {x.ndim} scalar integer start indices, "
-                    f"got {[s.str_short() for s in starts]}")
+  if len(starts) != x.ndim:
+    raise TypeError(f"{name} start_indices must have length equal to the number of dimensions "
+                    f"of the operand, got indices {[s.str_short() for s in starts]} for "
+                    f"operand shape {x.shape}.")
+  if any(s.ndim for s in starts):
+    raise TypeError(f"start_indices arguments to {name} must be scalars, got indices "
+                    f"{[s.str_short() for s in starts]}")
+
+
+def _check_index_dtypes(name, starts):
+  if any(s.dtype != starts[0].dtype or not dtypes.is_integer(s.dtype) for s in starts):
+    raise TypeError(f"index arguments to {name} must be integers of the same type, got: "
+                    f"{', '.join(s.dtype.name for s in starts)}")
 
 
 def _dynamic_slice_abstract_eval(x, *starts, slice_sizes):
+  if len(slice_sizes) != x.ndim:
+    raise TypeError(f"dynamic_slice slice_sizes must have length equal to the number of "
+                    f"dimensions of the operand, got slice_sizes {slice_sizes} for operand "
+                    f"shape {x.shape}.")
+  if any(s > n for s, n in zip(slice_sizes, x.shape)):
+    raise TypeError(f"slice slice_sizes must be less than or equal to operand shape, got "
+                    f"slice_sizes {slice_sizes} for operand shape {x.shape}.")
+  if any(s < 0 for s in slice_sizes):
+    raise TypeError(f"slice slice_sizes must be greater than or equal to zero, got "
+                    f"slice_sizes of {slice_sizes}.")
   _check_starts("dynamic_slice", x, starts)
-  if len(slice_sizes) != x.ndim or any(not 0 <= s <= n for s, n in zip(slice_sizes, x.shape)):
-    raise TypeError(f"dynamic_slice sizes {slice_sizes} do not fit in {x.str_short()}")
+  _check_index_dtypes("dynamic_slice", starts)
   return ShapedArray(slice_sizes, x.dtype, x.weak_type)
 
 
@@ -184,16 +217,19 @@ ad.primitive_transposes[dynamic_slice_p] = _dynamic_slice_transpose
 batching.primitive_batchers[dynamic_slice_p] = _dynamic_slice_batch
 
 
-def _as_index(i):
+def _as_index(i, name="dynamic_slice"):
+  """`i` as an int32 scalar, the start index of a `name` op."""
   from minijax.lax.misc import convert_element_type
   i = convert_to_array(i)
   aval = get_aval(i)
-  if aval.shape != () or not dtypes.is_integer(aval.dtype):
-    raise TypeError(f"start indices must be integer scalars, got {aval.str_short()}")
+  if aval.ndim:
+    raise TypeError(f"start_indices arguments to {name} must be scalars, got indices "
+                    f"{aval.str_short()}")
+  _check_index_dtypes(name, [aval])
   return convert_element_type(i, dtypes.int32) if aval.dtype != dtypes.int32 or aval.weak_type else i
 
 
-def _start_indices(start_indices, shape, allow_negative_indices=True):
+def _start_indices(start_indices, shape, allow_negative_indices=True, name="dynamic_slice"):
   """Start indices as int32 scalars; where `allow_negative_indices` (one flag, or one per
   index) a negative one counts from the end of its dimension (once, as JAX does; the clamp
   into range follows in XLA)."""
@@ -208,10 +244,10 @@ def _start_indices(start_indices, shape, allow_negative_indices=True):
   out = []
   for i, n, negative in zip(start_indices, shape, allow):
     if isinstance(i, (int, np.integer)) and not isinstance(i, bool):
-      out.append(_as_index(int(i) + n if negative and i < 0 else int(i)))
+      out.append(_as_index(int(i) + n if negative and i < 0 else int(i), name))
       continue
     unsigned = np.issubdtype(get_aval(convert_to_array(i)).dtype, np.unsignedinteger)
-    i = _as_index(i)
+    i = _as_index(i, name)
     if negative and not unsigned:
       zero, size = full((), 0, dtypes.int32), full((), n, dtypes.int32)
       i = select(lt(i, zero), add(i, size), i)
@@ -243,11 +279,15 @@ dynamic_update_slice_p = Primitive("dynamic_update_slice")
 
 
 def _dus_abstract_eval(x, update, *starts):
+  if update.ndim != x.ndim:
+    raise TypeError(f"dynamic_update_slice update must have the same rank as operand, got "
+                    f"update shape {update.shape} for operand shape {x.shape}.")
   _check_starts("dynamic_update_slice", x, starts)
-  if (update.dtype != x.dtype or update.ndim != x.ndim
-      or any(u > n for u, n in zip(update.shape, x.shape))):
-    raise TypeError(f"dynamic_update_slice update {update.str_short()} does not fit in "
-                    f"operand {x.str_short()} (same dtype and rank, no larger along any axis)")
+  if any(u > n for u, n in zip(update.shape, x.shape)):
+    raise TypeError(f"dynamic_update_slice update shape must be smaller than operand shape, "
+                    f"got update shape {update.shape} for operand shape {x.shape}.")
+  utils.check_same_dtypes("dynamic_update_slice", x, update)
+  _check_index_dtypes("dynamic_update_slice", starts)
   return ShapedArray(x.shape, x.dtype, x.weak_type)
 
 
@@ -307,7 +347,8 @@ batching.primitive_batchers[dynamic_update_slice_p] = _dus_batch
 
 def dynamic_update_slice(operand, update, start_indices, *, allow_negative_indices=True):
   operand, update = convert_to_array(operand), convert_to_array(update)
-  starts = _start_indices(start_indices, get_aval(operand).shape, allow_negative_indices)
+  starts = _start_indices(start_indices, get_aval(operand).shape, allow_negative_indices,
+                          "dynamic_update_slice")
   return dynamic_update_slice_p.bind(operand, update, *starts)
 
 

@@ -25,7 +25,7 @@ __all__ = ["asin", "acos", "atan", "asin_p", "acos_p", "atan_p",
            "erf_inv_p", "erfc_p", "lgamma_p", "digamma_p", "polygamma_p", "zeta_p",
            "nextafter_p"]
 
-_floats = (utils.is_float, "floating point")
+_floats = (utils.is_float, "floating")
 
 
 def _chlo_unop(name, op_class, accepted=_floats, nan_through=False):
@@ -136,7 +136,7 @@ def nextafter(x1, x2):
 # ---- hyperbolic functions, the inverse trigonometric and hyperbolic ones
 # All take complex numbers: XLA computes them (chlo's decompositions), with numpy's branch
 # cuts.
-_inexact = (utils.is_inexact, "floating point or complex")
+_inexact = (utils.is_inexact, "floating, complexfloating")
 sinh_p = _chlo_unop("sinh", chlo.SinhOp, _inexact, nan_through=True)
 cosh_p = _chlo_unop("cosh", chlo.CoshOp, _inexact, nan_through=True)
 asinh_p = _chlo_unop("asinh", chlo.AsinhOp, _inexact)

@@ -20,6 +20,7 @@ from minijax.core import trace as trace_lib
 from minijax.core.trace import is_eval_context
 from minijax.interpreters import ad, batching
 from minijax.interpreters.partial_eval import DynamicJaxprTrace, JaxprTrace
+from minijax.lax import utils
 from minijax.lowering import mlir
 
 __all__ = ["broadcast_in_dim", "broadcast_shapes", "broadcast", "broadcast_to_rank", "reshape", "transpose",
@@ -146,7 +147,9 @@ reshape_p = Primitive("reshape")
 
 
 def _reshape_abstract_eval(x, *, new_sizes):
-  if any(s < 0 for s in new_sizes) or int(np.prod(new_sizes, dtype=np.int64)) != x.size:
+  if any(s < 0 for s in new_sizes):
+    raise TypeError(f"reshape new_sizes must all be positive, got {new_sizes}.")
+  if int(np.prod(new_sizes, dtype=np.int64)) != x.size:
     raise TypeError(f"reshape cannot reshape {x.str_short()} ({x.size} elements) to shape "
                     f"{new_sizes}")
   return ShapedArray(new_sizes, x.dtype, x.weak_type)
@@ -172,7 +175,11 @@ batching.primitive_batchers[reshape_p] = _reshape_batch
 def reshape(operand, new_sizes, dimensions=None):
   """Row-major reshape; `dimensions`, if given, transposes the operand first."""
   operand = convert_to_array(operand)
-  if dimensions is not None and tuple(dimensions) != tuple(range(get_aval(operand).ndim)):
+  shape = get_aval(operand).shape
+  if dimensions is not None and sorted(dimensions) != list(range(len(shape))):
+    raise TypeError(f"reshape dimensions must be a permutation of operand dimensions, got "
+                    f"dimensions {tuple(dimensions)} for shape {shape}.")
+  if dimensions is not None and tuple(dimensions) != tuple(range(len(shape))):
     operand = transpose(operand, dimensions)
   new_sizes = canonicalize_shape(new_sizes)
   if get_aval(operand).shape == new_sizes:
@@ -186,8 +193,8 @@ transpose_p = Primitive("transpose")
 
 def _transpose_abstract_eval(x, *, permutation):
   if sorted(permutation) != list(range(x.ndim)):
-    raise TypeError(f"transpose permutation {permutation} is not a permutation of the "
-                    f"axes of {x.str_short()}")
+    raise TypeError(f"transpose permutation isn't a permutation of operand dimensions, got "
+                    f"permutation {permutation} for operand shape {x.shape}.")
   return ShapedArray(tuple(x.shape[p] for p in permutation), x.dtype, x.weak_type)
 
 
@@ -280,8 +287,11 @@ rev_p = Primitive("rev")
 
 
 def _rev_abstract_eval(x, *, dimensions):
-  if any(not 0 <= d < x.ndim for d in dimensions) or len(set(dimensions)) != len(dimensions):
-    raise TypeError(f"rev dimensions {dimensions} are not distinct axes of {x.str_short()}")
+  if len(set(dimensions)) != len(dimensions):
+    raise TypeError(f"rev dimensions must be unique, got {dimensions}.")
+  if any(not 0 <= d < x.ndim for d in dimensions):
+    raise TypeError(f"rev dimensions must all be less than operand ndim, got dimensions "
+                    f"{dimensions} for operand ndim {x.ndim}.")
   return x
 
 
@@ -314,15 +324,19 @@ def _concatenate_abstract_eval(*xs, dimension):
   if not xs:
     raise ValueError("concatenate requires a non-empty sequences of arrays")
   x0 = xs[0]
-  shown = ", ".join(x.str_short() for x in xs)
+  shapes = ", ".join(str(x.shape) for x in xs)
+  if any(x.ndim != x0.ndim for x in xs):
+    raise TypeError(f"Cannot concatenate arrays with different numbers of dimensions: got "
+                    f"{shapes}.")
   if not 0 <= dimension < x0.ndim:
-    raise TypeError(f"concatenate dimension {dimension} is out of range for {shown}")
-  if any(x.dtype != x0.dtype for x in xs):
-    raise TypeError(f"concatenate requires operands of one dtype, got {shown}")
-  if any(x.ndim != x0.ndim or any(a != b for i, (a, b) in enumerate(zip(x.shape, x0.shape))
-                                  if i != dimension) for x in xs):
-    raise TypeError(f"concatenate operands must have equal shapes except along dimension "
-                    f"{dimension}, got {shown}")
+    raise TypeError(f"concatenate dimension out of bounds: dimension {dimension} for shapes "
+                    f"{shapes}.")
+  if any(x.shape[:dimension] + x.shape[dimension + 1:]
+         != x0.shape[:dimension] + x0.shape[dimension + 1:] for x in xs):
+    raise TypeError(f"Cannot concatenate arrays with shapes that differ in dimensions other "
+                    f"than the one being concatenated: concatenating along dimension "
+                    f"{dimension} for shapes {shapes}.")
+  utils.check_same_dtypes("concatenate", *xs)
   shape = list(x0.shape)
   shape[dimension] = sum(x.shape[dimension] for x in xs)
   return ShapedArray(shape, x0.dtype, all(x.weak_type for x in xs))

@@ -54,17 +54,19 @@ def elementwise_shapes(name: str):
       return ()
     if len(shapes) == len(avals) and all(s == shapes[0] for s in shapes):
       return shapes[0]
-    hint = ("; rank-0 operands and size-1 axes broadcast, broadcast the others first "
-            "(minijax.numpy broadcasts for you)")
-    if len({len(s) for s in shapes}) > 1:
+    hint = (" Rank-0 operands and size-1 axes broadcast; broadcast the others first "
+            "(minijax.numpy broadcasts for you).")
+    ranks = sorted({len(s) for s in shapes})
+    if len(ranks) > 1:
       raise TypeError(f"{name}: arrays must have the same number of dimensions, got "
-                      f"{', '.join(a.str_short() for a in avals)}{hint}")
+                      f"{{{', '.join(map(str, ranks))}}} "
+                      f"({', '.join(a.str_short() for a in avals)}).{hint}")
     out = []
     for sizes in zip(*shapes):
       large = {d for d in sizes if d != 1}
       if len(large) > 1:
         raise TypeError(f"{name} got incompatible shapes for broadcasting: "
-                        f"{', '.join(str(tuple(s)) for s in shapes)}{hint}")
+                        f"{', '.join(str(tuple(s)) for s in shapes)}.{hint}")
       out.append(large.pop() if large else 1)
     return tuple(out)
   return rule
@@ -94,19 +96,32 @@ def in_float32_for_halves(fn: Callable, *arrays):
   return convert_element_type(out, dtype)
 
 
-def same_dtypes_accepting(name: str, accepted: Callable[[np.dtype], bool], what: str):
+# The kinds of dtype an op accepts are named as in JAX's errors: numpy's abstract dtypes.
+NUMBER_KINDS = "integer, floating, complexfloating"
+
+
+def check_same_dtypes(name: str, *avals) -> None:
+  """JAX's TypeError for the operands of a lax op that must share one dtype."""
+  if len({a.dtype for a in avals}) > 1:
+    shown = ", ".join(a.dtype.name for a in avals)
+    raise TypeError(f"lax.{name} requires arguments to have the same dtypes, got {shown}. "
+                    "(Tip: minijax.numpy's functions promote their inputs' types; or convert "
+                    "them with lax.convert_element_type.)")
+
+
+def reject_dtype(name: str, dtype, kinds: str):
+  raise TypeError(f"{name} does not accept dtype {dtype}. Accepted dtypes are "
+                  f"subtypes of {kinds}.")
+
+
+def same_dtypes_accepting(name: str, accepted: Callable[[np.dtype], bool], kinds: str):
+  """A dtype rule: operands of one dtype, of the kinds `accepted` (named `kinds`)."""
   def rule(*avals, **params):
     dtypes.check_not_float0(name, [a.dtype for a in avals])
-    dts = {a.dtype for a in avals}
-    if len(dts) != 1:
-      shown = ", ".join(a.dtype.name for a in avals)
-      raise TypeError(f"lax.{name} requires arguments to have the same dtypes, got {shown}. "
-                      "(Tip: minijax.numpy's functions promote their inputs' types; or convert "
-                      "them with lax.convert_element_type.)")
-    dtype = avals[0].dtype
-    if not accepted(dtype):
-      raise TypeError(f"{name} does not accept dtype {dtype}. It accepts {what}.")
-    return dtype
+    check_same_dtypes(name, *avals)
+    if not accepted(avals[0].dtype):
+      reject_dtype(name, avals[0].dtype, kinds)
+    return avals[0].dtype
   return rule
 
 
@@ -188,9 +203,11 @@ def is_integer(dtype):
 
 
 def canonicalize_axis(axis: int, ndim: int, name: str = "axis") -> int:
+  """`axis` in [0, ndim), negative ones counting from the end; a ValueError in numpy's
+  words otherwise (as JAX's)."""
   axis = int(axis)
   if not -ndim <= axis < ndim:
-    raise ValueError(f"{name} {axis} is out of bounds for an array of rank {ndim}")
+    raise ValueError(f"{name} {axis} is out of bounds for array of dimension {ndim}")
   return axis % ndim
 
 

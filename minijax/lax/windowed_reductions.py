@@ -132,7 +132,7 @@ def _monoid(kind: str, accepted: Callable, what: str) -> Primitive:
   def abstract_eval(x, **params):
     if not accepted(x.dtype):
       raise TypeError(f"operand to {name} must have {what} dtype, got {x.dtype}")
-    return ShapedArray(_window_shape(name, x, **params), x.dtype, x.weak_type)
+    return ShapedArray(_window_shape("reduce_window", x, **params), x.dtype, x.weak_type)
 
   def lowering(ctx, x, **params):
     dtype = ctx.avals_in[0].dtype
