@@ -756,3 +756,17 @@ def test_lobpcg_finds_the_top_eigenpairs_of_a_matrix_or_a_linear_map():
     sparse_linalg.lobpcg_standard(a, x.astype(np.float16))
   with pytest.raises(ValueError, match="must be real floating"):  # (not silently wrong)
     sparse_linalg.lobpcg_standard(a.astype(np.complex64), x.astype(np.complex64))
+
+
+def test_empty_matrices_give_numpys_empty_answers():
+  # (the LU's permutation of no pivots failed to trace: inv, det, slogdet and solve raised)
+  m = np.zeros((0, 0), np.float32)
+  assert jnp.linalg.inv(m).shape == (0, 0)
+  assert float(jnp.linalg.det(m)) == 1.0
+  assert tuple(map(float, jnp.linalg.slogdet(m))) == (1.0, 0.0)
+  assert jnp.linalg.solve(m, np.zeros(0, np.float32)).shape == (0,)
+  assert jnp.linalg.inv(np.zeros((3, 0, 0), np.float32)).shape == (3, 0, 0)
+  x, resid, rank, s = jnp.linalg.lstsq(np.zeros((0, 2), np.float32), np.zeros(0, np.float32))
+  np.testing.assert_array_equal(x, [0, 0])
+  assert int(rank) == 0 and s.shape == (0,)
+  assert float(jnp.linalg.norm(np.zeros(0, np.float32), ord=np.inf)) == 0.0

@@ -21,6 +21,8 @@ XI = A([3, 1, 2, 3, 7], np.int32)
 YI = A([2, 3, 9], np.int32)
 M = np.arange(12, dtype=np.float32).reshape(3, 4)
 S = np.random.default_rng(0).normal(size=20).astype(np.float32)
+NAN_QUERIES = A([0.0, 1.0, 2.0, np.nan, 3.0, -np.inf], np.float32)
+SIGNED_ZEROS = A([-0.0, 0.0, np.nan, -np.nan, -1.0], np.float32)
 
 
 def _updated(np_fn):
@@ -130,6 +132,18 @@ CASES = {
                                            A([0.25, 0.5], np.float32), axis=1, keepdims=True),
     "nanpercentile nearest": lambda m: m.nanpercentile(A([1.0, np.nan, 3.0, 4.0], np.float32), 40,
                                                        method="nearest"),
+    # (a slice with a NaN has NaN quantiles; minijax gave the quantile of the other values)
+    "quantile of NaN": lambda m: m.quantile(A([[1.0, np.nan, 3.0, 4.0], [2.0, 5.0, 1.0, 0.0]],
+                                              np.float32), A([0.0, 0.3, 1.0], np.float32), axis=1),
+    "median of NaN": lambda m: m.median(A([[1.0, np.nan, 3.0], [2.0, 5.0, 1.0]], np.float32),
+                                        axis=1),
+    "quantile inverted_cdf": lambda m: m.quantile(M, A([0.0, 0.3, 0.5, 1.0], np.float32), axis=1,
+                                                  method="inverted_cdf"),
+    "quantile weighted": lambda m: m.quantile(M, A([0.1, 0.5, 0.9], np.float32), axis=1,
+                                              method="inverted_cdf",
+                                              weights=A([1.0, 2.0, 0.5, 3.0], np.float32)),
+    "percentile weighted": lambda m: m.percentile(M, 40.0, method="inverted_cdf",
+                                                  weights=np.ones_like(M)),
     "quantile lower": lambda m: m.quantile(S, A([0.1, 0.7], np.float32), method="lower"),
     "quantile higher": lambda m: m.quantile(S, 0.33, method="higher"),
     "quantile midpoint": lambda m: m.quantile(M, 0.4, axis=1, method="midpoint"),
@@ -170,6 +184,21 @@ CASES = {
     "average returned unweighted": lambda m: m.average(M, axis=0, returned=True),
     "searchsorted sorter": lambda m: m.searchsorted(A([3.0, 1.0, 2.0], np.float32),
                                                     A([2.5, 0.0], np.float32), sorter=A([1, 2, 0])),
+    # NaNs, negative zeros and decreasing bins, which minijax got wrong
+    "searchsorted NaN": lambda m: m.searchsorted(A([1.0, 2.0, 2.0, np.nan, np.nan], np.float32),
+                                                 NAN_QUERIES),
+    "searchsorted NaN right": lambda m: m.searchsorted(A([1.0, 2.0, np.nan], np.float32),
+                                                       NAN_QUERIES, side="right"),
+    "digitize decreasing": lambda m: m.digitize(NAN_QUERIES, A([3.0, 2.0, 2.0, 0.0], np.float32)),
+    "digitize decreasing right": lambda m: m.digitize(NAN_QUERIES, A([2.0, 1.0], np.float32),
+                                                      right=True),
+    "signbit of zeros and NaNs": lambda m: m.signbit(SIGNED_ZEROS),
+    "copysign of zeros and NaNs": lambda m: m.copysign(A(2.0, np.float32), SIGNED_ZEROS),
+    "heaviside of NaN": lambda m: m.heaviside(SIGNED_ZEROS, A(0.5, np.float32)),
+    "array_equal equal_nan": lambda m: m.array_equal(NAN_QUERIES, NAN_QUERIES, equal_nan=True),
+    "array_equal NaN": lambda m: m.array_equal(NAN_QUERIES, NAN_QUERIES),
+    "convolve int": lambda m: m.convolve(XI, YI),
+    "correlate bool": lambda m: m.correlate(A([True, False, True]), A([True, True])),
     "cross axes": lambda m: m.cross(np.eye(3, dtype=np.float32), np.ones((3, 3), np.float32),
                                     axisa=0, axisb=1, axisc=0),
     "interp period": lambda m: m.interp(A([-1.0, 0.5, 7.0], np.float32), A([0.0, 1.0, 2.0], np.float32),
@@ -186,7 +215,8 @@ CASES = {
 JAX_DTYPES = {"poly of a matrix": "complex64", "polymul int": "float32", "polyder int": "float32", "histogram": "float32",
               "histogram2d": "int32", "histogramdd": "int32", "sort_complex": "complex64",
               "geomspace": "float32", "geomspace negative": "float32", "extract": "int32",
-              "fromfunction": "float32", "mgrid count": "float32"}
+              "fromfunction": "float32", "mgrid count": "float32",
+              "convolve int": "float32", "correlate bool": "float32"}
 
 # Where JAX's value is not numpy's (recorded from JAX 0.10.2)
 JAX_VALUES = {
@@ -638,3 +668,20 @@ def test_diag_and_full_like_keep_a_weak_type_as_jax():
   assert lax.full_like(weak, 0).weak_type and lax.full_like(weak, 0, shape=()).weak_type
   assert not lax.full_like(weak, 0, dtype=np.float32).weak_type
   assert (jnp.ones((3, 3), np.float32) + jnp.diag(weak)).dtype == np.float32
+
+
+def test_quantiles_outside_zero_to_one_are_the_end_values_as_in_jax():
+  # (numpy refuses them; JAX clamps, and minijax extrapolated: 1.7 for q=-0.1)
+  x = np.array([1.0, 2.0, 3.0, 4.0], np.float32)
+  for method in ("linear", "lower", "higher", "midpoint", "nearest", "inverted_cdf"):
+    np.testing.assert_array_equal(jnp.quantile(x, np.array([-0.1, 1.1]), method=method), [1, 4])
+  np.testing.assert_array_equal(jnp.percentile(x, np.array([-10.0, 110.0, 50.0])), [1, 4, 2.5])
+
+
+def test_diff_of_an_axis_too_short_is_empty():
+  # (numpy's answer; minijax sliced past the end and raised)
+  for x, n in ((np.zeros(0, np.float32), 1), (np.arange(3.0, dtype=np.float32), 5)):
+    got = jnp.diff(x, n=n)
+    assert got.shape == (0,) and got.dtype == np.float32
+  with pytest.raises(IndexError, match=r"Cannot do a non-empty jnp.take\(\) from an empty axis"):
+    jnp.take(np.zeros(0, np.float32), np.array([0]))

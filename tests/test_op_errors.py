@@ -346,3 +346,32 @@ def test_gather_and_scatter_name_the_dimension_number_rule_they_break(call, mess
     call()
   with pytest.raises(TypeError, match=message):
     minijax.jit(call)()
+
+
+def test_numpy_functions_refuse_what_they_cannot_honour():
+  # each of these computed something else before (JAX and numpy raise)
+  x = jnp.arange(12.0).reshape(3, 4)
+  with pytest.raises(IndexError, match="boolean index did not match indexed array along axis "
+                                       "0; size of axis is 3 but size of corresponding boolean "
+                                       "axis is 2"):
+    x[np.array([True, False])]
+  with pytest.raises(IndexError, match="along axis 1; size of axis is 4"):
+    x[..., np.array([True, False, True])]
+  assert x[None, np.array([True, False, True])].shape == (1, 2, 4)
+  with pytest.raises(TypeError, match="'kind' argument to argsort is not supported"):
+    jnp.argsort(x, kind="heapsort")
+  with pytest.raises(TypeError, match="'order' argument to sort is not supported"):
+    jnp.sort(x, order="f")
+  with pytest.raises(ValueError, match="xp and fp must be one-dimensional arrays of equal size"):
+    jnp.interp(x4, x4, x4[:3])
+  with pytest.raises(TypeError, match="'float' object cannot be interpreted as an integer"):
+    jnp.round(x4, 1.5)
+  with pytest.raises(TypeError, match=r"Shapes must be 1D sequences of concrete values of "
+                                      r"integer type, got \(2.5,\)"):
+    jnp.eye(2.5)
+  with pytest.raises(ValueError, match="at least one array or dtype is required"):
+    jnp.result_type()
+  with pytest.raises(NotImplementedError, match="linear doesn't support weights"):
+    jnp.quantile(x, 0.5, weights=np.ones((3, 4)))
+  with pytest.raises(ValueError, match=r"Weights shape \(3,\) must match reduction axes \(4,\)"):
+    jnp.quantile(x, 0.5, axis=1, weights=np.ones(3), method="inverted_cdf")

@@ -221,8 +221,7 @@ class Tracer:
 
   def __int__(self):
     self._check_conversion("scalar")
-    return int(self._concrete("int()", TracerIntegerConversionError,
-                              hint=_ASTYPE_HINT.format(t="int")))
+    return int(self._concrete("int()", hint=_ASTYPE_HINT.format(t="int")))
 
   def __float__(self):
     self._check_conversion("scalar")

@@ -190,6 +190,8 @@ def size(a, axis=None) -> int:
 
 def result_type(*args):
   """The dtype JAX's promotion gives for these values or dtypes."""
+  if not args:
+    raise ValueError("at least one array or dtype is required")
   typed = []
   for a in args:
     if a is int or a is float or a is complex:  # weak, as values of these types are

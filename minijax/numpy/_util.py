@@ -336,6 +336,8 @@ def promote_and_broadcast(name: str, *args, inexact: bool = False, keep_scalars:
 
 
 def canonicalize_axes(axis, nd: int, name: str = "axis") -> tuple[int, ...]:
+  """`axis` (None, an int or a sequence) as distinct axes in [0, nd); out of range, numpy's
+  AxisError (a ValueError and an IndexError, in numpy's words)."""
   if axis is None:
     return tuple(range(nd))
   axes = (axis,) if isinstance(axis, (int, np.integer)) else tuple(axis)
@@ -343,10 +345,10 @@ def canonicalize_axes(axis, nd: int, name: str = "axis") -> tuple[int, ...]:
   for a in axes:
     a = int(a)
     if not -nd <= a < nd:
-      raise ValueError(f"{name} {a} is out of bounds for an array of dimension {nd}")
+      raise np.exceptions.AxisError(a, nd, None if name == "axis" else name)
     out.append(a % nd)
   if len(set(out)) != len(out):
-    raise ValueError(f"repeated axis in {name}: {axis}")
+    raise ValueError(f"duplicate value in '{name}': {axis}")
   return tuple(out)
 
 

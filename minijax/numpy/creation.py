@@ -19,6 +19,7 @@ import numpy as np
 from minijax import lax
 from minijax.core import dtypes
 from minijax.core.avals import get_aval
+from minijax.core.errors import ConcretizationTypeError
 from minijax.core.trace import Tracer, eval_trace, is_eval_context, set_current_trace
 from minijax.lax.structural import scalar_constant
 from minijax.numpy import _util
@@ -225,8 +226,8 @@ def _concrete(name, x):
   if isinstance(x, Tracer):
     value = x.to_concrete_value()
     if value is None:
-      raise TypeError(f"{name} needs concrete (non-traced) arguments to know the result's "
-                      "shape; pass Python numbers, or mark the argument static under jit")
+      raise ConcretizationTypeError(
+          x, f"{name}()", hint=f"{name} needs concrete arguments to know its result's shape. ")
     return np.asarray(value).item()
   if hasattr(x, "aval"):
     return np.asarray(x).item()
@@ -302,8 +303,8 @@ def _linspace(start, stop, num, endpoint, retstep, dtype, axis):
 
 @placed
 def eye(N, M=None, k=0, dtype=None):
-  N = int(N)
-  M = N if M is None else int(M)
+  (N,) = _util.shape_argument(N)
+  (M,) = (N,) if M is None else _util.shape_argument(M)
   dt = _canonical(dtype, "eye") or dtypes.default_float_dtype()
   rows = lax.broadcasted_iota(dtypes.int32, (N, M), 0)
   cols = lax.broadcasted_iota(dtypes.int32, (N, M), 1)
@@ -316,7 +317,8 @@ def identity(n, dtype=None):
 
 
 def tri(N, M=None, k=0, dtype=None):
-  M = N if M is None else M
+  (N,) = _util.shape_argument(N)
+  (M,) = (N,) if M is None else _util.shape_argument(M)
   rows = lax.broadcasted_iota(dtypes.int32, (N, M), 0)
   cols = lax.broadcasted_iota(dtypes.int32, (N, M), 1)
   mask = lax.ge(lax.add(rows, lax.full((N, M), int(k), dtypes.int32)), cols)

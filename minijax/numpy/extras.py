@@ -40,7 +40,7 @@ def diff(a, n=1, axis=-1, prepend=None, append=None):
   x = jnp.concatenate(parts, axis=ax) if len(parts) > 1 else x
   for _ in range(n):
     size = _util.shape(x)[ax]
-    hi = lax.slice_in_dim(x, 1, size, 1, ax)
+    hi = lax.slice_in_dim(x, min(1, size), size, 1, ax)  # (empty once the axis is)
     lo = lax.slice_in_dim(x, 0, max(size - 1, 0), 1, ax)
     x = jnp.not_equal(hi, lo) if _util.dtype(x) == dtypes.bool_ else jnp.subtract(hi, lo)
   return x
@@ -70,11 +70,22 @@ def searchsorted(a, v, side="left", sorter=None, *, method="scan"):
     raise ValueError("searchsorted: a must be 1-dimensional")
   if sorter is not None:
     x = jnp.take(x, _util.asarray(sorter))
-  cmp = jnp.less if side == "left" else jnp.less_equal
   yy = jnp.expand_dims(y, -1)
+  if side == "left":
+    before = _sorts_before(x, yy)
+  else:
+    before = jnp.logical_not(_sorts_before(yy, x))
   # int32 while the positions fit in it, as JAX gives them (under x64 too)
   index_dtype = dtypes.int32 if _util.shape(x)[0] < 2 ** 31 - 1 else dtypes.default_int_dtype()
-  return jnp.sum(cmp(x, yy), axis=-1).astype(index_dtype)
+  return jnp.sum(before, axis=-1).astype(index_dtype)
+
+
+def _sorts_before(a, b):
+  """`a < b` in the order `sort` gives: NaNs after every number (as numpy's and JAX's)."""
+  jnp = _jnp()
+  if not dtypes.is_float(_util.dtype(a)):
+    return jnp.less(a, b)
+  return (a < b) | (jnp.isnan(b) & ~jnp.isnan(a))
 
 
 def cross(a, b, axisa=-1, axisb=-1, axisc=-1, axis=None):
@@ -218,7 +229,8 @@ def heaviside(x1, x2):
   x, h0 = _util.promote_and_broadcast("heaviside", x1, x2, inexact=True)
   from minijax.numpy.complex_numbers import reject_complex
   reject_complex("heaviside", x)
-  return jnp.where(x < 0, 0, jnp.where(x > 0, 1, h0)).astype(_util.dtype(x))
+  out = jnp.where(x < 0, 0, jnp.where(x > 0, 1, jnp.where(x == 0, h0, x)))  # (NaN stays)
+  return out.astype(_util.dtype(x))
 
 
 def float_power(x1, x2):
@@ -272,6 +284,9 @@ def interp(x, xp, fp, left=None, right=None, period=None):
   periodic function, `xp` and `x` taken modulo it)."""
   jnp = _jnp()
   xs, xps, fps = _util.promote_inexact("interp", x, xp, fp)
+  if _util.ndim(xps) != 1 or _util.shape(xps) != _util.shape(fps):
+    raise ValueError(f"xp and fp must be one-dimensional arrays of equal size, got shapes "
+                     f"{_util.shape(xps)} and {_util.shape(fps)}")
   if period is not None:
     if left is not None or right is not None:
       raise ValueError("left and right are ignored when period is given; pass neither")
@@ -306,7 +321,8 @@ def digitize(x, bins, right=False, *, method=None):
     return searchsorted(b, x, side="left" if right else "right")
   rb = jnp.flip(b)
   n = _util.shape(b)[0]
-  return n - searchsorted(rb, x, side="right" if right else "left")
+  # decreasing bins: the index is how many bins lie above x (at or above it, with `right`)
+  return n - searchsorted(rb, x, side="left" if right else "right")
 
 
 @takes_out_sharding
@@ -578,9 +594,9 @@ def ediff1d(ary, to_end=None, to_begin=None):
 
 def convolve(a, v, mode="full", *, precision=None, preferred_element_type=None):
   """1-d discrete convolution (numpy's `full`, `same` and `valid` modes), computed in
-  `preferred_element_type` when given."""
+  `preferred_element_type` when given, else in an inexact type (JAX's, as numpy's)."""
   jnp = _jnp()
-  x, y = _util.promote("convolve", a, v)
+  x, y = _conv_operands("convolve", a, v, preferred_element_type)
   if preferred_element_type is not None:
     x, y = (t.astype(preferred_element_type) for t in (x, y))
   if _util.ndim(x) != 1 or _util.ndim(y) != 1:
@@ -603,13 +619,19 @@ def convolve(a, v, mode="full", *, precision=None, preferred_element_type=None):
   raise ValueError(f"convolve: unknown mode {mode!r}")
 
 
+def _conv_operands(name, a, v, preferred_element_type):
+  if preferred_element_type is None:
+    return _util.promote_inexact(name, a, v)
+  return _util.promote(name, a, v)
+
+
 def correlate(a, v, mode="valid", *, precision=None, preferred_element_type=None):
   """1-d cross-correlation `sum_n a[n + k] * conj(v[n])` (numpy's modes; "valid" by
   default).  As numpy does, the "same" window of a shorter `a` is centred rounding up."""
   jnp = _jnp()
   if mode not in ("full", "same", "valid"):
     raise ValueError(f"correlate: unknown mode {mode!r}")
-  x, y = _util.promote("correlate", a, v)
+  x, y = _conv_operands("correlate", a, v, preferred_element_type)
   if _util.ndim(x) != 1 or _util.ndim(y) != 1:
     raise ValueError("correlate: both inputs must be 1-dimensional")
   out = convolve(x, jnp.flip(jnp.conj(y)), "full" if mode == "same" else mode)

@@ -78,7 +78,7 @@ def _transform(name: str, fft_type: FftType, a, s, axes, norm):
     axes = tuple(operator.index(ax) for ax in axes)
     if len(set(axes)) != len(axes):
       raise ValueError(f"{full_name} does not support repeated axes. Got axes {given}.")
-    moved_from = _util.canonicalize_axes(axes, nd, "axes") if axes else ()
+    moved_from = _util.canonicalize_axes(axes, nd) if axes else ()
     if len(set(moved_from)) != len(moved_from):
       raise ValueError(f"{full_name} does not support repeated axes. Got axes {given}.")
     axes = tuple(range(nd - len(axes), nd))

@@ -39,9 +39,18 @@ def _is_array(x) -> bool:
 _concrete_value = _util.concrete_value
 
 
-def _normalize_entries(idx, nd: int):
+class _Mask:
+  """A concrete boolean mask of rank >= 1 among the entries, until its axes are known."""
+
+  def __init__(self, value: np.ndarray):
+    self.value = value
+
+
+def _normalize_entries(idx, shape: tuple):
   """Turns `idx` into a list of entries that are ints, slices, None, Ellipsis or arrays, with
-  concrete boolean masks replaced by integer arrays."""
+  concrete boolean masks replaced by integer arrays (after checking them against the axes
+  they index, as numpy does)."""
+  nd = len(shape)
   if not isinstance(idx, tuple):
     idx = (idx,)
   out = []
@@ -84,7 +93,7 @@ def _normalize_entries(idx, nd: int):
         if value.ndim == 0:
           out.append(bool(value))
         else:
-          out.extend(np.asarray(i, np.int32) for i in np.nonzero(value))
+          out.append(_Mask(value))
       elif dtypes.is_integer(dt):
         if isinstance(e, np.ndarray) and e.ndim == 0:
           out.append(int(e))
@@ -97,7 +106,8 @@ def _normalize_entries(idx, nd: int):
                       "ints, slices, None, Ellipsis, bools or integer arrays")
   if sum(e is Ellipsis for e in out) > 1:
     raise IndexError("an index can only have a single ellipsis ('...')")
-  consumed = sum(1 for e in out if not (e is None or e is Ellipsis or isinstance(e, bool)))
+  consumed = sum(e.value.ndim if isinstance(e, _Mask) else 1 for e in out
+                 if not (e is None or e is Ellipsis or isinstance(e, bool)))
   if consumed > nd:
     raise IndexError(f"too many indices for array: array is {nd}-dimensional, but "
                      f"{consumed} were indexed")
@@ -106,6 +116,23 @@ def _normalize_entries(idx, nd: int):
     out[i:i + 1] = [slice(None)] * (nd - consumed)
   else:
     out += [slice(None)] * (nd - consumed)
+  return _expand_masks(out, shape)
+
+
+def _expand_masks(entries, shape):
+  out, axis = [], 0
+  for e in entries:
+    if isinstance(e, _Mask):
+      for k, (n, m) in enumerate(zip(shape[axis:], e.value.shape)):
+        if n != m:
+          raise IndexError(f"boolean index did not match indexed array along axis "
+                           f"{axis + k}; size of axis is {n} but size of corresponding "
+                           f"boolean axis is {m}")
+      out.extend(np.asarray(i, np.int32) for i in np.nonzero(e.value))
+      axis += e.value.ndim
+    else:
+      out.append(e)
+      axis += not (e is None or isinstance(e, bool))
   return out
 
 
@@ -195,7 +222,7 @@ def _getitem(x, idx, want_valid=False):
   elements came from in-bounds indices (None when every index was in bounds and static).
   Out-of-bounds integer indices are clamped into their axis, as in JAX."""
   x = lax.convert_to_array(x)
-  entries = _normalize_entries(idx, _util.ndim(x))
+  entries = _normalize_entries(idx, _util.shape(x))
   x, entries = _insert_new_axes(x, entries)
   if any(type(e) is int and n and not -n <= e < n for e, n in zip(entries, _util.shape(x))):
     # As in JAX, static ints are read by a dynamic slice that clamps them, which

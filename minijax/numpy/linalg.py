@@ -385,7 +385,7 @@ def _lstsq(a, b, rcond, numpy_resid=False):
   elif rcond < 0:
     rcond = float(np.finfo(real).eps)
   u, s, vt = svd(a, full_matrices=False)
-  mask = (s > 0) & (s >= jnp.asarray(rcond, real) * s[0])
+  mask = (s > 0) & (s >= jnp.asarray(rcond, real) * jnp.max(s, initial=0))
   rank = jnp.sum(mask)
   safe_s = jnp.where(mask, s, 1).astype(dtype)
   s_inv = jnp.where(mask, 1 / safe_s, 0)[:, None]
@@ -615,8 +615,8 @@ def vector_norm(x, /, *, axis=None, keepdims=False, ord=2):
     return jnp.sqrt(jnp.sum(jnp.real(a * jnp.conj(a)), axis=axis, keepdims=keepdims))
   if isinstance(ord, str):
     raise ValueError(f"Invalid order '{ord}' for vector norm.")
-  if ord == np.inf:
-    return jnp.max(jnp.abs(a), axis=axis, keepdims=keepdims)
+  if ord == np.inf:  # (0 for no values, as JAX's)
+    return jnp.max(jnp.abs(a), axis=axis, keepdims=keepdims, initial=0)
   if ord == -np.inf:
     return jnp.min(jnp.abs(a), axis=axis, keepdims=keepdims)
   if ord == 0:

@@ -407,8 +407,19 @@ def rot90(m, k=1, axes=(0, 1)):
   return x
 
 
+def _sort_options(name, kind, order):
+  """numpy's `kind` and `order` have no meaning here (every sort is stable); refused as JAX
+  refuses them, never ignored."""
+  if kind is not None:
+    raise TypeError(f"'kind' argument to {name} is not supported. Use stable=True or "
+                    "stable=False to specify sort stability.")
+  if order is not None:
+    raise TypeError(f"'order' argument to {name} is not supported.")
+
+
 def sort(a, axis=-1, kind=None, order=None, stable=True, descending=False):
   x = _arr("sort", a)
+  _sort_options("sort", kind, order)
   if axis is None:
     x, axis = ravel(x), 0
   (ax,) = _util.canonicalize_axes(axis, _util.ndim(x))
@@ -420,6 +431,7 @@ def argsort(a, axis=-1, kind=None, order=None, stable=True, descending=False, dt
   """The indices that sort `a` along `axis`, of `dtype` (the default integer type; any
   other dtype holds them converted, as JAX's)."""
   x = _arr("argsort", a)
+  _sort_options("argsort", kind, order)
   if axis is None:
     x, axis = ravel(x), 0
   (ax,) = _util.canonicalize_axes(axis, _util.ndim(x))
@@ -524,6 +536,8 @@ def take(a, indices, axis=None, out=None, mode=None, unique_indices=False,
   if axis is None:
     x, axis = ravel(x), 0
   (ax,) = _util.canonicalize_axes(axis, _util.ndim(x))
+  if _util.shape(x)[ax] == 0 and _util.size(idx):
+    raise IndexError("Cannot do a non-empty jnp.take() from an empty axis.")
   from minijax.numpy.indexing import getitem, getitem_filled
   if mode == "fill":  # what x.at[...].get(mode="fill") reads
     return getitem_filled(x, (slice(None),) * ax + (idx,), fill_value)

@@ -101,20 +101,46 @@ def nanmean(a, axis=None, dtype=None, out=None, keepdims=False, where=None):
   return out if dtype is None else out.astype(dtype)  # (JAX's: in the dtype asked for)
 
 
-_QUANTILE_METHODS = ("linear", "lower", "higher", "midpoint", "nearest")
+_QUANTILE_METHODS = ("linear", "lower", "higher", "midpoint", "nearest", "inverted_cdf")
+
+
+def _quantile_weights(name, weights, a, axis, method):
+  """`weights` as an array of `a`'s shape: given in that shape, or (with `axis`) in the shape
+  of the reduced axes."""
+  w = _util.asarray(weights)
+  if np.issubdtype(_util.dtype(w), np.complexfloating):
+    raise ValueError("Weights cannot be complex types.")
+  if method != "inverted_cdf":
+    raise NotImplementedError(f"{method} doesn't support weights. Only method 'inverted_cdf' "
+                              "supports weights.")
+  shape = _util.shape(a)
+  if _util.shape(w) == shape:
+    return w
+  if axis is None:
+    raise ValueError("Weights shape must match 'a' shape when axis is None.")
+  axes = _util.canonicalize_axes(axis, len(shape))
+  if _util.shape(w) != tuple(shape[d] for d in axes):
+    raise ValueError(f"Weights shape {_util.shape(w)} must match reduction axes "
+                     f"{tuple(shape[d] for d in axes)}")
+  return lax.broadcast_in_dim(w, shape, axes)
 
 
 def _quantile(name, a, q, axis, out, overwrite_input, method, keepdims, weights,
               ignore_nan):
   """Quantiles by sorting, numpy's methods; with `ignore_nan`, of each slice's non-NaN
-  values (NaN for a slice of NaNs only)."""
+  values (NaN for a slice of NaNs only), else NaN for a slice with a NaN.  `inverted_cdf`
+  takes the first value whose cumulative weight reaches q of the total (weights of 1 without
+  `weights`; a negative or NaN weight makes the quantile NaN)."""
   jnp = _jnp()
   _util.reject_out(name, out)
-  if weights is not None:
-    raise NotImplementedError(f"jnp.{name}: weights are not supported")
   if method not in _QUANTILE_METHODS:
     raise ValueError(f"{name}: method must be one of {_QUANTILE_METHODS}, got {method!r}")
-  (x,) = _util.promote_inexact(name, a)
+  if weights is not None:
+    w = _quantile_weights(name, weights, a, axis, method)
+    x, w = _util.promote_inexact(name, a, w)
+  else:
+    (x,) = _util.promote_inexact(name, a)
+    w = jnp.ones_like(x) if method == "inverted_cdf" else None
   if np.issubdtype(_util.dtype(x), np.complexfloating):
     raise ValueError(f"{name} does not support complex input, as the operation is poorly "
                      "defined (complex values have no order)")
@@ -124,41 +150,64 @@ def _quantile(name, a, q, axis, out, overwrite_input, method, keepdims, weights,
   axes = tuple(range(nd)) if axis is None else _util.canonicalize_axes(axis, nd)
   rest = [d for d in range(nd) if d not in axes]
   n = int(np.prod([shape[d] for d in axes]))
-  x = jnp.reshape(jnp.transpose(x, (*rest, *axes)), (*(shape[d] for d in rest), n))
-  s = jnp.sort(x, axis=-1)  # the reduced axes, merged into the last; NaNs last
-  q = lax.convert_element_type(_util.asarray(q), _util.dtype(x))
+  merged = lambda v: jnp.reshape(jnp.transpose(v, (*rest, *axes)),  # noqa: E731
+                                 (*(shape[d] for d in rest), n))
+  x = merged(x)
+  x = jnp.where(jnp.isnan(x), np.nan, x)  # (NaNs made positive: they sort last)
+  if w is None:
+    s = lax.sort(x, dimension=len(rest))
+  else:  # the reduced axes, merged into the last
+    s, w = lax.sort((x, merged(w)), dimension=len(rest), num_keys=1)
+  dt = _util.dtype(x)
+  q = lax.convert_element_type(_util.asarray(q), dt)
   q_shape = _util.shape(q)
   qs = jnp.reshape(q, (-1,) + (1,) * (len(rest) + 1))
+  nans = jnp.isnan(s)
   if ignore_nan:
-    count = jnp.sum(jnp.logical_not(jnp.isnan(s)), axis=-1, keepdims=True)
+    count = jnp.sum(jnp.logical_not(nans), axis=-1, keepdims=True)
   else:
     count = jnp.full((1,) * (len(rest) + 1), n)
-  pos = qs * (count - 1).astype(_util.dtype(x))
-  lo = lax.floor(pos)
-  frac = pos - lo
-  lo_i = jnp.clip(lo.astype(jnp.int32), 0, n - 1)
-  hi_i = jnp.clip(jnp.minimum(lo_i + 1, count - 1), 0, n - 1)
-  sb = jnp.broadcast_to(s, _util.shape(lo_i)[:1] + _util.shape(s))
-  lo_v = jnp.take_along_axis(sb, lo_i, axis=-1)
-  hi_v = jnp.take_along_axis(sb, hi_i, axis=-1)
-  if method == "linear":
-    result = lo_v + (hi_v - lo_v) * frac
-  elif method == "lower":
-    result = lo_v
-  elif method == "higher":
-    result = jnp.where(frac > 0, hi_v, lo_v)
-  elif method == "midpoint":
-    result = jnp.where(frac > 0, (lo_v + hi_v) / 2, lo_v)
-  else:  # nearest: ties to the even index, as numpy
-    round_up = (frac > 0.5) | ((frac == 0.5) & (lo_i % 2 == 1))
-    result = jnp.where(round_up, hi_v, lo_v)
+  sb = jnp.broadcast_to(s, (_util.shape(qs)[0],) + _util.shape(s))
+  if method == "inverted_cdf":
+    bad = (w < 0) | jnp.isnan(w)
+    cumulative = jnp.cumsum(jnp.where(bad | nans, 0, w), axis=-1)
+    reached = jnp.sum(cumulative < qs * cumulative[..., -1:], axis=-1, keepdims=True)
+    index = jnp.clip(reached, 0, jnp.maximum(count - 1, 0))
+    result = jnp.take_along_axis(sb, index.astype(jnp.int32), axis=-1)
+    result = jnp.where(jnp.any(bad, axis=-1, keepdims=True), np.nan, result)
+  else:
+    result = _interpolated(jnp, sb, qs, count, n, method, dt)
   if ignore_nan:
     result = jnp.where(count == 0, np.nan, result)
+  else:
+    result = jnp.where(jnp.any(nans, axis=-1, keepdims=True), np.nan, result)
   result = jnp.reshape(result, q_shape + tuple(shape[d] for d in rest))
   if keepdims:
     kept = tuple(1 if d in axes else shape[d] for d in range(nd))
     result = jnp.reshape(result, q_shape + kept)
   return result
+
+
+def _interpolated(jnp, sb, qs, count, n, method, dt):
+  """The quantiles `qs` of the sorted values `sb` at fractional positions q (count - 1)."""
+  last = (count - 1).astype(dt)
+  pos = jnp.clip(qs * last, 0, last)  # (a q outside [0, 1] gives an end value, as JAX's)
+  lo = lax.floor(pos)
+  frac = pos - lo
+  lo_i = jnp.clip(lo.astype(jnp.int32), 0, n - 1)
+  hi_i = jnp.clip(jnp.minimum(lo_i + 1, count - 1), 0, n - 1)
+  lo_v = jnp.take_along_axis(sb, jnp.broadcast_to(lo_i, _util.shape(sb)[:-1] + (1,)), axis=-1)
+  hi_v = jnp.take_along_axis(sb, jnp.broadcast_to(hi_i, _util.shape(sb)[:-1] + (1,)), axis=-1)
+  if method == "linear":
+    return lo_v + (hi_v - lo_v) * frac
+  if method == "lower":
+    return lo_v
+  if method == "higher":
+    return jnp.where(frac > 0, hi_v, lo_v)
+  if method == "midpoint":
+    return jnp.where(frac > 0, (lo_v + hi_v) / 2, lo_v)
+  round_up = (frac > 0.5) | ((frac == 0.5) & (lo_i % 2 == 1))  # nearest: ties to even, as numpy
+  return jnp.where(round_up, hi_v, lo_v)
 
 
 def quantile(a, q, axis=None, out=None, overwrite_input=False, method="linear",

@@ -12,6 +12,9 @@ the function, as JAX's do, instead of returning a wrong number.
 """
 from __future__ import annotations
 
+import operator
+
+import ml_dtypes
 import numpy as np
 
 from minijax import lax
@@ -311,11 +314,16 @@ hypot = _binary("hypot", _hypot, inexact=True, real_only=ValueError)
 
 
 def _copysign(a, b):
-  return lax.select(lax.bitwise_or(lax.lt(b, lax.full(_util.shape(b), 0, _util.dtype(b))),
-                                   _signbit(b)), lax.neg(lax.abs(a)), lax.abs(a))
+  return lax.select(_signbit(b), lax.neg(lax.abs(a)), lax.abs(a))
 
 
 def _signbit(x):
+  """The sign bit, set for -0.0 and negative NaNs too: the float's bits read as a signed
+  integer of its width are negative."""
+  dt = _util.dtype(x)
+  bits = ml_dtypes.finfo(dt).bits if dtypes.is_float(dt) else 0
+  if bits >= 8:
+    x = lax.bitcast_convert_type(x, np.dtype(f"int{bits}"))
   return lax.lt(x, lax.full(_util.shape(x), 0, _util.dtype(x)))
 
 
@@ -465,6 +473,7 @@ def round(a, decimals: int = 0, out=None):
   float32, one compiled call when eager (XLA divides by the power as a multiply by its
   reciprocal, and JAX's jitted round rounds so)."""
   (x,) = _util.promote("round", a)
+  decimals = operator.index(decimals)
   if _is_bool(x):
     raise ValueError("round: data type bool not inexact (round numbers, not booleans)")
   if np.issubdtype(_util.dtype(x), np.complexfloating):
@@ -600,7 +609,10 @@ def array_equal(a1, a2, equal_nan=False):
   from minijax.numpy.reductions import all as _all
   if _util.shape(a1) != _util.shape(a2):
     return False
-  return _all(equal(a1, a2))
+  same = equal(a1, a2)
+  if equal_nan:
+    same = logical_or(same, logical_and(isnan(a1), isnan(a2)))
+  return _all(same)
 
 
 def clip(a, a_min=None, a_max=None, *, min=None, max=None):

@@ -169,7 +169,7 @@ def _li2_small(u):
 
 
 def spence(x):
-  """scipy's Spence function, the dilogarithm Li2(1 - x) for x >= 0 (nan below): through
+  """scipy's Spence function, the dilogarithm Li2(1 - x) for finite x >= 0 (nan else): through
   Li2(u) = pi^2/6 - log(u) log(1 - u) - Li2(1 - u) for u in (1/2, 1], and
   Li2(u) = -pi^2/6 - log^2(-u) / 2 - Li2(1/u) for u < -1, into the series' range."""
   x = as_inexact(x)
@@ -185,7 +185,7 @@ def spence(x):
   neg = jnp.where(invert, -u, 2.0)
   inverted = -_PI2_6 - 0.5 * jnp.square(jnp.log(neg)) - base
   out = jnp.where(reflect, reflected, jnp.where(invert, inverted, base))
-  return jnp.where(x < 0, jnp.nan, out)
+  return jnp.where((x < 0) | jnp.isinf(x), jnp.nan, out)  # (scipy's NaN at inf too)
 
 
 # ---- bessel_jn: J_0 ... J_v by Miller's backward recurrence

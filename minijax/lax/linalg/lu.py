@@ -127,7 +127,7 @@ def lu_pivots_to_permutation(pivots, permutation_size: int):
     return lax.select(lax.eq(iota, lax.full(shape, i, dtypes.int32)),
                       _spread(p_j, shape, last), perm)
 
-  return lax.fori_loop(0, k, swap, iota)
+  return lax.fori_loop(0, k, swap, iota) if k else iota  # (no pivots: the body cannot trace)
 
 
 def _spread(v, shape, last):
