@@ -126,3 +126,22 @@ def test_variance_squares_deviations_as_jax_does():
   names = [e.primitive.name for e in minijax.make_jaxpr(jnp.var)(z).eqns]
   assert "conj" in names and "abs" not in names and "sqrt" not in names
   np.testing.assert_allclose(jnp.var(z), np.var(z.astype(np.complex128)), rtol=1e-6)
+
+
+def test_complex_sqrt_log1p_sin_cos_and_square_at_their_edges():
+  # XLA's own complex sqrt, log1p, sine and cosine are inexact there (sqrt(-1) gave
+  # -4.4e-8 + 1j, log1p(-1) gave 0, sin(1e-20j) gave 0 and sin(100j) NaN + inf j); JAX's
+  # values, which are numpy's
+  c = lambda *v: np.array(v, np.complex64)  # noqa: E731
+  for f in (lambda f, x: f(x), lambda f, x: minijax.jit(f)(x)):
+    np.testing.assert_array_equal(f(jnp.sqrt, c(-1, -4)), c(1j, 2j))
+    np.testing.assert_array_equal(f(jnp.log1p, c(-1)), c(complex(-np.inf, 0)))
+    np.testing.assert_array_equal(f(jnp.sin, c(1e-20j, 100j)), c(1e-20j, complex(0, np.inf)))
+    np.testing.assert_array_equal(f(jnp.cos, c(1e20j, -1e20j)), c(np.inf, np.inf))
+    np.testing.assert_array_equal(f(jnp.square, c(1e20 + 1e20j)), c(complex(0, np.inf)))
+    np.testing.assert_array_equal(f(jnp.sinc, c(1e-20j)), c(1))
+  z = np.array([complex(a, b) for a in (-2, -0.5, 0.3, 3) for b in (-30, -1e-3, 0.7, 5)],
+               np.complex64)
+  for name in ("sqrt", "log1p", "sin", "cos", "square"):
+    np.testing.assert_allclose(getattr(jnp, name)(z), getattr(np, name)(z.astype(complex)),
+                               rtol=3e-6, err_msg=name)

@@ -9,6 +9,8 @@ linear, and batching (`defvectorized` for unary ops, `defbroadcasting` for n-ary
 """
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 from jaxlib.mlir.dialects import mhlo
 
@@ -68,14 +70,17 @@ def _unop(name, accepted, what, mhlo_op):
   return prim
 
 
-def _accurate_unop(name, mhlo_op, accepted=None, nan_through=False):
+def _accurate_unop(name, mhlo_op, accepted=None, nan_through=False, of_complex=None):
   """A unary op that takes JAX's `accuracy=` (see `minijax.lax.accuracy`), of floating
   point or complex operands unless `accepted` (a (predicate, description) pair) says;
-  `nan_through`: see `utils.nan_through`."""
+  `nan_through`: see `utils.nan_through`; `of_complex`: the lowering rule for complex
+  operands, where XLA's own operation is inexact."""
   prim = _unop(name, *(accepted or _inexact), None)
   op_name = mhlo_op.OPERATION_NAME
 
   def lowering(ctx, x, accuracy=None):
+    if of_complex is not None and _is_complex(ctx.avals_in[0].dtype):
+      return of_complex(ctx, x)
     out = accuracy_lib.annotate(mlir.emit_elementwise(ctx, op_name, [x]), accuracy)
     return utils.nan_through(ctx, x, out) if nan_through else out
   mlir.register_lowering(prim, lowering, splat_literals=True)
@@ -334,8 +339,25 @@ def integer_pow(x, y: int):
   return integer_pow_p.bind(x, y=int(y))
 
 
+def _square_of_complex(z):
+  """(a + ib)^2 = (a - b)(a + b) + 2abi: exact 0 real parts where |a| = |b| (x * x made
+  inf - inf of them once a^2 overflows)."""
+  from minijax.lax.complex_ops import complex, imag, real
+  a, b = real(z), imag(z)
+  return complex(mul(sub(a, b), add(a, b)), mul(_const(a, 2), mul(a, b)))
+
+
+_square_of_complex_rule = utils.lowering_from_function(_square_of_complex)
+
+
+def _square_lowering(ctx, x):
+  if _is_complex(ctx.avals_in[0].dtype):
+    return _square_of_complex_rule(ctx, x)
+  return mhlo.MulOp(x, x).result
+
+
 square_p = _unop("square", utils.is_number, utils.NUMBER_KINDS, None)
-mlir.register_lowering(square_p, lambda ctx, x: mhlo.MulOp(x, x).result, splat_literals=True)
+mlir.register_lowering(square_p, _square_lowering, splat_literals=True)
 ad.defjvp(square_p, lambda g, x: mul(g, mul(_const(x, 2), x)))
 
 
@@ -453,7 +475,15 @@ def log(x, *, accuracy=None):
   return log_p.bind(x, **accuracy_lib.params(accuracy))
 
 
-log1p_p = _accurate_unop("log1p", mhlo.Log1pOp)
+def _as_stablehlo(ctx, x, *, name):
+  # The StableHLO op: XLA's conversion of it to HLO expands the complex case into an accurate
+  # algorithm (its complex math expander), which it does not do for the MHLO op (whose
+  # complex sqrt gave -4.4e-8 + 1j for sqrt(-1), and whose log1p(-1 + 0j) gave 0).
+  return mlir.emit_elementwise(ctx, f"stablehlo.{name}", [x])
+
+
+log1p_p = _accurate_unop("log1p", mhlo.Log1pOp,
+                         of_complex=functools.partial(_as_stablehlo, name="log_plus_one"))
 ad.defjvp(log1p_p, lambda g, x, **_: div(g, add(x, _ones_like(x))))
 
 
@@ -503,7 +533,37 @@ def cbrt(x, *, accuracy=None):
 
 
 # ---- sin, cos, tan, tanh
-sin_p = _accurate_unop("sin", mhlo.SineOp)
+def _sinh_cosh(b):
+  """sinh and cosh of real `b` from expm1: exact for tiny `b` (exp(b) - exp(-b) cancels)."""
+  up, down = expm1(b), expm1(neg(b))
+  two = _const(b, 2)
+  return div(sub(up, down), two), div(add(add(up, down), two), two)
+
+
+def _sin_of_complex(z):
+  """sin(a + ib) = sin a cosh b + i cos a sinh b: XLA's complex sine loses a tiny b (sin(1e-20j)
+  was 0) and makes NaN of 0 * inf where a is 0 and b is large; this is JAX's construction."""
+  from minijax.lax.complex_ops import complex, imag, real
+  from minijax.lax.misc import select
+  a, b = real(z), imag(z)
+  sinh_b, cosh_b = _sinh_cosh(b)
+  zero = eq(a, _const(a, 0))
+  return complex(select(zero, a, mul(sin(a), cosh_b)), mul(cos(a), sinh_b))
+
+
+def _cos_of_complex(z):
+  """cos(a + ib) = cos a cosh b - i sin a sinh b (see `_sin_of_complex`)."""
+  from minijax.lax.complex_ops import complex, imag, real
+  from minijax.lax.misc import select
+  a, b = real(z), imag(z)
+  sinh_b, cosh_b = _sinh_cosh(b)
+  zero = eq(a, _const(a, 0))
+  im = select(zero, select(lt(b, _const(b, 0)), a, neg(a)), neg(mul(sin(a), sinh_b)))
+  return complex(mul(cos(a), cosh_b), im)
+
+
+sin_p = _accurate_unop("sin", mhlo.SineOp,
+                       of_complex=utils.lowering_from_function(_sin_of_complex))
 ad.defjvp(sin_p, lambda g, x, accuracy=None: mul(g, cos(x, accuracy=accuracy)))
 
 
@@ -511,7 +571,8 @@ def sin(x, *, accuracy=None):
   return sin_p.bind(x, **accuracy_lib.params(accuracy))
 
 
-cos_p = _accurate_unop("cos", mhlo.CosineOp)
+cos_p = _accurate_unop("cos", mhlo.CosineOp,
+                       of_complex=utils.lowering_from_function(_cos_of_complex))
 ad.defjvp(cos_p, lambda g, x, accuracy=None: neg(mul(g, sin(x, accuracy=accuracy))))
 
 
@@ -543,7 +604,8 @@ def tanh(x, *, accuracy=None):
 
 
 # ---- sqrt, rsqrt, logistic
-sqrt_p = _accurate_unop("sqrt", mhlo.SqrtOp)
+sqrt_p = _accurate_unop("sqrt", mhlo.SqrtOp,
+                        of_complex=functools.partial(_as_stablehlo, name="sqrt"))
 ad.defjvp2(sqrt_p, lambda g, out, x, **_: mul(g, div(_const(x, 0.5), out)))
 
 

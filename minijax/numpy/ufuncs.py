@@ -549,7 +549,7 @@ radians, degrees = deg2rad, rad2deg
 def _square(a):
   if _is_bool(a):  # as JAX: booleans square as int32
     a = lax.convert_element_type(a, dtypes.int32)
-  return lax.integer_pow(a, 2)
+  return lax.square(a)
 
 
 square = _unary("square", _square)
