@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import operator
 
+import ml_dtypes
 import numpy as np
 
 from minijax import lax
@@ -60,11 +61,17 @@ def nextafter(x, y, /):
 
 
 def spacing(x, /):
-  """The distance from x to the next representable number away from zero."""
+  """The distance from x to the next representable number away from zero (numpy's)."""
   jnp = _jnp()
   (x,) = _util.promote_inexact("spacing", x)
-  towards = jnp.where(x < 0, -np.inf, np.inf).astype(_util.dtype(x))
-  return nextafter(x, towards) - x
+  dt = _util.dtype(x)
+  # away from zero, except in float16, where numpy (and JAX) step towards +inf
+  towards = jnp.full_like(x, np.inf) if dt == np.float16 else \
+      jnp.where(x < 0, -np.inf, np.inf).astype(dt)
+  step = nextafter(x, towards) - x
+  # XLA flushes the subnormal differences near zero to 0; their spacing is the smallest one
+  tiny = jnp.copysign(jnp.asarray(ml_dtypes.finfo(dt).smallest_subnormal, dt), x)
+  return jnp.where(step == 0, tiny, step)
 
 
 def i0(x):

@@ -122,9 +122,25 @@ def _dawsn_gaussians(x):
 def dawsn(x):
   """Dawson's integral `e^(-x^2) int_0^x e^(t^2) dt`."""
   x = as_inexact(x)
-  small = jnp.abs(x) < 1
+  small, large = jnp.abs(x) < 1, jnp.abs(x) >= _DAWSON_ASYMPTOTIC
+  middle = jnp.where(small | large, 1.0, x)
   return jnp.where(small, _dawsn_series(jnp.where(small, x, 0.0)),
-                   _dawsn_gaussians(jnp.where(small, 1.0, x)))
+                   jnp.where(large, _dawsn_asymptotic(jnp.where(large, x, 1e3)),
+                             _dawsn_gaussians(middle)))
+
+
+_DAWSON_ASYMPTOTIC = 50.0
+
+
+def _dawsn_asymptotic(x):
+  """`1/(2x) sum_k (2k-1)!! / (2x^2)^k`, to float64 precision from |x| = 50 on (where the
+  sum of Gaussians loses its argument's reduction: under jit it gave NaN at 1e10)."""
+  u = 1 / (2 * x * x)
+  total, term = jnp.ones_like(x), jnp.ones_like(x)
+  for k in range(1, 7):
+    term = term * (2 * k - 1) * u
+    total = total + term
+  return total / (2 * x)
 
 
 @dawsn.defjvp
