@@ -5,8 +5,8 @@ flow, linalg, pytrees, dtypes, numpy, shard_map and pmap, the Array API, jet,
 custom_vmap, scipy's modules (stats, signal), dot algorithms, jaxprs' debug info, the
 stages of jit and the first lines of errors about traced values, odeint with the example
 libraries, refs and enable_x64, debug_nans, the transformations' options and errors,
-custom_jvp/custom_vjp rules, lax's shape and type errors, image resizing and
-nn.initializers.
+custom_jvp/custom_vjp rules, lax's shape and type errors, image resizing,
+nn.initializers, numpy's and random's errors, and empty arrays and edge values.
 
 A probe is a script written here (none of JAX's code) that prints one line per case,
 `python probe.py m` with minijax, `python probe.py j` with JAX; addresses (0x...) are

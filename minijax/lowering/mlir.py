@@ -11,7 +11,9 @@ checks that it did, and that nothing else did, and names the primitive when not.
 
 Rules have the signature `rule(ctx, *operands: ir.Value, **params)` and return one
 `ir.Value`, or a sequence of them for primitives with multiple results.  They live in the
-primitive's own block (minijax/lax/...) and are registered with `register_lowering`.
+primitive's own block (minijax/lax/...) and are registered with `register_lowering`.  They
+emit MHLO (and CHLO) ops, except where XLA expands only the StableHLO form of an op into an
+accurate algorithm (complex `sqrt` and `log1p`): there the StableHLO op, in the same module.
 """
 from __future__ import annotations
 
