@@ -104,7 +104,7 @@ def nanmean(a, axis=None, dtype=None, out=None, keepdims=False, where=None):
 _QUANTILE_METHODS = ("linear", "lower", "higher", "midpoint", "nearest", "inverted_cdf")
 
 
-def _quantile_weights(name, weights, a, axis, method):
+def _quantile_weights(weights, a, axis, method):
   """`weights` as an array of `a`'s shape: given in that shape, or (with `axis`) in the shape
   of the reduced axes."""
   w = _util.asarray(weights)
@@ -136,7 +136,7 @@ def _quantile(name, a, q, axis, out, overwrite_input, method, keepdims, weights,
   if method not in _QUANTILE_METHODS:
     raise ValueError(f"{name}: method must be one of {_QUANTILE_METHODS}, got {method!r}")
   if weights is not None:
-    w = _quantile_weights(name, weights, a, axis, method)
+    w = _quantile_weights(weights, a, axis, method)
     x, w = _util.promote_inexact(name, a, w)
   else:
     (x,) = _util.promote_inexact(name, a)
@@ -176,7 +176,7 @@ def _quantile(name, a, q, axis, out, overwrite_input, method, keepdims, weights,
     result = jnp.take_along_axis(sb, index.astype(jnp.int32), axis=-1)
     result = jnp.where(jnp.any(bad, axis=-1, keepdims=True), np.nan, result)
   else:
-    result = _interpolated(jnp, sb, qs, count, n, method, dt)
+    result = _interpolated(sb, qs, count, n, method, dt)
   if ignore_nan:
     result = jnp.where(count == 0, np.nan, result)
   else:
@@ -188,8 +188,9 @@ def _quantile(name, a, q, axis, out, overwrite_input, method, keepdims, weights,
   return result
 
 
-def _interpolated(jnp, sb, qs, count, n, method, dt):
+def _interpolated(sb, qs, count, n, method, dt):
   """The quantiles `qs` of the sorted values `sb` at fractional positions q (count - 1)."""
+  jnp = _jnp()
   last = (count - 1).astype(dt)
   pos = jnp.clip(qs * last, 0, last)  # (a q outside [0, 1] gives an end value, as JAX's)
   lo = lax.floor(pos)
