@@ -143,6 +143,21 @@ def test_incomplete_gamma_edges_and_domain():
   assert lax.igamma(2.0, np.array([1.0], f32)).dtype == f32
 
 
+def test_incomplete_gamma_of_large_shape_keeps_its_precision(x64):
+  # a log x - x and log Γ(a) are each about a log a: taken apart, float32 lost all its digits
+  # by a = 1e6 (and JAX does). Reference values: mpmath at 40 digits.
+  a = [1e3, 1e5, 1e6, 3e4]
+  x = [1020.0, 99500.0, 1001500.0, 30000.0]
+  p = [0.73852718448011091, 0.056741823212792263, 0.93313889576410224, 0.50076776491877105]
+  dpa = [-0.010254658433183925, -0.00036083940403825473, -0.00012956608156320815,
+         -0.0023033007278647027]
+  for dtype, rtol in ((f32, 1e-4), (f64, 1e-12)):
+    args = np.array(a, dtype), np.array(x, dtype)
+    np.testing.assert_allclose(minijax.jit(lax.igamma)(*args), p, rtol=rtol)
+    np.testing.assert_allclose(minijax.jit(lax.igammac)(*args), 1 - np.array(p), rtol=rtol)
+    np.testing.assert_allclose(minijax.jit(lax.igamma_grad_a)(*args), dpa, rtol=rtol)
+
+
 # ----------------------------------------------------------------------------- bits
 
 def test_bitcast_convert_type_same_narrower_and_wider():

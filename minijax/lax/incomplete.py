@@ -60,11 +60,63 @@ def _eps(x):
   return float(np.finfo(get_aval(x).dtype).eps)
 
 
+def _log1pmx(x, a):
+  """log(x/a) - (x/a - 1) = log(1 + t) - t for t = (x - a)/a, accurate near t = 0 too:
+  with u = t / (2 + t), log(1 + t) = 2 atanh(u) and t - 2u = t u, so log(1 + t) - t =
+  -t u + 2u (u²/3 + u⁴/5 + ...), whose terms do not cancel (|u| <= 1/3 where |t| <= 1/2).
+  Far from 0, log(x/a) keeps its precision where x/a is small, as log1p(t) would not."""
+  t = div(sub(x, a), a)
+  u = div(t, add(t, _const(t, 2)))
+  u2 = mul(u, u)
+  terms = 17 if get_aval(t).dtype.itemsize == 8 else 8
+  series = _const(t, 1 / (2 * terms + 1))
+  for k in range(terms - 1, 0, -1):
+    series = add(_const(t, 1 / (2 * k + 1)), mul(u2, series))
+  near = add(neg(mul(t, u)), mul(mul(_const(t, 2), mul(u, u2)), series))
+  far = sub(log(div(x, a)), t)
+  return _where(lt(abs(t), _const(t, 0.5)), near, far)
+
+
+def _stirling_tail(a):
+  """log Γ(a) - ((a - 1/2) log a - a + log(2π)/2), by its asymptotic series (a >= 20)."""
+  inv = div(_const(a, 1), a)
+  inv2 = mul(inv, inv)
+  series = _const(a, -691 / 360360)
+  for c in (1 / 1188, -1 / 1680, 1 / 1260, -1 / 360, 1 / 12):
+    series = add(_const(a, c), mul(inv2, series))
+  return mul(inv, series)
+
+
+_LARGE_A = 20.0
+
+
 def _prefactor(a, x):
-  """log(x^a e^-x / Γ(a)), and whether its exponential underflows."""
-  log_ax = sub(sub(mul(a, log(x)), x), lgamma(a))
+  """log(x^a e^-x / Γ(a)), and whether its exponential underflows.  For a >= 20 it is
+  a (log(x/a) - x/a + 1) + log(a/2π)/2 - stirling_tail(a), since a log x - x and log Γ(a)
+  are each about a log a and their difference would lose log2(a) bits."""
+  naive = sub(sub(mul(a, log(x)), x), lgamma(a))
+  large = ge(a, _const(a, _LARGE_A))
+  big_a = _where(large, a, _const(a, _LARGE_A))
+  stable = sub(add(mul(big_a, _log1pmx(x, big_a)), mul(_const(a, 0.5), log(big_a))),
+               add(_const(a, 0.5 * np.log(2 * np.pi)), _stirling_tail(big_a)))
+  log_ax = _where(large, stable, naive)
   max_log = float(np.log(np.finfo(get_aval(a).dtype).max))
   return log_ax, lt(log_ax, _const(log_ax, -max_log))
+
+
+def _dlog_prefactor(a, x):
+  """d log(x^a e^-x / Γ(a)) / da = log x - ψ(a); for a >= 20, log(x/a) + (log a - ψ(a))
+  with the second term by its asymptotic series, as the two logarithms nearly cancel."""
+  naive = sub(log(x), digamma(a))
+  large = ge(a, _const(a, _LARGE_A))
+  big_a = _where(large, a, _const(a, _LARGE_A))
+  inv = div(_const(a, 1), big_a)
+  inv2 = mul(inv, inv)
+  series = _const(a, -691 / 32760)
+  for c in (1 / 132, -1 / 240, 1 / 252, -1 / 120, 1 / 12):
+    series = add(_const(a, c), mul(inv2, series))
+  tail = add(mul(_const(a, 0.5), inv), mul(inv2, series))
+  return _where(large, add(log(div(x, big_a)), tail), naive)
 
 
 def _series(a, x, active, with_derivative):
@@ -203,7 +255,7 @@ def _grad_a_parts(a, x, sample):
   safe_x = _where(live, x, _const(x, 1))
   s, ds = _series(safe_a, safe_x, bitwise_and(live, bitwise_not(use_fraction)), True)
   f, dfa = _continued_fraction(safe_a, safe_x, bitwise_and(live, use_fraction), True)
-  dlog = sub(log(safe_x), digamma(safe_a))  # d log(x^a e^-x / Γ(a)) / da
+  dlog = _dlog_prefactor(safe_a, safe_x)
   # P = ax S / a:  dP/da = ax/a (S (dlog - 1/a) + dS);  Q = ax F:  dQ/da = ax (F dlog + dF)
   inv_a = div(_const(safe_a, 1), safe_a)
   series_inner = add(mul(s, sub(dlog, inv_a)), ds)
@@ -246,7 +298,7 @@ def random_gamma_grad(a, x):
 
 def _density(a, x):
   """∂P/∂x = x^(a-1) e^-x / Γ(a)."""
-  return exp(sub(sub(mul(sub(a, _const(a, 1)), log(x)), x), lgamma(a)))
+  return exp(sub(_prefactor(a, x)[0], log(x)))
 
 
 def _make_incomplete_gamma():
