@@ -42,7 +42,7 @@ def saved_residuals(f, *args, **kwargs) -> list[tuple]:
 def print_saved_residuals(f, *args, **kwargs) -> None:
   """Prints `saved_residuals(f, *args, **kwargs)`, one residual a line."""
   for aval, source in saved_residuals(f, *args, **kwargs):
-    print(f"{aval.str_short()} {source}")
+    print(f"{aval.str_short(short_dtypes=True)} {source}")
 
 
 def _arg_names(f, args, kwargs) -> list | None:

@@ -108,7 +108,7 @@ def test_f16_reductions_over_long_axes_are_refused_when_the_flag_is_off():
   x = jnp.ones(3, "bfloat16")
   assert float(lax.reduce_sum(x, [0])) == 3.0
   with minijax.allow_f16_reductions(False):
-    with pytest.raises(ValueError, match=r"reduce_sum on operand bf16\[3\] is not allowed"):
+    with pytest.raises(ValueError, match=r"reduce_sum on operand bfloat16\[3\] is not allowed"):
       lax.reduce_sum(x, [0])
     with pytest.raises(ValueError, match="not allowed"):
       minijax.jit(lambda x: lax.reduce_sum(x, [0]))(jnp.ones(4, np.float16))

@@ -55,9 +55,10 @@ def test_unknown_config_flag_is_named():
 
 def test_avals_print_short_and_hash_by_value():
   a = ShapedArray((2, 3), np.float32)
-  assert a.str_short() == "f32[2,3]"
+  assert a.str_short() == "float32[2,3]"  # as JAX's errors spell it; jaxprs print it short:
+  assert a.str_short(short_dtypes=True) == "f32[2,3]"
   assert a == ShapedArray((2, 3), np.float32) and hash(a) == hash(ShapedArray((2, 3), np.float32))
-  assert ShapedArray((), dtypes.bfloat16).str_short() == "bf16[]"
+  assert ShapedArray((), dtypes.bfloat16).str_short(short_dtypes=True) == "bf16[]"
   assert ShapedArray((1,), np.bool_).str_short() == "bool[1]"
 
 
@@ -178,7 +179,8 @@ def test_typecheck_names_the_offending_equation():
   b = Var(ShapedArray((3,), np.float32))
   from minijax.lax import sin_p
   jaxpr = Jaxpr([], [a], [b], [JaxprEqn([a], [b], sin_p, {}, frozenset(), None)])
-  with pytest.raises(JaxprTypeError, match=r"declares outputs \['f32\[3\]'\].*produces \['f32\[2\]'\]"):
+  with pytest.raises(JaxprTypeError,
+                     match=r"declares outputs \['float32\[3\]'\].*produces \['float32\[2\]'\]"):
     typecheck_jaxpr(jaxpr)
 
 

@@ -352,4 +352,4 @@ def test_call_compiles_once_across_repeated_calls(semantics, caplog):
                        if r.getMessage().startswith("Compiling")])
     assert compiles[1:] == [[], []]
     if run is not fun:
-      assert any("for cpu:0" in m and "i32[5,7,2]" in m for m in compiles[0])
+      assert any("for cpu:0" in m and "int32[5,7,2]" in m for m in compiles[0])

@@ -36,7 +36,7 @@ def test_log_compiles_names_the_function_and_avals(caplog):
       f(np.ones((2, 2), np.float32))
   finally:
     minijax.config.update("log_compiles", False)
-  assert any("my_function" in r.getMessage() and "f32[2,2]" in r.getMessage()
+  assert any("my_function" in r.getMessage() and "float32[2,2]" in r.getMessage()
              for r in caplog.records)
 
 

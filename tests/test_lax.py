@@ -238,7 +238,8 @@ def test_binary_ops_broadcast_rank0_operands_and_size1_axes():
                                       r"\(3,\), \(2,\). Rank-0 operands and size-1 axes"):
     lax.add(x3, np.ones(2, np.float32))
   with pytest.raises(TypeError, match=r"mul: arrays must have the same number of dimensions, "
-                                      r"got \{1, 2\} \(f32\[\], f32\[2,3\], f32\[3\]\)"):
+                                      r"got \{1, 2\} \(float32\[\], float32\[2,3\], "
+                                      r"float32\[3\]\)"):
     minijax.make_jaxpr(lambda a, b, c: lax.mul_p.bind(a, b, c))(
         np.float32(1), np.ones((2, 3), np.float32), x3)
 
@@ -717,7 +718,7 @@ def test_rng_bit_generator_takes_a_uint64_pair_key():
   key, bits = lax.rng_bit_generator(np.array([1, 0, 2, 0], np.uint32), (3,), np.uint32,
                                     algorithm=algorithm)
   assert key.tolist() == [1, 0, 4, 0] and bits.tolist() == [43444564, 2150618427, 3979645651]
-  with pytest.raises(TypeError, match=r"uint32\[4\] or uint64\[2\] key, got u32\[2\]"):
+  with pytest.raises(TypeError, match=r"uint32\[4\] or uint64\[2\] key, got uint32\[2\]"):
     lax.rng_bit_generator(np.array([1, 2], np.uint32), (3,))
 
 

@@ -31,7 +31,7 @@ def test_operators_name_both_shapes_eagerly_and_under_jit():
 
 def test_lax_binary_ops_require_equal_shapes_and_dtypes():
   with pytest.raises(TypeError, match=r"add: arrays must have the same number of dimensions, "
-                                      r"got \{1, 2\} \(f32\[2,3\], f32\[4\]\)"):
+                                      r"got \{1, 2\} \(float32\[2,3\], float32\[4\]\)"):
     lax.add(x23, x4)
   with pytest.raises(TypeError, match=r"^lax.sub requires arguments to have the same dtypes, "
                                       r"got float32, int32\."):
@@ -57,7 +57,7 @@ def test_matmul_operator_and_dot_general_shape_errors():
   with pytest.raises(TypeError, match=r"dot: .* got \(6,\) and \(4,\)"):
     jnp.vdot(x23, x4)
   with pytest.raises(ValueError, match=r"Incompatible types for matmul arguments: "
-                                       r"f32\[2,2,3\] and f32\[3,3,2\]"):
+                                       r"float32\[2,2,3\] and float32\[3,3,2\]"):
     jnp.matmul(np.ones((2, 2, 3), np.float32), np.ones((3, 3, 2), np.float32))
   with pytest.raises(TypeError, match=r"dot_general requires contracting dimensions to have "
                                       r"the same shape, got \(3,\) and \(2,\)."):
@@ -144,7 +144,7 @@ def test_shape_function_errors():
 
 
 def test_lax_structural_errors_name_the_primitive_and_shapes():
-  with pytest.raises(TypeError, match=r"reshape cannot reshape f32\[2,3\] \(6 elements\)"):
+  with pytest.raises(TypeError, match=r"reshape cannot reshape float32\[2,3\] \(6 elements\)"):
     lax.reshape(x23, (4, 2))
   with pytest.raises(TypeError, match=r"slice limit_indices must be less than or equal to "
                                       r"operand shape, got limit_indices \(3, 3\) for operand "

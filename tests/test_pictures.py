@@ -113,7 +113,7 @@ def test_ref_reads_and_writes_are_drawn_as_their_own_kinds_with_dashed_ref_edges
   from minijax.core.primitive import Primitive
 
   class AbstractRef:  # what the state discharge's Refs look like to the picture
-    def str_short(self):
+    def str_short(self, short_dtypes=False, mesh_axis_types=False):
       return "Ref{f32[]}"
 
   ref, x, y = Var(AbstractRef()), Var(ShapedArray((), np.float32)), Var(ShapedArray((), np.float32))

@@ -126,12 +126,12 @@ def _sin_then_cos(x):
 
 
 @pytest.mark.parametrize("policy, lines", [
-    (None, ["saving inputs with shapes:", "  f32[3]"]),
+    (None, ["saving inputs with shapes:", "  float32[3]"]),
     (lambda *_, **__: True, ["saving these intermediates:", " from output of cos from ",
                              " from output of sin from "]),
     (lambda p, *_, **__: str(p) == "cos", ["saving inputs with shapes:",
                                            "and saving these intermediates:",
-                                           "f32[3] from output of cos from "]),
+                                           "float32[3] from output of cos from "]),
 ])
 def test_what_a_checkpoint_saves_is_logged(caplog, policy, lines):
   with caplog.at_level(logging.DEBUG, logger="minijax.lax.remat"):

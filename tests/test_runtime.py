@@ -279,9 +279,9 @@ def test_executable_accepts_numpy_and_checks_arguments(add_exe):
   x = runtime.device_put(np.ones(4, np.float32))
   with pytest.raises(TypeError, match="takes 2 array argument"):
     add_exe(x)
-  with pytest.raises(TypeError, match=r"argument 1 .* f32\[4\], got i32\[4\]"):
+  with pytest.raises(TypeError, match=r"argument 1 .* float32\[4\], got int32\[4\]"):
     add_exe(x, np.ones(4, np.int32))
-  with pytest.raises(TypeError, match=r"argument 0 .* f32\[4\], got f32\[3\]"):
+  with pytest.raises(TypeError, match=r"argument 0 .* float32\[4\], got float32\[3\]"):
     add_exe(runtime.device_put(np.ones(3, np.float32)), x)
 
 
@@ -292,7 +292,7 @@ def test_executable_text_cost_and_compile_log(caplog):
       exe = compile_add()
   finally:
     config.update("log_compiles", False)
-  assert any("Compiling jit(add)" in r.getMessage() and "f32[4]" in r.getMessage()
+  assert any("Compiling jit(add)" in r.getMessage() and "float32[4]" in r.getMessage()
              for r in caplog.records)
   assert any(re.fullmatch(r"Finished XLA compilation of jit\(add\) in \d+\.\d+ sec",
                           r.getMessage()) for r in caplog.records)

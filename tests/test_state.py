@@ -138,8 +138,8 @@ def test_discharge_state_threads_the_ref_values_and_appends_their_final_values()
     return r[...] * 2
   closed = minijax.make_jaxpr(g)(new_ref(jnp.zeros(2)), jnp.zeros(2))
   pure = discharge_state(closed)
-  assert [a.str_short() for a in pure.in_avals] == ["f32[2]", "f32[2]"]
-  assert [a.str_short() for a in pure.out_avals] == ["f32[2]", "f32[2]"]
+  assert [a.str_short() for a in pure.in_avals] == ["float32[2]", "float32[2]"]
+  assert [a.str_short() for a in pure.out_avals] == ["float32[2]", "float32[2]"]
   assert pure.effects == set()
   out, final = eval_closed_jaxpr(pure, jnp.array([1., 2.]), jnp.array([3., 4.]))
   close(out, [28., 12.])

@@ -205,7 +205,7 @@ def pp_callback_params(params, names, indent) -> list[str]:
     if key == "callback":
       continue
     if key == "result_avals":
-      value = "(" + ", ".join(a.str_short() for a in value) + ")"
+      value = "(" + ", ".join(a.str_short(short_dtypes=True) for a in value) + ")"
     lines.append(f"{key}={value}")
   return lines
 

@@ -65,18 +65,18 @@ class ShapedArray(AbstractValue):
   def strip_weak_type(self) -> "ShapedArray":
     return self.update(weak_type=False) if self.weak_type else self
 
-  def str_short(self) -> str:
-    return f"{dtypes.short_name(self.dtype)}[{','.join(map(str, self.shape))}]"
-
-  def _long(self) -> str:
-    return f"{self.dtype.name}[{','.join(map(str, self.shape))}]"
+  def str_short(self, short_dtypes: bool = False, mesh_axis_types: bool = False) -> str:
+    """`float32[2,3]`, as JAX's errors spell an aval; `f32[2,3]` (as jaxprs print it) with
+    `short_dtypes`."""
+    name = dtypes.short_name(self.dtype) if short_dtypes else self.dtype.name
+    return f"{name}[{','.join(map(str, self.shape))}]"
 
   def __str__(self):  # as JAX prints `typeof(x)`: `float32[2,3]`, `~float32[]` when weak
-    return ("~" if self.weak_type else "") + self._long()
+    return ("~" if self.weak_type else "") + self.str_short()
 
   def __repr__(self):
     weak = ", weak_type=True" if self.weak_type else ""
-    return f"ShapedArray({self._long()}{weak})"
+    return f"ShapedArray({self.str_short()}{weak})"
 
   def tangent_aval(self) -> "ShapedArray":
     return ShapedArray(self.shape, dtypes.tangent_dtype(self.dtype), self.weak_type)
@@ -98,7 +98,7 @@ class AbstractToken(AbstractValue):
   def __hash__(self):
     return hash(AbstractToken)
 
-  def str_short(self) -> str:
+  def str_short(self, short_dtypes: bool = False, mesh_axis_types: bool = False) -> str:
     return "Token"
 
   def tangent_aval(self) -> "AbstractToken":

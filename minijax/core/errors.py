@@ -18,7 +18,7 @@ class ConcretizationTypeError(JAXTypeError):
          "with shape {aval}"
 
   def __init__(self, tracer, context: str, hint: str = ""):
-    aval = _long(tracer.aval)
+    aval = tracer.aval.str_short()
     name = getattr(tracer, "_debug_name", None)
     what = f"the traced value {name} ({aval})" if name else f"a traced value of type {aval}"
     super().__init__(
@@ -27,11 +27,6 @@ class ConcretizationTypeError(JAXTypeError):
         "Python constants or shapes, mark the argument static with `jit(f, "
         "static_argnums=...)` / `static_argnames=...`; for data-dependent control flow use "
         "`lax.cond`, `lax.switch`, `lax.while_loop` or `minijax.numpy.where`.")
-
-
-def _long(aval) -> str:
-  """`float32[2,3]`: an aval as JAX's errors about tracers spell it (`ShapedArray._long`)."""
-  return getattr(aval, "_long", aval.str_short)()
 
 
 def _origin(tracer) -> str:
@@ -104,10 +99,9 @@ class TracerArrayConversionError(JAXTypeError):
   def __init__(self, tracer):
     super().__init__(
         "The numpy.ndarray conversion method __array__() was called on traced array with "
-        f"shape {_long(tracer.aval)}\n{_origin(tracer).lstrip()}A traced value cannot become a "
-        "numpy array inside "
-        "a transformation; use minijax.numpy functions on it instead, or return it from the "
-        "transformed function first.")
+        f"shape {tracer.aval.str_short()}\n{_origin(tracer).lstrip()}A traced value cannot "
+        "become a numpy array inside a transformation; use minijax.numpy functions on it "
+        "instead, or return it from the transformed function first.")
 
 
 class NonConcreteBooleanIndexError(JAXIndexError):

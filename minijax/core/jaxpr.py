@@ -30,7 +30,7 @@ class Var:
     self.suffix = suffix
 
   def __repr__(self):
-    return f"Var({id(self) % 10000}):{self.aval.str_short()}"
+    return f"Var({id(self) % 10000}):{self.aval.str_short(short_dtypes=True)}"
 
 
 class DropVar(Var):

@@ -64,7 +64,9 @@ class _Names:
     return isinstance(var, DropVar) or var in self.unused
 
   def binder(self, var) -> str:
-    return f"{self(var)}:{var.aval.str_short()}" if self.print_shapes else self(var)
+    if not self.print_shapes:
+      return self(var)
+    return f"{self(var)}:{var.aval.str_short(short_dtypes=True)}"
 
 
 def _encode(n: int) -> str:
@@ -82,7 +84,7 @@ def _pp_literal(lit: Literal) -> str:
   if isinstance(val, (np.ndarray, np.generic)):
     val = val.item() if np.shape(val) == () else val
   text = repr(val) if not isinstance(val, np.ndarray) else "[...]"  # (as JAX elides them)
-  return f"{text}:{lit.aval.str_short()}"
+  return f"{text}:{lit.aval.str_short(short_dtypes=True)}"
 
 
 def pp_param(key: str, value, names: _Names, indent: int) -> str:

@@ -44,8 +44,8 @@ class AbstractRef(AbstractValue):
   ndim = property(lambda self: self.inner_aval.ndim)
   size = property(lambda self: self.inner_aval.size)
 
-  def str_short(self) -> str:
-    return f"Ref{{{self.inner_aval.str_short()}}}"
+  def str_short(self, short_dtypes: bool = False, mesh_axis_types: bool = False) -> str:
+    return f"Ref{{{self.inner_aval.str_short(short_dtypes)}}}"
 
   def __str__(self):
     return f"Ref{{{self.dtype.name}[{','.join(map(str, self.shape))}]}}"

@@ -132,7 +132,8 @@ class JVPTracer(Tracer):
     tangent = self.tangent
     staged = getattr(tangent, "_trace", None)
     if staged is not None and staged is not getattr(self.primal, "_trace", None):
-      return f"GradTracer(primal={self.primal!s}, typeof(tangent)={get_aval(tangent).str_short()})"
+      tangent_type = get_aval(tangent).str_short(short_dtypes=True)
+      return f"GradTracer(primal={self.primal!s}, typeof(tangent)={tangent_type})"
     return f"JVPTracer(primal={self.primal!s}, tangent={tangent!s})"
 
 

@@ -335,7 +335,7 @@ def integer_pow(x, y: int):
   aval = get_aval(x)
   if y < 0 and dtypes.is_integer(aval.dtype):
     raise TypeError(f"Integers cannot be raised to negative powers, got "
-                    f"integer_pow({aval.str_short()}, {int(y)})")
+                    f"integer_pow({aval}, {int(y)})")
   return integer_pow_p.bind(x, y=int(y))
 
 

@@ -37,7 +37,7 @@ __all__ = ["reduce_sum", "reduce_max", "reduce_min", "reduce_prod", "reduce_and"
 
 def _reduced_shape(name, x, axes):
   if any(not 0 <= a < x.ndim for a in axes):  # (JAX's words)
-    raise ValueError(f"reduction axes {axes} contains out-of-bounds indices for {x._long()}.")
+    raise ValueError(f"reduction axes {axes} contains out-of-bounds indices for {x.str_short()}.")
   if len(set(axes)) != len(axes):
     raise ValueError(f"duplicate value in 'axes' of reduction: {axes}")
   return tuple(s for i, s in enumerate(x.shape) if i not in axes)

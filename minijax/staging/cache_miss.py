@@ -75,7 +75,7 @@ def _diff_keys(new, old, arg_names) -> tuple[int, int, str]:
   diffs, weak_hint = [], False
   for name, a, b in zip(names, new_avals, old_avals):
     if a != b:
-      now, before = a.str_short(), b.str_short()
+      now, before = a.str_short(True), b.str_short(True)
       if a.weak_type != b.weak_type:
         weak_hint = True
         now += f"{{weak_type={a.weak_type}}}"

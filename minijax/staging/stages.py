@@ -333,8 +333,8 @@ class Compiled(_Stage):
       got = get_aval(x)
       if (want.shape, want.dtype) != (got.shape, got.dtype):
         name = names[i] if names else f"flat argument {i}"
-        errors.append(f"Argument '{name}' compiled with {want._long()} and called with "
-                      f"{got._long()}")
+        errors.append(f"Argument '{name}' compiled with {want.str_short()} and called with "
+                      f"{got.str_short()}")
     if errors:
       counted = "The" if len(errors) < 5 else f"The first 5 of {len(errors)}"
       raise TypeError("Argument types differ from the types for which this computation was "
