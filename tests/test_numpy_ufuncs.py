@@ -27,6 +27,22 @@ def _same(got, want):
   np.testing.assert_allclose(got, want, rtol=2e-6)
 
 
+def test_power_of_a_concrete_integer_exponent_is_integer_pow_as_in_jax():
+  x = jnp.array([2, 3, -1], jnp.int32)
+  # a concrete integer scalar exponent, of any kind, is JAX's integer_pow (multiplications):
+  # negative powers of integers are refused with JAX's TypeError
+  for exponent in (-1, np.int32(-2), jnp.array(-1)):
+    with pytest.raises(TypeError, match="Integers cannot be raised to negative powers"):
+      jnp.power(x, exponent)
+  with pytest.raises(TypeError, match=r"integer_pow\(~int32\[\], -1\)"):
+    jnp.power(2, -1)
+  assert jnp.power(x, np.int64(3)).tolist() == [8, 27, -1]
+  # bools become int32, as JAX's numeric promotion makes them
+  assert jnp.power(jnp.array([True, False]), 2).dtype == np.int32
+  # a traced exponent stays an array operation
+  assert minijax.jit(jnp.power)(x, 2).tolist() == [4, 9, 1]
+
+
 def test_jaxs_ufuncs_are_ufunc_objects_with_jaxs_properties():
   names = sorted(n for n in dir(jnp) if isinstance(getattr(jnp, n), jnp.ufunc))
   assert names == ["add", "bitwise_and", "bitwise_or", "bitwise_xor", "logaddexp", "logaddexp2",

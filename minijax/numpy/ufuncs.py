@@ -160,15 +160,24 @@ def _int_power(a, b):
   return acc
 
 
+def _static_exponent(x2) -> int | None:
+  """`x2` as an int when it is a concrete integer scalar: JAX then computes `x1 ** x2` by
+  `integer_pow` (multiplications, which refuse negative powers of integers)."""
+  if isinstance(x2, (int, np.integer, np.bool_)):
+    return int(x2)
+  if (isinstance(x2, (float, complex)) or _util.ndim(x2) != 0
+      or not (_is_int(x2) or _is_bool(x2))):
+    return None
+  value = _util.concrete_value(x2)
+  return None if value is None else int(value)
+
+
 def power(x1, x2, /):
   _util.check("power", x1, x2)
-  if isinstance(x2, int) and not isinstance(x2, bool) and not isinstance(x1, dtypes.PYTHON_SCALARS):
+  exponent = _static_exponent(x2)
+  if exponent is not None:
     (a,) = _util.promote("power", x1)
-    if _is_bool(a):
-      a = lax.convert_element_type(a, dtypes.default_int_dtype())
-    if _is_int(a) and x2 < 0:
-      raise ValueError("power: integers to negative integer powers are not allowed")
-    return lax.integer_pow(a, x2)
+    return lax.integer_pow(_as_int_if_bool(a), exponent)
   a, b = _pb("power", x1, x2, keep_scalars=True)  # (a rank-0 exponent stays a literal)
   if _is_bool(a) or _is_int(a):
     shape = np.broadcast_shapes(np.shape(a), np.shape(b))
