@@ -285,18 +285,32 @@ def _custom_jvp_call_jvp(primals, tangents, *, call_jaxpr, jvp, num_consts, name
 
 
 def _custom_jvp_call_batch(args, dims, *, call_jaxpr, jvp, num_consts, name):
+  """Unbatched operands stay unbatched (in the function and in its rule, which may test
+  them: equinox's errors take an unbatched predicate); every output is batched."""
   size = batching.batch_size(args, dims)
-  args = _broadcast_all(args, dims, size)
-  batched, _ = batching.batch_jaxpr(call_jaxpr, size, [True] * len(args), instantiate=True)
+  in_batched = [d is not None for d in dims]
+  args = [batching.bdim_at_front(x, d, size) if b else x
+          for x, d, b in zip(args, dims, in_batched)]
+  batched, _ = batching.batch_jaxpr(call_jaxpr, size, in_batched, instantiate=True)
   batched, consts = hoist_consts(batched)
   n = len(args) - num_consts
+  arg_dims = [0 if b else None for b in in_batched[num_consts:]]
 
   def batched_jvp(primals, tangents):
+    # a tangent is batched as its primal is; symbolic zero tangents stay out of the vmap
+    # (they are no values) and are made again, per example, for the rule
+    is_zero = [type(t) is ad.Zero for t in tangents]
+    live = [t for t, z in zip(tangents, is_zero) if not z]
+    live_dims = [d for d, z in zip(arg_dims, is_zero) if not z]
+
     def flat(*xs):
-      o, t = jvp(xs[:n], xs[n:])
+      example, given = xs[:n], iter(xs[n:])
+      ts = [ad.Zero.from_primal_value(p) if z else next(given)
+            for p, z in zip(example, is_zero)]
+      o, t = jvp(example, ts)
       return [*o, *(ad.instantiate_zeros(x) for x in t)]
-    outs = batching.vmap_flat(flat, [0] * (2 * n), lambda k: [0] * k, size,
-                              [*primals, *tangents])
+    outs = batching.vmap_flat(flat, [*arg_dims, *live_dims], lambda k: [0] * k, size,
+                              [*primals, *live])
     return outs[:len(outs) // 2], outs[len(outs) // 2:]
 
   outs = custom_jvp_call_p.bind(*consts, *args, call_jaxpr=batched, jvp=batched_jvp,

@@ -85,6 +85,48 @@ def test_second_order_through_custom_rules():
   allclose(minijax.grad(minijax.grad(sin_threefold))(x), -3 * np.sin(x))
 
 
+def test_custom_jvp_under_nested_vmap_with_an_undifferentiated_argument():
+  # the argument that grad does not follow has a symbolic zero tangent: it must not reach the
+  # batched rule as a value (it leaked into the jit's constants; dynamax's GammaHMM)
+  @minijax.custom_jvp
+  def scaled_sin(a, b):
+    return a * lax.sin(b)
+
+  scaled_sin.defjvp(lambda p, t: (scaled_sin(*p),
+                                  t[0] * lax.sin(p[1]) + t[1] * p[0] * lax.cos(p[1])))
+  data = np.arange(1.0, 7.0, dtype=np.float32).reshape(2, 3)
+
+  def loss(c):
+    return minijax.vmap(minijax.vmap(scaled_sin))(c * jnp.ones((2, 3)), data).sum()
+
+  for fn in (minijax.grad(loss), minijax.jit(minijax.grad(loss))):
+    allclose(fn(2.0), np.sin(data).sum())
+  tangent = minijax.jvp(lambda c: minijax.vmap(minijax.vmap(scaled_sin))(
+      c * jnp.ones((2, 3)), data), (2.0,), (1.0,))[1]
+  allclose(tangent, np.sin(data))
+
+
+def test_custom_jvp_under_vmap_keeps_unbatched_operands_unbatched():
+  # equinox's runtime errors: a cond on an unbatched predicate whose branch calls back to
+  # the host with it (a pure_callback without a vmap_method, which cannot be batched)
+  def report(flag):
+    return np.float32(-1.0)
+
+  @minijax.custom_jvp
+  def checked(x, flag):
+    struct = minijax.ShapeDtypeStruct((), np.float32)
+    return lax.cond(flag, lambda: minijax.pure_callback(report, struct, flag) * x,
+                    lambda: x)
+
+  checked.defjvp(lambda p, t: (checked(*p), t[0]))
+  xs = np.arange(3.0, dtype=np.float32)
+  for flag, want in ((False, xs), (True, -xs)):
+    allclose(minijax.vmap(checked, (0, None))(xs, flag), want)
+    allclose(minijax.jit(minijax.vmap(checked, (0, None)))(xs, flag), want)
+  allclose(minijax.jvp(lambda x: minijax.vmap(checked, (0, None))(x, False),
+                       (xs,), (np.ones(3, np.float32),))[1], [1, 1, 1])
+
+
 def test_custom_jvp_defjvps():
   @minijax.custom_jvp
   def f(x, y):
@@ -175,7 +217,8 @@ def test_custom_rule_errors():
   spread = minijax.custom_vjp(lambda x, y: x * y)
   spread.defvjp(lambda x, y: (x * y, None), lambda res, g: (jnp.ones(3), g))
   with pytest.raises(ValueError, match=r"at output\[0\] the bwd rule produced an output of type "
-                     r"f32\[3\] corresponding to an input of type f32\[\], so the shapes do not"):
+                     r"float32\[3\] corresponding to an input of type float32\[\], so the "
+                     r"shapes do not"):
     minijax.grad(spread)(np.float32(1.0), np.float32(2.0))
   unpaired = minijax.custom_vjp(lambda x: x * 2)
   unpaired.defvjp(lambda x: x * 2, lambda res, g: (g,))
@@ -187,8 +230,8 @@ def test_custom_rule_errors():
   def wrong_shape(x):
     return lax.sin(x)
   wrong_shape.defjvp(lambda p, t: (lax.broadcast(p[0], (2,)), t[0]))
-  with pytest.raises(TypeError, match=r"corresponding shapes and dtypes. Expected f32\[2\] "
-                                      r"\(tangent type of f32\[2\]\) but got f32\[\]"):
+  with pytest.raises(TypeError, match=r"corresponding shapes and dtypes. Expected float32\[2\] "
+                                      r"\(tangent type of float32\[2\]\) but got float32\[\]"):
     minijax.jvp(wrong_shape, (np.float32(1.0),), (np.float32(1.0),))
   # Once the function is traced (jvp of jit), the rule's primal must match its output.
   with pytest.raises(TypeError, match="same shapes and dtypes"):
