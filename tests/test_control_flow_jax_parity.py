@@ -23,6 +23,20 @@ def test_associative_scan_of_a_non_callable_names_the_function():
     lax.associative_scan(42, 0)
 
 
+def test_associative_scan_fn_may_return_another_container_of_as_many_arrays():
+  # JAX takes the leaves of fn's result whatever holds them (dynamax returns a namedtuple
+  # for a tuple); a different number of them is refused
+  import collections
+  Pair = collections.namedtuple("Pair", "a b")
+  out = lax.associative_scan(lambda x, y: Pair(x[0] + y[0], x[1] * y[1]),
+                             (np.arange(4.0, dtype=f32), np.full(4, 2.0, f32)))
+  assert type(out) is tuple
+  np.testing.assert_array_equal(out[0], [0, 1, 3, 6])
+  np.testing.assert_array_equal(out[1], [2, 4, 8, 16])
+  with pytest.raises(TypeError, match=r"as many arrays as its inputs hold \(2: .*got 1"):
+    lax.associative_scan(lambda x, y: x[0] + y[0], (np.ones(3, f32), np.ones(3, f32)))
+
+
 # ----------------------------------------------------------------------------- fori_loop
 
 def test_fori_loop_index_with_concrete_bounds_is_a_weak_python_int():

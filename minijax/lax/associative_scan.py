@@ -40,9 +40,9 @@ def associative_scan(fn: Callable, elems, reverse: bool = False, axis: int = 0):
   def combine(a_flat, b_flat):
     out = fn(tree_util.tree_unflatten(tree, a_flat), tree_util.tree_unflatten(tree, b_flat))
     out_flat, out_tree = tree_util.tree_flatten(out)
-    if out_tree != tree:
-      raise TypeError("associative_scan's fn must return the structure of its inputs "
-                      f"{tree}, got {out_tree}")
+    if out_tree.num_leaves != tree.num_leaves:  # (any container of as many, as in JAX)
+      raise TypeError(f"associative_scan's fn must return as many arrays as its inputs hold "
+                      f"({tree.num_leaves}: {tree}), got {out_tree.num_leaves}: {out_tree}")
     return out_flat
 
   def take(xs, start, stop, step=1):
