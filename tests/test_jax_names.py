@@ -395,9 +395,18 @@ def test_axis_primitive_batchers_see_the_vmapped_axis():
     seen.append((axis_data.name, axis_data.size))
     return args[0] + 1, dims[0]
 
-  batching.axis_primitive_batchers[p] = rule
+  batching.fancy_primitive_batchers[p] = rule
   np.testing.assert_array_equal(minijax.vmap(p.bind, axis_name="i")(np.zeros(3)), np.ones(3))
   assert seen == [("i", 3)]
+
+  # JAX's older table, with the older signature (equinox's primitives register there)
+  def old_rule(size, name, trace_type, args, dims):
+    seen.append((name, size, trace_type))
+    return args[0] + 2, dims[0]
+
+  batching.axis_primitive_batchers[p] = old_rule
+  np.testing.assert_array_equal(minijax.vmap(p.bind, axis_name="j")(np.zeros(4)), 2 * np.ones(4))
+  assert seen[1:] == [("j", 4, None)]
 
 
 def test_trace_queries_and_partial_evaluation_for_libraries():
@@ -437,6 +446,14 @@ def test_libraries_reach_the_extension_api_through_import_jax(tmp_path):
       assert core.Primitive is minijax.core.Primitive and jax.core.Tracer is minijax.core.Tracer
       assert dict in _registry and int not in _registry
       tb.register_exclusion(__file__)
+      import sys
+      assert not tb.include_frame(sys._getframe())  # (this file is now excluded)
+      # lineax registers a transpose for stop_gradient; equinox compares Trace.main
+      from jax._src.ad_util import stop_gradient_p
+      assert stop_gradient_p is minijax.lax.stop_gradient_p
+      mains = []
+      jax.jvp(lambda x: mains.append(core.find_top_trace([x]).main) or x, (1.0,), (1.0,))
+      assert mains[0] is not None
       print("ok", jax.stages.Lowered is minijax.stages.Lowered, jax.typing.ArrayLike is not None)
   """))
   out = subprocess.run([sys.executable, "-m", "minijax.run", str(script)], cwd=tmp_path,

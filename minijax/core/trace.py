@@ -45,6 +45,12 @@ class Trace:
         raise UnexpectedTracerError(x)
     return False
 
+  @property
+  def main(self):
+    """This trace's identity, as libraries written for JAX's (deprecated) `Trace.main`
+    compare it: its `tag` where it has one, else itself."""
+    return getattr(self, "tag", self)
+
   def __repr__(self):
     return type(self).__name__
 

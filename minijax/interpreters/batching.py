@@ -13,9 +13,10 @@ Rule table (filled in each primitive's block in minijax/lax/):
 where a batch dim is an int or `None` ("not batched").  `defvectorized` covers
 elementwise unary primitives and `defbroadcasting` n-ary elementwise ones.
 `batch_jaxpr` batches a whole jaxpr (for `jit_p` and control flow).  A primitive whose
-rule needs the vmapped axis's name or size may register in `axis_primitive_batchers`
+rule needs the vmapped axis's name or size may register in `fancy_primitive_batchers`
 instead (JAX's table for that): `rule(AxisData(name, size), batched_args, batch_dims,
-**params)`.
+**params)`; `axis_primitive_batchers[p] = rule` takes JAX's older signature, `rule(size,
+name, trace_type, batched_args, batch_dims, **params)`, for libraries that still use it.
 
 A vmap may name its axis (`vmap(f, axis_name='b')`); the name is bound in the axis
 environment (`core.axes`) while `f` is traced, and collectives over it (`psum(x, 'b')`) are
@@ -47,13 +48,32 @@ BatchRule = Callable[..., tuple[Any, Any]]
 
 primitive_batchers: dict[Any, BatchRule] = {}
 # Rules that also need the vmapped axis (JAX's signature, for libraries' primitives):
-#   axis_primitive_batchers[p](axis_data, batched_args, batch_dims, **params)
-axis_primitive_batchers: dict[Any, Callable[..., tuple[Any, Any]]] = {}
+#   fancy_primitive_batchers[p](axis_data, batched_args, batch_dims, **params)
+fancy_primitive_batchers: dict[Any, Callable[..., tuple[Any, Any]]] = {}
 not_mapped = None
 
 
+class _AxisPrimitiveBatchers:
+  """`axis_primitive_batchers[p] = rule` with JAX's older signature, `rule(size, name,
+  trace_type, batched_args, batch_dims, **params)`: registered in `fancy_primitive_batchers`."""
+
+  def __setitem__(self, primitive, rule):
+    def fancy(axis_data, args, dims, **params):
+      return rule(axis_data.size, axis_data.name, None, args, dims, **params)
+    fancy_primitive_batchers[primitive] = fancy
+
+  def __delitem__(self, primitive):
+    del fancy_primitive_batchers[primitive]
+
+  def __contains__(self, primitive):
+    return primitive in fancy_primitive_batchers
+
+
+axis_primitive_batchers = _AxisPrimitiveBatchers()
+
+
 class AxisData(NamedTuple):
-  """The vmapped axis an `axis_primitive_batchers` rule sees."""
+  """The vmapped axis a `fancy_primitive_batchers` rule sees."""
   name: Any
   size: int
   spmd_name: Any = None
@@ -219,7 +239,7 @@ class BatchTrace(Trace):
           return primitive.bind(*vals, **params)
       rule = primitive_batchers.get(primitive)
       if rule is None:
-        axis_rule = axis_primitive_batchers.get(primitive)
+        axis_rule = fancy_primitive_batchers.get(primitive)
         if axis_rule is None:
           raise MissingRuleError(primitive, "batching", "batching.primitive_batchers")
         rule = functools.partial(axis_rule, AxisData(self.axis_name, self.axis_size))
