@@ -21,6 +21,11 @@ the symmetry I_x(a, b) = 1 - I_{1-x}(b, a) where x is past the mean), by Lentz t
 derivatives in `a` and `b` are forward-mode derivatives of that loop, taken as values
 (a `jvp` with unit tangents), so that they enter the rule linearly.
 
+Both expansions multiply a prefactor, x^a e^-x / Γ(a) or x^a (1-x)^b / B(a, b), whose
+logarithm is a difference of terms of size a log a: for shapes of 20 and more it is taken
+from Stirling's series instead, term against term (`_prefactor`, `_log_beta_front`), which
+keeps float32's digits at shapes of 1e5 and more.
+
 The user-facing functions are `custom_jvp` functions of those pieces: they differentiate
 (to first order in the shape parameters, any order in `x`), batch and lower through the
 primitives they are built from.
@@ -390,6 +395,46 @@ def one_like(x):
   return _const(x, 1)
 
 
+def _log_beta_front(a, b, x):
+  """log(x^a (1-x)^b / B(a, b)).  Where a and b are both >= 20 it is a (log(x/p) - x/p + 1)
+  + b (log((1-x)/q) - (1-x)/q + 1) + log(ab/(a+b))/2 - log(2π)/2 - Δ(a) - Δ(b) + Δ(a+b)
+  with p = a/(a+b), q = b/(a+b) and Δ Stirling's tail (the first-order terms cancel
+  exactly); where only one of them, m, is, log Γ(m) - log Γ(m+k) for the other, k, is
+  -(m+k-1/2) log1p(k/m) - k log m + k + Δ(m) - Δ(m+k).  Taken apart, a log x and
+  log Γ(a) are each about a log a, and their difference would lose log2(a) bits."""
+  one = _const(x, 1)
+  one_minus_x = sub(one, x)
+  naive = sub(add(mul(a, log(x)), mul(b, log1p(neg(x)))),
+              sub(add(lgamma(a), lgamma(b)), lgamma(add(a, b))))
+  big = _const(a, _LARGE_A)
+  both = bitwise_and(ge(a, big), ge(b, big))
+  a2, b2 = _where(both, a, big), _where(both, b, big)
+  n = add(a2, b2)
+  p, q = div(a2, n), div(b2, n)
+  near = add(mul(a2, _log1pmx(_where(both, x, p), p)),
+             mul(b2, _log1pmx(_where(both, one_minus_x, q), q)))
+  near = add(near, mul(_const(a, 0.5), log(div(mul(a2, b2), n))))
+  near = sub(near, add(_const(a, 0.5 * np.log(2 * np.pi)),
+                       sub(add(_stirling_tail(a2), _stirling_tail(b2)), _stirling_tail(n))))
+  one_big = bitwise_and(bitwise_not(both), ge(_max(a, b), big))
+  m = _where(one_big, _max(a, b), big)
+  k = _where(one_big, _min(a, b), one)
+  # log Γ(m) - log Γ(m + k)
+  tail = add(sub(neg(mul(sub(add(m, k), _const(m, 0.5)), log1p(div(k, m)))),
+                 mul(k, log(m))), k)
+  tail = add(tail, sub(_stirling_tail(m), _stirling_tail(add(m, k))))
+  one_sided = sub(add(mul(a, log(x)), mul(b, log1p(neg(x)))), add(lgamma(k), tail))
+  return _where(both, near, _where(one_big, one_sided, naive))
+
+
+def _max(a, b):
+  return _where(ge(a, b), a, b)
+
+
+def _min(a, b):
+  return _where(ge(a, b), b, a)
+
+
 def _betainc_value(a, b, x):
   """I_x(a, b) by the fraction, at x or (by symmetry) at 1 - x, whichever converges; at
   a = 0 (b = 0) all the mass is at x = 0 (x = 1), as in scipy and JAX."""
@@ -405,8 +450,7 @@ def _betainc_value(a, b, x):
   safe_x = _where(live, x, _const(x, 0.5))
   aa, bb = _where(flip, b, a), _where(flip, a, b)
   xx = _where(flip, sub(one, safe_x), safe_x)
-  log_front = sub(add(mul(aa, log(xx)), mul(bb, log1p(neg(xx)))),
-                  add(log(aa), sub(add(lgamma(aa), lgamma(bb)), lgamma(add(aa, bb)))))
+  log_front = sub(_log_beta_front(aa, bb, xx), log(aa))
   value = mul(exp(log_front), _beta_fraction(aa, bb, xx))
   value = _where(flip, sub(one, value), value)
   value = _where(ends, x, value)
@@ -440,9 +484,7 @@ def _make_betainc():
     flat = lambda *args: [_betainc_value(*args)]
     da = ad.jvp_flat(flat, [a, b, x], [ones, zeros, zeros])[1][0]
     db = ad.jvp_flat(flat, [a, b, x], [zeros, ones, zeros])[1][0]
-    log_density = sub(add(mul(sub(a, ones), log(x)), mul(sub(b, ones), log1p(neg(x)))),
-                      sub(add(lgamma(a), lgamma(b)), lgamma(add(a, b))))
-    dx = exp(log_density)
+    dx = exp(sub(_log_beta_front(a, b, x), add(log(x), log1p(neg(x)))))
     return out, add(add(mul(ta, da), mul(tb, db)), mul(tx, dx))
 
   return betainc_
