@@ -73,3 +73,14 @@ def test_none_arguments_pass_through_and_output_counts_are_checked():
   x = np.arange(4, dtype=np.int32)
   np.testing.assert_array_equal(g(x, np.int32(2), jnp.power), x ** 2)
   np.testing.assert_array_equal(g(x, np.int32(2), func=jnp.power), x ** 2)
+
+
+def test_key_arrays_are_vectorized_over_like_any_array():
+  # flowjax draws one sample per key of a key array through vectorize (JAX's values)
+  keys = minijax.random.split(minijax.random.key(0), 3)
+  draw = jnp.vectorize(lambda k, c: minijax.random.normal(k) + c, signature="(),()->()")
+  for f in (draw, minijax.jit(draw)):
+    np.testing.assert_allclose(f(keys, jnp.arange(3.0)),
+                               [1.0040143, -1.4424558, 3.295636], rtol=1e-5)
+  pairs = jnp.vectorize(lambda k: minijax.random.normal(k, (2,)), signature="()->(n)")(keys)
+  assert pairs.shape == (3, 2)
