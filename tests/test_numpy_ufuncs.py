@@ -220,3 +220,17 @@ def test_logarithms_in_other_bases_take_jaxs_forms():
   assert minijax.grad(jnp.logaddexp2)(np.inf, 2.0) == 1.0
   np.testing.assert_allclose(jnp.logaddexp2(np.complex64(1 + 1j), np.complex64(2)),
                              np.log2(2 ** (1 + 1j) + 4), rtol=1e-6)
+
+
+def test_isclose_compares_integers_as_floats_and_takes_array_tolerances():
+  # integers are compared in float, as JAX and numpy do (minijax compared them exactly,
+  # ignoring atol: silently another answer)
+  assert jnp.isclose(jnp.array([1, 2]), jnp.array([1, 3]), atol=1).tolist() == [True, True]
+  x, y = np.array([1.0, 2.0, 3.0], np.float32), np.array([1.1, 2.0, 3.3], np.float32)
+  # tolerances may be arrays (dynamax passes a Monte Carlo standard error per element)
+  assert jnp.isclose(x, y, atol=np.array([0.2, 0.0, 0.0], np.float32)).tolist() == \
+      np.isclose(x, y, atol=[0.2, 0.0, 0.0]).tolist()
+  wide = np.full((2, 3), 0.05, np.float32)
+  np.testing.assert_array_equal(jnp.isclose(x, y, atol=wide), np.isclose(x, y, atol=wide))
+  assert bool(jnp.allclose(x, y, rtol=np.float32(0.2)))
+

@@ -595,13 +595,18 @@ signbit = _unary("signbit", lambda a: _signbit(a) if not _is_bool(a) else lax.fu
 
 
 def isclose(a, b, rtol=1e-05, atol=1e-08, equal_nan=False):
+  """|a - b| <= atol + rtol |b| in the inexact dtype of a and b (integers too, as in JAX and
+  numpy); the tolerances may be arrays that broadcast with a and b."""
   x, y = _pb("isclose", a, b)
-  if not dtypes.is_inexact(_util.dtype(x)):
+  if dtypes.is_extended(_util.dtype(x)):
     return lax.eq(x, y)
-  shp = _util.shape(x)
+  x, y = _util.promote_inexact("isclose", x, y)
   dt = _util.dtype(lax.abs(x))  # the real dtype of a complex x
+  rtol, atol = (lax.convert_element_type(_util.asarray(t), dt) for t in (rtol, atol))
+  shp = _util.broadcast_shapes("isclose", *(_util.shape(v) for v in (x, rtol, atol)))
+  x, y, rtol, atol = (_util.broadcast_to(v, shp) for v in (x, y, rtol, atol))
   diff = lax.abs(lax.sub(x, y))
-  tol = lax.add(lax.full(shp, atol, dt), lax.mul(lax.full(shp, rtol, dt), lax.abs(y)))
+  tol = lax.add(atol, lax.mul(rtol, lax.abs(y)))
   in_range = lax.bitwise_and(_isfinite(y), lax.le(diff, tol))
   close = lax.bitwise_or(in_range, lax.eq(x, y))
   if equal_nan:
