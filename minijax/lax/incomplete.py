@@ -39,8 +39,8 @@ from minijax.core.avals import get_aval
 from minijax.custom_derivatives import custom_jvp
 from minijax.interpreters import ad
 from minijax.lax.elementwise import (_const, _coerce_scalars, abs, add, div, eq, exp, ge, gt,
-                                     le, log, log1p, lt, mul, ne, neg, sub, bitwise_and,
-                                     bitwise_not, bitwise_or)
+                                     le, log, log1p, lt, max, min, mul, ne, neg, sub,
+                                     bitwise_and, bitwise_not, bitwise_or)
 from minijax.lax.special import digamma, lgamma
 from minijax.lax import utils
 
@@ -416,23 +416,15 @@ def _log_beta_front(a, b, x):
   near = add(near, mul(_const(a, 0.5), log(div(mul(a2, b2), n))))
   near = sub(near, add(_const(a, 0.5 * np.log(2 * np.pi)),
                        sub(add(_stirling_tail(a2), _stirling_tail(b2)), _stirling_tail(n))))
-  one_big = bitwise_and(bitwise_not(both), ge(_max(a, b), big))
-  m = _where(one_big, _max(a, b), big)
-  k = _where(one_big, _min(a, b), one)
+  one_big = bitwise_and(bitwise_not(both), ge(max(a, b), big))
+  m = _where(one_big, max(a, b), big)
+  k = _where(one_big, min(a, b), one)
   # log Γ(m) - log Γ(m + k)
   tail = add(sub(neg(mul(sub(add(m, k), _const(m, 0.5)), log1p(div(k, m)))),
                  mul(k, log(m))), k)
   tail = add(tail, sub(_stirling_tail(m), _stirling_tail(add(m, k))))
   one_sided = sub(add(mul(a, log(x)), mul(b, log1p(neg(x)))), add(lgamma(k), tail))
   return _where(both, near, _where(one_big, one_sided, naive))
-
-
-def _max(a, b):
-  return _where(ge(a, b), a, b)
-
-
-def _min(a, b):
-  return _where(ge(a, b), b, a)
 
 
 def _betainc_value(a, b, x):
