@@ -67,6 +67,15 @@ def test_make_jaxpr_prints_a_short_jaxpr_on_one_line():
   assert str(minijax.make_jaxpr(lax.sin)(x)) == "{ lambda ; a:f32[3]. let b:f32[3] = sin a in (b,) }"
 
 
+def test_conversions_of_constants_are_folded_into_literals_as_in_jax():
+  # jnp.array(2.0) and jnp.asarray(1) under tracing are literals of the dtype they end in,
+  # not conversion equations (JAX's jaxpr, printed by JAX 0.10.2)
+  f = lambda x: x * jnp.array(2.0) + jnp.asarray(1)  # noqa: E731
+  jaxpr = minijax.make_jaxpr(f)(np.ones(2, np.float32))
+  assert str(jaxpr) == ("{ lambda ; a:f32[2]. let\n    b:f32[2] = mul a 2.0:f32[]\n"
+                        "    c:f32[2] = add b 1.0:f32[]\n  in (c,) }")
+
+
 def test_make_jaxpr_prints_longer_jaxprs_one_equation_per_line():
   def f(x, y):
     return lax.sin(lax.mul(lax.add(x, y), y)), lax.cos(x)

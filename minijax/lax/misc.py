@@ -93,7 +93,7 @@ batching.defvectorized(convert_element_type_p)
 
 def convert_element_type(operand, new_dtype, weak_type: bool = False):
   new_dtype = dtypes.canonicalize_explicit_dtype(new_dtype)
-  folded = _fold_scalar_conversion(operand, new_dtype, weak_type)
+  folded = _fold_scalar_conversion(_literal_value(operand), new_dtype, weak_type)
   if folded is not None:
     return folded
   operand = convert_to_array(operand)
@@ -106,6 +106,16 @@ def convert_element_type(operand, new_dtype, weak_type: bool = False):
     warnings.warn("Casting complex values to real discards the imaginary part",
                   np.exceptions.ComplexWarning, stacklevel=2)
   return convert_element_type_p.bind(operand, new_dtype=new_dtype, weak_type=bool(weak_type))
+
+
+def _literal_value(x):
+  """The host value held by a staged literal (`jnp.array(2.0)` under `jit`), else `x`: its
+  conversion is folded too, as JAX folds conversions of constants."""
+  from minijax.core.jaxpr import Literal
+  from minijax.interpreters.partial_eval import DynamicJaxprTracer
+  if type(x) is DynamicJaxprTracer and type(x._var) is Literal:
+    return x._var.val
+  return x
 
 
 def _fold_scalar_conversion(x, new_dtype, weak_type):
