@@ -39,7 +39,7 @@ from minijax.core.effects import check_allowed
 from minijax.core.jaxpr import ClosedJaxpr, eval_jaxpr, hoist_consts
 from minijax.core.primitive import Primitive
 from minijax.core.trace import EvalTrace, current_trace, set_current_trace
-from minijax.interpreters import ad, batching
+from minijax.interpreters import ad, array_ops, batching
 from minijax.interpreters import partial_eval as pe
 from minijax.interpreters.transpose import backward_pass
 from minijax.lowering import mlir
@@ -166,8 +166,9 @@ def transpose_call(cts, *args, call_jaxpr, **params):
   return backward_pass(call_jaxpr.jaxpr, call_jaxpr.consts, list(args), list(cts))
 
 
-def _broadcast_all(args, dims, size):
-  return [batching.bdim_at_front(x, d, size) for x, d in zip(args, dims)]
+def _sum_batch(x, bdim):
+  """The cotangent of an unbatched operand: `x` summed over its batch dimension."""
+  return x if bdim is None else array_ops.reduce_sum(x, (bdim,))
 
 
 # ----------------------------------------------------------------------------- custom_jvp
@@ -471,11 +472,19 @@ def _custom_vjp_call_jvp(primals, tangents, *, call_jaxpr, fwd, bwd, num_consts,
 
 
 def _custom_vjp_call_batch(args, dims, *, call_jaxpr, fwd, bwd, num_consts, name):
+  """Unbatched operands stay unbatched (in the function, fwd and bwd, as with custom_jvp);
+  their cotangents are summed over the batch.  Outputs and residuals are batched."""
   size = batching.batch_size(args, dims)
-  args = _broadcast_all(args, dims, size)
-  batched, _ = batching.batch_jaxpr(call_jaxpr, size, [True] * len(args), instantiate=True)
+  in_batched = [d is not None for d in dims]
+  args = [batching.bdim_at_front(x, d, size) if b else x
+          for x, d, b in zip(args, dims, in_batched)]
+  batched, _ = batching.batch_jaxpr(call_jaxpr, size, in_batched, instantiate=True)
   batched, consts = hoist_consts(batched)
   all0 = lambda k: [0] * k
+  arg_dims = [0 if b else None for b in in_batched[num_consts:]]
+  # bwd gives a cotangent for each argument whose tangent is not float0
+  ct_dims = [d for d, a in zip(arg_dims, call_jaxpr.in_avals[num_consts:])
+             if a.tangent_aval().dtype != dtypes.float0]
   res_count = []
 
   def batched_fwd(xs, perturbed=None):
@@ -483,14 +492,17 @@ def _custom_vjp_call_batch(args, dims, *, call_jaxpr, fwd, bwd, num_consts, name
       o, r = fwd(ys, perturbed)
       res_count.append(len(r))
       return [*o, *r]
-    outs = batching.vmap_flat(flat, [0] * len(xs), all0, size, xs)
+    outs = batching.vmap_flat(flat, arg_dims, all0, size, xs)
     n_out = len(outs) - res_count[-1]
     return outs[:n_out], outs[n_out:]
 
   def batched_bwd(res, cts):
     cts = [ad.instantiate_zeros(ct) for ct in cts]
-    return batching.vmap_flat(lambda *ys: list(bwd(ys[:len(res)], ys[len(res):])),
-                              [0] * (len(res) + len(cts)), all0, size, [*res, *cts])
+    outs, out_dims = batching.vmap_flat_dims(
+        lambda *ys: [ad.instantiate_zeros(c) for c in bwd(ys[:len(res)], ys[len(res):])],
+        [0] * (len(res) + len(cts)), size, [*res, *cts])
+    return [_sum_batch(ct, d) if want is None else batching.matchaxis(ct, d, 0, size)
+            for ct, d, want in zip(outs, out_dims, ct_dims)]
 
   outs = custom_vjp_call_p.bind(*consts, *args, call_jaxpr=batched, fwd=batched_fwd,
                                 bwd=batched_bwd, num_consts=num_consts + len(consts), name=name)

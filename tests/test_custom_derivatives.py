@@ -127,6 +127,35 @@ def test_custom_jvp_under_vmap_keeps_unbatched_operands_unbatched():
                        (xs,), (np.ones(3, np.float32),))[1], [1, 1, 1])
 
 
+def test_custom_vjp_under_vmap_keeps_unbatched_operands_unbatched():
+  # as for custom_jvp: the function sees its unbatched flag as it is, and the cotangent of
+  # an unbatched operand is summed over the batch (JAX's values)
+  def report(flag):
+    return np.float32(-1.0)
+
+  @minijax.custom_vjp
+  def checked(x, flag):
+    struct = minijax.ShapeDtypeStruct((), np.float32)
+    return lax.cond(flag, lambda: minijax.pure_callback(report, struct, flag) * x,
+                    lambda: x)
+
+  checked.defvjp(lambda x, flag: (checked(x, flag), None), lambda r, g: (g, None))
+  xs = np.arange(3.0, dtype=np.float32)
+  allclose(minijax.vmap(checked, (0, None))(xs, True), -xs)
+  allclose(minijax.grad(lambda x: minijax.vmap(checked, (0, None))(x, False).sum())(xs),
+           [1, 1, 1])
+
+  @minijax.custom_vjp
+  def scale(x, c):
+    return x * c
+
+  scale.defvjp(lambda x, c: (x * c, (x, c)), lambda r, g: (g * r[1], g * r[0]))
+  grads = minijax.jit(minijax.grad(lambda c, x: minijax.vmap(scale, (0, None))(x, c).sum(),
+                                   argnums=(0, 1)))(np.float32(2.0), xs)
+  allclose(grads[0], 3.0)
+  allclose(grads[1], [2, 2, 2])
+
+
 def test_custom_jvp_defjvps():
   @minijax.custom_jvp
   def f(x, y):

@@ -38,6 +38,7 @@ from minijax.interpreters import array_ops as _array_ops  # noqa: E402
 
 _array_ops.install(zeros=lambda aval: full(aval.shape, 0, aval.dtype), add_any=add_any,
                    broadcast_in_dim=broadcast_in_dim, transpose=transpose,
+                   reduce_sum=reduce_sum,
                    new_ref=lambda x: state.new_ref_p.bind(x, kind=None, memory_space=None),
                    freeze=state.freeze_p.bind,
                    addupdate=lambda ref, x: state.addupdate(ref, ..., x))
