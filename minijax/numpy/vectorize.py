@@ -65,8 +65,8 @@ def vectorize(pyfunc, *, excluded=frozenset(), signature=None):
     dynamic = [i for i in range(len(args)) if i not in excluded and i not in none_args]
     static_kwargs = {k: v for k, v in kwargs.items() if k in excluded}
     dynamic_kwargs = [k for k in kwargs if k not in excluded]
-    arrays = [jnp.asarray(args[i]) for i in dynamic] + [jnp.asarray(kwargs[k])
-                                                         for k in dynamic_kwargs]
+    arrays = ([jnp.asarray(args[i]) for i in dynamic]
+              + [jnp.asarray(kwargs[k]) for k in dynamic_kwargs])
     if parsed is None:
       in_cores, out_cores = [()] * len(arrays), None
     else:
