@@ -10,8 +10,9 @@ As in JAX: `x0` is 1-D; `options` takes `maxiter` (200 per variable), `norm` (of
 gradient, inf), `gtol` (1e-5) and `line_search_maxiter` (10); `status` is 0 when the
 gradient's norm fell below `gtol`, 1 when the iterations ran out, and 2 + the line
 search's status (1: its bracket shrank to nothing, 2: it ran out of steps) when a step
-could not satisfy the Wolfe conditions.  The minima are JAX's and scipy's; the number of
-function evaluations on the way may differ from JAX's by the line search's choices."""
+could not satisfy the Wolfe conditions.  `tol`, when given, is the `gtol` (scipy's meaning;
+JAX ignores it).  The minima are JAX's and scipy's; the number of function evaluations on
+the way may differ from JAX's by the line search's choices."""
 from __future__ import annotations
 
 from typing import Any, Callable, Mapping, NamedTuple
