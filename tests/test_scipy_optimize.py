@@ -43,6 +43,11 @@ def test_bfgs_options_args_and_statuses():
   capped = minimize(rosenbrock, np.array([-1.2, 1.0], np.float32), method="BFGS",
                     options={"maxiter": 2})
   assert int(capped.status) == 1 and not bool(capped.success) and int(capped.nit) == 2
+  # tol is the gradient tolerance, as in scipy
+  x0 = np.array([-1.2, 1.0], np.float32)
+  loose = minimize(rosenbrock, x0, method="BFGS", tol=1e-1)
+  tight = minimize(rosenbrock, x0, method="BFGS")
+  assert int(loose.nit) < int(tight.nit) and float(jnp.max(jnp.abs(loose.jac))) < 1e-1
 
 
 def test_bad_arguments_are_refused():
