@@ -39,7 +39,7 @@ from minijax.core.effects import check_allowed
 from minijax.core.jaxpr import ClosedJaxpr, eval_jaxpr, hoist_consts
 from minijax.core.primitive import Primitive
 from minijax.core.trace import EvalTrace, current_trace, set_current_trace
-from minijax.interpreters import ad, array_ops, batching
+from minijax.interpreters import ad, batching
 from minijax.interpreters import partial_eval as pe
 from minijax.interpreters.transpose import backward_pass
 from minijax.lowering import mlir
@@ -166,9 +166,14 @@ def transpose_call(cts, *args, call_jaxpr, **params):
   return backward_pass(call_jaxpr.jaxpr, call_jaxpr.consts, list(args), list(cts))
 
 
-def _sum_batch(x, bdim):
-  """The cotangent of an unbatched operand: `x` summed over its batch dimension."""
-  return x if bdim is None else array_ops.reduce_sum(x, (bdim,))
+def _batched_operands(args, dims, num_consts):
+  """(operands with their batch dim first, which are batched, the batch dims of the
+  non-constant ones): unbatched operands stay unbatched."""
+  size = batching.batch_size(args, dims)
+  in_batched = [d is not None for d in dims]
+  args = [batching.bdim_at_front(x, d, size) if b else x
+          for x, d, b in zip(args, dims, in_batched)]
+  return size, args, in_batched, [0 if b else None for b in in_batched[num_consts:]]
 
 
 # ----------------------------------------------------------------------------- custom_jvp
@@ -288,14 +293,10 @@ def _custom_jvp_call_jvp(primals, tangents, *, call_jaxpr, jvp, num_consts, name
 def _custom_jvp_call_batch(args, dims, *, call_jaxpr, jvp, num_consts, name):
   """Unbatched operands stay unbatched (in the function and in its rule, which may test
   them: equinox's errors take an unbatched predicate); every output is batched."""
-  size = batching.batch_size(args, dims)
-  in_batched = [d is not None for d in dims]
-  args = [batching.bdim_at_front(x, d, size) if b else x
-          for x, d, b in zip(args, dims, in_batched)]
+  size, args, in_batched, arg_dims = _batched_operands(args, dims, num_consts)
   batched, _ = batching.batch_jaxpr(call_jaxpr, size, in_batched, instantiate=True)
   batched, consts = hoist_consts(batched)
   n = len(args) - num_consts
-  arg_dims = [0 if b else None for b in in_batched[num_consts:]]
 
   def batched_jvp(primals, tangents):
     # a tangent is batched as its primal is; symbolic zero tangents stay out of the vmap
@@ -474,14 +475,10 @@ def _custom_vjp_call_jvp(primals, tangents, *, call_jaxpr, fwd, bwd, num_consts,
 def _custom_vjp_call_batch(args, dims, *, call_jaxpr, fwd, bwd, num_consts, name):
   """Unbatched operands stay unbatched (in the function, fwd and bwd, as with custom_jvp);
   their cotangents are summed over the batch.  Outputs and residuals are batched."""
-  size = batching.batch_size(args, dims)
-  in_batched = [d is not None for d in dims]
-  args = [batching.bdim_at_front(x, d, size) if b else x
-          for x, d, b in zip(args, dims, in_batched)]
+  size, args, in_batched, arg_dims = _batched_operands(args, dims, num_consts)
   batched, _ = batching.batch_jaxpr(call_jaxpr, size, in_batched, instantiate=True)
   batched, consts = hoist_consts(batched)
   all0 = lambda k: [0] * k
-  arg_dims = [0 if b else None for b in in_batched[num_consts:]]
   # bwd gives a cotangent for each argument whose tangent is not float0
   ct_dims = [d for d, a in zip(arg_dims, call_jaxpr.in_avals[num_consts:])
              if a.tangent_aval().dtype != dtypes.float0]
@@ -501,7 +498,7 @@ def _custom_vjp_call_batch(args, dims, *, call_jaxpr, fwd, bwd, num_consts, name
     outs, out_dims = batching.vmap_flat_dims(
         lambda *ys: [ad.instantiate_zeros(c) for c in bwd(ys[:len(res)], ys[len(res):])],
         [0] * (len(res) + len(cts)), size, [*res, *cts])
-    return [_sum_batch(ct, d) if want is None else batching.matchaxis(ct, d, 0, size)
+    return [batching.matchaxis(ct, d, want, size, sum_match=True)
             for ct, d, want in zip(outs, out_dims, ct_dims)]
 
   outs = custom_vjp_call_p.bind(*consts, *args, call_jaxpr=batched, fwd=batched_fwd,

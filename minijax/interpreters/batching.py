@@ -278,11 +278,15 @@ def _holds_collective_over(params: dict, axis_name) -> bool:
 
 
 def matchaxis(x, src: int | None, dst: int | None, size: int, what: str = "output",
-              axis_name=None):
-  """Moves the batch dim of `x` from `src` to `dst` (broadcasting if `src` is None)."""
+              axis_name=None, sum_match: bool = False):
+  """Moves the batch dim of `x` from `src` to `dst` (broadcasting if `src` is None); with
+  `sum_match`, a batched `x` wanted unbatched is summed over its batch dim (the cotangent of
+  an operand shared by the whole batch)."""
   if dst is None:
     if src is None:
       return x
+    if sum_match:
+      return array_ops.reduce_sum(x, (src,))
     named = f" (axis_name={axis_name})" if axis_name is not None else ""
     raise ValueError(f"vmap has mapped {what}{named} but out_axes is None; an output that "
                      "depends on a mapped input needs a mapped out_axes")
