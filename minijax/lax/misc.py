@@ -24,8 +24,10 @@ from jaxlib.mlir.dialects import mhlo
 from minijax.core import dtypes
 from minijax.core.avals import ShapedArray, canonicalize_shape, get_aval
 from minijax.core.effects import Effect
+from minijax.core.jaxpr import Literal
 from minijax.core.primitive import Primitive
 from minijax.interpreters import ad, batching
+from minijax.interpreters.partial_eval import DynamicJaxprTracer
 from minijax.lax import utils
 from minijax.lax.structural import (broadcast_in_dim, check_sizes, convert_to_array, full,
                                     scalar_constant, _ct_rule, _unary_linear_jvp)
@@ -111,8 +113,6 @@ def convert_element_type(operand, new_dtype, weak_type: bool = False):
 def _literal_value(x):
   """The host value held by a staged literal (`jnp.array(2.0)` under `jit`), else `x`: its
   conversion is folded too, as JAX folds conversions of constants."""
-  from minijax.core.jaxpr import Literal
-  from minijax.interpreters.partial_eval import DynamicJaxprTracer
   if type(x) is DynamicJaxprTracer and type(x._var) is Literal:
     return x._var.val
   return x
