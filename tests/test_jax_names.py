@@ -736,3 +736,30 @@ def test_the_mlir_extension_api_builds_attributes_and_threads_tokens():
   assert ext_mlir.unflatten_ir_values_like_types([1, 2, 3], [0, [0, 0]]) == [1, [2, 3]]
   assert ext_mlir.flatten_ir_values([1, [2, 3]]) == [1, 2, 3]
   assert ext_mlir.TokenSet is not None and ext_mlir.Token is ir.Value
+
+
+def test_jax_md_and_e3nn_import_time_names_map_onto_minijax():
+  # jax-md asks `jax.extend.backend.get_backend().platform` and imports its Pallas (triton)
+  # kernels at module level; e3nn-jax imports `infer_argnums_and_argnames`, `BCOO` and
+  # `sparsify`.  What minijax cannot run raises when used, never computes something else.
+  import inspect
+  from minijax._src.api_util import infer_argnums_and_argnames
+  from minijax.experimental import pallas as pl, sparse
+  from minijax.experimental.pallas import triton as plt
+  from minijax.extend import backend
+  assert backend.get_backend().platform == "cpu"
+  assert backend.get_backend("cpu") is backend.backends()["cpu"]
+  assert backend.get_default_device() == minijax.devices()[0]
+  with pytest.raises(RuntimeError, match="Unknown backend: 'tpu'"):
+    backend.get_backend("tpu")
+
+  def f(x, y, *, z):
+    pass
+  assert infer_argnums_and_argnames(inspect.signature(f), (1,), None) == ((1,), ("y",))
+  with pytest.raises(NotImplementedError, match="pallas.pallas_call"):
+    pl.pallas_call(lambda ref: None, out_shape=None)
+  with pytest.raises(NotImplementedError, match="pallas.triton.load"):
+    plt.load(None)
+  einsum = sparse.sparsify(lambda a, b: jnp.einsum("ij,j->i", a, b))
+  with pytest.raises(NotImplementedError, match="sparsify of '<lambda>'"):
+    einsum(jnp.eye(2), jnp.ones(2))
