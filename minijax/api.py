@@ -16,9 +16,9 @@ import numpy as np
 from minijax import lax
 from minijax.tree_util import internal as tree_util
 from minijax.config import FlagContext, flag_context
-from minijax.api_util import (argnums_partial, broadcast_prefix, close_specs, debug_info,
-                              flat_arg_names, normalize_argnums, open_specs, public_name,
-                              wraps)
+from minijax.api_util import (argnums_partial, broadcast_prefix, broadcast_prefix_to_treedef,
+                              close_specs, debug_info, flat_arg_names, normalize_argnums,
+                              open_specs, public_name, wraps)
 from minijax.core import dtypes
 from minijax.lax.structural import scalar_constant
 from minijax.core.axes import extend_axis_env
@@ -563,6 +563,16 @@ def _check_axes_types(in_axes, out_axes) -> None:
                       f"types as leaves, but got {spec}.")
 
 
+def _refuse_vmappables(tree, what: str) -> None:
+  if batching.vmappables:
+    for leaf in tree_util.tree_leaves(tree, is_leaf=batching.is_vmappable):
+      if batching.is_vmappable(leaf):
+        raise NotImplementedError(
+            f"vmap of a {what} of type {type(leaf).__name__}, registered with "
+            "batching.register_vmappable: minijax does not map such types by their own "
+            "handlers; pass its arrays instead")
+
+
 def vmap(fun: Callable, in_axes=0, out_axes=0, axis_size: int | None = None,
          axis_name=None, spmd_axis_name=None, sum_match: bool = False):
   """Vectorizes `fun` over the axes `in_axes` of its arguments, stacking its results
@@ -582,6 +592,7 @@ def vmap(fun: Callable, in_axes=0, out_axes=0, axis_size: int | None = None,
       raise ValueError("vmap in_axes must be an int, None, or a tuple of entries "
                        "corresponding to the positional arguments passed to the function, "
                        f"but got len(in_axes)={len(in_axes)}, len(args)={len(args)}")
+    _refuse_vmappables((args, kwargs), "argument")
     axes = in_axes if isinstance(in_axes, tuple) else (in_axes,) * len(args)
     flat_axes = _broadcast_prefix(axes, args, "in_axes")
     flat_kw, kw_tree = tree_util.tree_flatten(kwargs)
@@ -622,8 +633,13 @@ def vmap(fun: Callable, in_axes=0, out_axes=0, axis_size: int | None = None,
       if not valid_jaxtype(o):
         raise TypeError(f"Output from batched function {o!r} with type {type(o)} is not a "
                         "valid JAX type")
-    out = out_tree.unflatten(outs)
-    flat_out_axes = _broadcast_prefix(out_axes, out, "out_axes")
+    # Results are rebuilt only with their batch axes in place: a custom node may check
+    # its leaves' shapes (for errors, the batch axes go first, as out_axes=0 places them).
+    stacked = lambda: out_tree.unflatten(
+        [o if d is None else batching.moveaxis(o, d, 0) for o, d in zip(outs, out_dims)])
+    flat_out_axes = broadcast_prefix_to_treedef(out_axes, out_tree)
+    if flat_out_axes is None:  # not a prefix: the error names where
+      flat_out_axes = _broadcast_prefix(out_axes, stacked(), "out_axes")
     results = []
     for i, (o, d, a) in enumerate(zip(outs, out_dims, flat_out_axes)):
       if a is not None:
@@ -632,12 +648,14 @@ def vmap(fun: Callable, in_axes=0, out_axes=0, axis_size: int | None = None,
         results.append(lax.reduce_sum(o, (d,)))
         continue
       elif d is not None and axis_name is None:
-        path = tree_util.keystr(tree_util.tree_flatten_with_path(out)[0][i][0])
+        path = tree_util.keystr(tree_util.tree_flatten_with_path(stacked())[0][i][0])
         raise ValueError(f"at vmap out_axes{path}, got axis spec None but output was batched on "
                          f"axis {d}; an output that depends on a mapped input needs a mapped "
                          "out_axes")
       results.append(batching.matchaxis(o, d, a, size, axis_name=axis_name))
-    return out_tree.unflatten(results)
+    out = out_tree.unflatten(results)
+    _refuse_vmappables(out, "result")
+    return out
   name = getattr(fun, "__name__", type(fun).__name__)
   vmapped.__doc__ = (f"Vectorized version of {name}. Takes similar arguments as {name} but "
                      f"with additional array axes over which {name} is mapped.")

@@ -118,6 +118,30 @@ def broadcast_prefix(prefix, tree, *, transform: str, what: str,
   return out
 
 
+def broadcast_prefix_to_treedef(prefix, treedef) -> list | None:
+  """`broadcast_prefix` against a tree's structure alone (`None` a leaf of `prefix`), so
+  that no node of the tree is rebuilt (`vmap`'s results, whose batch axes are not yet in
+  place, would fail a custom node's checks); None where `prefix` is not a prefix of it."""
+  spec_leaves, spec_tree = tree_util.tree_flatten(prefix, is_leaf=lambda x: x is None)
+  out: list = []
+
+  def walk(start: int, spec, full) -> bool:
+    if spec.num_nodes == 1 and spec.num_leaves == 1:
+      out.extend(spec_leaves[start:start + 1] * full.num_leaves)
+      return True
+    if full.num_nodes == 1 and full.num_leaves == 1 or spec.node_data() != full.node_data():
+      return False
+    spec_children, full_children = spec.children(), full.children()
+    if len(spec_children) != len(full_children):
+      return False
+    for spec_child, full_child in zip(spec_children, full_children):
+      if not walk(start, spec_child, full_child):
+        return False
+      start += spec_child.num_leaves
+    return True
+  return out if walk(0, spec_tree, treedef) else None
+
+
 class SameObject:
   """Compares and hashes by the identity of `obj`, which it keeps alive (so that its id
   cannot be reused while the key exists)."""

@@ -292,3 +292,33 @@ def test_where_a_library_asks_what_it_is_traced_under():
   assert seen == [["i"], (True, False), [], (False, True)]
   with pytest.raises(AttributeError, match="has no attribute 'JaxprDebugInfo'"):
     jax_core.JaxprDebugInfo
+
+
+def test_a_type_registered_as_vmappable_is_refused_by_vmap_not_mapped_leaf_by_leaf():
+  # MJX registers its Warp data with JAX's handlers (some fields unmapped); mapping each
+  # leaf instead would batch the fields its handlers leave alone.
+  from minijax import tree_util
+  from minijax.interpreters import batching
+
+  @tree_util.register_pytree_node_class
+  class Data:
+    def __init__(self, x, n):
+      self.x, self.n = x, n
+
+    def tree_flatten(self):
+      return (self.x, self.n), None
+
+    @classmethod
+    def tree_unflatten(cls, aux, children):
+      return cls(*children)
+
+  batching.register_vmappable(Data, int, int, lambda *a: None, lambda *a: None, None)
+  try:
+    with pytest.raises(NotImplementedError, match="argument of type Data, registered with "
+                       "batching.register_vmappable"):
+      minijax.vmap(lambda d: d.x)(Data(jnp.ones(3), jnp.ones(3)))
+    with pytest.raises(NotImplementedError, match="result of type Data"):
+      minijax.vmap(lambda x: Data(x, x))(jnp.ones(3))
+    np.testing.assert_array_equal(minijax.vmap(lambda x: 2 * x)(jnp.ones(3)), np.full(3, 2.0))
+  finally:
+    del batching.vmappables[Data]

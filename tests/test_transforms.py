@@ -156,6 +156,32 @@ def test_vmap_in_axes_out_axes_and_pytrees():
   allclose(minijax.vmap(lambda v: lax.mul(v, v), in_axes=-1)(x), (x * x).T)
 
 
+def test_vmap_rebuilds_custom_results_only_once_their_batch_axes_are_in_place():
+  # e3nn-jax's IrrepsArray checks its chunks' shapes against its array when unflattened:
+  # vmap must build it from the stacked results, never from values still batched on
+  # another axis (jax-md's NequIP model failed so).
+  @minijax.tree_util.register_pytree_node_class
+  class Vec3:
+    def __init__(self, v):
+      if np.shape(v)[-1] != 3:
+        raise ValueError(f"Vec3 of shape {np.shape(v)}")
+      self.v = v
+
+    def tree_flatten(self):
+      return (self.v,), None
+
+    @classmethod
+    def tree_unflatten(cls, aux, children):
+      return cls(*children)
+
+  x = np.arange(15, dtype=np.float32).reshape(3, 5)
+  out = minijax.vmap(lambda v: Vec3(v), in_axes=1)(x)
+  assert isinstance(out, Vec3)
+  allclose(out.v, x.T)
+  with pytest.raises(ValueError, match="out_axes specification must be a tree prefix"):
+    minijax.vmap(lambda v: Vec3(v), in_axes=1, out_axes=(0, 0))(x)
+
+
 def test_vmap_unbatched_output_is_broadcast_and_axis_size_allows_no_mapped_input():
   out = minijax.vmap(lambda x, c: c, in_axes=(0, None))(np.ones(4, np.float32), np.float32(2))
   allclose(out, np.full(4, 2.0))

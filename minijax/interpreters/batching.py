@@ -296,6 +296,22 @@ def matchaxis(x, src: int | None, dst: int | None, size: int, what: str = "outpu
   return moveaxis(x, src, dst)
 
 
+# Types a library registers to be mapped by handlers of its own rather than leaf by leaf
+# (JAX's `register_vmappable`, for its jumbles and MJX's Warp data).  minijax keeps the
+# registration but does not map them: `vmap` refuses such an argument or result.
+vmappables: dict[type, tuple[type, type]] = {}
+
+
+def register_vmappable(data_type: type, spec_type: type, axis_size_type: type,
+                       to_elt: Callable, from_elt: Callable, make_iota: Callable | None) -> None:
+  del to_elt, from_elt, make_iota
+  vmappables[data_type] = (spec_type, axis_size_type)
+
+
+def is_vmappable(x) -> bool:
+  return type(x) in vmappables
+
+
 def _axis_binding(axis_name, axis_size: int):
   frames = [] if axis_name is None else [(axis_name, axis_size, "batch")]
   return axes_lib.extend_axis_env(frames)
