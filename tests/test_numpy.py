@@ -807,6 +807,26 @@ def test_nonzero_and_argwhere_with_size_cut_or_fill_even_under_jit(jit):
   assert np.asarray(run(lambda x: jnp.flatnonzero(x, size=4, fill_value=9))(x)).tolist() == [
       1, 3, 5, 9]
   assert jnp.argwhere(np.array(3), size=2).shape == (2, 0)
+  # the fill promotes the indices as `where` would (pgx's backgammon fills with NaN)
+  (filled,) = run(lambda x: jnp.nonzero(x[1], size=4, fill_value=jnp.nan))(x)
+  assert filled.dtype == np.float32 and np.asarray(filled)[:2].tolist() == [0, 2]
+  assert np.isnan(np.asarray(filled)[2:]).all()
+  with pytest.raises(ValueError, match="fill_value must be a scalar or a tuple of length 2"):
+    run(lambda x: jnp.nonzero(x, size=5, fill_value=[1, 2]))(x)
+
+
+@pytest.mark.parametrize("jit", [False, True])
+def test_roll_by_traced_shifts_and_shifts_broadcast_against_axes(jit):
+  # pgx's othello rolls by a shift it reads from an array inside a loop
+  x = np.arange(12).reshape(3, 4)
+  run = minijax.jit if jit else (lambda f: f)
+  for shift, axis in [(5, 1), (-7, 0), ((1, -2), (0, 1)), ((1, 2), 1), (2, (0, 1)), (3, None)]:
+    out = run(lambda x, s: jnp.roll(x, s, axis=axis))(x, np.array(shift))
+    np.testing.assert_array_equal(out, np.roll(x, shift, axis=axis))
+  rolled = minijax.vmap(lambda s: jnp.roll(x[0], s))(np.arange(-2, 3))
+  np.testing.assert_array_equal(rolled, [np.roll(x[0], s) for s in range(-2, 3)])
+  with pytest.raises(ValueError, match="got 3 shifts for 2 axes"):
+    jnp.roll(x, (1, 2, 3), axis=(0, 1))
 
 
 def test_promote_types_does_not_narrow_and_result_type_narrows_its_operands_first():

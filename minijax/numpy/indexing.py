@@ -454,21 +454,31 @@ _host = _util.concrete_or_error
 def nonzero(a, *, size=None, fill_value=None):
   """The indices of the non-zero elements of `a`, one array per axis.  With `size` the
   result has that length, traced inputs included: cut, or filled out with `fill_value` (0,
-  or one value per axis)."""
+  or one scalar per axis in a tuple), the indices promoted with it as `where` promotes
+  (a NaN fill gives float indices, as in JAX)."""
   if _util.ndim(a) == 0:
     raise ValueError("Calling nonzero on 0d arrays is not allowed. Use "
                      "jnp.atleast_1d(scalar).nonzero() instead.")
+  index_dtype = dtypes.default_int_dtype()
   if size is None or not isinstance(a, Tracer):
     v = _host("nonzero", a)
     out = np.nonzero(v)
+    count = len(out[0])
     if size is not None:
-      fills = _fills(fill_value, v.ndim)
-      out = tuple(np.concatenate([o[:size], np.full(max(size - len(o), 0), f, o.dtype)])
-                  for o, f in zip(out, fills))
-    return tuple(lax.convert_to_array(o.astype(dtypes.default_int_dtype())) for o in out)
+      out = tuple(np.concatenate([o[:size], np.zeros(max(size - len(o), 0), o.dtype)])
+                  for o in out)
+    out = tuple(lax.convert_to_array(o.astype(index_dtype)) for o in out)
+  else:
+    out, count = _traced_nonzero(a, int(size), index_dtype)
+  if not size or fill_value is None:  # (nothing to fill: the indices stay integers)
+    return out
+  return _filled(out, fill_value, count, int(size))
+
+
+def _traced_nonzero(a, size: int, index_dtype):
+  """`nonzero(a, size=size)` of a traced `a` (padded with 0), and the number of non-zeros."""
   from minijax.numpy import creation, reductions
-  from minijax.numpy.shape import atleast_1d, ravel
-  size = int(size)
+  from minijax.numpy.shape import ravel
   x = _util.asarray(a)
   dims = _util.shape(x)
   mask = ravel(lax.ne(x, lax.full(dims, 0, _util.dtype(x))))
@@ -478,24 +488,27 @@ def nonzero(a, *, size=None, fill_value=None):
   where = lax.select(mask, rank, lax.full(_util.shape(rank), size, np.int32))
   flat = creation.zeros(size, np.int32).at[where].set(
       lax.iota(np.int32, _util.size(x)), mode="drop")
-  valid = lax.lt(lax.iota(np.int32, size), lax.full((size,), reductions.sum(marks), np.int32))
-  out, index_dtype = [], dtypes.default_int_dtype()
-  for dim, fill in zip(reversed(dims), reversed(_fills(fill_value, len(dims)))):
+  count = reductions.sum(marks)
+  valid = lax.lt(lax.iota(np.int32, size), lax.full((size,), count, np.int32))
+  out = []
+  for dim in reversed(dims):
     index = lax.rem(flat, lax.full((size,), max(dim, 1), np.int32))
     flat = lax.div(flat, lax.full((size,), max(dim, 1), np.int32))
     out.append(lax.select(valid, lax.convert_element_type(index, index_dtype),
-                          lax.full((size,), fill, index_dtype)))
-  return tuple(reversed(out))
+                          lax.full((size,), 0, index_dtype)))
+  return tuple(reversed(out)), count
 
 
-def _fills(fill_value, ndim: int) -> tuple:
-  if fill_value is None:
-    return (0,) * ndim
-  fills = tuple(np.ravel(fill_value)) if np.ndim(fill_value) else (fill_value,) * ndim
-  if len(fills) != ndim:
-    raise ValueError(f"fill_value must be a scalar or a tuple of length {ndim}; got "
+def _filled(out: tuple, fill_value, count, size: int) -> tuple:
+  """`out`'s entries past the first `count` replaced by `fill_value` (a scalar, or a tuple
+  of one per axis), with `where`'s promotion."""
+  from minijax.numpy.ufuncs import where
+  fills = fill_value if isinstance(fill_value, tuple) else (fill_value,) * len(out)
+  if len(fills) != len(out) or any(np.shape(f) != () for f in fills):
+    raise ValueError(f"fill_value must be a scalar or a tuple of length {len(out)}; got "
                      f"{fill_value}")
-  return fills
+  padding = lax.ge(lax.iota(np.int32, size), lax.full((size,), count, np.int32))
+  return tuple(where(padding, f, o) for f, o in zip(fills, out))
 
 
 def flatnonzero(a, *, size=None, fill_value=None):

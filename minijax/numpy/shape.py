@@ -379,19 +379,40 @@ def flipud(m):
 
 
 def roll(a, shift, axis=None):
+  """`a`'s elements shifted by `shift` along `axis` (each of several, `shift` and `axis`
+  broadcast against each other as in numpy), those pushed off one end coming back at the
+  other; without `axis`, along the flattened array.  A traced shift slides a window over
+  the axis doubled."""
   x = _arr("roll", a)
   if axis is None:
     return reshape(roll(ravel(x), shift, 0), _util.shape(x))
-  shifts = (shift,) if isinstance(shift, (int, np.integer)) else tuple(shift)
-  axes = (axis,) if isinstance(axis, (int, np.integer)) else tuple(axis)
-  if len(shifts) == 1 and len(axes) > 1:
+  if isinstance(shift, Tracer):  # (fractional shifts truncated, as numpy's are)
+    traced = ravel(shift)
+    if not dtypes.issubdtype(traced.dtype, np.integer) or traced.dtype.itemsize < 4:
+      traced = lax.convert_element_type(traced, dtypes.default_int_dtype())
+    shifts = [traced[i] for i in range(_util.shape(traced)[0])]
+  else:
+    shifts = [int(v) for v in np.ravel(shift)]
+  axes = list(np.ravel(axis))
+  if len(shifts) != len(axes) and 1 not in (len(shifts), len(axes)):
+    raise ValueError(f"roll: shift and axis must broadcast against each other; got "
+                     f"{len(shifts)} shifts for {len(axes)} axes")
+  if len(shifts) == 1:
     shifts = shifts * len(axes)
+  if len(axes) == 1:
+    axes = axes * len(shifts)
   for s, ax in zip(shifts, axes):
-    (ax,) = _util.canonicalize_axes(ax, _util.ndim(x))
+    (ax,) = _util.canonicalize_axes(int(ax), _util.ndim(x))
     n = _util.shape(x)[ax]
     if n == 0:
       continue
-    s = int(s) % n
+    if isinstance(s, Tracer):
+      s = lax.rem(lax.add(lax.rem(s, _util.asarray(n, s.dtype)), _util.asarray(n, s.dtype)),
+                  _util.asarray(n, s.dtype))
+      doubled = lax.concatenate([x, x], ax)
+      x = lax.dynamic_slice_in_dim(doubled, lax.sub(_util.asarray(n, s.dtype), s), n, ax)
+      continue
+    s %= n
     if s:
       x = lax.concatenate([lax.slice_in_dim(x, n - s, n, 1, ax),
                            lax.slice_in_dim(x, 0, n - s, 1, ax)], ax)
