@@ -490,6 +490,35 @@ def test_sph_harm_y_against_scipy(x64):
     special.sph_harm_y(1, 0, 0.1, 0.2, diff_n=1)
 
 
+def test_lpmn_and_lpmn_values_against_scipy_with_exact_slopes_at_the_poles(x64):
+  # JAX's deprecated associated Legendre functions (e3nn-jax's spherical harmonics read
+  # lpmn_values): [m, l, z] arrays, Condon-Shortley phase, as scipy's assoc_legendre_p_all
+  import scipy.special as sp
+  from minijax.scipy import special
+  z = np.r_[np.linspace(-0.99, 0.99, 23), -1.0, 1.0]
+  with pytest.warns(DeprecationWarning, match="lpmn is deprecated"):
+    p, d = special.lpmn(5, 5, z)
+  values, slopes = sp.assoc_legendre_p_all(5, 5, z, diff_n=1)
+  np.testing.assert_allclose(p, np.transpose(values[:, :6], (1, 0, 2)), rtol=1e-13, atol=1e-13)
+  np.testing.assert_allclose(d[..., :-2], np.transpose(slopes[:, :6, :-2], (1, 0, 2)), rtol=1e-10)
+  # at z = 1: P_l' = l (l + 1) / 2, P_l^1' infinite, P_l^2' = -(l - 1) l (l + 1) (l + 2) / 4
+  np.testing.assert_array_equal(d[0, :, -1], [0, 1, 3, 6, 10, 15])
+  assert np.isposinf(d[1, 1:, -1]).all()
+  np.testing.assert_array_equal(d[2, 2:, -1], [-6, -30, -90, -210])
+  np.testing.assert_array_equal(d[3:, :, -1], 0)
+  norm = np.array([[np.sqrt((2 * l + 1) / (4 * np.pi) * sp.factorial(l - m) / sp.factorial(l + m))
+                    if m <= l else 0 for l in range(6)] for m in range(6)])
+  with pytest.warns(DeprecationWarning, match="lpmn_values is deprecated"):
+    normalized = minijax.jit(lambda z: special.lpmn_values(5, 5, z, True))(z)
+  np.testing.assert_allclose(normalized, p * norm[..., None], rtol=1e-12, atol=1e-14)
+  with pytest.raises(NotImplementedError, match="m!=n"):
+    special.lpmn(2, 3, z)
+  with pytest.raises(ValueError, match="z must be a 1D array"):
+    special.lpmn_values(2, 2, z.reshape(5, 5), False)
+  with pytest.raises(TypeError, match="z.dtype=int"):
+    special.lpmn(2, 2, np.arange(3))
+
+
 def test_hyp2f1_against_scipy_on_every_region(x64):
   import scipy.special as sp
   from minijax.scipy import special

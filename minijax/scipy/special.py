@@ -28,7 +28,8 @@ __all__ = ["betainc", "betaln", "beta", "digamma", "entr", "erf", "erfc", "erfin
            "log_ndtr", "log_softmax", "logit", "logsumexp", "multigammaln", "ndtr", "ndtri",
            "polygamma", "rel_entr", "softmax", "xlog1py", "xlogy", "zeta", "exp1", "expi", "i0", "i0e", "i1", "i1e",
            "bernoulli", "boxcox", "boxcox1p", "comb", "loggamma", "poch", "erfcx", "spence", "bessel_jn",
-           "dawsn", "expn", "fresnel", "hyp1f1", "owens_t", "sici", "wofz", "sph_harm_y", "hyp2f1"]
+           "dawsn", "expn", "fresnel", "hyp1f1", "owens_t", "sici", "wofz", "sph_harm_y", "hyp2f1",
+           "lpmn", "lpmn_values"]
 
 
 def _promote(name, *args, complex_ok: bool = False):
@@ -487,5 +488,5 @@ from minijax.scipy.special_elementary import (  # noqa: E402
     bernoulli, boxcox, boxcox1p, comb, loggamma, poch)
 from minijax.scipy.special_integrals import (  # noqa: E402
     dawsn, expn, fresnel, hyp1f1, owens_t, sici, wofz)
-from minijax.scipy.special_harmonics import sph_harm_y  # noqa: E402
+from minijax.scipy.special_harmonics import lpmn, lpmn_values, sph_harm_y  # noqa: E402
 from minijax.scipy.special_hypergeometric import hyp2f1  # noqa: E402

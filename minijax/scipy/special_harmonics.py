@@ -7,13 +7,24 @@ of orthonormal harmonics, on every element at once: the diagonal `P_m^m` by
 `P_m^m = -sqrt((2m+1)/2m) sin(theta) P_(m-1)^(m-1)` from `P_0^0 = 1/sqrt(4 pi)`, then up
 the degree by `P_l^m = a (cos(theta) P_(l-1)^m - b P_(l-2)^m)`.  Each element stops at its
 own `|m|` and `n`, by masks, so the loops run to `n_max` (which must be static: given, or
-read from a concrete `n`).  Negative orders are `Y_n^-m = (-1)^m conj(Y_n^m)`."""
+read from a concrete `n`).  Negative orders are `Y_n^-m = (-1)^m conj(Y_n^m)`.
+
+`lpmn(l, l, z)` and `lpmn_values(l, l, z, is_normalized)` (JAX's, deprecated there) give
+every associated Legendre function `P_l^m(z)` of order and degree up to `l` at once, as
+an `[m, l, len(z)]` array: unnormalized by the classic recurrences (Condon-Shortley phase
+included), normalized by the orthonormal ones above.  `lpmn`'s derivatives follow from
+`(z^2 - 1) P_l^m' = l z P_l^m - (l + m) P_(l-1)^m`, and at z = +-1, where that reads 0/0,
+from the functions' closed forms there."""
 from __future__ import annotations
+
+import math
+import warnings
 
 import numpy as np
 
 from minijax import lax
 from minijax import numpy as jnp
+from minijax.numpy import _util
 
 
 def sph_harm_y(n, m, theta, phi, diff_n: int | None = None, n_max: int | None = None):
@@ -54,4 +65,88 @@ def sph_harm_y(n, m, theta, phi, diff_n: int | None = None, n_max: int | None = 
   return jnp.where(m < 0, sign * jnp.conj(harmonic), harmonic)
 
 
-__all__ = ["sph_harm_y"]
+def _check_lpmn(name: str, m, n, z) -> int:
+  warnings.warn(f"jax.scipy.special.{name} is deprecated; no replacement is planned.",
+                DeprecationWarning, stacklevel=3)
+  dtype = _util.dtype(z)
+  if dtype not in (np.float32, np.float64):
+    raise TypeError(f"z.dtype={dtype} is not supported, see docstring for supported types.")
+  if _util.ndim(z) != 1:
+    raise ValueError("z must be a 1D array.")
+  m = int(_util.concrete_or_error("Argument m of lpmn.", m))
+  n = int(_util.concrete_or_error("Argument n of lpmn.", n))
+  if m != n:
+    raise NotImplementedError("Computations for m!=n are not yet supported.")
+  return n
+
+
+def _legendre_table(l_max: int, z, normalized: bool) -> list[list]:
+  """`table[m][l]` = P_l^m(z) for 0 <= m <= l <= l_max (None below the diagonal)."""
+  table = [[None] * (l_max + 1) for _ in range(l_max + 1)]
+  root = jnp.sqrt(jnp.maximum(1 - z * z, 0))
+  diagonal = jnp.full_like(z, 1 / np.sqrt(4 * np.pi) if normalized else 1.0)
+  for m in range(l_max + 1):
+    if m:
+      scale = np.sqrt((2 * m + 1) / (2 * m)) if normalized else 2 * m - 1
+      diagonal = -scale * root * diagonal
+    table[m][m] = previous = diagonal
+    current = None
+    for l in range(m + 1, l_max + 1):
+      if normalized:
+        a = np.sqrt((4 * l * l - 1) / (l * l - m * m))
+        b = np.sqrt(((l - 1) ** 2 - m * m) / (4 * (l - 1) ** 2 - 1))
+        following = a * (z * previous - b * (0 if current is None else current))
+      else:
+        older = 0 if current is None else current
+        following = ((2 * l - 1) * z * previous - (l + m - 1) * older) / (l - m)
+      current, previous = previous, following
+      table[m][l] = following
+  return table
+
+
+def _stacked(table: list[list], z):
+  zeros = jnp.zeros_like(z)
+  return jnp.stack([jnp.stack([zeros if v is None else v for v in row]) for row in table])
+
+
+def _derivative_at_pole(l: int, m: int, sign: float) -> float:
+  """P_l^m'(z) at z = sign (+-1)."""
+  if m == 0:
+    return sign ** (l + 1) * l * (l + 1) / 2
+  if m == 1:
+    return sign ** l * np.inf
+  if m == 2:
+    return -2 * sign ** (l + 1) * math.prod(range(l - 1, l + 3)) / 8
+  return 0.0
+
+
+def lpmn(m, n, z):
+  """The associated Legendre functions of the first kind P_l^m(z) of every order and
+  degree up to `n` (`m` must equal `n`) and their derivatives in z, each an array of
+  shape `(n + 1, n + 1, len(z))` indexed `[m, l]`, for a 1-D float32 or float64 `z`."""
+  l_max = _check_lpmn("lpmn", m, n, z)
+  z = jnp.asarray(z)
+  table = _legendre_table(l_max, z, normalized=False)
+  at_plus, at_minus = z == 1, z == -1
+  off_pole = jnp.where(at_plus | at_minus, 0.5, z)
+  slopes = [[None] * (l_max + 1) for _ in range(l_max + 1)]
+  for mm in range(l_max + 1):
+    for l in range(max(mm, 1), l_max + 1):
+      below = table[mm][l - 1] if l - 1 >= mm else 0
+      generic = (l * off_pole * table[mm][l] - (l + mm) * below) / (off_pole * off_pole - 1)
+      slopes[mm][l] = jnp.where(
+          at_plus, _derivative_at_pole(l, mm, 1.0),
+          jnp.where(at_minus, _derivative_at_pole(l, mm, -1.0), generic)).astype(z.dtype)
+  return _stacked(table, z), _stacked(slopes, z)
+
+
+def lpmn_values(m, n, z, is_normalized: bool):
+  """The associated Legendre functions P_l^m(z) as `lpmn` gives them, without derivatives;
+  with `is_normalized` each times sqrt((2l + 1) / 4π (l - m)! / (l + m)!), the factor that
+  makes spherical harmonics orthonormal."""
+  l_max = _check_lpmn("lpmn_values", m, n, z)
+  z = jnp.asarray(z)
+  return _stacked(_legendre_table(l_max, z, bool(is_normalized)), z)
+
+
+__all__ = ["lpmn", "lpmn_values", "sph_harm_y"]
