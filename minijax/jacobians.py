@@ -55,8 +55,8 @@ def jacfwd(fun: Callable, argnums=0, has_aux: bool = False, holomorphic: bool = 
 
   @api_boundary
   @wraps(fun)  # its signature, so that jit's static_argnames can name parameters
-  def jac_f(*args):
-    partial_fun, dyn = argnums_partial(fun, args, argnums_t)
+  def jac_f(*args, **kwargs):  # (keyword arguments are passed through, not differentiated)
+    partial_fun, dyn = argnums_partial(fun, args, argnums_t, kwargs)
     flat, in_tree = tree_util.tree_flatten(dyn)
 
     def flat_fun(*leaves):
@@ -118,8 +118,8 @@ def jacrev(fun: Callable, argnums=0, has_aux: bool = False, holomorphic: bool = 
 
   @api_boundary
   @wraps(fun)  # its signature, so that jit's static_argnames can name parameters
-  def jac_f(*args):
-    partial_fun, dyn = argnums_partial(fun, args, argnums_t)
+  def jac_f(*args, **kwargs):  # (keyword arguments are passed through, not differentiated)
+    partial_fun, dyn = argnums_partial(fun, args, argnums_t, kwargs)
     for x in tree_util.tree_leaves(dyn):
       check_input_dtype_revderiv("jacrev", holomorphic, allow_int, x)
 

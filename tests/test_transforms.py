@@ -137,6 +137,11 @@ def test_jacfwd_jacrev_hessian_of_a_vector_function():
   m = np.arange(6, dtype=np.float32).reshape(2, 3)
   assert minijax.jacrev(lambda m: lax.mul(m, m))(m).shape == (2, 3, 2, 3)
   assert minijax.jacfwd(lambda m: lax.reduce_sum(m, (1,)))(m).shape == (2, 2, 3)
+  # keyword arguments pass through undifferentiated (jax-md's energies take `box=`)
+  h = lambda x, *, scale: jnp.sum(scale * x ** 3)
+  for jac in (minijax.jacfwd, minijax.jacrev):
+    allclose(jac(h)(x, scale=2.0), 6 * x ** 2)
+  allclose(minijax.hessian(h)(x, scale=jnp.float32(2.0)), np.diag(12 * x))
 
 
 def test_stop_gradient_blocks_the_gradient():
