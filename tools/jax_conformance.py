@@ -53,7 +53,7 @@ LEFT_OUT: dict[str, dict[str, str]] = {
             "compile log"},
 }
 
-SOURCE_DISTRIBUTION = re.compile(r"[A-Za-z][\w.]*-\d+(\.\d+)+")  # an unpacked sdist's folder: flax-0.12.8
+SOURCE_DISTRIBUTION = re.compile(r"[A-Za-z][\w.-]*-\d+(\.\d+)+")  # an unpacked sdist's folder: flax-0.12.8
 
 OUTCOMES = ("passed", "failed", "skipped", "error")
 
