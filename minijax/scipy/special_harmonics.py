@@ -89,18 +89,16 @@ def _legendre_table(l_max: int, z, normalized: bool) -> list[list]:
     if m:
       scale = np.sqrt((2 * m + 1) / (2 * m)) if normalized else 2 * m - 1
       diagonal = -scale * root * diagonal
-    table[m][m] = previous = diagonal
-    current = None
+    table[m][m] = last = diagonal  # P_(l-1)^m, and P_(l-2)^m (0 below the diagonal):
+    before_last = 0
     for l in range(m + 1, l_max + 1):
       if normalized:
         a = np.sqrt((4 * l * l - 1) / (l * l - m * m))
         b = np.sqrt(((l - 1) ** 2 - m * m) / (4 * (l - 1) ** 2 - 1))
-        following = a * (z * previous - b * (0 if current is None else current))
+        table[m][l] = a * (z * last - b * before_last)
       else:
-        older = 0 if current is None else current
-        following = ((2 * l - 1) * z * previous - (l + m - 1) * older) / (l - m)
-      current, previous = previous, following
-      table[m][l] = following
+        table[m][l] = ((2 * l - 1) * z * last - (l + m - 1) * before_last) / (l - m)
+      before_last, last = last, table[m][l]
   return table
 
 
