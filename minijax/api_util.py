@@ -118,6 +118,15 @@ def broadcast_prefix(prefix, tree, *, transform: str, what: str,
   return out
 
 
+def _same_node(a, b) -> bool:
+  """Whether two treedefs' roots are the same kind of node with the same aux data (False
+  when the aux data cannot be compared, such as arrays)."""
+  try:
+    return bool(a.node_data() == b.node_data())
+  except Exception:  # (an array's ambiguous truth value, a custom __eq__ that raises)
+    return False
+
+
 def broadcast_prefix_to_treedef(prefix, treedef) -> list | None:
   """`broadcast_prefix` against a tree's structure alone (`None` a leaf of `prefix`), so
   that no node of the tree is rebuilt (`vmap`'s results, whose batch axes are not yet in
@@ -129,7 +138,7 @@ def broadcast_prefix_to_treedef(prefix, treedef) -> list | None:
     if spec.num_nodes == 1 and spec.num_leaves == 1:
       out.extend(spec_leaves[start:start + 1] * full.num_leaves)
       return True
-    if full.num_nodes == 1 and full.num_leaves == 1 or spec.node_data() != full.node_data():
+    if full.num_nodes == 1 and full.num_leaves == 1 or not _same_node(spec, full):
       return False
     spec_children, full_children = spec.children(), full.children()
     if len(spec_children) != len(full_children):
