@@ -644,15 +644,13 @@ def vmap(fun: Callable, in_axes=0, out_axes=0, axis_size: int | None = None,
     for i, (o, d, a) in enumerate(zip(outs, out_dims, flat_out_axes)):
       if a is not None:
         a = a % (ad.get_aval(o).ndim + (d is None))
-      elif d is not None and sum_match:
-        results.append(lax.reduce_sum(o, (d,)))
-        continue
-      elif d is not None and axis_name is None:
+      elif d is not None and axis_name is None and not sum_match:
         path = tree_util.keystr(tree_util.tree_flatten_with_path(stacked())[0][i][0])
         raise ValueError(f"at vmap out_axes{path}, got axis spec None but output was batched on "
                          f"axis {d}; an output that depends on a mapped input needs a mapped "
                          "out_axes")
-      results.append(batching.matchaxis(o, d, a, size, axis_name=axis_name))
+      results.append(batching.matchaxis(o, d, a, size, axis_name=axis_name,
+                                        sum_match=sum_match))
     out = out_tree.unflatten(results)
     _refuse_vmappables(out, "result")
     return out

@@ -407,10 +407,9 @@ def roll(a, shift, axis=None):
     if n == 0:
       continue
     if isinstance(s, Tracer):
-      s = lax.rem(lax.add(lax.rem(s, _util.asarray(n, s.dtype)), _util.asarray(n, s.dtype)),
-                  _util.asarray(n, s.dtype))
+      from minijax.numpy.ufuncs import remainder
       doubled = lax.concatenate([x, x], ax)
-      x = lax.dynamic_slice_in_dim(doubled, lax.sub(_util.asarray(n, s.dtype), s), n, ax)
+      x = lax.dynamic_slice_in_dim(doubled, n - remainder(s, n), n, ax)
       continue
     s %= n
     if s:

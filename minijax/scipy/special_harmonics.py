@@ -47,15 +47,13 @@ def sph_harm_y(n, m, theta, phi, diff_n: int | None = None, n_max: int | None = 
   x, y = jnp.cos(theta), jnp.sin(theta)
   diagonal = jnp.full(theta.shape, 1 / np.sqrt(4 * np.pi), dtype)
   for k in range(1, n_max + 1):  # P_k^k, kept once k passes the element's order
-    step = -np.sqrt((2 * k + 1) / (2 * k)) * y * diagonal
+    step = _diagonal_factor(k, normalized=True) * y * diagonal
     diagonal = jnp.where(k <= order, step, diagonal)
   previous = jnp.zeros_like(diagonal)  # P_(l-2)^m
   current = diagonal                   # P_(l-1)^m, starting at l - 1 = |m|
   mf = order.astype(dtype)
   for s in range(1, n_max + 1):  # degree l = |m| + s
-    l = mf + s
-    a = jnp.sqrt((4 * l * l - 1) / (l * l - mf * mf))
-    b = jnp.sqrt(((l - 1) ** 2 - mf * mf) / (4 * (l - 1) ** 2 - 1))
+    a, b = _orthonormal_coefficients(mf + s, mf, jnp.sqrt)
     following = a * (x * current - b * previous)
     go = order + s <= n
     previous, current = jnp.where(go, current, previous), jnp.where(go, following, current)
@@ -63,6 +61,17 @@ def sph_harm_y(n, m, theta, phi, diff_n: int | None = None, n_max: int | None = 
   harmonic = lax.complex(current * jnp.cos(angle), current * jnp.sin(angle))
   sign = jnp.where(order % 2 == 1, -1.0, 1.0).astype(dtype)
   return jnp.where(m < 0, sign * jnp.conj(harmonic), harmonic)
+
+
+def _diagonal_factor(m: int, normalized: bool) -> float:
+  """P_m^m / (sqrt(1 - z^2) P_(m-1)^(m-1)), Condon-Shortley phase included."""
+  return -np.sqrt((2 * m + 1) / (2 * m)) if normalized else -(2 * m - 1)
+
+
+def _orthonormal_coefficients(l, m, sqrt):
+  """a, b of the orthonormal recurrence P_l^m = a (z P_(l-1)^m - b P_(l-2)^m)."""
+  return (sqrt((4 * l * l - 1) / (l * l - m * m)),
+          sqrt(((l - 1) ** 2 - m * m) / (4 * (l - 1) ** 2 - 1)))
 
 
 def _check_lpmn(name: str, m, n, z) -> int:
@@ -87,14 +96,12 @@ def _legendre_table(l_max: int, z, normalized: bool) -> list[list]:
   diagonal = jnp.full_like(z, 1 / np.sqrt(4 * np.pi) if normalized else 1.0)
   for m in range(l_max + 1):
     if m:
-      scale = np.sqrt((2 * m + 1) / (2 * m)) if normalized else 2 * m - 1
-      diagonal = -scale * root * diagonal
+      diagonal = _diagonal_factor(m, normalized) * root * diagonal
     table[m][m] = last = diagonal  # P_(l-1)^m, and P_(l-2)^m (0 below the diagonal):
     before_last = 0
     for l in range(m + 1, l_max + 1):
       if normalized:
-        a = np.sqrt((4 * l * l - 1) / (l * l - m * m))
-        b = np.sqrt(((l - 1) ** 2 - m * m) / (4 * (l - 1) ** 2 - 1))
+        a, b = _orthonormal_coefficients(l, m, np.sqrt)
         table[m][l] = a * (z * last - b * before_last)
       else:
         table[m][l] = ((2 * l - 1) * z * last - (l + m - 1) * before_last) / (l - m)
