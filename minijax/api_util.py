@@ -494,5 +494,10 @@ class DeferredSignature(inspect.Signature):
           inspect.Parameter("kwargs", inspect.Parameter.VAR_KEYWORD)])
     return self._resolved
 
-  parameters = property(lambda self: self._signature().parameters)
-  return_annotation = property(lambda self: self._signature().return_annotation)
+  def __getattr__(self, name):  # Signature's unset slots (_parameters, ...): the resolved ones
+    if name.startswith("__") or name in DeferredSignature.__slots__:
+      raise AttributeError(name)
+    return getattr(self._signature(), name)
+
+  def replace(self, **changes) -> inspect.Signature:  # (Signature's builds type(self))
+    return self._signature().replace(**changes)

@@ -1,5 +1,6 @@
 """jit: caching, static and donated arguments, lowering text, devices, and the errors
 users meet at the jit boundary."""
+import functools
 import gc
 import logging
 import weakref
@@ -70,6 +71,10 @@ def test_a_jitted_function_has_its_functions_signature_even_unfollowed():
     sig.bind(1)
   # a callable without a signature reads as taking anything
   assert str(inspect.signature(minijax.jit(max), follow_wrapped=False)) == "(*args, **kwargs)"
+  # a partial of the jitted function (dinosaur reads it) and Signature's own methods
+  unfollowed = inspect.signature(functools.partial(minijax.jit(f), 1), follow_wrapped=False)
+  assert str(unfollowed) == "(y=2, *, z) -> int"
+  assert str(sig.replace(return_annotation=float)) == "(x, y=2, *, z) -> float"
   # chex's fake pmap: keyword arguments bound to positions, then a vmap of the jitted
   jitted = minijax.jit(lambda x, y: x * 2 + y)
   x = jnp.array([[1, 2]])
