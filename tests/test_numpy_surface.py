@@ -7,6 +7,8 @@ JAX and numpy disagree on a value, the case compares with JAX's value, recorded 
 literal."""
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 
@@ -636,6 +638,42 @@ def test_einsum_takes_ellipsis_subscripts_as_numpy(spec, shapes):
   np.testing.assert_allclose(jnp.einsum(spec, *ops), np.einsum(spec, *ops), rtol=1e-5, atol=1e-5)
   np.testing.assert_allclose(minijax.jit(lambda *o: jnp.einsum(spec, *o))(*ops),
                              np.einsum(spec, *ops), rtol=1e-5, atol=1e-5)
+
+
+def test_einsum_takes_numpys_interleaved_form():
+  """dinosaur contracts `einsum(x, [0, 1], y, [1, 2], [0, 2])`: operands each followed by
+  integer labels, the output's optional; bad labels are a TypeError naming them."""
+  a, b = np.arange(6.).reshape(2, 3), np.arange(12.).reshape(3, 4)
+  for args in [(a, [0, 1], b, [1, 2], [0, 2]), (a, [0, 1], b, [1, 2]), (a, [1, 0], b, [0, 30]),
+               (a, [Ellipsis, 1], b.T[:2], [Ellipsis, 1]), (a, [0, 1], [1]), (a, [0, 0 + 5]),
+               (a, range(2), b, range(1, 3))]:
+    np.testing.assert_allclose(jnp.einsum(*args), np.einsum(*args))
+  assert jnp.einsum_path(a, [0, 1], b, [1, 2], [0, 2])[0] == [(0, 1)]
+  for bad in ([0, 1.5], [0, 60], "ab"):
+    with pytest.raises(TypeError, match=re.escape(repr(bad))):
+      jnp.einsum(a, bad)
+
+
+def test_einsum_contracts_in_the_cheapest_order_as_jaxs_opt_einsum():
+  """dinosaur's regridder contracts 'ab,cd,...bd->...ac' of (256,512), (128,256), (512,256):
+  left to right, the first product would hold 4e9 elements; JAX's order holds 65,536."""
+  shapes = [(256, 512), (128, 256), (512, 256)]
+  ops = [np.ones(s, np.float32) for s in shapes]
+  jaxpr = minijax.make_jaxpr(lambda *o: jnp.einsum("ab,cd,...bd->...ac", *o))(*ops)
+  assert [str(e.outvars[0].aval) for e in jaxpr.jaxpr.eqns] == ["float32[512,128]",
+                                                                 "float32[256,128]"]
+  a, b, c = (np.arange(np.prod(s), dtype=np.float64).reshape(s) % 7 for s in [(2, 3), (3, 4),
+                                                                                (4, 5)])
+  for optimize, path in [("auto", [(0, 1), (0, 1)]), (True, [(0, 1), (0, 1)]),
+                         ("greedy", [(1, 2), (0, 1)]), (False, [(0, 1), (0, 1)]),
+                         ([(1, 2), (0, 1)], [(1, 2), (0, 1)])]:  # (JAX 0.10.2's paths)
+    assert jnp.einsum_path("ab,bc,cd->ad", a, b, c, optimize=optimize)[0] == path
+    np.testing.assert_array_equal(jnp.einsum("ab,bc,cd->ad", a, b, c, optimize=optimize),
+                                  a @ b @ c)
+  with pytest.raises(ValueError, match="optimize must be"):
+    jnp.einsum("ab,bc,cd->ad", a, b, c, optimize="fastest")
+  with pytest.raises(ValueError, match="leaves 2 operands"):
+    jnp.einsum("ab,bc,cd->ad", a, b, c, optimize=[(0, 1)])
 
 
 def test_median_of_two_middle_values_is_their_midpoint_as_jax_rounds_it():

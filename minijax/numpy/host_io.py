@@ -65,7 +65,11 @@ def _device_put(value, device):
 
 
 def einsum_path(subscripts, /, *operands, optimize="auto"):
-  """numpy's contraction order for `einsum(subscripts, *operands)` (on their shapes)."""
-  placeholders = [np.zeros(np.shape(o)) for o in operands]  # (only shapes matter)
-  path, description = np.einsum_path(subscripts, *placeholders, optimize=optimize)
-  return path[1:], description  # (without numpy's leading 'einsum_path', as JAX)
+  """The order `einsum(subscripts, *operands)` contracts in (on the operands' shapes), and
+  numpy's description of it."""
+  from minijax.numpy.products import contraction_path, interleaved_subscripts
+  if not isinstance(subscripts, str):
+    subscripts, operands = interleaved_subscripts("einsum_path", (subscripts, *operands))
+  placeholders = [np.broadcast_to(np.empty((), np.float32), np.shape(o)) for o in operands]
+  path = contraction_path(subscripts, [np.shape(o) for o in operands], optimize)
+  return path, np.einsum_path(subscripts, *placeholders, optimize=["einsum_path", *path])[1]

@@ -166,7 +166,7 @@ def einsum(subscripts, /, *operands, out=None, optimize="auto", precision=None,
   such as a quantized one, does each contraction)."""
   _util.reject_out("einsum", out)
   if not isinstance(subscripts, str):
-    raise TypeError("einsum: only the string form of subscripts is supported")
+    subscripts, operands = interleaved_subscripts("einsum", (subscripts, *operands))
   spec = subscripts.replace(" ", "")
   inputs, arrow, output = spec.partition("->")
   in_specs = inputs.split(",")
@@ -185,15 +185,23 @@ def einsum(subscripts, /, *operands, out=None, optimize="auto", precision=None,
                        f"{_util.shape(x)}")
   in_specs, xs = map(list, zip(*(_take_diagonals(s, x) for s, x in zip(in_specs, xs))))
   if len(xs) > 2:
-    # contract left to right, keeping the indices that later operands or the output need
-    acc_spec, acc = in_specs[0], xs[0]
-    for k in range(1, len(xs)):
-      later = "".join(in_specs[k + 1:]) + output
-      keep = "".join(c for c in dict.fromkeys(acc_spec + in_specs[k]) if c in later)
-      acc = einsum(f"{acc_spec},{in_specs[k]}->{keep}", acc, xs[k], precision=precision,
-                   preferred_element_type=preferred_element_type, _dot_general=_dot_general)
-      acc_spec = keep
-    return einsum(f"{acc_spec}->{output}", acc)
+    # contract along the path, each step keeping the indices later operands or the output need
+    specs, xs = list(in_specs), list(xs)
+    path = contraction_path(",".join(specs) + "->" + output, [_util.shape(x) for x in xs],
+                            optimize)
+    for step in path:
+      picked = sorted(step, reverse=True)
+      step_specs, step_xs = [specs.pop(i) for i in picked], [xs.pop(i) for i in picked]
+      later = "".join(specs) + output
+      keep = "".join(c for c in dict.fromkeys("".join(step_specs)) if c in later) \
+          if specs else output
+      xs.append(einsum(",".join(step_specs) + "->" + keep, *step_xs, optimize=False,
+                       precision=precision, preferred_element_type=preferred_element_type,
+                       _dot_general=_dot_general))
+      specs.append(keep)
+    if len(xs) != 1:
+      raise ValueError(f"einsum: the contraction path {path} leaves {len(xs)} operands, not one")
+    return xs[0]
   sizes = {}
   for s, x in zip(in_specs, xs):
     for c, n in zip(s, _util.shape(x)):
@@ -220,13 +228,57 @@ def einsum(subscripts, /, *operands, out=None, optimize="auto", precision=None,
       y, sb = arr, s
   batch = [c for c in sa if c in sb and c in output]
   contract = [c for c in sa if c in sb and c not in output]
+  free_a, free_b = [c for c in sa if c not in sb], [c for c in sb if c not in sa]
+  if batch + free_b + free_a == list(output) != batch + free_a + free_b:
+    (x, sa, free_a), (y, sb, free_b) = (y, sb, free_b), (x, sa, free_a)  # (no transpose)
   dn = ((tuple(sa.index(c) for c in contract), tuple(sb.index(c) for c in contract)),
         (tuple(sa.index(c) for c in batch), tuple(sb.index(c) for c in batch)))
   out = _dot_general(x, y, dn, precision=precision,
                      preferred_element_type=preferred_element_type)
-  result = batch + [c for c in sa if c not in batch and c not in contract] + \
-      [c for c in sb if c not in batch and c not in contract]
+  result = batch + free_a + free_b
   return lax.transpose(out, tuple(result.index(c) for c in output))
+
+
+_OPTIMIZERS = {"auto": None, True: "optimal", "optimal": "optimal", "greedy": "greedy"}
+
+
+def contraction_path(subscripts: str, shapes, optimize) -> list[tuple[int, ...]]:
+  """The order `einsum` contracts its operands in, as numpy's `einsum_path` gives it: each
+  step's operand positions, their result appended last.  `optimize` is "auto" (JAX's
+  default: the cheapest order for up to four operands, else greedy), True or "optimal",
+  "greedy", False (left to right) or such a path itself; intermediates are never capped."""
+  if optimize is False:
+    return [(0, 1)] * (len(shapes) - 1)
+  if isinstance(optimize, (list, tuple)):
+    path = list(optimize)
+    return path[1:] if path and path[0] == "einsum_path" else path
+  if not isinstance(optimize, (str, bool)) or optimize not in _OPTIMIZERS:
+    raise ValueError(f"einsum: optimize must be 'auto', 'optimal', 'greedy', True, False or "
+                     f"a contraction path, got {optimize!r}")
+  kind = _OPTIMIZERS[optimize] or ("optimal" if len(shapes) <= 4 else "greedy")
+  placeholders = [np.broadcast_to(np.empty((), np.float32), s) for s in shapes]
+  return np.einsum_path(subscripts, *placeholders, optimize=(kind, 2 ** 62))[0][1:]
+
+
+def interleaved_subscripts(name: str, args: tuple) -> tuple[str, tuple]:
+  """numpy's other form, `(x, [0, 1], y, [1, 2], [0, 2])` (operands each followed by its
+  axes' integer labels, the output's last and optional), as a subscripts string and the
+  operands; labels 0-51 read as the letters A-Z then a-z, `...` as an ellipsis."""
+  paired, output = (args, None) if len(args) % 2 == 0 else (args[:-1], args[-1])
+  operands, sublists = paired[0::2], paired[1::2]
+
+  def letters(sublist):
+    labels = None if isinstance(sublist, str) or not hasattr(sublist, "__iter__") \
+        else list(sublist)
+    if labels is None or not all(l is Ellipsis or (isinstance(l, (int, np.integer)) and
+                                                   0 <= l < 52) for l in labels):
+      raise TypeError(f"{name}: subscripts must be a string, or a list of integers 0-51 (or "
+                      f"...) after each operand, got {sublist!r}")
+    return "".join("..." if l is Ellipsis else string.ascii_letters[(l + 26) % 52]
+                   for l in labels)
+
+  inputs = ",".join(map(letters, sublists))
+  return inputs + ("" if output is None else "->" + letters(output)), operands
 
 
 def _take_diagonals(spec: str, x):
