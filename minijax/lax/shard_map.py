@@ -118,14 +118,14 @@ def _lowering(ctx, *args, jaxpr, mesh, in_specs, out_specs, check_vma, manual_ax
 
   blocks = [spmd.full_to_shard(x, mctx.ir_type(b), text(s, a.ndim))
             for x, a, b, s in zip(args, ctx.avals_in, jaxpr.in_avals, in_specs)]
+  # the body is a function of its own, as JAX's: inline, XLA would merge its constants with
+  # equal ones outside, and a constant both {manual} and not fails its partitioner
   previous = mctx.axis_context
   mctx.axis_context = spmd.ManualContext(mesh)
   try:
-    outs, tokens = mlir.lower_closed_jaxpr(mctx, jaxpr, ctx.tokens_in, *blocks)
+    outs = mlir.call_lowered_function(ctx, "shmap_body", jaxpr, *blocks)
   finally:
     mctx.axis_context = previous
-  if len(ctx.tokens_in):
-    ctx.set_tokens_out(tokens)
   return [spmd.shard_to_full(y, mctx.ir_type(a), text(s, a.ndim))
           for y, a, s in zip(outs, ctx.avals_out, out_specs)]
 

@@ -8,8 +8,9 @@ numbered by their position in the module's *device assignment* (`ModuleContext.p
 `shard_map` (and `pmap`, which is built on it) lowers to a *manual region*: each operand
 is annotated with its sharding and converted to its per-device block
 (`@Sharding` then `@SPMDFullToShardShape`, after which the value is `{manual}`), the body
-is lowered once for one device with `ModuleContext.axis_context` set to a `ManualContext`
-(the mesh whose axes are now device axes), and each result goes back with
+is lowered once for one device, as a function of its own (inline, its constants would merge
+with equal ones outside the region), with `ModuleContext.axis_context` set to a
+`ManualContext` (the mesh whose axes are now device axes), and each result goes back with
 `@SPMDShardToFullShape`.  Inside such a region the collectives of `lax` lower to
 `mhlo.all_reduce`, `all_gather`, ... whose `replica_groups` list device positions
 (`use_global_device_ids`, one `channel_handle` per collective): devices that agree on every

@@ -143,6 +143,30 @@ def test_check_vma_false_trusts_the_out_specs(mesh):
   np.testing.assert_allclose(np.asarray(g(VALUE)), VALUE.reshape(4, 1, 8).sum(0), rtol=1e-5)
 
 
+def test_a_shard_map_in_a_loop_beside_equal_constants_outside_it_compiles(mesh):
+  """dinosaur's sharded dycore: a loop body pads inside a shard_map and beside it.  With the
+  body emitted inline, XLA merged the two pads' zeros into one constant, both {manual} and
+  not, and its partitioner aborted the process; the body is a function now, as JAX's."""
+  def shift_left(v):
+    return jnp.pad(v[:, 1:], ((0, 0), (0, 1)))
+
+  def step(_, carry):
+    x, y = carry
+    inner = minijax.shard_map(shift_left, mesh=mesh, in_specs=P("i"), out_specs=P("i"))(x)
+    return inner, (shift_left(y) + jnp.pad(y[:, :-1], ((0, 0), (1, 0)))) / (y + 1.0)
+
+  x = np.arange(32.0, dtype=np.float32).reshape(8, 4)
+  inner, outside = minijax.jit(lambda x, y: lax.fori_loop(0, 2, step, (x, y)))(x, x[:1])
+  expected_inner, expected_outside = x, x[:1]
+  for _ in range(2):
+    y = expected_outside
+    expected_inner = np.pad(expected_inner[:, 1:], ((0, 0), (0, 1)))
+    expected_outside = (np.pad(y[:, 1:], ((0, 0), (0, 1))) +
+                        np.pad(y[:, :-1], ((0, 0), (1, 0)))) / (y + 1)
+  np.testing.assert_array_equal(inner, expected_inner)
+  np.testing.assert_allclose(outside, expected_outside, rtol=1e-6)
+
+
 def test_replication_is_inferred_through_loops_and_branches(mesh):
   # blackjax's ensemble sampler: a scan over per-device keys whose carry is kept the same on
   # every device by pmean; JAX infers that it is replicated, and so does minijax now
