@@ -2,7 +2,8 @@
 
 It installs minijax as `jax` (`minijax.as_jax.install_as_jax`) and then runs the script as
 `python script.py [args]` would (as `__main__`, with `sys.argv` and `sys.path[0]` set the
-same way), or the module as `python -m module [args]` would.
+same way), or the module as `python -m module [args]` would.  pytest's xdist workers, fresh
+interpreters, follow it through MINIJAX_AS_JAX=1 (`minijax.pytest_plugin`).
 """
 from __future__ import annotations
 
@@ -19,6 +20,7 @@ def main(argv: list[str]) -> None:
   if not argv or argv[0] in ("-h", "--help") or (argv[0] == "-m" and len(argv) < 2):
     print(USAGE, file=sys.stderr if not argv or argv[0] == "-m" else sys.stdout)
     sys.exit(0 if argv and argv[0] in ("-h", "--help") else 2)
+  os.environ["MINIJAX_AS_JAX"] = "1"  # for the pytest workers it may start (pytest_plugin.py)
   install_as_jax()
   if argv[0] == "-m":
     sys.argv = [argv[1], *argv[2:]]  # sys.path[0] is already the working directory

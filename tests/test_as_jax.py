@@ -88,3 +88,23 @@ def test_install_in_process_is_idempotent(tmp_path):
   out = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True,
                        text=True, env=dict(os.environ, PYTHONPATH=ROOT), timeout=300)
   assert out.stdout.strip() == "True True True", out.stderr
+
+
+def test_run_pytest_with_workers_runs_every_worker_on_minijax(tmp_path):
+  """pytest-xdist's workers are fresh interpreters: `minijax.run` reaches them through
+  MINIJAX_AS_JAX=1 and the `pytest11` plugin (minijax.pytest_plugin), so no test silently
+  runs on the real JAX."""
+  (tmp_path / "test_on_minijax.py").write_text(textwrap.dedent("""
+      import os, sys
+      import jax
+
+      def test_a():
+        assert type(jax).__name__ == "JaxAlias" and "jax._src" not in sys.modules
+
+      def test_b():
+        assert os.environ.get("PYTEST_XDIST_WORKER", "").startswith("gw")
+        assert type(jax.numpy.ones(2)).__module__.startswith("minijax")
+      """))
+  out = _run(["-m", "pytest", "-n", "2", "-p", "no:cacheprovider", "-o", "addopts=", "-q",
+              "test_on_minijax.py"], cwd=tmp_path)
+  assert out.returncode == 0 and "2 passed" in out.stdout, out.stdout[-3000:] + out.stderr
