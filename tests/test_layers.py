@@ -34,7 +34,7 @@ FLOORS: list[tuple[str, ...]] = [
      "extend", "_src", "jacobians", "image", "custom_batching", "dlpack", "profiler", "ops"),
     ("as_jax",),                              # `import jax` answered by minijax (by name)
     ("minijax",),                             # the package itself
-    ("bench", "run"),                         # the benchmark; `python -m minijax.run`
+    ("bench", "run", "pytest_plugin"),        # the benchmark; `python -m minijax.run`
 ]
 SHARED_FLOOR = 7  # the libraries
 FLOOR = {name: i for i, names in enumerate(FLOORS) for name in names}
