@@ -71,6 +71,7 @@ JAX_SIGNATURES = {
     "numpy.empty_like": ["prototype", "dtype", "shape", "device", "out_sharding"],
     "numpy.unravel_index": ["indices", "shape"],
     "numpy.choose": ["a", "choices", "out", "mode"],
+    "numpy.clip": ["arr", "min", "max"],
     "tree_util.register_dataclass": ["nodetype", "data_fields", "meta_fields", "drop_fields"],
     "lax.slice_in_dim": ["operand", "start_index", "limit_index", "stride", "axis"],
     "lax.dynamic_slice_in_dim": ["operand", "start_index", "slice_size", "axis",
@@ -94,6 +95,18 @@ def _resolve(path: str):
 @pytest.mark.parametrize("path", sorted(JAX_SIGNATURES))
 def test_names_ported_code_uses_exist_with_jax_signatures(path):
   assert list(inspect.signature(_resolve(path)).parameters) == JAX_SIGNATURES[path]
+
+
+def test_clip_takes_jax_0_10_2s_arguments_only():
+  """numpy's older `a_min`/`a_max` were removed from JAX's clip; minijax took them (brax's
+  fluid model passes `a_min=`, which fails under JAX 0.10.2 and now under minijax alike)."""
+  x = jnp.arange(4.0)
+  assert jnp.clip(x, 1, 2).tolist() == x.clip(min=1, max=2).tolist() == [1, 1, 2, 2]
+  assert jnp.clip(x, max=2).tolist() == [0, 1, 2, 2]
+  with pytest.raises(TypeError, match="a_min"):
+    jnp.clip(x, a_min=1)
+  with pytest.raises(ValueError, match="No input was provided to the clip function"):
+    jnp.clip()
 
 
 def test_lax_slices_in_one_dimension_take_python_bounds():

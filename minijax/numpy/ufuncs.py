@@ -629,13 +629,16 @@ def array_equal(a1, a2, equal_nan=False):
   return _all(same)
 
 
-def clip(a, a_min=None, a_max=None, *, min=None, max=None):
-  for v in (a, a_min, a_max, min, max):
+def clip(arr=None, /, min=None, max=None):
+  """JAX 0.10.2's signature: numpy's older `a_min`/`a_max` are a TypeError, as in JAX."""
+  if arr is None:
+    raise ValueError("No input was provided to the clip function.")
+  for v in (arr, min, max):
     if v is not None and np.issubdtype(_util.dtype(v), np.complexfloating):
       raise ValueError("clip received a complex value (in the input or the bounds); complex "
                        "values have no order and cannot be clipped. Convert them to real "
                        "values first, e.g. with real(x) or abs(x)")
-  return _clip(a, a_min if a_min is not None else min, a_max if a_max is not None else max)
+  return _clip(arr, min, max)
 
 
 @_util.compiled_when_eager(name="clip")
