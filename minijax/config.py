@@ -36,6 +36,7 @@ import dataclasses
 import logging
 import math
 import os
+import sys
 import threading
 from typing import Any, Callable, Mapping
 
@@ -537,7 +538,15 @@ class Config(threading.local):
 
   def parse_flags_with_absl(self) -> None:
     """JAX's test programs call this at import to read `--jax_*` command-line flags; minijax
-    reads its flags from environment variables (JAX's names too), so it does nothing."""
+    reads its flags from environment variables (JAX's names too).  What it keeps of JAX's is
+    the side effect tests rely on: absl's flags (when absl is installed) are parsed, so
+    absltest's `create_tempdir` works under pytest."""
+    try:
+      from absl import flags as absl_flags
+    except ImportError:
+      return
+    if not absl_flags.FLAGS.is_parsed():
+      absl_flags.FLAGS([sys.argv[0] if sys.argv else ""], known_only=True)
 
   def on_change(self, observer: Callable[[str, Any], None]) -> None:
     """`observer(name, value)` is called after each change of a global value."""

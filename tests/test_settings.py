@@ -115,6 +115,19 @@ def test_a_refused_queue_size_leaves_taps_working():
   assert got == [3.0]
 
 
+def test_parse_flags_with_absl_parses_absls_flags_as_jaxs_does():
+  """jax-cfd's tests call it at import and then absltest's `create_tempdir`, which reads an
+  absl flag: under pytest, only this call has parsed absl's flags."""
+  pytest.importorskip("absl")
+  out = run_python("from absl import flags; from absl.testing import absltest\n"
+                   "import minijax\n"
+                   "before = flags.FLAGS.is_parsed()\n"
+                   "minijax.config.parse_flags_with_absl()\n"
+                   "print(before, flags.FLAGS.is_parsed(), flags.FLAGS.test_tmpdir != '')\n"
+                   "minijax.config.parse_flags_with_absl()  # (again: harmless)\n")
+  assert out.stdout.split() == ["False", "True", "True"], out.stderr
+
+
 def test_an_unknown_flag_is_an_attribute_error_naming_the_known_ones():
   with pytest.raises(AttributeError, match="no flag 'enable_x32'.*enable_x64"):
     config.update("enable_x32", True)
