@@ -67,9 +67,10 @@ def _device_put(value, device):
 def einsum_path(subscripts, /, *operands, optimize="auto"):
   """The order `einsum(subscripts, *operands)` contracts in (on the operands' shapes), and
   numpy's description of it."""
-  from minijax.numpy.products import contraction_path, interleaved_subscripts
+  from minijax.numpy.products import contraction_path, interleaved_subscripts, shape_stand_ins
   if not isinstance(subscripts, str):
     subscripts, operands = interleaved_subscripts("einsum_path", (subscripts, *operands))
-  placeholders = [np.broadcast_to(np.empty((), np.float32), np.shape(o)) for o in operands]
-  path = contraction_path(subscripts, [np.shape(o) for o in operands], optimize)
-  return path, np.einsum_path(subscripts, *placeholders, optimize=["einsum_path", *path])[1]
+  shapes = [np.shape(o) for o in operands]
+  path = contraction_path(subscripts, shapes, optimize)
+  stand_ins = shape_stand_ins(shapes)
+  return path, np.einsum_path(subscripts, *stand_ins, optimize=["einsum_path", *path])[1]

@@ -163,7 +163,8 @@ def _expand_ellipsis(in_specs, output, xs):
 def einsum(subscripts, /, *operands, out=None, optimize="auto", precision=None,
            preferred_element_type=None, _dot_general=lax.dot_general):
   """numpy.einsum by pairwise `dot_general`s (`_dot_general`, JAX's hook for a replacement
-  such as a quantized one, does each contraction)."""
+  such as a quantized one, does each contraction), in the order `contraction_path` gives
+  for `optimize`; subscripts as a string or numpy's interleaved lists."""
   _util.reject_out("einsum", out)
   if not isinstance(subscripts, str):
     subscripts, operands = interleaved_subscripts("einsum", (subscripts, *operands))
@@ -256,8 +257,13 @@ def contraction_path(subscripts: str, shapes, optimize) -> list[tuple[int, ...]]
     raise ValueError(f"einsum: optimize must be 'auto', 'optimal', 'greedy', True, False or "
                      f"a contraction path, got {optimize!r}")
   kind = _OPTIMIZERS[optimize] or ("optimal" if len(shapes) <= 4 else "greedy")
-  placeholders = [np.broadcast_to(np.empty((), np.float32), s) for s in shapes]
-  return np.einsum_path(subscripts, *placeholders, optimize=(kind, 2 ** 62))[0][1:]
+  return np.einsum_path(subscripts, *shape_stand_ins(shapes), optimize=(kind, 2 ** 62))[0][1:]
+
+
+def shape_stand_ins(shapes) -> list[np.ndarray]:
+  """numpy arrays of `shapes` holding no memory (one broadcast element), for numpy functions
+  that read only shapes (`einsum_path`)."""
+  return [np.broadcast_to(np.empty((), np.float32), s) for s in shapes]
 
 
 def interleaved_subscripts(name: str, args: tuple) -> tuple[str, tuple]:
