@@ -18,6 +18,7 @@ from minijax.core import dtypes
 from minijax.core.errors import ConcretizationTypeError
 from minijax.core.trace import Tracer
 from minijax.numpy import _util
+from minijax.numpy.ufuncs import remainder
 
 
 def _arr(name, a):
@@ -407,7 +408,6 @@ def roll(a, shift, axis=None):
     if n == 0:
       continue
     if isinstance(s, Tracer):
-      from minijax.numpy.ufuncs import remainder
       doubled = lax.concatenate([x, x], ax)
       x = lax.dynamic_slice_in_dim(doubled, n - remainder(s, n), n, ax)
       continue
