@@ -16,13 +16,24 @@ CASES = ["tests/four_devices/collectives_cases.py", "tests/four_devices/sharding
          "tests/four_devices/placement_cases.py", "tests/four_devices/checkify_cases.py"]
 
 
-def test_the_parallel_cases_pass_on_four_cpu_devices():
-  env = dict(os.environ, MINIJAX_NUM_CPU_DEVICES="4", MINIJAX_TAP_MECHANISM="native")
+def _run_on_four_devices(cases, mechanism: str) -> None:
+  env = dict(os.environ, MINIJAX_NUM_CPU_DEVICES="4", MINIJAX_TAP_MECHANISM=mechanism)
   env["PYTHONPATH"] = ROOT + os.pathsep + env.get("PYTHONPATH", "")
   proc = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
-                         "-o", "addopts=", "-rfE", *CASES], cwd=ROOT, env=env,
+                         "-o", "addopts=", "-rfE", *cases], cwd=ROOT, env=env,
                         capture_output=True, text=True, timeout=600)
   report = "\n".join(line for line in proc.stdout.splitlines()
                      if not line.startswith(("I1201", "W1201")))
   assert proc.returncode == 0, report[-8000:]
   assert " passed" in report and "failed" not in report
+
+
+def test_the_parallel_cases_pass_on_four_cpu_devices():
+  _run_on_four_devices(CASES, "native")
+
+
+def test_taps_and_host_calls_over_four_devices_work_under_the_callback_mechanism():
+  # jaxlib's Python callback is told which device runs it by an operand (the partition id),
+  # and a host function that compiles something runs on an XLA worker thread
+  _run_on_four_devices(["tests/four_devices/callback_sharding_cases.py",
+                        "tests/four_devices/shard_map_cases.py"], "callback")

@@ -66,7 +66,7 @@ def compile_tapping(in_avals, emit_body, *, ordered=True, device=0, name="taps")
   effects = (TestTapEffect(),) if ordered else ()
   return executable.compile(
       module, device=dev, name=name, in_avals=in_avals, out_avals=in_avals,
-      host_callbacks=taps.bind_host_callbacks(host_callbacks, dev), num_tokens=len(effects),
+      host_callbacks=host_callbacks, num_tokens=len(effects),
       ordered_effects=effects, unordered_effects=() if ordered else (TestTapEffect(),))
 
 

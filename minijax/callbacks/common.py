@@ -15,6 +15,7 @@ host-call handler, through whichever mechanism `tap_mechanism` selects.
 """
 from __future__ import annotations
 
+import re
 from typing import Any, Callable
 
 import numpy as np
@@ -284,7 +285,10 @@ def emit_tap_call(consumer_id: int, token, operands, *, host_callbacks: list,
   else:
     target = taps.CALLBACK_TARGET
     config_attr = ir.DictAttr.get({"index": _i64(len(host_callbacks), signed=False)})
-    host_callbacks.append(taps.TapCallback(consumer_id, token is not None))
+    placement = _callback_placement(sharding)
+    if placement == taps.PER_PARTITION:  # the host callable reads which device runs it
+      operands.insert(0, mhlo.PartitionIdOp().result)
+    host_callbacks.append(taps.TapCallback(consumer_id, token is not None, placement))
   op = custom_call(target, token, operands, [operands[i].type for i in aliased], config_attr,
                     has_side_effect=True)
   ntok = 0 if token is None else 1
@@ -298,6 +302,19 @@ def emit_tap_call(consumer_id: int, token, operands, *, host_callbacks: list,
   if sharding is not None:
     op.attributes["mhlo.sharding"] = spmd.sharding_attr(sharding)
   return op.results[0] if token is not None else None
+
+
+def _callback_placement(sharding: str | None) -> int | str:
+  """`TapCallback.placement` for a tap call of `sharding` (`spmd.side_effect_sharding`'s)."""
+  if sharding is None:
+    return 0
+  if sharding == spmd.MANUAL:
+    return taps.PER_PARTITION
+  maximal = re.fullmatch(r"\{maximal device=(\d+)\}", sharding)
+  if maximal is None:
+    raise NotImplementedError(f"a tap call with sharding {sharding} under the callback "
+                              "mechanism (it runs taps on one device or in manual regions)")
+  return int(maximal.group(1))
 
 
 def _wide(dtype: np.dtype) -> np.dtype:

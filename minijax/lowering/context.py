@@ -5,6 +5,11 @@ loaded, so that IR built by lowering rules can be handed straight to the XLA cli
 context keeps every type and attribute it ever made (about 2 KB per compiled shape), so a
 thread starts a new one after `RENEW_AFTER` lowerings (making one takes about 10 ms),
 never while one is current; modules built in the old one keep it alive while they live.
+
+A thread that Python did not start (an XLA worker running a host callback that lowers
+something) gets a fresh Python thread state on every call, and clearing that state would
+free a context kept in a `threading.local` where jaxlib's objects cannot be freed (a
+segfault); such threads keep theirs in `_foreign`, by thread id, for the life of the process.
 """
 from __future__ import annotations
 
@@ -15,6 +20,7 @@ from jaxlib.mlir._mlir_libs import _jax_mlir_ext
 from jaxlib.mlir.dialects import chlo, mhlo, stablehlo
 
 _local = threading.local()
+_foreign: dict[int, "_ContextState"] = {}
 
 
 def make_ir_context() -> ir.Context:
@@ -36,10 +42,17 @@ RENEW_AFTER = 1024
 
 def ir_context() -> ir.Context:
   """This thread's shared MLIR context."""
-  context = getattr(_local, "context", None)
-  uses = getattr(_local, "uses", 0) + 1
+  state = _local
+  if isinstance(threading.current_thread(), threading._DummyThread):
+    state = _foreign.setdefault(threading.get_ident(), _ContextState())
+  context = getattr(state, "context", None)
+  uses = getattr(state, "uses", 0) + 1
   if context is None or (uses > RENEW_AFTER and ir.Context.current is None):
-    context = _local.context = make_ir_context()
+    context = state.context = make_ir_context()
     uses = 1
-  _local.uses = uses
+  state.uses = uses
   return context
+
+
+class _ContextState:
+  __slots__ = ("context", "uses")

@@ -682,7 +682,7 @@ def compile(module, *, device, name: str, in_avals: Sequence[ShapedArray],
   device = backend.get_device(device)
   taps.sweep_retired()  # forget the tap consumers of executables gone meanwhile
   if host_callbacks:
-    host_callbacks = taps.bind_host_callbacks(host_callbacks, device)
+    host_callbacks = taps.bind_host_callbacks(host_callbacks, (device,))
   if host_calls:
     # jaxlib runs an executable compiled with host callbacks synchronously, on the thread
     # that dispatches it.  Host calls then never hold an XLA worker thread while their

@@ -306,12 +306,8 @@ def compile_sharded(module, *, devices: Sequence, name: str, in_avals, out_avals
   `in_shardings` gives one sharding per array argument; `out_shardings` one per result or
   None where the partitioner chooses (that choice is read back, as a `NamedSharding` of
   `mesh` when it is one)."""
-  if any(isinstance(cb, taps.TapCallback) for cb in host_callbacks):
-    raise NotImplementedError(
-        "taps in a computation over several devices need the native tap mechanism "
-        "(minijax.config.update('tap_mechanism', 'native')); the callback mechanism cannot "
-        "tell the devices apart")
   devices = tuple(devices)
+  host_callbacks = taps.bind_host_callbacks(host_callbacks, devices)
   unsupported = [e for e in ordered_effects if not e.ordered_across_devices]
   if len(devices) > 1 and unsupported:
     raise ValueError("The following ordered effects are not supported for more than 1 "

@@ -9,7 +9,7 @@ tap-flavoured name `barrier_wait`) waits for all of that using counters, never b
 code.
 
 The executable's part of the contract, for a computation that contains taps:
-`bind_host_callbacks(host_callbacks, device)` on the lowering's host callbacks when
+`bind_host_callbacks(host_callbacks, devices)` on the lowering's host callbacks when
 compiling it, `before_execution()` (which starts the receivers and paces dispatch) before
 running it, `mark_progress` on the results of a run it asks to be marked, and
 `take_interrupt()` when a run fails (a signal handler's exception, to raise instead of
@@ -21,6 +21,7 @@ from minijax.runtime.taps.custom_call import (
     CALLBACK_TARGET,
     NATIVE_CONSUMER_ATTRIBUTE,
     NATIVE_TARGET,
+    PER_PARTITION,
     TapCallback,
     bind_host_callbacks,
     mechanism,
@@ -48,10 +49,10 @@ from minijax.runtime.taps import deferred
 from minijax.runtime.taps import exit as _exit  # noqa: F401  (registers the exit handler)
 
 __all__ = [
-    "CALLBACK_TARGET", "NATIVE_CONSUMER_ATTRIBUTE", "NATIVE_TARGET", "Consumer", "TapCallback", "TapFunctionException",
-    "TapStats", "barrier_wait", "before_execution", "bind_host_callbacks", "consumer", "deferred", "effects_barrier",
-    "device_ordinal", "ensure_started", "make_consumer", "in_receiver_thread", "mark_progress", "mechanism",
-    "native_available", "register_consumer", "reset_tap_stats",
-    "stop_outfeed_receiver", "streamed_dispatch", "sweep_retired", "take_interrupt",
-    "tap_stats", "watched",
+    "CALLBACK_TARGET", "NATIVE_CONSUMER_ATTRIBUTE", "NATIVE_TARGET", "PER_PARTITION", "Consumer",
+    "TapCallback", "TapFunctionException", "TapStats", "barrier_wait", "before_execution",
+    "bind_host_callbacks", "consumer", "deferred", "effects_barrier", "device_ordinal",
+    "ensure_started", "make_consumer", "in_receiver_thread", "mark_progress", "mechanism",
+    "native_available", "register_consumer", "reset_tap_stats", "stop_outfeed_receiver",
+    "streamed_dispatch", "sweep_retired", "take_interrupt", "tap_stats", "watched",
 ]

@@ -44,41 +44,55 @@ def mechanism() -> str:
   return requested
 
 
+PER_PARTITION = "per partition"  # a `TapCallback.placement`: see there
+
+
 class TapCallback:
   """The host callable behind one callback-mechanism tap.
 
   jaxlib calls it on the executing thread, holding the GIL, with numpy views of the device
   buffers (and None for the token); it copies them into its device's queue.  Which device
-  that is comes from `bind_host_callbacks`, which the compile step applies; unbound, it is
-  the device with ordinal 0.
+  that is comes from `placement` and from `ordinals`, the queue ordinals of the program's
+  devices by position, which the compile step sets (`bind_host_callbacks`): `placement` is
+  the position of the device the call runs on, or `PER_PARTITION` for a call that runs on
+  every device of a manual region (shard_map, pmap), whose first operand after the token
+  is then the executing partition's index (`mhlo.partition_id`).  Unbound, the one device
+  is the one with ordinal 0.
   """
-  __slots__ = ("consumer_id", "takes_token", "ordinal")
+  __slots__ = ("consumer_id", "takes_token", "placement", "ordinals")
 
-  def __init__(self, consumer_id: int, takes_token: bool, ordinal: int = 0):
+  def __init__(self, consumer_id: int, takes_token: bool, placement: int | str = 0,
+               ordinals: tuple[int, ...] = (0,)):
     self.consumer_id = consumer_id
     self.takes_token = takes_token  # the call's first operand and only result is a token
-    self.ordinal = ordinal
+    self.placement = placement
+    self.ordinals = ordinals
 
   def __call__(self, *args):
     if self.takes_token:
-      queues_mod.queues.push(self.ordinal, self.consumer_id, args[1:])
-      return (None,)
-    queues_mod.queues.push(self.ordinal, self.consumer_id, args)
-    return ()
+      args = args[1:]
+    if self.placement == PER_PARTITION:
+      ordinal = self.ordinals[int(args[0])]
+      args = args[1:]
+    else:
+      ordinal = self.ordinals[self.placement]
+    queues_mod.queues.push(ordinal, self.consumer_id, args)
+    return (None,) if self.takes_token else ()
 
-  def for_ordinal(self, ordinal: int) -> "TapCallback":
-    return TapCallback(self.consumer_id, self.takes_token, ordinal)
+  def bound(self, ordinals: tuple[int, ...]) -> "TapCallback":
+    return TapCallback(self.consumer_id, self.takes_token, self.placement, ordinals)
 
   def __repr__(self):
     return (f"TapCallback(consumer={self.consumer_id}, takes_token={self.takes_token}, "
-            f"ordinal={self.ordinal})")
+            f"placement={self.placement!r}, ordinals={self.ordinals})")
 
 
-def bind_host_callbacks(host_callbacks: Sequence[Any], device: Any) -> list:
-  """The host callbacks to compile for `device`: tap callbacks bound to its queue, others
-  unchanged.  The compile step calls this on the list the lowering filled."""
-  ordinal = receiver.device_ordinal(device)
-  return [cb.for_ordinal(ordinal) if isinstance(cb, TapCallback) else cb for cb in host_callbacks]
+def bind_host_callbacks(host_callbacks: Sequence[Any], devices: Sequence[Any]) -> list:
+  """The host callbacks to compile for `devices` (the program's, in order): tap callbacks
+  bound to their queues, others unchanged.  The compile step calls this on the list the
+  lowering filled."""
+  ordinals = tuple(receiver.device_ordinal(d) for d in devices)
+  return [cb.bound(ordinals) if isinstance(cb, TapCallback) else cb for cb in host_callbacks]
 
 
 def _register_native_target(client) -> None:
