@@ -220,22 +220,15 @@ def host_args(args) -> list[Array]:
 
 # ----------------------------------------------------------------------------- custom calls
 
-def _i64(value: int, signed: bool = True) -> ir.IntegerAttr:
-  kind = ir.IntegerType.get_signless(64) if signed else ir.IntegerType.get_unsigned(64)
-  return ir.IntegerAttr.get(kind, value)
-
-
-_API_VERSION_TYPED_FFI = 4
-
-
-def custom_call(target: str, token, operands, result_types, config_attr,
-                 has_side_effect: bool):
+def custom_call(target: str, token, operands, result_types, attributes: dict,
+                has_side_effect: bool):
+  """A typed-FFI custom call to `target` with `attributes`, taking and returning `token`
+  first when there is one."""
   takes_token = token is not None
-  out_types = ([mhlo.TokenType.get()] if takes_token else []) + list(result_types)
-  return mhlo.CustomCallOp(out_types, ([token] if takes_token else []) + list(operands), target,
-                           has_side_effect=has_side_effect, backend_config=config_attr,
-                           api_version=ir.IntegerAttr.get(ir.IntegerType.get_signless(32),
-                                                          _API_VERSION_TYPED_FFI))
+  return mlir.custom_call(
+      target, result_types=([mlir.token_type()] if takes_token else []) + list(result_types),
+      operands=([token] if takes_token else []) + list(operands), backend_config=attributes,
+      has_side_effect=has_side_effect)
 
 
 def emit_queue_call(ctx, consumer_id: int, operands, token, *,
@@ -278,18 +271,18 @@ def emit_tap_call(consumer_id: int, token, operands, *, host_callbacks: list,
   aliased: list[int] = []
   if taps.mechanism() == "native":
     target = taps.NATIVE_TARGET
-    config_attr = ir.DictAttr.get({taps.NATIVE_CONSUMER_ATTRIBUTE: _i64(consumer_id)})
+    attributes = {taps.NATIVE_CONSUMER_ATTRIBUTE: consumer_id}
     if ctx is not None:
       aliased = [i for i, v in enumerate(operands)
                  if operands.count(v) == 1 and mlir.updatable_in_place(ctx.module_context, v)]
   else:
     target = taps.CALLBACK_TARGET
-    config_attr = ir.DictAttr.get({"index": _i64(len(host_callbacks), signed=False)})
+    attributes = {"index": np.uint64(len(host_callbacks))}
     placement = _callback_placement(sharding)
     if placement == taps.PER_PARTITION:  # the host callable reads which device runs it
       operands.insert(0, mhlo.PartitionIdOp().result)
     host_callbacks.append(taps.TapCallback(consumer_id, token is not None, placement))
-  op = custom_call(target, token, operands, [operands[i].type for i in aliased], config_attr,
+  op = custom_call(target, token, operands, [operands[i].type for i in aliased], attributes,
                     has_side_effect=True)
   ntok = 0 if token is None else 1
   if aliased:
@@ -393,13 +386,13 @@ def emit_host_call(ctx, call: host_calls.HostCall, operands, token, *, has_side_
   mctx.host_calls.append(call)
   if host_calls.mechanism() == "native":
     target = host_calls.NATIVE_TARGET
-    config_attr = ir.DictAttr.get({host_calls.NATIVE_CALLBACK_ATTRIBUTE: _i64(call.id)})
+    attributes = {host_calls.NATIVE_CALLBACK_ATTRIBUTE: call.id}
   else:
     target = host_calls.CALLBACK_TARGET
-    config_attr = ir.DictAttr.get({"index": _i64(len(mctx.host_callbacks), signed=False)})
+    attributes = {"index": np.uint64(len(mctx.host_callbacks))}
     mctx.host_callbacks.append(host_calls.PythonHostCallback(call, token is not None))
   result_types = [mctx.ir_type(a) for a in call.result_avals]
-  op = custom_call(target, token, operands, result_types, config_attr, has_side_effect)
+  op = custom_call(target, token, operands, result_types, attributes, has_side_effect)
   if sharding is not None:
     op.attributes["mhlo.sharding"] = spmd.sharding_attr(sharding)
   results = list(op.results)

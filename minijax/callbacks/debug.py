@@ -343,9 +343,7 @@ def _lower_partitioned(ctx, callback: common.FlatCallback, args, token):
   mctx = ctx.module_context
   index = len(mctx.host_callbacks)
   mctx.host_callbacks.append(_ShardCall(callback, token is not None))
-  config_attr = ir.DictAttr.get({"index": ir.IntegerAttr.get(
-      ir.IntegerType.get_unsigned(64), index)})
-  op = common.custom_call(_PARTITIONED_TARGET, token, args, [], config_attr,
+  op = common.custom_call(_PARTITIONED_TARGET, token, args, [], {"index": np.uint64(index)},
                           has_side_effect=True)
   # (the partitioner rebuilds the call from its operands' layouts, so they must be given)
   layout = lambda rank: ir.DenseElementsAttr.get(  # noqa: E731

@@ -9,7 +9,7 @@ operands' avals and its jaxpr emitted inline."""
 from __future__ import annotations
 
 import io
-from typing import Any, Callable, Sequence
+from typing import Callable, Sequence
 
 import numpy as np
 from jaxlib.mlir import ir
@@ -18,7 +18,8 @@ from minijax.interpreters import partial_eval as pe
 from minijax.lowering import mlir as _mlir
 from minijax.lowering.context import make_ir_context
 from minijax.lowering.mlir import (LoweringRuleContext, ModuleContext, aval_to_ir_type,
-                                   dtype_to_ir_type, ir_constant, jaxpr_subcomp, token_type)
+                                   custom_call, dtype_to_ir_type, ir_attribute, ir_constant,
+                                   jaxpr_subcomp, token_type)
 from minijax.lowering.tokens import TokenSet
 
 Value = ir.Value
@@ -82,26 +83,6 @@ def dense_int_elements(xs) -> ir.DenseIntElementsAttr:
       values, type=ir.RankedTensorType.get(values.shape, ir.IntegerType.get_signless(64)))
 
 
-def ir_attribute(value: Any) -> ir.Attribute:
-  """An MLIR attribute of a Python value: bool, int (i64), float (f64), str, numpy array,
-  or a list/tuple of those (an array attribute)."""
-  if isinstance(value, ir.Attribute):
-    return value
-  if isinstance(value, (bool, np.bool_)):
-    return ir.BoolAttr.get(bool(value))
-  if isinstance(value, (int, np.integer)):
-    return i64_attr(value)
-  if isinstance(value, (float, np.floating)):
-    return ir.FloatAttr.get(ir.F64Type.get(), float(value))
-  if isinstance(value, str):
-    return ir.StringAttr.get(value)
-  if isinstance(value, np.ndarray):
-    return ir.DenseElementsAttr.get(value)
-  if isinstance(value, (list, tuple)):
-    return ir.ArrayAttr.get([ir_attribute(v) for v in value])
-  raise TypeError(f"ir_attribute: no MLIR attribute for a value of type {type(value).__name__}")
-
-
 def flatten_ir_values(xs) -> list:
   """The values of `xs`, each a value or a sequence of them, in one list."""
   out = []
@@ -140,8 +121,8 @@ def emit_python_callback(*args, **kwargs):
                             "instead")
 
 
-__all__ = ["LoweringRuleContext", "ModuleContext", "Token", "TokenSet", "Value",
-           "aval_to_ir_type", "aval_to_ir_types", "dense_int_array", "dense_int_elements",
+__all__ = ["LoweringRuleContext", "ModuleContext", "Token", "TokenSet", "Value", "aval_to_ir_type",
+           "aval_to_ir_types", "custom_call", "dense_int_array", "dense_int_elements",
            "dtype_to_ir_type", "emit_python_callback", "flatten_ir_types", "flatten_ir_values",
            "i32_attr", "i64_attr", "ir", "ir_attribute", "ir_constant", "ir_constants",
            "jaxpr_subcomp", "lower_fun", "make_ir_context", "module_to_bytecode",

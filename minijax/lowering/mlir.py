@@ -181,6 +181,97 @@ def _storage_view(dtype):
   return np.uint16 if dtype.itemsize == 2 else np.uint8
 
 
+# ------------------------------------------------------------ attributes and custom calls
+
+def ir_attribute(value: Any) -> ir.Attribute:
+  """An MLIR attribute of a Python value, typed as JAX types it: a Python bool, int or float
+  as i1, i64 or f64; a numpy scalar or array with its own dtype; a dtype as a type
+  attribute; a str or bytes as a string; a dict as a dictionary and a list or tuple as an
+  array of attributes."""
+  if isinstance(value, (ir.Attribute, ir.Type)):
+    return value
+  if isinstance(value, (bool, int, float)) and not isinstance(value, np.generic):
+    dtype = bool if isinstance(value, bool) else int if isinstance(value, int) else float
+    return _scalar_attribute(np.array(value, {bool: np.bool_, int: np.int64,
+                                              float: np.float64}[dtype]))
+  if isinstance(value, (np.ndarray, np.generic)):
+    array = np.asarray(value)
+    if 0 in array.strides and array.size > 1:
+      raise ValueError("NumPy arrays with zero strides are not supported as MLIR attributes")
+    if isinstance(value, np.generic):
+      return _scalar_attribute(array)
+    return _dense_attr(array, array.shape)
+  if isinstance(value, np.dtype):
+    return ir.TypeAttr.get(dtype_to_ir_type(value))
+  if isinstance(value, (str, bytes)):
+    return ir.StringAttr.get(value)
+  if isinstance(value, dict):
+    return ir.DictAttr.get({k: ir_attribute(v) for k, v in value.items()})
+  if isinstance(value, (list, tuple)):
+    return ir.ArrayAttr.get([ir_attribute(v) for v in value])
+  if hasattr(value, "__jax_array__"):
+    return ir_attribute(value.__jax_array__())
+  raise TypeError(f"No attribute handler defined for type: {type(value)}")
+
+
+def _scalar_attribute(value: np.ndarray) -> ir.Attribute:
+  element = dtype_to_ir_type(value.dtype)
+  if isinstance(element, ir.IntegerType):
+    return ir.IntegerAttr.get(element, int(value))
+  if isinstance(element, ir.FloatType):
+    return ir.FloatAttr.get(element, float(value))
+  raise TypeError(f"Unsupported scalar attribute type: {value.dtype}")
+
+
+def custom_call(call_target_name: str, *, result_types: Sequence[ir.Type],
+                operands: Sequence[ir.Value], backend_config: str | bytes | dict | None = "",
+                has_side_effect: bool = False, result_shapes: Sequence[ir.Value] | None = None,
+                called_computations: Sequence[str] = (), api_version: int = 2,
+                operand_output_aliases: dict[int, int] | None = None,
+                operand_layouts: Sequence[Sequence[int]] | None = None,
+                result_layouts: Sequence[Sequence[int]] | None = None,
+                extra_attributes: dict[str, ir.Attribute] | None = None) -> ir.OpView:
+  """An `mhlo.custom_call` to `call_target_name`, as JAX's helper builds it.  A dict
+  `backend_config` holds a typed-FFI handler's attributes (and makes the call one of API
+  version 4); a string is an opaque configuration for older targets.  Layouts are
+  minor-to-major, one sequence per operand or result."""
+  if result_shapes is not None:
+    raise NotImplementedError("custom_call(result_shapes=...): minijax has no dynamic shapes")
+  if backend_config is None:
+    backend_config = ""
+  if isinstance(backend_config, dict):
+    config: ir.Attribute = ir.DictAttr.get(
+        {k: ir_attribute(v) for k, v in backend_config.items()})
+    api_version = 4
+  elif isinstance(backend_config, (str, bytes)):
+    config = ir.StringAttr.get(backend_config)
+  else:
+    raise ValueError(f"custom_call backend_config unexpected type: {backend_config}")
+  attributes = {
+      "call_target_name": ir.StringAttr.get(call_target_name),
+      "has_side_effect": ir.BoolAttr.get(bool(has_side_effect)),
+      "backend_config": config,
+      "api_version": ir.IntegerAttr.get(ir.IntegerType.get_signless(32), api_version),
+      "called_computations": ir.ArrayAttr.get(
+          [ir.FlatSymbolRefAttr.get(name) for name in called_computations]),
+  }
+  if operand_output_aliases:
+    several = len(result_types) > 1
+    attributes["output_operand_aliases"] = ir.ArrayAttr.get([
+        mhlo.OutputOperandAlias.get(output_tuple_indices=[out] if several else [],
+                                    operand_index=operand, operand_tuple_indices=[])
+        for operand, out in operand_output_aliases.items()])
+  for name, layouts in (("operand_layouts", operand_layouts),
+                        ("result_layouts", result_layouts)):
+    if layouts is not None:
+      attributes[name] = ir.ArrayAttr.get([
+          ir.DenseIntElementsAttr.get(np.atleast_1d(np.asarray(layout, np.int64)),
+                                      type=ir.IndexType.get()) for layout in layouts])
+  attributes.update(extra_attributes or {})
+  return mhlo.CustomCallOp.build_generic(results=list(result_types), operands=list(operands),
+                                         attributes=attributes)
+
+
 # ----------------------------------------------------------------------------- contexts
 
 @dataclasses.dataclass

@@ -47,38 +47,42 @@ def _initialize() -> None:
   _lapack.initialize()
 
 
+@functools.cache
+def _kernel_names() -> frozenset[str]:
+  from jaxlib.cpu import _lapack
+  return frozenset(_lapack.registrations())
+
+
+def prepare_kernel(name: str) -> None:
+  """Finds the LAPACK routines when `name` is one of jaxlib's kernels (any module that
+  calls one must: uninitialised, a kernel crashes the process)."""
+  if name in _kernel_names():
+    _initialize()
+
+
 def u8(char: str) -> ir.IntegerAttr:
   """A one-character attribute, as the kernels take `mode`, `uplo`, `side`, ..."""
   return ir.IntegerAttr.get(ir.IntegerType.get_unsigned(8), ord(char))
 
 
-def _layout(aval, matrix_rank: int):
+def _layout(aval, matrix_rank: int) -> tuple[int, ...]:
   nd = len(aval.shape)
   if nd == matrix_rank and nd >= 2:
-    order = (nd - 2, nd - 1) + tuple(range(nd - 3, -1, -1))
-  else:
-    order = tuple(reversed(range(nd)))
-  return ir.DenseIntElementsAttr.get(np.asarray(order, np.int64), type=ir.IndexType.get())
+    return (nd - 2, nd - 1) + tuple(range(nd - 3, -1, -1))
+  return tuple(reversed(range(nd)))
 
 
 def lapack_call(name: str, operands: Sequence[ir.Value], avals_in: Sequence[ShapedArray],
                 avals_out: Sequence[ShapedArray], attributes: Mapping[str, ir.Attribute] = {},
                 aliases: Mapping[int, int] = {}) -> list[ir.Value]:
   """Emits the custom call to kernel `name` and returns its results."""
-  _initialize()
+  prepare_kernel(name)
   matrix_rank = max(len(a.shape) for a in avals_in)
-  result_types = [mlir.aval_to_ir_type(a) for a in avals_out]
-  aliases_attr = ir.ArrayAttr.get([
-      mhlo.OutputOperandAlias.get(output_tuple_indices=[result] if len(avals_out) > 1 else [],
-                                  operand_index=operand, operand_tuple_indices=[])
-      for operand, result in aliases.items()])
-  op = mhlo.CustomCallOp(
-      result_types, list(operands), name, has_side_effect=False,
-      backend_config=ir.DictAttr.get(dict(attributes)),
-      api_version=ir.IntegerAttr.get(ir.IntegerType.get_signless(32), 4),
-      operand_layouts=ir.ArrayAttr.get([_layout(a, matrix_rank) for a in avals_in]),
-      result_layouts=ir.ArrayAttr.get([_layout(a, matrix_rank) for a in avals_out]),
-      output_operand_aliases=aliases_attr)
+  op = mlir.custom_call(
+      name, result_types=[mlir.aval_to_ir_type(a) for a in avals_out], operands=operands,
+      backend_config=dict(attributes), operand_output_aliases=dict(aliases),
+      operand_layouts=[_layout(a, matrix_rank) for a in avals_in],
+      result_layouts=[_layout(a, matrix_rank) for a in avals_out])
   return list(op.results)
 
 
