@@ -40,7 +40,7 @@ from minijax import debug
 from minijax import ad_checkpoint
 from minijax.as_jax import install_as_jax
 from minijax import typing, flatten_util, stages, extend  # JAX's public modules libraries use
-from minijax import custom_batching, dlpack, monitoring
+from minijax import custom_batching, dlpack, ffi, monitoring
 from minijax import ref, ad, effects, ops
 from minijax.ref import Ref, new_ref, freeze, empty_ref, free_ref
 

@@ -31,7 +31,8 @@ FLOORS: list[tuple[str, ...]] = [
     ("numpy", "experimental", "random", "nn", "scipy", "example_libraries", "sharding",
      "distributed", "launch", "debug", "callbacks", "placement", "test_util", "errors", "dtypes",
      "tree", "effects", "ad_checkpoint", "ref", "ad", "typing", "flatten_util", "stages",
-     "extend", "_src", "jacobians", "image", "custom_batching", "dlpack", "profiler", "ops"),
+     "extend", "_src", "jacobians", "image", "custom_batching", "dlpack", "profiler", "ops",
+     "ffi"),
     ("as_jax",),                              # `import jax` answered by minijax (by name)
     ("minijax",),                             # the package itself
     ("bench", "run", "pytest_plugin"),        # the benchmark; `python -m minijax.run`
