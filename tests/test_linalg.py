@@ -110,6 +110,30 @@ def test_qr_matches_numpy(shape, full, dtype):
   close(r, r_np, dtype, 10)
 
 
+@pytest.mark.parametrize("shape", [(5, 3), (3, 5), (2, 4, 4)])
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_pivoted_qr_and_the_raw_mode_match_lapack_through_scipy_and_numpy(shape, dtype):
+  import scipy.linalg
+  a = rand(*shape, dtype=dtype)
+  for full in (True, False):
+    q, r, p = L.qr(a, pivoting=True, full_matrices=full)
+    assert p.dtype == np.int32 and p.shape == (*shape[:-2], shape[-1])
+    picked = np.take_along_axis(a, np.asarray(p)[..., None, :], axis=-1)
+    close(np.asarray(q) @ np.asarray(r), picked, dtype, 10)
+    for k in np.ndindex(*shape[:-2]):
+      q_sp, r_sp, p_sp = scipy.linalg.qr(a[k], pivoting=True,
+                                         mode="full" if full else "economic")
+      np.testing.assert_array_equal(p[k], p_sp)
+      close(np.abs(np.asarray(r[k])), np.abs(r_sp), dtype, 10)
+  h, taus = jnp.linalg.qr(a, mode="raw")
+  for k in np.ndindex(*shape[:-2]):
+    h_np, taus_np = np.linalg.qr(a[k], mode="raw")
+    close(h[k], h_np, dtype, 10)
+    close(taus[k], taus_np, dtype, 10)
+  r, p = jsl.qr(a[(0,) * (len(shape) - 2)], mode="r", pivoting=True)
+  assert r.shape == shape[-2:] and p.shape == shape[-1:]
+
+
 @pytest.mark.parametrize("dtype", DTYPES)
 def test_eigh_and_svd_match_numpy(dtype):
   h = np.stack([hermitian(4, dtype), hermitian(4, dtype)])
@@ -234,7 +258,6 @@ def test_failures_give_nans_as_in_jax():
      r"Invalid 'trans' value 3"),
     (lambda: jsl.expm(np.ones((2, 3))), ValueError,
      r"Expected A to be a \(batched\) square matrix, got A\.shape=\(2, 3\)"),
-    (lambda: L.qr(np.eye(2, dtype=np.float32), pivoting=True), NotImplementedError, r"geqp3"),
 ])
 def test_bad_input_raises_a_clear_error(call, error, message):
   with pytest.raises(error, match=message):
@@ -274,6 +297,10 @@ def _primitive_grads():
       "qr_reduced": (lambda x: L.qr(x, full_matrices=False), (rand(4, 3, dtype=r),), 2),
       "qr_wide_complex": (L.qr, (rand(3, 4, dtype=c),), 2),
       "qr_full_tall": (L.qr, (rand(4, 2, dtype=r),), 1),
+      # (pivoted: the columns in geqp3's order, which small steps do not change)
+      "qr_pivoted_wide": (lambda x: L.qr(x, pivoting=True)[:2], (rand(3, 5, dtype=r),), 1),
+      "qr_pivoted_full_tall_complex": (lambda x: L.qr(x, pivoting=True)[:2],
+                                       (rand(4, 3, dtype=c),), 1),
       "eigh": (_gauge_free_eigh, (hermitian(3, r),), 2),
       "eigh_complex": (_gauge_free_eigh, (hermitian(3, c),), 1),
       "svd_tall": (_gauge_free_svd, (rand(4, 3, dtype=r),), 2),
@@ -372,6 +399,7 @@ def test_vmap_matches_a_loop_over_slices():
                                  (tri(3), rand(2, 3))),
       "lu": (lambda x: L.lu(x), (a,)),
       "qr": (L.qr, (rand(4, 3, dtype=np.complex64),)),
+      "qr_pivoted": (lambda x: L.qr(x, pivoting=True, full_matrices=False), (rand(3, 4),)),
       "eigh": (lambda x: L.eigh(x)[1], (hermitian(3),)),
       "svd": (lambda x: L.svd(x, compute_uv=False), (rand(3, 4),)),
       "solve": (jnp.linalg.solve, (a, rand(3))),

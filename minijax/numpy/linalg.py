@@ -23,6 +23,7 @@ from minijax import lax
 from minijax.core import dtypes
 from minijax.custom_derivatives import custom_jvp
 from minijax.lax import linalg as lax_linalg
+from minijax.lax.linalg.qr import geqrf
 from minijax.numpy import _util
 from minijax.numpy.products import matmul, tensordot  # noqa: F401
 from minijax.numpy.products import outer as _outer
@@ -93,15 +94,16 @@ def cholesky(a, *, upper: bool = False, symmetrize_input: bool = True):
 
 @_util.compiled_when_eager(dynamic=1)
 def qr(a, mode: str = "reduced"):
-  """`QRResult(Q, R)` (or R alone for mode="r"); mode "complete" gives the full Q."""
+  """`QRResult(Q, R)` (or R alone for mode="r"); mode "complete" gives the full Q, mode
+  "raw" LAPACK's geqrf: `(h, taus)`, h the transposed matrix of reflectors and R."""
   (x,) = _inexact("jnp.linalg.qr", a)
+  if mode == "raw":
+    h, taus = geqrf(x)
+    return QRResult(lax_linalg.matrices.T(h), taus)
   if mode in ("reduced", "r", "full"):
     full_matrices = False
   elif mode == "complete":
     full_matrices = True
-  elif mode == "raw":
-    raise NotImplementedError("jnp.linalg.qr: mode='raw' (the Householder reflectors) is not "
-                              "implemented in minijax")
   else:
     raise ValueError(f"Unsupported QR decomposition mode '{mode}'")
   q, r = lax_linalg.qr(x, full_matrices=full_matrices)

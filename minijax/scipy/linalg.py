@@ -243,13 +243,14 @@ def _qr(a, mode, pivoting):
   else:
     raise ValueError(f"Unsupported QR decomposition mode '{mode}'")
   (x,) = _inexact("jax.scipy.linalg.qr", a)
-  q, r = lax_linalg.qr(x, pivoting=pivoting, full_matrices=full_matrices)
-  return (r,) if mode == "r" else (q, r)
+  q, r, *p = lax_linalg.qr(x, pivoting=pivoting, full_matrices=full_matrices)
+  return (r, *p) if mode == "r" else (q, r, *p)
 
 
 def qr(a, overwrite_a: bool = False, lwork=None, mode: str = "full", pivoting: bool = False,
        check_finite: bool = True):
-  """`(q, r)` (mode "full" or "economic"), or `(r,)` (mode "r")."""
+  """`(q, r)` (mode "full" or "economic"), or `(r,)` (mode "r"); with `pivoting` the column
+  permutation `p` follows (`a[:, p] = q @ r`)."""
   return _qr(a, mode, bool(pivoting))
 
 

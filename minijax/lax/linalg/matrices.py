@@ -163,6 +163,14 @@ def take_rows(x, permutation):
   return lax.take_along_axis(x, idx, a.ndim - 2)
 
 
+def take_columns(x, permutation):
+  """`x[..., :, permutation[..., j]]`: columns of `[..., m, n]` picked by `[..., n]`
+  indices."""
+  a = aval(x)
+  idx = lax.broadcast_in_dim(permutation, a.shape, (*range(a.ndim - 2), a.ndim - 1))
+  return lax.take_along_axis(x, idx, a.ndim - 1)
+
+
 # ----------------------------------------------------------------------------- checks
 
 def check_ranks(name: str, avals, ranks) -> tuple:

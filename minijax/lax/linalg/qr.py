@@ -1,14 +1,17 @@
-"""QR decomposition by LAPACK: geqrf (Householder reflectors), then orgqr/ungqr (the
-reflectors multiplied out into Q).
+"""QR decomposition by LAPACK: geqrf (Householder reflectors; geqp3 with column pivoting),
+then orgqr/ungqr (the reflectors multiplied out into Q).
 
-`qr_p(a, full_matrices)` gives `(q, r)` for a batch `[..., m, n]`: with `full_matrices`, q is
-`[..., m, m]` and r `[..., m, n]`; without, q is `[..., m, k]` and r `[..., k, n]`
-(`k = min(m, n)`).  Its lowering is the two custom calls and the glue between them (a
-slice or a zero padding of geqrf's matrix to q's shape, and r's upper triangle), all in one
-rule, so that `qr_p` is one primitive with one jvp.
+`qr_p(a, pivoting, full_matrices)` gives `(q, r)` for a batch `[..., m, n]`, and the column
+permutation `p` (int32, `a[..., p] = q r`) after them with `pivoting`: with
+`full_matrices`, q is `[..., m, m]` and r `[..., m, n]`; without, q is `[..., m, k]` and r
+`[..., k, n]` (`k = min(m, n)`).  Its lowering is the two custom calls and the glue between
+them (a slice or a zero padding of geqrf's matrix to q's shape, and r's upper triangle), all
+in one rule, so that `qr_p` is one primitive with one jvp.  `geqrf_p` is geqrf alone (the
+reflectors below the diagonal of `a` and their scales `taus`), for `jnp.linalg.qr`'s "raw"
+mode.
 
 The jvp is JAX's: for `m >= n`, with `C = Q^H dA R^-1`, `dQ = Q (Ω - C) + dA R^-1` and
-`dR = (C - Ω) R`, where Ω is the skew-Hermitian part of C's strict lower triangle (plus the
+`dR = (C - Ω) R` (of `A[..., p]` when pivoting), where Ω is the skew-Hermitian part of C's strict lower triangle (plus the
 imaginary part of C's diagonal, for complex matrices); for wide matrices (`m < n`) the square
 block is differentiated that way and the rest of R follows from `R2 = Q^H A2`; the extra
 columns of a full Q of a tall matrix follow arXiv:2409.13374.
@@ -29,7 +32,7 @@ from minijax.lax.linalg.lu import lu, lu_solve
 from minijax.lax.linalg.triangular import triangular_solve
 from minijax.lowering import mlir
 
-__all__ = ["qr", "qr_p"]
+__all__ = ["geqrf", "geqrf_p", "qr", "qr_p"]
 
 qr_p = Primitive("qr")
 qr_p.multiple_results = True
@@ -41,11 +44,12 @@ def _qr_shapes(shape, full_matrices):
   return (*batch, m, k), (*batch, k, n)
 
 
-def _qr_abstract_eval(a, *, full_matrices):
+def _qr_abstract_eval(a, *, pivoting, full_matrices):
   mx.check_ranks("qr", [a], [2])
   mx.check_dtypes("qr", a)
   q_shape, r_shape = _qr_shapes(a.shape, full_matrices)
-  return [ShapedArray(q_shape, a.dtype, a.weak_type), ShapedArray(r_shape, a.dtype, a.weak_type)]
+  outs = [ShapedArray(q_shape, a.dtype, a.weak_type), ShapedArray(r_shape, a.dtype, a.weak_type)]
+  return outs + [ShapedArray((*a.shape[:-2], a.shape[-1]), dtypes.int32)] if pivoting else outs
 
 
 qr_p.def_abstract_eval(_qr_abstract_eval)
@@ -62,19 +66,37 @@ def _upper_triangle(x, aval):
   return mhlo.SelectOp(keep, x, mlir.splat_constant(0, aval.shape, aval.dtype)).result
 
 
-def _qr_lowering(ctx, a, *, full_matrices):
+def _factor(a, a_aval, pivoting: bool):
+  """geqrf's (or geqp3's) matrix and taus, and geqp3's 0-based permutation, in IR."""
+  *batch, m, n = a_aval.shape
+  dtype = a_aval.dtype
+  taus_aval = ShapedArray((*batch, min(m, n)), dtype)
+  if not pivoting:
+    r, taus = lapack.lapack_call(lapack.target("geqrf_ffi", dtype), [a], [a_aval],
+                                 [a_aval, taus_aval], aliases={0: 0})
+    return r, taus, None
+  jpvt_aval = ShapedArray((*batch, n), dtypes.int32)
+  jpvt = mlir.ir_constant(np.zeros(jpvt_aval.shape, np.int32))  # every column free
+  r, jpvt, taus = lapack.lapack_call(lapack.target("geqp3_ffi", dtype), [a, jpvt],
+                                     [a_aval, jpvt_aval], [a_aval, jpvt_aval, taus_aval],
+                                     aliases={0: 0, 1: 1})
+  one = mlir.ir_constant(np.ones(jpvt_aval.shape, np.int32))
+  return r, taus, mhlo.SubtractOp(jpvt, one).result  # LAPACK counts columns from 1
+
+
+def _qr_lowering(ctx, a, *, pivoting, full_matrices):
   a_aval = ctx.avals_in[0]
-  q_aval, r_aval = ctx.avals_out
+  q_aval, r_aval = ctx.avals_out[:2]
   *batch, m, n = a_aval.shape
   dtype = a_aval.dtype
   if m == 0 or n == 0:
     k = q_aval.shape[-1]
     eye = np.broadcast_to(np.eye(m, k, dtype=dtype), q_aval.shape)
-    return [mlir.ir_constant(eye), mlir.ir_constant(np.zeros(r_aval.shape, dtype))]
+    outs = [mlir.ir_constant(eye), mlir.ir_constant(np.zeros(r_aval.shape, dtype))]
+    return outs + [mlir.ir_constant(np.zeros((*batch, n), np.int32))] if pivoting else outs
   k = min(m, n)
   taus_aval = ShapedArray((*batch, k), dtype)
-  r, taus = lapack.lapack_call(lapack.target("geqrf_ffi", dtype), [a], [a_aval],
-                               [a_aval, taus_aval], aliases={0: 0})
+  r, taus, permutation = _factor(a, a_aval, pivoting)
   zeros = [0] * len(a_aval.shape)
   if m < n:  # Q from the first m columns
     q_in_aval = ShapedArray((*batch, m, m), dtype)
@@ -90,7 +112,8 @@ def _qr_lowering(ctx, a, *, full_matrices):
                             [q_in_aval, taus_aval], [q_in_aval], aliases={0: 0})
   if r_aval.shape != a_aval.shape:  # reduced R of a tall matrix
     r = mhlo.SliceOp(r, zeros, list(r_aval.shape), [1] * len(zeros)).result
-  return [q, _upper_triangle(r, r_aval)]
+  outs = [q, _upper_triangle(r, r_aval)]
+  return outs + [permutation] if pivoting else outs
 
 
 mlir.register_lowering(qr_p, _qr_lowering)
@@ -119,22 +142,25 @@ def _slice_last2(x, rows, cols):
   return lax.slice(x, (0,) * (len(shape) - 2) + (r0, c0), (*shape[:-2], r1, c1))
 
 
-def _qr_jvp(primals, tangents, *, full_matrices):
+def _qr_jvp(primals, tangents, *, pivoting, full_matrices):
   (x,), (dx,) = primals, tangents
-  q, r = qr_p.bind(x, full_matrices=full_matrices)
+  q, r, *p = outs = qr_p.bind(x, pivoting=pivoting, full_matrices=full_matrices)
+  zero_p = [ad.Zero.from_primal_value(p[0])] if pivoting else []
   if type(dx) is ad.Zero:
-    return [q, r], [ad.Zero.from_primal_value(q), ad.Zero.from_primal_value(r)]
+    return outs, [ad.Zero.from_primal_value(q), ad.Zero.from_primal_value(r)] + zero_p
   *batch, m, n = mx.aval(x).shape
+  if pivoting:  # the factorisation is of x's columns in the order p
+    x, dx = mx.take_columns(x, p[0]), mx.take_columns(dx, p[0])
   if m < n:  # x = [x1 x2] with square x1 = q r1, and r2 = q^H x2
     dq, dr1 = _thin_qr_jvp(q, _slice_last2(r, (0, m), (0, m)), _slice_last2(dx, (0, m), (0, m)))
     x2, dx2 = _slice_last2(x, (0, m), (m, n)), _slice_last2(dx, (0, m), (m, n))
     dr2 = lax.add(mx.matmul(mx.H(dq), x2), mx.matmul(mx.H(q), dx2))
-    return [q, r], [dq, lax.concatenate([dr1, dr2], len(batch) + 1)]
+    return outs, [dq, lax.concatenate([dr1, dr2], len(batch) + 1)] + zero_p
   q_mn = _slice_last2(q, (0, m), (0, n)) if full_matrices else q
   r_nn = _slice_last2(r, (0, n), (0, n)) if full_matrices else r
   dq_mn, dr_nn = _thin_qr_jvp(q_mn, r_nn, dx)
   if not full_matrices or m == n:
-    return [q, r], [dq_mn, dr_nn]
+    return outs, [dq_mn, dr_nn] + zero_p
   # the m - n extra columns of a full Q (arXiv:2409.13374, eqs. 32-33)
   dtype = mx.aval(x).dtype
   q_nn, q_pn = _slice_last2(q_mn, (0, n), (0, n)), _slice_last2(q_mn, (n, m), (0, n))
@@ -148,15 +174,16 @@ def _qr_jvp(primals, tangents, *, full_matrices):
                             mx.H(lax.sub(dq_pn, mx.matmul(z_pn, dq_nn)))))
   dq = lax.concatenate([dq_mn, dq_mp], len(batch) + 1)
   dr = lax.concatenate([dr_nn, lax.full((*batch, m - n, n), 0, dtype)], len(batch))
-  return [q, r], [dq, dr]
+  return outs, [dq, dr] + zero_p
 
 
 ad.primitive_jvps[qr_p] = _qr_jvp
 
 
-def _qr_batch(args, dims, *, full_matrices):
+def _qr_batch(args, dims, **params):
   (x,), (d,) = args, dims
-  return qr_p.bind(batching.moveaxis(x, d, 0), full_matrices=full_matrices), [0, 0]
+  outs = qr_p.bind(batching.moveaxis(x, d, 0), **params)
+  return outs, [0] * len(outs)
 
 
 batching.primitive_batchers[qr_p] = _qr_batch
@@ -164,8 +191,49 @@ batching.primitive_batchers[qr_p] = _qr_batch
 
 def qr(x, *, pivoting: bool = False, full_matrices: bool = True, use_magma=None):
   """`(q, r)` with `x = q r`, q unitary (orthogonal) and r upper triangular, for a batch
-  `[..., m, n]`; see the module docstring for the shapes."""
-  if pivoting:
-    raise NotImplementedError("qr with pivoting=True (LAPACK's geqp3) is not implemented in "
-                              "minijax; use pivoting=False")
-  return tuple(qr_p.bind(lax.convert_to_array(x), full_matrices=bool(full_matrices)))
+  `[..., m, n]`, or `(q, r, p)` with `x[..., p] = q r` when `pivoting` (LAPACK's geqp3
+  chooses the columns so that r's diagonal shrinks); see the module docstring for the
+  shapes."""
+  return tuple(qr_p.bind(lax.convert_to_array(x), pivoting=bool(pivoting),
+                         full_matrices=bool(full_matrices)))
+
+
+# ----------------------------------------------------------------------------- geqrf
+
+geqrf_p = Primitive("geqrf")
+geqrf_p.multiple_results = True
+
+
+def _geqrf_abstract_eval(a):
+  mx.check_ranks("geqrf", [a], [2])
+  mx.check_dtypes("geqrf", a)
+  *batch, m, n = a.shape
+  return [ShapedArray(a.shape, a.dtype), ShapedArray((*batch, min(m, n)), a.dtype)]
+
+
+geqrf_p.def_abstract_eval(_geqrf_abstract_eval)
+
+
+def _geqrf_lowering(ctx, a):
+  a_aval, taus_aval = ctx.avals_out
+  if 0 in a_aval.shape:
+    return [a, mlir.ir_constant(np.zeros(taus_aval.shape, taus_aval.dtype))]
+  r, taus, _ = _factor(a, ctx.avals_in[0], pivoting=False)
+  return [r, taus]
+
+
+mlir.register_lowering(geqrf_p, _geqrf_lowering)
+
+
+def _geqrf_batch(args, dims):
+  (x,), (d,) = args, dims
+  return geqrf_p.bind(batching.moveaxis(x, d, 0)), [0, 0]
+
+
+batching.primitive_batchers[geqrf_p] = _geqrf_batch
+
+
+def geqrf(a):
+  """LAPACK's geqrf of a batch `[..., m, n]`: `(a', taus)`, r in the upper triangle of `a'`,
+  and Q as the Householder reflectors below it scaled by `taus` (`[..., min(m, n)]`)."""
+  return tuple(geqrf_p.bind(lax.convert_to_array(a)))
