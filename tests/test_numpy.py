@@ -607,6 +607,12 @@ EXTRAS = {
                (F,)),
     "insert": (lambda x: jnp.insert(x, 1, 9.0, axis=0), lambda x: np.insert(x, 1, 9.0, axis=0),
                (F,)),
+    "insert_indices": (lambda x: jnp.insert(x, np.array([3, 0, 3]), x[0, :3], axis=1),
+                       lambda x: np.insert(x, [3, 0, 3], x[0, :3], axis=1), (F,)),
+    "insert_column": (lambda x: jnp.insert(x, -1, x[:, 0], axis=1),
+                      lambda x: np.insert(x, -1, x[:, 0], axis=1), (F,)),
+    "insert_slice": (lambda x: jnp.insert(x, slice(0, 2), 7.0, axis=0),
+                     lambda x: np.insert(x, slice(0, 2), 7.0, axis=0), (F,)),
     "choose": (lambda i: jnp.choose(i, [F, P, U], mode="wrap"),  # ('raise' needs no jit)
                lambda i: np.choose(i, [F, P, U], mode="wrap"), (np.abs(I) % 5,)),
     "convolve": (jnp.convolve, np.convolve, (ROW, ROW[:3])),
@@ -899,3 +905,15 @@ def test_integer_division_cumulative_dtypes_and_promotions_are_jaxs():
   np.testing.assert_allclose(jnp.logaddexp2(h, f), np.logaddexp2(h.astype(np.float32), f),
                              rtol=1e-6)
   np.testing.assert_allclose(jnp.nanvar(np.array([1 + 1j, 2], np.complex64)), 0.5, rtol=1e-6)
+
+
+def test_insert_takes_traced_indices_and_refuses_what_numpy_refuses():
+  f = minijax.jit(lambda i, v: jnp.insert(jnp.arange(4), i, v))
+  np.testing.assert_array_equal(f(2, 9), [0, 1, 9, 2, 3])
+  np.testing.assert_array_equal(f(np.array([0, 4]), np.array([7, 8])), [7, 0, 1, 2, 3, 8])
+  with pytest.raises(ValueError, match="obj must be a slice, a one-dimensional array"):
+    jnp.insert(np.arange(3), np.array([[1]]), 0)
+  with pytest.raises(ValueError, match="index array must be integer typed"):
+    jnp.insert(np.arange(3), np.array([1.5]), 0)
+  with pytest.raises(TypeError, match="insert: argument of type list"):
+    jnp.insert(np.arange(3), [1], 0)

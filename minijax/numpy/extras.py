@@ -529,24 +529,42 @@ def delete(arr, obj, axis=None, *, assume_unique_indices=False):
 
 
 def insert(arr, obj, values, axis=None):
-  """Inserts `values` before the static index `obj` along `axis`."""
+  """`arr` with `values` inserted before the indices `obj` (an index, a 1-d array of them,
+  traced or not, or a slice) along `axis` (the flattened array when None), as numpy does:
+  one scalar index takes `values` whole, its first axis along `axis`."""
   jnp = _jnp()
+  _util.check("insert", arr, 0 if isinstance(obj, slice) else obj, values)
   x = _util.asarray(arr)
   if axis is None:
     x, axis = jnp.ravel(x), 0
+  axis = int(_util.concrete_or_error("axis argument of jnp.insert", axis))
   (ax,) = _util.canonicalize_axes(axis, _util.ndim(x))
-  if not isinstance(obj, (int, np.integer)):
-    raise NotImplementedError("insert: only a single static index is supported")
   n = _util.shape(x)[ax]
-  i = int(obj) % (n + 1) if obj < 0 else int(obj)
-  shape = list(_util.shape(x))
-  v = _util.asarray(values)
-  vshape = list(shape)
-  vshape[ax] = _util.shape(v)[ax] if _util.ndim(v) == len(shape) else 1
-  v = _util.broadcast_to(v, tuple(vshape)).astype(_util.dtype(x))
-  before = lax.slice_in_dim(x, 0, i, 1, ax)
-  after = lax.slice_in_dim(x, i, n, 1, ax)
-  return jnp.concatenate([before, v, after], axis=ax)
+  indices = jnp.arange(*obj.indices(n)) if isinstance(obj, slice) else _util.asarray(obj)
+  if _util.ndim(indices) > 1:
+    raise ValueError("jnp.insert(): obj must be a slice, a one-dimensional array, or a "
+                     f"scalar; got {obj}")
+  if not dtypes.is_integer(_util.dtype(indices)):
+    if _util.size(indices) == 0 and not isinstance(obj, _util.Array):
+      indices = indices.astype(int)
+    else:
+      raise ValueError(f"jnp.insert(): index array must be integer typed; got {obj}")
+  v = jnp.array(values, ndmin=_util.ndim(x), dtype=_util.dtype(x), copy=False)
+  if _util.size(indices) == 1:
+    index = jnp.ravel(indices)[0]
+    if _util.ndim(indices) == 0:
+      v = jnp.moveaxis(v, 0, ax)
+    indices = jnp.full(_util.shape(v)[ax], index)
+  n_insert = np.broadcast_shapes(_util.shape(indices), (_util.shape(v)[ax],))[0]
+  out_shape = list(_util.shape(x))
+  out_shape[ax] += n_insert
+  out = jnp.zeros(tuple(out_shape), _util.dtype(x))
+  indices = jnp.clip(jnp.where(indices < 0, indices + n, indices), 0, n)
+  value_at = indices.at[jnp.argsort(indices)].add(jnp.arange(n_insert, dtype=indices.dtype))
+  keep = jnp.ones(n + n_insert, dtype=bool).at[value_at].set(False)
+  arr_at = jnp.where(keep, size=n)[0]
+  lead = (slice(None),) * ax
+  return out.at[lead + (value_at,)].set(v).at[lead + (arr_at,)].set(x)
 
 
 def choose(a, choices, out=None, mode="raise"):
