@@ -5,17 +5,17 @@ custom calls, see `lowering/spmd.py`), not in the `sdy` dialect of Shardy that J
 emits, so XLA's sharding propagation prints, at every compile for several devices, a
 warning that GSPMD will be deprecated in favour of Shardy: advice for whoever writes the
 lowering, which the user cannot act on.  `without_notices()` wraps such a compile: it sends
-the process's stderr (file descriptor 2, where XLA's C++ logging writes) to a temporary
-file and, afterwards, writes back everything except the lines of those notices, so every
-other warning or error printed meanwhile (by XLA or by another thread) still reaches the
-user, only delayed until the compile returns.
+the process's stderr (file descriptor 2, where XLA's C++ logging writes) through a pipe,
+from which a thread passes on, line by line as they come, everything except the lines of
+those notices: every other warning or error printed meanwhile (by XLA or by another
+thread) still reaches the user at once, the message of a check that aborts the process
+included.
 """
 from __future__ import annotations
 
 import contextlib
 import os
 import sys
-import tempfile
 import threading
 
 # Substrings of the lines dropped.
@@ -37,19 +37,26 @@ def without_notices():
     except OSError:  # no stderr to filter
       yield
       return
-    with tempfile.TemporaryFile() as captured:
-      os.dup2(captured.fileno(), 2)
+    read_end, write_end = os.pipe()
+    os.dup2(write_end, 2)
+    os.close(write_end)
+    pump = threading.Thread(target=_pass_on, args=(read_end, saved), daemon=True,
+                            name="minijax-xla-notices")
+    pump.start()
+    try:
+      yield
+    finally:
       try:
-        yield
-      finally:
-        try:
-          sys.stderr.flush()
-        except (AttributeError, ValueError, OSError):
-          pass
-        os.dup2(saved, 2)
-        os.close(saved)
-        captured.seek(0)
-        kept = [line for line in captured.read().splitlines(keepends=True)
-                if not any(notice in line for notice in NOTICES)]
-        if kept:
-          os.write(2, b"".join(kept))
+        sys.stderr.flush()
+      except (AttributeError, ValueError, OSError):
+        pass
+      os.dup2(saved, 2)  # (closes the pipe's last write end: the thread reads its end)
+      pump.join()
+      os.close(saved)
+
+
+def _pass_on(read_end: int, out: int) -> None:
+  with os.fdopen(read_end, "rb") as lines:
+    for line in lines:
+      if not any(notice in line for notice in NOTICES):
+        os.write(out, line)
