@@ -352,7 +352,7 @@ def _lower_partitioned(ctx, callback: common.FlatCallback, args, token):
   op.attributes["operand_layouts"] = ir.ArrayAttr.get([layout(r) for r in ranks])
   op.attributes["result_layouts"] = ir.ArrayAttr.get([layout(0)] if token is not None else [])
   if mctx.axis_context is not None:
-    op.attributes["mhlo.sharding"] = spmd.sharding_attr(spmd.MANUAL)
+    op.attributes["mhlo.sharding"] = spmd.sharding_attr(spmd.side_effect_sharding(mctx))
   return op.results[0] if token is not None else None
 
 

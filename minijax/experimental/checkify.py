@@ -640,14 +640,16 @@ def _run_scan(eqn, invals, state, errors):
 
 def _run_shard_map(eqn, invals, state, errors):
   """Each device runs the checkified body on its own error state; the errors come out
-  stacked along a new leading axis split over every mesh axis, so that afterwards the
+  stacked along a new leading axis split over every manual mesh axis, so that afterwards the
   state holds one error per device (a batched `Error`, as JAX's).  The state goes in
   replicated, or row by row if it already holds one error per device of this mesh."""
   closed, mesh = eqn.params["jaxpr"], eqn.params["mesh"]
   _register(state, closed.jaxpr, errors)
   values = state.values()
-  devices = PartitionSpec(tuple(mesh.axis_names))
-  by_device = np.shape(state.pred) == (mesh.size,)
+  manual = eqn.params["manual_axes"]
+  names = tuple(n for n in mesh.axis_names if n in manual)
+  devices = PartitionSpec(names)
+  by_device = np.shape(state.pred) == (int(np.prod([mesh.shape[n] for n in names])),)
   value_avals = [get_aval(v).update(shape=(1, *np.shape(v)[1:])) if by_device else get_aval(v)
                  for v in values]
 
@@ -659,7 +661,7 @@ def _run_shard_map(eqn, invals, state, errors):
     outs = _run(closed.jaxpr, closed.consts, ops, inner, errors)
     return [*(lax.expand_dims(v, (0,)) for v in inner.values()), *outs]
 
-  with shard_map_lib.mesh_axes(mesh):
+  with shard_map_lib.mesh_axes(mesh, manual):
     jaxpr, consts = trace_to_jaxpr_dynamic(body, [*value_avals, *closed.in_avals])
   params = {k: v for k, v in eqn.params.items() if k not in ("jaxpr", "in_specs", "out_specs")}
   value_spec = devices if by_device else PartitionSpec()

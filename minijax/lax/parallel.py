@@ -38,6 +38,7 @@ from jaxlib.mlir.dialects import mhlo
 from minijax.tree_util import internal as tree_util
 from minijax.core import axes as axes_lib
 from minijax.core import dtypes
+from minijax.core import pretty
 from minijax.core.avals import ShapedArray, get_aval
 from minijax.core.primitive import Primitive
 from minijax.core.trace import Tracer
@@ -363,13 +364,13 @@ def _gathered_shape(shape, dim, size, tiled):
 
 
 def _all_gather_abstract_eval(x, *, axis_name, all_gather_dimension, axis_index_groups,
-                              axis_size, tiled):
+                              axis_size, tiled, to):
   _check_traced_size("all_gather", axis_name, axis_index_groups, axis_size)
   return x.update(shape=_gathered_shape(x.shape, all_gather_dimension, axis_size, tiled))
 
 
 def _all_gather_lowering(ctx, x, *, axis_name, all_gather_dimension, axis_index_groups,
-                         axis_size, tiled):
+                         axis_size, tiled, to):
   mctx = ctx.module_context
   aval = ctx.avals_in[0]
   if not tiled:
@@ -382,9 +383,20 @@ def _all_gather_lowering(ctx, x, *, axis_name, all_gather_dimension, axis_index_
                           use_global_device_ids=True).results[0]
 
 
-def all_gather(x, axis_name, *, axis_index_groups=None, axis=0, tiled=False):
+def all_gather(x, axis_name, *, axis_index_groups=None, axis=0, tiled=False,
+               to: str = "varying"):
   """Gathers `x` from every member of the named axis: stacked along a new axis `axis`, or
-  concatenated along `axis` when `tiled`."""
+  concatenated along `axis` when `tiled`.  The result is the same on every member, but
+  shard_map's replication check counts it as varying along the axis, as JAX's does, unless
+  `to="invarying"`."""
+  if to not in ("varying", "reduced", "invarying"):
+    raise ValueError("Got unexpected `to` value for `jax.lax.all_gather`. Allowed `to` "
+                     "values are: {'varying', 'reduced', 'invarying'}")
+  if to == "reduced":
+    raise NotImplementedError("all_gather(to='reduced'): minijax has no reduced or unreduced "
+                              "array types")
+  if to == "invarying" and axis_index_groups is not None:
+    raise NotImplementedError("all_gather(to='invarying') with axis_index_groups")
   names = _names(axis_name)
   groups, size = _even_groups(names, axis_index_groups, "all_gather")
 
@@ -393,15 +405,16 @@ def all_gather(x, axis_name, *, axis_index_groups=None, axis=0, tiled=False):
     ndim = get_aval(leaf).ndim
     dim = utils.canonicalize_axis(axis, ndim + (0 if tiled else 1), "all_gather axis")
     return all_gather_p.bind(leaf, axis_name=names, all_gather_dimension=dim,
-                             axis_index_groups=groups, axis_size=size, tiled=tiled)
+                             axis_index_groups=groups, axis_size=size, tiled=tiled, to=to)
   return tree_util.tree_map(one, x)
 
 
 def _all_gather_collective_batcher(frame_name, frame_size, vals, dims, *, axis_name,
-                                   all_gather_dimension, axis_index_groups, axis_size, tiled):
+                                   all_gather_dimension, axis_index_groups, axis_size, tiled,
+                                   to):
   (x,), (d,) = vals, dims
   params = dict(axis_name=axis_name, all_gather_dimension=all_gather_dimension,
-                axis_index_groups=axis_index_groups, axis_size=axis_size, tiled=tiled)
+                axis_index_groups=axis_index_groups, axis_size=axis_size, tiled=tiled, to=to)
   if frame_name not in axis_name:
     return _map_outside_frame(all_gather_p, x, d, params, "all_gather_dimension")
   _only_the_frame("all_gather", axis_name, frame_name)
@@ -416,14 +429,22 @@ def _all_gather_collective_batcher(frame_name, frame_size, vals, dims, *, axis_n
 
 
 def _all_gather_transpose(ct, *, axis_name, all_gather_dimension, axis_index_groups,
-                          axis_size, tiled):
+                          axis_size, tiled, to):
   return [reduce_scatter_p.bind(ct, axis_name=axis_name,
                                 scatter_dimension=all_gather_dimension,
                                 axis_index_groups=axis_index_groups, axis_size=axis_size,
                                 tiled=tiled)]
 
 
+def _pp_all_gather(params, names, indent):
+  """JAX's params: `to` shows only when it is not the default (JAX's invariant gather is a
+  primitive of its own)."""
+  return [pretty.pp_param(k, v, names, indent) for k, v in sorted(params.items())
+          if (k, v) != ("to", "varying")]
+
+
 all_gather_p.def_abstract_eval(_all_gather_abstract_eval)
+pretty.pp_rules[all_gather_p] = _pp_all_gather
 mlir.register_lowering(all_gather_p, _all_gather_lowering)
 ad.deflinear(all_gather_p, _all_gather_transpose)
 batching.collective_batchers[all_gather_p] = _all_gather_collective_batcher
@@ -511,7 +532,7 @@ def _reduce_scatter_transpose(ct, *, axis_name, scatter_dimension, axis_index_gr
                               axis_size, tiled):
   return [all_gather_p.bind(ct, axis_name=axis_name, all_gather_dimension=scatter_dimension,
                             axis_index_groups=axis_index_groups, axis_size=axis_size,
-                            tiled=tiled)]
+                            tiled=tiled, to="varying")]
 
 
 reduce_scatter_p.def_abstract_eval(_reduce_scatter_abstract_eval)
@@ -623,6 +644,11 @@ def _all_to_all_lowering(ctx, x, *, axis_name, split_axis, concat_axis, axis_ind
                          axis_size):
   mctx = ctx.module_context
   groups = grouped_replica_groups(spmd.replica_groups(mctx, axis_name), axis_index_groups)
+  if mctx.axis_context.partial:  # (XLA's partitioner aborts the process on one, JAX's too)
+    raise NotImplementedError(
+        "all_to_all in a shard_map manual over only some mesh axes (axis_names=) is not "
+        "supported: XLA's GSPMD partitioner cannot partition it; make the shard_map manual "
+        "over every mesh axis")
   return mhlo.AllToAllOp([x], spmd.groups_attr(groups), split_dimension=split_axis,
                          concat_dimension=concat_axis, split_count=axis_size,
                          channel_handle=spmd.channel_handle(mctx),
@@ -723,9 +749,19 @@ def _axis_index_lowering(ctx, *, axis_name):
   mctx = ctx.module_context
   table = spmd.axis_coordinates(mctx, axis_name)
   i32 = ir.IntegerType.get_signless(32)
-  position = mhlo.ConvertOp(ir.RankedTensorType.get([], i32), mhlo.PartitionIdOp().result).result
-  picked = mhlo.DynamicSliceOp(mlir.ir_constant(table), [position], [1]).result
-  return mhlo.ReshapeOp(ir.RankedTensorType.get([], i32), picked).result
+  ops = [mhlo.PartitionIdOp()]
+  ops.append(mhlo.ConvertOp(ir.RankedTensorType.get([], i32), ops[-1].result))
+  ops.append(mhlo.ConstantOp(mlir.ir_attribute(table)))
+  ops.append(mhlo.DynamicSliceOp(ops[-1].result, [ops[-2].result], [1]))
+  ops.append(mhlo.ReshapeOp(ir.RankedTensorType.get([], i32), ops[-1].result))
+  index = ops[-1].result
+  if mctx.axis_context.partial:
+    # the partitioner takes a device's id only in a region manual over every axis: the
+    # index is computed in one and handed to the region over some (as JAX lowers it)
+    for op in ops:
+      op.attributes["mhlo.sharding"] = spmd.sharding_attr(spmd.MANUAL)
+    index = spmd.shard_to_full(index, index.type, spmd.manual_sharding(mctx, 0))
+  return index
 
 
 def axis_index(axis_name):

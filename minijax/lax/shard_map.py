@@ -7,10 +7,11 @@
 `shard_map_p` is a call-like primitive.  Its params: `jaxpr` (the body, traced once for one
 device: its avals are the *blocks*' avals), `mesh`, `in_specs` and `out_specs` (one
 `PartitionSpec` per operand and per result), `check_vma`, and `manual_axes` (the mesh axes
-the body runs over: all of them).  Its operands and results are global values; the abstract
-evaluation scales the body's result avals up by `out_specs`.  While the body is traced, and
-whenever a transformation re-traces it, the mesh's axes are bound in the axis environment
-(`core.axes`), so collectives inside may name them.
+the body runs over, `axis_names`: all of them by default; the specs may not name the others,
+along which each device holds its values whole).  Its operands and results are global
+values; the abstract evaluation scales the body's result avals up by `out_specs`.  While the
+body is traced, and whenever a transformation re-traces it, the manual axes are bound in the
+axis environment (`core.axes`), so collectives inside may name them.
 
 Lowering emits the body once, inside a manual region (`lowering/spmd.py`): operands are
 converted to their blocks, the body runs with the mesh as the lowering's axis context (its
@@ -42,7 +43,7 @@ from minijax.tree_util import internal as tree_util
 from minijax.core import axes as axes_lib
 from minijax.core import pretty
 from minijax.core.avals import ShapedArray, get_aval
-from minijax.core.effects import must_keep
+from minijax.core.effects import must_keep, ordered_effects
 from minijax.core.jaxpr import ClosedJaxpr, Jaxpr, Var, eval_jaxpr, hoist_consts
 from minijax.core.primitive import Primitive
 from minijax.core.sharding import Mesh, NamedSharding, PartitionSpec, current_mesh
@@ -61,9 +62,15 @@ shard_map_p = Primitive("shard_map")
 shard_map_p.multiple_results = True
 
 
-def mesh_axes(mesh: Mesh):
-  """Binds `mesh`'s axes in the axis environment, as while the body is traced."""
-  return axes_lib.extend_axis_env([(n, s, "spmd") for n, s in mesh.shape.items()])
+def mesh_axes(mesh: Mesh, manual_axes: frozenset | None = None):
+  """Binds `mesh`'s manual axes (all when None) in the axis environment, as while the body
+  is traced."""
+  return axes_lib.extend_axis_env([(n, s, "spmd") for n, s in mesh.shape.items()
+                                   if manual_axes is None or n in manual_axes])
+
+
+def _manual_names(mesh: Mesh, manual_axes: frozenset) -> tuple:
+  return tuple(n for n in mesh.axis_names if n in manual_axes)
 
 
 def _entries(spec: PartitionSpec, ndim: int) -> list:
@@ -89,9 +96,10 @@ def global_aval(mesh: Mesh, spec: PartitionSpec, aval: ShapedArray) -> ShapedArr
   return aval.update(shape=shape)
 
 
-def _unsplit_axes(mesh: Mesh, spec: PartitionSpec) -> tuple:
+def _unsplit_axes(mesh: Mesh, manual_axes: frozenset, spec: PartitionSpec) -> tuple:
+  """The manual axes along which every device holds the same block of a value of `spec`."""
   used = spec.axis_names()
-  return tuple(n for n in mesh.axis_names if n not in used)
+  return tuple(n for n in _manual_names(mesh, manual_axes) if n not in used)
 
 
 # ----------------------------------------------------------------------------- the primitive
@@ -116,18 +124,22 @@ def _lowering(ctx, *args, jaxpr, mesh, in_specs, out_specs, check_vma, manual_ax
     sharding = NamedSharding(mesh, spec)
     return sharding.tile_assignment(ndim, mctx.positions).hlo_sharding_text()
 
-  blocks = [spmd.full_to_shard(x, mctx.ir_type(b), text(s, a.ndim))
-            for x, a, b, s in zip(args, ctx.avals_in, jaxpr.in_avals, in_specs)]
   # the body is a function of its own, as JAX's: inline, XLA would merge its constants with
   # equal ones outside, and a constant both {manual} and not fails its partitioner
   previous = mctx.axis_context
-  mctx.axis_context = spmd.ManualContext(mesh)
+  mctx.axis_context = spmd.ManualContext(mesh, manual_axes)
   try:
+    manual = lambda ndim: spmd.manual_sharding(mctx, ndim)  # noqa: E731
+    blocks = [spmd.full_to_shard(x, mctx.ir_type(b), text(s, a.ndim), manual(a.ndim))
+              for x, a, b, s in zip(args, ctx.avals_in, jaxpr.in_avals, in_specs)]
     outs = mlir.call_lowered_function(ctx, "shmap_body", jaxpr, *blocks)
+    if mctx.axis_context.partial:
+      body = mlir.lower_called_function(mctx, "shmap_body", jaxpr, ordered_effects(jaxpr.effects))
+      spmd.pin_manual(mctx, body, mctx.module)
+    return [spmd.shard_to_full(y, mctx.ir_type(a), text(s, a.ndim), manual(a.ndim))
+            for y, a, s in zip(outs, ctx.avals_out, out_specs)]
   finally:
     mctx.axis_context = previous
-  return [spmd.shard_to_full(y, mctx.ir_type(a), text(s, a.ndim))
-          for y, a, s in zip(outs, ctx.avals_out, out_specs)]
 
 
 mlir.register_lowering(shard_map_p, _lowering)
@@ -135,8 +147,10 @@ mlir.register_lowering(shard_map_p, _lowering)
 
 def _pp(params, names, indent):
   specs = lambda ss: "(" + ", ".join(repr(tuple(s)) for s in ss) + ")"  # noqa: E731
-  return [f"mesh={dict(params['mesh'].shape)}", f"in_specs={specs(params['in_specs'])}",
-          f"out_specs={specs(params['out_specs'])}",
+  mesh, manual = params["mesh"], params["manual_axes"]
+  partly = [f"manual_axes={_manual_names(mesh, manual)}"] if len(manual) < len(mesh.shape) else []
+  return [f"mesh={dict(mesh.shape)}", f"in_specs={specs(params['in_specs'])}",
+          f"out_specs={specs(params['out_specs'])}", *partly,
           pretty.pp_param("jaxpr", params["jaxpr"], names, indent)]
 
 
@@ -157,7 +171,7 @@ def rebind(args, params, closed: ClosedJaxpr, in_specs, out_specs):
 def _jvp(primals, tangents, *, jaxpr, **params):
   mesh, in_specs, out_specs = params["mesh"], params["in_specs"], params["out_specs"]
   nonzeros = [type(t) is not ad.Zero for t in tangents]
-  with mesh_axes(mesh):
+  with mesh_axes(mesh, params["manual_axes"]):
     jvp_closed, out_nz = ad.jvp_jaxpr(jaxpr, nonzeros, False)
   nz_tangents = [t for t, nz in zip(tangents, nonzeros) if nz]
   outs = rebind([*primals, *nz_tangents], params, jvp_closed,
@@ -178,7 +192,7 @@ ad.primitive_jvps[shard_map_p] = _jvp
 def _batch(args, dims, *, jaxpr, **params):
   size = batching.batch_size(args, dims)
   args = [batching.moveaxis(x, d, 0) if d is not None else x for x, d in zip(args, dims)]
-  with mesh_axes(params["mesh"]):
+  with mesh_axes(params["mesh"], params["manual_axes"]):
     batched, out_batched = batching.batch_jaxpr(jaxpr, size, [d is not None for d in dims],
                                                 False)
   prepend = lambda s: PartitionSpec(None, *s)  # noqa: E731
@@ -193,14 +207,14 @@ batching.primitive_batchers[shard_map_p] = _batch
 
 # ---- partial evaluation
 
-def _stack_spec(mesh: Mesh) -> PartitionSpec:
-  return PartitionSpec(tuple(mesh.axis_names))
+def _stack_spec(mesh: Mesh, manual_axes: frozenset) -> PartitionSpec:
+  return PartitionSpec(_manual_names(mesh, manual_axes))
 
 
 def _partial_eval(trace, args, *, jaxpr, **params):
   mesh, in_specs, out_specs = params["mesh"], params["in_specs"], params["out_specs"]
   unknowns = [trace.owns(x) for x in args]
-  with mesh_axes(mesh):
+  with mesh_axes(mesh, params["manual_axes"]):
     known, unknown, out_uk, num_res = pe.partial_eval_jaxpr(jaxpr, unknowns, False)
     n_known_out = len(known.out_avals) - num_res
     res_avals = known.out_avals[n_known_out:]
@@ -219,7 +233,7 @@ def _partial_eval(trace, args, *, jaxpr, **params):
     stacked = [a.update(shape=(1, *a.shape)) for a in res_avals]
     unknown_j = ClosedJaxpr(*pe.trace_to_jaxpr_dynamic(
         unknown_fun, [*stacked, *unknown.in_avals[num_res:]]))
-  stack = _stack_spec(mesh)
+  stack = _stack_spec(mesh, params["manual_axes"])
   known_in_specs = [s for s, uk in zip(in_specs, unknowns) if not uk]
   known_out_specs = [*(s for s, uk in zip(out_specs, out_uk) if not uk), *[stack] * num_res]
   with set_current_trace(trace.parent):
@@ -249,7 +263,8 @@ pe.partial_eval_rules[shard_map_p] = _partial_eval
 def _partial_eval_custom(saveable, unks_in, inst_in, eqn):
   closed, mesh = eqn.params["jaxpr"], eqn.params["mesh"]
   in_specs, out_specs = eqn.params["in_specs"], eqn.params["out_specs"]
-  with mesh_axes(mesh):
+  manual = eqn.params["manual_axes"]
+  with mesh_axes(mesh, manual):
     known, staged, unks_out, inst_out, num_res = pe.partial_eval_jaxpr_custom(
         closed.jaxpr, unks_in, inst_in, False, False, saveable)
     n_known_out = len(known.outvars) - num_res
@@ -268,7 +283,7 @@ def _partial_eval_custom(saveable, unks_in, inst_in, eqn):
     stacked = [a.update(shape=(1, *a.shape)) for a in res_avals]
     staged_j, staged_consts = pe.trace_to_jaxpr_dynamic(
         staged_fun, [*stacked, *(v.aval for v in staged.invars[num_res:])])
-  stack = _stack_spec(mesh)
+  stack = _stack_spec(mesh, manual)
   res = [Var(global_aval(mesh, stack, a)) for a in stacked]
   known_eqn = eqn.replace(
       invars=[a for a, uk in zip(eqn.invars, unks_in) if not uk],
@@ -293,7 +308,7 @@ def _dce(used_outputs, eqn):
   if not any(used_outputs) and not must_keep(eqn.effects):
     return [False] * len(eqn.invars), None
   closed = eqn.params["jaxpr"]
-  with mesh_axes(eqn.params["mesh"]):
+  with mesh_axes(eqn.params["mesh"], eqn.params["manual_axes"]):
     pruned, used_inputs = pe.dce_closed_jaxpr(closed, used_outputs)
   params = dict(eqn.params, jaxpr=pruned,
                 in_specs=tuple(s for s, u in zip(eqn.params["in_specs"], used_inputs) if u),
@@ -312,18 +327,19 @@ pe.dce_rules[shard_map_p] = _dce
 
 def _transpose(cts, *args, jaxpr, **params):
   mesh, in_specs, out_specs = params["mesh"], params["in_specs"], params["out_specs"]
+  manual = params["manual_axes"]
   linear = [ad.is_undefined_primal(x) for x in args]
   cts = [ad.instantiate_zeros(ct) for ct in cts]
-  cts = [_scale_down(ct, math.prod(mesh.shape[n] for n in _unsplit_axes(mesh, s)))
+  cts = [_scale_down(ct, math.prod(mesh.shape[n] for n in _unsplit_axes(mesh, manual, s)))
          for ct, s in zip(cts, out_specs)]
   lin_specs = [s for s, lin in zip(in_specs, linear) if lin]
 
-  with mesh_axes(mesh):
+  with mesh_axes(mesh, manual):
     transposed = transpose_jaxpr(jaxpr, linear)
 
     def summed(*xs):
       outs = eval_jaxpr(transposed.jaxpr, transposed.consts, *xs)
-      return [_sum_over(o, _unsplit_axes(mesh, s)) for o, s in zip(outs, lin_specs)]
+      return [_sum_over(o, _unsplit_axes(mesh, manual, s)) for o, s in zip(outs, lin_specs)]
 
     trans_j = ClosedJaxpr(*pe.trace_to_jaxpr_dynamic(summed, transposed.in_avals))
   nonlin = [x for x, lin in zip(args, linear) if not lin]
@@ -353,7 +369,8 @@ def _varying(jaxpr: Jaxpr, in_varying: Sequence[frozenset], all_axes: frozenset
              ) -> list[frozenset]:
   """For each output of `jaxpr`, the mesh axes along which it may differ between devices,
   given those of its inputs: collectives that reduce over axes make their results the same
-  along them, `axis_index` differs along its axes, a `jit` is looked into, anything else
+  along them (an `all_gather` only with `to="invarying"`, as JAX counts), `axis_index`
+  differs along its axes, a `jit` is looked into, anything else
   varies wherever one of its operands does (and, when it holds a jaxpr with an
   `axis_index`, everywhere); `scan`, `while` and `cond` are followed through their bodies,
   a loop's carry until its axes stop growing."""
@@ -370,8 +387,8 @@ def _varying(jaxpr: Jaxpr, in_varying: Sequence[frozenset], all_axes: frozenset
     grouped = eqn.params.get("axis_index_groups") is not None
     if p in reducing:
       outs = [v - (set() if grouped else set(eqn.params["axes"])) for v in ins]
-    elif p is parallel.all_gather_p:
-      outs = [union - (set() if grouped else set(eqn.params["axis_name"]))]
+    elif p is parallel.all_gather_p and eqn.params["to"] == "invarying":
+      outs = [union - set(eqn.params["axis_name"])]
     elif p is parallel.axis_index_p:
       outs = [frozenset(eqn.params["axis_name"])]
     elif p.name in _CONTROL_FLOW:
@@ -452,8 +469,9 @@ def _uses_axis_index(value) -> bool:
   return False
 
 
-def _check_replication(fun_name: str, mesh: Mesh, jaxpr: Jaxpr, in_specs, out_specs) -> None:
-  all_axes = frozenset(mesh.axis_names)
+def _check_replication(fun_name: str, mesh: Mesh, manual_axes: frozenset, jaxpr: Jaxpr,
+                       in_specs, out_specs) -> None:
+  all_axes = manual_axes
   varying = _varying(jaxpr, [frozenset(s.axis_names()) for s in in_specs], all_axes)
   for i, (v, spec) in enumerate(zip(varying, out_specs)):
     missing = sorted(v - set(spec.axis_names()), key=mesh.axis_names.index)
@@ -512,13 +530,31 @@ def _broadcast_specs(specs, tree, what: str, fun_name: str) -> list[PartitionSpe
   return out
 
 
-def _check_specs(mesh: Mesh, specs, avals, what: str, fun_name: str) -> None:
+def _manual_axes(mesh: Mesh, axis_names) -> frozenset:
+  """The axes a shard_map's body is manual over: `axis_names`, or every axis when empty."""
+  if not isinstance(axis_names, (frozenset, set)):
+    raise TypeError("`axis_names` argument of shard_map should be of type `frozenset` or "
+                    f"`set`. Got type: {type(axis_names)}")
+  if not axis_names:
+    return frozenset(mesh.axis_names)
+  if not set(axis_names) <= set(mesh.axis_names):
+    raise ValueError(f"jax.shard_map requires axis_names={frozenset(axis_names)} to be a "
+                     f"subset of mesh.axis_names={frozenset(mesh.axis_names)}")
+  return frozenset(axis_names)
+
+
+def _check_specs(mesh: Mesh, manual: frozenset, specs, avals, what: str,
+                 fun_name: str) -> None:
   for i, (spec, aval) in enumerate(zip(specs, avals)):
     for name in spec.axis_names():
       if name not in mesh.axis_names:
         raise ValueError(f"shard_map applied to the function '{fun_name}' was given {what} "
                          f"{spec} (leaf {i}), which refers to the axis name {name!r}, not in "
                          f"the mesh's axis names {mesh.axis_names}")
+      if name not in manual:
+        raise ValueError(f"shard_map {what} argument must refer to an axis marked as manual "
+                         f"({manual}), but:\n\n  {what} leaf {i} refers to {name!r}\n\n"
+                         f"Check the {what} values passed to shard_map.")
     if len(set(spec.axis_names())) != len(spec.axis_names()):
       raise ValueError(f"shard_map {what} leaf {i}: {spec} uses a mesh axis more than once")
     if len(spec) > aval.ndim:
@@ -568,11 +604,7 @@ def shard_map(f: Callable | None = None, /, *, out_specs, in_specs=Infer, mesh=N
     if not isinstance(the_mesh, Mesh):
       raise TypeError(f"shard_map requires mesh to be a minijax.sharding.Mesh, got "
                       f"{type(the_mesh).__name__}")
-    if axis_names and set(axis_names) != set(the_mesh.axis_names):
-      raise NotImplementedError(
-          f"shard_map with axis_names={set(axis_names)} (manual over only some mesh axes) is "
-          f"not supported by minijax; the body must be manual over every axis of the mesh "
-          f"{the_mesh.axis_names}")
+    manual = _manual_axes(the_mesh, axis_names)
     flat, in_tree = tree_util.tree_flatten(args)
     avals = [get_aval(x) for x in flat]
     if in_specs is Infer:
@@ -581,10 +613,10 @@ def shard_map(f: Callable | None = None, /, *, out_specs, in_specs=Infer, mesh=N
       raise NotImplementedError("shard_map(in_specs=None) (static inputs) is not supported")
     else:
       flat_in_specs = _broadcast_specs(in_specs, args, "in_specs", fun_name)
-    _check_specs(the_mesh, flat_in_specs, avals, "in_specs", fun_name)
+    _check_specs(the_mesh, manual, flat_in_specs, avals, "in_specs", fun_name)
     blocks = [block_aval(the_mesh, s, a) for s, a in zip(flat_in_specs, avals)]
     flat_fun, out_tree = tree_util.flatten_fun_nokwargs(f, in_tree)
-    with mesh_axes(the_mesh):
+    with mesh_axes(the_mesh, manual):
       jaxpr, consts = pe.trace_to_jaxpr_dynamic(flat_fun, blocks)
     out_tree = out_tree()
     closed = ClosedJaxpr(jaxpr, consts)
@@ -594,11 +626,10 @@ def shard_map(f: Callable | None = None, /, *, out_specs, in_specs=Infer, mesh=N
       flat_out_specs = _broadcast_specs(out_specs,
                                         out_tree.unflatten([0] * out_tree.num_leaves),
                                         "out_specs", fun_name)
-    _check_specs(the_mesh, flat_out_specs, closed.out_avals, "out_specs", fun_name)
+    _check_specs(the_mesh, manual, flat_out_specs, closed.out_avals, "out_specs", fun_name)
     if check_vma:
-      _check_replication(fun_name, the_mesh, jaxpr, flat_in_specs, flat_out_specs)
-    params = dict(mesh=the_mesh, check_vma=bool(check_vma),
-                  manual_axes=frozenset(the_mesh.axis_names))
+      _check_replication(fun_name, the_mesh, manual, jaxpr, flat_in_specs, flat_out_specs)
+    params = dict(mesh=the_mesh, check_vma=bool(check_vma), manual_axes=manual)
     outs = rebind(flat, params, closed, flat_in_specs, flat_out_specs)
     return out_tree.unflatten(outs)
   return wrapped

@@ -17,6 +17,14 @@ with equal ones outside the region), with `ModuleContext.axis_context` set to a
 mesh axis except the reduced ones form a group (`replica_groups`).  Side-effecting ops (the
 tap custom call) must carry a sharding too: `{manual}` inside a region (every device runs
 its own), `{maximal device=0}` elsewhere in a partitioned module (`side_effect_sharding`).
+
+A region manual over only some of the mesh's axes (`shard_map(axis_names=...)`) has a
+*subgroup* sharding instead of `{manual}`: the devices tiled by their manual coordinates,
+replicated along the automatic ones (`manual_sharding`).  Its blocks enter and leave as
+above, and every value computed in it gets that sharding (`pin_manual`), which XLA's
+partitioner needs there; `axis_index` computes a device's coordinates in a region manual
+over every axis and hands them over (a device's id means nothing to the partitioner in a
+partly manual one), as JAX does.
 """
 from __future__ import annotations
 
@@ -33,12 +41,41 @@ REPLICATED = "{replicated}"
 
 @dataclasses.dataclass(frozen=True)
 class ManualContext:
-  """Lowering inside a `shard_map` body: `mesh`'s axes are device axes."""
+  """Lowering inside a `shard_map` body: `mesh`'s axes in `manual_axes` (all of them when
+  None) are device axes; the others stay XLA's to partition (automatic)."""
   mesh: Any
+  manual_axes: frozenset | None = None
 
   @property
   def axis_names(self) -> tuple:
-    return tuple(self.mesh.axis_names)
+    """The manual axes, in the mesh's order."""
+    names = tuple(self.mesh.axis_names)
+    return names if self.manual_axes is None else tuple(
+        n for n in names if n in self.manual_axes)
+
+  @property
+  def partial(self) -> bool:
+    """Whether an automatic axis of more than one device is left."""
+    return any(self.mesh.shape[n] > 1 for n in self.mesh.axis_names
+               if n not in self.axis_names)
+
+
+def manual_sharding(mctx, ndim: int) -> str:
+  """The sharding of a rank-`ndim` value inside the manual region being lowered: `{manual}`,
+  or, when automatic axes are left, a subgroup sharding whose tiles are the devices by
+  their manual coordinates (major) and automatic ones, with `ndim` unsplit dimensions."""
+  context = mctx.axis_context
+  if not context.partial:
+    return MANUAL
+  names = tuple(context.mesh.axis_names)
+  grid = position_grid(mctx, context.mesh)
+  manual = [names.index(n) for n in context.axis_names]
+  auto = [i for i in range(len(names)) if i not in manual]
+  tiles = grid.transpose(manual + auto)
+  shape = [1] * ndim + [int(np.prod(tiles.shape[:len(manual)], dtype=np.int64)),
+                        int(np.prod(tiles.shape[len(manual):], dtype=np.int64))]
+  return (f"{{devices=[{','.join(map(str, shape))}]{','.join(map(str, tiles.ravel()))} "
+          "last_tile_dims={manual, replicated}}")
 
 
 def position_grid(mctx, mesh) -> np.ndarray:
@@ -73,7 +110,7 @@ def replica_groups(mctx, axes: Sequence) -> list[list[int]]:
   one group per combination of the other axes, each listing positions in row-major order
   of `axes` (in the order given, the first major)."""
   context = manual_context(mctx, "a collective", axes)
-  names = context.axis_names
+  names = tuple(context.mesh.axis_names)
   grid = position_grid(mctx, context.mesh)
   over = [names.index(a) for a in axes]
   rest = [i for i in range(len(names)) if i not in over]
@@ -84,7 +121,7 @@ def replica_groups(mctx, axes: Sequence) -> list[list[int]]:
 def axis_coordinates(mctx, axes: Sequence) -> np.ndarray:
   """For each device position, its index along `axes` (linearized, the first major)."""
   context = manual_context(mctx, "axis_index", axes)
-  names = context.axis_names
+  names = tuple(context.mesh.axis_names)
   grid = position_grid(mctx, context.mesh)
   table = np.zeros(grid.size, np.int32)
   for coords in np.ndindex(*grid.shape):
@@ -94,6 +131,52 @@ def axis_coordinates(mctx, axes: Sequence) -> np.ndarray:
       index = index * grid.shape[i] + coords[i]
     table[grid[coords]] = index
   return table
+
+
+# ops whose regions are scalar computations (reducers, comparators), not program control
+_COMPUTATION_REGIONS = ("mhlo.reduce", "mhlo.all_reduce", "mhlo.reduce_scatter", "mhlo.sort",
+                        "mhlo.scatter", "mhlo.reduce_window", "mhlo.select_and_scatter")
+# collectives: the partitioner takes the sharding of their operands and users, and XLA
+# translates some of them (all_to_all) to ops of another shape than the sharding's
+_COLLECTIVES = ("mhlo.all_reduce", "mhlo.all_gather", "mhlo.all_to_all",
+                "mhlo.collective_permute", "mhlo.reduce_scatter")
+
+
+def pin_manual(mctx, fn, module) -> None:
+  """Gives every value computed in `fn` (a function lowered inside a manual region over some
+  of the mesh's axes) and in the functions it calls the region's sharding, replicated along
+  the automatic axes.  XLA's partitioner needs a sharding for every value of such a region
+  to tell it from the unpartitioned program around it; this one is what each device holds
+  (its block, whole along the automatic axes)."""
+  symbols = ir.SymbolTable(module.operation)
+  seen: set[str] = set()
+
+  def sharding_of(value_type) -> str | None:
+    if not isinstance(value_type, ir.RankedTensorType):
+      return None
+    return manual_sharding(mctx, value_type.rank)
+
+  def visit(op) -> None:
+    name = op.operation.name
+    if name == "func.call":
+      callee = ir.FlatSymbolRefAttr(op.attributes["callee"]).value
+      if callee not in seen:
+        seen.add(callee)
+        visit(symbols[callee])
+    results = list(op.results)
+    # (one result: the partitioner propagates to a loop's or a branch's several from them)
+    if len(results) == 1 and "mhlo.sharding" not in op.attributes and name not in _COLLECTIVES:
+      text = sharding_of(results[0].type)
+      if text is not None:
+        op.attributes["mhlo.sharding"] = sharding_attr(text)
+    if name in _COMPUTATION_REGIONS:
+      return
+    for region in op.regions:
+      for block in region.blocks:
+        for inner in block.operations:
+          visit(inner)
+
+  visit(fn)
 
 
 def groups_attr(groups: list[list[int]]) -> ir.DenseElementsAttr:
@@ -115,6 +198,10 @@ def sharding_attr(text: str) -> ir.StringAttr:
 def side_effect_sharding(mctx) -> str | None:
   """The sharding a side-effecting op needs here (None in a single-device module)."""
   if mctx.axis_context is not None:
+    if mctx.axis_context.partial:
+      raise NotImplementedError(
+          "side effects (taps, callbacks, debug prints) in a shard_map manual over only some "
+          "mesh axes are not supported by minijax; make the shard_map manual over every axis")
     return MANUAL
   if mctx.positions is not None and len(mctx.positions) > 1:
     return "{maximal device=0}"
@@ -132,12 +219,15 @@ def annotate(x: ir.Value, sharding: str) -> ir.Value:
   return _custom_call("Sharding", x, x.type, sharding)
 
 
-def full_to_shard(x: ir.Value, block_type: ir.Type, sharding: str) -> ir.Value:
-  """Enters a manual region: `x`, laid out as `sharding`, as each device's block."""
-  return _custom_call("SPMDFullToShardShape", annotate(x, sharding), block_type, MANUAL)
+def full_to_shard(x: ir.Value, block_type: ir.Type, sharding: str,
+                  manual: str = MANUAL) -> ir.Value:
+  """Enters a manual region: `x`, laid out as `sharding`, as each device's block (of the
+  region's sharding `manual`, `manual_sharding`'s)."""
+  return _custom_call("SPMDFullToShardShape", annotate(x, sharding), block_type, manual)
 
 
-def shard_to_full(x: ir.Value, full_type: ir.Type, sharding: str) -> ir.Value:
+def shard_to_full(x: ir.Value, full_type: ir.Type, sharding: str,
+                  manual: str = MANUAL) -> ir.Value:
   """Leaves a manual region: each device's block `x` as the global value laid out as
   `sharding`."""
-  return _custom_call("SPMDShardToFullShape", annotate(x, MANUAL), full_type, sharding)
+  return _custom_call("SPMDShardToFullShape", annotate(x, manual), full_type, sharding)
