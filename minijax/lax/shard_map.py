@@ -13,6 +13,10 @@ values; the abstract evaluation scales the body's result avals up by `out_specs`
 body is traced, and whenever a transformation re-traces it, the manual axes are bound in the
 axis environment (`core.axes`), so collectives inside may name them.
 
+A shard_map may nest in the body of one manual over some of the same mesh's axes, manual
+over others: its region is then manual over both sets, and its layouts are written as the
+outer region sees them (`spmd.region_sharding`).
+
 Lowering emits the body once, inside a manual region (`lowering/spmd.py`): operands are
 converted to their blocks, the body runs with the mesh as the lowering's axis context (its
 collectives get replica groups of device positions; taps inside run on every device), and
@@ -23,12 +27,13 @@ installed by `minijax.staging`).
 Transformations rewrite the body and the specs together.  jvp: tangents get the specs of
 their primals.  vmap: the batch dimension goes first and is never split (`None` is
 prepended to the specs).  Partial evaluation: the known body also returns its residuals,
-each stacked across devices along a new leading axis split over every mesh axis, which the
-unknown body takes back as its blocks; under a `checkpoint` policy the body splits by
-`pe.partial_eval_jaxpr_custom` the same way, so the policy reaches inside.  Transposition follows JAX's `check_vma=False`
-rule, which is exact without JAX's device-variance types: a result cotangent is divided by
-the number of devices that hold the same block, and an operand cotangent is summed over the
-mesh axes its spec does not split (those devices all read the same block).
+each stacked across devices along a new leading axis split over every manual axis, which
+the unknown body takes back as its blocks; under a `checkpoint` policy the body splits by
+`pe.partial_eval_jaxpr_custom` the same way, so the policy reaches inside.  Transposition
+follows JAX's `check_vma=False` rule, which is exact without JAX's device-variance types: a
+result cotangent is divided by the number of devices that hold the same block, and an
+operand cotangent is summed over the manual axes its spec does not split (those devices all
+read the same block).
 
 `check_vma=True` checks, from the body's jaxpr, that a result whose spec leaves a mesh axis
 unsplit really is the same on every device along it (the result of a `psum`, say).
@@ -114,32 +119,38 @@ shard_map_p.def_effectful_abstract_eval(_abstract_eval)
 
 def _lowering(ctx, *args, jaxpr, mesh, in_specs, out_specs, check_vma, manual_axes):
   mctx = ctx.module_context
-  if mctx.axis_context is not None:
-    raise NotImplementedError("shard_map inside the body of another shard_map or pmap is not "
-                              "supported by minijax; use one mesh with more axes instead")
   if mctx.positions is None:
     raise ValueError("internal error: shard_map lowered in a module compiled for one device")
-
-  def text(spec, ndim):
-    sharding = NamedSharding(mesh, spec)
-    return sharding.tile_assignment(ndim, mctx.positions).hlo_sharding_text()
-
+  outer = mctx.axis_context
+  if outer is not None:  # nested: manual over the outer region's axes and its own
+    if outer.mesh != mesh:
+      raise NotImplementedError("a shard_map nested in another over a different mesh is not "
+                                "supported by minijax; nest it over the same mesh")
+    if manual_axes & set(outer.axis_names):
+      raise ValueError(f"a shard_map nested in another may not be manual again over the "
+                       f"outer one's axes {outer.axis_names}; got axis_names="
+                       f"{set(manual_axes)}")
+    manual_axes = manual_axes | set(outer.axis_names)
+  # (texts of the layouts as seen from outside the region, before entering it)
+  in_texts = [spmd.region_sharding(mctx, mesh, s, a.ndim) for s, a in zip(in_specs, ctx.avals_in)]
+  out_texts = [spmd.region_sharding(mctx, mesh, s, a.ndim)
+               for s, a in zip(out_specs, ctx.avals_out)]
   # the body is a function of its own, as JAX's: inline, XLA would merge its constants with
   # equal ones outside, and a constant both {manual} and not fails its partitioner
-  previous = mctx.axis_context
-  mctx.axis_context = spmd.ManualContext(mesh, manual_axes)
+  mctx.axis_context = spmd.ManualContext(mesh, frozenset(manual_axes))
   try:
     manual = lambda ndim: spmd.manual_sharding(mctx, ndim)  # noqa: E731
-    blocks = [spmd.full_to_shard(x, mctx.ir_type(b), text(s, a.ndim), manual(a.ndim))
-              for x, a, b, s in zip(args, ctx.avals_in, jaxpr.in_avals, in_specs)]
+    blocks = [spmd.full_to_shard(x, mctx.ir_type(b), t, manual(a.ndim))
+              for x, a, b, t in zip(args, ctx.avals_in, jaxpr.in_avals, in_texts)]
+    body = mlir.lower_called_function(mctx, "shmap_body", jaxpr, ordered_effects(jaxpr.effects))
+    mctx.region_bodies.add(body.sym_name.value)
     outs = mlir.call_lowered_function(ctx, "shmap_body", jaxpr, *blocks)
     if mctx.axis_context.partial:
-      body = mlir.lower_called_function(mctx, "shmap_body", jaxpr, ordered_effects(jaxpr.effects))
       spmd.pin_manual(mctx, body, mctx.module)
-    return [spmd.shard_to_full(y, mctx.ir_type(a), text(s, a.ndim), manual(a.ndim))
-            for y, a, s in zip(outs, ctx.avals_out, out_specs)]
+    return [spmd.shard_to_full(y, mctx.ir_type(a), t, manual(a.ndim))
+            for y, a, t in zip(outs, ctx.avals_out, out_texts)]
   finally:
-    mctx.axis_context = previous
+    mctx.axis_context = outer
 
 
 mlir.register_lowering(shard_map_p, _lowering)
@@ -474,7 +485,7 @@ def _check_replication(fun_name: str, mesh: Mesh, manual_axes: frozenset, jaxpr:
   all_axes = manual_axes
   varying = _varying(jaxpr, [frozenset(s.axis_names()) for s in in_specs], all_axes)
   for i, (v, spec) in enumerate(zip(varying, out_specs)):
-    missing = sorted(v - set(spec.axis_names()), key=mesh.axis_names.index)
+    missing = sorted((v & all_axes) - set(spec.axis_names()), key=mesh.axis_names.index)
     if missing:
       raise ValueError(
           f"shard_map applied to the function '{fun_name}' was given out_specs which require "
@@ -616,7 +627,7 @@ def shard_map(f: Callable | None = None, /, *, out_specs, in_specs=Infer, mesh=N
     _check_specs(the_mesh, manual, flat_in_specs, avals, "in_specs", fun_name)
     blocks = [block_aval(the_mesh, s, a) for s, a in zip(flat_in_specs, avals)]
     flat_fun, out_tree = tree_util.flatten_fun_nokwargs(f, in_tree)
-    with mesh_axes(the_mesh, manual):
+    with mesh_axes(the_mesh, manual), the_mesh:  # (a shard_map nested inside takes it)
       jaxpr, consts = pe.trace_to_jaxpr_dynamic(flat_fun, blocks)
     out_tree = out_tree()
     closed = ClosedJaxpr(jaxpr, consts)

@@ -294,11 +294,12 @@ class ModuleContext:
   _rules: dict = dataclasses.field(default_factory=dict)
   # Several devices (see lowering/spmd.py): each device's position in the device
   # assignment (None for one device), the mesh naming the module's shardings (or None),
-  # the manual region being lowered (a `spmd.ManualContext`, or None), and the channels
-  # handed out to collectives.
+  # the manual region being lowered (a `spmd.ManualContext`, or None), the functions that
+  # are the bodies of manual regions, and the channels handed out to collectives.
   positions: dict | None = None
   mesh: Any = None
   axis_context: Any = None
+  region_bodies: set = dataclasses.field(default_factory=set)
   channels: int = 0
   # The jaxpr being emitted (see `updatable_in_place`): the values it was handed, those of
   # them its caller replaces by its outputs (a loop body's carries), and whether it runs

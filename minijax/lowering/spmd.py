@@ -142,6 +142,32 @@ _COLLECTIVES = ("mhlo.all_reduce", "mhlo.all_gather", "mhlo.all_to_all",
                 "mhlo.collective_permute", "mhlo.reduce_scatter")
 
 
+def region_sharding(mctx, mesh, spec, ndim: int) -> str:
+  """The sharding of a rank-`ndim` value laid out by `spec` over `mesh`, where it is being
+  lowered: in a region manual over some of the mesh's axes (a shard_map nested in one), a
+  subgroup sharding whose last tile dimensions are those manual axes and the replicas."""
+  context = mctx.axis_context
+  if context is None:
+    from minijax.core.sharding import NamedSharding
+    return NamedSharding(mesh, spec).tile_assignment(ndim, mctx.positions).hlo_sharding_text()
+  names = tuple(mesh.axis_names)
+  grid = position_grid(mctx, mesh)
+  entries = list(spec) + [None] * (ndim - len(spec))
+  split = [() if e is None else (e if isinstance(e, tuple) else (e,)) for e in entries]
+  manual = [n for n in names if n in context.axis_names]
+  used = {n for dims in split for n in dims}
+  rest = [n for n in names if n not in used and n not in manual and mesh.shape[n] > 1]
+  order = [names.index(n) for dims in split for n in dims] + [names.index(n) for n in manual]
+  order += [names.index(n) for n in rest] + [i for i in range(len(names)) if i not in order
+                                               and names[i] not in rest]
+  size = lambda group: int(np.prod([mesh.shape[n] for n in group], dtype=np.int64))  # noqa
+  shape = [size(dims) for dims in split] + [size(manual)] + ([size(rest)] if rest else [])
+  kinds = "{manual, replicated}" if rest else "{manual}"
+  tiles = grid.transpose(order).ravel()
+  return (f"{{devices=[{','.join(map(str, shape))}]{','.join(map(str, tiles))} "
+          f"last_tile_dims={kinds}}}")
+
+
 def pin_manual(mctx, fn, module) -> None:
   """Gives every value computed in `fn` (a function lowered inside a manual region over some
   of the mesh's axes) and in the functions it calls the region's sharding, replicated along
@@ -160,6 +186,8 @@ def pin_manual(mctx, fn, module) -> None:
     name = op.operation.name
     if name == "func.call":
       callee = ir.FlatSymbolRefAttr(op.attributes["callee"]).value
+      if callee in mctx.region_bodies:  # a nested region's body: its values are its own
+        return
       if callee not in seen:
         seen.add(callee)
         visit(symbols[callee])
