@@ -26,7 +26,10 @@ from minijax import lax
 from minijax.tree_util import internal as tree_util
 from minijax.core import dtypes
 from minijax.core.avals import ShapedArray, get_aval
+from minijax.core.sharding import PartitionSpec
 from minijax.interpreters import batching
+from minijax.interpreters import partial_eval as pe
+from minijax.lax import shard_map as shard_map_lib
 from minijax.lowering import mlir, spmd
 from minijax.runtime import host_calls, taps
 from minijax.runtime.array import Array, device_put, is_concrete_array
@@ -231,6 +234,37 @@ def custom_call(target: str, token, operands, result_types, attributes: dict,
       has_side_effect=has_side_effect)
 
 
+def partly_manual(ctx) -> bool:
+  """Whether `ctx` lowers inside a shard_map manual over only some of its mesh's axes."""
+  context = ctx.module_context.axis_context
+  return context is not None and context.partial
+
+
+def lower_once_per_block(ctx, primitive, args, params: dict, *, returns_args: bool):
+  """Lowers the side effect `primitive(*args, **params)` in a region manual over only some
+  mesh axes, as JAX lowers a debug callback there: a shard_map nested over the automatic
+  axes runs it on the first device along them, once for each block of the manual ones.
+  Returns `args` when the primitive hands its operands back (a tap), else nothing."""
+  context = ctx.module_context.axis_context
+  mesh = context.mesh
+  automatic = tuple(n for n in mesh.axis_names if n not in context.axis_names)
+
+  def once(*xs):
+    def first():
+      primitive.bind(*xs, **params)
+    lax.cond(lax.axis_index(automatic) == 0, first, lambda: None)
+
+  def run(*xs):
+    shard_map_lib.shard_map(once, mesh=mesh, in_specs=(PartitionSpec(),) * len(xs),
+                            out_specs=None, axis_names=frozenset(automatic),
+                            check_vma=False)(*xs)
+    return list(xs) if returns_args else []
+
+  with shard_map_lib.mesh_axes(mesh, frozenset(context.axis_names)):
+    closed = pe.trace_to_closed_jaxpr(run, list(ctx.avals_in))
+  return mlir.lower_call_inline(ctx, closed, *args)
+
+
 def emit_queue_call(ctx, consumer_id: int, operands, token, *,
                     sharding: str | None = None) -> ir.Value | None:
   """A custom call that copies `operands` into the device's tap queue for the consumer
@@ -367,6 +401,9 @@ def lower_host_call(ctx, callback: FlatCallback, args, result_avals, token, *,
       direct=callback.callback if callback.direct and func is callback else None,
       api=callback.api)
   mctx = ctx.module_context
+  if partly_manual(ctx):
+    raise NotImplementedError("callbacks are only supported in spmd computations when all mesh "
+                              "axes are partitioned manually (no partial automatic sharding).")
   sharding = spmd.side_effect_sharding(mctx) if has_side_effect else None
   if callback.device is not None and mctx.axis_context is None and mctx.positions:
     sharding = f"{{maximal device={mctx.positions[callback.device]}}}"

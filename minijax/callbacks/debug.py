@@ -270,6 +270,10 @@ def _deliverer(callback: common.FlatCallback, n: int) -> Callable:
 
 
 def _debug_callback_lowering(ctx, *args, callback, effect, partitioned):
+  if common.partly_manual(ctx):
+    return common.lower_once_per_block(
+        ctx, debug_callback_p, args, dict(callback=callback, effect=effect,
+                                          partitioned=partitioned), returns_args=False)
   token = ctx.tokens_in.get(effect) if effect.ordered else None
   if partitioned and ctx.module_context.positions is not None:
     token = _lower_partitioned(ctx, callback, args, token)

@@ -408,6 +408,11 @@ id_tap_p.def_effectful_abstract_eval(_id_tap_abstract_eval)
 
 
 def _id_tap_lowering(ctx, *args, tap_func_, arg_treedef_, nr_tapped_args_, transforms, effect):
+  if callbacks_common.partly_manual(ctx):
+    return callbacks_common.lower_once_per_block(
+        ctx, id_tap_p, args, dict(tap_func_=tap_func_, arg_treedef_=arg_treedef_,
+                                  nr_tapped_args_=nr_tapped_args_, transforms=transforms,
+                                  effect=effect), returns_args=True)
   consumer_id = tap_runtime.register_consumer(tap_func_, transforms, arg_treedef_,
                                               ctx.avals_in[:nr_tapped_args_],
                                               owner=ctx.module_context.keepalives)

@@ -755,11 +755,12 @@ def _axis_index_lowering(ctx, *, axis_name):
   ops.append(mhlo.DynamicSliceOp(ops[-1].result, [ops[-2].result], [1]))
   ops.append(mhlo.ReshapeOp(ir.RankedTensorType.get([], i32), ops[-1].result))
   index = ops[-1].result
+  # (the device's own: the partitioner needs to be told, in a body with no results to infer
+  # it from; it takes a device's id only where every axis is manual, so in a region manual
+  # over some the index is computed as in one and handed over, as JAX lowers it)
+  for op in ops:
+    op.attributes["mhlo.sharding"] = spmd.sharding_attr(spmd.MANUAL)
   if mctx.axis_context.partial:
-    # the partitioner takes a device's id only in a region manual over every axis: the
-    # index is computed in one and handed to the region over some (as JAX lowers it)
-    for op in ops:
-      op.attributes["mhlo.sharding"] = spmd.sharding_attr(spmd.MANUAL)
     index = spmd.shard_to_full(index, index.type, spmd.manual_sharding(mctx, 0))
   return index
 

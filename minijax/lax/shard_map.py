@@ -621,7 +621,10 @@ def shard_map(f: Callable | None = None, /, *, out_specs, in_specs=Infer, mesh=N
     if in_specs is Infer:
       flat_in_specs = _infer_in_specs(the_mesh, flat, fun_name)
     elif in_specs is None:
-      raise NotImplementedError("shard_map(in_specs=None) (static inputs) is not supported")
+      raise TypeError("shard_map in_specs argument must be a pytree of "
+                      "`jax.sharding.PartitionSpec` instances, but it was None.\nInstead of "
+                      "`in_specs=None`, did you mean `in_specs=P()`, where `P = "
+                      "jax.sharding.PartitionSpec`?")
     else:
       flat_in_specs = _broadcast_specs(in_specs, args, "in_specs", fun_name)
     _check_specs(the_mesh, manual, flat_in_specs, avals, "in_specs", fun_name)

@@ -24,7 +24,8 @@ replicated along the automatic ones (`manual_sharding`).  Its blocks enter and l
 above, and every value computed in it gets that sharding (`pin_manual`), which XLA's
 partitioner needs there; `axis_index` computes a device's coordinates in a region manual
 over every axis and hands them over (a device's id means nothing to the partitioner in a
-partly manual one), as JAX does.
+partly manual one), as JAX does.  Taps and debug callbacks there run in a shard_map
+nested over the automatic axes, on its first device (`callbacks.common.lower_once_per_block`).
 """
 from __future__ import annotations
 
@@ -227,9 +228,8 @@ def side_effect_sharding(mctx) -> str | None:
   """The sharding a side-effecting op needs here (None in a single-device module)."""
   if mctx.axis_context is not None:
     if mctx.axis_context.partial:
-      raise NotImplementedError(
-          "side effects (taps, callbacks, debug prints) in a shard_map manual over only some "
-          "mesh axes are not supported by minijax; make the shard_map manual over every axis")
+      raise ValueError("internal error: a side effect lowered in a partly manual region "
+                       "(its rule must nest a region manual over every axis first)")
     return MANUAL
   if mctx.positions is not None and len(mctx.positions) > 1:
     return "{maximal device=0}"

@@ -14,6 +14,7 @@ import minijax
 import minijax.numpy as jnp
 from minijax import lax
 from minijax.experimental import host_callback as hcb
+from minijax.experimental import io_callback
 from minijax.sharding import Mesh, NamedSharding, PartitionSpec as P
 from tests.transform_checks import check_grads
 
@@ -384,6 +385,8 @@ def test_a_shard_map_nests_in_one_manual_over_other_axes_of_its_mesh(mesh2d):
       lambda b: lax.psum(jnp.sin(b).sum(), "y"), in_specs=P(None, "y"), out_specs=P(),
       axis_names={"y"})(a), "x"), mesh2d, P("x"), P(), {"x"})(v))(x)
   np.testing.assert_allclose(grad, np.cos(x), rtol=1e-5, atol=1e-6)
+  with pytest.raises(TypeError, match="did you mean `in_specs=P\(\)`"):
+    minijax.shard_map(lambda b: b, mesh=mesh2d, in_specs=None, out_specs=P())(x)
   with pytest.raises(ValueError, match="may not be manual again over the outer one's axes"):
     _partial(lambda a: minijax.shard_map(lambda b: b, in_specs=P("x"), out_specs=P("x"),
                                          axis_names={"x"})(a), mesh2d, P("x"), P("x"), {"x"})(x)
@@ -403,9 +406,32 @@ def test_a_partly_manual_shard_map_refuses_what_it_cannot_do(mesh2d):
   with pytest.raises(NotImplementedError, match="all_to_all in a shard_map manual over only"):
     minijax.jit(_partial(lambda a: lax.all_to_all(a, "x", 0, 1, tiled=True), mesh2d, P("x"),
                          P(None, "x"), {"x"}))(x)
-  with pytest.raises(NotImplementedError, match="side effects .* manual over only some"):
-    minijax.jit(_partial(lambda a: hcb.id_tap(lambda *_: None, a), mesh2d, P("x"), P("x"),
-                         {"x"}))(x)
+  with pytest.raises(NotImplementedError, match="callbacks are only supported in spmd "
+                                                "computations when all mesh axes"):
+    minijax.jit(_partial(lambda a: io_callback(lambda v: v, minijax.ShapeDtypeStruct(
+        a.shape, a.dtype), a), mesh2d, P("x"), P("x"), {"x"}))(x)
+  with pytest.raises(ValueError, match="ordered effects are not supported for more than 1"):
+    minijax.jit(_partial(lambda a: minijax.debug.print("{}", a, ordered=True), mesh2d, P("x"),
+                         None, {"x"}))(x)
+
+
+def test_taps_and_debug_prints_in_a_partly_manual_body_run_once_per_block(mesh2d, capfd):
+  # (as JAX lowers a debug callback there: on the first device along the automatic axes)
+  x = np.arange(8, dtype=np.float32).reshape(4, 2)
+  seen = []
+
+  def body(a):
+    minijax.debug.print("block {} at {}", a.sum(), lax.axis_index("x"))
+    tapped = hcb.id_tap(lambda v, _, device: seen.append((device.id, float(v.sum()))), a,
+                        tap_with_device=True)
+    return tapped * 2
+
+  f = minijax.jit(_partial(body, mesh2d, P("x"), P("x"), {"x"}))
+  np.testing.assert_array_equal(f(x), 2 * x)
+  minijax.effects_barrier()
+  first_along_y = [int(d.id) for d in mesh2d.devices[:, 0]]
+  assert sorted(seen) == [(first_along_y[0], 6.0), (first_along_y[1], 22.0)]
+  assert sorted(capfd.readouterr().out.splitlines()) == ["block 22.0 at 1", "block 6.0 at 0"]
 
 
 def test_jax_was_never_imported():
