@@ -72,6 +72,9 @@ _DEPRECATED = {"device_put_sharded": "jax.device_put(xs, NamedSharding(mesh, P('
 
 
 def __getattr__(name):
+  if name == "experimental":  # (as `jax.experimental` after `import jax`; imported on use)
+    import importlib
+    return importlib.import_module("minijax.experimental")
   if name in _DEPRECATED:  # removed from JAX 0.10.2's top level, with this message
     raise AttributeError(f"jax.{name} is deprecated and not provided by minijax; use "
                          f"{_DEPRECATED[name]} instead.")

@@ -31,6 +31,7 @@ from minijax._src.jax_version import __version__ as JAX_VERSION  # the JAX API i
 # `jax.<sub>` modules whose minijax counterpart lives under another name.
 RENAMED = {"jax.core": "minijax._src.jax_core",
            "jax.interpreters.mlir": "minijax.extend.mlir",
+           "jax.lib": "minijax._src.jax_lib",
            "jax.version": "minijax._src.jax_version"}
 
 

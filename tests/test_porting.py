@@ -792,3 +792,14 @@ def test_jax_imports_beside_minijax_with_its_own_pytree_nodes():
           "assert minijax.tree_util.tree_leaves(d) == jax.tree_util.tree_leaves(d) == [1, 2]\n")
   proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
   assert proc.returncode == 0, proc.stderr
+
+
+def test_jax_experimental_and_jax_lib_are_attributes_after_import_jax_as_in_jax():
+  import jaxlib
+  code = ("import minijax; print(minijax.experimental.io_callback.__name__); "
+          "minijax.install_as_jax(); import jax; print(jax.experimental.__name__); "
+          "print(jax.lib.__version__); import jax.lib")
+  out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                       timeout=120)
+  assert out.returncode == 0, out.stderr
+  assert out.stdout.split() == ["io_callback", "minijax.experimental", jaxlib.__version__]
