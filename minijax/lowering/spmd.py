@@ -30,11 +30,14 @@ nested over the automatic axes, on its first device (`callbacks.common.lower_onc
 from __future__ import annotations
 
 import dataclasses
+import math
 from typing import Any, Sequence
 
 import numpy as np
 from jaxlib.mlir import ir
 from jaxlib.mlir.dialects import mhlo
+
+from minijax.core.sharding import NamedSharding, PartitionSpec
 
 MANUAL = "{manual}"
 REPLICATED = "{replicated}"
@@ -63,20 +66,12 @@ class ManualContext:
 
 def manual_sharding(mctx, ndim: int) -> str:
   """The sharding of a rank-`ndim` value inside the manual region being lowered: `{manual}`,
-  or, when automatic axes are left, a subgroup sharding whose tiles are the devices by
-  their manual coordinates (major) and automatic ones, with `ndim` unsplit dimensions."""
+  or, when automatic axes are left, a subgroup sharding: the value whole on each device,
+  the devices tiled by their manual coordinates and replicated along the automatic ones."""
   context = mctx.axis_context
   if not context.partial:
     return MANUAL
-  names = tuple(context.mesh.axis_names)
-  grid = position_grid(mctx, context.mesh)
-  manual = [names.index(n) for n in context.axis_names]
-  auto = [i for i in range(len(names)) if i not in manual]
-  tiles = grid.transpose(manual + auto)
-  shape = [1] * ndim + [int(np.prod(tiles.shape[:len(manual)], dtype=np.int64)),
-                        int(np.prod(tiles.shape[len(manual):], dtype=np.int64))]
-  return (f"{{devices=[{','.join(map(str, shape))}]{','.join(map(str, tiles.ravel()))} "
-          "last_tile_dims={manual, replicated}}")
+  return region_sharding(mctx, context.mesh, PartitionSpec(), ndim)
 
 
 def position_grid(mctx, mesh) -> np.ndarray:
@@ -149,22 +144,19 @@ def region_sharding(mctx, mesh, spec, ndim: int) -> str:
   subgroup sharding whose last tile dimensions are those manual axes and the replicas."""
   context = mctx.axis_context
   if context is None:
-    from minijax.core.sharding import NamedSharding
     return NamedSharding(mesh, spec).tile_assignment(ndim, mctx.positions).hlo_sharding_text()
   names = tuple(mesh.axis_names)
-  grid = position_grid(mctx, mesh)
   entries = list(spec) + [None] * (ndim - len(spec))
   split = [() if e is None else (e if isinstance(e, tuple) else (e,)) for e in entries]
-  manual = [n for n in names if n in context.axis_names]
+  manual = tuple(n for n in names if n in context.axis_names)
   used = {n for dims in split for n in dims}
-  rest = [n for n in names if n not in used and n not in manual and mesh.shape[n] > 1]
-  order = [names.index(n) for dims in split for n in dims] + [names.index(n) for n in manual]
-  order += [names.index(n) for n in rest] + [i for i in range(len(names)) if i not in order
-                                               and names[i] not in rest]
-  size = lambda group: int(np.prod([mesh.shape[n] for n in group], dtype=np.int64))  # noqa
-  shape = [size(dims) for dims in split] + [size(manual)] + ([size(rest)] if rest else [])
+  rest = tuple(n for n in names if n not in used and n not in manual and mesh.shape[n] > 1)
+  groups = [*split, manual, *([rest] if rest else [])]
+  placed = [n for group in groups for n in group]
+  order = [names.index(n) for n in placed] + [i for i, n in enumerate(names) if n not in placed]
+  shape = [math.prod(mesh.shape[n] for n in group) for group in groups]
+  tiles = position_grid(mctx, mesh).transpose(order).ravel()
   kinds = "{manual, replicated}" if rest else "{manual}"
-  tiles = grid.transpose(order).ravel()
   return (f"{{devices=[{','.join(map(str, shape))}]{','.join(map(str, tiles))} "
           f"last_tile_dims={kinds}}}")
 
