@@ -521,7 +521,7 @@ def _is_spec(x) -> bool:
   return x is None or isinstance(x, PartitionSpec)
 
 
-def _broadcast_specs(specs, tree, what: str, fun_name: str) -> list[PartitionSpec]:
+def _broadcast_specs(specs, tree, what: str, fun_name: str) -> list[PartitionSpec | None]:
   leaves, spec_tree = tree_util.tree_flatten(specs, is_leaf=_is_spec)
   try:
     subtrees = spec_tree.flatten_up_to(tree)
@@ -535,6 +535,9 @@ def _broadcast_specs(specs, tree, what: str, fun_name: str) -> list[PartitionSpe
     n = len(tree_util.tree_leaves(sub))
     if spec is None and n == 0:
       continue  # None over no values (a function returning None), as JAX accepts
+    if spec is None and what == "in_specs":
+      out.extend([None] * n)  # static arguments
+      continue
     if not isinstance(spec, PartitionSpec):
       raise TypeError(f"shard_map {what} leaves must be PartitionSpecs, got {spec!r}")
     out.extend([spec] * n)
@@ -617,19 +620,26 @@ def shard_map(f: Callable | None = None, /, *, out_specs, in_specs=Infer, mesh=N
                       f"{type(the_mesh).__name__}")
     manual = _manual_axes(the_mesh, axis_names)
     flat, in_tree = tree_util.tree_flatten(args)
-    avals = [get_aval(x) for x in flat]
     if in_specs is Infer:
-      flat_in_specs = _infer_in_specs(the_mesh, flat, fun_name)
+      specs = _infer_in_specs(the_mesh, flat, fun_name)
     elif in_specs is None:
-      raise TypeError("shard_map in_specs argument must be a pytree of "
-                      "`jax.sharding.PartitionSpec` instances, but it was None.\nInstead of "
-                      "`in_specs=None`, did you mean `in_specs=P()`, where `P = "
-                      "jax.sharding.PartitionSpec`?")
+      specs = [None] * len(flat)
     else:
-      flat_in_specs = _broadcast_specs(in_specs, args, "in_specs", fun_name)
+      specs = _broadcast_specs(in_specs, args, "in_specs", fun_name)
+    # arguments under a None spec are static: the body gets them as they are, untraced
+    dynamic = [s is not None for s in specs]
+    static = [x for x, d in zip(flat, dynamic) if not d]
+    flat = [x for x, d in zip(flat, dynamic) if d]
+    flat_in_specs = [s for s in specs if s is not None]
+    avals = [get_aval(x) for x in flat]
     _check_specs(the_mesh, manual, flat_in_specs, avals, "in_specs", fun_name)
     blocks = [block_aval(the_mesh, s, a) for s, a in zip(flat_in_specs, avals)]
-    flat_fun, out_tree = tree_util.flatten_fun_nokwargs(f, in_tree)
+    all_leaves_fun, out_tree = tree_util.flatten_fun_nokwargs(f, in_tree)
+
+    def flat_fun(*traced):
+      traced, given = iter(traced), iter(static)
+      return all_leaves_fun(*(next(traced) if d else next(given) for d in dynamic))
+
     with mesh_axes(the_mesh, manual), the_mesh:  # (a shard_map nested inside takes it)
       jaxpr, consts = pe.trace_to_jaxpr_dynamic(flat_fun, blocks)
     out_tree = out_tree()

@@ -385,11 +385,23 @@ def test_a_shard_map_nests_in_one_manual_over_other_axes_of_its_mesh(mesh2d):
       lambda b: lax.psum(jnp.sin(b).sum(), "y"), in_specs=P(None, "y"), out_specs=P(),
       axis_names={"y"})(a), "x"), mesh2d, P("x"), P(), {"x"})(v))(x)
   np.testing.assert_allclose(grad, np.cos(x), rtol=1e-5, atol=1e-6)
-  with pytest.raises(TypeError, match="did you mean `in_specs=P\(\)`"):
-    minijax.shard_map(lambda b: b, mesh=mesh2d, in_specs=None, out_specs=P())(x)
   with pytest.raises(ValueError, match="may not be manual again over the outer one's axes"):
     _partial(lambda a: minijax.shard_map(lambda b: b, in_specs=P("x"), out_specs=P("x"),
                                          axis_names={"x"})(a), mesh2d, P("x"), P("x"), {"x"})(x)
+
+
+def test_arguments_under_a_none_spec_reach_the_body_as_they_are(mesh):
+  # static arguments, as JAX 0.10.2 takes them: untraced, any Python value
+  x = np.arange(8, dtype=np.float32)
+  np.testing.assert_array_equal(
+      minijax.shard_map(lambda b: b * 2, mesh=mesh, in_specs=None, out_specs=P())(x), 2 * x)
+  scaled = minijax.shard_map(lambda b, s: b * len(s), mesh=mesh, in_specs=(P("i"), None),
+                             out_specs=P("i"))
+  np.testing.assert_array_equal(scaled(x, "abc"), 3 * x)
+  total = minijax.jit(lambda v: minijax.shard_map(
+      lambda b, k: lax.psum(b * k["k"], "i"), mesh=mesh, in_specs=(P("i"), None),
+      out_specs=P())(v, {"k": 2}))
+  np.testing.assert_array_equal(total(x), 2 * x.reshape(4, 2).sum(0))
 
 
 def test_a_partly_manual_shard_map_refuses_what_it_cannot_do(mesh2d):
