@@ -6,14 +6,15 @@ _os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "1")
 from minijax.config import config
 from minijax.runtime.array import Array
 from minijax.runtime.backend import (devices, local_devices, process_index, process_count,
-                                    process_indices)
+                                    process_indices, host_count, host_id, host_ids)
 from minijax.runtime.barrier import effects_barrier
 from minijax import staging as _staging  # installs the eager and jit_p impls
 from minijax import lax
 from minijax import numpy  # installs the array operators and methods
-from minijax.api import (jit, clear_caches, pmap, shard_map, make_jaxpr, grad, value_and_grad, vjp, jvp, linearize, vmap, fwd_and_bwd,
-                         eval_shape, linear_transpose, closure_convert,
-                         ShapeDtypeStruct, checkpoint, checkpoint_policies, remat, named_call)
+from minijax.api import (jit, clear_caches, pmap, shard_map, smap, make_jaxpr, grad,
+                         value_and_grad, vjp, jvp, linearize, vmap, fwd_and_bwd, eval_shape,
+                         linear_transpose, closure_convert, ShapeDtypeStruct, checkpoint,
+                         checkpoint_policies, remat, named_call)
 from minijax.jacobians import jacfwd, jacrev, jacobian, hessian
 from minijax.custom_derivatives import custom_gradient, custom_jvp, custom_vjp
 from minijax.api import (typeof, disable_jit, check_tracer_leaks, checking_leaks,

@@ -29,7 +29,7 @@ from minijax.core.traceback_util import api_boundary
 from minijax.interpreters import ad, batching
 from minijax.interpreters import partial_eval as pe
 from minijax.lax.remat import checkpoint, checkpoint_policies, named_call, remat  # noqa: F401
-from minijax.lax.shard_map import shard_map  # noqa: F401
+from minijax.lax.shard_map import shard_map, smap  # noqa: F401
 from minijax.staging.jit import clear_caches, jit  # noqa: F401
 from minijax.staging.pmap import pmap  # noqa: F401
 

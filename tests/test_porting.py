@@ -803,3 +803,10 @@ def test_jax_experimental_and_jax_lib_are_attributes_after_import_jax_as_in_jax(
                        timeout=120)
   assert out.returncode == 0, out.stderr
   assert out.stdout.split() == ["io_callback", "minijax.experimental", jaxlib.__version__]
+
+
+def test_the_old_names_of_the_process_queries_warn_and_answer():
+  for old, new in (("host_count", "process_count"), ("host_id", "process_index"),
+                   ("host_ids", "process_indices")):
+    with pytest.warns(UserWarning, match=f"jax.{old} has been renamed to jax.{new}"):
+      assert getattr(minijax, old)() == getattr(minijax, new)()

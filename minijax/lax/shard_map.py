@@ -61,7 +61,7 @@ from minijax.lax.elementwise import div
 from minijax.lax.structural import full, reshape
 from minijax.lowering import mlir, spmd
 
-__all__ = ["shard_map", "shard_map_p"]
+__all__ = ["shard_map", "shard_map_p", "smap"]
 
 shard_map_p = Primitive("shard_map")
 shard_map_p.multiple_results = True
@@ -657,3 +657,37 @@ def shard_map(f: Callable | None = None, /, *, out_specs, in_specs=Infer, mesh=N
     outs = rebind(flat, params, closed, flat_in_specs, flat_out_specs)
     return out_tree.unflatten(outs)
   return wrapped
+
+
+def _axis_spec(axis_name, axis) -> PartitionSpec:
+  """The spec that splits dimension `axis` (None: none) over `axis_name` (JAX's rule, by
+  which a negative `axis` splits the first dimension)."""
+  return PartitionSpec() if axis is None else PartitionSpec(*[None] * axis, axis_name)
+
+
+def smap(f: Callable | None = None, /, *, in_axes=Infer, out_axes, axis_name):
+  """A shard_map manual over the one mesh axis `axis_name` of the mesh in force, written
+  as `vmap` is: `in_axes` and `out_axes` name the dimension of each argument and result
+  split over it (None: not split)."""
+  if f is None:
+    return lambda g: smap(g, in_axes=in_axes, out_axes=out_axes, axis_name=axis_name)
+  if isinstance(axis_name, (list, tuple)):
+    raise TypeError(f"smap axis_name should be a `str` or a `Hashable`, but got {axis_name}")
+  if in_axes is not None and in_axes is not Infer and not isinstance(in_axes, (int, tuple)):
+    raise TypeError("smap in_axes must be an int, None, jax.sharding.Infer, or a tuple of "
+                    "entries corresponding to the positional arguments passed to the "
+                    f"function, but got {in_axes}.")
+  if in_axes is not Infer and not all(isinstance(a, int)
+                                      for a in tree_util.tree_leaves(in_axes)):
+    raise TypeError("smap in_axes must be an int, None, jax.sharding.Infer, or (nested) "
+                    f"container with those types as leaves, but got {in_axes}.")
+  if not all(isinstance(a, int) for a in tree_util.tree_leaves(out_axes)):
+    raise TypeError("smap out_axes must be an int, None, or (nested) container with those "
+                    f"types as leaves, but got {out_axes}.")
+  to_spec = functools.partial(_axis_spec, axis_name)
+  is_none = lambda x: x is None  # noqa: E731
+  in_specs = (Infer if in_axes is Infer else
+              tree_util.tree_map(to_spec, in_axes, is_leaf=is_none))
+  out_specs = tree_util.tree_map(to_spec, out_axes, is_leaf=is_none)
+  return shard_map(f, mesh=None, in_specs=in_specs, out_specs=out_specs,
+                   axis_names={axis_name}, check_vma=True)

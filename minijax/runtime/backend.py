@@ -242,6 +242,21 @@ def process_indices(backend=None) -> list[int]:
   return list(range(process_count(backend)))
 
 
+def _renamed(old: str, new: str, function: Callable) -> Callable:
+  def alias(backend=None):
+    warnings.warn(f"jax.{old} has been renamed to jax.{new}. This alias will eventually be "
+                  "removed; please update your code.", UserWarning, stacklevel=2)
+    return function(backend)
+  alias.__name__ = alias.__qualname__ = old
+  return alias
+
+
+# JAX's old names of the process queries, which warn
+host_count = _renamed("host_count", "process_count", process_count)
+host_id = _renamed("host_id", "process_index", process_index)
+host_ids = _renamed("host_ids", "process_indices", process_indices)
+
+
 def default_device() -> Device:
   """Where values without a device go: `config.default_device` (JAX's
   `jax_default_device`, set by `with minijax.default_device(d):`), else device 0."""

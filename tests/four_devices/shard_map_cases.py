@@ -404,6 +404,23 @@ def test_arguments_under_a_none_spec_reach_the_body_as_they_are(mesh):
   np.testing.assert_array_equal(total(x), 2 * x.reshape(4, 2).sum(0))
 
 
+def test_smap_is_a_shard_map_over_one_axis_of_the_mesh_in_force(mesh2d):
+  x = np.arange(16, dtype=np.float32).reshape(4, 4)
+  with minijax.set_mesh(mesh2d):
+    np.testing.assert_array_equal(
+        minijax.smap(lambda b: b * 2 + lax.axis_index("x"), in_axes=0, out_axes=0,
+                     axis_name="x")(x), 2 * x + np.repeat([0, 1], 2)[:, None])
+    np.testing.assert_array_equal(
+        minijax.jit(minijax.smap(lambda b: lax.psum(b, "y"), in_axes=1, out_axes=None,
+                                 axis_name="y"))(x), x[:, :2] + x[:, 2:])
+    added = minijax.smap(in_axes=(0, None), out_axes=0, axis_name="x")(lambda a, b: a + b)
+    np.testing.assert_array_equal(added(x, np.ones(4, np.float32)), x + 1)
+    with pytest.raises(TypeError, match="smap axis_name should be a `str`"):
+      minijax.smap(lambda b: b, in_axes=0, out_axes=0, axis_name=("x",))(x)
+    with pytest.raises(TypeError, match="smap out_axes must be an int"):
+      minijax.smap(lambda b: b, in_axes=0, out_axes="a", axis_name="x")(x)
+
+
 def test_a_partly_manual_shard_map_refuses_what_it_cannot_do(mesh2d):
   x = np.arange(32, dtype=np.float32).reshape(4, 8)
   with pytest.raises(ValueError, match=r"requires axis_names=frozenset\(\{'z'\}\) to be a "

@@ -43,9 +43,11 @@ inner = lambda: jax.shard_map(lambda b: lax.psum(b, 'y') * (1 + lax.axis_index('
 show('nested', lambda: jax.jit(sm(lambda a: lax.psum(inner()(a), 'x'), P('x'), P(), {'x'}))(x))
 show('nested psum over both', lambda: jax.jit(sm(lambda a: jax.shard_map(lambda b: lax.psum(b, ('x', 'y')), in_specs=P(None, 'y'), out_specs=P(), axis_names={'y'})(a), P('x'), P(), {'x'}))(x))
 show('nested eager', lambda: sm(lambda a: jax.shard_map(lambda b: b * 2 + lax.axis_index('x'), in_specs=P(None, 'y'), out_specs=P(None, 'y'), axis_names={'y'})(a), P('x'), P('x'), {'x'})(x))
-def printed(a):
-  jax.debug.print('block {} at {}', a.sum(), lax.axis_index('x'))
+seen = []
+def called(a):
+  jax.debug.callback(lambda s, i: seen.append((float(s), int(i))), a.sum(), lax.axis_index('x'))
   return a * 2
-show('debug.print', lambda: jax.jit(sm(printed, P('x'), P('x'), {'x'}))(x[:, :2]))
+show('debug.callback', lambda: jax.jit(sm(called, P('x'), P('x'), {'x'}))(x[:, :2]))
 jax.effects_barrier()
+print('debug.callback calls', sorted(seen))
 show('in_specs None', lambda: jax.shard_map(lambda b: b, mesh=mesh, in_specs=None, out_specs=P())(x))
