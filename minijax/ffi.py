@@ -28,7 +28,6 @@ import jaxlib
 import numpy as np
 from jaxlib import xla_client
 
-from minijax import lax
 from minijax.lax.linalg import lapack
 from minijax.callbacks import common
 from minijax.core.avals import AbstractToken, ShapedArray, abstract_token, get_aval
@@ -340,32 +339,22 @@ def _shifted(layouts) -> tuple:
 
 
 def _ffi_call_batching(args, dims, *, vmap_method, result_avals, **params):
-  size = next(a.shape[d] for a, d in zip(args, dims) if d is not None)
-  if vmap_method in ("sequential", "sequential_unrolled"):
-    bind = lambda *xs: ffi_call_p.bind(*xs, vmap_method=vmap_method,
-                                       result_avals=result_avals, **params)
-    outs = common.batch_sequentially(bind, args, dims,
-                                     unrolled=vmap_method == "sequential_unrolled")
-    return outs, [0] * len(outs)
-  if vmap_method not in ("expand_dims", "broadcast_all", "legacy_vectorized"):
-    raise NotImplementedError(
-        "vmap is only supported for the ffi_call primitive when vmap_method is one of "
-        "'sequential', 'sequential_unrolled', 'expand_dims', 'broadcast_all', or "
-        f"'legacy_vectorized'. Got vmap_method={vmap_method!r}.")
-  moved = [a if d is None else batching.moveaxis(a, d, 0) for a, d in zip(args, dims)]
-  params["output_layouts"] = _shifted(params["output_layouts"])
-  if vmap_method == "legacy_vectorized":
-    params["input_layouts"] = tuple(
-        layout if d is None else _shifted([layout])[0]
-        for layout, d in zip(params["input_layouts"], dims))
-  else:
-    lead = size if vmap_method == "broadcast_all" else 1
-    moved = [lax.broadcast(a, (lead,)) if d is None else a for a, d in zip(moved, dims)]
-    params["input_layouts"] = _shifted(params["input_layouts"])
-  batched = tuple(a if isinstance(a, AbstractToken) else ShapedArray((size, *a.shape), a.dtype)
-                  for a in result_avals)
-  outs = ffi_call_p.bind(*moved, vmap_method=vmap_method, result_avals=batched, **params)
-  return outs, [0] * len(outs)
+  def bind_all(operands, size):
+    # the batch axis is the slowest: layouts gain it as their most major dimension
+    ins = params["input_layouts"]
+    if vmap_method == "legacy_vectorized":  # (unbatched operands keep their shapes)
+      ins = tuple(l if d is None else _shifted([l])[0] for l, d in zip(ins, dims))
+    else:
+      ins = _shifted(ins)
+    batched = tuple(a if isinstance(a, AbstractToken) else
+                    ShapedArray((size, *a.shape), a.dtype) for a in result_avals)
+    return ffi_call_p.bind(*operands, **dict(
+        params, vmap_method=vmap_method, result_avals=batched, input_layouts=ins,
+        output_layouts=_shifted(params["output_layouts"])))
+  return common.batch_by_vmap_method(
+      "ffi_call", vmap_method, args, dims,
+      lambda *xs: ffi_call_p.bind(*xs, vmap_method=vmap_method, result_avals=result_avals,
+                                  **params), bind_all)
 
 
 batching.primitive_batchers[ffi_call_p] = _ffi_call_batching

@@ -15,7 +15,6 @@ host-call handler, through whichever mechanism `tap_mechanism` selects.
 """
 from __future__ import annotations
 
-import re
 from typing import Any, Callable
 
 import numpy as np
@@ -184,6 +183,32 @@ def call_eagerly(callback: FlatCallback, result_avals, args) -> list:
   return results
 
 
+def batch_by_vmap_method(name: str, vmap_method, args, dims, bind_each: Callable,
+                         bind_all: Callable) -> tuple[list, list]:
+  """The batching rule of a call whose `vmap_method` says how it maps (`pure_callback`,
+  `ffi_call`; see `callbacks/pure.py`): "sequential" and "sequential_unrolled" bind
+  `bind_each(*xs)` once per element; "expand_dims", "broadcast_all" and
+  "legacy_vectorized" bind `bind_all(operands, size)` once, every batched operand's batch
+  axis first and the others given a leading axis of size 1, of the batch size, or none;
+  None raises JAX's NotImplementedError.  Results come out batched along axis 0."""
+  if vmap_method in ("sequential", "sequential_unrolled"):
+    outs = batch_sequentially(bind_each, args, dims,
+                              unrolled=vmap_method == "sequential_unrolled")
+    return outs, [0] * len(outs)
+  if vmap_method not in ("expand_dims", "broadcast_all", "legacy_vectorized"):
+    raise NotImplementedError(
+        f"vmap is only supported for the {name} primitive when vmap_method is one of "
+        "'sequential', 'sequential_unrolled', 'expand_dims', 'broadcast_all', or "
+        f"'legacy_vectorized'. Got vmap_method={vmap_method!r}.")
+  size = next(a.shape[d] for a, d in zip(args, dims) if d is not None)
+  moved = [a if d is None else batching.moveaxis(a, d, 0) for a, d in zip(args, dims)]
+  if vmap_method != "legacy_vectorized":
+    lead = size if vmap_method == "broadcast_all" else 1
+    moved = [lax.broadcast(a, (lead,)) if d is None else a for a, d in zip(moved, dims)]
+  outs = bind_all(moved, size)
+  return outs, [0] * len(outs)
+
+
 def batch_sequentially(bind: Callable, args, dims, *, unrolled: bool = False) -> list:
   """`bind(*args)` once per batch element, in order, the results stacked along a new
   leading axis: a `scan` over the batched arguments, or a Python loop when `unrolled`."""
@@ -224,14 +249,21 @@ def host_args(args) -> list[Array]:
 # ----------------------------------------------------------------------------- custom calls
 
 def custom_call(target: str, token, operands, result_types, attributes: dict,
-                has_side_effect: bool):
+                has_side_effect: bool, row_major_layouts: bool = False):
   """A typed-FFI custom call to `target` with `attributes`, taking and returning `token`
-  first when there is one."""
+  first when there is one; with `row_major_layouts` its operands and results say they are
+  row-major (a call XLA's partitioner rebuilds needs them)."""
   takes_token = token is not None
-  return mlir.custom_call(
-      target, result_types=([mlir.token_type()] if takes_token else []) + list(result_types),
-      operands=([token] if takes_token else []) + list(operands), backend_config=attributes,
-      has_side_effect=has_side_effect)
+  result_types = ([mlir.token_type()] if takes_token else []) + list(result_types)
+  operands = ([token] if takes_token else []) + list(operands)
+  layouts = {}
+  if row_major_layouts:
+    row_major = lambda t: tuple(range(getattr(t, "rank", 0) - 1, -1, -1))  # noqa: E731
+    layouts = dict(operand_layouts=[row_major(x.type) for x in operands],
+                   result_layouts=[row_major(t) for t in result_types])
+  return mlir.custom_call(target, result_types=result_types, operands=operands,
+                          backend_config=attributes, has_side_effect=has_side_effect,
+                          **layouts)
 
 
 def partly_manual(ctx) -> bool:
@@ -333,15 +365,12 @@ def emit_tap_call(consumer_id: int, token, operands, *, host_callbacks: list,
 
 def _callback_placement(sharding: str | None) -> int | str:
   """`TapCallback.placement` for a tap call of `sharding` (`spmd.side_effect_sharding`'s)."""
-  if sharding is None:
-    return 0
   if sharding == spmd.MANUAL:
     return taps.PER_PARTITION
-  maximal = re.fullmatch(r"\{maximal device=(\d+)\}", sharding)
-  if maximal is None:
-    raise NotImplementedError(f"a tap call with sharding {sharding} under the callback "
-                              "mechanism (it runs taps on one device or in manual regions)")
-  return int(maximal.group(1))
+  if sharding is None or sharding == spmd.FIRST_DEVICE:
+    return 0
+  raise NotImplementedError(f"a tap call with sharding {sharding} under the callback "
+                            "mechanism (it runs taps on the first device or in manual regions)")
 
 
 def _wide(dtype: np.dtype) -> np.dtype:
@@ -385,6 +414,9 @@ def lower_host_call(ctx, callback: FlatCallback, args, result_avals, token, *,
   """Registers the call site of `callback` and emits its custom call (`emit_host_call`).
   Sub-byte operands and results (int4, float4_e2m1fn, ...), which XLA packs, cross it
   widened to a byte-sized type, converted exactly on the device and back on the host."""
+  if partly_manual(ctx):
+    raise NotImplementedError("callbacks are only supported in spmd computations when all mesh "
+                              "axes are partitioned manually (no partial automatic sharding).")
   narrow = lambda avals: tuple(a.dtype if a.dtype in dtypes.SUBBYTE_BITS else None
                                for a in avals)
   narrow_args, narrow_results = narrow(ctx.avals_in), narrow(result_avals)
@@ -401,9 +433,6 @@ def lower_host_call(ctx, callback: FlatCallback, args, result_avals, token, *,
       direct=callback.callback if callback.direct and func is callback else None,
       api=callback.api)
   mctx = ctx.module_context
-  if partly_manual(ctx):
-    raise NotImplementedError("callbacks are only supported in spmd computations when all mesh "
-                              "axes are partitioned manually (no partial automatic sharding).")
   sharding = spmd.side_effect_sharding(mctx) if has_side_effect else None
   if callback.device is not None and mctx.axis_context is None and mctx.positions:
     sharding = f"{{maximal device={mctx.positions[callback.device]}}}"

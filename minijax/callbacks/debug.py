@@ -39,7 +39,6 @@ import sys
 from typing import Any, Callable
 
 import numpy as np
-from jaxlib.mlir import ir
 
 from minijax.tree_util import internal as tree_util
 from minijax.callbacks import common
@@ -348,13 +347,7 @@ def _lower_partitioned(ctx, callback: common.FlatCallback, args, token):
   index = len(mctx.host_callbacks)
   mctx.host_callbacks.append(_ShardCall(callback, token is not None))
   op = common.custom_call(_PARTITIONED_TARGET, token, args, [], {"index": np.uint64(index)},
-                          has_side_effect=True)
-  # (the partitioner rebuilds the call from its operands' layouts, so they must be given)
-  layout = lambda rank: ir.DenseElementsAttr.get(  # noqa: E731
-      np.arange(rank - 1, -1, -1, dtype=np.int64), type=ir.IndexType.get())
-  ranks = ([0] if token is not None else []) + [a.ndim for a in ctx.avals_in]
-  op.attributes["operand_layouts"] = ir.ArrayAttr.get([layout(r) for r in ranks])
-  op.attributes["result_layouts"] = ir.ArrayAttr.get([layout(0)] if token is not None else [])
+                          has_side_effect=True, row_major_layouts=True)
   if mctx.axis_context is not None:
     op.attributes["mhlo.sharding"] = spmd.sharding_attr(spmd.side_effect_sharding(mctx))
   return op.results[0] if token is not None else None

@@ -5,14 +5,14 @@
 The function is taken to be pure: `pure_callback_p` has no effect, so dead-code elimination
 drops a call whose results are unused (and XLA drops its custom call, which has no side
 effect), and a call may run once per batch element under `vmap`.  Every rule is in this
-file.  Under `jit` the function runs synchronously, on the thread that executes the
-computation, through the value-returning host-call handler of the runtime
-(`runtime/host_calls`); outside `jit` it is called directly.  It receives Arrays, as in
-JAX (`HostArray`s over read-only copies of the operands, which it may keep; outside `jit`
-the Arrays themselves) and its results are converted
-to the declared types by JAX's rules.  `jvp` and transposition raise JAX's ValueError:
-wrap the callback in `custom_jvp` or `custom_vjp` to differentiate through it.  `vmap`
-follows `vmap_method`:
+file (the `vmap_method` dispatch, shared with `ffi_call`, in `common`).  Under `jit` the
+function runs synchronously, on the thread that executes the computation, through the
+value-returning host-call handler of the runtime (`runtime/host_calls`); outside `jit` it
+is called directly.  It receives Arrays, as in JAX (`HostArray`s over read-only copies of
+the operands, which it may keep; outside `jit` the Arrays themselves) and its results are
+converted to the declared types by JAX's rules.  `jvp` and transposition raise JAX's
+ValueError: wrap the callback in `custom_jvp` or `custom_vjp` to differentiate through
+it.  `vmap` follows `vmap_method`:
 
   sequential            a loop (`scan`) calling the function once per batch element;
   sequential_unrolled   the same loop unrolled;
@@ -27,7 +27,6 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-from minijax import lax
 from minijax.callbacks import common
 from minijax.core import pretty
 from minijax.core.avals import ShapedArray
@@ -102,25 +101,14 @@ ad.primitive_transposes[pure_callback_p] = _pure_callback_transpose
 
 
 def _pure_callback_batching(args, dims, *, callback, result_avals, vmap_method):
-  size = next(a.shape[d] for a, d in zip(args, dims) if d is not None)
-  params = dict(callback=callback, result_avals=result_avals, vmap_method=vmap_method)
-  if vmap_method in ("sequential", "sequential_unrolled"):
-    outs = common.batch_sequentially(lambda *xs: pure_callback_p.bind(*xs, **params), args, dims,
-                              unrolled=vmap_method == "sequential_unrolled")
-    return outs, [0] * len(outs)
-  if vmap_method not in ("expand_dims", "broadcast_all", "legacy_vectorized"):
-    raise NotImplementedError(
-        "vmap is only supported for the pure_callback primitive when vmap_method is one of "
-        "'sequential', 'sequential_unrolled', 'expand_dims', 'broadcast_all', or "
-        f"'legacy_vectorized'. Got vmap_method={vmap_method!r}.")
-  moved = [a if d is None else batching.moveaxis(a, d, 0) for a, d in zip(args, dims)]
-  if vmap_method != "legacy_vectorized":
-    lead = size if vmap_method == "broadcast_all" else 1
-    moved = [lax.broadcast(a, (lead,)) if d is None else a for a, d in zip(moved, dims)]
-  batched_avals = tuple(ShapedArray((size, *a.shape), a.dtype) for a in result_avals)
-  outs = pure_callback_p.bind(*moved, callback=callback, result_avals=batched_avals,
-                              vmap_method=vmap_method)
-  return outs, [0] * len(outs)
+  def bind_all(operands, size):
+    batched = tuple(ShapedArray((size, *a.shape), a.dtype) for a in result_avals)
+    return pure_callback_p.bind(*operands, callback=callback, result_avals=batched,
+                                vmap_method=vmap_method)
+  return common.batch_by_vmap_method(
+      "pure_callback", vmap_method, args, dims,
+      lambda *xs: pure_callback_p.bind(*xs, callback=callback, result_avals=result_avals,
+                                       vmap_method=vmap_method), bind_all)
 
 
 batching.primitive_batchers[pure_callback_p] = _pure_callback_batching

@@ -643,12 +643,13 @@ def _all_to_all_abstract_eval(x, *, axis_name, split_axis, concat_axis, axis_ind
 def _all_to_all_lowering(ctx, x, *, axis_name, split_axis, concat_axis, axis_index_groups,
                          axis_size):
   mctx = ctx.module_context
-  groups = grouped_replica_groups(spmd.replica_groups(mctx, axis_name), axis_index_groups)
-  if mctx.axis_context.partial:  # (XLA's partitioner aborts the process on one, JAX's too)
+  if mctx.axis_context is not None and mctx.axis_context.partial:
+    # (XLA's partitioner aborts the process on one, JAX's too)
     raise NotImplementedError(
         "all_to_all in a shard_map manual over only some mesh axes (axis_names=) is not "
         "supported: XLA's GSPMD partitioner cannot partition it; make the shard_map manual "
         "over every mesh axis")
+  groups = grouped_replica_groups(spmd.replica_groups(mctx, axis_name), axis_index_groups)
   return mhlo.AllToAllOp([x], spmd.groups_attr(groups), split_dimension=split_axis,
                          concat_dimension=concat_axis, split_count=axis_size,
                          channel_handle=spmd.channel_handle(mctx),

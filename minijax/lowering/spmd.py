@@ -41,6 +41,7 @@ from minijax.core.sharding import NamedSharding, PartitionSpec
 
 MANUAL = "{manual}"
 REPLICATED = "{replicated}"
+FIRST_DEVICE = "{maximal device=0}"  # where a partitioned module's side effects run
 
 
 @dataclasses.dataclass(frozen=True)
@@ -224,7 +225,7 @@ def side_effect_sharding(mctx) -> str | None:
                        "(its rule must nest a region manual over every axis first)")
     return MANUAL
   if mctx.positions is not None and len(mctx.positions) > 1:
-    return "{maximal device=0}"
+    return FIRST_DEVICE
   return None
 
 
