@@ -40,7 +40,7 @@ def without_notices():
     read_end, write_end = os.pipe()
     os.dup2(write_end, 2)
     os.close(write_end)
-    pump = threading.Thread(target=_pass_on, args=(read_end, saved), daemon=True,
+    pump = threading.Thread(target=_pass_on, args=(read_end, os.dup(saved)), daemon=True,
                             name="minijax-xla-notices")
     pump.start()
     try:
@@ -50,13 +50,16 @@ def without_notices():
         sys.stderr.flush()
       except (AttributeError, ValueError, OSError):
         pass
-      os.dup2(saved, 2)  # (closes the pipe's last write end: the thread reads its end)
-      pump.join()
+      os.dup2(saved, 2)  # (closes the pipe's write end, but for copies a child inherited)
       os.close(saved)
+      # The thread ends at the pipe's end of file: at once, unless a process started
+      # meanwhile holds a copy of the write end; then it passes that process's lines on
+      # until it exits, and the compile does not wait for it.
+      pump.join(timeout=1.0)
 
 
 def _pass_on(read_end: int, out: int) -> None:
-  with os.fdopen(read_end, "rb") as lines:
+  with os.fdopen(read_end, "rb") as lines, os.fdopen(out, "wb", buffering=0) as sink:
     for line in lines:
       if not any(notice in line for notice in NOTICES):
-        os.write(out, line)
+        sink.write(line)
