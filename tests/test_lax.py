@@ -734,3 +734,30 @@ def test_scatter_mul_differentiates_in_its_updates_with_unique_indices():
   np.testing.assert_array_equal(minijax.grad(lambda u: f(x, u).sum())(u), [2, 4, 0])
   with pytest.raises(NotImplementedError, match="only implemented if `unique_indices=True`"):
     minijax.grad(lambda u: lax.scatter_mul(x, idx, u, dn).sum())(u)
+
+
+def test_pow_takes_an_integer_exponent_array():
+  """JAX 0.10.2's pow: an inexact base with an integer exponent of any dtype."""
+  x = np.array([2.0, 3.0, 0.5, 0.0], np.float32)
+  n = np.array([3, -2, 0, 0], np.int32)
+  out = minijax.jit(lax.pow)(x, n)
+  assert out.dtype == np.float32
+  np.testing.assert_allclose(out, [8.0, 1 / 9, 1.0, 1.0], rtol=1e-6)
+  grads = minijax.vmap(minijax.grad(lax.pow))(x, n)
+  np.testing.assert_allclose(grads, [12.0, -2 / 27, 0.0, 0.0], rtol=1e-6)
+  np.testing.assert_allclose(lax.pow(np.complex64(1 + 1j), np.int8(2)), 2j, atol=1e-6)
+  with pytest.raises(TypeError, match="first argument to pow must have an inexact dtype"):
+    lax.pow(np.array([2], np.int32), np.array([2.0], np.float32))
+
+
+def test_clamp_derivatives_follow_jax_at_the_bounds():
+  """JAX 0.10.2's rule: x's tangent only strictly inside (min, max), min's where min > x,
+  max's where max < x; at a tie none (minijax passed x's tangent at the bounds)."""
+  x = np.array([-2.0, -1.0, 0.0, 1.0, 2.0], np.float32)
+  np.testing.assert_array_equal(
+      minijax.vmap(minijax.grad(lambda v: lax.clamp(-1.0, v, 1.0)))(x), [0, 0, 1, 0, 0])
+  grad_all = minijax.grad(lax.clamp, argnums=(0, 1, 2))
+  assert [float(g) for g in grad_all(1.0, 0.0, 2.0)] == [1, 0, 0]
+  assert [float(g) for g in grad_all(1.0, 3.0, 2.0)] == [0, 0, 1]
+  assert [float(g) for g in grad_all(1.0, 1.0, 2.0)] == [0, 0, 0]
+  assert [float(g) for g in grad_all(3.0, 0.0, 2.0)] == [0, 0, 0]

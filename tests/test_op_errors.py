@@ -375,3 +375,22 @@ def test_numpy_functions_refuse_what_they_cannot_honour():
     jnp.quantile(x, 0.5, weights=np.ones((3, 4)))
   with pytest.raises(ValueError, match=r"Weights shape \(3,\) must match reduction axes \(4,\)"):
     jnp.quantile(x, 0.5, axis=1, weights=np.ones(3), method="inverted_cdf")
+
+
+@pytest.mark.parametrize("call,what", [
+    (lambda: lax.add(np.ones(3, np.int32), 1.5), "int32 and the Python float 1.5"),
+    (lambda: lax.max(2.5, np.ones(3, np.int32)), "int32 and the Python float 2.5"),
+    (lambda: lax.clamp(-1, np.arange(3, dtype=np.int32), 1.5), "int32 and the Python float"),
+    (lambda: lax.mul(np.ones(3, np.float32), 1j), "float32 and the Python complex"),
+    (lambda: lax.bitwise_and(np.ones(3, bool), 2), "bool and the Python int 2"),
+])
+def test_lax_refuses_a_python_scalar_its_operand_dtype_cannot_hold(call, what):
+  # (it rounded 1.5 to 1 and 2 to True: JAX raises a TypeError)
+  with pytest.raises(TypeError, match=rf"same dtype, got {what}.*cannot hold"):
+    call()
+
+
+def test_lax_abs_refuses_unsigned_integers():
+  with pytest.raises(TypeError, match="abs does not accept dtype uint8"):
+    lax.abs(np.ones(3, np.uint8))
+  np.testing.assert_array_equal(jnp.abs(np.array([1, 200], np.uint8)), [1, 200])

@@ -9,6 +9,7 @@ linear, and batching (`defvectorized` for unary ops, `defbroadcasting` for n-ary
 """
 from __future__ import annotations
 
+import dataclasses
 import functools
 
 import numpy as np
@@ -40,7 +41,9 @@ __all__ = [
 
 def _coerce_scalars(*args):
   """Python scalars become rank-0 operands of the array operands' dtype, weakly typed
-  only when that array is (the result is weak only if every operand is)."""
+  only when that array is (the result is weak only if every operand is).  A scalar that
+  dtype cannot hold (a float for an integer array, a complex for a real one, an int for a
+  boolean one) is refused as JAX refuses it, never rounded."""
   if not any(isinstance(a, dtypes.PYTHON_SCALARS) for a in args):
     return args
   arrays = [a for a in args if not isinstance(a, dtypes.PYTHON_SCALARS)]
@@ -48,8 +51,24 @@ def _coerce_scalars(*args):
     return args
   aval = get_aval(arrays[0])
   from minijax.lax.structural import full
+  for a in args:
+    if isinstance(a, dtypes.PYTHON_SCALARS) and not _holds(aval.dtype, a):
+      raise TypeError(
+          f"lax operations require arguments of the same dtype, got {aval.dtype.name} and "
+          f"the Python {type(a).__name__} {a!r}, which {aval.dtype.name} cannot hold; "
+          "convert one explicitly, or use the jax.numpy function, which promotes.")
   return tuple(full((), a, aval.dtype, weak_type=aval.weak_type) if isinstance(a, dtypes.PYTHON_SCALARS)
                else a for a in args)
+
+
+def _holds(dtype, scalar) -> bool:
+  if isinstance(scalar, bool):
+    return True
+  if isinstance(scalar, int):
+    return dtype != dtypes.bool_
+  if isinstance(scalar, float):
+    return dtypes.is_inexact(dtype)
+  return np.issubdtype(dtype, np.complexfloating)
 
 
 def _binop(name, accepted, what, mhlo_op, dtype_rule=None):
@@ -255,14 +274,35 @@ def min(x, y):
   return min_p.bind(*_coerce_scalars(x, y))
 
 
-# ---- pow (floating point or complex base and exponent of the same dtype)
-pow_p = _binop("pow", utils.is_inexact, "floating, complexfloating", mhlo.PowOp)
+# ---- pow (a floating point or complex base; an exponent of its dtype, or of an integer one)
+def _pow_dtype(x, y):
+  dtypes.check_not_float0("pow", [x.dtype, y.dtype])
+  if dtypes.is_inexact(x.dtype) and (y.dtype == x.dtype or dtypes.is_integer(y.dtype)):
+    return x.dtype
+  raise TypeError("the first argument to pow must have an inexact dtype (float or complex), "
+                  "and the second argument must have an inexact or integer dtype, and two "
+                  f"inexact dtypes must match, but got {x.dtype} and {y.dtype} respectively.")
+
+
+def _pow_lowering(ctx, x, y):
+  (x_aval, y_aval), (out,) = ctx.avals_in, ctx.avals_out
+  if y_aval.dtype != out.dtype:  # an integer exponent, converted to the base's dtype
+    y_aval = y_aval.update(dtype=out.dtype)
+    y = mhlo.ConvertOp(mlir.aval_to_ir_type(y_aval), y).result
+    ctx = dataclasses.replace(ctx, avals_in=[x_aval, y_aval])
+  return utils.nary_lowering(mhlo.PowOp)(ctx, x, y)
+
+
+pow_p = utils.standard_primitive("pow", utils.elementwise_shapes("pow"), _pow_dtype)
+batching.defbroadcasting(pow_p)
+mlir.register_lowering(pow_p, _pow_lowering, splat_literals=True)
 
 
 def _pow_jvp_x(g, out, x, y):
   # y * x**(y-1), written so that x == 0 with y == 0 gives 0 rather than nan
-  from minijax.lax.misc import select_n
+  from minijax.lax.misc import convert_element_type, select_n
   x, y = utils.broadcast_elementwise("pow", x, y)  # (to the result's shape)
+  y = convert_element_type(y, get_aval(out).dtype)
   safe = select_n(eq(y, _zeros_like(y)), pow(x, sub(y, _ones_like(y))), _zeros_like(out))
   return mul(g, mul(y, safe))
 
@@ -373,8 +413,9 @@ def reciprocal(x):
 def _abs_dtype(x):
   if np.issubdtype(x.dtype, np.complexfloating):
     return np.dtype(np.float64 if x.dtype == dtypes.complex128 else np.float32)
-  if x.dtype == dtypes.bool_:
-    raise TypeError(f"abs does not accept dtype bool ({x.str_short()}); it accepts numbers")
+  if x.dtype == dtypes.bool_ or np.issubdtype(x.dtype, np.unsignedinteger):
+    raise TypeError(f"abs does not accept dtype {x.dtype.name} ({x.str_short()}); it accepts "
+                    "signed integers, floating point and complex numbers")
   return x.dtype
 
 

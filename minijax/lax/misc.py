@@ -427,16 +427,28 @@ mlir.register_lowering(clamp_p, _clamp_lowering)
 
 
 def _clamp_jvp(primals, tangents):
-  from minijax.lax.elementwise import lt, gt, bitwise_or
+  # JAX's rule: x's tangent where min < x < max strictly, min's where min > x (and
+  # min < max), max's where max < x; none at a tie
+  from minijax.lax.elementwise import bitwise_and, gt, lt
   lo, x, hi = primals
   out = clamp_p.bind(lo, x, hi)
-  t = tangents[1]
-  if type(t) is ad.Zero:
+  shape = np.shape(x)
+  lo_b, hi_b = (broadcast_in_dim(b, shape, ()) if np.ndim(b) < len(shape) else b
+                for b in (lo, hi))
+  zeros = full(shape, 0, get_aval(out).dtype)
+  picks = (bitwise_and(gt(lo_b, x), lt(lo_b, hi_b)), bitwise_and(gt(x, lo_b), lt(x, hi_b)),
+           lt(hi_b, x))
+  tangent_out = None
+  for t, pick in zip(tangents, picks):
+    if type(t) is ad.Zero:
+      continue
+    if np.ndim(t) < len(shape):
+      t = broadcast_in_dim(t, shape, ())
+    term = select_n(pick, zeros, t)
+    tangent_out = term if tangent_out is None else ad.add_tangents(tangent_out, term)
+  if tangent_out is None:
     return out, ad.Zero.from_primal_value(out)
-  lo_b = broadcast_in_dim(lo, x.shape, ()) if np.ndim(lo) == 0 else lo
-  hi_b = broadcast_in_dim(hi, x.shape, ()) if np.ndim(hi) == 0 else hi
-  outside = bitwise_or(lt(x, lo_b), gt(x, hi_b))
-  return out, select_n(outside, t, full(x.shape, 0, t.dtype))
+  return out, tangent_out
 
 
 def _clamp_batch(args, dims):
@@ -459,10 +471,9 @@ batching.primitive_batchers[clamp_p] = _clamp_batch
 
 
 def clamp(min, x, max):
+  from minijax.lax.elementwise import _coerce_scalars
   x = convert_to_array(x)
-  aval = get_aval(x)
-  min, max = [full((), b, aval.dtype) if isinstance(b, (bool, int, float)) else b
-            for b in (min, max)]
+  min, x, max = _coerce_scalars(min, x, max)
   return clamp_p.bind(min, x, max)
 
 
