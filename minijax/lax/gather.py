@@ -409,9 +409,41 @@ def _scatter_transpose(ct, operand, indices, updates, *, dimension_numbers,
   return [t_op, None, t_up]
 
 
+def _scatter_jvp(primals, tangents, **params):
+  """With unique indices a scatter is linear.  Otherwise where windows overlap one update
+  wins each element (the last, on XLA's CPU), and only its tangent may pass: each window
+  scatters its own id, the ids read back say which window won where, and the tangent is a
+  scatter_add of the winners' tangents onto the operand's tangent where no window wrote
+  (JAX's construction), whose transpose gives a losing update no cotangent."""
+  if params["unique_indices"]:
+    return _scatter_linear_jvp(scatter_p)(primals, tangents, **params)
+  from minijax.lax.elementwise import add, eq
+  from minijax.lax.misc import iota, select_n
+  from minijax.lax.structural import broadcast_in_dim, reshape
+  operand, indices, updates = primals
+  out = scatter_p.bind(*primals, **params)
+  t_op, _, t_up = tangents
+  if type(t_op) is ad.Zero and type(t_up) is ad.Zero:
+    return out, ad.Zero.from_primal_value(out)
+  dn = params["dimension_numbers"]
+  u_shape, o_shape = get_aval(updates).shape, get_aval(operand).shape
+  ids_shape = tuple(1 if d in dn.update_window_dims else n for d, n in enumerate(u_shape))
+  ids = add(reshape(iota(np.int32, int(np.prod(ids_shape, dtype=int))), ids_shape),
+            full(ids_shape, 1, np.int32))
+  ids = broadcast_in_dim(ids, u_shape, tuple(range(len(u_shape))))
+  written = scatter_p.bind(full(o_shape, 0, np.int32), indices, ids, **params)
+  won = eq(ids, _gather_updates_like(written, indices, get_aval(updates), dn))
+  untouched = eq(written, full(o_shape, 0, np.int32))
+  t_op, t_up = map(ad.instantiate_zeros, (t_op, t_up))
+  dtype = get_aval(out).dtype
+  kept = select_n(untouched, full(o_shape, 0, dtype), t_op)
+  landed = select_n(won, full(u_shape, 0, dtype), t_up)
+  return out, scatter_add_p.bind(kept, indices, landed, **params)
+
+
 ad.primitive_jvps[scatter_add_p] = _scatter_linear_jvp(scatter_add_p)
 ad.primitive_transposes[scatter_add_p] = _scatter_add_transpose
-ad.primitive_jvps[scatter_p] = _scatter_linear_jvp(scatter_p)
+ad.primitive_jvps[scatter_p] = _scatter_jvp
 ad.primitive_transposes[scatter_p] = _scatter_transpose
 
 

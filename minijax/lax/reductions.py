@@ -5,9 +5,9 @@ Reductions lower to `mhlo.reduce` with a one-op region.  reduce_sum is linear (i
 broadcasts the cotangent back); max / min send the tangent to the positions that attain the
 extremum, shared evenly among ties; prod uses the product of the *other* elements, computed
 with exclusive cumulative products so zeros are handled.  cumsum is a primitive (linear,
-transposed by a reversed cumsum) lowered to `mhlo.reduce_window`; cumprod / cummax / cummin
-are compositions of pads and elementwise ops in log2(n) doubling steps, so every
-transformation comes from their parts.  sort uses a comparator that orders NaNs last, like
+transposed by a reversed cumsum) lowered to `mhlo.reduce_window`; cumprod / cummax / cummin /
+cumlogsumexp are primitives lowered as log2(n) doubling steps of pads and elementwise ops
+and differentiated as JAX does, through an associative_scan of their combining function.  sort uses a comparator that orders NaNs last, like
 numpy; its jvp sorts an iota alongside to permute the tangents.  top_k is `chlo.top_k`
 along the last axis (transposed there and back for another axis), whose tangent gathers
 the operand's tangent at the selected indices.
@@ -32,7 +32,8 @@ __all__ = ["reduce_sum", "reduce_max", "reduce_min", "reduce_prod", "reduce_and"
            "argmax", "argmin", "cumsum", "cumprod", "cummax", "cummin", "sort",
            "sort_key_val", "top_k", "top_k_p", "reduce_sum_p", "reduce_max_p", "reduce_min_p", "reduce_prod_p",
            "reduce_and_p", "reduce_or_p", "argmax_p", "argmin_p", "cumsum_p", "sort_p",
-           "reduce_xor", "reduce_xor_p", "cumlogsumexp", "approx_max_k", "approx_min_k"]
+           "reduce_xor", "reduce_xor_p", "cumlogsumexp", "approx_max_k", "approx_min_k",
+           "cumprod_p", "cummax_p", "cummin_p", "cumlogsumexp_p"]
 
 
 def _reduced_shape(name, x, axes):
@@ -405,11 +406,11 @@ def cumsum(operand, axis: int = 0, reverse: bool = False):
   return cumsum_p.bind(operand, axis=axis, reverse=bool(reverse))
 
 
-# ---- cumprod / cummax / cummin: doubling steps of pad + combine
-def _cumulative(x, axis, reverse, combine, identity):
-  x = convert_to_array(x)
+# ---- cumprod / cummax / cummin / cumlogsumexp: primitives (JAX's), lowered as doubling
+# steps of pad + combine, differentiated as an associative_scan of the combining function
+# (as JAX does: the derivatives, how ties share a tangent included, are the scan's)
+def _cumulative_steps(x, *, axis, reverse, combine, identity):
   aval = get_aval(x)
-  axis = _cumulative_axis(aval, axis)
   n = aval.shape[axis]
   if reverse:
     x = rev(x, (axis,))
@@ -423,19 +424,75 @@ def _cumulative(x, axis, reverse, combine, identity):
   return rev(x, (axis,)) if reverse else x
 
 
+def _cumulative_primitive(name, combine, identity, accepts, kinds):
+  prim = Primitive(name)
+
+  def abstract_eval(x, *, axis, reverse):
+    if not 0 <= axis < x.ndim:
+      raise ValueError(f"axis {axis} is out of bounds for array of shape {x.shape}")
+    if not accepts(x.dtype):
+      raise TypeError(f"{name} does not accept dtype {x.dtype.name}. Accepted dtypes are "
+                      f"subtypes of {kinds}.")
+    return x
+
+  def jvp(primals, tangents, *, axis, reverse):
+    from minijax.lax.associative_scan import associative_scan
+    scan = lambda x: [associative_scan(combine(), x, reverse=reverse, axis=axis)]
+    (out,), (t_out,) = ad.jvp_flat(scan, primals, tangents)
+    return out, t_out
+
+  def batch(args, dims, *, axis, reverse):
+    (x,), (d,) = args, dims
+    return prim.bind(x, axis=axis + (axis >= d), reverse=reverse), d
+
+  prim.def_abstract_eval(abstract_eval)
+  mlir.register_lowering(prim, utils.lowering_from_function(
+      lambda x, **p: _cumulative_steps(x, combine=combine(), identity=identity, **p)))
+  ad.primitive_jvps[prim] = jvp
+  batching.primitive_batchers[prim] = batch
+  return prim
+
+
+def _elementwise(name):
+  def get():
+    from minijax.lax import elementwise
+    return getattr(elementwise, name)
+  return get
+
+
+_is_number = lambda dt: dt != dtypes.bool_ and not dtypes.is_extended(dt)
+cumprod_p = _cumulative_primitive("cumprod", _elementwise("mul"),
+                                  lambda dt: _identity("prod", dt), _is_number, "number")
+cummax_p = _cumulative_primitive("cummax", _elementwise("max"),
+                                 lambda dt: _identity("max", dt), _is_number, "number")
+cummin_p = _cumulative_primitive("cummin", _elementwise("min"),
+                                 lambda dt: _identity("min", dt), _is_number, "number")
+cumlogsumexp_p = _cumulative_primitive("cumlogsumexp", lambda: _logaddexp,
+                                       lambda dt: _identity("max", dt), dtypes.is_inexact,
+                                       "inexact")
+
+
+def _cumulative_bind(prim, operand, axis, reverse):
+  operand = convert_to_array(operand)
+  axis = _cumulative_axis(get_aval(operand), axis)
+  return prim.bind(operand, axis=axis, reverse=bool(reverse))
+
+
 def cumprod(operand, axis: int = 0, reverse: bool = False):
-  from minijax.lax.elementwise import mul
-  return _cumulative(operand, axis, reverse, mul, lambda dt: _identity("prod", dt))
+  return _cumulative_bind(cumprod_p, operand, axis, reverse)
 
 
 def cummax(operand, axis: int = 0, reverse: bool = False):
-  from minijax.lax.elementwise import max as lax_max
-  return _cumulative(operand, axis, reverse, lax_max, lambda dt: _identity("max", dt))
+  return _cumulative_bind(cummax_p, operand, axis, reverse)
 
 
 def cummin(operand, axis: int = 0, reverse: bool = False):
-  from minijax.lax.elementwise import min as lax_min
-  return _cumulative(operand, axis, reverse, lax_min, lambda dt: _identity("min", dt))
+  return _cumulative_bind(cummin_p, operand, axis, reverse)
+
+
+def cumlogsumexp(operand, axis: int = 0, reverse: bool = False):
+  """The running log-sum-exp along `axis` (floating point or complex `x`)."""
+  return _cumulative_bind(cumlogsumexp_p, operand, axis, reverse)
 
 
 def _logaddexp(a, b):
@@ -452,15 +509,6 @@ def _logaddexp(a, b):
     return out
   angle = imag(out)
   return make_complex(real(out), atan2(sin(angle), cos(angle)))
-
-
-def cumlogsumexp(operand, axis: int = 0, reverse: bool = False):
-  """The running log-sum-exp along `axis` (floating point or complex `x`)."""
-  operand = convert_to_array(operand)
-  if not dtypes.is_inexact(get_aval(operand).dtype):
-    raise TypeError(f"cumlogsumexp does not accept dtype {get_aval(operand).dtype}; it accepts "
-                    "floating point")
-  return _cumulative(operand, axis, reverse, _logaddexp, lambda dt: _identity("max", dt))
 
 
 # ---- sort
