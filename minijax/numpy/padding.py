@@ -51,7 +51,7 @@ def pad(array, pad_width, mode="constant", **kwargs):
   stat_lengths = _pairs("stat_length", kwargs.get("stat_length"), nd, integral=True)
   if any(length is not None and length <= 0 for pair in stat_lengths for length in pair):
     raise ValueError("stat_length of 0 yields no value for padding")
-  values = _arr("pad", kwargs.get("constant_values", 0))
+  values = _util.asarray(kwargs.get("constant_values", 0))  # (a list too, as in JAX)
   return _pad(x, values, tuple(widths), mode, reflect_type == "odd",
               tuple(_pairs("end_values", kwargs.get("end_values", 0), nd)), tuple(stat_lengths))
 
@@ -106,8 +106,8 @@ def _pairs(name, value, nd: int, integral: bool = False) -> list[tuple]:
 
 
 def _pad_constant(x, widths, constant_values):
-  from minijax.numpy.shape import _arr, squeeze
-  values = lax.convert_element_type(_arr("pad", constant_values), _util.dtype(x))
+  from minijax.numpy.shape import squeeze
+  values = lax.convert_element_type(_util.asarray(constant_values), _util.dtype(x))
   nd, shape = _util.ndim(x), _util.shape(values)
   if len(shape) > 2 or len(shape) >= 1 and shape[-1] not in (1, 2):
     raise ValueError(f"jnp.pad: constant_values has unsupported shape {shape}. If the shape "

@@ -19,9 +19,8 @@ from minijax.numpy import _util
 def _prep(name, a, axis, out=None, where=None, fill=None):
   """The operand as an array and the axes; `where=False` positions become `fill`."""
   _util.reject_out(name, out)
-  if not isinstance(a, (list, tuple)):
-    _util.check(name, a)
-  (x,) = _util.promote(name, a) if not isinstance(a, (list, tuple)) else (_util.asarray(a),)
+  _util.check(name, a)
+  (x,) = _util.promote(name, a)
   x = _strong(x)
   axes = _util.canonicalize_axes(axis, _util.ndim(x))
   if where is not None:

@@ -22,10 +22,7 @@ from minijax.numpy.ufuncs import remainder
 
 
 def _arr(name, a):
-  if isinstance(a, (list, tuple)):
-    from minijax.numpy.creation import array
-    return array(a)
-  (a,) = _util.arrays_of(name, (a,))
+  (a,) = _util.arrays_of(name, (a,))  # (lists are refused, as JAX refuses them)
   return lax.convert_to_array(a)
 
 
