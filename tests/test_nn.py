@@ -334,8 +334,10 @@ def test_dot_product_attention_shapes_precision_and_errors():
     nn.dot_product_attention(q[:, :3], k, k)
   with pytest.raises(ValueError, match="value dtype should be float32"):
     nn.dot_product_attention(q, k, k.astype(np.float16))
-  with pytest.raises(ValueError, match="implementation='cudnn' is not available"):
+  with pytest.raises(RuntimeError, match="cuDNN is not detected"):  # (JAX's, without a GPU)
     nn.dot_product_attention(q, k, k, implementation="cudnn")
+  with pytest.raises(ValueError, match="Unsupported implementation option: foo"):
+    nn.dot_product_attention(q, k, k, implementation="foo")
 
 
 def test_softmax_differentiates_through_its_operations_by_default_as_jax_0_10_2():

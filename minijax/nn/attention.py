@@ -30,9 +30,12 @@ def dot_product_attention(query, key, value, bias=None, mask=None, *, scale=None
                           implementation=None, return_residual: bool = False):
   """Scaled dot-product attention of `query` over `key` and `value` (see the module
   docstring); with `return_residual`, also the logsumexp of each row of logits (`BTN`)."""
+  if implementation == "cudnn":  # (JAX's error on a machine without a GPU)
+    raise RuntimeError("cuDNN is not detected: dot_product_attention's implementation="
+                       "'cudnn' needs an NVIDIA GPU; use None or 'xla'")
   if implementation not in (None, "xla"):
-    raise ValueError(f"dot_product_attention: implementation={implementation!r} is not "
-                     "available in minijax (no GPU); use None or 'xla'")
+    raise ValueError(f"Unsupported implementation option: {implementation}; "
+                     "use None, 'xla' or 'cudnn'")
   out_shape = jnp.shape(query)
   q, k, v = (_four_d(jnp.asarray(t)) for t in (query, key, value))
   b, s, kh, h = k.shape
