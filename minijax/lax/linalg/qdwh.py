@@ -117,17 +117,19 @@ def qdwh(x, *, is_hermitian: bool = False, max_iterations: int | None = None,
       u, previous = _cholesky_step(u, a, b, c), u
       moving = _moved(u, previous, tol_norm)
 
+  count = dtypes.default_int_dtype()  # (int64 with x64 enabled, as JAX's counter)
+
   def halley(state):
     k, u, _ = state
     u_next = _cholesky_step(u, 3.0, 1.0, 3.0)
-    return lax.add(k, lax.full((), 1, dtypes.int32)), u_next, _moved(u_next, u, tol_norm)
+    return lax.add(k, lax.full((), 1, count)), u_next, _moved(u_next, u, tol_norm)
 
   def unfinished(state):
     k, _, moving = state
-    return lax.bitwise_and(moving, lax.lt(k, lax.full((), max_iterations, dtypes.int32)))
+    return lax.bitwise_and(moving, lax.lt(k, lax.full((), max_iterations, count)))
 
   num_iters, u, moving = lax.while_loop(
-      unfinished, halley, (lax.full((), len(steps), dtypes.int32), u, moving))
+      unfinished, halley, (lax.full((), len(steps), count), u, moving))
 
   # one Newton-Schulz step: u (3 I - u^H u) / 2
   u = lax.sub(lax.mul(_scalar(1.5, dtype), u),
