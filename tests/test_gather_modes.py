@@ -132,3 +132,30 @@ def test_vmapped_dynamic_slices_with_clamped_starts_differentiate_where_they_rea
   error, _ = checkify.checkify(minijax.vmap(lambda i: m[i]), errors=checkify.index_checks)(
       jnp.array([1, 5]))
   assert "index 5 is out of bounds for axis 0 with size 3" in error.get()
+
+
+def test_at_updater_takes_jaxs_keywords():
+  """JAX 0.10.2's values.  `wrap_negative_indices=False` was swallowed (x.at[-1].get(
+  wrap_negative_indices=False, mode='fill') read x[-1] where JAX fills), mode='drop' and
+  GatherScatterMode values read clamped where JAX fills, and divide on an integer array
+  multiplied by 1 / 2 cast to 0."""
+  x = jnp.arange(4.0)
+  nowrap = dict(wrap_negative_indices=False)
+  assert float(x.at[-1].get(mode="fill", fill_value=7.0, **nowrap)) == 7.0
+  assert float(x.at[-1].get(mode="clip", **nowrap)) == 0.0
+  assert float(x.at[-1].get(**nowrap)) == 0.0
+  np.testing.assert_array_equal(x.at[np.array([-1, 1])].set(9.0, **nowrap), [0, 9, 2, 3])
+  np.testing.assert_array_equal(x.at[jnp.array([-1, 1])].set(9.0, mode="clip", **nowrap),
+                                [9, 9, 2, 3])
+  assert np.isnan(x.at[7].get(mode="drop"))
+  assert np.isnan(x.at[7].get(mode=lax.GatherScatterMode.FILL_OR_DROP))
+  divided = jnp.arange(4).at[1].divide(2)
+  assert divided.dtype == np.float32 and divided.tolist() == [0, 0.5, 2, 3]
+  np.testing.assert_array_equal(x.at[np.array([1, 2])].power(2.0), [0, 1, 4, 3])
+  np.testing.assert_array_equal(x.at[np.array([0, 0, 2])].apply(lambda v: v + 1), [2, 1, 3, 3])
+  grad = minijax.grad(lambda a: a.at[np.array([0, 2])].multiply(a[1], unique_indices=True).sum())
+  np.testing.assert_array_equal(grad(x), [1, 3, 1, 1])
+  with pytest.raises(NotImplementedError, match="out_sharding is not supported"):
+    x.at[0].set(1.0, out_sharding=object())
+  with pytest.raises(NotImplementedError, match="mode='one_hot' is not supported"):
+    x.at[1].get(mode="one_hot")

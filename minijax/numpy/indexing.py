@@ -1,4 +1,6 @@
-"""numpy indexing (`x[idx]`) and functional updates (`x.at[idx].set/add/mul/min/max/get`).
+"""numpy indexing (`x[idx]`) and functional updates (`x.at[idx]`'s set, add, subtract,
+multiply, divide, power, min, max, apply and get, with JAX's keywords: `mode`,
+`wrap_negative_indices`, the index hints `unique_indices` and `indices_are_sorted`).
 
 `getitem` first turns `None` and boolean scalars into new size-1 axes (so they become plain
 slices), expands `Ellipsis`, and concrete boolean masks into integer arrays.  Then:
@@ -51,6 +53,10 @@ def _normalize_entries(idx, shape: tuple):
   concrete boolean masks replaced by integer arrays (after checking them against the axes
   they index, as numpy does)."""
   nd = len(shape)
+  if isinstance(idx, list):
+    use = "tuple(seq)" if any(isinstance(e, slice) or e is None for e in idx) else "array(seq)"
+    raise TypeError("Using a non-tuple sequence for multidimensional indexing is not allowed; "
+                    f"use `arr[{use}]` instead of `arr[seq]` (as in JAX)")
   if not isinstance(idx, tuple):
     idx = (idx,)
   out = []
@@ -100,7 +106,8 @@ def _normalize_entries(idx, shape: tuple):
         else:
           out.append(e)
       else:
-        raise IndexError(f"indices must be integers, got an array of dtype {dt}")
+        raise TypeError(f"Indexer must have integer or boolean type, got indexer with type "
+                        f"{dt}")
     else:
       raise TypeError(f"invalid index of type {type(e).__name__} ({e!r:.60}); indices must be "
                       "ints, slices, None, Ellipsis, bools or integer arrays")
@@ -330,40 +337,105 @@ class _IndexUpdateRef:
     self.array = array
     self.index = index
 
-  def get(self, *, mode=None, fill_value=None, **_):
-    """`x[idx]`; with mode='fill', out-of-bounds array indices read `fill_value` (NaN for
-    floats, the extreme value for integers, True for bools)."""
-    if mode != "fill":
-      return getitem(self.array, self.index)
-    return getitem_filled(self.array, self.index, fill_value)
+  def get(self, *, indices_are_sorted=False, unique_indices=False, mode=None,
+          fill_value=None, out_sharding=None, wrap_negative_indices=True):
+    """`x[idx]`; out-of-bounds indices are clamped, or with mode='fill' read `fill_value`
+    (NaN for floats, the extreme value for integers, True for bools).  The index hints
+    (`indices_are_sorted`, `unique_indices`) change nothing here."""
+    _no_out_sharding(out_sharding)
+    filled = _mode(mode, "get") is lax.GatherScatterMode.FILL_OR_DROP
+    index = _unwrapped(self.index, wrap_negative_indices, out_of_bounds=filled)
+    if not filled:
+      return getitem(self.array, index)
+    return getitem_filled(self.array, index, fill_value)
 
-  def set(self, values, *, mode=None, **_):
-    return _update(lax.scatter, self.array, self.index, values, mode)
+  def set(self, values, **kw):
+    return _update(lax.scatter, self.array, self.index, values, **kw)
 
-  def add(self, values, *, mode=None, **_):
-    return _update(lax.scatter_add, self.array, self.index, values, mode)
+  def add(self, values, **kw):
+    return _update(lax.scatter_add, self.array, self.index, values, **kw)
 
-  def subtract(self, values, *, mode=None, **_):
+  def subtract(self, values, **kw):
     from minijax.numpy.ufuncs import negative
-    return self.add(negative(values), mode=mode)
+    return self.add(negative(values), **kw)
 
-  def multiply(self, values, *, mode=None, **_):
-    return _update(lax.scatter_mul, self.array, self.index, values, mode)
+  def multiply(self, values, **kw):
+    return _update(lax.scatter_mul, self.array, self.index, values, **kw)
 
   mul = multiply
 
-  def divide(self, values, *, mode=None, **_):
+  def divide(self, values, **kw):
+    """`x / d`, where `d` is 1 but at `idx`, which hold the product of their values (JAX's
+    construction: an integer `x` gives floating point)."""
+    from minijax.numpy.creation import ones_like
     from minijax.numpy.ufuncs import true_divide
-    return self.multiply(true_divide(1, values), mode=mode)
+    return true_divide(self.array, ones_like(self.array).at[self.index].multiply(values, **kw))
 
-  def min(self, values, *, mode=None, **_):
-    return _update(lax.scatter_min, self.array, self.index, values, mode)
+  def power(self, values, **kw):
+    """`x ** e`, where `e` is 1 but at `idx`, which hold the product of their values."""
+    from minijax.numpy.creation import ones_like
+    from minijax.numpy.ufuncs import power
+    return power(self.array, ones_like(self.array).at[self.index].multiply(values, **kw))
 
-  def max(self, values, *, mode=None, **_):
-    return _update(lax.scatter_max, self.array, self.index, values, mode)
+  def min(self, values, **kw):
+    return _update(lax.scatter_min, self.array, self.index, values, **kw)
 
-  def apply(self, func, *, mode=None, **_):
-    return self.set(func(self.get()), mode=mode)
+  def max(self, values, **kw):
+    return _update(lax.scatter_max, self.array, self.index, values, **kw)
+
+  def apply(self, func, *, indices_are_sorted=False, unique_indices=False, mode=None,
+            wrap_negative_indices=True):
+    """`func` applied to the elements at `idx` (as often as the index names them)."""
+    kw = dict(indices_are_sorted=indices_are_sorted, unique_indices=unique_indices,
+              mode=mode, wrap_negative_indices=wrap_negative_indices)
+    return _update(_scatter_apply(func), self.array, self.index, None, **kw)
+
+
+def _no_out_sharding(out_sharding):
+  if out_sharding is not None:
+    raise NotImplementedError("x.at[...]: out_sharding is not supported by minijax (it has "
+                              "no explicit sharding in types); place the result with "
+                              "jax.device_put or lax.with_sharding_constraint")
+
+
+def _mode(mode, what: str):
+  """`mode` (a name or a `GatherScatterMode`) as the mode in force: a read clamps out-of-
+  bounds indices unless told to fill, an update drops them unless told to clip."""
+  if mode is None:
+    return lax.GatherScatterMode.CLIP if what == "get" else lax.GatherScatterMode.FILL_OR_DROP
+  mode = lax.GatherScatterMode.from_any(mode)
+  if mode is lax.GatherScatterMode.ONE_HOT:
+    raise NotImplementedError("x.at[...]: mode='one_hot' is not supported; use 'clip', "
+                              "'fill' (or 'drop') or 'promise_in_bounds'")
+  return mode
+
+
+def _unwrapped(idx, wrap_negative_indices: bool, out_of_bounds: bool):
+  """`idx` with its negative integer indices made to read or write nothing when
+  `wrap_negative_indices` is False: past every axis's end (`out_of_bounds`, where they are
+  filled or dropped), else 0 (where out-of-bounds indices are clamped)."""
+  if wrap_negative_indices:
+    return idx
+  past = 2**31 - 1 if out_of_bounds else 0
+
+  def entry(e):
+    if isinstance(e, _INTS) and not isinstance(e, (bool, np.bool_)):
+      return past if e < 0 else e
+    if isinstance(e, np.ndarray) and e.dtype.kind in "iu":
+      return np.where(e < 0, past, e.astype(np.int64))
+    if _is_array(e) and dtypes.is_integer(_util.dtype(e)):
+      e = lax.convert_element_type(e, dtypes.int32)
+      zeros = lax.full(_util.shape(e), 0, dtypes.int32)
+      return lax.select(lax.lt(e, zeros), lax.full(_util.shape(e), past, dtypes.int32), e)
+    return e
+  return tuple(entry(e) for e in idx) if isinstance(idx, tuple) else entry(idx)
+
+
+def _scatter_apply(func):
+  """A scatter-like function applying `func` at the indexed elements."""
+  def scatter(operand, indices, updates, dnums, **kw):
+    return lax.scatter_apply(operand, indices, func, dnums, update_shape=updates.shape, **kw)
+  return scatter
 
 
 _BOX_COMBINE = {lax.scatter: None, lax.scatter_add: "add", lax.scatter_mul: "mul",
@@ -418,14 +490,18 @@ def _cast_values(values, aval):
   return _util.to_array(values, aval.dtype, aval.weak_type)
 
 
-def _update(scatter_fn, x, idx, values, mode=None):
+def _update(scatter_fn, x, idx, values, *, indices_are_sorted=False, unique_indices=False,
+            mode=None, out_sharding=None, wrap_negative_indices=True):
   """Scatters `values` at `x[idx]`; out-of-bounds array indices are dropped, or clamped
-  with mode='clip'."""
-  if mode not in (None, "drop", "clip", "promise_in_bounds", "fill"):
-    raise ValueError(f"unknown index update mode {mode!r}")
+  with mode='clip' (or 'promise_in_bounds')."""
+  _no_out_sharding(out_sharding)
+  clip = _mode(mode, "update") is not lax.GatherScatterMode.FILL_OR_DROP
   x = lax.convert_to_array(x)
-  _util.check("at[].update", values)
-  box = _box(x, idx)
+  apply = values is None
+  if not apply:
+    _util.check("at[].update", values)
+  idx = _unwrapped(idx, wrap_negative_indices, out_of_bounds=not clip)
+  box = None if apply else _box(x, idx)
   if box == "out of bounds":  # the general path below drops (or clips) the update
     box = None
   if box is not None:
@@ -434,15 +510,16 @@ def _update(scatter_fn, x, idx, values, mode=None):
   positions, valid = _getitem(lax.reshape(lax.iota(dtypes.int32, size), shape), idx,
                               want_valid=True)
   pshape = _util.shape(positions)
-  if valid is not None and mode not in ("clip", "promise_in_bounds"):
+  if valid is not None and not clip:
     # out-of-bounds array indices point past the end, where the scatter drops them
     positions = lax.select(valid, positions, lax.full(pshape, size, dtypes.int32))
   n = int(np.prod(pshape, dtype=np.int64))
-  values = _util.broadcast_to(_cast_values(values, get_aval(x)), pshape)
+  values = (lax.full((n,), 0, get_aval(x).dtype) if apply else
+            lax.reshape(_util.broadcast_to(_cast_values(values, get_aval(x)), pshape), (n,)))
   dnums = lax.ScatterDimensionNumbers(update_window_dims=(), inserted_window_dims=(0,),
                                       scatter_dims_to_operand_dims=(0,))
-  flat = scatter_fn(lax.reshape(x, (size,)), lax.reshape(positions, (n, 1)),
-                    lax.reshape(values, (n,)), dnums)
+  flat = scatter_fn(lax.reshape(x, (size,)), lax.reshape(positions, (n, 1)), values, dnums,
+                    indices_are_sorted=indices_are_sorted, unique_indices=unique_indices)
   return lax.reshape(flat, shape)
 
 
