@@ -79,6 +79,9 @@ def check_jit(outs, name: str, deoptimized: Callable[[], Any]) -> None:
   without jit) so that the eager checks raise naming the operation."""
   kind = invalid_kind(outs)
   if kind:
+    # (said on stdout, as JAX says it: the function's effects, taps included, run again)
+    print("Invalid nan value encountered in the output of a minijax.jit function. Calling "
+          "the de-optimized version.")
     try:
       deoptimized()
     except (FloatingPointError, ZeroDivisionError) as e:
