@@ -84,7 +84,7 @@ def transpose(a, axes=None):
     axes = tuple(reversed(range(nd)))
   axes = tuple(int(ax) % nd if nd else int(ax) for ax in axes)
   if sorted(axes) != list(range(nd)):
-    raise ValueError(f"transpose: axes {axes} don't match an array of dimension {nd}")
+    raise TypeError(f"transpose: axes {axes} don't match an array of dimension {nd}")
   return lax.transpose(x, axes)
 
 
@@ -202,7 +202,7 @@ def concatenate(arrays, axis=0, dtype=None):
     raise ValueError("zero-dimensional arrays cannot be concatenated")
   if any(_util.ndim(x) != nd for x in xs):
     shapes = ", ".join(str(_util.shape(x)) for x in xs)
-    raise ValueError(f"concatenate: all arrays must have the same number of dimensions, got "
+    raise TypeError(f"concatenate: all arrays must have the same number of dimensions, got "
                      f"shapes {shapes}")
   (ax,) = _util.canonicalize_axes(axis, nd)
   return lax.concatenate(xs, ax)
@@ -549,7 +549,7 @@ def take(a, indices, axis=None, out=None, mode=None, unique_indices=False,
   if _util.dtype(idx) == dtypes.bool_:  # (as numpy's and JAX's: the indices 0 and 1)
     idx = lax.convert_element_type(idx, dtypes.int32)
   if not dtypes.is_integer(_util.dtype(idx)):
-    raise TypeError(f"take: indices must be integers, got {_util.dtype(idx)}")
+    raise ValueError(f"take: indices must have an integer type, got {_util.dtype(idx)}")
   if axis is None:
     x, axis = ravel(x), 0
   (ax,) = _util.canonicalize_axes(axis, _util.ndim(x))
