@@ -189,3 +189,48 @@ case('segment_sum grad', lambda: jax.grad(lambda x: jnp.sum(jax.ops.segment_sum(
 case('logsumexp inf grad', lambda: jax.grad(lambda x: jax.nn.logsumexp(x))(jnp.array([-np.inf, 0., 1.])))
 case('norm zero grad', lambda: jax.grad(lambda x: jnp.linalg.norm(x))(jnp.zeros(3)))
 case('abs max grad', lambda: jax.grad(lambda x: jnp.max(jnp.abs(x)))(jnp.array([-2., 2, 1])))
+# vmap over every combination of batched operands (lax_vmap_op's question), against a loop
+import itertools
+def vmap_combos(name, f, args, size=2):
+  for mask in itertools.product([False, True], repeat=len(args)):
+    if not any(mask):
+      continue
+    batched = [jnp.stack([a, a + 1 if np.asarray(a).dtype != bool else a]) if m else a
+               for a, m in zip(args, mask)]
+    axes = tuple(0 if m else None for m in mask)
+    def run(batched=batched, axes=axes):
+      out = jax.vmap(f, axes)(*batched)
+      loop = [f(*[b[i] if ax == 0 else b for b, ax in zip(batched, axes)]) for i in range(size)]
+      same = all(bool(np.allclose(np.asarray(o)[i], np.asarray(l), equal_nan=True))
+                 for i, ls in enumerate(loop)
+                 for o, l in zip(jax.tree_util.tree_leaves(out), jax.tree_util.tree_leaves(ls)))
+      return out, same
+    case(f'{name} vmap{"".join("b" if m else "_" for m in mask)}', run)
+GI = jnp.array([[2], [0], [9]])
+vmap_combos('gather', lambda x, i: lax.gather(x, i, GDN, (1, 4), mode='clip'), (A, GI))
+vmap_combos('gather fill', lambda x, i: lax.gather(x, i, GDN, (1, 4), mode='fill'), (A, GI))
+vmap_combos('scatter_add', lambda x, i, u: lax.scatter_add(x, i, u, SDN, mode='drop'), (A, jnp.array([[0], [2], [0]]), U[:3]))
+vmap_combos('scatter', lambda x, i, u: lax.scatter(x, i, u, SDN, mode='clip'), (A, jnp.array([[1], [2], [7]]), U[:3]))
+vmap_combos('dynamic_slice', lambda x, i, j: lax.dynamic_slice(x, (i, j), (2, 2)), (A, jnp.int32(1), jnp.int32(3)))
+vmap_combos('dynamic_update_slice', lambda x, u, i: lax.dynamic_update_slice(x, u, (i, jnp.int32(1))), (A, jnp.ones((2, 2)), jnp.int32(2)))
+vmap_combos('select_n', lambda p, a, b: lax.select_n(p, a, b), (I > 0, A, -A))
+vmap_combos('clamp', lambda lo, x, hi: lax.clamp(lo, x, hi), (jnp.float32(-0.5), A, jnp.float32(0.5)))
+vmap_combos('dot_general', lambda a, b: lax.dot_general(a, b, (((1,), (0,)), ((), ()))), (A, A.T))
+vmap_combos('conv', lambda x, w: lax.conv_general_dilated(x, w, (1, 1), 'SAME'), (X4, W4))
+vmap_combos('conv groups', lambda x, w: lax.conv_general_dilated(x, w, (1, 1), 'VALID', feature_group_count=3), (X4, W4[:3, :1]))
+vmap_combos('pad', lambda x, v: lax.pad(x, v, [(1, 0, 1), (0, 2, 0)]), (A, jnp.float32(9)))
+vmap_combos('sort 2', lambda a, b: lax.sort((a, b), num_keys=1), (I, A))
+vmap_combos('top_k', lambda a: lax.top_k(a, 2)[1], (A,))
+vmap_combos('cumsum', lambda a: lax.cumsum(a, 1, reverse=True), (A,))
+vmap_combos('reduce_window', lambda a, init: lax.reduce_window(a, init, lax.add, (2, 2), (1, 1), 'SAME'), (A, jnp.float32(0)))
+vmap_combos('argmax', lambda a: lax.argmax(a, 0, jnp.int32), (A,))
+vmap_combos('dynamic_index', lambda a, i: a[i], (A, jnp.int32(-1)))
+vmap_combos('index_update', lambda a, i, v: a.at[i].set(v), (A, jnp.array([0, 2]), jnp.float32(5)))
+vmap_combos('take_along_axis', lambda a, i: jnp.take_along_axis(a, i, axis=1), (A, jnp.array([[0], [3], [1]])))
+vmap_combos('fft', lambda a: jnp.fft.rfft(a), (A,))
+vmap_combos('triangular_solve', lambda m, b: lax.linalg.triangular_solve(m, b, left_side=True, lower=True), (jnp.eye(3) * 2 + jnp.tril(jnp.ones((3, 3))), A))
+vmap_combos('cond', lambda p, a: lax.cond(p, lambda v: v * 2, lambda v: -v, a), (jnp.bool_(True), A))
+vmap_combos('while', lambda n, a: lax.while_loop(lambda s: s[0] < n, lambda s: (s[0] + 1, s[1] * 2), (0, a))[1], (jnp.int32(2), A))
+vmap_combos('scan', lambda c, xs: lax.scan(lambda cc, x: (cc + x, cc * x), c, xs), (A[0], A))
+vmap_combos('fori', lambda n, a: lax.fori_loop(0, n, lambda i, v: v + i, a), (jnp.int32(3), A))
+vmap_combos('switch', lambda i, a: lax.switch(i, [jnp.sin, jnp.cos, jnp.tanh], a), (jnp.int32(1), A))
