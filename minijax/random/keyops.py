@@ -174,7 +174,8 @@ class _KeyAtIndex:
     self.keys, self.idx = keys, idx
 
   def get(self, **kwargs):
-    return _getitem(self.keys, self.idx)
+    idx = _normalize_index(self.keys, self.idx)
+    return _wrap_like(self.keys, self.keys._base_array.at[idx].get(**kwargs))
 
   def set(self, values, **kwargs):
     keys = self.keys
