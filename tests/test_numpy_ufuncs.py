@@ -234,3 +234,19 @@ def test_isclose_compares_integers_as_floats_and_takes_array_tolerances():
   np.testing.assert_array_equal(jnp.isclose(x, y, atol=wide), np.isclose(x, y, atol=wide))
   assert bool(jnp.allclose(x, y, rtol=np.float32(0.2)))
 
+
+
+def test_ufunc_methods_compute_in_the_functions_result_dtype():
+  """JAX 0.10.2's values: a logical ufunc's accumulate and at fold booleans (minijax folded
+  in the integers' dtype, so logical_or.accumulate([1, 0, 4]) gave [1, 1, 4]), and the
+  logical reductions take initial= (they raised)."""
+  ints = np.array([[1, 0, 4], [0, 0, 2]], np.int32)
+  acc = jnp.logical_or.accumulate(ints, axis=1)
+  assert acc.dtype == np.bool_ and acc.tolist() == [[True, True, True], [False, False, True]]
+  at = jnp.logical_or.at(np.arange(5), np.array([3, 1, 3, 0]), 2, inplace=False)
+  assert at.dtype == np.bool_ and at.tolist() == [True, True, True, True, True]
+  assert jnp.logical_or.reduce(np.zeros(3, np.int32), initial=True).tolist() is True
+  assert jnp.logical_and.reduce(np.ones((2, 3), np.int32), axis=0, keepdims=True,
+                                initial=False).tolist() == [[False] * 3]
+  assert jnp.logical_or.reduce(ints, axis=1, where=np.array([False, True, False]),
+                               initial=False).tolist() == [False, False]

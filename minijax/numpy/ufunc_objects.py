@@ -127,7 +127,8 @@ class ufunc:
       a = moveaxis(a, axis, 0)
       where = None if where is None else moveaxis(where, axis, 0)
     shape = _util.shape(a)[1:]
-    dtype = _util.dtype(a)
+    dtype = _util.dtype(a) if dtype is not None else self._result_dtype(a, a)
+    a = lax.convert_element_type(a, dtype)
     if _util.shape(a)[0] == 0 or initial is not None:
       if initial is None:
         raise ValueError(f"zero-size array to reduction operation {self.__name__} which has "
@@ -143,6 +144,14 @@ class ufunc:
 
     result, _ = scan(step, start, (xs, mask))
     return lax.reshape(result, kept_shape) if keepdims else result
+
+  def _result_dtype(self, *operands) -> np.dtype:
+    """The dtype the function gives for scalars of the operands' dtypes (JAX's: the folds
+    compute in it, so a logical function of integers folds booleans)."""
+    from minijax.core.avals import ShapedArray
+    from minijax.interpreters import partial_eval as pe
+    avals = [ShapedArray((), _util.dtype(v)) for v in operands]
+    return pe.trace_to_closed_jaxpr(lambda *xs: [self(*xs)], avals).out_avals[0].dtype
 
   # ---- accumulate
 
@@ -164,8 +173,8 @@ class ufunc:
     axis = _util.canonicalize_axes(axis, _util.ndim(a))[0]
     if _util.shape(a)[axis] == 0:
       return a
-    rows = moveaxis(a, axis, 0)
-    dtype = _util.dtype(a)
+    dtype = _util.dtype(a) if dtype is not None else self._result_dtype(a, a)
+    rows = moveaxis(lax.convert_element_type(a, dtype), axis, 0)
 
     def step(acc, x):
       new = lax.convert_element_type(self(acc, x), dtype)
@@ -193,7 +202,10 @@ class ufunc:
   def _at_in_order(self, a, indices, *b):
     _util.check(f"{self.__name__}.at", a)
     a = _util.asarray(a)
-    shape, size, dtype = _util.shape(a), _util.size(a), _util.dtype(a)
+    dtype = self._result_dtype(a, *b)
+    a = lax.convert_element_type(a, dtype)
+    b = [lax.convert_element_type(_util.asarray(v), dtype) for v in b]
+    shape, size = _util.shape(a), _util.size(a)
     positions, valid = _getitem(lax.reshape(lax.iota(np.int32, size), shape), indices,
                                 want_valid=True)
     pshape = _util.shape(positions)
@@ -280,12 +292,12 @@ def _update_at(method: str):
   return at
 
 
-def _bool_reduction(reduction):
+def _bool_reduction(reduction, combine):
   def reduce(a, axis=0, dtype=None, keepdims=False, initial=None, where=None):
-    if initial is not None:
-      raise NotImplementedError("initial= of a logical reduction")
     a = lax.convert_element_type(_util.asarray(a), np.bool_)
     out = reduction(a, axis=axis, keepdims=keepdims, where=where)
+    if initial is not None:  # (folded in with the others: any(...) or initial)
+      out = combine(out, lax.convert_element_type(_util.asarray(initial), np.bool_))
     return out if dtype is None else lax.convert_element_type(out, dtypes.canonicalize_user_dtype(dtype))
   return reduce
 
@@ -310,8 +322,10 @@ multiply = _ufunc(ufuncs.multiply, 2, 1, reduce=reductions.prod,
 subtract = _ufunc(ufuncs.subtract, 2, at=_update_at("subtract"))
 maximum = _ufunc(ufuncs.maximum, 2, reduce=_extremum(reductions.max))
 minimum = _ufunc(ufuncs.minimum, 2, reduce=_extremum(reductions.min))
-logical_and = _ufunc(ufuncs.logical_and, 2, True, reduce=_bool_reduction(reductions.all))
-logical_or = _ufunc(ufuncs.logical_or, 2, False, reduce=_bool_reduction(reductions.any))
+logical_and = _ufunc(ufuncs.logical_and, 2, True,
+                     reduce=_bool_reduction(reductions.all, ufuncs.logical_and))
+logical_or = _ufunc(ufuncs.logical_or, 2, False,
+                    reduce=_bool_reduction(reductions.any, ufuncs.logical_or))
 logical_xor = _ufunc(ufuncs.logical_xor, 2, False)
 bitwise_and = _ufunc(ufuncs.bitwise_and, 2, -1)
 bitwise_or = _ufunc(ufuncs.bitwise_or, 2, 0)
