@@ -189,14 +189,16 @@ def _pascal_lower(n, sign=False):
 
 
 def pascal(n, kind=None):
-  """The Pascal matrix: 'symmetric' (the default: C(i + j, i)), 'lower' or 'upper'."""
+  """The Pascal matrix: 'symmetric' (the default: C(i + j, i)), 'lower' or 'upper'; in
+  float32 whatever the x64 setting, as JAX's (whose entries are rounded by its formula;
+  these are the exact integers, rounded once)."""
   n = _size("pascal", n)
   kind = "symmetric" if kind is None else kind
   if kind == "symmetric":
-    return _exact(lambda i, j: math.comb(i + j, i), n)
+    return _exact(lambda i, j: math.comb(i + j, i), n).astype(np.float32)
   if kind in ("lower", "upper"):
     low = _pascal_lower(n)
-    return _float(low if kind == "lower" else low.T)
+    return _float(low if kind == "lower" else low.T).astype(np.float32)
   raise ValueError(f"pascal: kind must be 'symmetric', 'lower' or 'upper', got {kind!r}")
 
 
