@@ -159,3 +159,20 @@ def test_at_updater_takes_jaxs_keywords():
     x.at[0].set(1.0, out_sharding=object())
   with pytest.raises(NotImplementedError, match="mode='one_hot' is not supported"):
     x.at[1].get(mode="one_hot")
+
+
+def test_checkify_sees_take_along_axis_indices_out_of_bounds():
+  """As in JAX 0.10.2, jnp.take_along_axis hands its indices to the gather as given (its
+  mode treats those out of bounds), so checkify reports them; minijax clamped them first."""
+  from minijax.experimental import checkify
+  x = jnp.arange(4.0)
+  err, out = checkify.checkify(lambda v: jnp.take_along_axis(v, jnp.array([7]), axis=0),
+                               errors=checkify.index_checks)(x)
+  assert "index 7 is out of bounds for axis 0 with size 4" in err.get()
+  assert np.isnan(out[0])
+  np.testing.assert_array_equal(jnp.take_along_axis(x, np.array([7, -1, -9]), 0, mode="clip"),
+                                [3, 3, 0])
+  np.testing.assert_array_equal(
+      jnp.take_along_axis(x, np.array([7, 1]), 0, mode="fill", fill_value=-1.0), [-1, 1])
+  with pytest.raises(TypeError, match="check takes a scalar pred"):
+    checkify.checkify(lambda: checkify.check(jnp.array([True, False]), "m"))()

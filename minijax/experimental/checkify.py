@@ -193,14 +193,21 @@ def _bind_check(pred, msg, fmt_args, fmt_kwargs, debug: bool) -> None:
                       f"but got {leaf!r} of type {type(leaf)}.")
   if not isinstance(pred, Tracer):
     pred = lax.convert_to_array(np.asarray(pred))
+  _check_scalar(pred)
   if get_aval(pred).dtype != np.bool_:
     raise TypeError(f"check takes a boolean predicate, got one of dtype {get_aval(pred).dtype}")
   check_p.bind(pred, *leaves, msg=msg, fmt_tree=fmt_tree, debug=debug, batch_dims=0)
 
 
+def _check_scalar(pred) -> None:
+  if np.shape(pred) != ():  # (JAX's words; a vmapped predicate is a scalar per example)
+    raise TypeError(f"check takes a scalar pred as argument, got {pred}")
+
+
 def check(pred: Any, msg: str, *fmt_args, **fmt_kwargs) -> None:
   """Checks that `pred` is true (see the module docstring)."""
   if is_eval_context() and not isinstance(pred, Tracer):
+    _check_scalar(pred)
     if bool(np.all(np.asarray(pred))):
       return
     raise JaxRuntimeError(msg.format(*fmt_args, **fmt_kwargs) + " (`check` failed)")
@@ -464,6 +471,8 @@ def _automatic_checks(eqn, errors) -> list:
       found.append(_INDEX_CHECKS[name])
     elif name in _SCATTERS:
       found.append(_scatter_check)
+      if NaNError in errors:  # (JAX checks a scatter's result for NaNs with its bounds)
+        found.append(_nan_check)
   return found
 
 

@@ -580,8 +580,9 @@ def _sort_jvp(primals, tangents, *, dimension, is_stable, num_keys):
   return outs, out_tangents
 
 
-def take_along_axis(x, indices, axis):
-  """`x` indexed along `axis` by `indices` of the same shape (a gather with batching axes)."""
+def take_along_axis(x, indices, axis, mode=None, fill_value=None):
+  """`x` indexed along `axis` by `indices` of the same shape (a gather with batching axes,
+  whose `mode` treats out-of-bounds indices)."""
   from minijax.lax.gather import GatherDimensionNumbers, gather
   shape = tuple(x.shape)
   others = tuple(d for d in range(len(shape)) if d != axis)
@@ -589,7 +590,7 @@ def take_along_axis(x, indices, axis):
                                  start_index_map=(axis,), operand_batching_dims=others,
                                  start_indices_batching_dims=others)
   index = reshape(indices, tuple(indices.shape) + (1,))
-  return gather(x, index, dnums, (1,) * len(shape))
+  return gather(x, index, dnums, (1,) * len(shape), mode=mode, fill_value=fill_value)
 
 
 def _sort_batch(args, dims, *, dimension, is_stable, num_keys):

@@ -489,10 +489,16 @@ def take_along_axis(arr, indices, axis=-1, mode=None, fill_value=None, *,
   bshape[ax] = shape[ax]
   x = _util.broadcast_to(x, tuple(bshape))
   idx = _util.broadcast_to(idx, out_shape)
-  idx, valid = _gather_indices("take_along_axis", idx, shape[ax], mode,
-                               wrap_negative_indices is not False)
-  out = lax.take_along_axis(x, idx, ax)
-  return out if valid is None else _filled(out, valid, fill_value)
+  # the indices reach the gather as given (negative ones counted from the end), where the
+  # mode treats those out of bounds and checkify sees them, as in JAX
+  idx = lax.convert_element_type(idx, dtypes.int32)
+  if shape[ax] == 0 and _util.size(idx):
+    raise IndexError("Cannot do a non-empty jnp.take_along_axis() from an empty axis.")
+  if wrap_negative_indices is not False:
+    idx = _normalize_index(idx, shape[ax])
+  from minijax.numpy.indexing import fill_value_for
+  fill = fill_value_for(_util.dtype(x), fill_value) if mode == "fill" else None
+  return lax.take_along_axis(x, idx, ax, mode=mode, fill_value=fill)
 
 
 def _gather_indices(name, idx, n, mode, wrap_negative):
