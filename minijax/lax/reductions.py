@@ -7,10 +7,11 @@ extremum, shared evenly among ties; prod uses the product of the *other* element
 with exclusive cumulative products so zeros are handled.  cumsum is a primitive (linear,
 transposed by a reversed cumsum) lowered to `mhlo.reduce_window`; cumprod / cummax / cummin /
 cumlogsumexp are primitives lowered as log2(n) doubling steps of pads and elementwise ops
-and differentiated as JAX does, through an associative_scan of their combining function.  sort uses a comparator that orders NaNs last, like
-numpy; its jvp sorts an iota alongside to permute the tangents.  top_k is `chlo.top_k`
-along the last axis (transposed there and back for another axis), whose tangent gathers
-the operand's tangent at the selected indices.
+and differentiated as JAX does, through an associative_scan of their combining function.
+sort uses a comparator that orders NaNs last, like numpy; its jvp sorts an iota alongside
+to permute the tangents.  top_k is `chlo.top_k` along the last axis (transposed there and
+back for another axis), whose tangent gathers the operand's tangent at the selected
+indices.
 """
 from __future__ import annotations
 
