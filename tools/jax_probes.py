@@ -6,7 +6,10 @@ custom_vmap, scipy's modules (stats, signal), dot algorithms, jaxprs' debug info
 stages of jit and the first lines of errors about traced values, odeint with the example
 libraries, refs and enable_x64, debug_nans, the transformations' options and errors,
 custom_jvp/custom_vjp rules, lax's shape and type errors, image resizing,
-nn.initializers, numpy's and random's errors, and empty arrays and edge values.
+nn.initializers, numpy's and random's errors, empty arrays and edge values; and sweeps:
+every elementwise and structural lax op by value, jit, grad, jvp and vmap, fft, index
+forms and x.at[...], pytrees through the transformations, typed keys and every sampler,
+ufunc methods, and checkify under the transformations.
 
 A probe is a script written here (none of JAX's code) that prints one line per case,
 `python probe.py m` with minijax, `python probe.py j` with JAX; addresses (0x...) are
