@@ -409,6 +409,9 @@ def _scatter_transpose(ct, operand, indices, updates, *, dimension_numbers,
   return [t_op, None, t_up]
 
 
+_scatter_unique_jvp = _scatter_linear_jvp(scatter_p)
+
+
 def _scatter_jvp(primals, tangents, **params):
   """With unique indices a scatter is linear.  Otherwise where windows overlap one update
   wins each element (the last, on XLA's CPU), and only its tangent may pass: each window
@@ -416,7 +419,7 @@ def _scatter_jvp(primals, tangents, **params):
   scatter_add of the winners' tangents onto the operand's tangent where no window wrote
   (JAX's construction), whose transpose gives a losing update no cotangent."""
   if params["unique_indices"]:
-    return _scatter_linear_jvp(scatter_p)(primals, tangents, **params)
+    return _scatter_unique_jvp(primals, tangents, **params)
   from minijax.lax.elementwise import add, eq
   from minijax.lax.misc import iota, select_n
   from minijax.lax.structural import broadcast_in_dim, reshape

@@ -426,29 +426,31 @@ def _clamp_lowering(ctx, lo, x, hi):
 mlir.register_lowering(clamp_p, _clamp_lowering)
 
 
-def _clamp_jvp(primals, tangents):
-  # JAX's rule: x's tangent where min < x < max strictly, min's where min > x (and
-  # min < max), max's where max < x; none at a tie
+def _clamp_tangent(picks):
+  """An argument's share of clamp's tangent, where `picks(lo, x, hi)` holds (JAX's rule: x's
+  strictly inside (min, max), min's where it exceeds x and is below max, max's where it is
+  below x; at a tie nobody's)."""
+  def fn(g, lo, x, hi):
+    shape = np.shape(x)
+    lo, hi, g = (broadcast_in_dim(v, shape, ()) if np.ndim(v) < len(shape) else v
+                 for v in (lo, hi, g))
+    return select_n(picks(lo, x, hi), full(shape, 0, get_aval(g).dtype), g)
+  return fn
+
+
+def _lo_binds(lo, x, hi):
   from minijax.lax.elementwise import bitwise_and, gt, lt
-  lo, x, hi = primals
-  out = clamp_p.bind(lo, x, hi)
-  shape = np.shape(x)
-  lo_b, hi_b = (broadcast_in_dim(b, shape, ()) if np.ndim(b) < len(shape) else b
-                for b in (lo, hi))
-  zeros = full(shape, 0, get_aval(out).dtype)
-  picks = (bitwise_and(gt(lo_b, x), lt(lo_b, hi_b)), bitwise_and(gt(x, lo_b), lt(x, hi_b)),
-           lt(hi_b, x))
-  tangent_out = None
-  for t, pick in zip(tangents, picks):
-    if type(t) is ad.Zero:
-      continue
-    if np.ndim(t) < len(shape):
-      t = broadcast_in_dim(t, shape, ())
-    term = select_n(pick, zeros, t)
-    tangent_out = term if tangent_out is None else ad.add_tangents(tangent_out, term)
-  if tangent_out is None:
-    return out, ad.Zero.from_primal_value(out)
-  return out, tangent_out
+  return bitwise_and(gt(lo, x), lt(lo, hi))
+
+
+def _x_inside(lo, x, hi):
+  from minijax.lax.elementwise import bitwise_and, gt, lt
+  return bitwise_and(gt(x, lo), lt(x, hi))
+
+
+def _hi_binds(lo, x, hi):
+  from minijax.lax.elementwise import lt
+  return lt(hi, x)
 
 
 def _clamp_batch(args, dims):
@@ -466,7 +468,8 @@ def _clamp_batch(args, dims):
   return clamp_p.bind(bounds[0], x, bounds[1]), 0
 
 
-ad.primitive_jvps[clamp_p] = _clamp_jvp
+ad.defjvp(clamp_p, _clamp_tangent(_lo_binds), _clamp_tangent(_x_inside),
+          _clamp_tangent(_hi_binds))
 batching.primitive_batchers[clamp_p] = _clamp_batch
 
 

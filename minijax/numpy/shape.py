@@ -501,33 +501,16 @@ def take_along_axis(arr, indices, axis=-1, mode=None, fill_value=None, *,
   return lax.take_along_axis(x, idx, ax, mode=mode, fill_value=fill)
 
 
-def _gather_indices(name, idx, n, mode, wrap_negative):
-  """In-bounds int32 indices into an axis of size `n` for a gather of `mode` ("fill",
-  "clip", "wrap" or "promise_in_bounds"), and for "fill" the mask of the valid ones (else
-  None).  `wrap_negative`: indices from -n to -1 count from the end first."""
+def _take_indices(idx, n: int, mode: str):
+  """int32 indices into an axis of size `n`, wrapped around (mode "wrap") or clamped into
+  it ("clip", negative ones to 0)."""
   idx = lax.convert_element_type(idx, dtypes.int32)
   if n == 0:
-    if _util.size(idx):
-      raise IndexError(f"Cannot do a non-empty jnp.{name}() from an empty axis.")
-    return idx, None
+    return idx
   full = lambda v: lax.full(_util.shape(idx), v, dtypes.int32)  # noqa: E731
   if mode == "wrap":
-    return lax.rem(lax.add(lax.rem(idx, full(n)), full(n)), full(n)), None
-  if wrap_negative:
-    idx = _normalize_index(idx, n)
-  inside = lax.clamp(full(0), idx, full(n - 1))
-  if mode != "fill":
-    return inside, None
-  return inside, lax.bitwise_and(lax.ge(idx, full(0)), lax.lt(idx, full(n)))
-
-
-def _filled(out, valid, fill_value):
-  """`out` where `valid` (which broadcasts to its shape), else `fill_value_for` its dtype."""
-  from minijax.numpy.indexing import fill_value_for
-  dtype = _util.dtype(out)
-  fill = lax.full(_util.shape(out), np.asarray(fill_value_for(dtype, fill_value)).astype(dtype),
-                  dtype)
-  return lax.select(_util.broadcast_to(valid, _util.shape(out)), out, fill)
+    return lax.rem(lax.add(lax.rem(idx, full(n)), full(n)), full(n))
+  return lax.clamp(full(0), idx, full(n - 1))
 
 
 def _normalize_index(idx, n):
@@ -564,7 +547,7 @@ def take(a, indices, axis=None, out=None, mode=None, unique_indices=False,
   from minijax.numpy.indexing import getitem, getitem_filled
   if mode == "fill":  # what x.at[...].get(mode="fill") reads
     return getitem_filled(x, (slice(None),) * ax + (idx,), fill_value)
-  idx, _ = _gather_indices("take", idx, _util.shape(x)[ax], mode, wrap_negative=False)
+  idx = _take_indices(idx, _util.shape(x)[ax], mode)
   return getitem(x, (slice(None),) * ax + (idx,))
 
 

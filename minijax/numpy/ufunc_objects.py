@@ -148,10 +148,9 @@ class ufunc:
   def _result_dtype(self, *operands) -> np.dtype:
     """The dtype the function gives for scalars of the operands' dtypes (JAX's: the folds
     compute in it, so a logical function of integers folds booleans)."""
-    from minijax.core.avals import ShapedArray
-    from minijax.interpreters import partial_eval as pe
-    avals = [ShapedArray((), _util.dtype(v)) for v in operands]
-    return pe.trace_to_closed_jaxpr(lambda *xs: [self(*xs)], avals).out_avals[0].dtype
+    from minijax.api import eval_shape
+    from minijax.core.avals import ShapeDtypeStruct
+    return eval_shape(self, *(ShapeDtypeStruct((), _util.dtype(v)) for v in operands)).dtype
 
   # ---- accumulate
 
