@@ -66,3 +66,37 @@ def test_cumulative_reductions_are_primitives_differentiated_as_jaxs_scan():
                                ref(v[::-1], axis=0)[::-1], rtol=1e-6)
   with pytest.raises(TypeError, match="cumlogsumexp does not accept dtype int32"):
     lax.cumlogsumexp(np.arange(3, dtype=np.int32))
+
+
+def test_these_derivatives_hold_with_several_threads_tracing_at_once():
+  """Four threads trace and run the rules above under jit at once; each gets what one
+  thread alone gets."""
+  import threading
+  weights = np.arange(5.0, dtype=np.float32)
+
+  def run(k):
+    scatter = minijax.jit(minijax.grad(
+        lambda u: jnp.sum(jnp.zeros(5).at[np.array([1, 1, 3])].set(u) * weights)))
+    ties = minijax.grad(lambda v: jnp.sum(lax.cummax(v) * weights[1:]))
+    bounds = minijax.vmap(minijax.grad(lambda v: lax.clamp(-1.0, v, 1.0)))
+    return [np.asarray(scatter(np.full(3, k, np.float32))).tolist(),
+            np.asarray(ties(np.full(4, 5.0 + k, np.float32))).tolist(),
+            np.asarray(bounds(np.array([-1.0, 0.0, 1.0, k], np.float32))).tolist()]
+
+  alone = {k: run(k) for k in range(4)}
+  together, failures = {}, []
+
+  def work(k):
+    try:
+      for _ in range(3):
+        together.setdefault(k, []).append(run(k))
+    except Exception as e:  # (collected: an assertion in a thread would go unseen)
+      failures.append(e)
+  threads = [threading.Thread(target=work, args=(k,)) for k in range(4)]
+  for t in threads:
+    t.start()
+  for t in threads:
+    t.join()
+  assert failures == []
+  assert all(got == alone[k] for k in range(4) for got in together[k])
+  assert alone[0] == [[0, 1, 3], [3.75, 2.75, 2.5, 1], [0, 1, 0, 1]]
